@@ -1,0 +1,72 @@
+"""The KV-cache block pool: block 0 is the null block, the rest sit in a FIFO free queue.
+
+Mirrors vllm/v1/core/block_pool.py ``BlockPool`` (without prefix caching): the null block is taken
+out of the queue at start-up, ``get_new_blocks`` pops from the head of ``FreeKVCacheBlockQueue`` and
+``free_blocks`` appends to its tail. ``KVCacheManager.free`` hands a request's blocks back tail
+first, so the last blocks of a finished request are the first to be handed out again. Nothing is
+cleared on free: a freed block id stays in any block-table column that still names it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+NULL_BLOCK_ID = 0
+FREE = -1  # owner value of a block in the free queue
+NULL_OWNER = -2  # owner value of the null block
+
+
+class BlockPool:
+    def __init__(self, num_gpu_blocks: int):
+        if num_gpu_blocks < 2:
+            raise ValueError(f"num_gpu_blocks: need at least 2 (the null block and one more), got {num_gpu_blocks}")
+        self.num_gpu_blocks = num_gpu_blocks
+        # Ring buffer holding the free queue; it never holds more than num_gpu_blocks - 1 ids.
+        self._ring = np.empty(num_gpu_blocks, dtype=np.int32)
+        self._cap = num_gpu_blocks
+        n = num_gpu_blocks - 1
+        self._ring[:n] = np.arange(1, num_gpu_blocks, dtype=np.int32)
+        self._head = 0
+        self._size = n
+        # owner[b]: the runner instance that holds block b, FREE, or NULL_OWNER for block 0.
+        self.owner = np.full(num_gpu_blocks, FREE, dtype=np.int32)
+        self.owner[NULL_BLOCK_ID] = NULL_OWNER
+
+    @property
+    def num_free_blocks(self) -> int:
+        return self._size
+
+    def get_new_blocks(self, n: int) -> np.ndarray:
+        """Pop ``n`` blocks from the head of the free queue (ids in queue order)."""
+        if n > self._size:
+            raise RuntimeError(f"cannot get {n} free blocks, only {self._size} left")
+        start = self._head
+        end = start + n
+        if end <= self._cap:
+            out = self._ring[start:end].copy()
+        else:
+            out = np.concatenate([self._ring[start:], self._ring[: end - self._cap]])
+        self._head = end % self._cap
+        self._size -= n
+        return out
+
+    def free_blocks(self, ordered_blocks: np.ndarray) -> None:
+        """Append blocks to the tail of the free queue, in the given order."""
+        n = len(ordered_blocks)
+        if n == 0:
+            return
+        self.owner[ordered_blocks] = FREE
+        tail = (self._head + self._size) % self._cap
+        end = tail + n
+        if end <= self._cap:
+            self._ring[tail:end] = ordered_blocks
+        else:
+            k = self._cap - tail
+            self._ring[tail:] = ordered_blocks[:k]
+            self._ring[: n - k] = ordered_blocks[k:]
+        self._size += n
+
+    def free_queue(self) -> np.ndarray:
+        """The free queue, head first (for tests and views)."""
+        idx = (self._head + np.arange(self._size)) % self._cap
+        return self._ring[idx].copy()

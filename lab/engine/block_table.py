@@ -1,0 +1,97 @@
+"""Block tables (R6) and slot mapping (R7).
+
+Mirrors vllm/v1/worker/gpu/block_table.py ``BlockTables``: persistent rows indexed by the request
+slot (``req_index``), and an input table in batch order that ``gather_block_tables`` refills each
+step. Only columns ``[0, num_blocks)`` of a real row are copied; later columns keep what an
+earlier step left in that batch row. Padded rows are zeroed over the whole width (block 0 is the
+null block).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+PAD_SLOT_ID = -1
+
+
+def block_table_width(max_model_len: int, block_size: int) -> int:
+    """Columns of a row: ``cdiv(max_model_len, block_size)`` rounded up so the row covers a multiple
+    of 128 tokens (vllm/v1/worker/block_table.py ``get_block_table_width``)."""
+    num_blocks = -(-max_model_len // block_size)
+    align = 128 // math.gcd(128, block_size)
+    return -(-num_blocks // align) * align
+
+
+class BlockTables:
+    def __init__(self, max_num_reqs: int, width: int):
+        self.max_num_reqs = max_num_reqs
+        self.width = width
+        # Persistent rows, by request slot.
+        self.block_tables = np.zeros((max_num_reqs, width), dtype=np.int32)
+        self.num_blocks = np.zeros(max_num_reqs, dtype=np.int32)
+        # The input table, by batch row. It persists across steps: that is where stale ids live.
+        self.input_block_tables = np.zeros((max_num_reqs, width), dtype=np.int32)
+        # What each batch row last received: the instance (-1: nothing or zeroed), how many
+        # columns, and the high-water mark past which the row is all zeros.
+        self._row_inst = np.full(max_num_reqs, -1, dtype=np.int64)
+        self._row_nb = np.zeros(max_num_reqs, dtype=np.int32)
+        self.row_hwm = np.zeros(max_num_reqs, dtype=np.int32)
+
+    # vllm block_table.py BlockTables.append_block_ids (overwrite=True for a new request).
+    def add_request(self, req_index: int) -> None:
+        self.num_blocks[req_index] = 0
+
+    def append_block_ids(self, req_indices: np.ndarray, counts: np.ndarray, block_ids: np.ndarray) -> None:
+        """Append ``counts[i]`` ids from ``block_ids`` (concatenated, in order) to row ``req_indices[i]``."""
+        total = int(counts.sum())
+        if total == 0:
+            return
+        starts = self.num_blocks[req_indices]
+        rows = np.repeat(req_indices, counts)
+        first = np.cumsum(counts) - counts
+        cols = np.repeat(starts - first, counts) + np.arange(total, dtype=np.int64)
+        self.block_tables[rows, cols] = block_ids
+        self.num_blocks[req_indices] = starts + counts
+
+    def gather_block_tables(self, idx_mapping: np.ndarray, inst: np.ndarray, num_reqs_padded: int) -> np.ndarray:
+        """vllm block_table.py ``gather_block_tables``: copy columns [0, num_blocks) of each request's
+        row into batch row i; zero padded rows over the full width. Returns the input table view.
+
+        Writes only what differs from what the row already holds (the same instance keeps its
+        earlier columns), which gives the same table as copying [0, num_blocks) every step.
+        """
+        n = len(idx_mapping)
+        nb = self.num_blocks[idx_mapping]
+        same = self._row_inst[:n] == inst
+        start = np.where(same, self._row_nb[:n], 0)
+        lens = np.maximum(nb - start, 0)
+        total = int(lens.sum())
+        if total:
+            rows = np.repeat(np.arange(n), lens)
+            first = np.cumsum(lens) - lens
+            cols = np.repeat(start - first, lens) + np.arange(total, dtype=np.int64)
+            self.input_block_tables[rows, cols] = self.block_tables[np.repeat(idx_mapping, lens), cols]
+        self._row_inst[:n] = inst
+        self._row_nb[:n] = nb
+        np.maximum(self.row_hwm[:n], nb, out=self.row_hwm[:n])
+        if num_reqs_padded > n:
+            self.input_block_tables[n:num_reqs_padded] = 0
+            self._row_inst[n:num_reqs_padded] = -1
+            self._row_nb[n:num_reqs_padded] = 0
+            self.row_hwm[n:num_reqs_padded] = 0
+        return self.input_block_tables[:num_reqs_padded]
+
+
+def compute_slot_mappings(block_table_rows: np.ndarray, query_start_loc: np.ndarray, positions: np.ndarray,
+                          block_size: int, num_tokens_padded: int) -> np.ndarray:
+    """R7, vllm block_table.py ``compute_slot_mappings``: ``slot = row[pos // bs] * bs + pos % bs``
+    for each scheduled token (rows in batch order); padding tokens get ``PAD_SLOT_ID``."""
+    num_reqs = len(query_start_loc) - 1
+    num_tokens = int(query_start_loc[-1])
+    out = np.full(num_tokens_padded, PAD_SLOT_ID, dtype=np.int64)
+    req_of_token = np.repeat(np.arange(num_reqs), np.diff(query_start_loc))
+    pos = positions[:num_tokens]
+    out[:num_tokens] = block_table_rows[req_of_token, pos // block_size].astype(np.int64) * block_size + pos % block_size
+    return out

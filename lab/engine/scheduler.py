@@ -1,0 +1,275 @@
+"""Continuous-batching scheduler with chunked prefill, a token budget and preemption.
+
+Mirrors vllm/v1/core/sched/scheduler.py ``Scheduler.schedule`` (FCFS, chunked prefill on, no prefix
+caching): running requests first, in order, each taking ``min(tokens it needs, budget left)`` and
+capped so no position reaches ``max_model_len``; then waiting requests while the budget and
+``max_num_seqs`` allow. Drafts count against the budget; a request whose blocks cannot be allocated
+preempts the last running request (recompute). Under async scheduling the scheduler advances
+``num_computed_tokens`` optimistically and learns the previous step's rejected drafts only after it
+scheduled the next step, which is why ``seq_lens_cpu_upper_bound`` is an upper bound (R1).
+
+One simplification: a request is known to be finished right after its step (vLLM's async scheduler
+can schedule a finishing request once more and drop the result).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lab.engine.block_pool import BlockPool
+from lab.engine.block_table import block_table_width
+
+WAITING, RUNNING, FINISHED = 0, 1, 2
+
+
+@dataclass
+class SchedulerOutput:
+    req_indices: np.ndarray  # scheduled requests, in scheduling order
+    inst: np.ndarray  # their runner instance ids (a preempted request comes back as a new instance)
+    num_scheduled_tokens: np.ndarray
+    num_computed_tokens: np.ndarray  # the scheduler's (CPU) view before this step
+    num_draft_tokens: np.ndarray
+    is_prefilling: np.ndarray  # still in (chunked) prefill at the start of the step
+    new_block_counts: np.ndarray  # new block ids per scheduled request ...
+    new_block_ids: np.ndarray  # ... concatenated in the same order
+    new_inst: list = field(default_factory=list)  # (instance, request) pairs to add before this step
+    removed_inst: list = field(default_factory=list)  # instances finished or preempted since last step
+    num_preempted: int = 0
+
+
+class Scheduler:
+    def __init__(self, scenario):
+        s = scenario
+        self.scenario = s
+        n = len(s.requests)
+        self.arrival_step = np.array([r.arrival_step for r in s.requests], dtype=np.int64)
+        self.prompt_len = np.array([r.prompt_len for r in s.requests], dtype=np.int64)
+        self.output_len = np.array([r.output_len for r in s.requests], dtype=np.int64)
+        self._arrival_order = np.argsort(self.arrival_step, kind="stable")
+        self._next_arrival = 0
+        self.max_model_len = s.max_model_len
+        self.block_size = s.block_size
+        self.width = block_table_width(s.max_model_len, s.block_size)
+        self.num_lookahead_tokens = s.num_speculative_tokens
+        self.token_budget = s.max_num_batched_tokens
+        self.max_num_running_reqs = s.max_num_seqs
+
+        self.prefill_len = self.prompt_len.copy()  # prompt, or prompt + output after a preemption
+        self.num_computed_tokens = np.zeros(n, dtype=np.int64)  # CPU view, optimistic
+        self._pending_rejections = np.zeros(n, dtype=np.int64)
+        self.num_output_tokens = np.zeros(n, dtype=np.int64)
+        self.num_spec_tokens = np.zeros(n, dtype=np.int64)  # drafts waiting to be verified
+        self.status = np.full(n, WAITING, dtype=np.int8)
+        self.inst = np.full(n, -1, dtype=np.int64)
+        self.inst_req: list[int] = []  # instance id -> request index
+        self.waiting: deque[int] = deque()
+        self.running = np.empty(0, dtype=np.int64)
+        self.num_finished = 0
+        self.num_preemptions = 0
+
+        # KVCacheManager: the pool, and each running request's blocks (by kv slot).
+        self.pool = BlockPool(s.total_num_gpu_blocks)
+        self.kv_rows = np.zeros((s.max_num_seqs, self.width), dtype=np.int32)
+        self.kv_nb = np.zeros(s.max_num_seqs, dtype=np.int64)
+        self.kv_slot = np.full(n, -1, dtype=np.int64)
+        self._free_kv_slots = list(range(s.max_num_seqs - 1, -1, -1))
+        self._removed: list[int] = []
+
+    # ---- state -------------------------------------------------------------------------------
+    def has_unfinished_requests(self) -> bool:
+        return self.num_finished < len(self.prompt_len)
+
+    def next_arrival_step(self) -> int:
+        if self._next_arrival < len(self._arrival_order):
+            return int(self.arrival_step[self._arrival_order[self._next_arrival]])
+        return 0
+
+    def _blocks_for(self, num_tokens: np.ndarray) -> np.ndarray:
+        return np.minimum(-(-num_tokens // self.block_size), self.width)
+
+    def _allocate(self, r: int, num_blocks: int) -> np.ndarray:
+        slot = self.kv_slot[r]
+        ids = self.pool.get_new_blocks(num_blocks)
+        nb = self.kv_nb[slot]
+        self.kv_rows[slot, nb:nb + num_blocks] = ids
+        self.kv_nb[slot] = nb + num_blocks
+        self.pool.owner[ids] = self.inst[r]
+        return ids
+
+    def _free(self, r: int) -> None:
+        # vllm single_type_kv_cache_manager.py free: tail blocks first.
+        slot = self.kv_slot[r]
+        self.pool.free_blocks(self.kv_rows[slot, : self.kv_nb[slot]][::-1].copy())
+        self.kv_nb[slot] = 0
+        self._free_kv_slots.append(int(slot))
+        self.kv_slot[r] = -1
+        self._removed.append(int(self.inst[r]))
+        self.inst[r] = -1
+
+    def _preempt(self, r: int) -> None:
+        self._free(r)
+        self.status[r] = WAITING
+        self.prefill_len[r] = self.prompt_len[r] + self.num_output_tokens[r]
+        self.num_computed_tokens[r] = 0
+        self._pending_rejections[r] = 0
+        self.num_spec_tokens[r] = 0
+        self.waiting.appendleft(r)
+        self.num_preemptions += 1
+
+    # ---- scheduling --------------------------------------------------------------------------
+    def schedule(self, step: int) -> SchedulerOutput:
+        while (self._next_arrival < len(self._arrival_order)
+               and self.arrival_step[self._arrival_order[self._next_arrival]] <= step):
+            self.waiting.append(int(self._arrival_order[self._next_arrival]))
+            self._next_arrival += 1
+
+        mml, k = self.max_model_len, self.num_lookahead_tokens
+        budget = self.token_budget
+        run = self.running
+        comp = self.num_computed_tokens[run]
+        in_prefill = comp < self.prefill_len[run]
+        need = np.where(in_prefill, self.prefill_len[run] - comp, 1 + self.num_spec_tokens[run])
+        need = np.clip(np.minimum(need, mml - 1 - comp), 0, None)
+        # Greedy in running order: each takes min(need, budget left).
+        num_new = np.clip(budget - (np.cumsum(need) - need), 0, need)
+        slots = self.kv_slot[run]
+        want = np.where(num_new > 0, self._blocks_for(comp + num_new + k), 0)
+        new_blocks = np.maximum(want - self.kv_nb[slots], 0)
+        preempted = 0
+        if int(new_blocks.sum()) <= self.pool.num_free_blocks:
+            counts = new_blocks
+            ids = self.pool.get_new_blocks(int(counts.sum()))
+            if len(ids):
+                has = counts > 0
+                rows = np.repeat(slots[has], counts[has])
+                first = np.cumsum(counts[has]) - counts[has]
+                cols = np.repeat(self.kv_nb[slots[has]] - first, counts[has]) + np.arange(len(ids))
+                self.kv_rows[rows, cols] = ids
+                self.kv_nb[slots[has]] += counts[has]
+                self.pool.owner[ids] = np.repeat(self.inst[run[has]], counts[has])
+            budget -= int(num_new.sum())
+            block_chunks = [ids]
+        else:
+            run, num_new, counts, block_chunks, budget, preempted = self._schedule_running_slow(budget)
+            comp = self.num_computed_tokens[run]
+            in_prefill = comp < self.prefill_len[run]
+
+        sched = num_new > 0
+        req = run[sched]
+        num_new = num_new[sched]
+        comp = comp[sched]
+        in_prefill = in_prefill[sched]
+        counts = counts[sched]
+        num_draft = np.where(in_prefill, 0, np.minimum(self.num_spec_tokens[req], np.maximum(num_new - 1, 0)))
+
+        new_req, new_tokens, new_counts = [], [], []
+        new_inst = []
+        if not preempted:
+            while (self.waiting and len(self.running) + len(new_req) < self.max_num_running_reqs
+                   and budget > 0):
+                r = self.waiting[0]
+                n_tok = int(min(self.prefill_len[r], budget))
+                nblk = int(self._blocks_for(np.int64(n_tok)))  # no lookahead on the first step
+                if nblk > self.pool.num_free_blocks:
+                    break
+                self.waiting.popleft()
+                self.kv_slot[r] = self._free_kv_slots.pop()
+                self.inst[r] = len(self.inst_req)
+                self.inst_req.append(r)
+                self.status[r] = RUNNING
+                block_chunks.append(self._allocate(r, nblk))
+                new_req.append(r)
+                new_tokens.append(n_tok)
+                new_counts.append(nblk)
+                new_inst.append((int(self.inst[r]), r))
+                budget -= n_tok
+        if new_req:
+            nr = np.array(new_req, dtype=np.int64)
+            self.running = np.concatenate([self.running, nr])
+            req = np.concatenate([req, nr])
+            num_new = np.concatenate([num_new, new_tokens])
+            comp = np.concatenate([comp, np.zeros(len(nr), dtype=np.int64)])
+            in_prefill = np.concatenate([in_prefill, np.ones(len(nr), dtype=bool)])
+            num_draft = np.concatenate([num_draft, np.zeros(len(nr), dtype=np.int64)])
+            counts = np.concatenate([counts, new_counts])
+
+        out = SchedulerOutput(
+            req_indices=req, inst=self.inst[req], num_scheduled_tokens=num_new, num_computed_tokens=comp,
+            num_draft_tokens=num_draft, is_prefilling=in_prefill, new_block_counts=counts,
+            new_block_ids=np.concatenate(block_chunks) if block_chunks else np.empty(0, np.int32),
+            new_inst=new_inst, removed_inst=self._removed, num_preempted=preempted)
+        self._removed = []
+        # Async scheduling: advance optimistically, then learn the previous step's rejections.
+        self.num_computed_tokens[req] += num_new
+        self.num_computed_tokens -= self._pending_rejections
+        self._pending_rejections[:] = 0
+        return out
+
+    def _schedule_running_slow(self, budget: int):
+        """The sequential loop of vLLM's scheduler, with preemption when blocks run out."""
+        mml, k = self.max_model_len, self.num_lookahead_tokens
+        running = [int(r) for r in self.running]
+        scheduled: dict[int, tuple[int, int]] = {}
+        chunks = []
+        preempted = 0
+        i = 0
+        while i < len(running) and budget > 0:
+            r = running[i]
+            comp = int(self.num_computed_tokens[r])
+            if comp < self.prefill_len[r]:
+                need = int(self.prefill_len[r]) - comp
+            else:
+                need = 1 + int(self.num_spec_tokens[r])
+            n_tok = max(0, min(need, budget, mml - 1 - comp))
+            if n_tok == 0:
+                i += 1
+                continue
+            want = int(self._blocks_for(np.int64(comp + n_tok + k)))
+            nblk = max(want - int(self.kv_nb[self.kv_slot[r]]), 0)
+            while nblk > self.pool.num_free_blocks:
+                victim = running.pop()  # FCFS: the last running request
+                self._preempt(victim)
+                preempted += 1
+                if victim == r:
+                    break
+            else:
+                if nblk:
+                    chunks.append(self._allocate(r, nblk))
+                scheduled[r] = (n_tok, nblk)
+                budget -= n_tok
+                i += 1
+                continue
+            break  # r preempted itself
+        self.running = np.array(running, dtype=np.int64)
+        run = self.running
+        num_new = np.array([scheduled.get(int(r), (0, 0))[0] for r in run], dtype=np.int64)
+        counts = np.array([scheduled.get(int(r), (0, 0))[1] for r in run], dtype=np.int64)
+        return run, num_new, counts, chunks, budget, preempted
+
+    # ---- results -----------------------------------------------------------------------------
+    def update_from_output(self, out: SchedulerOutput, num_accepted: np.ndarray) -> np.ndarray:
+        """Count sampled tokens, note rejections, finish requests. Returns finished request indices."""
+        req = out.req_indices
+        if len(req) == 0:
+            return req
+        done_prefill = out.num_computed_tokens + out.num_scheduled_tokens >= self.prefill_len[req]
+        decode = ~out.is_prefilling
+        sampled = np.where(decode, 1 + num_accepted, done_prefill.astype(np.int64))
+        room = np.minimum(self.output_len[req] - self.num_output_tokens[req],
+                          self.max_model_len - self.prompt_len[req] - self.num_output_tokens[req])
+        self.num_output_tokens[req] += np.minimum(sampled, room)
+        self._pending_rejections[req] = np.where(decode, out.num_draft_tokens - num_accepted, 0)
+        self.num_spec_tokens[req] = np.where(sampled > 0, self.num_lookahead_tokens, 0)
+        fin = (self.num_output_tokens[req] >= self.output_len[req]) | (
+            self.prompt_len[req] + self.num_output_tokens[req] >= self.max_model_len)
+        finished = req[fin]
+        if len(finished):
+            for r in finished:
+                self._free(int(r))
+            self.status[finished] = FINISHED
+            self.num_finished += len(finished)
+            self.running = self.running[~np.isin(self.running, finished)]
+        return finished

@@ -1,0 +1,54 @@
+"""Named scenarios, each built to show one thing."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from lab.scenario import Scenario, parse_spec
+
+# name -> (spec, what it shows)
+PRESETS: dict[str, tuple[str, str]] = {
+    "short-decode-long-context": (
+        "32p512o192_mml=128k_cg=piecewise",
+        "32 short requests decoding under a 128k max_model_len. The baseline tells the kernel 131072 "
+        "tokens every step; the fixed metadata says about 700. Piecewise graphs, so the kernel sees it.",
+    ),
+    "mixed-long-short": (
+        "2p20ko48_24p300o160a0+3_mml=32k_tokens=4k_cg=piecewise",
+        "Two 20k-token prompts, chunked by a 4k token budget, beside short requests arriving every 3 "
+        "steps. The fixed max_seq_len follows the longest request; the short rows walk its width.",
+    ),
+    "eagle-k3": (
+        "16p1ko128_k=3_accept=0.7_mml=32k_cg=piecewise",
+        "Eagle/MTP with K=3 drafts per step. The draft decodes (eager: PIECEWISE is never used for "
+        "drafts) get draft_max_seq_len = min(max upper bound + K, max_model_len) after the fix.",
+    ),
+    "mamba-hybrid": (
+        "24p2ko200_state=mamba_mml=64k_cg=piecewise",
+        "A mamba/attention hybrid: MambaHybridModelState.prepare_attn passed max_model_len until PR "
+        "#43991. It also keeps a mamba state slot per request.",
+    ),
+    "full-graph-vs-eager": (
+        "6p512o160_6p512o48a2_capture=1/2/4/8",
+        "Capture sizes up to 8: twelve decodes run eagerly (NONE) and see the batch max; once six "
+        "finish, the batch replays a FULL graph padded to 8 rows and the kernel sees the captured "
+        "max_model_len in both modes (R9), whatever the metadata says.",
+    ),
+    "stale-block-reuse": (
+        "8p400o24_8p96o300a20+2_mml=8k_blocks=96_seqs=12_cg=piecewise",
+        "A small KV cache (96 blocks) and short requests that finish and hand their blocks back. "
+        "Later rows keep stale ids past num_blocks: freed blocks, and blocks that now belong to "
+        "another live request. A kernel walking max_model_len reads them.",
+    ),
+}
+
+
+def list_presets() -> list[str]:
+    return list(PRESETS)
+
+
+def get_preset(name: str) -> Scenario:
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; known presets: {', '.join(PRESETS)}")
+    spec, description = PRESETS[name]
+    return dataclasses.replace(parse_spec(spec), name=name, description=description)

@@ -1,0 +1,582 @@
+"""The trace: every step the runner took, in both modes, and its versioned JSON file format.
+
+A ``Trace`` is columnar (numpy arrays over all steps and rows) so that 10,000 steps x 256 requests
+fit in well under 100 MB; ``trace.steps[i]`` is a light ``Step`` view with the contract's names
+(DESIGN §5). ``step.block_table`` is rebuilt on demand from the block log, the same way
+``gather_block_tables`` filled it (stale columns included).
+
+File format: one JSON object::
+
+    {"format": "maxseqlen-lab/trace", "version": 1, "scenario": {...}, "req_ids": [...], "meta": {...},
+     "arrays": {name: {"dtype": "int32", "shape": [..], "data": base64(zlib(little-endian bytes))}}}
+
+Loading checks everything it reads (format, version, scenario fields, each array's dtype, shape and
+cross-references) and never unpickles anything.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import os
+import zlib
+from collections.abc import Sequence
+from functools import cached_property
+
+import numpy as np
+
+from lab.engine.block_pool import NULL_BLOCK_ID
+from lab.engine.cudagraph import CG_MODE_NAMES
+from lab.engine.model_states import MODES
+from lab.engine.oor import NUM_OOR_FIELDS, OOR_CLASSES, OOR_FIELDS
+from lab.scenario import RequestSpec, Scenario
+
+FORMAT = "maxseqlen-lab/trace"
+VERSION = 1
+MAX_FILE_BYTES = 256 * 1024 * 1024
+MAX_ARRAY_BYTES = 512 * 1024 * 1024
+
+# name -> (dtype, shape in terms of S steps, N rows, I instances, B block log, K drafts)
+_SCHEMA = {
+    "row_offsets": ("int64", ("S+1",)),
+    "scheduler_step": ("int32", ("S",)),
+    "num_reqs_padded": ("int32", ("S",)),
+    "num_tokens_padded": ("int32", ("S",)),
+    "cudagraph_mode": ("int8", ("S",)),
+    "max_seq_len": ("int32", ("S", 2)),
+    "kernel_max_seq_len": ("int32", ("S", 2)),
+    "oor": ("int64", ("S", "K+1", 2, NUM_OOR_FIELDS)),
+    "draft_cudagraph_mode": ("int8", ("S", "K")),
+    "draft_num_reqs_padded": ("int32", ("S", "K")),
+    "draft_max_seq_len": ("int32", ("S", "K", 2)),
+    "draft_kernel_max_seq_len": ("int32", ("S", "K", 2)),
+    "row_inst": ("int32", ("N",)),
+    "num_computed_tokens": ("int32", ("N",)),
+    "num_scheduled_tokens": ("int32", ("N",)),
+    "seq_lens": ("int32", ("N",)),
+    "num_blocks": ("int32", ("N",)),
+    "num_accepted": ("int8", ("N",)),
+    "inst_req": ("int32", ("I",)),
+    "inst_req_index": ("int32", ("I",)),
+    "inst_state_slot": ("int32", ("I",)),
+    "inst_num_blocks": ("int32", ("I",)),
+    "block_log": ("int32", ("B",)),
+}
+# Row columns are stored as differences from the same instance's previous row: a decode row's
+# counters then repeat step after step and compress to almost nothing.
+_DELTA_ROW_COLUMNS = ("num_computed_tokens", "seq_lens", "num_blocks")
+
+
+class TraceFormatError(ValueError):
+    """A file that is not a valid trace of this lab (or of a version it cannot read)."""
+
+
+# ---- views ------------------------------------------------------------------------------------
+
+class DraftStep:
+    """One draft forward pass of a step: index 0 reuses the target's metadata (draft prefill)."""
+
+    __slots__ = ("_step", "index")
+
+    def __init__(self, step: "Step", index: int):
+        self._step = step
+        self.index = index
+
+    @property
+    def cudagraph_mode(self) -> str:
+        return CG_MODE_NAMES[int(self._step._t.arrays["draft_cudagraph_mode"][self._step.index, self.index])]
+
+    @property
+    def num_reqs_padded(self) -> int:
+        return int(self._step._t.arrays["draft_num_reqs_padded"][self._step.index, self.index])
+
+    @property
+    def seq_lens_cpu_upper_bound(self) -> list[int]:
+        """R5: min(target upper bound + index, max_model_len); padded rows 0."""
+        st = self._step
+        ub = st._ub()
+        out = np.zeros(self.num_reqs_padded, dtype=np.int64)
+        out[: st.num_reqs] = np.minimum(ub + self.index, st._t.scenario.max_model_len)
+        return out.tolist()
+
+    @property
+    def max_seq_len(self) -> dict[str, int]:
+        v = self._step._t.arrays["draft_max_seq_len"][self._step.index, self.index]
+        return {m: int(v[j]) for j, m in enumerate(MODES)}
+
+    @property
+    def kernel_max_seq_len(self) -> dict[str, int]:
+        v = self._step._t.arrays["draft_kernel_max_seq_len"][self._step.index, self.index]
+        return {m: int(v[j]) for j, m in enumerate(MODES)}
+
+    @property
+    def oor(self) -> dict[str, dict[str, int]]:
+        return self._step._t._oor_dict(self._step.index, 1 + self.index)
+
+    def __repr__(self) -> str:
+        return (f"DraftStep(index={self.index}, cudagraph_mode={self.cudagraph_mode!r}, "
+                f"max_seq_len={self.max_seq_len}, kernel_max_seq_len={self.kernel_max_seq_len})")
+
+
+class Step:
+    """A view of one step of a trace; lists are built on access."""
+
+    __slots__ = ("_t", "index", "_a", "_b")
+
+    def __init__(self, trace: "Trace", index: int):
+        self._t = trace
+        self.index = index
+        off = trace.arrays["row_offsets"]
+        self._a, self._b = int(off[index]), int(off[index + 1])
+
+    def _col(self, name: str) -> np.ndarray:
+        return self._t.arrays[name][self._a:self._b]
+
+    def _ub(self) -> np.ndarray:
+        return self._col("num_computed_tokens").astype(np.int64) + self._col("num_scheduled_tokens")
+
+    @property
+    def num_reqs(self) -> int:
+        return self._b - self._a
+
+    @property
+    def scheduler_step(self) -> int:
+        return int(self._t.arrays["scheduler_step"][self.index])
+
+    @property
+    def req_ids(self) -> list[str]:
+        ids = self._t.req_ids
+        return [ids[r] for r in self._t.arrays["inst_req"][self._col("row_inst")].tolist()]
+
+    @property
+    def req_indices(self) -> list[int]:
+        """Persistent block-table row (request slot) of each batch row: InputBatch.idx_mapping."""
+        return self._t.arrays["inst_req_index"][self._col("row_inst")].tolist()
+
+    @property
+    def mamba_state_idx(self) -> list[int]:
+        return self._t.arrays["inst_state_slot"][self._col("row_inst")].tolist()
+
+    @property
+    def num_computed_tokens(self) -> list[int]:
+        return self._col("num_computed_tokens").tolist()
+
+    @property
+    def num_scheduled_tokens(self) -> list[int]:
+        return self._col("num_scheduled_tokens").tolist()
+
+    @property
+    def num_accepted_tokens(self) -> list[int]:
+        """Drafts accepted per row in this step's verification (0 for prefill rows)."""
+        return self._col("num_accepted").tolist()
+
+    @property
+    def seq_lens_cpu_upper_bound(self) -> list[int]:
+        """R1, as vLLM builds it: length num_reqs_padded, padded rows 0."""
+        return self._ub().tolist() + [0] * (self.num_reqs_padded - self.num_reqs)
+
+    @property
+    def seq_lens(self) -> list[int]:
+        """Exact lengths (what the GPU computes); length num_reqs_padded, padded rows 0."""
+        return self._col("seq_lens").tolist() + [0] * (self.num_reqs_padded - self.num_reqs)
+
+    @property
+    def num_reqs_padded(self) -> int:
+        return int(self._t.arrays["num_reqs_padded"][self.index])
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self._col("num_scheduled_tokens").sum())
+
+    @property
+    def num_tokens_padded(self) -> int:
+        return int(self._t.arrays["num_tokens_padded"][self.index])
+
+    @property
+    def cudagraph_mode(self) -> str:
+        return CG_MODE_NAMES[int(self._t.arrays["cudagraph_mode"][self.index])]
+
+    @property
+    def max_seq_len(self) -> dict[str, int]:
+        v = self._t.arrays["max_seq_len"][self.index]
+        return {m: int(v[j]) for j, m in enumerate(MODES)}
+
+    @property
+    def kernel_max_seq_len(self) -> dict[str, int]:
+        v = self._t.arrays["kernel_max_seq_len"][self.index]
+        return {m: int(v[j]) for j, m in enumerate(MODES)}
+
+    @property
+    def num_blocks(self) -> list[int]:
+        return self._col("num_blocks").tolist()
+
+    @property
+    def block_table(self) -> np.ndarray:
+        """The gathered input table [num_reqs_padded, width] (R6), stale columns included."""
+        return self._t.block_table(self.index)
+
+    @property
+    def drafts(self) -> list[DraftStep]:
+        return [DraftStep(self, d) for d in range(self._t.num_speculative_tokens)]
+
+    @property
+    def oor(self) -> dict[str, dict[str, int]]:
+        """Out-of-range entries of the target pass, by mode and class (plus walked and in_range)."""
+        return self._t._oor_dict(self.index, 0)
+
+    @property
+    def oor_all_passes(self) -> dict[str, dict[str, int]]:
+        """Target pass plus every draft pass."""
+        return self._t._oor_dict(self.index, slice(None))
+
+    def slot_mapping(self) -> list[int]:
+        """R7: the slot of each scheduled token (exact positions), -1 for padding tokens."""
+        from lab.engine.block_table import compute_slot_mappings
+
+        sched = self._col("num_scheduled_tokens").astype(np.int64)
+        qsl = np.concatenate([[0], np.cumsum(sched)])
+        start = self._col("seq_lens").astype(np.int64) - sched
+        positions = np.repeat(start - qsl[:-1], sched) + np.arange(int(qsl[-1]))
+        table = self.block_table[: self.num_reqs]
+        return compute_slot_mappings(table, qsl, positions, self._t.scenario.block_size,
+                                     max(self.num_tokens_padded, int(qsl[-1]))).tolist()
+
+    def __repr__(self) -> str:
+        return (f"Step(index={self.index}, num_reqs={self.num_reqs}, cudagraph_mode={self.cudagraph_mode!r}, "
+                f"max_seq_len={self.max_seq_len}, kernel_max_seq_len={self.kernel_max_seq_len})")
+
+
+class StepList(Sequence):
+    def __init__(self, trace: "Trace"):
+        self._t = trace
+
+    def __len__(self) -> int:
+        return len(self._t.arrays["num_reqs_padded"])
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [Step(self._t, j) for j in range(*i.indices(len(self)))]
+        n = len(self)
+        if not isinstance(i, (int, np.integer)):
+            raise TypeError(f"step index must be an int, got {type(i).__name__}")
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"step {i} out of range (trace has {n} steps)")
+        return Step(self._t, int(i))
+
+
+# ---- the trace --------------------------------------------------------------------------------
+
+class Trace:
+    def __init__(self, scenario: Scenario, req_ids: list[str], arrays: dict[str, np.ndarray], meta: dict):
+        self.scenario = scenario
+        self.req_ids = list(req_ids)
+        self.arrays = arrays
+        self.meta = dict(meta)
+        self.steps = StepList(self)
+        self._checkpoints: dict[int, np.ndarray] = {}
+
+    @property
+    def num_speculative_tokens(self) -> int:
+        return int(self.arrays["draft_max_seq_len"].shape[1])
+
+    @property
+    def width(self) -> int:
+        return int(self.meta["width"])
+
+    @cached_property
+    def _inst_block_base(self) -> np.ndarray:
+        nb = self.arrays["inst_num_blocks"].astype(np.int64)
+        return np.concatenate([[0], np.cumsum(nb)])[:-1]
+
+    def _oor_dict(self, step: int, passes) -> dict[str, dict[str, int]]:
+        v = self.arrays["oor"][step, passes]
+        if v.ndim == 3:
+            v = v.sum(axis=0)
+        return {m: {f: int(v[j, q]) for q, f in enumerate(OOR_FIELDS)} for j, m in enumerate(MODES)}
+
+    def totals(self, all_passes: bool = True) -> dict[str, dict[str, int]]:
+        """Summed out-of-range counts over the trace (all passes, or the target pass only)."""
+        oor = self.arrays["oor"]
+        v = oor.sum(axis=(0, 1)) if all_passes else oor[:, 0].sum(axis=0)
+        return {m: {f: int(v[j, q]) for q, f in enumerate(OOR_FIELDS)} for j, m in enumerate(MODES)}
+
+    def out_of_range(self, mode: str, all_passes: bool = True) -> int:
+        t = self.totals(all_passes)[mode]
+        return sum(t[c] for c in OOR_CLASSES)
+
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self.arrays.values())
+
+    # ---- block tables ------------------------------------------------------------------------
+    def instance_blocks(self, inst: int) -> np.ndarray:
+        base = int(self._inst_block_base[inst])
+        return self.arrays["block_log"][base: base + int(self.arrays["inst_num_blocks"][inst])]
+
+    def block_table(self, index: int) -> np.ndarray:
+        """Rebuild the gathered input table of step ``index`` by scanning back through the steps:
+        a column past this step's num_blocks holds what the latest earlier step wrote there, or 0
+        if a padded step zeroed the row since (R6)."""
+        a = self.arrays
+        n_steps = len(a["num_reqs_padded"])
+        if not 0 <= index < n_steps:
+            raise IndexError(f"step {index} out of range (trace has {n_steps} steps)")
+        off = a["row_offsets"]
+        nrp = int(a["num_reqs_padded"][index])
+        table = np.zeros((nrp, self.width), dtype=np.int32)
+        filled = np.zeros(nrp, dtype=np.int64)  # columns known so far
+        open_ = np.ones(nrp, dtype=bool)  # rows still looking back
+        for s in range(index, -1, -1):
+            lo, hi = int(off[s]), int(off[s + 1])
+            n = min(hi - lo, nrp)
+            if n:
+                nb = a["num_blocks"][lo:lo + n]
+                grow = np.nonzero(open_[:n] & (nb > filled[:n]))[0]
+                for r in grow.tolist():
+                    blocks = self.instance_blocks(int(a["row_inst"][lo + r]))
+                    table[r, filled[r]: nb[r]] = blocks[filled[r]: nb[r]]
+                    filled[r] = nb[r]
+            pad_hi = min(int(a["num_reqs_padded"][s]), nrp)
+            if pad_hi > n:
+                open_[n:pad_hi] = False  # a padded row is zeroed over the full width
+            if not open_.any():
+                break
+        return table
+
+    # ---- JSON --------------------------------------------------------------------------------
+    def to_json_dict(self) -> dict:
+        arrays = {}
+        for name, (dtype, _) in _SCHEMA.items():
+            arr = np.ascontiguousarray(self.arrays[name], dtype=dtype)
+            delta = name in _DELTA_ROW_COLUMNS
+            if delta:
+                arr = _delta_encode(arr, self.arrays["row_inst"])
+            raw = arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
+            arrays[name] = {"dtype": dtype, "shape": list(arr.shape),
+                            "encoding": "delta-per-instance+zlib+base64" if delta else "zlib+base64",
+                            "data": base64.b64encode(zlib.compress(raw, 6)).decode("ascii")}
+        return {"format": FORMAT, "version": VERSION, "scenario": scenario_to_dict(self.scenario),
+                "req_ids": self.req_ids, "meta": self.meta, "arrays": arrays}
+
+    def save(self, path: str | os.PathLike) -> None:
+        text = json.dumps(self.to_json_dict(), separators=(",", ":"))
+        tmp = f"{os.fspath(path)}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Trace":
+        path = os.fspath(path)
+        try:
+            size = os.path.getsize(path)
+        except OSError as e:
+            raise TraceFormatError(f"cannot read trace file {path!r}: {e.strerror}") from None
+        if size > MAX_FILE_BYTES:
+            raise TraceFormatError(f"{path!r} is {size / 2**20:.0f} MiB; traces are at most "
+                                   f"{MAX_FILE_BYTES // 2**20} MiB")
+        with open(path, "rb") as f:
+            data = f.read()
+        return cls.from_json_bytes(data, source=path)
+
+    @classmethod
+    def from_json_bytes(cls, data: bytes | str, source: str = "trace") -> "Trace":
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        if len(data) > MAX_FILE_BYTES:
+            raise TraceFormatError(f"{source} is larger than {MAX_FILE_BYTES // 2**20} MiB")
+        if data[:2] == b"\x80\x04" or data[:1] in (b"\x80",):
+            raise TraceFormatError(f"{source} looks like a pickle; traces are JSON only and pickles are never loaded")
+        try:
+            doc = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise TraceFormatError(f"{source} is not a JSON trace: {e}") from None
+        return cls.from_json_dict(doc, source=source)
+
+    @classmethod
+    def from_json_dict(cls, doc, source: str = "trace") -> "Trace":
+        def bad(msg: str):
+            raise TraceFormatError(f"{source}: {msg}")
+
+        if not isinstance(doc, dict):
+            bad("top level must be a JSON object")
+        if doc.get("format") != FORMAT:
+            bad(f"not a max_seq_len lab trace (format is {doc.get('format')!r}, expected {FORMAT!r})")
+        if doc.get("version") != VERSION:
+            bad(f"trace version {doc.get('version')!r} is not supported (this lab reads version {VERSION})")
+        for key, typ in (("scenario", dict), ("req_ids", list), ("meta", dict), ("arrays", dict)):
+            if not isinstance(doc.get(key), typ):
+                bad(f"field {key!r} is missing or not a {typ.__name__}")
+        try:
+            scenario = scenario_from_dict(doc["scenario"])
+        except (ValueError, TypeError) as e:
+            bad(f"invalid scenario: {e}")
+        req_ids = doc["req_ids"]
+        if not all(isinstance(r, str) for r in req_ids):
+            bad("req_ids must be strings")
+        meta = doc["meta"]
+        width = meta.get("width")
+        if not isinstance(width, int) or not 1 <= width <= 16 * 1024 * 1024:
+            bad("meta.width must be a positive integer")
+        unknown = set(doc["arrays"]) - set(_SCHEMA)
+        if unknown:
+            bad(f"unknown arrays {sorted(unknown)}")
+        arrays: dict[str, np.ndarray] = {}
+        for name, (dtype, _) in _SCHEMA.items():
+            spec = doc["arrays"].get(name)
+            if not isinstance(spec, dict):
+                bad(f"array {name!r} is missing")
+            arrays[name] = _decode_array(name, spec, dtype, bad)
+        for name in _DELTA_ROW_COLUMNS:
+            if len(arrays[name]) != len(arrays["row_inst"]):
+                bad(f"array {name!r} has {len(arrays[name])} rows, row_inst has {len(arrays['row_inst'])}")
+        _check_arrays(arrays, width, len(req_ids), scenario, bad)
+        for name in _DELTA_ROW_COLUMNS:
+            arrays[name] = _delta_decode(arrays[name], arrays["row_inst"])
+        _check_rows(arrays, width, scenario, bad)
+        return cls(scenario, req_ids, arrays, meta)
+
+
+def _decode_array(name: str, spec: dict, dtype: str, bad) -> np.ndarray:
+    if spec.get("dtype") != dtype:
+        bad(f"array {name!r} has dtype {spec.get('dtype')!r}, expected {dtype!r}")
+    shape = spec.get("shape")
+    if not (isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape)):
+        bad(f"array {name!r} has an invalid shape {shape!r}")
+    if spec.get("encoding") not in ("zlib+base64", "delta-per-instance+zlib+base64"):
+        bad(f"array {name!r} has an unknown encoding {spec.get('encoding')!r}")
+    expected = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+    if expected > MAX_ARRAY_BYTES:
+        bad(f"array {name!r} would take {expected} bytes")
+    data = spec.get("data")
+    if not isinstance(data, str):
+        bad(f"array {name!r} has no data")
+    try:
+        comp = base64.b64decode(data, validate=True)
+        d = zlib.decompressobj()
+        raw = d.decompress(comp, expected + 1)  # never inflate past the declared size
+    except (ValueError, zlib.error) as e:
+        bad(f"array {name!r} cannot be decoded: {e}")
+    if len(raw) != expected or d.unconsumed_tail:
+        bad(f"array {name!r} holds {len(raw)} bytes, its shape needs {expected}")
+    return np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<")).astype(dtype).reshape(shape)
+
+
+def _check_arrays(a: dict, width: int, num_req_ids: int, scenario: Scenario, bad) -> None:
+    s = len(a["num_reqs_padded"])
+    k = a["draft_max_seq_len"].shape[1] if a["draft_max_seq_len"].ndim == 3 else -1
+    n, i, b = len(a["row_inst"]), len(a["inst_req"]), len(a["block_log"])
+    dims = {"S": s, "S+1": s + 1, "N": n, "I": i, "B": b, "K": k, "K+1": k + 1}
+    for name, (_, shape) in _SCHEMA.items():
+        want = tuple(dims[d] if isinstance(d, str) else d for d in shape)
+        if a[name].shape != want:
+            bad(f"array {name!r} has shape {list(a[name].shape)}, expected {list(want)}")
+    if k != scenario.num_speculative_tokens:
+        bad(f"trace has {k} draft passes per step, scenario says num_speculative_tokens="
+            f"{scenario.num_speculative_tokens}")
+    off = a["row_offsets"]
+    if off[0] != 0 or off[-1] != n or (np.diff(off) < 0).any():
+        bad("row_offsets must start at 0, never decrease and end at the number of rows")
+    counts = np.diff(off)
+    if (counts > a["num_reqs_padded"]).any():
+        bad("a step has more rows than num_reqs_padded")
+    if ((a["row_inst"] < 0) | (a["row_inst"] >= i)).any():
+        bad("row_inst refers to an unknown instance")
+    if ((a["inst_req"] < 0) | (a["inst_req"] >= num_req_ids)).any():
+        bad("inst_req refers to an unknown request id")
+    if int(a["inst_num_blocks"].astype(np.int64).sum()) != b or (a["inst_num_blocks"] < 0).any():
+        bad("inst_num_blocks does not add up to the block log")
+    if ((a["block_log"] < 0) | (a["block_log"] == NULL_BLOCK_ID)).any():
+        bad("the block log holds the null block or a negative id")
+    if not np.isin(a["cudagraph_mode"], list(CG_MODE_NAMES)).all() or (
+            k and not np.isin(a["draft_cudagraph_mode"], list(CG_MODE_NAMES)).all()):
+        bad("unknown cudagraph mode code")
+    mml = scenario.max_model_len
+    for name in ("max_seq_len", "kernel_max_seq_len", "draft_max_seq_len", "draft_kernel_max_seq_len"):
+        if ((a[name] < 0) | (a[name] > mml)).any():
+            bad(f"{name} outside [0, max_model_len={mml}]")
+    if (a["oor"] < 0).any():
+        bad("negative out-of-range count")
+
+
+def _check_rows(a: dict, width: int, scenario: Scenario, bad) -> None:
+    nb = a["num_blocks"]
+    if ((nb < 0) | (nb > width)).any():
+        bad(f"num_blocks outside [0, width={width}]")
+    if (nb > a["inst_num_blocks"][a["row_inst"]]).any():
+        bad("a row uses more blocks than its instance ever held")
+    if (a["num_scheduled_tokens"] < 1).any() or (a["num_computed_tokens"] < 0).any():
+        bad("num_scheduled_tokens must be >= 1 and num_computed_tokens >= 0")
+    ub = a["num_computed_tokens"].astype(np.int64) + a["num_scheduled_tokens"]
+    if (a["seq_lens"] > ub).any() or (a["seq_lens"] < 1).any():
+        bad("seq_lens must lie in [1, seq_lens_cpu_upper_bound]")
+
+
+def _delta_encode(col: np.ndarray, inst: np.ndarray) -> np.ndarray:
+    order = np.argsort(inst, kind="stable")
+    v = col[order].astype(np.int64)
+    d = np.diff(v, prepend=0)
+    first = np.ones(len(v), dtype=bool)
+    first[1:] = inst[order][1:] != inst[order][:-1]
+    d[first] = v[first]
+    out = np.empty_like(d)
+    out[order] = d
+    return out.astype(col.dtype)
+
+
+def _delta_decode(col: np.ndarray, inst: np.ndarray) -> np.ndarray:
+    order = np.argsort(inst, kind="stable")
+    d = col[order].astype(np.int64)
+    first = np.ones(len(d), dtype=bool)
+    first[1:] = inst[order][1:] != inst[order][:-1]
+    # Cumulative sum restarting at each instance's first row.
+    c = np.cumsum(d)
+    starts = np.maximum.accumulate(np.where(first, np.arange(len(d)), 0)) if len(d) else np.zeros(0, np.int64)
+    base = c[starts] - d[starts]
+    v = c - base
+    out = np.empty_like(v)
+    out[order] = v
+    return out.astype(col.dtype)
+
+
+# ---- scenario <-> JSON ------------------------------------------------------------------------
+
+def scenario_to_dict(s: Scenario) -> dict:
+    d = dataclasses.asdict(s)
+    d["requests"] = [[r.arrival_step, r.prompt_len, r.output_len] for r in s.requests]
+    if s.cudagraph_capture_sizes is not None:
+        d["cudagraph_capture_sizes"] = list(s.cudagraph_capture_sizes)
+    return d
+
+
+def scenario_from_dict(d: dict) -> Scenario:
+    names = {f.name for f in dataclasses.fields(Scenario)}
+    unknown = set(d) - names
+    if unknown:
+        raise ValueError(f"unknown scenario fields {sorted(unknown)}")
+    reqs = d.get("requests")
+    if not isinstance(reqs, list) or not all(isinstance(r, list) and len(r) == 3 for r in reqs):
+        raise ValueError("requests must be a list of [arrival_step, prompt_len, output_len]")
+    fields = dict(d)
+    fields["requests"] = tuple(RequestSpec(*r) for r in reqs)
+    if fields.get("cudagraph_capture_sizes") is not None:
+        if not isinstance(fields["cudagraph_capture_sizes"], list):
+            raise ValueError("cudagraph_capture_sizes must be a list")
+        fields["cudagraph_capture_sizes"] = tuple(fields["cudagraph_capture_sizes"])
+    for key in ("name", "description"):
+        if key in fields and not isinstance(fields[key], str):
+            raise ValueError(f"{key} must be a string")
+    return Scenario(**fields)
+
+
+# ---- entry point ------------------------------------------------------------------------------
+
+def simulate(scenario: Scenario, progress=None) -> Trace:
+    """Run the embedded engine on a scenario and return its trace (same scenario, same trace)."""
+    from lab.engine.runner import run_engine
+
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"simulate() takes a Scenario, got {type(scenario).__name__}")
+    return run_engine(scenario, progress=progress)

@@ -38,44 +38,37 @@ class StaleRegion:
         self.reach = np.maximum(num_blocks, row_hwm[:n])  # null from here on
         lens = self.reach - num_blocks
         total = int(lens.sum())
+        self._cum = None  # [columns, 3] cumulative (null, live, free) counts of classified entries
         if total:
             rows = np.repeat(np.arange(n), lens)
             first = np.cumsum(lens) - lens
             cols = np.repeat(num_blocks - first, lens) + np.arange(total, dtype=np.int64)
-            ids = input_table[rows, cols]
-            own = owner[ids]
+            own = owner[input_table[rows, cols]]
             cls = np.where(own >= 0, 1, np.where(own == FREE, 2, 0))  # live, free, null
             hist = np.bincount(cols * 3 + cls, minlength=(int(cols.max()) + 1) * 3).reshape(-1, 3)
             self._cum = np.cumsum(hist, axis=0)
-        else:
-            self._cum = np.zeros((0, 3), dtype=np.int64)
-        self._reach_sorted = np.sort(self.reach)
-        self._reach_cumsum = np.concatenate([[0], np.cumsum(self._reach_sorted)])
-        self._nb_sorted = np.sort(num_blocks)
-        self._nb_cumsum = np.concatenate([[0], np.cumsum(self._nb_sorted)])
 
-    @staticmethod
-    def _sum_min(sorted_vals: np.ndarray, cumsum: np.ndarray, w: int) -> int:
-        """sum(min(v, w)) over sorted values, in O(log n)."""
-        k = int(np.searchsorted(sorted_vals, w, side="left"))
-        return int(cumsum[k]) + (len(sorted_vals) - k) * w
+    def walks(self, w: np.ndarray, num_padded_rows: np.ndarray) -> np.ndarray:
+        """OOR_FIELDS counts for walks of ``w[p]`` columns with ``num_padded_rows[p]`` padded rows.
 
-    def walk(self, w: int, num_padded_rows: int, out: np.ndarray) -> None:
-        """Write the OOR_FIELDS counts of a walk of ``w`` columns into ``out``."""
+        Returns an int64 array [len(w), NUM_OOR_FIELDS].
+        """
         n = len(self.num_blocks)
-        if len(self._cum) and w > 0:
-            stale = self._cum[min(w, len(self._cum)) - 1]
+        out = np.empty((len(w), NUM_OOR_FIELDS), dtype=np.int64)
+        in_range = np.minimum(self.num_blocks[:, None], w[None, :]).sum(axis=0)
+        # Columns in [reach, w) of a real row hold zeros.
+        beyond = n * w - np.minimum(self.reach[:, None], w[None, :]).sum(axis=0)
+        if self._cum is not None:
+            stale = np.where((w > 0)[:, None], self._cum[np.clip(w - 1, 0, len(self._cum) - 1)], 0)
         else:
-            stale = (0, 0, 0)
-        in_range = self._sum_min(self._nb_sorted, self._nb_cumsum, w)
-        # Columns in [reach, w): all zero.
-        beyond = n * w - self._sum_min(self._reach_sorted, self._reach_cumsum, w)
-        out[0] = int(stale[0]) + beyond
-        out[1] = int(stale[1])
-        out[2] = int(stale[2])
-        out[3] = num_padded_rows * w
-        out[4] = (n + num_padded_rows) * w
-        out[5] = in_range
+            stale = np.zeros((len(w), 3), dtype=np.int64)
+        out[:, 0] = stale[:, 0] + beyond
+        out[:, 1] = stale[:, 1]
+        out[:, 2] = stale[:, 2]
+        out[:, 3] = num_padded_rows * w
+        out[:, 4] = (n + num_padded_rows) * w
+        out[:, 5] = in_range
+        return out
 
 
 def classify_entries(ids: np.ndarray, owner: np.ndarray) -> list[str]:

@@ -36,12 +36,13 @@ class Recorder:
     def step(self, inst, req_idx, num_computed, num_sched, seq_lens, num_blocks, num_accepted, num_reqs_padded,
              num_tokens_padded, cg_code, max_seq_len, kernel_max_seq_len, oor, drafts) -> None:
         r = self._rows
-        r["row_inst"].append(inst.astype(np.int32))
-        r["num_computed_tokens"].append(num_computed.astype(np.int32))
-        r["num_scheduled_tokens"].append(num_sched.astype(np.int32))
-        r["seq_lens"].append(seq_lens.astype(np.int32))
-        r["num_blocks"].append(num_blocks.astype(np.int32))
-        r["num_accepted"].append(num_accepted.astype(np.int8))
+        # Arrays handed in are fresh each step: keep them as they are, convert once in finish().
+        r["row_inst"].append(inst)
+        r["num_computed_tokens"].append(num_computed)
+        r["num_scheduled_tokens"].append(num_sched)
+        r["seq_lens"].append(seq_lens)
+        r["num_blocks"].append(num_blocks)
+        r["num_accepted"].append(num_accepted)
         s = self._steps
         s["num_reqs"].append(len(inst))
         s["num_reqs_padded"].append(num_reqs_padded)
@@ -49,7 +50,7 @@ class Recorder:
         s["cudagraph_mode"].append(cg_code)
         s["max_seq_len"].append([max_seq_len[m] for m in MODES])
         s["kernel_max_seq_len"].append([kernel_max_seq_len[m] for m in MODES])
-        s["oor"].append(oor.copy())
+        s["oor"].append(oor)
         s["scheduler_step"].append(self._scheduler_step)
         self._scheduler_step += 1
         if self.k:

@@ -15,7 +15,7 @@ from lab.engine.cudagraph import (CG_MODE_CODES, FULL, CudaGraphManager, kernel_
                                   target_capture_sizes, uniform_decode_token_count)
 from lab.engine.input_batch import InputBatch, seq_lens_cpu_upper_bound, sort_batch
 from lab.engine.model_states import MODES, make_model_state
-from lab.engine.oor import NUM_OOR_FIELDS, StaleRegion
+from lab.engine.oor import StaleRegion
 from lab.engine.recorder import Recorder
 from lab.engine.scheduler import Scheduler, SchedulerOutput
 from lab.engine.speculator import EagleSpeculator
@@ -48,10 +48,10 @@ class ModelRunner:
         self.num_computed_tokens_gpu = np.zeros(self.max_num_reqs, dtype=np.int64)  # exact
         self._free_req_indices = list(range(self.max_num_reqs - 1, -1, -1))
         self._req_index_of_inst: dict[int, int] = {}
+        self._inst_req_index = np.full(1024, -1, dtype=np.int64)  # the same, as an array
         self.recorder = Recorder(s, self.width, self.capture_sizes, self.k)
         self.check_invariants = check_invariants
         self.tables: list[np.ndarray] | None = [] if keep_tables else None
-        self._oor_buf = np.zeros((2 + 2 * max(self.k, 0), NUM_OOR_FIELDS), dtype=np.int64)
 
     # ---- request states ----------------------------------------------------------------------
     def _remove(self, inst: int) -> None:
@@ -63,6 +63,11 @@ class ModelRunner:
     def _add(self, inst: int, req: int) -> None:
         req_index = self._free_req_indices.pop()
         self._req_index_of_inst[inst] = req_index
+        if inst >= len(self._inst_req_index):
+            grown = np.full(2 * inst + 1, -1, dtype=np.int64)
+            grown[: len(self._inst_req_index)] = self._inst_req_index
+            self._inst_req_index = grown
+        self._inst_req_index[inst] = req_index
         self.block_tables.add_request(req_index)
         self.num_computed_tokens_gpu[req_index] = 0
         self.model_state.add_request(req_index)
@@ -79,19 +84,26 @@ class ModelRunner:
             self.recorder.idle_step()
             return np.zeros(0, dtype=np.int32)
 
-        req_idx = np.fromiter((self._req_index_of_inst[i] for i in out.inst.tolist()), dtype=np.int64, count=n)
+        req_idx = self._inst_req_index[out.inst]
         has = out.new_block_counts > 0
         if has.any():
             self.block_tables.append_block_ids(req_idx[has], out.new_block_counts[has], out.new_block_ids)
 
         # Batch order (vllm model_runner.py sort_batch_req_ids).
-        order = sort_batch(out.num_draft_tokens > 0, out.num_scheduled_tokens, self.decode_query_len)
-        req_idx = req_idx[order]
-        inst = out.inst[order]
-        num_sched = out.num_scheduled_tokens[order]
-        comp_cpu = out.num_computed_tokens[order]
-        num_draft = out.num_draft_tokens[order]
-        is_prefilling = out.is_prefilling[order]
+        num_sched = out.num_scheduled_tokens
+        if num_sched.min() == num_sched.max() and not out.is_prefilling.any():
+            order = None  # a uniform decode batch keeps scheduler order
+            inst, comp_cpu = out.inst, out.num_computed_tokens
+            num_draft, is_prefilling, req_indices = out.num_draft_tokens, out.is_prefilling, out.req_indices
+        else:
+            order = sort_batch(out.num_draft_tokens > 0, num_sched, self.decode_query_len)
+            req_idx = req_idx[order]
+            inst = out.inst[order]
+            num_sched = num_sched[order]
+            comp_cpu = out.num_computed_tokens[order]
+            num_draft = out.num_draft_tokens[order]
+            is_prefilling = out.is_prefilling[order]
+            req_indices = out.req_indices[order]
 
         num_tokens = int(num_sched.sum())
         max_query_len = int(num_sched.max())
@@ -104,7 +116,7 @@ class ModelRunner:
         seq_lens = np.zeros(num_reqs_padded, dtype=np.int32)
         seq_lens[:n] = self.num_computed_tokens_gpu[req_idx] + num_sched
         batch = InputBatch(
-            req_indices=out.req_indices[order], idx_mapping_np=req_idx, num_reqs=n,
+            req_indices=req_indices, idx_mapping_np=req_idx, num_reqs=n,
             num_reqs_after_padding=num_reqs_padded, num_scheduled_tokens=num_sched, num_tokens=num_tokens,
             num_tokens_after_padding=desc.num_tokens, num_computed_tokens_np=comp_cpu,
             seq_lens_cpu_upper_bound=ub, seq_lens=seq_lens, num_draft_tokens_per_req=num_draft,
@@ -118,22 +130,20 @@ class ModelRunner:
         num_blocks = self.block_tables.num_blocks[req_idx]
         if self.tables is not None:
             self.tables.append(table.copy())
-        region = StaleRegion(table, num_blocks, self.block_tables.row_hwm, kv_owner)
-        oor = self._oor_buf
-        bs = self.block_size
-        for j, m in enumerate(MODES):
-            region.walk(-(-kernel_max_seq_len[m] // bs), num_reqs_padded - n, oor[j])
-
+        # One walk per (pass, mode): the target pass, then each draft pass.
+        walk_msl = [kernel_max_seq_len[m] for m in MODES]
+        walk_rows = [num_reqs_padded] * len(MODES)
         drafts = []
         if self.speculator is not None:
             drafts = self.speculator.propose(ub, n, cg_mode, num_reqs_padded, max_seq_len)
             for d in drafts:
-                for j, m in enumerate(MODES):
-                    region.walk(-(-d.kernel_max_seq_len[m] // bs), d.num_reqs_padded - n,
-                                oor[2 + 2 * d.index + j])
+                walk_msl += [d.kernel_max_seq_len[m] for m in MODES]
+                walk_rows += [d.num_reqs_padded] * len(MODES)
             num_accepted = self.speculator.verify(self.rng, num_draft)
         else:
             num_accepted = np.zeros(n, dtype=np.int32)
+        region = StaleRegion(table, num_blocks, self.block_tables.row_hwm, kv_owner)
+        oor = region.walks(-(-np.array(walk_msl) // self.block_size), np.array(walk_rows) - n)
 
         if self.check_invariants:
             self._check(batch, table, num_blocks, kv_owner, max_seq_len, drafts)
@@ -146,6 +156,8 @@ class ModelRunner:
                            num_reqs_padded, desc.num_tokens, CG_MODE_CODES[cg_mode], max_seq_len,
                            kernel_max_seq_len, oor, drafts)
         # Results go back to the scheduler in its own order.
+        if order is None:
+            return num_accepted
         inv = np.empty(n, dtype=np.int64)
         inv[order] = np.arange(n)
         return num_accepted[inv]

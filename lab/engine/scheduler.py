@@ -130,40 +130,53 @@ class Scheduler:
         budget = self.token_budget
         run = self.running
         comp = self.num_computed_tokens[run]
-        in_prefill = comp < self.prefill_len[run]
-        need = np.where(in_prefill, self.prefill_len[run] - comp, 1 + self.num_spec_tokens[run])
-        need = np.clip(np.minimum(need, mml - 1 - comp), 0, None)
-        # Greedy in running order: each takes min(need, budget left).
-        num_new = np.clip(budget - (np.cumsum(need) - need), 0, need)
+        prefill_len = self.prefill_len[run]
+        in_prefill = comp < prefill_len
+        any_prefill = bool(in_prefill.any())
+        need = np.where(in_prefill, prefill_len - comp, 1 + self.num_spec_tokens[run]) if any_prefill \
+            else 1 + self.num_spec_tokens[run]
+        np.minimum(need, mml - 1 - comp, out=need)
+        np.maximum(need, 0, out=need)
+        cum = np.cumsum(need)
+        if len(cum) == 0 or cum[-1] <= budget:
+            num_new = need  # everyone gets what they need
+        else:
+            # Greedy in running order: each takes min(need, budget left).
+            num_new = np.minimum(np.maximum(budget - (cum - need), 0), need)
         slots = self.kv_slot[run]
-        want = np.where(num_new > 0, self._blocks_for(comp + num_new + k), 0)
-        new_blocks = np.maximum(want - self.kv_nb[slots], 0)
+        cur = self.kv_nb[slots]
+        want = np.minimum(-(-(comp + num_new + k) // self.block_size), self.width)
+        new_blocks = np.maximum(want - cur, 0)
+        new_blocks[num_new == 0] = 0
+        total_new = int(new_blocks.sum())
         preempted = 0
-        if int(new_blocks.sum()) <= self.pool.num_free_blocks:
+        if total_new <= self.pool.num_free_blocks:
             counts = new_blocks
-            ids = self.pool.get_new_blocks(int(counts.sum()))
-            if len(ids):
+            ids = self.pool.get_new_blocks(total_new)
+            if total_new:
                 has = counts > 0
-                rows = np.repeat(slots[has], counts[has])
-                first = np.cumsum(counts[has]) - counts[has]
-                cols = np.repeat(self.kv_nb[slots[has]] - first, counts[has]) + np.arange(len(ids))
+                c = counts[has]
+                rows = np.repeat(slots[has], c)
+                cols = np.repeat(cur[has] - (np.cumsum(c) - c), c) + np.arange(total_new)
                 self.kv_rows[rows, cols] = ids
-                self.kv_nb[slots[has]] += counts[has]
-                self.pool.owner[ids] = np.repeat(self.inst[run[has]], counts[has])
+                self.kv_nb[slots[has]] += c
+                self.pool.owner[ids] = np.repeat(self.inst[run[has]], c)
             budget -= int(num_new.sum())
             block_chunks = [ids]
         else:
             run, num_new, counts, block_chunks, budget, preempted = self._schedule_running_slow(budget)
             comp = self.num_computed_tokens[run]
             in_prefill = comp < self.prefill_len[run]
+            any_prefill = bool(in_prefill.any())
 
-        sched = num_new > 0
-        req = run[sched]
-        num_new = num_new[sched]
-        comp = comp[sched]
-        in_prefill = in_prefill[sched]
-        counts = counts[sched]
-        num_draft = np.where(in_prefill, 0, np.minimum(self.num_spec_tokens[req], np.maximum(num_new - 1, 0)))
+        if not num_new.all():
+            sched = num_new > 0
+            run, num_new, comp, in_prefill, counts = run[sched], num_new[sched], comp[sched], in_prefill[sched], \
+                counts[sched]
+        req = run
+        num_draft = np.minimum(self.num_spec_tokens[req], np.maximum(num_new - 1, 0))
+        if any_prefill:
+            num_draft[in_prefill] = 0
 
         new_req, new_tokens, new_counts = [], [], []
         new_inst = []

@@ -1,0 +1,228 @@
+"""One test per rule of DESIGN §2 (R1-R9), each on a case where baseline and fixed differ."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lab import Scenario, simulate
+from lab.engine.block_pool import BlockPool
+from lab.engine.block_table import PAD_SLOT_ID, BlockTables, block_table_width
+from lab.engine.cudagraph import (CudaGraphManager, adjust_sizes_for_spec_decode, default_capture_sizes,
+                                  target_capture_sizes)
+from lab.engine.input_batch import InputBatch, seq_lens_cpu_upper_bound
+from lab.engine.model_states import DefaultModelState, MambaHybridModelState
+from lab.engine.oor import classify_entries
+from lab.engine.runner import run_engine
+
+
+def _batch(ub_real, num_reqs_padded, num_sched=None):
+    ub_real = np.asarray(ub_real)
+    n = len(ub_real)
+    num_sched = np.ones(n, dtype=np.int64) if num_sched is None else np.asarray(num_sched)
+    ub = seq_lens_cpu_upper_bound(ub_real - num_sched, num_sched, num_reqs_padded)
+    return InputBatch(req_indices=np.arange(n), idx_mapping_np=np.arange(n), num_reqs=n,
+                      num_reqs_after_padding=num_reqs_padded, num_scheduled_tokens=num_sched,
+                      num_tokens=int(num_sched.sum()), num_tokens_after_padding=num_reqs_padded,
+                      num_computed_tokens_np=ub_real - num_sched, seq_lens_cpu_upper_bound=ub,
+                      seq_lens=ub.copy(), num_draft_tokens_per_req=np.zeros(n, np.int64),
+                      is_prefilling_np=np.zeros(n, bool))
+
+
+def test_R1_seq_lens_cpu_upper_bound():
+    """ub = num_computed + num_scheduled on the CPU: exact for prefill rows, optimistic for rows
+    verifying drafts (the previous step's rejections are not known yet); padded rows are 0."""
+    trace = simulate(Scenario.from_spec("6p300o60_k=3_accept=0.5_seed=3_mml=8k"))
+    saw_optimistic = saw_prefill = saw_padding = False
+    for st in trace.steps:
+        ub, exact = st.seq_lens_cpu_upper_bound, st.seq_lens
+        n = st.num_reqs
+        assert ub[:n] == [c + s for c, s in zip(st.num_computed_tokens, st.num_scheduled_tokens)]
+        assert ub[n:] == [0] * (st.num_reqs_padded - n) and exact[n:] == ub[n:]
+        assert all(e <= u for e, u in zip(exact, ub))
+        for i in range(n):
+            if st.num_scheduled_tokens[i] > 1 + 3:  # a prefill chunk
+                assert exact[i] == ub[i]
+                saw_prefill = True
+            if exact[i] < ub[i]:
+                saw_optimistic = True
+        saw_padding |= st.num_reqs_padded > n
+        assert st.max_seq_len["baseline"] == 8192 != st.max_seq_len["fixed"]
+    assert saw_optimistic and saw_prefill and saw_padding
+
+
+@pytest.mark.parametrize("state_cls", [DefaultModelState, MambaHybridModelState])
+def test_R2_target_max_seq_len(state_cls):
+    """Fixed: max of the upper bound over the (padded) rows; baseline: max_model_len always.
+    Under a FULL graph num_reqs is the padded count, and zero padding never raises the max."""
+    ms = state_cls(max_model_len=32768, max_num_reqs=16)
+    batch = _batch([700, 120, 515], num_reqs_padded=4)
+    for cg in ("FULL", "PIECEWISE", "NONE"):
+        assert ms.prepare_attn(batch, cg, "fixed").max_seq_len == 700
+        assert ms.prepare_attn(batch, cg, "baseline").max_seq_len == 32768
+    assert ms.prepare_attn(batch, "FULL", "fixed").num_reqs == 4
+    assert ms.prepare_attn(batch, "PIECEWISE", "fixed").num_reqs == 3
+    # On a whole run, for both model states.
+    spec = "12p900o40_mml=64k_cg=piecewise_state=" + ("mamba" if state_cls is MambaHybridModelState else "default")
+    for st in simulate(Scenario.from_spec(spec)).steps:
+        assert st.max_seq_len == {"baseline": 65536, "fixed": max(st.seq_lens_cpu_upper_bound)}
+
+
+def test_R3_for_capture_only_in_capture():
+    """for_capture gives max_model_len in both modes (a graph must be valid at any replay); real
+    steps, FULL replays included, never build metadata for capture."""
+    ms = DefaultModelState(max_model_len=4096, max_num_reqs=8)
+    batch = _batch([100, 50], num_reqs_padded=2)
+    assert ms.prepare_attn(batch, "FULL", "fixed", for_capture=True).max_seq_len == 4096
+    assert ms.prepare_attn(batch, "FULL", "fixed", for_capture=False).max_seq_len == 100
+    trace = simulate(Scenario.preset("full-graph-vs-eager"))
+    full_steps = [st for st in trace.steps if st.cudagraph_mode == "FULL"]
+    assert full_steps
+    for st in full_steps:
+        assert st.max_seq_len["fixed"] == max(st.seq_lens_cpu_upper_bound) < trace.scenario.max_model_len
+
+
+def test_R4_draft_max_seq_len():
+    """draft_max_seq_len = min(max(ub) + K, max_model_len) after the fix, clamped near the limit;
+    max_model_len before it."""
+    k, mml = 3, 2048
+    # Prompts close to max_model_len so the clamp is reached.
+    trace = simulate(Scenario.from_spec(f"4p1990o100_4p200o30_k={k}_mml=2k_cg=none_accept=0.9"))
+    clamped = False
+    for st in trace.steps:
+        assert len(st.drafts) == k
+        for d in st.drafts[1:]:
+            want = min(max(st.seq_lens_cpu_upper_bound) + k, mml)
+            assert d.max_seq_len == {"baseline": mml, "fixed": want}
+            clamped |= want == mml
+            assert d.max_seq_len["fixed"] >= max(d.seq_lens_cpu_upper_bound)
+    assert clamped
+    assert any(st.drafts[1].max_seq_len["fixed"] < mml for st in trace.steps)
+
+
+def test_R5_draft_steps():
+    """Draft pass 0 reuses the target metadata; passes 1..K-1 use ub + step (clamped), rebuilt each
+    step with the same draft_max_seq_len; the true max at pass k is <= ub + k."""
+    trace = simulate(Scenario.preset("eagle-k3"))
+    mml = trace.scenario.max_model_len
+    for st in trace.steps:
+        d0 = st.drafts[0]
+        assert d0.max_seq_len == st.max_seq_len and d0.cudagraph_mode == st.cudagraph_mode
+        assert d0.seq_lens_cpu_upper_bound == st.seq_lens_cpu_upper_bound
+        ub = st.seq_lens_cpu_upper_bound[: st.num_reqs]
+        for d in st.drafts[1:]:
+            assert d.seq_lens_cpu_upper_bound[: st.num_reqs] == [min(u + d.index, mml) for u in ub]
+            assert d.max_seq_len == st.drafts[1].max_seq_len
+            assert d.cudagraph_mode != "PIECEWISE"
+            true_max = max(st.seq_lens[: st.num_reqs]) + d.index
+            assert true_max <= max(d.seq_lens_cpu_upper_bound) <= d.max_seq_len["fixed"]
+            assert d.max_seq_len["fixed"] < d.max_seq_len["baseline"]
+
+
+def test_R6_block_tables_stale_columns():
+    """Only [0, num_blocks) is gathered: later columns keep ids an earlier step left there, which
+    now point to freed blocks or to another live request's blocks; padded rows are all zero."""
+    assert block_table_width(32768, 16) == 2048
+    assert block_table_width(1000, 16) == 64  # 63 blocks rounded to cover a multiple of 128 tokens
+    trace, tables = run_engine(Scenario.preset("stale-block-reuse"), keep_tables=True)
+    stale_steps = 0
+    for st, table in zip(trace.steps, tables):
+        assert np.array_equal(st.block_table, table)
+        for i, nb in enumerate(st.num_blocks):
+            if table[i, nb:].any():
+                stale_steps += 1
+    assert stale_steps > 0
+    totals = trace.totals()
+    assert totals["baseline"]["live"] > 0 and totals["baseline"]["free"] > 0
+    # Direct: padded rows are zeroed over the full width; a new occupant keeps the old tail.
+    bt = BlockTables(max_num_reqs=4, width=8)
+    bt.add_request(0)
+    bt.append_block_ids(np.array([0]), np.array([5]), np.array([11, 12, 13, 14, 15]))
+    bt.gather_block_tables(np.array([0]), np.array([100]), 1)
+    bt.add_request(1)
+    bt.append_block_ids(np.array([1]), np.array([2]), np.array([21, 22]))
+    t = bt.gather_block_tables(np.array([1]), np.array([101]), 3)
+    assert t[0].tolist() == [21, 22, 13, 14, 15, 0, 0, 0]
+    assert not t[1:].any()
+    pool = BlockPool(8)
+    a = pool.get_new_blocks(3)
+    assert a.tolist() == [1, 2, 3] and 0 not in pool.free_queue()
+    pool.free_blocks(a[::-1].copy())
+    assert pool.free_queue().tolist() == [4, 5, 6, 7, 3, 2, 1]
+    assert classify_entries(np.array([0, 4, 3]), pool.owner) == ["null", "free", "free"]
+
+
+def test_R7_slot_mapping():
+    """slot = block_table[req, pos // bs] * bs + pos % bs for every scheduled token; padding -1."""
+    trace = simulate(Scenario.preset("full-graph-vs-eager"))
+    bs = trace.scenario.block_size
+    checked = 0
+    for st in trace.steps:
+        slots = st.slot_mapping()
+        assert len(slots) == max(st.num_tokens_padded, st.num_tokens)
+        table = st.block_table
+        t = 0
+        for i in range(st.num_reqs):
+            start = st.seq_lens[i] - st.num_scheduled_tokens[i]
+            for pos in range(start, st.seq_lens[i]):
+                assert slots[t] == table[i, pos // bs] * bs + pos % bs
+                t += 1
+        assert all(s == PAD_SLOT_ID for s in slots[t:])
+        real = slots[:t]
+        assert len(set(real)) == len(real) and min(real) >= bs  # never the null block
+        checked += t
+    assert checked > 1000
+
+
+def test_R8_cudagraph_dispatch():
+    """FULL_AND_PIECEWISE: uniform decodes within the capture sizes replay FULL (padded), mixed
+    batches run PIECEWISE, larger ones and enforce_eager run NONE; drafts never PIECEWISE."""
+    sizes = default_capture_sizes(256, 8192, 0)
+    assert sizes[:5] == [1, 2, 4, 8, 16] and sizes[-1] == 512 and 248 in sizes and 272 in sizes
+    assert default_capture_sizes(4, 8192, 0) == [1, 2, 4, 8]
+    assert adjust_sizes_for_spec_decode([1, 2, 4, 8, 16], 4) == [4, 8, 16]
+    m = CudaGraphManager("FULL_AND_PIECEWISE", [1, 2, 4, 8], max_num_reqs=16, decode_query_len=1)
+    d = m.dispatch(num_reqs=5, num_tokens=5, uniform_token_count=1)
+    assert (d.cg_mode, d.num_reqs, d.num_tokens) == ("FULL", 8, 8)
+    d = m.dispatch(num_reqs=2, num_tokens=7, uniform_token_count=None)
+    assert (d.cg_mode, d.num_reqs, d.num_tokens) == ("PIECEWISE", None, 8)
+    assert m.dispatch(num_reqs=9, num_tokens=9, uniform_token_count=1).cg_mode == "NONE"
+    assert CudaGraphManager("NONE", [1, 2, 4, 8], 16, 1).dispatch(2, 2, 1).cg_mode == "NONE"
+    assert CudaGraphManager("PIECEWISE", [1, 2, 4, 8], 16, 1).dispatch(2, 2, 1).cg_mode == "PIECEWISE"
+    spec = CudaGraphManager("FULL_AND_PIECEWISE", [4, 8, 16], 16, decode_query_len=4)
+    d = spec.dispatch(num_reqs=3, num_tokens=12, uniform_token_count=4)
+    assert (d.cg_mode, d.num_reqs) == ("FULL", 4)
+    assert spec.dispatch(num_reqs=3, num_tokens=10, uniform_token_count=None).cg_mode == "PIECEWISE"
+    trace = simulate(Scenario.preset("full-graph-vs-eager"))
+    modes = {st.cudagraph_mode for st in trace.steps}
+    assert {"FULL", "NONE"} <= modes
+    for st in trace.steps:
+        if st.cudagraph_mode == "FULL":
+            assert st.num_reqs_padded in (1, 2, 4, 8) and st.num_reqs_padded >= st.num_reqs
+            assert set(st.num_scheduled_tokens) == {1}
+        if st.num_reqs > 8:
+            assert st.cudagraph_mode == "NONE"
+    k3 = simulate(Scenario.from_spec("6p64o40_k=3_accept=0.5"))
+    assert target_capture_sizes(k3.scenario)[:3] == [4, 8, 16]
+    assert all(d.cudagraph_mode in ("FULL", "NONE") for st in k3.steps for d in st.drafts[1:])
+    assert any(d.cudagraph_mode == "FULL" for st in k3.steps for d in st.drafts[1:])
+    eager = simulate(Scenario.from_spec("6p64o40_k=3_cg=none"))
+    assert {st.cudagraph_mode for st in eager.steps} == {"NONE"}
+
+
+def test_R9_kernel_visible_max_seq_len():
+    """A FULL replay launches with the captured max_model_len in both modes: the fix moves the
+    metadata but not the kernel there; PIECEWISE/NONE steps pass the metadata through."""
+    trace = simulate(Scenario.preset("full-graph-vs-eager"))
+    mml = trace.scenario.max_model_len
+    for st in trace.steps:
+        if st.cudagraph_mode == "FULL":
+            assert st.kernel_max_seq_len == {"baseline": mml, "fixed": mml}
+            assert st.max_seq_len["fixed"] < mml
+        else:
+            assert st.kernel_max_seq_len == st.max_seq_len
+    # On FULL steps both modes walk the same columns, so the same out-of-range count.
+    for st in trace.steps:
+        if st.cudagraph_mode == "FULL":
+            assert st.oor["baseline"] == st.oor["fixed"]
+    assert any(st.oor["baseline"]["walked"] > st.oor["fixed"]["walked"] for st in trace.steps)

@@ -28,8 +28,10 @@ import numpy as np
 
 from lab.engine.block_pool import NULL_BLOCK_ID
 from lab.engine.cudagraph import CG_MODE_NAMES
+from lab.engine.input_batch import seq_lens_cpu_upper_bound
 from lab.engine.model_states import MODES
 from lab.engine.oor import NUM_OOR_FIELDS, OOR_CLASSES, OOR_FIELDS
+from lab.engine.speculator import draft_step_upper_bound
 from lab.scenario import RequestSpec, Scenario
 
 FORMAT = "maxseqlen-lab/trace"
@@ -95,10 +97,8 @@ class DraftStep:
     def seq_lens_cpu_upper_bound(self) -> list[int]:
         """R5: min(target upper bound + index, max_model_len); padded rows 0."""
         st = self._step
-        ub = st._ub()
-        out = np.zeros(self.num_reqs_padded, dtype=np.int64)
-        out[: st.num_reqs] = np.minimum(ub + self.index, st._t.scenario.max_model_len)
-        return out.tolist()
+        return draft_step_upper_bound(st._ub(), st.num_reqs, self.index, st._t.scenario.max_model_len,
+                                      self.num_reqs_padded).tolist()
 
     @property
     def max_seq_len(self) -> dict[str, int]:
@@ -134,7 +134,9 @@ class Step:
         return self._t.arrays[name][self._a:self._b]
 
     def _ub(self) -> np.ndarray:
-        return self._col("num_computed_tokens").astype(np.int64) + self._col("num_scheduled_tokens")
+        """R1 on the real rows (the same function the engine uses)."""
+        sched = self._col("num_scheduled_tokens")
+        return seq_lens_cpu_upper_bound(self._col("num_computed_tokens"), sched, len(sched))
 
     @property
     def num_reqs(self) -> int:
@@ -174,7 +176,8 @@ class Step:
     @property
     def seq_lens_cpu_upper_bound(self) -> list[int]:
         """R1, as vLLM builds it: length num_reqs_padded, padded rows 0."""
-        return self._ub().tolist() + [0] * (self.num_reqs_padded - self.num_reqs)
+        return seq_lens_cpu_upper_bound(self._col("num_computed_tokens"), self._col("num_scheduled_tokens"),
+                                        self.num_reqs_padded).tolist()
 
     @property
     def seq_lens(self) -> list[int]:

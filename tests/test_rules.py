@@ -136,10 +136,11 @@ def test_R6_block_tables_stale_columns():
     assert totals["baseline"]["live"] > 0 and totals["baseline"]["free"] > 0
     # Direct: padded rows are zeroed over the full width; a new occupant keeps the old tail.
     bt = BlockTables(max_num_reqs=4, width=8)
-    bt.add_request(0)
-    bt.append_block_ids(np.array([0]), np.array([5]), np.array([11, 12, 13, 14, 15]))
-    bt.gather_block_tables(np.array([0]), np.array([100]), 1)
-    bt.add_request(1)
+    for r in range(3):
+        bt.add_request(r)
+    bt.append_block_ids(np.array([0, 2]), np.array([5, 1]), np.array([11, 12, 13, 14, 15, 31]))
+    bt.gather_block_tables(np.array([0, 2, 2]), np.array([100, 102, 102]), 3)
+    assert bt.input_block_tables[2, 0] == 31
     bt.append_block_ids(np.array([1]), np.array([2]), np.array([21, 22]))
     t = bt.gather_block_tables(np.array([1]), np.array([101]), 3)
     assert t[0].tolist() == [21, 22, 13, 14, 15, 0, 0, 0]

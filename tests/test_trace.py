@@ -1,0 +1,147 @@
+"""The trace: contract names, JSON round-trip, rejection of bad files, compactness."""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import pickle
+import zlib
+
+import numpy as np
+import pytest
+
+from lab import Scenario, Trace, TraceFormatError, list_presets, simulate
+
+
+@pytest.fixture(scope="module")
+def eagle_trace():
+    return simulate(Scenario.preset("eagle-k3"))
+
+
+def test_contract_names(eagle_trace):
+    """Every name of DESIGN §5 is there, with the documented types."""
+    trace = eagle_trace
+    assert isinstance(trace.scenario, Scenario) and len(trace.steps) > 0
+    st = trace.steps[3]
+    assert st.index == 3
+    n = st.num_reqs
+    assert len(st.req_ids) == n and all(isinstance(r, str) for r in st.req_ids)
+    for name in ("num_computed_tokens", "num_scheduled_tokens", "num_blocks"):
+        v = getattr(st, name)
+        assert isinstance(v, list) and len(v) == n and all(isinstance(x, int) for x in v)
+    assert len(st.seq_lens_cpu_upper_bound) == len(st.seq_lens) == st.num_reqs_padded
+    assert st.cudagraph_mode in ("FULL", "PIECEWISE", "NONE")
+    for d in (st.max_seq_len, st.kernel_max_seq_len):
+        assert set(d) == {"baseline", "fixed"} and all(isinstance(x, int) for x in d.values())
+    assert st.block_table.shape == (st.num_reqs_padded, trace.width)
+    assert len(st.drafts) == 3
+    for d in st.drafts:
+        assert {"index", "seq_lens_cpu_upper_bound", "cudagraph_mode", "max_seq_len", "kernel_max_seq_len"} <= set(
+            dir(d))
+    assert set(st.oor) == {"baseline", "fixed"}
+    assert {"null", "live", "free", "padded"} <= set(st.oor["fixed"])
+    assert trace.steps[-1].index == len(trace.steps) - 1
+    assert [s.index for s in trace.steps[2:5]] == [2, 3, 4]
+    with pytest.raises(IndexError):
+        trace.steps[len(trace.steps)]
+    assert list_presets() and all(isinstance(p, str) for p in list_presets())
+    variant = dataclasses.replace(trace.scenario, max_model_len=65536, seed=5)
+    assert variant.max_model_len == 65536 and variant.requests == trace.scenario.requests
+
+
+def test_round_trip_every_preset(tmp_path):
+    for name in list_presets():
+        trace = simulate(Scenario.preset(name))
+        path = tmp_path / f"{name}.json"
+        trace.save(path)
+        back = Trace.load(path)
+        assert back.scenario == trace.scenario and back.req_ids == trace.req_ids and back.meta == trace.meta
+        for k in trace.arrays:
+            assert np.array_equal(back.arrays[k], trace.arrays[k]), (name, k)
+        i = len(trace.steps) // 2
+        assert np.array_equal(back.steps[i].block_table, trace.steps[i].block_table)
+        json.loads(path.read_text())  # plain JSON
+
+
+def _doc(trace) -> dict:
+    return json.loads(json.dumps(trace.to_json_dict()))
+
+
+def _load(doc) -> Trace:
+    return Trace.from_json_bytes(json.dumps(doc).encode())
+
+
+def _set_array(doc, name, arr, dtype=None):
+    arr = np.asarray(arr, dtype=dtype or doc["arrays"][name]["dtype"])
+    doc["arrays"][name]["shape"] = list(arr.shape)
+    doc["arrays"][name]["encoding"] = "zlib+base64"
+    doc["arrays"][name]["data"] = base64.b64encode(zlib.compress(arr.tobytes())).decode()
+
+
+def test_rejects_bad_files(tmp_path, eagle_trace):
+    """Bad or foreign files get a TraceFormatError that says what is wrong; nothing is unpickled."""
+    good = _doc(eagle_trace)
+
+    def expect(doc_or_bytes, words):
+        data = doc_or_bytes if isinstance(doc_or_bytes, bytes) else json.dumps(doc_or_bytes).encode()
+        with pytest.raises(TraceFormatError) as e:
+            Trace.from_json_bytes(data)
+        assert words in str(e.value), str(e.value)
+
+    expect(b"\x80\x04\x95" + pickle.dumps({"a": 1})[3:], "pickle")
+    expect(pickle.dumps([1, 2]), "pickle")
+    expect(b"not json at all", "not a JSON trace")
+    expect(b"[1, 2]", "JSON object")
+    expect({**good, "format": "something-else"}, "not a max_seq_len lab trace")
+    expect({**good, "version": 99}, "version 99")
+    expect({k: v for k, v in good.items() if k != "arrays"}, "'arrays'")
+    doc = json.loads(json.dumps(good))
+    doc["scenario"]["block_size"] = 12
+    expect(doc, "block_size")
+    doc = json.loads(json.dumps(good))
+    del doc["arrays"]["seq_lens"]
+    expect(doc, "'seq_lens' is missing")
+    doc = json.loads(json.dumps(good))
+    doc["arrays"]["seq_lens"]["dtype"] = "float64"
+    expect(doc, "dtype")
+    doc = json.loads(json.dumps(good))
+    doc["arrays"]["seq_lens"]["data"] = "!!!not base64!!!"
+    expect(doc, "cannot be decoded")
+    doc = json.loads(json.dumps(good))
+    doc["arrays"]["max_seq_len"]["shape"] = [3, 2]
+    expect(doc, "holds")
+    doc = json.loads(json.dumps(good))
+    _set_array(doc, "row_inst", np.full(len(eagle_trace.arrays["row_inst"]), 10_000))
+    expect(doc, "unknown instance")
+    doc = json.loads(json.dumps(good))
+    msl = eagle_trace.arrays["max_seq_len"].copy()
+    msl[0, 1] = 10**7
+    _set_array(doc, "max_seq_len", msl)
+    expect(doc, "max_model_len")
+    doc = json.loads(json.dumps(good))
+    doc["arrays"]["extra"] = doc["arrays"]["seq_lens"]
+    expect(doc, "unknown arrays")
+    # A zip bomb: a tiny declared shape over a large compressed payload.
+    doc = json.loads(json.dumps(good))
+    doc["arrays"]["scheduler_step"]["data"] = base64.b64encode(zlib.compress(bytes(50_000_000))).decode()
+    expect(doc, "scheduler_step")
+    # A file that is not there, and one that is too big.
+    with pytest.raises(TraceFormatError, match="cannot read"):
+        Trace.load(tmp_path / "missing.json")
+    # The good document still loads after all that.
+    assert len(_load(good).steps) == len(eagle_trace.steps)
+
+
+def test_compact_10k_steps_x_256_requests(tmp_path):
+    """10,000 steps x 256 live requests: <= 20 MB on disk, <= 100 MB in memory."""
+    s = Scenario.from_spec("256p128o10k_seqs=256_mml=32k_tokens=64k_steps=10000")
+    trace = simulate(s)
+    assert len(trace.steps) == 10_000 and len(trace.arrays["row_inst"]) == 10_000 * 256
+    assert trace.nbytes() <= 100 * 2**20
+    path = tmp_path / "big.json"
+    trace.save(path)
+    assert path.stat().st_size <= 20 * 2**20
+    back = Trace.load(path)
+    assert np.array_equal(back.arrays["num_computed_tokens"], trace.arrays["num_computed_tokens"])
+    assert back.steps[9_999].max_seq_len == trace.steps[9_999].max_seq_len

@@ -29,7 +29,8 @@ def _oor_total(counts: dict) -> int:
     return sum(counts[c] for c in OOR_CLASSES)
 
 
-def print_trace(trace: Trace, every: int = 1, out=sys.stdout, show_steps: bool = True) -> None:
+def print_trace(trace: Trace, every: int = 1, out=None, show_steps: bool = True) -> None:
+    out = out or sys.stdout
     s = trace.scenario
     w = out.write
     w(f"scenario: {s.name or '(custom)'}  spec: {s.to_spec()}\n")
@@ -59,8 +60,8 @@ def print_trace(trace: Trace, every: int = 1, out=sys.stdout, show_steps: bool =
     print_totals(trace, out)
 
 
-def print_totals(trace: Trace, out=sys.stdout) -> None:
-    w = out.write
+def print_totals(trace: Trace, out=None) -> None:
+    w = (out or sys.stdout).write
     for label, all_passes in (("target passes", False), ("all passes (target + drafts)", True)):
         if not all_passes and not trace.num_speculative_tokens:
             continue
@@ -115,7 +116,7 @@ def cmd_show(args) -> int:
     return 0
 
 
-def bench_engine(num_steps: int, num_reqs: int, churn: bool, repeat: int, out=sys.stdout) -> dict:
+def bench_engine(num_steps: int, num_reqs: int, churn: bool, repeat: int, out=None) -> dict:
     """Time the engine on num_steps x num_reqs live requests; returns the figures."""
     if churn:
         # One arrival per step; each request lives ~num_reqs*2.5 steps, so max_num_seqs stays full.
@@ -134,7 +135,7 @@ def bench_engine(num_steps: int, num_reqs: int, churn: bool, repeat: int, out=sy
     rows = len(trace.arrays["row_inst"])
     res = {"spec": spec, "steps": len(trace.steps), "rows": rows, "seconds": best,
            "steps_per_s": len(trace.steps) / best, "rows_per_s": rows / best, "trace_mib": trace.nbytes() / 2**20}
-    out.write(f"engine {'churn' if churn else 'steady'}: {spec}\n"
+    (out or sys.stdout).write(f"engine {'churn' if churn else 'steady'}: {spec}\n"
               f"  {res['steps']} steps, {rows:,} request-rows, best of {repeat}: {best:.2f} s  "
               f"({res['steps_per_s']:,.0f} steps/s, {res['rows_per_s'] / 1e6:.2f} M request-rows/s), "
               f"trace in memory {res['trace_mib']:.1f} MiB\n")

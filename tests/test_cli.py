@@ -1,0 +1,59 @@
+"""The command line: python -m lab …"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from lab import Trace
+from lab.cli import main
+from lab.presets import PRESETS
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "lab", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_simulate_preset_prints_steps_and_totals(tmp_path):
+    out = tmp_path / "t.json"
+    r = run("simulate", "--preset", "short-decode-long-context", "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "max_seq_len b/f" in r.stdout and "131072/" in r.stdout
+    assert "totals over all passes" in r.stdout and "out of range" in r.stdout
+    trace = Trace.load(out)
+    assert trace.scenario.name == "short-decode-long-context"
+    r = run("show", str(out), "--quiet")
+    assert r.returncode == 0 and "out of range" in r.stdout and "step reqs" not in r.stdout
+
+
+def test_simulate_spec_and_every(capsys):
+    assert main(["simulate", "--spec", "4p100o20_k=2_cg=none", "--every", "5"]) == 0
+    text = capsys.readouterr().out
+    assert "drafts: 2 passes" in text and "totals over target passes" in text
+
+
+def test_presets_lists_every_preset(capsys):
+    assert main(["presets"]) == 0
+    text = capsys.readouterr().out
+    assert all(name in text for name in PRESETS)
+
+
+def test_bad_input_is_a_clear_error(tmp_path, capsys):
+    assert main(["simulate", "--spec", "8q1s1k"]) == 2
+    assert "invalid scenario segment '8q1s1k'" in capsys.readouterr().err
+    assert main(["simulate", "--spec", "p40000o1_mml=32k"]) == 2
+    assert "requests[0].prompt_len" in capsys.readouterr().err
+    assert main(["simulate", "--preset", "nope"]) == 2
+    assert "unknown preset" in capsys.readouterr().err
+    assert main(["simulate"]) == 2
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "x"}')
+    assert main(["show", str(bad)]) == 2
+    assert "not a max_seq_len lab trace" in capsys.readouterr().err
+    assert main(["show", str(tmp_path / "missing.json")]) == 2
+
+
+def test_bench_engine_small(capsys):
+    assert main(["bench", "engine", "--steps", "200", "--reqs", "16", "--repeat", "1", "--no-churn"]) == 0
+    text = capsys.readouterr().out
+    assert "steps/s" in text and "linearity" in text

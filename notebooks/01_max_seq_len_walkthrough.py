@@ -1,0 +1,95 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # What `max_seq_len` does a Model Runner V2 step hand to attention?
+#
+# vLLM's Model Runner V2 (`vllm/v1/worker/gpu/`) builds attention metadata every step. One field,
+# `max_seq_len`, tells the attention kernel the longest KV length in the batch. Before vLLM PR
+# #40654 every path passed `max_model_len` (the context limit) instead; PR #43991 fixed the last two
+# paths: `MambaHybridModelState.prepare_attn` and the Eagle/MTP draft metadata.
+#
+# This walkthrough drives the lab's engine through real batches and shows, step by step, what each
+# mode passes: **baseline** (`max_model_len` everywhere, before the fixes) and **fixed** (the batch
+# maximum, after #43991).
+
+# %%
+from lab import Scenario, list_presets, simulate
+
+list_presets()
+
+# %% [markdown]
+# ## A short decode batch under a long context limit
+#
+# 32 requests with 512-token prompts, decoding under `max_model_len = 128k`. Rule R1: the CPU
+# knows `seq_lens_cpu_upper_bound = num_computed_tokens + num_scheduled_tokens`; rule R2: the fixed
+# `prepare_attn` passes its maximum.
+
+# %%
+trace = simulate(Scenario.preset("short-decode-long-context"))
+step = trace.steps[20]
+print(step)
+print("upper bounds of the first rows:", step.seq_lens_cpu_upper_bound[:6])
+print("max_seq_len baseline / fixed:", step.max_seq_len["baseline"], "/", step.max_seq_len["fixed"])
+
+# %% [markdown]
+# A kernel that sizes its work from `max_seq_len` walks `cdiv(max_seq_len, block_size)` columns of
+# every row of the block table. Past each request's `num_blocks` it reads entries it should not:
+# the null block, stale ids of finished requests, or blocks another live request owns now.
+
+# %%
+bs = trace.scenario.block_size
+for mode in ("baseline", "fixed"):
+    cols = -(-step.kernel_max_seq_len[mode] // bs)
+    print(f"{mode:>8}: walks {cols} columns per row; out of range this step:",
+          {k: v for k, v in step.oor[mode].items() if k in ("null", "live", "free", "padded")})
+
+# %% [markdown]
+# ## Stale block ids (R6)
+#
+# Each step `gather_block_tables` copies only columns `[0, num_blocks)` of each request into the
+# input table. The columns after that keep whatever an earlier request in that batch row left.
+
+# %%
+stale = simulate(Scenario.preset("stale-block-reuse"))
+for st in stale.steps:
+    row = next((i for i, nb in enumerate(st.num_blocks) if st.block_table[i, nb:].any()), None)
+    if row is not None:
+        nb = st.num_blocks[row]
+        print(f"step {st.index}, row {row} ({st.req_ids[row]}): valid {st.block_table[row, :nb].tolist()}")
+        print("  stale past num_blocks:", st.block_table[row, nb:nb + 8].tolist())
+        break
+print("totals (baseline):", stale.totals()["baseline"])
+
+# %% [markdown]
+# ## CUDA graphs freeze what the kernel sees (R8, R9)
+#
+# A FULL-graph replay keeps the launch arguments of capture, where `prepare_attn` ran with
+# `for_capture=True`, i.e. `max_model_len`. On those steps the fix moves the metadata, not the kernel.
+
+# %%
+fg = simulate(Scenario.preset("full-graph-vs-eager"))
+for st in fg.steps[::20]:
+    print(f"step {st.index:3d} {st.cudagraph_mode:9s} reqs {st.num_reqs:2d} padded to {st.num_reqs_padded:2d} "
+          f"metadata {st.max_seq_len} kernel sees {st.kernel_max_seq_len}")
+
+# %% [markdown]
+# ## Eagle drafts (R4, R5)
+#
+# Draft pass 0 reuses the target metadata; passes 1..K-1 get
+# `draft_max_seq_len = min(max(upper bound) + K, max_model_len)` after the fix.
+
+# %%
+eagle = simulate(Scenario.preset("eagle-k3"))
+st = eagle.steps[10]
+for d in st.drafts:
+    print(d.index, d.cudagraph_mode, d.max_seq_len, "max draft upper bound", max(d.seq_lens_cpu_upper_bound))

@@ -8,6 +8,8 @@ Both modes are evaluated on the same batch: the mode changes metadata, never sch
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 
 from lab.engine.block_table import BlockTables, block_table_width
@@ -186,6 +188,23 @@ def run_engine(scenario, check_invariants: bool = False, keep_tables: bool = Fal
     """Drive the scheduler and the runner until every request finished (or max_num_steps)."""
     sched = Scheduler(scenario)
     runner = ModelRunner(scenario, check_invariants=check_invariants, keep_tables=keep_tables)
+    # The loop allocates many small arrays and no cycles: the cyclic GC would only rescan them.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        _loop(scenario, sched, runner, progress)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    # Instances still live at the end (max_num_steps reached) keep their blocks in the trace.
+    for inst in list(runner._req_index_of_inst):
+        runner._remove(inst)
+    trace = runner.recorder.finish(num_preemptions=sched.num_preemptions,
+                                   truncated=sched.has_unfinished_requests())
+    return (trace, runner.tables) if keep_tables else trace
+
+
+def _loop(scenario, sched: Scheduler, runner: ModelRunner, progress) -> None:
     clock = 0  # the scheduler's step counter, in which arrival_step is given
     num_steps = 0
     while sched.has_unfinished_requests() and num_steps < scenario.max_num_steps:
@@ -200,9 +219,3 @@ def run_engine(scenario, check_invariants: bool = False, keep_tables: bool = Fal
         num_steps += len(out.req_indices) > 0
         if progress is not None:
             progress(num_steps)
-    # Instances still live at the end (max_num_steps reached) keep their blocks in the trace.
-    for inst in list(runner._req_index_of_inst):
-        runner._remove(inst)
-    trace = runner.recorder.finish(num_preemptions=sched.num_preemptions,
-                                   truncated=sched.has_unfinished_requests())
-    return (trace, runner.tables) if keep_tables else trace

@@ -110,6 +110,7 @@ class Scenario:
                      "max_num_batched_tokens", "seed", "max_num_steps"):
             v = getattr(self, name)
             need(isinstance(v, int) and not isinstance(v, bool), name, f"must be an integer, got {v!r}")
+        need(0 <= self.seed < 2**63, "seed", f"must be a non-negative integer below 2**63, got {self.seed}")
         need(self.max_model_len >= 2, "max_model_len", f"must be >= 2, got {self.max_model_len}")
         need(self.max_model_len <= 16 * 1024 * 1024, "max_model_len",
              f"must be <= 16M tokens, got {self.max_model_len}")

@@ -26,6 +26,7 @@ class InputBatch:
     seq_lens: np.ndarray  # [num_reqs_after_padding], exact (GPU side), padded rows 0
     num_draft_tokens_per_req: np.ndarray  # [num_reqs]
     is_prefilling_np: np.ndarray  # [num_reqs]
+    max_query_len: int | None = None
 
     @property
     def has_prefill(self) -> bool:

@@ -58,7 +58,9 @@ class DefaultModelState:
         else:
             num_reqs = input_batch.num_reqs
             num_tokens = input_batch.num_tokens
-        max_query_len = int(input_batch.num_scheduled_tokens.max())
+        max_query_len = input_batch.max_query_len
+        if max_query_len is None:
+            max_query_len = int(input_batch.num_scheduled_tokens.max())
         return AttnMetadata(num_reqs, num_tokens, max_query_len,
                             self.max_seq_len(input_batch.seq_lens_cpu_upper_bound, num_reqs, mode, for_capture),
                             for_capture)

@@ -35,9 +35,9 @@ class StaleRegion:
     def __init__(self, input_table: np.ndarray, num_blocks: np.ndarray, row_hwm: np.ndarray, owner: np.ndarray):
         n = len(num_blocks)
         self.num_blocks = num_blocks
-        self.reach = np.maximum(num_blocks, row_hwm[:n])  # null from here on
-        lens = self.reach - num_blocks
+        lens = np.maximum(row_hwm[:n] - num_blocks, 0)
         total = int(lens.sum())
+        self.reach = num_blocks + lens if total else None  # columns from reach on are zero
         self._cum = None  # [columns, 3] cumulative (null, live, free) counts of classified entries
         if total:
             rows = np.repeat(np.arange(n), lens)
@@ -55,16 +55,16 @@ class StaleRegion:
         """
         n = len(self.num_blocks)
         out = np.empty((len(w), NUM_OOR_FIELDS), dtype=np.int64)
-        in_range = np.minimum(self.num_blocks[:, None], w[None, :]).sum(axis=0)
-        # Columns in [reach, w) of a real row hold zeros.
-        beyond = n * w - np.minimum(self.reach[:, None], w[None, :]).sum(axis=0)
-        if self._cum is not None:
-            stale = np.where((w > 0)[:, None], self._cum[np.clip(w - 1, 0, len(self._cum) - 1)], 0)
+        in_range = np.minimum(w[:, None], self.num_blocks[None, :]).sum(axis=1)
+        if self._cum is None:
+            out[:, 0] = n * w - in_range  # every out-of-range column is zero
+            out[:, 1:3] = 0
         else:
-            stale = np.zeros((len(w), 3), dtype=np.int64)
-        out[:, 0] = stale[:, 0] + beyond
-        out[:, 1] = stale[:, 1]
-        out[:, 2] = stale[:, 2]
+            # Columns in [reach, w) of a real row hold zeros; before reach they were classified.
+            beyond = n * w - np.minimum(w[:, None], self.reach[None, :]).sum(axis=1)
+            stale = np.where((w > 0)[:, None], self._cum[np.clip(w - 1, 0, len(self._cum) - 1)], 0)
+            out[:, 0] = stale[:, 0] + beyond
+            out[:, 1:3] = stale[:, 1:3]
         out[:, 3] = num_padded_rows * w
         out[:, 4] = (n + num_padded_rows) * w
         out[:, 5] = in_range

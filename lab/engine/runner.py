@@ -93,7 +93,9 @@ class ModelRunner:
 
         # Batch order (vllm model_runner.py sort_batch_req_ids).
         num_sched = out.num_scheduled_tokens
-        if num_sched.min() == num_sched.max() and not out.is_prefilling.any():
+        any_prefill = bool(out.is_prefilling.any())
+        max_query_len = int(num_sched.max())
+        if not any_prefill and int(num_sched.min()) == max_query_len:
             order = None  # a uniform decode batch keeps scheduler order
             inst, comp_cpu = out.inst, out.num_computed_tokens
             num_draft, is_prefilling, req_indices = out.num_draft_tokens, out.is_prefilling, out.req_indices
@@ -107,22 +109,22 @@ class ModelRunner:
             is_prefilling = out.is_prefilling[order]
             req_indices = out.req_indices[order]
 
-        num_tokens = int(num_sched.sum())
-        max_query_len = int(num_sched.max())
-        uniform = uniform_decode_token_count(n, num_tokens, max_query_len, bool(is_prefilling.any()))
+        num_tokens = n * max_query_len if order is None else int(num_sched.sum())
+        uniform = uniform_decode_token_count(n, num_tokens, max_query_len, any_prefill)
         desc = self.cudagraph_manager.dispatch(n, num_tokens, uniform)
         cg_mode = desc.cg_mode
         num_reqs_padded = desc.num_reqs if (cg_mode == FULL and desc.num_reqs) else n
 
         ub = seq_lens_cpu_upper_bound(comp_cpu, num_sched, num_reqs_padded)
         seq_lens = np.zeros(num_reqs_padded, dtype=np.int32)
-        seq_lens[:n] = self.num_computed_tokens_gpu[req_idx] + num_sched
+        computed_gpu = self.num_computed_tokens_gpu[req_idx]
+        seq_lens[:n] = computed_gpu + num_sched
         batch = InputBatch(
             req_indices=req_indices, idx_mapping_np=req_idx, num_reqs=n,
             num_reqs_after_padding=num_reqs_padded, num_scheduled_tokens=num_sched, num_tokens=num_tokens,
             num_tokens_after_padding=desc.num_tokens, num_computed_tokens_np=comp_cpu,
             seq_lens_cpu_upper_bound=ub, seq_lens=seq_lens, num_draft_tokens_per_req=num_draft,
-            is_prefilling_np=is_prefilling)
+            is_prefilling_np=is_prefilling, max_query_len=max_query_len)
 
         max_seq_len = {m: self.model_state.prepare_attn(batch, cg_mode, m).max_seq_len for m in MODES}
         kernel_max_seq_len = {m: kernel_visible_max_seq_len(cg_mode, v, self.max_model_len)
@@ -151,8 +153,10 @@ class ModelRunner:
             self._check(batch, table, num_blocks, kv_owner, max_seq_len, drafts)
 
         # Rejected drafts roll back: only the verified token and the accepted drafts stay computed.
-        self.num_computed_tokens_gpu[req_idx] += np.where(is_prefilling, num_sched, 1 + num_accepted)
-        self.model_state.postprocess(req_idx, 1 + num_accepted)
+        kept = 1 + num_accepted
+        self.num_computed_tokens_gpu[req_idx] = computed_gpu + (np.where(is_prefilling, num_sched, kept)
+                                                                if any_prefill else kept)
+        self.model_state.postprocess(req_idx, kept)
 
         self.recorder.step(inst, req_idx, comp_cpu, num_sched, seq_lens[:n], num_blocks, num_accepted,
                            num_reqs_padded, desc.num_tokens, CG_MODE_CODES[cg_mode], max_seq_len,

@@ -59,7 +59,10 @@ class Scheduler:
 
         self.prefill_len = self.prompt_len.copy()  # prompt, or prompt + output after a preemption
         self.num_computed_tokens = np.zeros(n, dtype=np.int64)  # CPU view, optimistic
-        self._pending_rejections = np.zeros(n, dtype=np.int64)
+        # The previous step's rejected drafts, which the CPU learns after scheduling the next step.
+        self._pending: tuple[np.ndarray, np.ndarray] | None = None
+        # A request stops at output_len tokens, or when its length reaches max_model_len.
+        self.max_output_tokens = np.minimum(self.output_len, self.max_model_len - self.prompt_len)
         self.num_output_tokens = np.zeros(n, dtype=np.int64)
         self.num_spec_tokens = np.zeros(n, dtype=np.int64)  # drafts waiting to be verified
         self.status = np.full(n, WAITING, dtype=np.int8)
@@ -114,7 +117,8 @@ class Scheduler:
         self.status[r] = WAITING
         self.prefill_len[r] = self.prompt_len[r] + self.num_output_tokens[r]
         self.num_computed_tokens[r] = 0
-        self._pending_rejections[r] = 0
+        if self._pending is not None:
+            self._pending[1][self._pending[0] == r] = 0
         self.num_spec_tokens[r] = 0
         self.waiting.appendleft(r)
         self.num_preemptions += 1
@@ -174,9 +178,12 @@ class Scheduler:
             run, num_new, comp, in_prefill, counts = run[sched], num_new[sched], comp[sched], in_prefill[sched], \
                 counts[sched]
         req = run
-        num_draft = np.minimum(self.num_spec_tokens[req], np.maximum(num_new - 1, 0))
-        if any_prefill:
-            num_draft[in_prefill] = 0
+        if k:
+            num_draft = np.minimum(self.num_spec_tokens[req], np.maximum(num_new - 1, 0))
+            if any_prefill:
+                num_draft[in_prefill] = 0
+        else:
+            num_draft = np.zeros(len(req), dtype=np.int64)
 
         new_req, new_tokens, new_counts = [], [], []
         new_inst = []
@@ -217,8 +224,9 @@ class Scheduler:
         self._removed = []
         # Async scheduling: advance optimistically, then learn the previous step's rejections.
         self.num_computed_tokens[req] += num_new
-        self.num_computed_tokens -= self._pending_rejections
-        self._pending_rejections[:] = 0
+        if self._pending is not None:
+            self.num_computed_tokens[self._pending[0]] -= self._pending[1]
+            self._pending = None
         return out
 
     def _schedule_running_slow(self, budget: int):
@@ -268,17 +276,18 @@ class Scheduler:
         req = out.req_indices
         if len(req) == 0:
             return req
-        done_prefill = out.num_computed_tokens + out.num_scheduled_tokens >= self.prefill_len[req]
         decode = ~out.is_prefilling
-        sampled = np.where(decode, 1 + num_accepted, done_prefill.astype(np.int64))
-        room = np.minimum(self.output_len[req] - self.num_output_tokens[req],
-                          self.max_model_len - self.prompt_len[req] - self.num_output_tokens[req])
-        self.num_output_tokens[req] += np.minimum(sampled, room)
-        self._pending_rejections[req] = np.where(decode, out.num_draft_tokens - num_accepted, 0)
-        self.num_spec_tokens[req] = np.where(sampled > 0, self.num_lookahead_tokens, 0)
-        fin = (self.num_output_tokens[req] >= self.output_len[req]) | (
-            self.prompt_len[req] + self.num_output_tokens[req] >= self.max_model_len)
-        finished = req[fin]
+        sampled = 1 + num_accepted.astype(np.int64)
+        if not decode.all():
+            done_prefill = out.num_computed_tokens + out.num_scheduled_tokens >= self.prefill_len[req]
+            sampled = np.where(decode, sampled, done_prefill)
+        limit = self.max_output_tokens[req]
+        num_output = np.minimum(self.num_output_tokens[req] + sampled, limit)
+        self.num_output_tokens[req] = num_output
+        if self.num_lookahead_tokens:
+            self._pending = (req, np.where(decode, out.num_draft_tokens - num_accepted, 0))
+            self.num_spec_tokens[req] = np.where(sampled > 0, self.num_lookahead_tokens, 0)
+        finished = req[num_output >= limit]
         if len(finished):
             for r in finished:
                 self._free(int(r))

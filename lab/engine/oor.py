@@ -45,7 +45,8 @@ class StaleRegion:
             cols = np.repeat(num_blocks - first, lens) + np.arange(total, dtype=np.int64)
             own = owner[input_table[rows, cols]]
             cls = np.where(own >= 0, 1, np.where(own == FREE, 2, 0))  # live, free, null
-            hist = np.bincount(cols * 3 + cls, minlength=(int(cols.max()) + 1) * 3).reshape(-1, 3)
+            # _cum[c] counts the classified entries in columns < c.
+            hist = np.bincount(cols * 3 + cls + 3, minlength=(int(cols.max()) + 2) * 3).reshape(-1, 3)
             self._cum = np.cumsum(hist, axis=0)
 
     def walks(self, w: np.ndarray, num_padded_rows: np.ndarray) -> np.ndarray:
@@ -62,7 +63,7 @@ class StaleRegion:
         else:
             # Columns in [reach, w) of a real row hold zeros; before reach they were classified.
             beyond = n * w - np.minimum(w[:, None], self.reach[None, :]).sum(axis=1)
-            stale = np.where((w > 0)[:, None], self._cum[np.clip(w - 1, 0, len(self._cum) - 1)], 0)
+            stale = self._cum[np.minimum(w, len(self._cum) - 1)]  # row 0 of _cum is all zeros
             out[:, 0] = stale[:, 0] + beyond
             out[:, 1:3] = stale[:, 1:3]
         out[:, 3] = num_padded_rows * w

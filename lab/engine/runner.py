@@ -17,7 +17,7 @@ from lab.engine.cudagraph import (CG_MODE_CODES, FULL, CudaGraphManager, kernel_
                                   target_capture_sizes, uniform_decode_token_count)
 from lab.engine.input_batch import InputBatch, seq_lens_cpu_upper_bound, sort_batch
 from lab.engine.model_states import MODES, make_model_state
-from lab.engine.oor import StaleRegion
+from lab.engine.oor import OOR_FIELDS, StaleRegion, classify_entries
 from lab.engine.recorder import Recorder
 from lab.engine.scheduler import Scheduler, SchedulerOutput
 from lab.engine.speculator import EagleSpeculator
@@ -151,6 +151,7 @@ class ModelRunner:
 
         if self.check_invariants:
             self._check(batch, table, num_blocks, kv_owner, max_seq_len, drafts)
+            self._check_oor(table, num_blocks, kv_owner, walk_msl, walk_rows, oor)
 
         # Rejected drafts roll back: only the verified token and the accepted drafts stay computed.
         kept = 1 + num_accepted
@@ -186,6 +187,22 @@ class ModelRunner:
         assert len(held) >= len(live_blocks)
         for d in drafts:
             assert d.max_seq_len["fixed"] <= self.max_model_len
+
+
+    def _check_oor(self, table, num_blocks, kv_owner, walk_msl, walk_rows, oor) -> None:
+        """Brute force: walk every entry and classify it, against StaleRegion's shortcut."""
+        n = len(num_blocks)
+        for p, (msl, rows) in enumerate(zip(walk_msl, walk_rows)):
+            w = -(-msl // self.block_size)
+            counts = dict.fromkeys(OOR_FIELDS, 0)
+            counts["walked"] = rows * w
+            counts["padded"] = (rows - n) * w
+            for i in range(n):
+                nb = int(num_blocks[i])
+                counts["in_range"] += min(nb, w)
+                for cls in classify_entries(table[i, nb:w], kv_owner):
+                    counts[cls] += 1
+            assert list(counts.values()) == oor[p].tolist(), (p, counts, oor[p])
 
 
 def run_engine(scenario, check_invariants: bool = False, keep_tables: bool = False, progress=None):

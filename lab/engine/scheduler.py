@@ -293,5 +293,5 @@ class Scheduler:
                 self._free(int(r))
             self.status[finished] = FINISHED
             self.num_finished += len(finished)
-            self.running = self.running[~np.isin(self.running, finished)]
+            self.running = self.running[self.status[self.running] == RUNNING]
         return finished

@@ -160,14 +160,23 @@ class Scenario:
 
     # ---- derived values ---------------------------------------------------------------------
     def blocks_per_request(self, r: RequestSpec) -> int:
-        """Blocks a request holds at its longest: its tokens plus the K lookahead slots, capped at the row."""
-        tokens = min(r.prompt_len + r.output_len, self.max_model_len) + self.num_speculative_tokens
+        """The most blocks the scheduler can hold for one request.
+
+        It allocates for ``num_computed_tokens + num_new_tokens + K`` lookahead, where the CPU's
+        ``num_computed_tokens`` may still count up to K rejected drafts and ``num_new_tokens`` is up
+        to 1 + K: at most prompt + output + 3K tokens, at most ``max_model_len - 1 + K``, and never
+        more blocks than a block-table row holds.
+        """
+        k = self.num_speculative_tokens
+        tokens = min(r.prompt_len + r.output_len + 3 * k, self.max_model_len - 1 + k)
         return min(-(-tokens // self.block_size), self.max_num_blocks_per_req)
 
     @property
     def max_num_blocks_per_req(self) -> int:
-        # vllm/v1/worker/gpu/block_table.py BlockTables: rows are cdiv(max_model_len, block_size) wide.
-        return -(-self.max_model_len // self.block_size)
+        """Columns of a block-table row (vllm/v1/worker/block_table.py get_block_table_width)."""
+        from lab.engine.block_table import block_table_width
+
+        return block_table_width(self.max_model_len, self.block_size)
 
     @property
     def total_num_gpu_blocks(self) -> int:
@@ -199,7 +208,7 @@ class Scenario:
 _REQ_RE = re.compile(r"^(\d+)?p(\d+)(k?)o(\d+)(k?)(?:a(\d+)(?:\+(\d+))?)?$")
 _SIZE_RE = re.compile(r"^(\d+)(k?)$")
 _CG_NAMES = {"full": "FULL_AND_PIECEWISE", "piecewise": "PIECEWISE", "none": "NONE"}
-_STATE_NAMES = {"default": "default", "mamba": "mamba_hybrid", "mamba_hybrid": "mamba_hybrid"}
+_STATE_NAMES = {"default": "default", "mamba": "mamba_hybrid"}
 # key -> Scenario field; the order here is the order format_spec writes them in.
 _SETTINGS = {
     "mml": "max_model_len",
@@ -327,7 +336,8 @@ def _group_requests(reqs: tuple[RequestSpec, ...]) -> list[tuple[int, RequestSpe
 
 
 def format_spec(s: Scenario) -> str:
-    """The canonical spec text of a scenario (settings that differ from the defaults, then requests)."""
+    """The canonical spec text of a scenario: the request groups, then the settings that differ
+    from the defaults."""
     parts = []
     for key, fld in _SETTINGS.items():
         v = getattr(s, fld)

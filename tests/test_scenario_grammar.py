@@ -167,7 +167,7 @@ def valid_scenarios(draw):
         max_num_seqs=draw(st.integers(1, 4096)),
         max_num_batched_tokens=draw(st.integers(1 + k, 100_000) | st.integers(1, 64).map(lambda x: 1024 * x + k)),
         acceptance_rate=draw(st.floats(0.0, 1.0, allow_nan=False) | st.sampled_from([0, 1, 0.5, 0.1])),
-        seed=draw(st.integers(0, 2 ** 63)),
+        seed=draw(st.integers(0, 2 ** 63 - 1)),
         max_num_steps=draw(st.integers(1, 10_000_000)),
     )
     base = Scenario(**fields)
@@ -282,6 +282,7 @@ def test_spec_must_be_a_string(spec):
     ("p10o5_seqs=5k", "max_num_seqs"),
     ("p10o5_tokens=3_k=3", "max_num_batched_tokens"),
     ("p10o5_steps=0", "max_num_steps"),
+    ("p10o5_seed=9223372036854775808", "seed"),  # 2**63
 ])
 def test_invalid_value_names_the_field(spec, field):
     """A readable segment with an impossible value raises ValueError starting with the field name."""
@@ -291,12 +292,13 @@ def test_invalid_value_names_the_field(spec, field):
 
 
 def test_num_gpu_blocks_boundary():
-    """num_gpu_blocks must hold the largest request (prompt + output + K lookahead) plus the null block."""
-    # 100 + 20 tokens + K=3 -> 123 tokens = 8 blocks of 16; 9 with the null block.
-    assert parse_spec("p100o20_k=3_blocks=9").num_gpu_blocks == 9
+    """num_gpu_blocks must hold the largest request plus the null block: prompt + output + 3K tokens
+    (K lookahead, up to 1 + K scheduled and up to K rejected drafts the CPU still counts)."""
+    # 100 + 20 tokens + 3 * 3 -> 129 tokens = 9 blocks of 16; 10 with the null block.
+    assert parse_spec("p100o20_k=3_blocks=10").num_gpu_blocks == 10
     with pytest.raises(ValueError, match="^num_gpu_blocks:"):
-        parse_spec("p100o20_k=3_blocks=8")
-    # Output past max_model_len is cut there: cdiv(min(100 + 5000, 256) + 0, 16) = 16 blocks.
+        parse_spec("p100o20_k=3_blocks=9")
+    # Positions stop below max_model_len: cdiv(min(100 + 5000, 256 - 1), 16) = 16 blocks.
     assert parse_spec("p100o5000_mml=256_blocks=17").num_gpu_blocks == 17
     with pytest.raises(ValueError, match="^num_gpu_blocks:"):
         parse_spec("p100o5000_mml=256_blocks=16")
@@ -322,13 +324,12 @@ def test_invalid_constructor_value_names_the_field(fields, field):
     assert str(err.value).startswith(f"{field}:"), str(err.value)
 
 
-@pytest.mark.xfail(strict=True, reason="engine bug: Scenario accepts a negative seed; format_spec writes "
-                   "'seed=-1', which parse_spec rejects, and simulate() fails inside numpy's default_rng "
-                   "with a message that does not name the field")
-def test_negative_seed_is_rejected_by_scenario():
-    """A negative seed is invalid for the grammar and for the engine's RNG, so Scenario must reject it."""
+@pytest.mark.parametrize("seed", [-1, 2 ** 63, True])
+def test_seed_range(seed):
+    """The seed must be a non-negative integer below 2**63 (what the engine's RNG and the grammar accept)."""
     with pytest.raises(ValueError, match="^seed:"):
-        Scenario(requests=[(0, 10, 5)], seed=-1)
+        Scenario(requests=[(0, 10, 5)], seed=seed)
+    assert Scenario(requests=[(0, 10, 5)], seed=2 ** 63 - 1).seed == 2 ** 63 - 1
 
 
 # ---- variants ---------------------------------------------------------------------------------

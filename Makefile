@@ -21,7 +21,7 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 demo: $(STAMP)
-	$(VPY) -m lab simulate --preset $(PRESET)
+	$(VPY) app.py --preset $(PRESET)
 
 test: $(STAMP)
 	$(VPY) -m pytest -q

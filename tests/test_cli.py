@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pathlib
 import subprocess
 import sys
 
 from lab import Trace
 from lab.cli import main
 from lab.presets import PRESETS
+
+ROOT = str(pathlib.Path(__file__).parent.parent)
 
 
 def run(*args):
@@ -57,3 +60,14 @@ def test_bench_engine_small(capsys):
     assert main(["bench", "engine", "--steps", "200", "--reqs", "16", "--repeat", "1", "--no-churn"]) == 0
     text = capsys.readouterr().out
     assert "steps/s" in text and "linearity" in text
+
+
+def test_app_entry_point_runs_the_walkthrough():
+    """`make demo` runs app.py: the walkthrough of a preset on the embedded CPU engine."""
+    r = subprocess.run([sys.executable, "app.py", "--preset", "eagle-k3", "--every", "20"], capture_output=True,
+                       text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert "scenario: eagle-k3" in r.stdout and "drafts: 3 passes" in r.stdout
+    r = subprocess.run([sys.executable, "app.py", "--preset", "nope"], capture_output=True, text=True, timeout=300,
+                       cwd=ROOT)
+    assert r.returncode == 2 and "unknown preset" in r.stderr

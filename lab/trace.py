@@ -31,6 +31,7 @@ from lab.engine.cudagraph import CG_MODE_NAMES
 from lab.engine.input_batch import seq_lens_cpu_upper_bound
 from lab.engine.model_states import MODES
 from lab.engine.oor import NUM_OOR_FIELDS, OOR_CLASSES, OOR_FIELDS
+from lab.engine.ragged import ragged_ranges
 from lab.engine.speculator import draft_step_upper_bound
 from lab.scenario import RequestSpec, Scenario
 
@@ -239,8 +240,7 @@ class Step:
 
         sched = self._col("num_scheduled_tokens").astype(np.int64)
         qsl = np.concatenate([[0], np.cumsum(sched)])
-        start = self._col("seq_lens").astype(np.int64) - sched
-        positions = np.repeat(start - qsl[:-1], sched) + np.arange(int(qsl[-1]))
+        _, positions = ragged_ranges(self._col("seq_lens").astype(np.int64) - sched, sched)
         table = self.block_table[: self.num_reqs]
         return compute_slot_mappings(table, qsl, positions, self._t.scenario.block_size,
                                      max(self.num_tokens_padded, int(qsl[-1]))).tolist()

@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from lab.engine.ragged import ragged_ranges
+
 PAD_SLOT_ID = -1
 
 
@@ -49,10 +51,8 @@ class BlockTables:
         if total == 0:
             return
         starts = self.num_blocks[req_indices]
-        rows = np.repeat(req_indices, counts)
-        first = np.cumsum(counts) - counts
-        cols = np.repeat(starts - first, counts) + np.arange(total, dtype=np.int64)
-        self.block_tables[rows, cols] = block_ids
+        group, cols = ragged_ranges(starts, counts)
+        self.block_tables[req_indices[group], cols] = block_ids
         self.num_blocks[req_indices] = starts + counts
 
     def gather_block_tables(self, idx_mapping: np.ndarray, inst: np.ndarray, num_reqs_padded: int) -> np.ndarray:
@@ -69,10 +69,8 @@ class BlockTables:
         lens = np.maximum(nb - start, 0)
         total = int(lens.sum())
         if total:
-            rows = np.repeat(np.arange(n), lens)
-            first = np.cumsum(lens) - lens
-            cols = np.repeat(start - first, lens) + np.arange(total, dtype=np.int64)
-            self.input_block_tables[rows, cols] = self.block_tables[np.repeat(idx_mapping, lens), cols]
+            rows, cols = ragged_ranges(start, lens)
+            self.input_block_tables[rows, cols] = self.block_tables[idx_mapping[rows], cols]
         self._row_inst[:n] = inst
         self._row_nb[:n] = nb
         np.maximum(self.row_hwm[:n], nb, out=self.row_hwm[:n])

@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.engine.block_pool import FREE
+from lab.engine.ragged import ragged_ranges
 
 OOR_CLASSES = ("null", "live", "free", "padded")
 # Per-walk record: the four classes, then entries walked and entries in range.
@@ -40,9 +41,7 @@ class StaleRegion:
         self.reach = num_blocks + lens if total else None  # columns from reach on are zero
         self._cum = None  # [columns, 3] cumulative (null, live, free) counts of classified entries
         if total:
-            rows = np.repeat(np.arange(n), lens)
-            first = np.cumsum(lens) - lens
-            cols = np.repeat(num_blocks - first, lens) + np.arange(total, dtype=np.int64)
+            rows, cols = ragged_ranges(num_blocks, lens)
             own = owner[input_table[rows, cols]]
             cls = np.where(own >= 0, 1, np.where(own == FREE, 2, 0))  # live, free, null
             # _cum[c] counts the classified entries in columns < c.

@@ -21,6 +21,7 @@ import numpy as np
 
 from lab.engine.block_pool import BlockPool
 from lab.engine.block_table import block_table_width
+from lab.engine.ragged import ragged_ranges
 
 WAITING, RUNNING, FINISHED = 0, 1, 2
 
@@ -159,12 +160,10 @@ class Scheduler:
             ids = self.pool.get_new_blocks(total_new)
             if total_new:
                 has = counts > 0
-                c = counts[has]
-                rows = np.repeat(slots[has], c)
-                cols = np.repeat(cur[has] - (np.cumsum(c) - c), c) + np.arange(total_new)
-                self.kv_rows[rows, cols] = ids
-                self.kv_nb[slots[has]] += c
-                self.pool.owner[ids] = np.repeat(self.inst[run[has]], c)
+                group, cols = ragged_ranges(cur[has], counts[has])
+                self.kv_rows[slots[has][group], cols] = ids
+                self.kv_nb[slots[has]] += counts[has]
+                self.pool.owner[ids] = self.inst[run[has]][group]
             budget -= int(num_new.sum())
             block_chunks = [ids]
         else:

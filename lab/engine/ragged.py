@@ -1,0 +1,15 @@
+"""Flat indices of ragged column ranges, the one vectorised trick the engine repeats."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def ragged_ranges(starts: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For ranges ``[starts[i], starts[i] + lens[i])``, return ``(group, col)``: for every element of
+    every range, the index ``i`` of its range and its column, in order."""
+    total = int(lens.sum())
+    group = np.repeat(np.arange(len(lens)), lens)
+    first = np.cumsum(lens) - lens  # flat offset of each range
+    col = np.repeat(starts - first, lens) + np.arange(total, dtype=np.int64)
+    return group, col

@@ -48,27 +48,29 @@ class StaleRegion:
             hist = np.bincount(cols * 3 + cls + 3, minlength=(int(cols.max()) + 2) * 3).reshape(-1, 3)
             self._cum = np.cumsum(hist, axis=0)
 
-    def walks(self, w: np.ndarray, num_padded_rows: np.ndarray) -> np.ndarray:
-        """OOR_FIELDS counts for walks of ``w[p]`` columns with ``num_padded_rows[p]`` padded rows.
-
-        Returns an int64 array [len(w), NUM_OOR_FIELDS].
-        """
+    def walks(self, max_seq_lens: list[int], num_rows: list[int], block_size: int) -> np.ndarray:
+        """OOR_FIELDS counts of each walk: a kernel told ``max_seq_lens[p]`` walks
+        ``cdiv(max_seq_lens[p], block_size)`` columns of ``num_rows[p]`` rows (the real rows, then
+        padded ones). Returns an int64 array [len(max_seq_lens), NUM_OOR_FIELDS]."""
         n = len(self.num_blocks)
-        out = np.empty((len(w), NUM_OOR_FIELDS), dtype=np.int64)
-        in_range = np.minimum(w[:, None], self.num_blocks[None, :]).sum(axis=1)
-        if self._cum is None:
-            out[:, 0] = n * w - in_range  # every out-of-range column is zero
-            out[:, 1:3] = 0
-        else:
-            # Columns in [reach, w) of a real row hold zeros; before reach they were classified.
-            beyond = n * w - np.minimum(w[:, None], self.reach[None, :]).sum(axis=1)
-            stale = self._cum[np.minimum(w, len(self._cum) - 1)]  # row 0 of _cum is all zeros
-            out[:, 0] = stale[:, 0] + beyond
-            out[:, 1:3] = stale[:, 1:3]
-        out[:, 3] = num_padded_rows * w
-        out[:, 4] = (n + num_padded_rows) * w
-        out[:, 5] = in_range
-        return out
+        per_width: dict[int, tuple[int, int, int, int]] = {}  # passes often share a width
+        out = []
+        for msl, rows in zip(max_seq_lens, num_rows):
+            w = -(-msl // block_size)
+            counts = per_width.get(w)
+            if counts is None:
+                in_range = int(np.minimum(self.num_blocks, w).sum())
+                if self._cum is None:  # every out-of-range column is zero
+                    counts = (n * w - in_range, 0, 0, in_range)
+                else:
+                    # Columns in [reach, w) of a real row hold zeros; before reach they were classified.
+                    beyond = n * w - int(np.minimum(self.reach, w).sum())
+                    null, live, free = self._cum[min(w, len(self._cum) - 1)].tolist()  # row 0 is all zeros
+                    counts = (null + beyond, live, free, in_range)
+                per_width[w] = counts
+            null, live, free, in_range = counts
+            out.append((null, live, free, (rows - n) * w, rows * w, in_range))
+        return np.array(out, dtype=np.int64)
 
 
 def classify_entries(ids: np.ndarray, owner: np.ndarray) -> list[str]:

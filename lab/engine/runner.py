@@ -147,7 +147,7 @@ class ModelRunner:
         else:
             num_accepted = np.zeros(n, dtype=np.int32)
         region = StaleRegion(table, num_blocks, self.block_tables.row_hwm, kv_owner)
-        oor = region.walks(-(-np.array(walk_msl) // self.block_size), np.array(walk_rows) - n)
+        oor = region.walks(walk_msl, walk_rows, self.block_size)
 
         if self.check_invariants:
             self._check(batch, table, num_blocks, kv_owner, max_seq_len, drafts)

@@ -24,6 +24,7 @@ from lab.engine.block_table import block_table_width
 from lab.engine.ragged import ragged_ranges
 
 WAITING, RUNNING, FINISHED = 0, 1, 2
+_NO_BLOCKS = np.empty(0, dtype=np.int32)
 
 
 @dataclass
@@ -152,12 +153,14 @@ class Scheduler:
         cur = self.kv_nb[slots]
         want = np.minimum(-(-(comp + num_new + k) // self.block_size), self.width)
         new_blocks = np.maximum(want - cur, 0)
-        new_blocks[num_new == 0] = 0
+        all_scheduled = bool(num_new.all())
+        if not all_scheduled:
+            new_blocks[num_new == 0] = 0
         total_new = int(new_blocks.sum())
         preempted = 0
         if total_new <= self.pool.num_free_blocks:
             counts = new_blocks
-            ids = self.pool.get_new_blocks(total_new)
+            ids = self.pool.get_new_blocks(total_new) if total_new else _NO_BLOCKS
             if total_new:
                 has = counts > 0
                 group, cols = ragged_ranges(cur[has], counts[has])
@@ -171,8 +174,9 @@ class Scheduler:
             comp = self.num_computed_tokens[run]
             in_prefill = comp < self.prefill_len[run]
             any_prefill = bool(in_prefill.any())
+            all_scheduled = bool(num_new.all())
 
-        if not num_new.all():
+        if not all_scheduled:
             sched = num_new > 0
             run, num_new, comp, in_prefill, counts = run[sched], num_new[sched], comp[sched], in_prefill[sched], \
                 counts[sched]
@@ -218,7 +222,8 @@ class Scheduler:
         out = SchedulerOutput(
             req_indices=req, inst=self.inst[req], num_scheduled_tokens=num_new, num_computed_tokens=comp,
             num_draft_tokens=num_draft, is_prefilling=in_prefill, new_block_counts=counts,
-            new_block_ids=np.concatenate(block_chunks) if block_chunks else np.empty(0, np.int32),
+            new_block_ids=(block_chunks[0] if len(block_chunks) == 1 else
+                           np.concatenate(block_chunks) if block_chunks else _NO_BLOCKS),
             new_inst=new_inst, removed_inst=self._removed, num_preempted=preempted)
         self._removed = []
         # Async scheduling: advance optimistically, then learn the previous step's rejections.

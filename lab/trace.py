@@ -279,7 +279,6 @@ class Trace:
         self.arrays = arrays
         self.meta = dict(meta)
         self.steps = StepList(self)
-        self._checkpoints: dict[int, np.ndarray] = {}
 
     @property
     def num_speculative_tokens(self) -> int:

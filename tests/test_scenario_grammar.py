@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import lab.scenario as scenario_module
 from lab import RequestSpec, Scenario, list_presets
 from lab.presets import PRESETS
-from lab.scenario import (CUDAGRAPH_MODES, MAX_BLOCK_SIZE, MAX_SPECULATIVE_TOKENS, MODEL_STATES, format_spec,
+from lab.scenario import (CUDAGRAPH_MODES, MAX_SPECULATIVE_TOKENS, MODEL_STATES, format_spec,
                           parse_spec)
 
 # ---- worked examples of the module docstring ---------------------------------------------------

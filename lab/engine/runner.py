@@ -49,22 +49,25 @@ class ModelRunner:
         self.rng = np.random.default_rng(s.seed)
         self.num_computed_tokens_gpu = np.zeros(self.max_num_reqs, dtype=np.int64)  # exact
         self._free_req_indices = list(range(self.max_num_reqs - 1, -1, -1))
-        self._req_index_of_inst: dict[int, int] = {}
-        self._inst_req_index = np.full(1024, -1, dtype=np.int64)  # the same, as an array
+        self._inst_req_index = np.full(1024, -1, dtype=np.int64)  # instance -> request slot, -1 when gone
         self.recorder = Recorder(s, self.width, self.capture_sizes, self.k)
         self.check_invariants = check_invariants
         self.tables: list[np.ndarray] | None = [] if keep_tables else None
 
     # ---- request states ----------------------------------------------------------------------
     def _remove(self, inst: int) -> None:
-        req_index = self._req_index_of_inst.pop(inst)
+        req_index = int(self._inst_req_index[inst])
+        self._inst_req_index[inst] = -1
         self.recorder.end_instance(inst, self.block_tables.block_tables[req_index, : self.block_tables.num_blocks[req_index]])
         self.model_state.remove_request(req_index)
         self._free_req_indices.append(req_index)
 
+    def remove_all(self) -> None:
+        for inst in np.nonzero(self._inst_req_index >= 0)[0].tolist():
+            self._remove(inst)
+
     def _add(self, inst: int, req: int) -> None:
         req_index = self._free_req_indices.pop()
-        self._req_index_of_inst[inst] = req_index
         if inst >= len(self._inst_req_index):
             grown = np.full(2 * inst + 1, -1, dtype=np.int64)
             grown[: len(self._inst_req_index)] = self._inst_req_index
@@ -218,8 +221,7 @@ def run_engine(scenario, check_invariants: bool = False, keep_tables: bool = Fal
         if gc_was_enabled:
             gc.enable()
     # Instances still live at the end (max_num_steps reached) keep their blocks in the trace.
-    for inst in list(runner._req_index_of_inst):
-        runner._remove(inst)
+    runner.remove_all()
     trace = runner.recorder.finish(num_preemptions=sched.num_preemptions,
                                    truncated=sched.has_unfinished_requests())
     return (trace, runner.tables) if keep_tables else trace

@@ -39,7 +39,6 @@ class SchedulerOutput:
     new_block_ids: np.ndarray  # ... concatenated in the same order
     new_inst: list = field(default_factory=list)  # (instance, request) pairs to add before this step
     removed_inst: list = field(default_factory=list)  # instances finished or preempted since last step
-    num_preempted: int = 0
 
 
 class Scheduler:
@@ -224,7 +223,7 @@ class Scheduler:
             num_draft_tokens=num_draft, is_prefilling=in_prefill, new_block_counts=counts,
             new_block_ids=(block_chunks[0] if len(block_chunks) == 1 else
                            np.concatenate(block_chunks) if block_chunks else _NO_BLOCKS),
-            new_inst=new_inst, removed_inst=self._removed, num_preempted=preempted)
+            new_inst=new_inst, removed_inst=self._removed)
         self._removed = []
         # Async scheduling: advance optimistically, then learn the previous step's rejections.
         self.num_computed_tokens[req] += num_new

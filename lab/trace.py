@@ -27,9 +27,9 @@ from functools import cached_property
 import numpy as np
 
 from lab.engine.block_pool import NULL_BLOCK_ID
-from lab.engine.cudagraph import CG_MODE_NAMES
+from lab.engine.cudagraph import CG_MODE_NAMES, kernel_visible_max_seq_len
 from lab.engine.input_batch import seq_lens_cpu_upper_bound
-from lab.engine.model_states import MODES
+from lab.engine.model_states import ERAS, MODES, fixed_in_era
 from lab.engine.oor import NUM_OOR_FIELDS, OOR_CLASSES, OOR_FIELDS
 from lab.engine.ragged import ragged_ranges
 from lab.engine.speculator import draft_step_upper_bound
@@ -223,6 +223,27 @@ class Step:
     @property
     def drafts(self) -> list[DraftStep]:
         return [DraftStep(self, d) for d in range(self._t.num_speculative_tokens)]
+
+    def history(self) -> dict[str, dict]:
+        """The metadata max_seq_len of the target and of each draft pass in vLLM's three eras
+        (before #40654, after #40654, after #43991), with what the kernel saw."""
+        state = self._t.scenario.model_state
+        mml = self._t.scenario.max_model_len
+        out = {}
+        for era in ERAS:
+            target_fixed = fixed_in_era(era, "target", state)
+            target = self.max_seq_len["fixed" if target_fixed else "baseline"]
+            passes = []
+            for d in self.drafts:
+                # Pass 0 reuses the target metadata; the decodes follow the draft path's fix.
+                fixed = target_fixed if d.index == 0 else fixed_in_era(era, "draft", state)
+                v = d.max_seq_len["fixed" if fixed else "baseline"]
+                passes.append({"max_seq_len": v,
+                               "kernel_max_seq_len": kernel_visible_max_seq_len(d.cudagraph_mode, v, mml)})
+            out[era] = {"max_seq_len": target,
+                        "kernel_max_seq_len": kernel_visible_max_seq_len(self.cudagraph_mode, target, mml),
+                        "drafts": passes}
+        return out
 
     @property
     def oor(self) -> dict[str, dict[str, int]]:

@@ -227,3 +227,21 @@ def test_R9_kernel_visible_max_seq_len():
         if st.cudagraph_mode == "FULL":
             assert st.oor["baseline"] == st.oor["fixed"]
     assert any(st.oor["baseline"]["walked"] > st.oor["fixed"]["walked"] for st in trace.steps)
+
+
+def test_history_eras():
+    """After #40654 only DefaultModelState's target path passed the batch max; mamba-hybrid and the
+    draft decodes kept max_model_len until #43991."""
+    for state, target_fixed_after_40654 in (("default", True), ("mamba", False)):
+        trace = simulate(Scenario.from_spec(f"4p300o20_k=3_cg=none_state={state}"))
+        st = trace.steps[5]
+        h = st.history()
+        mml = trace.scenario.max_model_len
+        assert h["before #40654"]["max_seq_len"] == mml
+        assert all(d["max_seq_len"] == mml for d in h["before #40654"]["drafts"])
+        assert h["after #43991"]["max_seq_len"] == st.max_seq_len["fixed"] < mml
+        assert [d["max_seq_len"] for d in h["after #43991"]["drafts"]] == [d.max_seq_len["fixed"] for d in st.drafts]
+        mid = h["after #40654"]
+        assert mid["max_seq_len"] == (st.max_seq_len["fixed"] if target_fixed_after_40654 else mml)
+        assert mid["drafts"][0]["max_seq_len"] == mid["max_seq_len"]  # pass 0 reuses the target metadata
+        assert all(d["max_seq_len"] == mml for d in mid["drafts"][1:])

@@ -16,6 +16,23 @@ from lab.engine.cudagraph import FULL
 from lab.engine.input_batch import InputBatch
 
 MODES = ("baseline", "fixed")
+# vLLM's history of the max_seq_len paths, oldest first (DESIGN §3).
+ERAS = ("before #40654", "after #40654", "after #43991")
+
+
+def fixed_in_era(era: str, path: str, model_state: str) -> bool:
+    """Did vLLM pass the batch maximum (rather than max_model_len) on this path in this era?
+
+    ``path`` is "target" or "draft". PR #40654 fixed DefaultModelState.prepare_attn; PR #43991 fixed
+    MambaHybridModelState.prepare_attn and the Eagle/MTP draft metadata.
+    """
+    if era not in ERAS:
+        raise ValueError(f"era must be one of {ERAS}, got {era!r}")
+    if era == "after #43991":
+        return True
+    if era == "after #40654":
+        return path == "target" and model_state == "default"
+    return False
 
 
 @dataclass(frozen=True)

@@ -62,9 +62,9 @@ def print_trace(trace: Trace, every: int = 1, out=None, show_steps: bool = True)
 
 def print_totals(trace: Trace, out=None) -> None:
     w = (out or sys.stdout).write
-    for label, all_passes in (("target passes", False), ("all passes (target + drafts)", True)):
-        if not all_passes and not trace.num_speculative_tokens:
-            continue
+    passes = ((("target passes", False), ("all passes (target + drafts)", True)) if trace.num_speculative_tokens
+              else (("all steps", True),))
+    for label, all_passes in passes:
         t = trace.totals(all_passes)
         b, f = t["baseline"], t["fixed"]
         w(f"totals over {label}: block-table entries\n")

@@ -22,7 +22,7 @@ def test_simulate_preset_prints_steps_and_totals(tmp_path):
     r = run("simulate", "--preset", "short-decode-long-context", "--out", str(out))
     assert r.returncode == 0, r.stderr
     assert "max_seq_len b/f" in r.stdout and "131072/" in r.stdout
-    assert "totals over all passes" in r.stdout and "out of range" in r.stdout
+    assert "totals over all steps" in r.stdout and "out of range" in r.stdout
     trace = Trace.load(out)
     assert trace.scenario.name == "short-decode-long-context"
     r = run("show", str(out), "--quiet")

@@ -48,7 +48,8 @@ class ModelRunner:
                 CudaGraphManager(draft_mode, self.capture_sizes, self.max_num_reqs, 1))
         self.rng = np.random.default_rng(s.seed)
         self.num_computed_tokens_gpu = np.zeros(self.max_num_reqs, dtype=np.int64)  # exact
-        self._free_req_indices = list(range(self.max_num_reqs - 1, -1, -1))
+        # vllm/v1/worker/gpu/states.py RequestState: free_indices = list(range(max_num_reqs)), pop() to add.
+        self._free_req_indices = list(range(self.max_num_reqs))
         self._inst_req_index = np.full(1024, -1, dtype=np.int64)  # instance -> request slot, -1 when gone
         self.recorder = Recorder(s, self.width, self.capture_sizes, self.k)
         self.check_invariants = check_invariants

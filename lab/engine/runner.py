@@ -91,8 +91,8 @@ class ModelRunner:
             return np.zeros(0, dtype=np.int32)
 
         req_idx = self._inst_req_index[out.inst]
-        has = out.new_block_counts > 0
-        if has.any():
+        if len(out.new_block_ids):
+            has = out.new_block_counts > 0
             self.block_tables.append_block_ids(req_idx[has], out.new_block_counts[has], out.new_block_ids)
 
         # Batch order (vllm model_runner.py sort_batch_req_ids).

@@ -53,6 +53,7 @@ class Scheduler:
         self._next_arrival = 0
         self.max_model_len = s.max_model_len
         self.block_size = s.block_size
+        self._block_shift = s.block_size.bit_length() - 1  # block_size is a power of two
         self.width = block_table_width(s.max_model_len, s.block_size)
         self.num_lookahead_tokens = s.num_speculative_tokens
         self.token_budget = s.max_num_batched_tokens
@@ -138,8 +139,8 @@ class Scheduler:
         prefill_len = self.prefill_len[run]
         in_prefill = comp < prefill_len
         any_prefill = bool(in_prefill.any())
-        need = np.where(in_prefill, prefill_len - comp, 1 + self.num_spec_tokens[run]) if any_prefill \
-            else 1 + self.num_spec_tokens[run]
+        decode_need = 1 + self.num_spec_tokens[run] if k else np.ones(len(run), dtype=np.int64)
+        need = np.where(in_prefill, prefill_len - comp, decode_need) if any_prefill else decode_need
         np.minimum(need, mml - 1 - comp, out=need)
         np.maximum(need, 0, out=need)
         cum = np.cumsum(need)
@@ -150,7 +151,7 @@ class Scheduler:
             num_new = np.minimum(np.maximum(budget - (cum - need), 0), need)
         slots = self.kv_slot[run]
         cur = self.kv_nb[slots]
-        want = np.minimum(-(-(comp + num_new + k) // self.block_size), self.width)
+        want = np.minimum((comp + num_new + (k + self.block_size - 1)) >> self._block_shift, self.width)
         new_blocks = np.maximum(want - cur, 0)
         all_scheduled = bool(num_new.all())
         if not all_scheduled:

@@ -180,10 +180,13 @@ class Scenario:
 
     @property
     def total_num_gpu_blocks(self) -> int:
-        """num_gpu_blocks, or a pool big enough that no request ever waits for blocks."""
+        """num_gpu_blocks, or a pool big enough that no request ever waits for blocks: at most
+        max_num_seqs requests hold blocks at once, so the largest max_num_seqs of them (plus the
+        null block). Freed blocks are reused as in a real KV cache."""
         if self.num_gpu_blocks is not None:
             return self.num_gpu_blocks
-        return 1 + sum(self.blocks_per_request(r) for r in self.requests)
+        sizes = sorted((self.blocks_per_request(r) for r in self.requests), reverse=True)
+        return 1 + sum(sizes[: self.max_num_seqs])
 
     # ---- grammar ----------------------------------------------------------------------------
     @classmethod

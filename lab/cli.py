@@ -193,5 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, TraceFormatError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except OSError as e:  # e.g. --out in a folder that does not exist
+        print(f"error: {e.strerror or e}: {e.filename or ''}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         return 0

@@ -61,6 +61,8 @@ MODEL_STATES = ("default", "mamba_hybrid")
 CUDAGRAPH_MODES = ("FULL_AND_PIECEWISE", "PIECEWISE", "NONE")
 MAX_SPECULATIVE_TOKENS = 15
 MAX_BLOCK_SIZE = 4096
+MAX_BLOCK_TABLE_ENTRIES = 32 * 1024 * 1024  # per table; the engine keeps three of that size
+MAX_GPU_BLOCKS = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -138,6 +140,10 @@ class Scenario:
              "acceptance_rate", f"must be in [0, 1], got {self.acceptance_rate!r}")
         need(1 <= self.max_num_steps <= 10_000_000, "max_num_steps",
              f"must be between 1 and 10,000,000, got {self.max_num_steps}")
+        entries = self.max_num_seqs * self.max_num_blocks_per_req
+        need(entries <= MAX_BLOCK_TABLE_ENTRIES, "max_num_seqs",
+             f"max_num_seqs x block-table width = {entries:,} entries; the lab holds at most "
+             f"{MAX_BLOCK_TABLE_ENTRIES:,} (lower max_num_seqs or max_model_len, or raise block_size)")
         need(len(self.requests) >= 1, "requests", "at least one request is needed")
         need(len(self.requests) <= 1_000_000, "requests", "at most 1,000,000 requests")
         for i, r in enumerate(self.requests):
@@ -153,6 +159,8 @@ class Scenario:
         if self.num_gpu_blocks is not None:
             need(isinstance(self.num_gpu_blocks, int) and not isinstance(self.num_gpu_blocks, bool),
                  "num_gpu_blocks", f"must be an integer, got {self.num_gpu_blocks!r}")
+            need(self.num_gpu_blocks <= MAX_GPU_BLOCKS, "num_gpu_blocks",
+                 f"must be at most {MAX_GPU_BLOCKS:,}, got {self.num_gpu_blocks:,}")
             # One request must fit on its own (plus the null block), or the scheduler deadlocks.
             biggest = max(self.blocks_per_request(r) for r in self.requests)
             need(self.num_gpu_blocks >= biggest + 1, "num_gpu_blocks",

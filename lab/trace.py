@@ -400,8 +400,11 @@ class Trace:
         if size > MAX_FILE_BYTES:
             raise TraceFormatError(f"{path!r} is {size / 2**20:.0f} MiB; traces are at most "
                                    f"{MAX_FILE_BYTES // 2**20} MiB")
-        with open(path, "rb") as f:
-            data = f.read()
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise TraceFormatError(f"cannot read trace file {path!r}: {e.strerror}") from None
         return cls.from_json_bytes(data, source=path)
 
     @classmethod

@@ -54,6 +54,11 @@ def test_bad_input_is_a_clear_error(tmp_path, capsys):
     assert main(["show", str(bad)]) == 2
     assert "not a max_seq_len lab trace" in capsys.readouterr().err
     assert main(["show", str(tmp_path / "missing.json")]) == 2
+    assert main(["show", str(tmp_path)]) == 2  # a folder
+    assert "cannot read" in capsys.readouterr().err
+    assert main(["simulate", "--preset", "eagle-k3", "--quiet", "--out", str(tmp_path / "no" / "t.json")]) == 2
+    assert "error:" in capsys.readouterr().err
+    assert main(["simulate", "--preset", "eagle-k3", "--every", "0"]) == 2
 
 
 def test_bench_engine_small(capsys):

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 import lab.scenario as scenario_module
 from lab import RequestSpec, Scenario, list_presets
 from lab.presets import PRESETS
-from lab.scenario import (CUDAGRAPH_MODES, MAX_SPECULATIVE_TOKENS, MODEL_STATES, format_spec,
+from lab.engine.block_table import block_table_width
+from lab.scenario import (CUDAGRAPH_MODES, MAX_BLOCK_TABLE_ENTRIES, MAX_SPECULATIVE_TOKENS, MODEL_STATES, format_spec,
                           parse_spec)
 
 # ---- worked examples of the module docstring ---------------------------------------------------
@@ -156,15 +157,18 @@ def valid_scenarios(draw):
     requests = draw(request_lists(max_prompt=mml - 1))
     capture = draw(st.none() | st.lists(st.integers(1, 2048), min_size=1, max_size=8, unique=True)
                    .map(lambda xs: tuple(sorted(xs))))
+    block_size = draw(st.sampled_from([2 ** i for i in range(13)]))
+    # Keep max_num_seqs x block-table width within what the lab holds.
+    max_seqs = max(1, min(4096, MAX_BLOCK_TABLE_ENTRIES // block_table_width(mml, block_size)))
     fields = dict(
         requests=tuple(requests),
         max_model_len=mml,
-        block_size=draw(st.sampled_from([2 ** i for i in range(13)])),
+        block_size=block_size,
         model_state=draw(st.sampled_from(MODEL_STATES)),
         num_speculative_tokens=k,
         cudagraph_mode=draw(st.sampled_from(CUDAGRAPH_MODES)),
         cudagraph_capture_sizes=capture,
-        max_num_seqs=draw(st.integers(1, 4096)),
+        max_num_seqs=draw(st.integers(1, max_seqs)),
         max_num_batched_tokens=draw(st.integers(1 + k, 100_000) | st.integers(1, 64).map(lambda x: 1024 * x + k)),
         acceptance_rate=draw(st.floats(0.0, 1.0, allow_nan=False) | st.sampled_from([0, 1, 0.5, 0.1])),
         seed=draw(st.integers(0, 2 ** 63 - 1)),
@@ -366,3 +370,11 @@ def test_unknown_preset_lists_known_ones():
     assert "'nope'" in msg and "known presets" in msg
     for name in list_presets():
         assert name in msg
+
+
+def test_memory_bounds_are_named():
+    """Scenarios whose block tables or KV pool the lab could not hold fail with the field named."""
+    with pytest.raises(ValueError, match="^max_num_seqs: .* entries"):
+        parse_spec("p10o1_seqs=4096_mml=16384k_bs=1")
+    with pytest.raises(ValueError, match="^num_gpu_blocks: must be at most"):
+        parse_spec("p10o1_blocks=1000000000")

@@ -65,13 +65,17 @@ class BlockTables:
         n = len(idx_mapping)
         nb = self.num_blocks[idx_mapping]
         same = self._row_inst[:n] == inst
-        start = np.where(same, self._row_nb[:n], 0)
-        lens = np.maximum(nb - start, 0)
+        if same.all():  # every row holds the same request as last step: write only its new blocks
+            start = self._row_nb[:n]
+            lens = nb - start
+        else:
+            start = np.where(same, self._row_nb[:n], 0)
+            lens = np.maximum(nb - start, 0)
+            self._row_inst[:n] = inst
         total = int(lens.sum())
         if total:
             rows, cols = ragged_ranges(start, lens)
             self.input_block_tables[rows, cols] = self.block_tables[idx_mapping[rows], cols]
-        self._row_inst[:n] = inst
         self._row_nb[:n] = nb
         np.maximum(self.row_hwm[:n], nb, out=self.row_hwm[:n])
         if num_reqs_padded > n:

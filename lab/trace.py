@@ -26,7 +26,7 @@ from functools import cached_property
 
 import numpy as np
 
-from lab.engine.block_pool import NULL_BLOCK_ID
+from lab.engine.block_pool import FREE, NULL_BLOCK_ID, NULL_OWNER
 from lab.engine.cudagraph import CG_MODE_NAMES, kernel_visible_max_seq_len
 from lab.engine.input_batch import seq_lens_cpu_upper_bound
 from lab.engine.model_states import ERAS, MODES, fixed_in_era
@@ -255,6 +255,46 @@ class Step:
         """Target pass plus every draft pass."""
         return self._t._oor_dict(self.index, slice(None))
 
+    def oor_entries(self, mode: str, pass_index: int = 0) -> dict[str, np.ndarray]:
+        """Every out-of-range entry one walk of this step reads, as columns: ``row`` (batch row),
+        ``col``, ``block`` (the id found there), ``class`` (null/live/free/padded) and ``owner``
+        (the req_id holding that block, "" unless live). ``pass_index`` 0 is the target pass,
+        1 + d the draft pass d. Rebuilt from the trace alone (block log, instance lifetimes)."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if pass_index == 0:
+            msl, rows = self.kernel_max_seq_len[mode], self.num_reqs_padded
+        else:
+            d = self.drafts[pass_index - 1]
+            msl, rows = d.kernel_max_seq_len[mode], d.num_reqs_padded
+        t = self._t
+        w = -(-msl // t.scenario.block_size)
+        n = self.num_reqs
+        table = t.block_table(self.index, num_rows=rows)
+        nb = self._col("num_blocks").astype(np.int64)
+        r, c = ragged_ranges(nb, np.maximum(w - nb, 0))
+        pr, pc = np.divmod(np.arange((rows - n) * w, dtype=np.int64), max(w, 1))
+        row = np.concatenate([r, pr + n])
+        col = np.concatenate([c, pc])
+        block = table[row, col].astype(np.int64)
+        owner = t.block_owners(self.index)
+        own = np.where(block < len(owner), owner[np.minimum(block, len(owner) - 1)], FREE)
+        own[len(r):] = FREE
+        cls = np.where(own >= 0, "live", np.where(own == FREE, "free", "null")).astype("<U6")
+        cls[len(r):] = "padded"
+        names = np.array(t.req_ids + [""], dtype=object)
+        inst_req = np.append(t.arrays["inst_req"], len(t.req_ids))
+        owner_ids = names[inst_req[np.where(own >= 0, own, len(inst_req) - 1)]]
+        return {"row": row, "col": col, "block": block, "class": cls, "owner": owner_ids}
+
+    def oor_by_request(self, mode: str, pass_index: int = 0) -> dict[str, dict[str, int]]:
+        """Out-of-range entries per request (req_id -> counts of null, live, free) for one walk."""
+        e = self.oor_entries(mode, pass_index)
+        real = e["class"] != "padded"
+        per_class = {c: np.bincount(e["row"][real & (e["class"] == c)], minlength=self.num_reqs)
+                     for c in ("null", "live", "free")}
+        return {rid: {c: int(v[i]) for c, v in per_class.items()} for i, rid in enumerate(self.req_ids)}
+
     def slot_mapping(self) -> list[int]:
         """R7: the slot of each scheduled token (exact positions), -1 for padding tokens."""
         from lab.engine.block_table import compute_slot_mappings
@@ -334,20 +374,54 @@ class Trace:
         return sum(a.nbytes for a in self.arrays.values())
 
     # ---- block tables ------------------------------------------------------------------------
+    @cached_property
+    def _inst_span(self) -> tuple[np.ndarray, np.ndarray]:
+        """First and last step of each instance. An instance holds its blocks from its first step
+        until it finishes after its last step, or is preempted before its next one."""
+        a = self.arrays
+        steps = np.repeat(np.arange(len(a["num_reqs_padded"])), np.diff(a["row_offsets"]))
+        n_inst = len(a["inst_req"])
+        first = np.full(n_inst, np.iinfo(np.int64).max)
+        last = np.full(n_inst, -1)
+        np.minimum.at(first, a["row_inst"], steps)
+        np.maximum.at(last, a["row_inst"], steps)
+        return first, last
+
+    def block_owners(self, index: int) -> np.ndarray:
+        """Owner instance of every block id during step ``index`` (FREE, or NULL_OWNER for block 0),
+        rebuilt from the instances' lifetimes and the blocks each held at its latest row."""
+        a = self.arrays
+        first, last = self._inst_span
+        alive = set(np.nonzero((first <= index) & (index <= last))[0].tolist())
+        size = int(a["block_log"].max()) + 1 if len(a["block_log"]) else 1
+        owner = np.full(size, FREE, dtype=np.int64)
+        owner[NULL_BLOCK_ID] = NULL_OWNER
+        off = a["row_offsets"]
+        for s in range(index, -1, -1):
+            if not alive:
+                break
+            lo, hi = int(off[s]), int(off[s + 1])
+            for inst, nb in zip(a["row_inst"][lo:hi].tolist(), a["num_blocks"][lo:hi].tolist()):
+                if inst in alive:
+                    alive.discard(inst)
+                    owner[self.instance_blocks(inst)[:nb]] = inst
+        return owner
+
     def instance_blocks(self, inst: int) -> np.ndarray:
         base = int(self._inst_block_base[inst])
         return self.arrays["block_log"][base: base + int(self.arrays["inst_num_blocks"][inst])]
 
-    def block_table(self, index: int) -> np.ndarray:
+    def block_table(self, index: int, num_rows: int | None = None) -> np.ndarray:
         """Rebuild the gathered input table of step ``index`` by scanning back through the steps:
         a column past this step's num_blocks holds what the latest earlier step wrote there, or 0
-        if a padded step zeroed the row since (R6)."""
+        if a padded step zeroed the row since (R6). ``num_rows`` (default num_reqs_padded) can ask
+        for more rows, e.g. the ones a draft pass padded to."""
         a = self.arrays
         n_steps = len(a["num_reqs_padded"])
         if not 0 <= index < n_steps:
             raise IndexError(f"step {index} out of range (trace has {n_steps} steps)")
         off = a["row_offsets"]
-        nrp = int(a["num_reqs_padded"][index])
+        nrp = int(a["num_reqs_padded"][index]) if num_rows is None else num_rows
         table = np.zeros((nrp, self.width), dtype=np.int32)
         filled = np.zeros(nrp, dtype=np.int64)  # columns known so far
         open_ = np.ones(nrp, dtype=bool)  # rows still looking back

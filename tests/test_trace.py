@@ -145,3 +145,24 @@ def test_compact_10k_steps_x_256_requests(tmp_path):
     back = Trace.load(path)
     assert np.array_equal(back.arrays["num_computed_tokens"], trace.arrays["num_computed_tokens"])
     assert back.steps[9_999].max_seq_len == trace.steps[9_999].max_seq_len
+
+
+@pytest.mark.parametrize("name", ["stale-block-reuse", "mixed-long-short", "full-graph-vs-eager", "eagle-k3"])
+def test_oor_per_request_matches_the_engine(name):
+    """Rebuilt from the trace alone (instance lifetimes, block log), the out-of-range entries of
+    every walk add up, class by class, to the engine's live counts."""
+    trace = simulate(Scenario.preset(name))
+    stride = max(1, len(trace.steps) // 40)
+    for st in trace.steps[::stride]:
+        for mode in ("baseline", "fixed"):
+            for p in range(1 + len(st.drafts)):
+                want = st.oor[mode] if p == 0 else st.drafts[p - 1].oor[mode]
+                e = st.oor_entries(mode, p)
+                got = {c: int((e["class"] == c).sum()) for c in ("null", "live", "free", "padded")}
+                assert got == {c: want[c] for c in got}, (name, st.index, mode, p)
+                assert set(e["owner"][e["class"] == "live"]) <= set(trace.req_ids)
+                assert (e["block"][e["class"] == "null"] == 0).all()
+                per_req = st.oor_by_request(mode, p)
+                assert set(per_req) == set(st.req_ids)
+                for c in ("null", "live", "free"):
+                    assert sum(v[c] for v in per_req.values()) == want[c]

@@ -61,14 +61,25 @@ for mode in ("baseline", "fixed"):
 
 # %%
 stale = simulate(Scenario.preset("stale-block-reuse"))
-for st in stale.steps:
-    row = next((i for i, nb in enumerate(st.num_blocks) if st.block_table[i, nb:].any()), None)
-    if row is not None:
-        nb = st.num_blocks[row]
-        print(f"step {st.index}, row {row} ({st.req_ids[row]}): valid {st.block_table[row, :nb].tolist()}")
-        print("  stale past num_blocks:", st.block_table[row, nb:nb + 8].tolist())
-        break
-print("totals (baseline):", stale.totals()["baseline"])
+# The first step where a baseline walk reads another request's live block.
+def foreign(st):
+    e = st.oor_entries("baseline")
+    rows = e["row"][(e["class"] == "live")]
+    owners = e["owner"][(e["class"] == "live")]
+    return [int(r) for r, o in zip(rows, owners) if o != st.req_ids[r]]
+
+
+st = next(s for s in stale.steps if s.oor["baseline"]["live"] and foreign(s))
+e = st.oor_entries("baseline")
+i = foreign(st)[0]
+nb = st.num_blocks[i]
+print(f"step {st.index}, batch row {i} = {st.req_ids[i]}, valid blocks {st.block_table[i, :nb].tolist()}")
+print("  past num_blocks:", st.block_table[i, nb:nb + 6].tolist())
+mine = e["row"] == i
+for col, block, cls, owner in list(zip(e["col"][mine], e["block"][mine], e["class"][mine], e["owner"][mine]))[:6]:
+    print(f"  column {col}: block {block} is {cls}" + (f", held by {owner}" if owner else ""))
+print("this step, baseline:", {k: v for k, v in st.oor["baseline"].items()})
+print("this step, fixed:   ", {k: v for k, v in st.oor["fixed"].items()})
 
 # %% [markdown]
 # ## CUDA graphs freeze what the kernel sees (R8, R9)

@@ -520,6 +520,14 @@ class Trace:
         width = meta.get("width")
         if not isinstance(width, int) or not 1 <= width <= 16 * 1024 * 1024:
             bad("meta.width must be a positive integer")
+        meta = {"source": "unknown", "cudagraph_capture_sizes": [], "num_preemptions": 0, "truncated": False,
+                **meta}
+        sizes = meta["cudagraph_capture_sizes"]
+        if not (isinstance(sizes, list) and all(isinstance(x, int) and x > 0 for x in sizes)):
+            bad("meta.cudagraph_capture_sizes must be a list of positive integers")
+        if not isinstance(meta["source"], str) or not isinstance(meta["truncated"], bool) or not (
+                isinstance(meta["num_preemptions"], int) and meta["num_preemptions"] >= 0):
+            bad("meta.source must be a string, meta.truncated a boolean, meta.num_preemptions an integer >= 0")
         unknown = set(doc["arrays"]) - set(_SCHEMA)
         if unknown:
             bad(f"unknown arrays {sorted(unknown)}")

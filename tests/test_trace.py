@@ -120,6 +120,15 @@ def test_rejects_bad_files(tmp_path, eagle_trace):
     _set_array(doc, "max_seq_len", msl)
     expect(doc, "max_model_len")
     doc = json.loads(json.dumps(good))
+    doc["meta"]["cudagraph_capture_sizes"] = "all of them"
+    expect(doc, "meta.cudagraph_capture_sizes")
+    doc = json.loads(json.dumps(good))
+    doc["meta"]["num_preemptions"] = -1
+    expect(doc, "meta.num_preemptions")
+    doc = json.loads(json.dumps(good))
+    del doc["meta"]["cudagraph_capture_sizes"], doc["meta"]["source"]
+    assert _load(doc).meta["cudagraph_capture_sizes"] == []  # optional fields get their defaults
+    doc = json.loads(json.dumps(good))
     doc["arrays"]["extra"] = doc["arrays"]["seq_lens"]
     expect(doc, "unknown arrays")
     # A zip bomb: a tiny declared shape over a large compressed payload.

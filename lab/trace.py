@@ -30,7 +30,7 @@ from lab.engine.block_pool import FREE, NULL_BLOCK_ID, NULL_OWNER
 from lab.engine.cudagraph import CG_MODE_NAMES, kernel_visible_max_seq_len
 from lab.engine.input_batch import seq_lens_cpu_upper_bound
 from lab.engine.model_states import ERAS, MODES, fixed_in_era
-from lab.engine.oor import NUM_OOR_FIELDS, OOR_CLASSES, OOR_FIELDS
+from lab.engine.oor import NUM_OOR_FIELDS, OOR_CLASSES, OOR_FIELDS, STALE_CLASSES, classify_owners
 from lab.engine.ragged import ragged_ranges
 from lab.engine.speculator import draft_step_upper_bound
 from lab.scenario import RequestSpec, Scenario
@@ -77,6 +77,13 @@ class TraceFormatError(ValueError):
 
 # ---- views ------------------------------------------------------------------------------------
 
+def _by_mode(v: np.ndarray, fields: tuple[str, ...] | None = None) -> dict:
+    """{mode: int} from v[mode], or {mode: {field: int}} from v[mode, field]."""
+    if fields is None:
+        return {m: int(v[j]) for j, m in enumerate(MODES)}
+    return {m: {f: int(v[j, q]) for q, f in enumerate(fields)} for j, m in enumerate(MODES)}
+
+
 class DraftStep:
     """One draft forward pass of a step: index 0 reuses the target's metadata (draft prefill)."""
 
@@ -104,12 +111,12 @@ class DraftStep:
     @property
     def max_seq_len(self) -> dict[str, int]:
         v = self._step._t.arrays["draft_max_seq_len"][self._step.index, self.index]
-        return {m: int(v[j]) for j, m in enumerate(MODES)}
+        return _by_mode(v)
 
     @property
     def kernel_max_seq_len(self) -> dict[str, int]:
         v = self._step._t.arrays["draft_kernel_max_seq_len"][self._step.index, self.index]
-        return {m: int(v[j]) for j, m in enumerate(MODES)}
+        return _by_mode(v)
 
     @property
     def oor(self) -> dict[str, dict[str, int]]:
@@ -204,12 +211,12 @@ class Step:
     @property
     def max_seq_len(self) -> dict[str, int]:
         v = self._t.arrays["max_seq_len"][self.index]
-        return {m: int(v[j]) for j, m in enumerate(MODES)}
+        return _by_mode(v)
 
     @property
     def kernel_max_seq_len(self) -> dict[str, int]:
         v = self._t.arrays["kernel_max_seq_len"][self.index]
-        return {m: int(v[j]) for j, m in enumerate(MODES)}
+        return _by_mode(v)
 
     @property
     def num_blocks(self) -> list[int]:
@@ -280,7 +287,7 @@ class Step:
         owner = t.block_owners(self.index)
         own = np.where(block < len(owner), owner[np.minimum(block, len(owner) - 1)], FREE)
         own[len(r):] = FREE
-        cls = np.where(own >= 0, "live", np.where(own == FREE, "free", "null")).astype("<U6")
+        cls = np.array(STALE_CLASSES + ("padded",), dtype="<U6")[classify_owners(own)]
         cls[len(r):] = "padded"
         names = np.array(t.req_ids + [""], dtype=object)
         inst_req = np.append(t.arrays["inst_req"], len(t.req_ids))
@@ -358,13 +365,13 @@ class Trace:
         v = self.arrays["oor"][step, passes]
         if v.ndim == 3:
             v = v.sum(axis=0)
-        return {m: {f: int(v[j, q]) for q, f in enumerate(OOR_FIELDS)} for j, m in enumerate(MODES)}
+        return _by_mode(v, OOR_FIELDS)
 
     def totals(self, all_passes: bool = True) -> dict[str, dict[str, int]]:
         """Summed out-of-range counts over the trace (all passes, or the target pass only)."""
         oor = self.arrays["oor"]
         v = oor.sum(axis=(0, 1)) if all_passes else oor[:, 0].sum(axis=0)
-        return {m: {f: int(v[j, q]) for q, f in enumerate(OOR_FIELDS)} for j, m in enumerate(MODES)}
+        return _by_mode(v, OOR_FIELDS)
 
     def out_of_range(self, mode: str, all_passes: bool = True) -> int:
         t = self.totals(all_passes)[mode]
@@ -622,12 +629,18 @@ def _check_rows(a: dict, width: int, scenario: Scenario, bad) -> None:
         bad("seq_lens must lie in [1, seq_lens_cpu_upper_bound]")
 
 
-def _delta_encode(col: np.ndarray, inst: np.ndarray) -> np.ndarray:
+def _instance_runs(inst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows grouped by instance (stable order) and a mask of each group's first row."""
     order = np.argsort(inst, kind="stable")
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = inst[order][1:] != inst[order][:-1]
+    return order, first
+
+
+def _delta_encode(col: np.ndarray, inst: np.ndarray) -> np.ndarray:
+    order, first = _instance_runs(inst)
     v = col[order].astype(np.int64)
     d = np.diff(v, prepend=0)
-    first = np.ones(len(v), dtype=bool)
-    first[1:] = inst[order][1:] != inst[order][:-1]
     d[first] = v[first]
     out = np.empty_like(d)
     out[order] = d
@@ -635,15 +648,12 @@ def _delta_encode(col: np.ndarray, inst: np.ndarray) -> np.ndarray:
 
 
 def _delta_decode(col: np.ndarray, inst: np.ndarray) -> np.ndarray:
-    order = np.argsort(inst, kind="stable")
+    order, first = _instance_runs(inst)
     d = col[order].astype(np.int64)
-    first = np.ones(len(d), dtype=bool)
-    first[1:] = inst[order][1:] != inst[order][:-1]
     # Cumulative sum restarting at each instance's first row.
     c = np.cumsum(d)
     starts = np.maximum.accumulate(np.where(first, np.arange(len(d)), 0)) if len(d) else np.zeros(0, np.int64)
-    base = c[starts] - d[starts]
-    v = c - base
+    v = c - (c[starts] - d[starts])
     out = np.empty_like(v)
     out[order] = v
     return out.astype(col.dtype)

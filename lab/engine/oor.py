@@ -39,11 +39,10 @@ class StaleRegion:
         lens = np.maximum(row_hwm[:n] - num_blocks, 0)
         total = int(lens.sum())
         self.reach = num_blocks + lens if total else None  # columns from reach on are zero
-        self._cum = None  # [columns, 3] cumulative (null, live, free) counts of classified entries
+        self._cum = None  # [columns, 3] cumulative counts of classified entries, by STALE_CLASSES
         if total:
             rows, cols = ragged_ranges(num_blocks, lens)
-            own = owner[input_table[rows, cols]]
-            cls = np.where(own >= 0, 1, np.where(own == FREE, 2, 0))  # live, free, null
+            cls = classify_owners(owner[input_table[rows, cols]])
             # _cum[c] counts the classified entries in columns < c.
             hist = np.bincount(cols * 3 + cls + 3, minlength=(int(cols.max()) + 2) * 3).reshape(-1, 3)
             self._cum = np.cumsum(hist, axis=0)
@@ -73,8 +72,15 @@ class StaleRegion:
         return np.array(out, dtype=np.int64)
 
 
+STALE_CLASSES = ("null", "live", "free")  # the codes classify_owners gives, in order
+
+
+def classify_owners(own: np.ndarray) -> np.ndarray:
+    """Class code (index into STALE_CLASSES) of block-table entries from their blocks' owners:
+    a live instance, the free queue, or the null block."""
+    return np.where(own >= 0, 1, np.where(own == FREE, 2, 0))
+
+
 def classify_entries(ids: np.ndarray, owner: np.ndarray) -> list[str]:
     """Class names of block ids in a real row (for views and tests)."""
-    own = owner[ids]
-    return ["live" if o >= 0 else "free" if o == FREE else "null" for o in own]
-
+    return [STALE_CLASSES[c] for c in classify_owners(owner[ids]).tolist()]

@@ -12,7 +12,7 @@ import gc
 
 import numpy as np
 
-from lab.engine.block_table import BlockTables, block_table_width
+from lab.engine.block_table import BlockTables
 from lab.engine.cudagraph import (CG_MODE_CODES, FULL, CudaGraphManager, kernel_visible_max_seq_len,
                                   target_capture_sizes, uniform_decode_token_count)
 from lab.engine.input_batch import InputBatch, seq_lens_cpu_upper_bound, sort_batch
@@ -32,7 +32,7 @@ class ModelRunner:
         self.k = s.num_speculative_tokens
         self.decode_query_len = 1 + self.k
         self.max_num_reqs = s.max_num_seqs
-        self.width = block_table_width(s.max_model_len, s.block_size)
+        self.width = s.max_num_blocks_per_req
         self.block_tables = BlockTables(self.max_num_reqs, self.width)
         self.model_state = make_model_state(s.model_state, s.max_model_len, self.max_num_reqs)
         self.capture_sizes = target_capture_sizes(s)

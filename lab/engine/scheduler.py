@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lab.engine.block_pool import BlockPool
-from lab.engine.block_table import block_table_width
 from lab.engine.ragged import ragged_ranges
 
 WAITING, RUNNING, FINISHED = 0, 1, 2
@@ -54,7 +53,7 @@ class Scheduler:
         self.max_model_len = s.max_model_len
         self.block_size = s.block_size
         self._block_shift = s.block_size.bit_length() - 1  # block_size is a power of two
-        self.width = block_table_width(s.max_model_len, s.block_size)
+        self.width = s.max_num_blocks_per_req
         self.num_lookahead_tokens = s.num_speculative_tokens
         self.token_budget = s.max_num_batched_tokens
         self.max_num_running_reqs = s.max_num_seqs
@@ -92,8 +91,9 @@ class Scheduler:
             return int(self.arrival_step[self._arrival_order[self._next_arrival]])
         return 0
 
-    def _blocks_for(self, num_tokens: np.ndarray) -> np.ndarray:
-        return np.minimum(-(-num_tokens // self.block_size), self.width)
+    def _blocks_for(self, num_tokens):
+        """cdiv(num_tokens, block_size), capped at the row width (block_size is a power of two)."""
+        return np.minimum((num_tokens + (self.block_size - 1)) >> self._block_shift, self.width)
 
     def _allocate(self, r: int, num_blocks: int) -> np.ndarray:
         slot = self.kv_slot[r]
@@ -151,7 +151,7 @@ class Scheduler:
             num_new = np.minimum(np.maximum(budget - (cum - need), 0), need)
         slots = self.kv_slot[run]
         cur = self.kv_nb[slots]
-        want = np.minimum((comp + num_new + (k + self.block_size - 1)) >> self._block_shift, self.width)
+        want = self._blocks_for(comp + num_new + k)
         new_blocks = np.maximum(want - cur, 0)
         all_scheduled = bool(num_new.all())
         if not all_scheduled:

@@ -66,6 +66,17 @@ _SCHEMA = {
     "inst_num_blocks": ("int32", ("I",)),
     "block_log": ("int32", ("B",)),
 }
+# Kernel timings of a live run (lab/kernels), target pass only, all present or all absent.
+# name -> (dtype, shape); NaN (or -1 for the int flags) where a step was not timed.
+_TIMING_SCHEMA = {
+    "kernel_ms": ("float64", ("S", 2)),            # median time of one launch, per mode
+    "kernel_iqr_ms": ("float64", ("S", 2)),        # interquartile range of those launches
+    "kernel_bytes_real": ("int64", ("S",)),        # K/V bytes of the real lengths (seq_lens)
+    "kernel_bytes_walked": ("int64", ("S", 2)),    # K/V bytes of the pages each mode walks
+    "kernel_max_abs_err": ("float64", ("S", 2)),   # masked kernel against the SDPA reference
+    "kernel_trusting_wrong": ("int8", ("S", 2)),   # 1: the unmasked ("trusting") kernel was wrong
+}
+_TIMING_META_STR = ("backend", "device", "kernel", "dtype")
 # Row columns are stored as differences from the same instance's previous row: a decode row's
 # counters then repeat step after step and compress to almost nothing.
 _DELTA_ROW_COLUMNS = ("num_computed_tokens", "seq_lens", "num_blocks")
@@ -302,6 +313,27 @@ class Step:
                      for c in ("null", "live", "free")}
         return {rid: {c: int(v[i]) for c, v in per_class.items()} for i, rid in enumerate(self.req_ids)}
 
+    @property
+    def timing(self) -> dict | None:
+        """Kernel timing of this step's target pass (a live run), or None: per mode ``ms``,
+        ``iqr_ms``, ``bytes_walked``, ``gbps_real`` (real bytes / time), ``gbps_walked``,
+        ``max_abs_err`` and ``trusting_wrong``; and ``bytes_real``. None where not timed."""
+        a = self._t.arrays
+        if "kernel_ms" not in a or not np.isfinite(a["kernel_ms"][self.index]).all():
+            return None
+        i = self.index
+        real = int(a["kernel_bytes_real"][i])
+        out: dict = {"bytes_real": real}
+        for j, m in enumerate(MODES):
+            ms = float(a["kernel_ms"][i, j])
+            walked = int(a["kernel_bytes_walked"][i, j])
+            out[m] = {"ms": ms, "iqr_ms": float(a["kernel_iqr_ms"][i, j]), "bytes_walked": walked,
+                      "gbps_real": real / ms / 1e6 if ms > 0 else float("nan"),
+                      "gbps_walked": walked / ms / 1e6 if ms > 0 else float("nan"),
+                      "max_abs_err": float(a["kernel_max_abs_err"][i, j]),
+                      "trusting_wrong": int(a["kernel_trusting_wrong"][i, j])}
+        return out
+
     def slot_mapping(self) -> list[int]:
         """R7: the slot of each scheduled token (exact positions), -1 for padding tokens."""
         from lab.engine.block_table import compute_slot_mappings
@@ -380,6 +412,24 @@ class Trace:
     def nbytes(self) -> int:
         return sum(a.nbytes for a in self.arrays.values())
 
+    # ---- kernel timings (a live run) ---------------------------------------------------------
+    @property
+    def timings(self) -> dict | None:
+        """What produced the kernel timings (``backend``, ``device``, ``kernel``, ``dtype``, versions,
+        the reproducing ``command``, …), or None for a trace without a live kernel run."""
+        return self.meta.get("kernels") if "kernel_ms" in self.arrays else None
+
+    def attach_kernel_timings(self, meta: dict, arrays: dict[str, np.ndarray]) -> None:
+        """Add a live run's per-step kernel results (names and shapes of ``_TIMING_SCHEMA``) and
+        its description ``meta`` (at least backend, device, kernel, dtype as strings)."""
+        def bad(msg: str):
+            raise ValueError(f"kernel timings: {msg}")
+
+        arrays = {k: np.asarray(v) for k, v in arrays.items()}
+        _check_timings(arrays, meta, len(self.steps), bad)
+        self.arrays.update({k: arrays[k].astype(_TIMING_SCHEMA[k][0]) for k in _TIMING_SCHEMA})
+        self.meta["kernels"] = dict(meta)
+
     # ---- block tables ------------------------------------------------------------------------
     @cached_property
     def _inst_span(self) -> tuple[np.ndarray, np.ndarray]:
@@ -452,7 +502,8 @@ class Trace:
     # ---- JSON --------------------------------------------------------------------------------
     def to_json_dict(self) -> dict:
         arrays = {}
-        for name, (dtype, _) in _SCHEMA.items():
+        timed = _TIMING_SCHEMA if "kernel_ms" in self.arrays else {}
+        for name, (dtype, _) in {**_SCHEMA, **timed}.items():
             arr = np.ascontiguousarray(self.arrays[name], dtype=dtype)
             delta = name in _DELTA_ROW_COLUMNS
             if delta:
@@ -535,7 +586,7 @@ class Trace:
         if not isinstance(meta["source"], str) or not isinstance(meta["truncated"], bool) or not (
                 isinstance(meta["num_preemptions"], int) and meta["num_preemptions"] >= 0):
             bad("meta.source must be a string, meta.truncated a boolean, meta.num_preemptions an integer >= 0")
-        unknown = set(doc["arrays"]) - set(_SCHEMA)
+        unknown = set(doc["arrays"]) - set(_SCHEMA) - set(_TIMING_SCHEMA)
         if unknown:
             bad(f"unknown arrays {sorted(unknown)}")
         arrays: dict[str, np.ndarray] = {}
@@ -551,6 +602,16 @@ class Trace:
         for name in _DELTA_ROW_COLUMNS:
             arrays[name] = _delta_decode(arrays[name], arrays["row_inst"])
         _check_rows(arrays, width, scenario, bad)
+        timed = [n for n in _TIMING_SCHEMA if n in doc["arrays"]]
+        if timed or "kernels" in meta:
+            if len(timed) != len(_TIMING_SCHEMA) or "kernels" not in meta:
+                bad(f"kernel timings need all of {sorted(_TIMING_SCHEMA)} and meta.kernels")
+            for name in timed:
+                spec = doc["arrays"][name]
+                if not isinstance(spec, dict):
+                    bad(f"array {name!r} is not an object")
+                arrays[name] = _decode_array(name, spec, _TIMING_SCHEMA[name][0], bad)
+            _check_timings(arrays, meta["kernels"], len(arrays["num_reqs_padded"]), bad)
         return cls(scenario, req_ids, arrays, meta)
 
 
@@ -614,6 +675,27 @@ def _check_arrays(a: dict, width: int, num_req_ids: int, scenario: Scenario, bad
             bad(f"{name} outside [0, max_model_len={mml}]")
     if (a["oor"] < 0).any():
         bad("negative out-of-range count")
+
+
+def _check_timings(a: dict, meta, num_steps: int, bad) -> None:
+    if not isinstance(meta, dict) or not all(isinstance(meta.get(k), str) and meta[k] for k in _TIMING_META_STR):
+        bad(f"meta.kernels must be an object with non-empty strings {list(_TIMING_META_STR)}")
+    missing = set(_TIMING_SCHEMA) - set(a)
+    if missing:
+        bad(f"arrays {sorted(missing)} are missing")
+    for name, (dtype, shape) in _TIMING_SCHEMA.items():
+        want = tuple(num_steps if d == "S" else d for d in shape)
+        if a[name].shape != want:
+            bad(f"array {name!r} has shape {list(a[name].shape)}, expected {list(want)}")
+    ms, iqr, err = a["kernel_ms"], a["kernel_iqr_ms"], a["kernel_max_abs_err"]
+    if (ms[np.isfinite(ms)] <= 0).any() or (iqr[np.isfinite(iqr)] < 0).any() or (err[np.isfinite(err)] < 0).any():
+        bad("kernel_ms must be > 0, kernel_iqr_ms and kernel_max_abs_err >= 0 (NaN where not timed)")
+    if np.isinf(ms).any() or np.isinf(iqr).any():
+        bad("kernel times must be finite or NaN")
+    if (a["kernel_bytes_real"] < 0).any() or (a["kernel_bytes_walked"] < 0).any():
+        bad("negative byte count")
+    if not np.isin(a["kernel_trusting_wrong"], (-1, 0, 1)).all():
+        bad("kernel_trusting_wrong must be -1 (not checked), 0 or 1")
 
 
 def _check_rows(a: dict, width: int, scenario: Scenario, bad) -> None:

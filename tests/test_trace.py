@@ -175,3 +175,48 @@ def test_oor_per_request_matches_the_engine(name):
                 assert set(per_req) == set(st.req_ids)
                 for c in ("null", "live", "free"):
                     assert sum(v[c] for v in per_req.values()) == want[c]
+
+
+def _fake_timings(trace) -> tuple[dict, dict]:
+    """Per-step arrays shaped as a live kernel run writes them (values made up: the schema is tested
+    here; lab/kernels' tests check real values)."""
+    s = len(trace.steps)
+    ms = np.column_stack([np.linspace(2.0, 3.0, s), np.linspace(0.5, 1.0, s)])
+    ms[0] = np.nan  # a step that was not timed
+    arrays = {"kernel_ms": ms, "kernel_iqr_ms": ms / 10, "kernel_bytes_real": np.full(s, 10**6),
+              "kernel_bytes_walked": np.tile([4 * 10**6, 10**6], (s, 1)),
+              "kernel_max_abs_err": np.zeros((s, 2)), "kernel_trusting_wrong": np.tile([1, 0], (s, 1))}
+    meta = {"backend": "torch-reference", "device": "cpu", "kernel": "paged_decode", "dtype": "float32",
+            "command": "python -m lab simulate --preset eagle-k3 --backend torch-reference"}
+    return meta, arrays
+
+
+def test_kernel_timings_attach_and_round_trip(tmp_path, eagle_trace):
+    t = Trace.from_json_dict(_doc(eagle_trace))
+    assert t.timings is None and t.steps[3].timing is None
+    meta, arrays = _fake_timings(t)
+    t.attach_kernel_timings(meta, arrays)
+    assert t.timings["backend"] == "torch-reference"
+    assert t.steps[0].timing is None  # not timed
+    tm = t.steps[3].timing
+    assert tm["bytes_real"] == 10**6 and tm["baseline"]["bytes_walked"] == 4 * 10**6
+    assert tm["fixed"]["gbps_real"] == pytest.approx(10**6 / (tm["fixed"]["ms"] * 1e-3) / 1e9)
+    assert tm["baseline"]["trusting_wrong"] == 1 and tm["fixed"]["trusting_wrong"] == 0
+    t.save(tmp_path / "t.json")
+    back = Trace.load(tmp_path / "t.json")
+    assert back.timings == t.timings
+    for name in arrays:
+        np.testing.assert_array_equal(back.arrays[name], t.arrays[name])
+    # Bad timings are refused, on attach and on load.
+    with pytest.raises(ValueError, match="kernel_ms"):
+        Trace.from_json_dict(_doc(eagle_trace)).attach_kernel_timings(meta, {**arrays, "kernel_ms": -arrays["kernel_ms"]})
+    with pytest.raises(ValueError, match="meta.kernels"):
+        Trace.from_json_dict(_doc(eagle_trace)).attach_kernel_timings({"backend": "x"}, arrays)
+    doc = json.loads((tmp_path / "t.json").read_text())
+    del doc["arrays"]["kernel_iqr_ms"]
+    with pytest.raises(TraceFormatError, match="kernel timings need all"):
+        _load(doc)
+    doc = json.loads((tmp_path / "t.json").read_text())
+    _set_array(doc, "kernel_trusting_wrong", np.full((len(t.steps), 2), 7, dtype=np.int8))
+    with pytest.raises(TraceFormatError, match="trusting_wrong"):
+        _load(doc)

@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	$(VPY) -m pip install -q --upgrade pip
 	# torch is pinned: 2.13.0 is the CPU build that lies on this disk (an unpinned torch pulls a CUDA build)
 	$(VPY) -m pip install -q "torch==2.13.0"
-	$(VPY) -m pip install -q -e ".[test]"
+	$(VPY) -m pip install -q -e ".[test,app]" "torch==2.13.0"
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -1,0 +1,50 @@
+"""The Gradio app: ``python app.py`` (``make demo``) or ``python -m lab.app``.
+
+    python app.py [--preset NAME] [--host 127.0.0.1] [--port 7860]
+
+The server binds 127.0.0.1 unless told otherwise (``--host``, or Gradio's ``GRADIO_SERVER_NAME``;
+``--port`` or ``GRADIO_SERVER_PORT``). Analytics are off. Layout in ``lab.app.ui``, event handlers
+in ``lab.app.handlers``; no model logic here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported
+
+
+def build_demo(preset: str | None = None):
+    from lab.app.ui import DEFAULT_PRESET, build_demo as _build
+
+    return _build(preset or DEFAULT_PRESET)
+
+
+def launch(demo, host: str | None = None, port: int | None = None, block: bool = True):
+    from lab.app.handlers import MAX_UPLOAD_BYTES
+
+    host = host or os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1"
+    port = port or int(os.environ.get("GRADIO_SERVER_PORT") or 7860)
+    demo.queue(default_concurrency_limit=4, max_size=256)
+    return demo.launch(server_name=host, server_port=port, max_file_size=MAX_UPLOAD_BYTES, ssr_mode=False,
+                       prevent_thread_lock=not block, show_error=True, quiet=not block)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from lab.presets import PRESETS
+
+    p = argparse.ArgumentParser(prog="app.py", description="The max_seq_len lab in the browser (Gradio).")
+    p.add_argument("--preset", default="short-decode-long-context", help=f"the preset shown first: {', '.join(PRESETS)}")
+    p.add_argument("--host", help="address to bind (default 127.0.0.1, or GRADIO_SERVER_NAME)")
+    p.add_argument("--port", type=int, help="port (default 7860, or GRADIO_SERVER_PORT)")
+    args = p.parse_args(argv)
+    if args.preset not in PRESETS:
+        print(f"error: unknown preset {args.preset!r}; known presets: {', '.join(PRESETS)}", file=sys.stderr)
+        return 2
+    if args.port is not None and not 1 <= args.port <= 65535:
+        print(f"error: --port must be between 1 and 65535, got {args.port}", file=sys.stderr)
+        return 2
+    launch(build_demo(args.preset), args.host, args.port)
+    return 0

@@ -1,0 +1,5 @@
+import sys
+
+from lab.app import main
+
+sys.exit(main())

@@ -1,0 +1,78 @@
+"""Plotly figures of a trace: pure functions of (trace, step index). They read the public trace API
+only (docs/trace.md), so they work on any trace, embedded or live.
+
+Each view is a ``*_spec`` function returning plotly's JSON structure as plain dicts (fast: the app
+sends it as is) and a ``*_figure`` function returning a ``plotly.graph_objects.Figure`` of it (for
+notebooks)::
+
+    from lab.views import ALL_VIEWS, all_specs, lengths_figure, summary_markdown
+    lengths_figure(trace, 20).show()
+"""
+
+from __future__ import annotations
+
+from lab.views.block_table import block_table_classes, block_table_spec
+from lab.views.common import HONESTY, as_figure, check_step, spec_json
+from lab.views.drafts import drafts_spec
+from lab.views.kernels import HOW_TO_TIME, kernels_spec
+from lab.views.lengths import lengths_spec
+from lab.views.oor import oor_spec
+from lab.views.summary import summary_markdown, summary_numbers
+from lab.views.timeline import timeline_spec
+
+# name -> (tab title, spec function, "what am I looking at")
+ALL_VIEWS = {
+    "block_table": ("Block table", block_table_spec,
+                    "The input block table of this step (R6): one row per batch row, one column per block. "
+                    "Green entries are the request's valid blocks; past `num_blocks` a row keeps whatever an "
+                    "earlier step left there: the null block (grey), a block a live request holds now (red), a "
+                    "freed block (orange); padded rows (purple) come from FULL-graph padding. The vertical lines "
+                    "are the columns each mode's kernel walks, `cdiv(kernel-visible max_seq_len, block_size)`. "
+                    "Wide tables are binned past the interesting columns (the title says how); hover any cell."),
+    "lengths": ("Per-request lengths", lengths_spec,
+                "For each request: tokens computed before this step and scheduled now; their sum is "
+                "`seq_lens_cpu_upper_bound` (R1, what the CPU knows), beside the exact `seq_lens` after "
+                "verification. The lines are the `max_seq_len` each mode puts in the metadata (R2), what the "
+                "kernel launch sees (R9), and `max_model_len`."),
+    "timeline": ("Timeline", timeline_spec,
+                 "All steps: `max_seq_len` per mode, metadata (solid) and kernel-visible (dashed), on bands of the "
+                 "CUDA-graph mode (FULL / PIECEWISE / NONE); the batch size; and the cumulative block-table "
+                 "entries walked and out of range. The black line is the current step."),
+    "drafts": ("Draft windows", drafts_spec,
+               "Eagle/MTP drafts of this step (R4, R5): per draft pass, each request's window from its exact length "
+               "to the CPU's optimistic upper bound, and `draft_max_seq_len` in both modes (metadata and what the "
+               "kernel sees). Pass 0 reuses the target metadata; eager draft decodes see the batch max."),
+    "kernels": ("Kernel timings", kernels_spec,
+                "Measured kernel time per step for both modes (median and IQR), their distributions, and "
+                "achieved GB/s on the real bytes and on the bytes the walk reads. Only a trace from a live "
+                "kernel run has them; the title names the backend and the device they ran on."),
+    "oor": ("Out-of-range entries", oor_spec,
+            "Block-table entries a kernel walks past each request's valid blocks, per step and stacked by class "
+            "(null, live, free, padded), target and draft passes together; and the totals over the trace."),
+}
+
+
+def all_specs(trace, index: int) -> dict[str, dict]:
+    """Every view of step ``index``: {name: figure spec}."""
+    index = check_step(trace, index)
+    return {name: fn(trace, index) for name, (_, fn, _) in ALL_VIEWS.items()}
+
+
+def _figure_of(spec_fn):
+    def fig(trace, index: int, **kw):
+        return as_figure(spec_fn(trace, index, **kw))
+
+    fig.__name__ = spec_fn.__name__.replace("_spec", "_figure")
+    fig.__doc__ = f"A plotly Figure of ``{spec_fn.__name__}``."
+    return fig
+
+
+block_table_figure = _figure_of(block_table_spec)
+lengths_figure = _figure_of(lengths_spec)
+timeline_figure = _figure_of(timeline_spec)
+drafts_figure = _figure_of(drafts_spec)
+kernels_figure = _figure_of(kernels_spec)
+oor_figure = _figure_of(oor_spec)
+
+__all__ = ["ALL_VIEWS", "HONESTY", "HOW_TO_TIME", "all_specs", "as_figure", "spec_json", "summary_markdown",
+           "summary_numbers", "block_table_classes"] + [f"{n}_{k}" for n in ALL_VIEWS for k in ("spec", "figure")]

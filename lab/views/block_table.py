@@ -1,0 +1,171 @@
+"""The block-table heatmap: every entry of one step's input table (R6) by class, each mode's walk.
+
+A kernel that sizes its work from max_seq_len walks cdiv(kernel_max_seq_len, block_size) columns of
+every row (lab.engine.oor). Entries before a row's num_blocks are valid; past it they are stale:
+the null block, a block a live request holds, a freed block; every entry of a padded row is padded.
+The classes come from ``step.oor_entries`` (rebuilt from the trace alone, the same counts as
+``step.oor``).
+
+Wide tables (128k tokens / 16 = 8192 columns) are not drawn cell by cell: the columns where
+something happens are exact, the rest are binned, and the figure says so. A binned cell takes the
+colour of the most telling class it holds (live > free > valid > padded > null); its hover gives
+the exact count of each class.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lab.views.common import (CLASS_COLORS, MODE_COLORS, MODES, check_step, figure, legend_swatch, title,
+                               walk_columns)
+
+CLASSES = ("valid", "null", "live", "free", "padded", "unwalked")
+_CODE = {c: k for k, c in enumerate(CLASSES)}
+# Which class colours a binned cell: the first one present in this order.
+_PRIORITY = ("live", "free", "valid", "padded", "null", "unwalked")
+_LABEL = {"valid": "valid (this request's KV)", "null": "null block 0", "live": "live (held by {owner})",
+          "free": "free (a freed block, in the free queue)", "padded": "padded row",
+          "unwalked": "never walked (past max_model_len)"}
+MAX_EXACT_COLS = 160
+MAX_COL_BINS = 64
+MAX_ROWS = 96
+
+
+def block_table_classes(trace, index: int) -> dict[str, np.ndarray]:
+    """The target pass's input table of step ``index`` with a class code (index into CLASSES) and an
+    owner (index into trace.req_ids, -1 for none) per entry, and the columns each mode walks."""
+    index = check_step(trace, index)
+    st = trace.steps[index]
+    bs = trace.scenario.block_size
+    table = st.block_table
+    rows, width = table.shape
+    n = st.num_reqs
+    walks = {m: walk_columns(st.kernel_max_seq_len[m], bs) for m in MODES}
+    cls = np.full((rows, width), _CODE["unwalked"], dtype=np.int8)
+    owner = np.full((rows, width), -1, dtype=np.int32)
+    nb = np.asarray(st.num_blocks, dtype=np.int64)
+    valid = np.arange(width)[None, :] < nb[:, None]
+    cls[:n][valid] = _CODE["valid"]
+    ids = {r: k for k, r in enumerate(trace.req_ids)}
+    own_rows = np.array([ids[r] for r in st.req_ids], dtype=np.int32)
+    owner[:n] = np.where(valid, own_rows[:, None], -1)
+    cls[n:] = _CODE["padded"]
+    # The widest walk classifies every entry it reaches; entries past it are never read.
+    widest = max(MODES, key=lambda m: walks[m])
+    e = st.oor_entries(widest)
+    c = e["class"]
+    codes = np.full(len(c), _CODE["null"], dtype=np.int8)
+    for name in ("live", "free", "padded"):
+        codes[c == name] = _CODE[name]
+    cls[e["row"], e["col"]] = codes
+    live = np.nonzero(c == "live")[0]
+    if len(live):
+        owner[e["row"][live], e["col"][live]] = [ids[o] for o in e["owner"][live].tolist()]
+    return {"table": table, "cls": cls, "owner": owner, "walks": walks, "num_reqs": n,
+            "num_blocks": nb}
+
+
+def _col_edges(width: int, exact: int) -> np.ndarray:
+    """Display cell edges over the columns: one per column up to ``exact``, then even bins."""
+    edges = list(range(exact + 1))
+    rest = width - exact
+    if rest > 0:
+        g = -(-rest // MAX_COL_BINS)
+        edges += list(range(exact + g, width, g)) + [width]
+    return np.array(sorted(set(edges)), dtype=np.int64)
+
+
+def _row_edges(rows: int) -> np.ndarray:
+    g = max(1, -(-rows // MAX_ROWS))
+    return np.array(sorted(set(list(range(0, rows, g)) + [rows])), dtype=np.int64)
+
+
+def _pos(edges: np.ndarray, boundary: int) -> float:
+    """x position (in display cells) of a column boundary; fractional inside a bin."""
+    k = int(np.searchsorted(edges, boundary, side="right")) - 1
+    k = min(max(k, 0), len(edges) - 2)
+    lo, hi = edges[k], edges[k + 1]
+    return k - 0.5 + (boundary - lo) / (hi - lo)
+
+
+def block_table_spec(trace, index: int) -> dict:
+    d = block_table_classes(trace, index)
+    st = trace.steps[index]
+    cls, owner, table, walks = d["cls"], d["owner"], d["table"], d["walks"]
+    rows, width = cls.shape
+    n = d["num_reqs"]
+    bs = trace.scenario.block_size
+    # Exact columns: up to the last non-null entry, the fixed walk and the valid blocks, plus a margin.
+    nz = np.nonzero((table != 0).any(axis=0))[0]
+    interesting = max(int(nz[-1]) + 1 if len(nz) else 0, walks["fixed"], int(d["num_blocks"].max(initial=0)))
+    exact = min(width, max(16, interesting + 4))
+    exact = width if width <= MAX_EXACT_COLS + MAX_COL_BINS else min(exact, MAX_EXACT_COLS)
+    ce, re_ = _col_edges(width, exact), _row_edges(rows)
+    # Counts of each class in each display cell.
+    counts = np.stack([np.add.reduceat(np.add.reduceat((cls == k).astype(np.int32), ce[:-1], axis=1),
+                                       re_[:-1], axis=0) for k in range(len(CLASSES))], axis=-1)
+    z = np.full(counts.shape[:2], _CODE["null"], dtype=np.int8)
+    for name in reversed(_PRIORITY):
+        z[counts[..., _CODE[name]] > 0] = _CODE[name]
+    names = trace.req_ids
+    row_name = list(st.req_ids) + [f"padded row {r}" for r in range(n, rows)]
+    text = np.empty(z.shape, dtype=object)
+    single_col = np.diff(ce) == 1
+    single_row = np.diff(re_) == 1
+    for a in range(len(re_) - 1):
+        r0, r1 = int(re_[a]), int(re_[a + 1])
+        rname = row_name[r0] if single_row[a] else f"rows {r0}–{r1 - 1} ({row_name[r0]} … {row_name[r1 - 1]})"
+        for b in range(len(ce) - 1):
+            c0, c1 = int(ce[b]), int(ce[b + 1])
+            if single_row[a] and single_col[b]:
+                k = CLASSES[cls[r0, c0]]
+                o = int(owner[r0, c0])
+                label = _LABEL[k].format(owner=names[o] if o >= 0 else "?")
+                text[a, b] = (f"{rname} (row {r0})<br>column {c0}, block id {int(table[r0, c0])}<br>{label}"
+                              + (f"<br>owner: {names[o]}" if o >= 0 else ""))
+            else:
+                parts = ", ".join(f"{CLASSES[k]} {int(v)}" for k, v in enumerate(counts[a, b]) if v)
+                text[a, b] = f"{rname}<br>columns {c0}–{c1 - 1} ({(c1 - c0) * (r1 - r0)} entries)<br>{parts}"
+    ncls = len(CLASSES)
+    scale = []
+    for k, name in enumerate(CLASSES):
+        scale += [[k / ncls, CLASS_COLORS[name]], [(k + 1) / ncls, CLASS_COLORS[name]]]
+    data = [{"type": "heatmap", "z": z, "text": text, "hovertemplate": "%{text}<extra></extra>",
+             "colorscale": scale, "zmin": -0.5, "zmax": ncls - 0.5, "showscale": False, "ygap": 1,
+             "name": "block table"}]
+    data += [legend_swatch(name, CLASS_COLORS[name]) for name in CLASSES
+             if name != "unwalked" or (cls == _CODE["unwalked"]).any()]
+    y0, y1 = -0.5, len(re_) - 1.5 + 1
+    for m in MODES:
+        w = walks[m]
+        x = _pos(ce, w)
+        data.append({"type": "scatter", "x": [x, x], "y": [y0, y1], "mode": "lines", "hoverinfo": "name",
+                     "line": {"color": MODE_COLORS[m], "width": 3, "dash": "solid" if m == "baseline" else "dash"},
+                     "name": f"{m} walk: {w} columns (kernel sees {st.kernel_max_seq_len[m]:,})"})
+        meta_w = walk_columns(st.max_seq_len[m], bs)
+        if meta_w != w:  # a FULL graph: the metadata says one thing, the kernel walks the captured width (R9)
+            xm = _pos(ce, meta_w)
+            data.append({"type": "scatter", "x": [xm, xm], "y": [y0, y1], "mode": "lines", "hoverinfo": "name",
+                         "line": {"color": MODE_COLORS[m], "width": 1, "dash": "dot"},
+                         "name": f"{m} metadata: {meta_w} columns (not what the FULL graph walks)"})
+    step_ticks = max(1, (len(ce) - 1) // 12)
+    tickvals = list(range(0, len(ce) - 1, step_ticks))
+    binned = len(ce) - 1 < width
+    note = (f"columns 0–{exact - 1} one per cell, columns {exact}–{width - 1} in bins of {int(ce[-1] - ce[-2])}"
+            if binned else "one cell per entry")
+    if len(re_) - 1 < rows:
+        note += f"; rows in bins of {int(re_[1] - re_[0])}"
+    if binned or len(re_) - 1 < rows:
+        note += " (a bin shows live > free > valid > padded > null; hover gives exact counts)"
+    few_rows = len(re_) <= 41
+    return figure(data, {
+        "title": title(f"Step {st.index}: input block table, {rows} rows × {width} columns, "
+                       f"{st.cudagraph_mode} graph", note),
+        "xaxis": {"title": {"text": "block-table column"}, "tickvals": tickvals,
+                  "ticktext": [str(int(ce[t])) for t in tickvals], "showgrid": False, "zeroline": False},
+        "yaxis": {"title": {"text": "batch row"}, "autorange": "reversed", "showgrid": False, "zeroline": False,
+                  **({"tickvals": list(range(len(re_) - 1)), "ticktext": [row_name[int(r)] for r in re_[:-1]]}
+                     if few_rows else {})},
+        "height": max(380, min(900, 160 + 16 * (len(re_) - 1))),
+        "legend": {"orientation": "h", "y": -0.15, "font": {"size": 10}}, "margin": {"t": 80},
+    })

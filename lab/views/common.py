@@ -1,0 +1,148 @@
+"""Shared pieces of the views: colours, notes, per-trace series (computed once per trace)."""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+import plotly.graph_objects as go
+
+MODES = ("baseline", "fixed")
+MODE_COLORS = {"baseline": "#d62728", "fixed": "#1f77b4"}
+MODE_LABELS = {"baseline": "baseline (max_model_len, before #40654)", "fixed": "fixed (batch max, after #43991)"}
+STALE = ("null", "live", "free", "padded")
+CLASS_COLORS = {"valid": "#2ca02c", "null": "#e8e8e8", "live": "#d62728", "free": "#ff7f0e",
+                "padded": "#9467bd", "unwalked": "#ffffff"}
+GRAPH_COLORS = {"FULL": "#fdd0a2", "PIECEWISE": "#c6dbef", "NONE": "#d9d9d9"}
+
+# R9/R10, said in every view that shows a max_seq_len or a time.
+HONESTY = ("Under a FULL CUDA graph the kernel sees the captured max_model_len in both modes (R9). On Hopper (H200) "
+           "the change moves the metadata but not the kernels vLLM runs there (FlashInfer XQA/native, Triton "
+           "attention do not size work from max_seq_len); it moves time on SM100 TRTLLM-gen and in kernels that "
+           "size their work from max_seq_len (R10).")
+
+
+def walk_columns(max_seq_len: int, block_size: int) -> int:
+    """Columns of a row a kernel walks for this max_seq_len: cdiv(max_seq_len, block_size)."""
+    return -(-max_seq_len // block_size)
+
+
+_TEMPLATE: dict | None = None
+
+
+def figure(data: list[dict], layout: dict) -> dict:
+    """A figure spec: plotly's JSON structure as plain dicts. Building plotly objects validates and
+    deep-copies every property, ~10x the cost of drawing; the app sends specs as they are
+    (``spec_json``), notebooks get ``as_figure(spec)``, and the view tests validate every spec."""
+    global _TEMPLATE
+    if _TEMPLATE is None:
+        import plotly.io as pio
+
+        _TEMPLATE = pio.templates["plotly_white"].to_plotly_json()
+    return {"data": data, "layout": {"template": _TEMPLATE, **layout}}
+
+
+def as_figure(spec: dict) -> go.Figure:
+    """A plotly Figure of a spec (for notebooks, ``.show()``, ``.write_html()``)."""
+    return go.Figure(spec, _validate=False)
+
+
+def spec_json(spec: dict) -> str:
+    """The JSON plotly.js draws (numpy arrays included)."""
+    import plotly.io as pio
+
+    return pio.to_json(spec, validate=False)
+
+
+def title(text: str, sub: str = "") -> dict:
+    return {"text": text + (f"<br><sup>{sub}</sup>" if sub else ""), "x": 0.01, "xanchor": "left"}
+
+
+def panel_title(text: str, x: float, y: float) -> dict:
+    """A subplot title: an annotation above a panel whose top is at paper y."""
+    return {"text": f"<b>{text}</b>", "x": x, "y": y, "xref": "paper", "yref": "paper", "showarrow": False,
+            "xanchor": "left", "yanchor": "bottom", "font": {"size": 12}}
+
+
+def hline(x0: float, x1: float, y: float, name: str, color: str, dash: str = "solid", width: float = 2,
+          yaxis: str = "y") -> dict:
+    """A horizontal line as a legend-carrying scatter trace."""
+    return {"type": "scatter", "x": [x0, x1], "y": [y, y], "mode": "lines", "name": name, "yaxis": yaxis,
+            "line": {"color": color, "dash": dash, "width": width}, "hoverinfo": "name"}
+
+
+def legend_swatch(name: str, color: str, group: str | None = None) -> dict:
+    """A legend entry with no data (for heatmap classes and background bands)."""
+    return {"type": "scatter", "x": [None], "y": [None], "mode": "markers", "name": name, "legendgroup": group,
+            "marker": {"symbol": "square", "size": 12, "color": color, "line": {"width": 1, "color": "#888"}}}
+
+
+def step_marker(index: int, xref: str = "x", yref: str = "paper") -> dict:
+    return {"type": "line", "xref": xref, "yref": yref, "x0": index, "x1": index, "y0": 0, "y1": 1,
+            "line": {"color": "black", "width": 1.5}}
+
+
+def message_figure(title_text: str, text: str, height: int = 320) -> dict:
+    """An empty figure that says why there is nothing to draw."""
+    return figure([], {"title": title(title_text), "height": height, "xaxis": {"visible": False},
+                       "yaxis": {"visible": False},
+                       "annotations": [{"text": text, "x": 0.5, "y": 0.5, "xref": "paper", "yref": "paper",
+                                        "showarrow": False, "font": {"size": 14}, "align": "center"}]})
+
+
+def check_step(trace, index) -> int:
+    """The step index as an int, or ValueError naming the valid range."""
+    n = len(trace.steps)
+    if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+        raise ValueError(f"step must be an integer, got {index!r}")
+    if not 0 <= int(index) < n:
+        raise ValueError(f"step {index} is out of range: this trace has steps 0..{n - 1}")
+    return int(index)
+
+
+_SERIES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def series(trace) -> dict[str, np.ndarray]:
+    """Per-step columns the trace-wide views plot, read once per trace through the public API."""
+    cached = _SERIES.get(trace)
+    if cached is not None:
+        return cached
+    steps = trace.steps
+    n = len(steps)
+    out: dict[str, np.ndarray] = {
+        "num_reqs": np.zeros(n, np.int64), "num_reqs_padded": np.zeros(n, np.int64),
+        "graph": np.empty(n, dtype=object),
+    }
+    for m in MODES:
+        out[f"msl_{m}"] = np.zeros(n, np.int64)
+        out[f"kmsl_{m}"] = np.zeros(n, np.int64)
+        for c in STALE + ("walked", "in_range"):
+            out[f"oor_{m}_{c}"] = np.zeros(n, np.int64)
+            out[f"all_{m}_{c}"] = np.zeros(n, np.int64)
+    for st in steps:
+        i = st.index
+        out["num_reqs"][i], out["num_reqs_padded"][i] = st.num_reqs, st.num_reqs_padded
+        out["graph"][i] = st.cudagraph_mode
+        msl, kmsl, oor, allp = st.max_seq_len, st.kernel_max_seq_len, st.oor, st.oor_all_passes
+        for m in MODES:
+            out[f"msl_{m}"][i], out[f"kmsl_{m}"][i] = msl[m], kmsl[m]
+            for c in STALE + ("walked", "in_range"):
+                out[f"oor_{m}_{c}"][i] = oor[m][c]
+                out[f"all_{m}_{c}"][i] = allp[m][c]
+    for m in MODES:
+        out[f"oor_{m}_total"] = sum(out[f"oor_{m}_{c}"] for c in STALE)
+        out[f"all_{m}_total"] = sum(out[f"all_{m}_{c}"] for c in STALE)
+    _SERIES[trace] = out
+    return out
+
+
+def graph_runs(modes: np.ndarray) -> list[tuple[int, int, str]]:
+    """Contiguous runs (first, last, mode) of the per-step CUDA-graph mode."""
+    runs = []
+    start = 0
+    for i in range(1, len(modes) + 1):
+        if i == len(modes) or modes[i] != modes[start]:
+            runs.append((start, i - 1, str(modes[start])))
+            start = i
+    return runs

@@ -1,0 +1,72 @@
+"""Kernel timings of a live run (trace.timings / step.timing): per step and as distributions, with
+GB/s on the real and on the walked bytes. A trace from the engine alone has none, and says how to
+get them."""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from lab.views.common import MODE_COLORS, MODES, check_step, figure, message_figure, panel_title, step_marker, title
+
+HOW_TO_TIME = ("This trace has no kernel timings: it comes from the step engine alone.<br>"
+               "Timings come from a live kernel run, e.g.<br>"
+               "<b>python -m lab simulate --preset short-decode-long-context --backend torch-reference</b><br>"
+               "(coming with the kernels change), saved with --out and uploaded here.")
+_FIELDS = ("ms", "iqr_ms", "gbps_real", "gbps_walked")
+_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def timing_series(trace) -> dict[str, np.ndarray]:
+    """Per-step timing columns per mode (NaN where a step was not timed), read once per trace."""
+    cached = _CACHE.get(trace)
+    if cached is not None:
+        return cached
+    n = len(trace.steps)
+    out = {f"{f}_{m}": np.full(n, np.nan) for m in MODES for f in _FIELDS}
+    for st in trace.steps:
+        t = st.timing
+        if t is not None:
+            for m in MODES:
+                for f in _FIELDS:
+                    out[f"{f}_{m}"][st.index] = t[m][f]
+    _CACHE[trace] = out
+    return out
+
+
+def kernels_spec(trace, index: int) -> dict:
+    index = check_step(trace, index)
+    info = trace.timings
+    if info is None:
+        return message_figure("Kernel timings", HOW_TO_TIME)
+    s = timing_series(trace)
+    x = np.arange(len(trace.steps))
+    data = []
+    for m in MODES:
+        c = MODE_COLORS[m]
+        ms = s[f"ms_{m}"]
+        data.append({"type": "scatter", "x": x, "y": ms, "mode": "lines", "name": f"{m} ms per launch",
+                     "line": {"color": c}, "legendgroup": m,
+                     "error_y": {"type": "data", "array": s[f"iqr_ms_{m}"] / 2, "visible": True, "thickness": 0.5}})
+        data.append({"type": "box", "y": ms[np.isfinite(ms)], "name": m, "marker": {"color": c}, "legendgroup": m,
+                     "showlegend": False, "boxpoints": False, "xaxis": "x2", "yaxis": "y3"})
+        data.append({"type": "scatter", "x": x, "y": s[f"gbps_real_{m}"], "mode": "lines", "yaxis": "y2",
+                     "name": f"{m} GB/s on real bytes", "legendgroup": m, "line": {"color": c}})
+        data.append({"type": "scatter", "x": x, "y": s[f"gbps_walked_{m}"], "mode": "lines", "yaxis": "y2",
+                     "name": f"{m} GB/s on walked bytes", "legendgroup": m, "line": {"color": c, "dash": "dot"}})
+    device = info.get("device", "?")
+    return figure(data, {
+        "height": 580, "legend": {"font": {"size": 10}}, "shapes": [step_marker(index)],
+        "title": title(f"Kernel timings: {info.get('kernel')} on {info.get('backend')} / {device} "
+                       f"({info.get('dtype')})",
+                       f"measured on {device} only; on Hopper vLLM's kernels do not size work from max_seq_len"),
+        "xaxis": {"domain": [0, 0.7], "anchor": "y2", "title": {"text": "step"}},
+        "yaxis": {"domain": [0.55, 1], "title": {"text": "ms"}},
+        "yaxis2": {"domain": [0, 0.42], "title": {"text": "GB/s"}},
+        "xaxis2": {"domain": [0.78, 1], "anchor": "y3"},
+        "yaxis3": {"domain": [0.55, 1], "anchor": "x2", "title": {"text": "ms"}},
+        "annotations": [panel_title("time per launch (median, IQR bars)", 0, 1),
+                        panel_title("GB/s (solid: real bytes, dotted: walked bytes)", 0, 0.42),
+                        panel_title("distribution", 0.78, 1)],
+    })

@@ -1,0 +1,63 @@
+"""The summary figures of a trace and one step, as Markdown: walked entries, out-of-range entries,
+and time saved where the trace has kernel timings."""
+
+from __future__ import annotations
+
+from lab.views.common import HONESTY, MODES, STALE, check_step
+
+
+def _ratio(b: int, f: int) -> str:
+    return f"{b / f:.1f}×" if f else ("–" if not b else "∞")
+
+
+def summary_numbers(trace, index: int) -> dict:
+    """Walked and out-of-range entries (all passes) for the step and the trace, and kernel time per
+    mode where timed."""
+    st = trace.steps[check_step(trace, index)]
+    step, total = st.oor_all_passes, trace.totals(True)
+    out = {m: {"step_walked": step[m]["walked"], "step_oor": sum(step[m][c] for c in STALE),
+               "total_walked": total[m]["walked"], "total_oor": sum(total[m][c] for c in STALE)} for m in MODES}
+    timed = [s.timing for s in trace.steps if s.timing is not None]
+    if timed:
+        out["time"] = {m: sum(t[m]["ms"] for t in timed) for m in MODES}
+        out["time"]["steps_timed"] = len(timed)
+        t = st.timing
+        out["step_time"] = None if t is None else {m: t[m]["ms"] for m in MODES}
+    return out
+
+
+def summary_markdown(trace, index: int) -> str:
+    st = trace.steps[check_step(trace, index)]
+    s = trace.scenario
+    num = summary_numbers(trace, index)
+    b, f = num["baseline"], num["fixed"]
+    lines = [
+        f"**{s.name or 'custom scenario'}** `{s.to_spec()}` — {len(trace.steps)} steps, "
+        f"source: {trace.meta.get('source', '?')}",
+        "",
+        f"**Step {st.index}** ({st.num_reqs} requests, {st.cudagraph_mode} graph): max_seq_len baseline "
+        f"{st.max_seq_len['baseline']:,} / fixed {st.max_seq_len['fixed']:,}; the kernel sees "
+        f"{st.kernel_max_seq_len['baseline']:,} / {st.kernel_max_seq_len['fixed']:,}.",
+        "",
+        "| block-table entries (target + drafts) | baseline | fixed | baseline / fixed |",
+        "|---|---:|---:|---:|",
+        f"| walked, this step | {b['step_walked']:,} | {f['step_walked']:,} | {_ratio(b['step_walked'], f['step_walked'])} |",
+        f"| out of range, this step | {b['step_oor']:,} | {f['step_oor']:,} | {_ratio(b['step_oor'], f['step_oor'])} |",
+        f"| walked, whole trace | {b['total_walked']:,} | {f['total_walked']:,} | {_ratio(b['total_walked'], f['total_walked'])} |",
+        f"| out of range, whole trace | {b['total_oor']:,} | {f['total_oor']:,} | {_ratio(b['total_oor'], f['total_oor'])} |",
+        "",
+    ]
+    if "time" in num:
+        info = trace.timings or {}
+        tm = num["time"]
+        saved = tm["baseline"] - tm["fixed"]
+        lines.append(f"**Kernel time** ({info.get('kernel')}, {info.get('backend')} on {info.get('device')}, "
+                     f"{tm['steps_timed']} steps timed): baseline {tm['baseline']:.3f} ms, fixed {tm['fixed']:.3f} ms, "
+                     f"time saved {saved:.3f} ms ({saved / tm['baseline']:.0%})." if tm["baseline"] else "")
+        if num["step_time"]:
+            lines.append(f"This step: baseline {num['step_time']['baseline']:.3f} ms, fixed "
+                         f"{num['step_time']['fixed']:.3f} ms.")
+    else:
+        lines.append("**Kernel time**: not measured in this trace (no kernel run; see the Kernel timings tab).")
+    lines += ["", f"_{HONESTY}_"]
+    return "\n".join(lines)

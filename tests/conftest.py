@@ -1,0 +1,28 @@
+"""Shared fixtures: the Gradio app launched once per test session on a free port (in this process,
+so a test can also look at the server's cache)."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def app_url():
+    from lab.app import build_demo, launch
+
+    demo = build_demo()
+    port = _free_port()
+    launch(demo, "127.0.0.1", port, block=False)
+    yield f"http://127.0.0.1:{port}/"
+    demo.close()

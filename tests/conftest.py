@@ -8,7 +8,8 @@ import socket
 
 import pytest
 
-os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # the server's and gradio_client's telemetry: off
+os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
 
 
 def _free_port() -> int:
@@ -26,3 +27,16 @@ def app_url():
     launch(demo, "127.0.0.1", port, block=False)
     yield f"http://127.0.0.1:{port}/"
     demo.close()
+
+
+@pytest.fixture(scope="session")
+def make_client():
+    return _client
+
+
+def _client(url: str):
+    """A gradio_client session. ssl_verify=False: the app is plain http on 127.0.0.1, and with it
+    httpx skips loading the CA bundle on every call (most of the client's CPU time otherwise)."""
+    from gradio_client import Client
+
+    return Client(url, verbose=False, ssl_verify=False, analytics_enabled=False)

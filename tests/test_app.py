@@ -6,7 +6,7 @@ import json
 import pickle
 
 import pytest
-from gradio_client import Client, handle_file
+from gradio_client import handle_file
 
 from lab import Scenario, Trace, simulate
 from lab.presets import PRESETS
@@ -22,8 +22,8 @@ N_PLOTS = len(ALL_VIEWS)
 
 
 @pytest.fixture
-def client(app_url):
-    return Client(app_url, verbose=False)
+def client(app_url, make_client):
+    return make_client(app_url)
 
 
 def _plots(out: tuple, first: int) -> dict:

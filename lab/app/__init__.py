@@ -14,6 +14,11 @@ import os
 import sys
 
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+# Gradio's queue rebuilds a pandas summary of every recorded event after each event (its local
+# monitoring, not telemetry): that cost grows with the session's age. Recompute it rarely.
+os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "500")
+os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", "2000")
 
 
 def build_demo(preset: str | None = None):

@@ -1,0 +1,55 @@
+"""Sixteen gradio_client sessions at once, each stepping through its own 200-step trace: no error,
+and no state leaks from one session into another (each sees only its own scenario)."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+
+from lab import Scenario, simulate
+
+SESSIONS = 16
+
+
+def _spec(j: int) -> str:
+    # Session j: j+1 requests that all live for the whole trace, so every step says how many there are.
+    return f"{j + 1}p48o200_mml=4k_cg=piecewise_seed={j}"
+
+
+def test_sixteen_sessions_step_through_200_steps(app_url, make_client):
+    n_steps = len(simulate(Scenario.from_spec(_spec(0))).steps)
+    assert n_steps == 200
+    errors: list[str] = []
+    done = [0] * SESSIONS
+    start = threading.Barrier(SESSIONS)
+
+    def session(j: int) -> None:
+        spec = Scenario.from_spec(_spec(j)).to_spec()  # as the app writes it
+        try:
+            c = make_client(app_url)
+            start.wait(timeout=120)
+            out = c.predict("short-decode-long-context", _spec(j), 4096, 16, 0, "default", "PIECEWISE", 0.7, j,
+                            "embedded CPU", api_name="/run")
+            assert out[0]["maximum"] == n_steps - 1, out[0]
+            step = 0
+            while step < n_steps - 1:
+                out = c.predict(step, api_name="/next_step")
+                step += 1
+                assert out[0] == step, (out[0], step)
+                summary = out[-1]
+                assert f"`{spec}`" in summary, summary[:200]
+                assert f"**Step {step}** ({j + 1} requests," in summary, summary[:300]
+                lengths = json.loads(out[2]["plot"])
+                assert len(lengths["data"][0]["y"]) == j + 1  # one bar per request of this session's batch
+                done[j] = step
+        except Exception as e:  # collected, so every thread finishes and the failure names its session
+            errors.append(f"session {j} at step {done[j]}: {type(e).__name__}: {e}")
+
+    threads = [threading.Thread(target=session, args=(j,)) for j in range(SESSIONS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    assert not errors, errors[:3]
+    assert done == [n_steps - 1] * SESSIONS

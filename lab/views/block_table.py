@@ -109,23 +109,37 @@ def block_table_spec(trace, index: int) -> dict:
         z[counts[..., _CODE[name]] > 0] = _CODE[name]
     names = trace.req_ids
     row_name = list(st.req_ids) + [f"padded row {r}" for r in range(n, rows)]
-    text = np.empty(z.shape, dtype=object)
-    single_col = np.diff(ce) == 1
-    single_row = np.diff(re_) == 1
-    for a in range(len(re_) - 1):
-        r0, r1 = int(re_[a]), int(re_[a + 1])
-        rname = row_name[r0] if single_row[a] else f"rows {r0}–{r1 - 1} ({row_name[r0]} … {row_name[r1 - 1]})"
-        for b in range(len(ce) - 1):
-            c0, c1 = int(ce[b]), int(ce[b + 1])
-            if single_row[a] and single_col[b]:
-                k = CLASSES[cls[r0, c0]]
-                o = int(owner[r0, c0])
-                label = _LABEL[k].format(owner=names[o] if o >= 0 else "?")
-                text[a, b] = (f"{rname} (row {r0})<br>column {c0}, block id {int(table[r0, c0])}<br>{label}"
-                              + (f"<br>owner: {names[o]}" if o >= 0 else ""))
+    # Hover text, built from Python lists (numpy scalars per cell would cost more than the drawing).
+    ce_l, re_l = ce.tolist(), re_.tolist()
+    single_cols = [b for b in range(len(ce_l) - 1) if ce_l[b + 1] - ce_l[b] == 1]
+    first_cols = ce[:-1][single_cols]
+    cls_s, own_s, tab_s = (m[:, first_cols].tolist() for m in (cls, owner, table))
+    pos = {b: q for q, b in enumerate(single_cols)}
+    labels = [_LABEL[c] for c in CLASSES]
+    cnt = counts.tolist()
+    text = []
+    for a in range(len(re_l) - 1):
+        r0, r1 = re_l[a], re_l[a + 1]
+        cnt_a = cnt[a]
+        row = []
+        if r1 - r0 == 1:
+            rname = row_name[r0]
+            head = f"{rname} (row {r0})<br>column "
+            cls_r, own_r, tab_r = cls_s[r0], own_s[r0], tab_s[r0]
+        else:
+            rname = f"rows {r0}–{r1 - 1} ({row_name[r0]} … {row_name[r1 - 1]})"
+        for b in range(len(ce_l) - 1):
+            c0, c1 = ce_l[b], ce_l[b + 1]
+            q = pos.get(b) if r1 - r0 == 1 else None
+            if q is not None:
+                o = own_r[q]
+                owner_name = names[o] if o >= 0 else ""
+                row.append(f"{head}{c0}, block id {tab_r[q]}<br>{labels[cls_r[q]].format(owner=owner_name)}"
+                           + (f"<br>owner: {owner_name}" if o >= 0 else ""))
             else:
-                parts = ", ".join(f"{CLASSES[k]} {int(v)}" for k, v in enumerate(counts[a, b]) if v)
-                text[a, b] = f"{rname}<br>columns {c0}–{c1 - 1} ({(c1 - c0) * (r1 - r0)} entries)<br>{parts}"
+                parts = ", ".join([f"{CLASSES[k]} {v}" for k, v in enumerate(cnt_a[b]) if v])
+                row.append(f"{rname}<br>columns {c0}–{c1 - 1} ({(c1 - c0) * (r1 - r0)} entries)<br>{parts}")
+        text.append(row)
     ncls = len(CLASSES)
     scale = []
     for k, name in enumerate(CLASSES):

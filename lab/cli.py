@@ -7,6 +7,7 @@
     python -m lab show trace.json                 print a saved trace the same way
     python -m lab bench engine [--steps N] [--reqs N]
                                                   time the engine, steps per second
+    python -m lab bench app                       the app: step-change server time, launch time
 """
 
 from __future__ import annotations
@@ -143,8 +144,13 @@ def bench_engine(num_steps: int, num_reqs: int, churn: bool, repeat: int, out=No
 
 
 def cmd_bench(args) -> int:
+    if args.what == "app":
+        from lab.app.bench import run_bench_app
+
+        run_bench_app()
+        return 0
     if args.what != "engine":
-        raise ValueError(f"unknown benchmark {args.what!r} (known: engine)")
+        raise ValueError(f"unknown benchmark {args.what!r} (known: engine, app)")
     print(f"python -m lab bench engine --steps {args.steps} --reqs {args.reqs}  (CPU, numpy engine; "
           f"target: 10,000 steps x 256 requests in <= 2 s)")
     small = bench_engine(args.steps // 4, args.reqs, False, args.repeat)
@@ -174,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--quiet", action="store_true")
     sp.set_defaults(fn=cmd_show)
     sp = sub.add_parser("bench", help="benchmarks")
-    sp.add_argument("what", choices=["engine"])
+    sp.add_argument("what", choices=["engine", "app"])
     sp.add_argument("--steps", type=int, default=10_000)
     sp.add_argument("--reqs", type=int, default=256)
     sp.add_argument("--repeat", type=int, default=3)

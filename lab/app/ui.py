@@ -16,7 +16,7 @@ INTRO = """# The max_seq_len lab
 How vLLM's Model Runner V2 builds attention metadata step by step, and what PR #43991 ("Use actual
 batch max_seq_len for attn metadata") changed: **baseline** hands `max_model_len` to attention on every
 path (before #40654), **fixed** the batch maximum (after #43991). Pick a preset or write a scenario, run
-it, and step through it. [docs/app.md](https://github.com) explains each tab."""
+it, and step through it. `docs/app.md` explains each tab."""
 
 
 def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
@@ -28,7 +28,7 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
     missing = [r for r in runners if not r.available]
     with gr.Blocks(title="max_seq_len lab", analytics_enabled=False, delete_cache=(3600, 3600)) as demo:
         key = gr.State(None)  # a key into the process-level trace cache (lab.app.cache), nothing heavier
-        gr.Markdown(INTRO.replace("[docs/app.md](https://github.com)", "`docs/app.md`"))
+        gr.Markdown(INTRO)
         with gr.Row():
             with gr.Column(scale=2):
                 with gr.Row():

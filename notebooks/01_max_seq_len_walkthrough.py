@@ -104,3 +104,19 @@ eagle = simulate(Scenario.preset("eagle-k3"))
 st = eagle.steps[10]
 for d in st.drafts:
     print(d.index, d.cudagraph_mode, d.max_seq_len, "max draft upper bound", max(d.seq_lens_cpu_upper_bound))
+
+# %% [markdown]
+# ## The same, drawn (`lab.views`)
+#
+# The app's figures are plain functions of a trace and a step. The block table of the stale-block
+# step above: green is valid, grey the null block, red a block a live request holds, orange a freed
+# one; the vertical lines are the columns each mode's kernel walks. The timeline shows the FULL-graph
+# steps as bands, where both modes' kernels see `max_model_len` (R9).
+
+# %%
+from lab.views import block_table_figure, summary_numbers, timeline_figure
+
+stale_step = next(s for s in stale.steps if s.oor["baseline"]["live"] and foreign(s))
+block_table_figure(stale, stale_step.index).show()
+timeline_figure(fg, 60).show()
+summary_numbers(stale, stale_step.index)["baseline"]

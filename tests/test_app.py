@@ -120,6 +120,8 @@ def test_steps_next_prev_show(client):
 
 
 def test_play(client):
+    with pytest.raises(Exception, match="no trace yet"):
+        client.predict(api_name="/play")
     _run(client, EAGLE_INPUTS)
     assert client.predict(api_name="/play")["active"] is True
     assert client.predict(api_name="/pause")["active"] is False

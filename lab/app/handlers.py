@@ -196,7 +196,8 @@ def play_tick(key, step):
     return [i, gr.Timer(active=i < len(trace.steps) - 1), *render(trace, i)]
 
 
-def play():
+def play(key):
+    _trace(key)  # nothing to play without a trace
     return gr.Timer(active=True)
 
 

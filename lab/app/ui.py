@@ -94,7 +94,7 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
         step.release(h.show_step, [key, step], panels, api_name="show_step", trigger_mode="always_last")
         next_btn.click(h.next_step, [key, step], [step, *panels], api_name="next_step")
         prev_btn.click(h.prev_step, [key, step], [step, *panels], api_name="prev_step")
-        play_btn.click(h.play, None, timer, api_name="play")
+        play_btn.click(h.play, key, timer, api_name="play")
         pause_btn.click(h.pause, None, timer, api_name="pause")
         timer.tick(h.play_tick, [key, step], [step, timer, *panels], api_name="play_tick",
                    trigger_mode="always_last")

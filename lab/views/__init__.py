@@ -33,11 +33,13 @@ ALL_VIEWS = {
                 "For each request: tokens computed before this step and scheduled now; their sum is "
                 "`seq_lens_cpu_upper_bound` (R1, what the CPU knows), beside the exact `seq_lens` after "
                 "verification. The lines are the `max_seq_len` each mode puts in the metadata (R2), what the "
-                "kernel launch sees (R9), and `max_model_len`."),
+                "kernel launch sees, and `max_model_len`. Under a FULL CUDA graph the kernel sees the captured "
+                "`max_model_len` in both modes (R9), whatever the metadata says."),
     "timeline": ("Timeline", timeline_spec,
                  "All steps: `max_seq_len` per mode, metadata (solid) and kernel-visible (dashed), on bands of the "
                  "CUDA-graph mode (FULL / PIECEWISE / NONE); the batch size; and the cumulative block-table "
-                 "entries walked and out of range. The black line is the current step."),
+                 "entries walked and out of range. The black line is the current step. On FULL-graph steps both "
+                 "dashed lines sit at `max_model_len`: the fix moves the metadata there, not the kernel (R9)."),
     "drafts": ("Draft windows", drafts_spec,
                "Eagle/MTP drafts of this step (R4, R5): per draft pass, each request's window from its exact length "
                "to the CPU's optimistic upper bound, and `draft_max_seq_len` in both modes (metadata and what the "
@@ -45,7 +47,10 @@ ALL_VIEWS = {
     "kernels": ("Kernel timings", kernels_spec,
                 "Measured kernel time per step for both modes (median and IQR), their distributions, and "
                 "achieved GB/s on the real bytes and on the bytes the walk reads. Only a trace from a live "
-                "kernel run has them; the title names the backend and the device they ran on."),
+                "kernel run has them; the title names the backend and the device they ran on. On Hopper (H200) "
+                "the kernels vLLM runs (FlashInfer XQA/native, Triton attention) do not size work from "
+                "`max_seq_len`, so there the change moves the metadata, not the time; it moves time on SM100 "
+                "TRTLLM-gen and in kernels that size their work from `max_seq_len` (R10)."),
     "oor": ("Out-of-range entries", oor_spec,
             "Block-table entries a kernel walks past each request's valid blocks, per step and stacked by class "
             "(null, live, free, padded), target and draft passes together; and the totals over the trace."),

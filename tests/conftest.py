@@ -12,6 +12,12 @@ os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # the server's and gradio_clie
 os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
 
 
+def pytest_configure(config):
+    # gradio's queue bookkeeping (pandas) warns on every event; not ours to fix.
+    config.addinivalue_line("filterwarnings", "ignore:.*no_silent_downcasting.*:Warning")
+    config.addinivalue_line("filterwarnings", "ignore:The copy keyword is deprecated:Warning")
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

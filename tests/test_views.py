@@ -194,3 +194,17 @@ def test_bad_step_index(traces):
         for fn in [f for _, f, _ in ALL_VIEWS.values()]:
             with pytest.raises(ValueError, match="step"):
                 fn(trace, bad)
+
+
+def test_block_table_bins_rows_of_a_big_batch():
+    trace = simulate(Scenario.from_spec("200p64o8_mml=4k_cg=piecewise"))
+    st = max(trace.steps, key=lambda s: s.num_reqs_padded)
+    spec = block_table_spec(trace, st.index)
+    go.Figure(spec)
+    z, text = np.asarray(spec["data"][0]["z"]), np.asarray(spec["data"][0]["text"])
+    g = -(-st.num_reqs_padded // 96)
+    assert z.shape[0] == -(-st.num_reqs_padded // g) and z.shape == text.shape
+    assert f"rows in bins of {g}" in spec["layout"]["title"]["text"]
+    # Every entry of the table is counted once over all cells.
+    total = sum(int(x.split("(")[-1].split(" entries")[0]) for x in text.ravel())
+    assert total == st.num_reqs_padded * trace.width

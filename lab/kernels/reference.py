@@ -1,0 +1,139 @@
+"""Torch paged attention whose page walk is governed by ``max_seq_len`` (CPU and CUDA).
+
+It models kernels that size their work from ``max_seq_len`` (R10): every row walks
+``cdiv(max_seq_len, block_size)`` columns of the block table, reading each page's K and V, and
+masks by ``seq_lens`` (and causally inside the query). Its cost therefore grows with the walk,
+not with the real lengths. The walk is chunked (flash-decoding style online softmax over page
+chunks), so a chunk of gathered K/V stays in cache while it is used: each walked byte is read
+from memory about once.
+
+Masking is NaN-safe: masked scores become -inf before the softmax and masked V rows are replaced by
+zeros (never multiplied by zero), so whatever a stale or null page holds cannot leak in.
+
+The *trusting* variant (``trusting=True``) masks by ``seq_len`` only inside the row's own pages
+(columns < ``num_blocks``) and attends to every slot of every further page it walks: it is right
+exactly when the walk stays within the row's own pages, i.e. when the out-of-range count of the
+step (null + live + free, lab/engine/oor.py) is zero.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from lab.kernels.batch import HeadConfig, PagedBatch
+
+# Target bytes of gathered K (and again V) per chunk: small enough to stay in L2/L3.
+CHUNK_BYTES = 1 << 20
+
+
+def pages_per_chunk(num_rows: int, block_size: int, cfg: HeadConfig, chunk_bytes: int = CHUNK_BYTES) -> int:
+    page = block_size * cfg.kv_bytes_per_token // 2
+    return max(1, chunk_bytes // max(1, num_rows * page))
+
+
+def group_queries(batch: PagedBatch, rows: np.ndarray, L: int, cfg: HeadConfig):
+    """Queries of rows that share query length ``L`` as [G, kv_heads, L*group, D] (scaled, fp32
+    accumulation dtype kept), with their token indices [G, L] and positions [G, L]."""
+    G = len(rows)
+    dev = batch.query.device
+    start = torch.as_tensor(batch.query_start_loc[rows], device=dev)
+    tok = start[:, None] + torch.arange(L, device=dev)[None, :]
+    q = batch.query[tok.reshape(-1)].view(G, L, cfg.num_kv_heads, cfg.group_size, cfg.head_dim)
+    q = q.permute(0, 2, 1, 3, 4).reshape(G, cfg.num_kv_heads, L * cfg.group_size, cfg.head_dim)
+    seq = torch.as_tensor(batch.seq_lens[rows], device=dev)
+    qpos = seq[:, None] - L + torch.arange(L, device=dev)[None, :]
+    return q * cfg.scale, tok, qpos, seq
+
+
+def attend_pages(q, qpos, seq, own_blocks, table_rows, kv_cache, c0: int, c1: int, block_size: int,
+                 cfg: HeadConfig, trusting: bool = False, chunk: int | None = None):
+    """Online softmax of the queries of G rows over page columns [c0, c1) of their table rows.
+
+    Returns the partial state (m, l, acc): running max [G, H, M], normaliser [G, H, M] and
+    unnormalised output [G, H, M, D] (M = L * group). Rows with no valid key keep m = -inf, l = 0.
+    """
+    G, H, M, D = q.shape
+    L = qpos.shape[1]
+    grp = M // L
+    dev = q.device
+    acc_dtype = torch.float32
+    m = torch.full((G, H, M), float("-inf"), dtype=acc_dtype, device=dev)
+    l = torch.zeros((G, H, M), dtype=acc_dtype, device=dev)
+    acc = torch.zeros((G, H, M, D), dtype=acc_dtype, device=dev)
+    if c1 <= c0 or G == 0:
+        return m, l, acc
+    chunk = chunk or pages_per_chunk(G, block_size, cfg)
+    qf = q.to(kv_cache.dtype)
+    for a in range(c0, c1, chunk):
+        b = min(a + chunk, c1)
+        T = (b - a) * block_size
+        ids = table_rows[:, a:b]
+        k = kv_cache[0][ids].view(G, T, H, D).permute(0, 2, 3, 1)  # [G, H, D, T]
+        v = kv_cache[1][ids].view(G, T, H, D).permute(0, 2, 1, 3)  # [G, H, T, D]
+        kpos = torch.arange(a * block_size, b * block_size, device=dev)
+        # valid[g, l, t]: key t is a real token of row g before (or at) query token l.
+        valid = kpos[None, None, :] <= qpos[:, :, None]
+        key_ok = kpos[None, :] < seq[:, None]  # [G, T]: real tokens of the row
+        if trusting:
+            past_own = (kpos[None, :] // block_size) >= own_blocks[:, None]  # pages it trusts
+            valid = valid | past_own[:, None, :]
+            key_ok = key_ok | past_own
+        s = torch.matmul(qf, k).to(acc_dtype).view(G, H, L, grp, T)
+        s = torch.where(valid[:, None, :, None, :], s, float("-inf")).view(G, H, M, T)
+        v = torch.where(key_ok[:, None, :, None], v, 0)
+        m_new = torch.maximum(m, s.amax(dim=-1))
+        m_safe = torch.where(torch.isinf(m_new), 0.0, m_new)  # a row with no valid key so far
+        alpha = torch.exp(m - m_safe)
+        p = torch.exp(s - m_safe[..., None])
+        l = l * alpha + p.sum(dim=-1)
+        acc = acc * alpha[..., None] + torch.matmul(p.to(v.dtype), v).to(acc_dtype)
+        m = m_new
+    return m, l, acc
+
+
+def scatter_output(out, acc, l, tok, cfg: HeadConfig):
+    """Normalise [G, H, L*group, D] partials and write them to out[tok] ([tokens, q_heads, D])."""
+    G, H, M, D = acc.shape
+    L = tok.shape[1]
+    o = torch.where(l[..., None] > 0, acc / l.clamp_min(1e-30)[..., None], 0.0)
+    o = o.view(G, H, L, cfg.group_size, D).permute(0, 2, 1, 3, 4).reshape(G * L, cfg.num_q_heads, D)
+    out[tok.reshape(-1)] = o.to(out.dtype)
+
+
+def paged_attention(batch: PagedBatch, kv_cache: torch.Tensor, max_seq_len: int, cfg: HeadConfig,
+                    trusting: bool = False, chunk: int | None = None) -> torch.Tensor:
+    """Attention of every query token of the batch (padded rows included; their output is 0 and is
+    discarded) over ``cdiv(max_seq_len, block_size)`` walked pages. Returns [tokens, q_heads, D]."""
+    w = batch.walk_columns(max_seq_len)
+    out = torch.zeros_like(batch.query)
+    dev = batch.query.device
+    for L, rows in batch.row_groups():
+        q, tok, qpos, seq = group_queries(batch, rows, L, cfg)
+        own = torch.as_tensor(batch.num_blocks[rows], device=dev)
+        table_rows = batch.block_table[torch.as_tensor(rows, device=dev)]
+        m, l, acc = attend_pages(q, qpos, seq, own, table_rows, kv_cache, 0, w, batch.block_size, cfg,
+                                 trusting=trusting, chunk=chunk)
+        scatter_output(out, acc, l, tok, cfg)
+    return out
+
+
+def paged_attention_trusting(batch: PagedBatch, kv_cache: torch.Tensor, max_seq_len: int, cfg: HeadConfig,
+                             chunk: int | None = None) -> torch.Tensor:
+    """The variant that does not mask what it walks past the row's own pages (see module doc)."""
+    return paged_attention(batch, kv_cache, max_seq_len, cfg, trusting=True, chunk=chunk)
+
+
+def max_abs_error(out: torch.Tensor, ref: torch.Tensor, num_real_tokens: int) -> float:
+    """Max |out - ref| over the real tokens (inf where out is not finite)."""
+    d = (out[:num_real_tokens].float() - ref.float()).abs()
+    if not torch.isfinite(d).all():
+        return float("inf")
+    return float(d.max()) if d.numel() else 0.0
+
+
+def is_wrong(out: torch.Tensor, ref: torch.Tensor, num_real_tokens: int, rtol: float = 1e-4) -> bool:
+    """NaN/inf, or a max error above ``rtol`` times the reference's largest magnitude."""
+    err = max_abs_error(out, ref, num_real_tokens)
+    scale = float(ref.abs().max()) if ref.numel() else 1.0
+    return not np.isfinite(err) or err > rtol * max(scale, 1e-6)

@@ -46,6 +46,39 @@ def group_queries(batch: PagedBatch, rows: np.ndarray, L: int, cfg: HeadConfig):
     return q * cfg.scale, tok, qpos, seq
 
 
+def block_diagonal(q: torch.Tensor) -> torch.Tensor:
+    """[G, H, M, D] queries as [G, H*M, H*D] with head h's queries in block (h, h), zeros elsewhere:
+    one batched matmul against K viewed as [G, T, H*D] then gives every head's scores without
+    transposing the gathered K/V (H times the flops, which decode has to spare)."""
+    G, H, M, D = q.shape
+    if H == 1:
+        return q.reshape(G, M, D)
+    out = q.new_zeros(G, H, M, H, D)
+    for h in range(H):
+        out[:, h, :, h] = q[:, h]
+    return out.view(G, H * M, H * D)
+
+
+def _zero_masked_values(v: torch.Tensor, seq, trusted_from, a: int, b: int, block_size: int) -> None:
+    """Zero, in place, the V rows of keys at or past each row's seq_len in the gathered chunk
+    ``v`` [G, T, H*D] (pages a..b): whole pages with ``index_fill_``, then the one partial page
+    per row token by token. ``trusted_from`` (trusting variant): pages from there on are kept."""
+    G, T, E = v.shape
+    C = b - a
+    pages = v.view(G * C, block_size * E)
+    start = torch.arange(a, b, device=v.device)[None, :] * block_size  # [1, C]
+    dead = start >= seq[:, None]
+    if trusted_from is not None:
+        dead &= torch.arange(a, b, device=v.device)[None, :] < trusted_from[:, None]
+    pages.index_fill_(0, dead.reshape(-1).nonzero().squeeze(1), 0)
+    cut = seq[:, None] - start  # real tokens left in each page
+    partial = ((cut > 0) & (cut < block_size)).reshape(-1).nonzero().squeeze(1)
+    if len(partial):
+        sub = pages.index_select(0, partial).view(-1, block_size, E)
+        keep = torch.arange(block_size, device=v.device)[None, :] < cut.reshape(-1)[partial][:, None]
+        pages.index_copy_(0, partial, sub.masked_fill_(~keep[:, :, None], 0).view(len(partial), -1))
+
+
 def attend_pages(q, qpos, seq, own_blocks, table_rows, kv_cache, c0: int, c1: int, block_size: int,
                  cfg: HeadConfig, trusting: bool = False, chunk: int | None = None):
     """Online softmax of the queries of G rows over page columns [c0, c1) of their table rows.
@@ -64,30 +97,38 @@ def attend_pages(q, qpos, seq, own_blocks, table_rows, kv_cache, c0: int, c1: in
     if c1 <= c0 or G == 0:
         return m, l, acc
     chunk = chunk or pages_per_chunk(G, block_size, cfg)
-    qf = q.to(kv_cache.dtype)
+    qbd = block_diagonal(q.to(kv_cache.dtype))  # [G, H*M, H*D]
+    min_seq = int(seq.min())
+    k_pages, v_pages = kv_cache[0].flatten(1), kv_cache[1].flatten(1)  # [num_blocks, page elems]
+    # Reused chunk buffers: a fresh allocation per chunk would page-fault on every chunk.
+    kbuf = k_pages.new_empty((G * min(chunk, c1 - c0), k_pages.shape[1]))
+    vbuf = torch.empty_like(kbuf)
     for a in range(c0, c1, chunk):
         b = min(a + chunk, c1)
         T = (b - a) * block_size
-        ids = table_rows[:, a:b]
-        k = kv_cache[0][ids].view(G, T, H, D).permute(0, 2, 3, 1)  # [G, H, D, T]
-        v = kv_cache[1][ids].view(G, T, H, D).permute(0, 2, 1, 3)  # [G, H, T, D]
+        ids = table_rows[:, a:b].reshape(-1)
+        # index_select copies whole pages (memcpy per page); the chunk then stays in cache.
+        k = torch.index_select(k_pages, 0, ids, out=kbuf[: len(ids)]).view(G, T, H * D)
+        v = torch.index_select(v_pages, 0, ids, out=vbuf[: len(ids)]).view(G, T, H * D)
         kpos = torch.arange(a * block_size, b * block_size, device=dev)
         # valid[g, l, t]: key t is a real token of row g before (or at) query token l.
         valid = kpos[None, None, :] <= qpos[:, :, None]
-        key_ok = kpos[None, :] < seq[:, None]  # [G, T]: real tokens of the row
         if trusting:
             past_own = (kpos[None, :] // block_size) >= own_blocks[:, None]  # pages it trusts
             valid = valid | past_own[:, None, :]
-            key_ok = key_ok | past_own
-        s = torch.matmul(qf, k).to(acc_dtype).view(G, H, L, grp, T)
+        s = torch.matmul(qbd, k.transpose(1, 2)).to(acc_dtype).view(G, H, L, grp, T)
         s = torch.where(valid[:, None, :, None, :], s, float("-inf")).view(G, H, M, T)
-        v = torch.where(key_ok[:, None, :, None], v, 0)
+        if b * block_size > min_seq:  # some row has masked keys here: zero their V (NaN-safe)
+            _zero_masked_values(v, seq, own_blocks if trusting else None, a, b, block_size)
         m_new = torch.maximum(m, s.amax(dim=-1))
         m_safe = torch.where(torch.isinf(m_new), 0.0, m_new)  # a row with no valid key so far
         alpha = torch.exp(m - m_safe)
         p = torch.exp(s - m_safe[..., None])
         l = l * alpha + p.sum(dim=-1)
-        acc = acc * alpha[..., None] + torch.matmul(p.to(v.dtype), v).to(acc_dtype)
+        pv = torch.matmul(p.to(v.dtype).view(G, H * M, T), v).to(acc_dtype)  # [G, H*M, H*D]
+        if H > 1:  # keep the diagonal blocks: head h's probabilities with head h's values
+            pv = torch.diagonal(pv.view(G, H, M, H, D), dim1=1, dim2=3).permute(0, 3, 1, 2)
+        acc = acc * alpha[..., None] + pv.view(G, H, M, D)
         m = m_new
     return m, l, acc
 

@@ -2,9 +2,10 @@
 
 Each shape is a decode batch (query length 1) of ``batch`` requests whose context lengths are
 ``context`` (uniform) or a ramp from ``context / batch`` up to ``context`` (skewed). Each row's own
-pages are a random permutation of the KV cache; the columns past its own pages hold stale ids
-drawn from the whole cache (as after churn), so the baseline walk reads real, scattered memory
-rather than one null page from cache. Both modes run on the same batch and cache, interleaved.
+pages are consecutive block ids, as a fresh block pool hands them out (FIFO free queue,
+lab/engine/block_pool.py); the columns past its own pages hold stale ids drawn at random from the
+whole cache (as after churn), so the baseline walk reads real, scattered memory rather than one
+null page from cache. Both modes run on the same batch and cache, interleaved.
 
 Bytes are counted on K and V: ``walked`` = rows x cdiv(max_seq_len, block_size) pages (what the
 kernel reads), ``real`` = sum(seq_lens) tokens. GB/s is walked bytes / median time. The copy
@@ -86,7 +87,7 @@ def build(shape: Shape, cfg: HeadConfig, device="cpu", seed: int = 0):
     width = cdiv(shape.max_model_len, shape.block_size)
     own_total = int(nb.sum())
     num_blocks = 1 + 2 * own_total  # the null block, the rows' own blocks, as many stale ones
-    perm = rng.permutation(np.arange(1, num_blocks))
+    perm = np.arange(1, num_blocks)  # FIFO order of a fresh pool
     table = rng.integers(1, num_blocks, size=(shape.batch, width))  # stale ids
     off = np.concatenate([[0], np.cumsum(nb)])
     for i in range(shape.batch):

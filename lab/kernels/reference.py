@@ -24,12 +24,20 @@ import torch
 from lab.kernels.batch import HeadConfig, PagedBatch
 
 # Target bytes of gathered K (and again V) per chunk: small enough to stay in L2/L3.
-CHUNK_BYTES = 1 << 20
+CHUNK_BYTES = 2 << 20
+# Tokens per row and chunk the walk aims for: long rows make the per-row matmuls efficient, so
+# rows are taken in sub-batches of CHUNK_BYTES / (CHUNK_TOKENS x token bytes).
+CHUNK_TOKENS = 256
 
 
 def pages_per_chunk(num_rows: int, block_size: int, cfg: HeadConfig, chunk_bytes: int = CHUNK_BYTES) -> int:
     page = block_size * cfg.kv_bytes_per_token // 2
     return max(1, chunk_bytes // max(1, num_rows * page))
+
+
+def rows_per_sub_batch(block_size: int, cfg: HeadConfig, chunk_bytes: int = CHUNK_BYTES) -> int:
+    tokens = max(CHUNK_TOKENS, block_size)
+    return max(1, chunk_bytes // (tokens * cfg.kv_bytes_per_token // 2))
 
 
 def group_queries(batch: PagedBatch, rows: np.ndarray, L: int, cfg: HeadConfig):
@@ -149,13 +157,16 @@ def paged_attention(batch: PagedBatch, kv_cache: torch.Tensor, max_seq_len: int,
     w = batch.walk_columns(max_seq_len)
     out = torch.zeros_like(batch.query)
     dev = batch.query.device
-    for L, rows in batch.row_groups():
-        q, tok, qpos, seq = group_queries(batch, rows, L, cfg)
-        own = torch.as_tensor(batch.num_blocks[rows], device=dev)
-        table_rows = batch.block_table[torch.as_tensor(rows, device=dev)]
-        m, l, acc = attend_pages(q, qpos, seq, own, table_rows, kv_cache, 0, w, batch.block_size, cfg,
-                                 trusting=trusting, chunk=chunk)
-        scatter_output(out, acc, l, tok, cfg)
+    per = rows_per_sub_batch(batch.block_size, cfg)
+    for L, group in batch.row_groups():
+        for i in range(0, len(group), per):
+            rows = group[i: i + per]
+            q, tok, qpos, seq = group_queries(batch, rows, L, cfg)
+            own = torch.as_tensor(batch.num_blocks[rows], device=dev)
+            table_rows = batch.block_table[torch.as_tensor(rows, device=dev)]
+            m, l, acc = attend_pages(q, qpos, seq, own, table_rows, kv_cache, 0, w, batch.block_size, cfg,
+                                     trusting=trusting, chunk=chunk)
+            scatter_output(out, acc, l, tok, cfg)
     return out
 
 

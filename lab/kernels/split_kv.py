@@ -38,8 +38,8 @@ class SplitPlan:
     walk_columns: int    # pages each row walks: min(num_ctas * pages_per_cta, cdiv(max_seq_len, bs))
 
     def cta_ranges(self) -> list[tuple[int, int]]:
-        return [(c * self.pages_per_cta, min((c + 1) * self.pages_per_cta, self.walk_columns))
-                for c in range(self.num_ctas_per_seq_kv)]
+        w, p = self.walk_columns, self.pages_per_cta
+        return [(min(c * p, w), min((c + 1) * p, w)) for c in range(self.num_ctas_per_seq_kv)]
 
 
 def split_plan(max_seq_len: int, batch_size: int, num_kv_heads: int, block_size: int, max_query_len: int = 1,
@@ -52,8 +52,7 @@ def split_plan(max_seq_len: int, batch_size: int, num_kv_heads: int, block_size:
     base = max_query_len * num_kv_heads * batch_size
     n = max(1, min(max_ctas, max(1, num_sms // base)))
     walk = cdiv(max_seq_len, block_size)
-    ppc = cdiv(cdiv(max_seq_len, n), block_size)
-    n = cdiv(walk, ppc)  # rounding to whole pages can leave the last CTA empty
+    ppc = cdiv(cdiv(max_seq_len, n), block_size)  # rounding to whole pages can leave the last CTAs empty
     return SplitPlan(n, max_ctas, ppc, walk)
 
 

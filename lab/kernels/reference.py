@@ -23,8 +23,10 @@ import torch
 
 from lab.kernels.batch import HeadConfig, PagedBatch
 
-# Target bytes of gathered K (and again V) per chunk: small enough to stay in L2/L3.
+# Target bytes of gathered K (and again V) per chunk: small enough to stay in L2/L3 on a CPU; on a
+# GPU large, so that a launch is a few big kernels rather than many small ones.
 CHUNK_BYTES = 2 << 20
+CHUNK_BYTES_CUDA = 256 << 20
 # Tokens per row and chunk the walk aims for: long rows make the per-row matmuls efficient, so
 # rows are taken in sub-batches of CHUNK_BYTES / (CHUNK_TOKENS x token bytes).
 CHUNK_TOKENS = 256
@@ -33,6 +35,10 @@ CHUNK_TOKENS = 256
 def pages_per_chunk(num_rows: int, block_size: int, cfg: HeadConfig, chunk_bytes: int = CHUNK_BYTES) -> int:
     page = block_size * cfg.kv_bytes_per_token // 2
     return max(1, chunk_bytes // max(1, num_rows * page))
+
+
+def _chunk_bytes(device) -> int:
+    return CHUNK_BYTES_CUDA if torch.device(device).type == "cuda" else CHUNK_BYTES
 
 
 def rows_per_sub_batch(block_size: int, cfg: HeadConfig, chunk_bytes: int = CHUNK_BYTES) -> int:
@@ -104,7 +110,7 @@ def attend_pages(q, qpos, seq, own_blocks, table_rows, kv_cache, c0: int, c1: in
     acc = torch.zeros((G, H, M, D), dtype=acc_dtype, device=dev)
     if c1 <= c0 or G == 0:
         return m, l, acc
-    chunk = chunk or pages_per_chunk(G, block_size, cfg)
+    chunk = chunk or pages_per_chunk(G, block_size, cfg, _chunk_bytes(dev))
     qbd = block_diagonal(q.to(kv_cache.dtype))  # [G, H*M, H*D]
     min_seq = int(seq.min())
     k_pages, v_pages = kv_cache[0].flatten(1), kv_cache[1].flatten(1)  # [num_blocks, page elems]
@@ -157,7 +163,7 @@ def paged_attention(batch: PagedBatch, kv_cache: torch.Tensor, max_seq_len: int,
     w = batch.walk_columns(max_seq_len)
     out = torch.zeros_like(batch.query)
     dev = batch.query.device
-    per = rows_per_sub_batch(batch.block_size, cfg)
+    per = rows_per_sub_batch(batch.block_size, cfg, _chunk_bytes(dev))
     for L, group in batch.row_groups():
         for i in range(0, len(group), per):
             rows = group[i: i + per]

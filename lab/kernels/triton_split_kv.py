@@ -78,7 +78,7 @@ def _kernel():
             kpos = page * BLOCK_SIZE + offs_t
             key_ok = kpos < seq
             v = tl.where(key_ok[:, None], v, 0.0)
-            s = tl.dot(q, tl.trans(k)) * SCALE
+            s = tl.dot(q, tl.trans(k), input_precision="ieee") * SCALE  # no TF32: fp32 as in the tests
             valid = (kpos[None, :] <= qpos[:, None]) & slot_ok[:, None]
             s = tl.where(valid, s, float("-inf"))
             m_new = tl.maximum(m, tl.max(s, axis=1))
@@ -86,7 +86,7 @@ def _kernel():
             alpha = tl.exp(m - m_safe)
             p = tl.exp(s - m_safe[:, None])
             lsum = lsum * alpha + tl.sum(p, axis=1)
-            acc = acc * alpha[:, None] + tl.dot(p, v)
+            acc = acc * alpha[:, None] + tl.dot(p, v, input_precision="ieee")
             m = m_new
         out = ((row * NUM_KV_HEADS + kvh) * num_ctas + cta) * (num_q_tiles * BLOCK_M) + slot
         tl.store(m_ptr + out, m)

@@ -202,9 +202,9 @@ def cmd_bench_kernels(args) -> int:
 
     _set_threads(args.threads)
     shapes = [parse_shape(x) for x in args.shape] if args.shape else DEFAULT_SHAPES
-    print(f"python -m lab bench kernels --backend {args.backend} --device {args.device} --repeats {args.repeats} "
+    print(f"python -m lab bench kernels --backend {args.backend} --device {args.device} --repeats {args.repeat} "
           f"--threads {args.threads}  (benchmarks on a shared machine are noisy: read the IQR)")
-    run_bench(shapes, args.backend, args.device, repeats=args.repeats, json_path=args.json, md_path=args.md)
+    run_bench(shapes, args.backend, args.device, repeats=args.repeat, json_path=args.json, md_path=args.md)
     return 0
 
 
@@ -278,7 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("what", choices=["engine", "kernels"])
     sp.add_argument("--steps", type=int, default=10_000)
     sp.add_argument("--reqs", type=int, default=256)
-    sp.add_argument("--repeat", type=int, default=3)
+    sp.add_argument("--repeat", "--repeats", dest="repeat", type=int, default=3)
     sp.add_argument("--no-churn", action="store_true", help="skip the run with one arrival per step")
     sp.add_argument("--backend", default="torch-reference", help="kernels: the attention backend")
     sp.add_argument("--device", default="cpu", help="kernels: cpu or cuda")

@@ -3,9 +3,10 @@
 Each shape is a decode batch (query length 1) of ``batch`` requests whose context lengths are
 ``context`` (uniform) or a ramp from ``context / batch`` up to ``context`` (skewed). Each row's own
 pages are consecutive block ids, as a fresh block pool hands them out (FIFO free queue,
-lab/engine/block_pool.py); the columns past its own pages hold stale ids drawn at random from the
-whole cache (as after churn), so the baseline walk reads real, scattered memory rather than one
-null page from cache. Both modes run on the same batch and cache, interleaved.
+lab/engine/block_pool.py); the columns past its own pages hold the consecutive ids of an earlier,
+finished request of that row (every row its own region), so the walk past the real length reads
+real memory that no other row reads: the worst case, where every column was written before. (A
+column never written holds the null block, which a walk would read from cache.) Both modes run on the same batch and cache, interleaved.
 
 Bytes are counted on K and V: ``walked`` = rows x cdiv(max_seq_len, block_size) pages (what the
 kernel reads), ``real`` = sum(seq_lens) tokens. GB/s is walked bytes / median time. The copy
@@ -79,19 +80,19 @@ def parse_shape(text: str) -> Shape:
 
 
 def build(shape: Shape, cfg: HeadConfig, device="cpu", seed: int = 0):
-    """(batch, kv_cache) for a shape: the own pages of each row, then stale ids from the whole cache."""
-    rng = np.random.default_rng(seed)
+    """(batch, kv_cache) for a shape: the own pages of each row, then its stale region."""
     gen = torch.Generator().manual_seed(seed)
     seq = shape.seq_lens()
     nb = (seq + shape.block_size - 1) // shape.block_size
     width = cdiv(shape.max_model_len, shape.block_size)
     own_total = int(nb.sum())
-    num_blocks = 1 + 2 * own_total  # the null block, the rows' own blocks, as many stale ones
-    perm = np.arange(1, num_blocks)  # FIFO order of a fresh pool
-    table = rng.integers(1, num_blocks, size=(shape.batch, width))  # stale ids
-    off = np.concatenate([[0], np.cumsum(nb)])
+    num_blocks = 1 + own_total + shape.batch * width  # the null block, own blocks, a stale region per row
+    table = np.zeros((shape.batch, width), dtype=np.int64)
+    off = np.concatenate([[0], np.cumsum(nb)]) + 1
     for i in range(shape.batch):
-        table[i, : nb[i]] = perm[off[i]: off[i + 1]]
+        table[i, : nb[i]] = np.arange(off[i], off[i + 1])  # FIFO order of a fresh pool
+        stale = 1 + own_total + i * width
+        table[i, nb[i]:] = np.arange(stale + nb[i], stale + width)
     kv = make_kv_cache(num_blocks, shape.block_size, cfg, device=device, generator=gen)
     batch = make_batch(seq, np.ones(shape.batch, np.int64), nb, table, cfg, shape.block_size, device=device,
                        generator=gen)

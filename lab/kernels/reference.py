@@ -60,17 +60,21 @@ def group_queries(batch: PagedBatch, rows: np.ndarray, L: int, cfg: HeadConfig):
     return q * cfg.scale, tok, qpos, seq
 
 
-def block_diagonal(q: torch.Tensor) -> torch.Tensor:
-    """[G, H, M, D] queries as [G, H*M, H*D] with head h's queries in block (h, h), zeros elsewhere:
-    one batched matmul against K viewed as [G, T, H*D] then gives every head's scores without
-    transposing the gathered K/V (H times the flops, which decode has to spare)."""
-    G, H, M, D = q.shape
+def _scores(q: torch.Tensor, k: torch.Tensor, H: int, D: int) -> torch.Tensor:
+    """q [G, H, M, D] against the gathered keys k [G, T, H*D] -> [G, H, M, T], one batched matmul
+    per KV head on a strided view of k (BLAS takes the stride; no copy of the chunk)."""
     if H == 1:
-        return q.reshape(G, M, D)
-    out = q.new_zeros(G, H, M, H, D)
-    for h in range(H):
-        out[:, h, :, h] = q[:, h]
-    return out.view(G, H * M, H * D)
+        return torch.matmul(q, k.transpose(1, 2).unsqueeze(1))
+    kh = k.view(k.shape[0], k.shape[1], H, D)
+    return torch.stack([torch.matmul(q[:, h], kh[:, :, h].transpose(1, 2)) for h in range(H)], dim=1)
+
+
+def _weighted_values(p: torch.Tensor, v: torch.Tensor, H: int, D: int) -> torch.Tensor:
+    """p [G, H, M, T] times the gathered values v [G, T, H*D] -> [G, H, M, D], per KV head."""
+    if H == 1:
+        return torch.matmul(p, v.unsqueeze(1))
+    vh = v.view(v.shape[0], v.shape[1], H, D)
+    return torch.stack([torch.matmul(p[:, h], vh[:, :, h]) for h in range(H)], dim=1)
 
 
 def _zero_masked_values(v: torch.Tensor, seq, trusted_from, a: int, b: int, block_size: int) -> None:
@@ -111,7 +115,7 @@ def attend_pages(q, qpos, seq, own_blocks, table_rows, kv_cache, c0: int, c1: in
     if c1 <= c0 or G == 0:
         return m, l, acc
     chunk = chunk or pages_per_chunk(G, block_size, cfg, _chunk_bytes(dev))
-    qbd = block_diagonal(q.to(kv_cache.dtype))  # [G, H*M, H*D]
+    qk = q.to(kv_cache.dtype)
     min_seq = int(seq.min())
     k_pages, v_pages = kv_cache[0].flatten(1), kv_cache[1].flatten(1)  # [num_blocks, page elems]
     # Reused chunk buffers: a fresh allocation per chunk would page-fault on every chunk.
@@ -130,7 +134,7 @@ def attend_pages(q, qpos, seq, own_blocks, table_rows, kv_cache, c0: int, c1: in
         if trusting:
             past_own = (kpos[None, :] // block_size) >= own_blocks[:, None]  # pages it trusts
             valid = valid | past_own[:, None, :]
-        s = torch.matmul(qbd, k.transpose(1, 2)).to(acc_dtype).view(G, H, L, grp, T)
+        s = _scores(qk, k, H, D).to(acc_dtype).view(G, H, L, grp, T)
         s = torch.where(valid[:, None, :, None, :], s, float("-inf")).view(G, H, M, T)
         if b * block_size > min_seq:  # some row has masked keys here: zero their V (NaN-safe)
             _zero_masked_values(v, seq, own_blocks if trusting else None, a, b, block_size)
@@ -139,10 +143,7 @@ def attend_pages(q, qpos, seq, own_blocks, table_rows, kv_cache, c0: int, c1: in
         alpha = torch.exp(m - m_safe)
         p = torch.exp(s - m_safe[..., None])
         l = l * alpha + p.sum(dim=-1)
-        pv = torch.matmul(p.to(v.dtype).view(G, H * M, T), v).to(acc_dtype)  # [G, H*M, H*D]
-        if H > 1:  # keep the diagonal blocks: head h's probabilities with head h's values
-            pv = torch.diagonal(pv.view(G, H, M, H, D), dim1=1, dim2=3).permute(0, 3, 1, 2)
-        acc = acc * alpha[..., None] + pv.view(G, H, M, D)
+        acc = acc * alpha[..., None] + _weighted_values(p.to(v.dtype), v, H, D).to(acc_dtype)
         m = m_new
     return m, l, acc
 

@@ -12,27 +12,11 @@ Triton is imported lazily: the rest of the lab never needs it.
 from __future__ import annotations
 
 import functools
-import os
 
 import torch
 
 from lab.kernels.batch import HeadConfig, PagedBatch
 from lab.kernels.split_kv import NUM_SMS_B200, STEP_KV, SplitPlan, combine_partials, split_plan
-
-
-def triton_status(device: str) -> tuple[bool, str]:
-    """(runs here, why not) for the Triton kernel on ``device`` ("cuda" or "cpu")."""
-    try:
-        import triton  # noqa: F401
-    except ImportError:
-        return False, "triton is not installed (pip install triton)"
-    if device == "cuda":
-        if not torch.cuda.is_available():
-            return False, "no CUDA device (torch.cuda.is_available() is False)"
-        return True, ""
-    if os.environ.get("TRITON_INTERPRET") != "1":
-        return False, "on the CPU Triton runs only in its interpreter: set TRITON_INTERPRET=1 before starting"
-    return True, "interpreter mode (slow; correctness only)"
 
 
 @functools.cache

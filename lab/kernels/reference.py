@@ -141,7 +141,10 @@ def attend_pages(q, qpos, seq, own_blocks, table_rows, kv_cache, c0: int, c1: in
         m_new = torch.maximum(m, s.amax(dim=-1))
         m_safe = torch.where(torch.isinf(m_new), 0.0, m_new)  # a row with no valid key so far
         alpha = torch.exp(m - m_safe)
-        p = torch.exp(s - m_safe[..., None])
+        # exp of arguments far below 0 takes a slow path on some CPUs (denormals, -inf): clamp at
+        # -80 (e^-80 is negligible next to the row max's 1), then zero the masked keys exactly.
+        p = torch.exp((s - m_safe[..., None]).clamp_(min=-80.0))
+        p = p.view(G, H, L, grp, T).mul_(valid[:, None, :, None, :]).view(G, H, M, T)
         l = l * alpha + p.sum(dim=-1)
         acc = acc * alpha[..., None] + _weighted_values(p.to(v.dtype), v, H, D).to(acc_dtype)
         m = m_new

@@ -204,7 +204,10 @@ def cmd_bench_kernels(args) -> int:
     shapes = [parse_shape(x) for x in args.shape] if args.shape else DEFAULT_SHAPES
     print(f"python -m lab bench kernels --backend {args.backend} --device {args.device} --repeats {args.repeat} "
           f"--threads {args.threads}  (benchmarks on a shared machine are noisy: read the IQR)")
-    run_bench(shapes, args.backend, args.device, repeats=args.repeat, json_path=args.json, md_path=args.md)
+    from lab.kernels.batch import HeadConfig
+
+    run_bench(shapes, args.backend, args.device, cfg=HeadConfig(dtype=args.dtype), repeats=args.repeat,
+              json_path=args.json, md_path=args.md)
     return 0
 
 
@@ -285,6 +288,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--shape", action="append", help="kernels: BATCHxCONTEXT[s]/MAX_MODEL_LEN/BLOCK_SIZE, "
                     "s = skewed lengths (repeatable; default: four shapes)")
     sp.add_argument("--threads", type=int, default=1, help="kernels: torch CPU threads (default 1)")
+    sp.add_argument("--dtype", default="float32", help="kernels: float32 | bfloat16 | float16 (FlashInfer "
+                    "kernels need a 16-bit type)")
     sp.add_argument("--json", help="kernels: write the results as JSON here")
     sp.add_argument("--md", help="kernels: write the table as markdown here")
     sp.set_defaults(fn=cmd_bench)

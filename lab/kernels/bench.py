@@ -124,7 +124,8 @@ def bench_shape(shape: Shape, backend: str = "torch-reference", device: str = "c
     row["ratio_vs_predicted"] = row["measured_ratio"] / row["predicted_ratio"]
     row["fixed_pct_of_copy"] = 100 * row["fixed_gbps"] / copy_gbps
     row["command"] = (f"python -m lab bench kernels --backend {backend} --device {device} --shape {shape.label()} "
-                      f"--repeats {repeats} --threads {torch.get_num_threads()}")
+                      f"--repeats {repeats} --threads {torch.get_num_threads()}"
+                      + (f" --dtype {cfg.dtype}" if cfg.dtype != "float32" else ""))
     return row
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 import torch
 
@@ -12,7 +15,8 @@ from lab.kernels.reference import is_wrong, paged_attention, paged_attention_tru
 from lab.kernels.split_kv import paged_attention_split_kv
 from lab.kernels.timing import CudaTimer, time_interleaved
 from lab.scenario import parse_spec
-from tests.test_kernels import random_case, rel_err
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_kernels import random_case, rel_err  # noqa: E402 - the CPU tests' random batches
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(),

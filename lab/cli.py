@@ -4,10 +4,16 @@
     python -m lab simulate --preset NAME          run a preset, print each step and the totals
     python -m lab simulate --spec "8p1ko64_k=3"   run a scenario written in the grammar
            [--out trace.json] [--every N] [--quiet]
+           [--backend torch-reference [--device cpu] [--repeats N] [--threads N]]
+                                                  … and run the kernels each Nth step (lab.run),
+                                                  printing per-step timings in both modes
     python -m lab show trace.json                 print a saved trace the same way
     python -m lab bench engine [--steps N] [--reqs N]
                                                   time the engine, steps per second
     python -m lab bench app                       the app: step-change server time, launch time
+    python -m lab bench kernels [--backend B] [--device D] [--shape 64x4k/32k/16 …] [--repeats N]
+           [--threads N] [--json F] [--md F]       baseline vs fixed kernel time over batch shapes
+    python -m lab backends                        which attention backends run here (R10)
 """
 
 from __future__ import annotations
@@ -98,22 +104,111 @@ def cmd_presets(args) -> int:
     return 0
 
 
+def _set_threads(n: int) -> None:
+    import torch
+
+    if n < 1:
+        raise ValueError("--threads must be >= 1")
+    torch.set_num_threads(n)
+
+
+def print_timings(trace: Trace, every: int = 1, out=None, show_steps: bool = True) -> None:
+    """The kernel timings of a live run: per timed step and in total."""
+    w = (out or sys.stdout).write
+    k = trace.timings
+    w(f"kernels: backend {k['backend']} on {k['device']} ({k.get('head_config', k['dtype'])}); torch "
+      f"{k.get('torch', '?')}, triton {k.get('triton', '?')}; median of {k.get('repeats', '?')} interleaved "
+      f"launches per mode\n  reproduce: {k.get('command', '?')}\n")
+    rows = [st for st in trace.steps if st.timing is not None]
+    if show_steps:
+        w(f"{'step':>5} {'ms b/f':>19} {'ratio':>7} {'walked MB b/f':>19} {'GB/s b/f':>13} "
+          f"{'max err b/f':>19} {'trusting wrong b/f':>18} {'out-of-range b/f':>19}\n")
+        for st in rows:
+            if st.index % every and st.index != len(trace.steps) - 1:
+                continue
+            t, oor = st.timing, st.oor
+            b, f = t["baseline"], t["fixed"]
+            w(f"{st.index:>5} {b['ms']:>9.2f}/{f['ms']:<9.2f} {b['ms'] / f['ms']:>6.2f}x "
+              f"{b['bytes_walked'] / 1e6:>9.1f}/{f['bytes_walked'] / 1e6:<9.1f} "
+              f"{b['gbps_walked']:>6.2f}/{f['gbps_walked']:<6.2f} {b['max_abs_err']:>9.1e}/{f['max_abs_err']:<9.1e} "
+              f"{b['trusting_wrong']:>8}/{f['trusting_wrong']:<9} "
+              f"{_fmt(_oor_total(oor['baseline'])):>9}/{_fmt(_oor_total(oor['fixed'])):<9}\n")
+    if not rows:
+        w("no step was timed\n")
+        return
+    tot = {m: sum(st.timing[m]["ms"] for st in rows) for m in ("baseline", "fixed")}
+    walked = {m: sum(st.timing[m]["bytes_walked"] for st in rows) for m in ("baseline", "fixed")}
+    wrong = {m: sum(st.timing[m]["trusting_wrong"] == 1 for st in rows) for m in ("baseline", "fixed")}
+    with_oor = {m: sum(_oor_total(st.oor[m]) > 0 for st in rows) for m in ("baseline", "fixed")}
+    w(f"kernel totals over {len(rows)} timed steps: baseline {tot['baseline']:.1f} ms, fixed {tot['fixed']:.1f} ms "
+      f"({tot['baseline'] / tot['fixed']:.2f}x; walked bytes predict "
+      f"{walked['baseline'] / max(walked['fixed'], 1):.2f}x)\n"
+      f"  trusting kernel wrong on {wrong['baseline']}/{wrong['fixed']} steps (baseline/fixed); steps with "
+      f"out-of-range reads: {with_oor['baseline']}/{with_oor['fixed']}\n")
+
+
 def cmd_simulate(args) -> int:
     scenario = _scenario_from_args(args)
     t0 = time.perf_counter()
-    trace = simulate(scenario)
+    if args.backend:
+        from lab.kernels.live import run, text_progress
+
+        _set_threads(args.threads)
+        trace = run(scenario, backend=args.backend, device=args.device, every=args.every,
+                    progress=None if args.quiet else text_progress(), repeats=args.repeats,
+                    command=_live_command(args))
+    else:
+        trace = simulate(scenario)
     dt = time.perf_counter() - t0
     print_trace(trace, every=args.every, show_steps=not args.quiet)
-    print(f"engine time: {dt:.3f} s for {len(trace.steps)} steps")
+    if args.backend:
+        print()
+        print_timings(trace, every=args.every, show_steps=not args.quiet)
+    print(f"{'engine + kernel' if args.backend else 'engine'} time: {dt:.3f} s for {len(trace.steps)} steps")
     if args.out:
         trace.save(args.out)
         print(f"trace saved to {args.out}")
     return 0
 
 
+def _live_command(args) -> str:
+    import shlex
+
+    src = f"--preset {args.preset}" if args.preset else f"--spec {shlex.quote(args.spec)}"
+    return (f"python -m lab simulate {src} --backend {args.backend} --device {args.device} --every {args.every} "
+            f"--repeats {args.repeats} --threads {args.threads}")
+
+
 def cmd_show(args) -> int:
     trace = Trace.load(args.path)
     print_trace(trace, every=args.every, show_steps=not args.quiet)
+    if trace.timings is not None:
+        print()
+        print_timings(trace, every=args.every, show_steps=not args.quiet)
+    return 0
+
+
+def cmd_backends(args) -> int:
+    from lab.kernels.registry import backends
+
+    for b in backends():
+        runs = "runs here" if b["runs_here"] else f"not here: {b['why_not']}"
+        r10 = "max_seq_len changes its work" if b["max_seq_len_changes_work"] else "max_seq_len does not change its work"
+        print(f"{b['name']} ({b['device']}): {runs}\n  {b['kernel']}\n  R10: {r10}: {b['r10_reason']}")
+    return 0
+
+
+def cmd_bench_kernels(args) -> int:
+    from lab.kernels.bench import DEFAULT_SHAPES, parse_shape, run_bench
+
+    _set_threads(args.threads)
+    shapes = [parse_shape(x) for x in args.shape] if args.shape else DEFAULT_SHAPES
+    print(f"python -m lab bench kernels --backend {args.backend} --device {args.device} --repeats {args.repeat} "
+          f"--threads {args.threads}  (benchmarks on a shared machine are noisy: read the IQR)")
+    from lab.kernels.batch import HeadConfig
+
+    run_bench(shapes, args.backend, args.device, cfg=HeadConfig(dtype=args.dtype), repeats=args.repeat,
+              json_path=args.json, md_path=args.md)
     return 0
 
 
@@ -149,8 +244,10 @@ def cmd_bench(args) -> int:
 
         run_bench_app()
         return 0
+    if args.what == "kernels":
+        return cmd_bench_kernels(args)
     if args.what != "engine":
-        raise ValueError(f"unknown benchmark {args.what!r} (known: engine, app)")
+        raise ValueError(f"unknown benchmark {args.what!r} (known: engine, kernels, app)")
     print(f"python -m lab bench engine --steps {args.steps} --reqs {args.reqs}  (CPU, numpy engine; "
           f"target: 10,000 steps x 256 requests in <= 2 s)")
     small = bench_engine(args.steps // 4, args.reqs, False, args.repeat)
@@ -173,18 +270,34 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", help="save the trace as JSON here")
     sp.add_argument("--every", type=int, default=1, help="print every Nth step")
     sp.add_argument("--quiet", action="store_true", help="print only the totals")
+    sp.add_argument("--backend", help="also run this attention backend each --every steps in both modes "
+                    "(python -m lab backends lists them), e.g. torch-reference")
+    sp.add_argument("--device", default="cpu", help="cpu or cuda (with --backend)")
+    sp.add_argument("--repeats", type=int, default=3, help="timed launches per mode and step (with --backend)")
+    sp.add_argument("--threads", type=int, default=1, help="torch CPU threads (with --backend; default 1)")
     sp.set_defaults(fn=cmd_simulate)
     sp = sub.add_parser("show", help="print a saved trace")
     sp.add_argument("path")
     sp.add_argument("--every", type=int, default=1)
     sp.add_argument("--quiet", action="store_true")
     sp.set_defaults(fn=cmd_show)
+    sp = sub.add_parser("backends", help="which attention backends run here, and R10 for each")
+    sp.set_defaults(fn=cmd_backends)
     sp = sub.add_parser("bench", help="benchmarks")
-    sp.add_argument("what", choices=["engine", "app"])
+    sp.add_argument("what", choices=["engine", "kernels", "app"])
     sp.add_argument("--steps", type=int, default=10_000)
     sp.add_argument("--reqs", type=int, default=256)
-    sp.add_argument("--repeat", type=int, default=3)
+    sp.add_argument("--repeat", "--repeats", dest="repeat", type=int, default=3)
     sp.add_argument("--no-churn", action="store_true", help="skip the run with one arrival per step")
+    sp.add_argument("--backend", default="torch-reference", help="kernels: the attention backend")
+    sp.add_argument("--device", default="cpu", help="kernels: cpu or cuda")
+    sp.add_argument("--shape", action="append", help="kernels: BATCHxCONTEXT[s]/MAX_MODEL_LEN/BLOCK_SIZE, "
+                    "s = skewed lengths (repeatable; default: four shapes)")
+    sp.add_argument("--threads", type=int, default=1, help="kernels: torch CPU threads (default 1)")
+    sp.add_argument("--dtype", default="float32", help="kernels: float32 | bfloat16 | float16 (FlashInfer "
+                    "kernels need a 16-bit type)")
+    sp.add_argument("--json", help="kernels: write the results as JSON here")
+    sp.add_argument("--md", help="kernels: write the table as markdown here")
     sp.set_defaults(fn=cmd_bench)
     return p
 

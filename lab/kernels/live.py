@@ -1,0 +1,116 @@
+"""A live run: the engine's trace, then real attention kernels on a real paged KV cache, step by
+step, in both modes on the same KV contents; the per-step timings and correctness go into the
+trace (``trace.timings``, ``step.timing``; docs/trace.md "Kernel timings").
+
+Each timed step's target pass becomes one launch (lab/kernels/batch.py ``batch_from_step``): the
+step's exact ``seq_lens``, query lengths and gathered block table (stale columns included). The
+mode changes only ``max_seq_len``, i.e. ``step.kernel_max_seq_len[mode]`` (what the launch sees,
+R9). The KV cache holds random values in every block (stale blocks keep old KV) and zeros in the
+null block; it is filled once, so both modes read the same bytes.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+
+import numpy as np
+import torch
+
+from lab.engine.model_states import MODES
+from lab.kernels.batch import HeadConfig, batch_from_step, make_kv_cache, sdpa_reference
+from lab.kernels.reference import is_wrong, max_abs_error, paged_attention_trusting
+from lab.kernels.registry import find, get_kernel
+from lab.kernels.timing import environment, make_timer, time_interleaved
+from lab.scenario import Scenario
+from lab.trace import Trace, simulate
+
+# A trusting result counts as wrong above this error relative to the reference's largest value (or
+# when not finite); the masked kernels stay below 1e-5 in fp32 (tests/test_kernels.py).
+TRUSTING_RTOL = 1e-4
+
+
+def text_progress(out=None):
+    """A progress callback printing a one-line bar to stderr."""
+    out = out or sys.stderr
+
+    def report(done: int, total: int) -> None:
+        n = 30 * done // max(total, 1)
+        out.write(f"\rkernels [{'#' * n}{'.' * (30 - n)}] {done}/{total} steps")
+        if done == total:
+            out.write("\n")
+        out.flush()
+
+    return report
+
+
+def run(scenario: Scenario, backend: str = "torch-reference", device: str = "cpu", every: int = 1,
+        progress=None, repeats: int = 3, warmup: int = 1, head_config: HeadConfig | None = None,
+        seed: int = 0, trace: Trace | None = None, command: str | None = None) -> Trace:
+    """Run the engine on ``scenario`` (or take its ``trace``), then time ``backend`` on ``device``
+    on every ``every``-th step (and the last), baseline and fixed interleaved, ``repeats`` timed
+    launches after ``warmup``. ``progress(done, total)`` is called after each timed step.
+    Returns the trace with its kernel timings attached."""
+    if not isinstance(every, int) or every < 1:
+        raise ValueError(f"every must be an integer >= 1, got {every!r}")
+    if repeats < 1 or warmup < 0:
+        raise ValueError("repeats must be >= 1 and warmup >= 0")
+    cfg = head_config or HeadConfig()
+    kernel = get_kernel(backend, device)  # ValueError naming why it does not run here
+    trace = trace if trace is not None else simulate(scenario)
+    s = trace.scenario
+    steps = trace.steps
+    num_steps = len(steps)
+    timed = [i for i in range(num_steps) if i % every == 0 or i == num_steps - 1]
+
+    gen = torch.Generator().manual_seed(seed)
+    log = trace.arrays["block_log"]
+    num_blocks = max(2, int(log.max()) + 1 if len(log) else 2)
+    kv = make_kv_cache(num_blocks, s.block_size, cfg, device=device, generator=gen)
+    timer = make_timer(device)
+
+    shape2 = (num_steps, len(MODES))
+    arrays = {"kernel_ms": np.full(shape2, np.nan), "kernel_iqr_ms": np.full(shape2, np.nan),
+              "kernel_bytes_real": np.zeros(num_steps, np.int64),
+              "kernel_bytes_walked": np.zeros(shape2, np.int64),
+              "kernel_max_abs_err": np.full(shape2, np.nan),
+              "kernel_trusting_wrong": np.full(shape2, -1, np.int8)}
+    for done, i in enumerate(timed, 1):
+        st = steps[i]
+        batch = batch_from_step(st, cfg, device=device, generator=gen)
+        ref = sdpa_reference(batch, kv, cfg)
+        msl = st.kernel_max_seq_len
+        outs: dict[str, torch.Tensor] = {}
+
+        def launch(mode):
+            def fn():
+                outs[mode] = kernel(batch, kv, msl[mode], cfg)
+            return fn
+
+        res = time_interleaved({m: launch(m) for m in MODES}, timer, warmup=warmup, repeats=repeats)
+        arrays["kernel_bytes_real"][i] = batch.real_bytes(cfg)
+        for j, m in enumerate(MODES):
+            arrays["kernel_ms"][i, j] = max(res[m].median_ms, 1e-6)
+            arrays["kernel_iqr_ms"][i, j] = res[m].iqr_ms
+            arrays["kernel_bytes_walked"][i, j] = batch.walked_bytes(msl[m], cfg)
+            arrays["kernel_max_abs_err"][i, j] = max_abs_error(outs[m], ref, batch.num_real_tokens)
+            trusting = paged_attention_trusting(batch, kv, msl[m], cfg)
+            arrays["kernel_trusting_wrong"][i, j] = int(is_wrong(trusting, ref, batch.num_real_tokens,
+                                                                 TRUSTING_RTOL))
+        if progress is not None:
+            progress(done, len(timed))
+
+    env = environment(device)
+    spec = s.to_spec()
+    meta = {"backend": backend, "device": env.pop("device"), "device_kind": device,
+            "kernel": find(backend, "cuda" if device.startswith("cuda") else device).kernel,
+            "dtype": cfg.dtype, "head_config": cfg.describe(), "num_q_heads": cfg.num_q_heads,
+            "num_kv_heads": cfg.num_kv_heads, "head_dim": cfg.head_dim, **env,
+            "repeats": repeats, "warmup": warmup, "every": every, "timed_steps": len(timed),
+            "timer": type(timer).__name__, "trusting_rtol": TRUSTING_RTOL,
+            "bytes": "K and V bytes; real = sum(seq_lens) tokens, walked = rows x cdiv(kernel_max_seq_len, "
+                     "block_size) pages (padded rows included)",
+            "command": command or (f"python -m lab simulate --spec {shlex.quote(spec)} --backend {backend} "
+                                   f"--device {device} --every {every} --repeats {repeats}")}
+    trace.attach_kernel_timings(meta, arrays)
+    return trace

@@ -1,0 +1,138 @@
+"""Which attention backends the lab knows, which run on this machine, and whether ``max_seq_len``
+can change their work (rule R10).
+
+    from lab.kernels.registry import backends, get_kernel
+    for b in backends():        # one dict per (backend, device)
+        b["name"], b["device"], b["kernel"], b["runs_here"], b["why_not"],
+        b["max_seq_len_changes_work"], b["r10_reason"]
+    fn = get_kernel("torch-reference", "cpu")   # fn(batch, kv_cache, max_seq_len, cfg) -> output
+
+R10 (DESIGN §2; vllm/v1/attention/backends/flashinfer.py, vllm/utils/flashinfer.py, flashinfer
+``xqa.py``, ``include/flashinfer/trtllm/fmha/fmhaKernels.cuh``): on SM90, FlashInfer XQA recomputes
+max_seq_len from the block-table width, FlashInfer native uses indptr from seq_lens and vLLM's Triton
+unified attention does not use ``max_seqlen_k``: no effect. FA3 sees it only through its split
+scheduler. On SM100, TRTLLM-gen sets its CTAs per sequence from it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from lab.kernels import adapters
+from lab.kernels.reference import paged_attention
+from lab.kernels.split_kv import paged_attention_split_kv
+
+
+def _triton_split_kv(batch, kv_cache, max_seq_len, cfg):
+    from lab.kernels.triton_split_kv import paged_attention_split_kv_triton
+
+    return paged_attention_split_kv_triton(batch, kv_cache, max_seq_len, cfg)
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    device: str                      # "cpu" | "cuda"
+    kernel: str                      # what runs
+    fn: Callable | None              # fn(batch, kv_cache, max_seq_len, cfg) -> [tokens, q_heads, D]
+    changes_work: bool               # R10: can max_seq_len change the work it does?
+    r10_reason: str
+    needs: tuple[str, ...] = ()      # Python modules it imports
+    min_sm: int = 0                  # compute capability major it needs (0: any)
+    max_sm: int = 99
+
+
+_WALK = "walks cdiv(max_seq_len, block_size) pages of every row and masks by seq_lens"
+_SPLIT = ("CTAs per sequence = min(ceil(max_seq_len / (2*stepKv)), SMs / CTAs), each a fixed token range "
+          "(TRTLLM-gen's split, include/flashinfer/trtllm/fmha/fmhaKernels.cuh)")
+
+BACKENDS: tuple[Backend, ...] = (
+    Backend("torch-reference", "cpu", "torch paged attention, chunked online softmax (lab/kernels/reference.py)",
+            paged_attention, True, _WALK),
+    Backend("torch-reference", "cuda", "torch paged attention, chunked online softmax (lab/kernels/reference.py)",
+            paged_attention, True, _WALK),
+    Backend("torch-split-kv", "cpu", "torch model of TRTLLM-gen's multi-CTA split (lab/kernels/split_kv.py)",
+            paged_attention_split_kv, True, _SPLIT),
+    Backend("torch-split-kv", "cuda", "torch model of TRTLLM-gen's multi-CTA split (lab/kernels/split_kv.py)",
+            paged_attention_split_kv, True, _SPLIT),
+    Backend("triton-split-kv", "cpu", "Triton split-KV kernel in the interpreter (lab/kernels/triton_split_kv.py)",
+            _triton_split_kv, True, _SPLIT, needs=("triton",)),
+    Backend("triton-split-kv", "cuda", "Triton split-KV kernel (lab/kernels/triton_split_kv.py)",
+            _triton_split_kv, True, _SPLIT, needs=("triton",)),
+    Backend("flashinfer-trtllm-gen", "cuda", "flashinfer.decode.trtllm_batch_decode_with_kv_cache (SM100)",
+            adapters.flashinfer_trtllm_gen, True, "SM100 TRTLLM-gen: " + _SPLIT, needs=("flashinfer",),
+            min_sm=10, max_sm=10),
+    Backend("flashinfer-native", "cuda", "flashinfer.BatchDecodeWithPagedKVCacheWrapper",
+            adapters.flashinfer_native, False, "pages come from kv_indptr built on seq_lens; max_seq_len "
+            "never reaches the kernel", needs=("flashinfer",)),
+    Backend("flashinfer-xqa", "cuda", "FlashInfer XQA decode (SM90), no adapter in the lab yet", None, False,
+            "XQA recomputes max_seq_len from the block-table width (flashinfer xqa.py), so the metadata "
+            "value does not reach it", needs=("flashinfer",), min_sm=9, max_sm=9),
+    Backend("vllm-triton-unified", "cuda", "vllm.v1.attention.ops.triton_unified_attention.unified_attention",
+            adapters.vllm_triton_unified, False, "tiles come from seqused_k; max_seqlen_k is not used to "
+            "size the work", needs=("vllm",)),
+    Backend("vllm-flash-attn", "cuda", "FlashAttention 3 through vLLM, no adapter in the lab yet", None, True,
+            "only through FA3's split scheduler (num_splits heuristic): small, not measured here",
+            needs=("vllm",), min_sm=9, max_sm=9),
+)
+
+
+def _cuda_status(cuda=None) -> tuple[bool, int, str]:
+    cuda = cuda if cuda is not None else torch.cuda
+    if not cuda.is_available():
+        return False, 0, "no CUDA device (torch.cuda.is_available() is False)"
+    major, _ = cuda.get_device_capability()
+    return True, int(major), ""
+
+
+def status(b: Backend, cuda=None, env=None) -> tuple[bool, str]:
+    """(runs here, why not) for one backend on this machine."""
+    env = os.environ if env is None else env
+    for mod in b.needs:
+        if not adapters.installed(mod):
+            return False, f"{mod} is not installed"
+    if b.device == "cuda":
+        ok, major, why = _cuda_status(cuda)
+        if not ok:
+            return False, why
+        if not b.min_sm <= major <= b.max_sm:
+            want = f"SM{b.min_sm}0" if b.min_sm == b.max_sm else f"SM{b.min_sm}0-SM{b.max_sm}0"
+            return False, f"needs {want}, this GPU is SM{major}0"
+    elif "triton" in b.needs and env.get("TRITON_INTERPRET") != "1":
+        return False, "on the CPU Triton runs only in its interpreter: set TRITON_INTERPRET=1 before starting"
+    if b.fn is None:
+        return False, "no adapter in the lab yet"
+    return True, ""
+
+
+def backends(cuda=None, env=None) -> list[dict]:
+    """Every known backend on every device: what it is, whether it runs here (and why not), and
+    whether max_seq_len can change its work (R10, with the reason)."""
+    out = []
+    for b in BACKENDS:
+        ok, why = status(b, cuda, env)
+        out.append({"name": b.name, "device": b.device, "kernel": b.kernel, "runs_here": ok, "why_not": why,
+                    "max_seq_len_changes_work": b.changes_work, "r10_reason": b.r10_reason})
+    return out
+
+
+def find(name: str, device: str) -> Backend:
+    for b in BACKENDS:
+        if b.name == name and b.device == device:
+            return b
+    known = sorted({f"{b.name} ({b.device})" for b in BACKENDS})
+    raise ValueError(f"unknown backend {name!r} on device {device!r}; known: {', '.join(known)}")
+
+
+def get_kernel(name: str, device: str) -> Callable:
+    """The kernel function of a backend that runs here; ValueError saying why otherwise."""
+    dev = "cuda" if str(device).startswith("cuda") else str(device)
+    b = find(name, dev)
+    ok, why = status(b)
+    if not ok:
+        raise ValueError(f"backend {name!r} does not run on {device}: {why}")
+    return b.fn

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# GPU check of the lab's kernels, for a machine with an NVIDIA GPU where torch (CUDA build) and
+# Triton are installed (vLLM need not be). Installs nothing big: only pytest/numpy if missing.
+# Runs the GPU tests, the live kernel run and `python -m lab bench kernels --device cuda`, and
+# writes logs, JSON and markdown tables to a folder. Every step has a timeout; together at most
+# 150 + 100 + 3 x 40 + 50 s = 7 minutes, plus start-up.
+#
+#   scripts/gpu_check.sh [OUT_DIR]        (default: $OUT, else ./gpu-results)
+set -u
+cd "$(dirname "$0")/.."
+OUT_DIR=${1:-${OUT:-gpu-results}}
+mkdir -p "$OUT_DIR"
+PY=${PYTHON:-python3}
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+log() { echo "== $*" | tee -a "$OUT_DIR/summary.txt"; }
+start=$(date +%s)
+
+$PY - <<'PY' 2>&1 | tee "$OUT_DIR/env.txt"
+import torch
+print("torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())
+if torch.cuda.is_available():
+    p = torch.cuda.get_device_properties(0)
+    print("device", torch.cuda.get_device_name(0), "sm", f"{p.major}{p.minor}", "SMs", p.multi_processor_count)
+try:
+    import triton; print("triton", triton.__version__)
+except ImportError:
+    print("triton not installed")
+PY
+$PY -c "import torch,sys; sys.exit(0 if torch.cuda.is_available() else 1)" || { log "no CUDA device: nothing to check"; exit 1; }
+$PY -c "import pytest, numpy" 2>/dev/null || $PY -m pip install -q pytest numpy 2>&1 | tail -2
+
+log "backends on this machine"
+$PY -m lab backends | tee "$OUT_DIR/backends.txt"
+
+log "GPU tests (pytest -m gpu)"
+timeout 150 $PY -m pytest -m gpu -q -rs -p no:cacheprovider tests/test_kernels_gpu.py \
+  --junitxml "$OUT_DIR/pytest-gpu.xml" 2>&1 | tee "$OUT_DIR/pytest-gpu.log"
+log "pytest exit: ${PIPESTATUS[0]}"
+
+log "bench kernels, torch-reference on cuda"
+timeout 100 $PY -m lab bench kernels --device cuda --repeats 10 \
+  --json "$OUT_DIR/bench-torch-reference.json" --md "$OUT_DIR/bench-torch-reference.md" 2>&1 \
+  | tee "$OUT_DIR/bench-torch-reference.log"
+for b in triton-split-kv flashinfer-trtllm-gen flashinfer-native; do
+  if $PY -c "import sys; from lab.kernels.registry import find, status; sys.exit(0 if status(find('$b','cuda'))[0] else 1)"; then
+    log "bench kernels, $b on cuda"
+    dtype=float32; case "$b" in flashinfer-*) dtype=bfloat16;; esac
+    timeout 40 $PY -m lab bench kernels --backend "$b" --device cuda --repeats 10 --dtype "$dtype" \
+      --shape 64x4k/32k/16 --shape 16x4k/128k/16 \
+      --json "$OUT_DIR/bench-$b.json" --md "$OUT_DIR/bench-$b.md" 2>&1 | tee "$OUT_DIR/bench-$b.log"
+  else
+    log "skip $b: $($PY -c "from lab.kernels.registry import find, status; print(status(find('$b','cuda'))[1])")"
+  fi
+done
+
+log "live run: short-decode-long-context, torch-reference on cuda, every 16th step"
+timeout 50 $PY -m lab simulate --preset short-decode-long-context --backend torch-reference --device cuda \
+  --every 16 --repeats 5 --quiet --out "$OUT_DIR/live-trace.json" 2>&1 | tee "$OUT_DIR/live.log"
+
+log "done in $(( $(date +%s) - start )) s; results in $OUT_DIR"

@@ -1,0 +1,335 @@
+"""Paged-attention kernels: masked kernels equal SDPA on poisoned caches, the trusting kernel is wrong
+exactly when the walk leaves the row's own pages (and, in live runs, exactly when the engine's
+out-of-range count is non-zero), the split-KV plan, the timing harness, the registry."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import lab
+from lab.kernels import registry
+from lab.kernels.batch import HeadConfig, cdiv, make_batch, make_kv_cache, poison_blocks, sdpa_reference
+from lab.kernels.reference import is_wrong, paged_attention, paged_attention_trusting
+from lab.kernels.split_kv import paged_attention_split_kv, split_plan
+from lab.kernels.timing import CudaTimer, time_interleaved
+from lab.scenario import parse_spec
+from lab.trace import Trace
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    # Two OpenMP threads on a busy 2-core machine spin against each other: tests use one.
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def random_case(seed: int, cfg: HeadConfig, block_size: int = 16, num_reqs: int = 6, padded: int = 1,
+                width: int = 24, max_query: int = 9):
+    """A random batch: decode, spec-decode (query 1+K, one spare block as with an optimistic upper
+    bound) and prefill rows; own blocks from a random permutation; stale columns past num_blocks
+    holding the null block, other rows' blocks and free blocks; NaN in every block no row owns."""
+    rng = np.random.default_rng(seed)
+    gen = torch.Generator().manual_seed(seed)
+    seq = rng.integers(1, (width - 2) * block_size, size=num_reqs)
+    qlen = np.minimum(seq, rng.choice([1, 1, 4, max_query], size=num_reqs))
+    nb = np.array([cdiv(int(s), block_size) + int(q == 4 and cdiv(int(s), block_size) < width) for s, q in zip(seq, qlen)])
+    num_blocks = 1 + int(nb.sum()) + 40
+    perm = rng.permutation(np.arange(1, num_blocks))
+    rows = num_reqs + padded
+    table = np.zeros((rows, width), dtype=np.int64)
+    off = 0
+    for i in range(num_reqs):
+        table[i, : nb[i]] = perm[off: off + nb[i]]
+        off += nb[i]
+        stale = rng.choice(np.concatenate([[0], perm]), size=width - nb[i])  # null, live or free ids
+        table[i, nb[i]:] = stale
+    kv = make_kv_cache(num_blocks, block_size, cfg, generator=gen)
+    poison_blocks(kv, perm[:off])
+    batch = make_batch(np.concatenate([seq, np.zeros(padded, np.int64)]),
+                       np.concatenate([qlen, np.full(padded, 1)]), np.concatenate([nb, np.zeros(padded, np.int64)]),
+                       table, cfg, block_size, num_reqs=num_reqs, generator=gen)
+    return batch, kv
+
+
+def rel_err(out, ref, n):
+    return float((out[:n] - ref).abs().max() / ref.abs().max())
+
+
+CFGS = [HeadConfig(), HeadConfig(num_q_heads=4, num_kv_heads=4, head_dim=32)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("cfg", CFGS, ids=["gqa8x2", "mha4"])
+def test_masked_kernels_equal_sdpa_in_both_modes(seed, cfg):
+    batch, kv = random_case(seed, cfg)
+    ref = sdpa_reference(batch, kv, cfg)
+    assert torch.isfinite(ref).all()
+    fixed = int((batch.num_blocks * batch.block_size).max())  # the upper bound's max: whole own pages
+    baseline = batch.block_table.shape[1] * batch.block_size
+    for mode, msl in (("fixed", fixed), ("baseline", baseline)):
+        kernels = {"reference": lambda: paged_attention(batch, kv, msl, cfg),
+                   "reference-small-chunks": lambda: paged_attention(batch, kv, msl, cfg, chunk=1),
+                   "split-kv": lambda: paged_attention_split_kv(batch, kv, msl, cfg),
+                   "split-kv-8-ctas": lambda: paged_attention_split_kv(batch, kv, msl, cfg, step_kv=16,
+                                                                      num_sms=8 * batch.num_rows * cfg.num_kv_heads)}
+        for name, fn in kernels.items():
+            out = fn()
+            assert rel_err(out, ref, batch.num_real_tokens) <= 1e-4, (mode, name)
+            assert torch.isfinite(out).all(), (mode, name)  # padded rows give 0, never NaN
+
+
+def own_walk_overrun(batch, max_seq_len: int) -> int:
+    """Entries a walk reads past the real rows' own pages (null + live + free out of range)."""
+    w = cdiv(max_seq_len, batch.block_size)
+    return int(np.maximum(w - batch.num_blocks[: batch.num_reqs], 0).sum())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_trusting_kernel_wrong_exactly_when_walk_leaves_own_pages(seed):
+    cfg = HeadConfig()
+    batch, kv = random_case(seed, cfg, padded=2)
+    ref = sdpa_reference(batch, kv, cfg)
+    own_max = int(batch.num_blocks.max()) * batch.block_size
+    seen = set()
+    for msl in (own_max, own_max + 1, batch.block_table.shape[1] * batch.block_size):
+        wrong = is_wrong(paged_attention_trusting(batch, kv, msl, cfg), ref, batch.num_real_tokens)
+        assert wrong == (own_walk_overrun(batch, msl) > 0), msl
+        seen.add(wrong)
+    assert seen == {True}  # rows differ in length, so some row always walks past its pages
+    # A batch whose rows own the same number of pages, walked exactly that far: right.
+    same = make_batch([40, 45], [1, 1], [3, 3], batch.block_table[:2, :5].numpy(), cfg, 16, generator=None)
+    kv2 = make_kv_cache(kv.shape[1], 16, cfg)
+    ref2 = sdpa_reference(same, kv2, cfg)
+    assert not is_wrong(paged_attention_trusting(same, kv2, 48, cfg), ref2, same.num_real_tokens)
+    assert is_wrong(paged_attention_trusting(same, kv2, 49, cfg), ref2, same.num_real_tokens)
+
+
+def test_walk_longer_than_the_table_is_refused():
+    cfg = HeadConfig()
+    batch, kv = random_case(0, cfg, width=8)
+    with pytest.raises(ValueError, match="walks 9 columns"):
+        paged_attention(batch, kv, 8 * 16 + 1, cfg)
+
+
+def test_split_plan_follows_trtllm_gen():
+    # maxNumCtasPerSeqKv = ceil(max_seq_len / (2 * stepKv)); numCtasPerSeqKv = min(that, SMs / base CTAs)
+    p = split_plan(131072, batch_size=1, num_kv_heads=1, block_size=16, step_kv=128, num_sms=148)
+    assert (p.max_num_ctas_per_seq_kv, p.num_ctas_per_seq_kv) == (512, 148)
+    assert p.walk_columns == 8192 and p.pages_per_cta == cdiv(cdiv(131072, 148), 16)
+    assert p.cta_ranges()[-1][1] == 8192
+    p = split_plan(1000, batch_size=1, num_kv_heads=1, block_size=16, step_kv=128, num_sms=148)
+    assert p.max_num_ctas_per_seq_kv == 4 and p.num_ctas_per_seq_kv == 4
+    p = split_plan(131072, batch_size=64, num_kv_heads=2, block_size=16, num_sms=148)
+    assert p.num_ctas_per_seq_kv == 1  # a big batch fills the GPU: no split
+    # The fixed max_seq_len of a short batch: far fewer CTAs and pages walked.
+    assert split_plan(700, 4, 1, 16).walk_columns == 44
+
+
+def test_triton_split_kv_matches_in_interpreter():
+    pytest.importorskip("triton")
+    code = (
+        "import torch, numpy as np\n"
+        "torch.set_num_threads(1)\n"
+        "from tests.test_kernels import random_case, rel_err\n"
+        "from lab.kernels.batch import HeadConfig, sdpa_reference\n"
+        "from lab.kernels.triton_split_kv import paged_attention_split_kv_triton\n"
+        "from lab.kernels.split_kv import split_plan\n"
+        "cfg = HeadConfig()\n"
+        "b, kv = random_case(1, cfg, num_reqs=3, width=10, max_query=5)\n"
+        "ref = sdpa_reference(b, kv, cfg)\n"
+        "for msl in (int((b.num_blocks * 16).max()), 160):\n"
+        "    plan = split_plan(msl, b.num_rows, cfg.num_kv_heads, 16, 5, step_kv=16, num_sms=1000)\n"
+        "    assert plan.num_ctas_per_seq_kv > 1, plan\n"
+        "    out = paged_attention_split_kv_triton(b, kv, msl, cfg, plan=plan)\n"
+        "    e = rel_err(out, ref, b.num_real_tokens)\n"
+        "    assert e <= 1e-4, e\n"
+        "print('ok')\n")
+    env = {**os.environ, "TRITON_INTERPRET": "1", "OMP_NUM_THREADS": "1"}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    r = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stdout + r.stderr
+
+
+# ---- live runs: the trusting kernel against the engine's out-of-range counts ----------------
+
+LIVE_SPECS = {
+    "decode-uniform": "4p64o24_mml=2k_cg=piecewise",                  # fixed 0, baseline > 0
+    "mixed-and-stale": "6p100o20_4p40o30a3_mml=2k_blocks=60_cg=piecewise",
+    "spec-decode": "6p50o12_k=3_mml=1k_cg=piecewise",                 # fixed > 0 on some steps
+    "full-graph": "3p40o20_mml=1k_capture=1/4",                       # padded rows, both modes mml
+}
+
+
+@pytest.fixture(scope="module")
+def live_traces():
+    with torch.no_grad():
+        torch.set_num_threads(1)
+        return {k: lab.run(parse_spec(s), every=2, repeats=1, warmup=0) for k, s in LIVE_SPECS.items()}
+
+
+def test_live_trusting_wrong_exactly_when_engine_counts_out_of_range(live_traces):
+    kinds = set()
+    for name, tr in live_traces.items():
+        timed = [st for st in tr.steps if st.timing is not None]
+        assert timed and timed[-1].index == len(tr.steps) - 1
+        for st in timed:
+            for m in ("baseline", "fixed"):
+                o = st.oor[m]
+                oor = o["null"] + o["live"] + o["free"]
+                assert st.timing[m]["trusting_wrong"] == int(oor > 0), (name, st.index, m, o)
+                assert st.timing[m]["max_abs_err"] < 1e-4
+            kinds.add((st.oor["baseline"]["null"] > 0, _oor(st, "fixed") > 0))
+    assert (True, False) in kinds and (True, True) in kinds  # fixed 0 / baseline > 0, and both > 0
+
+
+def _oor(st, mode):
+    o = st.oor[mode]
+    return o["null"] + o["live"] + o["free"]
+
+
+def test_live_run_timings_round_trip(live_traces, tmp_path):
+    tr = live_traces["mixed-and-stale"]
+    k = tr.timings
+    assert k["backend"] == "torch-reference" and k["device"] and k["dtype"] == "float32"
+    assert k["head_config"] == "8 q heads / 2 kv heads / head_dim 64, float32"
+    assert k["command"].startswith("python -m lab simulate --spec ") and "--backend torch-reference" in k["command"]
+    assert [st.timing is None for st in tr.steps] == [i % 2 != 0 and i != len(tr.steps) - 1
+                                                       for i in range(len(tr.steps))]
+    st = tr.steps[0]
+    t = st.timing
+    assert t["baseline"]["bytes_walked"] == st.oor["baseline"]["walked"] * 16 * 2 * 2 * 64 * 4
+    assert t["bytes_real"] == sum(st.seq_lens) * 2 * 2 * 64 * 4
+    path = tmp_path / "live.json"
+    tr.save(path)
+    back = Trace.load(path)
+    assert back.timings == k
+    for a, b in zip(tr.steps, back.steps):
+        assert a.timing == b.timing
+
+
+def test_full_graph_steps_walk_padded_rows_in_both_modes(live_traces):
+    tr = live_traces["full-graph"]
+    full = [st for st in tr.steps if st.timing is not None and st.cudagraph_mode == "FULL"]
+    assert full
+    for st in full:
+        assert st.kernel_max_seq_len["baseline"] == st.kernel_max_seq_len["fixed"] == 1024  # R9
+        assert st.timing["baseline"]["bytes_walked"] == st.timing["fixed"]["bytes_walked"]
+        assert st.timing["fixed"]["trusting_wrong"] == 1
+
+
+def test_run_rejects_bad_arguments():
+    s = parse_spec("2p10o2")
+    with pytest.raises(ValueError, match="every"):
+        lab.run(s, every=0)
+    with pytest.raises(ValueError, match="unknown backend"):
+        lab.run(s, backend="nope")
+    with pytest.raises(ValueError, match="no CUDA device"):
+        lab.run(s, backend="torch-reference", device="cuda")
+
+
+# ---- timing harness -------------------------------------------------------------------------
+
+class FakeCuda:
+    """Stands in for torch.cuda: records the order of events and launches."""
+
+    def __init__(self):
+        self.log = []
+        self.clock = 0.0
+
+    def get_device_properties(self, device):
+        return type("Props", (), {"L2_cache_size": 1024})()
+
+    def Event(self, enable_timing=False):  # noqa: N802 - the torch.cuda name
+        fake = self
+
+        class Ev:
+            def record(self):
+                fake.clock += 1.0
+                self.t = fake.clock
+                fake.log.append("record")
+
+            def synchronize(self):
+                fake.log.append("sync")
+
+            def elapsed_time(self, other):
+                return other.t - self.t
+
+        return Ev()
+
+
+def test_cuda_timer_flushes_l2_and_interleaves():
+    fake = FakeCuda()
+    timer = CudaTimer("cpu", cuda=fake)
+    assert timer.flush_bytes == 2048
+    flushed = []
+
+    def launch(name):
+        def fn():
+            flushed.append(bool((timer._flush == 0).all()))
+            timer._flush.fill_(7)  # what a launch leaves in "L2"
+            fake.clock += 10 if name == "A" else 20
+            fake.log.append(name)
+        return fn
+
+    res = time_interleaved({"A": launch("A"), "B": launch("B")}, timer, warmup=1, repeats=3)
+    launches = [x for x in fake.log if x in "AB"]
+    assert launches == ["A", "B"] * 4
+    assert all(flushed[2:])  # every timed launch found the flush buffer rewritten
+    assert fake.log[2:6] == ["record", "A", "record", "sync"]
+    assert res["A"].median_ms == 11 and res["B"].median_ms == 21 and res["A"].iqr_ms == 0
+
+
+# ---- registry -------------------------------------------------------------------------------
+
+def test_registry_on_this_cpu_machine():
+    rows = {(b["name"], b["device"]): b for b in registry.backends(env={})}
+    runs = {k: (b["runs_here"], b["why_not"]) for k, b in rows.items()}
+    no_cuda = "no CUDA device (torch.cuda.is_available() is False)"
+    assert runs[("torch-reference", "cpu")] == (True, "")
+    assert runs[("torch-split-kv", "cpu")] == (True, "")
+    assert runs[("torch-reference", "cuda")] == (False, no_cuda)
+    assert runs[("torch-split-kv", "cuda")] == (False, no_cuda)
+    assert runs[("triton-split-kv", "cpu")] == (False, "on the CPU Triton runs only in its interpreter: "
+                                                       "set TRITON_INTERPRET=1 before starting")
+    assert runs[("triton-split-kv", "cuda")] == (False, no_cuda)
+    for name in ("flashinfer-trtllm-gen", "flashinfer-native", "flashinfer-xqa"):
+        assert runs[(name, "cuda")] == (False, "flashinfer is not installed")
+    for name in ("vllm-triton-unified", "vllm-flash-attn"):
+        assert runs[(name, "cuda")] == (False, "vllm is not installed")
+    changes = {k: b["max_seq_len_changes_work"] for k, b in rows.items()}
+    assert {k[0] for k, v in changes.items() if not v} == {"flashinfer-native", "flashinfer-xqa",
+                                                           "vllm-triton-unified"}
+    assert all(b["r10_reason"] for b in rows.values())
+    interp = {(b["name"], b["device"]): b["runs_here"] for b in registry.backends(env={"TRITON_INTERPRET": "1"})}
+    assert interp[("triton-split-kv", "cpu")] is True
+
+
+class FakeGpu:
+    def __init__(self, major):
+        self.major = major
+
+    def is_available(self):
+        return True
+
+    def get_device_capability(self, device=None):
+        return (self.major, 0)
+
+
+def test_registry_gates_on_the_gpu_architecture(monkeypatch):
+    monkeypatch.setattr(registry.adapters, "installed", lambda mod: True)
+    for major, trtllm, xqa in ((9, False, False), (10, True, False)):
+        rows = {(b["name"], b["device"]): b for b in registry.backends(cuda=FakeGpu(major), env={})}
+        assert rows[("torch-reference", "cuda")]["runs_here"]
+        assert rows[("flashinfer-trtllm-gen", "cuda")]["runs_here"] is trtllm
+        assert rows[("flashinfer-native", "cuda")]["runs_here"]
+        assert rows[("flashinfer-xqa", "cuda")]["why_not"] == (
+            "no adapter in the lab yet" if major == 9 else "needs SM90, this GPU is SM100")
+    assert rows[("flashinfer-trtllm-gen", "cuda")]["why_not"] == ""

@@ -1,0 +1,85 @@
+"""The kernel options of the CLI: simulate --backend, bench kernels, backends."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from lab.cli import main
+from lab.kernels.bench import Shape, bench_shape, parse_shape
+from lab.trace import Trace
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    n = torch.get_num_threads()
+    yield
+    torch.set_num_threads(n)
+
+
+def test_simulate_with_backend_prints_timings_and_saves_them(capsys, tmp_path):
+    out = tmp_path / "t.json"
+    rc = main(["simulate", "--spec", "4p40o10_2p20o8a2_mml=1k_cg=piecewise", "--backend", "torch-reference",
+               "--every", "3", "--repeats", "1", "--out", str(out)])
+    text = capsys.readouterr().out
+    assert rc == 0
+    assert "kernels: backend torch-reference on " in text and "reproduce: python -m lab simulate --spec" in text
+    assert "trusting wrong b/f" in text and "kernel totals over" in text
+    tr = Trace.load(out)
+    assert tr.timings["backend"] == "torch-reference"
+    rc = main(["show", str(out), "--quiet"])
+    assert rc == 0 and "kernel totals over" in capsys.readouterr().out
+
+
+def test_simulate_with_unknown_or_unavailable_backend_is_an_error(capsys):
+    assert main(["simulate", "--spec", "2p10o2", "--backend", "nope"]) == 2
+    assert "error: unknown backend 'nope'" in capsys.readouterr().err
+    assert main(["simulate", "--spec", "2p10o2", "--backend", "torch-reference", "--device", "cuda"]) == 2
+    assert "no CUDA device" in capsys.readouterr().err
+
+
+def test_bench_kernels_prints_table_commands_and_json(capsys, tmp_path):
+    js, md = tmp_path / "b.json", tmp_path / "b.md"
+    rc = main(["bench", "kernels", "--shape", "4x256/2k/16", "--shape", "4x256s/1k/32", "--repeats", "1",
+               "--json", str(js), "--md", str(md)])
+    text = capsys.readouterr().out
+    assert rc == 0
+    assert "| 4x256/2048/16 |" in text and "| 4x256s/1024/32 |" in text
+    assert "reproduce: python -m lab bench kernels --backend torch-reference --device cpu --shape 4x256/2048/16" in text
+    doc = json.loads(js.read_text())
+    rows = doc["rows"]
+    assert rows[0]["predicted_ratio"] == 8.0 and rows[1]["predicted_ratio"] == 4.0
+    assert doc["environment"]["torch"] == torch.__version__
+    assert "fixed % of copy" in md.read_text()
+
+
+def test_bench_shape_grammar_and_errors(capsys):
+    assert parse_shape("64x4k/32k/16") == Shape(64, 4096, "uniform", 32768, 16)
+    assert parse_shape("8x1ks/128k/64") == Shape(8, 1024, "skewed", 131072, 64)
+    with pytest.raises(ValueError, match="BATCHxCONTEXT"):
+        parse_shape("64x4k")
+    with pytest.raises(ValueError, match="exceeds max_model_len"):
+        parse_shape("4x8k/4k/16")
+    assert main(["bench", "kernels", "--shape", "oops"]) == 2
+    assert "error: bad shape 'oops'" in capsys.readouterr().err
+
+
+def test_bench_shape_counts_walked_bytes():
+    torch.set_num_threads(1)
+    r = bench_shape(Shape(2, 100, "skewed", 512, 16), repeats=1, warmup=0, copy_gbps=1.0)
+    # skewed lengths 50 and 100: fixed walks cdiv(100, 16) = 7 pages per row, baseline 32
+    assert r["fixed_max_seq_len"] == 100 and r["baseline_max_seq_len"] == 512
+    token = 2 * 2 * 64 * 4
+    assert r["fixed_bytes_walked"] == 2 * 7 * 16 * token and r["baseline_bytes_walked"] == 2 * 32 * 16 * token
+    assert r["bytes_real"] == 150 * token
+    assert r["fixed_pct_of_copy"] == pytest.approx(100 * r["fixed_gbps"])
+
+
+def test_backends_command_lists_every_backend(capsys):
+    assert main(["backends"]) == 0
+    text = capsys.readouterr().out
+    assert "torch-reference (cpu): runs here" in text
+    assert "flashinfer-trtllm-gen (cuda): not here:" in text
+    assert "R10: max_seq_len does not change its work: pages come from kv_indptr" in text

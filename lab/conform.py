@@ -318,7 +318,7 @@ class VllmMRV2:
         return self._capture_msl[key]
 
     # ---- one step ------------------------------------------------------------------------------
-    def step(self, rec: StepRecord, cmp: "Comparison") -> None:
+    def step(self, rec: StepRecord, cmp: "Comparison", kernels: bool = True) -> None:
         V, torch, s = self.V, self.V.torch, self.s
         out = rec.out
         n = len(out.req_indices)
@@ -369,23 +369,10 @@ class VllmMRV2:
         idx_mapping = torch.from_numpy(idx_mapping_np.astype(np.int64))
         qsl = torch.from_numpy(qsl_np.copy())
 
-        # R6/R7: vLLM's BlockTables and its Triton kernels.
-        bt = self.block_tables
-        for op in rec.block_ops:
-            if op[0] == "add":
-                bt.append_block_ids(op[1], ([],), overwrite=True)
-            else:
-                _, req_indices, counts, block_ids = op
-                off = 0
-                for r, c in zip(req_indices.tolist(), counts.tolist()):
-                    bt.append_block_ids(r, (block_ids[off:off + c].tolist(),), overwrite=False)
-                    off += c
-        bt.apply_staged_writes()
-        (table,) = bt.gather_block_tables(idx_mapping, num_reqs_padded)
-        cmp.check_table(rec.index, "R6", "block_table", rec.table, table.numpy())
-        slots = bt.compute_slot_mappings(idx_mapping, qsl, torch.from_numpy(positions), desc.num_tokens)[0].numpy()
-        lab_slots = compute_slot_mappings(rec.table, qsl_np[:n + 1], positions, s.block_size, desc.num_tokens)
-        cmp.check_table(rec.index, "R7", "slot_mapping", lab_slots[None, :], slots[None, :])
+        # R6/R7: vLLM's BlockTables and its Triton kernels (interpreted: slow, so they can be skipped).
+        table = torch.from_numpy(rec.table)
+        if kernels:
+            table = self._block_tables(rec, cmp, idx_mapping, num_reqs_padded, qsl, qsl_np, positions, desc, n)
 
         # R2: the real prepare_attn, normal call.
         batch = SimpleNamespace(
@@ -419,6 +406,27 @@ class VllmMRV2:
 
         if self.k:
             self._draft(rec, cmp, batch, state, uniform, desc, target_msl, target_kernel, ub)
+
+    def _block_tables(self, rec, cmp, idx_mapping, num_reqs_padded, qsl, qsl_np, positions, desc, n):
+        torch, s = self.V.torch, self.s
+        bt = self.block_tables
+        for op in rec.block_ops:
+            if op[0] == "add":
+                bt.append_block_ids(op[1], ([],), overwrite=True)
+            else:
+                _, req_indices, counts, block_ids = op
+                off = 0
+                for r, c in zip(req_indices.tolist(), counts.tolist()):
+                    bt.append_block_ids(r, (block_ids[off:off + c].tolist(),), overwrite=False)
+                    off += c
+        bt.apply_staged_writes()
+        (table,) = bt.gather_block_tables(idx_mapping, num_reqs_padded)
+        cmp.check_table(rec.index, "R6", "block_table", rec.table, table.numpy())
+        slots = bt.compute_slot_mappings(idx_mapping, qsl, torch.from_numpy(positions), desc.num_tokens)[0].numpy()
+        lab_slots = compute_slot_mappings(rec.table, qsl_np[:n + 1], positions, s.block_size, desc.num_tokens)
+        cmp.check_table(rec.index, "R7", "slot_mapping", lab_slots[None, :], slots[None, :])
+
+        return table
 
     def _draft(self, rec, cmp, batch, state, uniform, desc, target_msl, target_kernel, ub) -> None:
         V, torch, s = self.V, self.V.torch, self.s
@@ -562,8 +570,10 @@ class Comparison:
         return "\n".join(lines)
 
 
-def conform(scenario, max_disagreements: int = 20) -> Comparison:
-    """Run ``scenario`` through the lab's engine and vLLM's MRV2 code; return the comparison."""
+def conform(scenario, kernels: bool = True, max_disagreements: int = 20) -> Comparison:
+    """Run ``scenario`` through the lab's engine and vLLM's MRV2 code; return the comparison.
+
+    ``kernels=False`` skips R6/R7 (vLLM's Triton kernels, interpreted on the CPU: most of the time)."""
     from lab.engine.cudagraph import target_capture_sizes
     from lab.engine.model_states import make_model_state
 
@@ -572,7 +582,35 @@ def conform(scenario, max_disagreements: int = 20) -> Comparison:
     vl._lab_model_state = make_model_state(scenario.model_state, scenario.max_model_len, scenario.max_num_seqs)
     cmp = Comparison()
     for rec in records:
-        vl.step(rec, cmp)
+        vl.step(rec, cmp, kernels)
         if len(cmp.disagreements) >= max_disagreements:
             break
     return cmp
+
+
+def random_scenario(seed: int):
+    """A small random scenario (seeded), in the spirit of tests/test_properties.py: 1-10 requests, every
+    model state and CUDA-graph mode, K 0..4, sometimes explicit capture sizes, sometimes a KV cache
+    barely big enough to force preemption."""
+    from lab.scenario import Scenario
+
+    rng = np.random.default_rng(seed)
+    mml = int(rng.choice([256, 512, 1024, 2048]))
+    k = int(rng.integers(0, 5))
+    requests = [(int(rng.integers(0, 15)), int(rng.integers(1, min(400, mml - 1) + 1)), int(rng.integers(1, 41)))
+                for _ in range(int(rng.integers(1, 11)))]
+    capture = None
+    if rng.random() < 0.5:
+        capture = tuple(sorted(set(int(x) for x in rng.integers(1, 33, size=int(rng.integers(1, 6))))))
+    s = Scenario(
+        requests=requests, max_model_len=mml, block_size=int(rng.choice([1, 2, 4, 8, 16, 32])),
+        model_state=str(rng.choice(["default", "mamba_hybrid"])), num_speculative_tokens=k,
+        cudagraph_mode=str(rng.choice(["FULL_AND_PIECEWISE", "FULL_AND_PIECEWISE", "PIECEWISE", "NONE"])),
+        cudagraph_capture_sizes=capture, max_num_seqs=int(rng.integers(1, 9)),
+        max_num_batched_tokens=int(rng.integers(max(8, 1 + k), 1025)),
+        acceptance_rate=float(rng.choice([0.0, 1.0, rng.random()])), seed=int(rng.integers(0, 2**32)),
+        max_num_steps=5_000, name=f"random-{seed}")
+    if rng.random() < 0.5:
+        smallest = max(s.blocks_per_request(r) for r in s.requests) + 1
+        s = s.replace(num_gpu_blocks=int(rng.integers(smallest, 2 * smallest + 1)))
+    return s

@@ -1,14 +1,25 @@
 # Two set-up commands for a fresh machine (see README):
 #   make demo   runs the lab on the embedded CPU default
 #   make test   runs the test suite
-# Both create and fill .venv themselves and are idempotent.
+# Both create and fill .venv themselves and are idempotent. make test also builds .venv-vllm, where
+# vLLM 0.33.0's own MRV2 code runs on the CPU for the conformance suite (docs/fidelity.md).
 PY      ?= python3
 VENV    := .venv
 VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 PRESET  ?= short-decode-long-context
 
-.PHONY: demo test venv bench clean
+.PHONY: demo test venv bench clean venv-vllm conform
+
+# The conformance environment: vLLM 0.33.0 without its dependency tree (which pins a CUDA torch),
+# on the CPU torch, with the light pure-Python packages its MRV2 modules import. Its own venv:
+# vLLM 0.33.0 needs pillow >= 13, which gradio refuses.
+VVENV   := .venv-vllm
+VVPY    := $(VVENV)/bin/python
+VSTAMP  := $(VVENV)/.installed-vllm-0.33.0
+VLLM_LIGHT_DEPS := packaging pydantic regex cbor2 psutil pyzmq urllib3 "transformers<5.21" aiohttp requests \
+	openai-harmony openai "pillow>=13" pybase64 cachetools msgspec cloudpickle uvloop py-cpuinfo \
+	prometheus-client fastapi partial-json-parser einops numpy pytest
 
 $(STAMP): pyproject.toml
 	test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -20,14 +31,31 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+$(VSTAMP): pyproject.toml
+	test -x $(VVPY) || $(PY) -m venv $(VVENV)
+	$(VVPY) -m pip install -q --upgrade pip
+	$(VVPY) -m pip install -q "torch==2.13.0"
+	$(VVPY) -m pip install -q --no-deps "vllm==0.33.0"
+	$(VVPY) -m pip install -q "torch==2.13.0" $(VLLM_LIGHT_DEPS)
+	# triton runs vLLM's kernels in its interpreter (TRITON_INTERPRET=1); xgrammar's pins as vLLM 0.33.0 wants them
+	$(VVPY) -m pip install -q "torch==2.13.0" "triton==3.9.0" "xgrammar==0.2.8" "apache-tvm-ffi==0.1.11" "llguidance>=1.7,<1.8"
+	$(VVPY) -m pip install -q --no-deps -e .
+	touch $(VSTAMP)
+
+venv-vllm: $(VSTAMP)
+
 demo: $(STAMP)
 	$(VPY) app.py --preset $(PRESET)
 
-test: $(STAMP)
+test: $(STAMP) $(VSTAMP)
 	$(VPY) -m pytest -q
+	LAB_REQUIRE_VLLM=1 $(VVPY) -m pytest -q -p no:cacheprovider tests/conformance
+
+conform: $(VSTAMP)
+	$(VVPY) -m lab conform --all
 
 bench: $(STAMP)
 	$(VPY) -m lab bench engine
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(VVENV) .pytest_cache .hypothesis

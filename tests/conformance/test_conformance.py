@@ -108,3 +108,15 @@ def test_a_disagreement_fails_with_step_field_and_values(rule, monkeypatch):
     assert text.startswith(f"step {d.step} {field}") and f"lab {d.lab!r}, vLLM {d.vllm!r}" in text
     assert d.lab != d.vllm
     assert isinstance(d.step, (int, np.integer))
+
+
+def test_cli_prints_the_agreement_table(capsys):
+    from lab.cli import main
+
+    assert main(["conform", "--spec", "3p40o12_k=2_capture=1/2/4_mml=1k"]) == 0
+    out = capsys.readouterr().out
+    assert "rule what is compared" in out and out.rstrip().endswith("agree")
+    for r in C.RULES:
+        line = next(x for x in out.splitlines() if x.startswith(r + " "))
+        steps, entries, disagree = line.split()[-3:]
+        assert int(steps.replace(",", "")) > 0 and int(entries.replace(",", "")) > 0 and disagree == "0"

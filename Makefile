@@ -35,6 +35,7 @@ $(VSTAMP): pyproject.toml
 	test -x $(VVPY) || $(PY) -m venv $(VVENV)
 	$(VVPY) -m pip install -q --upgrade pip
 	$(VVPY) -m pip install -q "torch==2.13.0"
+	# --no-deps: vLLM's own list pins a CUDA torch; pip then lists its unmet GPU dependencies (expected)
 	$(VVPY) -m pip install -q --no-deps "vllm==0.33.0"
 	$(VVPY) -m pip install -q "torch==2.13.0" $(VLLM_LIGHT_DEPS)
 	# triton runs vLLM's kernels in its interpreter (TRITON_INTERPRET=1); xgrammar's pins as vLLM 0.33.0 wants them

@@ -26,6 +26,8 @@ no 0.33.0 code to compare with.
 from __future__ import annotations
 
 import os
+import sys
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -33,6 +35,8 @@ from types import SimpleNamespace
 import numpy as np
 
 from lab.engine.block_table import compute_slot_mappings
+from lab.engine.cudagraph import kernel_visible_max_seq_len, target_capture_sizes
+from lab.engine.model_states import make_model_state
 from lab.engine.runner import ModelRunner, _loop
 from lab.engine.scheduler import Scheduler
 from lab.engine.speculator import draft_step_upper_bound
@@ -68,10 +72,9 @@ class StepRecord:
     prefill_len: np.ndarray  # per scheduled request (scheduler order)
     block_ops: list  # ("add", req_index) | ("append", req_indices, counts, block_ids)
     dispatch_args: tuple = ()
-    desc: object = None
     batch: object = None  # lab InputBatch
     cg_mode: str = ""
-    max_seq_len: dict = field(default_factory=dict)
+    attn_metadata: dict = field(default_factory=dict)  # mode -> the lab's AttnMetadata
     inst: np.ndarray | None = None  # batch order
     table: np.ndarray | None = None
     drafts: list = field(default_factory=list)
@@ -111,7 +114,7 @@ class _RecordingRunner(ModelRunner):
 
         def cg_dispatch(num_reqs, num_tokens, uniform):
             desc = dispatch(num_reqs, num_tokens, uniform)
-            self._cur.dispatch_args, self._cur.desc = (num_reqs, num_tokens, uniform), desc
+            self._cur.dispatch_args = (num_reqs, num_tokens, uniform)
             return desc
 
         cg.dispatch = cg_dispatch
@@ -120,7 +123,7 @@ class _RecordingRunner(ModelRunner):
         def ms_prepare_attn(batch, cudagraph_mode, mode, for_capture=False):
             meta = prepare_attn(batch, cudagraph_mode, mode, for_capture)
             self._cur.batch, self._cur.cg_mode = batch, cudagraph_mode
-            self._cur.max_seq_len[mode] = meta
+            self._cur.attn_metadata[mode] = meta
             return meta
 
         ms.prepare_attn = ms_prepare_attn
@@ -254,6 +257,8 @@ class VllmMRV2:
         self.capture_buffers = V.input_batch.InputBuffers(
             self.max_num_reqs, max(s.max_num_batched_tokens, max(sizes, default=0)), self.device)
         self._capture_msl: dict = {}
+        # The lab's own model state, asked for its capture metadata (R3).
+        self._lab_model_state = make_model_state(s.model_state, s.max_model_len, s.max_num_seqs)
 
         # The runner: only what gather_batch_req_state reads.
         r = self.runner = object.__new__(V.model_runner.GPUModelRunner)
@@ -387,7 +392,7 @@ class VllmMRV2:
         with _capture_build_attn_metadata(V) as calls:
             self.model_state.prepare_attn(batch, desc.cg_mode, (table,), None, [], None)
         (kw,) = calls
-        meta = rec.max_seq_len["fixed"]
+        meta = rec.attn_metadata["fixed"]
         cmp.check(rec.index, "R2", "max_seq_len", meta.max_seq_len, int(kw["max_seq_len"]))
         cmp.check(rec.index, "R2", "num_reqs", meta.num_reqs, int(kw["num_reqs"]))
         cmp.check(rec.index, "R2", "num_tokens", meta.num_tokens, int(kw["num_tokens"]))
@@ -401,7 +406,7 @@ class VllmMRV2:
             lab_capture = self._lab_model_state.prepare_attn(rec.batch, "NONE", "fixed", for_capture=True)
             cmp.check(rec.index, "R3", "capture max_seq_len (prepare_attn for_capture)", lab_capture.max_seq_len,
                       target_kernel)
-        cmp.check(rec.index, "R3", "kernel_max_seq_len", _kernel_msl(rec.cg_mode, meta.max_seq_len, s.max_model_len),
+        cmp.check(rec.index, "R3", "kernel_max_seq_len", kernel_visible_max_seq_len(rec.cg_mode, meta.max_seq_len, s.max_model_len),
                   target_kernel)
 
         if self.k:
@@ -465,19 +470,11 @@ class VllmMRV2:
             cmp.check(rec.index, "R5", f"draft step {step} seq_lens_cpu_upper_bound", lab_ub,
                       kw["seq_lens_cpu_upper_bound"].numpy())
             cmp.check(rec.index, "R5", f"draft step {step} max_seq_len", d.max_seq_len["fixed"], int(kw["max_seq_len"]))
-            kernel = (self._draft_capture_max_seq_len(ddesc) if ddesc.cg_mode == V.CUDAGraphMode.FULL
+            # Draft-decode graphs are captured through prepare_inputs_to_capture too
+            # (SpeculatorCudaGraphManager.capture, with the model state's prepare_attn).
+            kernel = (self._capture_max_seq_len(ddesc) if ddesc.cg_mode == V.CUDAGraphMode.FULL
                       else int(kw["max_seq_len"]))
             cmp.check(rec.index, "R5", f"draft step {step} kernel_max_seq_len", d.kernel_max_seq_len["fixed"], kernel)
-
-    def _draft_capture_max_seq_len(self, desc) -> int:
-        """Draft-decode graphs are captured through prepare_inputs_to_capture as well
-        (SpeculatorCudaGraphManager.capture), with the target model state."""
-        return self._capture_max_seq_len(desc)
-
-
-def _kernel_msl(cg_mode: str, metadata: int, max_model_len: int) -> int:
-    from lab.engine.cudagraph import kernel_visible_max_seq_len
-    return kernel_visible_max_seq_len(cg_mode, metadata, max_model_len)
 
 
 class _capture_build_attn_metadata:
@@ -556,10 +553,11 @@ class Comparison:
     def ok(self) -> bool:
         return not self.disagreements
 
-    def merge(self, other: "Comparison", offset_label=None) -> None:
+    def merge(self, other: "Comparison", label: str) -> None:
+        """Add another scenario's comparison (its steps counted apart, under ``label``)."""
         self.checks.update(other.checks)
         for r in RULES:
-            self.steps[r] |= {(offset_label, x) for x in other.steps[r]}
+            self.steps[r] |= {(label, x) for x in other.steps[r]}
         self.disagreements += other.disagreements
 
     def table(self) -> str:
@@ -574,12 +572,8 @@ def conform(scenario, kernels: bool = True, max_disagreements: int = 20) -> Comp
     """Run ``scenario`` through the lab's engine and vLLM's MRV2 code; return the comparison.
 
     ``kernels=False`` skips R6/R7 (vLLM's Triton kernels, interpreted on the CPU: most of the time)."""
-    from lab.engine.cudagraph import target_capture_sizes
-    from lab.engine.model_states import make_model_state
-
     records = record_engine(scenario)
     vl = VllmMRV2(scenario, target_capture_sizes(scenario))
-    vl._lab_model_state = make_model_state(scenario.model_state, scenario.max_model_len, scenario.max_num_seqs)
     cmp = Comparison()
     for rec in records:
         vl.step(rec, cmp, kernels)
@@ -640,9 +634,6 @@ def format_failure(label: str, cmp: Comparison, limit: int = 10) -> str:
 
 def cli(args, out=None) -> int:
     """``python -m lab conform``: run the comparison and print the agreement table per rule."""
-    import sys
-    import time
-
     from lab.presets import get_preset
     from lab.scenario import parse_spec
 

@@ -448,6 +448,7 @@ class VllmMRV2:
         pdesc = self.prefill_cg_manager.dispatch(n, batch.num_tokens_after_padding, uniform0, 0)
         d0 = rec.drafts[0]
         cmp.check(rec.index, "R8", "draft prefill cudagraph_mode", d0.cudagraph_mode, pdesc.cg_mode.name)
+        cmp.check(rec.index, "R8", "draft prefill num_reqs_padded", d0.num_reqs_padded, pdesc.num_reqs or n)
         # Not FULL: the target's metadata is reused; FULL: the draft graph's capture metadata.
         d0_kernel = self._capture_max_seq_len(pdesc) if pdesc.cg_mode == V.CUDAGraphMode.FULL else target_msl
         cmp.check(rec.index, "R5", "draft prefill max_seq_len", d0.max_seq_len["fixed"], target_msl)

@@ -1,7 +1,8 @@
 # Two set-up commands for a fresh machine (see README):
 #   make demo   opens the lab's Gradio app on http://127.0.0.1:7860 (embedded CPU engine)
 #   make test   runs the test suite
-# Both create and fill .venv themselves and are idempotent.
+# Both create and fill .venv themselves and are idempotent. make test also builds .venv-vllm, where
+# vLLM 0.33.0's own MRV2 code runs on the CPU for the conformance suite (docs/fidelity.md).
 PY      ?= python3
 VENV    := .venv
 VPY     := $(VENV)/bin/python
@@ -9,7 +10,17 @@ STAMP   := $(VENV)/.installed
 PRESET  ?= short-decode-long-context
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: demo test venv bench clean
+.PHONY: demo test venv bench clean venv-vllm conform
+
+# The conformance environment: vLLM 0.33.0 without its dependency tree (which pins a CUDA torch),
+# on the CPU torch, with the light pure-Python packages its MRV2 modules import. Its own venv:
+# vLLM 0.33.0 needs pillow >= 13, which gradio refuses.
+VVENV   := .venv-vllm
+VVPY    := $(VVENV)/bin/python
+VSTAMP  := $(VVENV)/.installed-vllm-0.33.0
+VLLM_LIGHT_DEPS := packaging pydantic regex cbor2 psutil pyzmq urllib3 "transformers<5.21" aiohttp requests \
+	openai-harmony openai "pillow>=13" pybase64 cachetools msgspec cloudpickle uvloop py-cpuinfo \
+	prometheus-client fastapi partial-json-parser einops numpy pytest
 
 $(STAMP): pyproject.toml
 	test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -21,6 +32,20 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+$(VSTAMP): pyproject.toml
+	test -x $(VVPY) || $(PY) -m venv $(VVENV)
+	$(VVPY) -m pip install -q --upgrade pip
+	$(VVPY) -m pip install -q "torch==2.13.0"
+	# --no-deps: vLLM's own list pins a CUDA torch; pip then lists its unmet GPU dependencies (expected)
+	$(VVPY) -m pip install -q --no-deps "vllm==0.33.0"
+	$(VVPY) -m pip install -q "torch==2.13.0" $(VLLM_LIGHT_DEPS)
+	# triton runs vLLM's kernels in its interpreter (TRITON_INTERPRET=1); xgrammar's pins as vLLM 0.33.0 wants them
+	$(VVPY) -m pip install -q "torch==2.13.0" "triton==3.9.0" "xgrammar==0.2.8" "apache-tvm-ffi==0.1.11" "llguidance>=1.7,<1.8"
+	$(VVPY) -m pip install -q --no-deps -e .
+	touch $(VSTAMP)
+
+venv-vllm: $(VSTAMP)
+
 demo: $(STAMP)
 	$(VPY) app.py --preset $(PRESET)
 
@@ -30,11 +55,15 @@ $(CHROMIUM):
 	apt-get install -y -q chromium || { apt-get update -q && apt-get install -y -q chromium; } || \
 	  { echo "error: could not install chromium with apt-get (needs root and Debian package access)" >&2; exit 1; }
 
-test: $(STAMP) $(CHROMIUM)
+test: $(STAMP) $(VSTAMP) $(CHROMIUM)
 	$(VPY) -m pytest -q
+	LAB_REQUIRE_VLLM=1 $(VVPY) -m pytest -q -p no:cacheprovider tests/conformance
+
+conform: $(VSTAMP)
+	$(VVPY) -m lab conform --all
 
 bench: $(STAMP)
 	$(VPY) -m lab bench engine
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(VVENV) .pytest_cache .hypothesis

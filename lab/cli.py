@@ -14,6 +14,8 @@
     python -m lab bench kernels [--backend B] [--device D] [--shape 64x4k/32k/16 …] [--repeats N]
            [--threads N] [--json F] [--md F]       baseline vs fixed kernel time over batch shapes
     python -m lab backends                        which attention backends run here (R10)
+    python -m lab conform --preset NAME           the engine against vLLM 0.33.0's MRV2 code, per rule
+           [--spec TEXT | --random A:B | --all]   (run with .venv-vllm/bin/python; docs/fidelity.md)
 """
 
 from __future__ import annotations
@@ -299,7 +301,20 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", help="kernels: write the results as JSON here")
     sp.add_argument("--md", help="kernels: write the table as markdown here")
     sp.set_defaults(fn=cmd_bench)
+    sp = sub.add_parser("conform", help="compare the engine with vLLM 0.33.0's own MRV2 code (needs .venv-vllm)")
+    sp.add_argument("--preset", help=f"one of: {', '.join(PRESETS)}")
+    sp.add_argument("--spec", help="a scenario in the grammar")
+    sp.add_argument("--random", metavar="A:B", help="the seeded random scenarios A..B-1 of the conformance suite")
+    sp.add_argument("--all", action="store_true", help="the whole conformance suite: every preset + the random set")
+    sp.add_argument("--no-kernels", action="store_true", help="skip R6/R7 (vLLM's Triton kernels, interpreted)")
+    sp.set_defaults(fn=cmd_conform)
     return p
+
+
+def cmd_conform(args) -> int:
+    from lab.conform import cli  # vLLM itself is imported there, only when this command runs
+
+    return cli(args)
 
 
 def main(argv: list[str] | None = None) -> int:

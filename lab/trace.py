@@ -471,7 +471,7 @@ class Trace:
     def block_table(self, index: int, num_rows: int | None = None) -> np.ndarray:
         """Rebuild the gathered input table of step ``index`` by scanning back through the steps:
         a column past this step's num_blocks holds what the latest earlier step wrote there, or 0
-        if a padded step zeroed the row since (R6). ``num_rows`` (default num_reqs_padded) can ask
+        if a step since had fewer real rows (the row was padded or zeroed then, R6). ``num_rows`` (default num_reqs_padded) can ask
         for more rows, e.g. the ones a draft pass padded to."""
         a = self.arrays
         n_steps = len(a["num_reqs_padded"])
@@ -492,9 +492,9 @@ class Trace:
                     blocks = self.instance_blocks(int(a["row_inst"][lo + r]))
                     table[r, filled[r]: nb[r]] = blocks[filled[r]: nb[r]]
                     filled[r] = nb[r]
-            pad_hi = min(int(a["num_reqs_padded"][s]), nrp)
-            if pad_hi > n:
-                open_[n:pad_hi] = False  # a padded row is zeroed over the full width
+            # Every row past the step's real rows is zeroed over the full width: padded rows and
+            # rows a larger earlier batch left (vllm 0.33.0 gather_block_tables, _num_dirty_rows).
+            open_[n:] = False
             if not open_.any():
                 break
         return table

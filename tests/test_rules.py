@@ -153,6 +153,29 @@ def test_R6_block_tables_stale_columns():
     assert classify_entries(np.array([0, 4, 3]), pool.owner) == ["null", "free", "free"]
 
 
+def test_R6_rows_left_by_a_larger_batch_are_zeroed():
+    """vLLM 0.33.0 gather_block_tables zeroes rows [num_reqs, max(num_reqs_padded, _num_dirty_rows)):
+    a row that a smaller batch leaves unused holds no stale ids when a larger batch uses it again.
+    (Found by the conformance suite: the lab used to keep them.)"""
+    bt = BlockTables(max_num_reqs=4, width=8)
+    for r in range(3):
+        bt.add_request(r)
+    bt.append_block_ids(np.array([0, 1, 2]), np.array([3, 3, 3]), np.arange(11, 20))
+    bt.gather_block_tables(np.array([0, 1, 2]), np.array([100, 101, 102]), 3)
+    bt.gather_block_tables(np.array([0]), np.array([100]), 1)  # rows 1 and 2 left by the larger batch
+    bt.add_request(3)
+    bt.append_block_ids(np.array([3]), np.array([1]), np.array([31]))
+    t = bt.gather_block_tables(np.array([0, 3, 3]), np.array([100, 103, 103]), 3)
+    assert t[1].tolist() == [31, 0, 0, 0, 0, 0, 0, 0]  # not [31, 15, 16, ...]
+    assert t[2].tolist() == [31, 0, 0, 0, 0, 0, 0, 0]
+    assert t[0].tolist() == [11, 12, 13, 0, 0, 0, 0, 0]
+    # Every row past a step's real requests is all zeros, in the engine and in the rebuilt trace.
+    trace, tables = run_engine(Scenario.preset("stale-block-reuse"), keep_tables=True)
+    for st, table in zip(trace.steps, tables):
+        assert not table[st.num_reqs:].any()
+        assert np.array_equal(st.block_table, table)
+
+
 def test_R7_slot_mapping():
     """slot = block_table[req, pos // bs] * bs + pos % bs for every scheduled token; padding -1."""
     trace = simulate(Scenario.preset("full-graph-vs-eager"))
@@ -209,6 +232,22 @@ def test_R8_cudagraph_dispatch():
     assert any(d.cudagraph_mode == "FULL" for st in k3.steps for d in st.drafts[1:])
     eager = simulate(Scenario.from_spec("6p64o40_k=3_cg=none"))
     assert {st.cudagraph_mode for st in eager.steps} == {"NONE"}
+
+
+def test_R8_last_prompt_token_runs_as_decode():
+    """vLLM 0.33.0 gather_batch_req_state: a prefill with one new token over existing context runs as
+    a decode (prefill_runs_as_decode), so a batch of such rows and decodes is graph-eligible and
+    replays FULL. (Found by the conformance suite: the lab used to run it PIECEWISE.)"""
+    from lab.engine.cudagraph import decode_graph_eligible
+
+    t = simulate(Scenario.from_spec("p8o20_p8o4a1_tokens=8"))
+    st = t.steps[2]
+    assert st.num_computed_tokens == [9, 7] and st.num_scheduled_tokens == [1, 1]
+    assert st.cudagraph_mode == "FULL" and st.kernel_max_seq_len["fixed"] == t.scenario.max_model_len
+    yes = decode_graph_eligible(np.array([False, True]), np.array([1, 1]), np.zeros(2, int), np.array([9, 7]))
+    first_chunk = decode_graph_eligible(np.array([True]), np.array([1]), np.zeros(1, int), np.array([0]))
+    longer = decode_graph_eligible(np.array([True]), np.array([2]), np.zeros(1, int), np.array([7]))
+    assert (yes, first_chunk, longer) == (True, False, False)
 
 
 def test_R9_kernel_visible_max_seq_len():

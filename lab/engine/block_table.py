@@ -3,7 +3,8 @@
 Mirrors vllm/v1/worker/gpu/block_table.py ``BlockTables``: persistent rows indexed by the request
 slot (``req_index``), and an input table in batch order that ``gather_block_tables`` refills each
 step. Only columns ``[0, num_blocks)`` of a real row are copied; later columns keep what an
-earlier step left in that batch row. Padded rows are zeroed over the whole width (block 0 is the
+earlier step left in that batch row, as long as the row held a real request in every step since.
+Padded rows, and rows a larger earlier batch left, are zeroed over the whole width (block 0 is the
 null block).
 """
 
@@ -40,6 +41,8 @@ class BlockTables:
         self._row_inst = np.full(max_num_reqs, -1, dtype=np.int64)
         self._row_nb = np.zeros(max_num_reqs, dtype=np.int32)
         self.row_hwm = np.zeros(max_num_reqs, dtype=np.int32)
+        # Rows the last gather filled with real requests; a later, smaller batch zeroes them.
+        self._num_dirty_rows = 0
 
     # vllm block_table.py BlockTables.append_block_ids (overwrite=True for a new request).
     def add_request(self, req_index: int) -> None:
@@ -57,7 +60,8 @@ class BlockTables:
 
     def gather_block_tables(self, idx_mapping: np.ndarray, inst: np.ndarray, num_reqs_padded: int) -> np.ndarray:
         """vllm block_table.py ``gather_block_tables``: copy columns [0, num_blocks) of each request's
-        row into batch row i; zero padded rows over the full width. Returns the input table view.
+        row into batch row i; zero rows [n, max(num_reqs_padded, rows the last gather filled)) over the
+        full width. Returns the input table view.
 
         Writes only what differs from what the row already holds (the same instance keeps its
         earlier columns), which gives the same table as copying [0, num_blocks) every step.
@@ -78,11 +82,15 @@ class BlockTables:
             self.input_block_tables[rows, cols] = self.block_tables[idx_mapping[rows], cols]
         self._row_nb[:n] = nb
         np.maximum(self.row_hwm[:n], nb, out=self.row_hwm[:n])
-        if num_reqs_padded > n:
-            self.input_block_tables[n:num_reqs_padded] = 0
-            self._row_inst[n:num_reqs_padded] = -1
-            self._row_nb[n:num_reqs_padded] = 0
-            self.row_hwm[n:num_reqs_padded] = 0
+        # vLLM 0.33.0 zeroes the padded rows and also the rows a larger earlier batch left
+        # (num_rows = max(num_reqs_padded, _num_dirty_rows)), so every row past n is all zeros.
+        num_rows = max(num_reqs_padded, self._num_dirty_rows)
+        self._num_dirty_rows = n
+        if num_rows > n:
+            self.input_block_tables[n:num_rows] = 0
+            self._row_inst[n:num_rows] = -1
+            self._row_nb[n:num_rows] = 0
+            self.row_hwm[n:num_rows] = 0
         return self.input_block_tables[:num_reqs_padded]
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 FULL = "FULL"
 PIECEWISE = "PIECEWISE"
 NONE = "NONE"
@@ -119,9 +121,21 @@ class CudaGraphManager:
         return BatchExecutionDescriptor(NONE, num_tokens, num_reqs)
 
 
-def uniform_decode_token_count(num_reqs: int, num_tokens: int, max_query_len: int, has_prefill: bool) -> int | None:
+def decode_graph_eligible(is_prefilling: np.ndarray, num_scheduled_tokens: np.ndarray,
+                          num_draft_tokens: np.ndarray, num_computed_tokens: np.ndarray) -> bool:
+    """vllm/v1/worker/gpu/model_runner.py ``gather_batch_req_state``: a batch may replay a decode graph
+    when every row decodes, or is a prefill with one new token over existing context (the last
+    token of a chunked prompt), which runs as a decode (``prefill_runs_as_decode``)."""
+    if not is_prefilling.any():
+        return True
+    one_token_ext = (num_scheduled_tokens - num_draft_tokens == 1) & (num_computed_tokens > 0)
+    return bool((~is_prefilling | one_token_ext).all())
+
+
+def uniform_decode_token_count(num_reqs: int, num_tokens: int, max_query_len: int,
+                               graph_eligible: bool) -> int | None:
     """vllm/v1/worker/utils.py ``get_uniform_decode_token_count``."""
-    if not has_prefill and num_reqs > 0 and num_tokens == max_query_len * num_reqs:
+    if graph_eligible and num_reqs > 0 and num_tokens == max_query_len * num_reqs:
         return max_query_len
     return None
 

@@ -13,7 +13,8 @@ import gc
 import numpy as np
 
 from lab.engine.block_table import BlockTables
-from lab.engine.cudagraph import (CG_MODE_CODES, FULL, CudaGraphManager, kernel_visible_max_seq_len,
+from lab.engine.cudagraph import (CG_MODE_CODES, FULL, CudaGraphManager, decode_graph_eligible,
+                                  kernel_visible_max_seq_len,
                                   target_capture_sizes, uniform_decode_token_count)
 from lab.engine.input_batch import InputBatch, seq_lens_cpu_upper_bound, sort_batch
 from lab.engine.model_states import MODES, make_model_state
@@ -114,7 +115,8 @@ class ModelRunner:
             req_indices = out.req_indices[order]
 
         num_tokens = n * max_query_len if order is None else int(num_sched.sum())
-        uniform = uniform_decode_token_count(n, num_tokens, max_query_len, any_prefill)
+        eligible = not any_prefill or decode_graph_eligible(is_prefilling, num_sched, num_draft, comp_cpu)
+        uniform = uniform_decode_token_count(n, num_tokens, max_query_len, eligible)
         desc = self.cudagraph_manager.dispatch(n, num_tokens, uniform)
         cg_mode = desc.cg_mode
         num_reqs_padded = desc.num_reqs if (cg_mode == FULL and desc.num_reqs) else n

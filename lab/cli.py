@@ -4,7 +4,7 @@
     python -m lab simulate --preset NAME          run a preset, print each step and the totals
     python -m lab simulate --spec "8p1ko64_k=3"   run a scenario written in the grammar
            [--out trace.json] [--every N] [--quiet]
-           [--backend torch-reference [--device cpu] [--repeats N] [--threads N]]
+           [--backend torch-reference [--device cpu] [--repeats N] [--threads N] [--steps 0,10,20]]
                                                   … and run the kernels each Nth step (lab.run),
                                                   printing per-step timings in both modes
     python -m lab show trace.json                 print a saved trace the same way
@@ -158,7 +158,7 @@ def cmd_simulate(args) -> int:
         _set_threads(args.threads)
         trace = run(scenario, backend=args.backend, device=args.device, every=args.every,
                     progress=None if args.quiet else text_progress(), repeats=args.repeats,
-                    command=_live_command(args))
+                    command=_live_command(args), steps=_parse_steps(args.steps))
     else:
         trace = simulate(scenario)
     dt = time.perf_counter() - t0
@@ -173,11 +173,21 @@ def cmd_simulate(args) -> int:
     return 0
 
 
+def _parse_steps(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        return [int(x) for x in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--steps must be step indices separated by commas, e.g. 0,10,20; got {text!r}") from None
+
+
 def _live_command(args) -> str:
     import shlex
 
     src = f"--preset {args.preset}" if args.preset else f"--spec {shlex.quote(args.spec)}"
-    return (f"python -m lab simulate {src} --backend {args.backend} --device {args.device} --every {args.every} "
+    which = f"--steps {args.steps}" if args.steps else f"--every {args.every}"
+    return (f"python -m lab simulate {src} --backend {args.backend} --device {args.device} {which} "
             f"--repeats {args.repeats} --threads {args.threads}")
 
 
@@ -277,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--device", default="cpu", help="cpu or cuda (with --backend)")
     sp.add_argument("--repeats", type=int, default=3, help="timed launches per mode and step (with --backend)")
     sp.add_argument("--threads", type=int, default=1, help="torch CPU threads (with --backend; default 1)")
+    sp.add_argument("--steps", help="time these steps instead of every --every-th, e.g. 0,10,20 (with --backend)")
     sp.set_defaults(fn=cmd_simulate)
     sp = sub.add_parser("show", help="print a saved trace")
     sp.add_argument("path")

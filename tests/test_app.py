@@ -71,7 +71,7 @@ def test_controls_override_the_spec(client):
     ({2: 256}, "requests[0].prompt_len"),
     ({3: 24}, "block_size"),
     ({2: 3.5}, "max_model_len"),
-    ({9: "live vLLM"}, "not in the list of choices: ['embedded CPU']"),  # only available runners are offered
+    ({9: "live vLLM"}, "not in the list of choices: ['embedded CPU', 'embedded CPU + kernels']"),  # only available runners are offered
 ])
 def test_run_bad_input_is_a_clear_error(client, inputs, message):
     args = list(DEFAULT_INPUTS)
@@ -82,6 +82,22 @@ def test_run_bad_input_is_a_clear_error(client, inputs, message):
     assert message in str(e.value)
     # The app keeps serving, and this session still works.
     assert _run(client, DEFAULT_INPUTS)[0]["maximum"] > 0
+
+
+def test_kernel_runner_times_both_modes(client):
+    """The runner "embedded CPU + kernels" launches the torch reference kernel on a budgeted set of
+    steps: the kernel tab then plots measured times and the summary says what was saved."""
+    spec = "4p200o40_mml=4k_cg=piecewise"
+    out = _run(client, ["stale-block-reuse", spec, 4096, 16, 0, "default", "PIECEWISE", 0.7, 0,
+                        "embedded CPU + kernels"])
+    kern = _plots(out, 10)["kernels"]
+    times = [y for tr in kern["data"] if "ms" in str(tr.get("name", "")) for y in tr.get("y", []) if y is not None]
+    assert times and all(t > 0 for t in times), kern["data"]
+    assert "torch-reference" in json.dumps(kern["layout"])
+    assert "Kernel time" in out[-1] and "time saved" in out[-1]
+    # The same scenario on the engine alone has no timings.
+    out = _run(client, ["stale-block-reuse", spec, 4096, 16, 0, "default", "PIECEWISE", 0.7, 0, "embedded CPU"])
+    assert "not measured in this trace" in out[-1]
 
 
 def test_load_preset_and_parse_spec(client):
@@ -184,7 +200,7 @@ def test_unavailable_runner_says_why():
     from lab.app.runners import runner_availability
 
     reasons = {r.name: r.reason for r in runner_availability()}
-    assert reasons["embedded CPU"] == ""
+    assert reasons["embedded CPU"] == "" and reasons["embedded CPU + kernels"] == ""
     assert "no CUDA GPU" in reasons["embedded CUDA"]
     assert "vLLM is not installed" in reasons["live vLLM"]
     for name in ("embedded CUDA", "live vLLM"):

@@ -333,3 +333,26 @@ def test_registry_gates_on_the_gpu_architecture(monkeypatch):
         assert rows[("flashinfer-xqa", "cuda")]["why_not"] == (
             "no adapter in the lab yet" if major == 9 else "needs SM90, this GPU is SM100")
     assert rows[("flashinfer-trtllm-gen", "cuda")]["why_not"] == ""
+
+
+def test_steps_within_budget_and_run_on_given_steps():
+    from lab.kernels.live import step_costs, steps_within_budget
+
+    trace = lab.simulate(parse_spec("6p300o60a0+5_mml=4k_cg=piecewise"))
+    cost = step_costs(trace)
+    n = len(trace.steps)
+    assert steps_within_budget(trace, int(cost.sum())) == list(range(n))  # everything fits
+    assert steps_within_budget(trace, 0) == [int(np.argmin(cost))]  # nothing fits: the cheapest step
+    budget = int(cost.sum()) // 5
+    picked = steps_within_budget(trace, budget)
+    assert 1 < len(picked) < n and cost[picked].sum() <= budget and picked == sorted(set(picked))
+    before = torch.get_num_threads()
+    out = lab.run(trace.scenario, trace=trace, steps=picked[:3], repeats=1, warmup=0, threads=1)
+    assert torch.get_num_threads() == before  # restored
+    timed = [st.index for st in out.steps if st.timing is not None]
+    assert timed == picked[:3]
+    assert f"--steps {','.join(map(str, picked[:3]))}" in out.timings["command"]
+    with pytest.raises(ValueError, match="steps must be"):
+        lab.run(trace.scenario, trace=lab.simulate(trace.scenario), steps=[n + 5])
+    with pytest.raises(ValueError, match="threads"):
+        lab.run(trace.scenario, steps=[0], threads=0)

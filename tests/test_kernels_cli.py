@@ -83,3 +83,15 @@ def test_backends_command_lists_every_backend(capsys):
     assert "torch-reference (cpu): runs here" in text
     assert "flashinfer-trtllm-gen (cuda): not here:" in text
     assert "R10: max_seq_len does not change its work: pages come from kv_indptr" in text
+
+
+def test_simulate_on_given_steps(capsys, tmp_path):
+    out = tmp_path / "t.json"
+    assert main(["simulate", "--spec", "4p40o10_mml=1k_cg=piecewise", "--backend", "torch-reference",
+                 "--steps", "1,4", "--repeats", "1", "--quiet", "--out", str(out)]) == 0
+    tr = Trace.load(out)
+    assert [st.index for st in tr.steps if st.timing is not None] == [1, 4]
+    assert "--steps 1,4" in tr.timings["command"]
+    capsys.readouterr()
+    assert main(["simulate", "--spec", "2p10o2", "--backend", "torch-reference", "--steps", "1,x"]) == 2
+    assert "error: --steps must be step indices" in capsys.readouterr().err

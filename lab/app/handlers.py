@@ -13,7 +13,7 @@ import gradio as gr
 from gradio.components.plot import PlotData
 
 from lab.app.cache import TRACES, bytes_key, scenario_key
-from lab.app.runners import EMBEDDED_CPU, runner_availability
+from lab.app.runners import KERNEL_BACKEND, KERNEL_RUNNERS, runner_availability
 from lab.presets import PRESETS, get_preset
 from lab.scenario import Scenario, format_spec, parse_spec
 from lab.trace import Trace, TraceFormatError, simulate
@@ -134,7 +134,6 @@ def run(preset, spec, mml, bs, k, state, cg, accept, seed, runner, progress=gr.P
     trace = TRACES.get(key)
     how = "cached run"
     if trace is None:
-        assert runner == EMBEDDED_CPU  # the only runner wired in so far (runner_availability)
         progress((0, None), desc="engine steps", unit="steps")
 
         def tick(n: int) -> None:
@@ -143,12 +142,25 @@ def run(preset, spec, mml, bs, k, state, cg, accept, seed, runner, progress=gr.P
 
         try:
             trace = simulate(scenario, progress=tick)
+            if runner in KERNEL_RUNNERS:
+                trace = _run_kernels(trace, *KERNEL_RUNNERS[runner], progress)
         except ValueError as e:
             raise _error(e) from None
         TRACES.put(key, trace)
         how = f"ran on {runner}"
     return [key, _slider(trace), format_spec(scenario), *controls_of(scenario), _status(trace, how),
             *render(trace, 0)]
+
+
+def _run_kernels(trace: Trace, device: str, budget: int, progress) -> Trace:
+    """Attention kernels on a budgeted set of steps (lab.kernels.live), both modes, one torch thread on the CPU."""
+    from lab.kernels.live import run as run_kernels, steps_within_budget
+
+    steps = steps_within_budget(trace, budget)
+    progress((0, len(steps)), desc="kernel steps", unit="steps")
+    return run_kernels(trace.scenario, backend=KERNEL_BACKEND, device=device, trace=trace, steps=steps,
+                       repeats=3, warmup=1, threads=1 if device == "cpu" else None,
+                       progress=lambda done, total: progress((done, total), desc="kernel steps", unit="steps"))
 
 
 def upload_trace(path):

@@ -1,5 +1,5 @@
-"""Which runners this machine offers. One function, so new runners (the CUDA kernel runner, the
-live vLLM recorder) are added in one place."""
+"""Which runners this machine offers. One function, so new runners (the live vLLM recorder) are
+added in one place."""
 
 from __future__ import annotations
 
@@ -8,8 +8,14 @@ import os
 from dataclasses import dataclass
 
 EMBEDDED_CPU = "embedded CPU"
+EMBEDDED_CPU_KERNELS = "embedded CPU + kernels"
 EMBEDDED_CUDA = "embedded CUDA"
 LIVE_VLLM = "live vLLM"
+
+# The runners that also launch attention kernels (lab.run): device, and the baseline walk's budget in
+# query-key pairs (lab.kernels.live.steps_within_budget) that keeps a click to seconds on a CPU.
+KERNEL_BACKEND = "torch-reference"
+KERNEL_RUNNERS = {EMBEDDED_CPU_KERNELS: ("cpu", 4 * 2**20), EMBEDDED_CUDA: ("cuda", 4 * 2**30)}
 
 
 @dataclass(frozen=True)
@@ -36,8 +42,8 @@ def runner_availability() -> list[Runner]:
     vllm = importlib.util.find_spec("vllm") is not None
     return [
         Runner(EMBEDDED_CPU, True, ""),
-        Runner(EMBEDDED_CUDA, False, "the CUDA kernel runner is not wired into the app yet" if cuda else
-               "no CUDA GPU (torch.cuda.is_available() is False)"),
+        Runner(EMBEDDED_CPU_KERNELS, True, ""),
+        Runner(EMBEDDED_CUDA, cuda, "" if cuda else "no CUDA GPU (torch.cuda.is_available() is False)"),
         Runner(LIVE_VLLM, False, "the live vLLM recorder is not wired into the app yet" if vllm else
                "vLLM is not installed (importlib.util.find_spec('vllm') is None)"),
     ]

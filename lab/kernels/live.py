@@ -44,24 +44,69 @@ def text_progress(out=None):
     return report
 
 
+def step_costs(trace: Trace) -> np.ndarray:
+    """Query-key pairs the baseline walk of each step visits: (query tokens, at least one per row,
+    padded ones included) x tokens walked per row. Decode steps cost what they read, prefill steps
+    what they compute; the baseline walk is the larger one."""
+    a = trace.arrays
+    bs = trace.scenario.block_size
+    walk = -(-a["kernel_max_seq_len"][:, 0].astype(np.int64) // bs) * bs
+    rows = np.maximum(a["num_tokens_padded"], a["num_reqs_padded"]).astype(np.int64)
+    return rows * walk
+
+
+def steps_within_budget(trace: Trace, max_pairs: int) -> list[int]:
+    """As many evenly spaced steps as fit in ``max_pairs`` query-key pairs of baseline walk
+    (``step_costs``), skipping steps that alone exceed it; the cheapest step if none fits. How the
+    app keeps a live run on a CPU to seconds."""
+    cost = step_costs(trace)
+    fits = np.nonzero(cost <= max_pairs)[0]
+    if len(fits) == 0:
+        return [int(np.argmin(cost))]
+    lo, hi = 1, len(fits)  # the largest count n whose evenly spaced pick fits
+    while lo < hi:
+        n = (lo + hi + 1) // 2
+        pick = fits[np.unique(np.linspace(0, len(fits) - 1, n).round().astype(np.int64))]
+        lo, hi = (n, hi) if cost[pick].sum() <= max_pairs else (lo, n - 1)
+    return fits[np.unique(np.linspace(0, len(fits) - 1, lo).round().astype(np.int64))].tolist()
+
+
 def run(scenario: Scenario, backend: str = "torch-reference", device: str = "cpu", every: int = 1,
         progress=None, repeats: int = 3, warmup: int = 1, head_config: HeadConfig | None = None,
-        seed: int = 0, trace: Trace | None = None, command: str | None = None) -> Trace:
+        seed: int = 0, trace: Trace | None = None, command: str | None = None,
+        steps: list[int] | None = None, threads: int | None = None) -> Trace:
     """Run the engine on ``scenario`` (or take its ``trace``), then time ``backend`` on ``device``
-    on every ``every``-th step (and the last), baseline and fixed interleaved, ``repeats`` timed
-    launches after ``warmup``. ``progress(done, total)`` is called after each timed step.
-    Returns the trace with its kernel timings attached."""
+    on every ``every``-th step (and the last), or on the given ``steps``, baseline and fixed
+    interleaved, ``repeats`` timed launches after ``warmup``. ``progress(done, total)`` is called
+    after each timed step. ``threads`` sets torch's CPU threads for the run (restored after; one
+    thread is fastest on a small shared machine). Returns the trace with its kernel timings attached."""
     if not isinstance(every, int) or every < 1:
         raise ValueError(f"every must be an integer >= 1, got {every!r}")
+    if threads is not None:
+        if not isinstance(threads, int) or threads < 1:
+            raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
+        before = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            return run(scenario, backend, device, every, progress, repeats, warmup, head_config, seed, trace,
+                       command, steps)
+        finally:
+            torch.set_num_threads(before)
     if repeats < 1 or warmup < 0:
         raise ValueError("repeats must be >= 1 and warmup >= 0")
+    wanted = steps  # the name ``steps`` is the trace's steps below
     cfg = head_config or HeadConfig()
     kernel = get_kernel(backend, device)  # ValueError naming why it does not run here
     trace = trace if trace is not None else simulate(scenario)
     s = trace.scenario
     steps = trace.steps
     num_steps = len(steps)
-    timed = [i for i in range(num_steps) if i % every == 0 or i == num_steps - 1]
+    if wanted is not None:
+        timed = sorted({int(i) for i in wanted})
+        if not timed or timed[0] < 0 or timed[-1] >= num_steps:
+            raise ValueError(f"steps must be a non-empty list of step indices in 0..{num_steps - 1}")
+    else:
+        timed = [i for i in range(num_steps) if i % every == 0 or i == num_steps - 1]
 
     gen = torch.Generator().manual_seed(seed)
     log = trace.arrays["block_log"]
@@ -106,11 +151,13 @@ def run(scenario: Scenario, backend: str = "torch-reference", device: str = "cpu
             "kernel": find(backend, "cuda" if device.startswith("cuda") else device).kernel,
             "dtype": cfg.dtype, "head_config": cfg.describe(), "num_q_heads": cfg.num_q_heads,
             "num_kv_heads": cfg.num_kv_heads, "head_dim": cfg.head_dim, **env,
-            "repeats": repeats, "warmup": warmup, "every": every, "timed_steps": len(timed),
+            "repeats": repeats, "warmup": warmup, "every": every if wanted is None else None,
+            "timed_steps": len(timed),
             "timer": type(timer).__name__, "trusting_rtol": TRUSTING_RTOL,
             "bytes": "K and V bytes; real = sum(seq_lens) tokens, walked = rows x cdiv(kernel_max_seq_len, "
                      "block_size) pages (padded rows included)",
             "command": command or (f"python -m lab simulate --spec {shlex.quote(spec)} --backend {backend} "
-                                   f"--device {device} --every {every} --repeats {repeats}")}
+                                   f"--device {device} --repeats {repeats} "
+                                   + (f"--every {every}" if wanted is None else f"--steps {','.join(map(str, timed))}"))}
     trace.attach_kernel_timings(meta, arrays)
     return trace

@@ -11,9 +11,9 @@ import numpy as np
 from lab.views.common import MODE_COLORS, MODES, check_step, figure, message_figure, panel_title, step_marker, title
 
 HOW_TO_TIME = ("This trace has no kernel timings: it comes from the step engine alone.<br>"
-               "Timings come from a live kernel run, e.g.<br>"
-               "<b>python -m lab simulate --preset short-decode-long-context --backend torch-reference</b><br>"
-               "(coming with the kernels change), saved with --out and uploaded here.")
+               "Timings come from a live kernel run: pick the runner <b>embedded CPU + kernels</b> and Run,<br>"
+               "or <b>python -m lab simulate --preset stale-block-reuse --backend torch-reference --out t.json</b><br>"
+               "and upload t.json here.")
 _FIELDS = ("ms", "iqr_ms", "gbps_real", "gbps_walked")
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 

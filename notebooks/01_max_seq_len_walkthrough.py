@@ -120,3 +120,30 @@ stale_step = next(s for s in stale.steps if s.oor["baseline"]["live"] and foreig
 block_table_figure(stale, stale_step.index).show()
 timeline_figure(fg, 60).show()
 summary_numbers(stale, stale_step.index)["baseline"]
+
+# %% [markdown]
+# ## What it costs a kernel that sizes its work from `max_seq_len` (R10)
+#
+# `lab.run` replays steps of a trace through a real paged-attention kernel (the torch reference: it
+# walks `cdiv(max_seq_len, block_size)` pages of every row and masks by `seq_lens`) in both modes on
+# the same KV cache. The *trusting* variant does not mask pages past a row's own: it goes wrong
+# exactly on the steps where the engine counts out-of-range entries. Times here are this machine's
+# CPU (the trace's `timings` says which); on an H200 the kernels vLLM runs do not size their work
+# from `max_seq_len`, on SM100 TRTLLM-gen they do (docs/kernels.md).
+
+# %%
+from lab import run
+from lab.kernels.live import steps_within_budget
+
+small = simulate(Scenario.from_spec("6p300o60a0+5_mml=8k_cg=piecewise"))
+timed = run(small.scenario, trace=small, steps=steps_within_budget(small, 2 * 2**20), repeats=1, threads=1)
+print(timed.timings["backend"], "on", timed.timings["device"])
+for st in timed.steps:
+    t = st.timing
+    if t is None:
+        continue
+    oor = {m: sum(st.oor[m][c] for c in ("null", "live", "free")) for m in ("baseline", "fixed")}
+    print(f"step {st.index:3d}: baseline {t['baseline']['ms']:7.2f} ms, fixed {t['fixed']['ms']:6.2f} ms; "
+          f"out-of-range {oor['baseline']:5d}/{oor['fixed']}, trusting wrong "
+          f"{t['baseline']['trusting_wrong']}/{t['fixed']['trusting_wrong']}")
+    assert all((oor[m] > 0) == bool(t[m]["trusting_wrong"]) for m in oor)

@@ -273,11 +273,12 @@ class Step:
         """Target pass plus every draft pass."""
         return self._t._oor_dict(self.index, slice(None))
 
-    def oor_entries(self, mode: str, pass_index: int = 0) -> dict[str, np.ndarray]:
+    def oor_entries(self, mode: str, pass_index: int = 0, table: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """Every out-of-range entry one walk of this step reads, as columns: ``row`` (batch row),
         ``col``, ``block`` (the id found there), ``class`` (null/live/free/padded) and ``owner``
         (the req_id holding that block, "" unless live). ``pass_index`` 0 is the target pass,
-        1 + d the draft pass d. Rebuilt from the trace alone (block log, instance lifetimes)."""
+        1 + d the draft pass d. Rebuilt from the trace alone (block log, instance lifetimes);
+        ``table``, this step's ``block_table`` when the caller has it already, saves rebuilding it."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if pass_index == 0:
@@ -288,7 +289,8 @@ class Step:
         t = self._t
         w = -(-msl // t.scenario.block_size)
         n = self.num_reqs
-        table = t.block_table(self.index, num_rows=rows)
+        if table is None or table.shape[0] < rows:
+            table = t.block_table(self.index, num_rows=rows)
         nb = self._col("num_blocks").astype(np.int64)
         r, c = ragged_ranges(nb, np.maximum(w - nb, 0))
         pr, pc = np.divmod(np.arange((rows - n) * w, dtype=np.int64), max(w, 1))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import shlex
 import sys
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -28,6 +29,22 @@ from lab.trace import Trace, simulate
 # A trusting result counts as wrong above this error relative to the reference's largest value (or
 # when not finite); the masked kernels stay below 1e-5 in fp32 (tests/test_kernels.py).
 TRUSTING_RTOL = 1e-4
+
+
+@contextmanager
+def torch_threads(n: int | None):
+    """torch's CPU thread count set to ``n`` inside the block (unchanged for None), restored after."""
+    if n is None:
+        yield
+        return
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"threads must be an integer >= 1, got {n!r}")
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def text_progress(out=None):
@@ -82,27 +99,22 @@ def run(scenario: Scenario, backend: str = "torch-reference", device: str = "cpu
     thread is fastest on a small shared machine). Returns the trace with its kernel timings attached."""
     if not isinstance(every, int) or every < 1:
         raise ValueError(f"every must be an integer >= 1, got {every!r}")
-    if threads is not None:
-        if not isinstance(threads, int) or threads < 1:
-            raise ValueError(f"threads must be an integer >= 1, got {threads!r}")
-        before = torch.get_num_threads()
-        torch.set_num_threads(threads)
-        try:
-            return run(scenario, backend, device, every, progress, repeats, warmup, head_config, seed, trace,
-                       command, steps)
-        finally:
-            torch.set_num_threads(before)
+    with torch_threads(threads):
+        return _run(scenario, backend, device, every, progress, repeats, warmup, head_config, seed, trace,
+                    command, steps)
+
+
+def _run(scenario, backend, device, every, progress, repeats, warmup, head_config, seed, trace, command,
+         steps) -> Trace:
     if repeats < 1 or warmup < 0:
         raise ValueError("repeats must be >= 1 and warmup >= 0")
-    wanted = steps  # the name ``steps`` is the trace's steps below
     cfg = head_config or HeadConfig()
     kernel = get_kernel(backend, device)  # ValueError naming why it does not run here
     trace = trace if trace is not None else simulate(scenario)
     s = trace.scenario
-    steps = trace.steps
-    num_steps = len(steps)
-    if wanted is not None:
-        timed = sorted({int(i) for i in wanted})
+    num_steps = len(trace.steps)
+    if steps is not None:
+        timed = sorted({int(i) for i in steps})
         if not timed or timed[0] < 0 or timed[-1] >= num_steps:
             raise ValueError(f"steps must be a non-empty list of step indices in 0..{num_steps - 1}")
     else:
@@ -121,7 +133,7 @@ def run(scenario: Scenario, backend: str = "torch-reference", device: str = "cpu
               "kernel_max_abs_err": np.full(shape2, np.nan),
               "kernel_trusting_wrong": np.full(shape2, -1, np.int8)}
     for done, i in enumerate(timed, 1):
-        st = steps[i]
+        st = trace.steps[i]
         batch = batch_from_step(st, cfg, device=device, generator=gen)
         ref = sdpa_reference(batch, kv, cfg)
         msl = st.kernel_max_seq_len
@@ -151,13 +163,13 @@ def run(scenario: Scenario, backend: str = "torch-reference", device: str = "cpu
             "kernel": find(backend, "cuda" if device.startswith("cuda") else device).kernel,
             "dtype": cfg.dtype, "head_config": cfg.describe(), "num_q_heads": cfg.num_q_heads,
             "num_kv_heads": cfg.num_kv_heads, "head_dim": cfg.head_dim, **env,
-            "repeats": repeats, "warmup": warmup, "every": every if wanted is None else None,
+            "repeats": repeats, "warmup": warmup, "every": every if steps is None else None,
             "timed_steps": len(timed),
             "timer": type(timer).__name__, "trusting_rtol": TRUSTING_RTOL,
             "bytes": "K and V bytes; real = sum(seq_lens) tokens, walked = rows x cdiv(kernel_max_seq_len, "
                      "block_size) pages (padded rows included)",
             "command": command or (f"python -m lab simulate --spec {shlex.quote(spec)} --backend {backend} "
                                    f"--device {device} --repeats {repeats} "
-                                   + (f"--every {every}" if wanted is None else f"--steps {','.join(map(str, timed))}"))}
+                                   + (f"--every {every}" if steps is None else f"--steps {','.join(map(str, timed))}"))}
     trace.attach_kernel_timings(meta, arrays)
     return trace

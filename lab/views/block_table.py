@@ -52,7 +52,7 @@ def block_table_classes(trace, index: int) -> dict[str, np.ndarray]:
     cls[n:] = _CODE["padded"]
     # The widest walk classifies every entry it reaches; entries past it are never read.
     widest = max(MODES, key=lambda m: walks[m])
-    e = st.oor_entries(widest)
+    e = st.oor_entries(widest, table=table)
     c = e["class"]
     codes = np.full(len(c), _CODE["null"], dtype=np.int8)
     for name in ("live", "free", "padded"):

@@ -1,5 +1,5 @@
 """The max_seq_len lab: how vLLM's Model Runner V2 builds attention metadata, and what PR #43991
-changed. Public API (the trace contract, DESIGN §5)::
+changed. Public API (the trace contract, docs/trace.md)::
 
     from lab import Scenario, simulate, Trace, list_presets
     trace = run(scenario, backend="torch-reference", device="cpu")   # + kernel timings (lab/kernels)
@@ -7,7 +7,8 @@ changed. Public API (the trace contract, DESIGN §5)::
 
 from lab.presets import list_presets
 from lab.scenario import RequestSpec, Scenario
-from lab.trace import Step, Trace, TraceFormatError, simulate
+from lab.engine.runner import simulate
+from lab.trace import Step, Trace, TraceFormatError
 
 __version__ = "0.1.0"
 

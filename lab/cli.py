@@ -27,7 +27,8 @@ import time
 from lab.engine.oor import OOR_CLASSES
 from lab.presets import PRESETS, get_preset
 from lab.scenario import Scenario, parse_spec
-from lab.trace import Trace, TraceFormatError, simulate
+from lab.engine.runner import simulate
+from lab.trace import Trace, TraceFormatError
 
 
 def _fmt(n: int) -> str:

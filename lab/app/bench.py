@@ -21,7 +21,7 @@ import numpy as np
 def bench_step_change(preset: str, repeat: int = 1) -> dict:
     from lab.app.handlers import render
     from lab.presets import get_preset
-    from lab.trace import simulate
+    from lab.engine.runner import simulate
 
     trace = simulate(get_preset(preset))
     render(trace, 0)  # first call pays one-off imports and the per-trace series

@@ -16,7 +16,8 @@ from lab.app.cache import TRACES, bytes_key, scenario_key
 from lab.app.runners import KERNEL_BACKEND, KERNEL_RUNNERS, runner_availability
 from lab.presets import PRESETS, get_preset
 from lab.scenario import Scenario, format_spec, parse_spec
-from lab.trace import Trace, TraceFormatError, simulate
+from lab.engine.runner import simulate
+from lab.trace import Trace, TraceFormatError
 from lab.views import ALL_VIEWS, all_specs, as_figure, spec_json, summary_markdown
 
 # The numeric controls and the Scenario fields they set (they override the spec text's settings).

@@ -28,14 +28,22 @@ def block_table_width(max_model_len: int, block_size: int) -> int:
 
 
 class BlockTables:
-    def __init__(self, max_num_reqs: int, width: int):
+    """vllm/v1/worker/gpu/block_table.py ``BlockTables``, one KV-cache group.
+
+    ``block_tables`` [max_num_reqs, max_num_blocks_per_req]: persistent rows by request slot
+    (``req_index``), written by ``append_block_ids``. ``input_block_tables`` [max_num_reqs,
+    max_num_blocks_per_req]: the kernel's input, by batch row, refilled by ``gather_block_tables``
+    each step and never cleared past a row's ``num_blocks``, which is where stale ids live (R6).
+    """
+
+    def __init__(self, max_num_reqs: int, max_num_blocks_per_req: int):
         self.max_num_reqs = max_num_reqs
-        self.width = width
+        self.max_num_blocks_per_req = max_num_blocks_per_req
         # Persistent rows, by request slot.
-        self.block_tables = np.zeros((max_num_reqs, width), dtype=np.int32)
+        self.block_tables = np.zeros((max_num_reqs, max_num_blocks_per_req), dtype=np.int32)
         self.num_blocks = np.zeros(max_num_reqs, dtype=np.int32)
         # The input table, by batch row. It persists across steps: that is where stale ids live.
-        self.input_block_tables = np.zeros((max_num_reqs, width), dtype=np.int32)
+        self.input_block_tables = np.zeros((max_num_reqs, max_num_blocks_per_req), dtype=np.int32)
         # What each batch row last received: the instance (-1: nothing or zeroed), how many
         # columns, and the high-water mark past which the row is all zeros.
         self._row_inst = np.full(max_num_reqs, -1, dtype=np.int64)
@@ -58,13 +66,14 @@ class BlockTables:
         self.block_tables[req_indices[group], cols] = block_ids
         self.num_blocks[req_indices] = starts + counts
 
-    def gather_block_tables(self, idx_mapping: np.ndarray, inst: np.ndarray, num_reqs_padded: int) -> np.ndarray:
-        """vllm block_table.py ``gather_block_tables``: copy columns [0, num_blocks) of each request's
-        row into batch row i; zero rows [n, max(num_reqs_padded, rows the last gather filled)) over the
-        full width. Returns the input table view.
+    def gather_block_tables(self, idx_mapping: np.ndarray, num_reqs_padded: int, inst: np.ndarray) -> np.ndarray:
+        """vllm block_table.py ``gather_block_tables(idx_mapping, num_reqs_padded)``: copy columns
+        [0, num_blocks) of each request's row into batch row i; zero rows [n, max(num_reqs_padded,
+        rows the last gather filled)) over the full width. Returns the input table view.
 
-        Writes only what differs from what the row already holds (the same instance keeps its
-        earlier columns), which gives the same table as copying [0, num_blocks) every step.
+        ``inst`` (the lab's, not vLLM's: the instance of each batch row) lets it write only what
+        differs from what the row already holds (the same instance keeps its earlier columns),
+        which gives the same table as copying [0, num_blocks) every step.
         """
         n = len(idx_mapping)
         nb = self.num_blocks[idx_mapping]

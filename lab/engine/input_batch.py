@@ -14,7 +14,7 @@ import numpy as np
 
 @dataclass
 class InputBatch:
-    req_indices: np.ndarray  # [num_reqs] scenario request index of each batch row
+    req_nums: np.ndarray  # [num_reqs] scenario request number of each batch row (vLLM: req_ids)
     idx_mapping_np: np.ndarray  # [num_reqs] batch row -> request slot (persistent block-table row)
     num_reqs: int
     num_reqs_after_padding: int

@@ -16,7 +16,7 @@ from lab.engine.cudagraph import FULL
 from lab.engine.input_batch import InputBatch
 
 MODES = ("baseline", "fixed")
-# vLLM's history of the max_seq_len paths, oldest first (DESIGN §3).
+# vLLM's history of the max_seq_len paths, oldest first (docs/rules.md, "History").
 ERAS = ("before #40654", "after #40654", "after #43991")
 
 
@@ -66,9 +66,11 @@ class DefaultModelState:
         """The request's mamba state slot (-1: this model keeps none)."""
         return -1
 
-    def prepare_attn(self, input_batch: InputBatch, cudagraph_mode: str, mode: str,
+    def prepare_attn(self, input_batch: InputBatch, cg_mode: str, mode: str,
                      for_capture: bool = False) -> AttnMetadata:
-        if cudagraph_mode == FULL:
+        """R2/R3: the attention metadata of this batch under CUDA-graph mode ``cg_mode`` (the
+        dispatched ``BatchExecutionDescriptor.cg_mode``), in ``mode`` baseline or fixed."""
+        if cg_mode == FULL:
             # Padded sizes under a FULL graph; padded rows have upper bound 0.
             num_reqs = input_batch.num_reqs_after_padding
             num_tokens = input_batch.num_tokens_after_padding

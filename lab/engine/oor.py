@@ -1,4 +1,4 @@
-"""Out-of-range block-table accounting (DESIGN §6).
+"""Out-of-range block-table accounting (docs/rules.md, "Out-of-range entries").
 
 A kernel that sizes its work from ``max_seq_len`` walks ``cdiv(kernel_max_seq_len, block_size)``
 columns of every row of the input block table. Columns at or past a request's ``num_blocks`` are
@@ -20,7 +20,10 @@ import numpy as np
 from lab.engine.block_pool import FREE
 from lab.engine.ragged import ragged_ranges
 
-OOR_CLASSES = ("null", "live", "free", "padded")
+# What a stale column of a real row can hold; the codes classify_owners gives, in this order.
+STALE_CLASSES = ("null", "live", "free")
+# Every out-of-range entry: a stale column of a real row, or any entry of a padded row.
+OOR_CLASSES = STALE_CLASSES + ("padded",)
 # Per-walk record: the four classes, then entries walked and entries in range.
 OOR_FIELDS = OOR_CLASSES + ("walked", "in_range")
 NUM_OOR_FIELDS = len(OOR_FIELDS)
@@ -70,9 +73,6 @@ class StaleRegion:
             null, live, free, in_range = counts
             out.append((null, live, free, (rows - n) * w, rows * w, in_range))
         return np.array(out, dtype=np.int64)
-
-
-STALE_CLASSES = ("null", "live", "free")  # the codes classify_owners gives, in order
 
 
 def classify_owners(own: np.ndarray) -> np.ndarray:

@@ -1,70 +1,76 @@
-"""Collects what each step did into the columnar arrays a ``Trace`` is made of."""
+"""Records what each step did into the columnar arrays a ``Trace`` is made of (lab/trace/schema.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from lab.engine.cudagraph import CG_MODE_CODES
+from lab.engine.cudagraph import CG_MODE_CODES, target_capture_sizes
 from lab.engine.model_states import MODES
 from lab.engine.oor import NUM_OOR_FIELDS
+from lab.engine.step_record import EngineEnd, RequestRemoved, StepRecord
+from lab.trace.trace import Trace
+
+_ROW_COLUMNS = ("row_inst", "num_computed_tokens", "num_scheduled_tokens", "seq_lens", "num_blocks", "num_accepted")
 
 
 class Recorder:
-    def __init__(self, scenario, width: int, capture_sizes: list[int], k: int):
+    """A step observer (lab/engine/step_record.py) that builds the ``Trace`` of a run.
+
+    Per step it keeps the batch rows (instance, lengths, blocks) and the step's metadata in both
+    modes; per instance its request, slot and the blocks it held when it ended. ``trace`` is ready
+    after ``on_finish``.
+    """
+
+    def __init__(self, scenario):
         self.scenario = scenario
-        self.width = width
-        self.capture_sizes = capture_sizes
-        self.k = k
-        self._rows: dict[str, list[np.ndarray]] = {n: [] for n in (
-            "row_inst", "num_computed_tokens", "num_scheduled_tokens", "seq_lens", "num_blocks", "num_accepted")}
+        self.k = scenario.num_speculative_tokens
+        self.trace: Trace | None = None
+        self._rows: dict[str, list[np.ndarray]] = {n: [] for n in _ROW_COLUMNS}
         self._steps: dict[str, list] = {n: [] for n in (
             "num_reqs", "num_reqs_padded", "num_tokens_padded", "cudagraph_mode", "max_seq_len",
             "kernel_max_seq_len", "oor", "draft_cudagraph_mode", "draft_num_reqs_padded", "draft_max_seq_len",
             "draft_kernel_max_seq_len", "scheduler_step")}
-        self._inst: dict[int, list] = {}  # inst -> [req, req_index, state_slot, blocks]
-        self._scheduler_step = 0
+        self._inst: dict[int, list] = {}  # inst -> [req_num, req_index, mamba_state_idx, blocks]
 
-    def start_instance(self, inst: int, req: int, req_index: int, state_slot: int) -> None:
-        self._inst[inst] = [req, req_index, state_slot, None]
+    def _end_instance(self, removed: RequestRemoved) -> None:
+        self._inst[removed.inst][3] = removed.block_ids.astype(np.int32, copy=True)
 
-    def end_instance(self, inst: int, blocks: np.ndarray) -> None:
-        self._inst[inst][3] = blocks.astype(np.int32, copy=True)
-
-    def idle_step(self) -> None:
-        self._scheduler_step += 1
-
-    def step(self, inst, req_idx, num_computed, num_sched, seq_lens, num_blocks, num_accepted, num_reqs_padded,
-             num_tokens_padded, cg_code, max_seq_len, kernel_max_seq_len, oor, drafts) -> None:
+    def on_step(self, record: StepRecord) -> None:
+        for removed in record.removed:
+            self._end_instance(removed)
+        for added in record.added:
+            self._inst[added.inst] = [added.req_num, added.req_index, added.mamba_state_idx, None]
+        if record.is_idle:
+            return
+        batch = record.batch
+        n = batch.num_reqs
         r = self._rows
-        # Arrays handed in are fresh each step: keep them as they are, convert once in finish().
-        r["row_inst"].append(inst)
-        r["num_computed_tokens"].append(num_computed)
-        r["num_scheduled_tokens"].append(num_sched)
-        r["seq_lens"].append(seq_lens)
-        r["num_blocks"].append(num_blocks)
-        r["num_accepted"].append(num_accepted)
+        # Arrays handed in are fresh each step: keep them as they are, convert once in on_finish().
+        r["row_inst"].append(record.batch_inst)
+        r["num_computed_tokens"].append(batch.num_computed_tokens_np)
+        r["num_scheduled_tokens"].append(batch.num_scheduled_tokens)
+        r["seq_lens"].append(batch.seq_lens[:n])
+        r["num_blocks"].append(record.num_blocks)
+        r["num_accepted"].append(record.num_accepted)
         s = self._steps
-        s["num_reqs"].append(len(inst))
-        s["num_reqs_padded"].append(num_reqs_padded)
-        s["num_tokens_padded"].append(num_tokens_padded)
-        s["cudagraph_mode"].append(cg_code)
-        s["max_seq_len"].append([max_seq_len[m] for m in MODES])
-        s["kernel_max_seq_len"].append([kernel_max_seq_len[m] for m in MODES])
-        s["oor"].append(oor)
-        s["scheduler_step"].append(self._scheduler_step)
-        self._scheduler_step += 1
+        s["num_reqs"].append(n)
+        s["num_reqs_padded"].append(batch.num_reqs_after_padding)
+        s["num_tokens_padded"].append(batch.num_tokens_after_padding)
+        s["cudagraph_mode"].append(CG_MODE_CODES[record.cg_mode])
+        s["max_seq_len"].append([record.attn_metadata[m].max_seq_len for m in MODES])
+        s["kernel_max_seq_len"].append([record.kernel_max_seq_len[m] for m in MODES])
+        s["oor"].append(record.oor)
+        s["scheduler_step"].append(record.scheduler_step)
         if self.k:
+            drafts = record.drafts
             s["draft_cudagraph_mode"].append([CG_MODE_CODES[d.cudagraph_mode] for d in drafts])
             s["draft_num_reqs_padded"].append([d.num_reqs_padded for d in drafts])
             s["draft_max_seq_len"].append([[d.max_seq_len[m] for m in MODES] for d in drafts])
             s["draft_kernel_max_seq_len"].append([[d.kernel_max_seq_len[m] for m in MODES] for d in drafts])
 
-    def skip_to(self, scheduler_step: int) -> None:
-        self._scheduler_step = scheduler_step
-
-    def finish(self, num_preemptions: int, truncated: bool):
-        from lab.trace import Trace
-
+    def on_finish(self, end: EngineEnd) -> None:
+        for removed in end.still_running:
+            self._end_instance(removed)
         k = self.k
         num_steps = len(self._steps["num_reqs"])
         arrays: dict[str, np.ndarray] = {}
@@ -95,9 +101,9 @@ class Recorder:
         inst_num_blocks = np.zeros(n_inst, dtype=np.int32)
         logs = []
         for i in range(n_inst):
-            req, req_index, slot, blocks = self._inst[i]
+            req_num, req_index, slot, blocks = self._inst[i]
             blocks = blocks if blocks is not None else np.zeros(0, np.int32)
-            inst_req[i], inst_req_index[i], inst_state_slot[i] = req, req_index, slot
+            inst_req[i], inst_req_index[i], inst_state_slot[i] = req_num, req_index, slot
             inst_num_blocks[i] = len(blocks)
             logs.append(blocks)
         arrays["inst_req"] = inst_req
@@ -107,10 +113,10 @@ class Recorder:
         arrays["block_log"] = np.concatenate(logs).astype(np.int32) if logs else np.zeros(0, np.int32)
         meta = {
             "source": "embedded engine",
-            "width": self.width,
-            "cudagraph_capture_sizes": [int(x) for x in self.capture_sizes],
-            "num_preemptions": int(num_preemptions),
-            "truncated": bool(truncated),
+            "width": self.scenario.max_num_blocks_per_req,
+            "cudagraph_capture_sizes": [int(x) for x in target_capture_sizes(self.scenario)],
+            "num_preemptions": int(end.num_preemptions),
+            "truncated": bool(end.truncated),
         }
         req_ids = [f"req-{i}" for i in range(len(self.scenario.requests))]
-        return Trace(self.scenario, req_ids, arrays, meta)
+        self.trace = Trace(self.scenario, req_ids, arrays, meta)

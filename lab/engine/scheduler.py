@@ -28,7 +28,7 @@ _NO_BLOCKS = np.empty(0, dtype=np.int32)
 
 @dataclass
 class SchedulerOutput:
-    req_indices: np.ndarray  # scheduled requests, in scheduling order
+    req_nums: np.ndarray  # scheduled requests (scenario request numbers), in scheduling order
     inst: np.ndarray  # their runner instance ids (a preempted request comes back as a new instance)
     num_scheduled_tokens: np.ndarray
     num_computed_tokens: np.ndarray  # the scheduler's (CPU) view before this step
@@ -38,6 +38,8 @@ class SchedulerOutput:
     new_block_ids: np.ndarray  # ... concatenated in the same order
     new_inst: list = field(default_factory=list)  # (instance, request) pairs to add before this step
     removed_inst: list = field(default_factory=list)  # instances finished or preempted since last step
+    prefill_len: np.ndarray | None = None  # per scheduled request: prompt, or prompt + output after a preemption
+    scheduler_step: int = 0  # the scheduler's clock at this step (arrival_step is given in it)
 
 
 class Scheduler:
@@ -53,7 +55,7 @@ class Scheduler:
         self.max_model_len = s.max_model_len
         self.block_size = s.block_size
         self._block_shift = s.block_size.bit_length() - 1  # block_size is a power of two
-        self.width = s.max_num_blocks_per_req
+        self.max_num_blocks_per_req = s.max_num_blocks_per_req
         self.num_lookahead_tokens = s.num_speculative_tokens
         self.token_budget = s.max_num_batched_tokens
         self.max_num_running_reqs = s.max_num_seqs
@@ -76,7 +78,7 @@ class Scheduler:
 
         # KVCacheManager: the pool, and each running request's blocks (by kv slot).
         self.pool = BlockPool(s.total_num_gpu_blocks)
-        self.kv_rows = np.zeros((s.max_num_seqs, self.width), dtype=np.int32)
+        self.kv_rows = np.zeros((s.max_num_seqs, self.max_num_blocks_per_req), dtype=np.int32)
         self.kv_nb = np.zeros(s.max_num_seqs, dtype=np.int64)
         self.kv_slot = np.full(n, -1, dtype=np.int64)
         self._free_kv_slots = list(range(s.max_num_seqs - 1, -1, -1))
@@ -92,8 +94,8 @@ class Scheduler:
         return 0
 
     def _blocks_for(self, num_tokens):
-        """cdiv(num_tokens, block_size), capped at the row width (block_size is a power of two)."""
-        return np.minimum((num_tokens + (self.block_size - 1)) >> self._block_shift, self.width)
+        """cdiv(num_tokens, block_size), capped at max_num_blocks_per_req (block_size is a power of two)."""
+        return np.minimum((num_tokens + (self.block_size - 1)) >> self._block_shift, self.max_num_blocks_per_req)
 
     def _allocate(self, r: int, num_blocks: int) -> np.ndarray:
         slot = self.kv_slot[r]
@@ -127,6 +129,15 @@ class Scheduler:
 
     # ---- scheduling --------------------------------------------------------------------------
     def schedule(self, step: int) -> SchedulerOutput:
+        """One scheduling pass at clock ``step`` (vllm/v1/core/sched/scheduler.py ``Scheduler.schedule``).
+
+        Admits the requests that have arrived, gives each running request ``min(tokens it needs,
+        budget left)`` in running order (prefill chunks, or 1 + its drafts when decoding), allocates
+        the blocks those tokens and the K lookahead slots need (preempting the last running request
+        when the pool runs dry), then admits waiting requests while budget, blocks and
+        ``max_num_seqs`` allow. Returns what the runner executes; ``num_computed_tokens`` then
+        advances optimistically (async scheduling, R1).
+        """
         while (self._next_arrival < len(self._arrival_order)
                and self.arrival_step[self._arrival_order[self._next_arrival]] <= step):
             self.waiting.append(int(self._arrival_order[self._next_arrival]))
@@ -220,11 +231,11 @@ class Scheduler:
             counts = np.concatenate([counts, new_counts])
 
         out = SchedulerOutput(
-            req_indices=req, inst=self.inst[req], num_scheduled_tokens=num_new, num_computed_tokens=comp,
+            req_nums=req, inst=self.inst[req], num_scheduled_tokens=num_new, num_computed_tokens=comp,
             num_draft_tokens=num_draft, is_prefilling=in_prefill, new_block_counts=counts,
             new_block_ids=(block_chunks[0] if len(block_chunks) == 1 else
                            np.concatenate(block_chunks) if block_chunks else _NO_BLOCKS),
-            new_inst=new_inst, removed_inst=self._removed)
+            new_inst=new_inst, removed_inst=self._removed, prefill_len=self.prefill_len[req], scheduler_step=step)
         self._removed = []
         # Async scheduling: advance optimistically, then learn the previous step's rejections.
         self.num_computed_tokens[req] += num_new
@@ -277,7 +288,7 @@ class Scheduler:
     # ---- results -----------------------------------------------------------------------------
     def update_from_output(self, out: SchedulerOutput, num_accepted: np.ndarray) -> np.ndarray:
         """Count sampled tokens, note rejections, finish requests. Returns finished request indices."""
-        req = out.req_indices
+        req = out.req_nums
         if len(req) == 0:
             return req
         decode = ~out.is_prefilling

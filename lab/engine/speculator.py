@@ -15,8 +15,9 @@ from lab.engine.cudagraph import FULL, CudaGraphManager, kernel_visible_max_seq_
 
 
 @dataclass(frozen=True)
-class DraftPass:
-    """One draft forward pass: index 0 is the draft prefill, 1..K-1 the draft decodes."""
+class DraftPassMetadata:
+    """The metadata of one draft forward pass: index 0 is the draft prefill, 1..K-1 the draft decodes
+    (the trace's view of it is lab.trace.DraftPass)."""
 
     index: int
     cudagraph_mode: str
@@ -53,21 +54,21 @@ class EagleSpeculator:
         self.draft_max_seq_len = {"baseline": max_model_len, "fixed": max_model_len}
 
     def propose(self, seq_lens_cpu_upper_bound: np.ndarray, num_reqs: int, target_cg_mode: str,
-                target_num_reqs_padded: int, target_max_seq_len: dict) -> list[DraftPass]:
+                target_num_reqs_padded: int, target_max_seq_len: dict) -> list[DraftPassMetadata]:
         k, mml = self.num_speculative_tokens, self.max_model_len
         # Before PR #43991 the draft metadata always used max_model_len.
         self.draft_max_seq_len = {"baseline": mml,
                                   "fixed": draft_max_seq_len(seq_lens_cpu_upper_bound, num_reqs, k, mml)}
         # R5: the draft prefill reuses the target's metadata (or replays its own FULL graph,
         # captured like the target's), so it sees what the target saw.
-        passes = [DraftPass(0, target_cg_mode, target_num_reqs_padded, dict(target_max_seq_len),
+        passes = [DraftPassMetadata(0, target_cg_mode, target_num_reqs_padded, dict(target_max_seq_len),
                             {m: kernel_visible_max_seq_len(target_cg_mode, v, mml)
                              for m, v in target_max_seq_len.items()})]
         if k > 1:
             desc = self.decode_cudagraph_manager.dispatch(num_reqs, num_reqs, 1)
             nrp = desc.num_reqs if (desc.cg_mode == FULL and desc.num_reqs) else num_reqs
             for step in range(1, k):
-                passes.append(DraftPass(step, desc.cg_mode, nrp, dict(self.draft_max_seq_len),
+                passes.append(DraftPassMetadata(step, desc.cg_mode, nrp, dict(self.draft_max_seq_len),
                                         {m: kernel_visible_max_seq_len(desc.cg_mode, v, mml)
                                          for m, v in self.draft_max_seq_len.items()}))
         return passes

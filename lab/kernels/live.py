@@ -24,7 +24,8 @@ from lab.kernels.reference import is_wrong, max_abs_error, paged_attention_trust
 from lab.kernels.registry import find, get_kernel
 from lab.kernels.timing import environment, make_timer, time_interleaved
 from lab.scenario import Scenario
-from lab.trace import Trace, simulate
+from lab.engine.runner import simulate
+from lab.trace import Trace
 
 # A trusting result counts as wrong above this error relative to the reference's largest value (or
 # when not finite); the masked kernels stay below 1e-5 in fp32 (tests/test_kernels.py).

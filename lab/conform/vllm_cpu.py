@@ -1,57 +1,20 @@
-"""Conformance: the lab's engine, step by step, against vLLM 0.33.0's own Model Runner V2 code on the CPU.
-
-The engine runs a scenario; every call it makes into its own model state, CUDA-graph manager, block
-tables and speculator is recorded (``record_engine``). The same step is then fed into vLLM's real
-classes and functions (``VllmMRV2``), built on the CPU without a GPU:
-
-- R8: ``ModelRunner.gather_batch_req_state`` (batch order, uniform decode count) and
-  ``CudaGraphManager._init_candidates`` / ``dispatch``; the speculator's ``SpeculatorCudaGraphManager``
-  for the draft prefill and draft decodes (``dispatch`` + ``specialize_spec_tokens``).
-- R1: ``seq_lens_cpu_upper_bound`` rebuilt as ``prepare_inputs`` does (inline there, so re-stated here).
-- R2: ``DefaultModelState.prepare_attn`` / ``MambaHybridModelState.prepare_attn``; what they pass to
-  ``build_attn_metadata`` is captured.
-- R3/R9: ``prepare_inputs_to_capture`` for each FULL graph a step replays: the ``max_seq_len`` frozen in
-  the graph (``for_capture=True``) against what the lab says the kernel sees.
-- R4/R5: ``TargetDependentARSpeculator.propose`` (run up to its first GPU work, which sets
-  ``draft_max_seq_len``) and ``DraftModelSpeculator._build_uniform_attn_metadata`` per draft step.
-- R6/R7: ``BlockTables.append_block_ids`` / ``apply_staged_writes`` / ``gather_block_tables`` /
-  ``compute_slot_mappings``: vLLM's own Triton kernels under ``TRITON_INTERPRET=1`` on CPU tensors,
-  compared entry by entry (stale columns included).
-
-Only this module imports vllm; it needs the conformance environment (``.venv-vllm``, see
-docs/fidelity.md). The lab's ``fixed`` mode is compared; ``baseline`` is vLLM before PR #40654 and has
-no 0.33.0 code to compare with.
-"""
+"""vLLM 0.33.0's real MRV2 objects, built on the CPU with only the attributes their methods read,
+and fed one recorded engine step at a time (``VllmMRV2.step``). The only module that imports vllm."""
 
 from __future__ import annotations
 
 import os
-import sys
-import time
-from collections import Counter
-from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 import numpy as np
 
+from lab.conform.compare import Comparison
+from lab.conform.recording import RecordedStep
 from lab.engine.block_table import compute_slot_mappings
-from lab.engine.cudagraph import kernel_visible_max_seq_len, target_capture_sizes
+from lab.engine.cudagraph import kernel_visible_max_seq_len
 from lab.engine.model_states import make_model_state
-from lab.engine.runner import ModelRunner, _loop
-from lab.engine.scheduler import Scheduler
 from lab.engine.speculator import draft_step_upper_bound
 
-RULES = ("R1", "R2", "R3", "R4", "R5", "R6", "R7", "R8")
-RULE_TITLES = {
-    "R1": "seq_lens_cpu_upper_bound (prepare_inputs)",
-    "R2": "target max_seq_len, num_reqs, num_tokens (prepare_attn)",
-    "R3": "FULL replay: max_seq_len frozen at capture (for_capture)",
-    "R4": "draft_max_seq_len (propose)",
-    "R5": "draft steps: upper bounds and metadata (_build_attn_metadata)",
-    "R6": "gathered block table incl. stale columns (gather_block_tables)",
-    "R7": "slot mapping (compute_slot_mappings)",
-    "R8": "batch order and CUDA-graph dispatch (CudaGraphManager)",
-}
 VLLM_VERSION = "0.33.0"
 HOW_TO_RUN = (".venv-vllm/bin/python -m lab conform --preset NAME   (make test builds .venv-vllm; "
               "see docs/fidelity.md)")
@@ -59,101 +22,6 @@ HOW_TO_RUN = (".venv-vllm/bin/python -m lab conform --preset NAME   (make test b
 
 class VllmUnavailable(RuntimeError):
     pass
-
-
-# ---- what the engine did ------------------------------------------------------------------------
-
-@dataclass
-class StepRecord:
-    """One engine step, as the engine's own calls saw it."""
-
-    index: int
-    out: object  # SchedulerOutput
-    prefill_len: np.ndarray  # per scheduled request (scheduler order)
-    block_ops: list  # ("add", req_index) | ("append", req_indices, counts, block_ids)
-    dispatch_args: tuple = ()
-    batch: object = None  # lab InputBatch
-    cg_mode: str = ""
-    attn_metadata: dict = field(default_factory=dict)  # mode -> the lab's AttnMetadata
-    inst: np.ndarray | None = None  # batch order
-    table: np.ndarray | None = None
-    drafts: list = field(default_factory=list)
-    draft_max_seq_len: int | None = None
-
-
-class _RecordingRunner(ModelRunner):
-    """The engine's ModelRunner, unchanged, with its sub-objects' calls recorded."""
-
-    def __init__(self, scenario, sched: Scheduler):
-        super().__init__(scenario)
-        self.sched = sched
-        self.records: list[StepRecord] = []
-        self._cur: StepRecord | None = None
-        self._ops: list = []
-        bt, ms, cg = self.block_tables, self.model_state, self.cudagraph_manager
-
-        add, append, gather = bt.add_request, bt.append_block_ids, bt.gather_block_tables
-
-        def add_request(req_index):
-            self._ops.append(("add", int(req_index)))
-            return add(req_index)
-
-        def append_block_ids(req_indices, counts, block_ids):
-            self._ops.append(("append", np.array(req_indices), np.array(counts), np.array(block_ids)))
-            return append(req_indices, counts, block_ids)
-
-        def gather_block_tables(idx_mapping, inst, num_reqs_padded):
-            table = gather(idx_mapping, inst, num_reqs_padded)
-            self._cur.inst = np.array(inst)
-            self._cur.table = table.copy()
-            return table
-
-        bt.add_request, bt.append_block_ids, bt.gather_block_tables = add_request, append_block_ids, gather_block_tables
-
-        dispatch = cg.dispatch
-
-        def cg_dispatch(num_reqs, num_tokens, uniform):
-            desc = dispatch(num_reqs, num_tokens, uniform)
-            self._cur.dispatch_args = (num_reqs, num_tokens, uniform)
-            return desc
-
-        cg.dispatch = cg_dispatch
-        prepare_attn = ms.prepare_attn
-
-        def ms_prepare_attn(batch, cudagraph_mode, mode, for_capture=False):
-            meta = prepare_attn(batch, cudagraph_mode, mode, for_capture)
-            self._cur.batch, self._cur.cg_mode = batch, cudagraph_mode
-            self._cur.attn_metadata[mode] = meta
-            return meta
-
-        ms.prepare_attn = ms_prepare_attn
-        if self.speculator is not None:
-            propose = self.speculator.propose
-
-            def sp_propose(*args):
-                passes = propose(*args)
-                self._cur.drafts = passes
-                self._cur.draft_max_seq_len = self.speculator.draft_max_seq_len["fixed"]
-                return passes
-
-            self.speculator.propose = sp_propose
-
-    def execute_model(self, out, kv_owner):
-        prefill_len = self.sched.prefill_len[out.req_indices].copy()
-        self._cur = StepRecord(len(self.records), out, prefill_len, self._ops)
-        result = super().execute_model(out, kv_owner)
-        if len(out.req_indices):
-            self.records.append(self._cur)
-            self._ops = []  # an idle step's block-table calls (if any) carry over to the next step
-        return result
-
-
-def record_engine(scenario) -> list[StepRecord]:
-    """Run the lab's engine on ``scenario`` and return every step's recorded calls."""
-    sched = Scheduler(scenario)
-    runner = _RecordingRunner(scenario, sched)
-    _loop(scenario, sched, runner, None)
-    return runner.records
 
 
 # ---- vLLM on the CPU ------------------------------------------------------------------------------
@@ -323,10 +191,10 @@ class VllmMRV2:
         return self._capture_msl[key]
 
     # ---- one step ------------------------------------------------------------------------------
-    def step(self, rec: StepRecord, cmp: "Comparison", kernels: bool = True) -> None:
+    def step(self, rec: RecordedStep, cmp: Comparison, kernels: bool = True) -> None:
         V, torch, s = self.V, self.V.torch, self.s
         out = rec.out
-        n = len(out.req_indices)
+        n = len(out.req_nums)
         ids = [str(int(i)) for i in out.inst]
         # R8: batch order and uniform count, from the real gather_batch_req_state.
         sched_out = SimpleNamespace(
@@ -500,182 +368,3 @@ class _capture_build_attn_metadata:
         for m, f in self._saved:
             m.build_attn_metadata = f
         return False
-
-
-# ---- the comparison -------------------------------------------------------------------------------
-
-@dataclass
-class Disagreement:
-    step: int
-    rule: str
-    field: str
-    lab: object
-    vllm: object
-
-    def __str__(self) -> str:
-        return f"step {self.step} {self.rule} {self.field}: lab {self.lab!r}, vLLM {self.vllm!r}"
-
-
-class Comparison:
-    """Agreement counts per rule: steps compared and entries compared, and every disagreement."""
-
-    def __init__(self):
-        self.checks = Counter()  # rule -> comparisons (a table counts one per entry)
-        self.steps: dict[str, set] = {r: set() for r in RULES}
-        self.disagreements: list[Disagreement] = []
-
-    def _record(self, step, rule, fld, lab, vllm, ok, entries=1):
-        self.checks[rule] += entries
-        self.steps[rule].add(step)
-        if not ok:
-            self.disagreements.append(Disagreement(step, rule, fld, lab, vllm))
-
-    def check(self, step, rule, fld, lab, vllm) -> None:
-        if isinstance(lab, np.ndarray) or isinstance(vllm, np.ndarray):
-            a, b = np.asarray(lab).tolist(), np.asarray(vllm).tolist()
-            self._record(step, rule, fld, a, b, a == b, max(len(a), 1))
-        else:
-            self._record(step, rule, fld, lab, vllm, lab == vllm)
-
-    def check_table(self, step, rule, fld, lab: np.ndarray, vllm: np.ndarray) -> None:
-        ok = lab.shape == vllm.shape and bool((lab == vllm).all())
-        if ok:
-            self._record(step, rule, fld, None, None, True, lab.size)
-            return
-        if lab.shape != vllm.shape:
-            self._record(step, rule, f"{fld} shape", lab.shape, vllm.shape, False, lab.size)
-            return
-        rows, cols = np.nonzero(lab != vllm)
-        i, j = int(rows[0]), int(cols[0])
-        self._record(step, rule, f"{fld}[{i}, {j}] ({len(rows)} entries differ)", int(lab[i, j]),
-                     int(vllm[i, j]), False, lab.size)
-
-    @property
-    def ok(self) -> bool:
-        return not self.disagreements
-
-    def merge(self, other: "Comparison", label: str) -> None:
-        """Add another scenario's comparison (its steps counted apart, under ``label``)."""
-        self.checks.update(other.checks)
-        for r in RULES:
-            self.steps[r] |= {(label, x) for x in other.steps[r]}
-        self.disagreements += other.disagreements
-
-    def table(self) -> str:
-        lines = [f"{'rule':<4} {'what is compared':<62} {'steps':>7} {'entries':>10} {'disagree':>8}"]
-        bad = Counter(d.rule for d in self.disagreements)
-        for r in RULES:
-            lines.append(f"{r:<4} {RULE_TITLES[r]:<62} {len(self.steps[r]):>7,} {self.checks[r]:>10,} {bad[r]:>8}")
-        return "\n".join(lines)
-
-
-def conform(scenario, kernels: bool = True, max_disagreements: int = 20) -> Comparison:
-    """Run ``scenario`` through the lab's engine and vLLM's MRV2 code; return the comparison.
-
-    ``kernels=False`` skips R6/R7 (vLLM's Triton kernels, interpreted on the CPU: most of the time)."""
-    records = record_engine(scenario)
-    vl = VllmMRV2(scenario, target_capture_sizes(scenario))
-    cmp = Comparison()
-    for rec in records:
-        vl.step(rec, cmp, kernels)
-        if len(cmp.disagreements) >= max_disagreements:
-            break
-    return cmp
-
-
-def random_scenario(seed: int):
-    """A small random scenario (seeded), in the spirit of tests/test_properties.py: 1-10 requests, every
-    model state and CUDA-graph mode, K 0..4, sometimes explicit capture sizes, sometimes a KV cache
-    barely big enough to force preemption."""
-    from lab.scenario import Scenario
-
-    rng = np.random.default_rng(seed)
-    mml = int(rng.choice([256, 512, 1024, 2048]))
-    k = int(rng.integers(0, 5))
-    requests = [(int(rng.integers(0, 15)), int(rng.integers(1, min(400, mml - 1) + 1)), int(rng.integers(1, 41)))
-                for _ in range(int(rng.integers(1, 11)))]
-    capture = None
-    if rng.random() < 0.5:
-        capture = tuple(sorted(set(int(x) for x in rng.integers(1, 33, size=int(rng.integers(1, 6))))))
-    s = Scenario(
-        requests=requests, max_model_len=mml, block_size=int(rng.choice([1, 2, 4, 8, 16, 32])),
-        model_state=str(rng.choice(["default", "mamba_hybrid"])), num_speculative_tokens=k,
-        cudagraph_mode=str(rng.choice(["FULL_AND_PIECEWISE", "FULL_AND_PIECEWISE", "PIECEWISE", "NONE"])),
-        cudagraph_capture_sizes=capture, max_num_seqs=int(rng.integers(1, 9)),
-        max_num_batched_tokens=int(rng.integers(max(8, 1 + k), 1025)),
-        acceptance_rate=float(rng.choice([0.0, 1.0, rng.random()])), seed=int(rng.integers(0, 2**32)),
-        max_num_steps=5_000, name=f"random-{seed}")
-    if rng.random() < 0.5:
-        smallest = max(s.blocks_per_request(r) for r in s.requests) + 1
-        s = s.replace(num_gpu_blocks=int(rng.integers(smallest, 2 * smallest + 1)))
-    return s
-
-
-# ---- the suite's scenario set and the CLI -------------------------------------------------------
-
-# The conformance suite (tests/conformance) and `python -m lab conform --all` run the same set.
-NUM_RANDOM = 220
-KERNEL_EVERY = 4  # R6/R7 (interpreted Triton kernels) on every 4th random scenario and every preset
-
-
-def suite_cases():
-    """(label, scenario, kernels) for every preset and NUM_RANDOM seeded random scenarios."""
-    from lab.presets import get_preset, list_presets
-
-    cases = [(f"preset {name}", get_preset(name), True) for name in list_presets()]
-    cases += [(f"random {seed}", random_scenario(seed), seed % KERNEL_EVERY == 0) for seed in range(NUM_RANDOM)]
-    return cases
-
-
-def format_failure(label: str, cmp: Comparison, limit: int = 10) -> str:
-    lines = [f"{label}: {len(cmp.disagreements)} disagreement(s) between the lab and vLLM {VLLM_VERSION}:"]
-    lines += [f"  {d}" for d in cmp.disagreements[:limit]]
-    return "\n".join(lines + ["", cmp.table()])
-
-
-def cli(args, out=None) -> int:
-    """``python -m lab conform``: run the comparison and print the agreement table per rule."""
-    from lab.presets import get_preset
-    from lab.scenario import parse_spec
-
-    w = (out or sys.stdout).write
-    chosen = [x for x in (args.preset, args.spec, args.random, args.all or None) if x]
-    if len(chosen) != 1:
-        raise ValueError("give exactly one of --preset NAME, --spec TEXT, --random A:B, --all")
-    if args.preset:
-        cases = [(f"preset {args.preset}", get_preset(args.preset), True)]
-    elif args.spec:
-        cases = [("spec", parse_spec(args.spec), True)]
-    elif args.random:
-        try:
-            a, b = (int(x) for x in args.random.split(":"))
-        except ValueError:
-            raise ValueError(f"--random wants seeds as A:B (e.g. 0:50), got {args.random!r}") from None
-        if not 0 <= a < b:
-            raise ValueError(f"--random wants 0 <= A < B, got {args.random!r}")
-        cases = [(f"random {s}", random_scenario(s), s % KERNEL_EVERY == 0) for s in range(a, b)]
-    else:
-        cases = suite_cases()
-    if args.no_kernels:
-        cases = [(label, s, False) for label, s, _ in cases]
-    try:
-        load_vllm()
-    except VllmUnavailable as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    total = Comparison()
-    t0 = time.perf_counter()
-    for label, scenario, kernels in cases:
-        t = time.perf_counter()
-        cmp = conform(scenario, kernels=kernels)
-        if len(cases) == 1 or cmp.disagreements:
-            w(f"{label}: {scenario.to_spec()}  ({time.perf_counter() - t:.1f} s, "
-              f"R6/R7 {'on' if kernels else 'off'})\n")
-        if cmp.disagreements:
-            w(format_failure(label, cmp) + "\n\n")
-        total.merge(cmp, label)
-    w(f"vLLM {VLLM_VERSION} MRV2 code on the CPU vs the lab's engine ('fixed' mode), {len(cases)} scenario(s), "
-      f"{time.perf_counter() - t0:.0f} s (steps: scenario steps compared; entries: values compared)\n")
-    w(total.table() + "\n")
-    w("agree\n" if total.ok else f"DISAGREE: {len(total.disagreements)} disagreement(s)\n")
-    return 0 if total.ok else 1

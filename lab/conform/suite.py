@@ -1,0 +1,121 @@
+"""The conformance suite: ``conform(scenario)``, the seeded random scenarios, every preset, and the CLI."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+from lab.conform.compare import RULES, Comparison  # noqa: F401  (RULES: the suite's rules, re-exported)
+from lab.conform.recording import record_engine
+from lab.conform.vllm_cpu import VLLM_VERSION, VllmMRV2, VllmUnavailable, load_vllm
+from lab.engine.cudagraph import target_capture_sizes
+from lab.presets import get_preset, list_presets
+from lab.scenario import Scenario, parse_spec
+
+
+def conform(scenario, kernels: bool = True, max_disagreements: int = 20) -> Comparison:
+    """Run ``scenario`` through the lab's engine and vLLM's MRV2 code; return the comparison.
+
+    ``kernels=False`` skips R6/R7 (vLLM's Triton kernels, interpreted on the CPU: most of the time)."""
+    records = record_engine(scenario)
+    vl = VllmMRV2(scenario, target_capture_sizes(scenario))
+    cmp = Comparison()
+    for rec in records:
+        vl.step(rec, cmp, kernels)
+        if len(cmp.disagreements) >= max_disagreements:
+            break
+    return cmp
+
+
+def random_scenario(seed: int):
+    """A small random scenario (seeded), in the spirit of tests/test_properties.py: 1-10 requests, every
+    model state and CUDA-graph mode, K 0..4, sometimes explicit capture sizes, sometimes a KV cache
+    barely big enough to force preemption."""
+    rng = np.random.default_rng(seed)
+    mml = int(rng.choice([256, 512, 1024, 2048]))
+    k = int(rng.integers(0, 5))
+    requests = [(int(rng.integers(0, 15)), int(rng.integers(1, min(400, mml - 1) + 1)), int(rng.integers(1, 41)))
+                for _ in range(int(rng.integers(1, 11)))]
+    capture = None
+    if rng.random() < 0.5:
+        capture = tuple(sorted(set(int(x) for x in rng.integers(1, 33, size=int(rng.integers(1, 6))))))
+    s = Scenario(
+        requests=requests, max_model_len=mml, block_size=int(rng.choice([1, 2, 4, 8, 16, 32])),
+        model_state=str(rng.choice(["default", "mamba_hybrid"])), num_speculative_tokens=k,
+        cudagraph_mode=str(rng.choice(["FULL_AND_PIECEWISE", "FULL_AND_PIECEWISE", "PIECEWISE", "NONE"])),
+        cudagraph_capture_sizes=capture, max_num_seqs=int(rng.integers(1, 9)),
+        max_num_batched_tokens=int(rng.integers(max(8, 1 + k), 1025)),
+        acceptance_rate=float(rng.choice([0.0, 1.0, rng.random()])), seed=int(rng.integers(0, 2**32)),
+        max_num_steps=5_000, name=f"random-{seed}")
+    if rng.random() < 0.5:
+        smallest = max(s.blocks_per_request(r) for r in s.requests) + 1
+        s = s.replace(num_gpu_blocks=int(rng.integers(smallest, 2 * smallest + 1)))
+    return s
+
+
+
+# ---- the suite's scenario set and the CLI -------------------------------------------------------
+
+# The conformance suite (tests/conformance) and `python -m lab conform --all` run the same set.
+NUM_RANDOM = 220
+KERNEL_EVERY = 4  # R6/R7 (interpreted Triton kernels) on every 4th random scenario and every preset
+
+
+def suite_cases():
+    """(label, scenario, kernels) for every preset and NUM_RANDOM seeded random scenarios."""
+    cases = [(f"preset {name}", get_preset(name), True) for name in list_presets()]
+    cases += [(f"random {seed}", random_scenario(seed), seed % KERNEL_EVERY == 0) for seed in range(NUM_RANDOM)]
+    return cases
+
+
+def format_failure(label: str, cmp: Comparison, limit: int = 10) -> str:
+    lines = [f"{label}: {len(cmp.disagreements)} disagreement(s) between the lab and vLLM {VLLM_VERSION}:"]
+    lines += [f"  {d}" for d in cmp.disagreements[:limit]]
+    return "\n".join(lines + ["", cmp.table()])
+
+
+def cli(args, out=None) -> int:
+    """``python -m lab conform``: run the comparison and print the agreement table per rule."""
+    w = (out or sys.stdout).write
+    chosen = [x for x in (args.preset, args.spec, args.random, args.all or None) if x]
+    if len(chosen) != 1:
+        raise ValueError("give exactly one of --preset NAME, --spec TEXT, --random A:B, --all")
+    if args.preset:
+        cases = [(f"preset {args.preset}", get_preset(args.preset), True)]
+    elif args.spec:
+        cases = [("spec", parse_spec(args.spec), True)]
+    elif args.random:
+        try:
+            a, b = (int(x) for x in args.random.split(":"))
+        except ValueError:
+            raise ValueError(f"--random wants seeds as A:B (e.g. 0:50), got {args.random!r}") from None
+        if not 0 <= a < b:
+            raise ValueError(f"--random wants 0 <= A < B, got {args.random!r}")
+        cases = [(f"random {s}", random_scenario(s), s % KERNEL_EVERY == 0) for s in range(a, b)]
+    else:
+        cases = suite_cases()
+    if args.no_kernels:
+        cases = [(label, s, False) for label, s, _ in cases]
+    try:
+        load_vllm()
+    except VllmUnavailable as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    total = Comparison()
+    t0 = time.perf_counter()
+    for label, scenario, kernels in cases:
+        t = time.perf_counter()
+        cmp = conform(scenario, kernels=kernels)
+        if len(cases) == 1 or cmp.disagreements:
+            w(f"{label}: {scenario.to_spec()}  ({time.perf_counter() - t:.1f} s, "
+              f"R6/R7 {'on' if kernels else 'off'})\n")
+        if cmp.disagreements:
+            w(format_failure(label, cmp) + "\n\n")
+        total.merge(cmp, label)
+    w(f"vLLM {VLLM_VERSION} MRV2 code on the CPU vs the lab's engine ('fixed' mode), {len(cases)} scenario(s), "
+      f"{time.perf_counter() - t0:.0f} s (steps: scenario steps compared; entries: values compared)\n")
+    w(total.table() + "\n")
+    w("agree\n" if total.ok else f"DISAGREE: {len(total.disagreements)} disagreement(s)\n")
+    return 0 if total.ok else 1

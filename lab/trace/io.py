@@ -1,0 +1,306 @@
+"""The trace file: versioned JSON, every field checked on load, never a pickle.
+
+One JSON object::
+
+    {"format": "maxseqlen-lab/trace", "version": 1, "scenario": {...}, "req_ids": [...], "meta": {...},
+     "arrays": {name: {"dtype": "int32", "shape": [..], "encoding": "zlib+base64",
+                       "data": base64(zlib(little-endian bytes))}}}
+
+The arrays are those of lab/trace/schema.py; the row columns of ``DELTA_ROW_COLUMNS`` are stored as
+differences per instance ("delta-per-instance+zlib+base64"). Loading checks everything it reads
+(format, version, scenario fields, each array's dtype, shape and cross-references) and refuses
+pickles before parsing.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import os
+import zlib
+
+import numpy as np
+
+from lab.engine.block_pool import NULL_BLOCK_ID
+from lab.engine.cudagraph import CG_MODE_NAMES
+from lab.scenario import RequestSpec, Scenario
+from lab.trace.schema import (DELTA_ROW_COLUMNS, FORMAT, MAX_ARRAY_BYTES, MAX_FILE_BYTES, SCHEMA, TIMING_META_STR,
+                              TIMING_SCHEMA, VERSION)
+
+# What a file holds, in the order Trace() takes it: (scenario, req_ids, arrays, meta).
+TraceParts = tuple
+
+
+class TraceFormatError(ValueError):
+    """A file that is not a valid trace of this lab (or of a version it cannot read)."""
+
+
+def to_json_dict(trace) -> dict:
+    """The trace as the JSON object of the file format (see the module docstring)."""
+    arrays = {}
+    timed = TIMINGSCHEMA if "kernel_ms" in trace.arrays else {}
+    for name, (dtype, _) in {**SCHEMA, **timed}.items():
+        arr = np.ascontiguousarray(trace.arrays[name], dtype=dtype)
+        delta = name in DELTA_ROW_COLUMNS
+        if delta:
+            arr = _delta_encode(arr, trace.arrays["row_inst"])
+        raw = arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
+        arrays[name] = {"dtype": dtype, "shape": list(arr.shape),
+                        "encoding": "delta-per-instance+zlib+base64" if delta else "zlib+base64",
+                        "data": base64.b64encode(zlib.compress(raw, 6)).decode("ascii")}
+    return {"format": FORMAT, "version": VERSION, "scenario": scenario_to_dict(trace.scenario),
+            "req_ids": trace.req_ids, "meta": trace.meta, "arrays": arrays}
+
+def save(trace, path: str | os.PathLike) -> None:
+    text = json.dumps(to_json_dict(trace), separators=(",", ":"))
+    tmp = f"{os.fspath(path)}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+def load(path: str | os.PathLike) -> TraceParts:
+    path = os.fspath(path)
+    try:
+        size = os.path.getsize(path)
+    except OSError as e:
+        raise TraceFormatError(f"cannot read trace file {path!r}: {e.strerror}") from None
+    if size > MAX_FILE_BYTES:
+        raise TraceFormatError(f"{path!r} is {size / 2**20:.0f} MiB; traces are at most "
+                               f"{MAX_FILE_BYTES // 2**20} MiB")
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise TraceFormatError(f"cannot read trace file {path!r}: {e.strerror}") from None
+    return from_json_bytes(data, source=path)
+
+def from_json_bytes(data: bytes | str, source: str = "trace") -> TraceParts:
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    if len(data) > MAX_FILE_BYTES:
+        raise TraceFormatError(f"{source} is larger than {MAX_FILE_BYTES // 2**20} MiB")
+    if data[:2] == b"\x80\x04" or data[:1] in (b"\x80",):
+        raise TraceFormatError(f"{source} looks like a pickle; traces are JSON only and pickles are never loaded")
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise TraceFormatError(f"{source} is not a JSON trace: {e}") from None
+    return from_json_dict(doc, source=source)
+
+def from_json_dict(doc, source: str = "trace") -> TraceParts:
+    """Check everything a trace file holds; return (scenario, req_ids, arrays, meta) for ``Trace``."""
+    def bad(msg: str):
+        raise TraceFormatError(f"{source}: {msg}")
+
+    if not isinstance(doc, dict):
+        bad("top level must be a JSON object")
+    if doc.get("format") != FORMAT:
+        bad(f"not a max_seq_len lab trace (format is {doc.get('format')!r}, expected {FORMAT!r})")
+    if doc.get("version") != VERSION:
+        bad(f"trace version {doc.get('version')!r} is not supported (this lab reads version {VERSION})")
+    for key, typ in (("scenario", dict), ("req_ids", list), ("meta", dict), ("arrays", dict)):
+        if not isinstance(doc.get(key), typ):
+            bad(f"field {key!r} is missing or not a {typ.__name__}")
+    try:
+        scenario = scenario_from_dict(doc["scenario"])
+    except (ValueError, TypeError) as e:
+        bad(f"invalid scenario: {e}")
+    req_ids = doc["req_ids"]
+    if not all(isinstance(r, str) for r in req_ids):
+        bad("req_ids must be strings")
+    meta = doc["meta"]
+    width = meta.get("width")
+    if not isinstance(width, int) or not 1 <= width <= 16 * 1024 * 1024:
+        bad("meta.width must be a positive integer")
+    meta = {"source": "unknown", "cudagraph_capture_sizes": [], "num_preemptions": 0, "truncated": False,
+            **meta}
+    sizes = meta["cudagraph_capture_sizes"]
+    if not (isinstance(sizes, list) and all(isinstance(x, int) and x > 0 for x in sizes)):
+        bad("meta.cudagraph_capture_sizes must be a list of positive integers")
+    if not isinstance(meta["source"], str) or not isinstance(meta["truncated"], bool) or not (
+            isinstance(meta["num_preemptions"], int) and meta["num_preemptions"] >= 0):
+        bad("meta.source must be a string, meta.truncated a boolean, meta.num_preemptions an integer >= 0")
+    unknown = set(doc["arrays"]) - set(SCHEMA) - set(TIMINGSCHEMA)
+    if unknown:
+        bad(f"unknown arrays {sorted(unknown)}")
+    arrays: dict[str, np.ndarray] = {}
+    for name, (dtype, _) in SCHEMA.items():
+        spec = doc["arrays"].get(name)
+        if not isinstance(spec, dict):
+            bad(f"array {name!r} is missing")
+        arrays[name] = _decode_array(name, spec, dtype, bad)
+    for name in DELTA_ROW_COLUMNS:
+        if len(arrays[name]) != len(arrays["row_inst"]):
+            bad(f"array {name!r} has {len(arrays[name])} rows, row_inst has {len(arrays['row_inst'])}")
+    _check_arrays(arrays, width, len(req_ids), scenario, bad)
+    for name in DELTA_ROW_COLUMNS:
+        arrays[name] = _delta_decode(arrays[name], arrays["row_inst"])
+    _check_rows(arrays, width, scenario, bad)
+    timed = [n for n in TIMINGSCHEMA if n in doc["arrays"]]
+    if timed or "kernels" in meta:
+        if len(timed) != len(TIMINGSCHEMA) or "kernels" not in meta:
+            bad(f"kernel timings need all of {sorted(TIMINGSCHEMA)} and meta.kernels")
+        for name in timed:
+            spec = doc["arrays"][name]
+            if not isinstance(spec, dict):
+                bad(f"array {name!r} is not an object")
+            arrays[name] = _decode_array(name, spec, TIMINGSCHEMA[name][0], bad)
+        check_timings(arrays, meta["kernels"], len(arrays["num_reqs_padded"]), bad)
+    return scenario, req_ids, arrays, meta
+
+
+def _decode_array(name: str, spec: dict, dtype: str, bad) -> np.ndarray:
+    if spec.get("dtype") != dtype:
+        bad(f"array {name!r} has dtype {spec.get('dtype')!r}, expected {dtype!r}")
+    shape = spec.get("shape")
+    if not (isinstance(shape, list) and all(isinstance(d, int) and d >= 0 for d in shape)):
+        bad(f"array {name!r} has an invalid shape {shape!r}")
+    if spec.get("encoding") not in ("zlib+base64", "delta-per-instance+zlib+base64"):
+        bad(f"array {name!r} has an unknown encoding {spec.get('encoding')!r}")
+    expected = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+    if expected > MAX_ARRAY_BYTES:
+        bad(f"array {name!r} would take {expected} bytes")
+    data = spec.get("data")
+    if not isinstance(data, str):
+        bad(f"array {name!r} has no data")
+    try:
+        comp = base64.b64decode(data, validate=True)
+        d = zlib.decompressobj()
+        raw = d.decompress(comp, expected + 1)  # never inflate past the declared size
+    except (ValueError, zlib.error) as e:
+        bad(f"array {name!r} cannot be decoded: {e}")
+    if len(raw) != expected or d.unconsumed_tail:
+        bad(f"array {name!r} holds {len(raw)} bytes, its shape needs {expected}")
+    return np.frombuffer(raw, dtype=np.dtype(dtype).newbyteorder("<")).astype(dtype).reshape(shape)
+
+
+def _check_arrays(a: dict, width: int, num_req_ids: int, scenario: Scenario, bad) -> None:
+    s = len(a["num_reqs_padded"])
+    k = a["draft_max_seq_len"].shape[1] if a["draft_max_seq_len"].ndim == 3 else -1
+    n, i, b = len(a["row_inst"]), len(a["inst_req"]), len(a["block_log"])
+    dims = {"S": s, "S+1": s + 1, "N": n, "I": i, "B": b, "K": k, "K+1": k + 1}
+    for name, (_, shape) in SCHEMA.items():
+        want = tuple(dims[d] if isinstance(d, str) else d for d in shape)
+        if a[name].shape != want:
+            bad(f"array {name!r} has shape {list(a[name].shape)}, expected {list(want)}")
+    if k != scenario.num_speculative_tokens:
+        bad(f"trace has {k} draft passes per step, scenario says num_speculative_tokens="
+            f"{scenario.num_speculative_tokens}")
+    off = a["row_offsets"]
+    if off[0] != 0 or off[-1] != n or (np.diff(off) < 0).any():
+        bad("row_offsets must start at 0, never decrease and end at the number of rows")
+    counts = np.diff(off)
+    if (counts > a["num_reqs_padded"]).any():
+        bad("a step has more rows than num_reqs_padded")
+    if ((a["row_inst"] < 0) | (a["row_inst"] >= i)).any():
+        bad("row_inst refers to an unknown instance")
+    if ((a["inst_req"] < 0) | (a["inst_req"] >= num_req_ids)).any():
+        bad("inst_req refers to an unknown request id")
+    if int(a["inst_num_blocks"].astype(np.int64).sum()) != b or (a["inst_num_blocks"] < 0).any():
+        bad("inst_num_blocks does not add up to the block log")
+    if ((a["block_log"] < 0) | (a["block_log"] == NULL_BLOCK_ID)).any():
+        bad("the block log holds the null block or a negative id")
+    if not np.isin(a["cudagraph_mode"], list(CG_MODE_NAMES)).all() or (
+            k and not np.isin(a["draft_cudagraph_mode"], list(CG_MODE_NAMES)).all()):
+        bad("unknown cudagraph mode code")
+    mml = scenario.max_model_len
+    for name in ("max_seq_len", "kernel_max_seq_len", "draft_max_seq_len", "draft_kernel_max_seq_len"):
+        if ((a[name] < 0) | (a[name] > mml)).any():
+            bad(f"{name} outside [0, max_model_len={mml}]")
+    if (a["oor"] < 0).any():
+        bad("negative out-of-range count")
+
+
+def check_timings(a: dict, meta, num_steps: int, bad) -> None:
+    if not isinstance(meta, dict) or not all(isinstance(meta.get(k), str) and meta[k] for k in TIMING_META_STR):
+        bad(f"meta.kernels must be an object with non-empty strings {list(TIMING_META_STR)}")
+    missing = set(TIMINGSCHEMA) - set(a)
+    if missing:
+        bad(f"arrays {sorted(missing)} are missing")
+    for name, (dtype, shape) in TIMINGSCHEMA.items():
+        want = tuple(num_steps if d == "S" else d for d in shape)
+        if a[name].shape != want:
+            bad(f"array {name!r} has shape {list(a[name].shape)}, expected {list(want)}")
+    ms, iqr, err = a["kernel_ms"], a["kernel_iqr_ms"], a["kernel_max_abs_err"]
+    if (ms[np.isfinite(ms)] <= 0).any() or (iqr[np.isfinite(iqr)] < 0).any() or (err[np.isfinite(err)] < 0).any():
+        bad("kernel_ms must be > 0, kernel_iqr_ms and kernel_max_abs_err >= 0 (NaN where not timed)")
+    if np.isinf(ms).any() or np.isinf(iqr).any():
+        bad("kernel times must be finite or NaN")
+    if (a["kernel_bytes_real"] < 0).any() or (a["kernel_bytes_walked"] < 0).any():
+        bad("negative byte count")
+    if not np.isin(a["kernel_trusting_wrong"], (-1, 0, 1)).all():
+        bad("kernel_trusting_wrong must be -1 (not checked), 0 or 1")
+
+
+def _check_rows(a: dict, width: int, scenario: Scenario, bad) -> None:
+    nb = a["num_blocks"]
+    if ((nb < 0) | (nb > width)).any():
+        bad(f"num_blocks outside [0, width={width}]")
+    if (nb > a["inst_num_blocks"][a["row_inst"]]).any():
+        bad("a row uses more blocks than its instance ever held")
+    if (a["num_scheduled_tokens"] < 1).any() or (a["num_computed_tokens"] < 0).any():
+        bad("num_scheduled_tokens must be >= 1 and num_computed_tokens >= 0")
+    ub = a["num_computed_tokens"].astype(np.int64) + a["num_scheduled_tokens"]
+    if (a["seq_lens"] > ub).any() or (a["seq_lens"] < 1).any():
+        bad("seq_lens must lie in [1, seq_lens_cpu_upper_bound]")
+
+
+def _instance_runs(inst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows grouped by instance (stable order) and a mask of each group's first row."""
+    order = np.argsort(inst, kind="stable")
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = inst[order][1:] != inst[order][:-1]
+    return order, first
+
+
+def _delta_encode(col: np.ndarray, inst: np.ndarray) -> np.ndarray:
+    order, first = _instance_runs(inst)
+    v = col[order].astype(np.int64)
+    d = np.diff(v, prepend=0)
+    d[first] = v[first]
+    out = np.empty_like(d)
+    out[order] = d
+    return out.astype(col.dtype)
+
+
+def _delta_decode(col: np.ndarray, inst: np.ndarray) -> np.ndarray:
+    order, first = _instance_runs(inst)
+    d = col[order].astype(np.int64)
+    # Cumulative sum restarting at each instance's first row.
+    c = np.cumsum(d)
+    starts = np.maximum.accumulate(np.where(first, np.arange(len(d)), 0)) if len(d) else np.zeros(0, np.int64)
+    v = c - (c[starts] - d[starts])
+    out = np.empty_like(v)
+    out[order] = v
+    return out.astype(col.dtype)
+
+
+# ---- the scenario <-> JSON -----------------------------------------------------------------
+
+def scenario_to_dict(s: Scenario) -> dict:
+    d = dataclasses.asdict(s)
+    d["requests"] = [[r.arrival_step, r.prompt_len, r.output_len] for r in s.requests]
+    if s.cudagraph_capture_sizes is not None:
+        d["cudagraph_capture_sizes"] = list(s.cudagraph_capture_sizes)
+    return d
+
+
+def scenario_from_dict(d: dict) -> Scenario:
+    names = {f.name for f in dataclasses.fields(Scenario)}
+    unknown = set(d) - names
+    if unknown:
+        raise ValueError(f"unknown scenario fields {sorted(unknown)}")
+    reqs = d.get("requests")
+    if not isinstance(reqs, list) or not all(isinstance(r, list) and len(r) == 3 for r in reqs):
+        raise ValueError("requests must be a list of [arrival_step, prompt_len, output_len]")
+    fields = dict(d)
+    fields["requests"] = tuple(RequestSpec(*r) for r in reqs)
+    if fields.get("cudagraph_capture_sizes") is not None:
+        if not isinstance(fields["cudagraph_capture_sizes"], list):
+            raise ValueError("cudagraph_capture_sizes must be a list")
+        fields["cudagraph_capture_sizes"] = tuple(fields["cudagraph_capture_sizes"])
+    for key in ("name", "description"):
+        if key in fields and not isinstance(fields[key], str):
+            raise ValueError(f"{key} must be a string")
+    return Scenario(**fields)

@@ -1,8 +1,8 @@
 """Property tests of the engine: invariants that hold on every step of every small random scenario.
 
-Each scenario is run once through ``run_engine(check_invariants=True, keep_tables=True)``, which
+Each scenario is run once through ``lab.engine.invariants.simulate_checked``, which
 also hands back the engine's real gathered input block table of every step; the trace is then
-checked against DESIGN §2 (R1-R9) and §6 step by step.
+checked against docs/rules.md (R1-R9 and the out-of-range accounting) step by step.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from lab import Scenario, Trace, simulate
 from lab.engine.oor import OOR_CLASSES
-from lab.engine.runner import run_engine
+from lab.engine.invariants import simulate_checked
 
 MODES = ("baseline", "fixed")
 # How many steps per trace get the (slow, scan-back) rebuilt block table compared in full.
@@ -189,7 +189,7 @@ def check_trace(trace: Trace, tables: list[np.ndarray], rebuild_all: bool = Fals
 def test_step_invariants(s):
     """Every step of a random scenario keeps R1-R9 and the §6 accounting (see check_step), the
     engine's own invariant checks pass, and every request finishes."""
-    trace, tables = run_engine(s, check_invariants=True, keep_tables=True)
+    trace, tables = simulate_checked(s)
     event(f"cudagraph modes: {sorted(set(st.cudagraph_mode for st in trace.steps))}")
     event("preempted" if trace.meta["num_preemptions"] else "no preemption")
     check_trace(trace, tables)
@@ -241,7 +241,7 @@ def test_save_load_on_tmp_path(tmp_path):
 def test_step_invariants_on_fixed_scenarios(spec):
     """The same checks on hand-picked scenarios known to cover preemption, FULL padding, drafts
     and stale columns across padding, with the trace's table rebuilt on every step."""
-    trace, tables = run_engine(Scenario.from_spec(spec), check_invariants=True, keep_tables=True)
+    trace, tables = simulate_checked(Scenario.from_spec(spec))
     check_trace(trace, tables, rebuild_all=True)
 
 

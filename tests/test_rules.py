@@ -1,4 +1,4 @@
-"""One test per rule of DESIGN §2 (R1-R9), each on a case where baseline and fixed differ."""
+"""One test per rule of docs/rules.md (R1-R9), each on a case where baseline and fixed differ."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from lab.engine.cudagraph import (CudaGraphManager, adjust_sizes_for_spec_decode
 from lab.engine.input_batch import InputBatch, seq_lens_cpu_upper_bound
 from lab.engine.model_states import DefaultModelState, MambaHybridModelState
 from lab.engine.oor import classify_entries
-from lab.engine.runner import run_engine
+from lab.engine.invariants import simulate_checked
 
 
 def _batch(ub_real, num_reqs_padded, num_sched=None):
@@ -21,7 +21,7 @@ def _batch(ub_real, num_reqs_padded, num_sched=None):
     n = len(ub_real)
     num_sched = np.ones(n, dtype=np.int64) if num_sched is None else np.asarray(num_sched)
     ub = seq_lens_cpu_upper_bound(ub_real - num_sched, num_sched, num_reqs_padded)
-    return InputBatch(req_indices=np.arange(n), idx_mapping_np=np.arange(n), num_reqs=n,
+    return InputBatch(req_nums=np.arange(n), idx_mapping_np=np.arange(n), num_reqs=n,
                       num_reqs_after_padding=num_reqs_padded, num_scheduled_tokens=num_sched,
                       num_tokens=int(num_sched.sum()), num_tokens_after_padding=num_reqs_padded,
                       num_computed_tokens_np=ub_real - num_sched, seq_lens_cpu_upper_bound=ub,
@@ -124,7 +124,7 @@ def test_R6_block_tables_stale_columns():
     now point to freed blocks or to another live request's blocks; padded rows are all zero."""
     assert block_table_width(32768, 16) == 2048
     assert block_table_width(1000, 16) == 64  # 63 blocks rounded to cover a multiple of 128 tokens
-    trace, tables = run_engine(Scenario.preset("stale-block-reuse"), keep_tables=True)
+    trace, tables = simulate_checked(Scenario.preset("stale-block-reuse"), check_invariants=False)
     stale_steps = 0
     for st, table in zip(trace.steps, tables):
         assert np.array_equal(st.block_table, table)
@@ -135,14 +135,14 @@ def test_R6_block_tables_stale_columns():
     totals = trace.totals()
     assert totals["baseline"]["live"] > 0 and totals["baseline"]["free"] > 0
     # Direct: padded rows are zeroed over the full width; a new occupant keeps the old tail.
-    bt = BlockTables(max_num_reqs=4, width=8)
+    bt = BlockTables(max_num_reqs=4, max_num_blocks_per_req=8)
     for r in range(3):
         bt.add_request(r)
     bt.append_block_ids(np.array([0, 2]), np.array([5, 1]), np.array([11, 12, 13, 14, 15, 31]))
-    bt.gather_block_tables(np.array([0, 2, 2]), np.array([100, 102, 102]), 3)
+    bt.gather_block_tables(np.array([0, 2, 2]), 3, np.array([100, 102, 102]))
     assert bt.input_block_tables[2, 0] == 31
     bt.append_block_ids(np.array([1]), np.array([2]), np.array([21, 22]))
-    t = bt.gather_block_tables(np.array([1]), np.array([101]), 3)
+    t = bt.gather_block_tables(np.array([1]), 3, np.array([101]))
     assert t[0].tolist() == [21, 22, 13, 14, 15, 0, 0, 0]
     assert not t[1:].any()
     pool = BlockPool(8)
@@ -157,20 +157,20 @@ def test_R6_rows_left_by_a_larger_batch_are_zeroed():
     """vLLM 0.33.0 gather_block_tables zeroes rows [num_reqs, max(num_reqs_padded, _num_dirty_rows)):
     a row that a smaller batch leaves unused holds no stale ids when a larger batch uses it again.
     (Found by the conformance suite: the lab used to keep them.)"""
-    bt = BlockTables(max_num_reqs=4, width=8)
+    bt = BlockTables(max_num_reqs=4, max_num_blocks_per_req=8)
     for r in range(3):
         bt.add_request(r)
     bt.append_block_ids(np.array([0, 1, 2]), np.array([3, 3, 3]), np.arange(11, 20))
-    bt.gather_block_tables(np.array([0, 1, 2]), np.array([100, 101, 102]), 3)
-    bt.gather_block_tables(np.array([0]), np.array([100]), 1)  # rows 1 and 2 left by the larger batch
+    bt.gather_block_tables(np.array([0, 1, 2]), 3, np.array([100, 101, 102]))
+    bt.gather_block_tables(np.array([0]), 1, np.array([100]))  # rows 1 and 2 left by the larger batch
     bt.add_request(3)
     bt.append_block_ids(np.array([3]), np.array([1]), np.array([31]))
-    t = bt.gather_block_tables(np.array([0, 3, 3]), np.array([100, 103, 103]), 3)
+    t = bt.gather_block_tables(np.array([0, 3, 3]), 3, np.array([100, 103, 103]))
     assert t[1].tolist() == [31, 0, 0, 0, 0, 0, 0, 0]  # not [31, 15, 16, ...]
     assert t[2].tolist() == [31, 0, 0, 0, 0, 0, 0, 0]
     assert t[0].tolist() == [11, 12, 13, 0, 0, 0, 0, 0]
     # Every row past a step's real requests is all zeros, in the engine and in the rebuilt trace.
-    trace, tables = run_engine(Scenario.preset("stale-block-reuse"), keep_tables=True)
+    trace, tables = simulate_checked(Scenario.preset("stale-block-reuse"), check_invariants=False)
     for st, table in zip(trace.steps, tables):
         assert not table[st.num_reqs:].any()
         assert np.array_equal(st.block_table, table)

@@ -1,7 +1,7 @@
 """The scenario grammar of lab/scenario.py: worked examples, round trips, and error messages.
 
 An invalid *segment* must raise ``ValueError`` naming the segment; an invalid *value* must raise
-``ValueError`` naming the Scenario field (DESIGN §5, §8).
+``ValueError`` naming the Scenario field (docs/scenarios.md).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ def eagle_trace():
 
 
 def test_contract_names(eagle_trace):
-    """Every name of DESIGN §5 is there, with the documented types."""
+    """Every name of docs/trace.md is there, with the documented types."""
     trace = eagle_trace
     assert isinstance(trace.scenario, Scenario) and len(trace.steps) > 0
     st = trace.steps[3]

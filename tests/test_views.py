@@ -141,7 +141,7 @@ def test_timeline_and_oor_follow_the_trace(traces):
     stacked = np.sum([t["y"] for t in per_step], axis=0)
     assert stacked.tolist() == [sum(s.oor_all_passes["baseline"][c] for c in STALE) for s in trace.steps]
     totals = [t for t in o["data"] if t.get("xaxis") == "x2"]
-    assert sum(t["y"][1] for t in totals) == trace.out_of_range("fixed")
+    assert sum(t["y"][1] for t in totals) == trace.oor_total("fixed")
 
 
 def test_drafts(traces):
@@ -182,7 +182,7 @@ def test_summary_numbers(traces):
     num = summary_numbers(trace, 60)
     for m in ("baseline", "fixed"):
         assert num[m]["step_oor"] == sum(st.oor_all_passes[m][c] for c in STALE)
-        assert num[m]["total_oor"] == trace.out_of_range(m)
+        assert num[m]["total_oor"] == trace.oor_total(m)
         assert num[m]["step_walked"] == st.oor_all_passes[m]["walked"]
     md = summary_markdown(trace, 60)
     assert f"{num['baseline']['total_oor']:,}" in md and "not measured" in md and HONESTY in md

@@ -39,7 +39,7 @@ class TraceFormatError(ValueError):
 def to_json_dict(trace) -> dict:
     """The trace as the JSON object of the file format (see the module docstring)."""
     arrays = {}
-    timed = TIMINGSCHEMA if "kernel_ms" in trace.arrays else {}
+    timed = TIMING_SCHEMA if "kernel_ms" in trace.arrays else {}
     for name, (dtype, _) in {**SCHEMA, **timed}.items():
         arr = np.ascontiguousarray(trace.arrays[name], dtype=dtype)
         delta = name in DELTA_ROW_COLUMNS
@@ -121,7 +121,7 @@ def from_json_dict(doc, source: str = "trace") -> TraceParts:
     if not isinstance(meta["source"], str) or not isinstance(meta["truncated"], bool) or not (
             isinstance(meta["num_preemptions"], int) and meta["num_preemptions"] >= 0):
         bad("meta.source must be a string, meta.truncated a boolean, meta.num_preemptions an integer >= 0")
-    unknown = set(doc["arrays"]) - set(SCHEMA) - set(TIMINGSCHEMA)
+    unknown = set(doc["arrays"]) - set(SCHEMA) - set(TIMING_SCHEMA)
     if unknown:
         bad(f"unknown arrays {sorted(unknown)}")
     arrays: dict[str, np.ndarray] = {}
@@ -137,15 +137,15 @@ def from_json_dict(doc, source: str = "trace") -> TraceParts:
     for name in DELTA_ROW_COLUMNS:
         arrays[name] = _delta_decode(arrays[name], arrays["row_inst"])
     _check_rows(arrays, width, scenario, bad)
-    timed = [n for n in TIMINGSCHEMA if n in doc["arrays"]]
+    timed = [n for n in TIMING_SCHEMA if n in doc["arrays"]]
     if timed or "kernels" in meta:
-        if len(timed) != len(TIMINGSCHEMA) or "kernels" not in meta:
-            bad(f"kernel timings need all of {sorted(TIMINGSCHEMA)} and meta.kernels")
+        if len(timed) != len(TIMING_SCHEMA) or "kernels" not in meta:
+            bad(f"kernel timings need all of {sorted(TIMING_SCHEMA)} and meta.kernels")
         for name in timed:
             spec = doc["arrays"][name]
             if not isinstance(spec, dict):
                 bad(f"array {name!r} is not an object")
-            arrays[name] = _decode_array(name, spec, TIMINGSCHEMA[name][0], bad)
+            arrays[name] = _decode_array(name, spec, TIMING_SCHEMA[name][0], bad)
         check_timings(arrays, meta["kernels"], len(arrays["num_reqs_padded"]), bad)
     return scenario, req_ids, arrays, meta
 
@@ -215,10 +215,10 @@ def _check_arrays(a: dict, width: int, num_req_ids: int, scenario: Scenario, bad
 def check_timings(a: dict, meta, num_steps: int, bad) -> None:
     if not isinstance(meta, dict) or not all(isinstance(meta.get(k), str) and meta[k] for k in TIMING_META_STR):
         bad(f"meta.kernels must be an object with non-empty strings {list(TIMING_META_STR)}")
-    missing = set(TIMINGSCHEMA) - set(a)
+    missing = set(TIMING_SCHEMA) - set(a)
     if missing:
         bad(f"arrays {sorted(missing)} are missing")
-    for name, (dtype, shape) in TIMINGSCHEMA.items():
+    for name, (dtype, shape) in TIMING_SCHEMA.items():
         want = tuple(num_steps if d == "S" else d for d in shape)
         if a[name].shape != want:
             bad(f"array {name!r} has shape {list(a[name].shape)}, expected {list(want)}")

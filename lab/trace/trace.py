@@ -58,9 +58,12 @@ class Trace:
         v = oor.sum(axis=(0, 1)) if all_passes else oor[:, 0].sum(axis=0)
         return by_mode(v, OOR_FIELDS)
 
-    def out_of_range(self, mode: str, all_passes: bool = True) -> int:
+    def oor_total(self, mode: str, all_passes: bool = True) -> int:
+        """Out-of-range entries over the trace in ``mode``: the sum of OOR_CLASSES in ``totals``."""
         t = self.totals(all_passes)[mode]
         return sum(t[c] for c in OOR_CLASSES)
+
+    out_of_range = oor_total  # its earlier name, kept for code written against it
 
     def nbytes(self) -> int:
         return sum(a.nbytes for a in self.arrays.values())

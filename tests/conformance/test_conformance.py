@@ -87,8 +87,8 @@ def test_a_disagreement_fails_with_step_field_and_values(rule, monkeypatch):
     elif rule == "R6":
         orig_gather = block_table.BlockTables.gather_block_tables
 
-        def stale_padding(self, idx_mapping, inst, num_reqs_padded):
-            t = orig_gather(self, idx_mapping, inst, num_reqs_padded)
+        def stale_padding(self, idx_mapping, num_reqs_padded, inst):
+            t = orig_gather(self, idx_mapping, num_reqs_padded, inst)
             t[len(idx_mapping):, 0] = 7  # padded rows not zeroed
             return t
 

@@ -21,11 +21,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
 from lab.engine.oor import OOR_CLASSES
-from lab.presets import PRESETS, get_preset
+from lab.presets import PRESETS
+from lab.scenario import get_preset
 from lab.scenario import Scenario, parse_spec
 from lab.engine.runner import simulate
 from lab.trace import Trace, TraceFormatError
@@ -335,12 +337,17 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --every must be >= 1", file=sys.stderr)
         return 2
     try:
-        return args.fn(args)
+        rc = args.fn(args)
+        sys.stdout.flush()  # inside the try: a reader that left makes this raise BrokenPipeError
+        return rc
     except (ValueError, TraceFormatError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader left (`… | head`): a subclass of OSError, so caught first. Point stdout at
+        # devnull so the interpreter's last flush does not raise again, and exit quietly.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except OSError as e:  # e.g. --out in a folder that does not exist
         print(f"error: {e.strerror or e}: {e.filename or ''}", file=sys.stderr)
         return 2
-    except BrokenPipeError:
-        return 0

@@ -1,10 +1,10 @@
-"""Named scenarios, each built to show one thing."""
+"""Named scenarios, each built to show one thing: their spec text and what each shows.
+
+Pure data: ``Scenario.preset(name)`` (or ``lab.scenario.get_preset``) turns one into a Scenario, so
+this module imports nothing of the lab's.
+"""
 
 from __future__ import annotations
-
-import dataclasses
-
-from lab.scenario import Scenario, parse_spec
 
 # name -> (spec, what it shows)
 PRESETS: dict[str, tuple[str, str]] = {
@@ -45,10 +45,3 @@ PRESETS: dict[str, tuple[str, str]] = {
 
 def list_presets() -> list[str]:
     return list(PRESETS)
-
-
-def get_preset(name: str) -> Scenario:
-    if name not in PRESETS:
-        raise ValueError(f"unknown preset {name!r}; known presets: {', '.join(PRESETS)}")
-    spec, description = PRESETS[name]
-    return dataclasses.replace(parse_spec(spec), name=name, description=description)

@@ -57,6 +57,8 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
+from lab.presets import PRESETS
+
 MODEL_STATES = ("default", "mamba_hybrid")
 CUDAGRAPH_MODES = ("FULL_AND_PIECEWISE", "PIECEWISE", "NONE")
 MAX_SPECULATIVE_TOKENS = 15
@@ -206,8 +208,6 @@ class Scenario:
 
     @classmethod
     def preset(cls, name: str) -> "Scenario":
-        from lab.presets import get_preset
-
         return get_preset(name)
 
     def replace(self, **changes) -> "Scenario":
@@ -376,3 +376,11 @@ def format_spec(s: Scenario) -> str:
                 seg += f"+{every}"
         reqs.append(seg)
     return "_".join(reqs + parts)
+
+
+def get_preset(name: str) -> Scenario:
+    """The named scenario of lab/presets.py, with its name and description."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; known presets: {', '.join(PRESETS)}")
+    spec, description = PRESETS[name]
+    return dataclasses.replace(parse_spec(spec), name=name, description=description)

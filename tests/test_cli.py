@@ -100,3 +100,14 @@ def test_app_entry_point_launches_the_app(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_simulate_piped_into_head_exits_0():
+    """`python -m lab simulate … | head` is fine: BrokenPipeError is caught before OSError, its parent."""
+    import subprocess
+
+    cmd = f"set -o pipefail; {sys.executable} -m lab simulate --preset stale-block-reuse | head -n 1"
+    r = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("scenario: stale-block-reuse")
+    assert "Error" not in r.stderr and "error" not in r.stderr

@@ -20,7 +20,7 @@ import numpy as np
 
 def bench_step_change(preset: str, repeat: int = 1) -> dict:
     from lab.app.handlers import render
-    from lab.presets import get_preset
+    from lab.scenario import get_preset
     from lab.engine.runner import simulate
 
     trace = simulate(get_preset(preset))
@@ -39,7 +39,8 @@ def bench_launch(preset: str, timeout: float = 120.0) -> dict:
     from gradio_client import Client
 
     from lab.app.ui import DEFAULT_PRESET
-    from lab.presets import PRESETS, get_preset
+    from lab.presets import PRESETS
+    from lab.scenario import get_preset
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

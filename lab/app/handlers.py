@@ -14,7 +14,8 @@ from gradio.components.plot import PlotData
 
 from lab.app.cache import TRACES, bytes_key, scenario_key
 from lab.app.runners import KERNEL_BACKEND, KERNEL_RUNNERS, runner_availability
-from lab.presets import PRESETS, get_preset
+from lab.presets import PRESETS
+from lab.scenario import get_preset
 from lab.scenario import Scenario, format_spec, parse_spec
 from lab.engine.runner import simulate
 from lab.trace import Trace, TraceFormatError

@@ -7,7 +7,8 @@ import gradio as gr
 
 from lab.app import handlers as h
 from lab.app.runners import EMBEDDED_CPU, runner_availability
-from lab.presets import PRESETS, get_preset
+from lab.presets import PRESETS
+from lab.scenario import get_preset
 from lab.scenario import CUDAGRAPH_MODES, MAX_SPECULATIVE_TOKENS, MODEL_STATES
 from lab.views import ALL_VIEWS, HONESTY
 

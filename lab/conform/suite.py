@@ -11,7 +11,8 @@ from lab.conform.compare import RULES, Comparison  # noqa: F401  (RULES: the sui
 from lab.conform.recording import record_engine
 from lab.conform.vllm_cpu import VLLM_VERSION, VllmMRV2, VllmUnavailable, load_vllm
 from lab.engine.cudagraph import target_capture_sizes
-from lab.presets import get_preset, list_presets
+from lab.presets import list_presets
+from lab.scenario import get_preset
 from lab.scenario import Scenario, parse_spec
 
 

@@ -5,9 +5,9 @@ changed. Public API (the trace contract, docs/trace.md)::
     trace = run(scenario, backend="torch-reference", device="cpu")   # + kernel timings (lab/kernels)
 """
 
+from lab.engine.runner import simulate
 from lab.presets import list_presets
 from lab.scenario import RequestSpec, Scenario
-from lab.engine.runner import simulate
 from lab.trace import Step, Trace, TraceFormatError
 
 __version__ = "0.1.0"

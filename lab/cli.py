@@ -26,10 +26,9 @@ import sys
 import time
 
 from lab.engine.oor import OOR_CLASSES
-from lab.presets import PRESETS
-from lab.scenario import get_preset
-from lab.scenario import Scenario, parse_spec
 from lab.engine.runner import simulate
+from lab.presets import PRESETS
+from lab.scenario import Scenario, get_preset, parse_spec
 from lab.trace import Trace, TraceFormatError
 
 

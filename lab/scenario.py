@@ -200,17 +200,17 @@ class Scenario:
 
     # ---- grammar ----------------------------------------------------------------------------
     @classmethod
-    def from_spec(cls, spec: str, **overrides) -> "Scenario":
+    def from_spec(cls, spec: str, **overrides) -> Scenario:
         return parse_spec(spec, **overrides)
 
     def to_spec(self) -> str:
         return format_spec(self)
 
     @classmethod
-    def preset(cls, name: str) -> "Scenario":
+    def preset(cls, name: str) -> Scenario:
         return get_preset(name)
 
-    def replace(self, **changes) -> "Scenario":
+    def replace(self, **changes) -> Scenario:
         return dataclasses.replace(self, **changes)
 
 

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from lab import Scenario, Trace, simulate
-from lab.engine.oor import OOR_CLASSES
 from lab.engine.invariants import simulate_checked
+from lab.engine.oor import OOR_CLASSES
 
 MODES = ("baseline", "fixed")
 # How many steps per trace get the (slow, scan-back) rebuilt block table compared in full.

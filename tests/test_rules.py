@@ -8,12 +8,16 @@ import pytest
 from lab import Scenario, simulate
 from lab.engine.block_pool import BlockPool
 from lab.engine.block_table import PAD_SLOT_ID, BlockTables, block_table_width
-from lab.engine.cudagraph import (CudaGraphManager, adjust_sizes_for_spec_decode, default_capture_sizes,
-                                  target_capture_sizes)
+from lab.engine.cudagraph import (
+    CudaGraphManager,
+    adjust_sizes_for_spec_decode,
+    default_capture_sizes,
+    target_capture_sizes,
+)
 from lab.engine.input_batch import InputBatch, seq_lens_cpu_upper_bound
+from lab.engine.invariants import simulate_checked
 from lab.engine.model_states import DefaultModelState, MambaHybridModelState
 from lab.engine.oor import classify_entries
-from lab.engine.invariants import simulate_checked
 
 
 def _batch(ub_real, num_reqs_padded, num_sched=None):

@@ -14,10 +14,16 @@ from hypothesis import strategies as st
 
 import lab.scenario as scenario_module
 from lab import RequestSpec, Scenario, list_presets
-from lab.presets import PRESETS
 from lab.engine.block_table import block_table_width
-from lab.scenario import (CUDAGRAPH_MODES, MAX_BLOCK_TABLE_ENTRIES, MAX_SPECULATIVE_TOKENS, MODEL_STATES, format_spec,
-                          parse_spec)
+from lab.presets import PRESETS
+from lab.scenario import (
+    CUDAGRAPH_MODES,
+    MAX_BLOCK_TABLE_ENTRIES,
+    MAX_SPECULATIVE_TOKENS,
+    MODEL_STATES,
+    format_spec,
+    parse_spec,
+)
 
 # ---- worked examples of the module docstring ---------------------------------------------------
 

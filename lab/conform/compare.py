@@ -70,7 +70,7 @@ class Comparison:
     def ok(self) -> bool:
         return not self.disagreements
 
-    def merge(self, other: "Comparison", label: str) -> None:
+    def merge(self, other: Comparison, label: str) -> None:
         """Add another scenario's comparison (its steps counted apart, under ``label``)."""
         self.checks.update(other.checks)
         for r in RULES:

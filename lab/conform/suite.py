@@ -12,8 +12,7 @@ from lab.conform.recording import record_engine
 from lab.conform.vllm_cpu import VLLM_VERSION, VllmMRV2, VllmUnavailable, load_vllm
 from lab.engine.cudagraph import target_capture_sizes
 from lab.presets import list_presets
-from lab.scenario import get_preset
-from lab.scenario import Scenario, parse_spec
+from lab.scenario import Scenario, get_preset, parse_spec
 
 
 def conform(scenario, kernels: bool = True, max_disagreements: int = 20) -> Comparison:

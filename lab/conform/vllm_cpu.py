@@ -40,20 +40,19 @@ def load_vllm():
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
     try:
         import torch
-
         import vllm
-        from vllm.platforms import current_platform
         import vllm.utils.torch_utils as torch_utils
         import vllm.v1.worker.gpu.buffer_utils as buffer_utils
         from vllm.config.compilation import CUDAGraphMode
+        from vllm.platforms import current_platform
+        from vllm.triton_utils import HAS_TRITON
         from vllm.v1.worker.gpu import block_table, cudagraph_utils, input_batch, model_runner
         from vllm.v1.worker.gpu.model_states import default as ms_default
         from vllm.v1.worker.gpu.model_states import mamba_hybrid as ms_mamba
         from vllm.v1.worker.gpu.spec_decode import speculator as spec_base
-        from vllm.v1.worker.gpu.spec_decode.target_dependent_ar import cudagraph_utils as spec_cg
         from vllm.v1.worker.gpu.spec_decode.eagle import speculator as spec_eagle
+        from vllm.v1.worker.gpu.spec_decode.target_dependent_ar import cudagraph_utils as spec_cg
         from vllm.v1.worker.utils import get_uniform_decode_token_count
-        from vllm.triton_utils import HAS_TRITON
     except ImportError as e:
         raise VllmUnavailable(f"vLLM {VLLM_VERSION} is not importable here ({e}). Run it from the conformance "
                               f"environment: {HOW_TO_RUN}") from e

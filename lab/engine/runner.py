@@ -16,17 +16,22 @@ import gc
 import numpy as np
 
 from lab.engine.block_table import BlockTables
-from lab.engine.cudagraph import (FULL, CudaGraphManager, decode_graph_eligible, kernel_visible_max_seq_len,
-                                  target_capture_sizes, uniform_decode_token_count)
+from lab.engine.cudagraph import (
+    FULL,
+    CudaGraphManager,
+    decode_graph_eligible,
+    kernel_visible_max_seq_len,
+    target_capture_sizes,
+    uniform_decode_token_count,
+)
 from lab.engine.input_batch import InputBatch, seq_lens_cpu_upper_bound, sort_batch
 from lab.engine.model_states import MODES, make_model_state
 from lab.engine.oor import StaleRegion
 from lab.engine.recorder import Recorder
 from lab.engine.scheduler import Scheduler, SchedulerOutput
-from lab.scenario import Scenario
 from lab.engine.speculator import EagleSpeculator
-from lab.engine.step_record import (BlockAppend, EngineEnd, RequestAdded, RequestRemoved, StepObserver,
-                                    StepRecord)
+from lab.engine.step_record import BlockAppend, EngineEnd, RequestAdded, RequestRemoved, StepObserver, StepRecord
+from lab.scenario import Scenario
 
 
 class ModelRunner:

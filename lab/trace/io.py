@@ -25,8 +25,16 @@ import numpy as np
 from lab.engine.block_pool import NULL_BLOCK_ID
 from lab.engine.cudagraph import CG_MODE_NAMES
 from lab.scenario import RequestSpec, Scenario
-from lab.trace.schema import (DELTA_ROW_COLUMNS, FORMAT, MAX_ARRAY_BYTES, MAX_FILE_BYTES, SCHEMA, TIMING_META_STR,
-                              TIMING_SCHEMA, VERSION)
+from lab.trace.schema import (
+    DELTA_ROW_COLUMNS,
+    FORMAT,
+    MAX_ARRAY_BYTES,
+    MAX_FILE_BYTES,
+    SCHEMA,
+    TIMING_META_STR,
+    TIMING_SCHEMA,
+    VERSION,
+)
 
 # What a file holds, in the order Trace() takes it: (scenario, req_ids, arrays, meta).
 TraceParts = tuple
@@ -218,7 +226,7 @@ def check_timings(a: dict, meta, num_steps: int, bad) -> None:
     missing = set(TIMING_SCHEMA) - set(a)
     if missing:
         bad(f"arrays {sorted(missing)} are missing")
-    for name, (dtype, shape) in TIMING_SCHEMA.items():
+    for name, (_, shape) in TIMING_SCHEMA.items():
         want = tuple(num_steps if d == "S" else d for d in shape)
         if a[name].shape != want:
             bad(f"array {name!r} has shape {list(a[name].shape)}, expected {list(want)}")

@@ -127,8 +127,8 @@ class Trace:
     def block_table(self, index: int, num_rows: int | None = None) -> np.ndarray:
         """Rebuild the gathered input table of step ``index`` by scanning back through the steps:
         a column past this step's num_blocks holds what the latest earlier step wrote there, or 0
-        if a step since had fewer real rows (the row was padded or zeroed then, R6). ``num_rows`` (default num_reqs_padded) can ask
-        for more rows, e.g. the ones a draft pass padded to."""
+        if a step since had fewer real rows (the row was padded or zeroed then, R6). ``num_rows``
+        (default num_reqs_padded) can ask for more rows, e.g. the ones a draft pass padded to."""
         a = self.arrays
         n_steps = len(a["num_reqs_padded"])
         if not 0 <= index < n_steps:
@@ -163,13 +163,13 @@ class Trace:
         io.save(self, path)
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "Trace":
+    def load(cls, path: str | os.PathLike) -> Trace:
         return cls(*io.load(path))
 
     @classmethod
-    def from_json_bytes(cls, data: bytes | str, source: str = "trace") -> "Trace":
+    def from_json_bytes(cls, data: bytes | str, source: str = "trace") -> Trace:
         return cls(*io.from_json_bytes(data, source))
 
     @classmethod
-    def from_json_dict(cls, doc, source: str = "trace") -> "Trace":
+    def from_json_dict(cls, doc, source: str = "trace") -> Trace:
         return cls(*io.from_json_dict(doc, source))

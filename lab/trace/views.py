@@ -37,7 +37,7 @@ class DraftPass:
 
     __slots__ = ("_step", "index")
 
-    def __init__(self, step: "Step", index: int):
+    def __init__(self, step: Step, index: int):
         self._step = step
         self.index = index
 
@@ -51,7 +51,8 @@ class DraftPass:
 
     @property
     def seq_lens_cpu_upper_bound(self) -> list[int]:
-        """R5: min(target upper bound + index, max_model_len); padded rows 0."""
+        """R5: min(target upper bound + index, max_model_len); padded rows 0. Not stored: recomputed
+        with the engine's own lab.engine.speculator.draft_step_upper_bound."""
         st = self._step
         return draft_step_upper_bound(st._ub(), st.num_reqs, self.index, st._t.scenario.max_model_len,
                                       self.num_reqs_padded).tolist()
@@ -80,7 +81,7 @@ class Step:
 
     __slots__ = ("_t", "index", "_a", "_b")
 
-    def __init__(self, trace: "Trace", index: int):
+    def __init__(self, trace: Trace, index: int):
         self._t = trace
         self.index = index
         off = trace.arrays["row_offsets"]
@@ -90,7 +91,7 @@ class Step:
         return self._t.arrays[name][self._a:self._b]
 
     def _ub(self) -> np.ndarray:
-        """R1 on the real rows (the same function the engine uses)."""
+        """R1 on the real rows, recomputed with the engine's lab.engine.input_batch.seq_lens_cpu_upper_bound."""
         sched = self._col("num_scheduled_tokens")
         return seq_lens_cpu_upper_bound(self._col("num_computed_tokens"), sched, len(sched))
 
@@ -131,7 +132,8 @@ class Step:
 
     @property
     def seq_lens_cpu_upper_bound(self) -> list[int]:
-        """R1, as vLLM builds it: length num_reqs_padded, padded rows 0."""
+        """R1, as vLLM builds it: length num_reqs_padded, padded rows 0. Not stored: recomputed from
+        num_computed_tokens + num_scheduled_tokens with lab.engine.input_batch.seq_lens_cpu_upper_bound."""
         return seq_lens_cpu_upper_bound(self._col("num_computed_tokens"), self._col("num_scheduled_tokens"),
                                         self.num_reqs_padded).tolist()
 
@@ -181,7 +183,9 @@ class Step:
 
     def history(self) -> dict[str, dict]:
         """The metadata max_seq_len of the target and of each draft pass in vLLM's three eras
-        (before #40654, after #40654, after #43991), with what the kernel saw."""
+        (before #40654, after #40654, after #43991), with what the kernel saw. Eras: which stored
+        mode each path had (lab.engine.model_states.fixed_in_era); the kernel value applies R9 with
+        lab.engine.cudagraph.kernel_visible_max_seq_len, as the engine does."""
         state = self._t.scenario.model_state
         mml = self._t.scenario.max_model_len
         out = {}
@@ -288,7 +292,7 @@ class Step:
 
 
 class StepList(Sequence):
-    def __init__(self, trace: "Trace"):
+    def __init__(self, trace: Trace):
         self._t = trace
 
     def __len__(self) -> int:

@@ -27,6 +27,10 @@ from lab import Scenario, simulate
 
 # --- traces the questions are about (cached: a notebook and the tests ask for them repeatedly) -----------
 
+# Notebook 01's exercises: a preset the tour does not open, so the answers must be computed.
+TOUR = "mixed-long-short"
+# Notebook 02: arrivals every 3 steps under capture sizes up to 8: FULL replays and eager steps mixed.
+GRAPHS_SPEC = "10p300o40a0+3_capture=1/2/4/8"
 # The live-style scenario of notebook 06: what a CPU run of real vLLM can serve (block size a multiple
 # of 32, every step eager), small enough to record in seconds.
 LIVE_SPEC = "4p96o24_bs=32_mml=2k_cg=none"
@@ -81,10 +85,6 @@ class Exercise:
     rel_tol: float = 0.0               # for "float"
 
 
-def _fixed_max_20():
-    return _step("short-decode-long-context", 20).max_seq_len["fixed"]
-
-
 def _first_fixed_era_for_drafts() -> int:
     """The PR of the first era in which Eagle's draft passes 1..K-1 got the batch maximum (eagle-k3)."""
     st = _step("eagle-k3", 10)
@@ -136,32 +136,33 @@ def _backends_moved_cuda() -> list[str]:
 
 EXERCISES: dict[str, Exercise] = {e.id: e for e in (
     # 01 the tour
-    Exercise("01.1", "`short-decode-long-context`, step 20: what `max_seq_len` does the fixed metadata carry?",
-             _fixed_max_20,
+    Exercise("01.1", "`mixed-long-short`, step 30: what `max_seq_len` does the fixed metadata carry?",
+             lambda: _step(TOUR, 30).max_seq_len["fixed"],
              hint="R2: the fixed prepare_attn takes the largest seq_lens_cpu_upper_bound of the real rows.",
-             traps=(Trap(lambda: _trace("short-decode-long-context").scenario.max_model_len,
+             traps=(Trap(lambda: _trace(TOUR).scenario.max_model_len,
                          "that's max_model_len: what the baseline passes, not the fixed metadata"),
-                    Trap(lambda: max(_step("short-decode-long-context", 20).num_computed_tokens),
+                    Trap(lambda: max(_step(TOUR, 30).num_computed_tokens),
                          "too low by this step's tokens: R1 adds num_scheduled_tokens to num_computed_tokens"),
-                    Trap(lambda: round(sum(_step("short-decode-long-context", 20).seq_lens_cpu_upper_bound)
-                                       / _step("short-decode-long-context", 20).num_reqs),
+                    Trap(lambda: round(sum(_step(TOUR, 30).seq_lens_cpu_upper_bound) / _step(TOUR, 30).num_reqs),
                          "that's an average: the metadata takes the maximum"))),
-    Exercise("01.2", "Same step: how many block-table columns does the *baseline* kernel walk in every row?",
-             lambda: _cdiv(_step("short-decode-long-context", 20).kernel_max_seq_len["baseline"],
-                           _trace("short-decode-long-context").scenario.block_size),
+    Exercise("01.2", "Same step: how many block-table columns does the *fixed* kernel walk in every row?",
+             lambda: _cdiv(_step(TOUR, 30).kernel_max_seq_len["fixed"], _trace(TOUR).scenario.block_size),
              hint="the walk covers cdiv(kernel-visible max_seq_len, block_size) columns.",
-             traps=(Trap(lambda: _step("short-decode-long-context", 20).kernel_max_seq_len["baseline"],
+             traps=(Trap(lambda: _step(TOUR, 30).kernel_max_seq_len["fixed"],
                          "that's tokens: the kernel walks blocks, block_size tokens each"),
-                    Trap(lambda: _cdiv(_fixed_max_20(), _trace("short-decode-long-context").scenario.block_size),
-                         "that's the fixed walk; the question asks for the baseline"))),
-    Exercise("01.3", "Same step: how many block-table entries does the baseline walk read past the valid region "
-                     "(all rows together)?",
-             lambda: _outside(_step("short-decode-long-context", 20).oor["baseline"]),
-             hint="step.oor['baseline'] has the classes; the valid entries are in_range.",
-             traps=(Trap(lambda: _step("short-decode-long-context", 20).oor["baseline"]["walked"],
+                    Trap(lambda: _step(TOUR, 30).kernel_max_seq_len["fixed"] // _trace(TOUR).scenario.block_size,
+                         "too low: rounded down, but a partly filled block is walked too"),
+                    Trap(lambda: _cdiv(_trace(TOUR).scenario.max_model_len, _trace(TOUR).scenario.block_size),
+                         "that's the baseline walk (max_model_len); the question asks for the fixed one"))),
+    Exercise("01.3", "Same step: how many block-table entries does the *fixed* walk still read past the valid "
+                     "region (all rows together)?",
+             lambda: _outside(_step(TOUR, 30).oor["fixed"]),
+             hint="step.oor['fixed'] has the classes; the valid entries are in_range.",
+             traps=(Trap(lambda: 0, "too low: every row walks the longest row's width, and most rows are short"),
+                    Trap(lambda: _step(TOUR, 30).oor["fixed"]["walked"],
                          "too high: that counts the valid entries (in_range) too"),
-                    Trap(lambda: _outside(_step("short-decode-long-context", 20).oor["fixed"]),
-                         "that's the fixed walk"))),
+                    Trap(lambda: _outside(_step(TOUR, 30).oor["baseline"]),
+                         "too high: that's the baseline walk"))),
     # 02 upper bound against exact lengths; what the kernel gets
     Exercise("02.1", "`eagle-k3`, step 10: by how many tokens does the fixed `max_seq_len` exceed the longest "
                      "exact length in the batch (`max(seq_lens)`)?",
@@ -174,17 +175,18 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in (
                     Trap(lambda: _trace("eagle-k3").scenario.num_speculative_tokens,
                          "too high: K is the most a row's bound can be ahead (all drafts rejected); "
                          "look at this step's maxima"))),
-    Exercise("02.2", "`full-graph-vs-eager`: on how many steps does the fix reach the kernel (the kernel-visible "
-                     "`max_seq_len` differs between the modes)?",
+    Exercise("02.2", f"Spec `{GRAPHS_SPEC}` (requests arriving every 3 steps, capture sizes up to 8): on how "
+                     "many steps does the fix reach the kernel (the kernel-visible `max_seq_len` differs between "
+                     "the modes)?",
              lambda: sum(s.kernel_max_seq_len["baseline"] != s.kernel_max_seq_len["fixed"]
-                         for s in _trace("full-graph-vs-eager").steps),
+                         for s in _trace(GRAPHS_SPEC).steps),
              hint="R9: compare step.kernel_max_seq_len, not step.max_seq_len.",
              traps=(Trap(lambda: sum(s.max_seq_len["baseline"] != s.max_seq_len["fixed"]
-                                     for s in _trace("full-graph-vs-eager").steps),
+                                     for s in _trace(GRAPHS_SPEC).steps),
                          "too high: that counts the metadata; a FULL replay keeps the captured max_model_len (R9)"),
-                    Trap(lambda: sum(s.cudagraph_mode == "FULL" for s in _trace("full-graph-vs-eager").steps),
+                    Trap(lambda: sum(s.cudagraph_mode == "FULL" for s in _trace(GRAPHS_SPEC).steps),
                          "that counts the FULL replays: those are the steps where the fix does NOT reach the kernel"),
-                    Trap(lambda: len(_trace("full-graph-vs-eager").steps),
+                    Trap(lambda: len(_trace(GRAPHS_SPEC).steps),
                          "too high: that's every step"))),
     Exercise("02.3", "`full-graph-vs-eager`, step 60 (a FULL replay): how many entries does the baseline walk "
                      "read past the valid region of the real requests?",

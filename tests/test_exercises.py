@@ -83,7 +83,7 @@ def test_the_brief_examples():
     assert not v and "padded rows" in v.message
     # a FULL replay is where the fix does not reach the kernel
     v = check("02.2", sum(s.max_seq_len["baseline"] != s.max_seq_len["fixed"]
-                          for s in exercises._trace("full-graph-vs-eager").steps))
+                          for s in exercises._trace(exercises.GRAPHS_SPEC).steps))
     assert not v and "R9" in v.message
 
 
@@ -108,9 +108,9 @@ def test_answer_forms():
 
 def test_answers_are_computed_not_typed():
     # Each answer follows from the trace it names: change the trace and the answer moves with it.
-    st = exercises._step("short-decode-long-context", 20)
+    st = exercises._step("mixed-long-short", 30)
     assert solution("01.1") == max(st.seq_lens_cpu_upper_bound[:st.num_reqs])
-    assert solution("01.2") == -(-exercises._trace("short-decode-long-context").scenario.max_model_len // 16)
+    assert solution("01.2") == -(-solution("01.1") // exercises._trace("mixed-long-short").scenario.block_size)
     assert solution("04.3") == (exercises._trace("mamba-hybrid").totals(all_passes=False)["baseline"]["walked"]
                                 - exercises._trace("mamba-hybrid").totals(all_passes=False)["fixed"]["walked"])
     k = solution("03.2")

@@ -38,7 +38,7 @@ LIVE_SPEC = "4p96o24_bs=32_mml=2k_cg=none"
 NEAR_LIMIT_SPEC = "2p2040o4_mml=2k_k={k}_cg=piecewise"
 # Notebook 05: the steps the kernel walkthrough times (small, so it runs in seconds on a CPU).
 KERNEL_SPEC = "6p300o60a0+5_mml=8k_cg=piecewise"
-KERNEL_STEPS = (1, 7, 21, 60, 79)
+KERNEL_RATIO_STEP = 40
 
 
 @functools.lru_cache(maxsize=None)
@@ -111,10 +111,13 @@ def _era_walk(name: str, era: str) -> int:
     return sum(st.num_reqs_padded * _cdiv(st.history()[era]["kernel_max_seq_len"], bs) for st in tr.steps)
 
 
-def _trusting_wrong_steps(mode: str) -> int:
+def _trusting_wrong_steps(mode: str, with_padded: bool = False) -> int:
     # The trusting kernel is wrong exactly on the walks with out-of-range entries of real rows
-    # (docs/kernels.md; notebook 05 checks it against lab.run on these steps).
-    return sum(_outside(_step(KERNEL_SPEC, i).oor[mode]) > 0 for i in KERNEL_STEPS)
+    # (docs/kernels.md; notebook 05 checks it against lab.run on the steps it times).
+    def bad(oor):
+        return _outside(oor) + (oor["padded"] if with_padded else 0) > 0
+
+    return sum(bad(st.oor[mode]) for st in _trace(KERNEL_SPEC).steps)
 
 
 def _walk_ratio(index: int) -> float:
@@ -218,12 +221,20 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in (
                     Trap(lambda: _smallest_k_reaching_mml() - 1,
                          "too low: min(upper bound + K, max_model_len) is still one short"))),
     # 04 mamba-hybrid and the history
-    Exercise("04.1", "`mamba-hybrid`, step 20: what target `max_seq_len` did vLLM pass in the era after #40654?",
-             lambda: _step("mamba-hybrid", 20).history()["after #40654"]["max_seq_len"],
-             hint="step.history() has every era.",
-             traps=(Trap(lambda: _step("mamba-hybrid", 20).max_seq_len["fixed"],
-                         "that's after #43991: #40654 fixed DefaultModelState.prepare_attn only, and this model "
-                         "runs MambaHybridModelState"),)),
+    Exercise("04.1", "`mamba-hybrid`, step 20: how many block-table entries did the target pass walk in the era "
+                     "after #40654?",
+             lambda: (_step("mamba-hybrid", 20).num_reqs_padded
+                      * _cdiv(_step("mamba-hybrid", 20).history()["after #40654"]["kernel_max_seq_len"],
+                              _trace("mamba-hybrid").scenario.block_size)),
+             hint="rows (padded included) x cdiv(that era's kernel max_seq_len, block_size); step.history() has "
+                  "every era.",
+             traps=(Trap(lambda: (_step("mamba-hybrid", 20).num_reqs_padded
+                                  * _cdiv(_step("mamba-hybrid", 20).history()["after #43991"]["kernel_max_seq_len"],
+                                          _trace("mamba-hybrid").scenario.block_size)),
+                         "too low: that's after #43991; #40654 fixed DefaultModelState.prepare_attn only, and this "
+                         "model runs MambaHybridModelState"),
+                    Trap(lambda: _step("mamba-hybrid", 20).history()["after #40654"]["kernel_max_seq_len"],
+                         "that's the max_seq_len of one row, in tokens: the walk is rows x columns of blocks"))),
     Exercise("04.2", "Which PR first gave Eagle's draft passes 1..K-1 the batch maximum? (the PR number)",
              _first_fixed_era_for_drafts, kind="pr",
              hint="read step.history() era by era on `eagle-k3`, in the drafts.",
@@ -239,20 +250,23 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in (
                     Trap(lambda: _era_walk("mamba-hybrid", "after #40654"),
                          "too high: that's the whole walk after #40654, not the difference"))),
     # 05 kernels
-    Exercise("05.1", f"`{KERNEL_SPEC}`, timed steps {list(KERNEL_STEPS)}: on how many of them is the trusting "
-                     "kernel wrong in the *fixed* mode?",
+    Exercise("05.1", f"`{KERNEL_SPEC}`, without running a kernel: on how many of all its steps would the trusting "
+                     "kernel be wrong in the *fixed* mode?",
              lambda: _trusting_wrong_steps("fixed"),
-             hint="the fix bounds the walk by the longest row; shorter rows still walk past their own blocks.",
+             hint="the trusting kernel is wrong exactly where a real row's walk leaves its valid blocks "
+                  "(step.oor: null, live, free).",
              traps=(Trap(lambda: 0, "too low: the fix bounds the walk by the batch maximum, it does not stop a "
                                     "short row from walking the longest row's width"),
                     Trap(lambda: _trusting_wrong_steps("baseline"),
-                         "that's the baseline; look at trusting_wrong of the fixed mode"))),
-    Exercise("05.2", f"Same scenario, step 21: how many times more K/V bytes does the baseline walk than the fixed "
-                     "one? (a ratio, two decimals)",
-             lambda: round(_walk_ratio(21), 2), kind="float", rel_tol=0.005,
+                         "too high: that's the baseline; look at the fixed walks"),
+                    Trap(lambda: _trusting_wrong_steps("fixed", with_padded=True),
+                         "too high: padded rows' outputs are thrown away, their entries do not count"))),
+    Exercise("05.2", f"Same scenario, step {KERNEL_RATIO_STEP}: how many times more K/V bytes does the baseline walk "
+                     "read than the fixed one? (a ratio, two decimals)",
+             lambda: round(_walk_ratio(KERNEL_RATIO_STEP), 2), kind="float", rel_tol=0.005,
              hint="bytes walked are proportional to entries walked (rows x columns).",
-             traps=(Trap(lambda: (_step(KERNEL_SPEC, 21).kernel_max_seq_len["baseline"]
-                                  / _step(KERNEL_SPEC, 21).kernel_max_seq_len["fixed"]),
+             traps=(Trap(lambda: (_step(KERNEL_SPEC, KERNEL_RATIO_STEP).kernel_max_seq_len["baseline"]
+                                  / _step(KERNEL_SPEC, KERNEL_RATIO_STEP).kernel_max_seq_len["fixed"]),
                          "that's the ratio of max_seq_len in tokens: the walk goes in whole blocks"),)),
     Exercise("05.3", "R10: which of the registry's CUDA backends does `max_seq_len` *not* change the work of? "
                      "(a list of names as `python -m lab backends` prints them)",

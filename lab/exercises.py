@@ -273,12 +273,15 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in (
              _backends_unmoved, kind="names",
              hint="python -m lab backends, or lab.kernels.registry.backends(): max_seq_len_changes_work."),
     # 06 real vLLM
-    Exercise("06.1", f"`{LIVE_SPEC}` (the live scenario), step 10: what `max_seq_len` does the kernel see in the "
-                     "baseline run (PR #43991 and #40654 reverted)?",
-             lambda: _step(LIVE_SPEC, 10).kernel_max_seq_len["baseline"],
-             hint="every CPU step is eager, so the kernel sees what the metadata says.",
-             traps=(Trap(lambda: _step(LIVE_SPEC, 10).kernel_max_seq_len["fixed"],
-                         "that's vLLM as it is (fixed); the baseline reverts the fixes"),)),
+    Exercise("06.1", f"`{LIVE_SPEC}` (the live scenario), step 10: how many block-table columns does the fixed "
+                     "kernel walk in every row?",
+             lambda: _cdiv(_step(LIVE_SPEC, 10).kernel_max_seq_len["fixed"], _trace(LIVE_SPEC).scenario.block_size),
+             hint="cdiv(kernel-visible max_seq_len, block_size), with this run's block size.",
+             traps=(Trap(lambda: _cdiv(_step(LIVE_SPEC, 10).kernel_max_seq_len["fixed"], 16),
+                         "too high: that's block size 16; a CPU run of vLLM needs a multiple of 32 (see the spec)"),
+                    Trap(lambda: _cdiv(_step(LIVE_SPEC, 10).kernel_max_seq_len["baseline"],
+                                       _trace(LIVE_SPEC).scenario.block_size),
+                         "too high: that's the baseline walk (max_model_len)"))),
     Exercise("06.2", f"`{LIVE_SPEC}`: how many columns wide is the persistent block table (R6)?",
              lambda: _trace(LIVE_SPEC).meta["width"],
              hint="cdiv(max_model_len, block_size), rounded to cover a multiple of 128 tokens.",

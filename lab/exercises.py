@@ -34,14 +34,14 @@ GRAPHS_SPEC = "10p300o40a0+3_capture=1/2/4/8"
 # The live-style scenario of notebook 06: what a CPU run of real vLLM can serve (block size a multiple
 # of 32, every step eager), small enough to record in seconds.
 LIVE_SPEC = "4p96o24_bs=32_mml=2k_cg=none"
-# Notebook 03: prompts that end 8 tokens short of max_model_len, drafting K tokens.
+# Notebook 03: prompts that end a few tokens short of max_model_len, drafting K tokens.
 NEAR_LIMIT_SPEC = "2p2040o4_mml=2k_k={k}_cg=piecewise"
-# Notebook 05: the steps the kernel walkthrough times (small, so it runs in seconds on a CPU).
+# Notebook 05: the scenario the kernel walkthrough times (small, so it runs in seconds on a CPU).
 KERNEL_SPEC = "6p300o60a0+5_mml=8k_cg=piecewise"
 KERNEL_RATIO_STEP = 40
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _trace(name: str):
     """A preset by name, or a scenario spec."""
     from lab import list_presets
@@ -327,7 +327,7 @@ def questions(notebook: str | None = None) -> list[str]:
     return [q for q in EXERCISES if notebook is None or q.split(".")[0] == notebook]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def solution(qid: str):
     """The instructor answer of ``qid``, computed from the lab. The one place the answers live."""
     return _exercise(qid).solve()

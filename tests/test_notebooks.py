@@ -8,6 +8,7 @@ import json
 import os
 import pathlib
 import stat
+import subprocess
 import sys
 import time
 
@@ -15,7 +16,7 @@ import nbclient
 import nbformat
 import pytest
 
-from lab.exercises import LIVE_SPEC, questions
+from lab.exercises import KERNEL_SPEC, LIVE_SPEC, questions
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
@@ -100,6 +101,18 @@ def test_notebook_ends_with_its_exercises(path):
     for qid in questions(nn):
         assert f'check("{qid}", answer)' in source and f'ask("{qid}")' in source, qid
     assert nb.cells[0].cell_type == ("code" if nn == "06" else "markdown")   # 06 detects first; the others: prose
+
+
+def test_exercises_name_the_scenarios_the_notebooks_open():
+    source = {p.stem[:2]: p.read_text() for p in NOTEBOOKS}
+    assert KERNEL_SPEC in source["05"]
+    assert "LIVE_SPEC" in source["06"]
+
+
+def test_make_lab_opens_jupyterlab_on_the_notebooks():
+    out = subprocess.run(["make", "-n", "lab", "VENV=.venv"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert "bin/jupyter lab" in out and f"--ServerApp.root_dir={ROOT}/notebooks" in out
+    assert f"PYTHONPATH={ROOT}" in out
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

@@ -217,9 +217,9 @@ EXERCISES: dict[str, Exercise] = {e.id: e for e in (
              _smallest_k_reaching_mml,
              hint="step 0's upper bound is the prompt; the draft bound is min(that + K, max_model_len).",
              traps=(Trap(lambda: _smallest_k_reaching_mml() + 1,
-                         "too high: one less already reaches it"),
+                         "too high: a smaller K already reaches it"),
                     Trap(lambda: _smallest_k_reaching_mml() - 1,
-                         "too low: min(upper bound + K, max_model_len) is still one short"))),
+                         "too low: with that K, upper bound + K stays below max_model_len"))),
     # 04 mamba-hybrid and the history
     Exercise("04.1", "`mamba-hybrid`, step 20: how many block-table entries did the target pass walk in the era "
                      "after #40654?",
@@ -395,7 +395,7 @@ def check(qid: str, answer) -> Verdict:
             parts.append(f"not a CUDA backend of the registry: {', '.join(sorted(unknown))}")
         if want - given:
             parts.append(f"{len(want - given)} missing")
-        return Verdict(False, f"{qid}: not yet: " + "; ".join(parts) + ". " + ex.hint)
+        return Verdict(False, f"{qid}: not yet: " + "; ".join(parts) + ". Hint: " + ex.hint)
 
     if ex.kind == "pr":
         value = _pr_number(answer)
@@ -414,9 +414,9 @@ def check(qid: str, answer) -> Verdict:
         if not _same(wrong, right, ex) and _same(value, wrong, ex):
             return Verdict(False, f"{qid}: not quite: {trap.message}.")
     if ex.kind == "pr":
-        return Verdict(False, f"{qid}: not that PR. {ex.hint}")
+        return Verdict(False, f"{qid}: not that PR. Hint: {ex.hint}")
     direction = "too high" if value > right else "too low"
-    return Verdict(False, f"{qid}: {direction}. {ex.hint}")
+    return Verdict(False, f"{qid}: {direction}. Hint: {ex.hint}")
 
 
 def main() -> None:

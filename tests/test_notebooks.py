@@ -165,3 +165,14 @@ def test_live_notebook_runs_its_live_cells_where_an_environment_answers(tmp_path
     # The stand-in recorded with the embedded engine, so every field agrees on every step.
     n = len([ln for ln in text.splitlines() if "steps agree" in ln])
     assert n == 7 and "first difference" not in text
+
+
+def test_a_cell_over_its_budget_fails(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    slow = nbformat.v4.new_code_cell("import time\ntime.sleep(5)")
+    slow.metadata["lab"] = {"budget_s": 1}
+    nb.cells = [nbformat.v4.new_code_cell("1 + 1"), slow]
+    path = tmp_path / "slow.ipynb"
+    nbformat.write(nb, path)
+    with pytest.raises(nbclient.exceptions.CellTimeoutError):
+        execute(path)

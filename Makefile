@@ -10,7 +10,7 @@ STAMP   := $(VENV)/.installed
 PRESET  ?= short-decode-long-context
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: demo test venv bench clean venv-vllm conform
+.PHONY: demo test venv bench clean venv-vllm conform lab notebooks-strip
 
 # The conformance environment: vLLM 0.33.0 without its dependency tree (which pins a CUDA torch),
 # on the CPU torch, with the light pure-Python packages its MRV2 modules import. Its own venv:
@@ -58,6 +58,18 @@ $(CHROMIUM):
 test: $(STAMP) $(VSTAMP) $(CHROMIUM)
 	$(VPY) -m pytest -q
 	LAB_REQUIRE_VLLM=1 $(VVPY) -m pytest -q -p no:cacheprovider tests/conformance
+
+# The walkthroughs (notebooks/*.ipynb, committed without outputs) in JupyterLab, from the same .venv;
+# the kernel imports this checkout's lab. make lab LAB_PORT=8889 LAB_ARGS=--no-browser (say).
+LAB_HOST ?= 127.0.0.1
+LAB_PORT ?= 8888
+lab: $(STAMP)
+	PYTHONPATH=$(CURDIR) $(VENV)/bin/jupyter lab --ServerApp.root_dir=$(CURDIR)/notebooks \
+	  --ServerApp.ip=$(LAB_HOST) --ServerApp.port=$(LAB_PORT) $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
+
+# Before committing a notebook you ran: outputs, execution counts and editor metadata out (tests check it).
+notebooks-strip: $(STAMP)
+	$(VPY) scripts/strip_notebooks.py
 
 conform: $(VSTAMP)
 	$(VVPY) -m lab conform --all

@@ -154,3 +154,13 @@ def test_ray_local_instance_equals_local_run(tmp_path):
         if started:
             ray.shutdown()
     assert os.path.exists(tmp_path / "results.csv")
+
+
+def test_one_sweep_per_folder(tmp_path):
+    from lab.sweep.store import ResultStore
+
+    first = ResultStore(tmp_path / "results.jsonl")
+    with pytest.raises(ValueError, match="another sweep is writing"):
+        ResultStore(tmp_path / "results.jsonl")
+    first.close()
+    ResultStore(tmp_path / "results.jsonl").close()

@@ -31,9 +31,26 @@ class ResultStore:
         self.path = os.fspath(path) if path is not None else None
         self.done: dict[str, dict] = {}
         self.bad_lines = 0
-        if self.path and os.path.exists(self.path):
-            self._load()
         self._f = None
+        self._lock = None
+        if self.path:
+            self._take_lock()
+            if os.path.exists(self.path):
+                self._load()
+
+    def _take_lock(self) -> None:
+        """One sweep at a time per folder: a second one would interleave its lines with ours."""
+        import fcntl
+
+        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        self._lock = open(self.path + ".lock", "w")
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._lock.close()
+            self._lock = None
+            raise ValueError(f"another sweep is writing to {os.path.dirname(os.path.abspath(self.path))} "
+                             f"(its results.jsonl.lock is held); wait for it or use another --out") from None
 
     def _load(self) -> None:
         with open(self.path, encoding="utf-8") as f:
@@ -68,3 +85,6 @@ class ResultStore:
         if self._f is not None:
             self._f.close()
             self._f = None
+        if self._lock is not None:
+            self._lock.close()   # closing the file releases the lock
+            self._lock = None

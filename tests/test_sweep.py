@@ -164,3 +164,17 @@ def test_one_sweep_per_folder(tmp_path):
         ResultStore(tmp_path / "results.jsonl")
     first.close()
     ResultStore(tmp_path / "results.jsonl").close()
+
+
+def test_gpu_model_columns():
+    from lab.gpu_model import GPUS, predict
+
+    spec = SweepSpec.make("{n}p64o8_mml=4k_cg=piecewise", ["n=1,16"])
+    res = run_sweep(spec, workers=1, gpus=("b200",))
+    for r in res.rows:
+        want = {x["backend"]: x for x in predict(simulate(Scenario.from_spec(r["spec"])), GPUS["B200"])}
+        assert r["model_B200_trtllm-gen_ctas_launched_baseline"] == want["trtllm-gen"]["predicted"]["baseline"][
+            "ctas_launched"]
+        assert r["model_B200_triton-unified_extra_bytes"] == 0
+    with pytest.raises(ValueError, match="unknown GPU"):
+        run_sweep(spec, gpus=("TPU",))

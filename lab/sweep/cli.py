@@ -34,6 +34,8 @@ def register(sub) -> None:
     sp.add_argument("--kernel-budget", type=int, default=2_000_000,
                     help="with --kernels: query-key pairs of baseline walk timed per point (default 2M)")
     sp.add_argument("--repeats", type=int, default=3, help="with --kernels: timed launches per mode and step")
+    sp.add_argument("--gpu-model", action="append", default=[], metavar="GPU",
+                    help="add lab.gpu_model's predictions for this GPU to each row (H100, H200, B200, CPU; repeatable)")
     sp.add_argument("--metric", help="the column the figure plots (default all_walked_ratio, kernel_ratio "
                     "with --kernels)")
     sp.add_argument("--show", type=int, default=40, help="rows of the summary to print (default 40)")
@@ -77,13 +79,16 @@ def cmd_sweep(args) -> int:
           f"{'' if kernels else f', about {n * SECONDS_PER_POINT:.0f} CPU-seconds of engine'}"
           f"{'; interrupted points are kept in ' + args.out + '/results.jsonl' if args.out else ''}")
     res = run_sweep(spec, out_dir=args.out, workers=args.workers, ray=args.ray, kernels=kernels,
-                    progress=None if args.quiet else text_progress(), ray_num_cpus=args.ray_cpus)
+                    progress=None if args.quiet else text_progress(), ray_num_cpus=args.ray_cpus,
+                    gpus=args.gpu_model)
     if res.interrupted:
         print(f"\ninterrupted: {len(res.rows)} of {n} points are kept"
               f"{' in ' + args.out + '/results.jsonl; run the same command again to resume' if args.out else ''}")
         return 130
     axes = [a.name for a in spec.axes]
     metrics = list(HEADLINE) + (list(KERNEL_HEADLINE) if kernels else [])
+    for g in args.gpu_model:   # the one backend whose grid follows max_seq_len on that GPU, if any
+        metrics += [c for c in (res.rows[0] if res.rows else {}) if c.startswith(f"model_{g.upper()}_trtllm-gen_ctas")]
     summ = summarize(res.rows, axes, metrics)
     print(f"\n{res.computed} points run, {res.reused} reused, {res.seconds:.1f} s on {res.executor}")
     print("mean over seeds (min-max in the CSV/JSON):")

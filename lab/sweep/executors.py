@@ -23,9 +23,9 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def run_inline(points, kernels=None) -> Iterator:
+def run_inline(points, kernels=None, gpus=()) -> Iterator:
     for p in points:
-        yield p, evaluate(p.spec, kernels)
+        yield p, evaluate(p.spec, kernels, gpus)
 
 
 def _context():
@@ -38,19 +38,19 @@ def _context():
     return mp.get_context("spawn")  # pragma: no cover
 
 
-def run_local(points, workers: int | None = None, kernels=None) -> Iterator:
+def run_local(points, workers: int | None = None, kernels=None, gpus=()) -> Iterator:
     """Worker processes, at most ``2 * workers`` points in flight; in this process for one worker."""
     points = list(points)
     workers = workers or default_workers()
     if workers <= 1 or len(points) <= 1:
-        yield from run_inline(points, kernels)
+        yield from run_inline(points, kernels, gpus)
         return
     pool = ProcessPoolExecutor(max_workers=min(workers, len(points)), mp_context=_context())
     try:
         todo = iter(points)
         running = {}
         for p in todo:
-            running[pool.submit(evaluate, p.spec, kernels)] = p
+            running[pool.submit(evaluate, p.spec, kernels, gpus)] = p
             if len(running) >= 2 * workers:
                 break
         while running:
@@ -60,7 +60,7 @@ def run_local(points, workers: int | None = None, kernels=None) -> Iterator:
                 yield p, fut.result()
                 nxt = next(todo, None)
                 if nxt is not None:
-                    running[pool.submit(evaluate, nxt.spec, kernels)] = nxt
+                    running[pool.submit(evaluate, nxt.spec, kernels, gpus)] = nxt
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
 
@@ -101,7 +101,7 @@ def ray_init(address: str | None = None, num_cpus: int | None = None):
 
 
 def run_ray(points, address: str | None = None, kernels=None, num_cpus: int | None = None,
-            max_in_flight: int = 1000) -> Iterator:
+            max_in_flight: int = 1000, gpus=()) -> Iterator:
     """Each point as one Ray task; results as they finish."""
     ok, why = ray_available()
     if not ok:
@@ -114,7 +114,7 @@ def run_ray(points, address: str | None = None, kernels=None, num_cpus: int | No
         todo = iter(points)
         running = {}
         for p in todo:
-            running[task.remote(p.spec, kernels)] = p
+            running[task.remote(p.spec, kernels, gpus)] = p
             if len(running) >= max_in_flight:
                 break
         while running:
@@ -124,7 +124,7 @@ def run_ray(points, address: str | None = None, kernels=None, num_cpus: int | No
                 yield p, ray.get(ref)
                 nxt = next(todo, None)
                 if nxt is not None:
-                    running[task.remote(nxt.spec, kernels)] = nxt
+                    running[task.remote(nxt.spec, kernels, gpus)] = nxt
     finally:
         if started:
             ray.shutdown()

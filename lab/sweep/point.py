@@ -78,15 +78,34 @@ def kernel_columns(scenario: Scenario, trace, backend: str, device: str = "cpu",
     return out
 
 
-def evaluate(spec: str, kernels: dict | None = None) -> dict:
-    """The row of one point: engine counts, and kernel timings when ``kernels`` (backend, device,
-    budget, repeats) is given. The spec alone reproduces the engine columns."""
+def model_columns(trace, gpus) -> dict:
+    """lab.gpu_model's prediction for each GPU and backend: the headline quantity of both modes and
+    the baseline's extra bytes (``model_<GPU>_<backend>_<quantity>_{baseline,fixed}``)."""
+    from lab.gpu_model import GPUS, HEADLINE, predict
+
+    out = {}
+    for g in gpus:
+        for r in predict(trace, GPUS[g]):
+            q = HEADLINE.get(r["backend"], "pages")
+            base = f"model_{g}_{r['backend']}"
+            out[f"{base}_{q}_baseline"] = r["predicted"]["baseline"][q]
+            out[f"{base}_{q}_fixed"] = r["predicted"]["fixed"][q]
+            out[f"{base}_extra_bytes"] = r["baseline_extra"]["bytes"]
+    return out
+
+
+def evaluate(spec: str, kernels: dict | None = None, gpus: tuple = ()) -> dict:
+    """The row of one point: engine counts, kernel timings when ``kernels`` (backend, device,
+    budget, repeats) is given, and the GPU model's predictions for ``gpus`` (e.g. ("B200",)).
+    The spec alone reproduces every column but the kernel timings."""
     t0 = time.perf_counter()
     scenario = Scenario.from_spec(spec)
     trace = simulate(scenario)
     row = {"spec": spec}
     row.update(trace_row(trace))
     row["time_engine_s"] = time.perf_counter() - t0
+    if gpus:
+        row.update(model_columns(trace, gpus))
     if kernels:
         row.update(kernel_columns(scenario, trace, **kernels))
     return row

@@ -49,8 +49,11 @@ def text_progress(out=None, width: int = 30):
     return report
 
 
-def kernel_key(kernels: dict | None) -> dict:
-    return {"kernels": dict(sorted(kernels.items()))} if kernels else {}
+def kernel_key(kernels: dict | None, gpus=()) -> dict:
+    out = {"kernels": dict(sorted(kernels.items()))} if kernels else {}
+    if gpus:
+        out["gpus"] = list(gpus)
+    return out
 
 
 def row_of(point, row: dict) -> dict:
@@ -60,18 +63,26 @@ def row_of(point, row: dict) -> dict:
 
 def run_sweep(spec: SweepSpec, out_dir: str | None = None, workers: int | None = None, ray: str | None = None,
               kernels: dict | None = None, progress=None, stop_after: int | None = None,
-              ray_num_cpus: int | None = None) -> SweepResult:
+              ray_num_cpus: int | None = None, gpus=()) -> SweepResult:
     """Run ``spec``. ``out_dir`` keeps results.jsonl (resume) and gets the CSV/JSON tables;
     ``ray``: None for local processes, "local" for a Ray instance started here, else a Ray
-    address; ``stop_after`` stops after that many new points (as an interruption would)."""
+    address; ``stop_after`` stops after that many new points (as an interruption would);
+    ``gpus`` adds lab.gpu_model's predictions for those GPUs ("H200", "B200", ...) to each row."""
+    from lab.gpu_model import GPUS
+
+    gpus = tuple(g.upper() for g in gpus)
+    bad = [g for g in gpus if g not in GPUS]
+    if bad:
+        raise ValueError(f"unknown GPU {bad[0]!r}; known: {', '.join(GPUS)}")
     points = spec.points()
-    extra = kernel_key(kernels)
+    extra = kernel_key(kernels, gpus)
     keys = [point_key(p.spec, extra) for p in points]
     store = ResultStore(os.path.join(out_dir, "results.jsonl") if out_dir else None)
     if out_dir:
         os.makedirs(out_dir, exist_ok=True)
         with open(os.path.join(out_dir, "sweep.json"), "w", encoding="utf-8") as f:
-            json.dump({**spec.to_dict(), "kernels": kernels, "command": spec.command()}, f, indent=1)
+            json.dump({**spec.to_dict(), "kernels": kernels, "gpus": list(gpus), "command": spec.command()}, f,
+                      indent=1)
     todo = [(p, k) for p, k in zip(points, keys) if k not in store.done]
     reused = len(points) - len(todo)
     by_spec = {}
@@ -85,11 +96,11 @@ def run_sweep(spec: SweepSpec, out_dir: str | None = None, workers: int | None =
     computed = 0
     interrupted = False
     if ray is not None:
-        runner = run_ray(unique, None if ray == "local" else ray, kernels, num_cpus=ray_num_cpus)
+        runner = run_ray(unique, None if ray == "local" else ray, kernels, num_cpus=ray_num_cpus, gpus=gpus)
         executor = f"ray ({ray})"
     else:
         w = workers or (1 if kernels else default_workers())
-        runner = run_local(unique, w, kernels)
+        runner = run_local(unique, w, kernels, gpus)
         executor = f"local ({w} process{'es' if w > 1 else ''})"
     try:
         for p, row in runner:

@@ -22,7 +22,7 @@ def _expected(spec: str) -> dict:
     tot = trace.totals(True)
     tgt = trace.totals(False)
     reach = sum(st.kernel_max_seq_len["fixed"] != st.kernel_max_seq_len["baseline"] for st in trace.steps)
-    return {"steps": len(trace.steps), "all_baseline_walked": tot["baseline"]["walked"],
+    return {"num_steps": len(trace.steps), "all_baseline_walked": tot["baseline"]["walked"],
             "all_fixed_walked": tot["fixed"]["walked"], "target_baseline_free": tgt["baseline"]["free"],
             "all_baseline_oor": sum(tot["baseline"][c] for c in ("null", "live", "free", "padded")),
             "fix_reaches_kernel_share": reach / len(trace.steps)}

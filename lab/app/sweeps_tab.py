@@ -22,7 +22,7 @@ APP_BUDGET_S = 60.0          # engine-seconds a sweep may take in the app
 MAX_APP_POINTS = 400
 AXIS_NAMES = ["(none)", "mml", "bs", "k", "cg", "seqs", "tokens", "blocks", "accept", "state"]
 METRICS = ["all_walked_ratio", "target_walked_ratio", "all_baseline_oor", "all_fixed_oor", "target_baseline_oor",
-           "fix_reaches_kernel_share", "full_graph_share", "steps"]
+           "fix_reaches_kernel_share", "full_graph_share", "num_steps"]
 DEFAULT_BASE = PRESETS["short-decode-long-context"][0]
 NOTE = ("**What am I looking at?** One scenario run over one or two axes (values `8k,32k`, a range `8:64:8`, "
         "or a geometric range `4k:128k:*2`) and seeds. Each point is simulated in both modes; the curve is the "

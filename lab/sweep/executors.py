@@ -92,8 +92,16 @@ def ray_init(address: str | None = None, num_cpus: int | None = None):
 
     if address in (None, "", "local"):
         pp = os.pathsep.join(x for x in (_lab_root(), os.environ.get("PYTHONPATH", "")) if x)
-        ray.init(num_cpus=num_cpus or default_workers(), include_dashboard=False, log_to_driver=False,
-                 configure_logging=False, runtime_env={"env_vars": {"PYTHONPATH": pp}})
+        for attempt in range(2):
+            # Ray gives its raylet 30 s to register; on a loaded machine that can run out once.
+            try:
+                ray.init(num_cpus=num_cpus or default_workers(), include_dashboard=False, log_to_driver=False,
+                         configure_logging=False, runtime_env={"env_vars": {"PYTHONPATH": pp}})
+                break
+            except Exception:
+                ray.shutdown()
+                if attempt:
+                    raise
     else:
         ray.init(address=address, log_to_driver=False, configure_logging=False,
                  runtime_env={"py_modules": [os.path.dirname(os.path.abspath(lab.__file__))]})

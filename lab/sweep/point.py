@@ -28,7 +28,7 @@ def trace_row(trace) -> dict:
     """The engine columns of a row, from a trace (public names of docs/trace.md only)."""
     s = trace.scenario
     steps = trace.steps
-    row: dict = {"steps": len(steps), "requests": len(s.requests), "max_model_len": s.max_model_len,
+    row: dict = {"num_steps": len(steps), "requests": len(s.requests), "max_model_len": s.max_model_len,
                  "block_size": s.block_size, "k": s.num_speculative_tokens, "cudagraph_mode": s.cudagraph_mode}
     for scope, all_passes in SCOPES:
         tot = trace.totals(all_passes)

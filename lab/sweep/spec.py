@@ -175,6 +175,8 @@ class SweepSpec:
             raise ValueError(f"an axis is given twice: {names}")
         if any(a.name in ("seed", "seeds") for a in axes):
             raise ValueError("sweep seeds with --seeds, not as an axis")
+        if any(a.name in ("point", "spec") for a in axes):
+            raise ValueError("'point' and 'spec' are columns of the table, not axis names")
         spec = cls(base, axes, tuple(parse_seeds(seeds)))
         spec._check_names()
         return spec

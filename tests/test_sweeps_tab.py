@@ -74,3 +74,13 @@ def test_compare_backends(tab_client):
 def test_app_has_the_tab(app_url, make_client):
     api = make_client(app_url).view_api(print_info=False, return_format="dict")["named_endpoints"]
     assert {"/run_sweep", "/compare_backends", "/sweep_estimate"} <= set(api)
+
+
+def test_sweep_past_the_deadline_points_to_the_cli(monkeypatch):
+    import lab.app.sweeps_tab as tab
+
+    monkeypatch.setattr(tab, "APP_BUDGET_S", 0.0)       # every sweep overruns: stopped after its first point
+    monkeypatch.setattr(tab, "SECONDS_PER_POINT", 0.0)  # ... though the estimate lets it start
+    fig, table, status = tab.run_sweep_tab(SMALL, "mml", "2k,4k,8k", "(none)", "", 1, "all_walked_ratio",
+                                           progress=lambda *a, **k: None)
+    assert fig is None and "Stopped after" in status and "python -m lab sweep" in status

@@ -76,9 +76,14 @@ def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, progress=gr.Progress()):
         progress(done / max(total, 1), desc=f"{done}/{total} points")
 
     try:
-        res = run_sweep(spec, workers=min(2, default_workers()), progress=report)
+        # the estimate assumes points of the default preset's size; larger ones stop at the deadline
+        res = run_sweep(spec, workers=min(2, default_workers()), progress=report, deadline_s=APP_BUDGET_S)
     except ValueError as e:
         raise gr.Error(str(e), print_exception=False) from None
+    if res.interrupted:
+        return None, None, (f"**Stopped after {res.seconds:.0f} s** with {len(res.rows)} of {spec.num_points} points: "
+                            f"its scenarios are larger than the estimate assumed. Run it from the command line "
+                            f"(progress bar, resumable, `--ray` for a cluster):\n\n`{spec.command('--out sweep-out')}`")
     from lab.sweep.figures import curves, heatmap
 
     axes = [a.name for a in spec.axes]

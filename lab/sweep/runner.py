@@ -63,11 +63,12 @@ def row_of(point, row: dict) -> dict:
 
 def run_sweep(spec: SweepSpec, out_dir: str | None = None, workers: int | None = None, ray: str | None = None,
               kernels: dict | None = None, progress=None, stop_after: int | None = None,
-              ray_num_cpus: int | None = None, gpus=()) -> SweepResult:
+              ray_num_cpus: int | None = None, gpus=(), deadline_s: float | None = None) -> SweepResult:
     """Run ``spec``. ``out_dir`` keeps results.jsonl (resume) and gets the CSV/JSON tables;
     ``ray``: None for local processes, "local" for a Ray instance started here, else a Ray
     address; ``stop_after`` stops after that many new points (as an interruption would);
-    ``gpus`` adds lab.gpu_model's predictions for those GPUs ("H200", "B200", ...) to each row."""
+    ``gpus`` adds lab.gpu_model's predictions for those GPUs ("H200", "B200", ...) to each row;
+    ``deadline_s`` stops (as an interruption) once that many seconds have passed."""
     from lab.gpu_model import GPUS
 
     gpus = tuple(g.upper() for g in gpus)
@@ -110,7 +111,8 @@ def run_sweep(spec: SweepSpec, out_dir: str | None = None, workers: int | None =
             computed += 1
             if progress:
                 progress(done, len(points))
-            if stop_after is not None and computed >= stop_after and done < len(points):
+            if done < len(points) and (stop_after is not None and computed >= stop_after or
+                                       deadline_s is not None and time.perf_counter() - t0 > deadline_s):
                 interrupted = True
                 break
     except KeyboardInterrupt:

@@ -274,7 +274,7 @@ def predict(trace, gpu: GPU, shape: HeadShape | None = None, backends: list[str]
         dec, q_len, pre = _decode_rows(st, k)
         prefill_rows += len(pre)
         seq_all = st.seq_lens
-        pages_real = sum(cdiv(x, bs) for x in seq_all)
+        pages_real = int(cdiv(np.asarray(seq_all, dtype=np.int64), bs).sum())
         real_pages += pages_real
         for m in MODES:
             msl = kms[m]

@@ -116,7 +116,14 @@ def run_ray(points, address: str | None = None, kernels=None, num_cpus: int | No
         raise ValueError(why)
     import ray
 
+    import sys
+    import time
+
+    t0 = time.perf_counter()
     started = ray_init(address, num_cpus)
+    if started:
+        sys.stderr.write(f"ray: {'started a local instance' if address in (None, '', 'local') else 'connected to ' + address}"
+                         f" in {time.perf_counter() - t0:.1f} s\n")
     try:
         task = ray.remote(num_cpus=1)(evaluate)
         todo = iter(points)

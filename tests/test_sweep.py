@@ -41,6 +41,7 @@ def test_values_grammar():
     assert parse_values("4k:32k:*2") == [4096, 8192, 16384, 32768]
     assert parse_values("full,piecewise") == ["full", "piecewise"]
     assert parse_values("0.5,1") == [0.5, 1]
+    assert parse_values("0.1:0.9:0.2") == [0.1, 0.3, 0.5, 0.7, 0.9]
     for bad in ("", "1:2", "4:1:1", "1:8:*1", "a b"):
         with pytest.raises(ValueError):
             parse_values(bad)

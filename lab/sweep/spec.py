@@ -73,14 +73,17 @@ def parse_values(text: str, name: str = "axis") -> list:
                 raise ValueError(f"axis {name!r}: the step of {part!r} must be > 0 (a factor > 1)")
             if start > stop:
                 raise ValueError(f"axis {name!r}: start {start} is past stop {stop} in {part!r}")
-            v = start
-            while v <= stop:
+            # decimals of the values as written, so 0.1:0.9:0.2 gives 0.3, not 0.30000000000000004
+            places = max(len(b.split(".")[1]) if "." in b else 0 for b in (bits[0], bits[1], bits[2].lstrip("*")))
+            v, i = start, 0
+            while v <= stop + 1e-12 * abs(stop):
                 out.append(v)
                 if len(out) > 100_000:
                     raise ValueError(f"axis {name!r}: {part!r} has more than 100,000 values")
-                v = v * step if geometric else v + step
-                if isinstance(v, float) and v == int(v) and all(isinstance(x, int) for x in (start, step)):
-                    v = int(v)
+                i += 1
+                v = start * step ** i if geometric else start + i * step
+                if isinstance(v, float):
+                    v = round(v, places) if places else round(v, 12)
         elif _NUM_RE.match(part):
             out.append(_num(part, f"axis {name!r}"))
         elif re.fullmatch(r"[A-Za-z0-9_/.+-]+", part):

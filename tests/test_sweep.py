@@ -179,3 +179,15 @@ def test_gpu_model_columns():
         assert r["model_B200_triton-unified_extra_bytes"] == 0
     with pytest.raises(ValueError, match="unknown GPU"):
         run_sweep(spec, gpus=("TPU",))
+
+
+def test_metric_picks_the_figure(tmp_path, capsys):
+    from lab.cli import main
+    from lab.sweep.point import numeric_columns
+
+    assert set(numeric_columns()) <= set(evaluate(BASE))
+    assert main(["sweep", "--spec", BASE, "--axis", "mml=2k,4k", "--out", str(tmp_path), "--workers", "1",
+                 "--quiet", "--metric", "all_baseline_oor"]) == 0
+    assert "out-of-range entries, baseline" in (tmp_path / "figure.html").read_text()
+    assert main(["sweep", "--spec", BASE, "--axis", "mml=2k", "--metric", "nope"]) == 2
+    assert "not a numeric column" in capsys.readouterr().err

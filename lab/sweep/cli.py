@@ -68,6 +68,12 @@ def cmd_sweep(args) -> int:
     if args.workers is not None and args.workers < 1:
         raise ValueError("--workers must be >= 1")
     spec = SweepSpec.make(args.preset or args.spec, args.axis, args.seeds)
+    if args.metric and not args.metric.startswith(("kernel_", "model_")):
+        from lab.sweep.point import numeric_columns
+
+        known = numeric_columns() + [a.name for a in spec.axes]
+        if args.metric not in known:
+            raise ValueError(f"--metric {args.metric!r} is not a numeric column; try one of: {', '.join(known)}")
     kernels = _kernels(args)
     if kernels:
         from lab.kernels.registry import get_kernel
@@ -80,7 +86,7 @@ def cmd_sweep(args) -> int:
           f"{'; interrupted points are kept in ' + args.out + '/results.jsonl' if args.out else ''}")
     res = run_sweep(spec, out_dir=args.out, workers=args.workers, ray=args.ray, kernels=kernels,
                     progress=None if args.quiet else text_progress(), ray_num_cpus=args.ray_cpus,
-                    gpus=args.gpu_model)
+                    gpus=args.gpu_model, metric=args.metric)
     if res.interrupted:
         print(f"\ninterrupted: {len(res.rows)} of {n} points are kept"
               f"{' in ' + args.out + '/results.jsonl; run the same command again to resume' if args.out else ''}")

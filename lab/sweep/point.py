@@ -53,6 +53,15 @@ def trace_row(trace) -> dict:
     return row
 
 
+def numeric_columns() -> list[str]:
+    """The numeric engine columns of every row (kernel_* and model_* come with their options)."""
+    cols = ["num_steps", "requests", "max_model_len", "block_size", "k"]
+    for scope, _ in SCOPES:
+        cols += [f"{scope}_{m}_{f}" for m in MODES for f in FIELDS + ("oor",)]
+        cols += [f"{scope}_walked_ratio", f"{scope}_oor_ratio"]
+    return cols + ["fix_reaches_kernel_share", "metadata_changed_share", "full_graph_share", "time_engine_s"]
+
+
 def kernel_columns(scenario: Scenario, trace, backend: str, device: str = "cpu", budget: int = 2_000_000,
                    repeats: int = 3) -> dict:
     """Measured kernel time of both modes on the steps that fit ``budget`` query-key pairs of

@@ -63,12 +63,14 @@ def row_of(point, row: dict) -> dict:
 
 def run_sweep(spec: SweepSpec, out_dir: str | None = None, workers: int | None = None, ray: str | None = None,
               kernels: dict | None = None, progress=None, stop_after: int | None = None,
-              ray_num_cpus: int | None = None, gpus=(), deadline_s: float | None = None) -> SweepResult:
+              ray_num_cpus: int | None = None, gpus=(), deadline_s: float | None = None,
+              metric: str | None = None) -> SweepResult:
     """Run ``spec``. ``out_dir`` keeps results.jsonl (resume) and gets the CSV/JSON tables;
     ``ray``: None for local processes, "local" for a Ray instance started here, else a Ray
     address; ``stop_after`` stops after that many new points (as an interruption would);
     ``gpus`` adds lab.gpu_model's predictions for those GPUs ("H200", "B200", ...) to each row;
-    ``deadline_s`` stops (as an interruption) once that many seconds have passed."""
+    ``deadline_s`` stops (as an interruption) once that many seconds have passed; ``metric`` is the
+    column figure.html plots."""
     from lab.gpu_model import GPUS
 
     gpus = tuple(g.upper() for g in gpus)
@@ -127,5 +129,5 @@ def run_sweep(spec: SweepSpec, out_dir: str | None = None, workers: int | None =
     if out_dir and not interrupted:
         from lab.sweep.table import write_tables
 
-        res.files = write_tables(res, out_dir)
+        res.files = write_tables(res, out_dir, metric)
     return res

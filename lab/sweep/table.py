@@ -28,7 +28,7 @@ def _json_value(v):
     return v
 
 
-def write_tables(result, out_dir: str) -> dict:
+def write_tables(result, out_dir: str, metric: str | None = None) -> dict:
     rows = result.rows
     cols = columns(rows)
     csv_path = os.path.join(out_dir, "results.csv")
@@ -48,7 +48,10 @@ def write_tables(result, out_dir: str) -> dict:
         from lab.sweep.figures import sweep_figure
     except ImportError:  # pragma: no cover - plotly is in the app extra
         return files
-    fig = sweep_figure(result)
+    if metric is not None and rows and not isinstance(rows[0].get(metric), (int, float)):
+        numeric = [c for c in cols if isinstance(rows[0].get(c), (int, float)) and c not in ("point", "seed")]
+        raise ValueError(f"--metric {metric!r} is not a numeric column; try one of: {', '.join(numeric)}")
+    fig = sweep_figure(result, metric)
     if fig is not None:
         html = os.path.join(out_dir, "figure.html")
         fig.write_html(html, include_plotlyjs="cdn")

@@ -11,7 +11,6 @@ import pytest
 from lab import Scenario, simulate
 from lab.sweep import SweepSpec, deterministic, parse_values, run_sweep, trace_row
 from lab.sweep.point import evaluate
-from lab.sweep.spec import Axis
 
 BASE = "4p64o24_mml=4k_cg=piecewise"     # small: a point simulates in milliseconds
 

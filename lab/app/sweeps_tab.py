@@ -64,7 +64,7 @@ def sweep_estimate(base, a1, v1, a2, v2, seeds):
     return spec, fits, msg
 
 
-def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, progress=gr.Progress()):
+def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, progress=gr.Progress()):  # noqa: B008 (Gradio's way)
     """Run a sweep that fits the app's budget: figure, summary table (mean over seeds), status."""
     spec, fits, msg = sweep_estimate(base, a1, v1, a2, v2, seeds)
     if not fits:

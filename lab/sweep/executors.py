@@ -114,16 +114,16 @@ def run_ray(points, address: str | None = None, kernels=None, num_cpus: int | No
     ok, why = ray_available()
     if not ok:
         raise ValueError(why)
-    import ray
-
     import sys
     import time
+
+    import ray
 
     t0 = time.perf_counter()
     started = ray_init(address, num_cpus)
     if started:
-        sys.stderr.write(f"ray: {'started a local instance' if address in (None, '', 'local') else 'connected to ' + address}"
-                         f" in {time.perf_counter() - t0:.1f} s\n")
+        where = "started a local instance" if address in (None, "", "local") else f"connected to {address}"
+        sys.stderr.write(f"ray: {where} in {time.perf_counter() - t0:.1f} s\n")
     try:
         task = ray.remote(num_cpus=1)(evaluate)
         todo = iter(points)

@@ -119,7 +119,7 @@ class Axis:
     values: tuple
 
     @classmethod
-    def parse(cls, text: str) -> "Axis":
+    def parse(cls, text: str) -> Axis:
         name, sep, vals = text.partition("=")
         name = name.strip()
         if not sep or not name:
@@ -170,7 +170,7 @@ class SweepSpec:
     seeds: tuple[int, ...] = (0,)
 
     @classmethod
-    def make(cls, base: str, axes=(), seeds=1) -> "SweepSpec":
+    def make(cls, base: str, axes=(), seeds=1) -> SweepSpec:
         base = PRESETS[base][0] if base in PRESETS else base
         axes = tuple(a if isinstance(a, Axis) else Axis.parse(a) for a in axes)
         names = [a.name for a in axes]

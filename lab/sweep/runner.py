@@ -129,5 +129,26 @@ def run_sweep(spec: SweepSpec, out_dir: str | None = None, workers: int | None =
     if out_dir and not interrupted:
         from lab.sweep.table import write_tables
 
-        res.files = write_tables(res, out_dir, metric)
+        res.files = write_tables(res, out_dir)
+        html = write_figure(res, out_dir, metric)
+        if html:
+            res.files["html"] = html
     return res
+
+
+def write_figure(result: SweepResult, out_dir: str, metric: str | None = None) -> str | None:
+    """figure.html of the sweep (plotly, in the app extra), or None without plotly or axes."""
+    rows = result.rows
+    if metric is not None and rows and not isinstance(rows[0].get(metric), (int, float)):
+        numeric = [c for c in rows[0] if isinstance(rows[0].get(c), (int, float)) and c not in ("point", "seed")]
+        raise ValueError(f"--metric {metric!r} is not a numeric column; try one of: {', '.join(numeric)}")
+    try:
+        from lab.sweep.figures import sweep_figure
+    except ImportError:  # pragma: no cover - plotly is in the app extra
+        return None
+    fig = sweep_figure(result, metric)
+    if fig is None:
+        return None
+    html = os.path.join(out_dir, "figure.html")
+    fig.write_html(html, include_plotlyjs="cdn")
+    return html

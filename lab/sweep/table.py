@@ -28,7 +28,7 @@ def _json_value(v):
     return v
 
 
-def write_tables(result, out_dir: str, metric: str | None = None) -> dict:
+def write_tables(result, out_dir: str) -> dict:
     rows = result.rows
     cols = columns(rows)
     csv_path = os.path.join(out_dir, "results.csv")
@@ -43,20 +43,7 @@ def write_tables(result, out_dir: str, metric: str | None = None) -> dict:
            "rows": [{k: _json_value(r.get(k)) for k in cols} for r in rows]}
     with open(json_path, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=None, separators=(",", ":"))
-    files = {"csv": csv_path, "json": json_path, "jsonl": os.path.join(out_dir, "results.jsonl")}
-    try:
-        from lab.sweep.figures import sweep_figure
-    except ImportError:  # pragma: no cover - plotly is in the app extra
-        return files
-    if metric is not None and rows and not isinstance(rows[0].get(metric), (int, float)):
-        numeric = [c for c in cols if isinstance(rows[0].get(c), (int, float)) and c not in ("point", "seed")]
-        raise ValueError(f"--metric {metric!r} is not a numeric column; try one of: {', '.join(numeric)}")
-    fig = sweep_figure(result, metric)
-    if fig is not None:
-        html = os.path.join(out_dir, "figure.html")
-        fig.write_html(html, include_plotlyjs="cdn")
-        files["html"] = html
-    return files
+    return {"csv": csv_path, "json": json_path, "jsonl": os.path.join(out_dir, "results.jsonl")}
 
 
 def summarize(rows: list[dict], axes: list[str], metrics: list[str]) -> list[dict]:

@@ -321,6 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--all", action="store_true", help="the whole conformance suite: every preset + the random set")
     sp.add_argument("--no-kernels", action="store_true", help="skip R6/R7 (vLLM's Triton kernels, interpreted)")
     sp.set_defaults(fn=cmd_conform)
+    from lab.sweep.cli import register as register_sweep  # `sweep` and `gpu-model` (docs/sweeps.md)
+    register_sweep(sub)
     return p
 
 

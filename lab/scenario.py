@@ -221,7 +221,7 @@ _SIZE_RE = re.compile(r"^(\d+)(k?)$")
 _CG_NAMES = {"full": "FULL_AND_PIECEWISE", "piecewise": "PIECEWISE", "none": "NONE"}
 _STATE_NAMES = {"default": "default", "mamba": "mamba_hybrid"}
 # key -> Scenario field; the order here is the order format_spec writes them in.
-_SETTINGS = {
+SPEC_SETTINGS = {
     "mml": "max_model_len",
     "bs": "block_size",
     "k": "num_speculative_tokens",
@@ -250,9 +250,9 @@ def _fmt_size(n: int) -> str:
 
 
 def _parse_setting(key: str, value: str, seg: str):
-    if key not in _SETTINGS:
+    if key not in SPEC_SETTINGS:
         raise ValueError(f"invalid scenario segment {seg!r}: unknown key {key!r} "
-                         f"(known: {', '.join(_SETTINGS)})")
+                         f"(known: {', '.join(SPEC_SETTINGS)})")
     if key in ("mml", "tokens", "blocks", "bs", "k", "seqs", "steps"):
         return _size(value, seg)
     if key == "seed":
@@ -317,7 +317,7 @@ def parse_spec(spec: str, **overrides) -> Scenario:
         requests.extend(RequestSpec(arrival + i * every, prompt, output) for i in range(count))
     if not requests:
         raise ValueError("scenario spec has no request group (e.g. 8p1ko128)")
-    fields = {_SETTINGS[k]: v for k, v in settings.items()}
+    fields = {SPEC_SETTINGS[k]: v for k, v in settings.items()}
     fields.update(overrides)
     return Scenario(requests=tuple(requests), **fields)
 
@@ -350,7 +350,7 @@ def format_spec(s: Scenario) -> str:
     """The canonical spec text of a scenario: the request groups, then the settings that differ
     from the defaults."""
     parts = []
-    for key, fld in _SETTINGS.items():
+    for key, fld in SPEC_SETTINGS.items():
         v = getattr(s, fld)
         if v == _DEFAULTS[fld]:
             continue

@@ -17,7 +17,8 @@ DEFAULT = "short-decode-long-context"
 DEFAULT_INPUTS = [DEFAULT, PRESETS[DEFAULT][0], 131072, 16, 0, "default", "PIECEWISE", 0.7, 0, "embedded CPU"]
 EAGLE_INPUTS = ["eagle-k3", PRESETS["eagle-k3"][0], 32768, 16, 3, "default", "PIECEWISE", 0.7, 0, "embedded CPU"]
 API_NAMES = {"/load_preset", "/parse_spec", "/run", "/initial_run", "/upload_trace", "/show_step", "/next_step",
-             "/prev_step", "/play", "/pause", "/play_tick", "/download_trace", "/download_figures"}
+             "/prev_step", "/play", "/pause", "/play_tick", "/download_trace", "/download_figures",
+             "/sweep_estimate", "/run_sweep", "/compare_backends"}  # the Sweeps tab (lab/app/sweeps_tab.py)
 N_PLOTS = len(ALL_VIEWS)
 
 

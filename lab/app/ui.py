@@ -81,6 +81,8 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
                     dl_trace_btn = gr.Button("trace JSON", elem_id="dl-trace")
                     dl_figs_btn = gr.Button("figures of this step (HTML)", elem_id="dl-figs")
                 dl_file = gr.File(label="download", interactive=False, elem_id="dl-file")
+            from lab.app.sweeps_tab import add_sweeps_tab  # Sweeps + "does it matter on my GPU?" (docs/sweeps.md)
+            add_sweeps_tab(PRESETS[preset][0])
         gr.Markdown(f"_{HONESTY}_")
 
         controls = [mml, bs, k, state, cg, accept, seed]

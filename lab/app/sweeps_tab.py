@@ -1,0 +1,164 @@
+"""The app's Sweeps tab and backend-comparison panel, self-contained: ``add_sweeps_tab()`` adds
+both inside an open ``gr.Blocks`` (and ``gr.Tabs``) with their own events and api_names
+(``/run_sweep``, ``/sweep_estimate``, ``/compare_backends``). Model logic lives in lab.sweep and
+lab.gpu_model; here only inputs, limits and outputs.
+
+A sweep the app would need more than ``APP_BUDGET_S`` seconds for is not run: the tab says so and
+prints the ``python -m lab sweep`` command that runs it (with a progress bar, resumable, on Ray).
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from lab.gpu_model import GPUS, HeadShape, predict, summary
+from lab.presets import PRESETS
+from lab.sweep.executors import default_workers
+from lab.sweep.runner import SECONDS_PER_POINT, run_sweep
+from lab.sweep.spec import SweepSpec
+from lab.sweep.table import HEADLINE, summarize
+
+APP_BUDGET_S = 60.0          # engine-seconds a sweep may take in the app
+MAX_APP_POINTS = 400
+AXIS_NAMES = ["(none)", "mml", "bs", "k", "cg", "seqs", "tokens", "blocks", "accept", "state"]
+METRICS = ["all_walked_ratio", "target_walked_ratio", "all_baseline_oor", "all_fixed_oor", "target_baseline_oor",
+           "fix_reaches_kernel_share", "full_graph_share", "num_steps"]
+DEFAULT_BASE = PRESETS["short-decode-long-context"][0]
+NOTE = ("**What am I looking at?** One scenario run over one or two axes (values `8k,32k`, a range `8:64:8`, "
+        "or a geometric range `4k:128k:*2`) and seeds. Each point is simulated in both modes; the curve is the "
+        "mean over seeds with the min–max band, two axes give a heatmap. `all_walked_ratio` is the block-table "
+        "entries a kernel sizing its work from `max_seq_len` walks in the baseline over the fixed mode (all "
+        "passes); `fix_reaches_kernel_share` the steps where the fixed value reaches the kernel (R9). Placeholders "
+        "`{name}` in the scenario become axes too, e.g. `{n}p1ko128_mml=32k` with axis `n`.")
+COMPARE_NOTE = ("**Does it matter on my GPU?** For the scenario, each attention backend vLLM can run on the GPU: "
+                "whether `max_seq_len` changes its work, the quantity that shows it in both modes (summed over the "
+                "target passes), the baseline's extra, and how its formula was checked (`verified` in the named "
+                "source, `read in a copy`, `assumption`, `not verified`). Predictions, not GPU measurements; "
+                "`python -m lab gpu-model` prints every formula's file and function.")
+
+
+def _axes(a1, v1, a2, v2) -> list[str]:
+    axes = []
+    for name, vals in ((a1, v1), (a2, v2)):
+        name = (name or "").strip()
+        if name and name != "(none)":
+            if not (vals or "").strip():
+                raise ValueError(f"axis {name!r} has no values")
+            axes.append(f"{name}={vals}")
+    return axes
+
+
+def sweep_estimate(base, a1, v1, a2, v2, seeds):
+    """How many points, how long, and the CLI command; fails with the reason for a bad sweep."""
+    try:
+        spec = SweepSpec.make(base or DEFAULT_BASE, _axes(a1, v1, a2, v2), int(seeds or 1))
+    except (ValueError, TypeError) as e:
+        raise gr.Error(str(e), print_exception=False) from None
+    n = spec.num_points
+    secs = n * SECONDS_PER_POINT / max(1, min(default_workers(), n))
+    fits = secs <= APP_BUDGET_S and n <= MAX_APP_POINTS
+    msg = (f"{n} points ({n // len(spec.seeds)} x {len(spec.seeds)} seeds), about {secs:.0f} s here. "
+           + ("" if fits else f"**Too big for the app** (more than {APP_BUDGET_S:.0f} s or {MAX_APP_POINTS} points): "
+              f"run it from the command line, with a progress bar, resumable, on Ray with `--ray`:")
+           + f"\n\n`{spec.command('--out sweep-out')}`")
+    return spec, fits, msg
+
+
+def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, progress=gr.Progress()):  # noqa: B008 (Gradio's way)
+    """Run a sweep that fits the app's budget: figure, summary table (mean over seeds), status."""
+    spec, fits, msg = sweep_estimate(base, a1, v1, a2, v2, seeds)
+    if not fits:
+        return None, None, msg
+    if metric not in METRICS:
+        raise gr.Error(f"metric must be one of {METRICS}", print_exception=False)
+
+    def report(done, total):
+        progress(done / max(total, 1), desc=f"{done}/{total} points")
+
+    try:
+        # the estimate assumes points of the default preset's size; larger ones stop at the deadline
+        res = run_sweep(spec, workers=min(2, default_workers()), progress=report, deadline_s=APP_BUDGET_S)
+    except ValueError as e:
+        raise gr.Error(str(e), print_exception=False) from None
+    if res.interrupted:
+        return None, None, (f"**Stopped after {res.seconds:.0f} s** with {len(res.rows)} of {spec.num_points} points: "
+                            f"its scenarios are larger than the estimate assumed. Run it from the command line "
+                            f"(progress bar, resumable, `--ray` for a cluster):\n\n`{spec.command('--out sweep-out')}`")
+    from lab.sweep.figures import curves, heatmap
+
+    axes = [a.name for a in spec.axes]
+    if not axes:
+        fig = None
+    elif len(axes) == 1:
+        fig = curves(res.rows, axes[0], [metric])
+    else:
+        fig = heatmap(res.rows, axes[0], axes[1], metric)
+    cols = axes + ["seeds"] + list(dict.fromkeys([metric, *HEADLINE]))
+    summ = summarize(res.rows, axes, [c for c in cols if c not in axes and c != "seeds"])
+    table = [[s.get(c) for c in cols] for s in summ]
+    done = f"{res.computed} points run in {res.seconds:.1f} s ({res.executor}). " + msg
+    return fig, {"headers": cols, "data": table}, done
+
+
+def compare_backends(spec, gpus):
+    """The backend table of the GPU model for a scenario, one row per GPU and backend."""
+    from lab import Scenario, simulate
+
+    gpus = [g for g in (gpus or []) if g in GPUS]
+    if not gpus:
+        raise gr.Error(f"pick at least one of {', '.join(GPUS)}", print_exception=False)
+    try:
+        s = Scenario.preset(spec) if spec in PRESETS else Scenario.from_spec(spec or DEFAULT_BASE)
+    except ValueError as e:
+        raise gr.Error(str(e), print_exception=False) from None
+    if len(s.requests) > 4096:
+        raise gr.Error("scenario too large for the panel: use python -m lab gpu-model", print_exception=False)
+    trace = simulate(s)
+    rows = []
+    for g in gpus:
+        rows += predict(trace, GPUS[g], HeadShape())
+    summ = summary(rows)
+    cols = list(summ[0]) if summ else []
+    lines = [f"`{s.to_spec()}`: {len(trace.steps)} steps, heads 32/8 x 128, bf16 K/V. Sources:"]
+    seen = set()
+    for r in rows:
+        if r["backend"] in seen:
+            continue
+        seen.add(r["backend"])
+        src = "; ".join(f"{x['repo']} `{x['file']}` {x['function']} ({x['status']})" for x in r["sources"])
+        lines.append(f"- **{r['backend']}**: {r['how']}. {src}")
+    return {"headers": cols, "data": [[x[c] for c in cols] for x in summ]}, "\n".join(lines)
+
+
+def add_sweeps_tab(base: str = DEFAULT_BASE) -> None:
+    """Add the Sweeps tab and the backend-comparison tab to the open gr.Blocks / gr.Tabs."""
+    with gr.Tab("Sweeps", id="sweeps", elem_id="tab-sweeps"):
+        gr.Markdown(NOTE, elem_classes=["note"])
+        sw_base = gr.Textbox(base, label="Scenario (a spec or a template with {placeholders})", elem_id="sweep-base",
+                             max_lines=2)
+        with gr.Row():
+            a1 = gr.Dropdown(AXIS_NAMES, value="mml", label="axis 1", allow_custom_value=True, elem_id="sweep-a1")
+            v1 = gr.Textbox("8k:128k:*2", label="values", elem_id="sweep-v1")
+            a2 = gr.Dropdown(AXIS_NAMES, value="(none)", label="axis 2", allow_custom_value=True, elem_id="sweep-a2")
+            v2 = gr.Textbox("", label="values", elem_id="sweep-v2")
+            seeds = gr.Number(1, label="seeds", precision=0, minimum=1, maximum=100, elem_id="sweep-seeds")
+            metric = gr.Dropdown(METRICS, value="all_walked_ratio", label="plot", elem_id="sweep-metric")
+        with gr.Row():
+            est_btn = gr.Button("Estimate", elem_id="sweep-estimate", scale=0)
+            run_btn = gr.Button("Run sweep", variant="primary", elem_id="sweep-run", scale=0)
+        status = gr.Markdown("", elem_id="sweep-status")
+        plot = gr.Plot(label="sweep", elem_id="sweep-plot", show_label=False)
+        table = gr.Dataframe(label="mean over seeds", elem_id="sweep-table", interactive=False)
+    with gr.Tab("Does it matter on my GPU?", id="backends", elem_id="tab-backends"):
+        gr.Markdown(COMPARE_NOTE, elem_classes=["note"])
+        with gr.Row():
+            cmp_spec = gr.Textbox(base, label="Scenario (spec or preset name)", elem_id="cmp-spec", max_lines=2)
+            cmp_gpus = gr.CheckboxGroup(list(GPUS), value=["H200", "B200"], label="GPUs", elem_id="cmp-gpus")
+            cmp_btn = gr.Button("Compare backends", variant="primary", elem_id="cmp-run", scale=0)
+        cmp_table = gr.Dataframe(label="backends", elem_id="cmp-table", interactive=False)
+        cmp_md = gr.Markdown("", elem_id="cmp-sources")
+    inputs = [sw_base, a1, v1, a2, v2, seeds]
+    est_btn.click(lambda *a: sweep_estimate(*a)[2], inputs, status, api_name="sweep_estimate")
+    run_btn.click(run_sweep_tab, inputs + [metric], [plot, table, status], api_name="run_sweep", concurrency_limit=1)
+    cmp_btn.click(compare_backends, [cmp_spec, cmp_gpus], [cmp_table, cmp_md], api_name="compare_backends",
+                  concurrency_limit=2)

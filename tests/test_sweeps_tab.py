@@ -1,0 +1,86 @@
+"""The Sweeps tab and the backend comparison through gradio_client, on a Blocks of their own, and
+their endpoints in the app."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import gradio as gr
+import pytest
+
+from lab.app.sweeps_tab import add_sweeps_tab
+
+SMALL = "4p64o24_mml=4k_cg=piecewise"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def tab_client(make_client):
+    with gr.Blocks(analytics_enabled=False) as demo:
+        with gr.Tabs():
+            add_sweeps_tab(SMALL)
+    demo.queue()
+    port = _free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, ssr_mode=False)
+    yield make_client(f"http://127.0.0.1:{port}/")
+    demo.close()
+
+
+def test_sweep_runs_and_draws(tab_client):
+    fig, table, status = tab_client.predict(SMALL, "mml", "2k,4k,8k", "(none)", "", 2, "all_walked_ratio",
+                                            api_name="/run_sweep")
+    plot = json.loads(fig["plot"])
+    assert plot["data"][-1]["x"] == [2048, 4096, 8192]
+    assert table["headers"][:2] == ["mml", "seeds"] and len(table["data"]) == 3
+    assert "6 points run" in status and "python -m lab sweep" in status
+
+
+def test_two_axes_heatmap(tab_client):
+    fig, table, _ = tab_client.predict(SMALL, "mml", "2k,4k", "cg", "full,piecewise", 1, "all_walked_ratio",
+                                       api_name="/run_sweep")
+    assert json.loads(fig["plot"])["data"][0]["type"] == "heatmap" and len(table["data"]) == 4
+
+
+def test_too_big_points_to_the_cli(tab_client):
+    fig, table, status = tab_client.predict(SMALL, "mml", "1k:64k:1k", "bs", "16,32", 10, "all_walked_ratio",
+                                            api_name="/run_sweep")
+    assert fig is None and "Too big for the app" in status and "python -m lab sweep" in status
+    est = tab_client.predict(SMALL, "mml", "2k,4k", "(none)", "", 1, api_name="/sweep_estimate")
+    assert est.startswith("2 points")
+
+
+def test_bad_axis_is_an_error(tab_client):
+    from gradio_client.exceptions import AppError
+
+    with pytest.raises(AppError, match="not a template placeholder"):
+        tab_client.predict(SMALL, "nope", "1,2", "(none)", "", 1, "all_walked_ratio", api_name="/run_sweep")
+
+
+def test_compare_backends(tab_client):
+    table, md = tab_client.predict(SMALL, ["H200", "B200"], api_name="/compare_backends")
+    rows = {(r[0], r[1]): r for r in table["data"]}
+    assert ("B200 (SM100)", "trtllm-gen") in rows and ("H200 (SM90)", "fa3") in rows
+    assert ("H200 (SM90)", "trtllm-gen") not in rows
+    assert rows[("H200 (SM90)", "triton-unified")][table["headers"].index("baseline extra")] == 0
+    assert "fmhaKernels.cuh" in md and "verified" in md
+
+
+def test_app_has_the_tab(app_url, make_client):
+    api = make_client(app_url).view_api(print_info=False, return_format="dict")["named_endpoints"]
+    assert {"/run_sweep", "/compare_backends", "/sweep_estimate"} <= set(api)
+
+
+def test_sweep_past_the_deadline_points_to_the_cli(monkeypatch):
+    import lab.app.sweeps_tab as tab
+
+    monkeypatch.setattr(tab, "APP_BUDGET_S", 0.0)       # every sweep overruns: stopped after its first point
+    monkeypatch.setattr(tab, "SECONDS_PER_POINT", 0.0)  # ... though the estimate lets it start
+    fig, table, status = tab.run_sweep_tab(SMALL, "mml", "2k,4k,8k", "(none)", "", 1, "all_walked_ratio",
+                                           progress=lambda *a, **k: None)
+    assert fig is None and "Stopped after" in status and "python -m lab sweep" in status

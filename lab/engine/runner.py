@@ -46,7 +46,8 @@ class ModelRunner:
         self.decode_query_len = 1 + s.num_speculative_tokens
         self.max_num_reqs = s.max_num_seqs
         self.max_num_blocks_per_req = s.max_num_blocks_per_req
-        self.block_tables = BlockTables(self.max_num_reqs, self.max_num_blocks_per_req)
+        self.block_tables = BlockTables(self.max_num_reqs, self.max_num_blocks_per_req,
+                                        zero_dirty_rows=s.vllm_version != "0.32")
         self.model_state = make_model_state(s.model_state, s.max_model_len, self.max_num_reqs)
         self.capture_sizes = target_capture_sizes(s)
         self.cudagraph_manager = CudaGraphManager(s.cudagraph_mode, self.capture_sizes, self.max_num_reqs,

@@ -59,6 +59,7 @@ class Scheduler:
         self.num_lookahead_tokens = s.num_speculative_tokens
         self.token_budget = s.max_num_batched_tokens
         self.max_num_running_reqs = s.max_num_seqs
+        self.async_scheduling = s.async_scheduling
 
         self.prefill_len = self.prompt_len.copy()  # prompt, or prompt + output after a preemption
         self.num_computed_tokens = np.zeros(n, dtype=np.int64)  # CPU view, optimistic
@@ -300,7 +301,11 @@ class Scheduler:
         num_output = np.minimum(self.num_output_tokens[req] + sampled, limit)
         self.num_output_tokens[req] = num_output
         if self.num_lookahead_tokens:
-            self._pending = (req, np.where(decode, out.num_draft_tokens - num_accepted, 0))
+            rejected = np.where(decode, out.num_draft_tokens - num_accepted, 0)
+            if self.async_scheduling:
+                self._pending = (req, rejected)  # learnt after the next step is scheduled (R1)
+            else:
+                self.num_computed_tokens[req] -= rejected  # synchronous: known before the next step
             self.num_spec_tokens[req] = np.where(sampled > 0, self.num_lookahead_tokens, 0)
         finished = req[num_output >= limit]
         if len(finished):

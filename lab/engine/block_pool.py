@@ -1,4 +1,4 @@
-"""The KV-cache block pool: block 0 is the null block, the rest sit in a FIFO free queue.
+"""The KV-cache block pool: block 0 is the null block, the rest sit in a free queue reused LIFO.
 
 Mirrors vllm/v1/core/block_pool.py ``BlockPool`` (without prefix caching): the null block is taken
 out of the queue at start-up, ``get_new_blocks`` pops from the head of ``FreeKVCacheBlockQueue`` and

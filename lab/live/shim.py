@@ -54,4 +54,53 @@ def install() -> None:
     from triton.backends import backends
 
     backends.setdefault("cpu", SimpleNamespace(compiler=None, driver=_StubCpuDriver()))
+    _skip_repeated_lang_patching()
     install._done = True
+
+
+def _skip_repeated_lang_patching() -> None:
+    """Triton's interpreter re-patches ``triton.language`` (``_patch_lang``, an ``inspect.getmembers``
+    walk) on every call of a nested ``@triton.jit`` function, for every program of the grid: most of
+    a step's time on this CPU. Inside a kernel whose scope already patched the same language modules,
+    the repeat changes nothing, so it is skipped; any other call goes through unchanged. The live
+    traces agree with the embedded engine with and without it (tests/live)."""
+    import inspect
+
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    if getattr(interpreter._patch_lang, "_lab_wrapped", False):
+        return
+    original = interpreter._patch_lang
+    patched: list[set] = []  # language modules patched by the kernel scopes now open, innermost last
+
+    class _Nothing:
+        @staticmethod
+        def restore() -> None:
+            pass
+
+    def _langs(fn) -> set:
+        return {id(v) for v in fn.__globals__.values() if inspect.ismodule(v) and v in (tl, tl.core)}
+
+    def patch_lang(fn):
+        langs = _langs(fn)
+        if patched and langs <= patched[-1]:
+            return _Nothing
+        scope = original(fn)
+        if patched:  # a nested function that needs more: patched, and left patched as Triton does
+            patched[-1] |= langs
+            return scope
+        patched.append(set(langs))
+        restore = scope.restore
+
+        def restore_and_close() -> None:
+            try:
+                restore()
+            finally:
+                patched.pop()
+
+        scope.restore = restore_and_close
+        return scope
+
+    patch_lang._lab_wrapped = True
+    interpreter._patch_lang = patch_lang

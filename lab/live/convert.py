@@ -20,7 +20,7 @@ from lab.engine.model_states import MODES, AttnMetadata
 from lab.engine.oor import StaleRegion
 from lab.engine.recorder import Recorder
 from lab.engine.scheduler import SchedulerOutput
-from lab.engine.speculator import DraftPassMetadata
+from lab.engine.speculator import DraftPassMetadata, draft_step_upper_bound
 from lab.engine.step_record import EngineEnd, RequestAdded, RequestRemoved, StepRecord
 
 _REQ = re.compile(r"^req-(\d+)")
@@ -72,8 +72,9 @@ def _row_hwm(table: np.ndarray) -> np.ndarray:
     return np.where(any_nz, last, 0).astype(np.int32)
 
 
-def to_step_records(scenario, taps: dict) -> tuple[list[StepRecord], EngineEnd]:
-    """One StepRecord per recorded step, both modes merged; and how the run ended."""
+def to_step_records(scenario, taps: dict) -> tuple[list[StepRecord], EngineEnd, dict]:
+    """One StepRecord per recorded step, both modes merged; how the run ended; and the checks made on
+    what only the live run shows (vLLM's own draft windows against R5)."""
     check_modes_agree(taps)
     s = scenario
     mml, bs = s.max_model_len, s.block_size
@@ -84,6 +85,7 @@ def to_step_records(scenario, taps: dict) -> tuple[list[StepRecord], EngineEnd]:
     next_inst = 0
     num_preemptions = 0
     records = []
+    checks = {"draft_windows": 0, "draft_window_mismatches": []}
     for i, st in enumerate(ref):
         removed = []
         for rid, idx, blocks in st.removed:
@@ -131,6 +133,14 @@ def to_step_records(scenario, taps: dict) -> tuple[list[StepRecord], EngineEnd]:
             drafts.append(DraftPassMetadata(0, prefill_mode, n_pad, dict(msl),
                                             {m: kernel_visible_max_seq_len(prefill_mode, msl[m], mml) for m in MODES}))
             decode_mode = st.draft_descs[1][0] if len(st.draft_descs) > 1 else "NONE"
+            # vLLM's own per-pass windows (what _build_attn_metadata gave build_attn_metadata) against R5.
+            for j, (_, nr, ub) in enumerate(st.draft_passes, start=1):
+                if ub is not None:
+                    want = draft_step_upper_bound(st.seq_lens_cpu_upper_bound, n, j, mml, nr)
+                    checks["draft_windows"] += 1
+                    if not np.array_equal(np.asarray(ub)[:nr], want):
+                        checks["draft_window_mismatches"].append(
+                            f"step {i} draft pass {j}: vLLM {np.asarray(ub)[:nr].tolist()}, R5 {want.tolist()}")
             for j in range(1, s.num_speculative_tokens):
                 dm = {}
                 nrp = n
@@ -167,16 +177,19 @@ def to_step_records(scenario, taps: dict) -> tuple[list[StepRecord], EngineEnd]:
         still = [RequestRemoved(inst, slot_of[inst], np.asarray(last_blocks.get(rid, []), dtype=np.int32))
                  for rid, inst in sorted(active.items(), key=lambda kv: kv[1])]
     truncated = any(t.truncated for t in taps.values())
-    return records, EngineEnd(num_preemptions, truncated, still)
+    return records, EngineEnd(num_preemptions, truncated, still), checks
 
 
 def to_trace(scenario, taps: dict, meta: dict):
     """The Trace of a live recording: StepRecords through the engine's Recorder, plus ``meta``."""
-    records, end = to_step_records(scenario, taps)
+    records, end, checks = to_step_records(scenario, taps)
     rec = Recorder(scenario)
     for r in records:
         rec.on_step(r)
     rec.on_finish(end)
     trace = rec.trace
     trace.meta.update(meta)
+    live = trace.meta.setdefault("live", {})
+    live["draft_windows_checked"] = checks["draft_windows"]
+    live["draft_window_mismatches"] = checks["draft_window_mismatches"][:5]
     return trace

@@ -30,7 +30,7 @@ from lab.scenario import parse_spec  # noqa: E402
 # 100 steps: also the recording benchmark), Eagle K=3, block reuse with stale columns and preemption.
 SCENARIOS = {
     "dense-long-mml": "8p512o100_mml=32k",
-    "eagle-k3": "6p192o24_k=3_accept=0.7_mml=4k",
+    "eagle-k3": "6p192o40_k=3_accept=0.7_mml=4k",
     "block-reuse": "6p300o24_8p96o60a10+2_mml=2k_bs=32_blocks=66_seqs=12",
 }
 _CACHE: dict = {}
@@ -63,6 +63,7 @@ def test_live_trace_agrees_with_the_embedded_engine(name, tmp_path):
     if name == "eagle-k3":
         assert f["draft.max_seq_len.fixed"].entries > 0 and f["draft.seq_lens_cpu_upper_bound"].entries > 0
         assert sum(sum(st.num_accepted_tokens) for st in loaded.steps) > 0
+        assert live["draft_windows_checked"] > 0 and live["draft_window_mismatches"] == []
     if name == "block-reuse":
         assert loaded.meta["num_preemptions"] > 0
         tot = loaded.totals()

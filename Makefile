@@ -2,7 +2,8 @@
 #   make demo   opens the lab's Gradio app on http://127.0.0.1:7860 (embedded CPU engine)
 #   make test   runs the test suite
 # Both create and fill .venv themselves and are idempotent. make test also builds .venv-vllm, where
-# vLLM 0.33.0's own MRV2 code runs on the CPU for the conformance suite (docs/fidelity.md).
+# vLLM 0.33.0's own MRV2 code runs on the CPU for the conformance suite (docs/fidelity.md), and
+# .venv-vllm-live, where a real vLLM 0.32 engine runs and is recorded (docs/live.md).
 PY      ?= python3
 VENV    := .venv
 VPY     := $(VENV)/bin/python

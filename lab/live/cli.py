@@ -19,11 +19,11 @@ def cmd_record(args) -> int:
     from lab.live.driver import LiveUnavailable
 
     scenario = _scenario(args)
-    ok, why = available()
+    ok, why = available(args.device)
     if not ok:
         print(f"error: the live recorder cannot run here: {why}", file=sys.stderr)
         return 2
-    if not args.as_is:
+    if not args.as_is and args.device == "cpu":
         adapted = cpu_variant(scenario)
         if adapted != scenario:
             print(f"the CPU engine runs the closest scenario it can (--as-is refuses instead):\n"
@@ -42,7 +42,7 @@ def cmd_record(args) -> int:
     from lab.live import record
 
     try:
-        trace = record(scenario, time_attention=not args.no_timing, progress=progress)
+        trace = record(scenario, time_attention=not args.no_timing, progress=progress, device=args.device)
     except (LiveUnavailable, ScenarioRefused) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -15,8 +15,6 @@ import os
 import tempfile
 import time
 
-import numpy as np
-
 from lab.live import hooks, shim
 from lab.live.models import write_model
 from lab.live.tap import Tap
@@ -32,10 +30,10 @@ HOW_TO_RUN = (".venv-vllm-live/bin/python -m lab record --preset NAME   (make ve
               "docs/live.md)")
 
 
-def load():
-    """Install the CPU shim, import vLLM and check its version. Returns (vllm module, series)."""
+def load(device: str = "cpu"):
+    """Install the shim, import vLLM and check its version. Returns (vllm module, series)."""
     try:
-        shim.install()  # before triton and vllm are imported: TRITON_INTERPRET is read at import
+        shim.install(device)  # before triton and vllm are imported: TRITON_INTERPRET is read at import
     except ImportError as e:
         raise LiveUnavailable(f"triton is not installed here ({e}); run from the live environment: "
                               f"{HOW_TO_RUN}") from e
@@ -99,14 +97,22 @@ def reset_engine_state(llm) -> None:
     bt.num_blocks.copy_to_uva()
 
 
-def build_llm(scenario, folder: str):
+def build_llm(scenario, folder: str, device: str = "cpu"):
     """The in-process engine for this scenario (its settings, a tiny model, dummy weights)."""
     from vllm import LLM
 
     s = scenario
-    target = write_model(os.path.join(folder, "target"), "target", s.max_model_len)
+    kind = "hybrid" if s.model_state == "mamba_hybrid" else "target"
+    target = write_model(os.path.join(folder, "target"), kind, s.max_model_len)
+    graphs = {}
+    if device != "cpu" and s.cudagraph_mode != "NONE":  # GPU only (scripts/live_gpu.sh): unverified here
+        from lab.engine.cudagraph import target_capture_sizes
+
+        graphs = {"compilation_config": {"cudagraph_mode": s.cudagraph_mode,
+                                         "cudagraph_capture_sizes": [int(x) for x in target_capture_sizes(s)]}}
     kwargs = dict(
-        model=str(target), load_format="dummy", skip_tokenizer_init=True, enforce_eager=True, dtype="bfloat16",
+        model=str(target), load_format="dummy", skip_tokenizer_init=True, dtype="bfloat16",
+        enforce_eager=s.cudagraph_mode == "NONE", **graphs,
         block_size=s.block_size, max_model_len=s.max_model_len, max_num_seqs=s.max_num_seqs,
         max_num_batched_tokens=s.max_num_batched_tokens, num_gpu_blocks_override=s.total_num_gpu_blocks,
         enable_prefix_caching=False, enable_chunked_prefill=True, async_scheduling=False, seed=s.seed,
@@ -163,16 +169,17 @@ def drive(llm, scenario, tap: Tap, progress=None) -> int:
     return num_steps
 
 
-def run_live(scenario, modes=MODES, time_attention: bool = True, progress=None) -> dict:
+def run_live(scenario, modes=MODES, time_attention: bool = True, progress=None, device: str = "cpu") -> dict:
     """Run ``scenario`` on vLLM once per mode. Returns {"taps": {mode: Tap}, "version", "series",
     "build_s", "run_s": {mode: seconds}, "truncated"}."""
     from lab.live import check_scenario
 
-    vllm, ser = load()
-    check_scenario(scenario, ser)
+    vllm, ser = load(device)
+    check_scenario(scenario, ser, device)
+    time_attention = time_attention and device == "cpu"  # the hook times vLLM's CPU attention backend
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="lab-live-") as folder:
-        llm = build_llm(scenario, folder)
+        llm = build_llm(scenario, folder, device)
         build_s = time.perf_counter() - t0
         taps, run_s = {}, {}
         truncated = False
@@ -180,9 +187,11 @@ def run_live(scenario, modes=MODES, time_attention: bool = True, progress=None) 
             if k:
                 reset_engine_state(llm)
             tap = Tap(scenario, mode, time_attention)
+            if scenario.model_state == "mamba_hybrid":
+                tap.hybrid = True
             t1 = time.perf_counter()
             with hooks.installed(vllm.__version__, tap.wrappers()):
-                n = drive(llm, scenario, tap, progress)
+                drive(llm, scenario, tap, progress)
             truncated = tap.truncated
             run_s[mode] = time.perf_counter() - t1
             taps[mode] = tap

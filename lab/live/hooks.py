@@ -10,8 +10,8 @@ speculator): patching ``attn_utils`` alone would change nothing.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from contextlib import contextmanager
-from typing import Callable
 
 _GPU = "vllm.v1.worker.gpu."
 

@@ -19,6 +19,7 @@ import os
 import sys
 from types import SimpleNamespace
 
+CPU_ONLY = ("TRITON_INTERPRET", "VLLM_CPU_KVCACHE_SPACE")
 ENV = {
     "TRITON_INTERPRET": "1",
     "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
@@ -41,9 +42,16 @@ class _StubCpuDriver:
         return False
 
 
-def install() -> None:
-    """Set the environment and the Triton stub. Refuses to run after vllm was imported."""
+def install(device: str = "cpu") -> None:
+    """Set the environment and, on the CPU, the Triton stub. Refuses to run after vllm was imported.
+    ``device="cuda"`` (a GPU machine with CUDA vLLM, scripts/live_gpu.sh) sets only the engine switches."""
     if getattr(install, "_done", False):
+        return
+    if device != "cpu":
+        for key, value in ENV.items():
+            if key not in CPU_ONLY:
+                os.environ[key] = value
+        install._done = True
         return
     for mod in ("vllm", "triton"):
         if mod in sys.modules and not (mod == "triton" and os.environ.get("TRITON_INTERPRET") == "1"):

@@ -85,6 +85,7 @@ class Tap:
         self.phase = "target"
         self.runner = None
         self.truncated = False
+        self.hybrid = False
 
     # ---- step boundaries (the driver) -----------------------------------------------------------
     def begin(self, scheduler_step: int) -> None:
@@ -110,6 +111,8 @@ class Tap:
         }
         if self.time_attention:
             w["attention_forward"] = self._attention_forward
+        if self.hybrid:  # GPU only (the tiny hybrid fails on the CPU): MambaHybridModelState's call site
+            w["mamba_build_attn_metadata"] = self._build_attn_metadata("target")
         return w
 
     def _execute_model(self, orig):
@@ -229,10 +232,11 @@ class Tap:
             if len(has):
                 import torch
 
-                rows = torch.from_numpy(has)
-                acc = torch.from_numpy(step.num_accepted[has]).to(num_sampled.dtype)
+                dev = num_sampled.device
+                rows = torch.from_numpy(has).to(dev)
+                acc = torch.from_numpy(step.num_accepted[has]).to(dev, num_sampled.dtype)
                 num_sampled[rows] = acc + 1
-                num_rejected[rows] = torch.from_numpy(drafts[has]).to(num_rejected.dtype) - acc
+                num_rejected[rows] = torch.from_numpy(drafts[has]).to(dev, num_rejected.dtype) - acc
                 tokens = sampler_output.sampled_token_ids
                 for r in has.tolist():
                     a = int(step.num_accepted[r])

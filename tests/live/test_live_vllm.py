@@ -112,7 +112,7 @@ def test_hooks_install_and_restore_every_attribute():
     assert all(hooks.resolve(*table[n])[2] is before[n] for n in table)
     with pytest.raises(ZeroDivisionError):
         with hooks.installed(vllm.__version__, {name: wrap for name in table}):
-            1 / 0
+            raise ZeroDivisionError("inside the hooks")
     assert all(hooks.resolve(*table[n])[2] is before[n] for n in table)
     with pytest.raises(KeyError):
         with hooks.installed(vllm.__version__, {"no_such_hook": wrap}):

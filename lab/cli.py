@@ -340,12 +340,24 @@ def build_parser() -> argparse.ArgumentParser:
                     "(scripts/live_gpu.sh; CUDA graphs, fused drafts, hybrid model; unverified without a GPU)")
     sp.add_argument("--every", type=int, default=10, help="print every Nth step")
     sp.add_argument("--quiet", action="store_true", help="print only the totals")
-    sp.set_defaults(fn=lambda a: __import__("lab.live.cli", fromlist=["cmd_record"]).cmd_record(a))
+    sp.set_defaults(fn=cmd_record)
     sp = sub.add_parser("compare", help="compare two traces step by step and field by field")
     sp.add_argument("a", help="a trace (e.g. from python -m lab record)")
     sp.add_argument("b", nargs="?", help="another trace; left out: the embedded engine on A's scenario")
-    sp.set_defaults(fn=lambda a: __import__("lab.live.cli", fromlist=["cmd_compare"]).cmd_compare(a))
+    sp.set_defaults(fn=cmd_compare)
     return p
+
+
+def cmd_record(args) -> int:
+    from lab.live.cli import cmd_record as record  # vLLM itself is imported there, in the live environment
+
+    return record(args, _scenario_from_args(args), print_trace)
+
+
+def cmd_compare(args) -> int:
+    from lab.live.cli import cmd_compare as compare
+
+    return compare(args)
 
 
 def cmd_conform(args) -> int:

@@ -5,20 +5,11 @@ from __future__ import annotations
 import sys
 import time
 
-from lab.live import ScenarioRefused, available, cpu_variant, refusals
+from lab.live.limits import LiveUnavailable, ScenarioRefused, available, cpu_variant, refusals
 
 
-def _scenario(args):
-    from lab.cli import _scenario_from_args
-
-    return _scenario_from_args(args)
-
-
-def cmd_record(args) -> int:
-    from lab.cli import print_trace
-    from lab.live.driver import LiveUnavailable
-
-    scenario = _scenario(args)
+def cmd_record(args, scenario, print_trace) -> int:
+    """``scenario`` from --preset/--spec and the trace printer are lab/cli.py's (no import back)."""
     ok, why = available(args.device)
     if not ok:
         print(f"error: the live recorder cannot run here: {why}", file=sys.stderr)

@@ -16,18 +16,13 @@ import tempfile
 import time
 
 from lab.live import hooks, shim
+from lab.live.limits import HOW_TO_RUN, LiveUnavailable, check_scenario
 from lab.live.models import write_model
 from lab.live.tap import Tap
 
 MODES = ("baseline", "fixed")
 
 
-class LiveUnavailable(RuntimeError):
-    """vLLM can't run here, or not this scenario: the message says why and what to do."""
-
-
-HOW_TO_RUN = (".venv-vllm-live/bin/python -m lab record --preset NAME   (make venv-vllm-live builds it; "
-              "docs/live.md)")
 
 
 def load(device: str = "cpu"):
@@ -172,8 +167,6 @@ def drive(llm, scenario, tap: Tap, progress=None) -> int:
 def run_live(scenario, modes=MODES, time_attention: bool = True, progress=None, device: str = "cpu") -> dict:
     """Run ``scenario`` on vLLM once per mode. Returns {"taps": {mode: Tap}, "version", "series",
     "build_s", "run_s": {mode: seconds}, "truncated"}."""
-    from lab.live import check_scenario
-
     vllm, ser = load(device)
     check_scenario(scenario, ser, device)
     time_attention = time_attention and device == "cpu"  # the hook times vLLM's CPU attention backend

@@ -71,8 +71,9 @@ def record_in_subprocess(scenario, progress=None, timeout_s: float = DEFAULT_TIM
             raise LiveRunError(f"the live vLLM recording took longer than {timeout_s:.0f} s and was stopped; try a "
                                f"scenario with fewer steps") from None
         if proc.returncode != 0 or not out.exists():
-            errors = [ln for ln in tail if ln.startswith("error:") or "Error" in ln]
-            detail = (errors or tail or ["(no output)"])[-1]
+            first = next((i for i, ln in enumerate(tail) if ln.startswith("error:")), None)
+            detail = (" ".join(ln.strip() for ln in tail[first:]) if first is not None
+                      else next((ln for ln in reversed(tail) if "Error" in ln), tail[-1] if tail else "(no output)"))
             raise LiveRunError(f"the live vLLM recorder failed (exit {proc.returncode}): {detail}")
         return Trace.load(out)
 

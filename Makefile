@@ -69,6 +69,10 @@ $(LSTAMP): pyproject.toml
 
 venv-vllm-live: $(LSTAMP)
 
+# One live recording, compared with the embedded engine (make record PRESET=eagle-k3).
+record: $(LSTAMP)
+	$(LVPY) -m lab record --preset $(PRESET) --compare --quiet
+
 demo: $(STAMP)
 	$(VPY) app.py --preset $(PRESET)
 

@@ -86,7 +86,6 @@ class Comparison:
 
 
 def _step_values(st) -> dict:
-    n = st.num_reqs
     v = {
         "req_ids": st.req_ids,
         "num_computed_tokens": st.num_computed_tokens,
@@ -110,7 +109,6 @@ def _step_values(st) -> dict:
     for m in MODES:
         v[f"draft.max_seq_len.{m}"] = [d.max_seq_len[m] for d in drafts]
     v["draft.seq_lens_cpu_upper_bound"] = [list(d.seq_lens_cpu_upper_bound) for d in drafts]
-    del n
     return v
 
 

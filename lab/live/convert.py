@@ -119,9 +119,11 @@ def to_step_records(scenario, taps: dict) -> tuple[list[StepRecord], EngineEnd, 
             seq_lens_cpu_upper_bound=st.seq_lens_cpu_upper_bound.astype(np.int32),
             seq_lens=st.seq_lens.astype(np.int32), num_draft_tokens_per_req=st.num_draft_tokens,
             is_prefilling_np=np.zeros(n, bool), max_query_len=int(st.num_scheduled_tokens.max()))
-        msl = {m: by_mode[m][i].max_seq_len for m in by_mode}
-        for m in MODES:
-            msl.setdefault(m, mml if m == "baseline" else int(st.seq_lens_cpu_upper_bound[:n].max()))
+        if set(by_mode) != set(MODES):
+            raise ValueError(f"a live trace needs a run in each mode {MODES}, got {sorted(by_mode)}")
+        msl = {m: by_mode[m][i].max_seq_len for m in MODES}
+        if any(v is None for v in msl.values()):  # nothing is filled in: a missing value is an error
+            raise ValueError(f"step {i}: the target build_attn_metadata call was not recorded ({msl})")
         attn = {m: AttnMetadata(st.attn_num_reqs or n, st.num_tokens, batch.max_query_len, msl[m], False)
                 for m in MODES}
         kms = {m: kernel_visible_max_seq_len(st.cg_mode, msl[m], mml) for m in MODES}
@@ -141,16 +143,16 @@ def to_step_records(scenario, taps: dict) -> tuple[list[StepRecord], EngineEnd, 
                     if not np.array_equal(np.asarray(ub)[:nr], want):
                         checks["draft_window_mismatches"].append(
                             f"step {i} draft pass {j}: vLLM {np.asarray(ub)[:nr].tolist()}, R5 {want.tolist()}")
+            for m in MODES:
+                got = len(by_mode[m][i].draft_passes)
+                if got != s.num_speculative_tokens - 1:
+                    raise ValueError(f"step {i}: the {m} run recorded {got} draft decode passes, "
+                                     f"K - 1 = {s.num_speculative_tokens - 1} expected")
             for j in range(1, s.num_speculative_tokens):
                 dm = {}
                 nrp = n
                 for m in MODES:
-                    passes = by_mode[m][i].draft_passes if m in by_mode else []
-                    if j - 1 < len(passes):
-                        dm[m], nrp = passes[j - 1][0], passes[j - 1][1]
-                    else:
-                        dm[m] = mml if m == "baseline" else min(int(st.seq_lens_cpu_upper_bound[:n].max())
-                                                                + s.num_speculative_tokens, mml)
+                    dm[m], nrp = by_mode[m][i].draft_passes[j - 1][0], by_mode[m][i].draft_passes[j - 1][1]
                 drafts.append(DraftPassMetadata(j, decode_mode, nrp, dm,
                                                 {m: kernel_visible_max_seq_len(decode_mode, dm[m], mml)
                                                  for m in MODES}))
@@ -164,7 +166,9 @@ def to_step_records(scenario, taps: dict) -> tuple[list[StepRecord], EngineEnd, 
         table = st.block_table
         region = StaleRegion(table, st.num_blocks.astype(np.int32), _row_hwm(table), owner)
         oor = region.walks(walk_msl, walk_rows, bs)
-        num_accepted = (st.num_accepted if st.num_accepted is not None else np.zeros(n, np.int64)).astype(np.int32)
+        if st.num_accepted is None:
+            raise ValueError(f"step {i}: sample was not recorded (no acceptance imposed)")
+        num_accepted = st.num_accepted.astype(np.int32)
         records.append(StepRecord(
             out, removed, added, None, batch_inst=batch_inst, batch_desc=BatchExecutionDescriptor(
                 st.cg_mode, st.num_tokens_padded, n_pad), batch=batch, attn_metadata=attn,

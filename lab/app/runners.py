@@ -3,7 +3,6 @@ added in one place."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from dataclasses import dataclass
 
@@ -38,12 +37,12 @@ def _cuda_available() -> bool:
 
 def runner_availability() -> list[Runner]:
     """Every runner the app knows, with whether it can run here and, if not, why."""
+    from lab.live.runner import status as live_status  # the live recorder runs in its own environment
+
     cuda = _cuda_available()
-    vllm = importlib.util.find_spec("vllm") is not None
     return [
         Runner(EMBEDDED_CPU, True, ""),
         Runner(EMBEDDED_CPU_KERNELS, True, ""),
         Runner(EMBEDDED_CUDA, cuda, "" if cuda else "no CUDA GPU (torch.cuda.is_available() is False)"),
-        Runner(LIVE_VLLM, False, "the live vLLM recorder is not wired into the app yet" if vllm else
-               "vLLM is not installed (importlib.util.find_spec('vllm') is None)"),
+        Runner(LIVE_VLLM, *live_status()),
     ]

@@ -3,7 +3,7 @@
 Read it in the order ``GPUModelRunner.execute_model`` runs (lab/engine/runner.py):
 
 1. scheduler.py     ``Scheduler.schedule``: who runs, how many tokens, which new blocks (R1's lag)
-2. block_pool.py    the KV-cache block pool: null block 0, FIFO free queue, no clearing on free
+2. block_pool.py    the KV-cache block pool: null block 0, LIFO free queue, no clearing on free
 3. runner.py        ``ModelRunner.execute_model``: request states (slots), ``append_block_ids``
 4. input_batch.py   ``sort_batch`` (batch order) and ``seq_lens_cpu_upper_bound`` (R1)
 5. cudagraph.py     ``CudaGraphManager.dispatch`` (R8) and what a FULL replay freezes (R9)

@@ -1,9 +1,11 @@
-"""The KV-cache block pool: block 0 is the null block, the rest sit in a FIFO free queue.
+"""The KV-cache block pool: block 0 is the null block, the rest sit in a free queue reused LIFO.
 
 Mirrors vllm/v1/core/block_pool.py ``BlockPool`` (without prefix caching): the null block is taken
 out of the queue at start-up, ``get_new_blocks`` pops from the head of ``FreeKVCacheBlockQueue`` and
-``free_blocks`` appends to its tail. ``KVCacheManager.free`` hands a request's blocks back tail
-first, so the last blocks of a finished request are the first to be handed out again. Nothing is
+``free_blocks`` puts blocks that hold no prefix-cache hash (here: all) back at its *head* (LIFO,
+``prepend_n``). ``KVCacheManager.free`` hands a request's blocks back tail first, so the last blocks
+of the request freed last are the first to be handed out again (checked against a live vLLM 0.32
+run, docs/live.md). Nothing is
 cleared on free: a freed block id stays in any block-table column that still names it.
 """
 
@@ -51,19 +53,22 @@ class BlockPool:
         return out
 
     def free_blocks(self, ordered_blocks: np.ndarray) -> None:
-        """Append blocks to the tail of the free queue, in the given order."""
+        """Put blocks at the head of the free queue, the first given first (vllm/v1/core/block_pool.py
+        ``BlockPool.free_blocks``: blocks without a prefix-cache hash, i.e. every block here, are
+        "LIFO reuse of non-cached blocks": ``FreeKVCacheBlockQueue.prepend_n``)."""
         n = len(ordered_blocks)
         if n == 0:
             return
         self.owner[ordered_blocks] = FREE
-        tail = (self._head + self._size) % self._cap
-        end = tail + n
+        start = (self._head - n) % self._cap
+        end = start + n
         if end <= self._cap:
-            self._ring[tail:end] = ordered_blocks
+            self._ring[start:end] = ordered_blocks
         else:
-            k = self._cap - tail
-            self._ring[tail:] = ordered_blocks[:k]
+            k = self._cap - start
+            self._ring[start:] = ordered_blocks[:k]
             self._ring[: n - k] = ordered_blocks[k:]
+        self._head = start
         self._size += n
 
     def free_queue(self) -> np.ndarray:

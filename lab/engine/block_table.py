@@ -5,7 +5,7 @@ slot (``req_index``), and an input table in batch order that ``gather_block_tabl
 step. Only columns ``[0, num_blocks)`` of a real row are copied; later columns keep what an
 earlier step left in that batch row, as long as the row held a real request in every step since.
 Padded rows, and rows a larger earlier batch left, are zeroed over the whole width (block 0 is the
-null block).
+null block); vLLM 0.32 (``Scenario.vllm_version``) zeroes only the padded rows.
 """
 
 from __future__ import annotations
@@ -36,8 +36,10 @@ class BlockTables:
     each step and never cleared past a row's ``num_blocks``, which is where stale ids live (R6).
     """
 
-    def __init__(self, max_num_reqs: int, max_num_blocks_per_req: int):
+    def __init__(self, max_num_reqs: int, max_num_blocks_per_req: int, zero_dirty_rows: bool = True):
         self.max_num_reqs = max_num_reqs
+        # vLLM 0.33 zeroes rows a larger earlier batch left; 0.32 zeroes only the padded rows.
+        self.zero_dirty_rows = zero_dirty_rows
         self.max_num_blocks_per_req = max_num_blocks_per_req
         # Persistent rows, by request slot.
         self.block_tables = np.zeros((max_num_reqs, max_num_blocks_per_req), dtype=np.int32)
@@ -93,7 +95,9 @@ class BlockTables:
         np.maximum(self.row_hwm[:n], nb, out=self.row_hwm[:n])
         # vLLM 0.33.0 zeroes the padded rows and also the rows a larger earlier batch left
         # (num_rows = max(num_reqs_padded, _num_dirty_rows)), so every row past n is all zeros.
-        num_rows = max(num_reqs_padded, self._num_dirty_rows)
+        # vLLM 0.32.0 launches the kernel over num_reqs_padded rows only: rows past them keep
+        # what the larger batch wrote, and a later batch that reaches them again finds it there.
+        num_rows = max(num_reqs_padded, self._num_dirty_rows) if self.zero_dirty_rows else num_reqs_padded
         self._num_dirty_rows = n
         if num_rows > n:
             self.input_block_tables[n:num_rows] = 0

@@ -51,7 +51,8 @@ class ModelRunner:
         self.decode_query_len = 1 + s.num_speculative_tokens
         self.max_num_reqs = s.max_num_seqs
         self.max_num_blocks_per_req = s.max_num_blocks_per_req
-        self.block_tables = BlockTables(self.max_num_reqs, self.max_num_blocks_per_req)
+        self.block_tables = BlockTables(self.max_num_reqs, self.max_num_blocks_per_req,
+                                        zero_dirty_rows=s.vllm_version != "0.32")
         self.model_state = make_model_state(s.model_state, s.max_model_len, self.max_num_reqs)
         self.capture_sizes = target_capture_sizes(s)
         self.cudagraph_manager = CudaGraphManager(s.cudagraph_mode, self.capture_sizes, self.max_num_reqs,
@@ -69,6 +70,8 @@ class ModelRunner:
         # vllm/v1/worker/gpu/states.py RequestState: free_indices = list(range(max_num_reqs)), pop() to add.
         self._free_req_indices = list(range(self.max_num_reqs))
         self._inst_req_index = np.full(1024, -1, dtype=np.int64)  # instance -> request slot, -1 when gone
+        self._inst_req_num: dict[int, int] = {}  # instance -> scenario request number
+        self._seen_req_nums: set[int] = set()  # requests added at least once (a re-add is a resumption)
         self.observers = list(observers)
 
     # ---- request states ----------------------------------------------------------------------
@@ -84,8 +87,12 @@ class ModelRunner:
     def remove_all(self) -> list[RequestRemoved]:
         return [self._remove(inst) for inst in np.nonzero(self._inst_req_index >= 0)[0].tolist()]
 
+    def _req_id_of(self, inst: int) -> str:
+        return f"req-{self._inst_req_num[inst]}"
+
     def _add(self, inst: int, req_num: int) -> RequestAdded:
         req_index = self._free_req_indices.pop()
+        self._inst_req_num[inst] = req_num
         if inst >= len(self._inst_req_index):
             grown = np.full(2 * inst + 1, -1, dtype=np.int64)
             grown[: len(self._inst_req_index)] = self._inst_req_index
@@ -103,8 +110,17 @@ class ModelRunner:
     # ---- one step ----------------------------------------------------------------------------
     def execute_model(self, scheduler_output: SchedulerOutput, kv_owner: np.ndarray) -> np.ndarray:
         out = scheduler_output
-        removed = [self._remove(inst) for inst in out.removed_inst]
-        added = [self._add(inst, req_num) for inst, req_num in out.new_inst]
+        # vllm model_runner.py finish_requests: finished and preempted requests leave in sorted(req_id)
+        # order (the string "req-N"), which decides the order their slots return to the free list.
+        removed = [self._remove(inst) for inst in sorted(out.removed_inst, key=self._req_id_of)]
+        # vllm scheduler.py schedule(): for MRV2, resumed (preempted) requests are sent after the new
+        # ones (scheduled_new_reqs.extend(scheduled_resumed_reqs)); add_requests takes slots in that order.
+        new_inst = out.new_inst
+        if any(req_num in self._seen_req_nums for _, req_num in new_inst):
+            new_inst = ([p for p in new_inst if p[1] not in self._seen_req_nums]
+                        + [p for p in new_inst if p[1] in self._seen_req_nums])
+        added = [self._add(inst, req_num) for inst, req_num in new_inst]
+        self._seen_req_nums.update(req_num for _, req_num in new_inst)
         num_reqs = len(out.req_nums)
         if num_reqs == 0:
             self._notify(StepRecord(out, removed, added, None))

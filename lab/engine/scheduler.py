@@ -59,6 +59,7 @@ class Scheduler:
         self.num_lookahead_tokens = s.num_speculative_tokens
         self.token_budget = s.max_num_batched_tokens
         self.max_num_running_reqs = s.max_num_seqs
+        self.async_scheduling = s.async_scheduling
 
         self.prefill_len = self.prompt_len.copy()  # prompt, or prompt + output after a preemption
         self.num_computed_tokens = np.zeros(n, dtype=np.int64)  # CPU view, optimistic
@@ -94,8 +95,9 @@ class Scheduler:
         return 0
 
     def _blocks_for(self, num_tokens):
-        """cdiv(num_tokens, block_size), capped at max_num_blocks_per_req (block_size is a power of two)."""
-        return np.minimum((num_tokens + (self.block_size - 1)) >> self._block_shift, self.max_num_blocks_per_req)
+        """Blocks for ``num_tokens`` slots: vllm/v1/core/kv_cache_manager.py ``allocate_slots`` caps the
+        slots at max_model_len (``num_tokens_need_slot``), then cdiv by block_size (a power of two)."""
+        return (np.minimum(num_tokens, self.max_model_len) + (self.block_size - 1)) >> self._block_shift
 
     def _allocate(self, r: int, num_blocks: int) -> np.ndarray:
         slot = self.kv_slot[r]
@@ -206,7 +208,9 @@ class Scheduler:
                    and budget > 0):
                 r = self.waiting[0]
                 n_tok = int(min(self.prefill_len[r], budget))
-                nblk = int(self._blocks_for(np.int64(n_tok)))  # no lookahead on the first step
+                # A new request's first allocation includes the K lookahead slots too (vllm scheduler.py
+                # schedule(): allocate_slots(..., num_lookahead_tokens=effective_lookahead_tokens)).
+                nblk = int(self._blocks_for(np.int64(n_tok + k)))
                 if nblk > self.pool.num_free_blocks:
                     break
                 self.waiting.popleft()
@@ -300,7 +304,11 @@ class Scheduler:
         num_output = np.minimum(self.num_output_tokens[req] + sampled, limit)
         self.num_output_tokens[req] = num_output
         if self.num_lookahead_tokens:
-            self._pending = (req, np.where(decode, out.num_draft_tokens - num_accepted, 0))
+            rejected = np.where(decode, out.num_draft_tokens - num_accepted, 0)
+            if self.async_scheduling:
+                self._pending = (req, rejected)  # learnt after the next step is scheduled (R1)
+            else:
+                self.num_computed_tokens[req] -= rejected  # synchronous: known before the next step
             self.num_spec_tokens[req] = np.where(sampled > 0, self.num_lookahead_tokens, 0)
         finished = req[num_output >= limit]
         if len(finished):

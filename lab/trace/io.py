@@ -289,6 +289,11 @@ def _delta_decode(col: np.ndarray, inst: np.ndarray) -> np.ndarray:
 def scenario_to_dict(s: Scenario) -> dict:
     d = dataclasses.asdict(s)
     d["requests"] = [[r.arrival_step, r.prompt_len, r.output_len] for r in s.requests]
+    # Fields added after version 1 are written only when they differ from their default, so a trace
+    # that does not use them stays readable by a lab that predates them.
+    for name, default in (("async_scheduling", True), ("vllm_version", "0.33")):
+        if d[name] == default:
+            del d[name]
     if s.cudagraph_capture_sizes is not None:
         d["cudagraph_capture_sizes"] = list(s.cudagraph_capture_sizes)
     return d

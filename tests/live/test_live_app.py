@@ -1,0 +1,42 @@
+"""The app's "live vLLM" runner (lab/live/runner.py): from the app's environment (gradio), the
+recorder runs as a subprocess in .venv-vllm-live and hands back a trace the app draws. Runs in .venv
+when the live environment exists next to it (make test builds both); skipped with the reason elsewhere."""
+
+from __future__ import annotations
+
+import pytest
+
+from lab.live.runner import REPO, LiveRunError, record_in_subprocess
+
+gr = pytest.importorskip("gradio", reason="the app's environment (.venv) has gradio; the live one does not")
+LIVE = REPO / ".venv-vllm-live" / "bin" / "python"
+if not LIVE.exists():
+    pytest.skip(f"the live environment is missing ({LIVE}); make venv-vllm-live builds it", allow_module_level=True)
+
+
+def test_app_live_runner_draws_a_recorded_trace(monkeypatch):
+    monkeypatch.setenv("LAB_LIVE_PYTHON", str(LIVE))
+    from lab.app import handlers
+    from lab.app.cache import TRACES
+
+    steps = []
+    out = handlers.run("", "3p64o6_mml=2k", 2048, 16, 0, "default", "PIECEWISE", 0.7, 0, "live vLLM",
+                       progress=lambda *a, **k: steps.append(a))
+    trace = TRACES.get(out[0])
+    assert trace is not None and trace.meta["source"].startswith("vLLM 0.32")
+    assert trace.scenario.block_size == 32 and trace.scenario.cudagraph_mode == "NONE"  # what the CPU ran
+    assert len(trace.steps) == 6 and "ran on live vLLM" in out[10]
+    assert steps  # progress was reported
+
+
+def test_live_runner_errors_are_clear(monkeypatch, tmp_path):
+    from lab.scenario import parse_spec
+
+    monkeypatch.setenv("LAB_LIVE_PYTHON", str(tmp_path / "missing" / "python"))
+    with pytest.raises(LiveRunError, match="live environment is missing"):
+        record_in_subprocess(parse_spec("p10o2"))
+    monkeypatch.setenv("LAB_LIVE_PYTHON", str(LIVE))
+    with pytest.raises(LiveRunError, match="mamba"):  # refused by the CPU engine, with the reason
+        record_in_subprocess(parse_spec("p10o2_state=mamba"))
+    with pytest.raises(LiveRunError, match="longer than 1 s"):
+        record_in_subprocess(parse_spec("p10o2"), timeout_s=1)

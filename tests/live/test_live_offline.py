@@ -1,0 +1,79 @@
+"""lab.live without vLLM: refusals, the version table, availability, the CLI's errors, compare.
+Runs in every environment (the recordings themselves are tests/live/test_live_vllm.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+
+from lab import simulate
+from lab.live import ScenarioRefused, available, check_scenario, cpu_variant, refusals
+from lab.live.compare import FIELDS, compare_traces
+from lab.live.hooks import HOOKED, UnsupportedVersion, series
+from lab.scenario import Scenario, parse_spec
+
+NO_VLLM = importlib.util.find_spec("vllm") is None
+
+
+def test_importing_lab_live_never_imports_vllm():
+    code = ("import sys, lab.live, lab.live.driver, lab.live.tap, lab.live.convert, lab.live.compare, lab.live.cli;"
+            "print('vllm' in sys.modules, 'triton' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False"]
+
+
+def test_unknown_vllm_version_is_refused_by_name():
+    assert series("0.32.0") == "0.32" and series("0.33.1+cpu") == "0.33"
+    for v in ("0.31.2", "0.34.0", "1.0.0"):
+        with pytest.raises(UnsupportedVersion, match=v):
+            series(v)
+    assert set(HOOKED["0.32"]) == set(HOOKED["0.33"])
+    # build_attn_metadata is hooked where it is imported by name, not in attn_utils.
+    modules = {mod for mod, _ in HOOKED["0.32"].values()}
+    assert not any(m.endswith("attn_utils") for m in modules)
+
+
+def test_what_the_cpu_engine_cannot_run_is_refused_with_the_reason():
+    s = Scenario.preset("eagle-k3")
+    why = refusals(s)
+    assert any("CUDA graphs" in w for w in why) and any("sched=sync" in w for w in why)
+    assert any("block_size=16" in w for w in why) and any("vllm=0.32" in w for w in why)
+    with pytest.raises(ScenarioRefused, match="cannot run this scenario"):
+        check_scenario(s)
+    v = cpu_variant(s)
+    assert refusals(v) == [] and v.block_size == 32 and v.cudagraph_mode == "NONE" and not v.async_scheduling
+    assert v.total_num_gpu_blocks >= -(-v.max_model_len // 32) + 1
+    hybrid = cpu_variant(Scenario.preset("mamba-hybrid"))
+    assert any("mamba" in w for w in refusals(hybrid))
+    small = parse_spec("2p100o10_mml=8k_bs=32_blocks=40_cg=none_sched=sync_vllm=0.32")
+    assert any("257 blocks" in w for w in refusals(small))
+
+
+@pytest.mark.skipif(not NO_VLLM, reason="this environment has vLLM")
+def test_missing_environment_gives_a_clear_error():
+    ok, why = available()
+    assert not ok and "not installed" in why and ".venv-vllm-live" in why
+    r = subprocess.run([sys.executable, "-m", "lab", "record", "--preset", "eagle-k3"], capture_output=True, text=True)
+    assert r.returncode == 2 and ".venv-vllm-live/bin/python -m lab record" in r.stderr
+
+
+def test_compare_engine_with_itself_agrees_and_names_the_first_difference(tmp_path):
+    s = parse_spec("6p300o24_8p96o60a10+2_mml=2k_bs=32_blocks=66_seqs=12_cg=none_sched=sync_vllm=0.32")
+    a = simulate(s)
+    cmp = compare_traces(a, simulate(s))
+    assert cmp.agree and set(cmp.fields) == {f for f, _ in FIELDS}
+    assert cmp.fields["block_table"].entries > 0
+    b = simulate(s.replace(vllm_version="0.33"))  # 0.33 zeroes rows a larger batch left
+    cmp = compare_traces(a, b)
+    if not cmp.agree:
+        assert cmp.first.startswith("step ")
+    other = simulate(s.replace(seed=1, num_gpu_blocks=70))
+    cmp = compare_traces(a, other)
+    assert not cmp.agree and "block_table" in cmp.table()
+    a.save(tmp_path / "a.json")
+    r = subprocess.run([sys.executable, "-m", "lab", "compare", str(tmp_path / "a.json")], capture_output=True,
+                       text=True)
+    assert r.returncode == 0 and "agree: 100 %" in r.stdout, r.stdout + r.stderr

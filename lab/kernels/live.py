@@ -20,8 +20,8 @@ import torch
 
 from lab.engine.model_states import MODES
 from lab.kernels.batch import HeadConfig, batch_from_step, make_kv_cache, sdpa_reference
-from lab.kernels.reference import is_wrong, max_abs_error, paged_attention_trusting
-from lab.kernels.registry import find, get_kernel
+from lab.kernels.reference import is_wrong, max_abs_error
+from lab.kernels.registry import find, get_kernel, get_trusting_kernel
 from lab.kernels.timing import environment, make_timer, time_interleaved
 from lab.scenario import Scenario
 from lab.engine.runner import simulate
@@ -111,6 +111,7 @@ def _run(scenario, backend, device, every, progress, repeats, warmup, head_confi
         raise ValueError("repeats must be >= 1 and warmup >= 0")
     cfg = head_config or HeadConfig()
     kernel = get_kernel(backend, device)  # ValueError naming why it does not run here
+    trusting_kernel = get_trusting_kernel(backend, device)
     trace = trace if trace is not None else simulate(scenario)
     s = trace.scenario
     num_steps = len(trace.steps)
@@ -152,7 +153,7 @@ def _run(scenario, backend, device, every, progress, repeats, warmup, head_confi
             arrays["kernel_iqr_ms"][i, j] = res[m].iqr_ms
             arrays["kernel_bytes_walked"][i, j] = batch.walked_bytes(msl[m], cfg)
             arrays["kernel_max_abs_err"][i, j] = max_abs_error(outs[m], ref, batch.num_real_tokens)
-            trusting = paged_attention_trusting(batch, kv, msl[m], cfg)
+            trusting = trusting_kernel(batch, kv, msl[m], cfg)
             arrays["kernel_trusting_wrong"][i, j] = int(is_wrong(trusting, ref, batch.num_real_tokens,
                                                                  TRUSTING_RTOL))
         if progress is not None:

@@ -22,9 +22,17 @@ from dataclasses import dataclass
 
 import torch
 
-from lab.kernels import adapters
-from lab.kernels.reference import paged_attention
+from lab.kernels import adapters, compiled
+from lab.kernels.reference import paged_attention, paged_attention_trusting
 from lab.kernels.split_kv import paged_attention_split_kv
+
+
+def _compiled(batch, kv_cache, max_seq_len, cfg):
+    return compiled.paged_attention_compiled(batch, kv_cache, max_seq_len, cfg)
+
+
+def _compiled_trusting(batch, kv_cache, max_seq_len, cfg):
+    return compiled.paged_attention_compiled(batch, kv_cache, max_seq_len, cfg, trusting=True)
 
 
 def _triton_split_kv(batch, kv_cache, max_seq_len, cfg):
@@ -44,6 +52,9 @@ class Backend:
     needs: tuple[str, ...] = ()      # Python modules it imports
     min_sm: int = 0                  # compute capability major it needs (0: any)
     max_sm: int = 99
+    needs_compiler: bool = False     # built with the machine's C++ compiler on first use (compiled.py)
+    trusting: Callable | None = None  # its trusting variant (lab.run's out-of-range check); None: the
+                                      # torch reference's
 
 
 _WALK = "walks cdiv(max_seq_len, block_size) pages of every row and masks by seq_lens"
@@ -55,6 +66,9 @@ BACKENDS: tuple[Backend, ...] = (
             paged_attention, True, _WALK),
     Backend("torch-reference", "cuda", "torch paged attention, chunked online softmax (lab/kernels/reference.py)",
             paged_attention, True, _WALK),
+    Backend("cpp-fused-gather", "cpu", "C++ paged attention, page gather fused into the dot products, float32 "
+            "(lab/kernels/paged_decode.cpp via compiled.py)", _compiled, True, _WALK, needs_compiler=True,
+            trusting=_compiled_trusting),
     Backend("torch-split-kv", "cpu", "torch model of TRTLLM-gen's multi-CTA split (lab/kernels/split_kv.py)",
             paged_attention_split_kv, True, _SPLIT),
     Backend("torch-split-kv", "cuda", "torch model of TRTLLM-gen's multi-CTA split (lab/kernels/split_kv.py)",
@@ -104,6 +118,10 @@ def status(b: Backend, cuda=None, env=None) -> tuple[bool, str]:
             return False, f"needs {want}, this GPU is SM{major}0"
     elif "triton" in b.needs and env.get("TRITON_INTERPRET") != "1":
         return False, "on the CPU Triton runs only in its interpreter: set TRITON_INTERPRET=1 before starting"
+    if b.needs_compiler:
+        ok, why = compiled.status(env)
+        if not ok:
+            return False, why
     if b.fn is None:
         return False, "no adapter in the lab yet"
     return True, ""
@@ -133,6 +151,19 @@ def get_kernel(name: str, device: str) -> Callable:
     dev = "cuda" if str(device).startswith("cuda") else str(device)
     b = find(name, dev)
     ok, why = status(b)
+    if ok and b.needs_compiler:
+        try:
+            compiled.load()  # builds on first use; a failure is reported, and remembered
+        except compiled.CompiledKernelUnavailable as e:
+            ok, why = False, str(e)
     if not ok:
         raise ValueError(f"backend {name!r} does not run on {device}: {why}")
     return b.fn
+
+
+def get_trusting_kernel(name: str, device: str) -> Callable:
+    """The trusting variant that goes with a backend: its own where it has one (same speed as the
+    timed kernel), else the torch reference's."""
+    dev = "cuda" if str(device).startswith("cuda") else str(device)
+    b = find(name, dev)
+    return b.trusting or paged_attention_trusting

@@ -38,7 +38,7 @@ from lab.kernels.batch import HeadConfig, PagedBatch
 
 SOURCE = Path(__file__).with_name("paged_decode.cpp")
 FLAGS = ("-O3", "-march=native", "-fopenmp-simd", "-fPIC", "-shared", "-std=c++17", "-pthread")
-ABI = 1  # lab_paged_attention_abi() of the source this wrapper calls
+ABI = 2  # lab_paged_attention_abi() of the source this wrapper calls
 SYMBOL = "lab_paged_attention_f32"
 
 _lock = threading.Lock()
@@ -156,7 +156,7 @@ def load():
             raise CompiledKernelUnavailable(_error) from None
         fn = getattr(lib, SYMBOL)
         p, i64 = ctypes.c_void_p, ctypes.c_int64
-        fn.argtypes = [p] * 7 + [i64] * 8 + [ctypes.c_float, ctypes.c_int, ctypes.c_int]
+        fn.argtypes = [p] * 7 + [i64] * 8 + [ctypes.c_float, ctypes.c_int, ctypes.c_int, ctypes.c_int]
         fn.restype = ctypes.c_int
         _lib = lib
         return lib
@@ -178,9 +178,10 @@ def _ptr(t) -> int:
 
 
 def paged_attention_compiled(batch: PagedBatch, kv_cache: torch.Tensor, max_seq_len: int, cfg: HeadConfig,
-                             trusting: bool = False) -> torch.Tensor:
+                             trusting: bool = False, simd: bool = True) -> torch.Tensor:
     """Same contract as lab.kernels.reference.paged_attention: [tokens, q_heads, D], padded rows 0.
-    float32 on the CPU only; uses torch's CPU thread count."""
+    float32 on the CPU only; uses torch's CPU thread count. ``simd=False`` takes the plain loops
+    even where the explicit SIMD path serves the shape (``simd_serves``); the tests run both."""
     if kv_cache.device.type != "cpu" or batch.query.device.type != "cpu":
         raise CompiledKernelUnavailable("the compiled kernel runs on the CPU only")
     if kv_cache.dtype != torch.float32 or batch.query.dtype != torch.float32:
@@ -201,11 +202,17 @@ def paged_attention_compiled(batch: PagedBatch, kv_cache: torch.Tensor, max_seq_
     rc = lib.lab_paged_attention_f32(
         _ptr(q), _ptr(kv), _ptr(out), _ptr(qsl), _ptr(seq), _ptr(own), _ptr(table),
         batch.num_rows, table.shape[1], w, batch.block_size, cfg.num_kv_heads, cfg.group_size, cfg.head_dim,
-        kv.shape[1], cfg.scale, int(trusting), torch.get_num_threads())
+        kv.shape[1], cfg.scale, int(trusting), torch.get_num_threads(), int(simd))
     if rc:
         raise IndexError(f"the walk of {w} columns meets a block id outside the cache of {kv.shape[1]} blocks")
     # Tokens of rows with no query (query length 0) are none; every token belongs to some row.
     return out
+
+
+def simd_serves(head_dim: int, block_size: int) -> bool:
+    """Whether the explicit SIMD path runs for this head_dim and block_size (multiples of the vector
+    width of this machine's build: 16 floats with AVX-512, else 8); the plain loops run otherwise."""
+    return bool(load().lab_paged_attention_simd_serves(ctypes.c_int64(head_dim), ctypes.c_int64(block_size)))
 
 
 def paged_attention_compiled_trusting(batch: PagedBatch, kv_cache: torch.Tensor, max_seq_len: int,

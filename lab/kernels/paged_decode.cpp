@@ -74,59 +74,67 @@ int64_t pages_per_chunk(int64_t queries, int64_t block_size) {
     return std::max<int64_t>(1, tokens / block_size);
 }
 
-// One row: all its query tokens and heads against the pages it walks. Returns 0, or 1 when a walked
-// block id lies outside the cache.
-int attend_row(const Args& a, int64_t row, std::vector<float>& buf) {
-    const int64_t L = a.qsl[row + 1] - a.qsl[row];
-    if (L <= 0) return 0;
-    const int64_t H = a.num_kv_heads, G = a.group, D = a.head_dim, bs = a.block_size;
-    const int64_t Hq = H * G;
-    const int64_t M = L * G;          // queries per KV head: (query token l, group member g) -> l*G + g
-    const int64_t Q = H * M;          // queries of the row, KV head major: h*M + m
-    const int64_t seq = a.seq_lens[row];
-    const int64_t own = a.own_blocks[row];
-    const int64_t cp = pages_per_chunk(Q, bs);
-    const int64_t ct = cp * bs;       // tokens per chunk
-    const int64_t tok_stride = H * D; // floats from one token to the next inside a page
-    const int64_t page_elems = bs * tok_stride;
-    const float* k_cache = a.kv;
-    const float* v_cache = a.kv + a.num_cache_blocks * page_elems;
+// One row's state: its queries (scaled, KV head major: query h*M + m, m = l*G + g), the online
+// softmax state per query, the scores of the current chunk and the V mask of its keys.
+struct Row {
+    const Args& a;
+    int64_t row, L, M, Q, seq, own, cp, ct, H, G, D, bs, tok_stride, page_elems;
+    const int64_t* ids;
+    const float* k_cache;
+    const float* v_cache;
+    float *qs, *acc, *mrun, *lrun, *s;
+    uint32_t* vmask;
 
-    // Row-local buffers: queries (scaled), accumulators, running max and sum, chunk scores.
-    buf.resize(static_cast<size_t>(Q * D * 2 + Q * 2 + Q * ct + ct));
-    float* qs = buf.data();
-    float* acc = qs + Q * D;
-    float* mrun = acc + Q * D;
-    float* lrun = mrun + Q;
-    float* s = lrun + Q;              // [Q, ct]
-    uint32_t* vmask = reinterpret_cast<uint32_t*>(s + Q * ct);  // [ct]: all ones where V counts
+    Row(const Args& a_, int64_t r, std::vector<float>& buf) : a(a_), row(r) {
+        H = a.num_kv_heads; G = a.group; D = a.head_dim; bs = a.block_size;
+        L = a.qsl[r + 1] - a.qsl[r];
+        M = L * G;
+        Q = H * M;
+        seq = a.seq_lens[r];
+        own = a.own_blocks[r];
+        cp = pages_per_chunk(Q, bs);
+        ct = cp * bs;
+        tok_stride = H * D;
+        page_elems = bs * tok_stride;
+        ids = a.table + r * a.width;
+        k_cache = a.kv;
+        v_cache = a.kv + a.num_cache_blocks * page_elems;
+        buf.resize(static_cast<size_t>(Q * D * 2 + Q * 2 + Q * ct + ct + 64));
+        qs = buf.data();
+        acc = qs + Q * D;
+        mrun = acc + Q * D;
+        lrun = mrun + Q;
+        s = lrun + Q;  // [Q, ct]
+        vmask = reinterpret_cast<uint32_t*>(s + Q * ct);  // [ct]: all ones where the key's V counts
+        const int64_t Hq = H * G;
+        for (int64_t h = 0; h < H; ++h)
+            for (int64_t l = 0; l < L; ++l)
+                for (int64_t g = 0; g < G; ++g) {
+                    const float* src = a.q + ((a.qsl[r] + l) * Hq + h * G + g) * D;
+                    float* dst = qs + (h * M + l * G + g) * D;
+                    for (int64_t d = 0; d < D; ++d) dst[d] = src[d] * a.scale;
+                }
+        std::fill(acc, acc + Q * D, 0.0f);
+        std::fill(mrun, mrun + Q, -INFINITY);
+        std::fill(lrun, lrun + Q, 0.0f);
+    }
 
-    for (int64_t h = 0; h < H; ++h)
-        for (int64_t l = 0; l < L; ++l)
-            for (int64_t g = 0; g < G; ++g) {
-                const float* src = a.q + ((a.qsl[row] + l) * Hq + h * G + g) * D;
-                float* dst = qs + (h * M + l * G + g) * D;
-                for (int64_t d = 0; d < D; ++d) dst[d] = src[d] * a.scale;
-            }
-    std::fill(acc, acc + Q * D, 0.0f);
-    std::fill(mrun, mrun + Q, -INFINITY);
-    std::fill(lrun, lrun + Q, 0.0f);
+    bool trusted(int64_t c) const { return a.trusting && c >= own; }
+    int64_t qpos(int64_t m) const { return seq - L + m / G; }
 
-    const int64_t* ids = a.table + row * a.width;
-    for (int64_t c0 = 0; c0 < a.walk; c0 += cp) {
-        const int64_t c1 = std::min(c0 + cp, a.walk);
-        const int64_t T = (c1 - c0) * bs;
+    void key_masks(int64_t c0, int64_t c1) {
         for (int64_t c = c0; c < c1; ++c)
-            if (ids[c] < 0 || ids[c] >= a.num_cache_blocks) return 1;
+            for (int64_t i = 0; i < bs; ++i)
+                vmask[(c - c0) * bs + i] = (c * bs + i < seq || trusted(c)) ? 0xffffffffu : 0u;
+    }
 
-        // Scores: each key row of each walked page is read once, straight from the cache.
+    // Scores of every query against every key of pages [c0, c1), -inf where masked. Plain loops.
+    void scores(int64_t c0, int64_t c1) {
         for (int64_t c = c0; c < c1; ++c) {
             const float* page = k_cache + ids[c] * page_elems;
-            const bool trusted = a.trusting && c >= own;
             for (int64_t i = 0; i < bs; ++i) {
                 const int64_t t = (c - c0) * bs + i;
                 const int64_t kpos = c * bs + i;
-                vmask[t] = (kpos < seq || trusted) ? 0xffffffffu : 0u;
                 for (int64_t h = 0; h < H; ++h) {
                     const float* k = page + i * tok_stride + h * D;
                     for (int64_t m = 0; m < M; ++m) {
@@ -134,14 +142,16 @@ int attend_row(const Args& a, int64_t row, std::vector<float>& buf) {
                         float dot = 0.0f;
 #pragma omp simd reduction(+ : dot)
                         for (int64_t d = 0; d < D; ++d) dot += qq[d] * k[d];
-                        const int64_t qpos = seq - L + m / G;
-                        s[(h * M + m) * ct + t] = (kpos <= qpos || trusted) ? dot : -INFINITY;
+                        s[(h * M + m) * ct + t] = (kpos <= qpos(m) || trusted(c)) ? dot : -INFINITY;
                     }
                 }
             }
         }
+    }
 
-        // Online softmax: new max, rescale what was accumulated, probabilities (masked ones exactly 0).
+    // Online softmax over the chunk's T tokens: new max, rescale what was accumulated, probabilities
+    // in place of the scores (masked ones exactly 0).
+    void softmax(int64_t T) {
         for (int64_t qi = 0; qi < Q; ++qi) {
             float* sq = s + qi * ct;
             float cmax = -INFINITY;
@@ -170,8 +180,10 @@ int attend_row(const Args& a, int64_t row, std::vector<float>& buf) {
             if (alpha != 1.0f)
                 for (int64_t d = 0; d < D; ++d) aq[d] *= alpha;
         }
+    }
 
-        // Values: each V row read once; rows of keys past seq_len and-ed to zero (NaN-safe).
+    // acc += p x V over the chunk's keys; V rows of keys past seq_len and-ed to zero (NaN-safe).
+    void values(int64_t c0, int64_t c1) {
         for (int64_t c = c0; c < c1; ++c) {
             const float* page = v_cache + ids[c] * page_elems;
             for (int64_t i = 0; i < bs; ++i) {
@@ -195,16 +207,209 @@ int attend_row(const Args& a, int64_t row, std::vector<float>& buf) {
         }
     }
 
-    for (int64_t h = 0; h < H; ++h)
-        for (int64_t l = 0; l < L; ++l)
-            for (int64_t g = 0; g < G; ++g) {
-                const int64_t qi = h * M + l * G + g;
-                float* dst = a.out + ((a.qsl[row] + l) * Hq + h * G + g) * D;
-                const float* aq = acc + qi * D;
-                // No valid key (padded rows): 0, as the reference writes. A NaN sum stays NaN.
-                const float inv = lrun[qi] == 0.0f ? 0.0f : 1.0f / lrun[qi];
-                for (int64_t d = 0; d < D; ++d) dst[d] = lrun[qi] == 0.0f ? 0.0f : aq[d] * inv;
+    void finish() {
+        const int64_t Hq = H * G;
+        for (int64_t h = 0; h < H; ++h)
+            for (int64_t l = 0; l < L; ++l)
+                for (int64_t g = 0; g < G; ++g) {
+                    const int64_t qi = h * M + l * G + g;
+                    float* dst = a.out + ((a.qsl[row] + l) * Hq + h * G + g) * D;
+                    const float* aq = acc + qi * D;
+                    // No valid key (padded rows): 0, as the reference writes. A NaN sum stays NaN.
+                    const float inv = lrun[qi] == 0.0f ? 0.0f : 1.0f / lrun[qi];
+                    for (int64_t d = 0; d < D; ++d) dst[d] = lrun[qi] == 0.0f ? 0.0f : aq[d] * inv;
+                }
+    }
+};
+
+// ---- the same two phases with explicit SIMD (GCC vector extensions: AVX-512, AVX2 or SSE, as the
+// machine has). Used when head_dim and block_size are multiples of the vector width VW.
+#if defined(__AVX512F__)
+constexpr int VW = 16;
+#else
+constexpr int VW = 8;
+#endif
+typedef float vf __attribute__((vector_size(VW * 4)));
+typedef int32_t vi __attribute__((vector_size(VW * 4)));
+typedef float vf_u __attribute__((vector_size(VW * 4), aligned(4), may_alias));  // unaligned access
+typedef uint32_t vu_u __attribute__((vector_size(VW * 4), aligned(4), may_alias));
+
+inline vf load(const float* p) { return *reinterpret_cast<const vf_u*>(p); }
+inline void store(float* p, vf x) { *reinterpret_cast<vf_u*>(p) = x; }
+
+// One level of a transposing sum: x and y hold per-key partial sums in blocks of S lanes; the result
+// holds them in blocks of 2S lanes, keys of x and y interleaved (lane i: x if (i / S) is even).
+template <int S>
+inline vf fold(vf x, vf y) {
+    vi lo, hi;
+    for (int i = 0; i < VW; ++i) {
+        const bool from_x = (i / S) % 2 == 0;
+        lo[i] = from_x ? i : VW + i - S;
+        hi[i] = from_x ? i + S : VW + i;
+    }
+    return __builtin_shuffle(x, y, lo) + __builtin_shuffle(x, y, hi);
+}
+
+// r[j] = sum of the lanes of v[j], for VW vectors.
+inline vf transpose_sum(vf* v) {
+    for (int n = VW / 2; n >= 1; n /= 2) {
+        const int S = VW / 2 / n;  // 1, 2, 4, (8)
+        for (int j = 0; j < n; ++j) {
+            if (S == 1) v[j] = fold<1>(v[2 * j], v[2 * j + 1]);
+            else if (S == 2) v[j] = fold<2>(v[2 * j], v[2 * j + 1]);
+            else if (S == 4) v[j] = fold<4>(v[2 * j], v[2 * j + 1]);
+            else v[j] = fold<8>(v[2 * j], v[2 * j + 1]);
+        }
+    }
+    return v[0];
+}
+
+// ND = head_dim / VW vectors per K or V row.
+template <int ND>
+void scores_simd(Row& r, int64_t c0, int64_t c1) {
+    vi iota;
+    for (int i = 0; i < VW; ++i) iota[i] = i;
+    const vf ninf = vf{} - INFINITY;
+    for (int64_t c = c0; c < c1; ++c) {
+        const float* page = r.k_cache + r.ids[c] * r.page_elems;
+        const bool trusted = r.trusted(c);
+        for (int64_t h = 0; h < r.H; ++h)
+            for (int64_t m = 0; m < r.M; ++m) {
+                vf q[ND];
+                for (int dc = 0; dc < ND; ++dc) q[dc] = load(r.qs + (h * r.M + m) * r.D + dc * VW);
+                const int32_t qp = static_cast<int32_t>(r.qpos(m));
+                float* out = r.s + (h * r.M + m) * r.ct + (c - c0) * r.bs;
+                for (int64_t i0 = 0; i0 < r.bs; i0 += VW) {
+                    vf part[VW];
+                    for (int j = 0; j < VW; ++j) {
+                        const float* k = page + (i0 + j) * r.tok_stride + h * r.D;
+                        vf x = q[0] * load(k);
+                        for (int dc = 1; dc < ND; ++dc) x += q[dc] * load(k + dc * VW);
+                        part[j] = x;
+                    }
+                    const vf dots = transpose_sum(part);
+                    const vi kpos = iota + static_cast<int32_t>(c * r.bs + i0);
+                    const vi valid = (kpos <= qp) | (trusted ? -1 : 0);
+                    store(out + i0, valid ? dots : ninf);
+                }
             }
+    }
+}
+
+template <int ND>
+void values_simd(Row& r, int64_t c0, int64_t c1) {
+    for (int64_t h = 0; h < r.H; ++h)
+        for (int64_t m = 0; m < r.M; ++m) {
+            float* aq = r.acc + (h * r.M + m) * r.D;
+            const float* pq = r.s + (h * r.M + m) * r.ct;
+            vf acc[ND];
+            for (int dc = 0; dc < ND; ++dc) acc[dc] = load(aq + dc * VW);
+            for (int64_t c = c0; c < c1; ++c) {
+                const float* page = r.v_cache + r.ids[c] * r.page_elems + h * r.D;
+                for (int64_t i = 0; i < r.bs; ++i) {
+                    const int64_t t = (c - c0) * r.bs + i;
+                    const float p = pq[t];
+                    const vu_u mask = vu_u{} + r.vmask[t];
+                    const float* v = page + i * r.tok_stride;
+                    for (int dc = 0; dc < ND; ++dc) {
+                        const vu_u bits = *reinterpret_cast<const vu_u*>(v + dc * VW) & mask;
+                        acc[dc] += p * (vf)bits;  // the same bits as floats
+                    }
+                }
+            }
+            for (int dc = 0; dc < ND; ++dc) store(aq + dc * VW, acc[dc]);
+        }
+}
+
+// exp_neg on VW lanes (floor by truncation, corrected where it rounded up).
+inline vf exp_neg_v(vf x) {
+    const vf t = x * kLog2e;
+    vi n = __builtin_convertvector(t, vi);
+    n += (__builtin_convertvector(n, vf) > t);  // a true lane is -1
+    const vf r = (t - __builtin_convertvector(n, vf)) * kLn2;
+    vf p = vf{} + 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    const vi bits = (n + 127) << 23;
+    return p * (vf)bits;
+}
+
+// Row::softmax on VW lanes at a time (T is a multiple of VW here).
+void softmax_simd(Row& r, int64_t T) {
+    const vf ninf = vf{} - INFINITY;
+    for (int64_t qi = 0; qi < r.Q; ++qi) {
+        float* sq = r.s + qi * r.ct;
+        vf vmax = ninf;
+        for (int64_t t = 0; t < T; t += VW) {
+            const vf x = load(sq + t);
+            vmax = x > vmax ? x : vmax;  // a NaN lane is passed over, as in Row::softmax
+        }
+        float cmax = -INFINITY;
+        for (int i = 0; i < VW; ++i) cmax = std::max(cmax, vmax[i]);
+        const float mnew = std::max(r.mrun[qi], cmax);
+        if (mnew == -INFINITY) {
+            std::fill(sq, sq + T, 0.0f);
+            continue;
+        }
+        const float alpha = r.mrun[qi] == -INFINITY ? 0.0f : exp_neg(std::max(r.mrun[qi] - mnew, -80.0f));
+        vf vsum = vf{};
+        for (int64_t t = 0; t < T; t += VW) {
+            const vf x = load(sq + t);
+            vf y = x - mnew;
+            y = y < -80.0f ? vf{} - 80.0f : y;  // NaN stays NaN
+            const vf p = exp_neg_v(y);
+            const vf pm = x == ninf ? vf{} : p;
+            store(sq + t, pm);
+            vsum += pm;
+        }
+        float sum = 0.0f;
+        for (int i = 0; i < VW; ++i) sum += vsum[i];
+        r.lrun[qi] = r.lrun[qi] * alpha + sum;
+        r.mrun[qi] = mnew;
+        float* aq = r.acc + qi * r.D;
+        if (alpha != 1.0f)
+            for (int64_t d = 0; d < r.D; ++d) aq[d] *= alpha;
+    }
+}
+
+using Phase = void (*)(Row&, int64_t, int64_t);
+
+struct Phases {
+    Phase scores, values;
+};
+
+Phases simd_phases(int64_t head_dim, int64_t block_size) {
+    if (head_dim % VW || block_size % VW) return {nullptr, nullptr};
+    switch (head_dim / VW) {
+        case 1: return {scores_simd<1>, values_simd<1>};
+        case 2: return {scores_simd<2>, values_simd<2>};
+        case 4: return {scores_simd<4>, values_simd<4>};
+        case 8: return {scores_simd<8>, values_simd<8>};
+        case 16: return {scores_simd<16>, values_simd<16>};
+        default: return {nullptr, nullptr};
+    }
+}
+
+// One row: all its query tokens and heads against the pages it walks. Returns 0, or 1 when a walked
+// block id lies outside the cache.
+int attend_row(const Args& a, int64_t row, std::vector<float>& buf, Phases simd) {
+    if (a.qsl[row + 1] - a.qsl[row] <= 0) return 0;
+    Row r(a, row, buf);
+    for (int64_t c0 = 0; c0 < a.walk; c0 += r.cp) {
+        const int64_t c1 = std::min(c0 + r.cp, a.walk);
+        for (int64_t c = c0; c < c1; ++c)
+            if (r.ids[c] < 0 || r.ids[c] >= a.num_cache_blocks) return 1;
+        r.key_masks(c0, c1);
+        if (simd.scores) simd.scores(r, c0, c1); else r.scores(c0, c1);
+        if (simd.scores) softmax_simd(r, (c1 - c0) * r.bs); else r.softmax((c1 - c0) * r.bs);
+        if (simd.values) simd.values(r, c0, c1); else r.values(c0, c1);
+    }
+    r.finish();
     return 0;
 }
 
@@ -217,15 +422,16 @@ int lab_paged_attention_f32(const float* q, const float* kv, float* out, const i
                             const int64_t* seq_lens, const int64_t* own_blocks, const int64_t* table,
                             int64_t rows, int64_t width, int64_t walk, int64_t block_size,
                             int64_t num_kv_heads, int64_t group, int64_t head_dim, int64_t num_cache_blocks,
-                            float scale, int trusting, int num_threads) {
+                            float scale, int trusting, int num_threads, int use_simd) {
     const Args a{q, kv, out, qsl, seq_lens, own_blocks, table, rows, width, walk, block_size,
                  num_kv_heads, group, head_dim, num_cache_blocks, scale, trusting};
+    const Phases simd = use_simd ? simd_phases(head_dim, block_size) : Phases{nullptr, nullptr};
     std::atomic<int64_t> next{0};
     std::atomic<int> bad{0};
     auto work = [&]() {
         std::vector<float> buf;
         for (int64_t r = next++; r < rows; r = next++)
-            if (attend_row(a, r, buf)) bad = 1;
+            if (attend_row(a, r, buf, simd)) bad = 1;
     };
     const int n = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(num_threads, rows)));
     std::vector<std::thread> pool;
@@ -236,6 +442,12 @@ int lab_paged_attention_f32(const float* q, const float* kv, float* out, const i
 }
 
 // The source's version, so a stale build is never loaded by a newer wrapper.
-int lab_paged_attention_abi() { return 1; }
+int lab_paged_attention_abi() { return 2; }
+
+// The vector width of the SIMD path (lanes), and whether it serves this head_dim and block_size.
+int lab_paged_attention_simd_width() { return VW; }
+int lab_paged_attention_simd_serves(int64_t head_dim, int64_t block_size) {
+    return simd_phases(head_dim, block_size).scores != nullptr;
+}
 
 }  // extern "C"

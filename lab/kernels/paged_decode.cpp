@@ -296,29 +296,43 @@ void scores_simd(Row& r, int64_t c0, int64_t c1) {
     }
 }
 
+// NQ queries of KV head h, from query m0 on, accumulate p x V over the chunk's keys: each V row is
+// loaded (and masked) once for the NQ queries, whose accumulators stay in registers.
+template <int ND, int NQ>
+void values_block(Row& r, int64_t c0, int64_t c1, int64_t h, int64_t m0) {
+    vf acc[NQ][ND];
+    const float* pq[NQ];
+    for (int q = 0; q < NQ; ++q) {
+        pq[q] = r.s + (h * r.M + m0 + q) * r.ct;
+        for (int dc = 0; dc < ND; ++dc) acc[q][dc] = load(r.acc + (h * r.M + m0 + q) * r.D + dc * VW);
+    }
+    for (int64_t c = c0; c < c1; ++c) {
+        const float* page = r.v_cache + r.ids[c] * r.page_elems + h * r.D;
+        for (int64_t i = 0; i < r.bs; ++i) {
+            const int64_t t = (c - c0) * r.bs + i;
+            const vu_u mask = vu_u{} + r.vmask[t];
+            const float* v = page + i * r.tok_stride;
+            vf vv[ND];
+            for (int dc = 0; dc < ND; ++dc)
+                vv[dc] = (vf)(*reinterpret_cast<const vu_u*>(v + dc * VW) & mask);  // the same bits as floats
+            for (int q = 0; q < NQ; ++q) {
+                const float p = pq[q][t];
+                for (int dc = 0; dc < ND; ++dc) acc[q][dc] += p * vv[dc];
+            }
+        }
+    }
+    for (int q = 0; q < NQ; ++q)
+        for (int dc = 0; dc < ND; ++dc) store(r.acc + (h * r.M + m0 + q) * r.D + dc * VW, acc[q][dc]);
+}
+
 template <int ND>
 void values_simd(Row& r, int64_t c0, int64_t c1) {
-    for (int64_t h = 0; h < r.H; ++h)
-        for (int64_t m = 0; m < r.M; ++m) {
-            float* aq = r.acc + (h * r.M + m) * r.D;
-            const float* pq = r.s + (h * r.M + m) * r.ct;
-            vf acc[ND];
-            for (int dc = 0; dc < ND; ++dc) acc[dc] = load(aq + dc * VW);
-            for (int64_t c = c0; c < c1; ++c) {
-                const float* page = r.v_cache + r.ids[c] * r.page_elems + h * r.D;
-                for (int64_t i = 0; i < r.bs; ++i) {
-                    const int64_t t = (c - c0) * r.bs + i;
-                    const float p = pq[t];
-                    const vu_u mask = vu_u{} + r.vmask[t];
-                    const float* v = page + i * r.tok_stride;
-                    for (int dc = 0; dc < ND; ++dc) {
-                        const vu_u bits = *reinterpret_cast<const vu_u*>(v + dc * VW) & mask;
-                        acc[dc] += p * (vf)bits;  // the same bits as floats
-                    }
-                }
-            }
-            for (int dc = 0; dc < ND; ++dc) store(aq + dc * VW, acc[dc]);
-        }
+    constexpr int QB = ND >= 16 ? 1 : 16 / ND;  // queries per block: QB x ND accumulators in registers
+    for (int64_t h = 0; h < r.H; ++h) {
+        int64_t m = 0;
+        for (; m + QB <= r.M; m += QB) values_block<ND, QB>(r, c0, c1, h, m);
+        for (; m < r.M; ++m) values_block<ND, 1>(r, c0, c1, h, m);
+    }
 }
 
 // exp_neg on VW lanes (floor by truncation, corrected where it rounded up).

@@ -160,6 +160,23 @@ def test_compiled_kernel_whose_build_fails_says_why_once(fresh_compiled, monkeyp
     assert not list(fresh_compiled.glob("*.so"))
 
 
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("cfg", CFGS, ids=["gqa8x2", "mha4"])
+def test_sdpa_reference_equals_sdpa_with_enable_gqa(seed, cfg):
+    # The ground truth stacks a KV head's query heads as rows (no K/V copies); SDPA's own GQA agrees.
+    batch, kv = random_case(seed, cfg, max_query=9)
+    ref = sdpa_reference(batch, kv, cfg)
+    for i in range(batch.num_reqs):
+        s, q0, q1 = int(batch.seq_lens[i]), int(batch.query_start_loc[i]), int(batch.query_start_loc[i + 1])
+        ids = batch.block_table[i, : cdiv(s, 16)]
+        k = kv[0, ids].reshape(-1, cfg.num_kv_heads, cfg.head_dim)[:s].transpose(0, 1)
+        v = kv[1, ids].reshape(-1, cfg.num_kv_heads, cfg.head_dim)[:s].transpose(0, 1)
+        mask = torch.arange(s)[None, :] <= torch.arange(s - (q1 - q0), s)[:, None]
+        o = torch.nn.functional.scaled_dot_product_attention(batch.query[q0:q1].transpose(0, 1), k, v, attn_mask=mask,
+                                                             scale=cfg.scale, enable_gqa=True).transpose(0, 1)
+        assert torch.allclose(ref[q0:q1], o, rtol=1e-5, atol=1e-6), i
+
+
 def own_walk_overrun(batch, max_seq_len: int) -> int:
     """Entries a walk reads past the real rows' own pages (null + live + free out of range)."""
     w = cdiv(max_seq_len, batch.block_size)

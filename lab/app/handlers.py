@@ -117,8 +117,12 @@ def _slider(trace: Trace, value: int = 0):
 
 def _status(trace: Trace, how: str) -> str:
     s = trace.scenario
+    # issue 14: how many steps the kernel runner timed (lab.kernels.live.run_for_app)
+    k = trace.timings
+    kernels = (f" Kernels: {k['backend']}, timed {k.get('timed_steps', '?')} of {len(trace.steps)} steps"
+               + (f" in {k['kernel_seconds']:.1f} s." if k.get("kernel_seconds") is not None else ".")) if k else ""
     return (f"{how}: **{s.name or 'custom scenario'}**, {len(trace.steps)} steps, {len(s.requests)} requests, "
-            f"block-table width {trace.width}.")
+            f"block-table width {trace.width}.{kernels}")
 
 
 def run(preset, spec, mml, bs, k, state, cg, accept, seed, runner, progress=gr.Progress()):
@@ -170,13 +174,12 @@ def _run_live(scenario, progress) -> Trace:
 
 
 def _run_kernels(trace: Trace, device: str, budget: int, progress) -> Trace:
-    """Attention kernels on a budgeted set of steps (lab.kernels.live), both modes, one torch thread on the CPU."""
-    from lab.kernels.live import run as run_kernels, steps_within_budget
+    """Attention kernels on the steps that fit the per-step budget, in spread order, until the runner's
+    time budget is spent (lab.kernels.live.run_for_app: backend, threads, repeats), both modes."""
+    from lab.kernels.live import run_for_app
 
-    steps = steps_within_budget(trace, budget)
-    progress((0, len(steps)), desc="kernel steps", unit="steps")
-    return run_kernels(trace.scenario, backend=KERNEL_BACKEND, device=device, trace=trace, steps=steps,
-                       repeats=3, warmup=1, threads=1 if device == "cpu" else None,
+    progress((0, None), desc="kernel steps", unit="steps")
+    return run_for_app(trace, device, budget, preferred=KERNEL_BACKEND,
                        progress=lambda done, total: progress((done, total), desc="kernel steps", unit="steps"))
 
 

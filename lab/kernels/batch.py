@@ -179,22 +179,29 @@ def batch_from_step(step, cfg: HeadConfig, device="cpu", generator: torch.Genera
 def sdpa_reference(batch: PagedBatch, kv_cache: torch.Tensor, cfg: HeadConfig) -> torch.Tensor:
     """Ground truth for the real rows: gather each request's own K/V (positions < seq_len) and run
     ``scaled_dot_product_attention`` in fp32 with a causal mask inside the query. Returns
-    ``[num_real_tokens, num_q_heads, head_dim]`` fp32."""
+    ``[num_real_tokens, num_q_heads, head_dim]`` fp32.
+
+    GQA without copies: the ``group`` query heads of a KV head are stacked as extra query rows of
+    that head (``[kv_heads, group * L, D]`` against ``[kv_heads, s, D]``), which is what
+    ``enable_gqa=True`` computes, without the math path expanding K and V ``group`` times."""
     bs = batch.block_size
-    out = torch.empty((batch.num_real_tokens, cfg.num_q_heads, cfg.head_dim), dtype=torch.float32,
+    H, G, D = cfg.num_kv_heads, cfg.group_size, cfg.head_dim
+    out = torch.empty((batch.num_real_tokens, cfg.num_q_heads, D), dtype=torch.float32,
                       device=batch.query.device)
     table = batch.block_table
+    k_pages, v_pages = kv_cache[0].flatten(1), kv_cache[1].flatten(1)  # [num_blocks, page elems]
     for i in range(batch.num_reqs):
         s, q0, q1 = int(batch.seq_lens[i]), int(batch.query_start_loc[i]), int(batch.query_start_loc[i + 1])
         L = q1 - q0
         ids = table[i, : cdiv(s, bs)]
-        k = kv_cache[0, ids].reshape(-1, cfg.num_kv_heads, cfg.head_dim)[:s].float()
-        v = kv_cache[1, ids].reshape(-1, cfg.num_kv_heads, cfg.head_dim)[:s].float()
-        q = batch.query[q0:q1].float()
-        qpos = torch.arange(s - L, s, device=q.device)
-        mask = torch.arange(s, device=q.device)[None, :] <= qpos[:, None]  # [L, s]
-        o = torch.nn.functional.scaled_dot_product_attention(
-            q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1), attn_mask=mask, scale=cfg.scale,
-            enable_gqa=True)
-        out[q0:q1] = o.transpose(0, 1)
+        # index_select copies whole pages (a memcpy each); advanced indexing is several times slower
+        k = torch.index_select(k_pages, 0, ids).view(-1, H, D)[:s].float().transpose(0, 1)  # [H, s, D]
+        v = torch.index_select(v_pages, 0, ids).view(-1, H, D)[:s].float().transpose(0, 1)
+        q = batch.query[q0:q1].float().view(L, H, G, D).permute(1, 2, 0, 3).reshape(H, G * L, D)
+        mask = None  # a decode row's one query sees every key
+        if L > 1:
+            qpos = torch.arange(s - L, s, device=q.device)
+            mask = (torch.arange(s, device=q.device)[None, :] <= qpos[:, None]).repeat(G, 1)  # [G*L, s]
+        o = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=cfg.scale)
+        out[q0:q1] = o.view(H, G, L, D).permute(2, 0, 1, 3).reshape(L, cfg.num_q_heads, D)
     return out

@@ -11,8 +11,10 @@ null block; it is filled once, so both modes read the same bytes.
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
+import time
 from contextlib import contextmanager
 
 import numpy as np
@@ -89,24 +91,43 @@ def steps_within_budget(trace: Trace, max_pairs: int) -> list[int]:
     return fits[np.unique(np.linspace(0, len(fits) - 1, lo).round().astype(np.int64))].tolist()
 
 
+def spread_order(steps) -> list[int]:
+    """``steps`` reordered so that every prefix is spread evenly over them (bit-reversed positions:
+    first, middle, quarters, eighths, ...): a run cut short by a time budget has still sampled
+    the whole range."""
+    steps = list(steps)
+    n = len(steps)
+    if n <= 2:
+        return steps
+    bits = (n - 1).bit_length()
+    pos = [int(format(i, f"0{bits}b")[::-1], 2) for i in range(1 << bits)]
+    return [steps[p] for p in pos if p < n]
+
+
 def run(scenario: Scenario, backend: str = "torch-reference", device: str = "cpu", every: int = 1,
         progress=None, repeats: int = 3, warmup: int = 1, head_config: HeadConfig | None = None,
         seed: int = 0, trace: Trace | None = None, command: str | None = None,
-        steps: list[int] | None = None, threads: int | None = None) -> Trace:
+        steps: list[int] | None = None, threads: int | None = None, seconds: float | None = None,
+        clock=time.perf_counter) -> Trace:
     """Run the engine on ``scenario`` (or take its ``trace``), then time ``backend`` on ``device``
     on every ``every``-th step (and the last), or on the given ``steps``, baseline and fixed
     interleaved, ``repeats`` timed launches after ``warmup``. ``progress(done, total)`` is called
     after each timed step. ``threads`` sets torch's CPU threads for the run (restored after; one
-    thread is fastest on a small shared machine). Returns the trace with its kernel timings attached."""
+    thread is fastest for the torch kernels on a small shared machine). ``seconds``: a time budget;
+    steps are taken in the given order (``steps``) and no new step starts once ``clock()`` has
+    moved ``seconds`` past the start (the steps not reached stay untimed). Returns the trace with
+    its kernel timings attached."""
     if not isinstance(every, int) or every < 1:
         raise ValueError(f"every must be an integer >= 1, got {every!r}")
+    if seconds is not None and not seconds > 0:
+        raise ValueError(f"seconds must be > 0, got {seconds!r}")
     with torch_threads(threads):
         return _run(scenario, backend, device, every, progress, repeats, warmup, head_config, seed, trace,
-                    command, steps)
+                    command, steps, seconds, clock)
 
 
 def _run(scenario, backend, device, every, progress, repeats, warmup, head_config, seed, trace, command,
-         steps) -> Trace:
+         steps, seconds=None, clock=time.perf_counter) -> Trace:
     if repeats < 1 or warmup < 0:
         raise ValueError("repeats must be >= 1 and warmup >= 0")
     cfg = head_config or HeadConfig()
@@ -116,11 +137,15 @@ def _run(scenario, backend, device, every, progress, repeats, warmup, head_confi
     s = trace.scenario
     num_steps = len(trace.steps)
     if steps is not None:
-        timed = sorted({int(i) for i in steps})
+        order = list(dict.fromkeys(int(i) for i in steps))  # the given order (a budget cuts it short)
+        timed = sorted(order)
         if not timed or timed[0] < 0 or timed[-1] >= num_steps:
             raise ValueError(f"steps must be a non-empty list of step indices in 0..{num_steps - 1}")
+        if seconds is None:
+            order = timed
     else:
         timed = [i for i in range(num_steps) if i % every == 0 or i == num_steps - 1]
+        order = timed
 
     gen = torch.Generator().manual_seed(seed)
     log = trace.arrays["block_log"]
@@ -134,7 +159,12 @@ def _run(scenario, backend, device, every, progress, repeats, warmup, head_confi
               "kernel_bytes_walked": np.zeros(shape2, np.int64),
               "kernel_max_abs_err": np.full(shape2, np.nan),
               "kernel_trusting_wrong": np.full(shape2, -1, np.int8)}
-    for done, i in enumerate(timed, 1):
+    start = clock()
+    done_steps: list[int] = []
+    for done, i in enumerate(order, 1):
+        if seconds is not None and done_steps and clock() - start >= seconds:
+            break
+        done_steps.append(i)
         st = trace.steps[i]
         batch = batch_from_step(st, cfg, device=device, generator=gen)
         ref = sdpa_reference(batch, kv, cfg)
@@ -157,7 +187,9 @@ def _run(scenario, backend, device, every, progress, repeats, warmup, head_confi
             arrays["kernel_trusting_wrong"][i, j] = int(is_wrong(trusting, ref, batch.num_real_tokens,
                                                                  TRUSTING_RTOL))
         if progress is not None:
-            progress(done, len(timed))
+            progress(done, len(order))
+    elapsed = clock() - start
+    timed = sorted(done_steps)
 
     env = environment(device)
     spec = s.to_spec()
@@ -166,7 +198,8 @@ def _run(scenario, backend, device, every, progress, repeats, warmup, head_confi
             "dtype": cfg.dtype, "head_config": cfg.describe(), "num_q_heads": cfg.num_q_heads,
             "num_kv_heads": cfg.num_kv_heads, "head_dim": cfg.head_dim, **env,
             "repeats": repeats, "warmup": warmup, "every": every if steps is None else None,
-            "timed_steps": len(timed),
+            "timed_steps": len(timed), "kernel_seconds": round(elapsed, 3),
+            **({"time_budget_s": seconds, "steps_offered": len(order)} if seconds is not None else {}),
             "timer": type(timer).__name__, "trusting_rtol": TRUSTING_RTOL,
             "bytes": "K and V bytes; real = sum(seq_lens) tokens, walked = rows x cdiv(kernel_max_seq_len, "
                      "block_size) pages (padded rows included)",
@@ -175,3 +208,55 @@ def _run(scenario, backend, device, every, progress, repeats, warmup, head_confi
                                    + (f"--every {every}" if steps is None else f"--steps {','.join(map(str, timed))}"))}
     trace.attach_kernel_timings(meta, arrays)
     return trace
+
+
+# ---- the app's kernel runner ----------------------------------------------------------------
+# What "embedded CPU + kernels" (lab/app) does with a trace: the fastest backend that computes the
+# reference kernel's walk here, the steps that fit its per-step budget (query-key pairs, as
+# steps_within_budget counts them) taken in spread order, timed until a wall-time budget is spent.
+
+APP_SECONDS = {"cpu": 10.0, "cuda": 10.0}  # wall time the runner may spend timing steps
+# One timed launch per mode and step, no warm-up (the compiled and CUDA kernels compile nothing at
+# launch): the app shows the trend over many steps; `bench kernels` gives medians and IQRs.
+APP_REPEATS = 1
+APP_WARMUP = 0
+
+
+def app_backend(device: str, preferred: str = "torch-reference") -> str:
+    """The backend the app times: on the CPU the compiled kernel (``cpp-fused-gather``: the torch
+    reference's walk and masks, with the page gather fused into the dot products) where it builds
+    and runs here, else ``preferred`` (the torch reference)."""
+    if str(device) == "cpu" and preferred == "torch-reference":
+        try:
+            get_kernel("cpp-fused-gather", "cpu")
+            return "cpp-fused-gather"
+        except ValueError:
+            pass
+    return preferred
+
+
+def app_threads(backend: str, device: str) -> int | None:
+    """CPU threads for the app's run: the compiled kernel's own threads do not spin, so it gets the
+    machine's cores (at most 4); the torch kernels get one (OpenMP threads spin against each other
+    on a busy 2-core machine); None (unchanged) on CUDA."""
+    if str(device) != "cpu":
+        return None
+    return max(1, min(4, os.cpu_count() or 1)) if backend == "cpp-fused-gather" else 1
+
+
+def run_for_app(trace: Trace, device: str, max_step_pairs: int, seconds: float | None = None,
+                preferred: str = "torch-reference", progress=None, clock=time.perf_counter) -> Trace:
+    """Time the kernels of ``trace`` as the app's kernel runner does: ``app_backend``, the steps
+    whose baseline walk alone fits ``max_step_pairs`` (``step_costs``; the cheapest step if none
+    does) in ``spread_order``, ``APP_REPEATS`` launches per mode, until ``seconds`` (default
+    ``APP_SECONDS[device]``) of wall time are spent. ``trace.timings["timed_steps"]`` says how many
+    were timed; ``steps_offered`` how many fitted."""
+    cost = step_costs(trace)
+    fits = np.nonzero(cost <= max_step_pairs)[0]
+    candidates = fits.tolist() if len(fits) else [int(np.argmin(cost))]
+    backend = app_backend(device, preferred)
+    seconds = APP_SECONDS.get("cuda" if str(device).startswith("cuda") else "cpu", 10.0) if seconds is None else seconds
+    return run(trace.scenario, backend=backend, device=device, trace=trace, steps=spread_order(candidates),
+               repeats=APP_REPEATS, warmup=APP_WARMUP, threads=app_threads(backend, device), seconds=seconds,
+               progress=progress, clock=clock)
+

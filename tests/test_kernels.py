@@ -466,3 +466,81 @@ def test_steps_within_budget_and_run_on_given_steps():
         lab.run(trace.scenario, trace=lab.simulate(trace.scenario), steps=[n + 5])
     with pytest.raises(ValueError, match="threads"):
         lab.run(trace.scenario, steps=[0], threads=0)
+
+
+# ---- the app's kernel runner (lab.kernels.live.run_for_app) ---------------------------------
+
+def test_spread_order_samples_the_whole_range_first():
+    from lab.kernels.live import spread_order
+
+    steps = list(range(10, 30))
+    order = spread_order(steps)
+    assert sorted(order) == steps  # a permutation
+    assert order[:2] == [10, 20] and set(order[:4]) == {10, 15, 20, 25}
+    for n in (3, 5, 9):  # every prefix is spread: its largest gap is about len / n
+        head = sorted(order[:n])
+        assert max(np.diff(head + [30])) <= 2 * len(steps) / n
+    assert spread_order([4]) == [4] and spread_order([]) == []
+
+
+class Clock:
+    """A clock that moves one second each time it is read."""
+
+    def __init__(self):
+        self.t = -1.0
+
+    def __call__(self):
+        self.t += 1.0
+        return self.t
+
+
+def test_run_with_a_time_budget_stops_and_says_how_many():
+    from lab.kernels.live import spread_order
+
+    trace = lab.simulate(parse_spec("4p40o10_mml=1k_cg=piecewise"))
+    order = spread_order(range(len(trace.steps)))
+    out = lab.run(trace.scenario, trace=trace, steps=order, repeats=1, warmup=0, seconds=2.5, clock=Clock())
+    timed = [st.index for st in out.steps if st.timing is not None]
+    # read at the start (0), before the 2nd step (1), the 3rd (2), the 4th (3 >= 2.5: stop)
+    assert timed == sorted(order[:3])
+    k = out.timings
+    assert (k["timed_steps"], k["steps_offered"], k["time_budget_s"]) == (3, len(order), 2.5)
+    assert f"--steps {','.join(map(str, timed))}" in k["command"]
+    with pytest.raises(ValueError, match="seconds"):
+        lab.run(trace.scenario, trace=trace, steps=[0], seconds=0)
+
+
+def test_run_for_app_times_fitting_steps_with_the_fastest_backend():
+    from lab.kernels.live import app_backend, app_threads, run_for_app, step_costs
+
+    trace = lab.simulate(parse_spec("6p300o60a0+5_mml=4k_cg=piecewise"))
+    cost = step_costs(trace)
+    budget = int(np.median(cost))
+    out = run_for_app(trace, "cpu", budget, seconds=3.5, clock=Clock())
+    k = out.timings
+    timed = [st.index for st in out.steps if st.timing is not None]
+    assert k["backend"] == app_backend("cpu") and len(timed) == k["timed_steps"] == 4
+    assert all(cost[i] <= budget for i in timed)
+    assert k["steps_offered"] == int((cost <= budget).sum())
+    assert k["repeats"] == 1 and k["warmup"] == 0
+    try:
+        compiled.load()
+        assert k["backend"] == "cpp-fused-gather" and app_threads("cpp-fused-gather", "cpu") >= 1
+    except compiled.CompiledKernelUnavailable:
+        assert k["backend"] == "torch-reference"
+    assert app_threads("torch-reference", "cpu") == 1 and app_threads("torch-reference", "cuda") is None
+    for st in out.steps:  # the trusting evidence holds with the app's backend too
+        if st.timing is not None:
+            for m in ("baseline", "fixed"):
+                assert st.timing[m]["trusting_wrong"] == int(_oor(st, m) > 0)
+    # nothing fits: the cheapest step alone
+    out = run_for_app(lab.simulate(trace.scenario), "cpu", 0, seconds=100)
+    assert [st.index for st in out.steps if st.timing is not None] == [int(np.argmin(cost))]
+
+
+def test_app_backend_falls_back_to_the_reference_without_a_compiler(fresh_compiled, monkeypatch):
+    from lab.kernels.live import app_backend
+
+    monkeypatch.setattr(compiled, "find_compiler", lambda env=None: None)
+    assert app_backend("cpu") == "torch-reference"
+    assert app_backend("cuda") == "torch-reference"

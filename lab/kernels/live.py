@@ -100,8 +100,9 @@ def spread_order(steps) -> list[int]:
     if n <= 2:
         return steps
     bits = (n - 1).bit_length()
-    pos = [int(format(i, f"0{bits}b")[::-1], 2) for i in range(1 << bits)]
-    return [steps[p] for p in pos if p < n]
+    # position k/2^bits of the range for k = 0, 1/2, 1/4, 3/4, 1/8, ... (bit-reversed counter), first seen
+    pos = dict.fromkeys((int(format(i, f"0{bits}b")[::-1], 2) * n) >> bits for i in range(1 << bits))
+    return [steps[p] for p in pos]
 
 
 def run(scenario: Scenario, backend: str = "torch-reference", device: str = "cpu", every: int = 1,

@@ -48,10 +48,12 @@ def test_bench_kernels_prints_table_commands_and_json(capsys, tmp_path):
     assert rc == 0
     assert "| 4x256/2048/16 |" in text and "| 4x256s/1024/32 |" in text
     assert "reproduce: python -m lab bench kernels --backend torch-reference --device cpu --shape 4x256/2048/16" in text
+    assert "peer ratio (vLLM's own CPU paged-attention kernel on the same batches): not measured: " in text
     doc = json.loads(js.read_text())
     rows = doc["rows"]
     assert rows[0]["predicted_ratio"] == 8.0 and rows[1]["predicted_ratio"] == 4.0
     assert doc["environment"]["torch"] == torch.__version__
+    assert doc["peer"].startswith("not measured: ")  # no CPU build of vLLM in the lab's environments
     assert "fixed % of copy" in md.read_text()
 
 
@@ -64,6 +66,20 @@ def test_bench_shape_grammar_and_errors(capsys):
         parse_shape("4x8k/4k/16")
     assert main(["bench", "kernels", "--shape", "oops"]) == 2
     assert "error: bad shape 'oops'" in capsys.readouterr().err
+
+
+def test_bench_kernels_on_the_compiled_backend(capsys):
+    from lab.kernels import compiled
+
+    try:
+        compiled.load()
+    except compiled.CompiledKernelUnavailable as e:
+        pytest.skip(f"the compiled kernel does not run here: {e}")
+    rc = main(["bench", "kernels", "--backend", "cpp-fused-gather", "--shape", "4x256/2k/16", "--repeats", "1",
+               "--threads", "2"])
+    text = capsys.readouterr().out
+    assert rc == 0 and "| 4x256/2048/16 |" in text and "% of copy" in text
+    assert "--backend cpp-fused-gather --device cpu --shape 4x256/2048/16 --repeats 1 --threads 2" in text
 
 
 def test_bench_shape_counts_walked_bytes():

@@ -143,6 +143,19 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def peer_status(device: str) -> str:
+    """Why the peer ratio (vLLM's CPU paged attention timed on the same batches) is or is not in
+    this run. It needs a CPU build of vLLM (its compiled CPU attention ops), which the lab's
+    environments do not have: .venv-vllm runs vLLM's Python code on the CPU, not its kernels."""
+    if str(device) != "cpu":
+        return "not measured: the peer is vLLM's CPU kernel; on CUDA the registry's vLLM/FlashInfer backends are the peers"
+    from lab.kernels.adapters import installed
+
+    if not installed("vllm"):
+        return "not measured: vLLM is not installed in this environment"
+    return "not measured: the lab has no adapter for vLLM's CPU attention ops yet"
+
+
 def run_bench(shapes=DEFAULT_SHAPES, backend: str = "torch-reference", device: str = "cpu",
               cfg: HeadConfig | None = None, repeats: int = 3, warmup: int = 1, out=None, json_path=None,
               md_path=None) -> list[dict]:
@@ -156,6 +169,8 @@ def run_bench(shapes=DEFAULT_SHAPES, backend: str = "torch-reference", device: s
               f"{env['device']}; torch {env['torch']}, triton {env['triton']}; {cfg.describe()}; decode "
               f"(query 1); median of {repeats} interleaved launches after {warmup} warm-up")
     w(header + "\n")
+    peer = peer_status(device)
+    w(f"peer ratio (vLLM's own CPU paged-attention kernel on the same batches): {peer}\n")
     rows = []
     for shape in shapes:
         row = bench_shape(shape, backend, device, cfg, repeats, warmup)
@@ -166,7 +181,7 @@ def run_bench(shapes=DEFAULT_SHAPES, backend: str = "torch-reference", device: s
           f"{row['copy_gbps']:.1f} GB/s\n    reproduce: {row['command']}\n")
     table = format_table(rows)
     w("\n" + table + "\n")
-    doc = {"environment": env, "backend": backend, "device_kind": device, "head_config": cfg.describe(),
+    doc = {"environment": env, "backend": backend, "device_kind": device, "head_config": cfg.describe(), "peer": peer,
            "repeats": repeats, "warmup": warmup, "rows": rows,
            "bytes": "K and V; walked = rows x cdiv(max_seq_len, block_size) pages; copy = dst.copy_(src) of a "
                     "buffer the size of the fixed walk, its bytes counted once"}

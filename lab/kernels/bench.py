@@ -148,7 +148,8 @@ def peer_status(device: str) -> str:
     this run. It needs a CPU build of vLLM (its compiled CPU attention ops), which the lab's
     environments do not have: .venv-vllm runs vLLM's Python code on the CPU, not its kernels."""
     if str(device) != "cpu":
-        return "not measured: the peer is vLLM's CPU kernel; on CUDA the registry's vLLM/FlashInfer backends are the peers"
+        return ("not measured: the peer is vLLM's CPU kernel; on CUDA the registry's vLLM/FlashInfer "
+                "backends are the peers")
     from lab.kernels.adapters import installed
 
     if not installed("vllm"):

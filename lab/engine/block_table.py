@@ -64,6 +64,10 @@ class BlockTables:
         if total == 0:
             return
         starts = self.num_blocks[req_indices]
+        if total == len(counts) and int(counts.min()) == 1:  # one block each (decodes crossing a boundary)
+            self.block_tables[req_indices, starts] = block_ids
+            self.num_blocks[req_indices] = starts + 1
+            return
         group, cols = ragged_ranges(starts, counts)
         self.block_tables[req_indices[group], cols] = block_ids
         self.num_blocks[req_indices] = starts + counts
@@ -89,8 +93,7 @@ class BlockTables:
             self._row_inst[:n] = inst
         total = int(lens.sum())
         if total:
-            rows, cols = ragged_ranges(start, lens)
-            self.input_block_tables[rows, cols] = self.block_tables[idx_mapping[rows], cols]
+            self._copy_columns(idx_mapping, start, lens, total)
         self._row_nb[:n] = nb
         np.maximum(self.row_hwm[:n], nb, out=self.row_hwm[:n])
         # vLLM 0.33.0 zeroes the padded rows and also the rows a larger earlier batch left
@@ -105,6 +108,29 @@ class BlockTables:
             self._row_nb[n:num_rows] = 0
             self.row_hwm[n:num_rows] = 0
         return self.input_block_tables[:num_reqs_padded]
+
+
+    def _copy_columns(self, idx_mapping: np.ndarray, start: np.ndarray, lens: np.ndarray, total: int) -> None:
+        """input row i, columns [start[i], start[i] + lens[i]) <- its request's persistent row.
+
+        Three ways to the same table, by shape: one column per row (a decode step crossing a block
+        boundary), a rectangle of rows with a mask (rows shifted under churn are rewritten from
+        column 0), else one index per entry."""
+        rows = np.flatnonzero(lens)
+        if total == len(rows):  # one column each
+            cols = start[rows]
+            self.input_block_tables[rows, cols] = self.block_tables[idx_mapping[rows], cols]
+            return
+        c0, c1 = int(start[rows].min()), int((start + lens)[rows].max())
+        if rows[-1] - rows[0] + 1 == len(rows) and len(rows) * (c1 - c0) <= 4 * total:
+            r0, r1 = int(rows[0]), int(rows[-1]) + 1
+            col = np.arange(c0, c1)
+            mask = (col >= start[r0:r1, None]) & (col < (start + lens)[r0:r1, None])
+            np.copyto(self.input_block_tables[r0:r1, c0:c1], self.block_tables[idx_mapping[r0:r1], c0:c1],
+                      where=mask)
+            return
+        group, cols = ragged_ranges(start[rows], lens[rows])
+        self.input_block_tables[rows[group], cols] = self.block_tables[idx_mapping[rows[group]], cols]
 
 
 def compute_slot_mappings(block_table_rows: np.ndarray, query_start_loc: np.ndarray, positions: np.ndarray,

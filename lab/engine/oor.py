@@ -45,10 +45,16 @@ class StaleRegion:
         self._cum = None  # [columns, 3] cumulative counts of classified entries, by STALE_CLASSES
         if total:
             rows, cols = ragged_ranges(num_blocks, lens)
-            cls = classify_owners(owner[input_table[rows, cols]])
-            # _cum[c] counts the classified entries in columns < c.
-            hist = np.bincount(cols * 3 + cls + 3, minlength=(int(cols.max()) + 2) * 3).reshape(-1, 3)
-            self._cum = np.cumsum(hist, axis=0)
+            # Flat indices into the (contiguous) table: cheaper than indexing it by (row, column).
+            flat = input_table.reshape(-1) if input_table.flags.c_contiguous else input_table.ravel()
+            own = owner[flat[rows * input_table.shape[1] + cols]]
+            # _cum[c] counts the classified entries in columns < c; the class code of classify_owners
+            # as (own >= 0) + 2 (own == FREE).
+            key = cols * 3 + 3
+            key += own >= 0
+            key += 2 * (own == FREE)
+            hist = np.bincount(key, minlength=(int(cols.max()) + 2) * 3)
+            self._cum = np.cumsum(hist.reshape(-1, 3), axis=0)
 
     def walks(self, max_seq_lens: list[int], num_rows: list[int], block_size: int) -> np.ndarray:
         """OOR_FIELDS counts of each walk: a kernel told ``max_seq_lens[p]`` walks

@@ -42,19 +42,27 @@ class StaleRegion:
         lens = np.maximum(row_hwm[:n] - num_blocks, 0)
         total = int(lens.sum())
         self.reach = num_blocks + lens if total else None  # columns from reach on are zero
-        self._cum = None  # [columns, 3] cumulative counts of classified entries, by STALE_CLASSES
+        self._cols = self._cls = None  # column and class code of each classified entry
         if total:
             rows, cols = ragged_ranges(num_blocks, lens)
             # Flat indices into the (contiguous) table: cheaper than indexing it by (row, column).
             flat = input_table.reshape(-1) if input_table.flags.c_contiguous else input_table.ravel()
             own = owner[flat[rows * input_table.shape[1] + cols]]
-            # _cum[c] counts the classified entries in columns < c; the class code of classify_owners
-            # as (own >= 0) + 2 (own == FREE).
-            key = cols * 3 + 3
-            key += own >= 0
-            key += 2 * (own == FREE)
-            hist = np.bincount(key, minlength=(int(cols.max()) + 2) * 3)
-            self._cum = np.cumsum(hist.reshape(-1, 3), axis=0)
+            # classify_owners' codes, as (own >= 0) + 2 (own == FREE)
+            cls = (own >= 0).astype(np.int64)
+            cls += 2 * (own == FREE)
+            self._cols, self._cls = cols, cls
+            self._end = int(self.reach[lens > 0].max())  # columns from here on hold no classified entry
+            self._all = None  # counts of every classified entry, by STALE_CLASSES
+
+    def _classified(self, w: int) -> list[int]:
+        """Counts (null, live, free) of the classified entries in columns < w. A walk usually
+        reaches past all of them (the baseline always does): that count is computed once."""
+        if w >= self._end:
+            if self._all is None:
+                self._all = np.bincount(self._cls, minlength=3).tolist()
+            return self._all
+        return np.bincount(self._cls[self._cols < w], minlength=3).tolist()
 
     def walks(self, max_seq_lens: list[int], num_rows: list[int], block_size: int) -> np.ndarray:
         """OOR_FIELDS counts of each walk: a kernel told ``max_seq_lens[p]`` walks
@@ -68,12 +76,12 @@ class StaleRegion:
             counts = per_width.get(w)
             if counts is None:
                 in_range = int(np.minimum(self.num_blocks, w).sum())
-                if self._cum is None:  # every out-of-range column is zero
+                if self._cls is None:  # every out-of-range column is zero
                     counts = (n * w - in_range, 0, 0, in_range)
                 else:
                     # Columns in [reach, w) of a real row hold zeros; before reach they were classified.
                     beyond = n * w - int(np.minimum(self.reach, w).sum())
-                    null, live, free = self._cum[min(w, len(self._cum) - 1)].tolist()  # row 0 is all zeros
+                    null, live, free = self._classified(w)
                     counts = (null + beyond, live, free, in_range)
                 per_width[w] = counts
             null, live, free, in_range = counts

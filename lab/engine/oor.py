@@ -18,7 +18,6 @@ from __future__ import annotations
 import numpy as np
 
 from lab.engine.block_pool import FREE
-from lab.engine.ragged import ragged_ranges
 
 # What a stale column of a real row can hold; the codes classify_owners gives, in this order.
 STALE_CLASSES = ("null", "live", "free")
@@ -42,16 +41,19 @@ class StaleRegion:
         lens = np.maximum(row_hwm[:n] - num_blocks, 0)
         total = int(lens.sum())
         self.reach = num_blocks + lens if total else None  # columns from reach on are zero
-        self._cols = self._cls = None  # column and class code of each classified entry
+        self._cls = None  # class code of each classified entry (and its flat index in the table)
         if total:
-            rows, cols = ragged_ranges(num_blocks, lens)
-            # Flat indices into the (contiguous) table: cheaper than indexing it by (row, column).
+            # Flat indices into the (contiguous) table of the ragged ranges [num_blocks, reach) of
+            # each row: cheaper than indexing it by (row, column) (ragged_ranges, one repeat less).
+            width = input_table.shape[1]
             flat = input_table.reshape(-1) if input_table.flags.c_contiguous else input_table.ravel()
-            own = owner[flat[rows * input_table.shape[1] + cols]]
+            first = np.cumsum(lens) - lens  # where each row's range starts among the entries
+            idx = np.repeat(np.arange(n) * width + num_blocks - first, lens) + np.arange(total)
+            own = owner[flat[idx]]
             # classify_owners' codes, as (own >= 0) + 2 (own == FREE)
             cls = (own >= 0).astype(np.int64)
             cls += 2 * (own == FREE)
-            self._cols, self._cls = cols, cls
+            self._idx, self._width, self._cls = idx, width, cls
             self._end = int(self.reach[lens > 0].max())  # columns from here on hold no classified entry
             self._all = None  # counts of every classified entry, by STALE_CLASSES
 
@@ -62,7 +64,7 @@ class StaleRegion:
             if self._all is None:
                 self._all = np.bincount(self._cls, minlength=3).tolist()
             return self._all
-        return np.bincount(self._cls[self._cols < w], minlength=3).tolist()
+        return np.bincount(self._cls[self._idx % self._width < w], minlength=3).tolist()
 
     def walks(self, max_seq_lens: list[int], num_rows: list[int], block_size: int) -> np.ndarray:
         """OOR_FIELDS counts of each walk: a kernel told ``max_seq_lens[p]`` walks

@@ -274,7 +274,9 @@ def cmd_bench(args) -> int:
     print(f"  linearity: {full['rows']}/{small['rows']} = {full['rows'] / small['rows']:.2f}x the rows took "
           f"{full['seconds'] / small['seconds']:.2f}x the time")
     if not args.no_churn:
-        bench_engine(args.steps, args.reqs, True, args.repeat)
+        churn = bench_engine(args.steps, args.reqs, True, args.repeat)
+        print(f"  churn/steady: {churn['seconds'] / full['seconds']:.2f}x the steady run's time "
+              f"({churn['rows'] / full['rows']:.2f}x its rows; target <= 1.5x)")
     return 0
 
 

@@ -65,6 +65,9 @@ def test_bench_engine_small(capsys):
     assert main(["bench", "engine", "--steps", "200", "--reqs", "16", "--repeat", "1", "--no-churn"]) == 0
     text = capsys.readouterr().out
     assert "steps/s" in text and "linearity" in text
+    assert "churn/steady" not in text
+    assert main(["bench", "engine", "--steps", "200", "--reqs", "16", "--repeat", "1"]) == 0
+    assert "churn/steady: " in capsys.readouterr().out
 
 
 def test_app_entry_point_launches_the_app(tmp_path):

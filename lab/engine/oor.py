@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.engine.block_pool import FREE
+from lab.engine.ragged import ragged_ranges
 
 # What a stale column of a real row can hold; the codes classify_owners gives, in this order.
 STALE_CLASSES = ("null", "live", "free")
@@ -41,30 +42,13 @@ class StaleRegion:
         lens = np.maximum(row_hwm[:n] - num_blocks, 0)
         total = int(lens.sum())
         self.reach = num_blocks + lens if total else None  # columns from reach on are zero
-        self._cls = None  # class code of each classified entry (and its flat index in the table)
+        self._cum = None  # [columns, 3] cumulative counts of classified entries, by STALE_CLASSES
         if total:
-            # Flat indices into the (contiguous) table of the ragged ranges [num_blocks, reach) of
-            # each row: cheaper than indexing it by (row, column) (ragged_ranges, one repeat less).
-            width = input_table.shape[1]
-            flat = input_table.reshape(-1) if input_table.flags.c_contiguous else input_table.ravel()
-            first = np.cumsum(lens) - lens  # where each row's range starts among the entries
-            idx = np.repeat(np.arange(n) * width + num_blocks - first, lens) + np.arange(total)
-            own = owner[flat[idx]]
-            # classify_owners' codes, as (own >= 0) + 2 (own == FREE)
-            cls = (own >= 0).astype(np.int64)
-            cls += 2 * (own == FREE)
-            self._idx, self._width, self._cls = idx, width, cls
-            self._end = int(self.reach[lens > 0].max())  # columns from here on hold no classified entry
-            self._all = None  # counts of every classified entry, by STALE_CLASSES
-
-    def _classified(self, w: int) -> list[int]:
-        """Counts (null, live, free) of the classified entries in columns < w. A walk usually
-        reaches past all of them (the baseline always does): that count is computed once."""
-        if w >= self._end:
-            if self._all is None:
-                self._all = np.bincount(self._cls, minlength=3).tolist()
-            return self._all
-        return np.bincount(self._cls[self._idx % self._width < w], minlength=3).tolist()
+            rows, cols = ragged_ranges(num_blocks, lens)
+            cls = classify_owners(owner[input_table[rows, cols]])
+            # _cum[c] counts the classified entries in columns < c.
+            hist = np.bincount(cols * 3 + cls + 3, minlength=(int(cols.max()) + 2) * 3).reshape(-1, 3)
+            self._cum = np.cumsum(hist, axis=0)
 
     def walks(self, max_seq_lens: list[int], num_rows: list[int], block_size: int) -> np.ndarray:
         """OOR_FIELDS counts of each walk: a kernel told ``max_seq_lens[p]`` walks
@@ -78,12 +62,12 @@ class StaleRegion:
             counts = per_width.get(w)
             if counts is None:
                 in_range = int(np.minimum(self.num_blocks, w).sum())
-                if self._cls is None:  # every out-of-range column is zero
+                if self._cum is None:  # every out-of-range column is zero
                     counts = (n * w - in_range, 0, 0, in_range)
                 else:
                     # Columns in [reach, w) of a real row hold zeros; before reach they were classified.
                     beyond = n * w - int(np.minimum(self.reach, w).sum())
-                    null, live, free = self._classified(w)
+                    null, live, free = self._cum[min(w, len(self._cum) - 1)].tolist()  # row 0 is all zeros
                     counts = (null + beyond, live, free, in_range)
                 per_width[w] = counts
             null, live, free, in_range = counts

@@ -104,13 +104,28 @@ def test_compiled_kernel_equals_sdpa_in_both_modes(seed, cfg):
     fixed = int((batch.num_blocks * batch.block_size).max())
     baseline = batch.block_table.shape[1] * batch.block_size
     for mode, msl in (("fixed", fixed), ("baseline", baseline)):
-        for threads in (1, 2):
+        for threads, simd in ((1, True), (2, True), (1, False)):  # simd=False: the plain loops
             torch.set_num_threads(threads)
-            out = kernel(batch, kv, msl, cfg)
-            assert rel_err(out, ref, batch.num_real_tokens) <= 1e-4, (mode, threads)
-            assert torch.isfinite(out).all(), (mode, threads)
-            assert not out[batch.num_real_tokens:].any(), (mode, threads)  # padded rows: 0, as the reference
+            out = kernel(batch, kv, msl, cfg, simd=simd)
+            assert rel_err(out, ref, batch.num_real_tokens) <= 1e-4, (mode, threads, simd)
+            assert torch.isfinite(out).all(), (mode, threads, simd)
+            assert not out[batch.num_real_tokens:].any(), (mode, threads, simd)  # padded rows: 0, as the reference
         torch.set_num_threads(1)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_compiled_kernel_on_shapes_its_simd_path_does_not_serve(seed):
+    # head_dim 24 and block_size 12 are no multiple of any vector width: the plain loops run.
+    compiled_or_skip()
+    cfg = HeadConfig(num_q_heads=6, num_kv_heads=3, head_dim=24)
+    assert not compiled.simd_serves(24, 12) and compiled.simd_serves(64, 16)
+    batch, kv = random_case(seed, cfg, block_size=12, padded=2)
+    ref = sdpa_reference(batch, kv, cfg)
+    for msl in (int((batch.num_blocks * 12).max()), batch.block_table.shape[1] * 12):
+        out = compiled.paged_attention_compiled(batch, kv, msl, cfg)
+        assert rel_err(out, ref, batch.num_real_tokens) <= 1e-4 and torch.isfinite(out).all(), msl
+        wrong = is_wrong(compiled.paged_attention_compiled_trusting(batch, kv, msl, cfg), ref, batch.num_real_tokens)
+        assert wrong == (own_walk_overrun(batch, msl) > 0), msl
 
 
 def test_compiled_kernel_through_the_registry_and_its_limits():

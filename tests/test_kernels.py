@@ -40,7 +40,8 @@ def random_case(seed: int, cfg: HeadConfig, block_size: int = 16, num_reqs: int 
     gen = torch.Generator().manual_seed(seed)
     seq = rng.integers(1, (width - 2) * block_size, size=num_reqs)
     qlen = np.minimum(seq, rng.choice([1, 1, 4, max_query], size=num_reqs))
-    nb = np.array([cdiv(int(s), block_size) + int(q == 4 and cdiv(int(s), block_size) < width) for s, q in zip(seq, qlen)])
+    nb = np.array([cdiv(int(s), block_size) + int(q == 4 and cdiv(int(s), block_size) < width)
+                   for s, q in zip(seq, qlen)])
     num_blocks = 1 + int(nb.sum()) + 40
     perm = rng.permutation(np.arange(1, num_blocks))
     rows = num_reqs + padded
@@ -75,11 +76,11 @@ def test_masked_kernels_equal_sdpa_in_both_modes(seed, cfg):
     fixed = int((batch.num_blocks * batch.block_size).max())  # the upper bound's max: whole own pages
     baseline = batch.block_table.shape[1] * batch.block_size
     for mode, msl in (("fixed", fixed), ("baseline", baseline)):
-        kernels = {"reference": lambda: paged_attention(batch, kv, msl, cfg),
-                   "reference-small-chunks": lambda: paged_attention(batch, kv, msl, cfg, chunk=1),
-                   "split-kv": lambda: paged_attention_split_kv(batch, kv, msl, cfg),
-                   "split-kv-8-ctas": lambda: paged_attention_split_kv(batch, kv, msl, cfg, step_kv=16,
-                                                                      num_sms=8 * batch.num_rows * cfg.num_kv_heads)}
+        kernels = {"reference": lambda msl=msl: paged_attention(batch, kv, msl, cfg),
+                   "reference-small-chunks": lambda msl=msl: paged_attention(batch, kv, msl, cfg, chunk=1),
+                   "split-kv": lambda msl=msl: paged_attention_split_kv(batch, kv, msl, cfg),
+                   "split-kv-8-ctas": lambda msl=msl: paged_attention_split_kv(
+                       batch, kv, msl, cfg, step_kv=16, num_sms=8 * batch.num_rows * cfg.num_kv_heads)}
         for name, fn in kernels.items():
             out = fn()
             assert rel_err(out, ref, batch.num_real_tokens) <= 1e-4, (mode, name)
@@ -450,7 +451,7 @@ class FakeGpu:
 
 def test_registry_gates_on_the_gpu_architecture(monkeypatch):
     monkeypatch.setattr(registry.adapters, "installed", lambda mod: True)
-    for major, trtllm, xqa in ((9, False, False), (10, True, False)):
+    for major, trtllm, _xqa in ((9, False, False), (10, True, False)):
         rows = {(b["name"], b["device"]): b for b in registry.backends(cuda=FakeGpu(major), env={})}
         assert rows[("torch-reference", "cuda")]["runs_here"]
         assert rows[("flashinfer-trtllm-gen", "cuda")]["runs_here"] is trtllm

@@ -137,7 +137,7 @@ class PagedBatch:
         """K/V bytes of the real lengths (seq_lens of the real rows)."""
         return int(self.seq_lens[: self.num_reqs].sum()) * cfg.kv_bytes_per_token
 
-    def to(self, device) -> "PagedBatch":
+    def to(self, device) -> PagedBatch:
         return PagedBatch(self.query.to(device), self.query_start_loc, self.seq_lens, self.num_blocks,
                           self.block_table.to(device), self.num_reqs, self.block_size)
 

@@ -6,7 +6,8 @@ pages are consecutive block ids, as a fresh block pool hands them out (FIFO free
 lab/engine/block_pool.py); the columns past its own pages hold the consecutive ids of an earlier,
 finished request of that row (every row its own region), so the walk past the real length reads
 real memory that no other row reads: the worst case, where every column was written before. (A
-column never written holds the null block, which a walk would read from cache.) Both modes run on the same batch and cache, interleaved.
+column never written holds the null block, which a walk would read from cache.) Both modes run on the
+same batch and cache, interleaved.
 
 Bytes are counted on K and V: ``walked`` = rows x cdiv(max_seq_len, block_size) pages (what the
 kernel reads), ``real`` = sum(seq_lens) tokens. GB/s is walked bytes / median time. The copy
@@ -46,7 +47,8 @@ class Shape:
             raise ValueError(f"context {self.context} exceeds max_model_len {self.max_model_len}")
 
     def label(self) -> str:
-        return f"{self.batch}x{self.context}{'s' if self.skew == 'skewed' else ''}/{self.max_model_len}/{self.block_size}"
+        skew = "s" if self.skew == "skewed" else ""
+        return f"{self.batch}x{self.context}{skew}/{self.max_model_len}/{self.block_size}"
 
     def seq_lens(self) -> np.ndarray:
         if self.skew == "uniform":

@@ -21,12 +21,12 @@ import numpy as np
 import torch
 
 from lab.engine.model_states import MODES
+from lab.engine.runner import simulate
 from lab.kernels.batch import HeadConfig, batch_from_step, make_kv_cache, sdpa_reference
 from lab.kernels.reference import is_wrong, max_abs_error
 from lab.kernels.registry import find, get_kernel, get_trusting_kernel
 from lab.kernels.timing import environment, make_timer, time_interleaved
 from lab.scenario import Scenario
-from lab.engine.runner import simulate
 from lab.trace import Trace
 
 # A trusting result counts as wrong above this error relative to the reference's largest value (or
@@ -172,7 +172,7 @@ def _run(scenario, backend, device, every, progress, repeats, warmup, head_confi
         msl = st.kernel_max_seq_len
         outs: dict[str, torch.Tensor] = {}
 
-        def launch(mode):
+        def launch(mode, batch=batch, msl=msl, outs=outs):
             def fn():
                 outs[mode] = kernel(batch, kv, msl[mode], cfg)
             return fn

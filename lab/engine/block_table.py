@@ -109,7 +109,6 @@ class BlockTables:
             self.row_hwm[n:num_rows] = 0
         return self.input_block_tables[:num_reqs_padded]
 
-
     def _copy_columns(self, idx_mapping: np.ndarray, start: np.ndarray, lens: np.ndarray, total: int) -> None:
         """input row i, columns [start[i], start[i] + lens[i]) <- its request's persistent row.
 

@@ -43,7 +43,7 @@ the vLLM 0.33.0 tree):
 - The lab's kernels (``lab/kernels``): ``torch-reference`` walks ``cdiv(kernel_max_seq_len,
   block_size)`` pages of every row (padded rows too); ``torch-split-kv`` models the TRTLLM-gen split
   with fixed CTA ranges of ``max_seq_len / numCtas`` that walk their pages even past the real length
-  (the lab's model, DESIGN R10) — unlike the early exit the TRTLLM-gen source shows.
+  (the lab's model, docs/kernels.md) — unlike the early exit the TRTLLM-gen source shows.
 
 Measurements are shown beside a prediction, never instead of it: the lab's own kernel timings of a
 trace from a live run (``trace.timings``) appear with the lab's backend that produced them.

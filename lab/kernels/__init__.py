@@ -1,5 +1,5 @@
 """Paged attention kernels on a vLLM-layout KV cache, the backend registry, the timing harness and
-the live run (DESIGN §6, rule R10). Modules:
+the live run (docs/kernels.md; rule R10 in docs/rules.md). Modules:
 
     batch.py            KV cache layout, one step's launch inputs (PagedBatch), the SDPA ground truth
     reference.py        torch paged attention, walk from max_seq_len, NaN-safe masks; trusting variant

@@ -7,7 +7,7 @@ can change their work (rule R10).
         b["max_seq_len_changes_work"], b["r10_reason"]
     fn = get_kernel("torch-reference", "cpu")   # fn(batch, kv_cache, max_seq_len, cfg) -> output
 
-R10 (DESIGN §2; vllm/v1/attention/backends/flashinfer.py, vllm/utils/flashinfer.py, flashinfer
+R10 (docs/rules.md; vllm/v1/attention/backends/flashinfer.py, vllm/utils/flashinfer.py, flashinfer
 ``xqa.py``, ``include/flashinfer/trtllm/fmha/fmhaKernels.cuh``): on SM90, FlashInfer XQA recomputes
 max_seq_len from the block-table width, FlashInfer native uses indptr from seq_lens and vLLM's Triton
 unified attention does not use ``max_seqlen_k``: no effect. FA3 sees it only through its split

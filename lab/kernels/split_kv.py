@@ -10,11 +10,16 @@ does not fill the GPU. include/flashinfer/trtllm/fmha/fmhaKernels.cuh
 with numCtasZ = batch size, numCtasY = query-head CTAs (one per KV head when the heads of a group
 share a CTA), numCtasX = CTAs per query sequence. ``mMaxSeqLenKv`` is vLLM's ``max_seq_len``.
 
-The lab's model (as DESIGN R10 states it): each CTA covers a fixed token range of
-``cdiv(max_seq_len, numCtasPerSeqKv)`` tokens (rounded up to whole pages), so with a large
-``max_seq_len`` most CTAs cover tokens past the row's real length: they still run and walk their
-pages, and contribute nothing after masking. The partial results are combined with log-sum-exp,
-as the reduction kernel does. Which pages the real kernel skips inside a CTA was not measured here.
+The lab's model: each CTA covers a fixed token range of ``cdiv(max_seq_len, numCtasPerSeqKv)``
+tokens (rounded up to whole pages), so with a large ``max_seq_len`` most CTAs cover tokens past the
+row's real length: they still run and walk their pages, and contribute nothing after masking. The
+partial results are combined with log-sum-exp, as the reduction kernel does.
+
+This is an upper bound on the real kernel's cost, not a copy of it: the TRTLLM-gen code read for
+lab/gpu_model.py (``fmhaReduction.cu`` and the decode wrappers) sizes the grid from ``max_seq_len``
+but has each CTA take its share of the row's *real* length and exit when it has none, so a larger
+``max_seq_len`` launches more CTAs (and partial results) without reading more KV. docs/kernels.md
+says which of the two a measurement shows; no GPU has measured either here.
 """
 
 from __future__ import annotations

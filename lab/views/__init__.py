@@ -12,13 +12,15 @@ notebooks)::
 from __future__ import annotations
 
 from lab.views.block_table import block_table_classes, block_table_spec
-from lab.views.common import HONESTY, as_figure, check_step, spec_json
+from lab.views.common import HONESTY, as_figure, check_step, presenter_layout, spec_json
 from lab.views.drafts import drafts_spec
+from lab.views.eras import era_series, headline_html, path_values
 from lab.views.kernels import HOW_TO_TIME, kernels_spec
 from lab.views.lengths import lengths_spec
 from lab.views.oor import oor_spec
 from lab.views.summary import summary_markdown, summary_numbers
 from lab.views.timeline import timeline_spec
+from lab.views.tour import tour
 
 # name -> (tab title, spec function, "what am I looking at")
 ALL_VIEWS = {
@@ -57,6 +59,10 @@ ALL_VIEWS = {
 }
 
 
+# Views of the whole trace: a step change only moves their step marker (a shape named "step").
+TRACE_WIDE = frozenset({"timeline", "kernels", "oor"})
+
+
 def all_specs(trace, index: int) -> dict[str, dict]:
     """Every view of step ``index``: {name: figure spec}."""
     index = check_step(trace, index)
@@ -79,5 +85,6 @@ drafts_figure = _figure_of(drafts_spec)
 kernels_figure = _figure_of(kernels_spec)
 oor_figure = _figure_of(oor_spec)
 
-__all__ = ["ALL_VIEWS", "HONESTY", "HOW_TO_TIME", "all_specs", "as_figure", "spec_json", "summary_markdown",
-           "summary_numbers", "block_table_classes"] + [f"{n}_{k}" for n in ALL_VIEWS for k in ("spec", "figure")]
+__all__ = ["ALL_VIEWS", "HONESTY", "HOW_TO_TIME", "TRACE_WIDE", "all_specs", "as_figure", "spec_json",
+           "summary_markdown", "summary_numbers", "block_table_classes", "era_series", "headline_html", "path_values",
+           "presenter_layout", "tour"] + [f"{n}_{k}" for n in ALL_VIEWS for k in ("spec", "figure")]

@@ -33,9 +33,10 @@ def oor_spec(trace, index: int, all_passes: bool = True) -> dict:
                        f"baseline {tb:,}, fixed {tf:,} over the trace"),
         "xaxis": {"domain": [0, 0.7], "anchor": "y2", "title": {"text": "step"}},
         "yaxis": {"domain": [0.55, 1], "title": {"text": "entries"}},
-        "yaxis2": {"domain": [0, 0.42], "title": {"text": "entries"}},
+        "yaxis2": {"domain": [0, 0.42], "title": {"text": "entries"}, "matches": "y"},  # one scale for both
         "xaxis2": {"domain": [0.8, 1], "anchor": "y3"},
         "yaxis3": {"domain": [0, 1], "anchor": "x2", "type": "log", "title": {"text": "entries (log)"}},
-        "annotations": [panel_title("baseline, per step", 0, 1), panel_title("fixed, per step", 0, 0.42),
+        "annotations": [panel_title("baseline (before #40654), per step", 0, 1),
+                        panel_title(f"fixed (after #43991), per step, same scale: {tf:,} in all", 0, 0.42),
                         panel_title("totals", 0.8, 1)],
     })

@@ -7,7 +7,11 @@ from lab.views.common import HONESTY, MODES, STALE, check_step
 
 
 def _ratio(b: int, f: int) -> str:
-    return f"{b / f:.1f}×" if f else ("–" if not b else "∞")
+    """baseline / fixed as a reader says it: 1.3×, 30×, 244,408×; "none after" when fixed is 0."""
+    if not f:
+        return "–" if not b else "fixed: none"
+    r = b / f
+    return f"{r:,.0f}×" if r >= 10 else f"{r:.1f}×"
 
 
 def summary_numbers(trace, index: int) -> dict:
@@ -39,7 +43,7 @@ def summary_markdown(trace, index: int) -> str:
         f"{st.max_seq_len['baseline']:,} / fixed {st.max_seq_len['fixed']:,}; the kernel sees "
         f"{st.kernel_max_seq_len['baseline']:,} / {st.kernel_max_seq_len['fixed']:,}.",
         "",
-        "| block-table entries (target + drafts) | baseline | fixed | baseline / fixed |",
+        "| block-table entries (target + drafts) | baseline: before #40654 | fixed: after #43991 | ratio |",
         "|---|---:|---:|---:|",
         f"| walked, this step | {b['step_walked']:,} | {f['step_walked']:,} | {_ratio(b['step_walked'], f['step_walked'])} |",
         f"| out of range, this step | {b['step_oor']:,} | {f['step_oor']:,} | {_ratio(b['step_oor'], f['step_oor'])} |",

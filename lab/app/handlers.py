@@ -196,7 +196,8 @@ def _tour_update(trace: Trace):
 
 # Outputs of everything that loads a trace (run, preset, upload, the page's first load), in order.
 LOADED = ("key", "base", "drawn", "step", "spec", *CONTROL_FIELDS, "spec_msg", "upload_msg", "status", "settings",
-          "headline", "plot", "note", "summary", "tour", "compare_plot", "view", "playing", "timer", "play")
+          "headline", "plot", "note", "summary", "tour", "compare_plot", "view", "playing", "timer", "play", "preset",
+          "presenter")
 
 
 def _loaded(key, trace: Trace, spec_text: str, how: str, view: str, index: int, presenter: bool, compare_key,
@@ -209,7 +210,8 @@ def _loaded(key, trace: Trace, spec_text: str, how: str, view: str, index: int, 
            "plot": render_view(trace, index, view, presenter), "note": note_of(view),
            "summary": summary_markdown(trace, index), "tour": _tour_update(trace),
            "compare_plot": _compare_plot(compare_key, index, view, presenter), "view": view,
-           "playing": False, "timer": gr.Timer(active=False), "play": gr.Button(value=PLAY)}
+           "playing": False, "timer": gr.Timer(active=False), "play": gr.Button(value=PLAY),
+           "preset": trace.scenario.name if trace.scenario.name in PRESETS else None, "presenter": SKIP()}
     out.update(zip(CONTROL_FIELDS, controls_of(trace.scenario)))
     return [out[k] for k in LOADED]
 
@@ -304,10 +306,11 @@ def initial(view="block_table", preset_default=None, request: gr.Request = None,
             index = 0
     out = _loaded(key, trace, spec_text, how, tab, index, presenter, None)
     named = dict(zip(LOADED, out))
+    named["presenter"] = presenter
     if problems:
         named["spec_msg"] = _msg(html.escape("; ".join(problems)))
         named["settings"] = gr.Accordion(open=True)
-    return [named[k] for k in LOADED] + [scenario.name if scenario.name in PRESETS else None, presenter]
+    return [named[k] for k in LOADED]
 
 
 def _run_kernels(trace: Trace, device: str, budget: int, progress) -> Trace:

@@ -92,7 +92,7 @@ def headline_html(trace, index: int) -> str:
         pr = fixed_by(v, eras)
         cells = []
         for k, (meta, kern) in enumerate(v):
-            badge = _badge(pr) if pr and eras[k].endswith(pr) else ""
+            badge = _badge(pr) if pr and eras[k] == f"after {pr}" else ""
             cells.append(f"<td>{_fmt(meta, kern, st.cudagraph_mode if path == 'target' else 'draft')} {badge}</td>")
         rows.append(f"<tr><td>{labels[path]}</td>{''.join(cells)}</tr>")
     return (f"<div class='headline'><div class='hl-line'>{head}</div>"

@@ -129,8 +129,8 @@ def block_table_spec(trace, index: int) -> dict:
             q = pos.get(b) if r1 - r0 == 1 else None
             if q is not None:
                 o = own_r[q]
-                row.append(f"col {c0}: block {tab_r[q]}, {CLASSES[cls_r[q]]}" + (f" (held by {names[o]})" if o >= 0
-                                                                                   else ""))
+                row.append(f"col {c0}: block {tab_r[q]}, {CLASSES[cls_r[q]]}" + (f" (held by {names[o]})" if o >= 0 and
+                                                                                   cls_r[q] == _CODE["live"] else ""))
             else:
                 parts = ", ".join([f"{CLASSES[k]} {v}" for k, v in enumerate(cnt_a[b]) if v])
                 row.append(f"cols {c0}–{c1 - 1} ({(c1 - c0) * (r1 - r0)} entries): {parts}")
@@ -149,21 +149,21 @@ def block_table_spec(trace, index: int) -> dict:
     same = walks["baseline"] == walks["fixed"]
     for m in MODES:
         w = walks[m]
-        if same and m == "fixed":
-            break  # drawn once, named for both
-        x = _pos(ce, w)
-        name = (f"baseline = fixed walk: {w:,} columns (kernel sees {st.kernel_max_seq_len[m]:,} in both"
-                + (f": {st.cudagraph_mode} graph, R9)" if st.cudagraph_mode == "FULL" else ")") if same else
-                f"{m} walk ({era[m]}): {w:,} columns (kernel sees {st.kernel_max_seq_len[m]:,})")
-        data.append({"type": "scatter", "x": [x, x], "y": [ycat[0], ycat[-1]], "mode": "lines", "hoverinfo": "name",
-                     "line": {"color": "#333" if same else MODE_COLORS[m], "width": 3,
-                              "dash": "solid" if m == "baseline" else "dash"}, "name": name})
+        if not (same and m == "fixed"):  # coinciding walks: drawn once, named for both
+            x = _pos(ce, w)
+            name = (f"baseline = fixed walk: {w:,} columns (kernel sees {st.kernel_max_seq_len[m]:,} in both"
+                    + (f": {st.cudagraph_mode} graph, R9)" if st.cudagraph_mode == "FULL" else ")") if same else
+                    f"{m} walk ({era[m]}): {w:,} columns (kernel sees {st.kernel_max_seq_len[m]:,})")
+            data.append({"type": "scatter", "x": [x, x], "y": [ycat[0], ycat[-1]], "mode": "lines",
+                         "hoverinfo": "name", "name": name,
+                         "line": {"color": "#333" if same else MODE_COLORS[m], "width": 3,
+                                  "dash": "solid" if m == "baseline" else "dash"}})
         meta_w = walk_columns(st.max_seq_len[m], bs)
         if meta_w != w:  # a FULL graph: the metadata says one thing, the kernel walks the captured width (R9)
             xm = _pos(ce, meta_w)
             data.append({"type": "scatter", "x": [xm, xm], "y": [ycat[0], ycat[-1]], "mode": "lines",
-                         "hoverinfo": "name", "line": {"color": MODE_COLORS["fixed"], "width": 2, "dash": "dot"},
-                         "name": f"fixed metadata: {meta_w} columns (not what the FULL graph walks)"})
+                         "hoverinfo": "name", "line": {"color": MODE_COLORS[m], "width": 2, "dash": "dot"},
+                         "name": f"{m} metadata: {meta_w} columns (not what the FULL graph walks)"})
     binned = len(ce) - 1 < width
     bin_w = int(ce[-2] - ce[-3]) if binned and len(ce) > 2 else 1
     # Ticks: evenly spaced inside each region, labelled with the real column.

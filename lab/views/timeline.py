@@ -50,6 +50,8 @@ def timeline_spec(trace, index: int) -> dict:
     if not np.array_equal(e["target_kernel"], e["target"], equal_nan=True):
         for g in _same_groups(e["target_kernel"]):
             k = g[-1]
+            if np.array_equal(e["target_kernel"][:, k], e["target"][:, k], equal_nan=True):
+                continue  # the kernel sees this era's metadata on every step: drawn already
             data.append(line(e["target_kernel"][:, k], "kernel sees: " + " = ".join(eras[j] for j in g),
                              ERA_COLORS[k], "dash", width=1.5))
     if np.isfinite(e["drafts"]).any():

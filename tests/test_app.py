@@ -43,6 +43,16 @@ def named(out, names=LOADED) -> dict:
     return dict(zip(names, out))
 
 
+def skipped(value) -> bool:
+    """gr.skip(): the component keeps what it shows."""
+    if value is None:
+        return True
+    if isinstance(value, dict) and value.get("__type__") == "update":
+        props = value.get("props", value)
+        return not ({"value", "visible", "choices"} & set(props))
+    return False
+
+
 def plot_of(value) -> dict:
     return json.loads(value["plot"])
 
@@ -74,6 +84,7 @@ def test_run_draws_only_the_view_on_screen(client):
 
 
 def test_controls_the_user_changed_override_the_text(client):
+    _run(client, DEFAULT_INPUTS)  # the page's controls now come from this text
     out = _run(client, [DEFAULT, PRESETS[DEFAULT][0], 65536, 32, 2, "mamba_hybrid", "NONE", 0.5, 3,
                         "embedded CPU", "block_table", False])
     s = Scenario.from_spec(out["spec"])
@@ -92,7 +103,7 @@ def test_typed_text_is_not_silently_overridden(client):
     out = _run(client, args)
     assert "num_speculative_tokens" in out["spec_msg"] and "99" in out["spec_msg"]
     assert "for example" in out["spec_msg"]  # a valid example beside the message
-    assert out["plot"] is None and out["step"] is None  # skipped: the views keep the last run
+    assert skipped(out["plot"]) and skipped(out["step"])  # the views keep the last run
     args[1] = "8p1ko128_k=2_mml=4k"
     out = _run(client, args)
     s = Scenario.from_spec(out["spec"])
@@ -118,7 +129,7 @@ def test_run_bad_input_is_an_inline_message(client, inputs, message):
     out = _run(client, args)
     assert message in out["spec_msg"] and "inline-error" in out["spec_msg"]
     assert "Not run" in out["status"]
-    assert all(out[k] is None for k in ("plot", "headline", "summary", "step"))  # the views stay
+    assert all(skipped(out[k]) for k in ("plot", "headline", "summary", "step"))  # the views stay
     # The session still works.
     assert _run(client, DEFAULT_INPUTS)["step"]["maximum"] > 0
 
@@ -137,7 +148,7 @@ def test_pick_preset_runs_it(client):
     assert "draft windows" in plot_of(out["plot"])["layout"]["title"]["text"]  # the new views, not the old
     stops = tour(simulate(Scenario.preset("eagle-k3")))
     assert [c[1] for c in out["tour"]["choices"]] == [f"{t['step']}|{t['view']}" for t in stops]
-    with pytest.raises(Exception, match="unknown preset"):
+    with pytest.raises(Exception, match="not in the list of choices"):
         client.predict("nope", "embedded CPU", "drafts", False, api_name="/pick_preset")
 
 
@@ -145,7 +156,7 @@ def test_parse_spec(client):
     out = client.predict("4p100o20_k=2_mml=8k_cg=none", api_name="/parse_spec")
     assert list(out[:7]) == [8192, 16, 2, "default", "NONE", 0.7, 0] and "4 requests" in out[-1]
     out = client.predict("4p100o20_zz=1", api_name="/parse_spec")
-    assert "unknown key 'zz'" in out[-1] and "inline-error" in out[-1] and out[0] is None
+    assert "unknown key 'zz'" in out[-1] and "inline-error" in out[-1] and skipped(out[0])
 
 
 def test_steps_next_prev_show(client):
@@ -179,7 +190,7 @@ def test_trace_wide_views_are_not_redrawn_on_a_step_change(client):
     shapes = plot_of(plot)["layout"]["shapes"]
     assert [s["x0"] for s in shapes if s.get("name") == "step"] == [3]
     out = named(client.predict(3, "timeline", False, api_name="/next_step"), STEP)
-    assert out["step"] == 4 and out["plot"] is None and "step 4" in out["headline"]
+    assert out["step"] == 4 and skipped(out["plot"]) and "step 4" in out["headline"]
     client.predict(4, "lengths", False, api_name="/show_view")
     out = named(client.predict(4, "lengths", False, api_name="/next_step"), STEP)
     assert "Step 5" in plot_of(out["plot"])["layout"]["title"]["text"]
@@ -192,11 +203,11 @@ def test_play_toggle_and_a_late_tick_cannot_restart_it(client):
     timer, _ = client.predict(3, api_name="/play")
     assert timer["active"] is True
     out = named(client.predict(3, "block_table", False, api_name="/play_tick"), STEP + ["timer"])
-    assert out["step"] == 4 and out["timer"] is None  # a tick never turns the timer on (the pause race)
+    assert out["step"] == 4 and skipped(out["timer"])  # a tick never turns the timer on (the pause race)
     timer, _ = client.predict(4, api_name="/play")  # the toggle again: pause
     assert timer["active"] is False
     out = named(client.predict(4, "block_table", False, api_name="/play_tick"), STEP + ["timer"])
-    assert out["step"] is None and out["timer"]["active"] is False  # a tick queued before the pause: nothing
+    assert skipped(out["step"]) and out["timer"]["active"] is False  # a tick queued before the pause: nothing
     last = len(simulate(Scenario.preset("eagle-k3")).steps) - 1
     client.predict(last - 1, api_name="/play")
     out = named(client.predict(last - 1, "block_table", False, api_name="/play_tick"), STEP + ["timer"])
@@ -244,7 +255,9 @@ def test_downloads_are_named_after_the_scenario_and_step(client):
     assert "step 5" in html and html.count("plotly-graph-div") >= len(ALL_VIEWS)
     assert all(label in html for label, _, _ in ALL_VIEWS.values())
     # The summary is rendered: a table and emphasis, not markdown source in a <pre>.
-    assert "<table>" in html and "<pre>" not in html and "|---" not in html and "**" not in html
+    text = html[:html.index("<script")]  # the page's own text, before plotly.js
+    assert "<table>" in text and "<strong>" in text
+    assert "<pre>" not in text and "|---" not in text and "**" not in text
 
 
 def test_upload(client, tmp_path, monkeypatch):
@@ -271,7 +284,7 @@ def test_upload(client, tmp_path, monkeypatch):
                           (txt, "notes.txt is not JSON")):
         out = named(client.predict(handle_file(str(path)), "block_table", False, api_name="/upload_trace"))
         assert message in out["upload_msg"] and "python -m lab simulate" in out["upload_msg"], path
-        assert out["plot"] is None and out["step"] is None
+        assert skipped(out["plot"]) and skipped(out["step"])
     from lab.app import handlers
 
     monkeypatch.setattr(handlers, "MAX_UPLOAD_BYTES", 1024)  # the server runs in this process

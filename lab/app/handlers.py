@@ -51,7 +51,7 @@ def _msg(text: str) -> str:
 
 
 def _spec_error(e: Exception) -> str:
-    return _msg(f"{html.escape(str(e))}<br>A valid scenario, for example: <code>{EXAMPLE_SPEC}</code> "
+    return _msg(f"{html.escape(str(e), quote=False)}<br>A valid scenario, for example: <code>{EXAMPLE_SPEC}</code> "
                 "(grammar: docs/scenarios.md). The views still show the last run.")
 
 
@@ -225,12 +225,16 @@ def note_of(view: str) -> str:
     return f"**What am I looking at? ({label})** {note}"
 
 
-def _simulate(scenario: Scenario, runner: str, progress) -> tuple[str, Trace, str]:
+def _check_runner(runner: str) -> None:
     runners = {r.name: r for r in runner_availability()}
     if runner not in runners:
         raise gr.Error(f"unknown runner {runner!r}; known: {', '.join(runners)}", print_exception=False)
     if not runners[runner].available:
         raise gr.Error(f"runner {runner!r} is not available here: {runners[runner].reason}", print_exception=False)
+
+
+def _simulate(scenario: Scenario, runner: str, progress) -> tuple[str, Trace, str]:
+    _check_runner(runner)
     key = scenario_key(scenario, runner)
     trace = TRACES.get(key)
     if trace is not None:
@@ -256,6 +260,7 @@ def run(preset, spec, mml, bs, k, state, cg, accept, seed, runner, view="block_t
     except ValueError as e:
         return _loaded_error(spec_msg=_spec_error(e), settings=gr.Accordion(open=True),
                              status="Not run: the scenario text or a control is wrong (see the message under it).")
+    _check_runner(runner)  # only an API client can name another (the page offers the available ones)
     try:
         key, trace, how = _simulate(scenario, runner, progress)
     except ValueError as e:
@@ -308,7 +313,7 @@ def initial(view="block_table", preset_default=None, request: gr.Request = None,
     named = dict(zip(LOADED, out))
     named["presenter"] = presenter
     if problems:
-        named["spec_msg"] = _msg(html.escape("; ".join(problems)))
+        named["spec_msg"] = _msg(html.escape("; ".join(problems), quote=False))
         named["settings"] = gr.Accordion(open=True)
     return [named[k] for k in LOADED]
 
@@ -328,7 +333,7 @@ def upload_trace(path, view="block_table", presenter=False, compare_key=None):
     """A saved trace: JSON only, size-limited, schema-checked by Trace.from_json_bytes. A wrong file
     is named under the upload; the session keeps its trace."""
     def refuse(text: str) -> list:
-        return _loaded_error(upload_msg=_msg(html.escape(text) + "<br>A trace is the JSON that "
+        return _loaded_error(upload_msg=_msg(html.escape(text, quote=False) + "<br>A trace is the JSON that "
                                              "<code>python -m lab simulate --preset eagle-k3 --out t.json</code> or "
                                              "this page's download writes. The views still show the last run."),
                              settings=gr.Accordion(open=True))

@@ -26,7 +26,7 @@ EAGLE_INPUTS = ["eagle-k3", PRESETS["eagle-k3"][0], 32768, 16, 3, "default", "PI
                 "block_table", False]
 # What run / pick_preset / upload_trace / initial_run return, in order (session state stays on the server).
 LOADED = ["step", "spec", *CONTROLS, "spec_msg", "upload_msg", "status", "headline", "plot", "note", "summary",
-          "tour", "compare_plot", "view", "timer", "preset", "presenter"]
+          "tour", "compare_plot", "view", "timer", "preset", "presenter", "upload"]
 STEP = ["step", "plot", "headline", "summary", "compare_plot"]
 API_NAMES = {"/initial_run", "/pick_preset", "/parse_spec", "/run", "/upload_trace", "/show_step", "/next_step",
              "/prev_step", "/show_view", "/presenter", "/tour", "/play", "/play_tick", "/compare", "/download_trace",

@@ -197,7 +197,7 @@ def _tour_update(trace: Trace):
 # Outputs of everything that loads a trace (run, preset, upload, the page's first load), in order.
 LOADED = ("key", "base", "drawn", "step", "spec", *CONTROL_FIELDS, "spec_msg", "upload_msg", "status", "settings",
           "headline", "plot", "note", "summary", "tour", "compare_plot", "view", "playing", "timer", "play", "preset",
-          "presenter")
+          "presenter", "upload")
 
 
 def _loaded(key, trace: Trace, spec_text: str, how: str, view: str, index: int, presenter: bool, compare_key,
@@ -211,7 +211,8 @@ def _loaded(key, trace: Trace, spec_text: str, how: str, view: str, index: int, 
            "summary": summary_markdown(trace, index), "tour": _tour_update(trace),
            "compare_plot": _compare_plot(compare_key, index, view, presenter), "view": view,
            "playing": False, "timer": gr.Timer(active=False), "play": gr.Button(value=PLAY),
-           "preset": trace.scenario.name if trace.scenario.name in PRESETS else None, "presenter": SKIP()}
+           "preset": trace.scenario.name if trace.scenario.name in PRESETS else None, "presenter": SKIP(),
+           "upload": SKIP()}
     out.update(zip(CONTROL_FIELDS, controls_of(trace.scenario)))
     return [out[k] for k in LOADED]
 
@@ -336,7 +337,7 @@ def upload_trace(path, view="block_table", presenter=False, compare_key=None):
         return _loaded_error(upload_msg=_msg(html.escape(text, quote=False) + "<br>A trace is the JSON that "
                                              "<code>python -m lab simulate --preset eagle-k3 --out t.json</code> or "
                                              "this page's download writes. The views still show the last run."),
-                             settings=gr.Accordion(open=True))
+                             settings=gr.Accordion(open=True), upload=None)  # cleared: try another file
 
     if not path:
         return refuse("no file uploaded")

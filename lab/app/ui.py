@@ -164,7 +164,7 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
                 "upload_msg": upload_msg, "status": status, "settings": settings, "headline": headline,
                 "plot": plot, "note": note, "summary": summary, "tour": tour, "compare_plot": compare_plot,
                 "view": view, "playing": playing, "timer": timer, "play": play_btn, "preset": preset_dd,
-                "presenter": presenter}
+                "presenter": presenter, "upload": upload}
         comp.update(zip(h.CONTROL_FIELDS, controls))
         loaded = [comp[n] for n in h.LOADED]
         step_out = [step, plot, headline, summary, compare_plot]

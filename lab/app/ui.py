@@ -57,7 +57,7 @@ CSS = """
 #topbar > div {min-width: 0 !important}
 #topbar button {flex: 0 0 auto !important; width: auto !important; padding: 4px 12px; min-height: 40px;
   white-space: nowrap; align-self: end; margin-bottom: 6px}
-#topbar #presenter {flex: 0 0 auto !important; align-self: end}
+#topbar > #presenter-box {flex: 0 0 118px !important; min-width: 118px !important; align-self: end}
 #step {padding-top: 0; padding-bottom: 0}
 #headline {font-size: 14px; line-height: 1.35}
 #headline .hl-line {margin: 2px 0}
@@ -110,7 +110,8 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
             step = gr.Slider(0, 1, value=0, step=1, label="step", elem_id="step", scale=5, min_width=220)
             next_btn = gr.Button("▶", elem_id="next", scale=0, min_width=44)
             play_btn = gr.Button(h.PLAY, elem_id="play", scale=0, min_width=96)
-            presenter = gr.Checkbox(False, label="presenter", elem_id="presenter", scale=0, min_width=110)
+            with gr.Column(scale=0, min_width=118, elem_id="presenter-box"):
+                presenter = gr.Checkbox(False, label="presenter", elem_id="presenter")
         headline = gr.HTML("", elem_id="headline")
         view = gr.Radio([(label, name) for name, (label, _, _) in ALL_VIEWS.items()], value=DEFAULT_VIEW,
                         show_label=False, container=False, elem_id="view")

@@ -38,8 +38,8 @@ def test_sixteen_sessions_step_through_200_steps(app_url, make_client):
                 step += 1
                 assert out[0] == step, (out[0], step)
                 summary = out[3]
-                assert f"`{spec}`" in summary, summary[:200]
-                assert f"**Step {step}** ({j + 1} requests," in summary, summary[:300]
+                assert f"<code>{spec}</code>" in summary, summary[:200]
+                assert f"<strong>Step {step}</strong> ({j + 1} requests," in summary, summary[:300]
                 lengths = json.loads(out[1]["plot"])
                 assert len(lengths["data"][0]["y"]) == j + 1  # one bar per request of this session's batch
                 done[j] = step

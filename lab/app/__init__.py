@@ -35,7 +35,10 @@ def launch(demo, host: str | None = None, port: int | None = None, block: bool =
     demo.queue(default_concurrency_limit=4, max_size=256)
     return demo.launch(server_name=host, server_port=port, max_file_size=MAX_UPLOAD_BYTES, ssr_mode=False,
                        prevent_thread_lock=not block, show_error=True, quiet=not block,
-                       css=getattr(demo, "lab_css", None))
+                       css=getattr(demo, "lab_css", None),
+                       # Gradio's run history copies every event's outputs into the browser's storage:
+                       # a block table per step (and a session's traces kept in the browser). Off.
+                       run_history=False)
 
 
 def main(argv: list[str] | None = None) -> int:

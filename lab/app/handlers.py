@@ -139,6 +139,20 @@ def _step(trace: Trace, step) -> int:
     return int(step)
 
 
+_MD = None
+
+
+def summary_html(trace: Trace, index: int) -> str:
+    """The summary (lab.views.summary_markdown) rendered here: an HTML component redraws faster in
+    the page than a Markdown one, which parses and sanitises on every step."""
+    global _MD
+    if _MD is None:
+        from markdown_it import MarkdownIt
+
+        _MD = MarkdownIt("commonmark").enable("table")
+    return f"<div class='summary'>{_MD.render(summary_markdown(trace, index))}</div>"
+
+
 def _view(view) -> str:
     if view not in ALL_VIEWS:
         raise gr.Error(f"unknown view {view!r}; views: {', '.join(ALL_VIEWS)}", print_exception=False)
@@ -174,7 +188,7 @@ def step_outputs(key, index: int, view: str, presenter: bool, drawn, compare_key
     same = drawn == drawn_id(key, view, presenter)
     plot = SKIP() if same and view in TRACE_WIDE else render_view(trace, index, view, presenter)
     comp = SKIP() if not compare_key else _compare_plot(compare_key, index, view, presenter)
-    return [index, plot, headline_html(trace, index), summary_markdown(trace, index), comp]
+    return [index, plot, headline_html(trace, index), summary_html(trace, index), comp]
 
 
 def _slider(trace: Trace, value: int = 0):
@@ -208,7 +222,7 @@ def _loaded(key, trace: Trace, spec_text: str, how: str, view: str, index: int, 
            "spec": spec_text, "spec_msg": "", "upload_msg": upload_msg, "status": _status(trace, how),
            "settings": SKIP(), "headline": headline_html(trace, index),
            "plot": render_view(trace, index, view, presenter), "note": note_of(view),
-           "summary": summary_markdown(trace, index), "tour": _tour_update(trace),
+           "summary": summary_html(trace, index), "tour": _tour_update(trace),
            "compare_plot": _compare_plot(compare_key, index, view, presenter), "view": view,
            "playing": False, "timer": gr.Timer(active=False), "play": gr.Button(value=PLAY),
            "preset": trace.scenario.name if trace.scenario.name in PRESETS else None, "presenter": SKIP(),
@@ -394,7 +408,7 @@ def go_tour(key, stop, presenter=False, compare_key=None):
         raise gr.Error(f"not a tour stop: {stop!r}", print_exception=False)
     i, view = _step(trace, int(m.group(1))), _view(m.group(2))
     return [i, view, render_view(trace, i, view, presenter), note_of(view), drawn_id(key, view, presenter),
-            headline_html(trace, i), summary_markdown(trace, i), _compare_plot(compare_key, i, view, presenter)]
+            headline_html(trace, i), summary_html(trace, i), _compare_plot(compare_key, i, view, presenter)]
 
 
 # ---- play / pause: one toggle -----------------------------------------------------------------
@@ -479,7 +493,7 @@ def download_figures(key, step) -> str:
              "<style>body{font-family:sans-serif;max-width:1400px;margin:auto}table{border-collapse:collapse}"
              "td,th{border:1px solid #ccc;padding:2px 8px;white-space:nowrap}</style></head><body>",
              f"<h1>max_seq_len lab: {html.escape(title)}</h1>", headline_html(trace, i),
-             md.render(summary_markdown(trace, i))]
+             summary_html(trace, i)]
     for n, (name, (label, _, note)) in enumerate(ALL_VIEWS.items()):
         parts.append(f"<h2>{html.escape(label)}</h2>{md.render(note)}")
         parts.append(pio.to_html(as_figure(specs[name]), full_html=False, include_plotlyjs=n == 0,

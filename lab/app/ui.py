@@ -34,7 +34,10 @@ SYNC_JS = """
   u.searchParams.set('step', step);
   u.searchParams.set('tab', view);
   if (presenter) u.searchParams.set('presenter', '1');
-  window.history.replaceState(null, '', u);
+  // Debounced: Gradio's page reacts to an address change with a fetch of the page; once the
+  // stepping stops is enough.
+  clearTimeout(window.__labUrlTimer);
+  window.__labUrlTimer = setTimeout(() => window.history.replaceState(null, '', u), 700);
   const gd = document.querySelector('#plot .js-plotly-plot');
   if (gd && gd.layout && gd.layout.shapes && window.Plotly) {
     const k = gd.layout.shapes.findIndex(s => s.name === 'step');
@@ -74,7 +77,8 @@ CSS = """
 #plot, #plot-compare {min-height: 420px}
 #note {font-size: 13px; color: #444}
 #summary table {font-size: 13px}
-#summary table td, #summary table th {white-space: nowrap; font-variant-numeric: tabular-nums}
+#summary table td, #summary table th {white-space: nowrap; font-variant-numeric: tabular-nums; padding: 2px 10px}
+#summary table td:not(:first-child) {text-align: right}
 .inline-error {color: #9b0018; background: #fdecea; border-left: 4px solid #9b0018; padding: 6px 10px;
   border-radius: 4px; font-size: 14px}
 body.presenter #settings, body.presenter #below, body.presenter #brand, body.presenter #runner,
@@ -121,7 +125,7 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
         with gr.Row(elem_id="below"):
             with gr.Column(scale=3):
                 note = gr.Markdown(h.note_of(DEFAULT_VIEW), elem_id="note")
-                summary = gr.Markdown("", elem_id="summary")
+                summary = gr.HTML("", elem_id="summary")
             with gr.Column(scale=2):
                 tour = gr.Radio([], label="Guided tour: click a stop", elem_id="tour")
         with gr.Accordion("Scenario settings · upload · downloads · compare side by side", open=False,
@@ -186,9 +190,12 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
                            api_name="run", concurrency_limit=4))
         sync(upload.upload(h.upload_trace, [upload, view, presenter, compare_key], loaded, api_name="upload_trace"))
         sync(step.input(h.show_step, step_in, step_out, api_name="show_step", trigger_mode="always_last",
-                        show_progress="hidden"))
-        sync(next_btn.click(h.next_step, step_in, step_out, api_name="next_step", show_progress="hidden"))
-        sync(prev_btn.click(h.prev_step, step_in, step_out, api_name="prev_step", show_progress="hidden"))
+                        show_progress="hidden", queue=False))
+        # Step events skip the queue (a plain POST, no SSE round trips): they are a few ms of server time.
+        sync(next_btn.click(h.next_step, step_in, step_out, api_name="next_step", show_progress="hidden",
+                            queue=False))
+        sync(prev_btn.click(h.prev_step, step_in, step_out, api_name="prev_step", show_progress="hidden",
+                            queue=False))
         sync(view.input(h.show_view, [key, step, view, presenter, compare_key], [plot, note, drawn, compare_plot],
                         api_name="show_view", show_progress="hidden"))
         sync(presenter.input(h.show_view, [key, step, view, presenter, compare_key], [plot, note, drawn, compare_plot],
@@ -200,7 +207,7 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
                        show_progress="hidden")
         sync(timer.tick(h.play_tick, [key, step, playing, view, presenter, drawn, compare_key],
                         [*step_out, playing, timer, play_btn], api_name="play_tick", trigger_mode="always_last",
-                        show_progress="hidden"))
+                        show_progress="hidden", queue=False))
         compare.input(h.set_compare, [compare, key, step, view, presenter], [compare_key, compare_plot],
                       api_name="compare")
         dl_trace_btn.click(h.download_trace, key, dl_file, api_name="download_trace")

@@ -182,6 +182,10 @@ def run_bench_app(preset: str | None = None, repeat: int = 2, clicks: int = 40, 
         pl = results["browser"]["play"]
         w(f"  play ({pl['view']}): {pl['steps_per_s']:.2f} steps/s over {pl['seconds']:.1f} s "
           f"(timer {pl['target_per_s']:.0f}/s)\n")
+    load = os.getloadavg()
+    results["loadavg"] = load
+    w(f"  machine load average during the run: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 min) on "
+      f"{os.cpu_count()} cores; browser figures above 1 per core measure the contention as much as the app\n")
     la = results["launch"]
     w(f"  launch: page served after {la['served_s']:.1f} s, first run drawn (interactive) after "
       f"{la['interactive_s']:.1f} s\n")

@@ -53,8 +53,9 @@ SYNC_JS = """
 CSS = """
 .gradio-container {max-width: 100% !important; padding: 4px 12px !important}
 .gradio-container .main, .gradio-container .wrap {gap: 4px}
-#brand {font-size: 13px; color: #555; padding: 0 !important; margin: 0}
-#brand p {margin: 0}
+.contain > .column, .gradio-container .main > .wrap > .column {gap: 6px !important}
+#brand {font-size: 13px; color: #555; padding: 0 !important; margin: 0; min-height: 0 !important}
+#brand * {margin: 0 !important; padding: 0 !important; line-height: 1.3}
 #headline table {width: auto}
 #topbar {gap: 6px; align-items: end; flex-wrap: nowrap}
 #topbar > div {min-width: 0 !important}
@@ -65,7 +66,7 @@ CSS = """
 #headline {font-size: 14px; line-height: 1.35}
 #headline .hl-line {margin: 2px 0}
 #headline .eras {border-collapse: collapse; margin: 2px 0; font-size: 13px}
-#headline .eras td, #headline .eras th {padding: 1px 10px 1px 0; border: none; white-space: nowrap; text-align: left;
+#headline .eras td, #headline .eras th {padding: 0 10px 0 0; line-height: 1.35; border: none; white-space: nowrap; text-align: left;
   background: none}
 #headline .eras th {font-weight: 600; color: #555}
 .pr-badge {color: #fff !important; border-radius: 9px; padding: 0 7px; font-size: 11px; text-decoration: none;

@@ -183,7 +183,7 @@ def block_table_spec(trace, index: int) -> dict:
                    {"type": "line", "xref": "x", "yref": "paper", "x0": xb, "x1": xb, "y0": 0, "y1": hm_top + 0.04,
                     "line": {"color": "black", "width": 1.5, "dash": "dot"}}]
         annotations += [{"x": xb, "y": hm_top + 0.02, "xref": "x", "yref": "paper", "showarrow": False,
-                         "text": "<b>⫽ scale break</b>", "xanchor": "right", "font": {"size": 11}},
+                         "text": "<b>// scale break</b>", "xanchor": "right", "font": {"size": 11}},
                         {"x": (xb + len(ce) - 1.5) / 2, "y": hm_top + 0.02, "xref": "x", "yref": "paper",
                          "showarrow": False, "font": {"size": 11},
                          "text": f"binned: 1 cell = {bin_w:,} columns ({exact:,}–{width - 1:,})"}]
@@ -215,8 +215,9 @@ def block_table_spec(trace, index: int) -> dict:
                                        "xref": "paper", "yref": "paper", "xanchor": "left", "yanchor": "bottom",
                                        "yshift": 18, "showarrow": False, "font": {"size": 11}}],
         "shapes": shapes,
-        "height": max(460, min(960, 260 + 16 * n_cells)),
-        "legend": {"orientation": "h", "y": -0.12, "font": {"size": 10}}, "margin": {"t": 110},
+        "height": max(460, min(760, 300 + 12 * n_cells)),
+        "legend": {"orientation": "h", "y": -0.16, "yanchor": "top", "font": {"size": 10}},
+        "margin": {"t": 110, "b": 120},
     })
 
 

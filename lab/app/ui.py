@@ -84,9 +84,9 @@ CSS = """
   border-radius: 4px; font-size: 14px}
 body.presenter #settings, body.presenter #below, body.presenter #brand, body.presenter #runner,
   body.presenter #run {display: none !important}
-body.presenter #headline {font-size: 22px}
-body.presenter #headline .eras {font-size: 20px}
-body.presenter #view label {font-size: 18px}
+body.presenter #headline, body.presenter #headline .hl-line {font-size: 22px !important}
+body.presenter #headline .eras {font-size: 20px !important}
+body.presenter #view label {font-size: 18px !important}
 """
 
 

@@ -248,5 +248,6 @@ def test_tour_presenter_and_comparison(page, app_url):
     page.wait_for_function("() => document.body.classList.contains('presenter')")
     assert not page.locator("#settings").is_visible() and not page.locator("#summary").is_visible()
     page.wait_for_function("() => location.search.includes('presenter=1')")
+    page.wait_for_function("() => parseFloat(getComputedStyle(document.querySelector('#headline .hl-line')).fontSize) >= 20")
     page.screenshot(path=str(ARTIFACTS / "presenter-1600x1000.png"))
     no_error_state(page)

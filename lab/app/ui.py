@@ -203,7 +203,8 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
                              api_name="presenter", show_progress="hidden"))
         sync(tour.input(h.go_tour, [key, tour, presenter, compare_key],
                         [step, view, plot, note, drawn, headline, summary, compare_plot], api_name="tour",
-                        show_progress="hidden"))
+                        show_progress="hidden")).then(
+            None, None, None, js="() => document.querySelector('#topbar').scrollIntoView({block: 'start'})")
         play_btn.click(h.toggle_play, [key, step, playing], [playing, timer, play_btn, step], api_name="play",
                        show_progress="hidden")
         sync(timer.tick(h.play_tick, [key, step, playing, view, presenter, drawn, compare_key],

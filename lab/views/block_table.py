@@ -167,8 +167,10 @@ def block_table_spec(trace, index: int) -> dict:
     binned = len(ce) - 1 < width
     bin_w = int(ce[-2] - ce[-3]) if binned and len(ce) > 2 else 1
     # Ticks: evenly spaced inside each region, labelled with the real column.
-    tickvals = list(range(0, exact, max(1, _nice(exact / 6))))
-    if binned:
+    tstep = max(1, _nice(exact / 6))
+    tickvals = list(range(0, exact, tstep))
+    if binned:  # the exact region's last tick stays clear of the first binned one
+        tickvals = [t for t in tickvals if t <= exact - 0.6 * tstep] or [0]
         nb = len(ce) - 1 - exact
         tickvals += list(range(exact, exact + nb, max(1, -(-nb // 5))))
     ticktext = [f"{int(ce[t]):,}" for t in tickvals]
@@ -204,7 +206,8 @@ def block_table_spec(trace, index: int) -> dict:
     return figure(data, {
         "title": title(f"Step {st.index}: input block table, {rows} rows × {width:,} columns, "
                        f"{st.cudagraph_mode} graph", note),
-        "xaxis": {"title": {"text": "block-table column"}, "tickvals": tickvals, "ticktext": ticktext,
+        "xaxis": {"title": {"text": "block-table column", "standoff": 4}, "tickvals": tickvals, "ticktext": ticktext,
+                  "tickangle": 0,
                   "showgrid": False, "zeroline": False, "range": [-0.5, len(ce) - 1.5]},
         "yaxis": {"domain": [0, hm_top], "title": {"text": "batch row"}, "autorange": "reversed", "showgrid": False,
                   "zeroline": False, "type": "category", **({} if n_cells <= 40 else {"showticklabels": False})},
@@ -216,7 +219,7 @@ def block_table_spec(trace, index: int) -> dict:
                                        "yshift": 18, "showarrow": False, "font": {"size": 11}}],
         "shapes": shapes,
         "height": max(460, min(760, 300 + 12 * n_cells)),
-        "legend": {"orientation": "h", "y": -0.16, "yanchor": "top", "font": {"size": 10}},
+        "legend": {"orientation": "h", "y": -0.2, "yanchor": "top", "font": {"size": 10}},
         "margin": {"t": 110, "b": 120},
     })
 

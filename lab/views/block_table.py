@@ -27,7 +27,7 @@ _LABEL = {"valid": "valid (this request's KV)", "null": "null block 0", "live": 
           "free": "free (a freed block, in the free queue)", "padded": "padded row",
           "unwalked": "never walked (past max_model_len)"}
 MAX_EXACT_COLS = 160
-MAX_COL_BINS = 64
+MAX_COL_BINS = 32  # the binned region is uniform; more bins only cost bytes in the page
 MAX_ROWS = 96
 
 

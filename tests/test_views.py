@@ -79,19 +79,20 @@ def test_block_table_downsamples_wide_tables_and_says_so(traces):
     trace = traces["short-decode-long-context"]  # 128k / 16 = 8192 columns
     st = trace.steps[50]
     spec = block_table_spec(trace, 50)
-    heat = spec["data"][0]
-    z, text = np.asarray(heat["z"]), np.asarray(heat["text"])
-    assert z.shape == text.shape
-    assert z.shape[0] == st.num_reqs_padded and z.shape[1] <= MAX_EXACT_COLS + MAX_COL_BINS < trace.width
+    exact, binned = [t for t in spec["data"] if t["type"] == "heatmap"]
+    ze, zb = np.asarray(exact["z"]), np.asarray(binned["z"])
+    assert ze.shape[0] == zb.shape[0] == st.num_reqs_padded
+    assert ze.shape[1] + zb.shape[1] <= MAX_EXACT_COLS + MAX_COL_BINS < trace.width
+    assert list(exact["x"]) + list(binned["x"]) == list(range(ze.shape[1] + zb.shape[1]))
     assert "scale break" in spec["layout"]["title"]["text"]
-    # An exact cell names column, block id and class (the row's request is its y); a bin counts exactly.
-    assert heat["y"][0] == st.req_ids[0]
-    assert text[0, 0] == f"col 0: block {st.block_table[0, 0]}, valid"
-    last = text[0, -1]
-    assert f"–{trace.width - 1} (" in last and "entries" in last  # the last bin ends at the last column
-    n_entries = int(last.split("(")[1].split(" entries")[0])
-    counted = sum(int(x.split()[-1]) for x in last.split(": ")[-1].split(", "))
-    assert counted == n_entries
+    # An exact cell: its row's request (y), column (x), block id and class; a bin counts exactly.
+    assert exact["y"][0] == st.req_ids[0]
+    assert exact["customdata"][0][0] == st.block_table[0, 0] and exact["text"][0][0] == "valid"
+    assert "col %{x}: block %{customdata}, %{text}" in exact["hovertemplate"]
+    last = np.asarray(binned["customdata"])[0, -1]
+    assert last[1] == trace.width - 1  # the last bin ends at the last column
+    assert last[2] == last[1] - last[0] + 1 == sum(last[3:])  # one row: its entries, counted by class
+    assert "entries): valid %{customdata[3]:,}, null %{customdata[4]:,}" in binned["hovertemplate"]
     # Walk overlays: one line per mode, named with the kernel-visible value and its era.
     names = [t.get("name", "") for t in spec["data"]]
     assert any("baseline walk (before #40654): 8,192 columns" in n for n in names)
@@ -257,13 +258,15 @@ def test_block_table_bins_rows_of_a_big_batch():
     st = max(trace.steps, key=lambda s: s.num_reqs_padded)
     spec = block_table_spec(trace, st.index)
     go.Figure(spec)
-    z, text = np.asarray(spec["data"][0]["z"]), np.asarray(spec["data"][0]["text"])
+    heats = [t for t in spec["data"] if t["type"] == "heatmap"]
+    assert len(heats) == 1  # rows binned: every cell is a bin
+    z, custom = np.asarray(heats[0]["z"]), np.asarray(heats[0]["customdata"])
     g = -(-st.num_reqs_padded // 96)
-    assert z.shape[0] == -(-st.num_reqs_padded // g) and z.shape == text.shape
+    assert z.shape[0] == -(-st.num_reqs_padded // g) and custom.shape[:2] == z.shape
     assert f"rows in bins of {g}" in spec["layout"]["title"]["text"]
-    # Every entry of the table is counted once over all cells.
-    total = sum(int(x.split("(")[-1].split(" entries")[0]) for x in text.ravel())
-    assert total == st.num_reqs_padded * trace.width
+    # Every entry of the table is counted once over all cells, and each cell's classes add up.
+    assert custom[..., 2].sum() == st.num_reqs_padded * trace.width
+    assert (custom[..., 3:].sum(axis=-1) == custom[..., 2]).all()
 
 
 def test_headline_names_three_eras_and_the_pr_that_fixed_each_path(traces):

@@ -112,36 +112,40 @@ def block_table_spec(trace, index: int) -> dict:
     ce_l, re_l = ce.tolist(), re_.tolist()
     # Rows are categories (their names: the hover shows them); each cell's text says only its own part.
     ycat = [row_name[r0] if r1 - r0 == 1 else f"rows {r0}–{r1 - 1}" for r0, r1 in zip(re_l[:-1], re_l[1:])]
-    single_cols = [b for b in range(len(ce_l) - 1) if ce_l[b + 1] - ce_l[b] == 1]
-    first_cols = ce[:-1][single_cols]
-    cls_s, own_s, tab_s = (m[:, first_cols].tolist() for m in (cls, owner, table))
-    pos = {b: q for q, b in enumerate(single_cols)}
-    cnt = counts.tolist()
-    text = []
-    for a in range(len(re_l) - 1):
-        r0, r1 = re_l[a], re_l[a + 1]
-        cnt_a = cnt[a]
-        row = []
-        if r1 - r0 == 1:
-            cls_r, own_r, tab_r = cls_s[r0], own_s[r0], tab_s[r0]
-        for b in range(len(ce_l) - 1):
-            c0, c1 = ce_l[b], ce_l[b + 1]
-            q = pos.get(b) if r1 - r0 == 1 else None
-            if q is not None:
-                o = own_r[q]
-                row.append(f"col {c0}: block {tab_r[q]}, {CLASSES[cls_r[q]]}" + (f" (held by {names[o]})" if o >= 0 and
-                                                                                   cls_r[q] == _CODE["live"] else ""))
-            else:
-                parts = ", ".join([f"{CLASSES[k]} {v}" for k, v in enumerate(cnt_a[b]) if v])
-                row.append(f"cols {c0}–{c1 - 1} ({(c1 - c0) * (r1 - r0)} entries): {parts}")
-        text.append(row)
     ncls = len(CLASSES)
     scale = []
     for k, name in enumerate(CLASSES):
         scale += [[k / ncls, CLASS_COLORS[name]], [(k + 1) / ncls, CLASS_COLORS[name]]]
-    data = [{"type": "heatmap", "z": z, "y": ycat, "text": text, "hovertemplate": "%{y}<br>%{text}<extra></extra>",
-             "colorscale": scale, "zmin": -0.5, "zmax": ncls - 0.5, "showscale": False, "ygap": 1,
-             "name": "block table"}]
+    heat = {"type": "heatmap", "y": ycat, "colorscale": scale, "zmin": -0.5, "zmax": ncls - 0.5, "showscale": False,
+            "ygap": 1, "name": "block table"}
+    # Hover data as numbers where it can be (the page gets a few bytes per cell, not a sentence): the
+    # exact cells (one column of one row each) carry their block id and class; the bins their column
+    # range, entry count and the count of each class.
+    ncells = len(ce_l) - 1
+    n_exact = 0
+    if len(re_l) - 1 == rows:
+        while n_exact < ncells and ce_l[n_exact + 1] - ce_l[n_exact] == 1:
+            n_exact += 1
+    data = []
+    if n_exact:
+        cls_e, own_e = cls[:, :n_exact].tolist(), owner[:, :n_exact].tolist()
+        label = [f"live, held by {{}}" if c == "live" else c for c in CLASSES]
+        text = [[label[c].format(names[o]) if c == _CODE["live"] else label[c] for c, o in zip(cr, orow)]
+                for cr, orow in zip(cls_e, own_e)]
+        data.append({**heat, "x": list(range(n_exact)), "z": z[:, :n_exact], "text": text,
+                     "customdata": table[:, :n_exact],
+                     "hovertemplate": "%{y}<br>col %{x}: block %{customdata}, %{text}<extra></extra>"})
+    if n_exact < ncells:
+        kinds = [k for k in range(ncls) if CLASSES[k] != "unwalked" or counts[..., k].any()]
+        c0 = ce[n_exact:-1]
+        c1 = ce[n_exact + 1:] - 1
+        entries = (ce[n_exact + 1:] - c0)[None, :] * np.diff(re_)[:, None]
+        custom = np.concatenate([np.broadcast_to(c0, entries.shape)[..., None], np.broadcast_to(c1, entries.shape)[..., None],
+                                 entries[..., None], counts[:, n_exact:, kinds]], axis=-1)
+        parts = ", ".join(f"{CLASSES[k]} %{{customdata[{3 + j}]:,}}" for j, k in enumerate(kinds))
+        data.append({**heat, "x": list(range(n_exact, ncells)), "z": z[:, n_exact:], "customdata": custom,
+                     "hovertemplate": "%{y}<br>cols %{customdata[0]:,}–%{customdata[1]:,} (%{customdata[2]:,} "
+                                      f"entries): {parts}<extra></extra>"})
     data += [legend_swatch(_LABEL[name].split(" (")[0], CLASS_COLORS[name]) for name in CLASSES
              if name != "unwalked" or (cls == _CODE["unwalked"]).any()]
     y0, y1 = -0.5, len(re_) - 1.5 + 1

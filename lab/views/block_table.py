@@ -129,7 +129,7 @@ def block_table_spec(trace, index: int) -> dict:
     data = []
     if n_exact:
         cls_e, own_e = cls[:, :n_exact].tolist(), owner[:, :n_exact].tolist()
-        label = [f"live, held by {{}}" if c == "live" else c for c in CLASSES]
+        label = ["live, held by {}" if c == "live" else c for c in CLASSES]
         text = [[label[c].format(names[o]) if c == _CODE["live"] else label[c] for c, o in zip(cr, orow)]
                 for cr, orow in zip(cls_e, own_e)]
         data.append({**heat, "x": list(range(n_exact)), "z": z[:, :n_exact], "text": text,
@@ -148,7 +148,6 @@ def block_table_spec(trace, index: int) -> dict:
                                       f"entries): {parts}<extra></extra>"})
     data += [legend_swatch(_LABEL[name].split(" (")[0], CLASS_COLORS[name]) for name in CLASSES
              if name != "unwalked" or (cls == _CODE["unwalked"]).any()]
-    y0, y1 = -0.5, len(re_) - 1.5 + 1
     era = {"baseline": "before #40654", "fixed": "after #43991"}
     same = walks["baseline"] == walks["fixed"]
     for m in MODES:

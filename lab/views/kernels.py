@@ -52,9 +52,11 @@ def kernels_spec(trace, index: int) -> dict:
                      "error_y": {"type": "data", "array": s[f"iqr_ms_{m}"] / 2, "visible": True, "thickness": 0.5}})
         data.append({"type": "box", "y": ms[np.isfinite(ms)], "name": m, "marker": {"color": c}, "legendgroup": m,
                      "showlegend": False, "boxpoints": False, "xaxis": "x2", "yaxis": "y3"})
-        data.append({"type": "scatter", "x": x, "y": s[f"gbps_real_{m}"], "mode": "lines", "yaxis": "y2",
+        data.append({"type": "scatter", "x": x, "y": s[f"gbps_real_{m}"], "mode": "lines+markers", "yaxis": "y2",
+                     "connectgaps": True, "marker": {"size": 6},
                      "name": f"{m} GB/s on real bytes", "legendgroup": m, "line": {"color": c}})
-        data.append({"type": "scatter", "x": x, "y": s[f"gbps_walked_{m}"], "mode": "lines", "yaxis": "y2",
+        data.append({"type": "scatter", "x": x, "y": s[f"gbps_walked_{m}"], "mode": "lines+markers", "yaxis": "y2",
+                     "connectgaps": True, "marker": {"size": 6, "symbol": "circle-open"},
                      "name": f"{m} GB/s on walked bytes", "legendgroup": m, "line": {"color": c, "dash": "dot"}})
     device = info.get("device", "?")
     timed = [int(i) for i in np.nonzero(np.isfinite(s["ms_baseline"]))[0]]

@@ -1,26 +1,38 @@
-"""The Gradio app through gradio_client: every api_name, good and bad input; the app keeps serving."""
+"""The Gradio app through gradio_client: every api_name, good and bad input; the app keeps serving.
+
+Bad input from the page comes back as a message for the place where it was typed (the views are
+skipped, so they keep the last run), never as a Gradio error."""
 
 from __future__ import annotations
 
 import json
-import pickle
 import re
+import pickle
 
 import pytest
 from gradio_client import handle_file
 
 from lab import Scenario, Trace, simulate
 from lab.presets import PRESETS
-from lab.views import ALL_VIEWS
+from lab.views import ALL_VIEWS, tour
 
 DEFAULT = "short-decode-long-context"
-# run's inputs: preset, spec, max_model_len, block size, K, model state, graph mode, acceptance, seed, runner
-DEFAULT_INPUTS = [DEFAULT, PRESETS[DEFAULT][0], 131072, 16, 0, "default", "PIECEWISE", 0.7, 0, "embedded CPU"]
-EAGLE_INPUTS = ["eagle-k3", PRESETS["eagle-k3"][0], 32768, 16, 3, "default", "PIECEWISE", 0.7, 0, "embedded CPU"]
-API_NAMES = {"/load_preset", "/parse_spec", "/run", "/initial_run", "/upload_trace", "/show_step", "/next_step",
-             "/prev_step", "/play", "/pause", "/play_tick", "/download_trace", "/download_figures",
-             "/sweep_estimate", "/run_sweep", "/compare_backends"}  # the Sweeps tab (lab/app/sweeps_tab.py)
-N_PLOTS = len(ALL_VIEWS)
+CONTROLS = ["max_model_len", "block_size", "num_speculative_tokens", "model_state", "cudagraph_mode",
+            "acceptance_rate", "seed"]
+# run's inputs: preset, spec, max_model_len, block size, K, model state, graph mode, acceptance, seed, runner,
+# view, presenter
+DEFAULT_INPUTS = [DEFAULT, PRESETS[DEFAULT][0], 131072, 16, 0, "default", "PIECEWISE", 0.7, 0, "embedded CPU",
+                  "block_table", False]
+EAGLE_INPUTS = ["eagle-k3", PRESETS["eagle-k3"][0], 32768, 16, 3, "default", "PIECEWISE", 0.7, 0, "embedded CPU",
+                "block_table", False]
+# What run / pick_preset / upload_trace / initial_run return, in order (session state stays on the server).
+LOADED = ["step", "spec", *CONTROLS, "spec_msg", "upload_msg", "status", "headline", "plot", "note", "summary",
+          "tour", "compare_plot", "view", "timer", "preset", "presenter", "upload"]
+STEP = ["step", "plot", "headline", "summary", "compare_plot"]
+API_NAMES = {"/initial_run", "/pick_preset", "/parse_spec", "/run", "/upload_trace", "/show_step", "/next_step",
+             "/prev_step", "/show_view", "/presenter", "/tour", "/play", "/play_tick", "/compare", "/download_trace",
+             "/download_figures",
+             "/sweep_estimate", "/run_sweep", "/compare_backends"}  # the sweeps panel (lab/app/sweeps_tab.py)
 
 
 @pytest.fixture
@@ -28,43 +40,80 @@ def client(app_url, make_client):
     return make_client(app_url)
 
 
-def _plots(out: tuple, first: int) -> dict:
-    """The plotly JSON of each view from an event's outputs, by view name."""
-    return {name: json.loads(out[first + k]["plot"]) for k, name in enumerate(ALL_VIEWS)}
+def named(out, names=LOADED) -> dict:
+    assert len(out) == len(names), (len(out), len(names))
+    return dict(zip(names, out))
 
 
-def _run(client, inputs):
-    # outputs: step slider, spec, 7 controls, status, 6 plots, summary (the session's key stays on the server)
-    return client.predict(*inputs, api_name="/run")
+def skipped(value) -> bool:
+    """gr.skip(): the component keeps what it shows."""
+    if value is None:
+        return True
+    if isinstance(value, dict) and value.get("__type__") == "update":
+        props = value.get("props", value)
+        return not ({"value", "visible", "choices"} & set(props))
+    return False
+
+
+def plot_of(value) -> dict:
+    return json.loads(value["plot"])
+
+
+def _run(client, inputs) -> dict:
+    return named(client.predict(*inputs, api_name="/run"))
 
 
 def test_every_event_has_an_api_name(client):
     assert set(client.view_api(print_info=False, return_format="dict")["named_endpoints"]) == API_NAMES
 
 
-def test_run_draws_every_panel(client):
+def test_run_draws_only_the_view_on_screen(client):
     trace = simulate(Scenario.preset(DEFAULT))
     out = _run(client, DEFAULT_INPUTS)
-    assert out[0]["maximum"] == len(trace.steps) - 1 and out[0]["value"] == 0
-    assert out[1] == PRESETS[DEFAULT][0] and out[2] == 131072
-    assert f"{len(trace.steps)} steps" in out[9]
-    plots = _plots(out, 10)
-    assert plots["block_table"]["data"][0]["type"] == "heatmap"
-    assert "Step 0" in plots["lengths"]["layout"]["title"]["text"]
-    summary = out[-1]
+    assert out["step"]["maximum"] == len(trace.steps) - 1 and out["step"]["value"] == 0
+    assert Scenario.from_spec(out["spec"]) == Scenario.preset(DEFAULT) and out["max_model_len"] == 131072
+    assert f"{len(trace.steps)} steps" in out["status"] and out["spec_msg"] == ""
+    assert plot_of(out["plot"])["data"][0]["type"] == "heatmap"
+    assert out["compare_plot"]["visible"] is False  # no comparison asked for: nothing shipped
     b = trace.steps[0].oor_all_passes["baseline"]
-    assert f"{sum(b[c] for c in ('null', 'live', 'free', 'padded')):,}" in summary
-    assert "FULL CUDA graph" in summary and "H200" in summary  # R9/R10 said where the numbers are
+    assert f"{sum(b[c] for c in ('null', 'live', 'free', 'padded')):,}" in out["summary"]
+    assert "FULL CUDA graph" in out["summary"] and "H200" in out["summary"]  # R9/R10 said where the numbers are
+    assert "step 0" in out["headline"] and "before #40654" in out["headline"] and "after #43991" in out["headline"]
+    assert out["preset"] == DEFAULT
+    # Another view: only it comes back.
+    plot, note, _ = client.predict(0, "lengths", False, api_name="/show_view")
+    assert "per-request lengths" in plot_of(plot)["layout"]["title"]["text"] and "Per-request lengths" in note
 
 
-def test_controls_override_the_spec(client):
-    out = _run(client, [DEFAULT, PRESETS[DEFAULT][0], 65536, 32, 2, "mamba_hybrid", "NONE", 0.5, 3, "embedded CPU"])
-    spec = out[1]
-    s = Scenario.from_spec(spec)
+def test_controls_the_user_changed_override_the_text(client):
+    _run(client, DEFAULT_INPUTS)  # the page's controls now come from this text
+    out = _run(client, [DEFAULT, PRESETS[DEFAULT][0], 65536, 32, 2, "mamba_hybrid", "NONE", 0.5, 3,
+                        "embedded CPU", "block_table", False])
+    s = Scenario.from_spec(out["spec"])
     assert (s.max_model_len, s.block_size, s.num_speculative_tokens, s.model_state, s.cudagraph_mode,
             s.acceptance_rate, s.seed) == (65536, 32, 2, "mamba_hybrid", "NONE", 0.5, 3)
-    assert "custom scenario" in out[9]  # it differs from the preset, so it is not called by its name
-    assert list(out[2:9]) == [65536, 32, 2, "mamba_hybrid", "NONE", 0.5, 3]
+    assert "custom scenario" in out["status"] and out["preset"] is None  # not called by a preset's name
+    assert [out[c] for c in CONTROLS] == [65536, 32, 2, "mamba_hybrid", "NONE", 0.5, 3]
+
+
+def test_typed_text_is_not_silently_overridden(client):
+    """Typing k=99 and pressing Run (no Enter): the controls still say K=0 from the last run, but
+    the text decides, so the run is refused for K=99, not run with K=0."""
+    out = _run(client, DEFAULT_INPUTS)  # the session's base is now this preset's text
+    args = list(DEFAULT_INPUTS)
+    args[1] = "8p1ko128_k=99"
+    out = _run(client, args)
+    assert "num_speculative_tokens" in out["spec_msg"] and "99" in out["spec_msg"]
+    assert "for example" in out["spec_msg"]  # a valid example beside the message
+    assert skipped(out["plot"]) and skipped(out["step"])  # the views keep the last run
+    args[1] = "8p1ko128_k=2_mml=4k"
+    out = _run(client, args)
+    s = Scenario.from_spec(out["spec"])
+    assert (s.num_speculative_tokens, s.max_model_len) == (2, 4096) and out["num_speculative_tokens"] == 2
+    # Changed in both places to different values: asked, not guessed.
+    args[1], args[4] = "8p1ko128_k=3_mml=4k", 1
+    out = _run(client, args)
+    assert "the text says k=3 but the control num_speculative_tokens says 1" in out["spec_msg"]
 
 
 @pytest.mark.parametrize("inputs, message", [
@@ -73,131 +122,182 @@ def test_controls_override_the_spec(client):
     ({2: 256}, "requests[0].prompt_len"),
     ({3: 24}, "block_size"),
     ({2: 3.5}, "max_model_len"),
-    ({9: "live vLLM"}, "not in the list of choices: ['embedded CPU', 'embedded CPU + kernels']"),  # only available runners are offered
 ])
-def test_run_bad_input_is_a_clear_error(client, inputs, message):
+def test_run_bad_input_is_an_inline_message(client, inputs, message):
+    _run(client, DEFAULT_INPUTS)
     args = list(DEFAULT_INPUTS)
     for i, v in inputs.items():
         args[i] = v
-    with pytest.raises(Exception, match=None) as e:
+    out = _run(client, args)
+    assert message in out["spec_msg"] and "inline-error" in out["spec_msg"]
+    assert "Not run" in out["status"]
+    assert all(skipped(out[k]) for k in ("plot", "headline", "summary", "step"))  # the views stay
+    # The session still works.
+    assert _run(client, DEFAULT_INPUTS)["step"]["maximum"] > 0
+
+
+def test_unlisted_runner_is_refused(client):
+    args = list(DEFAULT_INPUTS)
+    args[9] = "live vLLM"
+    with pytest.raises(Exception, match="not in the list of choices"):  # only available runners are offered
         _run(client, args)
-    assert message in str(e.value)
-    # The app keeps serving, and this session still works.
-    assert _run(client, DEFAULT_INPUTS)[0]["maximum"] > 0
 
 
-def test_kernel_runner_times_both_modes(client):
-    """The runner "embedded CPU + kernels" launches the reference walk (the compiled kernel where it
-    builds, else the torch reference) on a budgeted set of steps: the kernel tab then plots measured
-    times, the summary says what was saved and the status how many steps were timed."""
-    spec = "4p200o40_mml=4k_cg=piecewise"
-    out = _run(client, ["stale-block-reuse", spec, 4096, 16, 0, "default", "PIECEWISE", 0.7, 0,
-                        "embedded CPU + kernels"])
-    kern = _plots(out, 10)["kernels"]
-    times = [y for tr in kern["data"] if "ms" in str(tr.get("name", "")) for y in tr.get("y", []) if y is not None]
-    assert times and all(t > 0 for t in times), kern["data"]
-    assert "cpp-fused-gather" in json.dumps(kern["layout"]) or "torch-reference" in json.dumps(kern["layout"])
-    assert re.search(r"timed \d+ of \d+ steps", json.dumps(out)), "the status says how many steps were timed"
-    assert "Kernel time" in out[-1] and "time saved" in out[-1]
-    # The same scenario on the engine alone has no timings.
-    out = _run(client, ["stale-block-reuse", spec, 4096, 16, 0, "default", "PIECEWISE", 0.7, 0, "embedded CPU"])
-    assert "not measured in this trace" in out[-1]
+def test_pick_preset_runs_it(client):
+    out = named(client.predict("eagle-k3", "embedded CPU", "drafts", False, api_name="/pick_preset"))
+    assert out["spec"] == PRESETS["eagle-k3"][0] and out["num_speculative_tokens"] == 3
+    assert "eagle-k3" in out["status"] and "eagle-k3" in out["headline"]
+    assert "draft windows" in plot_of(out["plot"])["layout"]["title"]["text"]  # the new views, not the old
+    stops = tour(simulate(Scenario.preset("eagle-k3")))
+    assert [c[1] for c in out["tour"]["choices"]] == [f"{t['step']}|{t['view']}" for t in stops]
+    with pytest.raises(Exception, match="not in the list of choices"):
+        client.predict("nope", "embedded CPU", "drafts", False, api_name="/pick_preset")
 
 
-def test_load_preset_and_parse_spec(client):
-    out = client.predict("eagle-k3", api_name="/load_preset")
-    assert out[0] == PRESETS["eagle-k3"][0] and out[3] == 3 and "eagle-k3" in out[-1]
-    with pytest.raises(Exception):
-        client.predict("nope", api_name="/load_preset")
+def test_parse_spec(client):
     out = client.predict("4p100o20_k=2_mml=8k_cg=none", api_name="/parse_spec")
     assert list(out[:7]) == [8192, 16, 2, "default", "NONE", 0.7, 0] and "4 requests" in out[-1]
-    with pytest.raises(Exception, match="unknown key 'zz'"):
-        client.predict("4p100o20_zz=1", api_name="/parse_spec")
+    out = client.predict("4p100o20_zz=1", api_name="/parse_spec")
+    assert "unknown key 'zz'" in out[-1] and "inline-error" in out[-1] and skipped(out[0])
 
 
 def test_steps_next_prev_show(client):
     with pytest.raises(Exception, match="no trace yet"):
-        client.predict(0, api_name="/next_step")  # a fresh session has no trace
+        client.predict(0, "block_table", False, api_name="/next_step")  # a fresh session has no trace
     out = _run(client, EAGLE_INPUTS)
-    last = out[0]["maximum"]
+    last = out["step"]["maximum"]
     trace = simulate(Scenario.preset("eagle-k3"))
-    out = client.predict(0, api_name="/next_step")
-    assert out[0] == 1 and "Step 1" in _plots(out, 1)["lengths"]["layout"]["title"]["text"]
-    assert len(_plots(out, 1)["drafts"]["data"]) > 3  # eagle-k3 has draft windows
-    out = client.predict(1, api_name="/prev_step")
-    assert out[0] == 0
-    out = client.predict(0, api_name="/prev_step")
-    assert out[0] == 0  # clamps at the first step
-    out = client.predict(last, api_name="/next_step")
-    assert out[0] == last  # and at the last
-    out = client.predict(7, api_name="/show_step")
+    out = named(client.predict(0, "lengths", False, api_name="/next_step"), STEP)
+    assert out["step"] == 1 and "Step 1" in plot_of(out["plot"])["layout"]["title"]["text"]
+    out = named(client.predict(1, "drafts", False, api_name="/show_step"), STEP)
+    assert len(plot_of(out["plot"])["data"]) == 3  # eagle-k3: one bar trace per draft pass
+    assert named(client.predict(1, "block_table", False, api_name="/prev_step"), STEP)["step"] == 0
+    assert named(client.predict(0, "block_table", False, api_name="/prev_step"), STEP)["step"] == 0  # clamps
+    assert named(client.predict(last, "block_table", False, api_name="/next_step"), STEP)["step"] == last
+    out = named(client.predict(7, "block_table", False, api_name="/show_step"), STEP)
     st = trace.steps[7]
-    assert f"max_seq_len baseline {st.max_seq_len['baseline']:,} / fixed {st.max_seq_len['fixed']:,}" in out[-1]
+    assert f"max_seq_len baseline {st.max_seq_len['baseline']:,} / fixed {st.max_seq_len['fixed']:,}" in out["summary"]
+    assert "step 7" in out["headline"]
     with pytest.raises(Exception, match="greater than maximum|out of range"):
-        client.predict(last + 5, api_name="/show_step")
+        client.predict(last + 5, "block_table", False, api_name="/show_step")
     with pytest.raises(Exception):
-        client.predict(-1, api_name="/show_step")
+        client.predict(-1, "block_table", False, api_name="/show_step")
 
 
-def test_play(client):
-    with pytest.raises(Exception, match="no trace yet"):
-        client.predict(api_name="/play")
+def test_trace_wide_views_are_not_redrawn_on_a_step_change(client):
+    """Timeline, out-of-range entries, kernel timings: after the view is drawn, a step change ships
+    no figure (the page moves the marker); the step's own views are drawn every time."""
     _run(client, EAGLE_INPUTS)
-    assert client.predict(api_name="/play")["active"] is True
-    assert client.predict(api_name="/pause")["active"] is False
-    out = client.predict(3, api_name="/play_tick")
-    assert out[0] == 4 and out[1]["active"] is True
+    plot, _, _ = client.predict(3, "timeline", False, api_name="/show_view")
+    shapes = plot_of(plot)["layout"]["shapes"]
+    assert [s["x0"] for s in shapes if s.get("name") == "step"] == [3]
+    out = named(client.predict(3, "timeline", False, api_name="/next_step"), STEP)
+    assert out["step"] == 4 and skipped(out["plot"]) and "step 4" in out["headline"]
+    client.predict(4, "lengths", False, api_name="/show_view")
+    out = named(client.predict(4, "lengths", False, api_name="/next_step"), STEP)
+    assert "Step 5" in plot_of(out["plot"])["layout"]["title"]["text"]
+
+
+def test_play_toggle_and_a_late_tick_cannot_restart_it(client):
+    with pytest.raises(Exception, match="no trace yet"):
+        client.predict(0, api_name="/play")
+    _run(client, EAGLE_INPUTS)
+    timer, _ = client.predict(3, api_name="/play")
+    assert timer["active"] is True
+    out = named(client.predict(3, "block_table", False, api_name="/play_tick"), STEP + ["timer"])
+    assert out["step"] == 4 and skipped(out["timer"])  # a tick never turns the timer on (the pause race)
+    timer, _ = client.predict(4, api_name="/play")  # the toggle again: pause
+    assert timer["active"] is False
+    out = named(client.predict(4, "block_table", False, api_name="/play_tick"), STEP + ["timer"])
+    assert skipped(out["step"]) and out["timer"]["active"] is False  # a tick queued before the pause: nothing
     last = len(simulate(Scenario.preset("eagle-k3")).steps) - 1
-    out = client.predict(last - 1, api_name="/play_tick")
-    assert out[0] == last and out[1]["active"] is False  # play stops at the last step
+    client.predict(last - 1, api_name="/play")
+    out = named(client.predict(last - 1, "block_table", False, api_name="/play_tick"), STEP + ["timer"])
+    assert out["step"] == last and out["timer"]["active"] is False  # play stops at the last step
+    timer, step = client.predict(last, api_name="/play")  # play at the end starts again at 0
+    assert timer["active"] is True and step == 0
 
 
-def test_downloads(client, tmp_path):
+def test_tour_stop_opens_its_step_and_view(client):
+    out = _run(client, EAGLE_INPUTS)
+    stop = out["tour"]["choices"][1][1]
+    step, view, plot, note, headline, summary, _ = client.predict(stop, False, api_name="/tour")
+    assert f"{step}|{view}" == stop and f"step {step}" in headline and ALL_VIEWS[view][0] in note
+
+
+def test_compare_side_by_side(client):
+    _run(client, EAGLE_INPUTS)
+    out = client.predict("mamba-hybrid", 10, "lengths", False, api_name="/compare")
+    assert out["visible"] is True and "mamba-hybrid target" in plot_of(out["value"])["layout"]["title"]["text"]
+    assert "Step 10" in plot_of(out["value"])["layout"]["title"]["text"]
+    assert client.predict("none", 10, "lengths", False, api_name="/compare")["visible"] is False
+
+
+def test_presenter_mode_draws_larger_type(client):
+    _run(client, EAGLE_INPUTS)
+    plot, _, _ = client.predict(2, "lengths", True, api_name="/presenter")
+    assert plot_of(plot)["layout"]["font"]["size"] >= 16
+
+
+def test_initial_run_opens_a_preset_that_43991_changes(client):
+    out = named(client.predict(api_name="/initial_run"))
+    assert out["preset"] == "eagle-k3" and out["step"]["maximum"] > 0
+    assert "fixed by #43991" in out["headline"] and "fixed by #40654" in out["headline"]
+
+
+def test_downloads_are_named_after_the_scenario_and_step(client):
     _run(client, EAGLE_INPUTS)
     path = client.predict(api_name="/download_trace")
+    assert path.endswith("eagle-k3.trace.json")
     back = Trace.load(path)
     assert back.scenario == Scenario.preset("eagle-k3") and len(back.steps) == len(simulate(back.scenario).steps)
-    html = open(client.predict(5, api_name="/download_figures"), encoding="utf-8").read()
-    assert "step 5" in html and html.count("plotly-graph-div") >= N_PLOTS
+    path = client.predict(5, api_name="/download_figures")
+    assert path.endswith("eagle-k3-step5.html")
+    html = open(path, encoding="utf-8").read()
+    assert "step 5" in html and html.count("plotly-graph-div") >= len(ALL_VIEWS)
     assert all(label in html for label, _, _ in ALL_VIEWS.values())
+    # The summary is rendered: a table and emphasis, not markdown source in a <pre>.
+    text = html[:html.index("<script")]  # the page's own text, before plotly.js
+    assert "<table>" in text and "<strong>" in text
+    assert "<pre>" not in text and "|---" not in text and "**" not in text
 
 
 def test_upload(client, tmp_path, monkeypatch):
+    _run(client, EAGLE_INPUTS)
     trace = simulate(Scenario.preset("stale-block-reuse"))
     good = tmp_path / "stale.json"
     trace.save(good)
-    out = client.predict(handle_file(str(good)), api_name="/upload_trace")
-    assert out[0]["maximum"] == len(trace.steps) - 1 and "uploaded stale.json" in out[9]
-    assert out[1] == trace.scenario.to_spec()
-    out = client.predict(3, api_name="/next_step")
-    assert out[0] == 4
+    out = named(client.predict(handle_file(str(good)), "block_table", False, api_name="/upload_trace"))
+    assert out["step"]["maximum"] == len(trace.steps) - 1 and "uploaded stale.json" in out["status"]
+    assert out["spec"] == trace.scenario.to_spec()
+    assert named(client.predict(3, "block_table", False, api_name="/next_step"), STEP)["step"] == 4
     foreign = tmp_path / "foreign.json"
     foreign.write_text(json.dumps({"format": "something-else", "version": 1}))
     bad_json = tmp_path / "bad.json"
     bad_json.write_text("{not json")
     pick = tmp_path / "pickled.json"
     pick.write_bytes(pickle.dumps({"a": 1}))
+    png = tmp_path / "picture.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 64)
+    txt = tmp_path / "notes.txt"
+    txt.write_text("hello")
     for path, message in ((foreign, "not a max_seq_len lab trace"), (bad_json, "is not a JSON trace"),
-                          (pick, "looks like a pickle")):
-        with pytest.raises(Exception) as e:
-            client.predict(handle_file(str(path)), api_name="/upload_trace")
-        assert message in str(e.value)
+                          (pick, "looks like a pickle"), (png, "picture.png is an image"),
+                          (txt, "notes.txt is not JSON")):
+        out = named(client.predict(handle_file(str(path)), "block_table", False, api_name="/upload_trace"))
+        assert message in out["upload_msg"] and "python -m lab simulate" in out["upload_msg"], path
+        assert skipped(out["plot"]) and skipped(out["step"])
     from lab.app import handlers
 
     monkeypatch.setattr(handlers, "MAX_UPLOAD_BYTES", 1024)  # the server runs in this process
-    with pytest.raises(Exception, match="uploads are at most"):
-        client.predict(handle_file(str(good)), api_name="/upload_trace")
+    out = named(client.predict(handle_file(str(good)), "block_table", False, api_name="/upload_trace"))
+    assert "uploads are at most" in out["upload_msg"]
     # The session keeps its last good trace and the app keeps serving.
-    assert client.predict(4, api_name="/next_step")[0] == 5
-
-
-def test_initial_run(client):
-    out = client.predict(*DEFAULT_INPUTS, api_name="/initial_run")
-    assert out[0]["maximum"] > 0 and DEFAULT in out[9]
+    assert named(client.predict(4, "block_table", False, api_name="/next_step"), STEP)["step"] == 5
 
 
 def test_unavailable_runner_says_why():
-    """The handler behind the runner choice names the reason (the UI shows it on the disabled choice)."""
+    """The handler behind the runner choice names the reason (the page lists it under the settings)."""
     import gradio as gr
 
     from lab.app import handlers
@@ -209,6 +309,27 @@ def test_unavailable_runner_says_why():
     assert "live environment is missing" in reasons["live vLLM"]  # tests/conftest.py hides it
     for name in ("embedded CUDA", "live vLLM"):
         with pytest.raises(gr.Error, match="not available here: " + reasons[name].split(" (")[0]):
-            handlers.run(*DEFAULT_INPUTS[:-1], name, progress=lambda *a, **k: None)
+            handlers.run(*DEFAULT_INPUTS[:9], name, progress=lambda *a, **k: None)
     with pytest.raises(gr.Error, match="unknown runner"):
-        handlers.run(*DEFAULT_INPUTS[:-1], "quantum", progress=lambda *a, **k: None)
+        handlers.run(*DEFAULT_INPUTS[:9], "quantum", progress=lambda *a, **k: None)
+
+
+def test_kernel_runner_times_both_modes(client):
+    """The runner "embedded CPU + kernels" launches the reference walk (the compiled kernel where it
+    builds, else the torch reference) on a budgeted set of steps: the kernel view then plots measured
+    times and names the timed steps, the summary says what was saved and the status how many steps
+    were timed."""
+    spec = "4p200o40_mml=4k_cg=piecewise"
+    args = ["stale-block-reuse", spec, 4096, 16, 0, "default", "PIECEWISE", 0.7, 0, "embedded CPU + kernels",
+            "kernels", False]
+    out = _run(client, args)
+    kern = plot_of(out["plot"])
+    times = [y for tr in kern["data"] if "ms" in str(tr.get("name", "")) for y in tr.get("y", []) if y is not None]
+    assert times and all(t > 0 for t in times), kern["data"]
+    layout = json.dumps(kern["layout"])
+    assert ("cpp-fused-gather" in layout or "torch-reference" in layout) and "timed " in kern["layout"]["title"]["text"]
+    assert re.search(r"timed \d+ of \d+ steps", out["status"]), out["status"]
+    assert "Kernel time" in out["summary"] and "time saved" in out["summary"]
+    args[9] = "embedded CPU"
+    out = _run(client, args)
+    assert "not measured in this trace" in out["summary"]

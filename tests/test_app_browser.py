@@ -1,92 +1,253 @@
 """The app in headless Chromium (Debian's /usr/bin/chromium, driven by Playwright; never
-`playwright install`): load the page, pick a preset, run it, step forward, open every tab and check
-what is drawn. The last screenshot is kept at artifacts/app-browser.png (gitignored)."""
+`playwright install`), as a new user meets it, one regression test per defect of issue 10: plot
+width after view switches, the pause race, draft windows with a visible height, the step control
+and the main figure above the fold at 1366x768, bad input with no component left in an error
+state, typed text not overridden, URL state, the step box's Enter and arrow keys, the timeline's
+marker moved without a redraw, tours, presenter mode and the side-by-side comparison.
+
+Screenshots of every view at 1366x768 and 1600x1000 are kept under artifacts/ (gitignored)."""
 
 from __future__ import annotations
 
 import os
 import pathlib
 import re
+import time
 
 import pytest
 
 from lab.views import ALL_VIEWS
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 ARTIFACTS = pathlib.Path(__file__).parent.parent / "artifacts"
-# What each tab must draw: a text of its figure.
+# What each view must draw: a text of its figure.
 EXPECT = {"block_table": "input block table", "lengths": "per-request lengths", "timeline": "Timeline of",
           "drafts": "draft windows", "kernels": "no kernel timings", "oor": "Out-of-range entries"}
+SIZES = {"small": (1366, 768), "large": (1600, 1000)}
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} missing (make test installs it)")
 
 
 @pytest.fixture(scope="module")
-def page(app_url):
+def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        page.set_default_timeout(60_000)
-        yield page
-        browser.close()
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        yield b
+        b.close()
 
 
-def test_pick_preset_run_step_and_every_tab(page, app_url):
-    from playwright.sync_api import expect
-
+@pytest.fixture
+def page(browser):
     ARTIFACTS.mkdir(exist_ok=True)
-    page.goto(app_url)
-    # The page runs its first preset on load: the block table is drawn.
-    page.locator("#plot-block_table .main-svg").first.wait_for()
-    # Pick a preset from the dropdown.
-    page.locator("#preset input").click()
-    page.get_by_role("option", name="eagle-k3").click()
-    expect(page.locator("#spec textarea")).to_have_value(re.compile("k=3"))
-    page.locator("#run").click()
-    page.locator("#status").filter(has_text="eagle-k3").wait_for()
-    page.locator("#summary").filter(has_text="Step 0").wait_for()
-    # Step forward twice.
-    page.locator("#next").click()
-    page.locator("#summary").filter(has_text="Step 1").wait_for()
-    page.locator("#next").click()
-    page.locator("#summary").filter(has_text="Step 2").wait_for()
-    expect(page.locator("#step input[type=number]")).to_have_value("2")
-    for name, (label, _, _) in ALL_VIEWS.items():
-        page.get_by_role("tab", name=label).click()
-        plot = page.locator(f"#plot-{name}")
-        plot.locator(".main-svg").first.wait_for()
-        assert plot.locator("text", has_text=re.compile(re.escape(EXPECT[name]), re.I)).count() > 0, name
-        page.locator(f"#tab-{name}").filter(has_text="What am I looking at?").wait_for()
-        if name in ("block_table", "lengths", "drafts"):
-            assert plot.locator("text", has_text="Step 2").count() > 0, name
-        if name == "block_table":
-            assert plot.locator("g.heatmaplayer image, g.heatmaplayer").count() > 0
-        if name == "drafts":  # eagle-k3: a window bar per request and pass
-            assert plot.locator("g.trace.bars path").count() >= 16
-    # The runner choice: CPU offered, the others shown disabled with their reason.
-    assert "no CUDA GPU" in page.locator("#runners-missing").inner_text()
-    assert page.locator("#runners-missing input").first.is_disabled()
-    page.get_by_role("tab", name=ALL_VIEWS["block_table"][0]).click()
-    shot = ARTIFACTS / "app-browser.png"
-    page.screenshot(path=str(shot), full_page=True)
-    print(f"screenshot: {shot}")
-    assert shot.stat().st_size > 10_000
+    ctx = browser.new_context(viewport={"width": 1366, "height": 768})
+    pg = ctx.new_page()
+    pg.set_default_timeout(60_000)
+    yield pg
+    ctx.close()
 
 
-def test_bad_spec_shows_an_error_and_the_page_keeps_working(page, app_url):
-    from playwright.sync_api import expect
+def open_app(page, url, query=""):
+    page.goto(url + query)
+    page.locator("#plot .main-svg").first.wait_for()
+    page.wait_for_function("() => (window.__labSynced || 0) >= 1")
 
-    page.goto(app_url)
-    page.locator("#plot-block_table .main-svg").first.wait_for()
+
+def headline(page) -> str:
+    return page.locator("#headline .hl-line").inner_text()
+
+
+def wait_step(page, i: int):
+    page.locator("#headline .hl-line").filter(has_text=re.compile(rf"step {i} of")).wait_for()
+
+
+def pick_view(page, name: str):
+    page.locator("#view label").filter(has_text=ALL_VIEWS[name][0]).click()
+    page.locator("#plot text").filter(has_text=re.compile(re.escape(EXPECT[name]), re.I)).first.wait_for()
+
+
+def plot_width(page) -> tuple[float, float]:
+    return page.evaluate("""() => [document.querySelector('#plot .main-svg').getBoundingClientRect().width,
+                                   document.querySelector('#plot .js-plotly-plot').parentElement
+                                     .getBoundingClientRect().width]""")
+
+
+def no_error_state(page):
+    """No component shows Gradio's error badge, and no error toast is up."""
+    assert page.get_by_text("Error", exact=True).count() == 0
+    assert page.locator("[data-testid=status-tracker].error, .wrap.error, .toast-body.error").count() == 0
+
+
+def test_every_view_and_its_width_after_view_switches(page, app_url):
+    """Timeline → Block table → next → Timeline came back at ~700 px in a ~1,470 px container."""
+    for size, (w, h) in SIZES.items():
+        page.set_viewport_size({"width": w, "height": h})
+        open_app(page, app_url, "?preset=eagle-k3&step=12")
+        for name in ("timeline", "block_table"):
+            pick_view(page, name)
+        page.locator("#next").click()
+        wait_step(page, 13)
+        pick_view(page, "timeline")
+        for name in ALL_VIEWS:
+            pick_view(page, name)
+            svg, box = plot_width(page)
+            assert abs(svg - box) <= 4, (size, name, svg, box)
+            assert page.locator("#note").inner_text().startswith(f"What am I looking at? ({ALL_VIEWS[name][0]})")
+            page.screenshot(path=str(ARTIFACTS / f"view-{name}-{w}x{h}.png"))
+        no_error_state(page)
+
+
+def test_step_control_and_main_figure_above_the_fold(page, app_url):
+    open_app(page, app_url)  # 1366x768, the opening preset
+    vh = 768
+    step = page.locator("#step").bounding_box()
+    fig = page.locator("#plot .main-svg").first.bounding_box()
+    assert step["y"] + step["height"] <= vh
+    assert fig["y"] < vh * 0.5 and fig["y"] + 0.6 * fig["height"] <= vh, fig  # most of the figure, unscrolled
+    for sel in ("#prev", "#next", "#play", "#preset", "#run", "#headline .eras"):
+        box = page.locator(sel).first.bounding_box()
+        assert box and box["y"] + box["height"] <= vh, sel
+    assert page.evaluate("() => window.scrollY") == 0
+    assert "fixed by #43991" in page.locator("#headline").inner_text()  # the opening preset is one #43991 changes
+    page.screenshot(path=str(ARTIFACTS / "above-the-fold-1366x768.png"))
+
+
+def test_pause_holds_on_a_tick_boundary(page, app_url):
+    open_app(page, app_url, "?preset=eagle-k3&step=0&tab=lengths")
+    page.locator("#play").click()
+    # Pause right as a step lands: the next tick is then being served.
+    page.wait_for_function("() => Number(document.querySelector('#step input[type=number]').value) >= 3",
+                           polling=10)
+    at = page.evaluate("""() => { const s = Number(document.querySelector('#step input[type=number]').value);
+                                  document.querySelector('#play').click(); return s; }""")
+    page.locator("#play").filter(has_text="play").wait_for()
+    time.sleep(0.6)
+    held = int(page.locator("#step input[type=number]").input_value())
+    time.sleep(1.5)  # 7 ticks' worth
+    assert int(page.locator("#step input[type=number]").input_value()) == held
+    assert held <= at + 1 and "play" in page.locator("#play").inner_text()  # at most the tick in flight
+    no_error_state(page)
+
+
+def test_draft_windows_have_visible_height(page, app_url):
+    open_app(page, app_url, "?preset=eagle-k3&step=12&tab=drafts")
+    bars = page.locator("#plot g.trace.bars path")
+    assert bars.count() >= 16 * 3  # one bar per request and pass
+    heights = page.evaluate("""() => Array.from(document.querySelectorAll('#plot g.trace.bars path'))
+                                        .map(p => p.getBoundingClientRect().height)""")
+    assert min(heights) >= 3, sorted(heights)[:5]
+    assert page.locator("#plot text", has_text="+K = 3").count() == 1
+    assert page.locator("#plot text", has_text="off this zoomed axis").count() == 1
+
+
+def test_bad_input_is_shown_inline_and_no_component_is_left_in_error(page, app_url, tmp_path):
+    open_app(page, app_url)
+    before = headline(page)
+    page.locator("#settings").get_by_text("Scenario settings").click()
     page.locator("#spec textarea").fill("8q1s1k")
     page.locator("#run").click()
-    page.get_by_text("invalid scenario segment").first.wait_for()
+    msg = page.locator("#spec-msg .inline-error")
+    msg.wait_for()
+    assert "invalid scenario segment '8q1s1k'" in msg.inner_text() and "for example" in msg.inner_text()
+    assert "Not run" in page.locator("#status").inner_text()
+    assert headline(page) == before  # the views stay
+    page.screenshot(path=str(ARTIFACTS / "error-inline-1366x768.png"), full_page=True)
+    no_error_state(page)
+    for name, data, message in (("picture.png", b"\x89PNG\r\n\x1a\n" + b"\0" * 64, "picture.png is an image"),
+                                ("notes.txt", b"hello", "notes.txt is not JSON")):
+        f = tmp_path / name
+        f.write_bytes(data)
+        page.locator("#upload input[type=file]").set_input_files(str(f))
+        page.locator("#upload-msg .inline-error").filter(has_text=message).wait_for()
+        no_error_state(page)
+        assert headline(page) == before
+    # A good run clears the message.
     page.locator("#spec textarea").fill("4p100o20_mml=8k_cg=piecewise")
-    page.locator("#spec textarea").press("Enter")  # the controls follow the text
-    expect(page.locator("#mml input")).to_have_value("8192")
     page.locator("#run").click()
-    page.locator("#status").filter(has_text="custom scenario").wait_for()
+    page.locator("#headline").filter(has_text="custom scenario").wait_for()
+    assert page.locator("#spec-msg .inline-error").count() == 0
+
+
+def test_typed_text_is_not_silently_overridden(page, app_url):
+    open_app(page, app_url, "?preset=short-decode-long-context")
+    page.locator("#settings").get_by_text("Scenario settings").click()
+    page.locator("#spec textarea").fill("8p1ko128_k=99")  # no Enter: the K control still says 0
+    page.locator("#run").click()
+    page.locator("#spec-msg .inline-error").filter(has_text="num_speculative_tokens").wait_for()
+    page.locator("#spec textarea").fill("8p1ko128_k=2")
+    page.locator("#run").click()
+    page.locator("#headline").filter(has_text="Eagle draft decodes").wait_for()
+    assert page.locator("#k input").input_value() == "2"
+
+
+def test_url_state_opens_that_state_and_follows_it(page, app_url):
+    open_app(page, app_url, "?preset=mamba-hybrid&step=7&tab=timeline")
+    assert "mamba-hybrid" in headline(page) and "step 7 of" in headline(page)
+    assert page.locator("#view input[value=timeline]").is_checked()
+    assert page.locator("#plot .gtitle").filter(has_text="Timeline of").count() == 1
+    page.locator("#next").click()
+    wait_step(page, 8)
+    page.wait_for_function("() => location.search.includes('step=8')")
+    assert "preset=mamba-hybrid" in page.url and "tab=timeline" in page.url
+    open_app(page, app_url, "?preset=nope&step=999")
+    msg = page.locator("#spec-msg .inline-error")
+    assert "unknown preset 'nope'" in msg.inner_text()
+    no_error_state(page)
+
+
+def test_step_box_enter_and_arrow_keys_redraw(page, app_url):
+    open_app(page, app_url, "?preset=eagle-k3&step=0&tab=lengths")
+    box = page.locator("#step input[type=number]")
+    box.fill("5")
+    box.press("Enter")
+    wait_step(page, 5)
+    page.locator("#plot .gtitle").filter(has_text="Step 5:").wait_for()
+    page.locator("#step input[type=range]").focus()
+    page.keyboard.press("ArrowRight")
+    wait_step(page, 6)
+    page.locator("#plot .gtitle").filter(has_text="Step 6:").wait_for()
+
+
+def test_timeline_marker_moves_without_a_redraw(page, app_url):
+    open_app(page, app_url, "?preset=eagle-k3&step=10&tab=timeline")
+    page.evaluate("() => { window.__data = document.querySelector('#plot .js-plotly-plot').data; }")
+    synced = page.evaluate("() => window.__labSynced")
+    page.locator("#next").click()
+    wait_step(page, 11)
+    page.wait_for_function(f"() => window.__labSynced > {synced}")
+    same, x0 = page.evaluate("""() => { const gd = document.querySelector('#plot .js-plotly-plot');
+        return [gd.data === window.__data, gd.layout.shapes.find(s => s.name === 'step').x0]; }""")
+    assert same and x0 == 11
+
+
+def test_tour_presenter_and_comparison(page, app_url):
+    open_app(page, app_url, "?preset=stale-block-reuse")
+    stops = page.locator("#tour label")
+    assert 3 <= stops.count() <= 5
+    live = stops.filter(has_text="past its valid ones").first
+    m = re.match(r"step (\d+):", live.inner_text())
+    live.click()
+    wait_step(page, int(m.group(1)))
+    assert page.locator("#view input[value=block_table]").is_checked()
+    page.screenshot(path=str(ARTIFACTS / "tour-stop-1366x768.png"))
+    # Side by side, one slider.
+    page.locator("#settings").get_by_text("Scenario settings").click()
+    page.locator("#compare input").click()
+    page.get_by_role("option", name="mixed-long-short").click()
+    page.locator("#plot-compare .main-svg").first.wait_for()
+    page.locator("#next").click()
+    page.locator("#plot-compare .gtitle").filter(has_text=f"Step {int(m.group(1)) + 1}:").wait_for()
+    page.set_viewport_size({"width": 1600, "height": 1000})
+    page.evaluate("() => window.scrollTo(0, 0)")
+    page.screenshot(path=str(ARTIFACTS / "compare-1600x1000.png"))
+    # Presenter mode: large type, one view, the settings gone.
+    page.locator("#presenter input").check()
+    page.wait_for_function("() => document.body.classList.contains('presenter')")
+    assert not page.locator("#settings").is_visible() and not page.locator("#summary").is_visible()
+    page.wait_for_function("() => location.search.includes('presenter=1')")
+    page.wait_for_function("() => parseFloat(getComputedStyle(document.querySelector('#headline .hl-line')).fontSize) >= 20")
+    page.screenshot(path=str(ARTIFACTS / "presenter-1600x1000.png"))
+    no_error_state(page)

@@ -30,17 +30,17 @@ def test_sixteen_sessions_step_through_200_steps(app_url, make_client):
             c = make_client(app_url)
             start.wait(timeout=120)
             out = c.predict("short-decode-long-context", _spec(j), 4096, 16, 0, "default", "PIECEWISE", 0.7, j,
-                            "embedded CPU", api_name="/run")
+                            "embedded CPU", "lengths", False, api_name="/run")
             assert out[0]["maximum"] == n_steps - 1, out[0]
             step = 0
             while step < n_steps - 1:
-                out = c.predict(step, api_name="/next_step")
+                out = c.predict(step, "lengths", False, api_name="/next_step")
                 step += 1
                 assert out[0] == step, (out[0], step)
-                summary = out[-1]
-                assert f"`{spec}`" in summary, summary[:200]
-                assert f"**Step {step}** ({j + 1} requests," in summary, summary[:300]
-                lengths = json.loads(out[2]["plot"])
+                summary = out[3]
+                assert f"<code>{spec}</code>" in summary, summary[:200]
+                assert f"<strong>Step {step}</strong> ({j + 1} requests," in summary, summary[:300]
+                lengths = json.loads(out[1]["plot"])
                 assert len(lengths["data"][0]["y"]) == j + 1  # one bar per request of this session's batch
                 done[j] = step
         except Exception as e:  # collected, so every thread finishes and the failure names its session

@@ -12,7 +12,7 @@ from lab.views import (ALL_VIEWS, HONESTY, HOW_TO_TIME, all_specs, block_table_c
                        summary_numbers, timeline_spec)
 from lab.views.block_table import CLASSES, MAX_COL_BINS, MAX_EXACT_COLS
 
-STALE = ("null", "live", "free", "padded")
+from lab.engine.oor import OOR_CLASSES
 
 
 @pytest.fixture(scope="module")
@@ -58,11 +58,11 @@ def test_block_table_classes_match_the_out_of_range_counts(traces):
                 w = d["walks"][mode]
                 assert w == -(-st.kernel_max_seq_len[mode] // trace.scenario.block_size)
                 walked = cls[:, :w]
-                counts = {c: int((walked == CLASSES.index(c)).sum()) for c in ("valid",) + STALE}
+                counts = {c: int((walked == CLASSES.index(c)).sum()) for c in ("valid",) + OOR_CLASSES}
                 oor = st.oor[mode]
-                assert {c: counts[c] for c in STALE} == {c: oor[c] for c in STALE}, (name, st.index, mode)
+                assert {c: counts[c] for c in OOR_CLASSES} == {c: oor[c] for c in OOR_CLASSES}, (name, st.index, mode)
                 assert counts["valid"] == oor["in_range"]
-                seen |= {c for c in STALE if counts[c]}
+                seen |= {c for c in OOR_CLASSES if counts[c]}
             # Valid entries hold the row's own blocks; a live stale entry names another holder or itself.
             n = st.num_reqs
             for r in range(n):
@@ -79,26 +79,48 @@ def test_block_table_downsamples_wide_tables_and_says_so(traces):
     trace = traces["short-decode-long-context"]  # 128k / 16 = 8192 columns
     st = trace.steps[50]
     spec = block_table_spec(trace, 50)
-    heat = spec["data"][0]
-    z, text = np.asarray(heat["z"]), np.asarray(heat["text"])
-    assert z.shape == text.shape
-    assert z.shape[0] == st.num_reqs_padded and z.shape[1] <= MAX_EXACT_COLS + MAX_COL_BINS < trace.width
-    assert "in bins of" in spec["layout"]["title"]["text"]
-    # An exact cell names request, column, block id, class and owner; a bin counts exactly.
-    assert text[0, 0].startswith(f"{st.req_ids[0]} (row 0)<br>column 0, block id {st.block_table[0, 0]}")
-    assert "valid" in text[0, 0] and f"owner: {st.req_ids[0]}" in text[0, 0]
-    last = text[0, -1]
-    assert f"–{trace.width - 1} (" in last and "entries" in last  # the last bin ends at the last column
-    n_entries = int(last.split("(")[1].split(" entries")[0])
-    counted = sum(int(x.split()[-1]) for x in last.split("<br>")[-1].split(", "))
-    assert counted == n_entries
-    # Walk overlays: one line per mode, named with the kernel-visible value.
+    exact, binned = [t for t in spec["data"] if t["type"] == "heatmap"]
+    ze, zb = np.asarray(exact["z"]), np.asarray(binned["z"])
+    assert ze.shape[0] == zb.shape[0] == st.num_reqs_padded
+    assert ze.shape[1] + zb.shape[1] <= MAX_EXACT_COLS + MAX_COL_BINS < trace.width
+    assert list(exact["x"]) + list(binned["x"]) == list(range(ze.shape[1] + zb.shape[1]))
+    assert "scale break" in spec["layout"]["title"]["text"]
+    # An exact cell: its row's request (y), column (x), block id and class; a bin counts exactly.
+    assert exact["y"][0] == st.req_ids[0]
+    assert exact["customdata"][0][0] == st.block_table[0, 0] and exact["text"][0][0] == "valid"
+    assert "col %{x}: block %{customdata}, %{text}" in exact["hovertemplate"]
+    last = np.asarray(binned["customdata"])[0, -1]
+    assert last[1] == trace.width - 1  # the last bin ends at the last column
+    assert last[2] == last[1] - last[0] + 1 == sum(last[3:])  # one row: its entries, counted by class
+    assert "entries): valid %{customdata[3]:,}, null %{customdata[4]:,}" in binned["hovertemplate"]
+    # Walk overlays: one line per mode, named with the kernel-visible value and its era.
     names = [t.get("name", "") for t in spec["data"]]
-    assert any("baseline walk: 8192 columns" in n for n in names)
-    assert any(f"fixed walk: {-(-st.kernel_max_seq_len['fixed'] // 16)} columns" in n for n in names)
-    # A narrow table is drawn cell by cell.
-    small = block_table_spec(traces["eagle-k3"], 3)
-    assert "one cell per entry" in small["layout"]["title"]["text"] or "bins" in small["layout"]["title"]["text"]
+    assert any("baseline walk (before #40654): 8,192 columns" in n for n in names)
+    assert any(f"fixed walk (after #43991): {-(-st.kernel_max_seq_len['fixed'] // 16)} columns" in n for n in names)
+
+
+def test_block_table_scale_break_is_visible_and_true_scale_strip(traces):
+    """Binned columns: a break marker and its label at the boundary, ticks that are real columns;
+    above, the columns each era walks on one linear axis (a 256x walk looks 256x)."""
+    trace = traces["short-decode-long-context"]
+    st = trace.steps[50]
+    spec = block_table_spec(trace, 50)
+    lay = spec["layout"]
+    texts = [a["text"] for a in lay["annotations"]]
+    assert any("scale break" in t for t in texts) and any("binned: 1 cell = " in t for t in texts)
+    brk = [sh for sh in lay["shapes"] if sh["type"] == "line"]
+    assert brk and all(sh["x0"] == brk[0]["x0"] for sh in brk)
+    ticks = [int(t.replace(",", "")) for t in lay["xaxis"]["ticktext"]]
+    assert ticks == sorted(ticks) and ticks[0] == 0
+    strip = next(t for t in spec["data"] if t.get("xaxis") == "x2")
+    wb, wf = (-(-st.kernel_max_seq_len[m] // 16) for m in ("baseline", "fixed"))
+    assert strip["x"] == [wf, wb] and lay["xaxis2"]["range"][0] == 0 and "type" not in lay["xaxis2"]
+    assert f"({wb / wf:,.0f}× fewer)" in strip["text"][0]
+    # A narrow table is drawn cell by cell, no break.
+    narrow = simulate(Scenario.from_spec("4p100o20_mml=2k_cg=piecewise"))  # 128 columns
+    small = block_table_spec(narrow, 3)
+    assert "one cell per entry" in small["layout"]["title"]["text"]
+    assert not any("scale break" in a["text"] for a in small["layout"]["annotations"])
 
 
 def test_block_table_under_full_graph_shows_metadata_and_walk(traces):
@@ -106,8 +128,11 @@ def test_block_table_under_full_graph_shows_metadata_and_walk(traces):
     st = next(s for s in trace.steps if s.cudagraph_mode == "FULL" and s.num_reqs < s.num_reqs_padded)
     spec = block_table_spec(trace, st.index)
     names = [t.get("name", "") for t in spec["data"]]
-    # Both modes walk max_model_len under FULL (R9); the fixed metadata is drawn apart as "not what ... walks".
+    # Both modes walk max_model_len under FULL (R9): one line, labelled for both; the fixed metadata is
+    # drawn apart as "not what ... walks".
     assert st.kernel_max_seq_len["fixed"] == trace.scenario.max_model_len
+    assert sum("walk" in n and "metadata" not in n for n in names) == 1
+    assert any(n.startswith("baseline = fixed walk") and "FULL graph, R9" in n for n in names)
     assert any("fixed metadata" in n and "not what the FULL graph walks" in n for n in names)
     assert (block_table_classes(trace, st.index)["cls"][st.num_reqs:] == CLASSES.index("padded")).all()
 
@@ -117,31 +142,52 @@ def test_lengths_match_the_step(traces):
     st = trace.steps[10]
     spec = lengths_spec(trace, 10)
     by_name = {t["name"]: t for t in spec["data"]}
-    assert list(by_name["num_computed_tokens"]["y"]) == st.num_computed_tokens
+    assert list(by_name["computed before this step"]["y"]) == st.num_computed_tokens
     assert list(by_name["seq_lens_cpu_upper_bound (R1)"]["y"]) == st.seq_lens_cpu_upper_bound[:st.num_reqs]
     assert list(by_name["seq_lens (exact, after verification)"]["y"]) == st.seq_lens[:st.num_reqs]
+    # True scale: linear from 0, zoomed on the batch; the eras' lines, coinciding ones named together;
+    # max_model_len (before #40654) is off the axis and said so.
+    lay = spec["layout"]
+    assert lay["yaxis"]["range"][0] == 0 and lay["yaxis"].get("type") != "log"
     lines = {t["name"]: t["y"][0] for t in spec["data"] if t.get("mode") == "lines"}
-    assert lines[f"max_model_len = {trace.scenario.max_model_len:,}"] == trace.scenario.max_model_len
-    assert lines[f"max_seq_len fixed, metadata = {st.max_seq_len['fixed']:,}"] == st.max_seq_len["fixed"]
-    assert any("kernel sees" in n for n in lines)
+    assert lines == {f"max_seq_len after #40654 = after #43991: {st.max_seq_len['fixed']:,}": st.max_seq_len["fixed"]}
+    assert any(f"before #40654: {trace.scenario.max_model_len:,}" in a["text"] and "off this axis" in a["text"]
+               for a in lay["annotations"])
+    mamba = simulate(Scenario.preset("mamba-hybrid"))
+    lines = {t["name"] for t in lengths_spec(mamba, 10)["data"] if t.get("mode") == "lines"}
+    assert lines == {f"max_seq_len after #43991: {mamba.steps[10].max_seq_len['fixed']:,}"}
+    texts = str(lengths_spec(mamba, 10)["layout"]["annotations"])
+    assert "before #40654 = after #40654: 65,536" in texts  # #40654 left the mamba target path alone
 
 
 def test_timeline_and_oor_follow_the_trace(traces):
     trace = traces["full-graph-vs-eager"]
     spec = timeline_spec(trace, 30)
     by_name = {t["name"]: t for t in spec["data"]}
-    assert list(by_name["fixed max_seq_len (kernel sees)"]["y"]) == [s.kernel_max_seq_len["fixed"] for s in trace.steps]
-    cum = np.cumsum([sum(s.oor_all_passes["baseline"][c] for c in STALE) for s in trace.steps])
-    assert list(by_name["baseline out of range (cumulative)"]["y"]) == cum.tolist()
+    assert list(by_name["kernel sees: after #40654 = after #43991"]["y"]) == [
+        s.kernel_max_seq_len["fixed"] for s in trace.steps]
+    assert list(by_name["after #40654 = after #43991"]["y"]) == [s.max_seq_len["fixed"] for s in trace.steps]
+    cum = np.cumsum([sum(s.oor_all_passes["baseline"][c] for c in OOR_CLASSES) for s in trace.steps])
+    assert list(by_name["out of range, before #40654"]["y"]) == cum.tolist()
     bands = [sh for sh in spec["layout"]["shapes"] if sh["type"] == "rect"]
-    assert {"FULL graph steps", "NONE graph steps"} <= set(by_name) and bands
-    assert any(sh["type"] == "line" and sh["x0"] == 30 for sh in spec["layout"]["shapes"])
+    assert {"FULL graph steps (band)", "NONE graph steps (band)"} <= set(by_name) and bands
+    assert [sh["x0"] for sh in spec["layout"]["shapes"] if sh.get("name") == "step"] == [30]
+    # One legend per panel.
+    assert {t["legend"] for t in spec["data"]} == {"legend", "legend2", "legend3"}
+    # Three eras where they differ: mamba-hybrid (#40654 left its target alone), eagle-k3 drafts.
+    mamba = simulate(Scenario.preset("mamba-hybrid"))
+    names = {t["name"] for t in timeline_spec(mamba, 3)["data"]}
+    assert {"before #40654 = after #40654", "after #43991"} <= names
+    names = {t["name"] for t in timeline_spec(traces["eagle-k3"], 3)["data"]}
+    assert {"before #40654", "after #40654 = after #43991", "drafts before #40654 = after #40654",
+            "drafts after #43991"} <= names
     o = oor_spec(trace, 30)
     per_step = [t for t in o["data"] if t.get("xaxis") is None and t["yaxis"] == "y"]
     stacked = np.sum([t["y"] for t in per_step], axis=0)
-    assert stacked.tolist() == [sum(s.oor_all_passes["baseline"][c] for c in STALE) for s in trace.steps]
+    assert stacked.tolist() == [sum(s.oor_all_passes["baseline"][c] for c in OOR_CLASSES) for s in trace.steps]
     totals = [t for t in o["data"] if t.get("xaxis") == "x2"]
     assert sum(t["y"][1] for t in totals) == trace.oor_total("fixed")
+    assert o["layout"]["yaxis2"]["matches"] == "y"  # baseline and fixed per step on one scale
 
 
 def test_drafts(traces):
@@ -151,11 +197,22 @@ def test_drafts(traces):
     spec = drafts_spec(trace, 10)
     bars = [t for t in spec["data"] if t["type"] == "bar"]
     assert len(bars) == len(st.drafts) == 3
+    exact = st.seq_lens[:st.num_reqs]
     for d, bar in zip(st.drafts, bars):
         ub = d.seq_lens_cpu_upper_bound[:st.num_reqs]
-        assert [b + h for b, h in zip(bar["base"], bar["y"])] == ub
-    line = next(t for t in spec["data"] if t["name"] == "draft_max_seq_len fixed (metadata)")
-    assert line["y"] == [d.max_seq_len["fixed"] for d in st.drafts]
+        # Positions exact+d .. upper bound, half a token each side: visible even when the window is 0.
+        assert [b + h for b, h in zip(bar["base"], bar["y"])] == [u + 0.5 for u in ub]
+        assert [b + 0.5 for b in bar["base"]] == [e + d.index for e in exact]
+        assert min(bar["y"]) >= 1 and len(bar["x"]) == st.num_reqs  # one bar per request
+    # Linear, zoomed onto the batch: a token is a visible height.
+    lay = spec["layout"]
+    lo, hi = lay["yaxis"]["range"]
+    assert lay["yaxis"].get("type") != "log" and lo <= min(exact) and hi - lo < 200
+    after = st.drafts[-1].max_seq_len["fixed"]
+    assert after == max(st.seq_lens_cpu_upper_bound[:st.num_reqs]) + 3
+    texts = [a.get("text", "") for a in lay["annotations"]]
+    assert "<b>+K = 3</b>" in " ".join(texts) and any(f"draft_max_seq_len = {after:,}" in t for t in texts)
+    assert any("32,768" in t and "off this zoomed axis" in t for t in texts)
 
 
 def test_kernels_without_and_with_timings(traces):
@@ -181,7 +238,7 @@ def test_summary_numbers(traces):
     st = trace.steps[60]
     num = summary_numbers(trace, 60)
     for m in ("baseline", "fixed"):
-        assert num[m]["step_oor"] == sum(st.oor_all_passes[m][c] for c in STALE)
+        assert num[m]["step_oor"] == sum(st.oor_all_passes[m][c] for c in OOR_CLASSES)
         assert num[m]["total_oor"] == trace.oor_total(m)
         assert num[m]["step_walked"] == st.oor_all_passes[m]["walked"]
     md = summary_markdown(trace, 60)
@@ -201,10 +258,56 @@ def test_block_table_bins_rows_of_a_big_batch():
     st = max(trace.steps, key=lambda s: s.num_reqs_padded)
     spec = block_table_spec(trace, st.index)
     go.Figure(spec)
-    z, text = np.asarray(spec["data"][0]["z"]), np.asarray(spec["data"][0]["text"])
+    heats = [t for t in spec["data"] if t["type"] == "heatmap"]
+    assert len(heats) == 1  # rows binned: every cell is a bin
+    z, custom = np.asarray(heats[0]["z"]), np.asarray(heats[0]["customdata"])
     g = -(-st.num_reqs_padded // 96)
-    assert z.shape[0] == -(-st.num_reqs_padded // g) and z.shape == text.shape
+    assert z.shape[0] == -(-st.num_reqs_padded // g) and custom.shape[:2] == z.shape
     assert f"rows in bins of {g}" in spec["layout"]["title"]["text"]
-    # Every entry of the table is counted once over all cells.
-    total = sum(int(x.split("(")[-1].split(" entries")[0]) for x in text.ravel())
-    assert total == st.num_reqs_padded * trace.width
+    # Every entry of the table is counted once over all cells, and each cell's classes add up.
+    assert custom[..., 2].sum() == st.num_reqs_padded * trace.width
+    assert (custom[..., 3:].sum(axis=-1) == custom[..., 2]).all()
+
+
+def test_headline_names_three_eras_and_the_pr_that_fixed_each_path(traces):
+    from lab.views import headline_html, path_values
+
+    eagle = traces["eagle-k3"]
+    st = eagle.steps[12]
+    h = headline_html(eagle, 12)
+    assert h.count("<th>") == 4 and all(e in h for e in st.history())
+    hist = st.history()
+    # Default target: #40654 fixed it; Eagle drafts: #43991.
+    assert "default-model target" in h and "Eagle draft decodes" in h
+    assert h.index("fixed by #40654") < h.index("Eagle draft decodes") < h.index("fixed by #43991")
+    assert f"{hist['after #43991']['drafts'][1]['max_seq_len']:,}" in h
+    mamba = simulate(Scenario.preset("mamba-hybrid"))
+    h = headline_html(mamba, 5)
+    assert "mamba-hybrid target" in h and "fixed by #43991" in h and "fixed by #40654" not in h
+    assert path_values(mamba.steps[5])["target"][1][0] == mamba.scenario.max_model_len
+    h = headline_html(traces["short-decode-long-context"], 5)
+    assert "fixed by #40654" in h and "#43991</a>" not in h and "Eagle" not in h
+
+
+def test_tour_stops_come_from_the_trace(traces):
+    from lab.views import tour
+
+    for name, trace in traces.items():
+        stops = tour(trace)
+        assert 3 <= len(stops) <= 5, name
+        assert [t["step"] for t in stops] == sorted({t["step"] for t in stops}) and stops[0]["step"] == 0
+        assert all(t["view"] in ALL_VIEWS and t["text"] for t in stops)
+    stale = tour(traces["stale-block-reuse"])
+    live = next(t for t in stale if "live" in t["text"] or "recycled" in t["text"])
+    st = traces["stale-block-reuse"].steps[live["step"]]
+    assert st.oor["baseline"]["live"] > 0 and live["view"] == "block_table"
+    assert st.req_ids[int(st.oor_entries("baseline")["row"][st.oor_entries("baseline")["class"] == "live"][0])] \
+        in live["text"]
+    assert any(t["view"] == "drafts" and "+ 3" in t["text"] for t in tour(traces["eagle-k3"]))
+
+
+def test_summary_ratios_read_as_numbers():
+    from lab.views.summary import _ratio
+
+    assert _ratio(244408, 1) == "244,408×" and _ratio(30, 1) == "30×" and _ratio(3, 2) == "1.5×"
+    assert _ratio(5, 0) == "fixed: none" and _ratio(0, 0) == "–"

@@ -34,14 +34,19 @@ def launch(demo, host: str | None = None, port: int | None = None, block: bool =
     port = port or int(os.environ.get("GRADIO_SERVER_PORT") or 7860)
     demo.queue(default_concurrency_limit=4, max_size=256)
     return demo.launch(server_name=host, server_port=port, max_file_size=MAX_UPLOAD_BYTES, ssr_mode=False,
-                       prevent_thread_lock=not block, show_error=True, quiet=not block)
+                       prevent_thread_lock=not block, show_error=True, quiet=not block,
+                       css=getattr(demo, "lab_css", None),
+                       # Gradio's run history copies every event's outputs into the browser's storage:
+                       # a block table per step (and a session's traces kept in the browser). Off.
+                       run_history=False)
 
 
 def main(argv: list[str] | None = None) -> int:
+    from lab.app.ui import DEFAULT_PRESET
     from lab.presets import PRESETS
 
     p = argparse.ArgumentParser(prog="app.py", description="The max_seq_len lab in the browser (Gradio).")
-    p.add_argument("--preset", default="short-decode-long-context", help=f"the preset shown first: {', '.join(PRESETS)}")
+    p.add_argument("--preset", default=DEFAULT_PRESET, help=f"the preset shown first: {', '.join(PRESETS)}")
     p.add_argument("--host", help="address to bind (default 127.0.0.1, or GRADIO_SERVER_NAME)")
     p.add_argument("--port", type=int, help="port (default 7860, or GRADIO_SERVER_PORT)")
     args = p.parse_args(argv)

@@ -3,18 +3,19 @@ the traces themselves (MBs each) live here, shared by every session that asks fo
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import threading
 from collections import OrderedDict
 
-from lab.trace import Trace, scenario_to_dict
+from lab import Trace
 
 
 def scenario_key(scenario, runner: str) -> str:
     """The same scenario on the same runner gives the same trace (the engine is deterministic)."""
-    doc = {"runner": runner, "name": scenario.name, "scenario": scenario_to_dict(scenario)}
-    return "run-" + hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:24]
+    doc = {"runner": runner, "name": scenario.name, "scenario": dataclasses.asdict(scenario)}
+    return "run-" + hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
 def bytes_key(data: bytes) -> str:

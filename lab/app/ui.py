@@ -1,5 +1,12 @@
-"""The Gradio layout: scenario panel, runner choice, step controls, one tab per view, summary,
-downloads and upload. Every event has an api_name (the gradio_client tests call each one)."""
+"""The Gradio layout, built for a room: a compact top bar (preset, runner, run, step, play/pause as
+one toggle, presenter mode), a one-line headline for the step with the three eras, then the main
+figure (one view at a time: only it is drawn and shipped), the guided tour and the summary; the
+scenario settings, upload, downloads and the side-by-side comparison folded away below.
+
+Every event has an api_name (the gradio_client tests call each one). ``SYNC_JS`` runs in the page
+after each step or view change: it keeps the address (?preset=…&step=…&tab=…) in step with what
+is shown, moves the step marker of a trace-wide view without a redraw, and applies presenter mode.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +15,79 @@ import gradio as gr
 from lab.app import handlers as h
 from lab.app.runners import EMBEDDED_CPU, runner_availability
 from lab.presets import PRESETS
-from lab.scenario import get_preset
-from lab.scenario import CUDAGRAPH_MODES, MAX_SPECULATIVE_TOKENS, MODEL_STATES
-from lab.views import ALL_VIEWS, HONESTY
+from lab.scenario import CUDAGRAPH_MODES, MAX_SPECULATIVE_TOKENS, MODEL_STATES, get_preset
+from lab.views import ALL_VIEWS
 
-DEFAULT_PRESET = "short-decode-long-context"
-INTRO = """# The max_seq_len lab
-How vLLM's Model Runner V2 builds attention metadata step by step, and what PR #43991 ("Use actual
-batch max_seq_len for attn metadata") changed: **baseline** hands `max_model_len` to attention on every
-path (before #40654), **fixed** the batch maximum (after #43991). Pick a preset or write a scenario, run
-it, and step through it. `docs/app.md` explains each tab."""
+# The opening preset: one that #43991 changes (its draft decodes), beside what #40654 did (its target).
+DEFAULT_PRESET = "eagle-k3"
+DEFAULT_VIEW = "block_table"
+BRAND = ("<b>max_seq_len lab</b> · what vLLM PRs <a href='https://github.com/vllm-project/vllm/pull/40654' "
+         "target='_blank'>#40654</a> and <a href='https://github.com/vllm-project/vllm/pull/43991' "
+         "target='_blank'>#43991</a> changed in the <code>max_seq_len</code> attention is told (Model Runner V2)")
+
+SYNC_JS = """
+(preset, spec, step, view, presenter) => {
+  document.body.classList.toggle('presenter', !!presenter);
+  const u = new URL(window.location.href);
+  u.search = '';
+  if (preset) u.searchParams.set('preset', preset); else if (spec) u.searchParams.set('spec', spec);
+  u.searchParams.set('step', step);
+  u.searchParams.set('tab', view);
+  if (presenter) u.searchParams.set('presenter', '1');
+  // Debounced: Gradio's page reacts to an address change with a fetch of the page; once the
+  // stepping stops is enough.
+  clearTimeout(window.__labUrlTimer);
+  window.__labUrlTimer = setTimeout(() => window.history.replaceState(null, '', u), 700);
+  const gd = document.querySelector('#plot .js-plotly-plot');
+  if (gd && gd.layout && gd.layout.shapes && window.Plotly) {
+    const k = gd.layout.shapes.findIndex(s => s.name === 'step');
+    if (k >= 0 && gd.layout.shapes[k].x0 !== step) {
+      window.Plotly.relayout(gd, {[`shapes[${k}].x0`]: step, [`shapes[${k}].x1`]: step});
+    }
+  }
+  window.__labSynced = (window.__labSynced || 0) + 1;
+  return [];
+}
+"""
+
+CSS = """
+.gradio-container {max-width: 100% !important; padding: 4px 12px !important}
+.gradio-container .main, .gradio-container .wrap {gap: 4px}
+.contain > .column, .gradio-container .main > .wrap > .column {gap: 6px !important}
+#brand {font-size: 13px; color: #555; padding: 0 !important; margin: 0; min-height: 0 !important}
+#brand * {margin: 0 !important; padding: 0 !important; line-height: 1.3}
+#headline table {width: auto}
+#topbar {gap: 6px; align-items: end; flex-wrap: nowrap}
+#topbar > div {min-width: 0 !important}
+#topbar button {flex: 0 0 auto !important; width: auto !important; padding: 4px 12px; min-height: 40px;
+  white-space: nowrap; align-self: end; margin-bottom: 6px}
+#topbar > #presenter-box {flex: 0 0 118px !important; min-width: 118px !important; align-self: end}
+#step {padding-top: 0; padding-bottom: 0}
+#headline {font-size: 14px; line-height: 1.35}
+#headline .hl-line {margin: 2px 0}
+#headline .eras {border-collapse: collapse; margin: 2px 0; font-size: 13px}
+#headline .eras td, #headline .eras th {padding: 0 10px 0 0; line-height: 1.35; border: none; white-space: nowrap; text-align: left;
+  background: none}
+#headline .eras th {font-weight: 600; color: #555}
+.pr-badge {color: #fff !important; border-radius: 9px; padding: 0 7px; font-size: 11px; text-decoration: none;
+  background: #1f77b4; white-space: nowrap}
+.pr-badge.pr40654 {background: #e6550d}
+.kernel-sees {color: #777; font-size: 12px}
+#view {margin: 0}
+#view label {padding: 2px 10px}
+#plot, #plot-compare {min-height: 420px}
+#note {font-size: 13px; color: #444}
+#summary table {font-size: 13px}
+#summary table td, #summary table th {white-space: nowrap; font-variant-numeric: tabular-nums; padding: 2px 10px}
+#summary table td:not(:first-child) {text-align: right}
+.inline-error {color: #9b0018; background: #fdecea; border-left: 4px solid #9b0018; padding: 6px 10px;
+  border-radius: 4px; font-size: 14px}
+body.presenter #settings, body.presenter #below, body.presenter #brand, body.presenter #runner,
+  body.presenter #run {display: none !important}
+body.presenter #headline, body.presenter #headline .hl-line {font-size: 22px !important}
+body.presenter #headline .eras {font-size: 20px !important}
+body.presenter #view label {font-size: 18px !important}
+"""
 
 
 def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
@@ -28,79 +98,126 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
     offered = [r.name for r in runners if r.available]
     missing = [r for r in runners if not r.available]
     with gr.Blocks(title="max_seq_len lab", analytics_enabled=False, delete_cache=(3600, 3600)) as demo:
-        key = gr.State(None)  # a key into the process-level trace cache (lab.app.cache), nothing heavier
-        gr.Markdown(INTRO)
-        with gr.Row():
+        # Session state: a key into the process-level trace cache (lab.app.cache), nothing heavier.
+        key = gr.State(None)
+        base = gr.State(PRESETS[preset][0])  # the text the controls were last filled from
+        drawn = gr.State(None)  # what the main plot holds (handlers.drawn_id)
+        playing = gr.State(False)
+        compare_key = gr.State(None)
+        gr.HTML(BRAND, elem_id="brand")
+        with gr.Row(elem_id="topbar", equal_height=True):
+            preset_dd = gr.Dropdown(list(PRESETS), value=preset, label="preset", elem_id="preset", scale=2,
+                                    min_width=160)
+            runner = gr.Dropdown(offered, value=EMBEDDED_CPU, label="runner", elem_id="runner", scale=2,
+                                 min_width=150)
+            run_btn = gr.Button("Run", variant="primary", elem_id="run", scale=0, min_width=60)
+            prev_btn = gr.Button("◀", elem_id="prev", scale=0, min_width=44)
+            step = gr.Slider(0, 1, value=0, step=1, label="step", elem_id="step", scale=5, min_width=220)
+            next_btn = gr.Button("▶", elem_id="next", scale=0, min_width=44)
+            play_btn = gr.Button(h.PLAY, elem_id="play", scale=0, min_width=96)
+            with gr.Column(scale=0, min_width=118, elem_id="presenter-box"):
+                presenter = gr.Checkbox(False, label="presenter", elem_id="presenter")
+        headline = gr.HTML("", elem_id="headline")
+        view = gr.Radio([(label, name) for name, (label, _, _) in ALL_VIEWS.items()], value=DEFAULT_VIEW,
+                        show_label=False, container=False, elem_id="view")
+        with gr.Row(elem_id="plots"):
+            plot = gr.Plot(show_label=False, elem_id="plot")
+            compare_plot = gr.Plot(show_label=False, elem_id="plot-compare", visible=False)
+        with gr.Row(elem_id="below"):
+            with gr.Column(scale=3):
+                note = gr.Markdown(h.note_of(DEFAULT_VIEW), elem_id="note")
+                summary = gr.HTML("", elem_id="summary")
             with gr.Column(scale=2):
-                with gr.Row():
-                    preset_dd = gr.Dropdown(list(PRESETS), value=preset, label="Preset", elem_id="preset")
-                    runner = gr.Radio(offered, value=EMBEDDED_CPU, label="Runner", elem_id="runner")
-                    gr.Radio([r.name for r in missing], value=None, interactive=False, label="Not available here",
-                             info="; ".join(f"{r.name}: {r.reason}" for r in missing), elem_id="runners-missing")
-                preset_note = gr.Markdown(f"**{preset}**: {s0.description}")
-                spec = gr.Textbox(PRESETS[preset][0], label="Scenario (grammar: lab/scenario.py, docs/scenarios.md)",
-                                  info="Press Enter to read the controls from the text. The controls below override "
-                                       "the matching settings of the text; after a run the text shows what ran.",
-                                  elem_id="spec", max_lines=3)
-                with gr.Row():
-                    mml = gr.Number(s0.max_model_len, label="max_model_len", precision=0, minimum=2, elem_id="mml")
-                    bs = gr.Number(s0.block_size, label="block size", precision=0, minimum=1, elem_id="bs")
-                    k = gr.Number(s0.num_speculative_tokens, label="K (draft tokens)", precision=0, minimum=0,
-                                  maximum=MAX_SPECULATIVE_TOKENS, elem_id="k")
-                    seed = gr.Number(s0.seed, label="seed", precision=0, minimum=0, elem_id="seed")
-                with gr.Row():
-                    state = gr.Radio(list(MODEL_STATES), value=s0.model_state, label="model state", elem_id="state")
-                    cg = gr.Radio(list(CUDAGRAPH_MODES), value=s0.cudagraph_mode, label="CUDA-graph mode",
-                                  elem_id="cg")
-                    accept = gr.Slider(0, 1, value=s0.acceptance_rate, step=0.05, label="draft acceptance",
-                                       elem_id="accept")
-                with gr.Row():
-                    run_btn = gr.Button("Run", variant="primary", elem_id="run")
-                    upload = gr.File(label="Upload a saved trace (.json)", file_types=[".json"], type="filepath",
-                                     elem_id="upload", height=80)
-                status = gr.Markdown("", elem_id="status")
-            with gr.Column(scale=1):
-                summary = gr.Markdown("", elem_id="summary")
-        with gr.Row():
-            prev_btn = gr.Button("◀ previous", elem_id="prev", scale=0)
-            step = gr.Slider(0, 1, value=0, step=1, label="step", elem_id="step", scale=4)
-            next_btn = gr.Button("next ▶", elem_id="next", scale=0)
-            play_btn = gr.Button("play", elem_id="play", scale=0)
-            pause_btn = gr.Button("pause", elem_id="pause", scale=0)
-        timer = gr.Timer(0.7, active=False)
-        plots = []
-        with gr.Tabs():
-            for name, (label, _, note) in ALL_VIEWS.items():
-                with gr.Tab(label, id=name, elem_id=f"tab-{name}"):
-                    gr.Markdown(f"**What am I looking at?** {note}", elem_classes=["note"])
-                    plots.append(gr.Plot(label=label, elem_id=f"plot-{name}", show_label=False))
-            with gr.Tab("Downloads", id="downloads", elem_id="tab-downloads"):
-                gr.Markdown("The trace as JSON (load it with `Trace.load`, `python -m lab show`, or upload it "
-                            "here), and every view of the current step as one HTML page.")
-                with gr.Row():
-                    dl_trace_btn = gr.Button("trace JSON", elem_id="dl-trace")
-                    dl_figs_btn = gr.Button("figures of this step (HTML)", elem_id="dl-figs")
-                dl_file = gr.File(label="download", interactive=False, elem_id="dl-file")
-            from lab.app.sweeps_tab import add_sweeps_tab  # Sweeps + "does it matter on my GPU?" (docs/sweeps.md)
-            add_sweeps_tab(PRESETS[preset][0])
-        gr.Markdown(f"_{HONESTY}_")
+                tour = gr.Radio([], label="Guided tour: click a stop", elem_id="tour")
+        with gr.Accordion("Scenario settings · upload · downloads · compare side by side", open=False,
+                          elem_id="settings") as settings:
+            spec = gr.Textbox(PRESETS[preset][0], label="Scenario (grammar: lab/scenario.py, docs/scenarios.md)",
+                              info="Run uses what you typed; Enter fills the controls from the text. A control you "
+                                   "change overrides the text's setting; if both changed, you are asked to pick.",
+                              elem_id="spec", max_lines=3)
+            spec_msg = gr.HTML("", elem_id="spec-msg")
+            with gr.Row():
+                mml = gr.Number(s0.max_model_len, label="max_model_len", precision=0, minimum=2, elem_id="mml")
+                bs = gr.Number(s0.block_size, label="block size", precision=0, minimum=1, elem_id="bs")
+                k = gr.Number(s0.num_speculative_tokens, label="K (draft tokens)", precision=0, minimum=0,
+                              maximum=MAX_SPECULATIVE_TOKENS, elem_id="k")
+                seed = gr.Number(s0.seed, label="seed", precision=0, minimum=0, elem_id="seed")
+            with gr.Row():
+                state = gr.Radio(list(MODEL_STATES), value=s0.model_state, label="model state", elem_id="state")
+                cg = gr.Radio(list(CUDAGRAPH_MODES), value=s0.cudagraph_mode, label="CUDA-graph mode", elem_id="cg")
+                accept = gr.Slider(0, 1, value=s0.acceptance_rate, step=0.05, label="draft acceptance",
+                                   elem_id="accept")
+            status = gr.Markdown("", elem_id="status")
+            gr.Markdown("Runners not available here: " + "; ".join(f"**{r.name}**: {r.reason}" for r in missing),
+                        elem_id="runners-missing")
+            with gr.Row():
+                with gr.Column():
+                    upload = gr.File(label="Upload a saved trace (.json)", type="filepath", elem_id="upload",
+                                     height=90)
+                    upload_msg = gr.HTML("", elem_id="upload-msg")
+                with gr.Column():
+                    with gr.Row():
+                        dl_trace_btn = gr.Button("download the trace (JSON)", elem_id="dl-trace")
+                        dl_figs_btn = gr.Button("download every view of this step (HTML)", elem_id="dl-figs")
+                    dl_file = gr.File(label="download", interactive=False, elem_id="dl-file", height=90)
+                with gr.Column():
+                    compare = gr.Dropdown(["none", *PRESETS], value="none", label="compare side by side with",
+                                          info="another preset on the same step slider, same view", elem_id="compare")
+        with gr.Accordion("Sweeps · does it matter on my GPU?", open=False, elem_id="sweeps-box"):
+            from lab.app.sweeps_tab import add_sweeps_tab  # docs/sweeps.md
+
+            with gr.Tabs():
+                add_sweeps_tab(PRESETS[preset][0])
+        timer = gr.Timer(h.PLAY_INTERVAL_S, active=False)
 
         controls = [mml, bs, k, state, cg, accept, seed]
-        panels = plots + [summary]
-        loaded = [key, step, spec, *controls, status, *panels]
-        run_inputs = [preset_dd, spec, *controls, runner]
-        preset_dd.change(h.load_preset, preset_dd, [spec, *controls, preset_note], api_name="load_preset")
-        spec.submit(h.parse_spec_text, spec, [*controls, status], api_name="parse_spec")
-        run_btn.click(h.run, run_inputs, loaded, api_name="run", concurrency_limit=4)
-        demo.load(h.run, run_inputs, loaded, api_name="initial_run")
-        upload.upload(h.upload_trace, upload, loaded, api_name="upload_trace")
-        step.release(h.show_step, [key, step], panels, api_name="show_step", trigger_mode="always_last")
-        next_btn.click(h.next_step, [key, step], [step, *panels], api_name="next_step")
-        prev_btn.click(h.prev_step, [key, step], [step, *panels], api_name="prev_step")
-        play_btn.click(h.play, key, timer, api_name="play")
-        pause_btn.click(h.pause, None, timer, api_name="pause")
-        timer.tick(h.play_tick, [key, step], [step, timer, *panels], api_name="play_tick",
-                   trigger_mode="always_last")
+        comp = {"key": key, "base": base, "drawn": drawn, "step": step, "spec": spec, "spec_msg": spec_msg,
+                "upload_msg": upload_msg, "status": status, "settings": settings, "headline": headline,
+                "plot": plot, "note": note, "summary": summary, "tour": tour, "compare_plot": compare_plot,
+                "view": view, "playing": playing, "timer": timer, "play": play_btn, "preset": preset_dd,
+                "presenter": presenter, "upload": upload}
+        comp.update(zip(h.CONTROL_FIELDS, controls))
+        loaded = [comp[n] for n in h.LOADED]
+        step_out = [step, plot, headline, summary, compare_plot]
+        step_in = [key, step, view, presenter, drawn, compare_key]
+        sync_in = [preset_dd, spec, step, view, presenter]
+
+        def sync(ev):
+            return ev.then(None, sync_in, None, js=SYNC_JS)
+
+        def _initial(request: gr.Request, progress=gr.Progress()):
+            return h.initial(DEFAULT_VIEW, preset, request, progress)
+
+        sync(demo.load(_initial, None, loaded, api_name="initial_run"))
+        sync(preset_dd.input(h.pick_preset, [preset_dd, runner, view, presenter, compare_key], loaded,
+                             api_name="pick_preset"))
+        spec.submit(h.parse_spec_text, spec, [*controls, base, spec_msg], api_name="parse_spec")
+        sync(run_btn.click(h.run, [preset_dd, spec, *controls, runner, view, presenter, compare_key, base], loaded,
+                           api_name="run", concurrency_limit=4))
+        sync(upload.upload(h.upload_trace, [upload, view, presenter, compare_key], loaded, api_name="upload_trace"))
+        sync(step.input(h.show_step, step_in, step_out, api_name="show_step", trigger_mode="always_last",
+                        show_progress="hidden", queue=False))
+        # Step events skip the queue (a plain POST, no SSE round trips): they are a few ms of server time.
+        sync(next_btn.click(h.next_step, step_in, step_out, api_name="next_step", show_progress="hidden",
+                            queue=False))
+        sync(prev_btn.click(h.prev_step, step_in, step_out, api_name="prev_step", show_progress="hidden",
+                            queue=False))
+        sync(view.input(h.show_view, [key, step, view, presenter, compare_key], [plot, note, drawn, compare_plot],
+                        api_name="show_view", show_progress="hidden"))
+        sync(presenter.input(h.show_view, [key, step, view, presenter, compare_key], [plot, note, drawn, compare_plot],
+                             api_name="presenter", show_progress="hidden"))
+        sync(tour.input(h.go_tour, [key, tour, presenter, compare_key],
+                        [step, view, plot, note, drawn, headline, summary, compare_plot], api_name="tour",
+                        show_progress="hidden")).then(
+            None, None, None, js="() => document.querySelector('#topbar').scrollIntoView({block: 'start'})")
+        play_btn.click(h.toggle_play, [key, step, playing], [playing, timer, play_btn, step], api_name="play",
+                       show_progress="hidden")
+        sync(timer.tick(h.play_tick, [key, step, playing, view, presenter, drawn, compare_key],
+                        [*step_out, playing, timer, play_btn], api_name="play_tick", trigger_mode="always_last",
+                        show_progress="hidden", queue=False))
+        compare.input(h.set_compare, [compare, key, step, view, presenter], [compare_key, compare_plot],
+                      api_name="compare")
         dl_trace_btn.click(h.download_trace, key, dl_file, api_name="download_trace")
         dl_figs_btn.click(h.download_figures, [key, step], dl_file, api_name="download_figures")
+    demo.lab_css = CSS  # Gradio 6 takes css at launch (lab.app.launch passes it)
     return demo

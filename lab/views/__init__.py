@@ -12,13 +12,15 @@ notebooks)::
 from __future__ import annotations
 
 from lab.views.block_table import block_table_classes, block_table_spec
-from lab.views.common import HONESTY, as_figure, check_step, spec_json
+from lab.views.common import HONESTY, as_figure, check_step, presenter_layout, spec_json
 from lab.views.drafts import drafts_spec
+from lab.views.eras import era_series, headline_html, path_values
 from lab.views.kernels import HOW_TO_TIME, kernels_spec
 from lab.views.lengths import lengths_spec
 from lab.views.oor import oor_spec
 from lab.views.summary import summary_markdown, summary_numbers
 from lab.views.timeline import timeline_spec
+from lab.views.tour import tour
 
 # name -> (tab title, spec function, "what am I looking at")
 ALL_VIEWS = {
@@ -47,14 +49,15 @@ ALL_VIEWS = {
     "kernels": ("Kernel timings", kernels_spec,
                 "Measured kernel time per step for both modes (median and IQR), their distributions, and "
                 "achieved GB/s on the real bytes and on the bytes the walk reads. Only a trace from a live "
-                "kernel run has them; the title names the backend and the device they ran on. On Hopper (H200) "
-                "the kernels vLLM runs (FlashInfer XQA/native, Triton attention) do not size work from "
-                "`max_seq_len`, so there the change moves the metadata, not the time; it moves time on SM100 "
-                "TRTLLM-gen and in kernels that size their work from `max_seq_len` (R10)."),
+                "kernel run has them; the title names the backend and the device they ran on. " + HONESTY),
     "oor": ("Out-of-range entries", oor_spec,
             "Block-table entries a kernel walks past each request's valid blocks, per step and stacked by class "
             "(null, live, free, padded), target and draft passes together; and the totals over the trace."),
 }
+
+
+# Views of the whole trace: a step change only moves their step marker (a shape named "step").
+TRACE_WIDE = frozenset({"timeline", "kernels", "oor"})
 
 
 def all_specs(trace, index: int) -> dict[str, dict]:
@@ -79,5 +82,6 @@ drafts_figure = _figure_of(drafts_spec)
 kernels_figure = _figure_of(kernels_spec)
 oor_figure = _figure_of(oor_spec)
 
-__all__ = ["ALL_VIEWS", "HONESTY", "HOW_TO_TIME", "all_specs", "as_figure", "spec_json", "summary_markdown",
-           "summary_numbers", "block_table_classes"] + [f"{n}_{k}" for n in ALL_VIEWS for k in ("spec", "figure")]
+__all__ = ["ALL_VIEWS", "HONESTY", "HOW_TO_TIME", "TRACE_WIDE", "all_specs", "as_figure", "spec_json",
+           "summary_markdown", "summary_numbers", "block_table_classes", "era_series", "headline_html", "path_values",
+           "presenter_layout", "tour"] + [f"{n}_{k}" for n in ALL_VIEWS for k in ("spec", "figure")]

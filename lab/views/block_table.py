@@ -27,7 +27,7 @@ _LABEL = {"valid": "valid (this request's KV)", "null": "null block 0", "live": 
           "free": "free (a freed block, in the free queue)", "padded": "padded row",
           "unwalked": "never walked (past max_model_len)"}
 MAX_EXACT_COLS = 160
-MAX_COL_BINS = 64
+MAX_COL_BINS = 32  # the binned region is uniform; more bins only cost bytes in the page
 MAX_ROWS = 96
 
 
@@ -109,77 +109,127 @@ def block_table_spec(trace, index: int) -> dict:
         z[counts[..., _CODE[name]] > 0] = _CODE[name]
     names = trace.req_ids
     row_name = list(st.req_ids) + [f"padded row {r}" for r in range(n, rows)]
-    # Hover text, built from Python lists (numpy scalars per cell would cost more than the drawing).
     ce_l, re_l = ce.tolist(), re_.tolist()
-    single_cols = [b for b in range(len(ce_l) - 1) if ce_l[b + 1] - ce_l[b] == 1]
-    first_cols = ce[:-1][single_cols]
-    cls_s, own_s, tab_s = (m[:, first_cols].tolist() for m in (cls, owner, table))
-    pos = {b: q for q, b in enumerate(single_cols)}
-    labels = [_LABEL[c] for c in CLASSES]
-    cnt = counts.tolist()
-    text = []
-    for a in range(len(re_l) - 1):
-        r0, r1 = re_l[a], re_l[a + 1]
-        cnt_a = cnt[a]
-        row = []
-        if r1 - r0 == 1:
-            rname = row_name[r0]
-            head = f"{rname} (row {r0})<br>column "
-            cls_r, own_r, tab_r = cls_s[r0], own_s[r0], tab_s[r0]
-        else:
-            rname = f"rows {r0}–{r1 - 1} ({row_name[r0]} … {row_name[r1 - 1]})"
-        for b in range(len(ce_l) - 1):
-            c0, c1 = ce_l[b], ce_l[b + 1]
-            q = pos.get(b) if r1 - r0 == 1 else None
-            if q is not None:
-                o = own_r[q]
-                owner_name = names[o] if o >= 0 else ""
-                row.append(f"{head}{c0}, block id {tab_r[q]}<br>{labels[cls_r[q]].format(owner=owner_name)}"
-                           + (f"<br>owner: {owner_name}" if o >= 0 else ""))
-            else:
-                parts = ", ".join([f"{CLASSES[k]} {v}" for k, v in enumerate(cnt_a[b]) if v])
-                row.append(f"{rname}<br>columns {c0}–{c1 - 1} ({(c1 - c0) * (r1 - r0)} entries)<br>{parts}")
-        text.append(row)
+    # Rows are categories (their names: the hover shows them); each cell's text says only its own part.
+    ycat = [row_name[r0] if r1 - r0 == 1 else f"rows {r0}–{r1 - 1}" for r0, r1 in zip(re_l[:-1], re_l[1:])]
     ncls = len(CLASSES)
     scale = []
     for k, name in enumerate(CLASSES):
         scale += [[k / ncls, CLASS_COLORS[name]], [(k + 1) / ncls, CLASS_COLORS[name]]]
-    data = [{"type": "heatmap", "z": z, "text": text, "hovertemplate": "%{text}<extra></extra>",
-             "colorscale": scale, "zmin": -0.5, "zmax": ncls - 0.5, "showscale": False, "ygap": 1,
-             "name": "block table"}]
-    data += [legend_swatch(name, CLASS_COLORS[name]) for name in CLASSES
+    heat = {"type": "heatmap", "y": ycat, "colorscale": scale, "zmin": -0.5, "zmax": ncls - 0.5, "showscale": False,
+            "ygap": 1, "name": "block table"}
+    # Hover data as numbers where it can be (the page gets a few bytes per cell, not a sentence): the
+    # exact cells (one column of one row each) carry their block id and class; the bins their column
+    # range, entry count and the count of each class.
+    ncells = len(ce_l) - 1
+    n_exact = 0
+    if len(re_l) - 1 == rows:
+        while n_exact < ncells and ce_l[n_exact + 1] - ce_l[n_exact] == 1:
+            n_exact += 1
+    data = []
+    if n_exact:
+        cls_e, own_e = cls[:, :n_exact].tolist(), owner[:, :n_exact].tolist()
+        label = ["live, held by {}" if c == "live" else c for c in CLASSES]
+        text = [[label[c].format(names[o]) if c == _CODE["live"] else label[c] for c, o in zip(cr, orow)]
+                for cr, orow in zip(cls_e, own_e)]
+        data.append({**heat, "x": list(range(n_exact)), "z": z[:, :n_exact], "text": text,
+                     "customdata": table[:, :n_exact],
+                     "hovertemplate": "%{y}<br>col %{x}: block %{customdata}, %{text}<extra></extra>"})
+    if n_exact < ncells:
+        kinds = [k for k in range(ncls) if CLASSES[k] != "unwalked" or counts[..., k].any()]
+        c0 = ce[n_exact:-1]
+        c1 = ce[n_exact + 1:] - 1
+        entries = (ce[n_exact + 1:] - c0)[None, :] * np.diff(re_)[:, None]
+        custom = np.concatenate([np.broadcast_to(c0, entries.shape)[..., None], np.broadcast_to(c1, entries.shape)[..., None],
+                                 entries[..., None], counts[:, n_exact:, kinds]], axis=-1)
+        parts = ", ".join(f"{CLASSES[k]} %{{customdata[{3 + j}]:,}}" for j, k in enumerate(kinds))
+        data.append({**heat, "x": list(range(n_exact, ncells)), "z": z[:, n_exact:], "customdata": custom,
+                     "hovertemplate": "%{y}<br>cols %{customdata[0]:,}–%{customdata[1]:,} (%{customdata[2]:,} "
+                                      f"entries): {parts}<extra></extra>"})
+    data += [legend_swatch(_LABEL[name].split(" (")[0], CLASS_COLORS[name]) for name in CLASSES
              if name != "unwalked" or (cls == _CODE["unwalked"]).any()]
-    y0, y1 = -0.5, len(re_) - 1.5 + 1
+    era = {"baseline": "before #40654", "fixed": "after #43991"}
+    same = walks["baseline"] == walks["fixed"]
     for m in MODES:
         w = walks[m]
-        x = _pos(ce, w)
-        data.append({"type": "scatter", "x": [x, x], "y": [y0, y1], "mode": "lines", "hoverinfo": "name",
-                     "line": {"color": MODE_COLORS[m], "width": 3, "dash": "solid" if m == "baseline" else "dash"},
-                     "name": f"{m} walk: {w} columns (kernel sees {st.kernel_max_seq_len[m]:,})"})
+        if not (same and m == "fixed"):  # coinciding walks: drawn once, named for both
+            x = _pos(ce, w)
+            name = (f"baseline = fixed walk: {w:,} columns (kernel sees {st.kernel_max_seq_len[m]:,} in both"
+                    + (f": {st.cudagraph_mode} graph, R9)" if st.cudagraph_mode == "FULL" else ")") if same else
+                    f"{m} walk ({era[m]}): {w:,} columns (kernel sees {st.kernel_max_seq_len[m]:,})")
+            data.append({"type": "scatter", "x": [x, x], "y": [ycat[0], ycat[-1]], "mode": "lines",
+                         "hoverinfo": "name", "name": name,
+                         "line": {"color": "#333" if same else MODE_COLORS[m], "width": 3,
+                                  "dash": "solid" if m == "baseline" else "dash"}})
         meta_w = walk_columns(st.max_seq_len[m], bs)
         if meta_w != w:  # a FULL graph: the metadata says one thing, the kernel walks the captured width (R9)
             xm = _pos(ce, meta_w)
-            data.append({"type": "scatter", "x": [xm, xm], "y": [y0, y1], "mode": "lines", "hoverinfo": "name",
-                         "line": {"color": MODE_COLORS[m], "width": 1, "dash": "dot"},
+            data.append({"type": "scatter", "x": [xm, xm], "y": [ycat[0], ycat[-1]], "mode": "lines",
+                         "hoverinfo": "name", "line": {"color": MODE_COLORS[m], "width": 2, "dash": "dot"},
                          "name": f"{m} metadata: {meta_w} columns (not what the FULL graph walks)"})
-    step_ticks = max(1, (len(ce) - 1) // 12)
-    tickvals = list(range(0, len(ce) - 1, step_ticks))
     binned = len(ce) - 1 < width
-    note = (f"columns 0–{exact - 1} one per cell, columns {exact}–{width - 1} in bins of {int(ce[-1] - ce[-2])}"
-            if binned else "one cell per entry")
+    bin_w = int(ce[-2] - ce[-3]) if binned and len(ce) > 2 else 1
+    # Ticks: evenly spaced inside each region, labelled with the real column.
+    tstep = max(1, _nice(exact / 6))
+    tickvals = list(range(0, exact, tstep))
+    if binned:  # the exact region's last tick stays clear of the first binned one
+        tickvals = [t for t in tickvals if t <= exact - 0.6 * tstep] or [0]
+        nb = len(ce) - 1 - exact
+        tickvals += list(range(exact, exact + nb, max(1, -(-nb // 5))))
+    ticktext = [f"{int(ce[t]):,}" for t in tickvals]
+    shapes, annotations = [], []
+    hm_top = 0.78
+    if binned:
+        xb = exact - 0.5
+        shapes += [{"type": "rect", "xref": "x", "yref": "paper", "x0": xb, "x1": len(ce) - 1.5, "y0": hm_top + 0.005,
+                    "y1": hm_top + 0.035, "fillcolor": "#fde0dd", "line": {"width": 0}},
+                   {"type": "line", "xref": "x", "yref": "paper", "x0": xb, "x1": xb, "y0": 0, "y1": hm_top + 0.04,
+                    "line": {"color": "white", "width": 5}},
+                   {"type": "line", "xref": "x", "yref": "paper", "x0": xb, "x1": xb, "y0": 0, "y1": hm_top + 0.04,
+                    "line": {"color": "black", "width": 1.5, "dash": "dot"}}]
+        annotations += [{"x": xb, "y": hm_top + 0.02, "xref": "x", "yref": "paper", "showarrow": False,
+                         "text": "<b>// scale break</b>", "xanchor": "right", "font": {"size": 11}},
+                        {"x": (xb + len(ce) - 1.5) / 2, "y": hm_top + 0.02, "xref": "x", "yref": "paper",
+                         "showarrow": False, "font": {"size": 11},
+                         "text": f"binned: 1 cell = {bin_w:,} columns ({exact:,}–{width - 1:,})"}]
+    # The true-scale strip: columns each era's kernel walks per row, on a linear axis of the whole table.
+    wb, wf = walks["baseline"], walks["fixed"]
+    ratio = f"{wb / wf:,.0f}× fewer" if wf and wb / wf >= 10 else (f"{wb / wf:.1f}× fewer" if wf else "")
+    data.append({"type": "bar", "orientation": "h", "y": [era["fixed"], era["baseline"]], "x": [wf, wb],
+                 "xaxis": "x2", "yaxis": "y2", "marker": {"color": [MODE_COLORS["fixed"], MODE_COLORS["baseline"]]},
+                 "text": [f"{wf:,} columns" + (f" ({ratio})" if ratio and not same else ""), f"{wb:,} columns"],
+                 "textposition": "outside", "cliponaxis": False, "showlegend": False, "width": 0.7,
+                 "hovertemplate": "%{y}: the kernel walks %{x:,} columns per row<extra></extra>"})
+    note = (f"columns 0–{exact - 1:,} one per cell, then binned (scale break)" if binned else "one cell per entry")
     if len(re_) - 1 < rows:
         note += f"; rows in bins of {int(re_[1] - re_[0])}"
     if binned or len(re_) - 1 < rows:
-        note += " (a bin shows live > free > valid > padded > null; hover gives exact counts)"
-    few_rows = len(re_) <= 41
+        note += "; a bin shows live > free > valid > padded > null, hover for counts"
+    n_cells = len(re_) - 1
     return figure(data, {
-        "title": title(f"Step {st.index}: input block table, {rows} rows × {width} columns, "
+        "title": title(f"Step {st.index}: input block table, {rows} rows × {width:,} columns, "
                        f"{st.cudagraph_mode} graph", note),
-        "xaxis": {"title": {"text": "block-table column"}, "tickvals": tickvals,
-                  "ticktext": [str(int(ce[t])) for t in tickvals], "showgrid": False, "zeroline": False},
-        "yaxis": {"title": {"text": "batch row"}, "autorange": "reversed", "showgrid": False, "zeroline": False,
-                  **({"tickvals": list(range(len(re_) - 1)), "ticktext": [row_name[int(r)] for r in re_[:-1]]}
-                     if few_rows else {})},
-        "height": max(380, min(900, 160 + 16 * (len(re_) - 1))),
-        "legend": {"orientation": "h", "y": -0.15, "font": {"size": 10}}, "margin": {"t": 80},
+        "xaxis": {"title": {"text": "block-table column", "standoff": 4}, "tickvals": tickvals, "ticktext": ticktext,
+                  "tickangle": 0,
+                  "showgrid": False, "zeroline": False, "range": [-0.5, len(ce) - 1.5]},
+        "yaxis": {"domain": [0, hm_top], "title": {"text": "batch row"}, "autorange": "reversed", "showgrid": False,
+                  "zeroline": False, "type": "category", **({} if n_cells <= 40 else {"showticklabels": False})},
+        "xaxis2": {"anchor": "y2", "range": [0, width * 1.12], "title": {"text": ""}, "side": "top",
+                   "tickformat": ",d", "showgrid": True},
+        "yaxis2": {"domain": [0.86, 1.0], "anchor": "x2", "tickfont": {"size": 11}},
+        "annotations": annotations + [{"text": "<b>true scale: columns walked per row</b>", "x": 0, "y": 1.0,
+                                       "xref": "paper", "yref": "paper", "xanchor": "left", "yanchor": "bottom",
+                                       "yshift": 18, "showarrow": False, "font": {"size": 11}}],
+        "shapes": shapes,
+        "height": max(460, min(760, 300 + 12 * n_cells)),
+        "legend": {"orientation": "h", "y": -0.2, "yanchor": "top", "font": {"size": 10}},
+        "margin": {"t": 110, "b": 120},
     })
+
+
+def _nice(x: float) -> int:
+    """A round step near x: 1, 2, 5, 10, 20, 50, …"""
+    if x <= 1:
+        return 1
+    p = 10 ** int(np.floor(np.log10(x)))
+    return int(next(m * p for m in (1, 2, 5, 10) if m * p >= x))

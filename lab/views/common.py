@@ -7,19 +7,19 @@ import weakref
 import numpy as np
 import plotly.graph_objects as go
 
-MODES = ("baseline", "fixed")
+from lab.caveats import R9_R10_CAVEAT
+from lab.engine.model_states import MODES
+from lab.engine.oor import OOR_CLASSES
+
 MODE_COLORS = {"baseline": "#d62728", "fixed": "#1f77b4"}
 MODE_LABELS = {"baseline": "baseline (max_model_len, before #40654)", "fixed": "fixed (batch max, after #43991)"}
-STALE = ("null", "live", "free", "padded")
-CLASS_COLORS = {"valid": "#2ca02c", "null": "#e8e8e8", "live": "#d62728", "free": "#ff7f0e",
+# null (the commonest stale class) is a mid grey, not the palest colour: it is what a long walk reads most.
+CLASS_COLORS = {"valid": "#2ca02c", "null": "#9e9e9e", "live": "#d62728", "free": "#ff7f0e",
                 "padded": "#9467bd", "unwalked": "#ffffff"}
 GRAPH_COLORS = {"FULL": "#fdd0a2", "PIECEWISE": "#c6dbef", "NONE": "#d9d9d9"}
 
-# R9/R10, said in every view that shows a max_seq_len or a time.
-HONESTY = ("Under a FULL CUDA graph the kernel sees the captured max_model_len in both modes (R9). On Hopper (H200) "
-           "the change moves the metadata but not the kernels vLLM runs there (FlashInfer XQA/native, Triton "
-           "attention do not size work from max_seq_len); it moves time on SM100 TRTLLM-gen and in kernels that "
-           "size their work from max_seq_len (R10).")
+# R9/R10, said once on the page and in every exported view (the one constant: lab/caveats.py).
+HONESTY = R9_R10_CAVEAT
 
 
 def walk_columns(max_seq_len: int, block_size: int) -> int:
@@ -78,8 +78,18 @@ def legend_swatch(name: str, color: str, group: str | None = None) -> dict:
 
 
 def step_marker(index: int, xref: str = "x", yref: str = "paper") -> dict:
-    return {"type": "line", "xref": xref, "yref": yref, "x0": index, "x1": index, "y0": 0, "y1": 1,
+    """The current step in a trace-wide view; named "step" so the app can move it without a redraw."""
+    return {"type": "line", "name": "step", "xref": xref, "yref": yref, "x0": index, "x1": index, "y0": 0, "y1": 1,
             "line": {"color": "black", "width": 1.5}}
+
+
+def presenter_layout(spec: dict, scale: float = 1.35) -> dict:
+    """The same figure for a room: larger type (and a little taller), nothing else changed."""
+    layout = dict(spec["layout"])
+    layout["font"] = {**layout.get("font", {}), "size": round(12 * scale)}
+    if "height" in layout:
+        layout["height"] = int(layout["height"] * 1.15)
+    return {"data": spec["data"], "layout": layout}
 
 
 def message_figure(title_text: str, text: str, height: int = 320) -> dict:
@@ -117,7 +127,7 @@ def series(trace) -> dict[str, np.ndarray]:
     for m in MODES:
         out[f"msl_{m}"] = np.zeros(n, np.int64)
         out[f"kmsl_{m}"] = np.zeros(n, np.int64)
-        for c in STALE + ("walked", "in_range"):
+        for c in OOR_CLASSES + ("walked", "in_range"):
             out[f"oor_{m}_{c}"] = np.zeros(n, np.int64)
             out[f"all_{m}_{c}"] = np.zeros(n, np.int64)
     for st in steps:
@@ -127,12 +137,12 @@ def series(trace) -> dict[str, np.ndarray]:
         msl, kmsl, oor, allp = st.max_seq_len, st.kernel_max_seq_len, st.oor, st.oor_all_passes
         for m in MODES:
             out[f"msl_{m}"][i], out[f"kmsl_{m}"][i] = msl[m], kmsl[m]
-            for c in STALE + ("walked", "in_range"):
+            for c in OOR_CLASSES + ("walked", "in_range"):
                 out[f"oor_{m}_{c}"][i] = oor[m][c]
                 out[f"all_{m}_{c}"][i] = allp[m][c]
     for m in MODES:
-        out[f"oor_{m}_total"] = sum(out[f"oor_{m}_{c}"] for c in STALE)
-        out[f"all_{m}_total"] = sum(out[f"all_{m}_{c}"] for c in STALE)
+        out[f"oor_{m}_total"] = sum(out[f"oor_{m}_{c}"] for c in OOR_CLASSES)
+        out[f"all_{m}_total"] = sum(out[f"all_{m}_{c}"] for c in OOR_CLASSES)
     _SERIES[trace] = out
     return out
 

@@ -1,9 +1,14 @@
-"""Draft windows of one step (Eagle/MTP, R4/R5): per draft pass, each request's window between its
-exact length and the CPU's optimistic upper bound, and draft_max_seq_len in both modes."""
+"""Draft windows of one step (Eagle/MTP, R4/R5): per request and draft pass, the window between the
+exact length and the CPU's optimistic upper bound, on a linear axis zoomed onto the batch, and
+draft_max_seq_len in each era: max(upper bound) + K after #43991 (the +K labelled), max_model_len
+before (off the zoomed axis, said in an arrow)."""
 
 from __future__ import annotations
 
-from lab.views.common import MODE_COLORS, MODES, check_step, figure, hline, message_figure, title
+from lab.views.common import check_step, figure, message_figure, title
+from lab.views.eras import ERA_COLORS, path_values
+
+PASS_COLORS = ("#08519c", "#4292c6", "#9ecae1", "#c6dbef")
 
 
 def drafts_spec(trace, index: int) -> dict:
@@ -17,33 +22,64 @@ def drafts_spec(trace, index: int) -> dict:
     mml = trace.scenario.max_model_len
     names = st.req_ids
     exact = st.seq_lens[:n]
-    width = 0.8 / max(n, 1)
+    npass = len(st.drafts)
+    width = 0.8 / npass
     data = []
     for d in st.drafts:
         ub = d.seq_lens_cpu_upper_bound[:n]
         # Exact length during draft pass d: the verified length plus the d drafts appended since (R5).
         lo = [min(e + d.index, mml) for e in exact]
-        data.append({"type": "bar", "x": [d.index - 0.4 + width * (r + 0.5) for r in range(n)],
-                     "y": [u - v for u, v in zip(ub, lo)], "base": lo, "width": width * 0.9,
-                     "marker": {"color": "#6baed6"}, "name": "window: exact length … upper bound",
-                     "showlegend": d.index == 0, "legendgroup": "win",
-                     "customdata": [[names[r], lo[r], ub[r]] for r in range(n)],
-                     "hovertemplate": f"pass {d.index}, " + "%{customdata[0]}: exact %{customdata[1]:,}, "
-                                      "upper bound %{customdata[2]:,}<extra></extra>"})
-    passes = [d.index for d in st.drafts]
-    for m in MODES:
-        data.append({"type": "scatter", "x": passes, "y": [d.max_seq_len[m] for d in st.drafts],
-                     "mode": "lines+markers", "name": f"draft_max_seq_len {m} (metadata)",
-                     "line": {"color": MODE_COLORS[m]}})
-        data.append({"type": "scatter", "x": passes, "y": [d.kernel_max_seq_len[m] for d in st.drafts],
-                     "mode": "lines+markers", "name": f"draft {m}: kernel sees", "marker": {"symbol": "x"},
-                     "line": {"color": MODE_COLORS[m], "dash": "dash"}})
-    data.append(hline(-0.5, k - 0.5, mml, f"max_model_len = {mml:,}", "#7f7f7f", "dot"))
+        # Token positions lo..ub inclusive: a window of w tokens is drawn w + 1 tall (half a token each side).
+        data.append({"type": "bar", "x": [r - 0.4 + width * (d.index + 0.5) for r in range(n)],
+                     "y": [u - v + 1 for u, v in zip(ub, lo)], "base": [v - 0.5 for v in lo], "width": width * 0.85,
+                     "marker": {"color": PASS_COLORS[min(d.index, len(PASS_COLORS) - 1)],
+                                "line": {"color": "#08306b", "width": 1}},
+                     "name": f"pass {d.index}" + (" (reuses the target metadata)" if d.index == 0 else "")
+                             + f", {d.cudagraph_mode}",
+                     "customdata": [[names[r], lo[r], ub[r], ub[r] - lo[r]] for r in range(n)],
+                     "hovertemplate": f"pass {d.index}, " + "%{customdata[0]}: exact %{customdata[1]:,}, upper bound "
+                                      "%{customdata[2]:,} (+%{customdata[3]})<extra></extra>"})
+    target_ub = max(st.seq_lens_cpu_upper_bound[:n])
+    vals = path_values(st)
+    eras = list(st.history())
+    after = vals["drafts"][-1][0] if "drafts" in vals else st.drafts[-1].max_seq_len["fixed"]
+    before = vals["drafts"][0][0] if "drafts" in vals else st.drafts[-1].max_seq_len["baseline"]
+    lo_all = min(exact) if n else 0
+    top = max(after, target_ub)
+    pad = max(2, (top - lo_all) * 0.08)
+    x0, x1 = -0.5, n - 0.5
+    shapes = [
+        {"type": "line", "x0": x0, "x1": x1, "y0": target_ub + 0.5, "y1": target_ub + 0.5, "line":
+            {"color": "#444", "width": 1.5, "dash": "dot"}},
+        {"type": "line", "x0": x0, "x1": x1, "y0": after + 0.5, "y1": after + 0.5, "line":
+            {"color": ERA_COLORS[2], "width": 2.5}},
+    ]
+    annotations = [
+        {"x": x1, "y": target_ub + 0.5, "xanchor": "right", "yanchor": "top", "showarrow": False,
+         "text": f"max(upper bound) = {target_ub:,}", "font": {"size": 11, "color": "#444"}},
+        {"x": x1, "y": after + 0.5, "xanchor": "right", "yanchor": "bottom", "showarrow": False,
+         "text": f"<b>{eras[-1]}: draft_max_seq_len = {after:,}</b>", "font": {"size": 12, "color": ERA_COLORS[2]}},
+    ]
+    if after > target_ub:  # the +K: a bracket between max(upper bound) and draft_max_seq_len
+        annotations.append({"x": x0 + 0.15 * (x1 - x0), "y": after + 0.5, "ax": x0 + 0.15 * (x1 - x0),
+                            "ay": target_ub + 0.5, "xref": "x", "yref": "y", "axref": "x", "ayref": "y",
+                            "showarrow": True, "arrowhead": 2, "arrowside": "end+start", "arrowwidth": 1.5,
+                            "arrowcolor": ERA_COLORS[2], "text": ""})
+        annotations.append({"x": x0 + 0.15 * (x1 - x0), "y": (after + target_ub) / 2 + 0.5, "xanchor": "left",
+                            "showarrow": False, "text": f" <b>+K = {after - target_ub}</b>",
+                            "font": {"size": 13, "color": ERA_COLORS[2]}, "bgcolor": "rgba(255,255,255,0.8)"})
+    annotations.append({"x": 0.5, "y": 1.0, "xref": "paper", "yref": "paper", "yanchor": "bottom", "showarrow": False,
+                        "text": f"↑ before #43991 the draft decodes get {before:,} (max_model_len {mml:,}), "
+                                f"{before / max(after, 1):,.0f}× this; off this zoomed axis",
+                        "font": {"size": 12, "color": ERA_COLORS[0]}})
+    tick = max(1, -(-n // 24))
     graphs = ", ".join(f"{d.index}: {d.cudagraph_mode}" for d in st.drafts)
     return figure(data, {
-        "height": 440, "barmode": "overlay", "legend": {"font": {"size": 10}},
-        "title": title(f"Step {st.index}: draft windows, K = {k} (pass 0 reuses the target metadata)",
-                       f"graph per pass: {graphs}; log scale"),
-        "xaxis": {"title": {"text": "draft pass"}, "tickvals": passes, "ticktext": [f"pass {p}" for p in passes]},
-        "yaxis": {"title": {"text": "tokens"}, "type": "log"},
+        "height": 460, "barmode": "overlay", "legend": {"font": {"size": 10}, "title": {"text": "window per pass"}},
+        "shapes": shapes, "annotations": annotations, "margin": {"t": 100},
+        "title": title(f"Step {st.index}: draft windows, K = {k}, one bar per request and pass",
+                       f"exact length → upper bound, true scale (linear, zoomed on the batch); graph per pass: {graphs}"),
+        "xaxis": {"title": {"text": "request"}, "tickvals": list(range(0, n, tick)), "ticktext": names[::tick],
+                  "range": [x0, x1]},
+        "yaxis": {"title": {"text": "tokens"}, "range": [lo_all - pad, top + pad], "tickformat": ",d"},
     })

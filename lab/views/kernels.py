@@ -46,22 +46,28 @@ def kernels_spec(trace, index: int) -> dict:
     for m in MODES:
         c = MODE_COLORS[m]
         ms = s[f"ms_{m}"]
-        data.append({"type": "scatter", "x": x, "y": ms, "mode": "lines", "name": f"{m} ms per launch",
+        data.append({"type": "scatter", "x": x, "y": ms, "mode": "lines+markers", "name": f"{m} ms per launch",
+                     "marker": {"size": 7}, "connectgaps": True,
                      "line": {"color": c}, "legendgroup": m,
                      "error_y": {"type": "data", "array": s[f"iqr_ms_{m}"] / 2, "visible": True, "thickness": 0.5}})
         data.append({"type": "box", "y": ms[np.isfinite(ms)], "name": m, "marker": {"color": c}, "legendgroup": m,
                      "showlegend": False, "boxpoints": False, "xaxis": "x2", "yaxis": "y3"})
-        data.append({"type": "scatter", "x": x, "y": s[f"gbps_real_{m}"], "mode": "lines", "yaxis": "y2",
+        data.append({"type": "scatter", "x": x, "y": s[f"gbps_real_{m}"], "mode": "lines+markers", "yaxis": "y2",
+                     "connectgaps": True, "marker": {"size": 6},
                      "name": f"{m} GB/s on real bytes", "legendgroup": m, "line": {"color": c}})
-        data.append({"type": "scatter", "x": x, "y": s[f"gbps_walked_{m}"], "mode": "lines", "yaxis": "y2",
+        data.append({"type": "scatter", "x": x, "y": s[f"gbps_walked_{m}"], "mode": "lines+markers", "yaxis": "y2",
+                     "connectgaps": True, "marker": {"size": 6, "symbol": "circle-open"},
                      "name": f"{m} GB/s on walked bytes", "legendgroup": m, "line": {"color": c, "dash": "dot"}})
     device = info.get("device", "?")
+    timed = [int(i) for i in np.nonzero(np.isfinite(s["ms_baseline"]))[0]]
+    shown = ", ".join(map(str, timed[:12])) + (" …" if len(timed) > 12 else "")
     return figure(data, {
         "height": 580, "legend": {"font": {"size": 10}}, "shapes": [step_marker(index)],
         "title": title(f"Kernel timings: {info.get('kernel')} on {info.get('backend')} / {device} "
                        f"({info.get('dtype')})",
-                       f"measured on {device} only; on Hopper vLLM's kernels do not size work from max_seq_len"),
-        "xaxis": {"domain": [0, 0.7], "anchor": "y2", "title": {"text": "step"}},
+                       f"timed {len(timed)} of {len(x)} steps (markers; steps {shown}); measured on {device} only, "
+                       f"on Hopper vLLM's kernels do not size work from max_seq_len"),
+        "xaxis": {"domain": [0, 0.7], "anchor": "y2", "title": {"text": "step"}, "range": [-0.5, len(x) - 0.5]},
         "yaxis": {"domain": [0.55, 1], "title": {"text": "ms"}},
         "yaxis2": {"domain": [0, 0.42], "title": {"text": "GB/s"}},
         "xaxis2": {"domain": [0.78, 1], "anchor": "y3"},

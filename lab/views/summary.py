@@ -3,11 +3,15 @@ and time saved where the trace has kernel timings."""
 
 from __future__ import annotations
 
-from lab.views.common import HONESTY, MODES, STALE, check_step
+from lab.views.common import HONESTY, MODES, OOR_CLASSES, check_step
 
 
 def _ratio(b: int, f: int) -> str:
-    return f"{b / f:.1f}×" if f else ("–" if not b else "∞")
+    """baseline / fixed as a reader says it: 1.3×, 30×, 244,408×; "none after" when fixed is 0."""
+    if not f:
+        return "–" if not b else "fixed: none"
+    r = b / f
+    return f"{r:,.0f}×" if r >= 10 else f"{r:.1f}×"
 
 
 def summary_numbers(trace, index: int) -> dict:
@@ -15,8 +19,8 @@ def summary_numbers(trace, index: int) -> dict:
     mode where timed."""
     st = trace.steps[check_step(trace, index)]
     step, total = st.oor_all_passes, trace.totals(True)
-    out = {m: {"step_walked": step[m]["walked"], "step_oor": sum(step[m][c] for c in STALE),
-               "total_walked": total[m]["walked"], "total_oor": sum(total[m][c] for c in STALE)} for m in MODES}
+    out = {m: {"step_walked": step[m]["walked"], "step_oor": sum(step[m][c] for c in OOR_CLASSES),
+               "total_walked": total[m]["walked"], "total_oor": sum(total[m][c] for c in OOR_CLASSES)} for m in MODES}
     timed = [s.timing for s in trace.steps if s.timing is not None]
     if timed:
         out["time"] = {m: sum(t[m]["ms"] for t in timed) for m in MODES}
@@ -39,7 +43,7 @@ def summary_markdown(trace, index: int) -> str:
         f"{st.max_seq_len['baseline']:,} / fixed {st.max_seq_len['fixed']:,}; the kernel sees "
         f"{st.kernel_max_seq_len['baseline']:,} / {st.kernel_max_seq_len['fixed']:,}.",
         "",
-        "| block-table entries (target + drafts) | baseline | fixed | baseline / fixed |",
+        "| block-table entries (target + drafts) | baseline: before #40654 | fixed: after #43991 | ratio |",
         "|---|---:|---:|---:|",
         f"| walked, this step | {b['step_walked']:,} | {f['step_walked']:,} | {_ratio(b['step_walked'], f['step_walked'])} |",
         f"| out of range, this step | {b['step_oor']:,} | {f['step_oor']:,} | {_ratio(b['step_oor'], f['step_oor'])} |",

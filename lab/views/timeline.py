@@ -1,60 +1,98 @@
-"""The whole trace over steps: max_seq_len per mode (metadata and what the kernel sees), the
-CUDA-graph mode as bands, batch size, and cumulative walked and out-of-range entries."""
+"""The whole trace over steps: the target's max_seq_len in vLLM's three eras (and what the kernel
+sees where a FULL graph hides it), the CUDA-graph mode as bands, the batch size, and the cumulative
+walked and out-of-range entries. Each panel has its own legend beside it; lines that coincide over
+the whole trace are drawn once and named by every era they stand for. The current step is a shape
+named "step" (the app moves it without redrawing)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from lab.views.common import (GRAPH_COLORS, MODE_COLORS, MODES, check_step, figure, graph_runs, hline,
-                              legend_swatch, panel_title, series, step_marker, title)
+from lab.views.common import (GRAPH_COLORS, MODE_COLORS, check_step, figure, graph_runs, hline, legend_swatch,
+                              panel_title, series, step_marker, title)
+from lab.views.eras import ERA_COLORS, era_series, target_path
 
 MAX_BANDS = 200
 # Panel domains (paper y): max_seq_len, batch size, cumulative entries.
-_DOMAINS = {"y": [0.6, 1.0], "y2": [0.36, 0.52], "y3": [0.0, 0.28]}
+_DOMAINS = {"y": [0.58, 1.0], "y2": [0.36, 0.5], "y3": [0.0, 0.28]}
+
+
+def _same_groups(cols: np.ndarray) -> list[list[int]]:
+    """Columns (eras) grouped by equal series over the whole trace, in era order."""
+    groups: list[list[int]] = []
+    for k in range(cols.shape[1]):
+        for g in groups:
+            if np.array_equal(cols[:, g[0]], cols[:, k], equal_nan=True):
+                g.append(k)
+                break
+        else:
+            groups.append([k])
+    return groups
 
 
 def timeline_spec(trace, index: int) -> dict:
     index = check_step(trace, index)
     s = series(trace)
+    e = era_series(trace)
+    eras = e["eras"]
     n = len(s["num_reqs"])
     x = np.arange(n)
     mml = trace.scenario.max_model_len
 
-    def line(y, name, color, dash="solid", yaxis="y", group=None) -> dict:
+    def line(y, name, color, dash="solid", yaxis="y", legend="legend", width=2) -> dict:
         return {"type": "scatter", "x": x, "y": y, "name": name, "mode": "lines", "yaxis": yaxis,
-                "line": {"color": color, "dash": dash}, "legendgroup": group}
+                "line": {"color": color, "dash": dash, "width": width}, "legend": legend}
 
     data = []
-    for m in MODES:
-        data.append(line(s[f"msl_{m}"], f"{m} max_seq_len (metadata)", MODE_COLORS[m], group=m))
-        data.append(line(s[f"kmsl_{m}"], f"{m} max_seq_len (kernel sees)", MODE_COLORS[m], "dash", group=m))
-    data.append(hline(0, max(n - 1, 1), mml, f"max_model_len = {mml:,}", "#7f7f7f", "dot"))
-    data.append(line(s["num_reqs"], "num_reqs", "#2ca02c", yaxis="y2"))
-    data.append(line(s["num_reqs_padded"], "num_reqs_padded", "#9467bd", "dot", yaxis="y2"))
-    for m in MODES:
-        data.append(line(np.cumsum(s[f"all_{m}_walked"]), f"{m} walked (cumulative)", MODE_COLORS[m],
-                         yaxis="y3", group=m))
-        data.append(line(np.cumsum(s[f"all_{m}_total"]), f"{m} out of range (cumulative)", MODE_COLORS[m], "dot",
-                         yaxis="y3", group=m))
-    # The CUDA-graph mode as bands behind the max_seq_len panel (contiguous runs merged).
+    for g in _same_groups(e["target"]):
+        k = g[-1]
+        data.append(line(e["target"][:, k], " = ".join(eras[j] for j in g), ERA_COLORS[k], width=2.5 if k == 2 else 2))
+    if not np.array_equal(e["target_kernel"], e["target"], equal_nan=True):
+        for g in _same_groups(e["target_kernel"]):
+            k = g[-1]
+            if np.array_equal(e["target_kernel"][:, k], e["target"][:, k], equal_nan=True):
+                continue  # the kernel sees this era's metadata on every step: drawn already
+            data.append(line(e["target_kernel"][:, k], "kernel sees: " + " = ".join(eras[j] for j in g),
+                             ERA_COLORS[k], "dash", width=1.5))
+    if np.isfinite(e["drafts"]).any():
+        for g in _same_groups(e["drafts"]):
+            k = g[-1]
+            data.append(line(e["drafts"][:, k], "drafts " + " = ".join(eras[j] for j in g), ERA_COLORS[k], "dot"))
+    data.append(hline(0, max(n - 1, 1), mml, f"max_model_len = {mml:,}", "#7f7f7f", "longdash", width=1))
+    data[-1]["legend"] = "legend"
+    data.append(line(s["num_reqs"], "num_reqs", "#2ca02c", yaxis="y2", legend="legend2"))
+    data.append(line(s["num_reqs_padded"], "num_reqs_padded (graph padding)", "#9467bd", "dash", yaxis="y2",
+                     legend="legend2"))
+    names = {"baseline": eras[0] if eras else "baseline", "fixed": eras[-1] if eras else "fixed"}
+    for m in ("baseline", "fixed"):
+        data.append(line(np.cumsum(s[f"all_{m}_walked"]), f"walked, {names[m]}", MODE_COLORS[m], yaxis="y3",
+                         legend="legend3"))
+        data.append(line(np.cumsum(s[f"all_{m}_total"]), f"out of range, {names[m]}", MODE_COLORS[m], "dash",
+                         yaxis="y3", legend="legend3", width=1.5))
     runs = graph_runs(s["graph"])
     shapes = []
     if len(runs) <= MAX_BANDS:
         shapes = [{"type": "rect", "xref": "x", "yref": "y domain", "x0": a - 0.5, "x1": b + 0.5, "y0": 0, "y1": 1,
                    "fillcolor": GRAPH_COLORS[mode], "opacity": 0.5, "line": {"width": 0}, "layer": "below"}
                   for a, b, mode in runs]
-    data += [legend_swatch(f"{mode} graph steps", GRAPH_COLORS[mode]) for mode in sorted(set(s["graph"].tolist()))]
+    for mode in sorted(set(s["graph"].tolist())):
+        data.append(legend_swatch(f"{mode} graph steps (band)", GRAPH_COLORS[mode]))
+        data[-1]["legend"] = "legend"
     shapes.append(step_marker(index))
+    legend = {"x": 1.01, "xanchor": "left", "yanchor": "top", "font": {"size": 10}, "tracegroupgap": 2}
     return figure(data, {
-        "height": 700, "hovermode": "x unified", "shapes": shapes, "legend": {"font": {"size": 10}},
-        "title": title(f"Timeline of {n} steps (current step {index})",
-                       "" if len(runs) <= MAX_BANDS else f"{len(runs)} graph-mode runs: bands not drawn"),
+        "height": 700, "hovermode": "x unified", "shapes": shapes, "margin": {"r": 260},
+        "legend": {**legend, "y": _DOMAINS["y"][1]}, "legend2": {**legend, "y": _DOMAINS["y2"][1]},
+        "legend3": {**legend, "y": _DOMAINS["y3"][1]},
+        "title": title(f"Timeline of {n} steps: max_seq_len of the {target_path(trace)} in three eras",
+                       "black line: the current step" + ("" if len(runs) <= MAX_BANDS
+                                                         else f"; {len(runs)} graph-mode runs: bands not drawn")),
         "xaxis": {"anchor": "y3", "title": {"text": "step"}},
-        "yaxis": {"domain": _DOMAINS["y"], "type": "log", "title": {"text": "tokens"}},
-        "yaxis2": {"domain": _DOMAINS["y2"], "title": {"text": "requests"}},
+        "yaxis": {"domain": _DOMAINS["y"], "type": "log", "title": {"text": "tokens (log)"}},
+        "yaxis2": {"domain": _DOMAINS["y2"], "title": {"text": "requests"}, "rangemode": "tozero"},
         "yaxis3": {"domain": _DOMAINS["y3"], "title": {"text": "entries"}},
         "annotations": [
-            panel_title("max_seq_len per step (solid: metadata, dashed: what the kernel sees); bands: CUDA-graph mode",
+            panel_title("max_seq_len per step (solid: target, dotted: draft decodes, dashed: what the kernel sees)",
                         0, _DOMAINS["y"][1]),
             panel_title("batch size", 0, _DOMAINS["y2"][1]),
             panel_title("cumulative block-table entries, target + draft passes", 0, _DOMAINS["y3"][1])],

@@ -1,0 +1,129 @@
+"""vLLM's three eras of max_seq_len, per path, from ``step.history()``: the step's headline (one line,
+then one row per path with the value in each era and a badge on the PR that changed it), and the
+per-step era series the timeline draws.
+
+Eras (docs/trace.md): before #40654 every path hands ``max_model_len`` to attention; #40654 gave the
+default model's target path the batch maximum; #43991 did the same for the mamba-hybrid target path
+and gave Eagle/MTP draft decodes ``min(max(upper bound) + K, max_model_len)``.
+"""
+
+from __future__ import annotations
+
+import html
+import weakref
+
+import numpy as np
+
+from lab.views.common import check_step
+
+PR_URL = {"#40654": "https://github.com/vllm-project/vllm/pull/40654",
+          "#43991": "https://github.com/vllm-project/vllm/pull/43991"}
+ERA_COLORS = {0: "#d62728", 1: "#ff7f0e", 2: "#1f77b4"}  # before #40654, after #40654, after #43991
+
+
+def era_names(step) -> list[str]:
+    """The eras in order, as step.history() names them."""
+    return list(step.history())
+
+
+def target_path(trace) -> str:
+    return "mamba-hybrid target" if trace.scenario.model_state == "mamba_hybrid" else "default-model target"
+
+
+def path_values(step) -> dict[str, list[tuple[int, int]]]:
+    """{path: [(metadata, kernel-visible) per era]}: the target pass, and the draft decodes (passes
+    1..K-1, their largest value; pass 0 reuses the target metadata) when there are any."""
+    hist = step.history()
+    eras = list(hist)
+    out = {"target": [(hist[e]["max_seq_len"], hist[e]["kernel_max_seq_len"]) for e in eras]}
+    if any(len(hist[e]["drafts"]) > 1 for e in eras):
+        out["drafts"] = [(max(d["max_seq_len"] for d in hist[e]["drafts"][1:]),
+                          max(d["kernel_max_seq_len"] for d in hist[e]["drafts"][1:])) for e in eras]
+    return out
+
+
+def fixed_by(values: list[tuple[int, int]], eras: list[str]) -> str | None:
+    """The PR whose era first changed this path's metadata ("#40654", "#43991"), or None."""
+    for k in range(1, len(values)):
+        if values[k][0] != values[k - 1][0]:
+            return eras[k].split(" ", 1)[1]
+    return None
+
+
+def _fmt(meta: int, kernel: int, graph: str) -> str:
+    s = f"{meta:,}"
+    if kernel != meta:
+        s += f" <span class='kernel-sees' title='under a {graph} CUDA graph the kernel sees the captured " \
+             f"max_model_len (R9)'>(kernel sees {kernel:,})</span>"
+    return s
+
+
+def _badge(pr: str) -> str:
+    return (f"<a class='pr-badge pr{pr[1:]}' href='{PR_URL[pr]}' target='_blank' rel='noopener' "
+            f"title='vLLM PR {pr}'>fixed by {pr}</a>")
+
+
+def headline_html(trace, index: int) -> str:
+    """One line for the step, then the max_seq_len each path hands to attention in each era, with a
+    badge on the era whose PR changed it. Plain HTML (the app shows it as is; the export embeds it)."""
+    st = trace.steps[check_step(trace, index)]
+    s = trace.scenario
+    n_steps = len(trace.steps)
+    eras = era_names(st)
+    vals = path_values(st)
+    t = vals["target"]
+    ratio = t[0][1] / t[-1][1] if t[-1][1] else float("inf")
+    walked = st.oor_all_passes
+    wb, wf = walked["baseline"]["walked"], walked["fixed"]["walked"]
+    head = (f"<b>{html.escape(s.name or 'custom scenario')}</b> · <b>step {st.index}</b> of 0–{n_steps - 1} · "
+            f"{st.num_reqs} requests · {st.cudagraph_mode} graph · ")
+    if wf:
+        head += (f"before #40654 the kernel walks <b>{_ratio(wb, wf)}</b> the block-table entries it walks after "
+                 f"#43991 ({wb:,} vs {wf:,}, target + drafts)")
+    else:
+        head += f"before #40654 the kernel walks {wb:,} block-table entries, after #43991 none"
+    if st.cudagraph_mode == "FULL" and t[0][1] == t[-1][1]:
+        head += " · <i>FULL graph: the kernel sees max_model_len in every era (R9)</i>"
+    elif ratio == 1 and t[0][0] == t[-1][0] and "drafts" not in vals:
+        head += " · <i>this step's batch max equals max_model_len</i>"
+    labels = {"target": target_path(trace), "drafts": f"Eagle draft decodes (passes 1–{s.num_speculative_tokens - 1})"}
+    rows = ["<tr><th>max_seq_len to attention</th>" + "".join(f"<th>{html.escape(e)}</th>" for e in eras) + "</tr>"]
+    for path, v in vals.items():
+        pr = fixed_by(v, eras)
+        cells = []
+        for k, (meta, kern) in enumerate(v):
+            badge = _badge(pr) if pr and eras[k] == f"after {pr}" else ""
+            cells.append(f"<td>{_fmt(meta, kern, st.cudagraph_mode if path == 'target' else 'draft')} {badge}</td>")
+        rows.append(f"<tr><td>{labels[path]}</td>{''.join(cells)}</tr>")
+    return (f"<div class='headline'><div class='hl-line'>{head}</div>"
+            f"<table class='eras'>{''.join(rows)}</table></div>")
+
+
+def _ratio(b: int, f: int) -> str:
+    r = b / f
+    return f"{r:,.0f}×" if r >= 10 else f"{r:.1f}×"
+
+
+_SERIES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def era_series(trace) -> dict:
+    """Per step and era: the target's metadata and kernel-visible max_seq_len, and the draft decodes'
+    (NaN where a step has none). {"eras": [...], "target": array [steps, eras], ...}."""
+    cached = _SERIES.get(trace)
+    if cached is not None:
+        return cached
+    n = len(trace.steps)
+    eras = era_names(trace.steps[0]) if n else []
+    out = {"eras": eras}
+    for k in ("target", "target_kernel", "drafts", "drafts_kernel"):
+        out[k] = np.full((n, len(eras)), np.nan)
+    for st in trace.steps:
+        v = path_values(st)
+        out["target"][st.index] = [m for m, _ in v["target"]]
+        out["target_kernel"][st.index] = [kk for _, kk in v["target"]]
+        if "drafts" in v:
+            out["drafts"][st.index] = [m for m, _ in v["drafts"]]
+            out["drafts_kernel"][st.index] = [kk for _, kk in v["drafts"]]
+    _SERIES[trace] = out
+    return out

@@ -8,7 +8,7 @@ PY      ?= python3
 VENV    := .venv
 VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
-PRESET  ?= short-decode-long-context
+PRESET  ?= eagle-k3
 CHROMIUM := /usr/bin/chromium
 
 .PHONY: demo test venv bench clean venv-vllm conform lab notebooks-strip venv-vllm-live record

@@ -22,10 +22,11 @@ def test_app_live_runner_draws_a_recorded_trace(monkeypatch):
     steps = []
     out = handlers.run("", "3p64o6_mml=2k", 2048, 16, 0, "default", "PIECEWISE", 0.7, 0, "live vLLM",
                        progress=lambda *a, **k: steps.append(a))
-    trace = TRACES.get(out[0])
+    out = dict(zip(handlers.LOADED, out))
+    trace = TRACES.get(out["key"])
     assert trace is not None and trace.meta["source"].startswith("vLLM 0.32")
     assert trace.scenario.block_size == 32 and trace.scenario.cudagraph_mode == "NONE"  # what the CPU ran
-    assert len(trace.steps) == 6 and "ran on live vLLM" in out[10]
+    assert len(trace.steps) == 6 and "ran on live vLLM" in out["status"]
     assert steps  # progress was reported
 
 

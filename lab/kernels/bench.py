@@ -179,8 +179,8 @@ def format_table(rows: list[dict]) -> str:
                 f"{r['copy_gbps']:.1f} | {r['fixed_pct_of_copy']:.0f}% |")
         if peer:
             line += (f" {r['peer_baseline_ms']:.1f} ({r['peer_baseline_iqr_ms']:.1f}) | {r['peer_fixed_ms']:.1f} "
-                     f"({r['peer_fixed_iqr_ms']:.1f}) | {r['peer_ratio_fixed']:.2f}x | {r['peer_ratio_baseline']:.2f}x |"
-                     if "peer_fixed_ms" in r else " | | | |")
+                     f"({r['peer_fixed_iqr_ms']:.1f}) | {r['peer_ratio_fixed']:.2f}x | "
+                     f"{r['peer_ratio_baseline']:.2f}x |" if "peer_fixed_ms" in r else " | | | |")
         lines.append(line)
     return "\n".join(lines)
 
@@ -202,8 +202,8 @@ def peer_status(device: str, backend: str | None = None) -> str:
             ok, why = False, str(e)
     if not ok:
         return f"not measured: {why}"
-    return (f"measured ({PEER}: torch.ops._C.cpu_attention_with_kv_cache, interleaved with {backend or 'the lab kernel'}"
-            f" on each shape; ratio = vLLM ms / lab ms, same mode)")
+    return (f"measured ({PEER}: torch.ops._C.cpu_attention_with_kv_cache, interleaved with "
+            f"{backend or 'the lab kernel'} on each shape; ratio = vLLM ms / lab ms, same mode)")
 
 
 def run_bench(shapes=DEFAULT_SHAPES, backend: str = "torch-reference", device: str = "cpu",

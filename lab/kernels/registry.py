@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from lab.kernels import adapters, compiled
+from lab.kernels import adapters, compiled, vllm_cpu
 from lab.kernels.reference import paged_attention, paged_attention_trusting
 from lab.kernels.split_kv import paged_attention_split_kv
 
@@ -33,6 +33,10 @@ def _compiled(batch, kv_cache, max_seq_len, cfg):
 
 def _compiled_trusting(batch, kv_cache, max_seq_len, cfg):
     return compiled.paged_attention_compiled(batch, kv_cache, max_seq_len, cfg, trusting=True)
+
+
+def _vllm_cpu(batch, kv_cache, max_seq_len, cfg):
+    return vllm_cpu.paged_attention_vllm_cpu(batch, kv_cache, max_seq_len, cfg)
 
 
 def _triton_split_kv(batch, kv_cache, max_seq_len, cfg):
@@ -55,6 +59,7 @@ class Backend:
     needs_compiler: bool = False     # built with the machine's C++ compiler on first use (compiled.py)
     trusting: Callable | None = None  # its trusting variant (lab.run's out-of-range check); None: the
                                       # torch reference's
+    needs_vllm_cpu: bool = False     # vLLM's compiled CPU attention ops (a CPU build of vLLM, vllm_cpu.py)
 
 
 _WALK = "walks cdiv(max_seq_len, block_size) pages of every row and masks by seq_lens"
@@ -69,6 +74,10 @@ BACKENDS: tuple[Backend, ...] = (
     Backend("cpp-fused-gather", "cpu", "C++ paged attention, page gather fused into the dot products, float32 "
             "(lab/kernels/paged_decode.cpp via compiled.py)", _compiled, True, _WALK, needs_compiler=True,
             trusting=_compiled_trusting),
+    Backend("vllm-cpu", "cpu", "vLLM's CPU paged attention, torch.ops._C.cpu_attention_with_kv_cache "
+            "(vllm/v1/attention/backends/cpu_attn.py, via lab/kernels/vllm_cpu.py)", _vllm_cpu, False,
+            "plans its work from seq_lens (get_scheduler_metadata); the op has no max_seq_len argument",
+            needs_vllm_cpu=True),
     Backend("torch-split-kv", "cpu", "torch model of TRTLLM-gen's multi-CTA split (lab/kernels/split_kv.py)",
             paged_attention_split_kv, True, _SPLIT),
     Backend("torch-split-kv", "cuda", "torch model of TRTLLM-gen's multi-CTA split (lab/kernels/split_kv.py)",
@@ -122,6 +131,10 @@ def status(b: Backend, cuda=None, env=None) -> tuple[bool, str]:
         ok, why = compiled.status(env)
         if not ok:
             return False, why
+    if b.needs_vllm_cpu:
+        ok, why = vllm_cpu.status()
+        if not ok:
+            return False, why
     if b.fn is None:
         return False, "no adapter in the lab yet"
     return True, ""
@@ -155,6 +168,11 @@ def get_kernel(name: str, device: str) -> Callable:
         try:
             compiled.load()  # builds on first use; a failure is reported, and remembered
         except compiled.CompiledKernelUnavailable as e:
+            ok, why = False, str(e)
+    if ok and b.needs_vllm_cpu:
+        try:
+            vllm_cpu.load()  # imports vLLM (after lab/live/shim.py); a failure is reported, and remembered
+        except vllm_cpu.VllmCpuUnavailable as e:
             ok, why = False, str(e)
     if not ok:
         raise ValueError(f"backend {name!r} does not run on {device}: {why}")

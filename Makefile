@@ -11,7 +11,7 @@ STAMP   := $(VENV)/.installed
 PRESET  ?= eagle-k3
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: demo test venv bench clean venv-vllm conform lab notebooks-strip venv-vllm-live record
+.PHONY: demo test lint venv bench clean venv-vllm conform lab notebooks-strip venv-vllm-live record
 
 # The conformance environment: vLLM 0.33.0 without its dependency tree (which pins a CUDA torch),
 # on the CPU torch, with the light pure-Python packages its MRV2 modules import. Its own venv:
@@ -82,7 +82,13 @@ $(CHROMIUM):
 	apt-get install -y -q chromium || { apt-get update -q && apt-get install -y -q chromium; } || \
 	  { echo "error: could not install chromium with apt-get (needs root and Debian package access)" >&2; exit 1; }
 
-test: $(STAMP) $(VSTAMP) $(LSTAMP) $(CHROMIUM)
+# ruff (as vLLM uses), configured in pyproject.toml: the linter, and the formatter in check mode.
+# `.venv/bin/ruff format .` formats; `.venv/bin/ruff check --fix .` fixes what it can.
+lint: $(STAMP)
+	$(VPY) -m ruff check .
+	$(VPY) -m ruff format --check .
+
+test: $(STAMP) $(VSTAMP) $(LSTAMP) $(CHROMIUM) lint
 	$(VPY) -m pytest -q
 	LAB_REQUIRE_VLLM=1 $(VVPY) -m pytest -q -p no:cacheprovider tests/conformance
 	LAB_REQUIRE_LIVE=1 $(LVPY) -m pytest -q -p no:cacheprovider tests/live

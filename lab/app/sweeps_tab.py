@@ -95,7 +95,8 @@ def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, progress=gr.Progress()): 
         fig = heatmap(res.rows, axes[0], axes[1], metric)
     cols = axes + ["seeds"] + list(dict.fromkeys([metric, *HEADLINE]))
     summ = summarize(res.rows, axes, [c for c in cols if c not in axes and c != "seeds"])
-    table = [[s.get(c) for c in cols] for s in summ]
+    # Ratios to 3 significant digits: a table of 16-digit floats reads as noise.
+    table = [[float(f"{v:.3g}") if isinstance(v, float) else v for v in (s.get(c) for c in cols)] for s in summ]
     done = f"{res.computed} points run in {res.seconds:.1f} s ({res.executor}). " + msg
     return fig, {"headers": cols, "data": table}, done
 

@@ -61,11 +61,10 @@ class StaleRegion:
         idx = np.repeat(first, lens)
         idx += np.arange(int(cum[-1]))
         own = self._owner.take(self._table.reshape(-1).take(idx))
-        # owner >= 0 (live), FREE (-1), NULL_OWNER (-2) -> codes 2, 1, 0 for one bincount.
-        np.minimum(own, 0, out=own)
-        own += 2
-        null, free, live = np.bincount(own, minlength=3).tolist()
-        return null, live, free
+        # Two count_nonzero passes are several times faster than one np.bincount of class codes.
+        live = int(np.count_nonzero(own >= 0))
+        free = int(np.count_nonzero(own == FREE))
+        return len(own) - live - free, live, free
 
     def walks(self, max_seq_lens: list[int], num_rows: list[int], block_size: int) -> np.ndarray:
         """OOR_FIELDS counts of each walk: a kernel told ``max_seq_lens[p]`` walks

@@ -45,9 +45,11 @@ class StaleRegion:
         np.maximum(lens, 0, out=lens)
         self.reach = None  # per row: columns from here on are zero (None: no stale entry at all)
         self._totals = (0, 0, 0)  # classified entries, by STALE_CLASSES
+        # Sums and maxima once: a walk at least as wide as every row needs no per-row minimum.
+        self._nb_sum, self._nb_max = (int(num_blocks.sum()), int(num_blocks.max())) if n else (0, 0)
         if lens.any():
             self.reach = num_blocks + lens
-            self._max_reach = int(self.reach.max())
+            self._reach_sum, self._max_reach = int(self.reach.sum()), int(self.reach.max())
             self._totals = self._classify(np.arange(n), num_blocks, lens)
 
     def _classify(self, rows: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tuple[int, int, int]:
@@ -77,12 +79,13 @@ class StaleRegion:
             w = -(-msl // block_size)
             counts = per_width.get(w)
             if counts is None:
-                in_range = int(np.minimum(self.num_blocks, w).sum())
+                in_range = self._nb_sum if w >= self._nb_max else int(np.minimum(self.num_blocks, w).sum())
                 if self.reach is None:  # every out-of-range column is zero
                     counts = (n * w - in_range, 0, 0, in_range)
                 else:
                     # Columns in [reach, w) of a real row hold zeros; before reach they were classified.
-                    beyond = n * w - int(np.minimum(self.reach, w).sum())
+                    covered = self._reach_sum if w >= self._max_reach else int(np.minimum(self.reach, w).sum())
+                    beyond = n * w - covered
                     null, live, free = self._totals
                     if w < self._max_reach:  # rows reaching past the walk: drop their entries at w and on
                         past = np.flatnonzero(self.reach > w)

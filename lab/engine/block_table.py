@@ -87,11 +87,12 @@ class BlockTables:
         if same.all():  # every row holds the same request as last step: write only its new blocks
             self._copy_columns(idx_mapping, self._row_nb[:n], nb - self._row_nb[:n])
         elif not same.any():  # every row changed (churn: a finished request shifts all later rows)
+            self._row_inst[:n] = inst
             self._copy_rows(idx_mapping, nb)
         else:
+            self._row_inst[:n] = inst
             start = np.where(same, self._row_nb[:n], 0)
             self._copy_columns(idx_mapping, start, np.maximum(nb - start, 0))
-        self._row_inst[:n] = inst
         self._row_nb[:n] = nb
         np.maximum(self.row_hwm[:n], nb, out=self.row_hwm[:n])
         # vLLM 0.33.0 zeroes the padded rows and also the rows a larger earlier batch left

@@ -45,10 +45,9 @@ class StaleRegion:
         np.maximum(lens, 0, out=lens)
         self.reach = None  # per row: columns from here on are zero (None: no stale entry at all)
         self._totals = (0, 0, 0)  # classified entries, by STALE_CLASSES
-        # Sums and maxima once: a walk at least as wide as every row needs no per-row minimum.
-        self._nb_sum, self._nb_max = (int(num_blocks.sum()), int(num_blocks.max())) if n else (0, 0)
         if lens.any():
             self.reach = num_blocks + lens
+            # Once: a walk at least as wide as every row's reach needs no per-row minimum.
             self._reach_sum, self._max_reach = int(self.reach.sum()), int(self.reach.max())
             self._totals = self._classify(np.arange(n), num_blocks, lens)
 
@@ -79,7 +78,7 @@ class StaleRegion:
             w = -(-msl // block_size)
             counts = per_width.get(w)
             if counts is None:
-                in_range = self._nb_sum if w >= self._nb_max else int(np.minimum(self.num_blocks, w).sum())
+                in_range = int(np.minimum(self.num_blocks, w).sum())
                 if self.reach is None:  # every out-of-range column is zero
                     counts = (n * w - in_range, 0, 0, in_range)
                 else:

@@ -85,15 +85,14 @@ class BlockTables:
         nb = self.num_blocks[idx_mapping]
         same = self._row_inst[:n] == inst
         if same.all():  # every row holds the same request as last step: write only its new blocks
-            start = self._row_nb[:n]
-            lens = nb - start
-        else:
-            start = np.where(same, self._row_nb[:n], 0)
-            lens = np.maximum(nb - start, 0)
+            self._copy_columns(idx_mapping, self._row_nb[:n], nb - self._row_nb[:n])
+        elif not same.any():  # every row changed (churn: a finished request shifts all later rows)
             self._row_inst[:n] = inst
-        total = int(lens.sum())
-        if total:
-            self._copy_columns(idx_mapping, start, lens, total)
+            self._copy_rows(idx_mapping, nb)
+        else:
+            self._row_inst[:n] = inst
+            start = np.where(same, self._row_nb[:n], 0)
+            self._copy_columns(idx_mapping, start, np.maximum(nb - start, 0))
         self._row_nb[:n] = nb
         np.maximum(self.row_hwm[:n], nb, out=self.row_hwm[:n])
         # vLLM 0.33.0 zeroes the padded rows and also the rows a larger earlier batch left
@@ -109,12 +108,24 @@ class BlockTables:
             self.row_hwm[n:num_rows] = 0
         return self.input_block_tables[:num_reqs_padded]
 
-    def _copy_columns(self, idx_mapping: np.ndarray, start: np.ndarray, lens: np.ndarray, total: int) -> None:
+    def _copy_rows(self, idx_mapping: np.ndarray, nb: np.ndarray) -> None:
+        """input row i, columns [0, nb[i]) <- its request's persistent row: one masked copy of the
+        rectangle [0, max nb), which leaves each row's columns past nb[i] (its stale ids) as they were."""
+        c1 = int(nb.max())
+        if c1:
+            n = len(idx_mapping)
+            mask = np.arange(c1) < nb[:, None]
+            np.copyto(self.input_block_tables[:n, :c1], self.block_tables[idx_mapping, :c1], where=mask)
+
+    def _copy_columns(self, idx_mapping: np.ndarray, start: np.ndarray, lens: np.ndarray) -> None:
         """input row i, columns [start[i], start[i] + lens[i]) <- its request's persistent row.
 
         Three ways to the same table, by shape: one column per row (a decode step crossing a block
         boundary), a rectangle of rows with a mask (rows shifted under churn are rewritten from
         column 0), else one index per entry."""
+        total = int(lens.sum())
+        if not total:
+            return
         rows = np.flatnonzero(lens)
         if total == len(rows):  # one column each
             cols = start[rows]

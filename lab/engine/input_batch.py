@@ -46,3 +46,18 @@ def sort_batch(has_drafts: np.ndarray, num_scheduled_tokens: np.ndarray, decode_
     """Batch order of vllm model_runner.py ``sort_batch_req_ids``: rows verifying drafts first,
     then rows of exactly ``decode_query_len`` tokens, then by token count; ties keep scheduler order."""
     return np.lexsort((num_scheduled_tokens, num_scheduled_tokens != decode_query_len, ~has_drafts))
+
+
+def in_batch_order(num_draft_tokens: np.ndarray, num_scheduled_tokens: np.ndarray, decode_query_len: int) -> bool:
+    """Whether scheduler order already is ``sort_batch``'s (the identity, as the sort is stable): no
+    row verifies drafts, and the rows that are not plain decodes come last, in non-decreasing token
+    count. The usual case under churn (this step's admissions, prefilling, at the end); it spares
+    the sort and the reordering of every per-row array."""
+    if num_draft_tokens.any():
+        return False
+    n = len(num_scheduled_tokens)
+    other = np.flatnonzero(num_scheduled_tokens != decode_query_len)
+    if len(other) and other[0] != n - len(other):
+        return False
+    tail = num_scheduled_tokens[n - len(other):]
+    return len(tail) < 2 or bool((tail[1:] >= tail[:-1]).all())

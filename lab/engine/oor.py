@@ -32,31 +32,40 @@ class StaleRegion:
     """The classified out-of-range region of one step's input table, queried for many walks.
 
     Every row beyond its high-water mark is zero, so only columns [num_blocks, hwm) are read and
-    classified; the rest is counted as null arithmetically.
+    classified, once, into class totals; the rest is counted as null arithmetically. A walk
+    narrower than some row's high-water mark subtracts that row's entries past its width.
     """
 
     def __init__(self, input_table: np.ndarray, num_blocks: np.ndarray, row_hwm: np.ndarray, owner: np.ndarray):
         n = len(num_blocks)
         self.num_blocks = num_blocks
-        lens = np.maximum(row_hwm[:n] - num_blocks, 0)
-        total = int(lens.sum())
-        self.reach = num_blocks + lens if total else None  # columns from reach on are zero
-        self._cum = None  # [columns, 3] cumulative counts of classified entries, by STALE_CLASSES
-        if total:
-            # The entries' columns (ragged ranges [num_blocks, reach) of each row) and their flat
-            # indices in the table: np.take on flat indices is several times faster than indexing
-            # the table by (row, column) arrays, which was most of a churning step's classification.
-            first = np.cumsum(lens) - lens  # where each row's entries start
-            cols = np.repeat(num_blocks - first, lens)
-            cols += np.arange(total)
-            flat = input_table.reshape(-1)
-            own = owner.take(flat.take(cols + np.repeat(np.arange(n) * input_table.shape[1], lens)))
-            # _cum[c] counts the classified entries in columns < c; the codes of classify_owners.
-            key = cols * 3 + 3
-            key += own >= 0
-            key += 2 * (own == FREE)
-            hist = np.bincount(key, minlength=(int(cols.max()) + 2) * 3).reshape(-1, 3)
-            self._cum = np.cumsum(hist, axis=0)
+        self._table = input_table
+        self._owner = owner
+        lens = row_hwm[:n] - num_blocks
+        np.maximum(lens, 0, out=lens)
+        self.reach = None  # per row: columns from here on are zero (None: no stale entry at all)
+        self._totals = (0, 0, 0)  # classified entries, by STALE_CLASSES
+        if lens.any():
+            self.reach = num_blocks + lens
+            # Once: a walk at least as wide as every row's reach needs no per-row minimum.
+            self._reach_sum, self._max_reach = int(self.reach.sum()), int(self.reach.max())
+            self._totals = self._classify(np.arange(n), num_blocks, lens)
+
+    def _classify(self, rows: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tuple[int, int, int]:
+        """STALE_CLASSES counts of the entries in columns [starts[i], starts[i] + lens[i]) of rows[i]."""
+        # Flat indices: one np.repeat of each range's first index, plus a running count (np.take on
+        # flat indices is several times faster than indexing the table by (row, column) arrays).
+        cum = np.cumsum(lens)
+        first = rows * self._table.shape[1]
+        first += starts
+        first += lens - cum  # minus the entries of earlier ranges, which the running count adds
+        idx = np.repeat(first, lens)
+        idx += np.arange(int(cum[-1]))
+        own = self._owner.take(self._table.reshape(-1).take(idx))
+        # Two count_nonzero passes are several times faster than one np.bincount of class codes.
+        live = int(np.count_nonzero(own >= 0))
+        free = int(np.count_nonzero(own == FREE))
+        return len(own) - live - free, live, free
 
     def walks(self, max_seq_lens: list[int], num_rows: list[int], block_size: int) -> np.ndarray:
         """OOR_FIELDS counts of each walk: a kernel told ``max_seq_lens[p]`` walks
@@ -70,12 +79,18 @@ class StaleRegion:
             counts = per_width.get(w)
             if counts is None:
                 in_range = int(np.minimum(self.num_blocks, w).sum())
-                if self._cum is None:  # every out-of-range column is zero
+                if self.reach is None:  # every out-of-range column is zero
                     counts = (n * w - in_range, 0, 0, in_range)
                 else:
                     # Columns in [reach, w) of a real row hold zeros; before reach they were classified.
-                    beyond = n * w - int(np.minimum(self.reach, w).sum())
-                    null, live, free = self._cum[min(w, len(self._cum) - 1)].tolist()  # row 0 is all zeros
+                    covered = self._reach_sum if w >= self._max_reach else int(np.minimum(self.reach, w).sum())
+                    beyond = n * w - covered
+                    null, live, free = self._totals
+                    if w < self._max_reach:  # rows reaching past the walk: drop their entries at w and on
+                        past = np.flatnonzero(self.reach > w)
+                        starts = np.maximum(self.num_blocks[past], w)
+                        p_null, p_live, p_free = self._classify(past, starts, self.reach[past] - starts)
+                        null, live, free = null - p_null, live - p_live, free - p_free
                     counts = (null + beyond, live, free, in_range)
                 per_width[w] = counts
             null, live, free, in_range = counts

@@ -24,7 +24,7 @@ from lab.engine.cudagraph import (
     target_capture_sizes,
     uniform_decode_token_count,
 )
-from lab.engine.input_batch import InputBatch, seq_lens_cpu_upper_bound, sort_batch
+from lab.engine.input_batch import InputBatch, in_batch_order, seq_lens_cpu_upper_bound, sort_batch
 from lab.engine.model_states import MODES, make_model_state
 from lab.engine.oor import StaleRegion
 from lab.engine.recorder import Recorder
@@ -138,8 +138,9 @@ class ModelRunner:
         num_scheduled_tokens = out.num_scheduled_tokens
         any_prefill = bool(out.is_prefilling.any())
         max_query_len = int(num_scheduled_tokens.max())
-        if not any_prefill and int(num_scheduled_tokens.min()) == max_query_len:
-            order = None  # a uniform decode batch keeps scheduler order
+        uniform = not any_prefill and int(num_scheduled_tokens.min()) == max_query_len
+        if uniform or in_batch_order(out.num_draft_tokens, num_scheduled_tokens, self.decode_query_len):
+            order = None  # a uniform decode batch, or one already sorted (churn: the new prefill last)
             batch_inst, num_computed_tokens_cpu = out.inst, out.num_computed_tokens
             num_draft_tokens, is_prefilling, req_nums = out.num_draft_tokens, out.is_prefilling, out.req_nums
         else:
@@ -153,7 +154,7 @@ class ModelRunner:
             req_nums = out.req_nums[order]
 
         # CUDA-graph dispatch (R8; vllm model_runner.py gather_batch_req_state + CudaGraphManager.dispatch).
-        num_tokens = num_reqs * max_query_len if order is None else int(num_scheduled_tokens.sum())
+        num_tokens = num_reqs * max_query_len if uniform else int(num_scheduled_tokens.sum())
         eligible = not any_prefill or decode_graph_eligible(is_prefilling, num_scheduled_tokens, num_draft_tokens,
                                                             num_computed_tokens_cpu)
         uniform_token_count = uniform_decode_token_count(num_reqs, num_tokens, max_query_len, eligible)

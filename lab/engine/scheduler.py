@@ -175,11 +175,15 @@ class Scheduler:
             counts = new_blocks
             ids = self.pool.get_new_blocks(total_new) if total_new else _NO_BLOCKS
             if total_new:
-                has = counts > 0
-                group, cols = ragged_ranges(cur[has], counts[has])
-                self.kv_rows[slots[has][group], cols] = ids
+                has = np.flatnonzero(counts)
+                if total_new == len(has):  # one block each (decodes crossing a block boundary)
+                    self.kv_rows[slots[has], cur[has]] = ids
+                    self.pool.owner[ids] = self.inst[run[has]]
+                else:
+                    group, cols = ragged_ranges(cur[has], counts[has])
+                    self.kv_rows[slots[has][group], cols] = ids
+                    self.pool.owner[ids] = self.inst[run[has]][group]
                 self.kv_nb[slots[has]] += counts[has]
-                self.pool.owner[ids] = self.inst[run[has]][group]
             budget -= int(num_new.sum())
             block_chunks = [ids]
         else:
@@ -210,7 +214,7 @@ class Scheduler:
                 n_tok = int(min(self.prefill_len[r], budget))
                 # A new request's first allocation includes the K lookahead slots too (vllm scheduler.py
                 # schedule(): allocate_slots(..., num_lookahead_tokens=effective_lookahead_tokens)).
-                nblk = int(self._blocks_for(np.int64(n_tok + k)))
+                nblk = (min(n_tok + k, mml) + self.block_size - 1) >> self._block_shift  # _blocks_for, on ints
                 if nblk > self.pool.num_free_blocks:
                     break
                 self.waiting.popleft()

@@ -1,0 +1,66 @@
+"""The engine's shortcuts against the plain computation they stand for (issue 14's churn speed-ups).
+
+``in_batch_order`` lets the runner skip ``sort_batch``: it may only say yes when the sort is the
+identity. ``StaleRegion`` classifies the stale entries once and answers narrower walks by
+subtraction: every walk must equal classifying the entries it reads one by one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lab.engine.block_pool import FREE, NULL_OWNER
+from lab.engine.input_batch import in_batch_order, sort_batch
+from lab.engine.oor import OOR_FIELDS, StaleRegion, classify_entries
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_in_batch_order_only_when_the_sort_is_the_identity(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 12))
+    decode_query_len = int(rng.integers(1, 4))
+    num_scheduled = np.full(n, decode_query_len, dtype=np.int64)
+    # A few non-decode rows, often at the end (the churn case), sometimes anywhere.
+    m = int(rng.integers(0, n + 1))
+    where = np.arange(n - m, n) if rng.random() < 0.6 else rng.choice(n, m, replace=False)
+    num_scheduled[where] = rng.integers(1, 40, size=m)
+    num_draft = np.zeros(n, dtype=np.int64)
+    if rng.random() < 0.3:
+        num_draft[rng.integers(0, n)] = 1
+    identity = np.array_equal(sort_batch(num_draft > 0, num_scheduled, decode_query_len), np.arange(n))
+    if in_batch_order(num_draft, num_scheduled, decode_query_len):
+        assert identity
+
+
+def _brute_force(table, num_blocks, owner, max_seq_len, rows, block_size):
+    w = -(-max_seq_len // block_size)
+    n = len(num_blocks)
+    counts = dict.fromkeys(OOR_FIELDS, 0)
+    counts["walked"], counts["padded"] = rows * w, (rows - n) * w
+    for i in range(n):
+        nb = int(num_blocks[i])
+        counts["in_range"] += min(nb, w)
+        for cls in classify_entries(table[i, nb:w], owner):
+            counts[cls] += 1
+    return list(counts.values())
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_stale_region_walks_equal_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    n, width, num_gpu_blocks, block_size = int(rng.integers(1, 9)), 32, 60, 16
+    owner = rng.choice([FREE, 0, 1, 2], size=num_gpu_blocks).astype(np.int32)
+    owner[0] = NULL_OWNER
+    num_blocks = rng.integers(0, width, size=n).astype(np.int32)
+    row_hwm = np.maximum(num_blocks, rng.integers(0, width + 1, size=n)).astype(np.int32)
+    table = np.zeros((n + 2, width), dtype=np.int32)
+    for i in range(n):  # ids up to the high-water mark, zeros after it (block 0 now and then)
+        table[i, : row_hwm[i]] = rng.integers(0, num_gpu_blocks, size=row_hwm[i])
+    region = StaleRegion(table, num_blocks, row_hwm, owner)
+    # Narrow walks (past fewer columns than some rows' stale entries) and wide ones.
+    max_seq_lens = [int(x) for x in rng.integers(1, width * block_size + 1, size=4)] + [width * block_size]
+    num_rows = [n + int(x) for x in rng.integers(0, 3, size=len(max_seq_lens))]
+    got = region.walks(max_seq_lens, num_rows, block_size)
+    for p, (msl, rows) in enumerate(zip(max_seq_lens, num_rows)):
+        assert got[p].tolist() == _brute_force(table, num_blocks, owner, msl, rows, block_size), (p, msl)

@@ -1,6 +1,6 @@
 """The lab's entry point (`make demo`): the Gradio app on http://127.0.0.1:7860 (see docs/app.md).
 
-    python app.py [--preset NAME] [--host ADDR] [--port N]
+python app.py [--preset NAME] [--host ADDR] [--port N]
 """
 
 import sys

@@ -13,8 +13,9 @@ from lab.trace import Step, Trace, TraceFormatError
 __version__ = "0.1.0"
 
 
-def run(scenario, backend: str = "torch-reference", device: str = "cpu", every: int = 1, progress=None,
-        **kwargs) -> Trace:
+def run(
+    scenario, backend: str = "torch-reference", device: str = "cpu", every: int = 1, progress=None, **kwargs
+) -> Trace:
     """A live run: ``simulate(scenario)``, then the attention kernels of ``backend`` on ``device``
     on every ``every``-th step in both modes; returns the trace with ``trace.timings`` and
     ``step.timing`` attached. Options: ``repeats``, ``warmup``, ``head_config``, ``seed``, ``trace``
@@ -22,7 +23,19 @@ def run(scenario, backend: str = "torch-reference", device: str = "cpu", every: 
     from lab.kernels.live import run as _run
 
     return _run(scenario, backend=backend, device=device, every=every, progress=progress, **kwargs)
+
+
 VLLM_REFERENCE_VERSION = "0.33.0"
 
-__all__ = ["Scenario", "RequestSpec", "simulate", "run", "Trace", "Step", "TraceFormatError", "list_presets",
-           "__version__", "VLLM_REFERENCE_VERSION"]
+__all__ = [
+    "Scenario",
+    "RequestSpec",
+    "simulate",
+    "run",
+    "Trace",
+    "Step",
+    "TraceFormatError",
+    "list_presets",
+    "__version__",
+    "VLLM_REFERENCE_VERSION",
+]

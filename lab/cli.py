@@ -1,26 +1,26 @@
 """Command line: ``python -m lab …``.
 
-    python -m lab presets                         list the presets and what each shows
-    python -m lab simulate --preset NAME          run a preset, print each step and the totals
-    python -m lab simulate --spec "8p1ko64_k=3"   run a scenario written in the grammar
-           [--out trace.json] [--every N] [--quiet]
-           [--backend torch-reference [--device cpu] [--repeats N] [--threads N] [--steps 0,10,20]]
-                                                  … and run the kernels each Nth step (lab.run),
-                                                  printing per-step timings in both modes
-    python -m lab show trace.json                 print a saved trace the same way
-    python -m lab bench engine [--steps N] [--reqs N]
-                                                  time the engine, steps per second
-    python -m lab bench app                       the app: step-change server time, launch time
-    python -m lab bench kernels [--backend B] [--device D] [--shape 64x4k/32k/16 …] [--repeats N]
-           [--threads N] [--json F] [--md F]       baseline vs fixed kernel time over batch shapes
-    python -m lab backends                        which attention backends run here (R10)
-    python -m lab conform --preset NAME           the engine against vLLM 0.33.0's MRV2 code, per rule
-           [--spec TEXT | --random A:B | --all]   (run with .venv-vllm/bin/python; docs/fidelity.md)
-    python -m lab record --preset NAME            real vLLM 0.32 (Model Runner V2) on this CPU, both modes
-           [--spec TEXT] [--out t.json] [--compare] [--as-is] [--no-timing]
-                                                  (run with .venv-vllm-live/bin/python; docs/live.md)
-    python -m lab compare A.json [B.json]         per step and field agreement of two traces (B: the
-                                                  embedded engine on A's scenario when left out)
+python -m lab presets                         list the presets and what each shows
+python -m lab simulate --preset NAME          run a preset, print each step and the totals
+python -m lab simulate --spec "8p1ko64_k=3"   run a scenario written in the grammar
+       [--out trace.json] [--every N] [--quiet]
+       [--backend torch-reference [--device cpu] [--repeats N] [--threads N] [--steps 0,10,20]]
+                                              … and run the kernels each Nth step (lab.run),
+                                              printing per-step timings in both modes
+python -m lab show trace.json                 print a saved trace the same way
+python -m lab bench engine [--steps N] [--reqs N]
+                                              time the engine, steps per second
+python -m lab bench app                       the app: step-change server time, launch time
+python -m lab bench kernels [--backend B] [--device D] [--shape 64x4k/32k/16 …] [--repeats N]
+       [--threads N] [--json F] [--md F]       baseline vs fixed kernel time over batch shapes
+python -m lab backends                        which attention backends run here (R10)
+python -m lab conform --preset NAME           the engine against vLLM 0.33.0's MRV2 code, per rule
+       [--spec TEXT | --random A:B | --all]   (run with .venv-vllm/bin/python; docs/fidelity.md)
+python -m lab record --preset NAME            real vLLM 0.32 (Model Runner V2) on this CPU, both modes
+       [--spec TEXT] [--out t.json] [--compare] [--as-is] [--no-timing]
+                                              (run with .venv-vllm-live/bin/python; docs/live.md)
+python -m lab compare A.json [B.json]         per step and field agreement of two traces (B: the
+                                              embedded engine on A's scenario when left out)
 """
 
 from __future__ import annotations
@@ -52,34 +52,47 @@ def print_trace(trace: Trace, every: int = 1, out=None, show_steps: bool = True)
     w(f"scenario: {s.name or '(custom)'}  spec: {s.to_spec()}\n")
     if s.description:
         w(f"  {s.description}\n")
-    w(f"  max_model_len={s.max_model_len} block_size={s.block_size} model_state={s.model_state} "
-      f"K={s.num_speculative_tokens} cudagraph_mode={s.cudagraph_mode} "
-      f"capture sizes up to {max(trace.meta['cudagraph_capture_sizes'] or [0])}\n")
-    w(f"  {len(trace.steps)} steps, {len(s.requests)} requests, {trace.meta.get('num_preemptions', 0)} preemptions, "
-      f"block-table width {trace.width}; source: {trace.meta.get('source', '?')}\n\n")
+    w(
+        f"  max_model_len={s.max_model_len} block_size={s.block_size} model_state={s.model_state} "
+        f"K={s.num_speculative_tokens} cudagraph_mode={s.cudagraph_mode} "
+        f"capture sizes up to {max(trace.meta['cudagraph_capture_sizes'] or [0])}\n"
+    )
+    w(
+        f"  {len(trace.steps)} steps, {len(s.requests)} requests, {trace.meta.get('num_preemptions', 0)} preemptions, "
+        f"block-table width {trace.width}; source: {trace.meta.get('source', '?')}\n\n"
+    )
     if show_steps:
-        w(f"{'step':>5} {'reqs':>4} {'pad':>4} {'tokens':>6} {'graph':<9} "
-          f"{'max_seq_len b/f':>17} {'kernel sees b/f':>17} {'out-of-range b/f':>19}\n")
+        w(
+            f"{'step':>5} {'reqs':>4} {'pad':>4} {'tokens':>6} {'graph':<9} "
+            f"{'max_seq_len b/f':>17} {'kernel sees b/f':>17} {'out-of-range b/f':>19}\n"
+        )
         for st in trace.steps:
             if st.index % every and st.index != len(trace.steps) - 1:
                 continue
             msl, kms, oor = st.max_seq_len, st.kernel_max_seq_len, st.oor_all_passes
-            w(f"{st.index:>5} {st.num_reqs:>4} {st.num_reqs_padded:>4} {st.num_tokens:>6} {st.cudagraph_mode:<9} "
-              f"{msl['baseline']:>8}/{msl['fixed']:<8} {kms['baseline']:>8}/{kms['fixed']:<8} "
-              f"{_fmt(_oor_total(oor['baseline'])):>9}/{_fmt(_oor_total(oor['fixed'])):<9}\n")
+            w(
+                f"{st.index:>5} {st.num_reqs:>4} {st.num_reqs_padded:>4} {st.num_tokens:>6} {st.cudagraph_mode:<9} "
+                f"{msl['baseline']:>8}/{msl['fixed']:<8} {kms['baseline']:>8}/{kms['fixed']:<8} "
+                f"{_fmt(_oor_total(oor['baseline'])):>9}/{_fmt(_oor_total(oor['fixed'])):<9}\n"
+            )
             if st.drafts and st.index % every == 0:
                 d = st.drafts[-1]
-                w(f"{'':>5} drafts: {len(st.drafts)} passes, last {d.cudagraph_mode}, draft_max_seq_len "
-                  f"{d.max_seq_len['baseline']}/{d.max_seq_len['fixed']}, kernel sees "
-                  f"{d.kernel_max_seq_len['baseline']}/{d.kernel_max_seq_len['fixed']}\n")
+                w(
+                    f"{'':>5} drafts: {len(st.drafts)} passes, last {d.cudagraph_mode}, draft_max_seq_len "
+                    f"{d.max_seq_len['baseline']}/{d.max_seq_len['fixed']}, kernel sees "
+                    f"{d.kernel_max_seq_len['baseline']}/{d.kernel_max_seq_len['fixed']}\n"
+                )
         w("\n")
     print_totals(trace, out)
 
 
 def print_totals(trace: Trace, out=None) -> None:
     w = (out or sys.stdout).write
-    passes = ((("target passes", False), ("all passes (target + drafts)", True)) if trace.num_speculative_tokens
-              else (("all steps", True),))
+    passes = (
+        (("target passes", False), ("all passes (target + drafts)", True))
+        if trace.num_speculative_tokens
+        else (("all steps", True),)
+    )
     for label, all_passes in passes:
         t = trace.totals(all_passes)
         b, f = t["baseline"], t["fixed"]
@@ -93,8 +106,10 @@ def print_totals(trace: Trace, out=None) -> None:
         w(f"  {'out of range':<12} {_fmt(ob):>16} {_fmt(of):>16} {ratio:>15}\n")
     steps = trace.steps
     n_full = sum(1 for st in steps if st.cudagraph_mode == "FULL")
-    w(f"FULL-graph steps: {n_full} of {len(steps)}; there the kernel sees the captured max_model_len in both "
-      f"modes (R9).\n")
+    w(
+        f"FULL-graph steps: {n_full} of {len(steps)}; there the kernel sees the captured max_model_len in both "
+        f"modes (R9).\n"
+    )
 
 
 def _scenario_from_args(args) -> Scenario:
@@ -125,23 +140,29 @@ def print_timings(trace: Trace, every: int = 1, out=None, show_steps: bool = Tru
     """The kernel timings of a live run: per timed step and in total."""
     w = (out or sys.stdout).write
     k = trace.timings
-    w(f"kernels: backend {k['backend']} on {k['device']} ({k.get('head_config', k['dtype'])}); torch "
-      f"{k.get('torch', '?')}, triton {k.get('triton', '?')}; median of {k.get('repeats', '?')} interleaved "
-      f"launches per mode\n  reproduce: {k.get('command', '?')}\n")
+    w(
+        f"kernels: backend {k['backend']} on {k['device']} ({k.get('head_config', k['dtype'])}); torch "
+        f"{k.get('torch', '?')}, triton {k.get('triton', '?')}; median of {k.get('repeats', '?')} interleaved "
+        f"launches per mode\n  reproduce: {k.get('command', '?')}\n"
+    )
     rows = [st for st in trace.steps if st.timing is not None]
     if show_steps:
-        w(f"{'step':>5} {'ms b/f':>19} {'ratio':>7} {'walked MB b/f':>19} {'GB/s b/f':>13} "
-          f"{'max err b/f':>19} {'trusting wrong b/f':>18} {'out-of-range b/f':>19}\n")
+        w(
+            f"{'step':>5} {'ms b/f':>19} {'ratio':>7} {'walked MB b/f':>19} {'GB/s b/f':>13} "
+            f"{'max err b/f':>19} {'trusting wrong b/f':>18} {'out-of-range b/f':>19}\n"
+        )
         for st in rows:
             if st.index % every and st.index != len(trace.steps) - 1:
                 continue
             t, oor = st.timing, st.oor
             b, f = t["baseline"], t["fixed"]
-            w(f"{st.index:>5} {b['ms']:>9.2f}/{f['ms']:<9.2f} {b['ms'] / f['ms']:>6.2f}x "
-              f"{b['bytes_walked'] / 1e6:>9.1f}/{f['bytes_walked'] / 1e6:<9.1f} "
-              f"{b['gbps_walked']:>6.2f}/{f['gbps_walked']:<6.2f} {b['max_abs_err']:>9.1e}/{f['max_abs_err']:<9.1e} "
-              f"{b['trusting_wrong']:>8}/{f['trusting_wrong']:<9} "
-              f"{_fmt(_oor_total(oor['baseline'])):>9}/{_fmt(_oor_total(oor['fixed'])):<9}\n")
+            w(
+                f"{st.index:>5} {b['ms']:>9.2f}/{f['ms']:<9.2f} {b['ms'] / f['ms']:>6.2f}x "
+                f"{b['bytes_walked'] / 1e6:>9.1f}/{f['bytes_walked'] / 1e6:<9.1f} "
+                f"{b['gbps_walked']:>6.2f}/{f['gbps_walked']:<6.2f} {b['max_abs_err']:>9.1e}/{f['max_abs_err']:<9.1e} "
+                f"{b['trusting_wrong']:>8}/{f['trusting_wrong']:<9} "
+                f"{_fmt(_oor_total(oor['baseline'])):>9}/{_fmt(_oor_total(oor['fixed'])):<9}\n"
+            )
     if not rows:
         w("no step was timed\n")
         return
@@ -149,11 +170,13 @@ def print_timings(trace: Trace, every: int = 1, out=None, show_steps: bool = Tru
     walked = {m: sum(st.timing[m]["bytes_walked"] for st in rows) for m in ("baseline", "fixed")}
     wrong = {m: sum(st.timing[m]["trusting_wrong"] == 1 for st in rows) for m in ("baseline", "fixed")}
     with_oor = {m: sum(_oor_total(st.oor[m]) > 0 for st in rows) for m in ("baseline", "fixed")}
-    w(f"kernel totals over {len(rows)} timed steps: baseline {tot['baseline']:.1f} ms, fixed {tot['fixed']:.1f} ms "
-      f"({tot['baseline'] / tot['fixed']:.2f}x; walked bytes predict "
-      f"{walked['baseline'] / max(walked['fixed'], 1):.2f}x)\n"
-      f"  trusting kernel wrong on {wrong['baseline']}/{wrong['fixed']} steps (baseline/fixed); steps with "
-      f"out-of-range reads: {with_oor['baseline']}/{with_oor['fixed']}\n")
+    w(
+        f"kernel totals over {len(rows)} timed steps: baseline {tot['baseline']:.1f} ms, fixed {tot['fixed']:.1f} ms "
+        f"({tot['baseline'] / tot['fixed']:.2f}x; walked bytes predict "
+        f"{walked['baseline'] / max(walked['fixed'], 1):.2f}x)\n"
+        f"  trusting kernel wrong on {wrong['baseline']}/{wrong['fixed']} steps (baseline/fixed); steps with "
+        f"out-of-range reads: {with_oor['baseline']}/{with_oor['fixed']}\n"
+    )
 
 
 def cmd_simulate(args) -> int:
@@ -163,9 +186,16 @@ def cmd_simulate(args) -> int:
         from lab.kernels.live import run, text_progress
 
         _set_threads(args.threads)
-        trace = run(scenario, backend=args.backend, device=args.device, every=args.every,
-                    progress=None if args.quiet else text_progress(), repeats=args.repeats,
-                    command=_live_command(args), steps=_parse_steps(args.steps))
+        trace = run(
+            scenario,
+            backend=args.backend,
+            device=args.device,
+            every=args.every,
+            progress=None if args.quiet else text_progress(),
+            repeats=args.repeats,
+            command=_live_command(args),
+            steps=_parse_steps(args.steps),
+        )
     else:
         trace = simulate(scenario)
     dt = time.perf_counter() - t0
@@ -194,8 +224,10 @@ def _live_command(args) -> str:
 
     src = f"--preset {args.preset}" if args.preset else f"--spec {shlex.quote(args.spec)}"
     which = f"--steps {args.steps}" if args.steps else f"--every {args.every}"
-    return (f"python -m lab simulate {src} --backend {args.backend} --device {args.device} {which} "
-            f"--repeats {args.repeats} --threads {args.threads}")
+    return (
+        f"python -m lab simulate {src} --backend {args.backend} --device {args.device} {which} "
+        f"--repeats {args.repeats} --threads {args.threads}"
+    )
 
 
 def cmd_show(args) -> int:
@@ -212,7 +244,9 @@ def cmd_backends(args) -> int:
 
     for b in backends():
         runs = "runs here" if b["runs_here"] else f"not here: {b['why_not']}"
-        r10 = "max_seq_len changes its work" if b["max_seq_len_changes_work"] else "max_seq_len does not change its work"
+        r10 = (
+            "max_seq_len changes its work" if b["max_seq_len_changes_work"] else "max_seq_len does not change its work"
+        )
         print(f"{b['name']} ({b['device']}): {runs}\n  {b['kernel']}\n  R10: {r10}: {b['r10_reason']}")
     return 0
 
@@ -222,12 +256,21 @@ def cmd_bench_kernels(args) -> int:
 
     _set_threads(args.threads)
     shapes = [parse_shape(x) for x in args.shape] if args.shape else DEFAULT_SHAPES
-    print(f"python -m lab bench kernels --backend {args.backend} --device {args.device} --repeats {args.repeat} "
-          f"--threads {args.threads}  (benchmarks on a shared machine are noisy: read the IQR)")
+    print(
+        f"python -m lab bench kernels --backend {args.backend} --device {args.device} --repeats {args.repeat} "
+        f"--threads {args.threads}  (benchmarks on a shared machine are noisy: read the IQR)"
+    )
     from lab.kernels.batch import HeadConfig
 
-    run_bench(shapes, args.backend, args.device, cfg=HeadConfig(dtype=args.dtype), repeats=args.repeat,
-              json_path=args.json, md_path=args.md)
+    run_bench(
+        shapes,
+        args.backend,
+        args.device,
+        cfg=HeadConfig(dtype=args.dtype),
+        repeats=args.repeat,
+        json_path=args.json,
+        md_path=args.md,
+    )
     return 0
 
 
@@ -248,12 +291,21 @@ def bench_engine(num_steps: int, num_reqs: int, churn: bool, repeat: int, out=No
         times.append(time.perf_counter() - t0)
     best = min(times)
     rows = len(trace.arrays["row_inst"])
-    res = {"spec": spec, "steps": len(trace.steps), "rows": rows, "seconds": best,
-           "steps_per_s": len(trace.steps) / best, "rows_per_s": rows / best, "trace_mib": trace.nbytes() / 2**20}
-    (out or sys.stdout).write(f"engine {'churn' if churn else 'steady'}: {spec}\n"
-              f"  {res['steps']} steps, {rows:,} request-rows, best of {repeat}: {best:.2f} s  "
-              f"({res['steps_per_s']:,.0f} steps/s, {res['rows_per_s'] / 1e6:.2f} M request-rows/s), "
-              f"trace in memory {res['trace_mib']:.1f} MiB\n")
+    res = {
+        "spec": spec,
+        "steps": len(trace.steps),
+        "rows": rows,
+        "seconds": best,
+        "steps_per_s": len(trace.steps) / best,
+        "rows_per_s": rows / best,
+        "trace_mib": trace.nbytes() / 2**20,
+    }
+    (out or sys.stdout).write(
+        f"engine {'churn' if churn else 'steady'}: {spec}\n"
+        f"  {res['steps']} steps, {rows:,} request-rows, best of {repeat}: {best:.2f} s  "
+        f"({res['steps_per_s']:,.0f} steps/s, {res['rows_per_s'] / 1e6:.2f} M request-rows/s), "
+        f"trace in memory {res['trace_mib']:.1f} MiB\n"
+    )
     return res
 
 
@@ -267,16 +319,22 @@ def cmd_bench(args) -> int:
         return cmd_bench_kernels(args)
     if args.what != "engine":
         raise ValueError(f"unknown benchmark {args.what!r} (known: engine, kernels, app)")
-    print(f"python -m lab bench engine --steps {args.steps} --reqs {args.reqs}  (CPU, numpy engine; "
-          f"target: 10,000 steps x 256 requests in <= 2 s)")
+    print(
+        f"python -m lab bench engine --steps {args.steps} --reqs {args.reqs}  (CPU, numpy engine; "
+        f"target: 10,000 steps x 256 requests in <= 2 s)"
+    )
     small = bench_engine(args.steps // 4, args.reqs, False, args.repeat)
     full = bench_engine(args.steps, args.reqs, False, args.repeat)
-    print(f"  linearity: {full['rows']}/{small['rows']} = {full['rows'] / small['rows']:.2f}x the rows took "
-          f"{full['seconds'] / small['seconds']:.2f}x the time")
+    print(
+        f"  linearity: {full['rows']}/{small['rows']} = {full['rows'] / small['rows']:.2f}x the rows took "
+        f"{full['seconds'] / small['seconds']:.2f}x the time"
+    )
     if not args.no_churn:
         churn = bench_engine(args.steps, args.reqs, True, args.repeat)
-        print(f"  churn/steady: {churn['seconds'] / full['seconds']:.2f}x the steady run's time "
-              f"({churn['rows'] / full['rows']:.2f}x its rows; target <= 1.5x)")
+        print(
+            f"  churn/steady: {churn['seconds'] / full['seconds']:.2f}x the steady run's time "
+            f"({churn['rows'] / full['rows']:.2f}x its rows; target <= 1.5x)"
+        )
     return 0
 
 
@@ -291,8 +349,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--out", help="save the trace as JSON here")
     sp.add_argument("--every", type=int, default=1, help="print every Nth step")
     sp.add_argument("--quiet", action="store_true", help="print only the totals")
-    sp.add_argument("--backend", help="also run this attention backend each --every steps in both modes "
-                    "(python -m lab backends lists them), e.g. torch-reference")
+    sp.add_argument(
+        "--backend",
+        help="also run this attention backend each --every steps in both modes "
+        "(python -m lab backends lists them), e.g. torch-reference",
+    )
     sp.add_argument("--device", default="cpu", help="cpu or cuda (with --backend)")
     sp.add_argument("--repeats", type=int, default=3, help="timed launches per mode and step (with --backend)")
     sp.add_argument("--threads", type=int, default=1, help="torch CPU threads (with --backend; default 1)")
@@ -313,11 +374,18 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-churn", action="store_true", help="skip the run with one arrival per step")
     sp.add_argument("--backend", default="torch-reference", help="kernels: the attention backend")
     sp.add_argument("--device", default="cpu", help="kernels: cpu or cuda")
-    sp.add_argument("--shape", action="append", help="kernels: BATCHxCONTEXT[s]/MAX_MODEL_LEN/BLOCK_SIZE, "
-                    "s = skewed lengths (repeatable; default: four shapes)")
+    sp.add_argument(
+        "--shape",
+        action="append",
+        help="kernels: BATCHxCONTEXT[s]/MAX_MODEL_LEN/BLOCK_SIZE, "
+        "s = skewed lengths (repeatable; default: four shapes)",
+    )
     sp.add_argument("--threads", type=int, default=1, help="kernels: torch CPU threads (default 1)")
-    sp.add_argument("--dtype", default="float32", help="kernels: float32 | bfloat16 | float16 (FlashInfer "
-                    "kernels need a 16-bit type)")
+    sp.add_argument(
+        "--dtype",
+        default="float32",
+        help="kernels: float32 | bfloat16 | float16 (FlashInfer kernels need a 16-bit type)",
+    )
     sp.add_argument("--json", help="kernels: write the results as JSON here")
     sp.add_argument("--md", help="kernels: write the table as markdown here")
     sp.set_defaults(fn=cmd_bench)
@@ -334,11 +402,20 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--spec", help="a scenario in the grammar")
     sp.add_argument("--out", help="save the trace as JSON here")
     sp.add_argument("--compare", action="store_true", help="compare with the embedded engine, field by field")
-    sp.add_argument("--as-is", action="store_true", help="refuse what the CPU engine can't run instead of "
-                    "recording the closest scenario it can (lab.live.cpu_variant)")
+    sp.add_argument(
+        "--as-is",
+        action="store_true",
+        help="refuse what the CPU engine can't run instead of "
+        "recording the closest scenario it can (lab.live.cpu_variant)",
+    )
     sp.add_argument("--no-timing", action="store_true", help="do not time vLLM's attention forward")
-    sp.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="cuda: CUDA vLLM on a GPU machine "
-                    "(scripts/live_gpu.sh; CUDA graphs, fused drafts, hybrid model; unverified without a GPU)")
+    sp.add_argument(
+        "--device",
+        default="cpu",
+        choices=["cpu", "cuda"],
+        help="cuda: CUDA vLLM on a GPU machine "
+        "(scripts/live_gpu.sh; CUDA graphs, fused drafts, hybrid model; unverified without a GPU)",
+    )
     sp.add_argument("--every", type=int, default=10, help="print every Nth step")
     sp.add_argument("--quiet", action="store_true", help="print only the totals")
     sp.set_defaults(fn=cmd_record)
@@ -347,6 +424,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("b", nargs="?", help="another trace; left out: the embedded engine on A's scenario")
     sp.set_defaults(fn=cmd_compare)
     from lab.sweep.cli import register as register_sweep  # `sweep` and `gpu-model` (docs/sweeps.md)
+
     register_sweep(sub)
     return p
 

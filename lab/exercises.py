@@ -79,10 +79,10 @@ class Exercise:
     id: str
     question: str
     solve: Callable[[], Any]
-    kind: str = "int"                  # "int" | "float" | "names" | "pr"
-    hint: str = ""                     # said with "too high"/"too low" when no trap matches
+    kind: str = "int"  # "int" | "float" | "names" | "pr"
+    hint: str = ""  # said with "too high"/"too low" when no trap matches
     traps: tuple[Trap, ...] = field(default=())
-    rel_tol: float = 0.0               # for "float"
+    rel_tol: float = 0.0  # for "float"
 
 
 def _first_fixed_era_for_drafts() -> int:
@@ -137,159 +137,321 @@ def _backends_moved_cuda() -> list[str]:
     return sorted({b["name"] for b in backends() if b["device"] == "cuda" and b["max_seq_len_changes_work"]})
 
 
-EXERCISES: dict[str, Exercise] = {e.id: e for e in (
-    # 01 the tour
-    Exercise("01.1", "`mixed-long-short`, step 30: what `max_seq_len` does the fixed metadata carry?",
-             lambda: _step(TOUR, 30).max_seq_len["fixed"],
-             hint="R2: the fixed prepare_attn takes the largest seq_lens_cpu_upper_bound of the real rows.",
-             traps=(Trap(lambda: _trace(TOUR).scenario.max_model_len,
-                         "that's max_model_len: what the baseline passes, not the fixed metadata"),
-                    Trap(lambda: max(_step(TOUR, 30).num_computed_tokens),
-                         "too low by this step's tokens: R1 adds num_scheduled_tokens to num_computed_tokens"),
-                    Trap(lambda: round(sum(_step(TOUR, 30).seq_lens_cpu_upper_bound) / _step(TOUR, 30).num_reqs),
-                         "that's an average: the metadata takes the maximum"))),
-    Exercise("01.2", "Same step: how many block-table columns does the *fixed* kernel walk in every row?",
-             lambda: _cdiv(_step(TOUR, 30).kernel_max_seq_len["fixed"], _trace(TOUR).scenario.block_size),
-             hint="the walk covers cdiv(kernel-visible max_seq_len, block_size) columns.",
-             traps=(Trap(lambda: _step(TOUR, 30).kernel_max_seq_len["fixed"],
-                         "that's tokens: the kernel walks blocks, block_size tokens each"),
-                    Trap(lambda: _step(TOUR, 30).kernel_max_seq_len["fixed"] // _trace(TOUR).scenario.block_size,
-                         "too low: rounded down, but a partly filled block is walked too"),
-                    Trap(lambda: _cdiv(_trace(TOUR).scenario.max_model_len, _trace(TOUR).scenario.block_size),
-                         "that's the baseline walk (max_model_len); the question asks for the fixed one"))),
-    Exercise("01.3", "Same step: how many block-table entries does the *fixed* walk still read past the valid "
-                     "region (all rows together)?",
-             lambda: _outside(_step(TOUR, 30).oor["fixed"]),
-             hint="step.oor['fixed'] has the classes; the valid entries are in_range.",
-             traps=(Trap(lambda: 0, "too low: every row walks the longest row's width, and most rows are short"),
-                    Trap(lambda: _step(TOUR, 30).oor["fixed"]["walked"],
-                         "too high: that counts the valid entries (in_range) too"),
-                    Trap(lambda: _outside(_step(TOUR, 30).oor["baseline"]),
-                         "too high: that's the baseline walk"))),
-    # 02 upper bound against exact lengths; what the kernel gets
-    Exercise("02.1", "`eagle-k3`, step 10: by how many tokens does the fixed `max_seq_len` exceed the longest "
-                     "exact length in the batch (`max(seq_lens)`)?",
-             lambda: (_step("eagle-k3", 10).max_seq_len["fixed"]
-                      - max(_step("eagle-k3", 10).seq_lens[:_step("eagle-k3", 10).num_reqs])),
-             hint="compare the two maxima, not row by row.",
-             traps=(Trap(lambda: max(u - s for u, s in zip(_step("eagle-k3", 10).seq_lens_cpu_upper_bound,
-                                                             _step("eagle-k3", 10).seq_lens)),
-                         "too high: that's the largest gap of a single row; the question compares the batch maxima"),
-                    Trap(lambda: _trace("eagle-k3").scenario.num_speculative_tokens,
-                         "too high: K is the most a row's bound can be ahead (all drafts rejected); "
-                         "look at this step's maxima"))),
-    Exercise("02.2", f"Spec `{GRAPHS_SPEC}` (requests arriving every 3 steps, capture sizes up to 8): on how "
-                     "many steps does the fix reach the kernel (the kernel-visible `max_seq_len` differs between "
-                     "the modes)?",
-             lambda: sum(s.kernel_max_seq_len["baseline"] != s.kernel_max_seq_len["fixed"]
-                         for s in _trace(GRAPHS_SPEC).steps),
-             hint="R9: compare step.kernel_max_seq_len, not step.max_seq_len.",
-             traps=(Trap(lambda: sum(s.max_seq_len["baseline"] != s.max_seq_len["fixed"]
-                                     for s in _trace(GRAPHS_SPEC).steps),
-                         "too high: that counts the metadata; a FULL replay keeps the captured max_model_len (R9)"),
-                    Trap(lambda: sum(s.cudagraph_mode == "FULL" for s in _trace(GRAPHS_SPEC).steps),
-                         "that counts the FULL replays: those are the steps where the fix does NOT reach the kernel"),
-                    Trap(lambda: len(_trace(GRAPHS_SPEC).steps),
-                         "too high: that's every step"))),
-    Exercise("02.3", "`full-graph-vs-eager`, step 60 (a FULL replay): how many entries does the baseline walk "
-                     "read past the valid region of the real requests?",
-             lambda: _outside(_step("full-graph-vs-eager", 60).oor["baseline"]),
-             hint="the classes of step.oor: null, live, free belong to real rows; padded to padded rows.",
-             traps=(Trap(lambda: (_step("full-graph-vs-eager", 60).oor["baseline"]["walked"]
-                                  - _step("full-graph-vs-eager", 60).oor["baseline"]["in_range"]),
-                         "too high: that counts the padded rows too"),
-                    Trap(lambda: _step("full-graph-vs-eager", 60).oor["baseline"]["walked"],
-                         "too high: that's every entry walked, valid ones and padded rows included"))),
-    # 03 Eagle/MTP draft windows
-    Exercise("03.1", "`eagle-k3`, step 10: what `draft_max_seq_len` do draft passes 1 and 2 get in the fixed mode?",
-             lambda: _step("eagle-k3", 10).drafts[1].max_seq_len["fixed"],
-             hint="R4: min(max upper bound + K, max_model_len).",
-             traps=(Trap(lambda: _step("eagle-k3", 10).max_seq_len["fixed"],
-                         "too low: that's pass 0, which reuses the target metadata; the decode passes add K"),
-                    Trap(lambda: max(_step("eagle-k3", 10).drafts[1].seq_lens_cpu_upper_bound),
-                         "too low: that's the longest window of pass 1; the bound adds K to the target maximum"),
-                    Trap(lambda: max(_step("eagle-k3", 10).drafts[2].seq_lens_cpu_upper_bound),
-                         "too low: that's the longest window of pass 2; the bound adds K to the target maximum"),
-                    Trap(lambda: _trace("eagle-k3").scenario.max_model_len,
-                         "that's max_model_len: the baseline (before #43991)"))),
-    Exercise("03.2", "Spec `" + NEAR_LIMIT_SPEC + "`: which is the smallest K for which the draft decode passes "
-                     "of step 0 get `draft_max_seq_len == max_model_len`?",
-             _smallest_k_reaching_mml,
-             hint="step 0's upper bound is the prompt; the draft bound is min(that + K, max_model_len).",
-             traps=(Trap(lambda: _smallest_k_reaching_mml() + 1,
-                         "too high: a smaller K already reaches it"),
-                    Trap(lambda: _smallest_k_reaching_mml() - 1,
-                         "too low: with that K, upper bound + K stays below max_model_len"))),
-    # 04 mamba-hybrid and the history
-    Exercise("04.1", "`mamba-hybrid`, step 20: how many block-table entries did the target pass walk in the era "
-                     "after #40654?",
-             lambda: (_step("mamba-hybrid", 20).num_reqs_padded
-                      * _cdiv(_step("mamba-hybrid", 20).history()["after #40654"]["kernel_max_seq_len"],
-                              _trace("mamba-hybrid").scenario.block_size)),
-             hint="rows (padded included) x cdiv(that era's kernel max_seq_len, block_size); step.history() has "
-                  "every era.",
-             traps=(Trap(lambda: (_step("mamba-hybrid", 20).num_reqs_padded
-                                  * _cdiv(_step("mamba-hybrid", 20).history()["after #43991"]["kernel_max_seq_len"],
-                                          _trace("mamba-hybrid").scenario.block_size)),
-                         "too low: that's after #43991; #40654 fixed DefaultModelState.prepare_attn only, and this "
-                         "model runs MambaHybridModelState"),
-                    Trap(lambda: _step("mamba-hybrid", 20).history()["after #40654"]["kernel_max_seq_len"],
-                         "that's the max_seq_len of one row, in tokens: the walk is rows x columns of blocks"))),
-    Exercise("04.2", "Which PR first gave Eagle's draft passes 1..K-1 the batch maximum? (the PR number)",
-             _first_fixed_era_for_drafts, kind="pr",
-             hint="read step.history() era by era on `eagle-k3`, in the drafts.",
-             traps=(Trap(lambda: 40654, "#40654 fixed the target path of DefaultModelState only: look at "
-                                        "history()['after #40654']['drafts'][1:]"),
-                    Trap(lambda: 46759, "#46759 changed no max_seq_len: it forwards seq_lens_cpu_upper_bound to "
-                                        "the mamba metadata builders"))),
-    Exercise("04.3", "`mamba-hybrid`, whole trace, target pass: how many fewer block-table entries are walked after "
-                     "#43991 than after #40654?",
-             lambda: _era_walk("mamba-hybrid", "after #40654") - _era_walk("mamba-hybrid", "after #43991"),
-             hint="per step: rows (padded included) x cdiv(the era's kernel max_seq_len, block_size); sum, subtract.",
-             traps=(Trap(lambda: 0, "too low: #40654 did not touch MambaHybridModelState, #43991 did"),
-                    Trap(lambda: _era_walk("mamba-hybrid", "after #40654"),
-                         "too high: that's the whole walk after #40654, not the difference"))),
-    # 05 kernels
-    Exercise("05.1", f"`{KERNEL_SPEC}`, without running a kernel: on how many of all its steps would the trusting "
-                     "kernel be wrong in the *fixed* mode?",
-             lambda: _trusting_wrong_steps("fixed"),
-             hint="the trusting kernel is wrong exactly where a real row's walk leaves its valid blocks "
-                  "(step.oor: null, live, free).",
-             traps=(Trap(lambda: 0, "too low: the fix bounds the walk by the batch maximum, it does not stop a "
-                                    "short row from walking the longest row's width"),
-                    Trap(lambda: _trusting_wrong_steps("baseline"),
-                         "too high: that's the baseline; look at the fixed walks"),
-                    Trap(lambda: _trusting_wrong_steps("fixed", with_padded=True),
-                         "too high: padded rows' outputs are thrown away, their entries do not count"))),
-    Exercise("05.2", f"Same scenario, step {KERNEL_RATIO_STEP}: how many times more K/V bytes does the baseline walk "
-                     "read than the fixed one? (a ratio, two decimals)",
-             lambda: round(_walk_ratio(KERNEL_RATIO_STEP), 2), kind="float", rel_tol=0.005,
-             hint="bytes walked are proportional to entries walked (rows x columns).",
-             traps=(Trap(lambda: (_step(KERNEL_SPEC, KERNEL_RATIO_STEP).kernel_max_seq_len["baseline"]
-                                  / _step(KERNEL_SPEC, KERNEL_RATIO_STEP).kernel_max_seq_len["fixed"]),
-                         "that's the ratio of max_seq_len in tokens: the walk goes in whole blocks"),)),
-    Exercise("05.3", "R10: which of the registry's CUDA backends does `max_seq_len` *not* change the work of? "
-                     "(a list of names as `python -m lab backends` prints them)",
-             _backends_unmoved, kind="names",
-             hint="python -m lab backends, or lab.kernels.registry.backends(): max_seq_len_changes_work."),
-    # 06 real vLLM
-    Exercise("06.1", f"`{LIVE_SPEC}` (the live scenario), step 10: how many block-table columns does the fixed "
-                     "kernel walk in every row?",
-             lambda: _cdiv(_step(LIVE_SPEC, 10).kernel_max_seq_len["fixed"], _trace(LIVE_SPEC).scenario.block_size),
-             hint="cdiv(kernel-visible max_seq_len, block_size), with this run's block size.",
-             traps=(Trap(lambda: _cdiv(_step(LIVE_SPEC, 10).kernel_max_seq_len["fixed"], 16),
-                         "too high: that's block size 16; a CPU run of vLLM needs a multiple of 32 (see the spec)"),
-                    Trap(lambda: _cdiv(_step(LIVE_SPEC, 10).kernel_max_seq_len["baseline"],
-                                       _trace(LIVE_SPEC).scenario.block_size),
-                         "too high: that's the baseline walk (max_model_len)"))),
-    Exercise("06.2", f"`{LIVE_SPEC}`: how many columns wide is the persistent block table (R6)?",
-             lambda: _trace(LIVE_SPEC).meta["width"],
-             hint="cdiv(max_model_len, block_size), rounded to cover a multiple of 128 tokens.",
-             traps=(Trap(lambda: _cdiv(_trace(LIVE_SPEC).scenario.max_model_len, 16),
-                         "too high: that's block size 16; this run uses the block size in its spec"),
-                    Trap(lambda: _trace(LIVE_SPEC).scenario.max_model_len,
-                         "too high: that's tokens; the table holds one block id per block_size tokens"))),
-)}
+EXERCISES: dict[str, Exercise] = {
+    e.id: e
+    for e in (
+        # 01 the tour
+        Exercise(
+            "01.1",
+            "`mixed-long-short`, step 30: what `max_seq_len` does the fixed metadata carry?",
+            lambda: _step(TOUR, 30).max_seq_len["fixed"],
+            hint="R2: the fixed prepare_attn takes the largest seq_lens_cpu_upper_bound of the real rows.",
+            traps=(
+                Trap(
+                    lambda: _trace(TOUR).scenario.max_model_len,
+                    "that's max_model_len: what the baseline passes, not the fixed metadata",
+                ),
+                Trap(
+                    lambda: max(_step(TOUR, 30).num_computed_tokens),
+                    "too low by this step's tokens: R1 adds num_scheduled_tokens to num_computed_tokens",
+                ),
+                Trap(
+                    lambda: round(sum(_step(TOUR, 30).seq_lens_cpu_upper_bound) / _step(TOUR, 30).num_reqs),
+                    "that's an average: the metadata takes the maximum",
+                ),
+            ),
+        ),
+        Exercise(
+            "01.2",
+            "Same step: how many block-table columns does the *fixed* kernel walk in every row?",
+            lambda: _cdiv(_step(TOUR, 30).kernel_max_seq_len["fixed"], _trace(TOUR).scenario.block_size),
+            hint="the walk covers cdiv(kernel-visible max_seq_len, block_size) columns.",
+            traps=(
+                Trap(
+                    lambda: _step(TOUR, 30).kernel_max_seq_len["fixed"],
+                    "that's tokens: the kernel walks blocks, block_size tokens each",
+                ),
+                Trap(
+                    lambda: _step(TOUR, 30).kernel_max_seq_len["fixed"] // _trace(TOUR).scenario.block_size,
+                    "too low: rounded down, but a partly filled block is walked too",
+                ),
+                Trap(
+                    lambda: _cdiv(_trace(TOUR).scenario.max_model_len, _trace(TOUR).scenario.block_size),
+                    "that's the baseline walk (max_model_len); the question asks for the fixed one",
+                ),
+            ),
+        ),
+        Exercise(
+            "01.3",
+            "Same step: how many block-table entries does the *fixed* walk still read past the valid "
+            "region (all rows together)?",
+            lambda: _outside(_step(TOUR, 30).oor["fixed"]),
+            hint="step.oor['fixed'] has the classes; the valid entries are in_range.",
+            traps=(
+                Trap(lambda: 0, "too low: every row walks the longest row's width, and most rows are short"),
+                Trap(
+                    lambda: _step(TOUR, 30).oor["fixed"]["walked"],
+                    "too high: that counts the valid entries (in_range) too",
+                ),
+                Trap(lambda: _outside(_step(TOUR, 30).oor["baseline"]), "too high: that's the baseline walk"),
+            ),
+        ),
+        # 02 upper bound against exact lengths; what the kernel gets
+        Exercise(
+            "02.1",
+            "`eagle-k3`, step 10: by how many tokens does the fixed `max_seq_len` exceed the longest "
+            "exact length in the batch (`max(seq_lens)`)?",
+            lambda: (
+                _step("eagle-k3", 10).max_seq_len["fixed"]
+                - max(_step("eagle-k3", 10).seq_lens[: _step("eagle-k3", 10).num_reqs])
+            ),
+            hint="compare the two maxima, not row by row.",
+            traps=(
+                Trap(
+                    lambda: max(
+                        u - s
+                        for u, s in zip(_step("eagle-k3", 10).seq_lens_cpu_upper_bound, _step("eagle-k3", 10).seq_lens)
+                    ),
+                    "too high: that's the largest gap of a single row; the question compares the batch maxima",
+                ),
+                Trap(
+                    lambda: _trace("eagle-k3").scenario.num_speculative_tokens,
+                    "too high: K is the most a row's bound can be ahead (all drafts rejected); "
+                    "look at this step's maxima",
+                ),
+            ),
+        ),
+        Exercise(
+            "02.2",
+            f"Spec `{GRAPHS_SPEC}` (requests arriving every 3 steps, capture sizes up to 8): on how "
+            "many steps does the fix reach the kernel (the kernel-visible `max_seq_len` differs between "
+            "the modes)?",
+            lambda: sum(
+                s.kernel_max_seq_len["baseline"] != s.kernel_max_seq_len["fixed"] for s in _trace(GRAPHS_SPEC).steps
+            ),
+            hint="R9: compare step.kernel_max_seq_len, not step.max_seq_len.",
+            traps=(
+                Trap(
+                    lambda: sum(s.max_seq_len["baseline"] != s.max_seq_len["fixed"] for s in _trace(GRAPHS_SPEC).steps),
+                    "too high: that counts the metadata; a FULL replay keeps the captured max_model_len (R9)",
+                ),
+                Trap(
+                    lambda: sum(s.cudagraph_mode == "FULL" for s in _trace(GRAPHS_SPEC).steps),
+                    "that counts the FULL replays: those are the steps where the fix does NOT reach the kernel",
+                ),
+                Trap(lambda: len(_trace(GRAPHS_SPEC).steps), "too high: that's every step"),
+            ),
+        ),
+        Exercise(
+            "02.3",
+            "`full-graph-vs-eager`, step 60 (a FULL replay): how many entries does the baseline walk "
+            "read past the valid region of the real requests?",
+            lambda: _outside(_step("full-graph-vs-eager", 60).oor["baseline"]),
+            hint="the classes of step.oor: null, live, free belong to real rows; padded to padded rows.",
+            traps=(
+                Trap(
+                    lambda: (
+                        _step("full-graph-vs-eager", 60).oor["baseline"]["walked"]
+                        - _step("full-graph-vs-eager", 60).oor["baseline"]["in_range"]
+                    ),
+                    "too high: that counts the padded rows too",
+                ),
+                Trap(
+                    lambda: _step("full-graph-vs-eager", 60).oor["baseline"]["walked"],
+                    "too high: that's every entry walked, valid ones and padded rows included",
+                ),
+            ),
+        ),
+        # 03 Eagle/MTP draft windows
+        Exercise(
+            "03.1",
+            "`eagle-k3`, step 10: what `draft_max_seq_len` do draft passes 1 and 2 get in the fixed mode?",
+            lambda: _step("eagle-k3", 10).drafts[1].max_seq_len["fixed"],
+            hint="R4: min(max upper bound + K, max_model_len).",
+            traps=(
+                Trap(
+                    lambda: _step("eagle-k3", 10).max_seq_len["fixed"],
+                    "too low: that's pass 0, which reuses the target metadata; the decode passes add K",
+                ),
+                Trap(
+                    lambda: max(_step("eagle-k3", 10).drafts[1].seq_lens_cpu_upper_bound),
+                    "too low: that's the longest window of pass 1; the bound adds K to the target maximum",
+                ),
+                Trap(
+                    lambda: max(_step("eagle-k3", 10).drafts[2].seq_lens_cpu_upper_bound),
+                    "too low: that's the longest window of pass 2; the bound adds K to the target maximum",
+                ),
+                Trap(
+                    lambda: _trace("eagle-k3").scenario.max_model_len,
+                    "that's max_model_len: the baseline (before #43991)",
+                ),
+            ),
+        ),
+        Exercise(
+            "03.2",
+            "Spec `" + NEAR_LIMIT_SPEC + "`: which is the smallest K for which the draft decode passes "
+            "of step 0 get `draft_max_seq_len == max_model_len`?",
+            _smallest_k_reaching_mml,
+            hint="step 0's upper bound is the prompt; the draft bound is min(that + K, max_model_len).",
+            traps=(
+                Trap(lambda: _smallest_k_reaching_mml() + 1, "too high: a smaller K already reaches it"),
+                Trap(
+                    lambda: _smallest_k_reaching_mml() - 1,
+                    "too low: with that K, upper bound + K stays below max_model_len",
+                ),
+            ),
+        ),
+        # 04 mamba-hybrid and the history
+        Exercise(
+            "04.1",
+            "`mamba-hybrid`, step 20: how many block-table entries did the target pass walk in the era after #40654?",
+            lambda: (
+                _step("mamba-hybrid", 20).num_reqs_padded
+                * _cdiv(
+                    _step("mamba-hybrid", 20).history()["after #40654"]["kernel_max_seq_len"],
+                    _trace("mamba-hybrid").scenario.block_size,
+                )
+            ),
+            hint="rows (padded included) x cdiv(that era's kernel max_seq_len, block_size); step.history() has "
+            "every era.",
+            traps=(
+                Trap(
+                    lambda: (
+                        _step("mamba-hybrid", 20).num_reqs_padded
+                        * _cdiv(
+                            _step("mamba-hybrid", 20).history()["after #43991"]["kernel_max_seq_len"],
+                            _trace("mamba-hybrid").scenario.block_size,
+                        )
+                    ),
+                    "too low: that's after #43991; #40654 fixed DefaultModelState.prepare_attn only, and this "
+                    "model runs MambaHybridModelState",
+                ),
+                Trap(
+                    lambda: _step("mamba-hybrid", 20).history()["after #40654"]["kernel_max_seq_len"],
+                    "that's the max_seq_len of one row, in tokens: the walk is rows x columns of blocks",
+                ),
+            ),
+        ),
+        Exercise(
+            "04.2",
+            "Which PR first gave Eagle's draft passes 1..K-1 the batch maximum? (the PR number)",
+            _first_fixed_era_for_drafts,
+            kind="pr",
+            hint="read step.history() era by era on `eagle-k3`, in the drafts.",
+            traps=(
+                Trap(
+                    lambda: 40654,
+                    "#40654 fixed the target path of DefaultModelState only: look at "
+                    "history()['after #40654']['drafts'][1:]",
+                ),
+                Trap(
+                    lambda: 46759,
+                    "#46759 changed no max_seq_len: it forwards seq_lens_cpu_upper_bound to "
+                    "the mamba metadata builders",
+                ),
+            ),
+        ),
+        Exercise(
+            "04.3",
+            "`mamba-hybrid`, whole trace, target pass: how many fewer block-table entries are walked after "
+            "#43991 than after #40654?",
+            lambda: _era_walk("mamba-hybrid", "after #40654") - _era_walk("mamba-hybrid", "after #43991"),
+            hint="per step: rows (padded included) x cdiv(the era's kernel max_seq_len, block_size); sum, subtract.",
+            traps=(
+                Trap(lambda: 0, "too low: #40654 did not touch MambaHybridModelState, #43991 did"),
+                Trap(
+                    lambda: _era_walk("mamba-hybrid", "after #40654"),
+                    "too high: that's the whole walk after #40654, not the difference",
+                ),
+            ),
+        ),
+        # 05 kernels
+        Exercise(
+            "05.1",
+            f"`{KERNEL_SPEC}`, without running a kernel: on how many of all its steps would the trusting "
+            "kernel be wrong in the *fixed* mode?",
+            lambda: _trusting_wrong_steps("fixed"),
+            hint="the trusting kernel is wrong exactly where a real row's walk leaves its valid blocks "
+            "(step.oor: null, live, free).",
+            traps=(
+                Trap(
+                    lambda: 0,
+                    "too low: the fix bounds the walk by the batch maximum, it does not stop a "
+                    "short row from walking the longest row's width",
+                ),
+                Trap(
+                    lambda: _trusting_wrong_steps("baseline"), "too high: that's the baseline; look at the fixed walks"
+                ),
+                Trap(
+                    lambda: _trusting_wrong_steps("fixed", with_padded=True),
+                    "too high: padded rows' outputs are thrown away, their entries do not count",
+                ),
+            ),
+        ),
+        Exercise(
+            "05.2",
+            f"Same scenario, step {KERNEL_RATIO_STEP}: how many times more K/V bytes does the baseline walk "
+            "read than the fixed one? (a ratio, two decimals)",
+            lambda: round(_walk_ratio(KERNEL_RATIO_STEP), 2),
+            kind="float",
+            rel_tol=0.005,
+            hint="bytes walked are proportional to entries walked (rows x columns).",
+            traps=(
+                Trap(
+                    lambda: (
+                        _step(KERNEL_SPEC, KERNEL_RATIO_STEP).kernel_max_seq_len["baseline"]
+                        / _step(KERNEL_SPEC, KERNEL_RATIO_STEP).kernel_max_seq_len["fixed"]
+                    ),
+                    "that's the ratio of max_seq_len in tokens: the walk goes in whole blocks",
+                ),
+            ),
+        ),
+        Exercise(
+            "05.3",
+            "R10: which of the registry's CUDA backends does `max_seq_len` *not* change the work of? "
+            "(a list of names as `python -m lab backends` prints them)",
+            _backends_unmoved,
+            kind="names",
+            hint="python -m lab backends, or lab.kernels.registry.backends(): max_seq_len_changes_work.",
+        ),
+        # 06 real vLLM
+        Exercise(
+            "06.1",
+            f"`{LIVE_SPEC}` (the live scenario), step 10: how many block-table columns does the fixed "
+            "kernel walk in every row?",
+            lambda: _cdiv(_step(LIVE_SPEC, 10).kernel_max_seq_len["fixed"], _trace(LIVE_SPEC).scenario.block_size),
+            hint="cdiv(kernel-visible max_seq_len, block_size), with this run's block size.",
+            traps=(
+                Trap(
+                    lambda: _cdiv(_step(LIVE_SPEC, 10).kernel_max_seq_len["fixed"], 16),
+                    "too high: that's block size 16; a CPU run of vLLM needs a multiple of 32 (see the spec)",
+                ),
+                Trap(
+                    lambda: _cdiv(
+                        _step(LIVE_SPEC, 10).kernel_max_seq_len["baseline"], _trace(LIVE_SPEC).scenario.block_size
+                    ),
+                    "too high: that's the baseline walk (max_model_len)",
+                ),
+            ),
+        ),
+        Exercise(
+            "06.2",
+            f"`{LIVE_SPEC}`: how many columns wide is the persistent block table (R6)?",
+            lambda: _trace(LIVE_SPEC).meta["width"],
+            hint="cdiv(max_model_len, block_size), rounded to cover a multiple of 128 tokens.",
+            traps=(
+                Trap(
+                    lambda: _cdiv(_trace(LIVE_SPEC).scenario.max_model_len, 16),
+                    "too high: that's block size 16; this run uses the block size in its spec",
+                ),
+                Trap(
+                    lambda: _trace(LIVE_SPEC).scenario.max_model_len,
+                    "too high: that's tokens; the table holds one block id per block_size tokens",
+                ),
+            ),
+        ),
+    )
+}
 
 
 # --- the checker -----------------------------------------------------------------------------------------
@@ -353,7 +515,7 @@ def _as_number(answer, kind: str):
             return answer
         if isinstance(answer, float) and answer.is_integer():
             return int(answer)
-        if hasattr(answer, "item") and hasattr(answer, "dtype"):      # a numpy scalar
+        if hasattr(answer, "item") and hasattr(answer, "dtype"):  # a numpy scalar
             return _as_number(answer.item(), kind)
         return None
     if isinstance(answer, (int, float)):

@@ -57,14 +57,14 @@ from dataclasses import dataclass
 import numpy as np
 
 MODES = ("baseline", "fixed")
-TILE_KV = 128          # TRTLLM-gen tileSizeKv / stepKv of the decode kernels (fmhaKernels.cuh)
-FA3_BLOCK_N = 128      # FA3 kBlockN for head_dim 128 decode: assumption (tile_size_fwd_sm90)
+TILE_KV = 128  # TRTLLM-gen tileSizeKv / stepKv of the decode kernels (fmhaKernels.cuh)
+FA3_BLOCK_N = 128  # FA3 kBlockN for head_dim 128 decode: assumption (tile_size_fwd_sm90)
 
 
 @dataclass(frozen=True)
 class GPU:
     name: str
-    sm: int              # compute capability x 10 (90 Hopper, 100 Blackwell); 0 for a CPU
+    sm: int  # compute capability x 10 (90 Hopper, 100 Blackwell); 0 for a CPU
     num_sms: int
     note: str = ""
 
@@ -85,8 +85,10 @@ class HeadShape:
     dtype_bytes: int = 2
 
     def __post_init__(self):
-        if min(self.num_q_heads, self.num_kv_heads, self.head_dim, self.dtype_bytes) < 1 or \
-                self.num_q_heads % self.num_kv_heads:
+        if (
+            min(self.num_q_heads, self.num_kv_heads, self.head_dim, self.dtype_bytes) < 1
+            or self.num_q_heads % self.num_kv_heads
+        ):
             raise ValueError(f"heads: need positive sizes and query heads a multiple of KV heads, got {self}")
 
     @property
@@ -101,8 +103,16 @@ def cdiv(a, b):
 
 # ---- TRTLLM-gen (SM100) ---------------------------------------------------------------------
 
-def trtllm_gen_decode(max_seq_len: int, seq_lens, q_len: int, num_kv_heads: int, num_sms: int,
-                      step_kv: int = TILE_KV, block_size: int = 16) -> dict:
+
+def trtllm_gen_decode(
+    max_seq_len: int,
+    seq_lens,
+    q_len: int,
+    num_kv_heads: int,
+    num_sms: int,
+    step_kv: int = TILE_KV,
+    block_size: int = 16,
+) -> dict:
     """One TRTLLM-gen decode launch told ``max_seq_len``.
 
     Grid (fmhaKernels.cuh computeCtaAndClusterConfig): numCtasZ = rows (padded ones too), numCtasY =
@@ -126,29 +136,40 @@ def trtllm_gen_decode(max_seq_len: int, seq_lens, q_len: int, num_kv_heads: int,
     valid = np.maximum(valid, 0)
     active = np.where(valid > 0, np.minimum(cdiv(valid, 128), n), 0)
     tiles = np.where(active > 0, active * cdiv(valid, np.maximum(active, 1) * 128), 0)
-    return {"ctas_per_seq_kv": n, "max_ctas_per_seq_kv": max_ctas, "ctas_launched": int(launched),
-            "ctas_active": int(active.sum()) * y, "ctas_early_exit": int(launched - active.sum() * y),
-            "mainloop_steps": int(tiles.sum()) * y, "pages": int(cdiv(valid, block_size).sum()) * y,
-            "partials": int(np.where(active > 1, active, 0).sum()) * y, "split_kv": n > 1}
+    return {
+        "ctas_per_seq_kv": n,
+        "max_ctas_per_seq_kv": max_ctas,
+        "ctas_launched": int(launched),
+        "ctas_active": int(active.sum()) * y,
+        "ctas_early_exit": int(launched - active.sum() * y),
+        "mainloop_steps": int(tiles.sum()) * y,
+        "pages": int(cdiv(valid, block_size).sum()) * y,
+        "partials": int(np.where(active > 1, active, 0).sum()) * y,
+        "split_kv": n > 1,
+    }
 
 
 # ---- the lab's kernels ------------------------------------------------------------------------
 
-def lab_split_plan(max_seq_len: int, rows: int, q_len: int, num_kv_heads: int, block_size: int,
-                   num_sms: int = 148) -> dict:
+
+def lab_split_plan(
+    max_seq_len: int, rows: int, q_len: int, num_kv_heads: int, block_size: int, num_sms: int = 148
+) -> dict:
     """lab/kernels/split_kv.py split_plan: CTAs per sequence from max_seq_len; every CTA walks its
     fixed page range (the lab's model)."""
     from lab.kernels.split_kv import split_plan
 
     if rows < 1:
         return {"ctas_launched": 0, "pages": 0}
-    p = split_plan(max(1, max_seq_len), rows, num_kv_heads, block_size, max_query_len=max(1, q_len),
-                   num_sms=num_sms)
-    return {"ctas_launched": p.num_ctas_per_seq_kv * rows * num_kv_heads * max(1, q_len),
-            "pages": p.walk_columns * rows}
+    p = split_plan(max(1, max_seq_len), rows, num_kv_heads, block_size, max_query_len=max(1, q_len), num_sms=num_sms)
+    return {
+        "ctas_launched": p.num_ctas_per_seq_kv * rows * num_kv_heads * max(1, q_len),
+        "pages": p.walk_columns * rows,
+    }
 
 
 # ---- per step ------------------------------------------------------------------------------
+
 
 def _decode_rows(step, k: int):
     """The rows of a step that a decode kernel gets (MRV2 puts them first): real rows whose query
@@ -162,84 +183,181 @@ def _decode_rows(step, k: int):
     return [seq[i] for i in dec] + [0] * len(pad), q_len, [seq[i] for i in pre]
 
 
-BACKENDS = ("trtllm-gen", "flashinfer-xqa", "flashinfer-native", "fa3", "triton-unified", "vllm-cpu",
-            "lab-torch-reference", "lab-torch-split-kv")
+BACKENDS = (
+    "trtllm-gen",
+    "flashinfer-xqa",
+    "flashinfer-native",
+    "fa3",
+    "triton-unified",
+    "vllm-cpu",
+    "lab-torch-reference",
+    "lab-torch-split-kv",
+)
 
 _SOURCES = {
     "trtllm-gen": [
-        ("vllm-project/vllm", "vllm/v1/attention/backends/flashinfer.py", "FlashInferImpl.forward",
-         "passes max_seq_len=attn_metadata.max_seq_len to trtllm_batch_decode_with_kv_cache", "verified"),
-        ("flashinfer-ai/flashinfer", "include/flashinfer/trtllm/fmha/fmhaKernels.cuh",
-         "TllmGenFmhaKernel::computeCtaAndClusterConfig", "numCtasPerSeqKv from mMaxSeqLenKv and the SM count",
-         "verified"),
-        ("flashinfer-ai/flashinfer", "csrc/fmhaReduction.cu", "fmhaReductionKernel",
-         "numCtasKv = min(cdiv(seqLenKv, 128), mMaxNumCtasKv) from the real length", "verified"),
-        ("(generated TRTLLM-gen kernel source in the search index; repository not identified)",
-         "FmhaSm100f*Kernel_*.cpp", "LoadPageOffsetsTask::execute",
-         "CTAs with ctaIdxKv >= numCtasKv return; others walk cdiv(valid, numCtasKv*128) tiles", "read in a copy"),
-        ("lab", "lab/gpu_model.py", "trtllm_gen_decode",
-         "numCtasY = KV heads, numCtasPerSeqQ = query length: the head/token grouping of the selected cubin",
-         "assumption"),
+        (
+            "vllm-project/vllm",
+            "vllm/v1/attention/backends/flashinfer.py",
+            "FlashInferImpl.forward",
+            "passes max_seq_len=attn_metadata.max_seq_len to trtllm_batch_decode_with_kv_cache",
+            "verified",
+        ),
+        (
+            "flashinfer-ai/flashinfer",
+            "include/flashinfer/trtllm/fmha/fmhaKernels.cuh",
+            "TllmGenFmhaKernel::computeCtaAndClusterConfig",
+            "numCtasPerSeqKv from mMaxSeqLenKv and the SM count",
+            "verified",
+        ),
+        (
+            "flashinfer-ai/flashinfer",
+            "csrc/fmhaReduction.cu",
+            "fmhaReductionKernel",
+            "numCtasKv = min(cdiv(seqLenKv, 128), mMaxNumCtasKv) from the real length",
+            "verified",
+        ),
+        (
+            "(generated TRTLLM-gen kernel source in the search index; repository not identified)",
+            "FmhaSm100f*Kernel_*.cpp",
+            "LoadPageOffsetsTask::execute",
+            "CTAs with ctaIdxKv >= numCtasKv return; others walk cdiv(valid, numCtasKv*128) tiles",
+            "read in a copy",
+        ),
+        (
+            "lab",
+            "lab/gpu_model.py",
+            "trtllm_gen_decode",
+            "numCtasY = KV heads, numCtasPerSeqQ = query length: the head/token grouping of the selected cubin",
+            "assumption",
+        ),
     ],
     "flashinfer-xqa": [
-        ("flashinfer-ai/flashinfer", "flashinfer/decode.py", "xqa_batch_decode_with_kv_cache",
-         "takes max_seq_len and does not pass it to xqa()", "verified"),
-        ("flashinfer-ai/flashinfer", "flashinfer/xqa.py", "xqa",
-         "max_seq_len = page_table.shape[-1] * page_size (the block-table width)", "verified"),
-        ("TensorRT-LLM XQA (as copied in flashinfer csrc/xqa)", "mha.cu", "computeNbSubSeqPerSeqMHA",
-         "sub-sequences per sequence from that width-derived maxSeqLen", "not verified"),
+        (
+            "flashinfer-ai/flashinfer",
+            "flashinfer/decode.py",
+            "xqa_batch_decode_with_kv_cache",
+            "takes max_seq_len and does not pass it to xqa()",
+            "verified",
+        ),
+        (
+            "flashinfer-ai/flashinfer",
+            "flashinfer/xqa.py",
+            "xqa",
+            "max_seq_len = page_table.shape[-1] * page_size (the block-table width)",
+            "verified",
+        ),
+        (
+            "TensorRT-LLM XQA (as copied in flashinfer csrc/xqa)",
+            "mha.cu",
+            "computeNbSubSeqPerSeqMHA",
+            "sub-sequences per sequence from that width-derived maxSeqLen",
+            "not verified",
+        ),
     ],
     "flashinfer-native": [
-        ("vllm-project/vllm", "vllm/v1/attention/backends/flashinfer.py", "FlashInferImpl.forward",
-         "decode_wrapper.run(...) gets no max_seq_len; pages from paged_kv_indptr (real lengths)", "verified"),
+        (
+            "vllm-project/vllm",
+            "vllm/v1/attention/backends/flashinfer.py",
+            "FlashInferImpl.forward",
+            "decode_wrapper.run(...) gets no max_seq_len; pages from paged_kv_indptr (real lengths)",
+            "verified",
+        ),
     ],
     "fa3": [
-        ("vllm-project/vllm", "vllm/v1/attention/backends/flash_attn.py", "FlashAttentionMetadataBuilder.build",
-         "schedule(): get_scheduler_metadata(max_seqlen_k=max_seq_len, cache_seqlens=seq_lens, "
-         "num_splits=max_num_splits)", "verified"),
-        ("vllm-project/flash-attention", "hopper/flash_api.cpp", "get_num_splits",
-         "num_n_blocks = cdiv(max_seqlen_k, kBlockN) -> num_splits_heuristic: an upper bound; dynamic splits "
-         "per batch from seqused_k", "read in a copy"),
-        ("vllm-project/flash-attention", "hopper/tile_scheduler.hpp", "VarlenDynamicPersistentTileScheduler",
-         "a tile is valid only below the row's seqused_k and its dynamic split count", "read in a copy"),
-        ("vllm-project/flash-attention", "hopper/heuristics.h", "num_splits_heuristic",
-         "the split bound itself is not reproduced here", "not verified"),
+        (
+            "vllm-project/vllm",
+            "vllm/v1/attention/backends/flash_attn.py",
+            "FlashAttentionMetadataBuilder.build",
+            "schedule(): get_scheduler_metadata(max_seqlen_k=max_seq_len, cache_seqlens=seq_lens, "
+            "num_splits=max_num_splits)",
+            "verified",
+        ),
+        (
+            "vllm-project/flash-attention",
+            "hopper/flash_api.cpp",
+            "get_num_splits",
+            "num_n_blocks = cdiv(max_seqlen_k, kBlockN) -> num_splits_heuristic: an upper bound; dynamic splits "
+            "per batch from seqused_k",
+            "read in a copy",
+        ),
+        (
+            "vllm-project/flash-attention",
+            "hopper/tile_scheduler.hpp",
+            "VarlenDynamicPersistentTileScheduler",
+            "a tile is valid only below the row's seqused_k and its dynamic split count",
+            "read in a copy",
+        ),
+        (
+            "vllm-project/flash-attention",
+            "hopper/heuristics.h",
+            "num_splits_heuristic",
+            "the split bound itself is not reproduced here",
+            "not verified",
+        ),
     ],
     "triton-unified": [
-        ("vllm-project/vllm", "vllm/v1/attention/ops/triton_unified_attention.py", "unified_attention",
-         "grid (total_num_q_blocks, num_kv_heads[, segments]); 3D from max_seqlen_q and num_seqs; "
-         "max_seqlen_k unused on the core path", "verified"),
+        (
+            "vllm-project/vllm",
+            "vllm/v1/attention/ops/triton_unified_attention.py",
+            "unified_attention",
+            "grid (total_num_q_blocks, num_kv_heads[, segments]); 3D from max_seqlen_q and num_seqs; "
+            "max_seqlen_k unused on the core path",
+            "verified",
+        ),
     ],
     "vllm-cpu": [
-        ("vllm-project/vllm", "vllm/v1/attention/backends/cpu_attn.py",
-         "CPUAttentionMetadataBuilder.build / CPUAttentionBackendImpl.forward",
-         "cpu_attn_get_scheduler_metadata and cpu_attention_with_kv_cache get seq_lens, not max_seq_len",
-         "verified"),
+        (
+            "vllm-project/vllm",
+            "vllm/v1/attention/backends/cpu_attn.py",
+            "CPUAttentionMetadataBuilder.build / CPUAttentionBackendImpl.forward",
+            "cpu_attn_get_scheduler_metadata and cpu_attention_with_kv_cache get seq_lens, not max_seq_len",
+            "verified",
+        ),
     ],
     "lab-torch-reference": [
-        ("lab", "lab/kernels/reference.py", "paged_attention",
-         "walks cdiv(max_seq_len, block_size) pages of every row, padded rows too", "verified"),
+        (
+            "lab",
+            "lab/kernels/reference.py",
+            "paged_attention",
+            "walks cdiv(max_seq_len, block_size) pages of every row, padded rows too",
+            "verified",
+        ),
     ],
     "lab-torch-split-kv": [
-        ("lab", "lab/kernels/split_kv.py", "split_plan",
-         "CTAs per sequence from max_seq_len (TRTLLM-gen's formula); each CTA a fixed page range", "verified"),
+        (
+            "lab",
+            "lab/kernels/split_kv.py",
+            "split_plan",
+            "CTAs per sequence from max_seq_len (TRTLLM-gen's formula); each CTA a fixed page range",
+            "verified",
+        ),
     ],
 }
 
 _WHERE = {  # which GPUs vLLM can run each on (sm 0 = the CPU)
-    "trtllm-gen": (100,), "flashinfer-xqa": (90,), "flashinfer-native": (90, 100), "fa3": (90,),
-    "triton-unified": (90, 100), "vllm-cpu": (0,), "lab-torch-reference": (0, 90, 100),
+    "trtllm-gen": (100,),
+    "flashinfer-xqa": (90,),
+    "flashinfer-native": (90, 100),
+    "fa3": (90,),
+    "triton-unified": (90, 100),
+    "vllm-cpu": (0,),
+    "lab-torch-reference": (0, 90, 100),
     "lab-torch-split-kv": (0, 90, 100),
 }
 
 _VERDICT = {
-    "trtllm-gen": ("yes: grid and split",
-                   "CTAs launched and the split per sequence follow max_seq_len; the tiles walked follow the "
-                   "real lengths (CTAs past them exit)"),
+    "trtllm-gen": (
+        "yes: grid and split",
+        "CTAs launched and the split per sequence follow max_seq_len; the tiles walked follow the "
+        "real lengths (CTAs past them exit)",
+    ),
     "flashinfer-xqa": ("no", "uses the block-table width as its max_seq_len: the same in both modes"),
     "flashinfer-native": ("no", "pages from kv_indptr (real lengths); max_seq_len never reaches it"),
-    "fa3": ("slightly: split bound",
-            "max_seqlen_k only bounds the number of splits (grid, scratch); pages follow seqused_k"),
+    "fa3": (
+        "slightly: split bound",
+        "max_seqlen_k only bounds the number of splits (grid, scratch); pages follow seqused_k",
+    ),
     "triton-unified": ("no", "grid from query blocks and KV heads; max_seqlen_k unused"),
     "vllm-cpu": ("no", "its scheduler and kernel get seq_lens only"),
     "lab-torch-reference": ("yes: pages walked", "every row walks cdiv(max_seq_len, block_size) pages"),
@@ -265,8 +383,12 @@ def predict(trace, gpu: GPU, shape: HeadShape | None = None, backends: list[str]
     bad = set(names) - set(BACKENDS)
     if bad:
         raise ValueError(f"unknown backends {sorted(bad)}; known: {', '.join(BACKENDS)}")
-    acc = {b: _empty(("ctas_launched", "ctas_early_exit", "mainloop_steps", "partials", "pages", "splitkv_steps",
-                      "fa3_n_blocks")) for b in names}
+    acc = {
+        b: _empty(
+            ("ctas_launched", "ctas_early_exit", "mainloop_steps", "partials", "pages", "splitkv_steps", "fa3_n_blocks")
+        )
+        for b in names
+    }
     prefill_rows = 0
     real_pages = 0
     for st in trace.steps:
@@ -291,8 +413,14 @@ def predict(trace, gpu: GPU, shape: HeadShape | None = None, backends: list[str]
                 elif b == "lab-torch-reference":
                     a["pages"] += st.num_reqs_padded * cdiv(msl, bs)
                 elif b == "lab-torch-split-kv":
-                    r = lab_split_plan(msl, st.num_reqs_padded, max(st.num_scheduled_tokens or [1]),
-                                       shape.num_kv_heads, bs, gpu.num_sms or 148)
+                    r = lab_split_plan(
+                        msl,
+                        st.num_reqs_padded,
+                        max(st.num_scheduled_tokens or [1]),
+                        shape.num_kv_heads,
+                        bs,
+                        gpu.num_sms or 148,
+                    )
                     a["ctas_launched"] += r["ctas_launched"]
                     a["pages"] += r["pages"]
                 elif b == "fa3":
@@ -310,28 +438,53 @@ def predict(trace, gpu: GPU, shape: HeadShape | None = None, backends: list[str]
             # pages are counted per KV head for TRTLLM-gen (per query CTA), per row for the others
             heads = 1 if b == "trtllm-gen" else shape.num_kv_heads
             p["bytes"] = p["pages"] * bs * tok_bytes * heads
-        keys = {"trtllm-gen": ("ctas_launched", "ctas_early_exit", "partials", "splitkv_steps", "mainloop_steps",
-                               "pages", "bytes"),
-                "lab-torch-split-kv": ("ctas_launched", "pages", "bytes"),
-                "fa3": ("fa3_n_blocks", "pages", "bytes")}.get(b, ("pages", "bytes"))
+        keys = {
+            "trtllm-gen": (
+                "ctas_launched",
+                "ctas_early_exit",
+                "partials",
+                "splitkv_steps",
+                "mainloop_steps",
+                "pages",
+                "bytes",
+            ),
+            "lab-torch-split-kv": ("ctas_launched", "pages", "bytes"),
+            "fa3": ("fa3_n_blocks", "pages", "bytes"),
+        }.get(b, ("pages", "bytes"))
         pred = {m: {x: pred[m][x] for x in keys} for m in MODES}
         extra = {x: pred["baseline"][x] - pred["fixed"][x] for x in keys}
         notes = []
         if b == "trtllm-gen":
-            notes.append(f"{prefill_rows} prefill rows go to the TRTLLM-gen context kernel (max_kv_len="
-                         "max_seq_len too): not modelled")
-            notes.append("mainloop_steps: 128-token steps of the active CTAs (the tail steps of the last CTA load "
-                         "no page); pages: K/V pages loaded, per KV head and query CTA; time: not measured (no GPU)")
+            notes.append(
+                f"{prefill_rows} prefill rows go to the TRTLLM-gen context kernel (max_kv_len="
+                "max_seq_len too): not modelled"
+            )
+            notes.append(
+                "mainloop_steps: 128-token steps of the active CTAs (the tail steps of the last CTA load "
+                "no page); pages: K/V pages loaded, per KV head and query CTA; time: not measured (no GPU)"
+            )
         if b == "fa3":
-            notes.append("fa3_n_blocks: the KV blocks FA3's split heuristic sees (sum over steps, kBlockN=128 "
-                         "assumed); the split bound it gives is not computed")
+            notes.append(
+                "fa3_n_blocks: the KV blocks FA3's split heuristic sees (sum over steps, kBlockN=128 "
+                "assumed); the split bound it gives is not computed"
+            )
         if b in ("flashinfer-xqa", "flashinfer-native", "triton-unified", "vllm-cpu"):
             notes.append("pages: the real lengths' pages, the same in both modes")
-        rows.append({"gpu": gpu.name, "backend": b, "max_seq_len_changes_work": verdict, "how": how,
-                     "predicted": pred, "baseline_extra": extra, "notes": notes,
-                     "sources": [{"repo": r, "file": f, "function": fn, "what": w, "status": st}
-                                 for r, f, fn, w, st in _SOURCES[b]],
-                     "measured": _measured(trace, b, gpu)})
+        rows.append(
+            {
+                "gpu": gpu.name,
+                "backend": b,
+                "max_seq_len_changes_work": verdict,
+                "how": how,
+                "predicted": pred,
+                "baseline_extra": extra,
+                "notes": notes,
+                "sources": [
+                    {"repo": r, "file": f, "function": fn, "what": w, "status": st} for r, f, fn, w, st in _SOURCES[b]
+                ],
+                "measured": _measured(trace, b, gpu),
+            }
+        )
     return rows
 
 
@@ -353,8 +506,13 @@ def _measured(trace, backend: str, gpu: GPU) -> dict | None:
         n += 1
         for m in MODES:
             ms[m] += tm[m]["ms"]
-    return {"device": t.get("device"), "steps_timed": n, "baseline_ms": ms["baseline"], "fixed_ms": ms["fixed"],
-            "ratio": ms["baseline"] / ms["fixed"] if ms["fixed"] else math.nan}
+    return {
+        "device": t.get("device"),
+        "steps_timed": n,
+        "baseline_ms": ms["baseline"],
+        "fixed_ms": ms["fixed"],
+        "ratio": ms["baseline"] / ms["fixed"] if ms["fixed"] else math.nan,
+    }
 
 
 def _n(v, key: str = "") -> str:
@@ -378,20 +536,30 @@ def summary(rows: list[dict]) -> list[dict]:
     for r in rows:
         key = HEADLINE.get(r["backend"], "pages")
         me = r["measured"]
-        out.append({"gpu": r["gpu"], "backend": r["backend"], "changes work": r["max_seq_len_changes_work"],
-                    "quantity": key, "baseline": r["predicted"]["baseline"][key],
-                    "fixed": r["predicted"]["fixed"][key], "baseline extra": r["baseline_extra"][key],
-                    "extra bytes": r["baseline_extra"]["bytes"],
-                    "measured": f"{me['baseline_ms']:.2f}/{me['fixed_ms']:.2f} ms" if me else "-",
-                    "sources": ", ".join(sorted({src["status"] for src in r["sources"]}))})
+        out.append(
+            {
+                "gpu": r["gpu"],
+                "backend": r["backend"],
+                "changes work": r["max_seq_len_changes_work"],
+                "quantity": key,
+                "baseline": r["predicted"]["baseline"][key],
+                "fixed": r["predicted"]["fixed"][key],
+                "baseline extra": r["baseline_extra"][key],
+                "extra bytes": r["baseline_extra"]["bytes"],
+                "measured": f"{me['baseline_ms']:.2f}/{me['fixed_ms']:.2f} ms" if me else "-",
+                "sources": ", ".join(sorted({src["status"] for src in r["sources"]})),
+            }
+        )
     return out
 
 
 def format_summary(rows: list[dict]) -> str:
     summ = summary(rows)
     cols = list(summ[0]) if summ else []
-    cells = [[_n(v, "bytes" if c == "extra bytes" else "") if not isinstance(v, str) else v for c, v in r.items()]
-             for r in summ]
+    cells = [
+        [_n(v, "bytes" if c == "extra bytes" else "") if not isinstance(v, str) else v for c, v in r.items()]
+        for r in summ
+    ]
     widths = [max([len(c)] + [len(x[i]) for x in cells]) for i, c in enumerate(cols)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
     lines += ["  ".join(x.ljust(w) for x, w in zip(r, widths)) for r in cells]
@@ -401,24 +569,30 @@ def format_summary(rows: list[dict]) -> str:
 def format_model(trace, rows: list[dict], shape: HeadShape) -> str:
     s = trace.scenario
     n_full = sum(1 for st in trace.steps if st.cudagraph_mode == "FULL")
-    out = [f"scenario: {s.to_spec()}  ({len(trace.steps)} steps, {n_full} FULL-graph steps: there the kernel "
-           f"sees max_model_len in both modes, R9)",
-           f"heads {shape.num_q_heads}/{shape.num_kv_heads} x {shape.head_dim}, {shape.dtype_bytes}-byte K/V; "
-           f"target passes only; sums over the trace; predictions, not GPU measurements\n",
-           format_summary(rows)]
+    out = [
+        f"scenario: {s.to_spec()}  ({len(trace.steps)} steps, {n_full} FULL-graph steps: there the kernel "
+        f"sees max_model_len in both modes, R9)",
+        f"heads {shape.num_q_heads}/{shape.num_kv_heads} x {shape.head_dim}, {shape.dtype_bytes}-byte K/V; "
+        f"target passes only; sums over the trace; predictions, not GPU measurements\n",
+        format_summary(rows),
+    ]
     for r in rows:
-        out.append(f"[{r['gpu']}] {r['backend']}: max_seq_len changes the work? {r['max_seq_len_changes_work']} "
-                   f"- {r['how']}")
+        out.append(
+            f"[{r['gpu']}] {r['backend']}: max_seq_len changes the work? {r['max_seq_len_changes_work']} - {r['how']}"
+        )
         keys = list(r["predicted"]["baseline"])
         out.append("    " + "  ".join(f"{k:>16}" for k in [""] + keys))
         for m in MODES:
             out.append("    " + "  ".join(f"{x:>16}" for x in [m] + [_n(r["predicted"][m][k], k) for k in keys]))
-        out.append("    " + "  ".join(f"{x:>16}" for x in ["baseline extra"] +
-                                      [_n(r["baseline_extra"][k], k) for k in keys]))
+        out.append(
+            "    " + "  ".join(f"{x:>16}" for x in ["baseline extra"] + [_n(r["baseline_extra"][k], k) for k in keys])
+        )
         if r["measured"]:
             me = r["measured"]
-            out.append(f"    measured here ({me['device']}, {me['steps_timed']} steps timed): baseline "
-                       f"{me['baseline_ms']:.3f} ms, fixed {me['fixed_ms']:.3f} ms ({me['ratio']:.2f}x)")
+            out.append(
+                f"    measured here ({me['device']}, {me['steps_timed']} steps timed): baseline "
+                f"{me['baseline_ms']:.3f} ms, fixed {me['fixed_ms']:.3f} ms ({me['ratio']:.2f}x)"
+            )
         for note in r["notes"]:
             out.append(f"    note: {note}")
         for src in r["sources"]:

@@ -122,67 +122,123 @@ class Scenario:
             if not cond:
                 raise ValueError(f"{fld}: {msg}")
 
-        for name in ("max_model_len", "block_size", "num_speculative_tokens", "max_num_seqs",
-                     "max_num_batched_tokens", "seed", "max_num_steps"):
+        for name in (
+            "max_model_len",
+            "block_size",
+            "num_speculative_tokens",
+            "max_num_seqs",
+            "max_num_batched_tokens",
+            "seed",
+            "max_num_steps",
+        ):
             v = getattr(self, name)
             need(isinstance(v, int) and not isinstance(v, bool), name, f"must be an integer, got {v!r}")
         need(0 <= self.seed < 2**63, "seed", f"must be a non-negative integer below 2**63, got {self.seed}")
         need(self.max_model_len >= 2, "max_model_len", f"must be >= 2, got {self.max_model_len}")
-        need(self.max_model_len <= 16 * 1024 * 1024, "max_model_len",
-             f"must be <= 16M tokens, got {self.max_model_len}")
+        need(
+            self.max_model_len <= 16 * 1024 * 1024, "max_model_len", f"must be <= 16M tokens, got {self.max_model_len}"
+        )
         bs = self.block_size
-        need(1 <= bs <= MAX_BLOCK_SIZE and bs & (bs - 1) == 0, "block_size",
-             f"must be a power of two between 1 and {MAX_BLOCK_SIZE}, got {bs}")
-        need(self.model_state in MODEL_STATES, "model_state",
-             f"must be one of {MODEL_STATES}, got {self.model_state!r}")
+        need(
+            1 <= bs <= MAX_BLOCK_SIZE and bs & (bs - 1) == 0,
+            "block_size",
+            f"must be a power of two between 1 and {MAX_BLOCK_SIZE}, got {bs}",
+        )
+        need(
+            self.model_state in MODEL_STATES, "model_state", f"must be one of {MODEL_STATES}, got {self.model_state!r}"
+        )
         k = self.num_speculative_tokens
-        need(0 <= k <= MAX_SPECULATIVE_TOKENS, "num_speculative_tokens",
-             f"must be between 0 and {MAX_SPECULATIVE_TOKENS}, got {k}")
-        need(self.cudagraph_mode in CUDAGRAPH_MODES, "cudagraph_mode",
-             f"must be one of {CUDAGRAPH_MODES}, got {self.cudagraph_mode!r}")
+        need(
+            0 <= k <= MAX_SPECULATIVE_TOKENS,
+            "num_speculative_tokens",
+            f"must be between 0 and {MAX_SPECULATIVE_TOKENS}, got {k}",
+        )
+        need(
+            self.cudagraph_mode in CUDAGRAPH_MODES,
+            "cudagraph_mode",
+            f"must be one of {CUDAGRAPH_MODES}, got {self.cudagraph_mode!r}",
+        )
         sizes = self.cudagraph_capture_sizes
         if sizes is not None:
-            need(len(sizes) > 0 and all(isinstance(s, int) and s >= 1 for s in sizes),
-                 "cudagraph_capture_sizes", f"must be positive integers, got {sizes!r}")
-            need(list(sizes) == sorted(set(sizes)), "cudagraph_capture_sizes",
-                 f"must be strictly increasing, got {sizes!r}")
-        need(1 <= self.max_num_seqs <= 4096, "max_num_seqs",
-             f"must be between 1 and 4096, got {self.max_num_seqs}")
-        need(self.max_num_batched_tokens >= 1 + k, "max_num_batched_tokens",
-             f"must be >= 1 + num_speculative_tokens = {1 + k}, got {self.max_num_batched_tokens}")
-        need(isinstance(self.acceptance_rate, (int, float)) and 0.0 <= self.acceptance_rate <= 1.0,
-             "acceptance_rate", f"must be in [0, 1], got {self.acceptance_rate!r}")
-        need(isinstance(self.async_scheduling, bool), "async_scheduling",
-             f"must be True or False, got {self.async_scheduling!r}")
-        need(self.vllm_version in VLLM_VERSIONS, "vllm_version",
-             f"must be one of {VLLM_VERSIONS}, got {self.vllm_version!r}")
-        need(1 <= self.max_num_steps <= 10_000_000, "max_num_steps",
-             f"must be between 1 and 10,000,000, got {self.max_num_steps}")
+            need(
+                len(sizes) > 0 and all(isinstance(s, int) and s >= 1 for s in sizes),
+                "cudagraph_capture_sizes",
+                f"must be positive integers, got {sizes!r}",
+            )
+            need(
+                list(sizes) == sorted(set(sizes)),
+                "cudagraph_capture_sizes",
+                f"must be strictly increasing, got {sizes!r}",
+            )
+        need(1 <= self.max_num_seqs <= 4096, "max_num_seqs", f"must be between 1 and 4096, got {self.max_num_seqs}")
+        need(
+            self.max_num_batched_tokens >= 1 + k,
+            "max_num_batched_tokens",
+            f"must be >= 1 + num_speculative_tokens = {1 + k}, got {self.max_num_batched_tokens}",
+        )
+        need(
+            isinstance(self.acceptance_rate, (int, float)) and 0.0 <= self.acceptance_rate <= 1.0,
+            "acceptance_rate",
+            f"must be in [0, 1], got {self.acceptance_rate!r}",
+        )
+        need(
+            isinstance(self.async_scheduling, bool),
+            "async_scheduling",
+            f"must be True or False, got {self.async_scheduling!r}",
+        )
+        need(
+            self.vllm_version in VLLM_VERSIONS,
+            "vllm_version",
+            f"must be one of {VLLM_VERSIONS}, got {self.vllm_version!r}",
+        )
+        need(
+            1 <= self.max_num_steps <= 10_000_000,
+            "max_num_steps",
+            f"must be between 1 and 10,000,000, got {self.max_num_steps}",
+        )
         entries = self.max_num_seqs * self.max_num_blocks_per_req
-        need(entries <= MAX_BLOCK_TABLE_ENTRIES, "max_num_seqs",
-             f"max_num_seqs x block-table width = {entries:,} entries; the lab holds at most "
-             f"{MAX_BLOCK_TABLE_ENTRIES:,} (lower max_num_seqs or max_model_len, or raise block_size)")
+        need(
+            entries <= MAX_BLOCK_TABLE_ENTRIES,
+            "max_num_seqs",
+            f"max_num_seqs x block-table width = {entries:,} entries; the lab holds at most "
+            f"{MAX_BLOCK_TABLE_ENTRIES:,} (lower max_num_seqs or max_model_len, or raise block_size)",
+        )
         need(len(self.requests) >= 1, "requests", "at least one request is needed")
         need(len(self.requests) <= 1_000_000, "requests", "at most 1,000,000 requests")
         for i, r in enumerate(self.requests):
             for attr in ("arrival_step", "prompt_len", "output_len"):
                 v = getattr(r, attr)
-                need(isinstance(v, int) and not isinstance(v, bool), f"requests[{i}].{attr}",
-                     f"must be an integer, got {v!r}")
+                need(
+                    isinstance(v, int) and not isinstance(v, bool),
+                    f"requests[{i}].{attr}",
+                    f"must be an integer, got {v!r}",
+                )
             need(r.arrival_step >= 0, f"requests[{i}].arrival_step", f"must be >= 0, got {r.arrival_step}")
             need(r.prompt_len >= 1, f"requests[{i}].prompt_len", f"must be >= 1, got {r.prompt_len}")
             need(r.output_len >= 1, f"requests[{i}].output_len", f"must be >= 1, got {r.output_len}")
-            need(r.prompt_len < self.max_model_len, f"requests[{i}].prompt_len",
-                 f"{r.prompt_len} leaves no room to generate under max_model_len={self.max_model_len}")
+            need(
+                r.prompt_len < self.max_model_len,
+                f"requests[{i}].prompt_len",
+                f"{r.prompt_len} leaves no room to generate under max_model_len={self.max_model_len}",
+            )
         if self.num_gpu_blocks is not None:
-            need(isinstance(self.num_gpu_blocks, int) and not isinstance(self.num_gpu_blocks, bool),
-                 "num_gpu_blocks", f"must be an integer, got {self.num_gpu_blocks!r}")
-            need(self.num_gpu_blocks <= MAX_GPU_BLOCKS, "num_gpu_blocks",
-                 f"must be at most {MAX_GPU_BLOCKS:,}, got {self.num_gpu_blocks:,}")
+            need(
+                isinstance(self.num_gpu_blocks, int) and not isinstance(self.num_gpu_blocks, bool),
+                "num_gpu_blocks",
+                f"must be an integer, got {self.num_gpu_blocks!r}",
+            )
+            need(
+                self.num_gpu_blocks <= MAX_GPU_BLOCKS,
+                "num_gpu_blocks",
+                f"must be at most {MAX_GPU_BLOCKS:,}, got {self.num_gpu_blocks:,}",
+            )
             # One request must fit on its own (plus the null block), or the scheduler deadlocks.
             biggest = max(self.blocks_per_request(r) for r in self.requests)
-            need(self.num_gpu_blocks >= biggest + 1, "num_gpu_blocks",
-                 f"{self.num_gpu_blocks} cannot hold the largest request ({biggest} blocks + the null block)")
+            need(
+                self.num_gpu_blocks >= biggest + 1,
+                "num_gpu_blocks",
+                f"{self.num_gpu_blocks} cannot hold the largest request ({biggest} blocks + the null block)",
+            )
 
     # ---- derived values ---------------------------------------------------------------------
     def blocks_per_request(self, r: RequestSpec) -> int:
@@ -269,8 +325,7 @@ def _fmt_size(n: int) -> str:
 
 def _parse_setting(key: str, value: str, seg: str):
     if key not in SPEC_SETTINGS:
-        raise ValueError(f"invalid scenario segment {seg!r}: unknown key {key!r} "
-                         f"(known: {', '.join(SPEC_SETTINGS)})")
+        raise ValueError(f"invalid scenario segment {seg!r}: unknown key {key!r} (known: {', '.join(SPEC_SETTINGS)})")
     if key in ("mml", "tokens", "blocks", "bs", "k", "seqs", "steps"):
         return _size(value, seg)
     if key == "seed":
@@ -331,7 +386,8 @@ def parse_spec(spec: str, **overrides) -> Scenario:
         if not m:
             raise ValueError(
                 f"invalid scenario segment {seg!r}: expected a request group like 8p1ko128a0+2 "
-                f"or a setting like mml=32k")
+                f"or a setting like mml=32k"
+            )
         count = int(m.group(1)) if m.group(1) else 1
         if count < 1:
             raise ValueError(f"invalid scenario segment {seg!r}: count must be >= 1")
@@ -362,9 +418,11 @@ def _group_requests(reqs: tuple[RequestSpec, ...]) -> list[tuple[int, RequestSpe
             if every < 0:
                 every = None  # type: ignore[assignment]
         if every is not None:
-            while (j < len(reqs)
-                   and (reqs[j].prompt_len, reqs[j].output_len) == (first.prompt_len, first.output_len)
-                   and reqs[j].arrival_step == first.arrival_step + (j - i) * every):
+            while (
+                j < len(reqs)
+                and (reqs[j].prompt_len, reqs[j].output_len) == (first.prompt_len, first.output_len)
+                and reqs[j].arrival_step == first.arrival_step + (j - i) * every
+            ):
                 j += 1
         else:
             j = i + 1

@@ -19,12 +19,27 @@ import pytest
 from lab.views import ALL_VIEWS
 
 CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 ARTIFACTS = pathlib.Path(__file__).parent.parent / "artifacts"
 # What each view must draw: a text of its figure.
-EXPECT = {"block_table": "input block table", "lengths": "per-request lengths", "timeline": "Timeline of",
-          "drafts": "draft windows", "kernels": "no kernel timings", "oor": "Out-of-range entries"}
+EXPECT = {
+    "block_table": "input block table",
+    "lengths": "per-request lengths",
+    "timeline": "Timeline of",
+    "drafts": "draft windows",
+    "kernels": "no kernel timings",
+    "oor": "Out-of-range entries",
+}
 SIZES = {"small": (1366, 768), "large": (1600, 1000)}
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} missing (make test installs it)")
@@ -119,8 +134,7 @@ def test_pause_holds_on_a_tick_boundary(page, app_url):
     open_app(page, app_url, "?preset=eagle-k3&step=0&tab=lengths")
     page.locator("#play").click()
     # Pause right as a step lands: the next tick is then being served.
-    page.wait_for_function("() => Number(document.querySelector('#step input[type=number]').value) >= 3",
-                           polling=10)
+    page.wait_for_function("() => Number(document.querySelector('#step input[type=number]').value) >= 3", polling=10)
     at = page.evaluate("""() => { const s = Number(document.querySelector('#step input[type=number]').value);
                                   document.querySelector('#play').click(); return s; }""")
     page.locator("#play").filter(has_text="play").wait_for()
@@ -156,8 +170,10 @@ def test_bad_input_is_shown_inline_and_no_component_is_left_in_error(page, app_u
     assert headline(page) == before  # the views stay
     page.screenshot(path=str(ARTIFACTS / "error-inline-1366x768.png"), full_page=True)
     no_error_state(page)
-    for name, data, message in (("picture.png", b"\x89PNG\r\n\x1a\n" + b"\0" * 64, "picture.png is an image"),
-                                ("notes.txt", b"hello", "notes.txt is not JSON")):
+    for name, data, message in (
+        ("picture.png", b"\x89PNG\r\n\x1a\n" + b"\0" * 64, "picture.png is an image"),
+        ("notes.txt", b"hello", "notes.txt is not JSON"),
+    ):
         f = tmp_path / name
         f.write_bytes(data)
         page.locator("#upload input[type=file]").set_input_files(str(f))
@@ -248,6 +264,8 @@ def test_tour_presenter_and_comparison(page, app_url):
     page.wait_for_function("() => document.body.classList.contains('presenter')")
     assert not page.locator("#settings").is_visible() and not page.locator("#summary").is_visible()
     page.wait_for_function("() => location.search.includes('presenter=1')")
-    page.wait_for_function("() => parseFloat(getComputedStyle(document.querySelector('#headline .hl-line')).fontSize) >= 20")
+    page.wait_for_function(
+        "() => parseFloat(getComputedStyle(document.querySelector('#headline .hl-line')).fontSize) >= 20"
+    )
     page.screenshot(path=str(ARTIFACTS / "presenter-1600x1000.png"))
     no_error_state(page)

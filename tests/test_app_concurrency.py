@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import threading
 
-
 from lab import Scenario, simulate
 
 SESSIONS = 16
@@ -29,8 +28,21 @@ def test_sixteen_sessions_step_through_200_steps(app_url, make_client):
         try:
             c = make_client(app_url)
             start.wait(timeout=120)
-            out = c.predict("short-decode-long-context", _spec(j), 4096, 16, 0, "default", "PIECEWISE", 0.7, j,
-                            "embedded CPU", "lengths", False, api_name="/run")
+            out = c.predict(
+                "short-decode-long-context",
+                _spec(j),
+                4096,
+                16,
+                0,
+                "default",
+                "PIECEWISE",
+                0.7,
+                j,
+                "embedded CPU",
+                "lengths",
+                False,
+                api_name="/run",
+            )
             assert out[0]["maximum"] == n_steps - 1, out[0]
             step = 0
             while step < n_steps - 1:

@@ -78,8 +78,9 @@ def test_app_entry_point_launches_the_app(tmp_path):
     import time
     import urllib.request
 
-    r = subprocess.run([sys.executable, "app.py", "--preset", "nope"], capture_output=True, text=True, timeout=300,
-                       cwd=ROOT)
+    r = subprocess.run(
+        [sys.executable, "app.py", "--preset", "nope"], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
     assert r.returncode == 2 and "unknown preset" in r.stderr
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -87,8 +88,9 @@ def test_app_entry_point_launches_the_app(tmp_path):
     env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_SERVER_NAME": ""}
     log = tmp_path / "app.log"
     with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "app.py", "--preset", "eagle-k3"], cwd=ROOT, env=env, stdout=out,
-                                stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "app.py", "--preset", "eagle-k3"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
+        )
     try:
         deadline = time.time() + 120
         while True:

@@ -26,14 +26,15 @@ NUM_RANDOM = 60
 
 # Churn: one arrival per step, so batch rows shift and stale columns are rewritten and classified
 # every step (the cases issue 14 made faster), with and without drafts and FULL graphs.
-CHURN_SPECS = ("1064p128o100a0+1_seqs=40_mml=16k_steps=1000",
-               "700p64o80a0+1_seqs=32_mml=4k_k=2_capture=1/8_steps=600")
+CHURN_SPECS = ("1064p128o100a0+1_seqs=40_mml=16k_steps=1000", "700p64o80a0+1_seqs=32_mml=4k_k=2_capture=1/8_steps=600")
 
 
 def cases():
-    return [(f"preset {name}", lambda name=name: get_preset(name)) for name in list_presets()] + [
-        (f"random {seed}", lambda seed=seed: random_scenario(seed)) for seed in range(NUM_RANDOM)] + [
-        (f"churn {spec}", lambda spec=spec: parse_spec(spec)) for spec in CHURN_SPECS]
+    return (
+        [(f"preset {name}", lambda name=name: get_preset(name)) for name in list_presets()]
+        + [(f"random {seed}", lambda seed=seed: random_scenario(seed)) for seed in range(NUM_RANDOM)]
+        + [(f"churn {spec}", lambda spec=spec: parse_spec(spec)) for spec in CHURN_SPECS]
+    )
 
 
 def digest(trace) -> dict[str, str]:
@@ -64,6 +65,7 @@ def test_golden_covers_every_case(golden):
 
 
 if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
-    GOLDEN.write_text(json.dumps({label: digest(simulate(make())) for label, make in cases()}, indent=0,
-                                 sort_keys=True))
+    GOLDEN.write_text(
+        json.dumps({label: digest(simulate(make())) for label, make in cases()}, indent=0, sort_keys=True)
+    )
     print(f"wrote {GOLDEN}")

@@ -70,7 +70,7 @@ def test_traps_give_their_message(qid):
         wrong = trap.value()
         if wrong == right:
             continue
-        first = next(t for t in traps if t.value() == wrong)     # traps sharing a value: the first speaks
+        first = next(t for t in traps if t.value() == wrong)  # traps sharing a value: the first speaks
         v = check(qid, wrong)
         assert not v and first.message in v.message, (qid, wrong, v.message)
         assert not _gives_away(qid, v.message)
@@ -82,8 +82,10 @@ def test_the_brief_examples():
     v = check("02.3", st.oor["baseline"]["walked"] - st.oor["baseline"]["in_range"])
     assert not v and "padded rows" in v.message
     # a FULL replay is where the fix does not reach the kernel
-    v = check("02.2", sum(s.max_seq_len["baseline"] != s.max_seq_len["fixed"]
-                          for s in exercises._trace(exercises.GRAPHS_SPEC).steps))
+    v = check(
+        "02.2",
+        sum(s.max_seq_len["baseline"] != s.max_seq_len["fixed"] for s in exercises._trace(exercises.GRAPHS_SPEC).steps),
+    )
     assert not v and "R9" in v.message
 
 
@@ -109,10 +111,12 @@ def test_answer_forms():
 def test_answers_are_computed_not_typed():
     # Each answer follows from the trace it names: change the trace and the answer moves with it.
     st = exercises._step("mixed-long-short", 30)
-    assert solution("01.1") == max(st.seq_lens_cpu_upper_bound[:st.num_reqs])
+    assert solution("01.1") == max(st.seq_lens_cpu_upper_bound[: st.num_reqs])
     assert solution("01.2") == -(-solution("01.1") // exercises._trace("mixed-long-short").scenario.block_size)
-    assert solution("04.3") == (exercises._trace("mamba-hybrid").totals(all_passes=False)["baseline"]["walked"]
-                                - exercises._trace("mamba-hybrid").totals(all_passes=False)["fixed"]["walked"])
+    assert solution("04.3") == (
+        exercises._trace("mamba-hybrid").totals(all_passes=False)["baseline"]["walked"]
+        - exercises._trace("mamba-hybrid").totals(all_passes=False)["fixed"]["walked"]
+    )
     k = solution("03.2")
     tr = exercises._trace(exercises.NEAR_LIMIT_SPEC.format(k=k))
     assert max(tr.steps[0].seq_lens_cpu_upper_bound) + k == tr.scenario.max_model_len

@@ -59,7 +59,7 @@ def test_predict_on_a_trace():
     assert t["baseline_extra"]["pages"] == 0 and t["baseline_extra"]["ctas_launched"] > 0
     assert all(s["status"] in ("verified", "read in a copy", "assumption", "not verified") for s in t["sources"])
     assert all(s["file"] and s["function"] for r in rows.values() for s in r["sources"])
-    assert rows["trtllm-gen"]["measured"] is None   # no GPU measurement is invented
+    assert rows["trtllm-gen"]["measured"] is None  # no GPU measurement is invented
 
 
 def test_hopper_runs_no_kernel_that_walks_max_seq_len():
@@ -70,11 +70,13 @@ def test_hopper_runs_no_kernel_that_walks_max_seq_len():
 
 
 def test_full_graph_steps_see_max_model_len_in_both_modes():
-    trace = simulate(Scenario.from_spec("2p100o8_mml=4k_capture=1/2"))   # FULL replays (R9)
+    trace = simulate(Scenario.from_spec("2p100o8_mml=4k_capture=1/2"))  # FULL replays (R9)
     assert all(st.cudagraph_mode == "FULL" for st in trace.steps[1:])
     r = {x["backend"]: x for x in predict(trace, GPUS["B200"], backends=["lab-torch-reference", "trtllm-gen"])}
-    full_extra = sum(st.num_reqs_padded * (-(-st.kernel_max_seq_len["baseline"] // 16) -
-                                           -(-st.kernel_max_seq_len["fixed"] // 16)) for st in trace.steps)
+    full_extra = sum(
+        st.num_reqs_padded * (-(-st.kernel_max_seq_len["baseline"] // 16) - -(-st.kernel_max_seq_len["fixed"] // 16))
+        for st in trace.steps
+    )
     assert r["lab-torch-reference"]["baseline_extra"]["pages"] == full_extra
 
 
@@ -86,7 +88,7 @@ def test_measurement_shown_beside_prediction():
     rows = {r["backend"]: r for r in predict(trace, GPUS["CPU"])}
     me = rows["lab-torch-reference"]["measured"]
     assert me["steps_timed"] == 2 and me["baseline_ms"] > 0
-    assert rows["lab-torch-reference"]["predicted"]["baseline"]["pages"] > 0   # beside, not instead
+    assert rows["lab-torch-reference"]["predicted"]["baseline"]["pages"] > 0  # beside, not instead
     assert rows["vllm-cpu"]["measured"] is None
     text = format_model(trace, list(rows.values()), HeadShape())
     assert "measured here" in text and "source [verified]" in text

@@ -20,8 +20,12 @@ def import_graph() -> dict[str, set[str]]:
     for mod, path in modules.items():
         package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
         tree = ast.parse(path.read_text(), str(path))
-        typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
-                       and getattr(block.test, "id", None) == "TYPE_CHECKING" for n in ast.walk(block)}
+        typing_only = {
+            id(n)
+            for block in ast.walk(tree)
+            if isinstance(block, ast.If) and getattr(block.test, "id", None) == "TYPE_CHECKING"
+            for n in ast.walk(block)
+        }
         for node in ast.walk(tree):
             if id(node) in typing_only:
                 continue
@@ -51,7 +55,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(m)
         for n in sorted(graph[m]):
             if state.get(n) == 1:
-                return stack[stack.index(n):] + [n]
+                return stack[stack.index(n) :] + [n]
             if n not in state and (found := visit(n)):
                 return found
         stack.pop()

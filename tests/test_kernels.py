@@ -33,8 +33,15 @@ def one_thread():
     torch.set_num_threads(n)
 
 
-def random_case(seed: int, cfg: HeadConfig, block_size: int = 16, num_reqs: int = 6, padded: int = 1,
-                width: int = 24, max_query: int = 9):
+def random_case(
+    seed: int,
+    cfg: HeadConfig,
+    block_size: int = 16,
+    num_reqs: int = 6,
+    padded: int = 1,
+    width: int = 24,
+    max_query: int = 9,
+):
     """A random batch: decode, spec-decode (query 1+K, one spare block as with an optimistic upper
     bound) and prefill rows; own blocks from a random permutation; stale columns past num_blocks
     holding the null block, other rows' blocks and free blocks; NaN in every block no row owns."""
@@ -42,23 +49,31 @@ def random_case(seed: int, cfg: HeadConfig, block_size: int = 16, num_reqs: int 
     gen = torch.Generator().manual_seed(seed)
     seq = rng.integers(1, (width - 2) * block_size, size=num_reqs)
     qlen = np.minimum(seq, rng.choice([1, 1, 4, max_query], size=num_reqs))
-    nb = np.array([cdiv(int(s), block_size) + int(q == 4 and cdiv(int(s), block_size) < width)
-                   for s, q in zip(seq, qlen)])
+    nb = np.array(
+        [cdiv(int(s), block_size) + int(q == 4 and cdiv(int(s), block_size) < width) for s, q in zip(seq, qlen)]
+    )
     num_blocks = 1 + int(nb.sum()) + 40
     perm = rng.permutation(np.arange(1, num_blocks))
     rows = num_reqs + padded
     table = np.zeros((rows, width), dtype=np.int64)
     off = 0
     for i in range(num_reqs):
-        table[i, : nb[i]] = perm[off: off + nb[i]]
+        table[i, : nb[i]] = perm[off : off + nb[i]]
         off += nb[i]
         stale = rng.choice(np.concatenate([[0], perm]), size=width - nb[i])  # null, live or free ids
-        table[i, nb[i]:] = stale
+        table[i, nb[i] :] = stale
     kv = make_kv_cache(num_blocks, block_size, cfg, generator=gen)
     poison_blocks(kv, perm[:off])
-    batch = make_batch(np.concatenate([seq, np.zeros(padded, np.int64)]),
-                       np.concatenate([qlen, np.full(padded, 1)]), np.concatenate([nb, np.zeros(padded, np.int64)]),
-                       table, cfg, block_size, num_reqs=num_reqs, generator=gen)
+    batch = make_batch(
+        np.concatenate([seq, np.zeros(padded, np.int64)]),
+        np.concatenate([qlen, np.full(padded, 1)]),
+        np.concatenate([nb, np.zeros(padded, np.int64)]),
+        table,
+        cfg,
+        block_size,
+        num_reqs=num_reqs,
+        generator=gen,
+    )
     return batch, kv
 
 
@@ -78,11 +93,14 @@ def test_masked_kernels_equal_sdpa_in_both_modes(seed, cfg):
     fixed = int((batch.num_blocks * batch.block_size).max())  # the upper bound's max: whole own pages
     baseline = batch.block_table.shape[1] * batch.block_size
     for mode, msl in (("fixed", fixed), ("baseline", baseline)):
-        kernels = {"reference": lambda msl=msl: paged_attention(batch, kv, msl, cfg),
-                   "reference-small-chunks": lambda msl=msl: paged_attention(batch, kv, msl, cfg, chunk=1),
-                   "split-kv": lambda msl=msl: paged_attention_split_kv(batch, kv, msl, cfg),
-                   "split-kv-8-ctas": lambda msl=msl: paged_attention_split_kv(
-                       batch, kv, msl, cfg, step_kv=16, num_sms=8 * batch.num_rows * cfg.num_kv_heads)}
+        kernels = {
+            "reference": lambda msl=msl: paged_attention(batch, kv, msl, cfg),
+            "reference-small-chunks": lambda msl=msl: paged_attention(batch, kv, msl, cfg, chunk=1),
+            "split-kv": lambda msl=msl: paged_attention_split_kv(batch, kv, msl, cfg),
+            "split-kv-8-ctas": lambda msl=msl: paged_attention_split_kv(
+                batch, kv, msl, cfg, step_kv=16, num_sms=8 * batch.num_rows * cfg.num_kv_heads
+            ),
+        }
         for name, fn in kernels.items():
             out = fn()
             assert rel_err(out, ref, batch.num_real_tokens) <= 1e-4, (mode, name)
@@ -112,7 +130,7 @@ def test_compiled_kernel_equals_sdpa_in_both_modes(seed, cfg):
             out = kernel(batch, kv, msl, cfg, simd=simd)
             assert rel_err(out, ref, batch.num_real_tokens) <= 1e-4, (mode, threads, simd)
             assert torch.isfinite(out).all(), (mode, threads, simd)
-            assert not out[batch.num_real_tokens:].any(), (mode, threads, simd)  # padded rows: 0, as the reference
+            assert not out[batch.num_real_tokens :].any(), (mode, threads, simd)  # padded rows: 0, as the reference
         torch.set_num_threads(1)
 
 
@@ -190,8 +208,9 @@ def test_sdpa_reference_equals_sdpa_with_enable_gqa(seed, cfg):
         k = kv[0, ids].reshape(-1, cfg.num_kv_heads, cfg.head_dim)[:s].transpose(0, 1)
         v = kv[1, ids].reshape(-1, cfg.num_kv_heads, cfg.head_dim)[:s].transpose(0, 1)
         mask = torch.arange(s)[None, :] <= torch.arange(s - (q1 - q0), s)[:, None]
-        o = torch.nn.functional.scaled_dot_product_attention(batch.query[q0:q1].transpose(0, 1), k, v, attn_mask=mask,
-                                                             scale=cfg.scale, enable_gqa=True).transpose(0, 1)
+        o = torch.nn.functional.scaled_dot_product_attention(
+            batch.query[q0:q1].transpose(0, 1), k, v, attn_mask=mask, scale=cfg.scale, enable_gqa=True
+        ).transpose(0, 1)
         assert torch.allclose(ref[q0:q1], o, rtol=1e-5, atol=1e-6), i
 
 
@@ -270,7 +289,8 @@ def test_triton_split_kv_matches_in_interpreter():
         "    out = paged_attention_split_kv_triton(b, kv, msl, cfg, plan=plan)\n"
         "    e = rel_err(out, ref, b.num_real_tokens)\n"
         "    assert e <= 1e-4, e\n"
-        "print('ok')\n")
+        "print('ok')\n"
+    )
     env = {**os.environ, "TRITON_INTERPRET": "1", "OMP_NUM_THREADS": "1"}
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     r = subprocess.run([sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True, timeout=300)
@@ -280,10 +300,10 @@ def test_triton_split_kv_matches_in_interpreter():
 # ---- live runs: the trusting kernel against the engine's out-of-range counts ----------------
 
 LIVE_SPECS = {
-    "decode-uniform": "4p64o24_mml=2k_cg=piecewise",                  # fixed 0, baseline > 0
+    "decode-uniform": "4p64o24_mml=2k_cg=piecewise",  # fixed 0, baseline > 0
     "mixed-and-stale": "6p100o20_4p40o30a3_mml=2k_blocks=60_cg=piecewise",
-    "spec-decode": "6p50o12_k=3_mml=1k_cg=piecewise",                 # fixed > 0 on some steps
-    "full-graph": "3p40o20_mml=1k_capture=1/4",                       # padded rows, both modes mml
+    "spec-decode": "6p50o12_k=3_mml=1k_cg=piecewise",  # fixed > 0 on some steps
+    "full-graph": "3p40o20_mml=1k_capture=1/4",  # padded rows, both modes mml
 }
 
 
@@ -296,8 +316,10 @@ def live_traces(request):
                 compiled.load()
             except compiled.CompiledKernelUnavailable as e:
                 pytest.skip(f"the compiled kernel does not run here: {e}")
-        return {k: lab.run(parse_spec(s), backend=request.param, every=2, repeats=1, warmup=0)
-                for k, s in LIVE_SPECS.items()}
+        return {
+            k: lab.run(parse_spec(s), backend=request.param, every=2, repeats=1, warmup=0)
+            for k, s in LIVE_SPECS.items()
+        }
 
 
 def test_live_trusting_wrong_exactly_when_engine_counts_out_of_range(live_traces):
@@ -326,8 +348,9 @@ def test_live_run_timings_round_trip(live_traces, tmp_path):
     assert k["backend"] in ("torch-reference", "cpp-fused-gather") and k["device"] and k["dtype"] == "float32"
     assert k["head_config"] == "8 q heads / 2 kv heads / head_dim 64, float32"
     assert k["command"].startswith("python -m lab simulate --spec ") and f"--backend {k['backend']}" in k["command"]
-    assert [st.timing is None for st in tr.steps] == [i % 2 != 0 and i != len(tr.steps) - 1
-                                                       for i in range(len(tr.steps))]
+    assert [st.timing is None for st in tr.steps] == [
+        i % 2 != 0 and i != len(tr.steps) - 1 for i in range(len(tr.steps))
+    ]
     st = tr.steps[0]
     t = st.timing
     assert t["baseline"]["bytes_walked"] == st.oor["baseline"]["walked"] * 16 * 2 * 2 * 64 * 4
@@ -361,6 +384,7 @@ def test_run_rejects_bad_arguments():
 
 
 # ---- timing harness -------------------------------------------------------------------------
+
 
 class FakeCuda:
     """Stands in for torch.cuda: records the order of events and launches."""
@@ -402,6 +426,7 @@ def test_cuda_timer_flushes_l2_and_interleaves():
             timer._flush.fill_(7)  # what a launch leaves in "L2"
             fake.clock += 10 if name == "A" else 20
             fake.log.append(name)
+
         return fn
 
     res = time_interleaved({"A": launch("A"), "B": launch("B")}, timer, warmup=1, repeats=3)
@@ -414,6 +439,7 @@ def test_cuda_timer_flushes_l2_and_interleaves():
 
 # ---- registry -------------------------------------------------------------------------------
 
+
 def test_registry_on_this_cpu_machine():
     rows = {(b["name"], b["device"]): b for b in registry.backends(env={})}
     runs = {k: (b["runs_here"], b["why_not"]) for k, b in rows.items()}
@@ -422,19 +448,26 @@ def test_registry_on_this_cpu_machine():
     assert runs[("torch-split-kv", "cpu")] == (True, "")
     assert runs[("torch-reference", "cuda")] == (False, no_cuda)
     has_cxx = compiled.find_compiler() is not None
-    assert runs[("cpp-fused-gather", "cpu")] == ((True, "") if has_cxx else
-                                                 (False, "no C++ compiler found (set CXX, or install g++)"))
+    assert runs[("cpp-fused-gather", "cpu")] == (
+        (True, "") if has_cxx else (False, "no C++ compiler found (set CXX, or install g++)")
+    )
     assert runs[("torch-split-kv", "cuda")] == (False, no_cuda)
-    assert runs[("triton-split-kv", "cpu")] == (False, "on the CPU Triton runs only in its interpreter: "
-                                                       "set TRITON_INTERPRET=1 before starting")
+    assert runs[("triton-split-kv", "cpu")] == (
+        False,
+        "on the CPU Triton runs only in its interpreter: set TRITON_INTERPRET=1 before starting",
+    )
     assert runs[("triton-split-kv", "cuda")] == (False, no_cuda)
     for name in ("flashinfer-trtllm-gen", "flashinfer-native", "flashinfer-xqa"):
         assert runs[(name, "cuda")] == (False, "flashinfer is not installed")
     for name in ("vllm-triton-unified", "vllm-flash-attn"):
         assert runs[(name, "cuda")] == (False, "vllm is not installed")
     changes = {k: b["max_seq_len_changes_work"] for k, b in rows.items()}
-    assert {k[0] for k, v in changes.items() if not v} == {"flashinfer-native", "flashinfer-xqa",
-                                                           "vllm-triton-unified", "vllm-cpu"}
+    assert {k[0] for k, v in changes.items() if not v} == {
+        "flashinfer-native",
+        "flashinfer-xqa",
+        "vllm-triton-unified",
+        "vllm-cpu",
+    }
     if importlib.util.find_spec("vllm") is None:
         assert runs[("vllm-cpu", "cpu")] == (False, VLLM_CPU_MISSING)
     assert all(b["r10_reason"] for b in rows.values())
@@ -470,8 +503,10 @@ def test_vllm_cpu_peer_says_clearly_why_it_is_not_available(fresh_vllm_cpu):
 
     mp.setattr(vllm_cpu, "_find_spec", lambda name: object())
     mp.setattr(vllm_cpu, "_version", lambda name: "0.33.0" if name == "vllm" else gone(name))
-    gpu_build = ("vLLM 0.33.0 here is not a CPU build (no CPU attention ops); vLLM's CPU kernel runs in "
-                 ".venv-vllm-live (vllm-cpu)")
+    gpu_build = (
+        "vLLM 0.33.0 here is not a CPU build (no CPU attention ops); vLLM's CPU kernel runs in "
+        ".venv-vllm-live (vllm-cpu)"
+    )
     assert vllm_cpu.status() == (False, gpu_build)
     assert peer_status("cpu", "torch-reference") == "not measured: " + gpu_build
 
@@ -508,7 +543,8 @@ def test_registry_gates_on_the_gpu_architecture(monkeypatch):
         assert rows[("flashinfer-trtllm-gen", "cuda")]["runs_here"] is trtllm
         assert rows[("flashinfer-native", "cuda")]["runs_here"]
         assert rows[("flashinfer-xqa", "cuda")]["why_not"] == (
-            "no adapter in the lab yet" if major == 9 else "needs SM90, this GPU is SM100")
+            "no adapter in the lab yet" if major == 9 else "needs SM90, this GPU is SM100"
+        )
     assert rows[("flashinfer-trtllm-gen", "cuda")]["why_not"] == ""
 
 
@@ -536,6 +572,7 @@ def test_steps_within_budget_and_run_on_given_steps():
 
 
 # ---- the app's kernel runner (lab.kernels.live.run_for_app) ---------------------------------
+
 
 def test_spread_order_samples_the_whole_range_first():
     from lab.kernels.live import spread_order

@@ -21,8 +21,21 @@ def one_thread():
 
 def test_simulate_with_backend_prints_timings_and_saves_them(capsys, tmp_path):
     out = tmp_path / "t.json"
-    rc = main(["simulate", "--spec", "4p40o10_2p20o8a2_mml=1k_cg=piecewise", "--backend", "torch-reference",
-               "--every", "3", "--repeats", "1", "--out", str(out)])
+    rc = main(
+        [
+            "simulate",
+            "--spec",
+            "4p40o10_2p20o8a2_mml=1k_cg=piecewise",
+            "--backend",
+            "torch-reference",
+            "--every",
+            "3",
+            "--repeats",
+            "1",
+            "--out",
+            str(out),
+        ]
+    )
     text = capsys.readouterr().out
     assert rc == 0
     assert "kernels: backend torch-reference on " in text and "reproduce: python -m lab simulate --spec" in text
@@ -42,8 +55,22 @@ def test_simulate_with_unknown_or_unavailable_backend_is_an_error(capsys):
 
 def test_bench_kernels_prints_table_commands_and_json(capsys, tmp_path):
     js, md = tmp_path / "b.json", tmp_path / "b.md"
-    rc = main(["bench", "kernels", "--shape", "4x256/2k/16", "--shape", "4x256s/1k/32", "--repeats", "1",
-               "--json", str(js), "--md", str(md)])
+    rc = main(
+        [
+            "bench",
+            "kernels",
+            "--shape",
+            "4x256/2k/16",
+            "--shape",
+            "4x256s/1k/32",
+            "--repeats",
+            "1",
+            "--json",
+            str(js),
+            "--md",
+            str(md),
+        ]
+    )
     text = capsys.readouterr().out
     assert rc == 0
     assert "| 4x256/2048/16 |" in text and "| 4x256s/1024/32 |" in text
@@ -75,8 +102,20 @@ def test_bench_kernels_on_the_compiled_backend(capsys):
         compiled.load()
     except compiled.CompiledKernelUnavailable as e:
         pytest.skip(f"the compiled kernel does not run here: {e}")
-    rc = main(["bench", "kernels", "--backend", "cpp-fused-gather", "--shape", "4x256/2k/16", "--repeats", "1",
-               "--threads", "2"])
+    rc = main(
+        [
+            "bench",
+            "kernels",
+            "--backend",
+            "cpp-fused-gather",
+            "--shape",
+            "4x256/2k/16",
+            "--repeats",
+            "1",
+            "--threads",
+            "2",
+        ]
+    )
     text = capsys.readouterr().out
     assert rc == 0 and "| 4x256/2048/16 |" in text and "% of copy" in text
     assert "--backend cpp-fused-gather --device cpu --shape 4x256/2048/16 --repeats 1 --threads 2" in text
@@ -103,8 +142,25 @@ def test_backends_command_lists_every_backend(capsys):
 
 def test_simulate_on_given_steps(capsys, tmp_path):
     out = tmp_path / "t.json"
-    assert main(["simulate", "--spec", "4p40o10_mml=1k_cg=piecewise", "--backend", "torch-reference",
-                 "--steps", "1,4", "--repeats", "1", "--quiet", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                "--spec",
+                "4p40o10_mml=1k_cg=piecewise",
+                "--backend",
+                "torch-reference",
+                "--steps",
+                "1,4",
+                "--repeats",
+                "1",
+                "--quiet",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     tr = Trace.load(out)
     assert [st.index for st in tr.steps if st.timing is not None] == [1, 4]
     assert "--steps 1,4" in tr.timings["command"]

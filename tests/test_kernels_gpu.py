@@ -15,12 +15,14 @@ from lab.kernels.reference import is_wrong, paged_attention, paged_attention_tru
 from lab.kernels.split_kv import paged_attention_split_kv
 from lab.kernels.timing import CudaTimer, time_interleaved
 from lab.scenario import parse_spec
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_kernels import random_case, rel_err  # noqa: E402 - the CPU tests' random batches
 
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available(),
-                                 reason="needs a CUDA GPU (torch.cuda.is_available() is False)")]
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (torch.cuda.is_available() is False)"),
+]
 
 
 def cuda_case(seed, cfg=HeadConfig()):
@@ -83,7 +85,7 @@ def test_library_adapters_where_they_run(name):
     perm = torch.randperm(400, generator=gen) + 1
     o = 0
     for i, n in enumerate(nb):
-        table[i, :n] = perm[o:o + n]
+        table[i, :n] = perm[o : o + n]
         o += n
     kv = make_kv_cache(401, 16, cfg, device="cuda", generator=gen)
     batch = make_batch(seq, [1] * 4, nb, table.numpy(), cfg, 16, device="cuda", generator=gen)

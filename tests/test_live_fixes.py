@@ -66,8 +66,13 @@ def test_removed_in_sorted_req_id_order_and_resumed_added_after_new():
     """vllm model_runner.py finish_requests removes sorted(req_ids) (strings: req-10 < req-2), and
     for MRV2 the scheduler sends resumed requests after the new ones (scheduled_new_reqs.extend(
     scheduled_resumed_reqs)): both decide which request slot (persistent row) each request gets."""
-    s = Scenario(requests=[(0, 32, 2)] * 12 + [(0, 32, 1)] * 0, max_num_seqs=12, block_size=32, max_model_len=512,
-                 cudagraph_mode="NONE")
+    s = Scenario(
+        requests=[(0, 32, 2)] * 12 + [(0, 32, 1)] * 0,
+        max_num_seqs=12,
+        block_size=32,
+        max_model_len=512,
+        cudagraph_mode="NONE",
+    )
     runner = ModelRunner(s)
     # Slots are popped from the end of free_indices: req-0 -> 11, ..., req-11 -> 0.
     for inst in range(12):
@@ -99,6 +104,7 @@ def test_sync_scheduling_upper_bound_equals_exact_length():
 def test_vllm_032_gather_keeps_rows_a_larger_batch_left():
     """vllm 0.32.0 gather_block_tables launches over num_reqs_padded rows only: a row a larger batch
     left keeps its ids, and a later request in that row sees them past its num_blocks (0.33 zeroes)."""
+
     def run(zero_dirty):
         bt = BlockTables(max_num_reqs=4, max_num_blocks_per_req=8, zero_dirty_rows=zero_dirty)
         for r in range(3):
@@ -109,6 +115,7 @@ def test_vllm_032_gather_keeps_rows_a_larger_batch_left():
         bt.add_request(3)
         bt.append_block_ids(np.array([3]), np.array([1]), np.array([31]))
         return bt.gather_block_tables(np.array([0, 3]), 2, np.array([100, 103]))
+
     assert run(True)[1].tolist() == [31, 0, 0, 0, 0, 0, 0, 0]
     assert run(False)[1].tolist() == [31, 15, 16, 0, 0, 0, 0, 0]
     # The trace rebuilds the same table from its block log under either version.
@@ -121,8 +128,11 @@ def test_vllm_032_gather_keeps_rows_a_larger_batch_left():
         tables = [r.block_table for r in _records(s) if r.batch is not None]
         for st, table in zip(trace.steps, tables):
             assert np.array_equal(st.block_table, table), (version, st.index)
-    differ = [i for i, (a, b) in enumerate(zip(traces["0.32"].steps, traces["0.33"].steps))
-              if not np.array_equal(a.block_table, b.block_table)]
+    differ = [
+        i
+        for i, (a, b) in enumerate(zip(traces["0.32"].steps, traces["0.33"].steps))
+        if not np.array_equal(a.block_table, b.block_table)
+    ]
     assert differ and differ[0] == 30
     with pytest.raises(ValueError, match="vllm"):
         parse_spec("p10o10_vllm=0.31")

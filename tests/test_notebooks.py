@@ -21,8 +21,14 @@ from lab.exercises import KERNEL_SPEC, LIVE_SPEC, questions
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
-SERIES = ("01_tour", "02_upper_bound_and_the_kernel", "03_eagle_draft_windows", "04_mamba_hybrid_and_history",
-          "05_kernels", "06_real_vllm_live")
+SERIES = (
+    "01_tour",
+    "02_upper_bound_and_the_kernel",
+    "03_eagle_draft_windows",
+    "04_mamba_hybrid_and_history",
+    "05_kernels",
+    "06_real_vllm_live",
+)
 
 # Budgets: a notebook runs top to bottom in 60 s on the 2-core development machine (measured times are in
 # docs/workshop.md), a cell in 30 s unless its metadata says {"lab": {"budget_s": N}}. LAB_NOTEBOOK_SLACK
@@ -55,8 +61,9 @@ def _kernel_env(**extra) -> dict:
 
 def execute(path: pathlib.Path, **env):
     nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(nb, kernel_name="python3", timeout_func=_cell_budget,
-                                     resources={"metadata": {"path": str(path.parent)}})
+    client = nbclient.NotebookClient(
+        nb, kernel_name="python3", timeout_func=_cell_budget, resources={"metadata": {"path": str(path.parent)}}
+    )
     start = time.perf_counter()
     client.execute(env=_kernel_env(**env))
     return nb, time.perf_counter() - start
@@ -100,7 +107,7 @@ def test_notebook_ends_with_its_exercises(path):
     assert questions(nn), nn
     for qid in questions(nn):
         assert f'check("{qid}", answer)' in source and f'ask("{qid}")' in source, qid
-    assert nb.cells[0].cell_type == ("code" if nn == "06" else "markdown")   # 06 detects first; the others: prose
+    assert nb.cells[0].cell_type == ("code" if nn == "06" else "markdown")  # 06 detects first; the others: prose
 
 
 def test_exercises_name_the_scenarios_the_notebooks_open():
@@ -110,7 +117,9 @@ def test_exercises_name_the_scenarios_the_notebooks_open():
 
 
 def test_make_lab_opens_jupyterlab_on_the_notebooks():
-    out = subprocess.run(["make", "-n", "lab", "VENV=.venv"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["make", "-n", "lab", "VENV=.venv"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout
     assert "bin/jupyter lab" in out and f"--ServerApp.root_dir={ROOT}/notebooks" in out
     assert f"PYTHONPATH={ROOT}" in out
 

@@ -26,17 +26,23 @@ REBUILT_TABLES_PER_TRACE = 25
 
 # ---- the scenario strategy --------------------------------------------------------------------
 
+
 @st.composite
 def small_scenarios(draw):
     """Small random scenarios: 1-12 requests, every model state / CUDA-graph mode, K 0..4, optional
     explicit capture sizes, and sometimes a KV cache barely big enough (to force preemption)."""
     mml = draw(st.sampled_from([256, 512, 1024, 2048]))
     k = draw(st.integers(0, 4))
-    requests = draw(st.lists(
-        st.tuples(st.integers(0, 20), st.integers(1, min(600, mml - 1)), st.integers(1, 80)),
-        min_size=1, max_size=12))
-    capture = draw(st.none() | st.lists(st.integers(1, 32), min_size=1, max_size=5, unique=True)
-                   .map(lambda xs: tuple(sorted(xs))))
+    requests = draw(
+        st.lists(
+            st.tuples(st.integers(0, 20), st.integers(1, min(600, mml - 1)), st.integers(1, 80)),
+            min_size=1,
+            max_size=12,
+        )
+    )
+    capture = draw(
+        st.none() | st.lists(st.integers(1, 32), min_size=1, max_size=5, unique=True).map(lambda xs: tuple(sorted(xs)))
+    )
     fields = dict(
         requests=requests,
         max_model_len=mml,
@@ -49,7 +55,7 @@ def small_scenarios(draw):
         max_num_seqs=draw(st.integers(1, 8)),
         max_num_batched_tokens=draw(st.integers(max(8, 1 + k), 1024)),
         acceptance_rate=draw(st.floats(0.0, 1.0) | st.sampled_from([0.0, 1.0])),
-        seed=draw(st.integers(0, 2 ** 32 - 1)),
+        seed=draw(st.integers(0, 2**32 - 1)),
         max_num_steps=20_000,  # far above what these scenarios need; a livelock shows as truncated
     )
     s = Scenario(**fields)
@@ -61,12 +67,21 @@ def small_scenarios(draw):
 
 # ---- the checks -------------------------------------------------------------------------------
 
+
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def check_oor(oor: dict, table: np.ndarray, num_blocks: np.ndarray, n: int, num_rows: int,
-              kernel_max_seq_len: int, block_size: int, valid_ids: np.ndarray) -> None:
+def check_oor(
+    oor: dict,
+    table: np.ndarray,
+    num_blocks: np.ndarray,
+    n: int,
+    num_rows: int,
+    kernel_max_seq_len: int,
+    block_size: int,
+    valid_ids: np.ndarray,
+) -> None:
     """One walk's out-of-range counts against the real input table: the classes and in_range add
     up to walked; null entries are exactly the zeros past num_blocks; live ones at least those ids
     that a row of this very step holds."""
@@ -134,7 +149,7 @@ def check_step(trace: Trace, i: int, table: np.ndarray, rebuild: bool) -> None:
     assert (valid_ids != 0).all(), "the null block inside a valid region"
     assert (nb * bs >= exact[:n]).all(), "blocks do not cover the request's tokens"
     off = trace.arrays["row_offsets"]
-    insts = trace.arrays["row_inst"][off[i]:off[i + 1]]
+    insts = trace.arrays["row_inst"][off[i] : off[i + 1]]
     view = step.block_table if rebuild else None
     for r in range(n):
         assert (valid[r] == trace.instance_blocks(int(insts[r]))[: nb[r]]).all()
@@ -184,6 +199,7 @@ def check_trace(trace: Trace, tables: list[np.ndarray], rebuild_all: bool = Fals
 
 # ---- the tests --------------------------------------------------------------------------------
 
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_scenarios())
 def test_step_invariants(s):
@@ -230,14 +246,17 @@ def test_save_load_on_tmp_path(tmp_path):
         assert np.array_equal(back.arrays[name], trace.arrays[name]), name
 
 
-@pytest.mark.parametrize("spec", [
-    "6p300o60_4p120o40a3+2_k=2_accept=0.5_mml=1k_bs=8_blocks=60_seqs=6_capture=1/2/4/8",
-    "8p400o24_8p96o300a20+2_mml=8k_blocks=96_seqs=12_cg=piecewise",
-    "5p200o80a0+1_k=4_accept=0.9_mml=512_bs=4_seqs=3_tokens=16_state=mamba",
-    "12p100o30_mml=256_bs=1_cg=none_seqs=8_tokens=64_blocks=140",
-    # A row zeroed by FULL padding and later refilled with fewer blocks than it held before.
-    "p1o1_p1o2_p40o9a1_mml=256_bs=1_k=3_capture=12_seqs=3_tokens=8_accept=0",
-])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "6p300o60_4p120o40a3+2_k=2_accept=0.5_mml=1k_bs=8_blocks=60_seqs=6_capture=1/2/4/8",
+        "8p400o24_8p96o300a20+2_mml=8k_blocks=96_seqs=12_cg=piecewise",
+        "5p200o80a0+1_k=4_accept=0.9_mml=512_bs=4_seqs=3_tokens=16_state=mamba",
+        "12p100o30_mml=256_bs=1_cg=none_seqs=8_tokens=64_blocks=140",
+        # A row zeroed by FULL padding and later refilled with fewer blocks than it held before.
+        "p1o1_p1o2_p40o9a1_mml=256_bs=1_k=3_capture=12_seqs=3_tokens=8_accept=0",
+    ],
+)
 def test_step_invariants_on_fixed_scenarios(spec):
     """The same checks on hand-picked scenarios known to cover preemption, FULL padding, drafts
     and stale columns across padding, with the trace's table rebuilt on every step."""

@@ -25,12 +25,20 @@ def _batch(ub_real, num_reqs_padded, num_sched=None):
     n = len(ub_real)
     num_sched = np.ones(n, dtype=np.int64) if num_sched is None else np.asarray(num_sched)
     ub = seq_lens_cpu_upper_bound(ub_real - num_sched, num_sched, num_reqs_padded)
-    return InputBatch(req_nums=np.arange(n), idx_mapping_np=np.arange(n), num_reqs=n,
-                      num_reqs_after_padding=num_reqs_padded, num_scheduled_tokens=num_sched,
-                      num_tokens=int(num_sched.sum()), num_tokens_after_padding=num_reqs_padded,
-                      num_computed_tokens_np=ub_real - num_sched, seq_lens_cpu_upper_bound=ub,
-                      seq_lens=ub.copy(), num_draft_tokens_per_req=np.zeros(n, np.int64),
-                      is_prefilling_np=np.zeros(n, bool))
+    return InputBatch(
+        req_nums=np.arange(n),
+        idx_mapping_np=np.arange(n),
+        num_reqs=n,
+        num_reqs_after_padding=num_reqs_padded,
+        num_scheduled_tokens=num_sched,
+        num_tokens=int(num_sched.sum()),
+        num_tokens_after_padding=num_reqs_padded,
+        num_computed_tokens_np=ub_real - num_sched,
+        seq_lens_cpu_upper_bound=ub,
+        seq_lens=ub.copy(),
+        num_draft_tokens_per_req=np.zeros(n, np.int64),
+        is_prefilling_np=np.zeros(n, bool),
+    )
 
 
 def test_R1_seq_lens_cpu_upper_bound():
@@ -176,7 +184,7 @@ def test_R6_rows_left_by_a_larger_batch_are_zeroed():
     # Every row past a step's real requests is all zeros, in the engine and in the rebuilt trace.
     trace, tables = simulate_checked(Scenario.preset("stale-block-reuse"), check_invariants=False)
     for st, table in zip(trace.steps, tables):
-        assert not table[st.num_reqs:].any()
+        assert not table[st.num_reqs :].any()
         assert np.array_equal(st.block_table, table)
 
 

@@ -34,11 +34,14 @@ def _reqs(count: int, prompt: int, output: int, arrival: int = 0, every: int = 0
 
 WORKED_EXAMPLES = {
     "32p512o256_mml=128k_cg=piecewise": Scenario(
-        requests=_reqs(32, 512, 256), max_model_len=128 * 1024, cudagraph_mode="PIECEWISE"),
+        requests=_reqs(32, 512, 256), max_model_len=128 * 1024, cudagraph_mode="PIECEWISE"
+    ),
     "2p16ko32_16p256o512a0+4_mml=32k": Scenario(
-        requests=_reqs(2, 16 * 1024, 32) + _reqs(16, 256, 512, arrival=0, every=4), max_model_len=32 * 1024),
+        requests=_reqs(2, 16 * 1024, 32) + _reqs(16, 256, 512, arrival=0, every=4), max_model_len=32 * 1024
+    ),
     "8p1ko64_k=3_accept=0.6_seed=7": Scenario(
-        requests=_reqs(8, 1024, 64), num_speculative_tokens=3, acceptance_rate=0.6, seed=7),
+        requests=_reqs(8, 1024, 64), num_speculative_tokens=3, acceptance_rate=0.6, seed=7
+    ),
     "p100o20a5": Scenario(requests=(RequestSpec(5, 100, 20),)),
 }
 
@@ -83,17 +86,29 @@ def test_worked_examples_in_detail():
 def test_defaults_match_the_docstring_table():
     """Settings not given take the defaults the docstring table lists."""
     s = parse_spec("p10o5")
-    assert (s.max_model_len, s.block_size, s.num_speculative_tokens, s.model_state, s.cudagraph_mode,
-            s.cudagraph_capture_sizes, s.max_num_seqs, s.max_num_batched_tokens, s.num_gpu_blocks,
-            s.acceptance_rate, s.seed, s.max_num_steps) == (
-        32768, 16, 0, "default", "FULL_AND_PIECEWISE", None, 256, 8192, None, 0.7, 0, 100_000)
+    assert (
+        s.max_model_len,
+        s.block_size,
+        s.num_speculative_tokens,
+        s.model_state,
+        s.cudagraph_mode,
+        s.cudagraph_capture_sizes,
+        s.max_num_seqs,
+        s.max_num_batched_tokens,
+        s.num_gpu_blocks,
+        s.acceptance_rate,
+        s.seed,
+        s.max_num_steps,
+    ) == (32768, 16, 0, "default", "FULL_AND_PIECEWISE", None, 256, 8192, None, 0.7, 0, 100_000)
 
 
 def test_every_setting_key():
     """Each key of the settings table sets its field; k suffixes multiply by 1024; whitespace also
     separates segments and keys are case-insensitive."""
-    s = parse_spec("p1ko2k mml=64k_BS=32_k=2_state=mamba_cg=NONE_capture=1/2/4/8_seqs=12_tokens=2k"
-                   "_blocks=1k_accept=0.25_seed=11_steps=500")
+    s = parse_spec(
+        "p1ko2k mml=64k_BS=32_k=2_state=mamba_cg=NONE_capture=1/2/4/8_seqs=12_tokens=2k"
+        "_blocks=1k_accept=0.25_seed=11_steps=500"
+    )
     assert s.requests == (RequestSpec(0, 1024, 2048),)
     assert s.max_model_len == 65536 and s.block_size == 32 and s.num_speculative_tokens == 2
     assert s.model_state == "mamba_hybrid" and s.cudagraph_mode == "NONE"
@@ -122,6 +137,7 @@ def test_overrides_and_methods():
 
 
 # ---- round trips ------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", list_presets())
 def test_preset_round_trip(name):
@@ -161,9 +177,11 @@ def valid_scenarios(draw):
     mml = draw(st.integers(2, 300_000) | st.integers(1, 256).map(lambda x: x * 1024))
     k = draw(st.integers(0, MAX_SPECULATIVE_TOKENS))
     requests = draw(request_lists(max_prompt=mml - 1))
-    capture = draw(st.none() | st.lists(st.integers(1, 2048), min_size=1, max_size=8, unique=True)
-                   .map(lambda xs: tuple(sorted(xs))))
-    block_size = draw(st.sampled_from([2 ** i for i in range(13)]))
+    capture = draw(
+        st.none()
+        | st.lists(st.integers(1, 2048), min_size=1, max_size=8, unique=True).map(lambda xs: tuple(sorted(xs)))
+    )
+    block_size = draw(st.sampled_from([2**i for i in range(13)]))
     # Keep max_num_seqs x block-table width within what the lab holds.
     max_seqs = max(1, min(4096, MAX_BLOCK_TABLE_ENTRIES // block_table_width(mml, block_size)))
     fields = dict(
@@ -177,7 +195,7 @@ def valid_scenarios(draw):
         max_num_seqs=draw(st.integers(1, max_seqs)),
         max_num_batched_tokens=draw(st.integers(1 + k, 100_000) | st.integers(1, 64).map(lambda x: 1024 * x + k)),
         acceptance_rate=draw(st.floats(0.0, 1.0, allow_nan=False) | st.sampled_from([0, 1, 0.5, 0.1])),
-        seed=draw(st.integers(0, 2 ** 63 - 1)),
+        seed=draw(st.integers(0, 2**63 - 1)),
         max_num_steps=draw(st.integers(1, 10_000_000)),
     )
     base = Scenario(**fields)
@@ -205,32 +223,36 @@ def test_name_and_description_do_not_take_part_in_equality():
 
 # ---- invalid segments -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("spec, bad", [
-    ("8q1s1k", "8q1s1k"),
-    ("p12", "p12"),
-    ("o12", "o12"),
-    ("p10o5_p12", "p12"),
-    ("p10o5a", "p10o5a"),
-    ("p10o5a1+", "p10o5a1+"),
-    ("p10Ko5", "p10Ko5"),
-    ("-2p10o5", "-2p10o5"),
-    ("0p10o5", "0p10o5"),
-    ("p10o5_mml=abc", "mml=abc"),
-    ("p10o5_mml=", "mml="),
-    ("p10o5_mml=1.5k", "mml=1.5k"),
-    ("p10o5_foo=1", "foo=1"),
-    ("p10o5_=3", "=3"),
-    ("p10o5_cg=full-graph", "cg=full-graph"),
-    ("p10o5_cg=full_graph", "graph"),  # '_' separates segments: 'graph' is the bad one
-    ("p10o5_state=mamba_hybrid", "hybrid"),  # likewise: the field's own value cannot be written
-    ("p10o5_state=ssm", "state=ssm"),
-    ("p10o5_capture=1/x/8", "capture=1/x/8"),
-    ("p10o5_capture=", "capture="),
-    ("p10o5_accept=high", "accept=high"),
-    ("p10o5_seed=-1", "seed=-1"),
-    ("p10o5_seed=1k", "seed=1k"),
-    ("p10o5_k=three", "k=three"),
-])
+
+@pytest.mark.parametrize(
+    "spec, bad",
+    [
+        ("8q1s1k", "8q1s1k"),
+        ("p12", "p12"),
+        ("o12", "o12"),
+        ("p10o5_p12", "p12"),
+        ("p10o5a", "p10o5a"),
+        ("p10o5a1+", "p10o5a1+"),
+        ("p10Ko5", "p10Ko5"),
+        ("-2p10o5", "-2p10o5"),
+        ("0p10o5", "0p10o5"),
+        ("p10o5_mml=abc", "mml=abc"),
+        ("p10o5_mml=", "mml="),
+        ("p10o5_mml=1.5k", "mml=1.5k"),
+        ("p10o5_foo=1", "foo=1"),
+        ("p10o5_=3", "=3"),
+        ("p10o5_cg=full-graph", "cg=full-graph"),
+        ("p10o5_cg=full_graph", "graph"),  # '_' separates segments: 'graph' is the bad one
+        ("p10o5_state=mamba_hybrid", "hybrid"),  # likewise: the field's own value cannot be written
+        ("p10o5_state=ssm", "state=ssm"),
+        ("p10o5_capture=1/x/8", "capture=1/x/8"),
+        ("p10o5_capture=", "capture="),
+        ("p10o5_accept=high", "accept=high"),
+        ("p10o5_seed=-1", "seed=-1"),
+        ("p10o5_seed=1k", "seed=1k"),
+        ("p10o5_k=three", "k=three"),
+    ],
+)
 def test_invalid_segment_names_the_segment(spec, bad):
     """A segment the grammar cannot read raises ValueError quoting that segment."""
     with pytest.raises(ValueError) as err:
@@ -238,12 +260,15 @@ def test_invalid_segment_names_the_segment(spec, bad):
     assert repr(bad) in str(err.value)
 
 
-@pytest.mark.parametrize("spec, key", [
-    ("p10o5_mml=1k_mml=2k", "mml"),
-    ("p10o5_mml=1k_MML=2k", "mml"),
-    ("p10o5_seed=1_seed=1", "seed"),
-    ("p10o5_capture=1/2_capture=4", "capture"),
-])
+@pytest.mark.parametrize(
+    "spec, key",
+    [
+        ("p10o5_mml=1k_mml=2k", "mml"),
+        ("p10o5_mml=1k_MML=2k", "mml"),
+        ("p10o5_seed=1_seed=1", "seed"),
+        ("p10o5_capture=1/2_capture=4", "capture"),
+    ],
+)
 def test_duplicate_key(spec, key):
     """A setting given twice is an error that names the key (even if both values agree)."""
     with pytest.raises(ValueError, match=f"'{key}' is given twice"):
@@ -269,31 +294,35 @@ def test_spec_must_be_a_string(spec):
 
 # ---- invalid values ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("spec, field", [
-    ("p1ko5_mml=1k", "requests[0].prompt_len"),  # prompt == max_model_len: no room to generate
-    ("p10o5_p2ko5_mml=1k", "requests[1].prompt_len"),
-    ("p0o5", "requests[0].prompt_len"),
-    ("p10o0", "requests[0].output_len"),
-    ("p10o5_mml=1", "max_model_len"),
-    ("p10o5_mml=17000k", "max_model_len"),
-    ("p10o5_bs=3", "block_size"),
-    ("p10o5_bs=0", "block_size"),
-    ("p10o5_bs=8k", "block_size"),
-    ("p10o5_k=16", "num_speculative_tokens"),
-    ("p10o5_accept=1.5", "acceptance_rate"),
-    ("p10o5_accept=-0.1", "acceptance_rate"),
-    ("p10o5_accept=nan", "acceptance_rate"),
-    ("p10o5_accept=inf", "acceptance_rate"),
-    ("p100o5_blocks=7", "num_gpu_blocks"),  # 100 tokens = 7 blocks of 16, + the null block = 8
-    ("p10o5_capture=4/2", "cudagraph_capture_sizes"),
-    ("p10o5_capture=2/2", "cudagraph_capture_sizes"),
-    ("p10o5_capture=0/1", "cudagraph_capture_sizes"),
-    ("p10o5_seqs=0", "max_num_seqs"),
-    ("p10o5_seqs=5k", "max_num_seqs"),
-    ("p10o5_tokens=3_k=3", "max_num_batched_tokens"),
-    ("p10o5_steps=0", "max_num_steps"),
-    ("p10o5_seed=9223372036854775808", "seed"),  # 2**63
-])
+
+@pytest.mark.parametrize(
+    "spec, field",
+    [
+        ("p1ko5_mml=1k", "requests[0].prompt_len"),  # prompt == max_model_len: no room to generate
+        ("p10o5_p2ko5_mml=1k", "requests[1].prompt_len"),
+        ("p0o5", "requests[0].prompt_len"),
+        ("p10o0", "requests[0].output_len"),
+        ("p10o5_mml=1", "max_model_len"),
+        ("p10o5_mml=17000k", "max_model_len"),
+        ("p10o5_bs=3", "block_size"),
+        ("p10o5_bs=0", "block_size"),
+        ("p10o5_bs=8k", "block_size"),
+        ("p10o5_k=16", "num_speculative_tokens"),
+        ("p10o5_accept=1.5", "acceptance_rate"),
+        ("p10o5_accept=-0.1", "acceptance_rate"),
+        ("p10o5_accept=nan", "acceptance_rate"),
+        ("p10o5_accept=inf", "acceptance_rate"),
+        ("p100o5_blocks=7", "num_gpu_blocks"),  # 100 tokens = 7 blocks of 16, + the null block = 8
+        ("p10o5_capture=4/2", "cudagraph_capture_sizes"),
+        ("p10o5_capture=2/2", "cudagraph_capture_sizes"),
+        ("p10o5_capture=0/1", "cudagraph_capture_sizes"),
+        ("p10o5_seqs=0", "max_num_seqs"),
+        ("p10o5_seqs=5k", "max_num_seqs"),
+        ("p10o5_tokens=3_k=3", "max_num_batched_tokens"),
+        ("p10o5_steps=0", "max_num_steps"),
+        ("p10o5_seed=9223372036854775808", "seed"),  # 2**63
+    ],
+)
 def test_invalid_value_names_the_field(spec, field):
     """A readable segment with an impossible value raises ValueError starting with the field name."""
     with pytest.raises(ValueError) as err:
@@ -314,19 +343,22 @@ def test_num_gpu_blocks_boundary():
         parse_spec("p100o5000_mml=256_blocks=16")
 
 
-@pytest.mark.parametrize("fields, field", [
-    (dict(requests=()), "requests"),
-    (dict(requests=[(0, 10, 5)], model_state="mamba"), "model_state"),
-    (dict(requests=[(0, 10, 5)], cudagraph_mode="FULL"), "cudagraph_mode"),
-    (dict(requests=[(0, 10, 5)], cudagraph_capture_sizes=()), "cudagraph_capture_sizes"),
-    (dict(requests=[(0, 10, 5)], block_size=16.0), "block_size"),
-    (dict(requests=[(0, 10, 5)], max_model_len=True), "max_model_len"),
-    (dict(requests=[(-1, 10, 5)]), "requests[0].arrival_step"),
-    (dict(requests=[(0, 10, 5), (0, 10.0, 5)]), "requests[1].prompt_len"),
-    (dict(requests=[(0, 10, 5)], num_speculative_tokens=-1), "num_speculative_tokens"),
-    (dict(requests=[(0, 10, 5)], num_gpu_blocks=2.5), "num_gpu_blocks"),
-    (dict(requests=[(0, 10, 5)], acceptance_rate="0.5"), "acceptance_rate"),
-])
+@pytest.mark.parametrize(
+    "fields, field",
+    [
+        (dict(requests=()), "requests"),
+        (dict(requests=[(0, 10, 5)], model_state="mamba"), "model_state"),
+        (dict(requests=[(0, 10, 5)], cudagraph_mode="FULL"), "cudagraph_mode"),
+        (dict(requests=[(0, 10, 5)], cudagraph_capture_sizes=()), "cudagraph_capture_sizes"),
+        (dict(requests=[(0, 10, 5)], block_size=16.0), "block_size"),
+        (dict(requests=[(0, 10, 5)], max_model_len=True), "max_model_len"),
+        (dict(requests=[(-1, 10, 5)]), "requests[0].arrival_step"),
+        (dict(requests=[(0, 10, 5), (0, 10.0, 5)]), "requests[1].prompt_len"),
+        (dict(requests=[(0, 10, 5)], num_speculative_tokens=-1), "num_speculative_tokens"),
+        (dict(requests=[(0, 10, 5)], num_gpu_blocks=2.5), "num_gpu_blocks"),
+        (dict(requests=[(0, 10, 5)], acceptance_rate="0.5"), "acceptance_rate"),
+    ],
+)
 def test_invalid_constructor_value_names_the_field(fields, field):
     """Scenario(...) built directly validates the same way and names the field."""
     with pytest.raises(ValueError) as err:
@@ -334,15 +366,16 @@ def test_invalid_constructor_value_names_the_field(fields, field):
     assert str(err.value).startswith(f"{field}:"), str(err.value)
 
 
-@pytest.mark.parametrize("seed", [-1, 2 ** 63, True])
+@pytest.mark.parametrize("seed", [-1, 2**63, True])
 def test_seed_range(seed):
     """The seed must be a non-negative integer below 2**63 (what the engine's RNG and the grammar accept)."""
     with pytest.raises(ValueError, match="^seed:"):
         Scenario(requests=[(0, 10, 5)], seed=seed)
-    assert Scenario(requests=[(0, 10, 5)], seed=2 ** 63 - 1).seed == 2 ** 63 - 1
+    assert Scenario(requests=[(0, 10, 5)], seed=2**63 - 1).seed == 2**63 - 1
 
 
 # ---- variants ---------------------------------------------------------------------------------
+
 
 def test_replace_revalidates():
     """dataclasses.replace (and Scenario.replace) build a checked variant: a too-small

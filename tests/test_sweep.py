@@ -12,7 +12,7 @@ from lab import Scenario, simulate
 from lab.sweep import SweepSpec, deterministic, parse_values, run_sweep, trace_row
 from lab.sweep.point import evaluate
 
-BASE = "4p64o24_mml=4k_cg=piecewise"     # small: a point simulates in milliseconds
+BASE = "4p64o24_mml=4k_cg=piecewise"  # small: a point simulates in milliseconds
 
 
 def _expected(spec: str) -> dict:
@@ -21,10 +21,14 @@ def _expected(spec: str) -> dict:
     tot = trace.totals(True)
     tgt = trace.totals(False)
     reach = sum(st.kernel_max_seq_len["fixed"] != st.kernel_max_seq_len["baseline"] for st in trace.steps)
-    return {"num_steps": len(trace.steps), "all_baseline_walked": tot["baseline"]["walked"],
-            "all_fixed_walked": tot["fixed"]["walked"], "target_baseline_free": tgt["baseline"]["free"],
-            "all_baseline_oor": sum(tot["baseline"][c] for c in ("null", "live", "free", "padded")),
-            "fix_reaches_kernel_share": reach / len(trace.steps)}
+    return {
+        "num_steps": len(trace.steps),
+        "all_baseline_walked": tot["baseline"]["walked"],
+        "all_fixed_walked": tot["fixed"]["walked"],
+        "target_baseline_free": tgt["baseline"]["free"],
+        "all_baseline_oor": sum(tot["baseline"][c] for c in ("null", "live", "free", "padded")),
+        "fix_reaches_kernel_share": reach / len(trace.steps),
+    }
 
 
 def _check_rows(rows):
@@ -74,7 +78,13 @@ def test_local_processes_equal_point_by_point(tmp_path):
     res = run_sweep(spec, out_dir=str(tmp_path), workers=2)
     assert res.computed == 6 and res.reused == 0 and not res.interrupted and res.executor.startswith("local (2")
     assert [(r["point"], r["seed"], r["mml"]) for r in res.rows] == [
-        (0, 0, 2048), (0, 1, 2048), (1, 0, 4096), (1, 1, 4096), (2, 0, 8192), (2, 1, 8192)]
+        (0, 0, 2048),
+        (0, 1, 2048),
+        (1, 0, 4096),
+        (1, 1, 4096),
+        (2, 0, 8192),
+        (2, 1, 8192),
+    ]
     _check_rows(res.rows)
     inline = run_sweep(spec, workers=1)
     assert [deterministic(r) for r in inline.rows] == [deterministic(r) for r in res.rows]
@@ -90,7 +100,7 @@ def test_resume_after_interruption(tmp_path):
     first = run_sweep(spec, out_dir=str(tmp_path), workers=1, stop_after=2)
     assert first.interrupted and first.computed == 2 and len(first.rows) == 2
     assert not (tmp_path / "results.csv").exists()
-    with open(tmp_path / "results.jsonl", "a") as f:   # a line cut short by the interruption
+    with open(tmp_path / "results.jsonl", "a") as f:  # a line cut short by the interruption
         f.write('{"key": "abc", "row": {"spe')
     second = run_sweep(spec, out_dir=str(tmp_path), workers=1)
     assert second.reused == 2 and second.computed == 2 and not second.interrupted
@@ -102,15 +112,16 @@ def test_resume_after_interruption(tmp_path):
 
 
 def test_duplicate_specs_run_once():
-    spec = SweepSpec.make(BASE, ["mml=4k,4096"])   # two axis values, one scenario
+    spec = SweepSpec.make(BASE, ["mml=4k,4096"])  # two axis values, one scenario
     res = run_sweep(spec, workers=1)
     assert res.computed == 1 and len(res.rows) == 2 and res.rows[0]["spec"] == res.rows[1]["spec"]
 
 
 def test_kernel_columns():
     spec = SweepSpec.make("2p40o4_mml=2k_cg=piecewise", ["mml=1k,2k"])
-    res = run_sweep(spec, workers=1, kernels={"backend": "torch-reference", "device": "cpu", "budget": 20_000,
-                                              "repeats": 1})
+    res = run_sweep(
+        spec, workers=1, kernels={"backend": "torch-reference", "device": "cpu", "budget": 20_000, "repeats": 1}
+    )
     for r in res.rows:
         assert r["kernel_steps"] >= 1 and r["kernel_baseline_ms"] > 0 and r["kernel_fixed_ms"] > 0
         assert math.isfinite(r["kernel_ratio"]) and r["kernel_baseline_iqr_ms"] >= 0
@@ -120,8 +131,9 @@ def test_cli_sweep(tmp_path, capsys):
     from lab.cli import main
 
     out = tmp_path / "sw"
-    rc = main(["sweep", "--spec", BASE, "--axis", "mml=2k,4k", "--seeds", "2", "--out", str(out), "--workers", "1",
-               "--quiet"])
+    rc = main(
+        ["sweep", "--spec", BASE, "--axis", "mml=2k,4k", "--seeds", "2", "--out", str(out), "--workers", "1", "--quiet"]
+    )
     text = capsys.readouterr().out
     assert rc == 0 and "4 points run, 0 reused" in text and "results.csv" in text
     assert main(["sweep", "--spec", BASE, "--axis", "mml=2k,4k", "--seeds", "2", "--out", str(out), "--quiet"]) == 0
@@ -173,8 +185,10 @@ def test_gpu_model_columns():
     res = run_sweep(spec, workers=1, gpus=("b200",))
     for r in res.rows:
         want = {x["backend"]: x for x in predict(simulate(Scenario.from_spec(r["spec"])), GPUS["B200"])}
-        assert r["model_B200_trtllm-gen_ctas_launched_baseline"] == want["trtllm-gen"]["predicted"]["baseline"][
-            "ctas_launched"]
+        assert (
+            r["model_B200_trtllm-gen_ctas_launched_baseline"]
+            == want["trtllm-gen"]["predicted"]["baseline"]["ctas_launched"]
+        )
         assert r["model_B200_triton-unified_extra_bytes"] == 0
     with pytest.raises(ValueError, match="unknown GPU"):
         run_sweep(spec, gpus=("TPU",))
@@ -185,8 +199,25 @@ def test_metric_picks_the_figure(tmp_path, capsys):
     from lab.sweep.point import numeric_columns
 
     assert set(numeric_columns()) <= set(evaluate(BASE))
-    assert main(["sweep", "--spec", BASE, "--axis", "mml=2k,4k", "--out", str(tmp_path), "--workers", "1",
-                 "--quiet", "--metric", "all_baseline_oor"]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--spec",
+                BASE,
+                "--axis",
+                "mml=2k,4k",
+                "--out",
+                str(tmp_path),
+                "--workers",
+                "1",
+                "--quiet",
+                "--metric",
+                "all_baseline_oor",
+            ]
+        )
+        == 0
+    )
     assert "out-of-range entries, baseline" in (tmp_path / "figure.html").read_text()
     assert main(["sweep", "--spec", BASE, "--axis", "mml=2k", "--metric", "nope"]) == 2
     assert "not a numeric column" in capsys.readouterr().err

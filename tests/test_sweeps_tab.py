@@ -33,8 +33,9 @@ def tab_client(make_client):
 
 
 def test_sweep_runs_and_draws(tab_client):
-    fig, table, status = tab_client.predict(SMALL, "mml", "2k,4k,8k", "(none)", "", 2, "all_walked_ratio",
-                                            api_name="/run_sweep")
+    fig, table, status = tab_client.predict(
+        SMALL, "mml", "2k,4k,8k", "(none)", "", 2, "all_walked_ratio", api_name="/run_sweep"
+    )
     plot = json.loads(fig["plot"])
     assert plot["data"][-1]["x"] == [2048, 4096, 8192]
     assert table["headers"][:2] == ["mml", "seeds"] and len(table["data"]) == 3
@@ -42,14 +43,16 @@ def test_sweep_runs_and_draws(tab_client):
 
 
 def test_two_axes_heatmap(tab_client):
-    fig, table, _ = tab_client.predict(SMALL, "mml", "2k,4k", "cg", "full,piecewise", 1, "all_walked_ratio",
-                                       api_name="/run_sweep")
+    fig, table, _ = tab_client.predict(
+        SMALL, "mml", "2k,4k", "cg", "full,piecewise", 1, "all_walked_ratio", api_name="/run_sweep"
+    )
     assert json.loads(fig["plot"])["data"][0]["type"] == "heatmap" and len(table["data"]) == 4
 
 
 def test_too_big_points_to_the_cli(tab_client):
-    fig, table, status = tab_client.predict(SMALL, "mml", "1k:64k:1k", "bs", "16,32", 10, "all_walked_ratio",
-                                            api_name="/run_sweep")
+    fig, table, status = tab_client.predict(
+        SMALL, "mml", "1k:64k:1k", "bs", "16,32", 10, "all_walked_ratio", api_name="/run_sweep"
+    )
     assert fig is None and "Too big for the app" in status and "python -m lab sweep" in status
     est = tab_client.predict(SMALL, "mml", "2k,4k", "(none)", "", 1, api_name="/sweep_estimate")
     assert est.startswith("2 points")
@@ -79,8 +82,9 @@ def test_app_has_the_tab(app_url, make_client):
 def test_sweep_past_the_deadline_points_to_the_cli(monkeypatch):
     import lab.app.sweeps_tab as tab
 
-    monkeypatch.setattr(tab, "APP_BUDGET_S", 0.0)       # every sweep overruns: stopped after its first point
+    monkeypatch.setattr(tab, "APP_BUDGET_S", 0.0)  # every sweep overruns: stopped after its first point
     monkeypatch.setattr(tab, "SECONDS_PER_POINT", 0.0)  # ... though the estimate lets it start
-    fig, table, status = tab.run_sweep_tab(SMALL, "mml", "2k,4k,8k", "(none)", "", 1, "all_walked_ratio",
-                                           progress=lambda *a, **k: None)
+    fig, table, status = tab.run_sweep_tab(
+        SMALL, "mml", "2k,4k,8k", "(none)", "", 1, "all_walked_ratio", progress=lambda *a, **k: None
+    )
     assert fig is None and "Stopped after" in status and "python -m lab sweep" in status

@@ -38,7 +38,8 @@ def test_contract_names(eagle_trace):
     assert len(st.drafts) == 3
     for d in st.drafts:
         assert {"index", "seq_lens_cpu_upper_bound", "cudagraph_mode", "max_seq_len", "kernel_max_seq_len"} <= set(
-            dir(d))
+            dir(d)
+        )
     assert set(st.oor) == {"baseline", "fixed"}
     assert {"null", "live", "free", "padded"} <= set(st.oor["fixed"])
     assert trace.steps[-1].index == len(trace.steps) - 1
@@ -183,11 +184,21 @@ def _fake_timings(trace) -> tuple[dict, dict]:
     s = len(trace.steps)
     ms = np.column_stack([np.linspace(2.0, 3.0, s), np.linspace(0.5, 1.0, s)])
     ms[0] = np.nan  # a step that was not timed
-    arrays = {"kernel_ms": ms, "kernel_iqr_ms": ms / 10, "kernel_bytes_real": np.full(s, 10**6),
-              "kernel_bytes_walked": np.tile([4 * 10**6, 10**6], (s, 1)),
-              "kernel_max_abs_err": np.zeros((s, 2)), "kernel_trusting_wrong": np.tile([1, 0], (s, 1))}
-    meta = {"backend": "torch-reference", "device": "cpu", "kernel": "paged_decode", "dtype": "float32",
-            "command": "python -m lab simulate --preset eagle-k3 --backend torch-reference"}
+    arrays = {
+        "kernel_ms": ms,
+        "kernel_iqr_ms": ms / 10,
+        "kernel_bytes_real": np.full(s, 10**6),
+        "kernel_bytes_walked": np.tile([4 * 10**6, 10**6], (s, 1)),
+        "kernel_max_abs_err": np.zeros((s, 2)),
+        "kernel_trusting_wrong": np.tile([1, 0], (s, 1)),
+    }
+    meta = {
+        "backend": "torch-reference",
+        "device": "cpu",
+        "kernel": "paged_decode",
+        "dtype": "float32",
+        "command": "python -m lab simulate --preset eagle-k3 --backend torch-reference",
+    }
     return meta, arrays
 
 
@@ -209,7 +220,9 @@ def test_kernel_timings_attach_and_round_trip(tmp_path, eagle_trace):
         np.testing.assert_array_equal(back.arrays[name], t.arrays[name])
     # Bad timings are refused, on attach and on load.
     with pytest.raises(ValueError, match="kernel_ms"):
-        Trace.from_json_dict(_doc(eagle_trace)).attach_kernel_timings(meta, {**arrays, "kernel_ms": -arrays["kernel_ms"]})
+        Trace.from_json_dict(_doc(eagle_trace)).attach_kernel_timings(
+            meta, {**arrays, "kernel_ms": -arrays["kernel_ms"]}
+        )
     with pytest.raises(ValueError, match="meta.kernels"):
         Trace.from_json_dict(_doc(eagle_trace)).attach_kernel_timings({"backend": "x"}, arrays)
     doc = json.loads((tmp_path / "t.json").read_text())

@@ -7,18 +7,32 @@ import plotly.graph_objects as go
 import pytest
 
 from lab import Scenario, Trace, simulate
-from lab.views import (ALL_VIEWS, HONESTY, HOW_TO_TIME, all_specs, block_table_classes, block_table_figure,
-                       block_table_spec, drafts_spec, kernels_spec, lengths_spec, oor_spec, summary_markdown,
-                       summary_numbers, timeline_spec)
-from lab.views.block_table import CLASSES, MAX_COL_BINS, MAX_EXACT_COLS
-
 from lab.engine.oor import OOR_CLASSES
+from lab.views import (
+    ALL_VIEWS,
+    HONESTY,
+    HOW_TO_TIME,
+    all_specs,
+    block_table_classes,
+    block_table_figure,
+    block_table_spec,
+    drafts_spec,
+    kernels_spec,
+    lengths_spec,
+    oor_spec,
+    summary_markdown,
+    summary_numbers,
+    timeline_spec,
+)
+from lab.views.block_table import CLASSES, MAX_COL_BINS, MAX_EXACT_COLS
 
 
 @pytest.fixture(scope="module")
 def traces():
-    return {name: simulate(Scenario.preset(name)) for name in
-            ("short-decode-long-context", "eagle-k3", "stale-block-reuse", "full-graph-vs-eager")}
+    return {
+        name: simulate(Scenario.preset(name))
+        for name in ("short-decode-long-context", "eagle-k3", "stale-block-reuse", "full-graph-vs-eager")
+    }
 
 
 def _timed(trace) -> Trace:
@@ -29,11 +43,22 @@ def _timed(trace) -> Trace:
     ms = np.column_stack([np.linspace(2.0, 3.0, s), np.linspace(0.5, 1.0, s)])
     ms[0] = np.nan
     t.attach_kernel_timings(
-        {"backend": "made-up", "device": "test-device", "kernel": "paged_decode", "dtype": "float32",
-         "command": "(test data)"},
-        {"kernel_ms": ms, "kernel_iqr_ms": ms / 10, "kernel_bytes_real": np.full(s, 10**6),
-         "kernel_bytes_walked": np.tile([4 * 10**6, 10**6], (s, 1)), "kernel_max_abs_err": np.zeros((s, 2)),
-         "kernel_trusting_wrong": np.tile([1, 0], (s, 1))})
+        {
+            "backend": "made-up",
+            "device": "test-device",
+            "kernel": "paged_decode",
+            "dtype": "float32",
+            "command": "(test data)",
+        },
+        {
+            "kernel_ms": ms,
+            "kernel_iqr_ms": ms / 10,
+            "kernel_bytes_real": np.full(s, 10**6),
+            "kernel_bytes_walked": np.tile([4 * 10**6, 10**6], (s, 1)),
+            "kernel_max_abs_err": np.zeros((s, 2)),
+            "kernel_trusting_wrong": np.tile([1, 0], (s, 1)),
+        },
+    )
     return t
 
 
@@ -41,7 +66,7 @@ def test_every_spec_is_valid_plotly(traces):
     """The specs skip plotly's validation at run time; here every one is validated."""
     for trace in list(traces.values()) + [_timed(traces["eagle-k3"])]:
         for i in sorted({0, len(trace.steps) // 2, len(trace.steps) - 1}):
-            for name, spec in all_specs(trace, i).items():
+            for spec in all_specs(trace, i).values():
                 go.Figure(spec)  # raises on any invalid property
     assert isinstance(block_table_figure(traces["eagle-k3"], 3), go.Figure)
 
@@ -134,7 +159,7 @@ def test_block_table_under_full_graph_shows_metadata_and_walk(traces):
     assert sum("walk" in n and "metadata" not in n for n in names) == 1
     assert any(n.startswith("baseline = fixed walk") and "FULL graph, R9" in n for n in names)
     assert any("fixed metadata" in n and "not what the FULL graph walks" in n for n in names)
-    assert (block_table_classes(trace, st.index)["cls"][st.num_reqs:] == CLASSES.index("padded")).all()
+    assert (block_table_classes(trace, st.index)["cls"][st.num_reqs :] == CLASSES.index("padded")).all()
 
 
 def test_lengths_match_the_step(traces):
@@ -143,16 +168,18 @@ def test_lengths_match_the_step(traces):
     spec = lengths_spec(trace, 10)
     by_name = {t["name"]: t for t in spec["data"]}
     assert list(by_name["computed before this step"]["y"]) == st.num_computed_tokens
-    assert list(by_name["seq_lens_cpu_upper_bound (R1)"]["y"]) == st.seq_lens_cpu_upper_bound[:st.num_reqs]
-    assert list(by_name["seq_lens (exact, after verification)"]["y"]) == st.seq_lens[:st.num_reqs]
+    assert list(by_name["seq_lens_cpu_upper_bound (R1)"]["y"]) == st.seq_lens_cpu_upper_bound[: st.num_reqs]
+    assert list(by_name["seq_lens (exact, after verification)"]["y"]) == st.seq_lens[: st.num_reqs]
     # True scale: linear from 0, zoomed on the batch; the eras' lines, coinciding ones named together;
     # max_model_len (before #40654) is off the axis and said so.
     lay = spec["layout"]
     assert lay["yaxis"]["range"][0] == 0 and lay["yaxis"].get("type") != "log"
     lines = {t["name"]: t["y"][0] for t in spec["data"] if t.get("mode") == "lines"}
     assert lines == {f"max_seq_len after #40654 = after #43991: {st.max_seq_len['fixed']:,}": st.max_seq_len["fixed"]}
-    assert any(f"before #40654: {trace.scenario.max_model_len:,}" in a["text"] and "off this axis" in a["text"]
-               for a in lay["annotations"])
+    assert any(
+        f"before #40654: {trace.scenario.max_model_len:,}" in a["text"] and "off this axis" in a["text"]
+        for a in lay["annotations"]
+    )
     mamba = simulate(Scenario.preset("mamba-hybrid"))
     lines = {t["name"] for t in lengths_spec(mamba, 10)["data"] if t.get("mode") == "lines"}
     assert lines == {f"max_seq_len after #43991: {mamba.steps[10].max_seq_len['fixed']:,}"}
@@ -165,7 +192,8 @@ def test_timeline_and_oor_follow_the_trace(traces):
     spec = timeline_spec(trace, 30)
     by_name = {t["name"]: t for t in spec["data"]}
     assert list(by_name["kernel sees: after #40654 = after #43991"]["y"]) == [
-        s.kernel_max_seq_len["fixed"] for s in trace.steps]
+        s.kernel_max_seq_len["fixed"] for s in trace.steps
+    ]
     assert list(by_name["after #40654 = after #43991"]["y"]) == [s.max_seq_len["fixed"] for s in trace.steps]
     cum = np.cumsum([sum(s.oor_all_passes["baseline"][c] for c in OOR_CLASSES) for s in trace.steps])
     assert list(by_name["out of range, before #40654"]["y"]) == cum.tolist()
@@ -179,8 +207,12 @@ def test_timeline_and_oor_follow_the_trace(traces):
     names = {t["name"] for t in timeline_spec(mamba, 3)["data"]}
     assert {"before #40654 = after #40654", "after #43991"} <= names
     names = {t["name"] for t in timeline_spec(traces["eagle-k3"], 3)["data"]}
-    assert {"before #40654", "after #40654 = after #43991", "drafts before #40654 = after #40654",
-            "drafts after #43991"} <= names
+    assert {
+        "before #40654",
+        "after #40654 = after #43991",
+        "drafts before #40654 = after #40654",
+        "drafts after #43991",
+    } <= names
     o = oor_spec(trace, 30)
     per_step = [t for t in o["data"] if t.get("xaxis") is None and t["yaxis"] == "y"]
     stacked = np.sum([t["y"] for t in per_step], axis=0)
@@ -197,9 +229,9 @@ def test_drafts(traces):
     spec = drafts_spec(trace, 10)
     bars = [t for t in spec["data"] if t["type"] == "bar"]
     assert len(bars) == len(st.drafts) == 3
-    exact = st.seq_lens[:st.num_reqs]
+    exact = st.seq_lens[: st.num_reqs]
     for d, bar in zip(st.drafts, bars):
-        ub = d.seq_lens_cpu_upper_bound[:st.num_reqs]
+        ub = d.seq_lens_cpu_upper_bound[: st.num_reqs]
         # Positions exact+d .. upper bound, half a token each side: visible even when the window is 0.
         assert [b + h for b, h in zip(bar["base"], bar["y"])] == [u + 0.5 for u in ub]
         assert [b + 0.5 for b in bar["base"]] == [e + d.index for e in exact]
@@ -209,7 +241,7 @@ def test_drafts(traces):
     lo, hi = lay["yaxis"]["range"]
     assert lay["yaxis"].get("type") != "log" and lo <= min(exact) and hi - lo < 200
     after = st.drafts[-1].max_seq_len["fixed"]
-    assert after == max(st.seq_lens_cpu_upper_bound[:st.num_reqs]) + 3
+    assert after == max(st.seq_lens_cpu_upper_bound[: st.num_reqs]) + 3
     texts = [a.get("text", "") for a in lay["annotations"]]
     assert "<b>+K = 3</b>" in " ".join(texts) and any(f"draft_max_seq_len = {after:,}" in t for t in texts)
     assert any("32,768" in t and "off this zoomed axis" in t for t in texts)
@@ -301,8 +333,10 @@ def test_tour_stops_come_from_the_trace(traces):
     live = next(t for t in stale if "live" in t["text"] or "recycled" in t["text"])
     st = traces["stale-block-reuse"].steps[live["step"]]
     assert st.oor["baseline"]["live"] > 0 and live["view"] == "block_table"
-    assert st.req_ids[int(st.oor_entries("baseline")["row"][st.oor_entries("baseline")["class"] == "live"][0])] \
+    assert (
+        st.req_ids[int(st.oor_entries("baseline")["row"][st.oor_entries("baseline")["class"] == "live"][0])]
         in live["text"]
+    )
     assert any(t["view"] == "drafts" and "+ 3" in t["text"] for t in tour(traces["eagle-k3"]))
 
 

@@ -22,7 +22,8 @@ os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", "2000")
 
 
 def build_demo(preset: str | None = None):
-    from lab.app.ui import DEFAULT_PRESET, build_demo as _build
+    from lab.app.ui import DEFAULT_PRESET
+    from lab.app.ui import build_demo as _build
 
     return _build(preset or DEFAULT_PRESET)
 
@@ -33,12 +34,19 @@ def launch(demo, host: str | None = None, port: int | None = None, block: bool =
     host = host or os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1"
     port = port or int(os.environ.get("GRADIO_SERVER_PORT") or 7860)
     demo.queue(default_concurrency_limit=4, max_size=256)
-    return demo.launch(server_name=host, server_port=port, max_file_size=MAX_UPLOAD_BYTES, ssr_mode=False,
-                       prevent_thread_lock=not block, show_error=True, quiet=not block,
-                       css=getattr(demo, "lab_css", None),
-                       # Gradio's run history copies every event's outputs into the browser's storage:
-                       # a block table per step (and a session's traces kept in the browser). Off.
-                       run_history=False)
+    return demo.launch(
+        server_name=host,
+        server_port=port,
+        max_file_size=MAX_UPLOAD_BYTES,
+        ssr_mode=False,
+        prevent_thread_lock=not block,
+        show_error=True,
+        quiet=not block,
+        css=getattr(demo, "lab_css", None),
+        # Gradio's run history copies every event's outputs into the browser's storage:
+        # a block table per step (and a session's traces kept in the browser). Off.
+        run_history=False,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

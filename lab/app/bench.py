@@ -26,8 +26,16 @@ from contextlib import contextmanager
 import numpy as np
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 # In the page: click "next" and wait (each animation frame) until the headline, the summary and the
 # figure's title show the new step (a trace-wide view: its step marker moved there).
 _CLICK_JS = """
@@ -64,8 +72,12 @@ def _app(preset: str, timeout: float = 120.0):
     port = _free_port()
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, os.path.join(root, "app.py"), "--preset", preset, "--port", str(port)],
-                            cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, os.path.join(root, "app.py"), "--preset", preset, "--port", str(port)],
+        cwd=root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         url = f"http://127.0.0.1:{port}/"
         while True:
@@ -98,12 +110,17 @@ def bench_server(preset: str, view: str, repeat: int = 1) -> dict:
             t0 = time.perf_counter()
             step_outputs(key, i, view, False, drawn, None)
             times.append((time.perf_counter() - t0) * 1e3)
-    return {"steps": len(trace.steps), "p50_ms": float(np.percentile(times, 50)),
-            "p95_ms": float(np.percentile(times, 95)), "max_ms": float(max(times))}
+    return {
+        "steps": len(trace.steps),
+        "p50_ms": float(np.percentile(times, 50)),
+        "p95_ms": float(np.percentile(times, 95)),
+        "max_ms": float(max(times)),
+    }
 
 
-def bench_browser(url: str, preset: str, views: tuple[str, ...], clicks: int = 40, play_s: float = 5.0,
-                  viewport=(1366, 768)) -> dict:
+def bench_browser(
+    url: str, preset: str, views: tuple[str, ...], clicks: int = 40, play_s: float = 5.0, viewport=(1366, 768)
+) -> dict:
     """Click → redraw in headless Chromium per view, and the play rate."""
     from playwright.sync_api import sync_playwright
 
@@ -127,8 +144,12 @@ def bench_browser(url: str, preset: str, views: tuple[str, ...], clicks: int = 4
                 if ms < 0:
                     raise RuntimeError(f"step {i + 1} was not drawn within 30 s ({view})")
                 times.append(ms)
-            out[view] = {"clicks": len(times), "p50_ms": float(np.percentile(times, 50)),
-                         "p95_ms": float(np.percentile(times, 95)), "max_ms": float(max(times))}
+            out[view] = {
+                "clicks": len(times),
+                "p50_ms": float(np.percentile(times, 50)),
+                "p95_ms": float(np.percentile(times, 95)),
+                "max_ms": float(max(times)),
+            }
         # Play: steps per second on the heaviest per-step view.
         view = views[0]
         page.goto(f"{url}?preset={preset}&step=0&tab={view}")
@@ -141,8 +162,13 @@ def bench_browser(url: str, preset: str, views: tuple[str, ...], clicks: int = 4
         time.sleep(play_s)
         s1, t1 = page.evaluate(get), time.perf_counter()
         page.locator("#play").click()
-        out["play"] = {"view": view, "steps_per_s": (s1 - s0) / (t1 - t0), "target_per_s": 1 / PLAY_INTERVAL_S,
-                       "steps": s1 - s0, "seconds": t1 - t0}
+        out["play"] = {
+            "view": view,
+            "steps_per_s": (s1 - s0) / (t1 - t0),
+            "target_per_s": 1 / PLAY_INTERVAL_S,
+            "steps": s1 - s0,
+            "seconds": t1 - t0,
+        }
         browser.close()
     return out
 
@@ -161,8 +187,10 @@ def run_bench_app(preset: str | None = None, repeat: int = 2, clicks: int = 40, 
     preset = preset or DEFAULT_PRESET
     w = (out or sys.stdout).write
     views = ("block_table", "lengths", "timeline")
-    w(f"python -m lab bench app  (CPU, {os.cpu_count()} cores; preset {preset}; targets: click 'next' -> visible "
-      f"figure and summary redrawn p95 <= 200 ms in the browser, play 5 steps/s, launch to interactive <= 10 s)\n")
+    w(
+        f"python -m lab bench app  (CPU, {os.cpu_count()} cores; preset {preset}; targets: click 'next' -> visible "
+        f"figure and summary redrawn p95 <= 200 ms in the browser, play 5 steps/s, launch to interactive <= 10 s)\n"
+    )
     results: dict = {"preset": preset, "server": {}, "browser": None}
     for view in views:
         results["server"][view] = bench_server(preset, view, repeat)
@@ -175,18 +203,27 @@ def run_bench_app(preset: str | None = None, repeat: int = 2, clicks: int = 40, 
     for view in views:
         s = results["server"][view]
         b = (results["browser"] or {}).get(view)
-        bs = (f"{b['p50_ms']:6.0f} / {b['p95_ms']:4.0f} / {b['max_ms']:4.0f} ms ({b['clicks']} clicks)" if b
-              else f"(no {CHROMIUM})")
+        bs = (
+            f"{b['p50_ms']:6.0f} / {b['p95_ms']:4.0f} / {b['max_ms']:4.0f} ms ({b['clicks']} clicks)"
+            if b
+            else f"(no {CHROMIUM})"
+        )
         w(f"  {view:<12} {bs:>40}   {s['p50_ms']:5.1f} / {s['p95_ms']:5.1f} / {s['max_ms']:5.1f} ms\n")
     if results["browser"]:
         pl = results["browser"]["play"]
-        w(f"  play ({pl['view']}): {pl['steps_per_s']:.2f} steps/s over {pl['seconds']:.1f} s "
-          f"(timer {pl['target_per_s']:.0f}/s)\n")
+        w(
+            f"  play ({pl['view']}): {pl['steps_per_s']:.2f} steps/s over {pl['seconds']:.1f} s "
+            f"(timer {pl['target_per_s']:.0f}/s)\n"
+        )
     load = os.getloadavg()
     results["loadavg"] = load
-    w(f"  machine load average during the run: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 min) on "
-      f"{os.cpu_count()} cores; browser figures above 1 per core measure the contention as much as the app\n")
+    w(
+        f"  machine load average during the run: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 min) on "
+        f"{os.cpu_count()} cores; browser figures above 1 per core measure the contention as much as the app\n"
+    )
     la = results["launch"]
-    w(f"  launch: page served after {la['served_s']:.1f} s, first run drawn (interactive) after "
-      f"{la['interactive_s']:.1f} s\n")
+    w(
+        f"  launch: page served after {la['served_s']:.1f} s, first run drawn (interactive) after "
+        f"{la['interactive_s']:.1f} s\n"
+    )
     return results

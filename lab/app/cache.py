@@ -35,8 +35,9 @@ class TraceCache:
         with self._lock:
             self._items[key] = trace
             self._items.move_to_end(key)
-            while len(self._items) > 1 and (len(self._items) > self.max_traces or
-                                            sum(t.nbytes() for t in self._items.values()) > self.max_bytes):
+            while len(self._items) > 1 and (
+                len(self._items) > self.max_traces or sum(t.nbytes() for t in self._items.values()) > self.max_bytes
+            ):
                 self._items.popitem(last=False)
         return key
 

@@ -27,14 +27,37 @@ from lab.app.cache import TRACES, bytes_key, scenario_key
 from lab.app.runners import EMBEDDED_CPU, KERNEL_BACKEND, KERNEL_RUNNERS, LIVE_VLLM, runner_availability
 from lab.presets import PRESETS
 from lab.scenario import format_spec, get_preset, parse_spec
-from lab.views import (ALL_VIEWS, TRACE_WIDE, all_specs, as_figure, headline_html, presenter_layout, spec_json,
-                       summary_markdown, tour)
+from lab.views import (
+    ALL_VIEWS,
+    TRACE_WIDE,
+    all_specs,
+    as_figure,
+    headline_html,
+    presenter_layout,
+    spec_json,
+    summary_markdown,
+    tour,
+)
 
 # The numeric controls and the Scenario fields they set.
-CONTROL_FIELDS = ("max_model_len", "block_size", "num_speculative_tokens", "model_state", "cudagraph_mode",
-                  "acceptance_rate", "seed")
-_SPEC_KEY = {"max_model_len": "mml", "block_size": "bs", "num_speculative_tokens": "k", "model_state": "state",
-             "cudagraph_mode": "cg", "acceptance_rate": "accept", "seed": "seed"}
+CONTROL_FIELDS = (
+    "max_model_len",
+    "block_size",
+    "num_speculative_tokens",
+    "model_state",
+    "cudagraph_mode",
+    "acceptance_rate",
+    "seed",
+)
+_SPEC_KEY = {
+    "max_model_len": "mml",
+    "block_size": "bs",
+    "num_speculative_tokens": "k",
+    "model_state": "state",
+    "cudagraph_mode": "cg",
+    "acceptance_rate": "accept",
+    "seed": "seed",
+}
 _INT_FIELDS = ("max_model_len", "block_size", "num_speculative_tokens", "seed")
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
 EXAMPLE_SPEC = "16p1ko128_k=3_mml=32k_cg=piecewise"
@@ -51,11 +74,14 @@ def _msg(text: str) -> str:
 
 
 def _spec_error(e: Exception) -> str:
-    return _msg(f"{html.escape(str(e), quote=False)}<br>A valid scenario, for example: <code>{EXAMPLE_SPEC}</code> "
-                "(grammar: docs/scenarios.md). The views still show the last run.")
+    return _msg(
+        f"{html.escape(str(e), quote=False)}<br>A valid scenario, for example: <code>{EXAMPLE_SPEC}</code> "
+        "(grammar: docs/scenarios.md). The views still show the last run."
+    )
 
 
 # ---- scenario panel --------------------------------------------------------------------------
+
 
 def controls_of(s: Scenario) -> list:
     return [getattr(s, f) for f in CONTROL_FIELDS]
@@ -98,8 +124,10 @@ def scenario_from_inputs(preset: str | None, spec: str, controls, base: str | No
         if v == r:
             continue  # the control was not touched: the text decides
         if t != r and t != v:
-            raise InputError(f"the text says {_SPEC_KEY[field]}={t} but the control {field} says {v}: "
-                             f"change one of them (Enter in the text fills the controls from it)")
+            raise InputError(
+                f"the text says {_SPEC_KEY[field]}={t} but the control {field} says {v}: "
+                f"change one of them (Enter in the text fills the controls from it)"
+            )
         overrides[field] = v
     scenario = parse_spec(spec, **overrides) if overrides else text
     if preset in PRESETS:
@@ -120,13 +148,17 @@ def parse_spec_text(spec: str):
 
 # ---- traces and steps ------------------------------------------------------------------------
 
+
 def _trace(key) -> Trace:
     if not key:
         raise gr.Error("no trace yet: run a scenario or upload a trace first", print_exception=False)
     trace = TRACES.get(key)
     if trace is None:
-        raise gr.Error("this trace is no longer in the server's cache (it keeps the most recent ones): "
-                       "run the scenario again or upload the trace", print_exception=False)
+        raise gr.Error(
+            "this trace is no longer in the server's cache (it keeps the most recent ones): "
+            "run the scenario again or upload the trace",
+            print_exception=False,
+        )
     return trace
 
 
@@ -192,8 +224,14 @@ def step_outputs(key, index: int, view: str, presenter: bool, drawn, compare_key
 
 
 def _slider(trace: Trace, value: int = 0):
-    return gr.Slider(minimum=0, maximum=max(len(trace.steps) - 1, 1), value=value, step=1,
-                     interactive=len(trace.steps) > 1, label=f"step (0–{len(trace.steps) - 1})")
+    return gr.Slider(
+        minimum=0,
+        maximum=max(len(trace.steps) - 1, 1),
+        value=value,
+        step=1,
+        interactive=len(trace.steps) > 1,
+        label=f"step (0–{len(trace.steps) - 1})",
+    )
 
 
 def _status(trace: Trace, how: str) -> str:
@@ -201,37 +239,86 @@ def _status(trace: Trace, how: str) -> str:
     # How many steps the kernel runner timed (lab.kernels.live.run_for_app), so nobody reads a sparse
     # kernel view as the whole run.
     k = trace.timings
-    kernels = (f" Kernels: {k['backend']}, timed {k.get('timed_steps', '?')} of {len(trace.steps)} steps"
-               + (f" in {k['kernel_seconds']:.1f} s." if k.get("kernel_seconds") is not None else ".")) if k else ""
-    return (f"{how}: **{s.name or 'custom scenario'}**, {len(trace.steps)} steps, {len(s.requests)} requests, "
-            f"block-table width {trace.width}.{kernels}")
+    kernels = (
+        (
+            f" Kernels: {k['backend']}, timed {k.get('timed_steps', '?')} of {len(trace.steps)} steps"
+            + (f" in {k['kernel_seconds']:.1f} s." if k.get("kernel_seconds") is not None else ".")
+        )
+        if k
+        else ""
+    )
+    return (
+        f"{how}: **{s.name or 'custom scenario'}**, {len(trace.steps)} steps, {len(s.requests)} requests, "
+        f"block-table width {trace.width}.{kernels}"
+    )
 
 
 def _tour_update(trace: Trace):
     stops = tour(trace)
-    return gr.Radio(choices=[(f"step {t['step']}: {t['text']}", f"{t['step']}|{t['view']}") for t in stops],
-                    value=None, visible=bool(stops))
+    return gr.Radio(
+        choices=[(f"step {t['step']}: {t['text']}", f"{t['step']}|{t['view']}") for t in stops],
+        value=None,
+        visible=bool(stops),
+    )
 
 
 # Outputs of everything that loads a trace (run, preset, upload, the page's first load), in order.
-LOADED = ("key", "base", "drawn", "step", "spec", *CONTROL_FIELDS, "spec_msg", "upload_msg", "status", "settings",
-          "headline", "plot", "note", "summary", "tour", "compare_plot", "view", "playing", "timer", "play", "preset",
-          "presenter", "upload")
+LOADED = (
+    "key",
+    "base",
+    "drawn",
+    "step",
+    "spec",
+    *CONTROL_FIELDS,
+    "spec_msg",
+    "upload_msg",
+    "status",
+    "settings",
+    "headline",
+    "plot",
+    "note",
+    "summary",
+    "tour",
+    "compare_plot",
+    "view",
+    "playing",
+    "timer",
+    "play",
+    "preset",
+    "presenter",
+    "upload",
+)
 
 
-def _loaded(key, trace: Trace, spec_text: str, how: str, view: str, index: int, presenter: bool, compare_key,
-            upload_msg="") -> list:
+def _loaded(
+    key, trace: Trace, spec_text: str, how: str, view: str, index: int, presenter: bool, compare_key, upload_msg=""
+) -> list:
     view = _view(view)
     index = min(max(index, 0), len(trace.steps) - 1)
-    out = {"key": key, "base": spec_text, "drawn": drawn_id(key, view, presenter), "step": _slider(trace, index),
-           "spec": spec_text, "spec_msg": "", "upload_msg": upload_msg, "status": _status(trace, how),
-           "settings": SKIP(), "headline": headline_html(trace, index),
-           "plot": render_view(trace, index, view, presenter), "note": note_of(view),
-           "summary": summary_html(trace, index), "tour": _tour_update(trace),
-           "compare_plot": _compare_plot(compare_key, index, view, presenter), "view": view,
-           "playing": False, "timer": gr.Timer(active=False), "play": gr.Button(value=PLAY),
-           "preset": trace.scenario.name if trace.scenario.name in PRESETS else None, "presenter": SKIP(),
-           "upload": SKIP()}
+    out = {
+        "key": key,
+        "base": spec_text,
+        "drawn": drawn_id(key, view, presenter),
+        "step": _slider(trace, index),
+        "spec": spec_text,
+        "spec_msg": "",
+        "upload_msg": upload_msg,
+        "status": _status(trace, how),
+        "settings": SKIP(),
+        "headline": headline_html(trace, index),
+        "plot": render_view(trace, index, view, presenter),
+        "note": note_of(view),
+        "summary": summary_html(trace, index),
+        "tour": _tour_update(trace),
+        "compare_plot": _compare_plot(compare_key, index, view, presenter),
+        "view": view,
+        "playing": False,
+        "timer": gr.Timer(active=False),
+        "play": gr.Button(value=PLAY),
+        "preset": trace.scenario.name if trace.scenario.name in PRESETS else None,
+        "presenter": SKIP(),
+        "upload": SKIP(),
+    }
     out.update(zip(CONTROL_FIELDS, controls_of(trace.scenario)))
     return [out[k] for k in LOADED]
 
@@ -272,14 +359,32 @@ def _simulate(scenario: Scenario, runner: str, progress) -> tuple[str, Trace, st
     return key, trace, f"ran on {runner}"
 
 
-def run(preset, spec, mml, bs, k, state, cg, accept, seed, runner, view="block_table", presenter=False,
-        compare_key=None, base=None, progress=gr.Progress()):
+def run(
+    preset,
+    spec,
+    mml,
+    bs,
+    k,
+    state,
+    cg,
+    accept,
+    seed,
+    runner,
+    view="block_table",
+    presenter=False,
+    compare_key=None,
+    base=None,
+    progress=gr.Progress(),
+):
     """Run the scenario on the chosen runner (or reuse the cached trace of the same run)."""
     try:
         scenario = scenario_from_inputs(preset, spec, (mml, bs, k, state, cg, accept, seed), base)
     except ValueError as e:
-        return _loaded_error(spec_msg=_spec_error(e), settings=gr.Accordion(open=True),
-                             status="Not run: the scenario text or a control is wrong (see the message under it).")
+        return _loaded_error(
+            spec_msg=_spec_error(e),
+            settings=gr.Accordion(open=True),
+            status="Not run: the scenario text or a control is wrong (see the message under it).",
+        )
     _check_runner(runner)  # only an API client can name another (the page offers the available ones)
     try:
         key, trace, how = _simulate(scenario, runner, progress)
@@ -344,8 +449,9 @@ def _run_live(scenario, progress) -> Trace:
 
     progress((0, None), desc="live vLLM steps (both modes)", unit="steps")
     try:
-        return record_in_subprocess(scenario, progress=lambda n: progress((n, None), desc="live vLLM steps",
-                                                                            unit="steps"))
+        return record_in_subprocess(
+            scenario, progress=lambda n: progress((n, None), desc="live vLLM steps", unit="steps")
+        )
     except LiveRunError as e:
         raise gr.Error(str(e), print_exception=False) from None
 
@@ -356,18 +462,29 @@ def _run_kernels(trace: Trace, device: str, budget: int, progress) -> Trace:
     from lab.kernels.live import run_for_app
 
     progress((0, None), desc="kernel steps", unit="steps")
-    return run_for_app(trace, device, budget, preferred=KERNEL_BACKEND,
-                       progress=lambda done, total: progress((done, total), desc="kernel steps", unit="steps"))
+    return run_for_app(
+        trace,
+        device,
+        budget,
+        preferred=KERNEL_BACKEND,
+        progress=lambda done, total: progress((done, total), desc="kernel steps", unit="steps"),
+    )
 
 
 def upload_trace(path, view="block_table", presenter=False, compare_key=None):
     """A saved trace: JSON only, size-limited, schema-checked by Trace.from_json_bytes. A wrong file
     is named under the upload; the session keeps its trace."""
+
     def refuse(text: str) -> list:
-        return _loaded_error(upload_msg=_msg(html.escape(text, quote=False) + "<br>A trace is the JSON that "
-                                             "<code>python -m lab simulate --preset eagle-k3 --out t.json</code> or "
-                                             "this page's download writes. The views still show the last run."),
-                             settings=gr.Accordion(open=True), upload=None)  # cleared: try another file
+        return _loaded_error(
+            upload_msg=_msg(
+                html.escape(text, quote=False) + "<br>A trace is the JSON that "
+                "<code>python -m lab simulate --preset eagle-k3 --out t.json</code> or "
+                "this page's download writes. The views still show the last run."
+            ),
+            settings=gr.Accordion(open=True),
+            upload=None,
+        )  # cleared: try another file
 
     if not path:
         return refuse("no file uploaded")
@@ -386,8 +503,17 @@ def upload_trace(path, view="block_table", presenter=False, compare_key=None):
     except ValueError as e:  # TraceFormatError is a ValueError
         return refuse(str(e))
     key = TRACES.put(bytes_key(data), trace)
-    return _loaded(key, trace, format_spec(trace.scenario), f"uploaded {name}", view, 0, presenter, compare_key,
-                   upload_msg=f"Loaded {html.escape(name)}.")
+    return _loaded(
+        key,
+        trace,
+        format_spec(trace.scenario),
+        f"uploaded {name}",
+        view,
+        0,
+        presenter,
+        compare_key,
+        upload_msg=f"Loaded {html.escape(name)}.",
+    )
 
 
 def show_step(key, step, view="block_table", presenter=False, drawn=None, compare_key=None):
@@ -412,8 +538,12 @@ def show_view(key, step, view, presenter=False, compare_key=None):
     trace = _trace(key)
     view = _view(view)
     i = _step(trace, step)
-    return [render_view(trace, i, view, presenter), note_of(view), drawn_id(key, view, presenter),
-            _compare_plot(compare_key, i, view, presenter)]
+    return [
+        render_view(trace, i, view, presenter),
+        note_of(view),
+        drawn_id(key, view, presenter),
+        _compare_plot(compare_key, i, view, presenter),
+    ]
 
 
 def go_tour(key, stop, presenter=False, compare_key=None):
@@ -423,8 +553,16 @@ def go_tour(key, stop, presenter=False, compare_key=None):
     if not m:
         raise gr.Error(f"not a tour stop: {stop!r}", print_exception=False)
     i, view = _step(trace, int(m.group(1))), _view(m.group(2))
-    return [i, view, render_view(trace, i, view, presenter), note_of(view), drawn_id(key, view, presenter),
-            headline_html(trace, i), summary_html(trace, i), _compare_plot(compare_key, i, view, presenter)]
+    return [
+        i,
+        view,
+        render_view(trace, i, view, presenter),
+        note_of(view),
+        drawn_id(key, view, presenter),
+        headline_html(trace, i),
+        summary_html(trace, i),
+        _compare_plot(compare_key, i, view, presenter),
+    ]
 
 
 # ---- play / pause: one toggle -----------------------------------------------------------------
@@ -464,6 +602,7 @@ def pause():
 
 # ---- comparison ------------------------------------------------------------------------------
 
+
 def set_compare(name, key, step, view, presenter=False, progress=gr.Progress()):
     """Side by side: another preset's trace at the same step (clamped to its length), same view."""
     if not name or name == "none":
@@ -479,6 +618,7 @@ def set_compare(name, key, step, view, presenter=False, progress=gr.Progress()):
 
 
 # ---- downloads -------------------------------------------------------------------------------
+
 
 def _slug(trace: Trace) -> str:
     name = trace.scenario.name or "custom-" + re.sub(r"[^A-Za-z0-9=._+-]+", "-", trace.scenario.to_spec())[:60]
@@ -505,15 +645,17 @@ def download_figures(key, step) -> str:
     specs = all_specs(trace, i)
     md = MarkdownIt("commonmark").enable("table")
     title = f"{trace.scenario.name or 'custom scenario'}, step {i}"
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>max_seq_len lab: {html.escape(title)}</title>"
-             "<style>body{font-family:sans-serif;max-width:1400px;margin:auto}table{border-collapse:collapse}"
-             "td,th{border:1px solid #ccc;padding:2px 8px;white-space:nowrap}</style></head><body>",
-             f"<h1>max_seq_len lab: {html.escape(title)}</h1>", headline_html(trace, i),
-             summary_html(trace, i)]
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>max_seq_len lab: {html.escape(title)}</title>"
+        "<style>body{font-family:sans-serif;max-width:1400px;margin:auto}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:2px 8px;white-space:nowrap}</style></head><body>",
+        f"<h1>max_seq_len lab: {html.escape(title)}</h1>",
+        headline_html(trace, i),
+        summary_html(trace, i),
+    ]
     for n, (name, (label, _, note)) in enumerate(ALL_VIEWS.items()):
         parts.append(f"<h2>{html.escape(label)}</h2>{md.render(note)}")
-        parts.append(pio.to_html(as_figure(specs[name]), full_html=False, include_plotlyjs=n == 0,
-                                 validate=False))
+        parts.append(pio.to_html(as_figure(specs[name]), full_html=False, include_plotlyjs=n == 0, validate=False))
     parts.append("</body></html>")
     path = os.path.join(_DOWNLOADS.name, key, f"{_slug(trace)}-step{i}.html")
     os.makedirs(os.path.dirname(path), exist_ok=True)

@@ -18,23 +18,35 @@ from lab.sweep.runner import SECONDS_PER_POINT, run_sweep
 from lab.sweep.spec import SweepSpec
 from lab.sweep.table import HEADLINE, summarize
 
-APP_BUDGET_S = 60.0          # engine-seconds a sweep may take in the app
+APP_BUDGET_S = 60.0  # engine-seconds a sweep may take in the app
 MAX_APP_POINTS = 400
 AXIS_NAMES = ["(none)", "mml", "bs", "k", "cg", "seqs", "tokens", "blocks", "accept", "state"]
-METRICS = ["all_walked_ratio", "target_walked_ratio", "all_baseline_oor", "all_fixed_oor", "target_baseline_oor",
-           "fix_reaches_kernel_share", "full_graph_share", "num_steps"]
+METRICS = [
+    "all_walked_ratio",
+    "target_walked_ratio",
+    "all_baseline_oor",
+    "all_fixed_oor",
+    "target_baseline_oor",
+    "fix_reaches_kernel_share",
+    "full_graph_share",
+    "num_steps",
+]
 DEFAULT_BASE = PRESETS["short-decode-long-context"][0]
-NOTE = ("**What am I looking at?** One scenario run over one or two axes (values `8k,32k`, a range `8:64:8`, "
-        "or a geometric range `4k:128k:*2`) and seeds. Each point is simulated in both modes; the curve is the "
-        "mean over seeds with the min–max band, two axes give a heatmap. `all_walked_ratio` is the block-table "
-        "entries a kernel sizing its work from `max_seq_len` walks in the baseline over the fixed mode (all "
-        "passes); `fix_reaches_kernel_share` the steps where the fixed value reaches the kernel (R9). Placeholders "
-        "`{name}` in the scenario become axes too, e.g. `{n}p1ko128_mml=32k` with axis `n`.")
-COMPARE_NOTE = ("**Does it matter on my GPU?** For the scenario, each attention backend vLLM can run on the GPU: "
-                "whether `max_seq_len` changes its work, the quantity that shows it in both modes (summed over the "
-                "target passes), the baseline's extra, and how its formula was checked (`verified` in the named "
-                "source, `read in a copy`, `assumption`, `not verified`). Predictions, not GPU measurements; "
-                "`python -m lab gpu-model` prints every formula's file and function.")
+NOTE = (
+    "**What am I looking at?** One scenario run over one or two axes (values `8k,32k`, a range `8:64:8`, "
+    "or a geometric range `4k:128k:*2`) and seeds. Each point is simulated in both modes; the curve is the "
+    "mean over seeds with the min–max band, two axes give a heatmap. `all_walked_ratio` is the block-table "
+    "entries a kernel sizing its work from `max_seq_len` walks in the baseline over the fixed mode (all "
+    "passes); `fix_reaches_kernel_share` the steps where the fixed value reaches the kernel (R9). Placeholders "
+    "`{name}` in the scenario become axes too, e.g. `{n}p1ko128_mml=32k` with axis `n`."
+)
+COMPARE_NOTE = (
+    "**Does it matter on my GPU?** For the scenario, each attention backend vLLM can run on the GPU: "
+    "whether `max_seq_len` changes its work, the quantity that shows it in both modes (summed over the "
+    "target passes), the baseline's extra, and how its formula was checked (`verified` in the named "
+    "source, `read in a copy`, `assumption`, `not verified`). Predictions, not GPU measurements; "
+    "`python -m lab gpu-model` prints every formula's file and function."
+)
 
 
 def _axes(a1, v1, a2, v2) -> list[str]:
@@ -57,10 +69,16 @@ def sweep_estimate(base, a1, v1, a2, v2, seeds):
     n = spec.num_points
     secs = n * SECONDS_PER_POINT / max(1, min(default_workers(), n))
     fits = secs <= APP_BUDGET_S and n <= MAX_APP_POINTS
-    msg = (f"{n} points ({n // len(spec.seeds)} x {len(spec.seeds)} seeds), about {secs:.0f} s here. "
-           + ("" if fits else f"**Too big for the app** (more than {APP_BUDGET_S:.0f} s or {MAX_APP_POINTS} points): "
-              f"run it from the command line, with a progress bar, resumable, on Ray with `--ray`:")
-           + f"\n\n`{spec.command('--out sweep-out')}`")
+    msg = (
+        f"{n} points ({n // len(spec.seeds)} x {len(spec.seeds)} seeds), about {secs:.0f} s here. "
+        + (
+            ""
+            if fits
+            else f"**Too big for the app** (more than {APP_BUDGET_S:.0f} s or {MAX_APP_POINTS} points): "
+            f"run it from the command line, with a progress bar, resumable, on Ray with `--ray`:"
+        )
+        + f"\n\n`{spec.command('--out sweep-out')}`"
+    )
     return spec, fits, msg
 
 
@@ -81,9 +99,15 @@ def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, progress=gr.Progress()): 
     except ValueError as e:
         raise gr.Error(str(e), print_exception=False) from None
     if res.interrupted:
-        return None, None, (f"**Stopped after {res.seconds:.0f} s** with {len(res.rows)} of {spec.num_points} points: "
-                            f"its scenarios are larger than the estimate assumed. Run it from the command line "
-                            f"(progress bar, resumable, `--ray` for a cluster):\n\n`{spec.command('--out sweep-out')}`")
+        return (
+            None,
+            None,
+            (
+                f"**Stopped after {res.seconds:.0f} s** with {len(res.rows)} of {spec.num_points} points: "
+                f"its scenarios are larger than the estimate assumed. Run it from the command line "
+                f"(progress bar, resumable, `--ray` for a cluster):\n\n`{spec.command('--out sweep-out')}`"
+            ),
+        )
     from lab.sweep.figures import curves, heatmap
 
     axes = [a.name for a in spec.axes]
@@ -135,8 +159,9 @@ def add_sweeps_tab(base: str = DEFAULT_BASE) -> None:
     """Add the Sweeps tab and the backend-comparison tab to the open gr.Blocks / gr.Tabs."""
     with gr.Tab("Sweeps", id="sweeps", elem_id="tab-sweeps"):
         gr.Markdown(NOTE, elem_classes=["note"])
-        sw_base = gr.Textbox(base, label="Scenario (a spec or a template with {placeholders})", elem_id="sweep-base",
-                             max_lines=2)
+        sw_base = gr.Textbox(
+            base, label="Scenario (a spec or a template with {placeholders})", elem_id="sweep-base", max_lines=2
+        )
         with gr.Row():
             a1 = gr.Dropdown(AXIS_NAMES, value="mml", label="axis 1", allow_custom_value=True, elem_id="sweep-a1")
             v1 = gr.Textbox("8k:128k:*2", label="values", elem_id="sweep-v1")
@@ -161,5 +186,6 @@ def add_sweeps_tab(base: str = DEFAULT_BASE) -> None:
     inputs = [sw_base, a1, v1, a2, v2, seeds]
     est_btn.click(lambda *a: sweep_estimate(*a)[2], inputs, status, api_name="sweep_estimate")
     run_btn.click(run_sweep_tab, inputs + [metric], [plot, table, status], api_name="run_sweep", concurrency_limit=1)
-    cmp_btn.click(compare_backends, [cmp_spec, cmp_gpus], [cmp_table, cmp_md], api_name="compare_backends",
-                  concurrency_limit=2)
+    cmp_btn.click(
+        compare_backends, [cmp_spec, cmp_gpus], [cmp_table, cmp_md], api_name="compare_backends", concurrency_limit=2
+    )

@@ -21,9 +21,11 @@ from lab.views import ALL_VIEWS
 # The opening preset: one that #43991 changes (its draft decodes), beside what #40654 did (its target).
 DEFAULT_PRESET = "eagle-k3"
 DEFAULT_VIEW = "block_table"
-BRAND = ("<b>max_seq_len lab</b> · what vLLM PRs <a href='https://github.com/vllm-project/vllm/pull/40654' "
-         "target='_blank'>#40654</a> and <a href='https://github.com/vllm-project/vllm/pull/43991' "
-         "target='_blank'>#43991</a> changed in the <code>max_seq_len</code> attention is told (Model Runner V2)")
+BRAND = (
+    "<b>max_seq_len lab</b> · what vLLM PRs <a href='https://github.com/vllm-project/vllm/pull/40654' "
+    "target='_blank'>#40654</a> and <a href='https://github.com/vllm-project/vllm/pull/43991' "
+    "target='_blank'>#43991</a> changed in the <code>max_seq_len</code> attention is told (Model Runner V2)"
+)
 
 SYNC_JS = """
 (preset, spec, step, view, presenter) => {
@@ -66,8 +68,8 @@ CSS = """
 #headline {font-size: 14px; line-height: 1.35}
 #headline .hl-line {margin: 2px 0}
 #headline .eras {border-collapse: collapse; margin: 2px 0; font-size: 13px}
-#headline .eras td, #headline .eras th {padding: 0 10px 0 0; line-height: 1.35; border: none; white-space: nowrap; text-align: left;
-  background: none}
+#headline .eras td, #headline .eras th {padding: 0 10px 0 0; line-height: 1.35; border: none; white-space: nowrap;
+  text-align: left; background: none}
 #headline .eras th {font-weight: 600; color: #555}
 .pr-badge {color: #fff !important; border-radius: 9px; padding: 0 7px; font-size: 11px; text-decoration: none;
   background: #1f77b4; white-space: nowrap}
@@ -106,10 +108,10 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
         compare_key = gr.State(None)
         gr.HTML(BRAND, elem_id="brand")
         with gr.Row(elem_id="topbar", equal_height=True):
-            preset_dd = gr.Dropdown(list(PRESETS), value=preset, label="preset", elem_id="preset", scale=2,
-                                    min_width=160)
-            runner = gr.Dropdown(offered, value=EMBEDDED_CPU, label="runner", elem_id="runner", scale=2,
-                                 min_width=150)
+            preset_dd = gr.Dropdown(
+                list(PRESETS), value=preset, label="preset", elem_id="preset", scale=2, min_width=160
+            )
+            runner = gr.Dropdown(offered, value=EMBEDDED_CPU, label="runner", elem_id="runner", scale=2, min_width=150)
             run_btn = gr.Button("Run", variant="primary", elem_id="run", scale=0, min_width=60)
             prev_btn = gr.Button("◀", elem_id="prev", scale=0, min_width=44)
             step = gr.Slider(0, 1, value=0, step=1, label="step", elem_id="step", scale=5, min_width=220)
@@ -118,8 +120,13 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
             with gr.Column(scale=0, min_width=118, elem_id="presenter-box"):
                 presenter = gr.Checkbox(False, label="presenter", elem_id="presenter")
         headline = gr.HTML("", elem_id="headline")
-        view = gr.Radio([(label, name) for name, (label, _, _) in ALL_VIEWS.items()], value=DEFAULT_VIEW,
-                        show_label=False, container=False, elem_id="view")
+        view = gr.Radio(
+            [(label, name) for name, (label, _, _) in ALL_VIEWS.items()],
+            value=DEFAULT_VIEW,
+            show_label=False,
+            container=False,
+            elem_id="view",
+        )
         with gr.Row(elem_id="plots"):
             plot = gr.Plot(show_label=False, elem_id="plot")
             compare_plot = gr.Plot(show_label=False, elem_id="plot-compare", visible=False)
@@ -129,31 +136,44 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
                 summary = gr.HTML("", elem_id="summary")
             with gr.Column(scale=2):
                 tour = gr.Radio([], label="Guided tour: click a stop", elem_id="tour")
-        with gr.Accordion("Scenario settings · upload · downloads · compare side by side", open=False,
-                          elem_id="settings") as settings:
-            spec = gr.Textbox(PRESETS[preset][0], label="Scenario (grammar: lab/scenario.py, docs/scenarios.md)",
-                              info="Run uses what you typed; Enter fills the controls from the text. A control you "
-                                   "change overrides the text's setting; if both changed, you are asked to pick.",
-                              elem_id="spec", max_lines=3)
+        with gr.Accordion(
+            "Scenario settings · upload · downloads · compare side by side", open=False, elem_id="settings"
+        ) as settings:
+            spec = gr.Textbox(
+                PRESETS[preset][0],
+                label="Scenario (grammar: lab/scenario.py, docs/scenarios.md)",
+                info="Run uses what you typed; Enter fills the controls from the text. A control you "
+                "change overrides the text's setting; if both changed, you are asked to pick.",
+                elem_id="spec",
+                max_lines=3,
+            )
             spec_msg = gr.HTML("", elem_id="spec-msg")
             with gr.Row():
                 mml = gr.Number(s0.max_model_len, label="max_model_len", precision=0, minimum=2, elem_id="mml")
                 bs = gr.Number(s0.block_size, label="block size", precision=0, minimum=1, elem_id="bs")
-                k = gr.Number(s0.num_speculative_tokens, label="K (draft tokens)", precision=0, minimum=0,
-                              maximum=MAX_SPECULATIVE_TOKENS, elem_id="k")
+                k = gr.Number(
+                    s0.num_speculative_tokens,
+                    label="K (draft tokens)",
+                    precision=0,
+                    minimum=0,
+                    maximum=MAX_SPECULATIVE_TOKENS,
+                    elem_id="k",
+                )
                 seed = gr.Number(s0.seed, label="seed", precision=0, minimum=0, elem_id="seed")
             with gr.Row():
                 state = gr.Radio(list(MODEL_STATES), value=s0.model_state, label="model state", elem_id="state")
                 cg = gr.Radio(list(CUDAGRAPH_MODES), value=s0.cudagraph_mode, label="CUDA-graph mode", elem_id="cg")
-                accept = gr.Slider(0, 1, value=s0.acceptance_rate, step=0.05, label="draft acceptance",
-                                   elem_id="accept")
+                accept = gr.Slider(
+                    0, 1, value=s0.acceptance_rate, step=0.05, label="draft acceptance", elem_id="accept"
+                )
             status = gr.Markdown("", elem_id="status")
-            gr.Markdown("Runners not available here: " + "; ".join(f"**{r.name}**: {r.reason}" for r in missing),
-                        elem_id="runners-missing")
+            gr.Markdown(
+                "Runners not available here: " + "; ".join(f"**{r.name}**: {r.reason}" for r in missing),
+                elem_id="runners-missing",
+            )
             with gr.Row():
                 with gr.Column():
-                    upload = gr.File(label="Upload a saved trace (.json)", type="filepath", elem_id="upload",
-                                     height=90)
+                    upload = gr.File(label="Upload a saved trace (.json)", type="filepath", elem_id="upload", height=90)
                     upload_msg = gr.HTML("", elem_id="upload-msg")
                 with gr.Column():
                     with gr.Row():
@@ -161,8 +181,13 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
                         dl_figs_btn = gr.Button("download every view of this step (HTML)", elem_id="dl-figs")
                     dl_file = gr.File(label="download", interactive=False, elem_id="dl-file", height=90)
                 with gr.Column():
-                    compare = gr.Dropdown(["none", *PRESETS], value="none", label="compare side by side with",
-                                          info="another preset on the same step slider, same view", elem_id="compare")
+                    compare = gr.Dropdown(
+                        ["none", *PRESETS],
+                        value="none",
+                        label="compare side by side with",
+                        info="another preset on the same step slider, same view",
+                        elem_id="compare",
+                    )
         with gr.Accordion("Sweeps · does it matter on my GPU?", open=False, elem_id="sweeps-box"):
             from lab.app.sweeps_tab import add_sweeps_tab  # docs/sweeps.md
 
@@ -171,11 +196,30 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
         timer = gr.Timer(h.PLAY_INTERVAL_S, active=False)
 
         controls = [mml, bs, k, state, cg, accept, seed]
-        comp = {"key": key, "base": base, "drawn": drawn, "step": step, "spec": spec, "spec_msg": spec_msg,
-                "upload_msg": upload_msg, "status": status, "settings": settings, "headline": headline,
-                "plot": plot, "note": note, "summary": summary, "tour": tour, "compare_plot": compare_plot,
-                "view": view, "playing": playing, "timer": timer, "play": play_btn, "preset": preset_dd,
-                "presenter": presenter, "upload": upload}
+        comp = {
+            "key": key,
+            "base": base,
+            "drawn": drawn,
+            "step": step,
+            "spec": spec,
+            "spec_msg": spec_msg,
+            "upload_msg": upload_msg,
+            "status": status,
+            "settings": settings,
+            "headline": headline,
+            "plot": plot,
+            "note": note,
+            "summary": summary,
+            "tour": tour,
+            "compare_plot": compare_plot,
+            "view": view,
+            "playing": playing,
+            "timer": timer,
+            "play": play_btn,
+            "preset": preset_dd,
+            "presenter": presenter,
+            "upload": upload,
+        }
         comp.update(zip(h.CONTROL_FIELDS, controls))
         loaded = [comp[n] for n in h.LOADED]
         step_out = [step, plot, headline, summary, compare_plot]
@@ -189,34 +233,84 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
             return h.initial(DEFAULT_VIEW, preset, request, progress)
 
         sync(demo.load(_initial, None, loaded, api_name="initial_run"))
-        sync(preset_dd.input(h.pick_preset, [preset_dd, runner, view, presenter, compare_key], loaded,
-                             api_name="pick_preset"))
+        sync(
+            preset_dd.input(
+                h.pick_preset, [preset_dd, runner, view, presenter, compare_key], loaded, api_name="pick_preset"
+            )
+        )
         spec.submit(h.parse_spec_text, spec, [*controls, base, spec_msg], api_name="parse_spec")
-        sync(run_btn.click(h.run, [preset_dd, spec, *controls, runner, view, presenter, compare_key, base], loaded,
-                           api_name="run", concurrency_limit=4))
+        sync(
+            run_btn.click(
+                h.run,
+                [preset_dd, spec, *controls, runner, view, presenter, compare_key, base],
+                loaded,
+                api_name="run",
+                concurrency_limit=4,
+            )
+        )
         sync(upload.upload(h.upload_trace, [upload, view, presenter, compare_key], loaded, api_name="upload_trace"))
-        sync(step.input(h.show_step, step_in, step_out, api_name="show_step", trigger_mode="always_last",
-                        show_progress="hidden", queue=False))
+        sync(
+            step.input(
+                h.show_step,
+                step_in,
+                step_out,
+                api_name="show_step",
+                trigger_mode="always_last",
+                show_progress="hidden",
+                queue=False,
+            )
+        )
         # Step events skip the queue (a plain POST, no SSE round trips): they are a few ms of server time.
-        sync(next_btn.click(h.next_step, step_in, step_out, api_name="next_step", show_progress="hidden",
-                            queue=False))
-        sync(prev_btn.click(h.prev_step, step_in, step_out, api_name="prev_step", show_progress="hidden",
-                            queue=False))
-        sync(view.input(h.show_view, [key, step, view, presenter, compare_key], [plot, note, drawn, compare_plot],
-                        api_name="show_view", show_progress="hidden"))
-        sync(presenter.input(h.show_view, [key, step, view, presenter, compare_key], [plot, note, drawn, compare_plot],
-                             api_name="presenter", show_progress="hidden"))
-        sync(tour.input(h.go_tour, [key, tour, presenter, compare_key],
-                        [step, view, plot, note, drawn, headline, summary, compare_plot], api_name="tour",
-                        show_progress="hidden")).then(
-            None, None, None, js="() => document.querySelector('#topbar').scrollIntoView({block: 'start'})")
-        play_btn.click(h.toggle_play, [key, step, playing], [playing, timer, play_btn, step], api_name="play",
-                       show_progress="hidden")
-        sync(timer.tick(h.play_tick, [key, step, playing, view, presenter, drawn, compare_key],
-                        [*step_out, playing, timer, play_btn], api_name="play_tick", trigger_mode="always_last",
-                        show_progress="hidden", queue=False))
-        compare.input(h.set_compare, [compare, key, step, view, presenter], [compare_key, compare_plot],
-                      api_name="compare")
+        sync(next_btn.click(h.next_step, step_in, step_out, api_name="next_step", show_progress="hidden", queue=False))
+        sync(prev_btn.click(h.prev_step, step_in, step_out, api_name="prev_step", show_progress="hidden", queue=False))
+        sync(
+            view.input(
+                h.show_view,
+                [key, step, view, presenter, compare_key],
+                [plot, note, drawn, compare_plot],
+                api_name="show_view",
+                show_progress="hidden",
+            )
+        )
+        sync(
+            presenter.input(
+                h.show_view,
+                [key, step, view, presenter, compare_key],
+                [plot, note, drawn, compare_plot],
+                api_name="presenter",
+                show_progress="hidden",
+            )
+        )
+        sync(
+            tour.input(
+                h.go_tour,
+                [key, tour, presenter, compare_key],
+                [step, view, plot, note, drawn, headline, summary, compare_plot],
+                api_name="tour",
+                show_progress="hidden",
+            )
+        ).then(None, None, None, js="() => document.querySelector('#topbar').scrollIntoView({block: 'start'})")
+        play_btn.click(
+            h.toggle_play,
+            [key, step, playing],
+            [playing, timer, play_btn, step],
+            api_name="play",
+            show_progress="hidden",
+        )
+        sync(
+            timer.tick(
+                h.play_tick,
+                [key, step, playing, view, presenter, drawn, compare_key],
+                [*step_out, playing, timer, play_btn],
+                api_name="play_tick",
+                trigger_mode="always_last",
+                show_progress="hidden",
+                queue=False,
+            )
+        )
+        compare.input(
+            h.set_compare, [compare, key, step, view, presenter], [compare_key, compare_plot], api_name="compare"
+        )
         dl_trace_btn.click(h.download_trace, key, dl_file, api_name="download_trace")
         dl_figs_btn.click(h.download_figures, [key, step], dl_file, api_name="download_figures")
     demo.lab_css = CSS  # Gradio 6 takes css at launch (lab.app.launch passes it)

@@ -33,6 +33,24 @@ from lab.conform.recording import EngineRecording, RecordedStep, record_engine
 from lab.conform.suite import KERNEL_EVERY, NUM_RANDOM, cli, conform, format_failure, random_scenario, suite_cases
 from lab.conform.vllm_cpu import HOW_TO_RUN, VLLM_VERSION, VllmMRV2, VllmUnavailable, load_vllm
 
-__all__ = ["RULES", "RULE_TITLES", "Comparison", "Disagreement", "EngineRecording", "RecordedStep", "record_engine",
-           "conform", "cli", "format_failure", "random_scenario", "suite_cases", "NUM_RANDOM", "KERNEL_EVERY",
-           "VLLM_VERSION", "HOW_TO_RUN", "VllmMRV2", "VllmUnavailable", "load_vllm"]
+__all__ = [
+    "RULES",
+    "RULE_TITLES",
+    "Comparison",
+    "Disagreement",
+    "EngineRecording",
+    "RecordedStep",
+    "record_engine",
+    "conform",
+    "cli",
+    "format_failure",
+    "random_scenario",
+    "suite_cases",
+    "NUM_RANDOM",
+    "KERNEL_EVERY",
+    "VLLM_VERSION",
+    "HOW_TO_RUN",
+    "VllmMRV2",
+    "VllmUnavailable",
+    "load_vllm",
+]

@@ -63,8 +63,15 @@ class Comparison:
             return
         rows, cols = np.nonzero(lab != vllm)
         i, j = int(rows[0]), int(cols[0])
-        self._record(step, rule, f"{fld}[{i}, {j}] ({len(rows)} entries differ)", int(lab[i, j]),
-                     int(vllm[i, j]), False, lab.size)
+        self._record(
+            step,
+            rule,
+            f"{fld}[{i}, {j}] ({len(rows)} entries differ)",
+            int(lab[i, j]),
+            int(vllm[i, j]),
+            False,
+            lab.size,
+        )
 
     @property
     def ok(self) -> bool:

@@ -48,11 +48,22 @@ class EngineRecording:
         if record.is_idle:
             return  # an idle step's block-table calls (if any) carry over to the next step
         out = record.scheduler_output
-        self.steps.append(RecordedStep(
-            index=len(self.steps), out=out, prefill_len=out.prefill_len.copy(), block_ops=self._ops,
-            dispatch_args=record.dispatch_args, batch=record.batch, cg_mode=record.cg_mode,
-            attn_metadata=record.attn_metadata, inst=np.array(record.batch_inst), table=record.block_table.copy(),
-            drafts=record.drafts, draft_max_seq_len=record.draft_max_seq_len.get("fixed")))
+        self.steps.append(
+            RecordedStep(
+                index=len(self.steps),
+                out=out,
+                prefill_len=out.prefill_len.copy(),
+                block_ops=self._ops,
+                dispatch_args=record.dispatch_args,
+                batch=record.batch,
+                cg_mode=record.cg_mode,
+                attn_metadata=record.attn_metadata,
+                inst=np.array(record.batch_inst),
+                table=record.block_table.copy(),
+                drafts=record.drafts,
+                draft_max_seq_len=record.draft_max_seq_len.get("fixed"),
+            )
+        )
         self._ops = []
 
     def on_finish(self, end: EngineEnd) -> None:

@@ -36,24 +36,32 @@ def random_scenario(seed: int):
     rng = np.random.default_rng(seed)
     mml = int(rng.choice([256, 512, 1024, 2048]))
     k = int(rng.integers(0, 5))
-    requests = [(int(rng.integers(0, 15)), int(rng.integers(1, min(400, mml - 1) + 1)), int(rng.integers(1, 41)))
-                for _ in range(int(rng.integers(1, 11)))]
+    requests = [
+        (int(rng.integers(0, 15)), int(rng.integers(1, min(400, mml - 1) + 1)), int(rng.integers(1, 41)))
+        for _ in range(int(rng.integers(1, 11)))
+    ]
     capture = None
     if rng.random() < 0.5:
         capture = tuple(sorted(set(int(x) for x in rng.integers(1, 33, size=int(rng.integers(1, 6))))))
     s = Scenario(
-        requests=requests, max_model_len=mml, block_size=int(rng.choice([1, 2, 4, 8, 16, 32])),
-        model_state=str(rng.choice(["default", "mamba_hybrid"])), num_speculative_tokens=k,
+        requests=requests,
+        max_model_len=mml,
+        block_size=int(rng.choice([1, 2, 4, 8, 16, 32])),
+        model_state=str(rng.choice(["default", "mamba_hybrid"])),
+        num_speculative_tokens=k,
         cudagraph_mode=str(rng.choice(["FULL_AND_PIECEWISE", "FULL_AND_PIECEWISE", "PIECEWISE", "NONE"])),
-        cudagraph_capture_sizes=capture, max_num_seqs=int(rng.integers(1, 9)),
+        cudagraph_capture_sizes=capture,
+        max_num_seqs=int(rng.integers(1, 9)),
         max_num_batched_tokens=int(rng.integers(max(8, 1 + k), 1025)),
-        acceptance_rate=float(rng.choice([0.0, 1.0, rng.random()])), seed=int(rng.integers(0, 2**32)),
-        max_num_steps=5_000, name=f"random-{seed}")
+        acceptance_rate=float(rng.choice([0.0, 1.0, rng.random()])),
+        seed=int(rng.integers(0, 2**32)),
+        max_num_steps=5_000,
+        name=f"random-{seed}",
+    )
     if rng.random() < 0.5:
         smallest = max(s.blocks_per_request(r) for r in s.requests) + 1
         s = s.replace(num_gpu_blocks=int(rng.integers(smallest, 2 * smallest + 1)))
     return s
-
 
 
 # ---- the suite's scenario set and the CLI -------------------------------------------------------
@@ -109,13 +117,14 @@ def cli(args, out=None) -> int:
         t = time.perf_counter()
         cmp = conform(scenario, kernels=kernels)
         if len(cases) == 1 or cmp.disagreements:
-            w(f"{label}: {scenario.to_spec()}  ({time.perf_counter() - t:.1f} s, "
-              f"R6/R7 {'on' if kernels else 'off'})\n")
+            w(f"{label}: {scenario.to_spec()}  ({time.perf_counter() - t:.1f} s, R6/R7 {'on' if kernels else 'off'})\n")
         if cmp.disagreements:
             w(format_failure(label, cmp) + "\n\n")
         total.merge(cmp, label)
-    w(f"vLLM {VLLM_VERSION} MRV2 code on the CPU vs the lab's engine ('fixed' mode), {len(cases)} scenario(s), "
-      f"{time.perf_counter() - t0:.0f} s (steps: scenario steps compared; entries: values compared)\n")
+    w(
+        f"vLLM {VLLM_VERSION} MRV2 code on the CPU vs the lab's engine ('fixed' mode), {len(cases)} scenario(s), "
+        f"{time.perf_counter() - t0:.0f} s (steps: scenario steps compared; entries: values compared)\n"
+    )
     w(total.table() + "\n")
     w("agree\n" if total.ok else f"DISAGREE: {len(total.disagreements)} disagreement(s)\n")
     return 0 if total.ok else 1

@@ -16,8 +16,7 @@ from lab.engine.model_states import make_model_state
 from lab.engine.speculator import draft_step_upper_bound
 
 VLLM_VERSION = "0.33.0"
-HOW_TO_RUN = (".venv-vllm/bin/python -m lab conform --preset NAME   (make test builds .venv-vllm; "
-              "see docs/fidelity.md)")
+HOW_TO_RUN = ".venv-vllm/bin/python -m lab conform --preset NAME   (make test builds .venv-vllm; see docs/fidelity.md)"
 
 
 class VllmUnavailable(RuntimeError):
@@ -54,8 +53,9 @@ def load_vllm():
         from vllm.v1.worker.gpu.spec_decode.target_dependent_ar import cudagraph_utils as spec_cg
         from vllm.v1.worker.utils import get_uniform_decode_token_count
     except ImportError as e:
-        raise VllmUnavailable(f"vLLM {VLLM_VERSION} is not importable here ({e}). Run it from the conformance "
-                              f"environment: {HOW_TO_RUN}") from e
+        raise VllmUnavailable(
+            f"vLLM {VLLM_VERSION} is not importable here ({e}). Run it from the conformance environment: {HOW_TO_RUN}"
+        ) from e
     if vllm.__version__ != VLLM_VERSION:
         raise VllmUnavailable(f"found vLLM {vllm.__version__}, the conformance reference is {VLLM_VERSION}")
     if not HAS_TRITON:
@@ -64,10 +64,20 @@ def load_vllm():
     buffer_utils.is_uva_available = lambda: False
     torch_utils.PIN_MEMORY = False
     current_platform.device_type = "cpu"
-    _V = SimpleNamespace(torch=torch, CUDAGraphMode=CUDAGraphMode, block_table=block_table, cg=cudagraph_utils,
-                         input_batch=input_batch, model_runner=model_runner, ms_default=ms_default,
-                         ms_mamba=ms_mamba, spec_base=spec_base, spec_cg=spec_cg, spec_eagle=spec_eagle,
-                         get_uniform_decode_token_count=get_uniform_decode_token_count)
+    _V = SimpleNamespace(
+        torch=torch,
+        CUDAGraphMode=CUDAGraphMode,
+        block_table=block_table,
+        cg=cudagraph_utils,
+        input_batch=input_batch,
+        model_runner=model_runner,
+        ms_default=ms_default,
+        ms_mamba=ms_mamba,
+        spec_base=spec_base,
+        spec_cg=spec_cg,
+        spec_eagle=spec_eagle,
+        get_uniform_decode_token_count=get_uniform_decode_token_count,
+    )
     return _V
 
 
@@ -87,21 +97,26 @@ class VllmMRV2:
         self.device = torch.device("cpu")
         sizes = sorted(capture_sizes) if s.cudagraph_mode != "NONE" else []
         self.vllm_config = SimpleNamespace(
-            scheduler_config=SimpleNamespace(max_num_seqs=s.max_num_seqs,
-                                             max_num_batched_tokens=s.max_num_batched_tokens),
-            compilation_config=SimpleNamespace(cudagraph_capture_sizes=sizes,
-                                               max_cudagraph_capture_size=max(sizes, default=0)),
+            scheduler_config=SimpleNamespace(
+                max_num_seqs=s.max_num_seqs, max_num_batched_tokens=s.max_num_batched_tokens
+            ),
+            compilation_config=SimpleNamespace(
+                cudagraph_capture_sizes=sizes, max_cudagraph_capture_size=max(sizes, default=0)
+            ),
             parallel_config=SimpleNamespace(tensor_parallel_size=1, data_parallel_size=1),
-            speculative_config=None, num_speculative_tokens=self.k,
+            speculative_config=None,
+            num_speculative_tokens=self.k,
             cache_config=SimpleNamespace(use_kda_recoverssm=False),
-            model_config=SimpleNamespace(max_model_len=s.max_model_len))
+            model_config=SimpleNamespace(max_model_len=s.max_model_len),
+        )
         mode = V.CUDAGraphMode[s.cudagraph_mode]
         self.cg_manager = self._manager(V.cg.CudaGraphManager, mode, 1 + self.k)
         if self.k:
             self.prefill_cg_manager = self._manager(V.spec_cg.SpeculatorCudaGraphManager, mode, 1 + self.k)
             # target_dependent_ar/speculator.py init_cudagraph_manager
-            dmode = V.CUDAGraphMode.FULL_DECODE_ONLY if mode.decode_mode() == V.CUDAGraphMode.FULL \
-                else V.CUDAGraphMode.NONE
+            dmode = (
+                V.CUDAGraphMode.FULL_DECODE_ONLY if mode.decode_mode() == V.CUDAGraphMode.FULL else V.CUDAGraphMode.NONE
+            )
             self.decode_cg_manager = self._manager(V.spec_cg.SpeculatorCudaGraphManager, dmode, 1)
 
         # Model state: only what prepare_attn reads.
@@ -116,13 +131,19 @@ class VllmMRV2:
         ms.recoverssm = None
 
         self.block_tables = V.block_table.BlockTables(
-            [s.block_size], self.max_num_reqs, s.max_num_batched_tokens, [s.max_num_blocks_per_req], self.device)
+            [s.block_size], self.max_num_reqs, s.max_num_batched_tokens, [s.max_num_blocks_per_req], self.device
+        )
         self.input_buffers = V.input_batch.InputBuffers(self.max_num_reqs, s.max_num_batched_tokens, self.device)
         self.capture_bt = V.block_table.BlockTables(
-            [s.block_size], self.max_num_reqs, max(s.max_num_batched_tokens, max(sizes, default=0)),
-            [s.max_num_blocks_per_req], self.device)
+            [s.block_size],
+            self.max_num_reqs,
+            max(s.max_num_batched_tokens, max(sizes, default=0)),
+            [s.max_num_blocks_per_req],
+            self.device,
+        )
         self.capture_buffers = V.input_batch.InputBuffers(
-            self.max_num_reqs, max(s.max_num_batched_tokens, max(sizes, default=0)), self.device)
+            self.max_num_reqs, max(s.max_num_batched_tokens, max(sizes, default=0)), self.device
+        )
         self._capture_msl: dict = {}
         # The lab's own model state, asked for its capture metadata (R3).
         self._lab_model_state = make_model_state(s.model_state, s.max_model_len, s.max_num_seqs)
@@ -181,9 +202,16 @@ class VllmMRV2:
             num_reqs = desc.num_reqs or min(desc.num_tokens, self.max_num_reqs)
             with _capture_build_attn_metadata(V) as calls:
                 V.cg.prepare_inputs_to_capture(
-                    num_reqs, desc.num_tokens, self.model_state, self.capture_buffers, self.capture_bt, [],
-                    SimpleNamespace(kv_cache_groups=[]), full_cudagraph=True,
-                    max_query_len=desc.max_query_len or desc.uniform_token_count)
+                    num_reqs,
+                    desc.num_tokens,
+                    self.model_state,
+                    self.capture_buffers,
+                    self.capture_bt,
+                    [],
+                    SimpleNamespace(kv_cache_groups=[]),
+                    full_cudagraph=True,
+                    max_query_len=desc.max_query_len or desc.uniform_token_count,
+                )
             (kw,) = calls
             assert kw["for_cudagraph_capture"] is True
             self._capture_msl[key] = int(kw["max_seq_len"])
@@ -199,12 +227,16 @@ class VllmMRV2:
         sched_out = SimpleNamespace(
             num_scheduled_tokens={r: int(t) for r, t in zip(ids, out.num_scheduled_tokens)},
             total_num_scheduled_tokens=int(out.num_scheduled_tokens.sum()),
-            scheduled_spec_decode_tokens={r: [0] * int(d) for r, d in zip(ids, out.num_draft_tokens) if d})
+            scheduled_spec_decode_tokens={r: [0] * int(d) for r, d in zip(ids, out.num_draft_tokens) if d},
+        )
         slot = {r: i for i, r in enumerate(ids)}
         comp_prefill = np.minimum(out.num_computed_tokens, rec.prefill_len)
         self.runner.req_states = SimpleNamespace(
-            req_id_to_index=slot, prefill_len=SimpleNamespace(np=rec.prefill_len),
-            num_computed_prefill_tokens=comp_prefill, max_seq_len=None)
+            req_id_to_index=slot,
+            prefill_len=SimpleNamespace(np=rec.prefill_len),
+            num_computed_prefill_tokens=comp_prefill,
+            max_seq_len=None,
+        )
         state, uniform = self.runner.gather_batch_req_state(sched_out, False)
         order = np.array([slot[r] for r in state.req_ids])
         lab_order = [str(int(i)) for i in rec.inst]
@@ -230,14 +262,16 @@ class VllmMRV2:
         cmp.check(rec.index, "R1", "seq_lens_cpu_upper_bound", rec.batch.seq_lens_cpu_upper_bound, ub)
         qsl_np = np.empty(self.max_num_reqs + 1, dtype=np.int32)
         qsl_np[0] = 0
-        np.cumsum(num_sched, out=qsl_np[1:n + 1])
-        qsl_np[n + 1:] = num_tokens
-        qsl_np = qsl_np[:num_reqs_padded + 1]
+        np.cumsum(num_sched, out=qsl_np[1 : n + 1])
+        qsl_np[n + 1 :] = num_tokens
+        qsl_np = qsl_np[: num_reqs_padded + 1]
         seq_lens = np.zeros(num_reqs_padded, dtype=np.int32)
         seq_lens[:n] = rec.batch.seq_lens[:n]  # exact lengths: GPU-side state the lab models
         positions = np.zeros(max(desc.num_tokens, num_tokens), dtype=np.int64)
         starts = seq_lens[:n] - num_sched
-        positions[:num_tokens] = np.repeat(starts, num_sched) + (np.arange(num_tokens) - np.repeat(qsl_np[:n], num_sched))
+        positions[:num_tokens] = np.repeat(starts, num_sched) + (
+            np.arange(num_tokens) - np.repeat(qsl_np[:n], num_sched)
+        )
         idx_mapping = torch.from_numpy(idx_mapping_np.astype(np.int64))
         qsl = torch.from_numpy(qsl_np.copy())
 
@@ -248,14 +282,29 @@ class VllmMRV2:
 
         # R2: the real prepare_attn, normal call.
         batch = SimpleNamespace(
-            req_ids=list(state.req_ids), num_reqs=n, num_reqs_after_padding=num_reqs_padded, num_tokens=num_tokens,
-            num_tokens_after_padding=desc.num_tokens, idx_mapping=idx_mapping, idx_mapping_np=idx_mapping_np,
-            query_start_loc_np=qsl_np, query_start_loc=qsl, max_query_len=None, num_scheduled_tokens=num_sched,
-            seq_lens=torch.from_numpy(seq_lens), seq_lens_cpu_upper_bound=torch.from_numpy(ub), pcp=None,
-            dcp_local_seq_lens=None, positions=torch.from_numpy(positions), is_prefilling_np=state.is_prefilling_np,
+            req_ids=list(state.req_ids),
+            num_reqs=n,
+            num_reqs_after_padding=num_reqs_padded,
+            num_tokens=num_tokens,
+            num_tokens_after_padding=desc.num_tokens,
+            idx_mapping=idx_mapping,
+            idx_mapping_np=idx_mapping_np,
+            query_start_loc_np=qsl_np,
+            query_start_loc=qsl,
+            max_query_len=None,
+            num_scheduled_tokens=num_sched,
+            seq_lens=torch.from_numpy(seq_lens),
+            seq_lens_cpu_upper_bound=torch.from_numpy(ub),
+            pcp=None,
+            dcp_local_seq_lens=None,
+            positions=torch.from_numpy(positions),
+            is_prefilling_np=state.is_prefilling_np,
             prefill_runs_as_decode_np=state.prefill_runs_as_decode_np,
-            num_draft_tokens_per_req=state.num_draft_tokens_np, prompt_lens=None, fast_prefill=None,
-            decode_graph_eligible=state.decode_graph_eligible)
+            num_draft_tokens_per_req=state.num_draft_tokens_np,
+            prompt_lens=None,
+            fast_prefill=None,
+            decode_graph_eligible=state.decode_graph_eligible,
+        )
         with _capture_build_attn_metadata(V) as calls:
             self.model_state.prepare_attn(batch, desc.cg_mode, (table,), None, [], None)
         (kw,) = calls
@@ -271,10 +320,20 @@ class VllmMRV2:
         if desc.cg_mode == V.CUDAGraphMode.FULL:
             target_kernel = self._capture_max_seq_len(desc)
             lab_capture = self._lab_model_state.prepare_attn(rec.batch, "NONE", "fixed", for_capture=True)
-            cmp.check(rec.index, "R3", "capture max_seq_len (prepare_attn for_capture)", lab_capture.max_seq_len,
-                      target_kernel)
-        cmp.check(rec.index, "R3", "kernel_max_seq_len", kernel_visible_max_seq_len(rec.cg_mode, meta.max_seq_len, s.max_model_len),
-                  target_kernel)
+            cmp.check(
+                rec.index,
+                "R3",
+                "capture max_seq_len (prepare_attn for_capture)",
+                lab_capture.max_seq_len,
+                target_kernel,
+            )
+        cmp.check(
+            rec.index,
+            "R3",
+            "kernel_max_seq_len",
+            kernel_visible_max_seq_len(rec.cg_mode, meta.max_seq_len, s.max_model_len),
+            target_kernel,
+        )
 
         if self.k:
             self._draft(rec, cmp, batch, state, uniform, desc, target_msl, target_kernel, ub)
@@ -289,13 +348,13 @@ class VllmMRV2:
                 _, req_indices, counts, block_ids = op
                 off = 0
                 for r, c in zip(req_indices.tolist(), counts.tolist()):
-                    bt.append_block_ids(r, (block_ids[off:off + c].tolist(),), overwrite=False)
+                    bt.append_block_ids(r, (block_ids[off : off + c].tolist(),), overwrite=False)
                     off += c
         bt.apply_staged_writes()
         (table,) = bt.gather_block_tables(idx_mapping, num_reqs_padded)
         cmp.check_table(rec.index, "R6", "block_table", rec.table, table.numpy())
         slots = bt.compute_slot_mappings(idx_mapping, qsl, torch.from_numpy(positions), desc.num_tokens)[0].numpy()
-        lab_slots = compute_slot_mappings(rec.table, qsl_np[:n + 1], positions, s.block_size, desc.num_tokens)
+        lab_slots = compute_slot_mappings(rec.table, qsl_np[: n + 1], positions, s.block_size, desc.num_tokens)
         cmp.check_table(rec.index, "R7", "slot_mapping", lab_slots[None, :], slots[None, :])
 
         return table
@@ -330,18 +389,26 @@ class VllmMRV2:
             cmp.check(rec.index, "R8", f"draft step {step} cudagraph_mode", d.cudagraph_mode, ddesc.cg_mode.name)
             cmp.check(rec.index, "R8", f"draft step {step} num_reqs_padded", d.num_reqs_padded, ddesc.num_reqs or n)
             with _capture_build_attn_metadata(V, V.spec_base) as calls:
-                sp._build_uniform_attn_metadata(num_reqs=n, batch_desc=ddesc, num_query_per_req=1,
-                                                seq_lens_cpu_upper_bound=ub_t, step=step)
+                sp._build_uniform_attn_metadata(
+                    num_reqs=n, batch_desc=ddesc, num_query_per_req=1, seq_lens_cpu_upper_bound=ub_t, step=step
+                )
             (kw,) = calls
-            lab_ub = draft_step_upper_bound(rec.batch.seq_lens_cpu_upper_bound, n, step, s.max_model_len,
-                                            d.num_reqs_padded)
-            cmp.check(rec.index, "R5", f"draft step {step} seq_lens_cpu_upper_bound", lab_ub,
-                      kw["seq_lens_cpu_upper_bound"].numpy())
+            lab_ub = draft_step_upper_bound(
+                rec.batch.seq_lens_cpu_upper_bound, n, step, s.max_model_len, d.num_reqs_padded
+            )
+            cmp.check(
+                rec.index,
+                "R5",
+                f"draft step {step} seq_lens_cpu_upper_bound",
+                lab_ub,
+                kw["seq_lens_cpu_upper_bound"].numpy(),
+            )
             cmp.check(rec.index, "R5", f"draft step {step} max_seq_len", d.max_seq_len["fixed"], int(kw["max_seq_len"]))
             # Draft-decode graphs are captured through prepare_inputs_to_capture too
             # (SpeculatorCudaGraphManager.capture, with the model state's prepare_attn).
-            kernel = (self._capture_max_seq_len(ddesc) if ddesc.cg_mode == V.CUDAGraphMode.FULL
-                      else int(kw["max_seq_len"]))
+            kernel = (
+                self._capture_max_seq_len(ddesc) if ddesc.cg_mode == V.CUDAGraphMode.FULL else int(kw["max_seq_len"])
+            )
             cmp.check(rec.index, "R5", f"draft step {step} kernel_max_seq_len", d.kernel_max_seq_len["fixed"], kernel)
 
 

@@ -136,15 +136,19 @@ class BlockTables:
             r0, r1 = int(rows[0]), int(rows[-1]) + 1
             col = np.arange(c0, c1)
             mask = (col >= start[r0:r1, None]) & (col < (start + lens)[r0:r1, None])
-            np.copyto(self.input_block_tables[r0:r1, c0:c1], self.block_tables[idx_mapping[r0:r1], c0:c1],
-                      where=mask)
+            np.copyto(self.input_block_tables[r0:r1, c0:c1], self.block_tables[idx_mapping[r0:r1], c0:c1], where=mask)
             return
         group, cols = ragged_ranges(start[rows], lens[rows])
         self.input_block_tables[rows[group], cols] = self.block_tables[idx_mapping[rows[group]], cols]
 
 
-def compute_slot_mappings(block_table_rows: np.ndarray, query_start_loc: np.ndarray, positions: np.ndarray,
-                          block_size: int, num_tokens_padded: int) -> np.ndarray:
+def compute_slot_mappings(
+    block_table_rows: np.ndarray,
+    query_start_loc: np.ndarray,
+    positions: np.ndarray,
+    block_size: int,
+    num_tokens_padded: int,
+) -> np.ndarray:
     """R7, vllm block_table.py ``compute_slot_mappings``: ``slot = row[pos // bs] * bs + pos % bs``
     for each scheduled token (rows in batch order); padding tokens get ``PAD_SLOT_ID``."""
     num_reqs = len(query_start_loc) - 1
@@ -152,5 +156,7 @@ def compute_slot_mappings(block_table_rows: np.ndarray, query_start_loc: np.ndar
     out = np.full(num_tokens_padded, PAD_SLOT_ID, dtype=np.int64)
     req_of_token = np.repeat(np.arange(num_reqs), np.diff(query_start_loc))
     pos = positions[:num_tokens]
-    out[:num_tokens] = block_table_rows[req_of_token, pos // block_size].astype(np.int64) * block_size + pos % block_size
+    out[:num_tokens] = (
+        block_table_rows[req_of_token, pos // block_size].astype(np.int64) * block_size + pos % block_size
+    )
     return out

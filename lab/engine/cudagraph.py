@@ -50,8 +50,11 @@ def adjust_sizes_for_spec_decode(sizes: list[int], decode_query_len: int) -> lis
 def target_capture_sizes(scenario) -> list[int]:
     """The capture sizes the target model's graphs use for this scenario."""
     k = scenario.num_speculative_tokens
-    sizes = (list(scenario.cudagraph_capture_sizes) if scenario.cudagraph_capture_sizes is not None
-             else default_capture_sizes(scenario.max_num_seqs, scenario.max_num_batched_tokens, k))
+    sizes = (
+        list(scenario.cudagraph_capture_sizes)
+        if scenario.cudagraph_capture_sizes is not None
+        else default_capture_sizes(scenario.max_num_seqs, scenario.max_num_batched_tokens, k)
+    )
     if scenario.cudagraph_mode == "FULL_AND_PIECEWISE" and k > 0:
         sizes = adjust_sizes_for_spec_decode(sizes, 1 + k)
     return sizes
@@ -115,14 +118,21 @@ class CudaGraphManager:
         # capture size and take the first compatible descriptor, else run eagerly.
         if 0 < num_tokens < len(self._candidates):
             for d in self._candidates[num_tokens]:
-                if ((d.uniform_token_count is None or d.uniform_token_count == uniform_token_count)
-                        and (d.num_reqs is None or d.num_reqs >= num_reqs) and d.num_tokens >= num_tokens):
+                if (
+                    (d.uniform_token_count is None or d.uniform_token_count == uniform_token_count)
+                    and (d.num_reqs is None or d.num_reqs >= num_reqs)
+                    and d.num_tokens >= num_tokens
+                ):
                     return d
         return BatchExecutionDescriptor(NONE, num_tokens, num_reqs)
 
 
-def decode_graph_eligible(is_prefilling: np.ndarray, num_scheduled_tokens: np.ndarray,
-                          num_draft_tokens: np.ndarray, num_computed_tokens: np.ndarray) -> bool:
+def decode_graph_eligible(
+    is_prefilling: np.ndarray,
+    num_scheduled_tokens: np.ndarray,
+    num_draft_tokens: np.ndarray,
+    num_computed_tokens: np.ndarray,
+) -> bool:
     """vllm/v1/worker/gpu/model_runner.py ``gather_batch_req_state``: a batch may replay a decode graph
     when every row decodes, or is a prefill with one new token over existing context (the last
     token of a chunked prompt), which runs as a decode (``prefill_runs_as_decode``)."""
@@ -132,8 +142,7 @@ def decode_graph_eligible(is_prefilling: np.ndarray, num_scheduled_tokens: np.nd
     return bool((~is_prefilling | one_token_ext).all())
 
 
-def uniform_decode_token_count(num_reqs: int, num_tokens: int, max_query_len: int,
-                               graph_eligible: bool) -> int | None:
+def uniform_decode_token_count(num_reqs: int, num_tokens: int, max_query_len: int, graph_eligible: bool) -> int | None:
     """vllm/v1/worker/utils.py ``get_uniform_decode_token_count``."""
     if graph_eligible and num_reqs > 0 and num_tokens == max_query_len * num_reqs:
         return max_query_len

@@ -33,8 +33,9 @@ class InputBatch:
         return bool(self.is_prefilling_np.any())
 
 
-def seq_lens_cpu_upper_bound(num_computed_tokens_cpu: np.ndarray, num_scheduled_tokens: np.ndarray,
-                             num_reqs_padded: int) -> np.ndarray:
+def seq_lens_cpu_upper_bound(
+    num_computed_tokens_cpu: np.ndarray, num_scheduled_tokens: np.ndarray, num_reqs_padded: int
+) -> np.ndarray:
     """R1 (vllm model_runner.py ``prepare_inputs``): ``num_computed_tokens + num_scheduled_tokens``
     on the CPU, draft tokens included; padded rows stay 0."""
     out = np.zeros(num_reqs_padded, dtype=np.int32)
@@ -59,5 +60,5 @@ def in_batch_order(num_draft_tokens: np.ndarray, num_scheduled_tokens: np.ndarra
     other = np.flatnonzero(num_scheduled_tokens != decode_query_len)
     if len(other) and other[0] != n - len(other):
         return False
-    tail = num_scheduled_tokens[n - len(other):]
+    tail = num_scheduled_tokens[n - len(other) :]
     return len(tail) < 2 or bool((tail[1:] >= tail[:-1]).all())

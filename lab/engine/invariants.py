@@ -30,7 +30,7 @@ class InvariantChecker:
             a = record.block_append
             off = 0
             for r, c in zip(a.req_indices.tolist(), a.counts.tolist()):
-                self._rows[r] += a.block_ids[off:off + c].tolist()
+                self._rows[r] += a.block_ids[off : off + c].tolist()
                 off += c
         if not record.is_idle:
             self._check(record)

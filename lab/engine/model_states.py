@@ -66,8 +66,7 @@ class DefaultModelState:
         """The request's mamba state slot (-1: this model keeps none)."""
         return -1
 
-    def prepare_attn(self, input_batch: InputBatch, cg_mode: str, mode: str,
-                     for_capture: bool = False) -> AttnMetadata:
+    def prepare_attn(self, input_batch: InputBatch, cg_mode: str, mode: str, for_capture: bool = False) -> AttnMetadata:
         """R2/R3: the attention metadata of this batch under CUDA-graph mode ``cg_mode`` (the
         dispatched ``BatchExecutionDescriptor.cg_mode``), in ``mode`` baseline or fixed."""
         if cg_mode == FULL:
@@ -80,12 +79,15 @@ class DefaultModelState:
         max_query_len = input_batch.max_query_len
         if max_query_len is None:
             max_query_len = int(input_batch.num_scheduled_tokens.max())
-        return AttnMetadata(num_reqs, num_tokens, max_query_len,
-                            self.max_seq_len(input_batch.seq_lens_cpu_upper_bound, num_reqs, mode, for_capture),
-                            for_capture)
+        return AttnMetadata(
+            num_reqs,
+            num_tokens,
+            max_query_len,
+            self.max_seq_len(input_batch.seq_lens_cpu_upper_bound, num_reqs, mode, for_capture),
+            for_capture,
+        )
 
-    def max_seq_len(self, seq_lens_cpu_upper_bound: np.ndarray, num_reqs: int, mode: str,
-                    for_capture: bool) -> int:
+    def max_seq_len(self, seq_lens_cpu_upper_bound: np.ndarray, num_reqs: int, mode: str, for_capture: bool) -> int:
         # R2/R3, vllm model_states/default.py DefaultModelState.prepare_attn:
         # max_model_len when capturing, else the batch maximum of the CPU upper bound.
         if mode == "baseline" or for_capture:

@@ -26,10 +26,23 @@ class Recorder:
         self.k = scenario.num_speculative_tokens
         self.trace: Trace | None = None
         self._rows: dict[str, list[np.ndarray]] = {n: [] for n in _ROW_COLUMNS}
-        self._steps: dict[str, list] = {n: [] for n in (
-            "num_reqs", "num_reqs_padded", "num_tokens_padded", "cudagraph_mode", "max_seq_len",
-            "kernel_max_seq_len", "oor", "draft_cudagraph_mode", "draft_num_reqs_padded", "draft_max_seq_len",
-            "draft_kernel_max_seq_len", "scheduler_step")}
+        self._steps: dict[str, list] = {
+            n: []
+            for n in (
+                "num_reqs",
+                "num_reqs_padded",
+                "num_tokens_padded",
+                "cudagraph_mode",
+                "max_seq_len",
+                "kernel_max_seq_len",
+                "oor",
+                "draft_cudagraph_mode",
+                "draft_num_reqs_padded",
+                "draft_max_seq_len",
+                "draft_kernel_max_seq_len",
+                "scheduler_step",
+            )
+        }
         self._inst: dict[int, list] = {}  # inst -> [req_num, req_index, mamba_state_idx, blocks]
 
     def _end_instance(self, removed: RequestRemoved) -> None:
@@ -86,13 +99,17 @@ class Recorder:
         arrays["cudagraph_mode"] = np.array(st["cudagraph_mode"], dtype=np.int8)
         arrays["max_seq_len"] = np.array(st["max_seq_len"], dtype=np.int32).reshape(num_steps, 2)
         arrays["kernel_max_seq_len"] = np.array(st["kernel_max_seq_len"], dtype=np.int32).reshape(num_steps, 2)
-        arrays["oor"] = (np.array(st["oor"], dtype=np.int64).reshape(num_steps, 1 + k, 2, NUM_OOR_FIELDS)
-                         if num_steps else np.zeros((0, 1 + k, 2, NUM_OOR_FIELDS), np.int64))
+        arrays["oor"] = (
+            np.array(st["oor"], dtype=np.int64).reshape(num_steps, 1 + k, 2, NUM_OOR_FIELDS)
+            if num_steps
+            else np.zeros((0, 1 + k, 2, NUM_OOR_FIELDS), np.int64)
+        )
         arrays["draft_cudagraph_mode"] = np.array(st["draft_cudagraph_mode"], dtype=np.int8).reshape(num_steps, k)
         arrays["draft_num_reqs_padded"] = np.array(st["draft_num_reqs_padded"], dtype=np.int32).reshape(num_steps, k)
         arrays["draft_max_seq_len"] = np.array(st["draft_max_seq_len"], dtype=np.int32).reshape(num_steps, k, 2)
-        arrays["draft_kernel_max_seq_len"] = np.array(
-            st["draft_kernel_max_seq_len"], dtype=np.int32).reshape(num_steps, k, 2)
+        arrays["draft_kernel_max_seq_len"] = np.array(st["draft_kernel_max_seq_len"], dtype=np.int32).reshape(
+            num_steps, k, 2
+        )
         # Instances and the block log: each instance's blocks, contiguous.
         n_inst = max(self._inst) + 1 if self._inst else 0
         inst_req = np.full(n_inst, -1, dtype=np.int32)

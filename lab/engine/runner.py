@@ -51,20 +51,25 @@ class ModelRunner:
         self.decode_query_len = 1 + s.num_speculative_tokens
         self.max_num_reqs = s.max_num_seqs
         self.max_num_blocks_per_req = s.max_num_blocks_per_req
-        self.block_tables = BlockTables(self.max_num_reqs, self.max_num_blocks_per_req,
-                                        zero_dirty_rows=s.vllm_version != "0.32")
+        self.block_tables = BlockTables(
+            self.max_num_reqs, self.max_num_blocks_per_req, zero_dirty_rows=s.vllm_version != "0.32"
+        )
         self.model_state = make_model_state(s.model_state, s.max_model_len, self.max_num_reqs)
         self.capture_sizes = target_capture_sizes(s)
-        self.cudagraph_manager = CudaGraphManager(s.cudagraph_mode, self.capture_sizes, self.max_num_reqs,
-                                                  self.decode_query_len)
+        self.cudagraph_manager = CudaGraphManager(
+            s.cudagraph_mode, self.capture_sizes, self.max_num_reqs, self.decode_query_len
+        )
         self.speculator = None
         if self.num_speculative_tokens:
             # vllm target_dependent_ar/speculator.py init_cudagraph_manager: draft decodes get
             # FULL_DECODE_ONLY graphs when the target decodes in FULL graphs, else run eagerly.
             draft_mode = "FULL_DECODE_ONLY" if self.cudagraph_manager.decode_mode == FULL else "NONE"
             self.speculator = EagleSpeculator(
-                self.num_speculative_tokens, s.max_model_len, s.acceptance_rate,
-                CudaGraphManager(draft_mode, self.capture_sizes, self.max_num_reqs, 1))
+                self.num_speculative_tokens,
+                s.max_model_len,
+                s.acceptance_rate,
+                CudaGraphManager(draft_mode, self.capture_sizes, self.max_num_reqs, 1),
+            )
         self.rng = np.random.default_rng(s.seed)
         self.num_computed_tokens_gpu = np.zeros(self.max_num_reqs, dtype=np.int64)  # exact
         # vllm/v1/worker/gpu/states.py RequestState: free_indices = list(range(max_num_reqs)), pop() to add.
@@ -117,8 +122,9 @@ class ModelRunner:
         # ones (scheduled_new_reqs.extend(scheduled_resumed_reqs)); add_requests takes slots in that order.
         new_inst = out.new_inst
         if any(req_num in self._seen_req_nums for _, req_num in new_inst):
-            new_inst = ([p for p in new_inst if p[1] not in self._seen_req_nums]
-                        + [p for p in new_inst if p[1] in self._seen_req_nums])
+            new_inst = [p for p in new_inst if p[1] not in self._seen_req_nums] + [
+                p for p in new_inst if p[1] in self._seen_req_nums
+            ]
         added = [self._add(inst, req_num) for inst, req_num in new_inst]
         self._seen_req_nums.update(req_num for _, req_num in new_inst)
         num_reqs = len(out.req_nums)
@@ -131,8 +137,7 @@ class ModelRunner:
         if len(out.new_block_ids):
             has = out.new_block_counts > 0
             block_append = BlockAppend(idx_mapping_np[has], out.new_block_counts[has], out.new_block_ids)
-            self.block_tables.append_block_ids(block_append.req_indices, block_append.counts,
-                                               block_append.block_ids)
+            self.block_tables.append_block_ids(block_append.req_indices, block_append.counts, block_append.block_ids)
 
         # Batch order (vllm model_runner.py sort_batch_req_ids).
         num_scheduled_tokens = out.num_scheduled_tokens
@@ -155,8 +160,9 @@ class ModelRunner:
 
         # CUDA-graph dispatch (R8; vllm model_runner.py gather_batch_req_state + CudaGraphManager.dispatch).
         num_tokens = num_reqs * max_query_len if uniform else int(num_scheduled_tokens.sum())
-        eligible = not any_prefill or decode_graph_eligible(is_prefilling, num_scheduled_tokens, num_draft_tokens,
-                                                            num_computed_tokens_cpu)
+        eligible = not any_prefill or decode_graph_eligible(
+            is_prefilling, num_scheduled_tokens, num_draft_tokens, num_computed_tokens_cpu
+        )
         uniform_token_count = uniform_decode_token_count(num_reqs, num_tokens, max_query_len, eligible)
         batch_desc = self.cudagraph_manager.dispatch(num_reqs, num_tokens, uniform_token_count)
         cg_mode = batch_desc.cg_mode
@@ -168,16 +174,26 @@ class ModelRunner:
         num_computed_tokens_gpu = self.num_computed_tokens_gpu[idx_mapping_np]
         seq_lens[:num_reqs] = num_computed_tokens_gpu + num_scheduled_tokens
         batch = InputBatch(
-            req_nums=req_nums, idx_mapping_np=idx_mapping_np, num_reqs=num_reqs,
-            num_reqs_after_padding=num_reqs_padded, num_scheduled_tokens=num_scheduled_tokens,
-            num_tokens=num_tokens, num_tokens_after_padding=batch_desc.num_tokens,
-            num_computed_tokens_np=num_computed_tokens_cpu, seq_lens_cpu_upper_bound=ub, seq_lens=seq_lens,
-            num_draft_tokens_per_req=num_draft_tokens, is_prefilling_np=is_prefilling, max_query_len=max_query_len)
+            req_nums=req_nums,
+            idx_mapping_np=idx_mapping_np,
+            num_reqs=num_reqs,
+            num_reqs_after_padding=num_reqs_padded,
+            num_scheduled_tokens=num_scheduled_tokens,
+            num_tokens=num_tokens,
+            num_tokens_after_padding=batch_desc.num_tokens,
+            num_computed_tokens_np=num_computed_tokens_cpu,
+            seq_lens_cpu_upper_bound=ub,
+            seq_lens=seq_lens,
+            num_draft_tokens_per_req=num_draft_tokens,
+            is_prefilling_np=is_prefilling,
+            max_query_len=max_query_len,
+        )
 
         # prepare_attn (R2, R3), in both modes; what a launch sees under a FULL replay (R9).
         attn_metadata = {m: self.model_state.prepare_attn(batch, cg_mode, m) for m in MODES}
-        kernel_max_seq_len = {m: kernel_visible_max_seq_len(cg_mode, attn_metadata[m].max_seq_len,
-                                                             self.max_model_len) for m in MODES}
+        kernel_max_seq_len = {
+            m: kernel_visible_max_seq_len(cg_mode, attn_metadata[m].max_seq_len, self.max_model_len) for m in MODES
+        }
 
         # gather_block_tables (R6): the kernel's input table, stale columns included.
         block_table = self.block_tables.gather_block_tables(idx_mapping_np, num_reqs_padded, batch_inst)
@@ -189,8 +205,9 @@ class ModelRunner:
         draft_max_seq_len = {}
         if self.speculator is not None:
             # propose (R4, R5), then the seeded stand-in for rejection sampling.
-            drafts = self.speculator.propose(ub, num_reqs, cg_mode, num_reqs_padded,
-                                             {m: attn_metadata[m].max_seq_len for m in MODES})
+            drafts = self.speculator.propose(
+                ub, num_reqs, cg_mode, num_reqs_padded, {m: attn_metadata[m].max_seq_len for m in MODES}
+            )
             draft_max_seq_len = dict(self.speculator.draft_max_seq_len)
             for d in drafts:
                 walk_max_seq_len += [d.kernel_max_seq_len[m] for m in MODES]
@@ -204,16 +221,34 @@ class ModelRunner:
         # Rejected drafts roll back: only the verified token and the accepted drafts stay computed.
         kept = 1 + num_accepted
         self.num_computed_tokens_gpu[idx_mapping_np] = num_computed_tokens_gpu + (
-            np.where(is_prefilling, num_scheduled_tokens, kept) if any_prefill else kept)
+            np.where(is_prefilling, num_scheduled_tokens, kept) if any_prefill else kept
+        )
         self.model_state.postprocess(idx_mapping_np, kept)
 
-        self._notify(StepRecord(
-            out, removed, added, block_append, batch_inst=batch_inst,
-            dispatch_args=(num_reqs, num_tokens, uniform_token_count), batch_desc=batch_desc, batch=batch,
-            attn_metadata=attn_metadata, kernel_max_seq_len=kernel_max_seq_len, block_table=block_table,
-            num_blocks=num_blocks, drafts=drafts, draft_max_seq_len=draft_max_seq_len, num_accepted=num_accepted,
-            walk_max_seq_len=walk_max_seq_len, walk_num_rows=walk_num_rows, oor=oor, kv_owner=kv_owner,
-            row_hwm=self.block_tables.row_hwm))
+        self._notify(
+            StepRecord(
+                out,
+                removed,
+                added,
+                block_append,
+                batch_inst=batch_inst,
+                dispatch_args=(num_reqs, num_tokens, uniform_token_count),
+                batch_desc=batch_desc,
+                batch=batch,
+                attn_metadata=attn_metadata,
+                kernel_max_seq_len=kernel_max_seq_len,
+                block_table=block_table,
+                num_blocks=num_blocks,
+                drafts=drafts,
+                draft_max_seq_len=draft_max_seq_len,
+                num_accepted=num_accepted,
+                walk_max_seq_len=walk_max_seq_len,
+                walk_num_rows=walk_num_rows,
+                oor=oor,
+                kv_owner=kv_owner,
+                row_hwm=self.block_tables.row_hwm,
+            )
+        )
         # Results go back to the scheduler in its own order.
         if order is None:
             return num_accepted

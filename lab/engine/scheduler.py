@@ -103,7 +103,7 @@ class Scheduler:
         slot = self.kv_slot[r]
         ids = self.pool.get_new_blocks(num_blocks)
         nb = self.kv_nb[slot]
-        self.kv_rows[slot, nb:nb + num_blocks] = ids
+        self.kv_rows[slot, nb : nb + num_blocks] = ids
         self.kv_nb[slot] = nb + num_blocks
         self.pool.owner[ids] = self.inst[r]
         return ids
@@ -140,8 +140,10 @@ class Scheduler:
         ``max_num_seqs`` allow. Returns what the runner executes; ``num_computed_tokens`` then
         advances optimistically (async scheduling, R1).
         """
-        while (self._next_arrival < len(self._arrival_order)
-               and self.arrival_step[self._arrival_order[self._next_arrival]] <= step):
+        while (
+            self._next_arrival < len(self._arrival_order)
+            and self.arrival_step[self._arrival_order[self._next_arrival]] <= step
+        ):
             self.waiting.append(int(self._arrival_order[self._next_arrival]))
             self._next_arrival += 1
 
@@ -195,8 +197,13 @@ class Scheduler:
 
         if not all_scheduled:
             sched = num_new > 0
-            run, num_new, comp, in_prefill, counts = run[sched], num_new[sched], comp[sched], in_prefill[sched], \
-                counts[sched]
+            run, num_new, comp, in_prefill, counts = (
+                run[sched],
+                num_new[sched],
+                comp[sched],
+                in_prefill[sched],
+                counts[sched],
+            )
         req = run
         if k:
             num_draft = np.minimum(self.num_spec_tokens[req], np.maximum(num_new - 1, 0))
@@ -208,8 +215,7 @@ class Scheduler:
         new_req, new_tokens, new_counts = [], [], []
         new_inst = []
         if not preempted:
-            while (self.waiting and len(self.running) + len(new_req) < self.max_num_running_reqs
-                   and budget > 0):
+            while self.waiting and len(self.running) + len(new_req) < self.max_num_running_reqs and budget > 0:
                 r = self.waiting[0]
                 n_tok = int(min(self.prefill_len[r], budget))
                 # A new request's first allocation includes the K lookahead slots too (vllm scheduler.py
@@ -239,11 +245,25 @@ class Scheduler:
             counts = np.concatenate([counts, new_counts])
 
         out = SchedulerOutput(
-            req_nums=req, inst=self.inst[req], num_scheduled_tokens=num_new, num_computed_tokens=comp,
-            num_draft_tokens=num_draft, is_prefilling=in_prefill, new_block_counts=counts,
-            new_block_ids=(block_chunks[0] if len(block_chunks) == 1 else
-                           np.concatenate(block_chunks) if block_chunks else _NO_BLOCKS),
-            new_inst=new_inst, removed_inst=self._removed, prefill_len=self.prefill_len[req], scheduler_step=step)
+            req_nums=req,
+            inst=self.inst[req],
+            num_scheduled_tokens=num_new,
+            num_computed_tokens=comp,
+            num_draft_tokens=num_draft,
+            is_prefilling=in_prefill,
+            new_block_counts=counts,
+            new_block_ids=(
+                block_chunks[0]
+                if len(block_chunks) == 1
+                else np.concatenate(block_chunks)
+                if block_chunks
+                else _NO_BLOCKS
+            ),
+            new_inst=new_inst,
+            removed_inst=self._removed,
+            prefill_len=self.prefill_len[req],
+            scheduler_step=step,
+        )
         self._removed = []
         # Async scheduling: advance optimistically, then learn the previous step's rejections.
         self.num_computed_tokens[req] += num_new

@@ -48,9 +48,17 @@ def flashinfer_trtllm_gen(batch: PagedBatch, kv_cache: torch.Tensor, max_seq_len
     q_len = int(batch.query_lens[0]) if batch.num_rows else 1
     seq = torch.as_tensor(batch.seq_lens, dtype=torch.int32, device=kv_cache.device)
     return fid.trtllm_batch_decode_with_kv_cache(
-        batch.query, (kv_cache[0], kv_cache[1]), _workspace(kv_cache.device),
-        batch.block_table.to(torch.int32), seq, int(max_seq_len), bmm1_scale=cfg.scale, bmm2_scale=1.0,
-        kv_layout="NHD", q_len_per_req=q_len)
+        batch.query,
+        (kv_cache[0], kv_cache[1]),
+        _workspace(kv_cache.device),
+        batch.block_table.to(torch.int32),
+        seq,
+        int(max_seq_len),
+        bmm1_scale=cfg.scale,
+        bmm2_scale=1.0,
+        kv_layout="NHD",
+        q_len_per_req=q_len,
+    )
 
 
 def flashinfer_native(batch: PagedBatch, kv_cache: torch.Tensor, max_seq_len: int, cfg: HeadConfig):
@@ -67,9 +75,17 @@ def flashinfer_native(batch: PagedBatch, kv_cache: torch.Tensor, max_seq_len: in
     indices = np.concatenate([table[i, : nb[i]] for i in range(batch.num_rows)] or [np.zeros(0, np.int64)])
     last = np.where(batch.seq_lens > 0, (batch.seq_lens - 1) % bs + 1, 0)
     w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(_workspace(dev), kv_layout="NHD")
-    w.plan(torch.as_tensor(indptr, dtype=torch.int32, device=dev), torch.as_tensor(indices, dtype=torch.int32, device=dev),
-           torch.as_tensor(last, dtype=torch.int32, device=dev), cfg.num_q_heads, cfg.num_kv_heads, cfg.head_dim, bs,
-           q_data_type=batch.query.dtype, kv_data_type=kv_cache.dtype)
+    w.plan(
+        torch.as_tensor(indptr, dtype=torch.int32, device=dev),
+        torch.as_tensor(indices, dtype=torch.int32, device=dev),
+        torch.as_tensor(last, dtype=torch.int32, device=dev),
+        cfg.num_q_heads,
+        cfg.num_kv_heads,
+        cfg.head_dim,
+        bs,
+        q_data_type=batch.query.dtype,
+        kv_data_type=kv_cache.dtype,
+    )
     return w.run(batch.query, (kv_cache[0], kv_cache[1]))
 
 
@@ -81,11 +97,21 @@ def vllm_triton_unified(batch: PagedBatch, kv_cache: torch.Tensor, max_seq_len: 
     dev = kv_cache.device
     out = torch.empty_like(batch.query)
     unified_attention(
-        q=batch.query, k=kv_cache[0], v=kv_cache[1], out=out,
+        q=batch.query,
+        k=kv_cache[0],
+        v=kv_cache[1],
+        out=out,
         cu_seqlens_q=torch.as_tensor(batch.query_start_loc, dtype=torch.int32, device=dev),
         max_seqlen_q=int(batch.query_lens.max()),
         seqused_k=torch.as_tensor(batch.seq_lens, dtype=torch.int32, device=dev),
-        max_seqlen_k=int(max_seq_len), softmax_scale=cfg.scale, causal=True, window_size=(-1, -1),
-        block_table=batch.block_table.to(torch.int32), softcap=0, q_descale=None, k_descale=None,
-        v_descale=None)
+        max_seqlen_k=int(max_seq_len),
+        softmax_scale=cfg.scale,
+        causal=True,
+        window_size=(-1, -1),
+        block_table=batch.block_table.to(torch.int32),
+        softcap=0,
+        q_descale=None,
+        k_descale=None,
+        v_descale=None,
+    )
     return out

@@ -46,8 +46,9 @@ class HeadConfig:
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
         if self.num_q_heads % self.num_kv_heads:
-            raise ValueError(f"num_q_heads ({self.num_q_heads}) must be a multiple of num_kv_heads "
-                             f"({self.num_kv_heads})")
+            raise ValueError(
+                f"num_q_heads ({self.num_q_heads}) must be a multiple of num_kv_heads ({self.num_kv_heads})"
+            )
         if self.dtype not in _DTYPES:
             raise ValueError(f"dtype must be one of {sorted(_DTYPES)}, got {self.dtype!r}")
 
@@ -69,12 +70,12 @@ class HeadConfig:
         return 2 * self.num_kv_heads * self.head_dim * torch.finfo(self.torch_dtype).bits // 8
 
     def describe(self) -> str:
-        return (f"{self.num_q_heads} q heads / {self.num_kv_heads} kv heads / head_dim {self.head_dim}, "
-                f"{self.dtype}")
+        return f"{self.num_q_heads} q heads / {self.num_kv_heads} kv heads / head_dim {self.head_dim}, {self.dtype}"
 
 
-def make_kv_cache(num_blocks: int, block_size: int, cfg: HeadConfig, device="cpu",
-                  generator: torch.Generator | None = None) -> torch.Tensor:
+def make_kv_cache(
+    num_blocks: int, block_size: int, cfg: HeadConfig, device="cpu", generator: torch.Generator | None = None
+) -> torch.Tensor:
     """A KV cache ``[2, num_blocks, block_size, num_kv_heads, head_dim]`` of random values (every
     block holds something: stale KV of earlier requests looks like any other KV), null block zeros
     (vLLM allocates the cache zeroed and never writes block 0)."""
@@ -96,11 +97,11 @@ def poison_blocks(kv_cache: torch.Tensor, keep: np.ndarray | list[int]) -> torch
 class PagedBatch:
     """One attention launch: rows ``[0, num_reqs)`` are requests, the rest padded rows."""
 
-    query: torch.Tensor            # [num_tokens, num_q_heads, head_dim], rows' tokens back to back
-    query_start_loc: np.ndarray    # [rows + 1] int64
-    seq_lens: np.ndarray           # [rows] int64, exact; padded rows 0
-    num_blocks: np.ndarray         # [rows] int64, valid blocks of each row; padded rows 0
-    block_table: torch.Tensor      # [rows, width] int64, the gathered input table (R6)
+    query: torch.Tensor  # [num_tokens, num_q_heads, head_dim], rows' tokens back to back
+    query_start_loc: np.ndarray  # [rows + 1] int64
+    seq_lens: np.ndarray  # [rows] int64, exact; padded rows 0
+    num_blocks: np.ndarray  # [rows] int64, valid blocks of each row; padded rows 0
+    block_table: torch.Tensor  # [rows, width] int64, the gathered input table (R6)
     num_reqs: int
     block_size: int
 
@@ -125,8 +126,9 @@ class PagedBatch:
         """Columns of the block table a kernel told ``max_seq_len`` reads (R9/R10)."""
         w = cdiv(max_seq_len, self.block_size)
         if w > self.block_table.shape[1]:
-            raise ValueError(f"max_seq_len {max_seq_len} walks {w} columns; the block table has "
-                             f"{self.block_table.shape[1]}")
+            raise ValueError(
+                f"max_seq_len {max_seq_len} walks {w} columns; the block table has {self.block_table.shape[1]}"
+            )
         return w
 
     def walked_bytes(self, max_seq_len: int, cfg: HeadConfig) -> int:
@@ -138,12 +140,28 @@ class PagedBatch:
         return int(self.seq_lens[: self.num_reqs].sum()) * cfg.kv_bytes_per_token
 
     def to(self, device) -> PagedBatch:
-        return PagedBatch(self.query.to(device), self.query_start_loc, self.seq_lens, self.num_blocks,
-                          self.block_table.to(device), self.num_reqs, self.block_size)
+        return PagedBatch(
+            self.query.to(device),
+            self.query_start_loc,
+            self.seq_lens,
+            self.num_blocks,
+            self.block_table.to(device),
+            self.num_reqs,
+            self.block_size,
+        )
 
 
-def make_batch(seq_lens, query_lens, num_blocks, block_table, cfg: HeadConfig, block_size: int,
-               num_reqs: int | None = None, device="cpu", generator: torch.Generator | None = None) -> PagedBatch:
+def make_batch(
+    seq_lens,
+    query_lens,
+    num_blocks,
+    block_table,
+    cfg: HeadConfig,
+    block_size: int,
+    num_reqs: int | None = None,
+    device="cpu",
+    generator: torch.Generator | None = None,
+) -> PagedBatch:
     """A batch with random queries. ``seq_lens``/``query_lens``/``num_blocks`` cover every row
     (padded rows: seq_len 0, num_blocks 0, query_len of a decode row)."""
     seq_lens = np.asarray(seq_lens, dtype=np.int64)
@@ -159,8 +177,15 @@ def make_batch(seq_lens, query_lens, num_blocks, block_table, cfg: HeadConfig, b
         raise ValueError("a row's query is longer than its sequence, or its blocks do not cover it")
     qsl = np.concatenate([[0], np.cumsum(query_lens)]).astype(np.int64)
     q = torch.randn((int(qsl[-1]), cfg.num_q_heads, cfg.head_dim), generator=generator, dtype=torch.float32)
-    return PagedBatch(q.to(device=device, dtype=cfg.torch_dtype), qsl, seq_lens, num_blocks,
-                      torch.as_tensor(table.astype(np.int64), device=device), num_reqs, block_size)
+    return PagedBatch(
+        q.to(device=device, dtype=cfg.torch_dtype),
+        qsl,
+        seq_lens,
+        num_blocks,
+        torch.as_tensor(table.astype(np.int64), device=device),
+        num_reqs,
+        block_size,
+    )
 
 
 def batch_from_step(step, cfg: HeadConfig, device="cpu", generator: torch.Generator | None = None) -> PagedBatch:
@@ -172,8 +197,17 @@ def batch_from_step(step, cfg: HeadConfig, device="cpu", generator: torch.Genera
     seq_lens = step.seq_lens
     query_lens = sched + [pad_len] * (rows - n)
     num_blocks = step.num_blocks + [0] * (rows - n)
-    return make_batch(seq_lens, query_lens, num_blocks, step.block_table, cfg, step._t.scenario.block_size,
-                      num_reqs=n, device=device, generator=generator)
+    return make_batch(
+        seq_lens,
+        query_lens,
+        num_blocks,
+        step.block_table,
+        cfg,
+        step._t.scenario.block_size,
+        num_reqs=n,
+        device=device,
+        generator=generator,
+    )
 
 
 def sdpa_reference(batch: PagedBatch, kv_cache: torch.Tensor, cfg: HeadConfig) -> torch.Tensor:
@@ -186,8 +220,7 @@ def sdpa_reference(batch: PagedBatch, kv_cache: torch.Tensor, cfg: HeadConfig) -
     ``enable_gqa=True`` computes, without the math path expanding K and V ``group`` times."""
     bs = batch.block_size
     H, G, D = cfg.num_kv_heads, cfg.group_size, cfg.head_dim
-    out = torch.empty((batch.num_real_tokens, cfg.num_q_heads, D), dtype=torch.float32,
-                      device=batch.query.device)
+    out = torch.empty((batch.num_real_tokens, cfg.num_q_heads, D), dtype=torch.float32, device=batch.query.device)
     table = batch.block_table
     k_pages, v_pages = kv_cache[0].flatten(1), kv_cache[1].flatten(1)  # [num_blocks, page elems]
     for i in range(batch.num_reqs):

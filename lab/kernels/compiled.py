@@ -54,7 +54,7 @@ def find_compiler(env=None) -> str | None:
     """``$CXX`` if set (a name on PATH or a path), else g++, else c++; None if none is found."""
     env = os.environ if env is None else env
     cxx = env.get("CXX")
-    for name in ([cxx] if cxx else ["g++", "c++"]):
+    for name in [cxx] if cxx else ["g++", "c++"]:
         path = shutil.which(name, path=env.get("PATH"))
         if path:
             return path
@@ -88,8 +88,9 @@ def build_dir(env=None) -> Path:
 
 def library_path(compiler: str, env=None) -> Path:
     version = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30).stdout
-    key = hashlib.sha256("\0".join([SOURCE.read_text(encoding="utf-8"), " ".join(FLAGS), compiler,
-                                    version, _cpu_flags()]).encode()).hexdigest()[:16]
+    key = hashlib.sha256(
+        "\0".join([SOURCE.read_text(encoding="utf-8"), " ".join(FLAGS), compiler, version, _cpu_flags()]).encode()
+    ).hexdigest()[:16]
     return build_dir(env) / f"lab_paged_decode_{key}.so"
 
 
@@ -177,16 +178,23 @@ def _ptr(t) -> int:
     return t.ctypes.data if isinstance(t, np.ndarray) else t.data_ptr()
 
 
-def paged_attention_compiled(batch: PagedBatch, kv_cache: torch.Tensor, max_seq_len: int, cfg: HeadConfig,
-                             trusting: bool = False, simd: bool = True) -> torch.Tensor:
+def paged_attention_compiled(
+    batch: PagedBatch,
+    kv_cache: torch.Tensor,
+    max_seq_len: int,
+    cfg: HeadConfig,
+    trusting: bool = False,
+    simd: bool = True,
+) -> torch.Tensor:
     """Same contract as lab.kernels.reference.paged_attention: [tokens, q_heads, D], padded rows 0.
     float32 on the CPU only; uses torch's CPU thread count. ``simd=False`` takes the plain loops
     even where the explicit SIMD path serves the shape (``simd_serves``); the tests run both."""
     if kv_cache.device.type != "cpu" or batch.query.device.type != "cpu":
         raise CompiledKernelUnavailable("the compiled kernel runs on the CPU only")
     if kv_cache.dtype != torch.float32 or batch.query.dtype != torch.float32:
-        raise CompiledKernelUnavailable(f"the compiled kernel runs float32 only, got {kv_cache.dtype}; "
-                                        f"use torch-reference")
+        raise CompiledKernelUnavailable(
+            f"the compiled kernel runs float32 only, got {kv_cache.dtype}; use torch-reference"
+        )
     expect = (2, kv_cache.shape[1], batch.block_size, cfg.num_kv_heads, cfg.head_dim)
     if tuple(kv_cache.shape) != expect:
         raise ValueError(f"kv_cache has shape {tuple(kv_cache.shape)}, expected {expect}")
@@ -200,9 +208,26 @@ def paged_attention_compiled(batch: PagedBatch, kv_cache: torch.Tensor, max_seq_
     seq = np.ascontiguousarray(batch.seq_lens, dtype=np.int64)
     own = np.ascontiguousarray(batch.num_blocks, dtype=np.int64)
     rc = lib.lab_paged_attention_f32(
-        _ptr(q), _ptr(kv), _ptr(out), _ptr(qsl), _ptr(seq), _ptr(own), _ptr(table),
-        batch.num_rows, table.shape[1], w, batch.block_size, cfg.num_kv_heads, cfg.group_size, cfg.head_dim,
-        kv.shape[1], cfg.scale, int(trusting), torch.get_num_threads(), int(simd))
+        _ptr(q),
+        _ptr(kv),
+        _ptr(out),
+        _ptr(qsl),
+        _ptr(seq),
+        _ptr(own),
+        _ptr(table),
+        batch.num_rows,
+        table.shape[1],
+        w,
+        batch.block_size,
+        cfg.num_kv_heads,
+        cfg.group_size,
+        cfg.head_dim,
+        kv.shape[1],
+        cfg.scale,
+        int(trusting),
+        torch.get_num_threads(),
+        int(simd),
+    )
     if rc:
         raise IndexError(f"the walk of {w} columns meets a block id outside the cache of {kv.shape[1]} blocks")
     # Tokens of rows with no query (query length 0) are none; every token belongs to some row.
@@ -215,7 +240,8 @@ def simd_serves(head_dim: int, block_size: int) -> bool:
     return bool(load().lab_paged_attention_simd_serves(ctypes.c_int64(head_dim), ctypes.c_int64(block_size)))
 
 
-def paged_attention_compiled_trusting(batch: PagedBatch, kv_cache: torch.Tensor, max_seq_len: int,
-                                      cfg: HeadConfig) -> torch.Tensor:
+def paged_attention_compiled_trusting(
+    batch: PagedBatch, kv_cache: torch.Tensor, max_seq_len: int, cfg: HeadConfig
+) -> torch.Tensor:
     """The trusting variant (see lab/kernels/reference.py)."""
     return paged_attention_compiled(batch, kv_cache, max_seq_len, cfg, trusting=True)

@@ -105,11 +105,23 @@ def spread_order(steps) -> list[int]:
     return [steps[p] for p in pos]
 
 
-def run(scenario: Scenario, backend: str = "torch-reference", device: str = "cpu", every: int = 1,
-        progress=None, repeats: int = 3, warmup: int = 1, head_config: HeadConfig | None = None,
-        seed: int = 0, trace: Trace | None = None, command: str | None = None,
-        steps: list[int] | None = None, threads: int | None = None, seconds: float | None = None,
-        clock=time.perf_counter) -> Trace:
+def run(
+    scenario: Scenario,
+    backend: str = "torch-reference",
+    device: str = "cpu",
+    every: int = 1,
+    progress=None,
+    repeats: int = 3,
+    warmup: int = 1,
+    head_config: HeadConfig | None = None,
+    seed: int = 0,
+    trace: Trace | None = None,
+    command: str | None = None,
+    steps: list[int] | None = None,
+    threads: int | None = None,
+    seconds: float | None = None,
+    clock=time.perf_counter,
+) -> Trace:
     """Run the engine on ``scenario`` (or take its ``trace``), then time ``backend`` on ``device``
     on every ``every``-th step (and the last), or on the given ``steps``, baseline and fixed
     interleaved, ``repeats`` timed launches after ``warmup``. ``progress(done, total)`` is called
@@ -123,12 +135,40 @@ def run(scenario: Scenario, backend: str = "torch-reference", device: str = "cpu
     if seconds is not None and not seconds > 0:
         raise ValueError(f"seconds must be > 0, got {seconds!r}")
     with torch_threads(threads):
-        return _run(scenario, backend, device, every, progress, repeats, warmup, head_config, seed, trace,
-                    command, steps, seconds, clock)
+        return _run(
+            scenario,
+            backend,
+            device,
+            every,
+            progress,
+            repeats,
+            warmup,
+            head_config,
+            seed,
+            trace,
+            command,
+            steps,
+            seconds,
+            clock,
+        )
 
 
-def _run(scenario, backend, device, every, progress, repeats, warmup, head_config, seed, trace, command,
-         steps, seconds=None, clock=time.perf_counter) -> Trace:
+def _run(
+    scenario,
+    backend,
+    device,
+    every,
+    progress,
+    repeats,
+    warmup,
+    head_config,
+    seed,
+    trace,
+    command,
+    steps,
+    seconds=None,
+    clock=time.perf_counter,
+) -> Trace:
     if repeats < 1 or warmup < 0:
         raise ValueError("repeats must be >= 1 and warmup >= 0")
     cfg = head_config or HeadConfig()
@@ -155,11 +195,14 @@ def _run(scenario, backend, device, every, progress, repeats, warmup, head_confi
     timer = make_timer(device)
 
     shape2 = (num_steps, len(MODES))
-    arrays = {"kernel_ms": np.full(shape2, np.nan), "kernel_iqr_ms": np.full(shape2, np.nan),
-              "kernel_bytes_real": np.zeros(num_steps, np.int64),
-              "kernel_bytes_walked": np.zeros(shape2, np.int64),
-              "kernel_max_abs_err": np.full(shape2, np.nan),
-              "kernel_trusting_wrong": np.full(shape2, -1, np.int8)}
+    arrays = {
+        "kernel_ms": np.full(shape2, np.nan),
+        "kernel_iqr_ms": np.full(shape2, np.nan),
+        "kernel_bytes_real": np.zeros(num_steps, np.int64),
+        "kernel_bytes_walked": np.zeros(shape2, np.int64),
+        "kernel_max_abs_err": np.full(shape2, np.nan),
+        "kernel_trusting_wrong": np.full(shape2, -1, np.int8),
+    }
     start = clock()
     done_steps: list[int] = []
     for done, i in enumerate(order, 1):
@@ -175,6 +218,7 @@ def _run(scenario, backend, device, every, progress, repeats, warmup, head_confi
         def launch(mode, batch=batch, msl=msl, outs=outs):
             def fn():
                 outs[mode] = kernel(batch, kv, msl[mode], cfg)
+
             return fn
 
         res = time_interleaved({m: launch(m) for m in MODES}, timer, warmup=warmup, repeats=repeats)
@@ -185,8 +229,7 @@ def _run(scenario, backend, device, every, progress, repeats, warmup, head_confi
             arrays["kernel_bytes_walked"][i, j] = batch.walked_bytes(msl[m], cfg)
             arrays["kernel_max_abs_err"][i, j] = max_abs_error(outs[m], ref, batch.num_real_tokens)
             trusting = trusting_kernel(batch, kv, msl[m], cfg)
-            arrays["kernel_trusting_wrong"][i, j] = int(is_wrong(trusting, ref, batch.num_real_tokens,
-                                                                 TRUSTING_RTOL))
+            arrays["kernel_trusting_wrong"][i, j] = int(is_wrong(trusting, ref, batch.num_real_tokens, TRUSTING_RTOL))
         if progress is not None:
             progress(done, len(order))
     elapsed = clock() - start
@@ -194,19 +237,34 @@ def _run(scenario, backend, device, every, progress, repeats, warmup, head_confi
 
     env = environment(device)
     spec = s.to_spec()
-    meta = {"backend": backend, "device": env.pop("device"), "device_kind": device,
-            "kernel": find(backend, "cuda" if device.startswith("cuda") else device).kernel,
-            "dtype": cfg.dtype, "head_config": cfg.describe(), "num_q_heads": cfg.num_q_heads,
-            "num_kv_heads": cfg.num_kv_heads, "head_dim": cfg.head_dim, **env,
-            "repeats": repeats, "warmup": warmup, "every": every if steps is None else None,
-            "timed_steps": len(timed), "kernel_seconds": round(elapsed, 3),
-            **({"time_budget_s": seconds, "steps_offered": len(order)} if seconds is not None else {}),
-            "timer": type(timer).__name__, "trusting_rtol": TRUSTING_RTOL,
-            "bytes": "K and V bytes; real = sum(seq_lens) tokens, walked = rows x cdiv(kernel_max_seq_len, "
-                     "block_size) pages (padded rows included)",
-            "command": command or (f"python -m lab simulate --spec {shlex.quote(spec)} --backend {backend} "
-                                   f"--device {device} --repeats {repeats} "
-                                   + (f"--every {every}" if steps is None else f"--steps {','.join(map(str, timed))}"))}
+    meta = {
+        "backend": backend,
+        "device": env.pop("device"),
+        "device_kind": device,
+        "kernel": find(backend, "cuda" if device.startswith("cuda") else device).kernel,
+        "dtype": cfg.dtype,
+        "head_config": cfg.describe(),
+        "num_q_heads": cfg.num_q_heads,
+        "num_kv_heads": cfg.num_kv_heads,
+        "head_dim": cfg.head_dim,
+        **env,
+        "repeats": repeats,
+        "warmup": warmup,
+        "every": every if steps is None else None,
+        "timed_steps": len(timed),
+        "kernel_seconds": round(elapsed, 3),
+        **({"time_budget_s": seconds, "steps_offered": len(order)} if seconds is not None else {}),
+        "timer": type(timer).__name__,
+        "trusting_rtol": TRUSTING_RTOL,
+        "bytes": "K and V bytes; real = sum(seq_lens) tokens, walked = rows x cdiv(kernel_max_seq_len, "
+        "block_size) pages (padded rows included)",
+        "command": command
+        or (
+            f"python -m lab simulate --spec {shlex.quote(spec)} --backend {backend} "
+            f"--device {device} --repeats {repeats} "
+            + (f"--every {every}" if steps is None else f"--steps {','.join(map(str, timed))}")
+        ),
+    }
     trace.attach_kernel_timings(meta, arrays)
     return trace
 
@@ -245,8 +303,15 @@ def app_threads(backend: str, device: str) -> int | None:
     return max(1, min(4, os.cpu_count() or 1)) if backend == "cpp-fused-gather" else 1
 
 
-def run_for_app(trace: Trace, device: str, max_step_pairs: int, seconds: float | None = None,
-                preferred: str = "torch-reference", progress=None, clock=time.perf_counter) -> Trace:
+def run_for_app(
+    trace: Trace,
+    device: str,
+    max_step_pairs: int,
+    seconds: float | None = None,
+    preferred: str = "torch-reference",
+    progress=None,
+    clock=time.perf_counter,
+) -> Trace:
     """Time the kernels of ``trace`` as the app's kernel runner does: ``app_backend``, the steps
     whose baseline walk alone fits ``max_step_pairs`` (``step_costs``; the cheapest step if none
     does) in ``spread_order``, ``APP_REPEATS`` launches per mode, until ``seconds`` (default
@@ -257,7 +322,16 @@ def run_for_app(trace: Trace, device: str, max_step_pairs: int, seconds: float |
     candidates = fits.tolist() if len(fits) else [int(np.argmin(cost))]
     backend = app_backend(device, preferred)
     seconds = APP_SECONDS.get("cuda" if str(device).startswith("cuda") else "cpu", 10.0) if seconds is None else seconds
-    return run(trace.scenario, backend=backend, device=device, trace=trace, steps=spread_order(candidates),
-               repeats=APP_REPEATS, warmup=APP_WARMUP, threads=app_threads(backend, device), seconds=seconds,
-               progress=progress, clock=clock)
-
+    return run(
+        trace.scenario,
+        backend=backend,
+        device=device,
+        trace=trace,
+        steps=spread_order(candidates),
+        repeats=APP_REPEATS,
+        warmup=APP_WARMUP,
+        threads=app_threads(backend, device),
+        seconds=seconds,
+        progress=progress,
+        clock=clock,
+    )

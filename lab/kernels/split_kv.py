@@ -31,8 +31,8 @@ import torch
 from lab.kernels.batch import HeadConfig, PagedBatch, cdiv
 from lab.kernels.reference import attend_pages, group_queries, scatter_output
 
-STEP_KV = 128        # tokens per KV step of a TRTLLM-gen decode kernel (tileSizeKv 128)
-NUM_SMS_B200 = 148   # multiprocessors of a B200, the SM100 part the model stands for
+STEP_KV = 128  # tokens per KV step of a TRTLLM-gen decode kernel (tileSizeKv 128)
+NUM_SMS_B200 = 148  # multiprocessors of a B200, the SM100 part the model stands for
 
 
 @dataclass(frozen=True)
@@ -40,15 +40,22 @@ class SplitPlan:
     num_ctas_per_seq_kv: int
     max_num_ctas_per_seq_kv: int
     pages_per_cta: int
-    walk_columns: int    # pages each row walks: min(num_ctas * pages_per_cta, cdiv(max_seq_len, bs))
+    walk_columns: int  # pages each row walks: min(num_ctas * pages_per_cta, cdiv(max_seq_len, bs))
 
     def cta_ranges(self) -> list[tuple[int, int]]:
         w, p = self.walk_columns, self.pages_per_cta
         return [(min(c * p, w), min((c + 1) * p, w)) for c in range(self.num_ctas_per_seq_kv)]
 
 
-def split_plan(max_seq_len: int, batch_size: int, num_kv_heads: int, block_size: int, max_query_len: int = 1,
-               step_kv: int = STEP_KV, num_sms: int = NUM_SMS_B200) -> SplitPlan:
+def split_plan(
+    max_seq_len: int,
+    batch_size: int,
+    num_kv_heads: int,
+    block_size: int,
+    max_query_len: int = 1,
+    step_kv: int = STEP_KV,
+    num_sms: int = NUM_SMS_B200,
+) -> SplitPlan:
     """CTAs per KV sequence for a launch told ``max_seq_len`` (see module doc)."""
     if max_seq_len < 1 or batch_size < 1:
         raise ValueError("max_seq_len and batch_size must be >= 1")
@@ -75,12 +82,25 @@ def combine_partials(parts):
     return l, acc
 
 
-def paged_attention_split_kv(batch: PagedBatch, kv_cache: torch.Tensor, max_seq_len: int, cfg: HeadConfig,
-                             step_kv: int = STEP_KV, num_sms: int = NUM_SMS_B200,
-                             plan: SplitPlan | None = None) -> torch.Tensor:
+def paged_attention_split_kv(
+    batch: PagedBatch,
+    kv_cache: torch.Tensor,
+    max_seq_len: int,
+    cfg: HeadConfig,
+    step_kv: int = STEP_KV,
+    num_sms: int = NUM_SMS_B200,
+    plan: SplitPlan | None = None,
+) -> torch.Tensor:
     """Masked split-KV attention: each of ``numCtasPerSeqKv`` CTAs walks its fixed page range."""
-    plan = plan or split_plan(max_seq_len, batch.num_rows, cfg.num_kv_heads, batch.block_size,
-                              int(batch.query_lens.max()) if batch.num_rows else 1, step_kv, num_sms)
+    plan = plan or split_plan(
+        max_seq_len,
+        batch.num_rows,
+        cfg.num_kv_heads,
+        batch.block_size,
+        int(batch.query_lens.max()) if batch.num_rows else 1,
+        step_kv,
+        num_sms,
+    )
     batch.walk_columns(max_seq_len)
     out = torch.zeros_like(batch.query)
     dev = batch.query.device
@@ -88,8 +108,10 @@ def paged_attention_split_kv(batch: PagedBatch, kv_cache: torch.Tensor, max_seq_
         q, tok, qpos, seq = group_queries(batch, rows, L, cfg)
         own = torch.as_tensor(batch.num_blocks[rows], device=dev)
         table_rows = batch.block_table[torch.as_tensor(rows, device=dev)]
-        parts = [attend_pages(q, qpos, seq, own, table_rows, kv_cache, a, b, batch.block_size, cfg)
-                 for a, b in plan.cta_ranges()]
+        parts = [
+            attend_pages(q, qpos, seq, own, table_rows, kv_cache, a, b, batch.block_size, cfg)
+            for a, b in plan.cta_ranges()
+        ]
         l, acc = combine_partials(parts)
         scatter_output(out, acc, l, tok, cfg)
     return out

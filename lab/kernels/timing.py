@@ -65,8 +65,9 @@ def make_timer(device: str, cuda=None):
     return CudaTimer(device, cuda) if str(device).startswith("cuda") else CpuTimer()
 
 
-def time_interleaved(fns: dict[str, Callable[[], object]], timer, warmup: int = 1,
-                     repeats: int = 5) -> dict[str, Timing]:
+def time_interleaved(
+    fns: dict[str, Callable[[], object]], timer, warmup: int = 1, repeats: int = 5
+) -> dict[str, Timing]:
     """Run each function ``warmup`` times, then ``repeats`` rounds of one launch each, in turn
     (A B A B …), so that drift (frequency, other load) hits all of them alike."""
     if repeats < 1 or warmup < 0:

@@ -25,11 +25,33 @@ def _kernel():
     import triton.language as tl
 
     @triton.jit
-    def split_kv_partial(q_ptr, kv_ptr, table_ptr, qsl_ptr, seq_ptr, m_ptr, l_ptr, acc_ptr,
-                         stride_q_t, stride_q_h, stride_kv_kv, stride_kv_b, stride_kv_t, stride_kv_h,
-                         stride_tab, num_ctas, num_q_tiles, pages_per_cta, walk_columns,
-                         GROUP: tl.constexpr, BLOCK_SIZE: tl.constexpr, HEAD_DIM: tl.constexpr,
-                         BLOCK_M: tl.constexpr, NUM_KV_HEADS: tl.constexpr, SCALE: tl.constexpr):
+    def split_kv_partial(
+        q_ptr,
+        kv_ptr,
+        table_ptr,
+        qsl_ptr,
+        seq_ptr,
+        m_ptr,
+        l_ptr,
+        acc_ptr,
+        stride_q_t,
+        stride_q_h,
+        stride_kv_kv,
+        stride_kv_b,
+        stride_kv_t,
+        stride_kv_h,
+        stride_tab,
+        num_ctas,
+        num_q_tiles,
+        pages_per_cta,
+        walk_columns,
+        GROUP: tl.constexpr,
+        BLOCK_SIZE: tl.constexpr,
+        HEAD_DIM: tl.constexpr,
+        BLOCK_M: tl.constexpr,
+        NUM_KV_HEADS: tl.constexpr,
+        SCALE: tl.constexpr,
+    ):
         row = tl.program_id(0)
         hq = tl.program_id(1)
         cta = tl.program_id(2)
@@ -44,8 +66,11 @@ def _kernel():
         qh = kvh * GROUP + slot % GROUP
         slot_ok = ql < L
         offs_d = tl.arange(0, HEAD_DIM)
-        q = tl.load(q_ptr + (q0 + ql)[:, None] * stride_q_t + qh[:, None] * stride_q_h + offs_d[None, :],
-                    mask=slot_ok[:, None], other=0.0).to(tl.float32)
+        q = tl.load(
+            q_ptr + (q0 + ql)[:, None] * stride_q_t + qh[:, None] * stride_q_h + offs_d[None, :],
+            mask=slot_ok[:, None],
+            other=0.0,
+        ).to(tl.float32)
         qpos = seq - L + ql
         m = tl.full([BLOCK_M], float("-inf"), tl.float32)
         lsum = tl.zeros([BLOCK_M], tl.float32)
@@ -84,15 +109,21 @@ def _next_pow2(x: int) -> int:
     return 1 << max(0, (x - 1).bit_length())
 
 
-def paged_attention_split_kv_triton(batch: PagedBatch, kv_cache: torch.Tensor, max_seq_len: int,
-                                    cfg: HeadConfig, step_kv: int = STEP_KV, num_sms: int = NUM_SMS_B200,
-                                    plan: SplitPlan | None = None, block_m: int = 16) -> torch.Tensor:
+def paged_attention_split_kv_triton(
+    batch: PagedBatch,
+    kv_cache: torch.Tensor,
+    max_seq_len: int,
+    cfg: HeadConfig,
+    step_kv: int = STEP_KV,
+    num_sms: int = NUM_SMS_B200,
+    plan: SplitPlan | None = None,
+    block_m: int = 16,
+) -> torch.Tensor:
     """Same contract as split_kv.paged_attention_split_kv; fp32 accumulation."""
     if cfg.head_dim & (cfg.head_dim - 1) or batch.block_size & (batch.block_size - 1):
         raise ValueError("the Triton kernel needs a power-of-two head_dim and block_size")
     max_q = int(batch.query_lens.max()) if batch.num_rows else 1
-    plan = plan or split_plan(max_seq_len, batch.num_rows, cfg.num_kv_heads, batch.block_size, max_q,
-                              step_kv, num_sms)
+    plan = plan or split_plan(max_seq_len, batch.num_rows, cfg.num_kv_heads, batch.block_size, max_q, step_kv, num_sms)
     batch.walk_columns(max_seq_len)
     dev = batch.query.device
     rows, H, D, grp = batch.num_rows, cfg.num_kv_heads, cfg.head_dim, cfg.group_size
@@ -109,10 +140,32 @@ def paged_attention_split_kv_triton(batch: PagedBatch, kv_cache: torch.Tensor, m
     qsl = torch.as_tensor(batch.query_start_loc, dtype=torch.int32, device=dev)
     seq = torch.as_tensor(batch.seq_lens, dtype=torch.int32, device=dev)
     _kernel()[(rows, H * tiles, n)](
-        q, kv, table, qsl, seq, m, lsum, acc,
-        q.stride(0), q.stride(1), kv.stride(0), kv.stride(1), kv.stride(2), kv.stride(3),
-        table.stride(0), n, tiles, plan.pages_per_cta, plan.walk_columns,
-        GROUP=grp, BLOCK_SIZE=batch.block_size, HEAD_DIM=D, BLOCK_M=block_m, NUM_KV_HEADS=H, SCALE=cfg.scale)
+        q,
+        kv,
+        table,
+        qsl,
+        seq,
+        m,
+        lsum,
+        acc,
+        q.stride(0),
+        q.stride(1),
+        kv.stride(0),
+        kv.stride(1),
+        kv.stride(2),
+        kv.stride(3),
+        table.stride(0),
+        n,
+        tiles,
+        plan.pages_per_cta,
+        plan.walk_columns,
+        GROUP=grp,
+        BLOCK_SIZE=batch.block_size,
+        HEAD_DIM=D,
+        BLOCK_M=block_m,
+        NUM_KV_HEADS=H,
+        SCALE=cfg.scale,
+    )
     l, a = combine_partials([(m[:, :, c], lsum[:, :, c], acc[:, :, c]) for c in range(n)])
     o = torch.where(l[..., None] > 0, a / l.clamp_min(1e-30)[..., None], 0.0)  # [rows, H, slots, D]
     out = torch.zeros_like(batch.query)
@@ -123,5 +176,5 @@ def paged_attention_split_kv_triton(batch: PagedBatch, kv_cache: torch.Tensor, m
             continue
         part = o[r, :, : L * grp].reshape(H, L, grp, D).permute(1, 0, 2, 3).reshape(L, cfg.num_q_heads, D)
         q0 = int(batch.query_start_loc[r])
-        out[q0:q0 + L] = part.to(out.dtype)
+        out[q0 : q0 + L] = part.to(out.dtype)
     return out

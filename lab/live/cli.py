@@ -17,9 +17,12 @@ def cmd_record(args, scenario, print_trace) -> int:
     if not args.as_is and args.device == "cpu":
         adapted = cpu_variant(scenario)
         if adapted != scenario:
-            print(f"the CPU engine runs the closest scenario it can (--as-is refuses instead):\n"
-                  f"  {'; '.join(r.split(':')[0] for r in refusals(scenario))} changed\n"
-                  f"  recorded as: {adapted.to_spec()}", file=sys.stderr)
+            print(
+                f"the CPU engine runs the closest scenario it can (--as-is refuses instead):\n"
+                f"  {'; '.join(r.split(':')[0] for r in refusals(scenario))} changed\n"
+                f"  recorded as: {adapted.to_spec()}",
+                file=sys.stderr,
+            )
         scenario = adapted
     t0 = time.perf_counter()
     last = [0.0]
@@ -38,8 +41,11 @@ def cmd_record(args, scenario, print_trace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     live = trace.meta["live"]
-    print(f"recorded {len(trace.steps)} steps in {live['total_s']:.1f} s (engine build {live['build_s']:.1f} s, "
-          f"runs {', '.join(f'{m} {s:.1f} s' for m, s in live['run_s'].items())})", file=sys.stderr)
+    print(
+        f"recorded {len(trace.steps)} steps in {live['total_s']:.1f} s (engine build {live['build_s']:.1f} s, "
+        f"runs {', '.join(f'{m} {s:.1f} s' for m, s in live['run_s'].items())})",
+        file=sys.stderr,
+    )
     if args.out:
         trace.save(args.out)
         print(f"trace saved to {args.out}", file=sys.stderr)

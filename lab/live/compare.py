@@ -71,9 +71,13 @@ class Comparison:
         return None
 
     def table(self) -> str:
-        lines = [f"A: {self.a_label}", f"B: {self.b_label}",
-                 f"steps: A {self.num_steps[0]}, B {self.num_steps[1]}", "",
-                 f"{'field':<31} {'steps':>6} {'entries':>10} {'disagree':>9}  what"]
+        lines = [
+            f"A: {self.a_label}",
+            f"B: {self.b_label}",
+            f"steps: A {self.num_steps[0]}, B {self.num_steps[1]}",
+            "",
+            f"{'field':<31} {'steps':>6} {'entries':>10} {'disagree':>9}  what",
+        ]
         for f in self.fields.values():
             lines.append(f"{f.name:<31} {f.steps:>6} {f.entries:>10,} {f.disagree_steps:>9}  {f.what}")
         lines.append("")
@@ -132,18 +136,23 @@ def _describe(name, i, a, b, sa, sb) -> str:
             return f"step {i} block_table shape A {a.shape} vs B {b.shape}"
         rows, cols = np.nonzero(a != b)
         r, c = int(rows[0]), int(cols[0])
-        return (f"step {i} block_table[{r}, {c}] ({len(rows)} entries differ): A {int(a[r, c])}, B {int(b[r, c])}; "
-                f"row {r} is {sa.req_ids[r] if r < sa.num_reqs else 'padding'} with num_blocks "
-                f"{sa.num_blocks[r] if r < sa.num_reqs else 0}; A row[:{c + 4}] {a[r, :c + 4].tolist()}, "
-                f"B row[:{c + 4}] {b[r, :c + 4].tolist()}")
-    return (f"step {i} (scheduler step {sa.scheduler_step}) {name}: A {_as_list(a)!r}, B {_as_list(b)!r}; "
-            f"batch A {sa.req_ids}, B {sb.req_ids}")
+        return (
+            f"step {i} block_table[{r}, {c}] ({len(rows)} entries differ): A {int(a[r, c])}, B {int(b[r, c])}; "
+            f"row {r} is {sa.req_ids[r] if r < sa.num_reqs else 'padding'} with num_blocks "
+            f"{sa.num_blocks[r] if r < sa.num_reqs else 0}; A row[:{c + 4}] {a[r, : c + 4].tolist()}, "
+            f"B row[:{c + 4}] {b[r, : c + 4].tolist()}"
+        )
+    return (
+        f"step {i} (scheduler step {sa.scheduler_step}) {name}: A {_as_list(a)!r}, B {_as_list(b)!r}; "
+        f"batch A {sa.req_ids}, B {sb.req_ids}"
+    )
 
 
 def compare_traces(a, b, a_label: str = "A", b_label: str = "B") -> Comparison:
     """Compare traces ``a`` and ``b`` step by step, every field of FIELDS."""
-    cmp = Comparison(a_label, b_label, (len(a.steps), len(b.steps)),
-                     {name: FieldResult(name, what) for name, what in FIELDS})
+    cmp = Comparison(
+        a_label, b_label, (len(a.steps), len(b.steps)), {name: FieldResult(name, what) for name, what in FIELDS}
+    )
     sa_, sb_ = a.scenario, b.scenario
     for attr in ("max_model_len", "block_size", "num_speculative_tokens", "requests"):
         if getattr(sa_, attr) != getattr(sb_, attr):
@@ -151,8 +160,9 @@ def compare_traces(a, b, a_label: str = "A", b_label: str = "B") -> Comparison:
     if len(a.steps) != len(b.steps):
         cmp.structural.append(f"step counts differ: A {len(a.steps)}, B {len(b.steps)}")
     if a.meta.get("num_preemptions", 0) != b.meta.get("num_preemptions", 0):
-        cmp.structural.append(f"preemptions differ: A {a.meta.get('num_preemptions')}, "
-                              f"B {b.meta.get('num_preemptions')}")
+        cmp.structural.append(
+            f"preemptions differ: A {a.meta.get('num_preemptions')}, B {b.meta.get('num_preemptions')}"
+        )
     for i in range(min(len(a.steps), len(b.steps))):
         sa, sb = a.steps[i], b.steps[i]
         va, vb = _step_values(sa), _step_values(sb)
@@ -163,8 +173,11 @@ def compare_traces(a, b, a_label: str = "A", b_label: str = "B") -> Comparison:
                 continue
             f.steps += 1
             f.entries += _count(x)
-            same = (np.array_equal(x, y) if isinstance(x, np.ndarray) or isinstance(y, np.ndarray)
-                    else _as_list(x) == _as_list(y))
+            same = (
+                np.array_equal(x, y)
+                if isinstance(x, np.ndarray) or isinstance(y, np.ndarray)
+                else _as_list(x) == _as_list(y)
+            )
             if not same:
                 f.disagree_steps += 1
                 if f.first is None:

@@ -24,9 +24,27 @@ from lab.engine.speculator import DraftPassMetadata, draft_step_upper_bound
 from lab.engine.step_record import EngineEnd, RequestAdded, RequestRemoved, StepRecord
 
 _REQ = re.compile(r"^req-(\d+)")
-_SAME = ("req_ids", "idx_mapping", "num_computed_tokens", "num_scheduled_tokens", "num_draft_tokens", "seq_lens",
-         "seq_lens_cpu_upper_bound", "num_reqs", "num_reqs_padded", "num_tokens", "num_tokens_padded", "cg_mode",
-         "block_table", "num_blocks", "num_accepted", "removed", "added", "preempted", "scheduler_step")
+_SAME = (
+    "req_ids",
+    "idx_mapping",
+    "num_computed_tokens",
+    "num_scheduled_tokens",
+    "num_draft_tokens",
+    "seq_lens",
+    "seq_lens_cpu_upper_bound",
+    "num_reqs",
+    "num_reqs_padded",
+    "num_tokens",
+    "num_tokens_padded",
+    "cg_mode",
+    "block_table",
+    "num_blocks",
+    "num_accepted",
+    "removed",
+    "added",
+    "preempted",
+    "scheduler_step",
+)
 
 
 class ModesDiffer(RuntimeError):
@@ -45,7 +63,8 @@ def _same(a, b) -> bool:
         return a is not None and b is not None and np.array_equal(a, b)
     if isinstance(a, list) and a and isinstance(a[0], tuple):
         return len(a) == len(b) and all(
-            len(x) == len(y) and all(_same(u, v) for u, v in zip(x, y)) for x, y in zip(a, b))
+            len(x) == len(y) and all(_same(u, v) for u, v in zip(x, y)) for x, y in zip(a, b)
+        )
     return a == b
 
 
@@ -60,8 +79,10 @@ def check_modes_agree(taps: dict) -> None:
         for i, (a, b) in enumerate(zip(ref, other)):
             for name in _SAME:
                 if not _same(getattr(a, name), getattr(b, name)):
-                    raise ModesDiffer(f"step {i}: {name} differs between the {modes[0]} run "
-                                      f"({getattr(a, name)!r}) and the {mode} run ({getattr(b, name)!r})")
+                    raise ModesDiffer(
+                        f"step {i}: {name} differs between the {modes[0]} run "
+                        f"({getattr(a, name)!r}) and the {mode} run ({getattr(b, name)!r})"
+                    )
 
 
 def _row_hwm(table: np.ndarray) -> np.ndarray:
@@ -100,11 +121,17 @@ def to_step_records(scenario, taps: dict) -> tuple[list[StepRecord], EngineEnd, 
             added.append(RequestAdded(next_inst, req_num(rid), idx, -1))
             next_inst += 1
         num_preemptions += len(st.preempted)
-        out = SchedulerOutput(req_nums=np.zeros(0, np.int64), inst=np.zeros(0, np.int64),
-                              num_scheduled_tokens=np.zeros(0, np.int64), num_computed_tokens=np.zeros(0, np.int64),
-                              num_draft_tokens=np.zeros(0, np.int64), is_prefilling=np.zeros(0, bool),
-                              new_block_counts=np.zeros(0, np.int64), new_block_ids=np.zeros(0, np.int32),
-                              scheduler_step=st.scheduler_step)
+        out = SchedulerOutput(
+            req_nums=np.zeros(0, np.int64),
+            inst=np.zeros(0, np.int64),
+            num_scheduled_tokens=np.zeros(0, np.int64),
+            num_computed_tokens=np.zeros(0, np.int64),
+            num_draft_tokens=np.zeros(0, np.int64),
+            is_prefilling=np.zeros(0, bool),
+            new_block_counts=np.zeros(0, np.int64),
+            new_block_ids=np.zeros(0, np.int32),
+            scheduler_step=st.scheduler_step,
+        )
         if st.idle:
             records.append(StepRecord(out, removed, added, None))
             continue
@@ -112,28 +139,43 @@ def to_step_records(scenario, taps: dict) -> tuple[list[StepRecord], EngineEnd, 
         req_nums = np.array([req_num(r) for r in st.req_ids], dtype=np.int64)
         batch_inst = np.array([active[r] for r in st.req_ids], dtype=np.int64)
         batch = InputBatch(
-            req_nums=req_nums, idx_mapping_np=st.idx_mapping, num_reqs=n, num_reqs_after_padding=n_pad,
-            num_scheduled_tokens=st.num_scheduled_tokens.astype(np.int64), num_tokens=st.num_tokens,
+            req_nums=req_nums,
+            idx_mapping_np=st.idx_mapping,
+            num_reqs=n,
+            num_reqs_after_padding=n_pad,
+            num_scheduled_tokens=st.num_scheduled_tokens.astype(np.int64),
+            num_tokens=st.num_tokens,
             num_tokens_after_padding=st.num_tokens_padded,
             num_computed_tokens_np=st.num_computed_tokens.astype(np.int64),
             seq_lens_cpu_upper_bound=st.seq_lens_cpu_upper_bound.astype(np.int32),
-            seq_lens=st.seq_lens.astype(np.int32), num_draft_tokens_per_req=st.num_draft_tokens,
-            is_prefilling_np=np.zeros(n, bool), max_query_len=int(st.num_scheduled_tokens.max()))
+            seq_lens=st.seq_lens.astype(np.int32),
+            num_draft_tokens_per_req=st.num_draft_tokens,
+            is_prefilling_np=np.zeros(n, bool),
+            max_query_len=int(st.num_scheduled_tokens.max()),
+        )
         if set(by_mode) != set(MODES):
             raise ValueError(f"a live trace needs a run in each mode {MODES}, got {sorted(by_mode)}")
         msl = {m: by_mode[m][i].max_seq_len for m in MODES}
         if any(v is None for v in msl.values()):  # nothing is filled in: a missing value is an error
             raise ValueError(f"step {i}: the target build_attn_metadata call was not recorded ({msl})")
-        attn = {m: AttnMetadata(st.attn_num_reqs or n, st.num_tokens, batch.max_query_len, msl[m], False)
-                for m in MODES}
+        attn = {
+            m: AttnMetadata(st.attn_num_reqs or n, st.num_tokens, batch.max_query_len, msl[m], False) for m in MODES
+        }
         kms = {m: kernel_visible_max_seq_len(st.cg_mode, msl[m], mml) for m in MODES}
         walk_msl = [kms[m] for m in MODES]
         walk_rows = [n_pad] * len(MODES)
         drafts = []
         if s.num_speculative_tokens:
             prefill_mode = st.draft_descs[0][0] if st.draft_descs else st.cg_mode
-            drafts.append(DraftPassMetadata(0, prefill_mode, n_pad, dict(msl),
-                                            {m: kernel_visible_max_seq_len(prefill_mode, msl[m], mml) for m in MODES}))
+            drafts.append(
+                DraftPassMetadata(
+                    0,
+                    prefill_mode,
+                    n_pad,
+                    dict(msl),
+                    {m: kernel_visible_max_seq_len(prefill_mode, msl[m], mml) for m in MODES},
+                )
+            )
             decode_mode = st.draft_descs[1][0] if len(st.draft_descs) > 1 else "NONE"
             # vLLM's own per-pass windows (what _build_attn_metadata gave build_attn_metadata) against R5.
             for j, (_, nr, ub) in enumerate(st.draft_passes, start=1):
@@ -142,20 +184,25 @@ def to_step_records(scenario, taps: dict) -> tuple[list[StepRecord], EngineEnd, 
                     checks["draft_windows"] += 1
                     if not np.array_equal(np.asarray(ub)[:nr], want):
                         checks["draft_window_mismatches"].append(
-                            f"step {i} draft pass {j}: vLLM {np.asarray(ub)[:nr].tolist()}, R5 {want.tolist()}")
+                            f"step {i} draft pass {j}: vLLM {np.asarray(ub)[:nr].tolist()}, R5 {want.tolist()}"
+                        )
             for m in MODES:
                 got = len(by_mode[m][i].draft_passes)
                 if got != s.num_speculative_tokens - 1:
-                    raise ValueError(f"step {i}: the {m} run recorded {got} draft decode passes, "
-                                     f"K - 1 = {s.num_speculative_tokens - 1} expected")
+                    raise ValueError(
+                        f"step {i}: the {m} run recorded {got} draft decode passes, "
+                        f"K - 1 = {s.num_speculative_tokens - 1} expected"
+                    )
             for j in range(1, s.num_speculative_tokens):
                 dm = {}
                 nrp = n
                 for m in MODES:
                     dm[m], nrp = by_mode[m][i].draft_passes[j - 1][0], by_mode[m][i].draft_passes[j - 1][1]
-                drafts.append(DraftPassMetadata(j, decode_mode, nrp, dm,
-                                                {m: kernel_visible_max_seq_len(decode_mode, dm[m], mml)
-                                                 for m in MODES}))
+                drafts.append(
+                    DraftPassMetadata(
+                        j, decode_mode, nrp, dm, {m: kernel_visible_max_seq_len(decode_mode, dm[m], mml) for m in MODES}
+                    )
+                )
             for d in drafts:
                 walk_msl += [d.kernel_max_seq_len[m] for m in MODES]
                 walk_rows += [d.num_reqs_padded] * len(MODES)
@@ -169,17 +216,34 @@ def to_step_records(scenario, taps: dict) -> tuple[list[StepRecord], EngineEnd, 
         if st.num_accepted is None:
             raise ValueError(f"step {i}: sample was not recorded (no acceptance imposed)")
         num_accepted = st.num_accepted.astype(np.int32)
-        records.append(StepRecord(
-            out, removed, added, None, batch_inst=batch_inst, batch_desc=BatchExecutionDescriptor(
-                st.cg_mode, st.num_tokens_padded, n_pad), batch=batch, attn_metadata=attn,
-            kernel_max_seq_len=kms, block_table=table, num_blocks=st.num_blocks.astype(np.int32), drafts=drafts,
-            num_accepted=num_accepted, walk_max_seq_len=walk_msl, walk_num_rows=walk_rows, oor=oor,
-            kv_owner=owner))
+        records.append(
+            StepRecord(
+                out,
+                removed,
+                added,
+                None,
+                batch_inst=batch_inst,
+                batch_desc=BatchExecutionDescriptor(st.cg_mode, st.num_tokens_padded, n_pad),
+                batch=batch,
+                attn_metadata=attn,
+                kernel_max_seq_len=kms,
+                block_table=table,
+                num_blocks=st.num_blocks.astype(np.int32),
+                drafts=drafts,
+                num_accepted=num_accepted,
+                walk_max_seq_len=walk_msl,
+                walk_num_rows=walk_rows,
+                oor=oor,
+                kv_owner=owner,
+            )
+        )
     still = []
     if ref and active:
         last_blocks = ref[-1].live_blocks
-        still = [RequestRemoved(inst, slot_of[inst], np.asarray(last_blocks.get(rid, []), dtype=np.int32))
-                 for rid, inst in sorted(active.items(), key=lambda kv: kv[1])]
+        still = [
+            RequestRemoved(inst, slot_of[inst], np.asarray(last_blocks.get(rid, []), dtype=np.int32))
+            for rid, inst in sorted(active.items(), key=lambda kv: kv[1])
+        ]
     truncated = any(t.truncated for t in taps.values())
     return records, EngineEnd(num_preemptions, truncated, still), checks
 

@@ -23,20 +23,16 @@ from lab.live.tap import Tap
 MODES = ("baseline", "fixed")
 
 
-
-
 def load(device: str = "cpu"):
     """Install the shim, import vLLM and check its version. Returns (vllm module, series)."""
     try:
         shim.install(device)  # before triton and vllm are imported: TRITON_INTERPRET is read at import
     except ImportError as e:
-        raise LiveUnavailable(f"triton is not installed here ({e}); run from the live environment: "
-                              f"{HOW_TO_RUN}") from e
+        raise LiveUnavailable(f"triton is not installed here ({e}); run from the live environment: {HOW_TO_RUN}") from e
     try:
         import vllm
     except ImportError as e:
-        raise LiveUnavailable(f"vLLM is not importable here ({e}); run from the live environment: "
-                              f"{HOW_TO_RUN}") from e
+        raise LiveUnavailable(f"vLLM is not importable here ({e}); run from the live environment: {HOW_TO_RUN}") from e
     try:
         ser = hooks.series(vllm.__version__)
     except hooks.UnsupportedVersion as e:
@@ -103,19 +99,36 @@ def build_llm(scenario, folder: str, device: str = "cpu"):
     if device != "cpu" and s.cudagraph_mode != "NONE":  # GPU only (scripts/live_gpu.sh): unverified here
         from lab.engine.cudagraph import target_capture_sizes
 
-        graphs = {"compilation_config": {"cudagraph_mode": s.cudagraph_mode,
-                                         "cudagraph_capture_sizes": [int(x) for x in target_capture_sizes(s)]}}
+        graphs = {
+            "compilation_config": {
+                "cudagraph_mode": s.cudagraph_mode,
+                "cudagraph_capture_sizes": [int(x) for x in target_capture_sizes(s)],
+            }
+        }
     kwargs = dict(
-        model=str(target), load_format="dummy", skip_tokenizer_init=True, dtype="bfloat16",
-        enforce_eager=s.cudagraph_mode == "NONE", **graphs,
-        block_size=s.block_size, max_model_len=s.max_model_len, max_num_seqs=s.max_num_seqs,
-        max_num_batched_tokens=s.max_num_batched_tokens, num_gpu_blocks_override=s.total_num_gpu_blocks,
-        enable_prefix_caching=False, enable_chunked_prefill=True, async_scheduling=False, seed=s.seed,
+        model=str(target),
+        load_format="dummy",
+        skip_tokenizer_init=True,
+        dtype="bfloat16",
+        enforce_eager=s.cudagraph_mode == "NONE",
+        **graphs,
+        block_size=s.block_size,
+        max_model_len=s.max_model_len,
+        max_num_seqs=s.max_num_seqs,
+        max_num_batched_tokens=s.max_num_batched_tokens,
+        num_gpu_blocks_override=s.total_num_gpu_blocks,
+        enable_prefix_caching=False,
+        enable_chunked_prefill=True,
+        async_scheduling=False,
+        seed=s.seed,
     )
     if s.num_speculative_tokens:
         draft = write_model(os.path.join(folder, "eagle"), "eagle", s.max_model_len)
-        kwargs["speculative_config"] = {"method": "eagle", "model": str(draft),
-                                        "num_speculative_tokens": s.num_speculative_tokens}
+        kwargs["speculative_config"] = {
+            "method": "eagle",
+            "model": str(draft),
+            "num_speculative_tokens": s.num_speculative_tokens,
+        }
     llm = LLM(**kwargs)
     if not llm.llm_engine.vllm_config.use_v2_model_runner:
         raise LiveUnavailable("vLLM did not pick Model Runner V2 (VLLM_USE_V2_MODEL_RUNNER=1 was ignored)")
@@ -141,8 +154,9 @@ def drive(llm, scenario, tap: Tap, progress=None) -> int:
             i = order[nxt]
             r = s.requests[i]
             tokens = [(7 + 13 * i + j) % 500 + 3 for j in range(r.prompt_len)]
-            params = SamplingParams(max_tokens=min(r.output_len, s.max_model_len - r.prompt_len), ignore_eos=True,
-                                    detokenize=False)
+            params = SamplingParams(
+                max_tokens=min(r.output_len, s.max_model_len - r.prompt_len), ignore_eos=True, detokenize=False
+            )
             eng.add_request(f"req-{i}", TokensPrompt(prompt_token_ids=tokens), params)
             nxt += 1
         tap.begin(clock)
@@ -189,5 +203,11 @@ def run_live(scenario, modes=MODES, time_attention: bool = True, progress=None, 
             run_s[mode] = time.perf_counter() - t1
             taps[mode] = tap
         del llm
-    return {"taps": taps, "version": vllm.__version__, "series": ser, "build_s": build_s, "run_s": run_s,
-            "truncated": truncated}
+    return {
+        "taps": taps,
+        "version": vllm.__version__,
+        "series": ser,
+        "build_s": build_s,
+        "run_s": run_s,
+        "truncated": truncated,
+    }

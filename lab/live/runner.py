@@ -35,8 +35,10 @@ def status() -> tuple[bool, str]:
     """(True, "") when the live environment exists, else (False, why). Starts nothing."""
     py = live_python()
     if not py.exists():
-        return False, (f"the live environment is missing ({py}); `make venv-vllm-live` builds it (about 3 GB, "
-                       f"~5 min; docs/live.md)")
+        return False, (
+            f"the live environment is missing ({py}); `make venv-vllm-live` builds it (about 3 GB, "
+            f"~5 min; docs/live.md)"
+        )
     return True, ""
 
 
@@ -52,8 +54,7 @@ def record_in_subprocess(scenario, progress=None, timeout_s: float = DEFAULT_TIM
         out = pathlib.Path(tmp) / "trace.json"
         cmd = [str(live_python()), "-m", "lab", "record", "--spec", scenario.to_spec(), "--out", str(out), "--quiet"]
         env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-        proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                env=env)
+        proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         t0 = time.monotonic()
         tail: list[str] = []
         try:
@@ -68,12 +69,17 @@ def record_in_subprocess(scenario, progress=None, timeout_s: float = DEFAULT_TIM
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-            raise LiveRunError(f"the live vLLM recording took longer than {timeout_s:.0f} s and was stopped; try a "
-                               f"scenario with fewer steps") from None
+            raise LiveRunError(
+                f"the live vLLM recording took longer than {timeout_s:.0f} s and was stopped; try a "
+                f"scenario with fewer steps"
+            ) from None
         if proc.returncode != 0 or not out.exists():
             first = next((i for i, ln in enumerate(tail) if ln.startswith("error:")), None)
-            detail = (" ".join(ln.strip() for ln in tail[first:]) if first is not None
-                      else next((ln for ln in reversed(tail) if "Error" in ln), tail[-1] if tail else "(no output)"))
+            detail = (
+                " ".join(ln.strip() for ln in tail[first:])
+                if first is not None
+                else next((ln for ln in reversed(tail) if "Error" in ln), tail[-1] if tail else "(no output)")
+            )
             raise LiveRunError(f"the live vLLM recorder failed (exit {proc.returncode}): {detail}")
         return Trace.load(out)
 

@@ -55,8 +55,10 @@ def install(device: str = "cpu") -> None:
         return
     for mod in ("vllm", "triton"):
         if mod in sys.modules and not (mod == "triton" and os.environ.get("TRITON_INTERPRET") == "1"):
-            raise RuntimeError(f"lab.live.shim.install() must run before {mod} is imported: Triton reads "
-                               f"TRITON_INTERPRET when it is imported (docs/live.md)")
+            raise RuntimeError(
+                f"lab.live.shim.install() must run before {mod} is imported: Triton reads "
+                f"TRITON_INTERPRET when it is imported (docs/live.md)"
+            )
     for key, value in ENV.items():
         os.environ[key] = value
     from triton.backends import backends

@@ -59,8 +59,13 @@ class Acceptance:
 
         self.k = scenario.num_speculative_tokens
         self.rng = np.random.default_rng(scenario.seed)
-        self.spec = (EagleSpeculator(self.k, scenario.max_model_len, scenario.acceptance_rate,
-                                     CudaGraphManager("NONE", [], 1, 1)) if self.k else None)
+        self.spec = (
+            EagleSpeculator(
+                self.k, scenario.max_model_len, scenario.acceptance_rate, CudaGraphManager("NONE", [], 1, 1)
+            )
+            if self.k
+            else None
+        )
 
     def draw(self, num_draft_tokens: np.ndarray) -> np.ndarray:
         return self.spec.verify(self.rng, num_draft_tokens.astype(np.int64))
@@ -156,8 +161,9 @@ class Tap:
                 step.num_computed_tokens = np.asarray(b.num_computed_tokens_np[:n]).copy()
                 step.num_scheduled_tokens = np.asarray(b.num_scheduled_tokens[:n]).copy()
                 ndt = b.num_draft_tokens_per_req
-                step.num_draft_tokens = (np.zeros(n, np.int64) if ndt is None
-                                         else np.asarray(ndt[:n], dtype=np.int64).copy())
+                step.num_draft_tokens = (
+                    np.zeros(n, np.int64) if ndt is None else np.asarray(ndt[:n], dtype=np.int64).copy()
+                )
                 step.seq_lens = _np(b.seq_lens, n_pad)
                 step.seq_lens_cpu_upper_bound = _np(b.seq_lens_cpu_upper_bound, n_pad)
                 step.num_reqs, step.num_reqs_padded = n, n_pad
@@ -166,8 +172,10 @@ class Tap:
                 step.num_blocks = runner.block_tables.num_blocks.np[0, step.idx_mapping].astype(np.int64)
                 # Every live request's blocks (scheduled or not): who owns each block id this step.
                 bt = runner.block_tables
-                step.live_blocks = {rid: _np(bt.block_tables[0].gpu[idx, :int(bt.num_blocks.np[0, idx])])
-                                    for rid, idx in runner.req_states.req_id_to_index.items()}
+                step.live_blocks = {
+                    rid: _np(bt.block_tables[0].gpu[idx, : int(bt.num_blocks.np[0, idx])])
+                    for rid, idx in runner.req_states.req_id_to_index.items()
+                }
             return block_tables, slot_mappings
 
         return prepare_attn
@@ -240,7 +248,7 @@ class Tap:
                 tokens = sampler_output.sampled_token_ids
                 for r in has.tolist():
                     a = int(step.num_accepted[r])
-                    tokens[r, 1:a + 1] = tokens[r, 0]  # any valid id: only the count is read
+                    tokens[r, 1 : a + 1] = tokens[r, 0]  # any valid id: only the count is read
             tap.phase = "draft"
             return out
 

@@ -39,12 +39,21 @@ def attention_timings(trace, taps: dict, version: str) -> tuple[dict, dict]:
                 ms[i, j], iqr[i, j] = med, q3 - q1
             cols = -(-st.kernel_max_seq_len[m] // bs)
             walked[i, j] = st.num_reqs_padded * cols * bs * KV_BYTES_PER_TOKEN
-    meta = {"backend": "vLLM CPU_ATTN (live)", "device": "cpu",
-            "kernel": "vllm.v1.attention.backends.cpu_attn.CPUAttentionBackendImpl.forward",
-            "dtype": "bfloat16", "vllm": version,
-            "what": "median over the target's layers of one attention forward per step, in the baseline run and "
-                    "in the fixed run; the CPU backend plans its work from seq_lens, not max_seq_len"}
-    arrays = {"kernel_ms": ms, "kernel_iqr_ms": iqr, "kernel_bytes_real": real, "kernel_bytes_walked": walked,
-              "kernel_max_abs_err": np.full((num_steps, 2), np.nan),
-              "kernel_trusting_wrong": np.full((num_steps, 2), -1, np.int8)}
+    meta = {
+        "backend": "vLLM CPU_ATTN (live)",
+        "device": "cpu",
+        "kernel": "vllm.v1.attention.backends.cpu_attn.CPUAttentionBackendImpl.forward",
+        "dtype": "bfloat16",
+        "vllm": version,
+        "what": "median over the target's layers of one attention forward per step, in the baseline run and "
+        "in the fixed run; the CPU backend plans its work from seq_lens, not max_seq_len",
+    }
+    arrays = {
+        "kernel_ms": ms,
+        "kernel_iqr_ms": iqr,
+        "kernel_bytes_real": real,
+        "kernel_bytes_walked": walked,
+        "kernel_max_abs_err": np.full((num_steps, 2), np.nan),
+        "kernel_trusting_wrong": np.full((num_steps, 2), -1, np.int8),
+    }
     return meta, arrays

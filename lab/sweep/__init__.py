@@ -13,5 +13,15 @@ from lab.sweep.point import deterministic, evaluate, trace_row
 from lab.sweep.runner import SweepResult, run_sweep, text_progress
 from lab.sweep.spec import Axis, Point, SweepSpec, parse_values
 
-__all__ = ["SweepSpec", "Axis", "Point", "parse_values", "run_sweep", "SweepResult", "evaluate", "trace_row",
-           "deterministic", "text_progress"]
+__all__ = [
+    "SweepSpec",
+    "Axis",
+    "Point",
+    "parse_values",
+    "run_sweep",
+    "SweepResult",
+    "evaluate",
+    "trace_row",
+    "deterministic",
+    "text_progress",
+]

@@ -17,7 +17,7 @@ from lab.sweep.point import deterministic
 from lab.sweep.runner import run_sweep
 from lab.sweep.spec import SweepSpec
 
-BASE = "32p512o192_mml=128k_cg=piecewise"   # the default preset (short-decode-long-context)
+BASE = "32p512o192_mml=128k_cg=piecewise"  # the default preset (short-decode-long-context)
 
 
 def sweep_of(points: int) -> SweepSpec:
@@ -36,8 +36,10 @@ def main(argv=None) -> int:
     t0 = time.perf_counter()
     local = run_sweep(spec, workers=args.workers)
     t_local = time.perf_counter() - t0
-    print(f"local: {n} points of {BASE} in {t_local:.1f} s on {args.workers} processes "
-          f"({t_local / n * 1000:.1f} ms per point, target: 500 points <= 60 s)")
+    print(
+        f"local: {n} points of {BASE} in {t_local:.1f} s on {args.workers} processes "
+        f"({t_local / n * 1000:.1f} ms per point, target: 500 points <= 60 s)"
+    )
     if not args.ray:
         return 0
     import ray
@@ -49,8 +51,9 @@ def main(argv=None) -> int:
     t_start = time.perf_counter() - t0
     try:
         # one warm-up task per CPU, so worker start-up is not billed to the points
-        run_sweep(SweepSpec.make(BASE, [f"mml={','.join(str(4096 * (i + 1)) for i in range(args.workers))}"]),
-                  ray="local")
+        run_sweep(
+            SweepSpec.make(BASE, [f"mml={','.join(str(4096 * (i + 1)) for i in range(args.workers))}"]), ray="local"
+        )
         t0 = time.perf_counter()
         on_ray = run_sweep(spec, ray="local")
         t_ray = time.perf_counter() - t0
@@ -58,9 +61,11 @@ def main(argv=None) -> int:
         ray.shutdown()
     same = [deterministic(r) for r in on_ray.rows] == [deterministic(r) for r in local.rows]
     over = (t_ray - t_local) / t_local * 100
-    print(f"ray:   {n} points in {t_ray:.1f} s on a local Ray instance with {args.workers} CPUs "
-          f"({t_ray / n * 1000:.1f} ms per point; overhead {over:+.0f}% of the local run, target <= 20%); "
-          f"starting Ray took {t_start:.1f} s; rows identical to the local run: {same}")
+    print(
+        f"ray:   {n} points in {t_ray:.1f} s on a local Ray instance with {args.workers} CPUs "
+        f"({t_ray / n * 1000:.1f} ms per point; overhead {over:+.0f}% of the local run, target <= 20%); "
+        f"starting Ray took {t_start:.1f} s; rows identical to the local run: {same}"
+    )
     return 0 if same else 1
 
 

@@ -18,26 +18,52 @@ def register(sub) -> None:
     src = sp.add_mutually_exclusive_group(required=True)
     src.add_argument("--preset", help="the base scenario: a preset (python -m lab presets)")
     src.add_argument("--spec", help="the base scenario: a spec, or a template with {placeholders} the axes fill")
-    sp.add_argument("--axis", action="append", default=[], metavar="NAME=VALUES",
-                    help="e.g. mml=8k,32k,128k or n=8:64:8 or mml=4k:128k:*2 (repeatable)")
+    sp.add_argument(
+        "--axis",
+        action="append",
+        default=[],
+        metavar="NAME=VALUES",
+        help="e.g. mml=8k,32k,128k or n=8:64:8 or mml=4k:128k:*2 (repeatable)",
+    )
     sp.add_argument("--seeds", default="1", help="N (seeds 0..N-1) or a list 0,5,9 (default 1)")
-    sp.add_argument("--out", help="folder: results.jsonl (kept as points finish; rerun to resume), "
-                    "results.csv, results.json, figure.html")
+    sp.add_argument(
+        "--out",
+        help="folder: results.jsonl (kept as points finish; rerun to resume), results.csv, results.json, figure.html",
+    )
     sp.add_argument("--workers", type=int, help="local worker processes (default: all cores; 1 with --kernels)")
-    sp.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
-                    help="run each point as a Ray task: on a local Ray instance started here, or on the cluster "
-                         "at ADDRESS ('auto', 'ray://host:10001'); needs pip install -e '.[ray]'")
+    sp.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        metavar="ADDRESS",
+        help="run each point as a Ray task: on a local Ray instance started here, or on the cluster "
+        "at ADDRESS ('auto', 'ray://host:10001'); needs pip install -e '.[ray]'",
+    )
     sp.add_argument("--ray-cpus", type=int, help="CPUs of the local Ray instance (default: all cores)")
-    sp.add_argument("--kernels", metavar="BACKEND", help="also time this attention backend in both modes "
-                    "(e.g. torch-reference) on the steps within --kernel-budget")
+    sp.add_argument(
+        "--kernels",
+        metavar="BACKEND",
+        help="also time this attention backend in both modes "
+        "(e.g. torch-reference) on the steps within --kernel-budget",
+    )
     sp.add_argument("--device", default="cpu", help="with --kernels: cpu or cuda")
-    sp.add_argument("--kernel-budget", type=int, default=2_000_000,
-                    help="with --kernels: query-key pairs of baseline walk timed per point (default 2M)")
+    sp.add_argument(
+        "--kernel-budget",
+        type=int,
+        default=2_000_000,
+        help="with --kernels: query-key pairs of baseline walk timed per point (default 2M)",
+    )
     sp.add_argument("--repeats", type=int, default=3, help="with --kernels: timed launches per mode and step")
-    sp.add_argument("--gpu-model", action="append", default=[], metavar="GPU",
-                    help="add lab.gpu_model's predictions for this GPU to each row (H100, H200, B200, CPU; repeatable)")
-    sp.add_argument("--metric", help="the column the figure plots (default all_walked_ratio, kernel_ratio "
-                    "with --kernels)")
+    sp.add_argument(
+        "--gpu-model",
+        action="append",
+        default=[],
+        metavar="GPU",
+        help="add lab.gpu_model's predictions for this GPU to each row (H100, H200, B200, CPU; repeatable)",
+    )
+    sp.add_argument(
+        "--metric", help="the column the figure plots (default all_walked_ratio, kernel_ratio with --kernels)"
+    )
     sp.add_argument("--show", type=int, default=40, help="rows of the summary to print (default 40)")
     sp.add_argument("--quiet", action="store_true", help="no progress bar, totals only")
     sp.set_defaults(fn=cmd_sweep)
@@ -81,19 +107,31 @@ def cmd_sweep(args) -> int:
         get_kernel(kernels["backend"], kernels["device"])  # fails now, with the reason, if it cannot run here
     n = spec.num_points
     print(f"{spec.command()}{' --out ' + args.out if args.out else ''}")
-    print(f"{n} points ({n // len(spec.seeds)} x {len(spec.seeds)} seeds)"
-          f"{'' if kernels else f', about {n * SECONDS_PER_POINT:.0f} CPU-seconds of engine'}"
-          f"{'; interrupted points are kept in ' + args.out + '/results.jsonl' if args.out else ''}")
-    res = run_sweep(spec, out_dir=args.out, workers=args.workers, ray=args.ray, kernels=kernels,
-                    progress=None if args.quiet else text_progress(), ray_num_cpus=args.ray_cpus,
-                    gpus=args.gpu_model, metric=args.metric)
+    print(
+        f"{n} points ({n // len(spec.seeds)} x {len(spec.seeds)} seeds)"
+        f"{'' if kernels else f', about {n * SECONDS_PER_POINT:.0f} CPU-seconds of engine'}"
+        f"{'; interrupted points are kept in ' + args.out + '/results.jsonl' if args.out else ''}"
+    )
+    res = run_sweep(
+        spec,
+        out_dir=args.out,
+        workers=args.workers,
+        ray=args.ray,
+        kernels=kernels,
+        progress=None if args.quiet else text_progress(),
+        ray_num_cpus=args.ray_cpus,
+        gpus=args.gpu_model,
+        metric=args.metric,
+    )
     if res.interrupted:
-        print(f"\ninterrupted: {len(res.rows)} of {n} points are kept"
-              f"{' in ' + args.out + '/results.jsonl; run the same command again to resume' if args.out else ''}")
+        print(
+            f"\ninterrupted: {len(res.rows)} of {n} points are kept"
+            f"{' in ' + args.out + '/results.jsonl; run the same command again to resume' if args.out else ''}"
+        )
         return 130
     axes = [a.name for a in spec.axes]
     metrics = list(HEADLINE) + (list(KERNEL_HEADLINE) if kernels else [])
-    for g in args.gpu_model:   # the one backend whose grid follows max_seq_len on that GPU, if any
+    for g in args.gpu_model:  # the one backend whose grid follows max_seq_len on that GPU, if any
         metrics += [c for c in (res.rows[0] if res.rows else {}) if c.startswith(f"model_{g.upper()}_trtllm-gen_ctas")]
     summ = summarize(res.rows, axes, metrics)
     print(f"\n{res.computed} points run, {res.reused} reused, {res.seconds:.1f} s on {res.executor}")
@@ -111,8 +149,9 @@ def cmd_gpu_model(args) -> int:
     if args.trace:
         trace = Trace.load(args.trace)
     else:
-        scenario = Scenario.from_spec(args.spec) if args.spec else Scenario.preset(args.preset or
-                                                                                   "short-decode-long-context")
+        scenario = (
+            Scenario.from_spec(args.spec) if args.spec else Scenario.preset(args.preset or "short-decode-long-context")
+        )
         trace = simulate(scenario)
     try:
         q, kv, d = (int(x) for x in args.heads.split("/"))

@@ -95,21 +95,31 @@ def ray_init(address: str | None = None, num_cpus: int | None = None):
         for attempt in range(2):
             # Ray gives its raylet 30 s to register; on a loaded machine that can run out once.
             try:
-                ray.init(num_cpus=num_cpus or default_workers(), include_dashboard=False, log_to_driver=False,
-                         configure_logging=False, runtime_env={"env_vars": {"PYTHONPATH": pp}})
+                ray.init(
+                    num_cpus=num_cpus or default_workers(),
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    configure_logging=False,
+                    runtime_env={"env_vars": {"PYTHONPATH": pp}},
+                )
                 break
             except Exception:
                 ray.shutdown()
                 if attempt:
                     raise
     else:
-        ray.init(address=address, log_to_driver=False, configure_logging=False,
-                 runtime_env={"py_modules": [os.path.dirname(os.path.abspath(lab.__file__))]})
+        ray.init(
+            address=address,
+            log_to_driver=False,
+            configure_logging=False,
+            runtime_env={"py_modules": [os.path.dirname(os.path.abspath(lab.__file__))]},
+        )
     return True
 
 
-def run_ray(points, address: str | None = None, kernels=None, num_cpus: int | None = None,
-            max_in_flight: int = 1000, gpus=()) -> Iterator:
+def run_ray(
+    points, address: str | None = None, kernels=None, num_cpus: int | None = None, max_in_flight: int = 1000, gpus=()
+) -> Iterator:
     """Each point as one Ray task; results as they finish."""
     ok, why = ray_available()
     if not ok:

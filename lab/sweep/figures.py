@@ -35,16 +35,30 @@ def curves(rows: list[dict], axis: str, metrics: list[str], title: str = "") -> 
         lo = [s[f"{m}_min"] for s in summ]
         hi = [s[f"{m}_max"] for s in summ]
         if any(a != b for a, b in zip(lo, hi) if not (math.isnan(a) or math.isnan(b))):
-            fig.add_trace(go.Scatter(x=xs + xs[::-1], y=hi + lo[::-1], fill="toself", line={"width": 0},
-                                     opacity=0.25, hoverinfo="skip", showlegend=False, name=f"{m} min-max"))
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=LABELS.get(m, m),
-                                 error_y=None))
+            fig.add_trace(
+                go.Scatter(
+                    x=xs + xs[::-1],
+                    y=hi + lo[::-1],
+                    fill="toself",
+                    line={"width": 0},
+                    opacity=0.25,
+                    hoverinfo="skip",
+                    showlegend=False,
+                    name=f"{m} min-max",
+                )
+            )
+        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=LABELS.get(m, m), error_y=None))
     numeric = all(isinstance(x, float) for x in xs)
     spread = numeric and xs and min(xs) > 0 and max(xs) / min(xs) >= 16
-    fig.update_layout(title=title or f"{', '.join(LABELS.get(m, m) for m in metrics)} against {axis}",
-                      xaxis_title=axis, yaxis_title=LABELS.get(metrics[0], metrics[0]) if len(metrics) == 1 else "",
-                      xaxis_type="log" if spread else None, template="plotly_white", height=420,
-                      legend={"orientation": "h", "y": -0.2})
+    fig.update_layout(
+        title=title or f"{', '.join(LABELS.get(m, m) for m in metrics)} against {axis}",
+        xaxis_title=axis,
+        yaxis_title=LABELS.get(metrics[0], metrics[0]) if len(metrics) == 1 else "",
+        xaxis_type="log" if spread else None,
+        template="plotly_white",
+        height=420,
+        legend={"orientation": "h", "y": -0.2},
+    )
     return fig
 
 
@@ -55,11 +69,23 @@ def heatmap(rows: list[dict], x: str, y: str, metric: str, title: str = "") -> g
     z = [[float("nan")] * len(xs) for _ in ys]
     for s in summ:
         z[ys.index(s[y])][xs.index(s[x])] = s[metric]
-    fig = go.Figure(go.Heatmap(x=[str(v) for v in xs], y=[str(v) for v in ys], z=z, colorscale="Viridis",
-                               colorbar={"title": metric}, hovertemplate=f"{x}=%{{x}}<br>{y}=%{{y}}<br>"
-                               f"{metric}=%{{z:.4g}}<extra></extra>"))
-    fig.update_layout(title=title or f"{LABELS.get(metric, metric)} (mean over seeds)", xaxis_title=x, yaxis_title=y,
-                      template="plotly_white", height=420)
+    fig = go.Figure(
+        go.Heatmap(
+            x=[str(v) for v in xs],
+            y=[str(v) for v in ys],
+            z=z,
+            colorscale="Viridis",
+            colorbar={"title": metric},
+            hovertemplate=f"{x}=%{{x}}<br>{y}=%{{y}}<br>{metric}=%{{z:.4g}}<extra></extra>",
+        )
+    )
+    fig.update_layout(
+        title=title or f"{LABELS.get(metric, metric)} (mean over seeds)",
+        xaxis_title=x,
+        yaxis_title=y,
+        template="plotly_white",
+        height=420,
+    )
     return fig
 
 

@@ -15,7 +15,7 @@ from lab import Scenario, simulate
 MODES = ("baseline", "fixed")
 CLASSES = ("null", "live", "free", "padded")
 FIELDS = ("walked", "in_range") + CLASSES
-SCOPES = (("target", False), ("all", True))   # target pass only; target + every draft pass
+SCOPES = (("target", False), ("all", True))  # target pass only; target + every draft pass
 
 
 def _ratio(a: float, b: float) -> float:
@@ -28,8 +28,14 @@ def trace_row(trace) -> dict:
     """The engine columns of a row, from a trace (public names of docs/trace.md only)."""
     s = trace.scenario
     steps = trace.steps
-    row: dict = {"num_steps": len(steps), "requests": len(s.requests), "max_model_len": s.max_model_len,
-                 "block_size": s.block_size, "k": s.num_speculative_tokens, "cudagraph_mode": s.cudagraph_mode}
+    row: dict = {
+        "num_steps": len(steps),
+        "requests": len(s.requests),
+        "max_model_len": s.max_model_len,
+        "block_size": s.block_size,
+        "k": s.num_speculative_tokens,
+        "cudagraph_mode": s.cudagraph_mode,
+    }
     for scope, all_passes in SCOPES:
         tot = trace.totals(all_passes)
         for m in MODES:
@@ -62,8 +68,9 @@ def numeric_columns() -> list[str]:
     return cols + ["fix_reaches_kernel_share", "metadata_changed_share", "full_graph_share", "time_engine_s"]
 
 
-def kernel_columns(scenario: Scenario, trace, backend: str, device: str = "cpu", budget: int = 2_000_000,
-                   repeats: int = 3) -> dict:
+def kernel_columns(
+    scenario: Scenario, trace, backend: str, device: str = "cpu", budget: int = 2_000_000, repeats: int = 3
+) -> dict:
     """Measured kernel time of both modes on the steps that fit ``budget`` query-key pairs of
     baseline walk (lab.kernels.live.steps_within_budget): sums of per-step medians and IQRs."""
     import lab

@@ -61,10 +61,19 @@ def row_of(point, row: dict) -> dict:
     return {"point": point.index, "seed": point.seed, **point.values, **row}
 
 
-def run_sweep(spec: SweepSpec, out_dir: str | None = None, workers: int | None = None, ray: str | None = None,
-              kernels: dict | None = None, progress=None, stop_after: int | None = None,
-              ray_num_cpus: int | None = None, gpus=(), deadline_s: float | None = None,
-              metric: str | None = None) -> SweepResult:
+def run_sweep(
+    spec: SweepSpec,
+    out_dir: str | None = None,
+    workers: int | None = None,
+    ray: str | None = None,
+    kernels: dict | None = None,
+    progress=None,
+    stop_after: int | None = None,
+    ray_num_cpus: int | None = None,
+    gpus=(),
+    deadline_s: float | None = None,
+    metric: str | None = None,
+) -> SweepResult:
     """Run ``spec``. ``out_dir`` keeps results.jsonl (resume) and gets the CSV/JSON tables;
     ``ray``: None for local processes, "local" for a Ray instance started here, else a Ray
     address; ``stop_after`` stops after that many new points (as an interruption would);
@@ -84,13 +93,14 @@ def run_sweep(spec: SweepSpec, out_dir: str | None = None, workers: int | None =
     if out_dir:
         os.makedirs(out_dir, exist_ok=True)
         with open(os.path.join(out_dir, "sweep.json"), "w", encoding="utf-8") as f:
-            json.dump({**spec.to_dict(), "kernels": kernels, "gpus": list(gpus), "command": spec.command()}, f,
-                      indent=1)
+            json.dump(
+                {**spec.to_dict(), "kernels": kernels, "gpus": list(gpus), "command": spec.command()}, f, indent=1
+            )
     todo = [(p, k) for p, k in zip(points, keys) if k not in store.done]
     reused = len(points) - len(todo)
     by_spec = {}
     for p, k in todo:
-        by_spec.setdefault(p.spec, []).append((p, k))   # the same spec twice runs once
+        by_spec.setdefault(p.spec, []).append((p, k))  # the same spec twice runs once
     unique = [v[0][0] for v in by_spec.values()]
     t0 = time.perf_counter()
     done = reused
@@ -113,8 +123,12 @@ def run_sweep(spec: SweepSpec, out_dir: str | None = None, workers: int | None =
             computed += 1
             if progress:
                 progress(done, len(points))
-            if done < len(points) and (stop_after is not None and computed >= stop_after or
-                                       deadline_s is not None and time.perf_counter() - t0 > deadline_s):
+            if done < len(points) and (
+                stop_after is not None
+                and computed >= stop_after
+                or deadline_s is not None
+                and time.perf_counter() - t0 > deadline_s
+            ):
                 interrupted = True
                 break
     except KeyboardInterrupt:

@@ -81,7 +81,7 @@ def parse_values(text: str, name: str = "axis") -> list:
                 if len(out) > 100_000:
                     raise ValueError(f"axis {name!r}: {part!r} has more than 100,000 values")
                 i += 1
-                v = start * step ** i if geometric else start + i * step
+                v = start * step**i if geometric else start + i * step
                 if isinstance(v, float):
                     v = round(v, places) if places else round(v, 12)
         elif _NUM_RE.match(part):
@@ -115,7 +115,7 @@ def parse_seeds(text) -> list[int]:
 
 @dataclass(frozen=True)
 class Axis:
-    name: str          # as given (placeholder, grammar key or Scenario field)
+    name: str  # as given (placeholder, grammar key or Scenario field)
     values: tuple
 
     @classmethod
@@ -131,7 +131,7 @@ class Axis:
 class Point:
     """One scenario of the sweep: the axis values, the seed, and the spec that reproduces it."""
 
-    index: int                 # position in the expansion (points before seeds)
+    index: int  # position in the expansion (points before seeds)
     values: dict = field(hash=False)
     seed: int = 0
     spec: str = ""
@@ -194,8 +194,10 @@ class SweepSpec:
             if a.name in holes:
                 continue
             if a.name.lower() not in SPEC_SETTINGS and a.name not in _FIELD_TO_KEY:
-                raise ValueError(f"axis {a.name!r} is not a template placeholder, a grammar key "
-                                 f"({', '.join(SPEC_SETTINGS)}) or a Scenario field")
+                raise ValueError(
+                    f"axis {a.name!r} is not a template placeholder, a grammar key "
+                    f"({', '.join(SPEC_SETTINGS)}) or a Scenario field"
+                )
 
     @property
     def num_points(self) -> int:
@@ -241,6 +243,10 @@ class SweepSpec:
         parts = ["python -m lab sweep", "--spec", shlex.quote(self.base)]
         for a in self.axes:
             parts += ["--axis", shlex.quote(f"{a.name}={','.join(_short(v) for v in a.values)}")]
-        parts += ["--seeds", ",".join(str(s) for s in self.seeds) if self.seeds != tuple(range(len(self.seeds)))
-                  else str(len(self.seeds))]
+        parts += [
+            "--seeds",
+            ",".join(str(s) for s in self.seeds)
+            if self.seeds != tuple(range(len(self.seeds)))
+            else str(len(self.seeds)),
+        ]
         return " ".join(parts) + (f" {extra}" if extra else "")

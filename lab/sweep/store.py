@@ -49,8 +49,10 @@ class ResultStore:
         except OSError:
             self._lock.close()
             self._lock = None
-            raise ValueError(f"another sweep is writing to {os.path.dirname(os.path.abspath(self.path))} "
-                             f"(its results.jsonl.lock is held); wait for it or use another --out") from None
+            raise ValueError(
+                f"another sweep is writing to {os.path.dirname(os.path.abspath(self.path))} "
+                f"(its results.jsonl.lock is held); wait for it or use another --out"
+            ) from None
 
     def _load(self) -> None:
         with open(self.path, encoding="utf-8") as f:
@@ -62,7 +64,7 @@ class ResultStore:
                     rec = json.loads(line)
                     self.done[rec["key"]] = {**rec, "row": _unclean(rec["row"])}
                 except (json.JSONDecodeError, KeyError, TypeError):
-                    self.bad_lines += 1   # a line cut short by an interruption
+                    self.bad_lines += 1  # a line cut short by an interruption
 
     def add(self, key: str, point, row: dict) -> None:
         rec = {"key": key, "point": point.index, "seed": point.seed, "values": point.values, "row": row}
@@ -75,7 +77,7 @@ class ResultStore:
             if self._f.tell() > 0:
                 self._f.seek(self._f.tell() - 1)
                 if self._f.read(1) != "\n":
-                    self._f.write("\n")   # end the line an interruption cut short
+                    self._f.write("\n")  # end the line an interruption cut short
         clean = {**rec, "row": {k: _clean(v) for k, v in row.items()}}
         self._f.write(json.dumps(clean, separators=(",", ":")) + "\n")
         self._f.flush()
@@ -86,5 +88,5 @@ class ResultStore:
             self._f.close()
             self._f = None
         if self._lock is not None:
-            self._lock.close()   # closing the file releases the lock
+            self._lock.close()  # closing the file releases the lock
             self._lock = None

@@ -38,9 +38,14 @@ def write_tables(result, out_dir: str) -> dict:
         for r in rows:
             w.writerow(r)
     json_path = os.path.join(out_dir, "results.json")
-    doc = {"format": "maxseqlen-lab/sweep", "version": 1, "sweep": result.spec.to_dict(),
-           "command": result.spec.command(), "columns": cols,
-           "rows": [{k: _json_value(r.get(k)) for k in cols} for r in rows]}
+    doc = {
+        "format": "maxseqlen-lab/sweep",
+        "version": 1,
+        "sweep": result.spec.to_dict(),
+        "command": result.spec.command(),
+        "columns": cols,
+        "rows": [{k: _json_value(r.get(k)) for k in cols} for r in rows],
+    }
     with open(json_path, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=None, separators=(",", ":"))
     return {"csv": csv_path, "json": json_path, "jsonl": os.path.join(out_dir, "results.jsonl")}

@@ -54,11 +54,21 @@ def to_json_dict(trace) -> dict:
         if delta:
             arr = _delta_encode(arr, trace.arrays["row_inst"])
         raw = arr.astype(arr.dtype.newbyteorder("<"), copy=False).tobytes()
-        arrays[name] = {"dtype": dtype, "shape": list(arr.shape),
-                        "encoding": "delta-per-instance+zlib+base64" if delta else "zlib+base64",
-                        "data": base64.b64encode(zlib.compress(raw, 6)).decode("ascii")}
-    return {"format": FORMAT, "version": VERSION, "scenario": scenario_to_dict(trace.scenario),
-            "req_ids": trace.req_ids, "meta": trace.meta, "arrays": arrays}
+        arrays[name] = {
+            "dtype": dtype,
+            "shape": list(arr.shape),
+            "encoding": "delta-per-instance+zlib+base64" if delta else "zlib+base64",
+            "data": base64.b64encode(zlib.compress(raw, 6)).decode("ascii"),
+        }
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "scenario": scenario_to_dict(trace.scenario),
+        "req_ids": trace.req_ids,
+        "meta": trace.meta,
+        "arrays": arrays,
+    }
+
 
 def save(trace, path: str | os.PathLike) -> None:
     text = json.dumps(to_json_dict(trace), separators=(",", ":"))
@@ -67,6 +77,7 @@ def save(trace, path: str | os.PathLike) -> None:
         f.write(text)
     os.replace(tmp, path)
 
+
 def load(path: str | os.PathLike) -> TraceParts:
     path = os.fspath(path)
     try:
@@ -74,14 +85,14 @@ def load(path: str | os.PathLike) -> TraceParts:
     except OSError as e:
         raise TraceFormatError(f"cannot read trace file {path!r}: {e.strerror}") from None
     if size > MAX_FILE_BYTES:
-        raise TraceFormatError(f"{path!r} is {size / 2**20:.0f} MiB; traces are at most "
-                               f"{MAX_FILE_BYTES // 2**20} MiB")
+        raise TraceFormatError(f"{path!r} is {size / 2**20:.0f} MiB; traces are at most {MAX_FILE_BYTES // 2**20} MiB")
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
         raise TraceFormatError(f"cannot read trace file {path!r}: {e.strerror}") from None
     return from_json_bytes(data, source=path)
+
 
 def from_json_bytes(data: bytes | str, source: str = "trace") -> TraceParts:
     if isinstance(data, str):
@@ -96,8 +107,10 @@ def from_json_bytes(data: bytes | str, source: str = "trace") -> TraceParts:
         raise TraceFormatError(f"{source} is not a JSON trace: {e}") from None
     return from_json_dict(doc, source=source)
 
+
 def from_json_dict(doc, source: str = "trace") -> TraceParts:
     """Check everything a trace file holds; return (scenario, req_ids, arrays, meta) for ``Trace``."""
+
     def bad(msg: str):
         raise TraceFormatError(f"{source}: {msg}")
 
@@ -121,13 +134,15 @@ def from_json_dict(doc, source: str = "trace") -> TraceParts:
     width = meta.get("width")
     if not isinstance(width, int) or not 1 <= width <= 16 * 1024 * 1024:
         bad("meta.width must be a positive integer")
-    meta = {"source": "unknown", "cudagraph_capture_sizes": [], "num_preemptions": 0, "truncated": False,
-            **meta}
+    meta = {"source": "unknown", "cudagraph_capture_sizes": [], "num_preemptions": 0, "truncated": False, **meta}
     sizes = meta["cudagraph_capture_sizes"]
     if not (isinstance(sizes, list) and all(isinstance(x, int) and x > 0 for x in sizes)):
         bad("meta.cudagraph_capture_sizes must be a list of positive integers")
-    if not isinstance(meta["source"], str) or not isinstance(meta["truncated"], bool) or not (
-            isinstance(meta["num_preemptions"], int) and meta["num_preemptions"] >= 0):
+    if (
+        not isinstance(meta["source"], str)
+        or not isinstance(meta["truncated"], bool)
+        or not (isinstance(meta["num_preemptions"], int) and meta["num_preemptions"] >= 0)
+    ):
         bad("meta.source must be a string, meta.truncated a boolean, meta.num_preemptions an integer >= 0")
     unknown = set(doc["arrays"]) - set(SCHEMA) - set(TIMING_SCHEMA)
     if unknown:
@@ -193,8 +208,10 @@ def _check_arrays(a: dict, width: int, num_req_ids: int, scenario: Scenario, bad
         if a[name].shape != want:
             bad(f"array {name!r} has shape {list(a[name].shape)}, expected {list(want)}")
     if k != scenario.num_speculative_tokens:
-        bad(f"trace has {k} draft passes per step, scenario says num_speculative_tokens="
-            f"{scenario.num_speculative_tokens}")
+        bad(
+            f"trace has {k} draft passes per step, scenario says num_speculative_tokens="
+            f"{scenario.num_speculative_tokens}"
+        )
     off = a["row_offsets"]
     if off[0] != 0 or off[-1] != n or (np.diff(off) < 0).any():
         bad("row_offsets must start at 0, never decrease and end at the number of rows")
@@ -210,7 +227,8 @@ def _check_arrays(a: dict, width: int, num_req_ids: int, scenario: Scenario, bad
     if ((a["block_log"] < 0) | (a["block_log"] == NULL_BLOCK_ID)).any():
         bad("the block log holds the null block or a negative id")
     if not np.isin(a["cudagraph_mode"], list(CG_MODE_NAMES)).all() or (
-            k and not np.isin(a["draft_cudagraph_mode"], list(CG_MODE_NAMES)).all()):
+        k and not np.isin(a["draft_cudagraph_mode"], list(CG_MODE_NAMES)).all()
+    ):
         bad("unknown cudagraph mode code")
     mml = scenario.max_model_len
     for name in ("max_seq_len", "kernel_max_seq_len", "draft_max_seq_len", "draft_kernel_max_seq_len"):
@@ -285,6 +303,7 @@ def _delta_decode(col: np.ndarray, inst: np.ndarray) -> np.ndarray:
 
 
 # ---- the scenario <-> JSON -----------------------------------------------------------------
+
 
 def scenario_to_dict(s: Scenario) -> dict:
     d = dataclasses.asdict(s)

@@ -25,43 +25,43 @@ MAX_ARRAY_BYTES = 512 * 1024 * 1024
 # name -> (dtype, shape). The shape letters are the module docstring's.
 SCHEMA = {
     # per step
-    "row_offsets": ("int64", ("S+1",)),            # batch rows of step s: row_offsets[s]:row_offsets[s+1]
-    "scheduler_step": ("int32", ("S",)),           # the scheduler's clock (arrival_step is given in it)
-    "num_reqs_padded": ("int32", ("S",)),          # InputBatch.num_reqs_after_padding (R8)
-    "num_tokens_padded": ("int32", ("S",)),        # InputBatch.num_tokens_after_padding (R8)
-    "cudagraph_mode": ("int8", ("S",)),            # CG_MODE_CODES of the target's dispatch (R8)
-    "max_seq_len": ("int32", ("S", 2)),            # target prepare_attn metadata, per mode (R2)
-    "kernel_max_seq_len": ("int32", ("S", 2)),     # what the target kernel launch sees, per mode (R9)
+    "row_offsets": ("int64", ("S+1",)),  # batch rows of step s: row_offsets[s]:row_offsets[s+1]
+    "scheduler_step": ("int32", ("S",)),  # the scheduler's clock (arrival_step is given in it)
+    "num_reqs_padded": ("int32", ("S",)),  # InputBatch.num_reqs_after_padding (R8)
+    "num_tokens_padded": ("int32", ("S",)),  # InputBatch.num_tokens_after_padding (R8)
+    "cudagraph_mode": ("int8", ("S",)),  # CG_MODE_CODES of the target's dispatch (R8)
+    "max_seq_len": ("int32", ("S", 2)),  # target prepare_attn metadata, per mode (R2)
+    "kernel_max_seq_len": ("int32", ("S", 2)),  # what the target kernel launch sees, per mode (R9)
     "oor": ("int64", ("S", "K+1", 2, NUM_OOR_FIELDS)),  # block-table entries per pass, mode, OOR field
     "draft_cudagraph_mode": ("int8", ("S", "K")),  # CG_MODE_CODES of each draft pass (R8)
     "draft_num_reqs_padded": ("int32", ("S", "K")),
-    "draft_max_seq_len": ("int32", ("S", "K", 2)),         # each draft pass's metadata, per mode (R4, R5)
+    "draft_max_seq_len": ("int32", ("S", "K", 2)),  # each draft pass's metadata, per mode (R4, R5)
     "draft_kernel_max_seq_len": ("int32", ("S", "K", 2)),  # what each draft kernel sees, per mode (R9)
     # per batch row, in batch order
-    "row_inst": ("int32", ("N",)),                 # the instance this row runs
-    "num_computed_tokens": ("int32", ("N",)),      # the scheduler's CPU view before the step (R1)
-    "num_scheduled_tokens": ("int32", ("N",)),     # incl. draft tokens being verified
-    "seq_lens": ("int32", ("N",)),                 # exact lengths (GPU side), <= the upper bound
-    "num_blocks": ("int32", ("N",)),               # valid block-table columns of the row (R6)
-    "num_accepted": ("int8", ("N",)),              # drafts accepted in this step's verification
+    "row_inst": ("int32", ("N",)),  # the instance this row runs
+    "num_computed_tokens": ("int32", ("N",)),  # the scheduler's CPU view before the step (R1)
+    "num_scheduled_tokens": ("int32", ("N",)),  # incl. draft tokens being verified
+    "seq_lens": ("int32", ("N",)),  # exact lengths (GPU side), <= the upper bound
+    "num_blocks": ("int32", ("N",)),  # valid block-table columns of the row (R6)
+    "num_accepted": ("int8", ("N",)),  # drafts accepted in this step's verification
     # per instance
-    "inst_req": ("int32", ("I",)),                 # scenario request number (index into req_ids)
-    "inst_req_index": ("int32", ("I",)),           # request-state slot: vLLM's req_index (idx_mapping)
-    "inst_state_slot": ("int32", ("I",)),          # mamba state slot, -1 for the default model state
-    "inst_num_blocks": ("int32", ("I",)),          # blocks the instance held at its last row
+    "inst_req": ("int32", ("I",)),  # scenario request number (index into req_ids)
+    "inst_req_index": ("int32", ("I",)),  # request-state slot: vLLM's req_index (idx_mapping)
+    "inst_state_slot": ("int32", ("I",)),  # mamba state slot, -1 for the default model state
+    "inst_num_blocks": ("int32", ("I",)),  # blocks the instance held at its last row
     # the block log
-    "block_log": ("int32", ("B",)),                # each instance's block ids, in the order it got them
+    "block_log": ("int32", ("B",)),  # each instance's block ids, in the order it got them
 }
 
 # Kernel timings of a live run (lab/kernels), target pass only, all present or all absent.
 # name -> (dtype, shape); NaN (or -1 for the int flags) where a step was not timed.
 TIMING_SCHEMA = {
-    "kernel_ms": ("float64", ("S", 2)),            # median time of one launch, per mode
-    "kernel_iqr_ms": ("float64", ("S", 2)),        # interquartile range of those launches
-    "kernel_bytes_real": ("int64", ("S",)),        # K/V bytes of the real lengths (seq_lens)
-    "kernel_bytes_walked": ("int64", ("S", 2)),    # K/V bytes of the pages each mode walks
-    "kernel_max_abs_err": ("float64", ("S", 2)),   # masked kernel against the SDPA reference
-    "kernel_trusting_wrong": ("int8", ("S", 2)),   # 1: the unmasked ("trusting") kernel was wrong
+    "kernel_ms": ("float64", ("S", 2)),  # median time of one launch, per mode
+    "kernel_iqr_ms": ("float64", ("S", 2)),  # interquartile range of those launches
+    "kernel_bytes_real": ("int64", ("S",)),  # K/V bytes of the real lengths (seq_lens)
+    "kernel_bytes_walked": ("int64", ("S", 2)),  # K/V bytes of the pages each mode walks
+    "kernel_max_abs_err": ("float64", ("S", 2)),  # masked kernel against the SDPA reference
+    "kernel_trusting_wrong": ("int8", ("S", 2)),  # 1: the unmasked ("trusting") kernel was wrong
 }
 TIMING_META_STR = ("backend", "device", "kernel", "dtype")
 
@@ -69,5 +69,15 @@ TIMING_META_STR = ("backend", "device", "kernel", "dtype")
 # then repeat step after step and compress to almost nothing.
 DELTA_ROW_COLUMNS = ("num_computed_tokens", "seq_lens", "num_blocks")
 
-__all__ = ["FORMAT", "VERSION", "MAX_FILE_BYTES", "MAX_ARRAY_BYTES", "SCHEMA", "TIMING_SCHEMA", "TIMING_META_STR",
-           "DELTA_ROW_COLUMNS", "MODES", "OOR_FIELDS"]
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "MAX_FILE_BYTES",
+    "MAX_ARRAY_BYTES",
+    "SCHEMA",
+    "TIMING_SCHEMA",
+    "TIMING_META_STR",
+    "DELTA_ROW_COLUMNS",
+    "MODES",
+    "OOR_FIELDS",
+]

@@ -78,6 +78,7 @@ class Trace:
     def attach_kernel_timings(self, meta: dict, arrays: dict[str, np.ndarray]) -> None:
         """Add a live run's per-step kernel results (names and shapes of ``TIMING_SCHEMA``) and
         its description ``meta`` (at least backend, device, kernel, dtype as strings)."""
+
         def bad(msg: str):
             raise ValueError(f"kernel timings: {msg}")
 
@@ -122,7 +123,7 @@ class Trace:
 
     def instance_blocks(self, inst: int) -> np.ndarray:
         base = int(self._inst_block_base[inst])
-        return self.arrays["block_log"][base: base + int(self.arrays["inst_num_blocks"][inst])]
+        return self.arrays["block_log"][base : base + int(self.arrays["inst_num_blocks"][inst])]
 
     def block_table(self, index: int, num_rows: int | None = None) -> np.ndarray:
         """Rebuild the gathered input table of step ``index`` by scanning back through the steps:
@@ -143,11 +144,11 @@ class Trace:
             lo, hi = int(off[s]), int(off[s + 1])
             n = min(hi - lo, nrp)
             if n:
-                nb = a["num_blocks"][lo:lo + n]
+                nb = a["num_blocks"][lo : lo + n]
                 grow = np.nonzero(open_[:n] & (nb > filled[:n]))[0]
                 for r in grow.tolist():
                     blocks = self.instance_blocks(int(a["row_inst"][lo + r]))
-                    table[r, filled[r]: nb[r]] = blocks[filled[r]: nb[r]]
+                    table[r, filled[r] : nb[r]] = blocks[filled[r] : nb[r]]
                     filled[r] = nb[r]
             # Every row past the step's real rows is zeroed over the full width: padded rows and
             # rows a larger earlier batch left (vllm 0.33.0 gather_block_tables, _num_dirty_rows).
@@ -155,7 +156,7 @@ class Trace:
             if zero_dirty:
                 open_[n:] = False
             else:
-                open_[n:max(n, int(a["num_reqs_padded"][s]))] = False
+                open_[n : max(n, int(a["num_reqs_padded"][s]))] = False
             if not open_.any():
                 break
         return table

@@ -54,8 +54,9 @@ class DraftPass:
         """R5: min(target upper bound + index, max_model_len); padded rows 0. Not stored: recomputed
         with the engine's own lab.engine.speculator.draft_step_upper_bound."""
         st = self._step
-        return draft_step_upper_bound(st._ub(), st.num_reqs, self.index, st._t.scenario.max_model_len,
-                                      self.num_reqs_padded).tolist()
+        return draft_step_upper_bound(
+            st._ub(), st.num_reqs, self.index, st._t.scenario.max_model_len, self.num_reqs_padded
+        ).tolist()
 
     @property
     def max_seq_len(self) -> dict[str, int]:
@@ -72,8 +73,10 @@ class DraftPass:
         return self._step._t._oor_dict(self._step.index, 1 + self.index)
 
     def __repr__(self) -> str:
-        return (f"DraftPass(index={self.index}, cudagraph_mode={self.cudagraph_mode!r}, "
-                f"max_seq_len={self.max_seq_len}, kernel_max_seq_len={self.kernel_max_seq_len})")
+        return (
+            f"DraftPass(index={self.index}, cudagraph_mode={self.cudagraph_mode!r}, "
+            f"max_seq_len={self.max_seq_len}, kernel_max_seq_len={self.kernel_max_seq_len})"
+        )
 
 
 class Step:
@@ -88,7 +91,7 @@ class Step:
         self._a, self._b = int(off[index]), int(off[index + 1])
 
     def _col(self, name: str) -> np.ndarray:
-        return self._t.arrays[name][self._a:self._b]
+        return self._t.arrays[name][self._a : self._b]
 
     def _ub(self) -> np.ndarray:
         """R1 on the real rows, recomputed with the engine's lab.engine.input_batch.seq_lens_cpu_upper_bound."""
@@ -134,8 +137,9 @@ class Step:
     def seq_lens_cpu_upper_bound(self) -> list[int]:
         """R1, as vLLM builds it: length num_reqs_padded, padded rows 0. Not stored: recomputed from
         num_computed_tokens + num_scheduled_tokens with lab.engine.input_batch.seq_lens_cpu_upper_bound."""
-        return seq_lens_cpu_upper_bound(self._col("num_computed_tokens"), self._col("num_scheduled_tokens"),
-                                        self.num_reqs_padded).tolist()
+        return seq_lens_cpu_upper_bound(
+            self._col("num_computed_tokens"), self._col("num_scheduled_tokens"), self.num_reqs_padded
+        ).tolist()
 
     @property
     def seq_lens(self) -> list[int]:
@@ -197,11 +201,14 @@ class Step:
                 # Pass 0 reuses the target metadata; the decodes follow the draft path's fix.
                 fixed = target_fixed if d.index == 0 else fixed_in_era(era, "draft", state)
                 v = d.max_seq_len["fixed" if fixed else "baseline"]
-                passes.append({"max_seq_len": v,
-                               "kernel_max_seq_len": kernel_visible_max_seq_len(d.cudagraph_mode, v, mml)})
-            out[era] = {"max_seq_len": target,
-                        "kernel_max_seq_len": kernel_visible_max_seq_len(self.cudagraph_mode, target, mml),
-                        "drafts": passes}
+                passes.append(
+                    {"max_seq_len": v, "kernel_max_seq_len": kernel_visible_max_seq_len(d.cudagraph_mode, v, mml)}
+                )
+            out[era] = {
+                "max_seq_len": target,
+                "kernel_max_seq_len": kernel_visible_max_seq_len(self.cudagraph_mode, target, mml),
+                "drafts": passes,
+            }
         return out
 
     @property
@@ -240,9 +247,9 @@ class Step:
         block = table[row, col].astype(np.int64)
         owner = t.block_owners(self.index)
         own = np.where(block < len(owner), owner[np.minimum(block, len(owner) - 1)], FREE)
-        own[len(r):] = FREE
+        own[len(r) :] = FREE
         cls = np.array(STALE_CLASSES + ("padded",), dtype="<U6")[classify_owners(own)]
-        cls[len(r):] = "padded"
+        cls[len(r) :] = "padded"
         names = np.array(t.req_ids + [""], dtype=object)
         inst_req = np.append(t.arrays["inst_req"], len(t.req_ids))
         owner_ids = names[inst_req[np.where(own >= 0, own, len(inst_req) - 1)]]
@@ -252,8 +259,10 @@ class Step:
         """Out-of-range entries per request (req_id -> counts of null, live, free) for one walk."""
         e = self.oor_entries(mode, pass_index)
         real = e["class"] != "padded"
-        per_class = {c: np.bincount(e["row"][real & (e["class"] == c)], minlength=self.num_reqs)
-                     for c in ("null", "live", "free")}
+        per_class = {
+            c: np.bincount(e["row"][real & (e["class"] == c)], minlength=self.num_reqs)
+            for c in ("null", "live", "free")
+        }
         return {rid: {c: int(v[i]) for c, v in per_class.items()} for i, rid in enumerate(self.req_ids)}
 
     @property
@@ -270,11 +279,15 @@ class Step:
         for j, m in enumerate(MODES):
             ms = float(a["kernel_ms"][i, j])
             walked = int(a["kernel_bytes_walked"][i, j])
-            out[m] = {"ms": ms, "iqr_ms": float(a["kernel_iqr_ms"][i, j]), "bytes_walked": walked,
-                      "gbps_real": real / ms / 1e6 if ms > 0 else float("nan"),
-                      "gbps_walked": walked / ms / 1e6 if ms > 0 else float("nan"),
-                      "max_abs_err": float(a["kernel_max_abs_err"][i, j]),
-                      "trusting_wrong": int(a["kernel_trusting_wrong"][i, j])}
+            out[m] = {
+                "ms": ms,
+                "iqr_ms": float(a["kernel_iqr_ms"][i, j]),
+                "bytes_walked": walked,
+                "gbps_real": real / ms / 1e6 if ms > 0 else float("nan"),
+                "gbps_walked": walked / ms / 1e6 if ms > 0 else float("nan"),
+                "max_abs_err": float(a["kernel_max_abs_err"][i, j]),
+                "trusting_wrong": int(a["kernel_trusting_wrong"][i, j]),
+            }
         return out
 
     def slot_mapping(self) -> list[int]:
@@ -283,12 +296,15 @@ class Step:
         qsl = np.concatenate([[0], np.cumsum(sched)])
         _, positions = ragged_ranges(self._col("seq_lens").astype(np.int64) - sched, sched)
         table = self.block_table[: self.num_reqs]
-        return compute_slot_mappings(table, qsl, positions, self._t.scenario.block_size,
-                                     max(self.num_tokens_padded, int(qsl[-1]))).tolist()
+        return compute_slot_mappings(
+            table, qsl, positions, self._t.scenario.block_size, max(self.num_tokens_padded, int(qsl[-1]))
+        ).tolist()
 
     def __repr__(self) -> str:
-        return (f"Step(index={self.index}, num_reqs={self.num_reqs}, cudagraph_mode={self.cudagraph_mode!r}, "
-                f"max_seq_len={self.max_seq_len}, kernel_max_seq_len={self.kernel_max_seq_len})")
+        return (
+            f"Step(index={self.index}, num_reqs={self.num_reqs}, cudagraph_mode={self.cudagraph_mode!r}, "
+            f"max_seq_len={self.max_seq_len}, kernel_max_seq_len={self.kernel_max_seq_len})"
+        )
 
 
 class StepList(Sequence):

@@ -24,35 +24,53 @@ from lab.views.tour import tour
 
 # name -> (tab title, spec function, "what am I looking at")
 ALL_VIEWS = {
-    "block_table": ("Block table", block_table_spec,
-                    "The input block table of this step (R6): one row per batch row, one column per block. "
-                    "Green entries are the request's valid blocks; past `num_blocks` a row keeps whatever an "
-                    "earlier step left there: the null block (grey), a block a live request holds now (red), a "
-                    "freed block (orange); padded rows (purple) come from FULL-graph padding. The vertical lines "
-                    "are the columns each mode's kernel walks, `cdiv(kernel-visible max_seq_len, block_size)`. "
-                    "Wide tables are binned past the interesting columns (the title says how); hover any cell."),
-    "lengths": ("Per-request lengths", lengths_spec,
-                "For each request: tokens computed before this step and scheduled now; their sum is "
-                "`seq_lens_cpu_upper_bound` (R1, what the CPU knows), beside the exact `seq_lens` after "
-                "verification. The lines are the `max_seq_len` each mode puts in the metadata (R2), what the "
-                "kernel launch sees, and `max_model_len`. Under a FULL CUDA graph the kernel sees the captured "
-                "`max_model_len` in both modes (R9), whatever the metadata says."),
-    "timeline": ("Timeline", timeline_spec,
-                 "All steps: `max_seq_len` per mode, metadata (solid) and kernel-visible (dashed), on bands of the "
-                 "CUDA-graph mode (FULL / PIECEWISE / NONE); the batch size; and the cumulative block-table "
-                 "entries walked and out of range. The black line is the current step. On FULL-graph steps both "
-                 "dashed lines sit at `max_model_len`: the fix moves the metadata there, not the kernel (R9)."),
-    "drafts": ("Draft windows", drafts_spec,
-               "Eagle/MTP drafts of this step (R4, R5): per draft pass, each request's window from its exact length "
-               "to the CPU's optimistic upper bound, and `draft_max_seq_len` in both modes (metadata and what the "
-               "kernel sees). Pass 0 reuses the target metadata; eager draft decodes see the batch max."),
-    "kernels": ("Kernel timings", kernels_spec,
-                "Measured kernel time per step for both modes (median and IQR), their distributions, and "
-                "achieved GB/s on the real bytes and on the bytes the walk reads. Only a trace from a live "
-                "kernel run has them; the title names the backend and the device they ran on. " + HONESTY),
-    "oor": ("Out-of-range entries", oor_spec,
-            "Block-table entries a kernel walks past each request's valid blocks, per step and stacked by class "
-            "(null, live, free, padded), target and draft passes together; and the totals over the trace."),
+    "block_table": (
+        "Block table",
+        block_table_spec,
+        "The input block table of this step (R6): one row per batch row, one column per block. "
+        "Green entries are the request's valid blocks; past `num_blocks` a row keeps whatever an "
+        "earlier step left there: the null block (grey), a block a live request holds now (red), a "
+        "freed block (orange); padded rows (purple) come from FULL-graph padding. The vertical lines "
+        "are the columns each mode's kernel walks, `cdiv(kernel-visible max_seq_len, block_size)`. "
+        "Wide tables are binned past the interesting columns (the title says how); hover any cell.",
+    ),
+    "lengths": (
+        "Per-request lengths",
+        lengths_spec,
+        "For each request: tokens computed before this step and scheduled now; their sum is "
+        "`seq_lens_cpu_upper_bound` (R1, what the CPU knows), beside the exact `seq_lens` after "
+        "verification. The lines are the `max_seq_len` each mode puts in the metadata (R2), what the "
+        "kernel launch sees, and `max_model_len`. Under a FULL CUDA graph the kernel sees the captured "
+        "`max_model_len` in both modes (R9), whatever the metadata says.",
+    ),
+    "timeline": (
+        "Timeline",
+        timeline_spec,
+        "All steps: `max_seq_len` per mode, metadata (solid) and kernel-visible (dashed), on bands of the "
+        "CUDA-graph mode (FULL / PIECEWISE / NONE); the batch size; and the cumulative block-table "
+        "entries walked and out of range. The black line is the current step. On FULL-graph steps both "
+        "dashed lines sit at `max_model_len`: the fix moves the metadata there, not the kernel (R9).",
+    ),
+    "drafts": (
+        "Draft windows",
+        drafts_spec,
+        "Eagle/MTP drafts of this step (R4, R5): per draft pass, each request's window from its exact length "
+        "to the CPU's optimistic upper bound, and `draft_max_seq_len` in both modes (metadata and what the "
+        "kernel sees). Pass 0 reuses the target metadata; eager draft decodes see the batch max.",
+    ),
+    "kernels": (
+        "Kernel timings",
+        kernels_spec,
+        "Measured kernel time per step for both modes (median and IQR), their distributions, and "
+        "achieved GB/s on the real bytes and on the bytes the walk reads. Only a trace from a live "
+        "kernel run has them; the title names the backend and the device they ran on. " + HONESTY,
+    ),
+    "oor": (
+        "Out-of-range entries",
+        oor_spec,
+        "Block-table entries a kernel walks past each request's valid blocks, per step and stacked by class "
+        "(null, live, free, padded), target and draft passes together; and the totals over the trace.",
+    ),
 }
 
 
@@ -82,6 +100,20 @@ drafts_figure = _figure_of(drafts_spec)
 kernels_figure = _figure_of(kernels_spec)
 oor_figure = _figure_of(oor_spec)
 
-__all__ = ["ALL_VIEWS", "HONESTY", "HOW_TO_TIME", "TRACE_WIDE", "all_specs", "as_figure", "spec_json",
-           "summary_markdown", "summary_numbers", "block_table_classes", "era_series", "headline_html", "path_values",
-           "presenter_layout", "tour"] + [f"{n}_{k}" for n in ALL_VIEWS for k in ("spec", "figure")]
+__all__ = [
+    "ALL_VIEWS",
+    "HONESTY",
+    "HOW_TO_TIME",
+    "TRACE_WIDE",
+    "all_specs",
+    "as_figure",
+    "spec_json",
+    "summary_markdown",
+    "summary_numbers",
+    "block_table_classes",
+    "era_series",
+    "headline_html",
+    "path_values",
+    "presenter_layout",
+    "tour",
+] + [f"{n}_{k}" for n in ALL_VIEWS for k in ("spec", "figure")]

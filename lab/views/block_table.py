@@ -16,16 +16,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.views.common import (CLASS_COLORS, MODE_COLORS, MODES, check_step, figure, legend_swatch, title,
-                               walk_columns)
+from lab.views.common import CLASS_COLORS, MODE_COLORS, MODES, check_step, figure, legend_swatch, title, walk_columns
 
 CLASSES = ("valid", "null", "live", "free", "padded", "unwalked")
 _CODE = {c: k for k, c in enumerate(CLASSES)}
 # Which class colours a binned cell: the first one present in this order.
 _PRIORITY = ("live", "free", "valid", "padded", "null", "unwalked")
-_LABEL = {"valid": "valid (this request's KV)", "null": "null block 0", "live": "live (held by {owner})",
-          "free": "free (a freed block, in the free queue)", "padded": "padded row",
-          "unwalked": "never walked (past max_model_len)"}
+_LABEL = {
+    "valid": "valid (this request's KV)",
+    "null": "null block 0",
+    "live": "live (held by {owner})",
+    "free": "free (a freed block, in the free queue)",
+    "padded": "padded row",
+    "unwalked": "never walked (past max_model_len)",
+}
 MAX_EXACT_COLS = 160
 MAX_COL_BINS = 32  # the binned region is uniform; more bins only cost bytes in the page
 MAX_ROWS = 96
@@ -61,8 +65,7 @@ def block_table_classes(trace, index: int) -> dict[str, np.ndarray]:
     live = np.nonzero(c == "live")[0]
     if len(live):
         owner[e["row"][live], e["col"][live]] = [ids[o] for o in e["owner"][live].tolist()]
-    return {"table": table, "cls": cls, "owner": owner, "walks": walks, "num_reqs": n,
-            "num_blocks": nb}
+    return {"table": table, "cls": cls, "owner": owner, "walks": walks, "num_reqs": n, "num_blocks": nb}
 
 
 def _col_edges(width: int, exact: int) -> np.ndarray:
@@ -102,8 +105,13 @@ def block_table_spec(trace, index: int) -> dict:
     exact = width if width <= MAX_EXACT_COLS + MAX_COL_BINS else min(exact, MAX_EXACT_COLS)
     ce, re_ = _col_edges(width, exact), _row_edges(rows)
     # Counts of each class in each display cell.
-    counts = np.stack([np.add.reduceat(np.add.reduceat((cls == k).astype(np.int32), ce[:-1], axis=1),
-                                       re_[:-1], axis=0) for k in range(len(CLASSES))], axis=-1)
+    counts = np.stack(
+        [
+            np.add.reduceat(np.add.reduceat((cls == k).astype(np.int32), ce[:-1], axis=1), re_[:-1], axis=0)
+            for k in range(len(CLASSES))
+        ],
+        axis=-1,
+    )
     z = np.full(counts.shape[:2], _CODE["null"], dtype=np.int8)
     for name in reversed(_PRIORITY):
         z[counts[..., _CODE[name]] > 0] = _CODE[name]
@@ -116,8 +124,16 @@ def block_table_spec(trace, index: int) -> dict:
     scale = []
     for k, name in enumerate(CLASSES):
         scale += [[k / ncls, CLASS_COLORS[name]], [(k + 1) / ncls, CLASS_COLORS[name]]]
-    heat = {"type": "heatmap", "y": ycat, "colorscale": scale, "zmin": -0.5, "zmax": ncls - 0.5, "showscale": False,
-            "ygap": 1, "name": "block table"}
+    heat = {
+        "type": "heatmap",
+        "y": ycat,
+        "colorscale": scale,
+        "zmin": -0.5,
+        "zmax": ncls - 0.5,
+        "showscale": False,
+        "ygap": 1,
+        "name": "block table",
+    }
     # Hover data as numbers where it can be (the page gets a few bytes per cell, not a sentence): the
     # exact cells (one column of one row each) carry their block id and class; the bins their column
     # range, entry count and the count of each class.
@@ -130,43 +146,91 @@ def block_table_spec(trace, index: int) -> dict:
     if n_exact:
         cls_e, own_e = cls[:, :n_exact].tolist(), owner[:, :n_exact].tolist()
         label = ["live, held by {}" if c == "live" else c for c in CLASSES]
-        text = [[label[c].format(names[o]) if c == _CODE["live"] else label[c] for c, o in zip(cr, orow)]
-                for cr, orow in zip(cls_e, own_e)]
-        data.append({**heat, "x": list(range(n_exact)), "z": z[:, :n_exact], "text": text,
-                     "customdata": table[:, :n_exact],
-                     "hovertemplate": "%{y}<br>col %{x}: block %{customdata}, %{text}<extra></extra>"})
+        text = [
+            [label[c].format(names[o]) if c == _CODE["live"] else label[c] for c, o in zip(cr, orow)]
+            for cr, orow in zip(cls_e, own_e)
+        ]
+        data.append(
+            {
+                **heat,
+                "x": list(range(n_exact)),
+                "z": z[:, :n_exact],
+                "text": text,
+                "customdata": table[:, :n_exact],
+                "hovertemplate": "%{y}<br>col %{x}: block %{customdata}, %{text}<extra></extra>",
+            }
+        )
     if n_exact < ncells:
         kinds = [k for k in range(ncls) if CLASSES[k] != "unwalked" or counts[..., k].any()]
         c0 = ce[n_exact:-1]
-        c1 = ce[n_exact + 1:] - 1
-        entries = (ce[n_exact + 1:] - c0)[None, :] * np.diff(re_)[:, None]
-        custom = np.concatenate([np.broadcast_to(c0, entries.shape)[..., None], np.broadcast_to(c1, entries.shape)[..., None],
-                                 entries[..., None], counts[:, n_exact:, kinds]], axis=-1)
+        c1 = ce[n_exact + 1 :] - 1
+        entries = (ce[n_exact + 1 :] - c0)[None, :] * np.diff(re_)[:, None]
+        custom = np.concatenate(
+            [
+                np.broadcast_to(c0, entries.shape)[..., None],
+                np.broadcast_to(c1, entries.shape)[..., None],
+                entries[..., None],
+                counts[:, n_exact:, kinds],
+            ],
+            axis=-1,
+        )
         parts = ", ".join(f"{CLASSES[k]} %{{customdata[{3 + j}]:,}}" for j, k in enumerate(kinds))
-        data.append({**heat, "x": list(range(n_exact, ncells)), "z": z[:, n_exact:], "customdata": custom,
-                     "hovertemplate": "%{y}<br>cols %{customdata[0]:,}–%{customdata[1]:,} (%{customdata[2]:,} "
-                                      f"entries): {parts}<extra></extra>"})
-    data += [legend_swatch(_LABEL[name].split(" (")[0], CLASS_COLORS[name]) for name in CLASSES
-             if name != "unwalked" or (cls == _CODE["unwalked"]).any()]
+        data.append(
+            {
+                **heat,
+                "x": list(range(n_exact, ncells)),
+                "z": z[:, n_exact:],
+                "customdata": custom,
+                "hovertemplate": "%{y}<br>cols %{customdata[0]:,}–%{customdata[1]:,} (%{customdata[2]:,} "
+                f"entries): {parts}<extra></extra>",
+            }
+        )
+    data += [
+        legend_swatch(_LABEL[name].split(" (")[0], CLASS_COLORS[name])
+        for name in CLASSES
+        if name != "unwalked" or (cls == _CODE["unwalked"]).any()
+    ]
     era = {"baseline": "before #40654", "fixed": "after #43991"}
     same = walks["baseline"] == walks["fixed"]
     for m in MODES:
         w = walks[m]
         if not (same and m == "fixed"):  # coinciding walks: drawn once, named for both
             x = _pos(ce, w)
-            name = (f"baseline = fixed walk: {w:,} columns (kernel sees {st.kernel_max_seq_len[m]:,} in both"
-                    + (f": {st.cudagraph_mode} graph, R9)" if st.cudagraph_mode == "FULL" else ")") if same else
-                    f"{m} walk ({era[m]}): {w:,} columns (kernel sees {st.kernel_max_seq_len[m]:,})")
-            data.append({"type": "scatter", "x": [x, x], "y": [ycat[0], ycat[-1]], "mode": "lines",
-                         "hoverinfo": "name", "name": name,
-                         "line": {"color": "#333" if same else MODE_COLORS[m], "width": 3,
-                                  "dash": "solid" if m == "baseline" else "dash"}})
+            name = (
+                f"baseline = fixed walk: {w:,} columns (kernel sees {st.kernel_max_seq_len[m]:,} in both"
+                + (f": {st.cudagraph_mode} graph, R9)" if st.cudagraph_mode == "FULL" else ")")
+                if same
+                else f"{m} walk ({era[m]}): {w:,} columns (kernel sees {st.kernel_max_seq_len[m]:,})"
+            )
+            data.append(
+                {
+                    "type": "scatter",
+                    "x": [x, x],
+                    "y": [ycat[0], ycat[-1]],
+                    "mode": "lines",
+                    "hoverinfo": "name",
+                    "name": name,
+                    "line": {
+                        "color": "#333" if same else MODE_COLORS[m],
+                        "width": 3,
+                        "dash": "solid" if m == "baseline" else "dash",
+                    },
+                }
+            )
         meta_w = walk_columns(st.max_seq_len[m], bs)
         if meta_w != w:  # a FULL graph: the metadata says one thing, the kernel walks the captured width (R9)
             xm = _pos(ce, meta_w)
-            data.append({"type": "scatter", "x": [xm, xm], "y": [ycat[0], ycat[-1]], "mode": "lines",
-                         "hoverinfo": "name", "line": {"color": MODE_COLORS[m], "width": 2, "dash": "dot"},
-                         "name": f"{m} metadata: {meta_w} columns (not what the FULL graph walks)"})
+            data.append(
+                {
+                    "type": "scatter",
+                    "x": [xm, xm],
+                    "y": [ycat[0], ycat[-1]],
+                    "mode": "lines",
+                    "hoverinfo": "name",
+                    "line": {"color": MODE_COLORS[m], "width": 2, "dash": "dot"},
+                    "name": f"{m} metadata: {meta_w} columns (not what the FULL graph walks)",
+                }
+            )
     binned = len(ce) - 1 < width
     bin_w = int(ce[-2] - ce[-3]) if binned and len(ce) > 2 else 1
     # Ticks: evenly spaced inside each region, labelled with the real column.
@@ -181,50 +245,140 @@ def block_table_spec(trace, index: int) -> dict:
     hm_top = 0.78
     if binned:
         xb = exact - 0.5
-        shapes += [{"type": "rect", "xref": "x", "yref": "paper", "x0": xb, "x1": len(ce) - 1.5, "y0": hm_top + 0.005,
-                    "y1": hm_top + 0.035, "fillcolor": "#fde0dd", "line": {"width": 0}},
-                   {"type": "line", "xref": "x", "yref": "paper", "x0": xb, "x1": xb, "y0": 0, "y1": hm_top + 0.04,
-                    "line": {"color": "white", "width": 5}},
-                   {"type": "line", "xref": "x", "yref": "paper", "x0": xb, "x1": xb, "y0": 0, "y1": hm_top + 0.04,
-                    "line": {"color": "black", "width": 1.5, "dash": "dot"}}]
-        annotations += [{"x": xb, "y": hm_top + 0.02, "xref": "x", "yref": "paper", "showarrow": False,
-                         "text": "<b>// scale break</b>", "xanchor": "right", "font": {"size": 11}},
-                        {"x": (xb + len(ce) - 1.5) / 2, "y": hm_top + 0.02, "xref": "x", "yref": "paper",
-                         "showarrow": False, "font": {"size": 11},
-                         "text": f"binned: 1 cell = {bin_w:,} columns ({exact:,}–{width - 1:,})"}]
+        shapes += [
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "paper",
+                "x0": xb,
+                "x1": len(ce) - 1.5,
+                "y0": hm_top + 0.005,
+                "y1": hm_top + 0.035,
+                "fillcolor": "#fde0dd",
+                "line": {"width": 0},
+            },
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "paper",
+                "x0": xb,
+                "x1": xb,
+                "y0": 0,
+                "y1": hm_top + 0.04,
+                "line": {"color": "white", "width": 5},
+            },
+            {
+                "type": "line",
+                "xref": "x",
+                "yref": "paper",
+                "x0": xb,
+                "x1": xb,
+                "y0": 0,
+                "y1": hm_top + 0.04,
+                "line": {"color": "black", "width": 1.5, "dash": "dot"},
+            },
+        ]
+        annotations += [
+            {
+                "x": xb,
+                "y": hm_top + 0.02,
+                "xref": "x",
+                "yref": "paper",
+                "showarrow": False,
+                "text": "<b>// scale break</b>",
+                "xanchor": "right",
+                "font": {"size": 11},
+            },
+            {
+                "x": (xb + len(ce) - 1.5) / 2,
+                "y": hm_top + 0.02,
+                "xref": "x",
+                "yref": "paper",
+                "showarrow": False,
+                "font": {"size": 11},
+                "text": f"binned: 1 cell = {bin_w:,} columns ({exact:,}–{width - 1:,})",
+            },
+        ]
     # The true-scale strip: columns each era's kernel walks per row, on a linear axis of the whole table.
     wb, wf = walks["baseline"], walks["fixed"]
     ratio = f"{wb / wf:,.0f}× fewer" if wf and wb / wf >= 10 else (f"{wb / wf:.1f}× fewer" if wf else "")
-    data.append({"type": "bar", "orientation": "h", "y": [era["fixed"], era["baseline"]], "x": [wf, wb],
-                 "xaxis": "x2", "yaxis": "y2", "marker": {"color": [MODE_COLORS["fixed"], MODE_COLORS["baseline"]]},
-                 "text": [f"{wf:,} columns" + (f" ({ratio})" if ratio and not same else ""), f"{wb:,} columns"],
-                 "textposition": "outside", "cliponaxis": False, "showlegend": False, "width": 0.7,
-                 "hovertemplate": "%{y}: the kernel walks %{x:,} columns per row<extra></extra>"})
-    note = (f"columns 0–{exact - 1:,} one per cell, then binned (scale break)" if binned else "one cell per entry")
+    data.append(
+        {
+            "type": "bar",
+            "orientation": "h",
+            "y": [era["fixed"], era["baseline"]],
+            "x": [wf, wb],
+            "xaxis": "x2",
+            "yaxis": "y2",
+            "marker": {"color": [MODE_COLORS["fixed"], MODE_COLORS["baseline"]]},
+            "text": [f"{wf:,} columns" + (f" ({ratio})" if ratio and not same else ""), f"{wb:,} columns"],
+            "textposition": "outside",
+            "cliponaxis": False,
+            "showlegend": False,
+            "width": 0.7,
+            "hovertemplate": "%{y}: the kernel walks %{x:,} columns per row<extra></extra>",
+        }
+    )
+    note = f"columns 0–{exact - 1:,} one per cell, then binned (scale break)" if binned else "one cell per entry"
     if len(re_) - 1 < rows:
         note += f"; rows in bins of {int(re_[1] - re_[0])}"
     if binned or len(re_) - 1 < rows:
         note += "; a bin shows live > free > valid > padded > null, hover for counts"
     n_cells = len(re_) - 1
-    return figure(data, {
-        "title": title(f"Step {st.index}: input block table, {rows} rows × {width:,} columns, "
-                       f"{st.cudagraph_mode} graph", note),
-        "xaxis": {"title": {"text": "block-table column", "standoff": 4}, "tickvals": tickvals, "ticktext": ticktext,
-                  "tickangle": 0,
-                  "showgrid": False, "zeroline": False, "range": [-0.5, len(ce) - 1.5]},
-        "yaxis": {"domain": [0, hm_top], "title": {"text": "batch row"}, "autorange": "reversed", "showgrid": False,
-                  "zeroline": False, "type": "category", **({} if n_cells <= 40 else {"showticklabels": False})},
-        "xaxis2": {"anchor": "y2", "range": [0, width * 1.12], "title": {"text": ""}, "side": "top",
-                   "tickformat": ",d", "showgrid": True},
-        "yaxis2": {"domain": [0.86, 1.0], "anchor": "x2", "tickfont": {"size": 11}},
-        "annotations": annotations + [{"text": "<b>true scale: columns walked per row</b>", "x": 0, "y": 1.0,
-                                       "xref": "paper", "yref": "paper", "xanchor": "left", "yanchor": "bottom",
-                                       "yshift": 18, "showarrow": False, "font": {"size": 11}}],
-        "shapes": shapes,
-        "height": max(460, min(760, 300 + 12 * n_cells)),
-        "legend": {"orientation": "h", "y": -0.2, "yanchor": "top", "font": {"size": 10}},
-        "margin": {"t": 110, "b": 120},
-    })
+    return figure(
+        data,
+        {
+            "title": title(
+                f"Step {st.index}: input block table, {rows} rows × {width:,} columns, {st.cudagraph_mode} graph", note
+            ),
+            "xaxis": {
+                "title": {"text": "block-table column", "standoff": 4},
+                "tickvals": tickvals,
+                "ticktext": ticktext,
+                "tickangle": 0,
+                "showgrid": False,
+                "zeroline": False,
+                "range": [-0.5, len(ce) - 1.5],
+            },
+            "yaxis": {
+                "domain": [0, hm_top],
+                "title": {"text": "batch row"},
+                "autorange": "reversed",
+                "showgrid": False,
+                "zeroline": False,
+                "type": "category",
+                **({} if n_cells <= 40 else {"showticklabels": False}),
+            },
+            "xaxis2": {
+                "anchor": "y2",
+                "range": [0, width * 1.12],
+                "title": {"text": ""},
+                "side": "top",
+                "tickformat": ",d",
+                "showgrid": True,
+            },
+            "yaxis2": {"domain": [0.86, 1.0], "anchor": "x2", "tickfont": {"size": 11}},
+            "annotations": annotations
+            + [
+                {
+                    "text": "<b>true scale: columns walked per row</b>",
+                    "x": 0,
+                    "y": 1.0,
+                    "xref": "paper",
+                    "yref": "paper",
+                    "xanchor": "left",
+                    "yanchor": "bottom",
+                    "yshift": 18,
+                    "showarrow": False,
+                    "font": {"size": 11},
+                }
+            ],
+            "shapes": shapes,
+            "height": max(460, min(760, 300 + 12 * n_cells)),
+            "legend": {"orientation": "h", "y": -0.2, "yanchor": "top", "font": {"size": 10}},
+            "margin": {"t": 110, "b": 120},
+        },
+    )
 
 
 def _nice(x: float) -> int:

@@ -14,8 +14,14 @@ from lab.engine.oor import OOR_CLASSES
 MODE_COLORS = {"baseline": "#d62728", "fixed": "#1f77b4"}
 MODE_LABELS = {"baseline": "baseline (max_model_len, before #40654)", "fixed": "fixed (batch max, after #43991)"}
 # null (the commonest stale class) is a mid grey, not the palest colour: it is what a long walk reads most.
-CLASS_COLORS = {"valid": "#2ca02c", "null": "#9e9e9e", "live": "#d62728", "free": "#ff7f0e",
-                "padded": "#9467bd", "unwalked": "#ffffff"}
+CLASS_COLORS = {
+    "valid": "#2ca02c",
+    "null": "#9e9e9e",
+    "live": "#d62728",
+    "free": "#ff7f0e",
+    "padded": "#9467bd",
+    "unwalked": "#ffffff",
+}
 GRAPH_COLORS = {"FULL": "#fdd0a2", "PIECEWISE": "#c6dbef", "NONE": "#d9d9d9"}
 
 # R9/R10, said once on the page and in every exported view (the one constant: lab/caveats.py).
@@ -60,27 +66,61 @@ def title(text: str, sub: str = "") -> dict:
 
 def panel_title(text: str, x: float, y: float) -> dict:
     """A subplot title: an annotation above a panel whose top is at paper y."""
-    return {"text": f"<b>{text}</b>", "x": x, "y": y, "xref": "paper", "yref": "paper", "showarrow": False,
-            "xanchor": "left", "yanchor": "bottom", "font": {"size": 12}}
+    return {
+        "text": f"<b>{text}</b>",
+        "x": x,
+        "y": y,
+        "xref": "paper",
+        "yref": "paper",
+        "showarrow": False,
+        "xanchor": "left",
+        "yanchor": "bottom",
+        "font": {"size": 12},
+    }
 
 
-def hline(x0: float, x1: float, y: float, name: str, color: str, dash: str = "solid", width: float = 2,
-          yaxis: str = "y") -> dict:
+def hline(
+    x0: float, x1: float, y: float, name: str, color: str, dash: str = "solid", width: float = 2, yaxis: str = "y"
+) -> dict:
     """A horizontal line as a legend-carrying scatter trace."""
-    return {"type": "scatter", "x": [x0, x1], "y": [y, y], "mode": "lines", "name": name, "yaxis": yaxis,
-            "line": {"color": color, "dash": dash, "width": width}, "hoverinfo": "name"}
+    return {
+        "type": "scatter",
+        "x": [x0, x1],
+        "y": [y, y],
+        "mode": "lines",
+        "name": name,
+        "yaxis": yaxis,
+        "line": {"color": color, "dash": dash, "width": width},
+        "hoverinfo": "name",
+    }
 
 
 def legend_swatch(name: str, color: str, group: str | None = None) -> dict:
     """A legend entry with no data (for heatmap classes and background bands)."""
-    return {"type": "scatter", "x": [None], "y": [None], "mode": "markers", "name": name, "legendgroup": group,
-            "marker": {"symbol": "square", "size": 12, "color": color, "line": {"width": 1, "color": "#888"}}}
+    return {
+        "type": "scatter",
+        "x": [None],
+        "y": [None],
+        "mode": "markers",
+        "name": name,
+        "legendgroup": group,
+        "marker": {"symbol": "square", "size": 12, "color": color, "line": {"width": 1, "color": "#888"}},
+    }
 
 
 def step_marker(index: int, xref: str = "x", yref: str = "paper") -> dict:
     """The current step in a trace-wide view; named "step" so the app can move it without a redraw."""
-    return {"type": "line", "name": "step", "xref": xref, "yref": yref, "x0": index, "x1": index, "y0": 0, "y1": 1,
-            "line": {"color": "black", "width": 1.5}}
+    return {
+        "type": "line",
+        "name": "step",
+        "xref": xref,
+        "yref": yref,
+        "x0": index,
+        "x1": index,
+        "y0": 0,
+        "y1": 1,
+        "line": {"color": "black", "width": 1.5},
+    }
 
 
 def presenter_layout(spec: dict, scale: float = 1.35) -> dict:
@@ -94,10 +134,27 @@ def presenter_layout(spec: dict, scale: float = 1.35) -> dict:
 
 def message_figure(title_text: str, text: str, height: int = 320) -> dict:
     """An empty figure that says why there is nothing to draw."""
-    return figure([], {"title": title(title_text), "height": height, "xaxis": {"visible": False},
-                       "yaxis": {"visible": False},
-                       "annotations": [{"text": text, "x": 0.5, "y": 0.5, "xref": "paper", "yref": "paper",
-                                        "showarrow": False, "font": {"size": 14}, "align": "center"}]})
+    return figure(
+        [],
+        {
+            "title": title(title_text),
+            "height": height,
+            "xaxis": {"visible": False},
+            "yaxis": {"visible": False},
+            "annotations": [
+                {
+                    "text": text,
+                    "x": 0.5,
+                    "y": 0.5,
+                    "xref": "paper",
+                    "yref": "paper",
+                    "showarrow": False,
+                    "font": {"size": 14},
+                    "align": "center",
+                }
+            ],
+        },
+    )
 
 
 def check_step(trace, index) -> int:
@@ -110,7 +167,7 @@ def check_step(trace, index) -> int:
     return int(index)
 
 
-_SERIES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_SERIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def series(trace) -> dict[str, np.ndarray]:
@@ -121,7 +178,8 @@ def series(trace) -> dict[str, np.ndarray]:
     steps = trace.steps
     n = len(steps)
     out: dict[str, np.ndarray] = {
-        "num_reqs": np.zeros(n, np.int64), "num_reqs_padded": np.zeros(n, np.int64),
+        "num_reqs": np.zeros(n, np.int64),
+        "num_reqs_padded": np.zeros(n, np.int64),
         "graph": np.empty(n, dtype=object),
     }
     for m in MODES:

@@ -15,9 +15,11 @@ def drafts_spec(trace, index: int) -> dict:
     st = trace.steps[check_step(trace, index)]
     k = trace.scenario.num_speculative_tokens
     if not st.drafts:
-        return message_figure(f"Step {st.index}: draft windows",
-                              f"No draft passes: this scenario has K = {k} (num_speculative_tokens).<br>"
-                              "Set K > 0 (or pick the eagle-k3 preset) to see draft_max_seq_len.")
+        return message_figure(
+            f"Step {st.index}: draft windows",
+            f"No draft passes: this scenario has K = {k} (num_speculative_tokens).<br>"
+            "Set K > 0 (or pick the eagle-k3 preset) to see draft_max_seq_len.",
+        )
     n = st.num_reqs
     mml = trace.scenario.max_model_len
     names = st.req_ids
@@ -30,15 +32,25 @@ def drafts_spec(trace, index: int) -> dict:
         # Exact length during draft pass d: the verified length plus the d drafts appended since (R5).
         lo = [min(e + d.index, mml) for e in exact]
         # Token positions lo..ub inclusive: a window of w tokens is drawn w + 1 tall (half a token each side).
-        data.append({"type": "bar", "x": [r - 0.4 + width * (d.index + 0.5) for r in range(n)],
-                     "y": [u - v + 1 for u, v in zip(ub, lo)], "base": [v - 0.5 for v in lo], "width": width * 0.85,
-                     "marker": {"color": PASS_COLORS[min(d.index, len(PASS_COLORS) - 1)],
-                                "line": {"color": "#08306b", "width": 1}},
-                     "name": f"pass {d.index}" + (" (reuses the target metadata)" if d.index == 0 else "")
-                             + f", {d.cudagraph_mode}",
-                     "customdata": [[names[r], lo[r], ub[r], ub[r] - lo[r]] for r in range(n)],
-                     "hovertemplate": f"pass {d.index}, " + "%{customdata[0]}: exact %{customdata[1]:,}, upper bound "
-                                      "%{customdata[2]:,} (+%{customdata[3]})<extra></extra>"})
+        data.append(
+            {
+                "type": "bar",
+                "x": [r - 0.4 + width * (d.index + 0.5) for r in range(n)],
+                "y": [u - v + 1 for u, v in zip(ub, lo)],
+                "base": [v - 0.5 for v in lo],
+                "width": width * 0.85,
+                "marker": {
+                    "color": PASS_COLORS[min(d.index, len(PASS_COLORS) - 1)],
+                    "line": {"color": "#08306b", "width": 1},
+                },
+                "name": f"pass {d.index}"
+                + (" (reuses the target metadata)" if d.index == 0 else "")
+                + f", {d.cudagraph_mode}",
+                "customdata": [[names[r], lo[r], ub[r], ub[r] - lo[r]] for r in range(n)],
+                "hovertemplate": f"pass {d.index}, " + "%{customdata[0]}: exact %{customdata[1]:,}, upper bound "
+                "%{customdata[2]:,} (+%{customdata[3]})<extra></extra>",
+            }
+        )
     target_ub = max(st.seq_lens_cpu_upper_bound[:n])
     vals = path_values(st)
     eras = list(st.history())
@@ -49,37 +61,107 @@ def drafts_spec(trace, index: int) -> dict:
     pad = max(2, (top - lo_all) * 0.08)
     x0, x1 = -0.5, n - 0.5
     shapes = [
-        {"type": "line", "x0": x0, "x1": x1, "y0": target_ub + 0.5, "y1": target_ub + 0.5, "line":
-            {"color": "#444", "width": 1.5, "dash": "dot"}},
-        {"type": "line", "x0": x0, "x1": x1, "y0": after + 0.5, "y1": after + 0.5, "line":
-            {"color": ERA_COLORS[2], "width": 2.5}},
+        {
+            "type": "line",
+            "x0": x0,
+            "x1": x1,
+            "y0": target_ub + 0.5,
+            "y1": target_ub + 0.5,
+            "line": {"color": "#444", "width": 1.5, "dash": "dot"},
+        },
+        {
+            "type": "line",
+            "x0": x0,
+            "x1": x1,
+            "y0": after + 0.5,
+            "y1": after + 0.5,
+            "line": {"color": ERA_COLORS[2], "width": 2.5},
+        },
     ]
     annotations = [
-        {"x": x1, "y": target_ub + 0.5, "xanchor": "right", "yanchor": "top", "showarrow": False,
-         "text": f"max(upper bound) = {target_ub:,}", "font": {"size": 11, "color": "#444"}},
-        {"x": x1, "y": after + 0.5, "xanchor": "right", "yanchor": "bottom", "showarrow": False,
-         "text": f"<b>{eras[-1]}: draft_max_seq_len = {after:,}</b>", "font": {"size": 12, "color": ERA_COLORS[2]}},
+        {
+            "x": x1,
+            "y": target_ub + 0.5,
+            "xanchor": "right",
+            "yanchor": "top",
+            "showarrow": False,
+            "text": f"max(upper bound) = {target_ub:,}",
+            "font": {"size": 11, "color": "#444"},
+        },
+        {
+            "x": x1,
+            "y": after + 0.5,
+            "xanchor": "right",
+            "yanchor": "bottom",
+            "showarrow": False,
+            "text": f"<b>{eras[-1]}: draft_max_seq_len = {after:,}</b>",
+            "font": {"size": 12, "color": ERA_COLORS[2]},
+        },
     ]
     if after > target_ub:  # the +K: a bracket between max(upper bound) and draft_max_seq_len
-        annotations.append({"x": x0 + 0.15 * (x1 - x0), "y": after + 0.5, "ax": x0 + 0.15 * (x1 - x0),
-                            "ay": target_ub + 0.5, "xref": "x", "yref": "y", "axref": "x", "ayref": "y",
-                            "showarrow": True, "arrowhead": 2, "arrowside": "end+start", "arrowwidth": 1.5,
-                            "arrowcolor": ERA_COLORS[2], "text": ""})
-        annotations.append({"x": x0 + 0.15 * (x1 - x0), "y": (after + target_ub) / 2 + 0.5, "xanchor": "left",
-                            "showarrow": False, "text": f" <b>+K = {after - target_ub}</b>",
-                            "font": {"size": 13, "color": ERA_COLORS[2]}, "bgcolor": "rgba(255,255,255,0.8)"})
-    annotations.append({"x": 0.5, "y": 1.0, "xref": "paper", "yref": "paper", "yanchor": "bottom", "showarrow": False,
-                        "text": f"↑ before #43991 the draft decodes get {before:,} (max_model_len {mml:,}), "
-                                f"{before / max(after, 1):,.0f}× this; off this zoomed axis",
-                        "font": {"size": 12, "color": ERA_COLORS[0]}})
+        annotations.append(
+            {
+                "x": x0 + 0.15 * (x1 - x0),
+                "y": after + 0.5,
+                "ax": x0 + 0.15 * (x1 - x0),
+                "ay": target_ub + 0.5,
+                "xref": "x",
+                "yref": "y",
+                "axref": "x",
+                "ayref": "y",
+                "showarrow": True,
+                "arrowhead": 2,
+                "arrowside": "end+start",
+                "arrowwidth": 1.5,
+                "arrowcolor": ERA_COLORS[2],
+                "text": "",
+            }
+        )
+        annotations.append(
+            {
+                "x": x0 + 0.15 * (x1 - x0),
+                "y": (after + target_ub) / 2 + 0.5,
+                "xanchor": "left",
+                "showarrow": False,
+                "text": f" <b>+K = {after - target_ub}</b>",
+                "font": {"size": 13, "color": ERA_COLORS[2]},
+                "bgcolor": "rgba(255,255,255,0.8)",
+            }
+        )
+    annotations.append(
+        {
+            "x": 0.5,
+            "y": 1.0,
+            "xref": "paper",
+            "yref": "paper",
+            "yanchor": "bottom",
+            "showarrow": False,
+            "text": f"↑ before #43991 the draft decodes get {before:,} (max_model_len {mml:,}), "
+            f"{before / max(after, 1):,.0f}× this; off this zoomed axis",
+            "font": {"size": 12, "color": ERA_COLORS[0]},
+        }
+    )
     tick = max(1, -(-n // 24))
     graphs = ", ".join(f"{d.index}: {d.cudagraph_mode}" for d in st.drafts)
-    return figure(data, {
-        "height": 460, "barmode": "overlay", "legend": {"font": {"size": 10}, "title": {"text": "window per pass"}},
-        "shapes": shapes, "annotations": annotations, "margin": {"t": 100},
-        "title": title(f"Step {st.index}: draft windows, K = {k}, one bar per request and pass",
-                       f"exact length → upper bound, true scale (linear, zoomed on the batch); graph per pass: {graphs}"),
-        "xaxis": {"title": {"text": "request"}, "tickvals": list(range(0, n, tick)), "ticktext": names[::tick],
-                  "range": [x0, x1]},
-        "yaxis": {"title": {"text": "tokens"}, "range": [lo_all - pad, top + pad], "tickformat": ",d"},
-    })
+    return figure(
+        data,
+        {
+            "height": 460,
+            "barmode": "overlay",
+            "legend": {"font": {"size": 10}, "title": {"text": "window per pass"}},
+            "shapes": shapes,
+            "annotations": annotations,
+            "margin": {"t": 100},
+            "title": title(
+                f"Step {st.index}: draft windows, K = {k}, one bar per request and pass",
+                f"exact length → upper bound, true scale (linear, zoomed on the batch); graph per pass: {graphs}",
+            ),
+            "xaxis": {
+                "title": {"text": "request"},
+                "tickvals": list(range(0, n, tick)),
+                "ticktext": names[::tick],
+                "range": [x0, x1],
+            },
+            "yaxis": {"title": {"text": "tokens"}, "range": [lo_all - pad, top + pad], "tickformat": ",d"},
+        },
+    )

@@ -16,8 +16,10 @@ import numpy as np
 
 from lab.views.common import check_step
 
-PR_URL = {"#40654": "https://github.com/vllm-project/vllm/pull/40654",
-          "#43991": "https://github.com/vllm-project/vllm/pull/43991"}
+PR_URL = {
+    "#40654": "https://github.com/vllm-project/vllm/pull/40654",
+    "#43991": "https://github.com/vllm-project/vllm/pull/43991",
+}
 ERA_COLORS = {0: "#d62728", 1: "#ff7f0e", 2: "#1f77b4"}  # before #40654, after #40654, after #43991
 
 
@@ -37,8 +39,13 @@ def path_values(step) -> dict[str, list[tuple[int, int]]]:
     eras = list(hist)
     out = {"target": [(hist[e]["max_seq_len"], hist[e]["kernel_max_seq_len"]) for e in eras]}
     if any(len(hist[e]["drafts"]) > 1 for e in eras):
-        out["drafts"] = [(max(d["max_seq_len"] for d in hist[e]["drafts"][1:]),
-                          max(d["kernel_max_seq_len"] for d in hist[e]["drafts"][1:])) for e in eras]
+        out["drafts"] = [
+            (
+                max(d["max_seq_len"] for d in hist[e]["drafts"][1:]),
+                max(d["kernel_max_seq_len"] for d in hist[e]["drafts"][1:]),
+            )
+            for e in eras
+        ]
     return out
 
 
@@ -53,14 +60,18 @@ def fixed_by(values: list[tuple[int, int]], eras: list[str]) -> str | None:
 def _fmt(meta: int, kernel: int, graph: str) -> str:
     s = f"{meta:,}"
     if kernel != meta:
-        s += f" <span class='kernel-sees' title='under a {graph} CUDA graph the kernel sees the captured " \
-             f"max_model_len (R9)'>(kernel sees {kernel:,})</span>"
+        s += (
+            f" <span class='kernel-sees' title='under a {graph} CUDA graph the kernel sees the captured "
+            f"max_model_len (R9)'>(kernel sees {kernel:,})</span>"
+        )
     return s
 
 
 def _badge(pr: str) -> str:
-    return (f"<a class='pr-badge pr{pr[1:]}' href='{PR_URL[pr]}' target='_blank' rel='noopener' "
-            f"title='vLLM PR {pr}'>fixed by {pr}</a>")
+    return (
+        f"<a class='pr-badge pr{pr[1:]}' href='{PR_URL[pr]}' target='_blank' rel='noopener' "
+        f"title='vLLM PR {pr}'>fixed by {pr}</a>"
+    )
 
 
 def headline_html(trace, index: int) -> str:
@@ -75,11 +86,15 @@ def headline_html(trace, index: int) -> str:
     ratio = t[0][1] / t[-1][1] if t[-1][1] else float("inf")
     walked = st.oor_all_passes
     wb, wf = walked["baseline"]["walked"], walked["fixed"]["walked"]
-    head = (f"<b>{html.escape(s.name or 'custom scenario')}</b> · <b>step {st.index}</b> of 0–{n_steps - 1} · "
-            f"{st.num_reqs} requests · {st.cudagraph_mode} graph · ")
+    head = (
+        f"<b>{html.escape(s.name or 'custom scenario')}</b> · <b>step {st.index}</b> of 0–{n_steps - 1} · "
+        f"{st.num_reqs} requests · {st.cudagraph_mode} graph · "
+    )
     if wf:
-        head += (f"before #40654 the kernel walks <b>{_ratio(wb, wf)}</b> the block-table entries it walks after "
-                 f"#43991 ({wb:,} vs {wf:,}, target + drafts)")
+        head += (
+            f"before #40654 the kernel walks <b>{_ratio(wb, wf)}</b> the block-table entries it walks after "
+            f"#43991 ({wb:,} vs {wf:,}, target + drafts)"
+        )
     else:
         head += f"before #40654 the kernel walks {wb:,} block-table entries, after #43991 none"
     if st.cudagraph_mode == "FULL" and t[0][1] == t[-1][1]:
@@ -95,8 +110,7 @@ def headline_html(trace, index: int) -> str:
             badge = _badge(pr) if pr and eras[k] == f"after {pr}" else ""
             cells.append(f"<td>{_fmt(meta, kern, st.cudagraph_mode if path == 'target' else 'draft')} {badge}</td>")
         rows.append(f"<tr><td>{labels[path]}</td>{''.join(cells)}</tr>")
-    return (f"<div class='headline'><div class='hl-line'>{head}</div>"
-            f"<table class='eras'>{''.join(rows)}</table></div>")
+    return f"<div class='headline'><div class='hl-line'>{head}</div><table class='eras'>{''.join(rows)}</table></div>"
 
 
 def _ratio(b: int, f: int) -> str:
@@ -104,7 +118,7 @@ def _ratio(b: int, f: int) -> str:
     return f"{r:,.0f}×" if r >= 10 else f"{r:.1f}×"
 
 
-_SERIES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_SERIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def era_series(trace) -> dict:

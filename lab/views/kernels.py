@@ -10,12 +10,14 @@ import numpy as np
 
 from lab.views.common import MODE_COLORS, MODES, check_step, figure, message_figure, panel_title, step_marker, title
 
-HOW_TO_TIME = ("This trace has no kernel timings: it comes from the step engine alone.<br>"
-               "Timings come from a live kernel run: pick the runner <b>embedded CPU + kernels</b> and Run,<br>"
-               "or <b>python -m lab simulate --preset stale-block-reuse --backend torch-reference --out t.json</b><br>"
-               "and upload t.json here.")
+HOW_TO_TIME = (
+    "This trace has no kernel timings: it comes from the step engine alone.<br>"
+    "Timings come from a live kernel run: pick the runner <b>embedded CPU + kernels</b> and Run,<br>"
+    "or <b>python -m lab simulate --preset stale-block-reuse --backend torch-reference --out t.json</b><br>"
+    "and upload t.json here."
+)
 _FIELDS = ("ms", "iqr_ms", "gbps_real", "gbps_walked")
-_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def timing_series(trace) -> dict[str, np.ndarray]:
@@ -46,33 +48,84 @@ def kernels_spec(trace, index: int) -> dict:
     for m in MODES:
         c = MODE_COLORS[m]
         ms = s[f"ms_{m}"]
-        data.append({"type": "scatter", "x": x, "y": ms, "mode": "lines+markers", "name": f"{m} ms per launch",
-                     "marker": {"size": 7}, "connectgaps": True,
-                     "line": {"color": c}, "legendgroup": m,
-                     "error_y": {"type": "data", "array": s[f"iqr_ms_{m}"] / 2, "visible": True, "thickness": 0.5}})
-        data.append({"type": "box", "y": ms[np.isfinite(ms)], "name": m, "marker": {"color": c}, "legendgroup": m,
-                     "showlegend": False, "boxpoints": False, "xaxis": "x2", "yaxis": "y3"})
-        data.append({"type": "scatter", "x": x, "y": s[f"gbps_real_{m}"], "mode": "lines+markers", "yaxis": "y2",
-                     "connectgaps": True, "marker": {"size": 6},
-                     "name": f"{m} GB/s on real bytes", "legendgroup": m, "line": {"color": c}})
-        data.append({"type": "scatter", "x": x, "y": s[f"gbps_walked_{m}"], "mode": "lines+markers", "yaxis": "y2",
-                     "connectgaps": True, "marker": {"size": 6, "symbol": "circle-open"},
-                     "name": f"{m} GB/s on walked bytes", "legendgroup": m, "line": {"color": c, "dash": "dot"}})
+        data.append(
+            {
+                "type": "scatter",
+                "x": x,
+                "y": ms,
+                "mode": "lines+markers",
+                "name": f"{m} ms per launch",
+                "marker": {"size": 7},
+                "connectgaps": True,
+                "line": {"color": c},
+                "legendgroup": m,
+                "error_y": {"type": "data", "array": s[f"iqr_ms_{m}"] / 2, "visible": True, "thickness": 0.5},
+            }
+        )
+        data.append(
+            {
+                "type": "box",
+                "y": ms[np.isfinite(ms)],
+                "name": m,
+                "marker": {"color": c},
+                "legendgroup": m,
+                "showlegend": False,
+                "boxpoints": False,
+                "xaxis": "x2",
+                "yaxis": "y3",
+            }
+        )
+        data.append(
+            {
+                "type": "scatter",
+                "x": x,
+                "y": s[f"gbps_real_{m}"],
+                "mode": "lines+markers",
+                "yaxis": "y2",
+                "connectgaps": True,
+                "marker": {"size": 6},
+                "name": f"{m} GB/s on real bytes",
+                "legendgroup": m,
+                "line": {"color": c},
+            }
+        )
+        data.append(
+            {
+                "type": "scatter",
+                "x": x,
+                "y": s[f"gbps_walked_{m}"],
+                "mode": "lines+markers",
+                "yaxis": "y2",
+                "connectgaps": True,
+                "marker": {"size": 6, "symbol": "circle-open"},
+                "name": f"{m} GB/s on walked bytes",
+                "legendgroup": m,
+                "line": {"color": c, "dash": "dot"},
+            }
+        )
     device = info.get("device", "?")
     timed = [int(i) for i in np.nonzero(np.isfinite(s["ms_baseline"]))[0]]
     shown = ", ".join(map(str, timed[:12])) + (" …" if len(timed) > 12 else "")
-    return figure(data, {
-        "height": 580, "legend": {"font": {"size": 10}}, "shapes": [step_marker(index)],
-        "title": title(f"Kernel timings: {info.get('kernel')} on {info.get('backend')} / {device} "
-                       f"({info.get('dtype')})",
-                       f"timed {len(timed)} of {len(x)} steps (markers; steps {shown}); measured on {device} only, "
-                       f"on Hopper vLLM's kernels do not size work from max_seq_len"),
-        "xaxis": {"domain": [0, 0.7], "anchor": "y2", "title": {"text": "step"}, "range": [-0.5, len(x) - 0.5]},
-        "yaxis": {"domain": [0.55, 1], "title": {"text": "ms"}},
-        "yaxis2": {"domain": [0, 0.42], "title": {"text": "GB/s"}},
-        "xaxis2": {"domain": [0.78, 1], "anchor": "y3"},
-        "yaxis3": {"domain": [0.55, 1], "anchor": "x2", "title": {"text": "ms"}},
-        "annotations": [panel_title("time per launch (median, IQR bars)", 0, 1),
-                        panel_title("GB/s (solid: real bytes, dotted: walked bytes)", 0, 0.42),
-                        panel_title("distribution", 0.78, 1)],
-    })
+    return figure(
+        data,
+        {
+            "height": 580,
+            "legend": {"font": {"size": 10}},
+            "shapes": [step_marker(index)],
+            "title": title(
+                f"Kernel timings: {info.get('kernel')} on {info.get('backend')} / {device} ({info.get('dtype')})",
+                f"timed {len(timed)} of {len(x)} steps (markers; steps {shown}); measured on {device} only, "
+                f"on Hopper vLLM's kernels do not size work from max_seq_len",
+            ),
+            "xaxis": {"domain": [0, 0.7], "anchor": "y2", "title": {"text": "step"}, "range": [-0.5, len(x) - 0.5]},
+            "yaxis": {"domain": [0.55, 1], "title": {"text": "ms"}},
+            "yaxis2": {"domain": [0, 0.42], "title": {"text": "GB/s"}},
+            "xaxis2": {"domain": [0.78, 1], "anchor": "y3"},
+            "yaxis3": {"domain": [0.55, 1], "anchor": "x2", "title": {"text": "ms"}},
+            "annotations": [
+                panel_title("time per launch (median, IQR bars)", 0, 1),
+                panel_title("GB/s (solid: real bytes, dotted: walked bytes)", 0, 0.42),
+                panel_title("distribution", 0.78, 1),
+            ],
+        },
+    )

@@ -19,16 +19,33 @@ def lengths_spec(trace, index: int) -> dict:
     target = path_values(st)["target"]
 
     def per_req(kind: str, y: list, name: str, **style) -> dict:
-        return {"type": kind, "x": x, "y": y, "name": name, "customdata": names,
-                "hovertemplate": "%{customdata}: " + name.split(" ")[0] + " %{y:,}<extra></extra>", **style}
+        return {
+            "type": kind,
+            "x": x,
+            "y": y,
+            "name": name,
+            "customdata": names,
+            "hovertemplate": "%{customdata}: " + name.split(" ")[0] + " %{y:,}<extra></extra>",
+            **style,
+        }
 
     data = [
         per_req("bar", st.num_computed_tokens, "computed before this step", marker={"color": "#c6dbef"}),
         per_req("bar", st.num_scheduled_tokens, "scheduled now (incl. drafts to verify)", marker={"color": "#3182bd"}),
-        per_req("scatter", ub, "seq_lens_cpu_upper_bound (R1)", mode="markers",
-                marker={"symbol": "line-ew-open", "size": 14, "color": "black", "line": {"width": 2}}),
-        per_req("scatter", exact, "seq_lens (exact, after verification)", mode="markers",
-                marker={"symbol": "circle", "size": 6, "color": "#31a354"}),
+        per_req(
+            "scatter",
+            ub,
+            "seq_lens_cpu_upper_bound (R1)",
+            mode="markers",
+            marker={"symbol": "line-ew-open", "size": 14, "color": "black", "line": {"width": 2}},
+        ),
+        per_req(
+            "scatter",
+            exact,
+            "seq_lens (exact, after verification)",
+            mode="markers",
+            marker={"symbol": "circle", "size": 6, "color": "#31a354"},
+        ),
     ]
     x0, x1 = -0.5, max(n, 1) - 0.5
     top = max(ub) if n else 1
@@ -44,25 +61,62 @@ def lengths_spec(trace, index: int) -> dict:
         if meta <= ymax:
             data.append(hline(x0, x1, meta, label, ERA_COLORS[k], width=2.5))
         else:
-            annotations.append({"x": 0.99, "y": 1.0, "xref": "paper", "yref": "paper", "xanchor": "right",
-                                "yanchor": "bottom", "showarrow": False, "font": {"size": 12, "color": ERA_COLORS[k]},
-                                "text": f"↑ {label} ({meta / max(top, 1):,.0f}× the batch max), off this axis"})
+            annotations.append(
+                {
+                    "x": 0.99,
+                    "y": 1.0,
+                    "xref": "paper",
+                    "yref": "paper",
+                    "xanchor": "right",
+                    "yanchor": "bottom",
+                    "showarrow": False,
+                    "font": {"size": 12, "color": ERA_COLORS[k]},
+                    "text": f"↑ {label} ({meta / max(top, 1):,.0f}× the batch max), off this axis",
+                }
+            )
     kern = {kk for _, kk in target} - set(by_value)
     for kk in kern:  # a FULL graph: the kernel sees the captured max_model_len in every era (R9)
-        annotations.append({"x": 0.01, "y": 1.0, "xref": "paper", "yref": "paper", "xanchor": "left",
-                            "yanchor": "bottom", "showarrow": False, "font": {"size": 12, "color": "#7f7f7f"},
-                            "text": f"↑ {st.cudagraph_mode} graph: the kernel sees {kk:,} in every era (R9)"})
+        annotations.append(
+            {
+                "x": 0.01,
+                "y": 1.0,
+                "xref": "paper",
+                "yref": "paper",
+                "xanchor": "left",
+                "yanchor": "bottom",
+                "showarrow": False,
+                "font": {"size": 12, "color": "#7f7f7f"},
+                "text": f"↑ {st.cudagraph_mode} graph: the kernel sees {kk:,} in every era (R9)",
+            }
+        )
     if mml not in by_value and mml not in kern:
-        annotations.append({"x": 0.5, "y": 1.0, "xref": "paper", "yref": "paper", "yanchor": "bottom",
-                            "showarrow": False, "font": {"size": 11, "color": "#7f7f7f"},
-                            "text": f"max_model_len = {mml:,}"})
+        annotations.append(
+            {
+                "x": 0.5,
+                "y": 1.0,
+                "xref": "paper",
+                "yref": "paper",
+                "yanchor": "bottom",
+                "showarrow": False,
+                "font": {"size": 11, "color": "#7f7f7f"},
+                "text": f"max_model_len = {mml:,}",
+            }
+        )
     tick = max(1, -(-n // 24))
-    return figure(data, {
-        "barmode": "stack", "height": 460, "annotations": annotations, "margin": {"t": 100},
-        "title": title(f"Step {st.index}: per-request lengths ({n} requests, padded to {st.num_reqs_padded}), "
-                       f"{target_path(trace)}",
-                       "true scale (linear from 0); lines: the max_seq_len each era hands to attention"),
-        "xaxis": {"title": {"text": "request"}, "tickvals": x[::tick], "ticktext": names[::tick]},
-        "yaxis": {"title": {"text": "tokens"}, "range": [0, ymax], "tickformat": ",d"},
-        "legend": {"font": {"size": 10}},
-    })
+    return figure(
+        data,
+        {
+            "barmode": "stack",
+            "height": 460,
+            "annotations": annotations,
+            "margin": {"t": 100},
+            "title": title(
+                f"Step {st.index}: per-request lengths ({n} requests, padded to {st.num_reqs_padded}), "
+                f"{target_path(trace)}",
+                "true scale (linear from 0); lines: the max_seq_len each era hands to attention",
+            ),
+            "xaxis": {"title": {"text": "request"}, "tickvals": x[::tick], "ticktext": names[::tick]},
+            "yaxis": {"title": {"text": "tokens"}, "range": [0, ymax], "tickformat": ",d"},
+            "legend": {"font": {"size": 10}},
+        },
+    )

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.views.common import CLASS_COLORS, MODES, OOR_CLASSES, check_step, figure, panel_title, series, step_marker, title
+from lab.views.common import (
+    CLASS_COLORS,
+    MODES,
+    OOR_CLASSES,
+    check_step,
+    figure,
+    panel_title,
+    series,
+    step_marker,
+    title,
+)
 
 
 def oor_spec(trace, index: int, all_passes: bool = True) -> dict:
@@ -16,30 +26,71 @@ def oor_spec(trace, index: int, all_passes: bool = True) -> dict:
     data = []
     for yaxis, m in (("y", "baseline"), ("y2", "fixed")):
         for c in OOR_CLASSES:
-            data.append({"type": "bar", "x": x, "y": s[f"{pre}_{m}_{c}"], "name": c, "yaxis": yaxis,
-                         "marker": {"color": CLASS_COLORS[c], "line": {"width": 0}}, "legendgroup": c,
-                         "showlegend": m == "baseline",
-                         "hovertemplate": f"step %{{x}}: {m}, {c} %{{y:,}}<extra></extra>"})
+            data.append(
+                {
+                    "type": "bar",
+                    "x": x,
+                    "y": s[f"{pre}_{m}_{c}"],
+                    "name": c,
+                    "yaxis": yaxis,
+                    "marker": {"color": CLASS_COLORS[c], "line": {"width": 0}},
+                    "legendgroup": c,
+                    "showlegend": m == "baseline",
+                    "hovertemplate": f"step %{{x}}: {m}, {c} %{{y:,}}<extra></extra>",
+                }
+            )
     for c in OOR_CLASSES:
-        data.append({"type": "bar", "x": list(MODES), "y": [totals[m][c] for m in MODES], "name": c,
-                     "xaxis": "x2", "yaxis": "y3", "marker": {"color": CLASS_COLORS[c]}, "legendgroup": c,
-                     "showlegend": False, "hovertemplate": "%{x}: " + c + " %{y:,}<extra></extra>"})
+        data.append(
+            {
+                "type": "bar",
+                "x": list(MODES),
+                "y": [totals[m][c] for m in MODES],
+                "name": c,
+                "xaxis": "x2",
+                "yaxis": "y3",
+                "marker": {"color": CLASS_COLORS[c]},
+                "legendgroup": c,
+                "showlegend": False,
+                "hovertemplate": "%{x}: " + c + " %{y:,}<extra></extra>",
+            }
+        )
     tb = sum(totals["baseline"][c] for c in OOR_CLASSES)
     tf = sum(totals["fixed"][c] for c in OOR_CLASSES)
-    return figure(data, {
-        "barmode": "stack", "bargap": 0, "height": 560, "legend": {"font": {"size": 10}},
-        "shapes": [step_marker(index)],
-        "title": title(f"Out-of-range entries ({'target + draft passes' if all_passes else 'target pass'}): "
-                       f"baseline {tb:,}, fixed {tf:,} over the trace"),
-        "xaxis": {"domain": [0, 0.7], "anchor": "y2", "title": {"text": "step"}},
-        "yaxis": {"domain": [0.55, 1], "title": {"text": "entries"}},
-        "yaxis2": {"domain": [0, 0.42], "title": {"text": "entries"}, "matches": "y"},  # one scale for both
-        "xaxis2": {"domain": [0.8, 1], "anchor": "y3"},
-        # Totals on a linear axis: the ratio is what it looks like; each bar says its number.
-        "yaxis3": {"domain": [0, 0.9], "anchor": "x2", "title": {"text": "entries"}, "rangemode": "tozero"},
-        "annotations": [panel_title("baseline (before #40654), per step", 0, 1),
-                        panel_title(f"fixed (after #43991), per step, same scale: {tf:,} in all", 0, 0.42),
-                        panel_title("totals (true scale)", 0.8, 1)] + [
-            {"x": m, "y": t, "xref": "x2", "yref": "y3", "text": f"{t:,}", "showarrow": False, "yanchor": "bottom",
-             "font": {"size": 11}} for m, t in (("baseline", tb), ("fixed", tf))],
-    })
+    return figure(
+        data,
+        {
+            "barmode": "stack",
+            "bargap": 0,
+            "height": 560,
+            "legend": {"font": {"size": 10}},
+            "shapes": [step_marker(index)],
+            "title": title(
+                f"Out-of-range entries ({'target + draft passes' if all_passes else 'target pass'}): "
+                f"baseline {tb:,}, fixed {tf:,} over the trace"
+            ),
+            "xaxis": {"domain": [0, 0.7], "anchor": "y2", "title": {"text": "step"}},
+            "yaxis": {"domain": [0.55, 1], "title": {"text": "entries"}},
+            "yaxis2": {"domain": [0, 0.42], "title": {"text": "entries"}, "matches": "y"},  # one scale for both
+            "xaxis2": {"domain": [0.8, 1], "anchor": "y3"},
+            # Totals on a linear axis: the ratio is what it looks like; each bar says its number.
+            "yaxis3": {"domain": [0, 0.9], "anchor": "x2", "title": {"text": "entries"}, "rangemode": "tozero"},
+            "annotations": [
+                panel_title("baseline (before #40654), per step", 0, 1),
+                panel_title(f"fixed (after #43991), per step, same scale: {tf:,} in all", 0, 0.42),
+                panel_title("totals (true scale)", 0.8, 1),
+            ]
+            + [
+                {
+                    "x": m,
+                    "y": t,
+                    "xref": "x2",
+                    "yref": "y3",
+                    "text": f"{t:,}",
+                    "showarrow": False,
+                    "yanchor": "bottom",
+                    "font": {"size": 11},
+                }
+                for m, t in (("baseline", tb), ("fixed", tf))
+            ],
+        },
+    )

@@ -19,8 +19,15 @@ def summary_numbers(trace, index: int) -> dict:
     mode where timed."""
     st = trace.steps[check_step(trace, index)]
     step, total = st.oor_all_passes, trace.totals(True)
-    out = {m: {"step_walked": step[m]["walked"], "step_oor": sum(step[m][c] for c in OOR_CLASSES),
-               "total_walked": total[m]["walked"], "total_oor": sum(total[m][c] for c in OOR_CLASSES)} for m in MODES}
+    out = {
+        m: {
+            "step_walked": step[m]["walked"],
+            "step_oor": sum(step[m][c] for c in OOR_CLASSES),
+            "total_walked": total[m]["walked"],
+            "total_oor": sum(total[m][c] for c in OOR_CLASSES),
+        }
+        for m in MODES
+    }
     timed = [s.timing for s in trace.steps if s.timing is not None]
     if timed:
         out["time"] = {m: sum(t[m]["ms"] for t in timed) for m in MODES}
@@ -45,22 +52,32 @@ def summary_markdown(trace, index: int) -> str:
         "",
         "| block-table entries (target + drafts) | baseline: before #40654 | fixed: after #43991 | ratio |",
         "|---|---:|---:|---:|",
-        f"| walked, this step | {b['step_walked']:,} | {f['step_walked']:,} | {_ratio(b['step_walked'], f['step_walked'])} |",
-        f"| out of range, this step | {b['step_oor']:,} | {f['step_oor']:,} | {_ratio(b['step_oor'], f['step_oor'])} |",
-        f"| walked, whole trace | {b['total_walked']:,} | {f['total_walked']:,} | {_ratio(b['total_walked'], f['total_walked'])} |",
-        f"| out of range, whole trace | {b['total_oor']:,} | {f['total_oor']:,} | {_ratio(b['total_oor'], f['total_oor'])} |",
+        *(
+            f"| {label} | {b[key]:,} | {f[key]:,} | {_ratio(b[key], f[key])} |"
+            for label, key in (
+                ("walked, this step", "step_walked"),
+                ("out of range, this step", "step_oor"),
+                ("walked, whole trace", "total_walked"),
+                ("out of range, whole trace", "total_oor"),
+            )
+        ),
         "",
     ]
     if "time" in num:
         info = trace.timings or {}
         tm = num["time"]
         saved = tm["baseline"] - tm["fixed"]
-        lines.append(f"**Kernel time** ({info.get('kernel')}, {info.get('backend')} on {info.get('device')}, "
-                     f"{tm['steps_timed']} steps timed): baseline {tm['baseline']:.3f} ms, fixed {tm['fixed']:.3f} ms, "
-                     f"time saved {saved:.3f} ms ({saved / tm['baseline']:.0%})." if tm["baseline"] else "")
+        lines.append(
+            f"**Kernel time** ({info.get('kernel')}, {info.get('backend')} on {info.get('device')}, "
+            f"{tm['steps_timed']} steps timed): baseline {tm['baseline']:.3f} ms, fixed {tm['fixed']:.3f} ms, "
+            f"time saved {saved:.3f} ms ({saved / tm['baseline']:.0%})."
+            if tm["baseline"]
+            else ""
+        )
         if num["step_time"]:
-            lines.append(f"This step: baseline {num['step_time']['baseline']:.3f} ms, fixed "
-                         f"{num['step_time']['fixed']:.3f} ms.")
+            lines.append(
+                f"This step: baseline {num['step_time']['baseline']:.3f} ms, fixed {num['step_time']['fixed']:.3f} ms."
+            )
     else:
         lines.append("**Kernel time**: not measured in this trace (no kernel run; see the Kernel timings tab).")
     lines += ["", f"_{HONESTY}_"]

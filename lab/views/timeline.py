@@ -8,8 +8,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.views.common import (GRAPH_COLORS, MODE_COLORS, check_step, figure, graph_runs, hline, legend_swatch,
-                              panel_title, series, step_marker, title)
+from lab.views.common import (
+    GRAPH_COLORS,
+    MODE_COLORS,
+    check_step,
+    figure,
+    graph_runs,
+    hline,
+    legend_swatch,
+    panel_title,
+    series,
+    step_marker,
+    title,
+)
 from lab.views.eras import ERA_COLORS, era_series, target_path
 
 MAX_BANDS = 200
@@ -40,8 +51,16 @@ def timeline_spec(trace, index: int) -> dict:
     mml = trace.scenario.max_model_len
 
     def line(y, name, color, dash="solid", yaxis="y", legend="legend", width=2) -> dict:
-        return {"type": "scatter", "x": x, "y": y, "name": name, "mode": "lines", "yaxis": yaxis,
-                "line": {"color": color, "dash": dash, "width": width}, "legend": legend}
+        return {
+            "type": "scatter",
+            "x": x,
+            "y": y,
+            "name": name,
+            "mode": "lines",
+            "yaxis": yaxis,
+            "line": {"color": color, "dash": dash, "width": width},
+            "legend": legend,
+        }
 
     data = []
     for g in _same_groups(e["target"]):
@@ -52,8 +71,15 @@ def timeline_spec(trace, index: int) -> dict:
             k = g[-1]
             if np.array_equal(e["target_kernel"][:, k], e["target"][:, k], equal_nan=True):
                 continue  # the kernel sees this era's metadata on every step: drawn already
-            data.append(line(e["target_kernel"][:, k], "kernel sees: " + " = ".join(eras[j] for j in g),
-                             ERA_COLORS[k], "dash", width=1.5))
+            data.append(
+                line(
+                    e["target_kernel"][:, k],
+                    "kernel sees: " + " = ".join(eras[j] for j in g),
+                    ERA_COLORS[k],
+                    "dash",
+                    width=1.5,
+                )
+            )
     if np.isfinite(e["drafts"]).any():
         for g in _same_groups(e["drafts"]):
             k = g[-1]
@@ -61,39 +87,76 @@ def timeline_spec(trace, index: int) -> dict:
     data.append(hline(0, max(n - 1, 1), mml, f"max_model_len = {mml:,}", "#7f7f7f", "longdash", width=1))
     data[-1]["legend"] = "legend"
     data.append(line(s["num_reqs"], "num_reqs", "#2ca02c", yaxis="y2", legend="legend2"))
-    data.append(line(s["num_reqs_padded"], "num_reqs_padded (graph padding)", "#9467bd", "dash", yaxis="y2",
-                     legend="legend2"))
+    data.append(
+        line(s["num_reqs_padded"], "num_reqs_padded (graph padding)", "#9467bd", "dash", yaxis="y2", legend="legend2")
+    )
     names = {"baseline": eras[0] if eras else "baseline", "fixed": eras[-1] if eras else "fixed"}
     for m in ("baseline", "fixed"):
-        data.append(line(np.cumsum(s[f"all_{m}_walked"]), f"walked, {names[m]}", MODE_COLORS[m], yaxis="y3",
-                         legend="legend3"))
-        data.append(line(np.cumsum(s[f"all_{m}_total"]), f"out of range, {names[m]}", MODE_COLORS[m], "dash",
-                         yaxis="y3", legend="legend3", width=1.5))
+        data.append(
+            line(np.cumsum(s[f"all_{m}_walked"]), f"walked, {names[m]}", MODE_COLORS[m], yaxis="y3", legend="legend3")
+        )
+        data.append(
+            line(
+                np.cumsum(s[f"all_{m}_total"]),
+                f"out of range, {names[m]}",
+                MODE_COLORS[m],
+                "dash",
+                yaxis="y3",
+                legend="legend3",
+                width=1.5,
+            )
+        )
     runs = graph_runs(s["graph"])
     shapes = []
     if len(runs) <= MAX_BANDS:
-        shapes = [{"type": "rect", "xref": "x", "yref": "y domain", "x0": a - 0.5, "x1": b + 0.5, "y0": 0, "y1": 1,
-                   "fillcolor": GRAPH_COLORS[mode], "opacity": 0.5, "line": {"width": 0}, "layer": "below"}
-                  for a, b, mode in runs]
+        shapes = [
+            {
+                "type": "rect",
+                "xref": "x",
+                "yref": "y domain",
+                "x0": a - 0.5,
+                "x1": b + 0.5,
+                "y0": 0,
+                "y1": 1,
+                "fillcolor": GRAPH_COLORS[mode],
+                "opacity": 0.5,
+                "line": {"width": 0},
+                "layer": "below",
+            }
+            for a, b, mode in runs
+        ]
     for mode in sorted(set(s["graph"].tolist())):
         data.append(legend_swatch(f"{mode} graph steps (band)", GRAPH_COLORS[mode]))
         data[-1]["legend"] = "legend"
     shapes.append(step_marker(index))
     legend = {"x": 1.01, "xanchor": "left", "yanchor": "top", "font": {"size": 10}, "tracegroupgap": 2}
-    return figure(data, {
-        "height": 700, "hovermode": "x unified", "shapes": shapes, "margin": {"r": 260},
-        "legend": {**legend, "y": _DOMAINS["y"][1]}, "legend2": {**legend, "y": _DOMAINS["y2"][1]},
-        "legend3": {**legend, "y": _DOMAINS["y3"][1]},
-        "title": title(f"Timeline of {n} steps: max_seq_len of the {target_path(trace)} in three eras",
-                       "black line: the current step" + ("" if len(runs) <= MAX_BANDS
-                                                         else f"; {len(runs)} graph-mode runs: bands not drawn")),
-        "xaxis": {"anchor": "y3", "title": {"text": "step"}},
-        "yaxis": {"domain": _DOMAINS["y"], "type": "log", "title": {"text": "tokens (log)"}},
-        "yaxis2": {"domain": _DOMAINS["y2"], "title": {"text": "requests"}, "rangemode": "tozero"},
-        "yaxis3": {"domain": _DOMAINS["y3"], "title": {"text": "entries"}},
-        "annotations": [
-            panel_title("max_seq_len per step (solid: target, dotted: draft decodes, dashed: what the kernel sees)",
-                        0, _DOMAINS["y"][1]),
-            panel_title("batch size", 0, _DOMAINS["y2"][1]),
-            panel_title("cumulative block-table entries, target + draft passes", 0, _DOMAINS["y3"][1])],
-    })
+    return figure(
+        data,
+        {
+            "height": 700,
+            "hovermode": "x unified",
+            "shapes": shapes,
+            "margin": {"r": 260},
+            "legend": {**legend, "y": _DOMAINS["y"][1]},
+            "legend2": {**legend, "y": _DOMAINS["y2"][1]},
+            "legend3": {**legend, "y": _DOMAINS["y3"][1]},
+            "title": title(
+                f"Timeline of {n} steps: max_seq_len of the {target_path(trace)} in three eras",
+                "black line: the current step"
+                + ("" if len(runs) <= MAX_BANDS else f"; {len(runs)} graph-mode runs: bands not drawn"),
+            ),
+            "xaxis": {"anchor": "y3", "title": {"text": "step"}},
+            "yaxis": {"domain": _DOMAINS["y"], "type": "log", "title": {"text": "tokens (log)"}},
+            "yaxis2": {"domain": _DOMAINS["y2"], "title": {"text": "requests"}, "rangemode": "tozero"},
+            "yaxis3": {"domain": _DOMAINS["y3"], "title": {"text": "entries"}},
+            "annotations": [
+                panel_title(
+                    "max_seq_len per step (solid: target, dotted: draft decodes, dashed: what the kernel sees)",
+                    0,
+                    _DOMAINS["y"][1],
+                ),
+                panel_title("batch size", 0, _DOMAINS["y2"][1]),
+                panel_title("cumulative block-table entries, target + draft passes", 0, _DOMAINS["y3"][1]),
+            ],
+        },
+    )

@@ -15,8 +15,6 @@ from lab.views.eras import era_series, target_path
 MAX_STOPS = 5
 
 
-
-
 def tour(trace) -> list[dict]:
     """[{"step", "view", "text"}], in step order, at most MAX_STOPS, at least the opening step."""
     n = len(trace.steps)
@@ -38,21 +36,33 @@ def tour(trace) -> list[dict]:
             stops.append({"step": int(step), "view": view, "text": text})
 
     st0 = trace.steps[0]
-    add(0, "lengths", f"before #40654 attention is told max_model_len = {mml:,}; the batch's longest request "
-                      f"is {st0.max_seq_len['fixed']:,} tokens.")
+    add(
+        0,
+        "lengths",
+        f"before #40654 attention is told max_model_len = {mml:,}; the batch's longest request "
+        f"is {st0.max_seq_len['fixed']:,} tokens.",
+    )
     # The mamba target path: #40654 changed nothing there, #43991 did.
     if trace.scenario.model_state == "mamba_hybrid" and n:
         k = _first(e["target"][:, 1] != e["target"][:, 2])
         if k is not None:
-            add(k, "timeline", f"the {target_path(trace)} still gets {int(e['target'][k, 1]):,} after #40654; "
-                               f"#43991 gives it the batch max, {int(e['target'][k, 2]):,}.")
+            add(
+                k,
+                "timeline",
+                f"the {target_path(trace)} still gets {int(e['target'][k, 1]):,} after #40654; "
+                f"#43991 gives it the batch max, {int(e['target'][k, 2]):,}.",
+            )
     # Draft decodes: max(upper bound) + K after #43991.
     k = _first(np.isfinite(e["drafts"][:, 0]) & (e["drafts"][:, 2] < e["drafts"][:, 1]))
     if k is not None:
         st = trace.steps[k]
-        ub = max(st.seq_lens_cpu_upper_bound[:st.num_reqs])
-        add(k, "drafts", f"draft decodes get max(upper bound) + K = {ub:,} + {trace.scenario.num_speculative_tokens}"
-                         f" = {int(e['drafts'][k, 2]):,} after #43991, {int(e['drafts'][k, 1]):,} before.")
+        ub = max(st.seq_lens_cpu_upper_bound[: st.num_reqs])
+        add(
+            k,
+            "drafts",
+            f"draft decodes get max(upper bound) + K = {ub:,} + {trace.scenario.num_speculative_tokens}"
+            f" = {int(e['drafts'][k, 2]):,} after #43991, {int(e['drafts'][k, 1]):,} before.",
+        )
     # Another request's live blocks read by the old walk (target pass).
     k = _first(s["oor_baseline_live"] > 0)
     if k is not None:
@@ -63,27 +73,43 @@ def tour(trace) -> list[dict]:
         owners = [o for o in ent["owner"][live][ent["row"][live] == row].tolist() if o and o != reader]
         nlive = int(s["oor_baseline_live"][k])
         what = f"{owners[0]}'s live blocks" if owners else "its own blocks, recycled through the free queue,"
-        add(k, "block_table", f"{reader} reads {what} past its valid ones (the walk to max_model_len reads "
-                              f"{nlive:,} live {'entry' if nlive == 1 else 'entries'} here).")
+        add(
+            k,
+            "block_table",
+            f"{reader} reads {what} past its valid ones (the walk to max_model_len reads "
+            f"{nlive:,} live {'entry' if nlive == 1 else 'entries'} here).",
+        )
     k = _first(s["oor_baseline_free"] > 0)
     if k is not None:
         nfree = int(s["oor_baseline_free"][k])
-        add(k, "block_table", f"the walk to max_model_len reads {nfree:,} freed block "
-                              f"{'entry' if nfree == 1 else 'entries'} (a finished request's KV).")
+        add(
+            k,
+            "block_table",
+            f"the walk to max_model_len reads {nfree:,} freed block "
+            f"{'entry' if nfree == 1 else 'entries'} (a finished request's KV).",
+        )
     k = _first(s["graph"] == "FULL")
     if k is not None:
-        add(k, "lengths", "a FULL CUDA graph: the kernel sees the captured max_model_len in every era (R9); the "
-                          "fix moves the metadata only.")
+        add(
+            k,
+            "lengths",
+            "a FULL CUDA graph: the kernel sees the captured max_model_len in every era (R9); the "
+            "fix moves the metadata only.",
+        )
     # The costliest step for the old walk.
     ratio = s["all_baseline_walked"] / np.maximum(s["all_fixed_walked"], 1)
     order = [int(i) for i in np.argsort(-ratio, kind="stable") if int(i) not in {t["step"] for t in stops}]
     k = order[0] if order and ratio[order[0]] > 1 else None
     if k is not None:
-        add(k, "block_table", f"before #40654 the kernel walks {ratio[k]:,.0f}× the block-table entries it walks after #43991.")
+        add(
+            k,
+            "block_table",
+            f"before #40654 the kernel walks {ratio[k]:,.0f}× the block-table entries it walks after #43991.",
+        )
     timed = [st.index for st in trace.steps if st.timing is not None]
     if timed:
         add(timed[len(timed) // 2], "kernels", f"a timed step ({len(timed)} of {n} steps were timed).")
     add(n - 1, "timeline", "every step at once: the cumulative entries each era's walk reads.")
     first, rest = stops[:1], stops[1:]
-    keep = first + rest[:MAX_STOPS - 2] + ([rest[-1]] if len(rest) > MAX_STOPS - 2 else [])
+    keep = first + rest[: MAX_STOPS - 2] + ([rest[-1]] if len(rest) > MAX_STOPS - 2 else [])
     return sorted(keep, key=lambda t: t["step"])

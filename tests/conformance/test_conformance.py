@@ -42,16 +42,22 @@ def _check(label, scenario, kernels):
     return cmp
 
 
-@pytest.mark.parametrize("label,scenario,kernels", [c for c in CASES if c[0].startswith("preset")],
-                         ids=lambda x: x if isinstance(x, str) else "")
+@pytest.mark.parametrize(
+    "label,scenario,kernels",
+    [c for c in CASES if c[0].startswith("preset")],
+    ids=lambda x: x if isinstance(x, str) else "",
+)
 def test_preset(label, scenario, kernels):
     cmp = _check(label, scenario, kernels)
     rules = ["R1", "R2", "R3", "R6", "R7", "R8"] + (["R4", "R5"] if scenario.num_speculative_tokens else [])
     assert all(cmp.checks[r] > 0 for r in rules), cmp.table()
 
 
-@pytest.mark.parametrize("label,scenario,kernels", [c for c in CASES if c[0].startswith("random")],
-                         ids=lambda x: x.replace(" ", "-") if isinstance(x, str) else "")
+@pytest.mark.parametrize(
+    "label,scenario,kernels",
+    [c for c in CASES if c[0].startswith("random")],
+    ids=lambda x: x.replace(" ", "-") if isinstance(x, str) else "",
+)
 def test_random(label, scenario, kernels):
     _check(label, scenario, kernels)
 
@@ -78,8 +84,11 @@ def test_a_disagreement_fails_with_step_field_and_values(rule, monkeypatch):
 
     if rule == "R2":
         orig = model_states.DefaultModelState.max_seq_len
-        monkeypatch.setattr(model_states.DefaultModelState, "max_seq_len",
-                            lambda self, *a: orig(self, *a) + (a[2] == "fixed" and not a[3]))
+        monkeypatch.setattr(
+            model_states.DefaultModelState,
+            "max_seq_len",
+            lambda self, *a: orig(self, *a) + (a[2] == "fixed" and not a[3]),
+        )
         field = "R2 max_seq_len"
     elif rule == "R4":
         monkeypatch.setattr(speculator, "draft_max_seq_len", lambda ub, n, k, mml: int(ub[:n].max()) + k)
@@ -89,7 +98,7 @@ def test_a_disagreement_fails_with_step_field_and_values(rule, monkeypatch):
 
         def stale_padding(self, idx_mapping, num_reqs_padded, inst):
             t = orig_gather(self, idx_mapping, num_reqs_padded, inst)
-            t[len(idx_mapping):, 0] = 7  # padded rows not zeroed
+            t[len(idx_mapping) :, 0] = 7  # padded rows not zeroed
             return t
 
         monkeypatch.setattr(block_table.BlockTables, "gather_block_tables", stale_padding)
@@ -97,10 +106,15 @@ def test_a_disagreement_fails_with_step_field_and_values(rule, monkeypatch):
     else:
         monkeypatch.setattr(cudagraph, "uniform_decode_token_count", lambda *a: None)
         import lab.engine.runner as runner
+
         monkeypatch.setattr(runner, "uniform_decode_token_count", lambda *a: None)
         field = "R8 uniform_token_count"
-    spec = {"R2": "4p40o12_mml=4k_cg=piecewise", "R4": "2p90o12_k=2_mml=96_cg=piecewise",
-            "R6": "3p40o12_capture=1/2/4_mml=1k", "R8": "3p40o12_capture=1/2/4"}[rule]
+    spec = {
+        "R2": "4p40o12_mml=4k_cg=piecewise",
+        "R4": "2p90o12_k=2_mml=96_cg=piecewise",
+        "R6": "3p40o12_capture=1/2/4_mml=1k",
+        "R8": "3p40o12_capture=1/2/4",
+    }[rule]
     cmp = C.conform(Scenario.from_spec(spec))
     assert not cmp.ok
     d = cmp.disagreements[0]

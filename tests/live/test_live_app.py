@@ -20,8 +20,19 @@ def test_app_live_runner_draws_a_recorded_trace(monkeypatch):
     from lab.app.cache import TRACES
 
     steps = []
-    out = handlers.run("", "3p64o6_mml=2k", 2048, 16, 0, "default", "PIECEWISE", 0.7, 0, "live vLLM",
-                       progress=lambda *a, **k: steps.append(a))
+    out = handlers.run(
+        "",
+        "3p64o6_mml=2k",
+        2048,
+        16,
+        0,
+        "default",
+        "PIECEWISE",
+        0.7,
+        0,
+        "live vLLM",
+        progress=lambda *a, **k: steps.append(a),
+    )
     out = dict(zip(handlers.LOADED, out))
     trace = TRACES.get(out["key"])
     assert trace is not None and trace.meta["source"].startswith("vLLM 0.32")

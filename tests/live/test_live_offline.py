@@ -19,8 +19,10 @@ NO_VLLM = importlib.util.find_spec("vllm") is None
 
 
 def test_importing_lab_live_never_imports_vllm():
-    code = ("import sys, lab.live, lab.live.driver, lab.live.tap, lab.live.convert, lab.live.compare, lab.live.cli;"
-            "print('vllm' in sys.modules, 'triton' in sys.modules)")
+    code = (
+        "import sys, lab.live, lab.live.driver, lab.live.tap, lab.live.convert, lab.live.compare, lab.live.cli;"
+        "print('vllm' in sys.modules, 'triton' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
 
@@ -74,6 +76,7 @@ def test_compare_engine_with_itself_agrees_and_names_the_first_difference(tmp_pa
     cmp = compare_traces(a, other)
     assert not cmp.agree and "block_table" in cmp.table()
     a.save(tmp_path / "a.json")
-    r = subprocess.run([sys.executable, "-m", "lab", "compare", str(tmp_path / "a.json")], capture_output=True,
-                       text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "lab", "compare", str(tmp_path / "a.json")], capture_output=True, text=True
+    )
     assert r.returncode == 0 and "agree: 100 %" in r.stdout, r.stdout + r.stderr

@@ -49,8 +49,10 @@ def recorded(name):
 def test_live_trace_agrees_with_the_embedded_engine(name, tmp_path):
     trace, seconds = recorded(name)
     live = trace.meta["live"]
-    print(f"\n{name}: {len(trace.steps)} steps recorded in {seconds:.1f} s (build {live['build_s']} s, "
-          f"runs {live['run_s']})")
+    print(
+        f"\n{name}: {len(trace.steps)} steps recorded in {seconds:.1f} s (build {live['build_s']} s, "
+        f"runs {live['run_s']})"
+    )
     # Through the file format: every schema check on save and load.
     trace.save(tmp_path / "t.json")
     loaded = Trace.load(tmp_path / "t.json")
@@ -104,6 +106,7 @@ def test_hooks_install_and_restore_every_attribute():
     def wrap(orig):
         def wrapper(*a, **k):
             return orig(*a, **k)
+
         return wrapper
 
     with hooks.installed(vllm.__version__, {name: wrap for name in table}):
@@ -122,25 +125,33 @@ def test_hooks_install_and_restore_every_attribute():
             pass
 
 
-@pytest.mark.skip(reason="GPU only: CUDA graphs (FULL/PIECEWISE replay, R8/R9) need CUDA; the CPU engine runs "
-                         "enforce_eager. scripts/live_gpu.sh records them on a GPU machine.")
+@pytest.mark.skip(
+    reason="GPU only: CUDA graphs (FULL/PIECEWISE replay, R8/R9) need CUDA; the CPU engine runs "
+    "enforce_eager. scripts/live_gpu.sh records them on a GPU machine."
+)
 def test_cuda_graphs_gpu_only():
     pass
 
 
-@pytest.mark.skip(reason="GPU only: the fused draft path (_fused_multi_step_decode) is taken where the attention "
-                         "backend supports decode-metadata updates; on the CPU drafts take _multi_step_decode.")
+@pytest.mark.skip(
+    reason="GPU only: the fused draft path (_fused_multi_step_decode) is taken where the attention "
+    "backend supports decode-metadata updates; on the CPU drafts take _multi_step_decode."
+)
 def test_fused_draft_path_gpu_only():
     pass
 
 
-@pytest.mark.skip(reason="GPU only: async scheduling is off on the CPU engine (the upper bound then equals the "
-                         "exact length); the lag of R1 needs a GPU run.")
+@pytest.mark.skip(
+    reason="GPU only: async scheduling is off on the CPU engine (the upper bound then equals the "
+    "exact length); the lag of R1 needs a GPU run."
+)
 def test_async_scheduling_gpu_only():
     pass
 
 
-@pytest.mark.skip(reason="GPU only: the tiny GraniteMoeHybrid model fails at its first real step on the CPU "
-                         "(mamba_mixer2 conv_ssm_forward, IndexError).")
+@pytest.mark.skip(
+    reason="GPU only: the tiny GraniteMoeHybrid model fails at its first real step on the CPU "
+    "(mamba_mixer2 conv_ssm_forward, IndexError)."
+)
 def test_hybrid_model_gpu_only():
     pass

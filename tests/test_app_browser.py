@@ -16,20 +16,10 @@ import time
 
 import pytest
 
+from lab.app.bench import CHROMIUM, CHROMIUM_ARGS
 from lab.views import ALL_VIEWS
 
-CHROMIUM = "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
+ARGS = CHROMIUM_ARGS  # one list of flags for the tests and python -m lab bench app
 ARTIFACTS = pathlib.Path(__file__).parent.parent / "artifacts"
 # What each view must draw: a text of its figure.
 EXPECT = {

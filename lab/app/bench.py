@@ -35,6 +35,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
     "--no-first-run",
+    "--disable-quic",
 ]
 # In the page: click "next" and wait (each animation frame) until the headline, the summary and the
 # figure's title show the new step (a trace-wide view: its step marker moved there).

@@ -3,7 +3,8 @@ as a Trace and compared field by field with the embedded engine (100 % agreement
 
 Runs in the live environment (``.venv-vllm-live``, built by ``make test``); elsewhere it is skipped
 with that reason, and ``make test`` sets LAB_REQUIRE_LIVE=1 there, which turns a missing vLLM into a
-failure. GPU-only paths are skipped with the reason; scripts/live_gpu.sh records them on a GPU.
+failure. The GPU-only paths (CUDA graphs, the fused draft path, the hybrid model) are in
+tests/live/test_live_gpu.py, which runs where CUDA vLLM and a GPU are.
 """
 
 from __future__ import annotations
@@ -123,35 +124,3 @@ def test_hooks_install_and_restore_every_attribute():
     with pytest.raises(hooks.UnsupportedVersion):
         with hooks.installed("0.31.0", {}):
             pass
-
-
-@pytest.mark.skip(
-    reason="GPU only: CUDA graphs (FULL/PIECEWISE replay, R8/R9) need CUDA; the CPU engine runs "
-    "enforce_eager. scripts/live_gpu.sh records them on a GPU machine."
-)
-def test_cuda_graphs_gpu_only():
-    pass
-
-
-@pytest.mark.skip(
-    reason="GPU only: the fused draft path (_fused_multi_step_decode) is taken where the attention "
-    "backend supports decode-metadata updates; on the CPU drafts take _multi_step_decode."
-)
-def test_fused_draft_path_gpu_only():
-    pass
-
-
-@pytest.mark.skip(
-    reason="GPU only: async scheduling is off on the CPU engine (the upper bound then equals the "
-    "exact length); the lag of R1 needs a GPU run."
-)
-def test_async_scheduling_gpu_only():
-    pass
-
-
-@pytest.mark.skip(
-    reason="GPU only: the tiny GraniteMoeHybrid model fails at its first real step on the CPU "
-    "(mamba_mixer2 conv_ssm_forward, IndexError)."
-)
-def test_hybrid_model_gpu_only():
-    pass

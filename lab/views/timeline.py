@@ -146,7 +146,14 @@ def timeline_spec(trace, index: int) -> dict:
                 + ("" if len(runs) <= MAX_BANDS else f"; {len(runs)} graph-mode runs: bands not drawn"),
             ),
             "xaxis": {"anchor": "y3", "title": {"text": "step"}},
-            "yaxis": {"domain": _DOMAINS["y"], "type": "log", "title": {"text": "tokens (log)"}},
+            # Decades only, written out: plotly's default minor labels ("2", "3" for 20k, 30k) read as tokens.
+            "yaxis": {
+                "domain": _DOMAINS["y"],
+                "type": "log",
+                "dtick": 1,
+                "tickformat": ",",
+                "title": {"text": "tokens (log)"},
+            },
             "yaxis2": {"domain": _DOMAINS["y2"], "title": {"text": "requests"}, "rangemode": "tozero"},
             "yaxis3": {"domain": _DOMAINS["y3"], "title": {"text": "entries"}},
             "annotations": [

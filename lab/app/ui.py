@@ -263,24 +263,17 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
         # Step events skip the queue (a plain POST, no SSE round trips): they are a few ms of server time.
         sync(next_btn.click(h.next_step, step_in, step_out, api_name="next_step", show_progress="hidden", queue=False))
         sync(prev_btn.click(h.prev_step, step_in, step_out, api_name="prev_step", show_progress="hidden", queue=False))
-        sync(
-            view.input(
-                h.show_view,
-                [key, step, view, presenter, compare_key],
-                [plot, note, drawn, compare_plot],
-                api_name="show_view",
-                show_progress="hidden",
+        # A view picked or presenter mode toggled: the same redraw of the visible figure.
+        for control, api_name in ((view, "show_view"), (presenter, "presenter")):
+            sync(
+                control.input(
+                    h.show_view,
+                    [key, step, view, presenter, compare_key],
+                    [plot, note, drawn, compare_plot],
+                    api_name=api_name,
+                    show_progress="hidden",
+                )
             )
-        )
-        sync(
-            presenter.input(
-                h.show_view,
-                [key, step, view, presenter, compare_key],
-                [plot, note, drawn, compare_plot],
-                api_name="presenter",
-                show_progress="hidden",
-            )
-        )
         sync(
             tour.input(
                 h.go_tour,

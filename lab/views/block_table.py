@@ -202,35 +202,17 @@ def block_table_spec(trace, index: int) -> dict:
                 if same
                 else f"{m} walk ({era[m]}): {w:,} columns (kernel sees {st.kernel_max_seq_len[m]:,})"
             )
-            data.append(
-                {
-                    "type": "scatter",
-                    "x": [x, x],
-                    "y": [ycat[0], ycat[-1]],
-                    "mode": "lines",
-                    "hoverinfo": "name",
-                    "name": name,
-                    "line": {
-                        "color": "#333" if same else MODE_COLORS[m],
-                        "width": 3,
-                        "dash": "solid" if m == "baseline" else "dash",
-                    },
-                }
-            )
+            line = {
+                "color": "#333" if same else MODE_COLORS[m],
+                "width": 3,
+                "dash": "solid" if m == "baseline" else "dash",
+            }
+            data.append(_walk_line(x, ycat, name, line))
         meta_w = walk_columns(st.max_seq_len[m], bs)
         if meta_w != w:  # a FULL graph: the metadata says one thing, the kernel walks the captured width (R9)
             xm = _pos(ce, meta_w)
-            data.append(
-                {
-                    "type": "scatter",
-                    "x": [xm, xm],
-                    "y": [ycat[0], ycat[-1]],
-                    "mode": "lines",
-                    "hoverinfo": "name",
-                    "line": {"color": MODE_COLORS[m], "width": 2, "dash": "dot"},
-                    "name": f"{m} metadata: {meta_w} columns (not what the FULL graph walks)",
-                }
-            )
+            name = f"{m} metadata: {meta_w} columns (not what the FULL graph walks)"
+            data.append(_walk_line(xm, ycat, name, {"color": MODE_COLORS[m], "width": 2, "dash": "dot"}))
     binned = len(ce) - 1 < width
     bin_w = int(ce[-2] - ce[-3]) if binned and len(ce) > 2 else 1
     # Ticks: evenly spaced inside each region, labelled with the real column.
@@ -387,3 +369,16 @@ def _nice(x: float) -> int:
         return 1
     p = 10 ** int(np.floor(np.log10(x)))
     return int(next(m * p for m in (1, 2, 5, 10) if m * p >= x))
+
+
+def _walk_line(x: float, ycat: list, name: str, line: dict) -> dict:
+    """A vertical line across every row at column position ``x``: where one walk stops."""
+    return {
+        "type": "scatter",
+        "x": [x, x],
+        "y": [ycat[0], ycat[-1]],
+        "mode": "lines",
+        "hoverinfo": "name",
+        "name": name,
+        "line": line,
+    }

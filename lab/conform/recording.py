@@ -52,7 +52,7 @@ class EngineRecording:
             RecordedStep(
                 index=len(self.steps),
                 out=out,
-                prefill_len=out.prefill_len.copy(),
+                prefill_len=out.prefill_len,  # a fresh array each step (fancy index)
                 block_ops=self._ops,
                 dispatch_args=record.dispatch_args,
                 batch=record.batch,

@@ -246,7 +246,6 @@ class ModelRunner:
                 walk_num_rows=walk_num_rows,
                 oor=oor,
                 kv_owner=kv_owner,
-                row_hwm=self.block_tables.row_hwm,
             )
         )
         # Results go back to the scheduler in its own order.

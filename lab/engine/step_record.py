@@ -80,7 +80,6 @@ class StepRecord:
     walk_num_rows: list[int] = field(default_factory=list)  # [P] rows each walk covers
     oor: np.ndarray | None = None  # [P, F] out-of-range counts of each walk
     kv_owner: np.ndarray | None = None  # owner instance of every block id (FREE, NULL_OWNER)
-    row_hwm: np.ndarray | None = None  # per batch row: columns past it are all zeros
 
     @property
     def scheduler_step(self) -> int:

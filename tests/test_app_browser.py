@@ -61,6 +61,21 @@ def open_app(page, url, query=""):
     page.wait_for_function("() => (window.__labSynced || 0) >= 1")
 
 
+def fill_spec(page, text: str) -> None:
+    """Type a scenario into the (just opened) settings. Under load the page can still re-render the
+    text box from the server's value right after it opens, dropping what was typed; a person types
+    later than that, so wait until the typed text has held for a moment, typing it again if it was lost."""
+    box = page.locator("#spec textarea")
+    for _ in range(20):
+        box.fill(text)
+        page.wait_for_timeout(400)
+        if box.input_value() == text:
+            page.wait_for_timeout(400)
+            if box.input_value() == text:
+                return
+    raise AssertionError(f"the scenario text box never kept {text!r}")
+
+
 def headline(page) -> str:
     return page.locator("#headline .hl-line").inner_text()
 
@@ -151,7 +166,7 @@ def test_bad_input_is_shown_inline_and_no_component_is_left_in_error(page, app_u
     open_app(page, app_url)
     before = headline(page)
     page.locator("#settings").get_by_text("Scenario settings").click()
-    page.locator("#spec textarea").fill("8q1s1k")
+    fill_spec(page, "8q1s1k")
     page.locator("#run").click()
     msg = page.locator("#spec-msg .inline-error")
     msg.wait_for()
@@ -171,7 +186,7 @@ def test_bad_input_is_shown_inline_and_no_component_is_left_in_error(page, app_u
         no_error_state(page)
         assert headline(page) == before
     # A good run clears the message.
-    page.locator("#spec textarea").fill("4p100o20_mml=8k_cg=piecewise")
+    fill_spec(page, "4p100o20_mml=8k_cg=piecewise")
     page.locator("#run").click()
     page.locator("#headline").filter(has_text="custom scenario").wait_for()
     assert page.locator("#spec-msg .inline-error").count() == 0
@@ -180,10 +195,10 @@ def test_bad_input_is_shown_inline_and_no_component_is_left_in_error(page, app_u
 def test_typed_text_is_not_silently_overridden(page, app_url):
     open_app(page, app_url, "?preset=short-decode-long-context")
     page.locator("#settings").get_by_text("Scenario settings").click()
-    page.locator("#spec textarea").fill("8p1ko128_k=99")  # no Enter: the K control still says 0
+    fill_spec(page, "8p1ko128_k=99")  # no Enter: the K control still says 0
     page.locator("#run").click()
     page.locator("#spec-msg .inline-error").filter(has_text="num_speculative_tokens").wait_for()
-    page.locator("#spec textarea").fill("8p1ko128_k=2")
+    fill_spec(page, "8p1ko128_k=2")
     page.locator("#run").click()
     page.locator("#headline").filter(has_text="Eagle draft decodes").wait_for()
     assert page.locator("#k input").input_value() == "2"

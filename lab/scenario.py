@@ -32,8 +32,10 @@ Grammar (underscore- or whitespace-separated segments, in any order)::
     steps      stop after this many steps                max_num_steps            (default 100000)
     sched      async | sync                              async_scheduling         (default async; sync is
                                                           what a live CPU run does: upper bound = exact)
-    vllm       0.33 | 0.32                               vllm_version             (default 0.33: the version
-                                                          whose gather_block_tables the engine follows)
+    vllm       0.33 | 0.32 | 0.22 | 0.19                 vllm_version             (default 0.33: the release
+                                                          whose bookkeeping the engine follows,
+                                                          lab/engine/releases.py; 0.19/0.22 have
+                                                          no mamba-hybrid MRV2)
 
 Worked examples::
 
@@ -69,7 +71,8 @@ MAX_SPECULATIVE_TOKENS = 15
 MAX_BLOCK_SIZE = 4096
 MAX_BLOCK_TABLE_ENTRIES = 32 * 1024 * 1024  # per table; the engine keeps three of that size
 MAX_GPU_BLOCKS = 64 * 1024 * 1024
-VLLM_VERSIONS = ("0.33", "0.32")  # the MRV2 versions whose behaviour the engine can follow (docs/live.md)
+# The MRV2 releases whose bookkeeping the engine can follow (lab/engine/releases.py, docs/eras.md).
+VLLM_VERSIONS = ("0.33", "0.32", "0.22", "0.19")
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,12 @@ class Scenario:
             self.vllm_version in VLLM_VERSIONS,
             "vllm_version",
             f"must be one of {VLLM_VERSIONS}, got {self.vllm_version!r}",
+        )
+        need(
+            not (self.model_state == "mamba_hybrid" and self.vllm_version in ("0.19", "0.22")),
+            "vllm_version",
+            f"vLLM {self.vllm_version}'s Model Runner V2 refuses mamba-hybrid models (it ran them from 0.23.0); "
+            f"use vllm=0.32 or vllm=0.33 with state=mamba",
         )
         need(
             1 <= self.max_num_steps <= 10_000_000,

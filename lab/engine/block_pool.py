@@ -7,6 +7,8 @@ out of the queue at start-up, ``get_new_blocks`` pops from the head of ``FreeKVC
 of the request freed last are the first to be handed out again (checked against a live vLLM 0.32
 run, docs/live.md). Nothing is
 cleared on free: a freed block id stays in any block-table column that still names it.
+vLLM 0.19 and 0.22 put freed blocks at the queue's *tail* instead (``append_n``, FIFO; ``lifo=False``,
+lab/engine/releases.py).
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ NULL_OWNER = -2  # owner value of the null block
 
 
 class BlockPool:
-    def __init__(self, num_gpu_blocks: int):
+    def __init__(self, num_gpu_blocks: int, lifo: bool = True):
         if num_gpu_blocks < 2:
             raise ValueError(f"num_gpu_blocks: need at least 2 (the null block and one more), got {num_gpu_blocks}")
         self.num_gpu_blocks = num_gpu_blocks
+        self.lifo = lifo
         # Ring buffer holding the free queue; it never holds more than num_gpu_blocks - 1 ids.
         self._ring = np.empty(num_gpu_blocks, dtype=np.int32)
         self._cap = num_gpu_blocks
@@ -55,11 +58,23 @@ class BlockPool:
     def free_blocks(self, ordered_blocks: np.ndarray) -> None:
         """Put blocks at the head of the free queue, the first given first (vllm/v1/core/block_pool.py
         ``BlockPool.free_blocks``: blocks without a prefix-cache hash, i.e. every block here, are
-        "LIFO reuse of non-cached blocks": ``FreeKVCacheBlockQueue.prepend_n``)."""
+        "LIFO reuse of non-cached blocks": ``FreeKVCacheBlockQueue.prepend_n``); at its tail, the first
+        given first, where the release appends them (0.19/0.22: ``append_n``)."""
         n = len(ordered_blocks)
         if n == 0:
             return
         self.owner[ordered_blocks] = FREE
+        if not self.lifo:
+            start = (self._head + self._size) % self._cap
+            end = start + n
+            if end <= self._cap:
+                self._ring[start:end] = ordered_blocks
+            else:
+                k = self._cap - start
+                self._ring[start:] = ordered_blocks[:k]
+                self._ring[: n - k] = ordered_blocks[k:]
+            self._size += n
+            return
         start = (self._head - n) % self._cap
         end = start + n
         if end <= self._cap:

@@ -28,6 +28,7 @@ from lab.engine.input_batch import InputBatch, in_batch_order, seq_lens_cpu_uppe
 from lab.engine.model_states import MODES, make_model_state
 from lab.engine.oor import StaleRegion
 from lab.engine.recorder import Recorder
+from lab.engine.releases import release
 from lab.engine.scheduler import Scheduler, SchedulerOutput
 from lab.engine.speculator import EagleSpeculator
 from lab.engine.step_record import BlockAppend, EngineEnd, RequestAdded, RequestRemoved, StepObserver, StepRecord
@@ -51,8 +52,9 @@ class ModelRunner:
         self.decode_query_len = 1 + s.num_speculative_tokens
         self.max_num_reqs = s.max_num_seqs
         self.max_num_blocks_per_req = s.max_num_blocks_per_req
+        self.release = release(s.vllm_version)
         self.block_tables = BlockTables(
-            self.max_num_reqs, self.max_num_blocks_per_req, zero_dirty_rows=s.vllm_version != "0.32"
+            self.max_num_reqs, self.max_num_blocks_per_req, zero_dirty_rows=self.release.zero_dirty_rows
         )
         self.model_state = make_model_state(s.model_state, s.max_model_len, self.max_num_reqs)
         self.capture_sizes = target_capture_sizes(s)
@@ -139,17 +141,26 @@ class ModelRunner:
             block_append = BlockAppend(idx_mapping_np[has], out.new_block_counts[has], out.new_block_ids)
             self.block_tables.append_block_ids(block_append.req_indices, block_append.counts, block_append.block_ids)
 
-        # Batch order (vllm model_runner.py sort_batch_req_ids).
+        # Batch order (vllm model_runner.py sort_batch_req_ids; 0.19/0.22: by num_scheduled_tokens alone).
         num_scheduled_tokens = out.num_scheduled_tokens
         any_prefill = bool(out.is_prefilling.any())
         max_query_len = int(num_scheduled_tokens.max())
         uniform = not any_prefill and int(num_scheduled_tokens.min()) == max_query_len
-        if uniform or in_batch_order(out.num_draft_tokens, num_scheduled_tokens, self.decode_query_len):
+        if not self.release.sort_batch_req_ids:
+            sorted_already = uniform or bool((num_scheduled_tokens[1:] >= num_scheduled_tokens[:-1]).all())
+        else:
+            dq = self.decode_query_len
+            sorted_already = uniform or in_batch_order(out.num_draft_tokens, num_scheduled_tokens, dq)
+        if sorted_already:
             order = None  # a uniform decode batch, or one already sorted (churn: the new prefill last)
             batch_inst, num_computed_tokens_cpu = out.inst, out.num_computed_tokens
             num_draft_tokens, is_prefilling, req_nums = out.num_draft_tokens, out.is_prefilling, out.req_nums
         else:
-            order = sort_batch(out.num_draft_tokens > 0, num_scheduled_tokens, self.decode_query_len)
+            order = (
+                sort_batch(out.num_draft_tokens > 0, num_scheduled_tokens, self.decode_query_len)
+                if self.release.sort_batch_req_ids
+                else np.argsort(num_scheduled_tokens, kind="stable")  # 0.19/0.22 prepare_inputs: sorted(key=num)
+            )
             idx_mapping_np = idx_mapping_np[order]
             batch_inst = out.inst[order]
             num_scheduled_tokens = num_scheduled_tokens[order]

@@ -21,6 +21,7 @@ import numpy as np
 
 from lab.engine.block_pool import BlockPool
 from lab.engine.ragged import ragged_ranges
+from lab.engine.releases import release
 
 WAITING, RUNNING, FINISHED = 0, 1, 2
 _NO_BLOCKS = np.empty(0, dtype=np.int32)
@@ -78,7 +79,10 @@ class Scheduler:
         self.num_preemptions = 0
 
         # KVCacheManager: the pool, and each running request's blocks (by kv slot).
-        self.pool = BlockPool(s.total_num_gpu_blocks)
+        rel = release(s.vllm_version)
+        self.pool = BlockPool(s.total_num_gpu_blocks, lifo=rel.free_queue_lifo)
+        # K lookahead slots in a waiting request's first allocation (0.32/0.33), or none (0.19/0.22).
+        self.first_allocation_lookahead = s.num_speculative_tokens if rel.lookahead_on_first_allocation else 0
         self.kv_rows = np.zeros((s.max_num_seqs, self.max_num_blocks_per_req), dtype=np.int32)
         self.kv_nb = np.zeros(s.max_num_seqs, dtype=np.int64)
         self.kv_slot = np.full(n, -1, dtype=np.int64)
@@ -219,8 +223,10 @@ class Scheduler:
                 r = self.waiting[0]
                 n_tok = int(min(self.prefill_len[r], budget))
                 # A new request's first allocation includes the K lookahead slots too (vllm scheduler.py
-                # schedule(): allocate_slots(..., num_lookahead_tokens=effective_lookahead_tokens)).
-                nblk = (min(n_tok + k, mml) + self.block_size - 1) >> self._block_shift  # _blocks_for, on ints
+                # schedule(): allocate_slots(..., num_lookahead_tokens=effective_lookahead_tokens)), from
+                # 0.32 on; 0.19/0.22 allocate none while num_computed_tokens == 0 (lab/engine/releases.py).
+                k0 = self.first_allocation_lookahead
+                nblk = (min(n_tok + k0, mml) + self.block_size - 1) >> self._block_shift  # _blocks_for, on ints
                 if nblk > self.pool.num_free_blocks:
                     break
                 self.waiting.popleft()

@@ -15,11 +15,14 @@ def cmd_record(args, scenario, print_trace) -> int:
         print(f"error: the live recorder cannot run here: {why}", file=sys.stderr)
         return 2
     if not args.as_is and args.device == "cpu":
-        adapted = cpu_variant(scenario)
+        from lab.live.shim import installed_series
+
+        series = installed_series()
+        adapted = cpu_variant(scenario, series)
         if adapted != scenario:
             print(
                 f"the CPU engine runs the closest scenario it can (--as-is refuses instead):\n"
-                f"  {'; '.join(r.split(':')[0] for r in refusals(scenario))} changed\n"
+                f"  {'; '.join(r.split(':')[0] for r in refusals(scenario, series))} changed\n"
                 f"  recorded as: {adapted.to_spec()}",
                 file=sys.stderr,
             )

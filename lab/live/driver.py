@@ -15,7 +15,7 @@ import os
 import tempfile
 import time
 
-from lab.live import hooks, shim
+from lab.live import hooks, old_cpu, shim
 from lab.live.limits import HOW_TO_RUN, LiveUnavailable, check_scenario
 from lab.live.models import write_model
 from lab.live.tap import Tap
@@ -88,7 +88,7 @@ def reset_engine_state(llm) -> None:
     bt.num_blocks.copy_to_uva()
 
 
-def build_llm(scenario, folder: str, device: str = "cpu"):
+def build_llm(scenario, folder: str, device: str = "cpu", series: str = "0.32"):
     """The in-process engine for this scenario (its settings, a tiny model, dummy weights)."""
     from vllm import LLM
 
@@ -122,6 +122,8 @@ def build_llm(scenario, folder: str, device: str = "cpu"):
         async_scheduling=False,
         seed=s.seed,
     )
+    if old_cpu.needs_port(series):
+        kwargs["distributed_executor_backend"] = "uni"  # in-process: the hooks see the worker (0.22.1 forces mp)
     if s.num_speculative_tokens:
         draft = write_model(os.path.join(folder, "eagle"), "eagle", s.max_model_len)
         kwargs["speculative_config"] = {
@@ -130,7 +132,9 @@ def build_llm(scenario, folder: str, device: str = "cpu"):
             "num_speculative_tokens": s.num_speculative_tokens,
         }
     llm = LLM(**kwargs)
-    if not llm.llm_engine.vllm_config.use_v2_model_runner:
+    from vllm.v1.worker.gpu.model_runner import GPUModelRunner
+
+    if not isinstance(_runner(llm), GPUModelRunner):  # the runner itself (0.19 has no use_v2_model_runner)
         raise LiveUnavailable("vLLM did not pick Model Runner V2 (VLLM_USE_V2_MODEL_RUNNER=1 was ignored)")
     return llm
 
@@ -185,15 +189,15 @@ def run_live(scenario, modes=MODES, time_attention: bool = True, progress=None, 
     check_scenario(scenario, ser, device)
     time_attention = time_attention and device == "cpu"  # the hook times vLLM's CPU attention backend
     t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="lab-live-") as folder:
-        llm = build_llm(scenario, folder, device)
+    with tempfile.TemporaryDirectory(prefix="lab-live-") as folder, old_cpu.installed(ser):
+        llm = build_llm(scenario, folder, device, ser)
         build_s = time.perf_counter() - t0
         taps, run_s = {}, {}
         truncated = False
         for k, mode in enumerate(modes):
             if k:
                 reset_engine_state(llm)
-            tap = Tap(scenario, mode, time_attention)
+            tap = Tap(scenario, mode, time_attention, ser)
             if scenario.model_state == "mamba_hybrid":
                 tap.hybrid = True
             t1 = time.perf_counter()

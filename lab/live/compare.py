@@ -89,7 +89,10 @@ class Comparison:
         return {name: (f.steps, f.entries, f.disagree_steps) for name, f in self.fields.items()}
 
 
-def _step_values(st) -> dict:
+def _step_values(st, era: str | None = None) -> dict:
+    """The fields of FIELDS for one step. With ``era``, the ``fixed`` values are those of that vLLM era
+    (``Step.history()``, ``Step.oor_in_era``): what the release that shipped the era passed, for a
+    trace that holds the lab's two modes to set against a release's own recording."""
     v = {
         "req_ids": st.req_ids,
         "num_computed_tokens": st.num_computed_tokens,
@@ -113,6 +116,13 @@ def _step_values(st) -> dict:
     for m in MODES:
         v[f"draft.max_seq_len.{m}"] = [d.max_seq_len[m] for d in drafts]
     v["draft.seq_lens_cpu_upper_bound"] = [list(d.seq_lens_cpu_upper_bound) for d in drafts]
+    if era is not None:
+        h = st.history()[era]
+        v["max_seq_len.fixed"] = h["max_seq_len"]
+        v["kernel_max_seq_len.fixed"] = h["kernel_max_seq_len"]
+        v["draft.max_seq_len.fixed"] = [p["max_seq_len"] for p in h["drafts"]]
+        in_era = st.oor_in_era(era)
+        v["oor"] = [v["oor"][0], [in_era[c] for c in sorted(st.oor_all_passes["fixed"])]]
     return v
 
 
@@ -148,8 +158,10 @@ def _describe(name, i, a, b, sa, sb) -> str:
     )
 
 
-def compare_traces(a, b, a_label: str = "A", b_label: str = "B") -> Comparison:
-    """Compare traces ``a`` and ``b`` step by step, every field of FIELDS."""
+def compare_traces(a, b, a_label: str = "A", b_label: str = "B", b_era: str | None = None) -> Comparison:
+    """Compare traces ``a`` and ``b`` step by step, every field of FIELDS. ``b_era``: B's ``fixed``
+    fields are read as in that era (a release's recording, whose ``fixed`` run is the release as
+    shipped, against the engine: docs/eras.md)."""
     cmp = Comparison(
         a_label, b_label, (len(a.steps), len(b.steps)), {name: FieldResult(name, what) for name, what in FIELDS}
     )
@@ -165,7 +177,7 @@ def compare_traces(a, b, a_label: str = "A", b_label: str = "B") -> Comparison:
         )
     for i in range(min(len(a.steps), len(b.steps))):
         sa, sb = a.steps[i], b.steps[i]
-        va, vb = _step_values(sa), _step_values(sb)
+        va, vb = _step_values(sa), _step_values(sb, b_era)
         va["block_table"], vb["block_table"] = sa.block_table, sb.block_table
         for name, f in cmp.fields.items():
             x, y = va[name], vb[name]

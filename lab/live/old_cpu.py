@@ -99,8 +99,12 @@ class _Patches:
         self.saved: list[tuple[object, str, object, bool]] = []
 
     def set(self, owner, name: str, value) -> None:
-        had = name in vars(owner) if isinstance(owner, type) else hasattr(owner, name)
-        self.saved.append((owner, name, getattr(owner, name, None), had))
+        # A class's own attribute is saved raw (a classmethod stays a classmethod, not a bound method);
+        # an inherited one is not the class's own, so restoring removes the override.
+        own = vars(owner) if isinstance(owner, type) else None
+        had = name in own if own is not None else hasattr(owner, name)
+        original = own.get(name) if own is not None else getattr(owner, name, None)
+        self.saved.append((owner, name, original, had))
         setattr(owner, name, value)
 
     def everywhere(self, name: str, original, value, prefix: str = "vllm.") -> None:

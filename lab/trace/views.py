@@ -17,7 +17,7 @@ from lab.engine.block_table import compute_slot_mappings
 from lab.engine.cudagraph import CG_MODE_NAMES, kernel_visible_max_seq_len
 from lab.engine.input_batch import seq_lens_cpu_upper_bound
 from lab.engine.model_states import ERAS, MODES, fixed_in_era
-from lab.engine.oor import STALE_CLASSES, classify_owners
+from lab.engine.oor import OOR_FIELDS, STALE_CLASSES, classify_owners
 from lab.engine.ragged import ragged_ranges
 from lab.engine.speculator import draft_step_upper_bound
 
@@ -190,6 +190,13 @@ class Step:
         (before #40654, after #40654, after #43991), with what the kernel saw. Eras: which stored
         mode each path had (lab.engine.model_states.fixed_in_era); the kernel value applies R9 with
         lab.engine.cudagraph.kernel_visible_max_seq_len, as the engine does."""
+        rec = self._t.meta.get("recording")
+        if rec and rec.get("era") != ERAS[-1]:
+            raise ValueError(
+                f"this trace is {rec.get('vllm')}'s own recording: its 'fixed' run is that release as shipped "
+                f"({rec.get('era')}), not PR #43991's rule, so the three eras can't be read off it. Compare it "
+                f"with the engine instead (python -m lab eras; the app's 'Recorded eras' view; docs/eras.md)"
+            )
         state = self._t.scenario.model_state
         mml = self._t.scenario.max_model_len
         out = {}
@@ -210,6 +217,21 @@ class Step:
                 "drafts": passes,
             }
         return out
+
+    def era_modes(self, era: str) -> list[str]:
+        """The stored mode each pass of this step (target first, then each draft pass) had in ``era``:
+        the same choice ``history()`` makes (pass 0 of the drafts reuses the target metadata)."""
+        state = self._t.scenario.model_state
+        target = "fixed" if fixed_in_era(era, "target", state) else "baseline"
+        draft = "fixed" if fixed_in_era(era, "draft", state) else "baseline"
+        return [target] + [target if d.index == 0 else draft for d in self.drafts]
+
+    def oor_in_era(self, era: str) -> dict[str, int]:
+        """Out-of-range entries of every pass, each pass walked as in ``era`` (OOR fields as keys)."""
+        v = self._t.arrays["oor"][self.index]  # [passes, mode, field]
+        modes = self.era_modes(era)
+        total = sum(v[p, MODES.index(m)] for p, m in enumerate(modes))
+        return {f: int(total[q]) for q, f in enumerate(OOR_FIELDS)}
 
     @property
     def oor(self) -> dict[str, dict[str, int]]:

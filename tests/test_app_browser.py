@@ -29,6 +29,7 @@ EXPECT = {
     "drafts": "draft windows",
     "kernels": "no kernel timings",
     "oor": "Out-of-range entries",
+    "recorded": "as vLLM itself ran them",
 }
 SIZES = {"small": (1366, 768), "large": (1600, 1000)}
 

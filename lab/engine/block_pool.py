@@ -64,27 +64,22 @@ class BlockPool:
         if n == 0:
             return
         self.owner[ordered_blocks] = FREE
-        if not self.lifo:
-            start = (self._head + self._size) % self._cap
-            end = start + n
-            if end <= self._cap:
-                self._ring[start:end] = ordered_blocks
-            else:
-                k = self._cap - start
-                self._ring[start:] = ordered_blocks[:k]
-                self._ring[: n - k] = ordered_blocks[k:]
-            self._size += n
-            return
-        start = (self._head - n) % self._cap
-        end = start + n
-        if end <= self._cap:
-            self._ring[start:end] = ordered_blocks
+        if self.lifo:
+            self._head = (self._head - n) % self._cap
+            self._write(self._head, ordered_blocks)
+        else:
+            self._write((self._head + self._size) % self._cap, ordered_blocks)
+        self._size += n
+
+    def _write(self, start: int, blocks: np.ndarray) -> None:
+        """Write ``blocks`` into the ring from ``start`` on, wrapping at its end."""
+        n = len(blocks)
+        if start + n <= self._cap:
+            self._ring[start : start + n] = blocks
         else:
             k = self._cap - start
-            self._ring[start:] = ordered_blocks[:k]
-            self._ring[: n - k] = ordered_blocks[k:]
-        self._head = start
-        self._size += n
+            self._ring[start:] = blocks[:k]
+            self._ring[: n - k] = blocks[k:]
 
     def free_queue(self) -> np.ndarray:
         """The free queue, head first (for tests and views)."""

@@ -36,7 +36,16 @@ class StaleRegion:
     narrower than some row's high-water mark subtracts that row's entries past its width.
     """
 
-    def __init__(self, input_table: np.ndarray, num_blocks: np.ndarray, row_hwm: np.ndarray, owner: np.ndarray):
+    def __init__(
+        self,
+        input_table: np.ndarray,
+        num_blocks: np.ndarray,
+        row_hwm: np.ndarray,
+        owner: np.ndarray,
+        totals: tuple[int, int, int] | None = None,
+    ):
+        """``totals``: the STALE_CLASSES counts of columns [num_blocks, hwm) when the caller keeps
+        them (``StaleLedger``); None classifies those entries here."""
         n = len(num_blocks)
         self.num_blocks = num_blocks
         self._table = input_table
@@ -49,7 +58,7 @@ class StaleRegion:
             self.reach = num_blocks + lens
             # Once: a walk at least as wide as every row's reach needs no per-row minimum.
             self._reach_sum, self._max_reach = int(self.reach.sum()), int(self.reach.max())
-            self._totals = self._classify(np.arange(n), num_blocks, lens)
+            self._totals = totals if totals is not None else self._classify(np.arange(n), num_blocks, lens)
 
     def _classify(self, rows: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tuple[int, int, int]:
         """STALE_CLASSES counts of the entries in columns [starts[i], starts[i] + lens[i]) of rows[i]."""
@@ -96,6 +105,62 @@ class StaleRegion:
             null, live, free, in_range = counts
             out.append((null, live, free, (rows - n) * w, rows * w, in_range))
         return np.array(out, dtype=np.int64)
+
+
+class StaleLedger:
+    """Running STALE_CLASSES totals of the stale entries of ``BlockTables``' input table, carried
+    from step to step instead of re-classified (``StaleRegion`` takes them as ``totals``).
+
+    Why it can follow changes only: a batch row's stale entries are its columns [row_nb, hwm)
+    (``row_nb``: what the row last received), and ``gather_block_tables`` writes only columns
+    [0, num_blocks), so a stale entry keeps its block id for as long as it stays stale. Per step,
+    then, only (a) the columns between a row's old and new ``num_blocks`` enter or leave the stale
+    region (``BlockTables`` hands them over with ``record``), and (b) the blocks handed out
+    (free -> live) or freed (live -> free) since the last step move every stale entry naming them
+    to another class (``owners_changed``). Under churn that is tens of entries a step instead of
+    thousands. ``ref[b]`` counts the stale entries that name block ``b``.
+    """
+
+    def __init__(self, num_gpu_blocks: int):
+        self.ref = np.zeros(num_gpu_blocks, dtype=np.int64)
+        self.totals = (0, 0, 0)  # by STALE_CLASSES, over every batch row
+        self.num_entries = 0  # sum(totals)
+        self._pending: list[tuple[np.ndarray, np.ndarray]] = []  # (block ids, +1 enter / -1 leave)
+
+    def owners_changed(self, allocated: np.ndarray, freed: np.ndarray) -> None:
+        """Blocks handed out since the last step (free -> live) and freed (live -> free); call it
+        before the step's ``record``s are settled, while ``ref`` still counts the last step's
+        entries. Each block's transitions alternate, so summing them is exact even for a block
+        freed and handed out again in between."""
+        if not self.num_entries:
+            return
+        moved = int(np.add.reduce(self.ref.take(allocated))) if len(allocated) else 0
+        if len(freed):
+            moved -= int(np.add.reduce(self.ref.take(freed)))
+        if moved:
+            null, live, free = self.totals
+            self.totals = (null, live + moved, free - moved)
+
+    def record(self, block_ids: np.ndarray, sign: np.ndarray) -> None:
+        """Stale entries naming ``block_ids`` enter (+1) or leave (-1) the region."""
+        self._pending.append((block_ids, sign))
+
+    def settle(self, owner: np.ndarray) -> tuple[int, int, int]:
+        """Apply the recorded entries, classified by today's owners; returns the totals.
+
+        A leaving entry's block is counted in its class of today too: ``owners_changed`` has
+        already moved it there."""
+        for ids, sign in self._pending:
+            np.add.at(self.ref, ids, sign)
+            own = owner.take(ids)
+            entered = int(np.add.reduce(sign))
+            live = int(sign @ (own >= 0))
+            free = int(sign @ (own == FREE))
+            null, live0, free0 = self.totals
+            self.totals = (null + entered - live - free, live0 + live, free0 + free)
+            self.num_entries += entered
+        self._pending.clear()
+        return self.totals
 
 
 def classify_owners(own: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from lab.engine.ragged import ragged_ranges
+from lab.engine.ragged import flat_ranges, ragged_ranges
 
 PAD_SLOT_ID = -1
 
@@ -71,8 +71,8 @@ class BlockTables:
             self.block_tables[req_indices, starts] = block_ids
             self.num_blocks[req_indices] = starts + 1
             return
-        group, cols = ragged_ranges(starts, counts)
-        self.block_tables[req_indices[group], cols] = block_ids
+        idx = flat_ranges(req_indices * self.max_num_blocks_per_req + starts, counts)
+        self.block_tables.reshape(-1)[idx] = block_ids
         self.num_blocks[req_indices] = starts + counts
 
     def gather_block_tables(self, idx_mapping: np.ndarray, num_reqs_padded: int, inst: np.ndarray) -> np.ndarray:
@@ -147,12 +147,7 @@ class BlockTables:
             if len(has):
                 self.stale_ledger.record(flat.take(rows[has] * self.max_num_blocks_per_req + lo[has]), sign[has])
             return
-        # Flat indices, as StaleRegion._classify builds them: each range's first index, repeated,
-        # plus a running count less the entries of earlier ranges.
-        cum = np.cumsum(lens)
-        first = rows * self.max_num_blocks_per_req + lo + lens - cum
-        idx = np.repeat(first, lens)
-        idx += np.arange(int(cum[-1]))
+        idx = flat_ranges(rows * self.max_num_blocks_per_req + lo, lens)
         self.stale_ledger.record(flat.take(idx), np.repeat(sign, lens))
 
     def _copy_rows(self, idx_mapping: np.ndarray, nb: np.ndarray) -> None:
@@ -161,7 +156,7 @@ class BlockTables:
         c1 = int(nb.max())
         if c1:
             n = len(idx_mapping)
-            mask = np.arange(c1) < nb[:, None]
+            mask = np.arange(c1, dtype=nb.dtype) < nb[:, None]  # same dtypes: twice as fast as int64 < int32
             np.copyto(self.input_block_tables[:n, :c1], self.block_tables[idx_mapping, :c1], where=mask)
 
     def _copy_columns(self, idx_mapping: np.ndarray, start: np.ndarray, lens: np.ndarray) -> None:
@@ -181,7 +176,7 @@ class BlockTables:
         c0, c1 = int(start[rows].min()), int((start + lens)[rows].max())
         if rows[-1] - rows[0] + 1 == len(rows) and len(rows) * (c1 - c0) <= 4 * total:
             r0, r1 = int(rows[0]), int(rows[-1]) + 1
-            col = np.arange(c0, c1)
+            col = np.arange(c0, c1, dtype=start.dtype)
             mask = (col >= start[r0:r1, None]) & (col < (start + lens)[r0:r1, None])
             np.copyto(self.input_block_tables[r0:r1, c0:c1], self.block_tables[idx_mapping[r0:r1], c0:c1], where=mask)
             return

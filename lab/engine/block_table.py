@@ -136,7 +136,7 @@ class BlockTables:
         p, q = before[moved], nb[moved]
         lo = np.minimum(p, q)
         lens = np.minimum(np.maximum(p, q), self.row_hwm[moved]) - lo
-        self._record_stale_range(moved, lo, lens, np.where(q < p, 1, -1))
+        self._record_stale_range(moved, lo, lens, np.sign(p - q))  # +1: uncovered, -1: overwritten
 
     def _record_stale_range(self, rows: np.ndarray, lo: np.ndarray, lens: np.ndarray, sign: np.ndarray) -> None:
         """Record the ids in columns [lo[i], lo[i] + lens[i]) of input rows ``rows[i]`` as entering
@@ -168,7 +168,7 @@ class BlockTables:
         total = int(lens.sum())
         if not total:
             return
-        rows = np.flatnonzero(lens)
+        rows = lens.nonzero()[0]
         if total == len(rows):  # one column each
             cols = start[rows]
             self.input_block_tables[rows, cols] = self.block_tables[idx_mapping[rows], cols]

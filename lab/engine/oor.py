@@ -51,15 +51,23 @@ class StaleRegion:
         self.num_blocks = num_blocks
         self._table = input_table
         self._owner = owner
-        lens = row_hwm[:n] - num_blocks
-        np.maximum(lens, 0, out=lens)
         self.reach = None  # per row: columns from here on are zero (None: no stale entry at all)
         self._totals = (0, 0, 0)  # classified entries, by STALE_CLASSES
+        if totals is not None:
+            # The ledger's region is every row's [num_blocks, hwm) (the gather raised hwm to at
+            # least num_blocks), so the reach is hwm and the entries are sum(totals).
+            if sum(totals):
+                self.reach = row_hwm[:n]
+                self._reach_sum, self._max_reach = int(np.add.reduce(self.reach)), int(self.reach.max())
+                self._totals = totals
+            return
+        lens = row_hwm[:n] - num_blocks
+        np.maximum(lens, 0, out=lens)
         if lens.any():
             self.reach = num_blocks + lens
             # Once: a walk at least as wide as every row's reach needs no per-row minimum.
             self._reach_sum, self._max_reach = int(self.reach.sum()), int(self.reach.max())
-            self._totals = totals if totals is not None else self._classify(np.arange(n), num_blocks, lens)
+            self._totals = self._classify(np.arange(n), num_blocks, lens)
 
     def _classify(self, rows: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tuple[int, int, int]:
         """STALE_CLASSES counts of the entries in columns [starts[i], starts[i] + lens[i]) of rows[i]."""

@@ -110,7 +110,7 @@ class BlockTables:
             if self.stale_ledger is not None:  # the zeroed rows' stale entries leave
                 lo = self._row_nb[n:num_rows]
                 lens = self.row_hwm[n:num_rows] - lo
-                self._record_stale_range(np.arange(n, num_rows), lo, lens, np.full(len(lo), -1))
+                self._record_stale_range(np.arange(n, num_rows), lo, lens, np.full(len(lo), -1, dtype=np.int32))
             self.input_block_tables[n:num_rows] = 0
             self._row_inst[n:num_rows] = -1
             self._row_nb[n:num_rows] = 0
@@ -136,7 +136,7 @@ class BlockTables:
         p, q = before[moved], nb[moved]
         lo = np.minimum(p, q)
         lens = np.minimum(np.maximum(p, q), self.row_hwm[moved]) - lo
-        self._record_stale_range(moved, lo, lens, np.sign(p - q))  # +1: uncovered, -1: overwritten
+        self._record_stale_range(moved, lo, lens, np.sign(p - q))  # int32; +1: uncovered, -1: overwritten
 
     def _record_stale_range(self, rows: np.ndarray, lo: np.ndarray, lens: np.ndarray, sign: np.ndarray) -> None:
         """Record the ids in columns [lo[i], lo[i] + lens[i]) of input rows ``rows[i]`` as entering

@@ -289,8 +289,9 @@ def _run(
 # steps_within_budget counts them) taken in spread order, timed until a wall-time budget is spent.
 #
 # Measured on the 2-core CPU machine (docs/benchmarks.md, "The app's kernel runner"): checking a
-# step against the SDPA reference cost 5-20x its two timed walks (one SDPA call per row, causal
-# masks for prefill rows), so checking every step timed 7-30 % of a preset's steps in 10 s. The
+# step against the SDPA reference and the trusting kernel cost 6-14x its two timed walks (one SDPA
+# call per row, causal masks for prefill rows), so checking every step timed 3-39 % of a preset's
+# steps in 10 s. The
 # runner therefore checks one step (the one whose reference is cheapest, timed first) and only
 # times the others, and it times with a smaller head shape than the CLI's default: the walks'
 # bytes, and so the baseline/fixed time ratio, scale with the shape; the absolute ms do not

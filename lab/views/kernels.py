@@ -113,7 +113,7 @@ def kernels_spec(trace, index: int) -> dict:
         check_note = "each checked against SDPA"
     else:
         listed = ", ".join(map(str, checked[:6])) + (" …" if len(checked) > 6 else "")
-        check_note = f"checked against SDPA: {len(checked)} (step {listed}), the others timed only"
+        check_note = f"{len(checked)} checked against SDPA (step {listed}), the others timed only"
     return figure(
         data,
         {
@@ -121,9 +121,10 @@ def kernels_spec(trace, index: int) -> dict:
             "legend": {"font": {"size": 10}},
             "shapes": [step_marker(index)],
             "title": title(
-                f"Kernel timings: {info.get('kernel')} on {info.get('backend')} / {device} "
-                f"({info.get('head_config') or info.get('dtype')})",
-                f"timed {len(timed)} of {len(x)} steps (markers; steps {shown}), {check_note}; "
+                f"Kernel timings: {info.get('kernel')} on {info.get('backend')} / {device} ({info.get('dtype')})",
+                # The shape first: the title's end is cut off on a narrow screen.
+                (f"{info['head_config']}: " if info.get("head_config") else "")
+                + f"timed {len(timed)} of {len(x)} steps, {check_note} (markers; steps {shown}); "
                 f"measured on {device} only, on Hopper vLLM's kernels do not size work from max_seq_len",
             ),
             "xaxis": {"domain": [0, 0.7], "anchor": "y2", "title": {"text": "step"}, "range": [-0.5, len(x) - 0.5]},

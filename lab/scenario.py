@@ -60,6 +60,7 @@ naming the Scenario field.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -269,11 +270,12 @@ class Scenario:
 
         return block_table_width(self.max_model_len, self.block_size)
 
-    @property
+    @functools.cached_property
     def total_num_gpu_blocks(self) -> int:
         """num_gpu_blocks, or a pool big enough that no request ever waits for blocks: at most
         max_num_seqs requests hold blocks at once, so the largest max_num_seqs of them (plus the
-        null block). Freed blocks are reused as in a real KV cache."""
+        null block). Freed blocks are reused as in a real KV cache. Cached: it walks every request
+        (10,000 of them under the churn benchmark), and the scheduler and the runner both ask."""
         if self.num_gpu_blocks is not None:
             return self.num_gpu_blocks
         sizes = sorted((self.blocks_per_request(r) for r in self.requests), reverse=True)

@@ -435,6 +435,10 @@ def test_kernel_runner_times_both_modes(client):
     layout = json.dumps(kern["layout"])
     assert ("cpp-fused-gather" in layout or "torch-reference" in layout) and "timed " in kern["layout"]["title"]["text"]
     assert re.search(r"timed \d+ of \d+ steps", out["status"]), out["status"]
+    # the head shape the walks were timed with, and how many timed steps were checked against SDPA
+    assert re.search(
+        r"\(\d+ q heads / \d+ kv heads / head_dim \d+, float32; 1 of them checked against SDPA\)", out["status"]
+    )
     assert "Kernel time" in out["summary"] and "time saved" in out["summary"]
     args[9] = "embedded CPU"
     out = _run(client, args)

@@ -64,3 +64,23 @@ def test_stale_region_walks_equal_brute_force(seed):
     got = region.walks(max_seq_lens, num_rows, block_size)
     for p, (msl, rows) in enumerate(zip(max_seq_lens, num_rows)):
         assert got[p].tolist() == _brute_force(table, num_blocks, owner, msl, rows, block_size), (p, msl)
+
+
+# StaleLedger (lab/engine/oor.py) carries the stale entries' class totals from step to step; the
+# invariant checker recounts every walk of every step by brute force. Churn with preemptions
+# (a small pool), drafts, FULL graphs, and vLLM 0.32's rows left past the batch.
+LEDGER_SPECS = (
+    "300p64o80a0+1_seqs=32_mml=4k_k=2_capture=1/8_blocks=140_steps=400",
+    "300p64o80a0+1_seqs=32_mml=4k_k=2_capture=1/8_blocks=140_steps=400_vllm=0.32",
+    "200p100o40a0+2_seqs=24_mml=2k_cg=piecewise_blocks=150_steps=300",
+    "6p300o60a0+5_mml=4k_cg=piecewise",
+)
+
+
+@pytest.mark.parametrize("spec", LEDGER_SPECS)
+def test_stale_ledger_totals_equal_brute_force_on_every_step(spec):
+    from lab.engine.invariants import simulate_checked
+    from lab.scenario import parse_spec
+
+    trace, _ = simulate_checked(parse_spec(spec))
+    assert len(trace.steps) > 10

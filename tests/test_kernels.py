@@ -633,13 +633,81 @@ def test_run_for_app_times_fitting_steps_with_the_fastest_backend():
     except compiled.CompiledKernelUnavailable:
         assert k["backend"] == "torch-reference"
     assert app_threads("torch-reference", "cpu") == 1 and app_threads("torch-reference", "cuda") is None
-    for st in out.steps:  # the trusting evidence holds with the app's backend too
-        if st.timing is not None:
-            for m in ("baseline", "fixed"):
-                assert st.timing[m]["trusting_wrong"] == int(_oor(st, m) > 0)
+    checked = [st for st in out.steps if st.timing is not None and st.timing["fixed"]["trusting_wrong"] >= 0]
+    assert len(checked) == k["checked_steps"] == 1
+    for st in checked:  # the trusting evidence holds with the app's backend and shape too
+        for m in ("baseline", "fixed"):
+            assert st.timing[m]["trusting_wrong"] == int(_oor(st, m) > 0)
+            assert 0 <= st.timing[m]["max_abs_err"] < 1e-3
     # nothing fits: the cheapest step alone
     out = run_for_app(lab.simulate(trace.scenario), "cpu", 0, seconds=100)
     assert [st.index for st in out.steps if st.timing is not None] == [int(np.argmin(cost))]
+
+
+def test_run_for_app_checks_the_cheapest_reference_and_times_the_rest(monkeypatch):
+    """The app's runner checks APP_CHECK_STEPS steps against SDPA (the cheapest references, timed
+    first), times the others only (max_abs_err NaN, trusting_wrong -1: "not checked"), with
+    APP_HEAD_CONFIG, and never marks a step it did not time."""
+    from lab.kernels import live
+
+    trace = lab.simulate(parse_spec("6p300o60a0+5_mml=4k_cg=piecewise"))
+    calls = []
+    real_reference = live.sdpa_reference
+    monkeypatch.setattr(live, "sdpa_reference", lambda b, kv, cfg: calls.append(cfg) or real_reference(b, kv, cfg))
+    out = live.run_for_app(trace, "cpu", 10**12, seconds=5.5, clock=Clock())
+    k, a = out.timings, out.arrays
+    timed = [st.index for st in out.steps if st.timing is not None]
+    cheapest = int(np.argmin(live.reference_costs(trace)))
+    assert len(timed) == k["timed_steps"] == 6 and k["checked_steps"] == len(calls) == live.APP_CHECK_STEPS == 1
+    assert k["head_config"] == live.APP_HEAD_CONFIG["cpu"].describe() and calls == [live.APP_HEAD_CONFIG["cpu"]]
+    checked = np.nonzero(np.isfinite(a["kernel_max_abs_err"][:, 0]))[0].tolist()
+    assert checked == [cheapest] and cheapest in timed
+    for i in timed:
+        assert np.isfinite(a["kernel_ms"][i]).all()
+        assert (a["kernel_trusting_wrong"][i] >= 0).all() == (i == cheapest)
+    untimed = sorted(set(range(len(out.steps))) - set(timed))
+    assert np.isnan(a["kernel_ms"][untimed]).all() and (a["kernel_trusting_wrong"][untimed] == -1).all()
+    # the order: the checked step, then spread order over the rest
+    order, chk = live.app_order(trace, list(range(len(trace.steps))))
+    assert chk == [cheapest] and order[0] == cheapest and sorted(order) == list(range(len(trace.steps)))
+
+
+def test_reference_costs_count_query_times_seq_len():
+    from lab.kernels.live import reference_costs
+
+    trace = lab.simulate(parse_spec("6p300o60a0+5_mml=4k_cg=piecewise"))
+    got = reference_costs(trace)
+    for st in trace.steps[:20]:
+        assert got[st.index] == sum(q * s for q, s in zip(st.num_scheduled_tokens, st.seq_lens))
+
+
+@pytest.mark.parametrize("preset", lab.list_presets())
+def test_run_for_app_offers_and_times_a_quarter_of_every_preset(preset, monkeypatch):
+    """With the kernels stubbed out and a clock that never runs out, the app's runner times every
+    step its per-step budget offers: at least a quarter of each preset's steps (what the budget
+    lets the runner reach is then a matter of kernel speed: docs/benchmarks.md measures it). The
+    status line says how many, with the shape and the checked steps."""
+    from lab.app.handlers import _status
+    from lab.app.runners import EMBEDDED_CPU_KERNELS, KERNEL_RUNNERS
+    from lab.kernels import live
+
+    def stub(batch, kv, max_seq_len, cfg):
+        return torch.zeros((int(batch.query_start_loc[-1]), cfg.num_q_heads, cfg.head_dim))
+
+    monkeypatch.setattr(live, "get_kernel", lambda backend, device: stub)
+    monkeypatch.setattr(live, "get_trusting_kernel", lambda backend, device: stub)
+    monkeypatch.setattr(
+        live, "sdpa_reference", lambda b, kv, cfg: torch.zeros((b.num_real_tokens, cfg.num_q_heads, cfg.head_dim))
+    )
+    trace = lab.simulate(lab.Scenario.preset(preset))
+    device, budget = KERNEL_RUNNERS[EMBEDDED_CPU_KERNELS]
+    out = live.run_for_app(trace, device, budget, clock=lambda: 0.0)
+    n, m = out.timings["timed_steps"], len(out.steps)
+    assert n == out.timings["steps_offered"] and 4 * n >= m, (n, m)
+    assert n == sum(st.timing is not None for st in out.steps)
+    status = _status(out, "embedded CPU + kernels")
+    assert f"timed {n} of {m} steps" in status and live.APP_HEAD_CONFIG["cpu"].describe() in status
+    assert "1 of them checked against SDPA" in status
 
 
 def test_app_backend_falls_back_to_the_reference_without_a_compiler(fresh_compiled, monkeypatch):

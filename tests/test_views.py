@@ -265,6 +265,24 @@ def test_kernels_without_and_with_timings(traces):
     assert f"time saved {saved:.3f} ms" in md and "test-device" in md
 
 
+def test_kernels_note_names_the_shape_and_the_checked_steps(traces):
+    """The app's runner checks one timed step against SDPA and times the rest: the view says which
+    (a NaN max_abs_err marks a timed step that was not checked) and names the head shape."""
+    t = _timed(traces["eagle-k3"])
+    text = kernels_spec(t, 3)["layout"]["title"]["text"]
+    assert "each checked against SDPA" in text
+    err = t.arrays["kernel_max_abs_err"]
+    err[:] = np.nan
+    err[5] = 0.0
+    t.meta["kernels"]["head_config"] = "2 q heads / 1 kv heads / head_dim 32, float32"
+    text = kernels_spec(t, 3)["layout"]["title"]["text"]
+    assert (
+        "2 q heads / 1 kv heads / head_dim 32, float32: timed 55 of 56 steps, 1 checked against SDPA (step 5)" in text
+    )
+    assert "the others timed only" in text
+    assert "2 q heads / 1 kv heads / head_dim 32, float32" in text
+
+
 def test_summary_numbers(traces):
     trace = traces["stale-block-reuse"]
     st = trace.steps[60]

@@ -240,16 +240,20 @@ def _status(trace: Trace, how: str) -> str:
     # How many steps the kernel runner timed (lab.kernels.live.run_for_app), so nobody reads a sparse
     # kernel view as the whole run.
     k = trace.timings
-    kernels = (
-        (
-            f" Kernels: {k['backend']}, timed {k.get('timed_steps', '?')} of {len(trace.steps)} steps"
-            + (f" in {k['kernel_seconds']:.1f} s." if k.get("kernel_seconds") is not None else ".")
+    kernels = ""
+    if k:
+        kernels = f" Kernels: {k['backend']}, timed {k.get('timed_steps', '?')} of {len(trace.steps)} steps" + (
+            f" in {k['kernel_seconds']:.1f} s" if k.get("kernel_seconds") is not None else ""
         )
-        if k
-        else ""
-    )
+        # The shape the walks were timed with, and how many timed steps were also checked against
+        # SDPA (the app's runner checks one; lab.kernels.live.run_for_app).
+        kernels += f" ({k.get('head_config', '?')}"
+        if k.get("checked_steps") is not None:
+            kernels += f"; {k['checked_steps']} of them checked against SDPA"
+        kernels += ")."
+    s_name = s.name or "custom scenario"
     return (
-        f"{how}: **{s.name or 'custom scenario'}**, {len(trace.steps)} steps, {len(s.requests)} requests, "
+        f"{how}: **{s_name}**, {len(trace.steps)} steps, {len(s.requests)} requests, "
         f"block-table width {trace.width}.{kernels}"
     )
 

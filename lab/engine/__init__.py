@@ -11,6 +11,7 @@ Read it in the order ``GPUModelRunner.execute_model`` runs (lab/engine/runner.py
 7. block_table.py   ``BlockTables.gather_block_tables`` (R6) and ``compute_slot_mappings`` (R7)
 8. speculator.py    ``EagleSpeculator.propose``: ``draft_max_seq_len`` (R4) and the draft passes (R5)
 9. oor.py           out-of-range accounting: what a walk of ``cdiv(max_seq_len, block_size)`` columns reads
+                    (``StaleRegion`` per step; ``StaleLedger`` carries the stale entries' classes across steps)
 10. step_record.py  ``StepRecord``: what one step did, handed to every observer (``on_step``)
 11. recorder.py     the observer that builds the ``Trace`` (``simulate`` in runner.py runs it)
 

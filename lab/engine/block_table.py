@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from lab.engine.ragged import ragged_ranges
+from lab.engine.ragged import flat_ranges, ragged_ranges
 
 PAD_SLOT_ID = -1
 
@@ -36,7 +36,7 @@ class BlockTables:
     each step and never cleared past a row's ``num_blocks``, which is where stale ids live (R6).
     """
 
-    def __init__(self, max_num_reqs: int, max_num_blocks_per_req: int, zero_dirty_rows: bool = True):
+    def __init__(self, max_num_reqs: int, max_num_blocks_per_req: int, zero_dirty_rows: bool = True, stale_ledger=None):
         self.max_num_reqs = max_num_reqs
         # vLLM 0.33 zeroes rows a larger earlier batch left; 0.32 zeroes only the padded rows.
         self.zero_dirty_rows = zero_dirty_rows
@@ -53,6 +53,9 @@ class BlockTables:
         self.row_hwm = np.zeros(max_num_reqs, dtype=np.int32)
         # Rows the last gather filled with real requests; a later, smaller batch zeroes them.
         self._num_dirty_rows = 0
+        # The lab's, not vLLM's: a StaleLedger (lab/engine/oor.py) told which stale entries each
+        # gather uncovers or overwrites, so the runner need not re-classify them all (None: not kept).
+        self.stale_ledger = stale_ledger
 
     # vllm block_table.py BlockTables.append_block_ids (overwrite=True for a new request).
     def add_request(self, req_index: int) -> None:
@@ -68,8 +71,8 @@ class BlockTables:
             self.block_tables[req_indices, starts] = block_ids
             self.num_blocks[req_indices] = starts + 1
             return
-        group, cols = ragged_ranges(starts, counts)
-        self.block_tables[req_indices[group], cols] = block_ids
+        idx = flat_ranges(req_indices * self.max_num_blocks_per_req + starts, counts)
+        self.block_tables.reshape(-1)[idx] = block_ids
         self.num_blocks[req_indices] = starts + counts
 
     def gather_block_tables(self, idx_mapping: np.ndarray, num_reqs_padded: int, inst: np.ndarray) -> np.ndarray:
@@ -83,6 +86,8 @@ class BlockTables:
         """
         n = len(idx_mapping)
         nb = self.num_blocks[idx_mapping]
+        if self.stale_ledger is not None:
+            self._record_stale_change(n, nb)  # before the copy overwrites the entries that leave
         same = self._row_inst[:n] == inst
         if same.all():  # every row holds the same request as last step: write only its new blocks
             self._copy_columns(idx_mapping, self._row_nb[:n], nb - self._row_nb[:n])
@@ -102,11 +107,48 @@ class BlockTables:
         num_rows = max(num_reqs_padded, self._num_dirty_rows) if self.zero_dirty_rows else num_reqs_padded
         self._num_dirty_rows = n
         if num_rows > n:
+            if self.stale_ledger is not None:  # the zeroed rows' stale entries leave
+                lo = self._row_nb[n:num_rows]
+                lens = self.row_hwm[n:num_rows] - lo
+                self._record_stale_range(np.arange(n, num_rows), lo, lens, np.full(len(lo), -1, dtype=np.int32))
             self.input_block_tables[n:num_rows] = 0
             self._row_inst[n:num_rows] = -1
             self._row_nb[n:num_rows] = 0
             self.row_hwm[n:num_rows] = 0
         return self.input_block_tables[:num_reqs_padded]
+
+    def ids_past(self, n: int) -> bool:
+        """Whether a row at or past ``n`` holds any id (only under vLLM 0.32, which leaves the rows a
+        larger earlier batch wrote); the stale ledger then also counts rows the walks do not read."""
+        return not self.zero_dirty_rows and bool(self.row_hwm[n:].any())
+
+    def _record_stale_change(self, n: int, nb: np.ndarray) -> None:
+        """Tell the ledger how rows [0, n)' stale regions [row_nb, hwm) change as row_nb becomes
+        ``nb``: a row given fewer blocks than it last received uncovers [nb, row_nb) (the earlier
+        occupant's ids, which stay), one given more overwrites [row_nb, min(nb, hwm))."""
+        before = self._row_nb[:n]
+        # Nothing stale anywhere and no row given fewer blocks (steady decoding): nothing changes.
+        if not self.stale_ledger.num_entries and (nb >= before).all():
+            return
+        moved = (before != nb).nonzero()[0]
+        if not len(moved):
+            return
+        p, q = before[moved], nb[moved]
+        lo = np.minimum(p, q)
+        lens = np.minimum(np.maximum(p, q), self.row_hwm[moved]) - lo
+        self._record_stale_range(moved, lo, lens, np.sign(p - q))  # int32; +1: uncovered, -1: overwritten
+
+    def _record_stale_range(self, rows: np.ndarray, lo: np.ndarray, lens: np.ndarray, sign: np.ndarray) -> None:
+        """Record the ids in columns [lo[i], lo[i] + lens[i]) of input rows ``rows[i]`` as entering
+        (sign +1) or leaving (-1) the stale region."""
+        flat = self.input_block_tables.reshape(-1)
+        if int(lens.max()) <= 1:  # at most one column a row (most steps): no ragged indices
+            has = lens.nonzero()[0]
+            if len(has):
+                self.stale_ledger.record(flat.take(rows[has] * self.max_num_blocks_per_req + lo[has]), sign[has])
+            return
+        idx = flat_ranges(rows * self.max_num_blocks_per_req + lo, lens)
+        self.stale_ledger.record(flat.take(idx), np.repeat(sign, lens))
 
     def _copy_rows(self, idx_mapping: np.ndarray, nb: np.ndarray) -> None:
         """input row i, columns [0, nb[i]) <- its request's persistent row: one masked copy of the
@@ -114,7 +156,7 @@ class BlockTables:
         c1 = int(nb.max())
         if c1:
             n = len(idx_mapping)
-            mask = np.arange(c1) < nb[:, None]
+            mask = np.arange(c1, dtype=nb.dtype) < nb[:, None]  # same dtypes: twice as fast as int64 < int32
             np.copyto(self.input_block_tables[:n, :c1], self.block_tables[idx_mapping, :c1], where=mask)
 
     def _copy_columns(self, idx_mapping: np.ndarray, start: np.ndarray, lens: np.ndarray) -> None:
@@ -126,7 +168,7 @@ class BlockTables:
         total = int(lens.sum())
         if not total:
             return
-        rows = np.flatnonzero(lens)
+        rows = lens.nonzero()[0]
         if total == len(rows):  # one column each
             cols = start[rows]
             self.input_block_tables[rows, cols] = self.block_tables[idx_mapping[rows], cols]
@@ -134,7 +176,7 @@ class BlockTables:
         c0, c1 = int(start[rows].min()), int((start + lens)[rows].max())
         if rows[-1] - rows[0] + 1 == len(rows) and len(rows) * (c1 - c0) <= 4 * total:
             r0, r1 = int(rows[0]), int(rows[-1]) + 1
-            col = np.arange(c0, c1)
+            col = np.arange(c0, c1, dtype=start.dtype)
             mask = (col >= start[r0:r1, None]) & (col < (start + lens)[r0:r1, None])
             np.copyto(self.input_block_tables[r0:r1, c0:c1], self.block_tables[idx_mapping[r0:r1], c0:c1], where=mask)
             return

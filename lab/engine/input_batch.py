@@ -57,7 +57,7 @@ def in_batch_order(num_draft_tokens: np.ndarray, num_scheduled_tokens: np.ndarra
     if num_draft_tokens.any():
         return False
     n = len(num_scheduled_tokens)
-    other = np.flatnonzero(num_scheduled_tokens != decode_query_len)
+    other = (num_scheduled_tokens != decode_query_len).nonzero()[0]
     if len(other) and other[0] != n - len(other):
         return False
     tail = num_scheduled_tokens[n - len(other) :]

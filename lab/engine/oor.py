@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.engine.block_pool import FREE
+from lab.engine.ragged import flat_ranges
 
 # What a stale column of a real row can hold; the codes classify_owners gives, in this order.
 STALE_CLASSES = ("null", "live", "free")
@@ -36,15 +37,32 @@ class StaleRegion:
     narrower than some row's high-water mark subtracts that row's entries past its width.
     """
 
-    def __init__(self, input_table: np.ndarray, num_blocks: np.ndarray, row_hwm: np.ndarray, owner: np.ndarray):
+    def __init__(
+        self,
+        input_table: np.ndarray,
+        num_blocks: np.ndarray,
+        row_hwm: np.ndarray,
+        owner: np.ndarray,
+        totals: tuple[int, int, int] | None = None,
+    ):
+        """``totals``: the STALE_CLASSES counts of columns [num_blocks, hwm) when the caller keeps
+        them (``StaleLedger``); None classifies those entries here."""
         n = len(num_blocks)
         self.num_blocks = num_blocks
         self._table = input_table
         self._owner = owner
-        lens = row_hwm[:n] - num_blocks
-        np.maximum(lens, 0, out=lens)
         self.reach = None  # per row: columns from here on are zero (None: no stale entry at all)
         self._totals = (0, 0, 0)  # classified entries, by STALE_CLASSES
+        if totals is not None:
+            # The ledger's region is every row's [num_blocks, hwm) (the gather raised hwm to at
+            # least num_blocks), so the reach is hwm and the entries are sum(totals).
+            if sum(totals):
+                self.reach = row_hwm[:n]
+                self._reach_sum, self._max_reach = int(np.add.reduce(self.reach)), int(self.reach.max())
+                self._totals = totals
+            return
+        lens = row_hwm[:n] - num_blocks
+        np.maximum(lens, 0, out=lens)
         if lens.any():
             self.reach = num_blocks + lens
             # Once: a walk at least as wide as every row's reach needs no per-row minimum.
@@ -53,14 +71,8 @@ class StaleRegion:
 
     def _classify(self, rows: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tuple[int, int, int]:
         """STALE_CLASSES counts of the entries in columns [starts[i], starts[i] + lens[i]) of rows[i]."""
-        # Flat indices: one np.repeat of each range's first index, plus a running count (np.take on
-        # flat indices is several times faster than indexing the table by (row, column) arrays).
-        cum = np.cumsum(lens)
-        first = rows * self._table.shape[1]
-        first += starts
-        first += lens - cum  # minus the entries of earlier ranges, which the running count adds
-        idx = np.repeat(first, lens)
-        idx += np.arange(int(cum[-1]))
+        # np.take on flat indices is several times faster than indexing by (row, column) arrays.
+        idx = flat_ranges(rows * self._table.shape[1] + starts, lens)
         own = self._owner.take(self._table.reshape(-1).take(idx))
         # Two count_nonzero passes are several times faster than one np.bincount of class codes.
         live = int(np.count_nonzero(own >= 0))
@@ -96,6 +108,63 @@ class StaleRegion:
             null, live, free, in_range = counts
             out.append((null, live, free, (rows - n) * w, rows * w, in_range))
         return np.array(out, dtype=np.int64)
+
+
+class StaleLedger:
+    """Running STALE_CLASSES totals of the stale entries of ``BlockTables``' input table, carried
+    from step to step instead of re-classified (``StaleRegion`` takes them as ``totals``).
+
+    Why it can follow changes only: a batch row's stale entries are its columns [row_nb, hwm)
+    (``row_nb``: what the row last received), and ``gather_block_tables`` writes only columns
+    [0, num_blocks), so a stale entry keeps its block id for as long as it stays stale. Per step,
+    then, only (a) the columns between a row's old and new ``num_blocks`` enter or leave the stale
+    region (``BlockTables`` hands them over with ``record``), and (b) the blocks handed out
+    (free -> live) or freed (live -> free) since the last step move every stale entry naming them
+    to another class (``owners_changed``). Under churn that is tens of entries a step instead of
+    thousands. ``ref[b]`` counts the stale entries that name block ``b``.
+    """
+
+    def __init__(self, num_gpu_blocks: int):
+        # int32, as the signs: np.add.at with mixed dtypes takes a buffered path twice as slow.
+        self.ref = np.zeros(num_gpu_blocks, dtype=np.int32)
+        self.totals = (0, 0, 0)  # by STALE_CLASSES, over every batch row
+        self.num_entries = 0  # sum(totals)
+        self._pending: list[tuple[np.ndarray, np.ndarray]] = []  # (block ids, +1 enter / -1 leave)
+
+    def owners_changed(self, allocated: np.ndarray, freed: np.ndarray) -> None:
+        """Blocks handed out since the last step (free -> live) and freed (live -> free); call it
+        before the step's ``record``s are settled, while ``ref`` still counts the last step's
+        entries. Each block's transitions alternate, so summing them is exact even for a block
+        freed and handed out again in between."""
+        if not self.num_entries:
+            return
+        moved = int(np.add.reduce(self.ref.take(allocated))) if len(allocated) else 0
+        if len(freed):
+            moved -= int(np.add.reduce(self.ref.take(freed)))
+        if moved:
+            null, live, free = self.totals
+            self.totals = (null, live + moved, free - moved)
+
+    def record(self, block_ids: np.ndarray, sign: np.ndarray) -> None:
+        """Stale entries naming ``block_ids`` enter (+1) or leave (-1) the region (int32 signs)."""
+        self._pending.append((block_ids, sign))
+
+    def settle(self, owner: np.ndarray) -> tuple[int, int, int]:
+        """Apply the recorded entries, classified by today's owners; returns the totals.
+
+        A leaving entry's block is counted in its class of today too: ``owners_changed`` has
+        already moved it there."""
+        for ids, sign in self._pending:
+            np.add.at(self.ref, ids, sign)
+            own = owner.take(ids)
+            entered = int(np.add.reduce(sign))
+            live = int(sign @ (own >= 0))
+            free = int(sign @ (own == FREE))
+            null, live0, free0 = self.totals
+            self.totals = (null + entered - live - free, live0 + live, free0 + free)
+            self.num_entries += entered
+        self._pending.clear()
+        return self.totals
 
 
 def classify_owners(own: np.ndarray) -> np.ndarray:

@@ -13,3 +13,16 @@ def ragged_ranges(starts: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.
     first = np.cumsum(lens) - lens  # flat offset of each range
     col = np.repeat(starts - first, lens) + np.arange(total, dtype=np.int64)
     return group, col
+
+
+def flat_ranges(first: np.ndarray, lens: np.ndarray) -> np.ndarray:
+    """Flat indices of the ranges ``[first[i], first[i] + lens[i])``, concatenated in order: each
+    range's first index repeated, plus a running count less the entries of earlier ranges. Fewer
+    numpy calls than ``ragged_ranges`` followed by (row, column) indexing, which matters on the
+    engine's per-step arrays of a few hundred entries."""
+    cum = np.cumsum(lens)
+    start = first + lens
+    start -= cum
+    idx = np.repeat(start, lens)
+    idx += np.arange(int(cum[-1]) if len(cum) else 0)
+    return idx

@@ -26,13 +26,15 @@ from lab.engine.cudagraph import (
 )
 from lab.engine.input_batch import InputBatch, in_batch_order, seq_lens_cpu_upper_bound, sort_batch
 from lab.engine.model_states import MODES, make_model_state
-from lab.engine.oor import StaleRegion
+from lab.engine.oor import StaleLedger, StaleRegion
 from lab.engine.recorder import Recorder
 from lab.engine.releases import release
 from lab.engine.scheduler import Scheduler, SchedulerOutput
 from lab.engine.speculator import EagleSpeculator
 from lab.engine.step_record import BlockAppend, EngineEnd, RequestAdded, RequestRemoved, StepObserver, StepRecord
 from lab.scenario import Scenario
+
+_NO_IDS = np.empty(0, dtype=np.int32)
 
 
 class ModelRunner:
@@ -53,8 +55,13 @@ class ModelRunner:
         self.max_num_reqs = s.max_num_seqs
         self.max_num_blocks_per_req = s.max_num_blocks_per_req
         self.release = release(s.vllm_version)
+        # The stale entries' class totals carried step to step (lab/engine/oor.py StaleLedger).
+        self.stale_ledger = StaleLedger(s.total_num_gpu_blocks)
         self.block_tables = BlockTables(
-            self.max_num_reqs, self.max_num_blocks_per_req, zero_dirty_rows=self.release.zero_dirty_rows
+            self.max_num_reqs,
+            self.max_num_blocks_per_req,
+            zero_dirty_rows=self.release.zero_dirty_rows,
+            stale_ledger=self.stale_ledger,
         )
         self.model_state = make_model_state(s.model_state, s.max_model_len, self.max_num_reqs)
         self.capture_sizes = target_capture_sizes(s)
@@ -129,6 +136,13 @@ class ModelRunner:
             ]
         added = [self._add(inst, req_num) for inst, req_num in new_inst]
         self._seen_req_nums.update(req_num for _, req_num in new_inst)
+        # Every owner change since the last step: the blocks handed out for this step, and those of
+        # the requests removed (finished or preempted), freed since (lab/engine/oor.py StaleLedger).
+        if removed:
+            freed = removed[0].block_ids if len(removed) == 1 else np.concatenate([r.block_ids for r in removed])
+        else:
+            freed = _NO_IDS
+        self.stale_ledger.owners_changed(out.new_block_ids, freed)
         num_reqs = len(out.req_nums)
         if num_reqs == 0:
             self._notify(StepRecord(out, removed, added, None))
@@ -206,8 +220,10 @@ class ModelRunner:
             m: kernel_visible_max_seq_len(cg_mode, attn_metadata[m].max_seq_len, self.max_model_len) for m in MODES
         }
 
-        # gather_block_tables (R6): the kernel's input table, stale columns included.
+        # gather_block_tables (R6): the kernel's input table, stale columns included; the ledger
+        # then classifies the stale entries the gather uncovered and drops those it overwrote.
         block_table = self.block_tables.gather_block_tables(idx_mapping_np, num_reqs_padded, batch_inst)
+        stale_totals = self.stale_ledger.settle(kv_owner)
         num_blocks = self.block_tables.num_blocks[idx_mapping_np]
         # One walk per (pass, mode): the target pass, then each draft pass.
         walk_max_seq_len = [kernel_max_seq_len[m] for m in MODES]
@@ -226,7 +242,10 @@ class ModelRunner:
             num_accepted = self.speculator.verify(self.rng, num_draft_tokens)
         else:
             num_accepted = np.zeros(num_reqs, dtype=np.int32)
-        region = StaleRegion(block_table, num_blocks, self.block_tables.row_hwm, kv_owner)
+        # The ledger counts every batch row; rows past the batch hold ids only under vLLM 0.32.
+        if self.block_tables.ids_past(num_reqs):
+            stale_totals = None
+        region = StaleRegion(block_table, num_blocks, self.block_tables.row_hwm, kv_owner, stale_totals)
         oor = region.walks(walk_max_seq_len, walk_num_rows, self.block_size)
 
         # Rejected drafts roll back: only the verified token and the accepted drafts stay computed.

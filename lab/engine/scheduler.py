@@ -181,15 +181,17 @@ class Scheduler:
             counts = new_blocks
             ids = self.pool.get_new_blocks(total_new) if total_new else _NO_BLOCKS
             if total_new:
-                has = np.flatnonzero(counts)
+                has = counts.nonzero()[0]  # (np.flatnonzero adds a Python wrapper per call)
+                slots_has, cur_has = slots[has], cur[has]
                 if total_new == len(has):  # one block each (decodes crossing a block boundary)
-                    self.kv_rows[slots[has], cur[has]] = ids
+                    self.kv_rows[slots_has, cur_has] = ids
                     self.pool.owner[ids] = self.inst[run[has]]
+                    self.kv_nb[slots_has] = cur_has + 1
                 else:
-                    group, cols = ragged_ranges(cur[has], counts[has])
-                    self.kv_rows[slots[has][group], cols] = ids
+                    group, cols = ragged_ranges(cur_has, counts[has])
+                    self.kv_rows[slots_has[group], cols] = ids
                     self.pool.owner[ids] = self.inst[run[has]][group]
-                self.kv_nb[slots[has]] += counts[has]
+                    self.kv_nb[slots_has] = cur_has + counts[has]
             budget -= int(num_new.sum())
             block_chunks = [ids]
         else:

@@ -106,6 +106,14 @@ def kernels_spec(trace, index: int) -> dict:
     device = info.get("device", "?")
     timed = [int(i) for i in np.nonzero(np.isfinite(s["ms_baseline"]))[0]]
     shown = ", ".join(map(str, timed[:12])) + (" …" if len(timed) > 12 else "")
+    # Which timed steps were also checked against SDPA (the app's runner checks one, times the rest).
+    err = trace.arrays["kernel_max_abs_err"][:, 0]
+    checked = [i for i in timed if np.isfinite(err[i])]
+    if len(checked) == len(timed):
+        check_note = "each checked against SDPA"
+    else:
+        listed = ", ".join(map(str, checked[:6])) + (" …" if len(checked) > 6 else "")
+        check_note = f"{len(checked)} checked against SDPA (step {listed}), the others timed only"
     return figure(
         data,
         {
@@ -114,8 +122,10 @@ def kernels_spec(trace, index: int) -> dict:
             "shapes": [step_marker(index)],
             "title": title(
                 f"Kernel timings: {info.get('kernel')} on {info.get('backend')} / {device} ({info.get('dtype')})",
-                f"timed {len(timed)} of {len(x)} steps (markers; steps {shown}); measured on {device} only, "
-                f"on Hopper vLLM's kernels do not size work from max_seq_len",
+                # The shape first: the title's end is cut off on a narrow screen.
+                (f"{info['head_config']}: " if info.get("head_config") else "")
+                + f"timed {len(timed)} of {len(x)} steps, {check_note} (markers; steps {shown}); "
+                f"measured on {device} only, on Hopper vLLM's kernels do not size work from max_seq_len",
             ),
             "xaxis": {"domain": [0, 0.7], "anchor": "y2", "title": {"text": "step"}, "range": [-0.5, len(x) - 0.5]},
             "yaxis": {"domain": [0.55, 1], "title": {"text": "ms"}},

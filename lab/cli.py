@@ -275,14 +275,50 @@ def cmd_bench_kernels(args) -> int:
     return 0
 
 
-def bench_engine(num_steps: int, num_reqs: int, churn: bool, repeat: int, out=None) -> dict:
-    """Time the engine on num_steps x num_reqs live requests; returns the figures."""
+def bench_engine_spec(num_steps: int, num_reqs: int, churn: bool) -> str:
+    """The benchmark's scenario: num_reqs requests decoding steadily, or under churn."""
     if churn:
         # One arrival per step; each request lives ~num_reqs*2.5 steps, so max_num_seqs stays full.
         life = int(num_reqs * 2.5)
-        spec = f"{num_steps + num_reqs}p128o{life}a0+1_seqs={num_reqs}_mml=16k_steps={num_steps}"
-    else:
-        spec = f"{num_reqs}p128o{num_steps + 8}_seqs={num_reqs}_mml=32k_tokens=64k_steps={num_steps}"
+        return f"{num_steps + num_reqs}p128o{life}a0+1_seqs={num_reqs}_mml=16k_steps={num_steps}"
+    return f"{num_reqs}p128o{num_steps + 8}_seqs={num_reqs}_mml=32k_tokens=64k_steps={num_steps}"
+
+
+def bench_engine_interleaved(num_steps: int, num_reqs: int, chunk: int = 100) -> dict:
+    """The churn and the steady engine stepped in turn, ``chunk`` steps each, every chunk timed
+    (trace building included): both see the same machine, so their ratio holds where a shared
+    machine's speed drifts from one run to the next. Returns the seconds of each and the ratio."""
+    import gc
+
+    from lab.engine.recorder import Recorder
+    from lab.engine.runner import engine_steps
+
+    runs = {}
+    for kind in ("steady", "churn"):
+        scenario = parse_spec(bench_engine_spec(num_steps, num_reqs, kind == "churn"))
+        runs[kind] = {"steps": engine_steps(scenario, [Recorder(scenario)]), "seconds": 0.0, "done": False}
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        while not all(r["done"] for r in runs.values()):
+            for r in runs.values():
+                t0 = time.perf_counter()
+                try:
+                    for _ in range(chunk):
+                        next(r["steps"])
+                except StopIteration:
+                    r["done"] = True
+                r["seconds"] += time.perf_counter() - t0
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    steady, churn = runs["steady"]["seconds"], runs["churn"]["seconds"]
+    return {"steady_seconds": steady, "churn_seconds": churn, "ratio": churn / steady, "chunk": chunk}
+
+
+def bench_engine(num_steps: int, num_reqs: int, churn: bool, repeat: int, out=None) -> dict:
+    """Time the engine on num_steps x num_reqs live requests; returns the figures."""
+    spec = bench_engine_spec(num_steps, num_reqs, churn)
     scenario = parse_spec(spec)
     times = []
     trace = None
@@ -333,8 +369,16 @@ def cmd_bench(args) -> int:
     if not args.no_churn:
         churn = bench_engine(args.steps, args.reqs, True, args.repeat)
         print(
-            f"  churn/steady: {churn['seconds'] / full['seconds']:.2f}x the steady run's time "
-            f"({churn['rows'] / full['rows']:.2f}x its rows; target <= 1.5x)"
+            f"  churn/steady, separate runs: {churn['seconds'] / full['seconds']:.2f}x the steady run's time "
+            f"({churn['rows'] / full['rows']:.2f}x its rows; each run sees the machine of its moment)"
+        )
+        ratios = [bench_engine_interleaved(args.steps, args.reqs) for _ in range(args.repeat)]
+        best = sorted(ratios, key=lambda r: r["ratio"])[len(ratios) // 2]  # the median run
+        print(
+            f"  churn/steady: {best['ratio']:.2f}x, stepped in turn (median run; {best['chunk']} steps each; churn "
+            f"{best['churn_seconds']:.2f} s, steady {best['steady_seconds']:.2f} s"
+            + ("; runs: " + ", ".join(f"{r['ratio']:.2f}x" for r in ratios) if len(ratios) > 1 else "")
+            + "; target <= 1.5x)"
         )
     return 0
 

@@ -151,10 +151,11 @@ def test_R6_block_tables_stale_columns():
     for r in range(3):
         bt.add_request(r)
     bt.append_block_ids(np.array([0, 2]), np.array([5, 1]), np.array([11, 12, 13, 14, 15, 31]))
-    bt.gather_block_tables(np.array([0, 2, 2]), 3, np.array([100, 102, 102]))
+    bt.gather_block_tables(np.array([0, 2, 2]), 3)
     assert bt.input_block_tables[2, 0] == 31
     bt.append_block_ids(np.array([1]), np.array([2]), np.array([21, 22]))
-    t = bt.gather_block_tables(np.array([1]), 3, np.array([101]))
+    bt.gather_block_tables(np.array([1]), 3)
+    t = bt.input_table(3)
     assert t[0].tolist() == [21, 22, 13, 14, 15, 0, 0, 0]
     assert not t[1:].any()
     pool = BlockPool(8)
@@ -173,11 +174,12 @@ def test_R6_rows_left_by_a_larger_batch_are_zeroed():
     for r in range(3):
         bt.add_request(r)
     bt.append_block_ids(np.array([0, 1, 2]), np.array([3, 3, 3]), np.arange(11, 20))
-    bt.gather_block_tables(np.array([0, 1, 2]), 3, np.array([100, 101, 102]))
-    bt.gather_block_tables(np.array([0]), 1, np.array([100]))  # rows 1 and 2 left by the larger batch
+    bt.gather_block_tables(np.array([0, 1, 2]), 3)
+    bt.gather_block_tables(np.array([0]), 1)  # rows 1 and 2 left by the larger batch
     bt.add_request(3)
     bt.append_block_ids(np.array([3]), np.array([1]), np.array([31]))
-    t = bt.gather_block_tables(np.array([0, 3, 3]), 3, np.array([100, 103, 103]))
+    bt.gather_block_tables(np.array([0, 3, 3]), 3)
+    t = bt.input_table(3)
     assert t[1].tolist() == [31, 0, 0, 0, 0, 0, 0, 0]  # not [31, 15, 16, ...]
     assert t[2].tolist() == [31, 0, 0, 0, 0, 0, 0, 0]
     assert t[0].tolist() == [11, 12, 13, 0, 0, 0, 0, 0]

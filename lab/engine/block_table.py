@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from lab.engine.ragged import flat_ranges, ragged_ranges
+from lab.engine.ragged import flat_ranges
 
 PAD_SLOT_ID = -1
 
@@ -34,6 +34,17 @@ class BlockTables:
     (``req_index``), written by ``append_block_ids``. ``input_block_tables`` [max_num_reqs,
     max_num_blocks_per_req]: the kernel's input, by batch row, refilled by ``gather_block_tables``
     each step and never cleared past a row's ``num_blocks``, which is where stale ids live (R6).
+
+    How the lab stores the input table (the table is vLLM's, entry for entry; the storage is the
+    lab's): vLLM's gather copies columns [0, num_blocks) of each request's persistent row, so those
+    columns of input row i always equal ``block_tables[idx_mapping[i], :num_blocks]``. The lab keeps
+    them by reference (``_row_src``: the persistent row they are in) and stores physically only what
+    the copies leave behind, the columns from ``_row_nb`` (what the row last received) on: a batch
+    shift under churn then rewrites nothing, where vLLM's kernel rewrites every row. A reference is
+    turned into a copy (``_detach``) just before its persistent row is overwritten (``add_request``
+    of that slot), and a row given fewer blocks than it holds copies the columns it uncovers (the
+    earlier occupant's ids) before it takes its new reference. ``input_block_tables`` (and
+    ``input_table``) rebuild vLLM's table from both.
     """
 
     def __init__(self, max_num_reqs: int, max_num_blocks_per_req: int, zero_dirty_rows: bool = True, stale_ledger=None):
@@ -41,14 +52,18 @@ class BlockTables:
         # vLLM 0.33 zeroes rows a larger earlier batch left; 0.32 zeroes only the padded rows.
         self.zero_dirty_rows = zero_dirty_rows
         self.max_num_blocks_per_req = max_num_blocks_per_req
-        # Persistent rows, by request slot.
-        self.block_tables = np.zeros((max_num_reqs, max_num_blocks_per_req), dtype=np.int32)
+        # One buffer: rows [0, R) are the persistent rows by request slot, rows [R, 2R) the input
+        # table's own storage by batch row (exact from column _row_nb on), so one flat index
+        # reaches either.
+        self._rows = np.zeros((2 * max_num_reqs, max_num_blocks_per_req), dtype=np.int32)
+        self.block_tables = self._rows[:max_num_reqs]
+        self._input = self._rows[max_num_reqs:]
         self.num_blocks = np.zeros(max_num_reqs, dtype=np.int32)
-        # The input table, by batch row. It persists across steps: that is where stale ids live.
-        self.input_block_tables = np.zeros((max_num_reqs, max_num_blocks_per_req), dtype=np.int32)
-        # What each batch row last received: the instance (-1: nothing or zeroed), how many
-        # columns, and the high-water mark past which the row is all zeros.
-        self._row_inst = np.full(max_num_reqs, -1, dtype=np.int64)
+        # Per batch row: the row of _rows holding its columns [0, _row_nb) (a request slot, or
+        # R + i: its own storage), how many columns it last received, and the high-water mark
+        # past which the row is all zeros.
+        self._own_rows = np.arange(max_num_reqs, 2 * max_num_reqs, dtype=np.int64)
+        self._row_src = self._own_rows.copy()
         self._row_nb = np.zeros(max_num_reqs, dtype=np.int32)
         self.row_hwm = np.zeros(max_num_reqs, dtype=np.int32)
         # Rows the last gather filled with real requests; a later, smaller batch zeroes them.
@@ -59,11 +74,20 @@ class BlockTables:
 
     # vllm block_table.py BlockTables.append_block_ids (overwrite=True for a new request).
     def add_request(self, req_index: int) -> None:
+        self._detach(req_index)  # the slot's row is about to be overwritten from column 0
         self.num_blocks[req_index] = 0
+
+    def _detach(self, req_index: int) -> None:
+        """Copy into their own storage the input rows whose columns [0, _row_nb) are slot
+        ``req_index``'s persistent row (at most one, but for rows a larger batch left under 0.32)."""
+        for i in (self._row_src == req_index).nonzero()[0].tolist():
+            nb = int(self._row_nb[i])
+            self._input[i, :nb] = self.block_tables[req_index, :nb]
+            self._row_src[i] = self.max_num_reqs + i
 
     def append_block_ids(self, req_indices: np.ndarray, counts: np.ndarray, block_ids: np.ndarray) -> None:
         """Append ``counts[i]`` ids from ``block_ids`` (concatenated, in order) to row ``req_indices[i]``."""
-        total = int(counts.sum())
+        total = len(block_ids)
         if total == 0:
             return
         starts = self.num_blocks[req_indices]
@@ -75,29 +99,24 @@ class BlockTables:
         self.block_tables.reshape(-1)[idx] = block_ids
         self.num_blocks[req_indices] = starts + counts
 
-    def gather_block_tables(self, idx_mapping: np.ndarray, num_reqs_padded: int, inst: np.ndarray) -> np.ndarray:
+    def gather_block_tables(self, idx_mapping: np.ndarray, num_reqs_padded: int) -> None:
         """vllm block_table.py ``gather_block_tables(idx_mapping, num_reqs_padded)``: copy columns
         [0, num_blocks) of each request's row into batch row i; zero rows [n, max(num_reqs_padded,
-        rows the last gather filled)) over the full width. Returns the input table view.
+        rows the last gather filled)) over the full width. ``input_table`` then gives the result.
 
-        ``inst`` (the lab's, not vLLM's: the instance of each batch row) lets it write only what
-        differs from what the row already holds (the same instance keeps its earlier columns),
-        which gives the same table as copying [0, num_blocks) every step.
-        """
+        In the lab's storage (see the class) the copy is a reference; what is written is the
+        columns a row given fewer blocks than it last received uncovers, [num_blocks, _row_nb):
+        vLLM leaves the earlier occupant's ids there, stale."""
         n = len(idx_mapping)
         nb = self.num_blocks[idx_mapping]
-        if self.stale_ledger is not None:
-            self._record_stale_change(n, nb)  # before the copy overwrites the entries that leave
-        same = self._row_inst[:n] == inst
-        if same.all():  # every row holds the same request as last step: write only its new blocks
-            self._copy_columns(idx_mapping, self._row_nb[:n], nb - self._row_nb[:n])
-        elif not same.any():  # every row changed (churn: a finished request shifts all later rows)
-            self._row_inst[:n] = inst
-            self._copy_rows(idx_mapping, nb)
-        else:
-            self._row_inst[:n] = inst
-            start = np.where(same, self._row_nb[:n], 0)
-            self._copy_columns(idx_mapping, start, np.maximum(nb - start, 0))
+        before = self._row_nb[:n]
+        ledger = self.stale_ledger
+        grown = nb - before
+        if int(grown.min()) < 0:  # rows given fewer blocks uncover columns
+            self._uncover(n, nb, grown)
+        if ledger is not None and ledger.num_entries and int(grown.max()) > 0:  # rows given more overwrite some
+            self._overwrite(n, nb, grown)
+        self._row_src[:n] = idx_mapping
         self._row_nb[:n] = nb
         np.maximum(self.row_hwm[:n], nb, out=self.row_hwm[:n])
         # vLLM 0.33.0 zeroes the padded rows and also the rows a larger earlier batch left
@@ -107,81 +126,82 @@ class BlockTables:
         num_rows = max(num_reqs_padded, self._num_dirty_rows) if self.zero_dirty_rows else num_reqs_padded
         self._num_dirty_rows = n
         if num_rows > n:
-            if self.stale_ledger is not None:  # the zeroed rows' stale entries leave
+            if ledger is not None:  # the zeroed rows' stale entries leave
                 lo = self._row_nb[n:num_rows]
                 lens = self.row_hwm[n:num_rows] - lo
-                self._record_stale_range(np.arange(n, num_rows), lo, lens, np.full(len(lo), -1, dtype=np.int32))
-            self.input_block_tables[n:num_rows] = 0
-            self._row_inst[n:num_rows] = -1
+                rows = self._own_rows[n:num_rows]
+                self._record_stale_range(rows, lo, lens, -1)
+            self._input[n:num_rows] = 0
+            self._row_src[n:num_rows] = self._own_rows[n:num_rows]
             self._row_nb[n:num_rows] = 0
             self.row_hwm[n:num_rows] = 0
-        return self.input_block_tables[:num_reqs_padded]
+
+    def _overwrite(self, n: int, nb: np.ndarray, grown: np.ndarray) -> None:
+        """Rows given more blocks than they last received overwrite the stale entries in columns
+        [_row_nb, min(nb, hwm)), which leave the stale region (the ledger's; nothing is copied)."""
+        before = self._row_nb[:n]
+        lim = np.minimum(nb, self.row_hwm[:n])
+        rows = (before < lim).nonzero()[0]
+        if not len(rows):
+            return
+        lo = before[rows]
+        if len(rows) == int(np.add.reduce(lim[rows] - lo)):  # one column a row (decodes crossing a block boundary)
+            flat = self._input.reshape(-1)
+            self.stale_ledger.record(flat.take(rows * self.max_num_blocks_per_req + lo), -1)
+        else:
+            self._record_stale_range(self._own_rows[rows], lo, lim[rows] - lo, -1)
+
+    def _uncover(self, n: int, nb: np.ndarray, grown: np.ndarray) -> None:
+        """Rows given fewer blocks than they last received uncover columns [nb, _row_nb): the
+        earlier occupant's ids, which vLLM leaves there. They are copied from where the row's
+        columns were (the earlier occupant's persistent row, or the row's own storage) into the
+        row's own storage, and enter the stale region."""
+        rows = (grown < 0).nonzero()[0]
+        lo = nb[rows]
+        lens = self._row_nb[rows] - lo
+        src = self._row_src[rows]
+        idx = flat_ranges(src * self.max_num_blocks_per_req + lo, lens)
+        flat = self._rows.reshape(-1)
+        ids = flat.take(idx)
+        flat[idx + np.repeat((self._own_rows[rows] - src) * self.max_num_blocks_per_req, lens)] = ids
+        if self.stale_ledger is not None:
+            self.stale_ledger.record(ids, 1)
+
+    def _record_stale_range(self, rows: np.ndarray, lo: np.ndarray, lens: np.ndarray, sign: np.ndarray | int):
+        """The ids in columns [lo[i], lo[i] + lens[i]) of rows ``rows[i]`` of ``_rows``, concatenated
+        (None when there are none), told to the ledger as entering (sign +1) or leaving (-1) the
+        stale region (``sign``: one per range, or one for all)."""
+        if not len(lens) or int(lens.max()) == 0:
+            return None
+        ids = self._rows.reshape(-1).take(flat_ranges(rows * self.max_num_blocks_per_req + lo, lens))
+        if self.stale_ledger is not None:
+            self.stale_ledger.record(ids, sign if isinstance(sign, int) else np.repeat(sign, lens))
+        return ids
+
+    def input_table(self, num_rows: int) -> np.ndarray:
+        """vLLM's ``input_block_tables[:num_rows]`` as the last gather left it (a new array): the
+        stored rows, with each row's columns [0, _row_nb) taken from where they are."""
+        out = self._input[:num_rows].copy()
+        c1 = int(self._row_nb[:num_rows].max()) if num_rows else 0
+        if c1:
+            mask = np.arange(c1, dtype=np.int32) < self._row_nb[:num_rows, None]
+            np.copyto(out[:, :c1], self._rows[self._row_src[:num_rows], :c1], where=mask)
+        return out
+
+    @property
+    def input_block_tables(self) -> np.ndarray:
+        """Every row of vLLM's input table (``input_table(max_num_reqs)``)."""
+        return self.input_table(self.max_num_reqs)
+
+    def stale_columns(self, num_rows: int) -> np.ndarray:
+        """The input table's storage [:num_rows]: exact in every row's columns from ``_row_nb`` on
+        (its stale ids, then zeros), which is all ``StaleRegion`` reads; not before them."""
+        return self._input[:num_rows]
 
     def ids_past(self, n: int) -> bool:
         """Whether a row at or past ``n`` holds any id (only under vLLM 0.32, which leaves the rows a
         larger earlier batch wrote); the stale ledger then also counts rows the walks do not read."""
         return not self.zero_dirty_rows and bool(self.row_hwm[n:].any())
-
-    def _record_stale_change(self, n: int, nb: np.ndarray) -> None:
-        """Tell the ledger how rows [0, n)' stale regions [row_nb, hwm) change as row_nb becomes
-        ``nb``: a row given fewer blocks than it last received uncovers [nb, row_nb) (the earlier
-        occupant's ids, which stay), one given more overwrites [row_nb, min(nb, hwm))."""
-        before = self._row_nb[:n]
-        # Nothing stale anywhere and no row given fewer blocks (steady decoding): nothing changes.
-        if not self.stale_ledger.num_entries and (nb >= before).all():
-            return
-        moved = (before != nb).nonzero()[0]
-        if not len(moved):
-            return
-        p, q = before[moved], nb[moved]
-        lo = np.minimum(p, q)
-        lens = np.minimum(np.maximum(p, q), self.row_hwm[moved]) - lo
-        self._record_stale_range(moved, lo, lens, np.sign(p - q))  # int32; +1: uncovered, -1: overwritten
-
-    def _record_stale_range(self, rows: np.ndarray, lo: np.ndarray, lens: np.ndarray, sign: np.ndarray) -> None:
-        """Record the ids in columns [lo[i], lo[i] + lens[i]) of input rows ``rows[i]`` as entering
-        (sign +1) or leaving (-1) the stale region."""
-        flat = self.input_block_tables.reshape(-1)
-        if int(lens.max()) <= 1:  # at most one column a row (most steps): no ragged indices
-            has = lens.nonzero()[0]
-            if len(has):
-                self.stale_ledger.record(flat.take(rows[has] * self.max_num_blocks_per_req + lo[has]), sign[has])
-            return
-        idx = flat_ranges(rows * self.max_num_blocks_per_req + lo, lens)
-        self.stale_ledger.record(flat.take(idx), np.repeat(sign, lens))
-
-    def _copy_rows(self, idx_mapping: np.ndarray, nb: np.ndarray) -> None:
-        """input row i, columns [0, nb[i]) <- its request's persistent row: one masked copy of the
-        rectangle [0, max nb), which leaves each row's columns past nb[i] (its stale ids) as they were."""
-        c1 = int(nb.max())
-        if c1:
-            n = len(idx_mapping)
-            mask = np.arange(c1, dtype=nb.dtype) < nb[:, None]  # same dtypes: twice as fast as int64 < int32
-            np.copyto(self.input_block_tables[:n, :c1], self.block_tables[idx_mapping, :c1], where=mask)
-
-    def _copy_columns(self, idx_mapping: np.ndarray, start: np.ndarray, lens: np.ndarray) -> None:
-        """input row i, columns [start[i], start[i] + lens[i]) <- its request's persistent row.
-
-        Three ways to the same table, by shape: one column per row (a decode step crossing a block
-        boundary), a rectangle of rows with a mask (rows shifted under churn are rewritten from
-        column 0), else one index per entry."""
-        total = int(lens.sum())
-        if not total:
-            return
-        rows = lens.nonzero()[0]
-        if total == len(rows):  # one column each
-            cols = start[rows]
-            self.input_block_tables[rows, cols] = self.block_tables[idx_mapping[rows], cols]
-            return
-        c0, c1 = int(start[rows].min()), int((start + lens)[rows].max())
-        if rows[-1] - rows[0] + 1 == len(rows) and len(rows) * (c1 - c0) <= 4 * total:
-            r0, r1 = int(rows[0]), int(rows[-1]) + 1
-            col = np.arange(c0, c1, dtype=start.dtype)
-            mask = (col >= start[r0:r1, None]) & (col < (start + lens)[r0:r1, None])
-            np.copyto(self.input_block_tables[r0:r1, c0:c1], self.block_tables[idx_mapping[r0:r1], c0:c1], where=mask)
-            return
-        group, cols = ragged_ranges(start[rows], lens[rows])
-        self.input_block_tables[rows[group], cols] = self.block_tables[idx_mapping[rows[group]], cols]
 
 
 def compute_slot_mappings(

@@ -12,6 +12,8 @@ Each step ends by handing a ``StepRecord`` (lab/engine/step_record.py) to the ob
 from __future__ import annotations
 
 import gc
+from collections.abc import Generator
+from functools import partial
 
 import numpy as np
 
@@ -126,7 +128,10 @@ class ModelRunner:
         out = scheduler_output
         # vllm model_runner.py finish_requests: finished and preempted requests leave in sorted(req_id)
         # order (the string "req-N"), which decides the order their slots return to the free list.
-        removed = [self._remove(inst) for inst in sorted(out.removed_inst, key=self._req_id_of)]
+        removed_inst = out.removed_inst
+        if len(removed_inst) > 1:
+            removed_inst = sorted(removed_inst, key=self._req_id_of)
+        removed = [self._remove(inst) for inst in removed_inst]
         # vllm scheduler.py schedule(): for MRV2, resumed (preempted) requests are sent after the new
         # ones (scheduled_new_reqs.extend(scheduled_resumed_reqs)); add_requests takes slots in that order.
         new_inst = out.new_inst
@@ -151,7 +156,7 @@ class ModelRunner:
         idx_mapping_np = self._inst_req_index[out.inst]  # batch row -> request slot
         block_append = None
         if len(out.new_block_ids):
-            has = out.new_block_counts > 0
+            has = out.new_block_counts.nonzero()[0]
             block_append = BlockAppend(idx_mapping_np[has], out.new_block_counts[has], out.new_block_ids)
             self.block_tables.append_block_ids(block_append.req_indices, block_append.counts, block_append.block_ids)
 
@@ -185,8 +190,10 @@ class ModelRunner:
 
         # CUDA-graph dispatch (R8; vllm model_runner.py gather_batch_req_state + CudaGraphManager.dispatch).
         num_tokens = num_reqs * max_query_len if uniform else int(num_scheduled_tokens.sum())
-        eligible = not any_prefill or decode_graph_eligible(
-            is_prefilling, num_scheduled_tokens, num_draft_tokens, num_computed_tokens_cpu
+        # A row of more than 1 + K tokens is a prefill chunk of two or more: never decode-eligible.
+        eligible = not any_prefill or (
+            max_query_len <= self.decode_query_len
+            and decode_graph_eligible(is_prefilling, num_scheduled_tokens, num_draft_tokens, num_computed_tokens_cpu)
         )
         uniform_token_count = uniform_decode_token_count(num_reqs, num_tokens, max_query_len, eligible)
         batch_desc = self.cudagraph_manager.dispatch(num_reqs, num_tokens, uniform_token_count)
@@ -222,7 +229,7 @@ class ModelRunner:
 
         # gather_block_tables (R6): the kernel's input table, stale columns included; the ledger
         # then classifies the stale entries the gather uncovered and drops those it overwrote.
-        block_table = self.block_tables.gather_block_tables(idx_mapping_np, num_reqs_padded, batch_inst)
+        self.block_tables.gather_block_tables(idx_mapping_np, num_reqs_padded)
         stale_totals = self.stale_ledger.settle(kv_owner)
         num_blocks = self.block_tables.num_blocks[idx_mapping_np]
         # One walk per (pass, mode): the target pass, then each draft pass.
@@ -245,7 +252,8 @@ class ModelRunner:
         # The ledger counts every batch row; rows past the batch hold ids only under vLLM 0.32.
         if self.block_tables.ids_past(num_reqs):
             stale_totals = None
-        region = StaleRegion(block_table, num_blocks, self.block_tables.row_hwm, kv_owner, stale_totals)
+        stale_columns = self.block_tables.stale_columns(num_reqs_padded)
+        region = StaleRegion(stale_columns, num_blocks, self.block_tables.row_hwm, kv_owner, stale_totals)
         oor = region.walks(walk_max_seq_len, walk_num_rows, self.block_size)
 
         # Rejected drafts roll back: only the verified token and the accepted drafts stay computed.
@@ -267,7 +275,7 @@ class ModelRunner:
                 batch=batch,
                 attn_metadata=attn_metadata,
                 kernel_max_seq_len=kernel_max_seq_len,
-                block_table=block_table,
+                gathered=partial(self.block_tables.input_table, num_reqs_padded),
                 num_blocks=num_blocks,
                 drafts=drafts,
                 draft_max_seq_len=draft_max_seq_len,
@@ -286,36 +294,48 @@ class ModelRunner:
         return num_accepted[inv]
 
 
-def run_engine(scenario, observers: list[StepObserver] = (), progress=None) -> EngineEnd:
-    """Drive the scheduler and the runner until every request finished (or max_num_steps), handing
-    every step to ``observers`` (``on_step``) and then how it ended (``on_finish``)."""
+def engine_steps(scenario, observers: list[StepObserver] = ()) -> Generator[int, None, EngineEnd]:
+    """``run_engine`` one scheduler step at a time: yields after each step (the steps recorded so
+    far) and returns how the run ended, after the observers' ``on_finish``. ``python -m lab bench
+    engine`` steps two engines in turn this way, so both see the same machine."""
     sched = Scheduler(scenario)
     runner = ModelRunner(scenario, observers)
     clock = 0  # the scheduler's step counter, in which arrival_step is given
     num_steps = 0
-    # The loop allocates many small arrays and no cycles: the cyclic GC would only rescan them.
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        while sched.has_unfinished_requests() and num_steps < scenario.max_num_steps:
-            if not len(sched.running) and not sched.waiting:
-                # Nothing to run: jump to the next arrival instead of recording empty steps.
-                clock = max(clock, sched.next_arrival_step())
-            scheduler_output = sched.schedule(clock)
-            num_accepted = runner.execute_model(scheduler_output, sched.pool.owner)
-            sched.update_from_output(scheduler_output, num_accepted)
-            clock += 1
-            num_steps += len(scheduler_output.req_nums) > 0
-            if progress is not None:
-                progress(num_steps)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
+    while sched.has_unfinished_requests() and num_steps < scenario.max_num_steps:
+        if not len(sched.running) and not sched.waiting:
+            # Nothing to run: jump to the next arrival instead of recording empty steps.
+            clock = max(clock, sched.next_arrival_step())
+        scheduler_output = sched.schedule(clock)
+        num_accepted = runner.execute_model(scheduler_output, sched.pool.owner)
+        sched.update_from_output(scheduler_output, num_accepted)
+        clock += 1
+        num_steps += len(scheduler_output.req_nums) > 0
+        yield num_steps
     # Requests still live at the end (max_num_steps reached) keep their blocks in the trace.
     end = EngineEnd(sched.num_preemptions, sched.has_unfinished_requests(), runner.remove_all())
     for observer in runner.observers:
         observer.on_finish(end)
     return end
+
+
+def run_engine(scenario, observers: list[StepObserver] = (), progress=None) -> EngineEnd:
+    """Drive the scheduler and the runner until every request finished (or max_num_steps), handing
+    every step to ``observers`` (``on_step``) and then how it ended (``on_finish``)."""
+    steps = engine_steps(scenario, observers)
+    # The loop allocates many small arrays and no cycles: the cyclic GC would only rescan them.
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        while True:
+            num_steps = next(steps)
+            if progress is not None:
+                progress(num_steps)
+    except StopIteration as stop:
+        return stop.value
+    finally:
+        if gc_was_enabled:
+            gc.enable()
 
 
 def simulate(scenario, progress=None):

@@ -88,6 +88,9 @@ class Scheduler:
         self.kv_slot = np.full(n, -1, dtype=np.int64)
         self._free_kv_slots = list(range(s.max_num_seqs - 1, -1, -1))
         self._removed: list[int] = []
+        # Read-only fills for the rows of new requests (sliced, never written).
+        self._zeros = np.zeros(s.max_num_seqs, dtype=np.int64)
+        self._trues = np.ones(s.max_num_seqs, dtype=bool)
 
     # ---- state -------------------------------------------------------------------------------
     def has_unfinished_requests(self) -> bool:
@@ -211,12 +214,11 @@ class Scheduler:
                 counts[sched],
             )
         req = run
+        num_draft = None  # without drafts: zeros, once the admissions are known
         if k:
             num_draft = np.minimum(self.num_spec_tokens[req], np.maximum(num_new - 1, 0))
             if any_prefill:
                 num_draft[in_prefill] = 0
-        else:
-            num_draft = np.zeros(len(req), dtype=np.int64)
 
         new_req, new_tokens, new_counts = [], [], []
         new_inst = []
@@ -243,14 +245,20 @@ class Scheduler:
                 new_inst.append((int(self.inst[r]), r))
                 budget -= n_tok
         if new_req:
+            m = len(new_req)
             nr = np.array(new_req, dtype=np.int64)
+            every_running_scheduled = req is self.running
             self.running = np.concatenate([self.running, nr])
-            req = np.concatenate([req, nr])
+            req = self.running if every_running_scheduled else np.concatenate([req, nr])
+            # New requests: their prefill chunk and first blocks, nothing computed, no drafts.
             num_new = np.concatenate([num_new, new_tokens])
-            comp = np.concatenate([comp, np.zeros(len(nr), dtype=np.int64)])
-            in_prefill = np.concatenate([in_prefill, np.ones(len(nr), dtype=bool)])
-            num_draft = np.concatenate([num_draft, np.zeros(len(nr), dtype=np.int64)])
             counts = np.concatenate([counts, new_counts])
+            comp = np.concatenate([comp, self._zeros[:m]])
+            in_prefill = np.concatenate([in_prefill, self._trues[:m]])
+            if num_draft is not None:
+                num_draft = np.concatenate([num_draft, self._zeros[:m]])
+        if num_draft is None:
+            num_draft = np.zeros(len(req), dtype=np.int64)
 
         out = SchedulerOutput(
             req_nums=req,

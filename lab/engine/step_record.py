@@ -7,11 +7,13 @@ and calls ``observer.on_step(record)`` on each observer; after the last step it 
 them reaches into the runner.
 
 Arrays are the runner's own for this step: observers keep what they need and must not write to them.
-``block_table`` is a view of the persistent input table and changes at the next step: copy it to keep it.
+``block_table`` is built from the engine's block tables when first read: read it during ``on_step``
+(a later step changes what it would be built from).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -71,7 +73,9 @@ class StepRecord:
     batch: InputBatch | None = None  # R1: seq_lens_cpu_upper_bound, exact seq_lens, ...
     attn_metadata: dict[str, AttnMetadata] = field(default_factory=dict)  # mode -> prepare_attn result (R2)
     kernel_max_seq_len: dict[str, int] = field(default_factory=dict)  # mode -> what the launch sees (R9)
-    block_table: np.ndarray | None = None  # [n_pad, max_num_blocks_per_req] gathered input table (R6)
+    # [n_pad, max_num_blocks_per_req] the gathered input table (R6), or what builds it on first read
+    # (the engine's: most observers never read it): read ``block_table``, during ``on_step``.
+    gathered: np.ndarray | Callable[[], np.ndarray] | None = None
     num_blocks: np.ndarray | None = None  # [n] valid columns of each row
     drafts: list[DraftPassMetadata] = field(default_factory=list)  # K draft passes (R4, R5)
     draft_max_seq_len: dict[str, int] = field(default_factory=dict)  # mode -> the speculator's value (R4)
@@ -80,6 +84,12 @@ class StepRecord:
     walk_num_rows: list[int] = field(default_factory=list)  # [P] rows each walk covers
     oor: np.ndarray | None = None  # [P, F] out-of-range counts of each walk
     kv_owner: np.ndarray | None = None  # owner instance of every block id (FREE, NULL_OWNER)
+
+    @property
+    def block_table(self) -> np.ndarray | None:
+        if callable(self.gathered):
+            self.gathered = self.gathered()
+        return self.gathered
 
     @property
     def scheduler_step(self) -> int:

@@ -96,10 +96,9 @@ def test_a_disagreement_fails_with_step_field_and_values(rule, monkeypatch):
     elif rule == "R6":
         orig_gather = block_table.BlockTables.gather_block_tables
 
-        def stale_padding(self, idx_mapping, num_reqs_padded, inst):
-            t = orig_gather(self, idx_mapping, num_reqs_padded, inst)
-            t[len(idx_mapping) :, 0] = 7  # padded rows not zeroed
-            return t
+        def stale_padding(self, idx_mapping, num_reqs_padded):
+            orig_gather(self, idx_mapping, num_reqs_padded)
+            self._input[len(idx_mapping) : num_reqs_padded, 0] = 7  # padded rows not zeroed
 
         monkeypatch.setattr(block_table.BlockTables, "gather_block_tables", stale_padding)
         field = "R6 block_table"

@@ -84,3 +84,56 @@ def test_stale_ledger_totals_equal_brute_force_on_every_step(spec):
 
     trace, _ = simulate_checked(parse_spec(spec))
     assert len(trace.steps) > 10
+
+
+class _CopyingGather:
+    """vLLM's ``gather_block_tables`` as vLLM writes it: every step, columns [0, num_blocks) of each
+    request's persistent row copied into its batch row, and the rows past the batch zeroed (0.33:
+    also those a larger earlier batch left). The engine keeps those columns by reference instead
+    (lab/engine/block_table.py): its table must be this one, entry for entry, stale columns included."""
+
+    def __init__(self, scenario):
+        from lab.engine.releases import release
+
+        self.zero_dirty_rows = release(scenario.vllm_version).zero_dirty_rows
+        self.rows: dict[int, list[int]] = {}  # request slot -> its block ids
+        self.table = np.zeros((scenario.max_num_seqs, scenario.max_num_blocks_per_req), dtype=np.int32)
+        self.dirty = 0
+        self.steps = 0
+
+    def on_step(self, record):
+        for added in record.added:
+            self.rows[added.req_index] = []
+        if record.block_append is not None:
+            a, off = record.block_append, 0
+            for r, c in zip(a.req_indices.tolist(), a.counts.tolist()):
+                self.rows[r] += a.block_ids[off : off + c].tolist()
+                off += c
+        if record.is_idle:
+            return
+        batch = record.batch
+        n, n_pad = batch.num_reqs, batch.num_reqs_after_padding
+        for i, slot in enumerate(batch.idx_mapping_np.tolist()):
+            self.table[i, : len(self.rows[slot])] = self.rows[slot]
+        num_rows = max(n_pad, self.dirty) if self.zero_dirty_rows else n_pad
+        self.table[n:num_rows] = 0
+        self.dirty = n
+        assert np.array_equal(record.block_table, self.table[:n_pad]), f"step {self.steps}"
+        self.steps += 1
+
+    def on_finish(self, end):
+        pass
+
+
+@pytest.mark.parametrize("spec", LEDGER_SPECS + ("2p40o12_mml=1k_capture=1/2/4", "8p1ko128a0+2_k=2_mml=8k_steps=80"))
+def test_input_table_equals_copying_every_step(spec):
+    """Churn (rows shift, shorter occupants uncover columns), preemptions (a slot reused while a row
+    still refers to it), drafts, FULL graphs and vLLM 0.32's rows past the batch."""
+    from lab.engine.recorder import Recorder
+    from lab.engine.runner import run_engine
+    from lab.scenario import parse_spec
+
+    scenario = parse_spec(spec)
+    copying = _CopyingGather(scenario)
+    run_engine(scenario, [Recorder(scenario), copying])
+    assert copying.steps > 5

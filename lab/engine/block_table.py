@@ -112,9 +112,9 @@ class BlockTables:
         before = self._row_nb[:n]
         ledger = self.stale_ledger
         grown = nb - before
-        if int(grown.min()) < 0:  # rows given fewer blocks uncover columns
+        if np.minimum.reduce(grown) < 0:  # rows given fewer blocks uncover columns
             self._uncover(n, nb, grown)
-        if ledger is not None and ledger.num_entries and int(grown.max()) > 0:  # rows given more overwrite some
+        if ledger is not None and ledger.num_entries and np.maximum.reduce(grown) > 0:  # rows given more overwrite some
             self._overwrite(n, nb, grown)
         self._row_src[:n] = idx_mapping
         self._row_nb[:n] = nb
@@ -163,7 +163,7 @@ class BlockTables:
         idx = flat_ranges(src * self.max_num_blocks_per_req + lo, lens)
         flat = self._rows.reshape(-1)
         ids = flat.take(idx)
-        flat[idx + np.repeat((self._own_rows[rows] - src) * self.max_num_blocks_per_req, lens)] = ids
+        flat[idx + ((self._own_rows[rows] - src) * self.max_num_blocks_per_req).repeat(lens)] = ids
         if self.stale_ledger is not None:
             self.stale_ledger.record(ids, 1)
 
@@ -171,11 +171,11 @@ class BlockTables:
         """The ids in columns [lo[i], lo[i] + lens[i]) of rows ``rows[i]`` of ``_rows``, concatenated
         (None when there are none), told to the ledger as entering (sign +1) or leaving (-1) the
         stale region (``sign``: one per range, or one for all)."""
-        if not len(lens) or int(lens.max()) == 0:
+        if not np.count_nonzero(lens):
             return None
         ids = self._rows.reshape(-1).take(flat_ranges(rows * self.max_num_blocks_per_req + lo, lens))
         if self.stale_ledger is not None:
-            self.stale_ledger.record(ids, sign if isinstance(sign, int) else np.repeat(sign, lens))
+            self.stale_ledger.record(ids, sign if isinstance(sign, int) else sign.repeat(lens))
         return ids
 
     def input_table(self, num_rows: int) -> np.ndarray:
@@ -201,7 +201,7 @@ class BlockTables:
     def ids_past(self, n: int) -> bool:
         """Whether a row at or past ``n`` holds any id (only under vLLM 0.32, which leaves the rows a
         larger earlier batch wrote); the stale ledger then also counts rows the walks do not read."""
-        return not self.zero_dirty_rows and bool(self.row_hwm[n:].any())
+        return not self.zero_dirty_rows and np.count_nonzero(self.row_hwm[n:]) > 0
 
 
 def compute_slot_mappings(

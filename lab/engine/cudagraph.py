@@ -136,7 +136,7 @@ def decode_graph_eligible(
     """vllm/v1/worker/gpu/model_runner.py ``gather_batch_req_state``: a batch may replay a decode graph
     when every row decodes, or is a prefill with one new token over existing context (the last
     token of a chunked prompt), which runs as a decode (``prefill_runs_as_decode``)."""
-    if not is_prefilling.any():
+    if not np.count_nonzero(is_prefilling):
         return True
     one_token_ext = (num_scheduled_tokens - num_draft_tokens == 1) & (num_computed_tokens > 0)
     return bool((~is_prefilling | one_token_ext).all())

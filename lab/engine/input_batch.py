@@ -54,7 +54,7 @@ def in_batch_order(num_draft_tokens: np.ndarray, num_scheduled_tokens: np.ndarra
     row verifies drafts, and the rows that are not plain decodes come last, in non-decreasing token
     count. The usual case under churn (this step's admissions, prefilling, at the end); it spares
     the sort and the reordering of every per-row array."""
-    if num_draft_tokens.any():
+    if np.count_nonzero(num_draft_tokens):
         return False
     n = len(num_scheduled_tokens)
     other = (num_scheduled_tokens != decode_query_len).nonzero()[0]

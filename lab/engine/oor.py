@@ -58,7 +58,7 @@ class StaleRegion:
             # least num_blocks), so the reach is hwm and the entries are sum(totals).
             if sum(totals):
                 self.reach = row_hwm[:n]
-                self._reach_sum, self._max_reach = int(np.add.reduce(self.reach)), int(self.reach.max())
+                self._reach_sum, self._max_reach = int(np.add.reduce(self.reach)), int(np.maximum.reduce(self.reach))
                 self._totals = totals
             return
         lens = row_hwm[:n] - num_blocks

@@ -162,7 +162,7 @@ class ModelRunner:
 
         # Batch order (vllm model_runner.py sort_batch_req_ids; 0.19/0.22: by num_scheduled_tokens alone).
         num_scheduled_tokens = out.num_scheduled_tokens
-        any_prefill = bool(out.is_prefilling.any())
+        any_prefill = np.count_nonzero(out.is_prefilling) > 0
         max_query_len = int(num_scheduled_tokens.max())
         uniform = not any_prefill and int(num_scheduled_tokens.min()) == max_query_len
         if not self.release.sort_batch_req_ids:

@@ -160,12 +160,14 @@ class Scheduler:
         comp = self.num_computed_tokens[run]
         prefill_len = self.prefill_len[run]
         in_prefill = comp < prefill_len
-        any_prefill = bool(in_prefill.any())
+        # np.count_nonzero, np.add.accumulate: ufunc-level calls, without ndarray.any/.all's or
+        # np.cumsum's Python wrappers (this runs every step).
+        any_prefill = np.count_nonzero(in_prefill) > 0
         decode_need = 1 + self.num_spec_tokens[run] if k else np.ones(len(run), dtype=np.int64)
         need = np.where(in_prefill, prefill_len - comp, decode_need) if any_prefill else decode_need
         np.minimum(need, mml - 1 - comp, out=need)
         np.maximum(need, 0, out=need)
-        cum = np.cumsum(need)
+        cum = np.add.accumulate(need)
         if len(cum) == 0 or cum[-1] <= budget:
             num_new = need  # everyone gets what they need
         else:
@@ -175,7 +177,7 @@ class Scheduler:
         cur = self.kv_nb[slots]
         want = self._blocks_for(comp + num_new + k)
         new_blocks = np.maximum(want - cur, 0)
-        all_scheduled = bool(num_new.all())
+        all_scheduled = np.count_nonzero(num_new) == len(num_new)
         if not all_scheduled:
             new_blocks[num_new == 0] = 0
         total_new = int(new_blocks.sum())
@@ -337,7 +339,7 @@ class Scheduler:
             return req
         decode = ~out.is_prefilling
         sampled = 1 + num_accepted.astype(np.int64)
-        if not decode.all():
+        if np.count_nonzero(out.is_prefilling):
             done_prefill = out.num_computed_tokens + out.num_scheduled_tokens >= self.prefill_len[req]
             sampled = np.where(decode, sampled, done_prefill)
         limit = self.max_output_tokens[req]

@@ -129,13 +129,14 @@ def recorded_spec(trace, index: int) -> dict:
     layout = {
         "height": 640 if has_drafts else 460,
         "hovermode": "x unified",
-        "margin": {"r": 250, "b": 110},
+        "margin": {"r": 250, "b": 110, "t": 125},
         "legend": {"x": 1.01, "xanchor": "left", "y": 1.0, "font": {"size": 10}},
         "title": title(
             f"{preset}: the eras as vLLM itself ran them (recorded from vLLM "
             + ", ".join(r.vllm_cpu for r, *_ in found)
             + ")",
-            f"{verdict} · line: the release's own max_seq_len · circles: the engine's value in that era · "
+            # Two lines: the recorded spec on one line of its own is not cut at 1366 px.
+            f"{verdict} · line: the release's own max_seq_len · circles: the engine's value in that era<br>"
             f"recorded scenario (CPU variant): {spec}",
         ),
         "xaxis": {"anchor": "y2" if has_drafts else "y", "title": {"text": "step of the recorded run"}},

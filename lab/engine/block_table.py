@@ -114,8 +114,10 @@ class BlockTables:
         grown = nb - before
         if np.minimum.reduce(grown) < 0:  # rows given fewer blocks uncover columns
             self._uncover(n, nb, grown)
-        if ledger is not None and ledger.num_entries and np.maximum.reduce(grown) > 0:  # rows given more overwrite some
-            self._overwrite(n, nb, grown)
+        if ledger is not None and ledger.num_entries:  # rows given more blocks overwrite stale entries
+            most = int(np.maximum.reduce(grown))
+            if most > 0:
+                self._overwrite(n, nb, most)
         self._row_src[:n] = idx_mapping
         self._row_nb[:n] = nb
         np.maximum(self.row_hwm[:n], nb, out=self.row_hwm[:n])
@@ -136,16 +138,17 @@ class BlockTables:
             self._row_nb[n:num_rows] = 0
             self.row_hwm[n:num_rows] = 0
 
-    def _overwrite(self, n: int, nb: np.ndarray, grown: np.ndarray) -> None:
+    def _overwrite(self, n: int, nb: np.ndarray, most: int) -> None:
         """Rows given more blocks than they last received overwrite the stale entries in columns
-        [_row_nb, min(nb, hwm)), which leave the stale region (the ledger's; nothing is copied)."""
+        [_row_nb, min(nb, hwm)), which leave the stale region (the ledger's; nothing is copied).
+        ``most``: the most blocks a row was given."""
         before = self._row_nb[:n]
         lim = np.minimum(nb, self.row_hwm[:n])
         rows = (before < lim).nonzero()[0]
         if not len(rows):
             return
         lo = before[rows]
-        if len(rows) == int(np.add.reduce(lim[rows] - lo)):  # one column a row (decodes crossing a block boundary)
+        if most == 1:  # one column a row (decodes crossing a block boundary)
             flat = self._input.reshape(-1)
             self.stale_ledger.record(flat.take(rows * self.max_num_blocks_per_req + lo), -1)
         else:

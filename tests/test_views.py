@@ -261,6 +261,11 @@ def test_kernels_without_and_with_timings(traces):
     md = summary_markdown(t, 3)
     num = summary_numbers(t, 3)
     assert num["time"]["steps_timed"] == len(t.steps) - 1
+    # Read from the arrays (not a loop over every Step per click): the same as the steps say.
+    timed = [s for s in t.steps if s.timing is not None]
+    assert t.timed_steps().tolist() == [s.index for s in timed]
+    for m in ("baseline", "fixed"):
+        assert num["time"][m] == sum(s.timing[m]["ms"] for s in timed)
     saved = num["time"]["baseline"] - num["time"]["fixed"]
     assert f"time saved {saved:.3f} ms" in md and "test-device" in md
 

@@ -75,6 +75,13 @@ class Trace:
         the reproducing ``command``, …), or None for a trace without a live kernel run."""
         return self.meta.get("kernels") if "kernel_ms" in self.arrays else None
 
+    def timed_steps(self) -> np.ndarray:
+        """Indices of the steps with kernel timings in both modes (where ``Step.timing`` is not None)."""
+        ms = self.arrays.get("kernel_ms")
+        if ms is None:
+            return np.zeros(0, dtype=np.int64)
+        return np.isfinite(ms).all(axis=1).nonzero()[0]
+
     def attach_kernel_timings(self, meta: dict, arrays: dict[str, np.ndarray]) -> None:
         """Add a live run's per-step kernel results (names and shapes of ``TIMING_SCHEMA``) and
         its description ``meta`` (at least backend, device, kernel, dtype as strings)."""
@@ -145,7 +152,7 @@ class Trace:
             n = min(hi - lo, nrp)
             if n:
                 nb = a["num_blocks"][lo : lo + n]
-                grow = np.nonzero(open_[:n] & (nb > filled[:n]))[0]
+                grow = ((nb > filled[:n]) & open_[:n]).nonzero()[0]
                 for r in grow.tolist():
                     blocks = self.instance_blocks(int(a["row_inst"][lo + r]))
                     table[r, filled[r] : nb[r]] = blocks[filled[r] : nb[r]]
@@ -157,7 +164,7 @@ class Trace:
                 open_[n:] = False
             else:
                 open_[n : max(n, int(a["num_reqs_padded"][s]))] = False
-            if not open_.any():
+            if not np.count_nonzero(open_):  # (ndarray.any adds a Python wrapper: this runs per step)
                 break
         return table
 

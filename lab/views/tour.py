@@ -106,7 +106,7 @@ def tour(trace) -> list[dict]:
             "block_table",
             f"before #40654 the kernel walks {ratio[k]:,.0f}× the block-table entries it walks after #43991.",
         )
-    timed = [st.index for st in trace.steps if st.timing is not None]
+    timed = trace.timed_steps().tolist()
     if timed:
         add(timed[len(timed) // 2], "kernels", f"a timed step ({len(timed)} of {n} steps were timed).")
     add(n - 1, "timeline", "every step at once: the cumulative entries each era's walk reads.")

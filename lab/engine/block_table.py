@@ -132,7 +132,7 @@ class BlockTables:
                 lo = self._row_nb[n:num_rows]
                 lens = self.row_hwm[n:num_rows] - lo
                 rows = self._own_rows[n:num_rows]
-                self._record_stale_range(rows, lo, lens, -1)
+                self._record_leaving(rows, lo, lens)
             self._input[n:num_rows] = 0
             self._row_src[n:num_rows] = self._own_rows[n:num_rows]
             self._row_nb[n:num_rows] = 0
@@ -152,7 +152,7 @@ class BlockTables:
             flat = self._input.reshape(-1)
             self.stale_ledger.record(flat.take(rows * self.max_num_blocks_per_req + lo), -1)
         else:
-            self._record_stale_range(self._own_rows[rows], lo, lim[rows] - lo, -1)
+            self._record_leaving(self._own_rows[rows], lo, lim[rows] - lo)
 
     def _uncover(self, n: int, nb: np.ndarray, grown: np.ndarray) -> None:
         """Rows given fewer blocks than they last received uncover columns [nb, _row_nb): the
@@ -170,16 +170,12 @@ class BlockTables:
         if self.stale_ledger is not None:
             self.stale_ledger.record(ids, 1)
 
-    def _record_stale_range(self, rows: np.ndarray, lo: np.ndarray, lens: np.ndarray, sign: np.ndarray | int):
-        """The ids in columns [lo[i], lo[i] + lens[i]) of rows ``rows[i]`` of ``_rows``, concatenated
-        (None when there are none), told to the ledger as entering (sign +1) or leaving (-1) the
-        stale region (``sign``: one per range, or one for all)."""
-        if not np.count_nonzero(lens):
-            return None
-        ids = self._rows.reshape(-1).take(flat_ranges(rows * self.max_num_blocks_per_req + lo, lens))
-        if self.stale_ledger is not None:
-            self.stale_ledger.record(ids, sign if isinstance(sign, int) else sign.repeat(lens))
-        return ids
+    def _record_leaving(self, rows: np.ndarray, lo: np.ndarray, lens: np.ndarray) -> None:
+        """Tell the ledger that the ids in columns [lo[i], lo[i] + lens[i]) of rows ``rows[i]`` of
+        ``_rows`` leave the stale region."""
+        if np.count_nonzero(lens):
+            ids = self._rows.reshape(-1).take(flat_ranges(rows * self.max_num_blocks_per_req + lo, lens))
+            self.stale_ledger.record(ids, -1)
 
     def input_table(self, num_rows: int) -> np.ndarray:
         """vLLM's ``input_block_tables[:num_rows]`` as the last gather left it (a new array): the

@@ -145,11 +145,10 @@ class StaleLedger:
             null, live, free = self.totals
             self.totals = (null, live + moved, free - moved)
 
-    def record(self, block_ids: np.ndarray, sign: np.ndarray | int) -> None:
-        """Stale entries naming ``block_ids`` enter (+1) or leave (-1) the region (int32 signs, one
-        per entry, or one int for all)."""
+    def record(self, block_ids: np.ndarray, sign: int) -> None:
+        """Stale entries naming ``block_ids`` enter (``sign`` +1) or leave (-1) the region."""
         # An np.int32 scalar: np.add.at takes its fast path only when the dtypes match.
-        self._pending.append((block_ids, np.int32(sign) if isinstance(sign, int) else sign))
+        self._pending.append((block_ids, np.int32(sign)))
 
     def settle(self, owner: np.ndarray) -> tuple[int, int, int]:
         """Apply the recorded entries, classified by today's owners; returns the totals.
@@ -159,15 +158,10 @@ class StaleLedger:
         for ids, sign in self._pending:
             np.add.at(self.ref, ids, sign)
             own = owner.take(ids)
-            if sign.ndim == 0:  # one sign for all
-                one = int(sign)
-                entered = one * len(ids)
-                live = one * int(np.count_nonzero(own >= 0))
-                free = one * int(np.count_nonzero(own == FREE))
-            else:
-                entered = int(np.add.reduce(sign))
-                live = int(sign @ (own >= 0))
-                free = int(sign @ (own == FREE))
+            one = int(sign)
+            entered = one * len(ids)
+            live = one * int(np.count_nonzero(own >= 0))
+            free = one * int(np.count_nonzero(own == FREE))
             null, live0, free0 = self.totals
             self.totals = (null + entered - live - free, live0 + live, free0 + free)
             self.num_entries += entered

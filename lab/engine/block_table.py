@@ -160,6 +160,14 @@ class BlockTables:
         columns were (the earlier occupant's persistent row, or the row's own storage) into the
         row's own storage, and enter the stale region."""
         rows = (grown < 0).nonzero()[0]
+        if len(rows) == 1:  # one row (churn: the admitted request takes the last row): slices
+            i = int(rows[0])
+            lo, hi, src = int(nb[i]), int(self._row_nb[i]), int(self._row_src[i])
+            ids = self._rows[src, lo:hi].copy()
+            self._input[i, lo:hi] = ids
+            if self.stale_ledger is not None:
+                self.stale_ledger.record(ids, 1)
+            return
         lo = nb[rows]
         lens = self._row_nb[rows] - lo
         src = self._row_src[rows]

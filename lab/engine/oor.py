@@ -127,9 +127,17 @@ class StaleLedger:
     def __init__(self, num_gpu_blocks: int):
         # int32, as the signs: np.add.at with mixed dtypes takes a buffered path twice as slow.
         self.ref = np.zeros(num_gpu_blocks, dtype=np.int32)
-        self.totals = (0, 0, 0)  # by STALE_CLASSES, over every batch row
-        self.num_entries = 0  # sum(totals)
+        # Every entry the ledger sees is a real block copied from a persistent row's columns
+        # [0, num_blocks), so it names a live or a free block, never the null block: the totals
+        # are (0, live, num_entries - live), and one count classifies a record.
+        self.num_entries = 0
+        self._live = 0
         self._pending: list[tuple[np.ndarray, np.ndarray]] = []  # (block ids, +1 enter / -1 leave)
+
+    @property
+    def totals(self) -> tuple[int, int, int]:
+        """The stale entries by STALE_CLASSES, over every batch row."""
+        return 0, self._live, self.num_entries - self._live
 
     def owners_changed(self, allocated: np.ndarray, freed: np.ndarray) -> None:
         """Blocks handed out since the last step (free -> live) and freed (live -> free); call it
@@ -138,17 +146,15 @@ class StaleLedger:
         freed and handed out again in between."""
         if not self.num_entries:
             return
-        moved = int(np.add.reduce(self.ref.take(allocated))) if len(allocated) else 0
+        if len(allocated):
+            self._live += int(np.add.reduce(self.ref.take(allocated)))
         if len(freed):
-            moved -= int(np.add.reduce(self.ref.take(freed)))
-        if moved:
-            null, live, free = self.totals
-            self.totals = (null, live + moved, free - moved)
+            self._live -= int(np.add.reduce(self.ref.take(freed)))
 
     def record(self, block_ids: np.ndarray, sign: int) -> None:
         """Stale entries naming ``block_ids`` enter (``sign`` +1) or leave (-1) the region."""
         # An np.int32 scalar: np.add.at takes its fast path only when the dtypes match.
-        self._pending.append((block_ids, np.int32(sign)))
+        self._pending.append((block_ids, _ENTER if sign > 0 else _LEAVE))
 
     def settle(self, owner: np.ndarray) -> tuple[int, int, int]:
         """Apply the recorded entries, classified by today's owners; returns the totals.
@@ -157,16 +163,18 @@ class StaleLedger:
         already moved it there."""
         for ids, sign in self._pending:
             np.add.at(self.ref, ids, sign)
-            own = owner.take(ids)
-            one = int(sign)
-            entered = one * len(ids)
-            live = one * int(np.count_nonzero(own >= 0))
-            free = one * int(np.count_nonzero(own == FREE))
-            null, live0, free0 = self.totals
-            self.totals = (null + entered - live - free, live0 + live, free0 + free)
-            self.num_entries += entered
+            live = int(np.count_nonzero(owner.take(ids) >= 0))
+            if sign > 0:
+                self._live += live
+                self.num_entries += len(ids)
+            else:
+                self._live -= live
+                self.num_entries -= len(ids)
         self._pending.clear()
-        return self.totals
+        return 0, self._live, self.num_entries - self._live
+
+
+_ENTER, _LEAVE = np.int32(1), np.int32(-1)
 
 
 def classify_owners(own: np.ndarray) -> np.ndarray:

@@ -86,14 +86,21 @@ class BlockTables:
             self._row_src[i] = self.max_num_reqs + i
 
     def append_block_ids(self, req_indices: np.ndarray, counts: np.ndarray, block_ids: np.ndarray) -> None:
-        """Append ``counts[i]`` ids from ``block_ids`` (concatenated, in order) to row ``req_indices[i]``."""
+        """Append ``counts[i]`` ids from ``block_ids`` (concatenated, in order) to row ``req_indices[i]``;
+        every ``counts[i] >= 1`` (the runner passes the requests that got blocks)."""
         total = len(block_ids)
         if total == 0:
             return
         starts = self.num_blocks[req_indices]
-        if total == len(counts) and int(counts.min()) == 1:  # one block each (decodes crossing a boundary)
-            self.block_tables[req_indices, starts] = block_ids
-            self.num_blocks[req_indices] = starts + 1
+        k = len(counts)
+        last = int(counts[-1])
+        if total - last == k - 1:  # one block each but the last row (churn: an admitted request's first blocks)
+            if k > 1:
+                self.block_tables[req_indices[:-1], starts[:-1]] = block_ids[: k - 1]
+                self.num_blocks[req_indices[:-1]] = starts[:-1] + 1
+            r, s0 = int(req_indices[-1]), int(starts[-1])
+            self.block_tables[r, s0 : s0 + last] = block_ids[k - 1 :]
+            self.num_blocks[r] = s0 + last
             return
         idx = flat_ranges(req_indices * self.max_num_blocks_per_req + starts, counts)
         self.block_tables.reshape(-1)[idx] = block_ids

@@ -106,21 +106,21 @@ class Scheduler:
         slots at max_model_len (``num_tokens_need_slot``), then cdiv by block_size (a power of two)."""
         return (np.minimum(num_tokens, self.max_model_len) + (self.block_size - 1)) >> self._block_shift
 
-    def _allocate(self, r: int, num_blocks: int) -> np.ndarray:
-        slot = self.kv_slot[r]
+    def _allocate(self, slot: int, inst: int, num_blocks: int) -> np.ndarray:
+        """``num_blocks`` new blocks for the request in kv slot ``slot`` (runner instance ``inst``)."""
         ids = self.pool.get_new_blocks(num_blocks)
-        nb = self.kv_nb[slot]
+        nb = int(self.kv_nb[slot])
         self.kv_rows[slot, nb : nb + num_blocks] = ids
         self.kv_nb[slot] = nb + num_blocks
-        self.pool.owner[ids] = self.inst[r]
+        self.pool.owner[ids] = inst
         return ids
 
     def _free(self, r: int) -> None:
         # vllm single_type_kv_cache_manager.py free: tail blocks first.
-        slot = self.kv_slot[r]
-        self.pool.free_blocks(self.kv_rows[slot, : self.kv_nb[slot]][::-1].copy())
+        slot = int(self.kv_slot[r])
+        self.pool.free_blocks(self.kv_rows[slot, : int(self.kv_nb[slot])][::-1])  # read at once, not kept
         self.kv_nb[slot] = 0
-        self._free_kv_slots.append(int(slot))
+        self._free_kv_slots.append(slot)
         self.kv_slot[r] = -1
         self._removed.append(int(self.inst[r]))
         self.inst[r] = -1
@@ -225,26 +225,28 @@ class Scheduler:
         new_req, new_tokens, new_counts = [], [], []
         new_inst = []
         if not preempted:
-            while self.waiting and len(self.running) + len(new_req) < self.max_num_running_reqs and budget > 0:
+            # A new request's first allocation includes the K lookahead slots too (vllm scheduler.py
+            # schedule(): allocate_slots(..., num_lookahead_tokens=effective_lookahead_tokens)), from
+            # 0.32 on; 0.19/0.22 allocate none while num_computed_tokens == 0 (lab/engine/releases.py).
+            k0 = self.first_allocation_lookahead
+            room = self.max_num_running_reqs - len(self.running)
+            while self.waiting and len(new_req) < room and budget > 0:
                 r = self.waiting[0]
-                n_tok = int(min(self.prefill_len[r], budget))
-                # A new request's first allocation includes the K lookahead slots too (vllm scheduler.py
-                # schedule(): allocate_slots(..., num_lookahead_tokens=effective_lookahead_tokens)), from
-                # 0.32 on; 0.19/0.22 allocate none while num_computed_tokens == 0 (lab/engine/releases.py).
-                k0 = self.first_allocation_lookahead
+                n_tok = min(int(self.prefill_len[r]), budget)
                 nblk = (min(n_tok + k0, mml) + self.block_size - 1) >> self._block_shift  # _blocks_for, on ints
                 if nblk > self.pool.num_free_blocks:
                     break
                 self.waiting.popleft()
-                self.kv_slot[r] = self._free_kv_slots.pop()
-                self.inst[r] = len(self.inst_req)
+                slot, inst = self._free_kv_slots.pop(), len(self.inst_req)
+                self.kv_slot[r] = slot
+                self.inst[r] = inst
                 self.inst_req.append(r)
                 self.status[r] = RUNNING
-                block_chunks.append(self._allocate(r, nblk))
+                block_chunks.append(self._allocate(slot, inst, nblk))
                 new_req.append(r)
                 new_tokens.append(n_tok)
                 new_counts.append(nblk)
-                new_inst.append((int(self.inst[r]), r))
+                new_inst.append((inst, r))
                 budget -= n_tok
         if new_req:
             m = len(new_req)
@@ -319,7 +321,7 @@ class Scheduler:
                     break
             else:
                 if nblk:
-                    chunks.append(self._allocate(r, nblk))
+                    chunks.append(self._allocate(int(self.kv_slot[r]), int(self.inst[r]), nblk))
                 scheduled[r] = (n_tok, nblk)
                 budget -= n_tok
                 i += 1
@@ -340,7 +342,8 @@ class Scheduler:
         decode = ~out.is_prefilling
         sampled = 1 + num_accepted.astype(np.int64)
         if np.count_nonzero(out.is_prefilling):
-            done_prefill = out.num_computed_tokens + out.num_scheduled_tokens >= self.prefill_len[req]
+            # out.prefill_len: this step's (a preemption changes it only in a later schedule()).
+            done_prefill = out.num_computed_tokens + out.num_scheduled_tokens >= out.prefill_len
             sampled = np.where(decode, sampled, done_prefill)
         limit = self.max_output_tokens[req]
         num_output = np.minimum(self.num_output_tokens[req] + sampled, limit)

@@ -93,6 +93,10 @@ class BlockTables:
             return
         starts = self.num_blocks[req_indices]
         k = len(counts)
+        if total == k:  # one block each (decodes crossing a block boundary)
+            self.block_tables[req_indices, starts] = block_ids
+            self.num_blocks[req_indices] = starts + 1
+            return
         last = int(counts[-1])
         if total - last == k - 1:  # one block each but the last row (churn: an admitted request's first blocks)
             if k > 1:

@@ -56,17 +56,17 @@ class StaleRegion:
         if totals is not None:
             # The ledger's region is every row's [num_blocks, hwm) (the gather raised hwm to at
             # least num_blocks), so the reach is hwm and the entries are sum(totals).
-            if sum(totals):
+            self._entries = sum(totals)
+            if self._entries:
                 self.reach = row_hwm[:n]
-                self._reach_sum, self._max_reach = int(np.add.reduce(self.reach)), int(np.maximum.reduce(self.reach))
+                self._max_reach = int(np.maximum.reduce(self.reach))
                 self._totals = totals
             return
         lens = row_hwm[:n] - num_blocks
         np.maximum(lens, 0, out=lens)
         if lens.any():
             self.reach = num_blocks + lens
-            # Once: a walk at least as wide as every row's reach needs no per-row minimum.
-            self._reach_sum, self._max_reach = int(self.reach.sum()), int(self.reach.max())
+            self._entries, self._max_reach = int(lens.sum()), int(self.reach.max())
             self._totals = self._classify(np.arange(n), num_blocks, lens)
 
     def _classify(self, rows: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tuple[int, int, int]:
@@ -95,7 +95,9 @@ class StaleRegion:
                     counts = (n * w - in_range, 0, 0, in_range)
                 else:
                     # Columns in [reach, w) of a real row hold zeros; before reach they were classified.
-                    covered = self._reach_sum if w >= self._max_reach else int(np.minimum(self.reach, w).sum())
+                    # A walk at least as wide as every reach covers each row's [0, num_blocks) and
+                    # every stale entry, without a per-row minimum.
+                    covered = in_range + self._entries if w >= self._max_reach else int(np.minimum(self.reach, w).sum())
                     beyond = n * w - covered
                     null, live, free = self._totals
                     if w < self._max_reach:  # rows reaching past the walk: drop their entries at w and on

@@ -46,7 +46,8 @@ class Recorder:
         self._inst: dict[int, list] = {}  # inst -> [req_num, req_index, mamba_state_idx, blocks]
 
     def _end_instance(self, removed: RequestRemoved) -> None:
-        self._inst[removed.inst][3] = removed.block_ids.astype(np.int32, copy=True)
+        # A fresh array from the runner (observers do not write to it): kept as it is.
+        self._inst[removed.inst][3] = removed.block_ids.astype(np.int32, copy=False)
 
     def on_step(self, record: StepRecord) -> None:
         for removed in record.removed:

@@ -26,15 +26,18 @@ class BlockPool:
             raise ValueError(f"num_gpu_blocks: need at least 2 (the null block and one more), got {num_gpu_blocks}")
         self.num_gpu_blocks = num_gpu_blocks
         self.lifo = lifo
-        # Ring buffer holding the free queue; it never holds more than num_gpu_blocks - 1 ids.
-        self._ring = np.empty(num_gpu_blocks, dtype=np.int32)
+        # Ring buffer holding the free queue; it never holds more than num_gpu_blocks - 1 ids. Block
+        # ids are np.intp on the scheduler's side: they index owner (and the stale ledger) every
+        # step, and an int32 index array costs numpy a conversion on each use.
+        self._ring = np.empty(num_gpu_blocks, dtype=np.intp)
         self._cap = num_gpu_blocks
         n = num_gpu_blocks - 1
-        self._ring[:n] = np.arange(1, num_gpu_blocks, dtype=np.int32)
+        self._ring[:n] = np.arange(1, num_gpu_blocks, dtype=np.intp)
         self._head = 0
         self._size = n
         # owner[b]: the runner instance that holds block b, FREE, or NULL_OWNER for block 0.
-        self.owner = np.full(num_gpu_blocks, FREE, dtype=np.int32)
+        # (np.int64, as the scheduler's instance ids written into it: no cast per write)
+        self.owner = np.full(num_gpu_blocks, FREE, dtype=np.int64)
         self.owner[NULL_BLOCK_ID] = NULL_OWNER
 
     @property

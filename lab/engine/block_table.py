@@ -58,6 +58,7 @@ class BlockTables:
         self._rows = np.zeros((2 * max_num_reqs, max_num_blocks_per_req), dtype=np.int32)
         self.block_tables = self._rows[:max_num_reqs]
         self._input = self._rows[max_num_reqs:]
+        self._input_flat = self._input.reshape(-1)  # a view
         self.num_blocks = np.zeros(max_num_reqs, dtype=np.int32)
         # Per batch row: the row of _rows holding its columns [0, _row_nb) (a request slot, or
         # R + i: its own storage), how many columns it last received, and the high-water mark
@@ -128,7 +129,7 @@ class BlockTables:
         if ledger is not None and ledger.num_entries:  # rows given more blocks overwrite stale entries
             most = int(np.maximum.reduce(grown))
             if most > 0:
-                self._overwrite(n, nb, most)
+                self._overwrite(n, nb, before, most)
         self._row_src[:n] = idx_mapping
         self._row_nb[:n] = nb
         np.maximum(self.row_hwm[:n], nb, out=self.row_hwm[:n])
@@ -149,19 +150,17 @@ class BlockTables:
             self._row_nb[n:num_rows] = 0
             self.row_hwm[n:num_rows] = 0
 
-    def _overwrite(self, n: int, nb: np.ndarray, most: int) -> None:
-        """Rows given more blocks than they last received overwrite the stale entries in columns
-        [_row_nb, min(nb, hwm)), which leave the stale region (the ledger's; nothing is copied).
-        ``most``: the most blocks a row was given."""
-        before = self._row_nb[:n]
+    def _overwrite(self, n: int, nb: np.ndarray, before: np.ndarray, most: int) -> None:
+        """Rows given more blocks than they last received (``before``) overwrite the stale entries
+        in columns [before, min(nb, hwm)), which leave the stale region (the ledger's; nothing is
+        copied). ``most``: the most blocks a row was given."""
         lim = np.minimum(nb, self.row_hwm[:n])
         rows = (before < lim).nonzero()[0]
         if not len(rows):
             return
         lo = before[rows]
         if most == 1:  # one column a row (decodes crossing a block boundary)
-            flat = self._input.reshape(-1)
-            self.stale_ledger.record(flat.take(rows * self.max_num_blocks_per_req + lo), -1)
+            self.stale_ledger.record(self._input_flat.take(rows * self.max_num_blocks_per_req + lo), -1)
         else:
             self._record_leaving(self._own_rows[rows], lo, lim[rows] - lo)
 

@@ -122,7 +122,7 @@ class StaleLedger:
     then, only (a) the columns between a row's old and new ``num_blocks`` enter or leave the stale
     region (``BlockTables`` hands them over with ``record``), and (b) the blocks handed out
     (free -> live) or freed (live -> free) since the last step move every stale entry naming them
-    to another class (``owners_changed``). Under churn that is tens of entries a step instead of
+    to another class (both in ``settle``). Under churn that is tens of entries a step instead of
     thousands. ``ref[b]`` counts the stale entries that name block ``b``.
     """
 
@@ -141,29 +141,26 @@ class StaleLedger:
         """The stale entries by STALE_CLASSES, over every batch row."""
         return 0, self._live, self.num_entries - self._live
 
-    def owners_changed(self, allocated: np.ndarray, freed: np.ndarray) -> None:
-        """Blocks handed out since the last step (free -> live) and freed (live -> free); call it
-        before the step's ``record``s are settled, while ``ref`` still counts the last step's
-        entries. Each block's transitions alternate, so summing them is exact even for a block
-        freed and handed out again in between."""
-        if not self.num_entries:
-            return
-        if len(allocated):
-            self._live += int(np.add.reduce(self.ref.take(allocated)))
-        if len(freed):
-            self._live -= int(np.add.reduce(self.ref.take(freed)))
-
     def record(self, block_ids: np.ndarray, sign: int) -> None:
         """Stale entries naming ``block_ids`` enter (``sign`` +1) or leave (-1) the region."""
         # An np.int32 scalar: np.add.at takes its fast path only when the dtypes match.
         self._pending.append((block_ids, _ENTER if sign > 0 else _LEAVE))
 
-    def settle(self, owner: np.ndarray) -> tuple[int, int, int]:
-        """Apply the recorded entries, classified by today's owners; returns the totals.
+    def settle(self, owner: np.ndarray, allocated: np.ndarray, freed: np.ndarray) -> tuple[int, int, int]:
+        """The owners changed since the last step, then this step's recorded entries, classified by
+        today's owners; returns the totals.
 
-        A leaving entry's block is counted in its class of today too: ``owners_changed`` has
-        already moved it there."""
+        ``allocated``/``freed``: the blocks handed out (free -> live) and freed (live -> free) since
+        the last step. They move the entries ``ref`` counted before this step's records; each
+        block's transitions alternate, so summing them is exact even for a block freed and handed
+        out again in between. A leaving entry's block is then counted in its class of today too."""
+        if self.num_entries:
+            if len(allocated):
+                self._live += int(np.add.reduce(self.ref.take(allocated)))
+            if len(freed):
+                self._live -= int(np.add.reduce(self.ref.take(freed)))
         for ids, sign in self._pending:
+            ids = ids.astype(np.intp)  # the table's int32 ids: converted once, not by each index
             np.add.at(self.ref, ids, sign)
             live = int(np.count_nonzero(owner.take(ids) >= 0))
             if sign > 0:

@@ -147,9 +147,9 @@ class ModelRunner:
             freed = removed[0].block_ids if len(removed) == 1 else np.concatenate([r.block_ids for r in removed])
         else:
             freed = _NO_IDS
-        self.stale_ledger.owners_changed(out.new_block_ids, freed)
         num_reqs = len(out.req_nums)
         if num_reqs == 0:
+            self.stale_ledger.settle(kv_owner, out.new_block_ids, freed)
             self._notify(StepRecord(out, removed, added, None))
             return np.zeros(0, dtype=np.int32)
 
@@ -228,9 +228,10 @@ class ModelRunner:
         }
 
         # gather_block_tables (R6): the kernel's input table, stale columns included; the ledger
-        # then classifies the stale entries the gather uncovered and drops those it overwrote.
+        # then moves the entries whose blocks changed owner, classifies the stale entries the
+        # gather uncovered and drops those it overwrote.
         self.block_tables.gather_block_tables(idx_mapping_np, num_reqs_padded)
-        stale_totals = self.stale_ledger.settle(kv_owner)
+        stale_totals = self.stale_ledger.settle(kv_owner, out.new_block_ids, freed)
         num_blocks = self.block_tables.num_blocks[idx_mapping_np]
         # One walk per (pass, mode): the target pass, then each draft pass.
         walk_max_seq_len = [kernel_max_seq_len[m] for m in MODES]

@@ -24,7 +24,7 @@ from lab.engine.ragged import ragged_ranges
 from lab.engine.releases import release
 
 WAITING, RUNNING, FINISHED = 0, 1, 2
-_NO_BLOCKS = np.empty(0, dtype=np.int32)
+_NO_BLOCKS = np.empty(0, dtype=np.intp)
 
 
 @dataclass
@@ -83,7 +83,7 @@ class Scheduler:
         self.pool = BlockPool(s.total_num_gpu_blocks, lifo=rel.free_queue_lifo)
         # K lookahead slots in a waiting request's first allocation (0.32/0.33), or none (0.19/0.22).
         self.first_allocation_lookahead = s.num_speculative_tokens if rel.lookahead_on_first_allocation else 0
-        self.kv_rows = np.zeros((s.max_num_seqs, self.max_num_blocks_per_req), dtype=np.int32)
+        self.kv_rows = np.zeros((s.max_num_seqs, self.max_num_blocks_per_req), dtype=np.intp)  # as the pool's ids
         self.kv_nb = np.zeros(s.max_num_seqs, dtype=np.int64)
         self.kv_slot = np.full(n, -1, dtype=np.int64)
         self._free_kv_slots = list(range(s.max_num_seqs - 1, -1, -1))
@@ -175,6 +175,7 @@ class Scheduler:
             num_new = np.minimum(np.maximum(budget - (cum - need), 0), need)
         slots = self.kv_slot[run]
         cur = self.kv_nb[slots]
+        inst = self.inst[run]  # the runner instances, for the owners of new blocks and the output
         want = self._blocks_for(comp + num_new + k)
         new_blocks = np.maximum(want - cur, 0)
         all_scheduled = np.count_nonzero(num_new) == len(num_new)
@@ -190,17 +191,18 @@ class Scheduler:
                 slots_has, cur_has = slots[has], cur[has]
                 if total_new == len(has):  # one block each (decodes crossing a block boundary)
                     self.kv_rows[slots_has, cur_has] = ids
-                    self.pool.owner[ids] = self.inst[run[has]]
+                    self.pool.owner[ids] = inst[has]
                     self.kv_nb[slots_has] = cur_has + 1
                 else:
                     group, cols = ragged_ranges(cur_has, counts[has])
                     self.kv_rows[slots_has[group], cols] = ids
-                    self.pool.owner[ids] = self.inst[run[has]][group]
+                    self.pool.owner[ids] = inst[has][group]
                     self.kv_nb[slots_has] = cur_has + counts[has]
             budget -= int(num_new.sum())
             block_chunks = [ids]
         else:
             run, num_new, counts, block_chunks, budget, preempted = self._schedule_running_slow(budget)
+            inst = self.inst[run]
             comp = self.num_computed_tokens[run]
             in_prefill = comp < self.prefill_len[run]
             any_prefill = bool(in_prefill.any())
@@ -208,12 +210,13 @@ class Scheduler:
 
         if not all_scheduled:
             sched = num_new > 0
-            run, num_new, comp, in_prefill, counts = (
+            run, num_new, comp, in_prefill, counts, inst = (
                 run[sched],
                 num_new[sched],
                 comp[sched],
                 in_prefill[sched],
                 counts[sched],
+                inst[sched],
             )
         req = run
         num_draft = None  # without drafts: zeros, once the admissions are known
@@ -237,16 +240,16 @@ class Scheduler:
                 if nblk > self.pool.num_free_blocks:
                     break
                 self.waiting.popleft()
-                slot, inst = self._free_kv_slots.pop(), len(self.inst_req)
+                slot, new_id = self._free_kv_slots.pop(), len(self.inst_req)
                 self.kv_slot[r] = slot
-                self.inst[r] = inst
+                self.inst[r] = new_id
                 self.inst_req.append(r)
                 self.status[r] = RUNNING
-                block_chunks.append(self._allocate(slot, inst, nblk))
+                block_chunks.append(self._allocate(slot, new_id, nblk))
                 new_req.append(r)
                 new_tokens.append(n_tok)
                 new_counts.append(nblk)
-                new_inst.append((inst, r))
+                new_inst.append((new_id, r))
                 budget -= n_tok
         if new_req:
             m = len(new_req)
@@ -258,6 +261,7 @@ class Scheduler:
             num_new = np.concatenate([num_new, new_tokens])
             counts = np.concatenate([counts, new_counts])
             comp = np.concatenate([comp, self._zeros[:m]])
+            inst = np.concatenate([inst, [i for i, _ in new_inst]])
             in_prefill = np.concatenate([in_prefill, self._trues[:m]])
             if num_draft is not None:
                 num_draft = np.concatenate([num_draft, self._zeros[:m]])
@@ -266,7 +270,7 @@ class Scheduler:
 
         out = SchedulerOutput(
             req_nums=req,
-            inst=self.inst[req],
+            inst=inst,
             num_scheduled_tokens=num_new,
             num_computed_tokens=comp,
             num_draft_tokens=num_draft,

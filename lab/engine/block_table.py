@@ -59,6 +59,7 @@ class BlockTables:
         self.block_tables = self._rows[:max_num_reqs]
         self._input = self._rows[max_num_reqs:]
         self._input_flat = self._input.reshape(-1)  # a view
+        self._input_base = np.arange(max_num_reqs, dtype=np.intp) * max_num_blocks_per_req  # flat start of each row
         self.num_blocks = np.zeros(max_num_reqs, dtype=np.int32)
         # Per batch row: the row of _rows holding its columns [0, _row_nb) (a request slot, or
         # R + i: its own storage), how many columns it last received, and the high-water mark
@@ -160,7 +161,9 @@ class BlockTables:
             return
         lo = before[rows]
         if most == 1:  # one column a row (decodes crossing a block boundary)
-            self.stale_ledger.record(self._input_flat.take(rows * self.max_num_blocks_per_req + lo), -1)
+            at = self._input_base[rows]
+            at += lo
+            self.stale_ledger.record(self._input_flat.take(at), -1)
         else:
             self._record_leaving(self._own_rows[rows], lo, lim[rows] - lo)
 

@@ -49,12 +49,13 @@ def sort_batch(has_drafts: np.ndarray, num_scheduled_tokens: np.ndarray, decode_
     return np.lexsort((num_scheduled_tokens, num_scheduled_tokens != decode_query_len, ~has_drafts))
 
 
-def in_batch_order(num_draft_tokens: np.ndarray, num_scheduled_tokens: np.ndarray, decode_query_len: int) -> bool:
+def in_batch_order(num_draft_tokens: np.ndarray | None, num_scheduled_tokens: np.ndarray, decode_query_len: int) -> bool:
     """Whether scheduler order already is ``sort_batch``'s (the identity, as the sort is stable): no
     row verifies drafts, and the rows that are not plain decodes come last, in non-decreasing token
     count. The usual case under churn (this step's admissions, prefilling, at the end); it spares
-    the sort and the reordering of every per-row array."""
-    if np.count_nonzero(num_draft_tokens):
+    the sort and the reordering of every per-row array. ``num_draft_tokens`` None: no drafts
+    (K = 0)."""
+    if num_draft_tokens is not None and np.count_nonzero(num_draft_tokens):
         return False
     n = len(num_scheduled_tokens)
     other = (num_scheduled_tokens != decode_query_len).nonzero()[0]

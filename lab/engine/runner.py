@@ -156,7 +156,7 @@ class ModelRunner:
         idx_mapping_np = self._inst_req_index[out.inst]  # batch row -> request slot
         block_append = None
         if len(out.new_block_ids):
-            has = out.new_block_counts.nonzero()[0]
+            has = out.new_block_rows if out.new_block_rows is not None else out.new_block_counts.nonzero()[0]
             block_append = BlockAppend(idx_mapping_np[has], out.new_block_counts[has], out.new_block_ids)
             self.block_tables.append_block_ids(block_append.req_indices, block_append.counts, block_append.block_ids)
 
@@ -169,7 +169,8 @@ class ModelRunner:
             sorted_already = uniform or bool((num_scheduled_tokens[1:] >= num_scheduled_tokens[:-1]).all())
         else:
             dq = self.decode_query_len
-            sorted_already = uniform or in_batch_order(out.num_draft_tokens, num_scheduled_tokens, dq)
+            draft_counts = out.num_draft_tokens if self.num_speculative_tokens else None  # K = 0: none
+            sorted_already = uniform or in_batch_order(draft_counts, num_scheduled_tokens, dq)
         if sorted_already:
             order = None  # a uniform decode batch, or one already sorted (churn: the new prefill last)
             batch_inst, num_computed_tokens_cpu = out.inst, out.num_computed_tokens

@@ -25,6 +25,7 @@ from lab.engine.releases import release
 
 WAITING, RUNNING, FINISHED = 0, 1, 2
 _NO_BLOCKS = np.empty(0, dtype=np.intp)
+_NO_ROWS = np.empty(0, dtype=np.intp)
 
 
 @dataclass
@@ -37,6 +38,7 @@ class SchedulerOutput:
     is_prefilling: np.ndarray  # still in (chunked) prefill at the start of the step
     new_block_counts: np.ndarray  # new block ids per scheduled request ...
     new_block_ids: np.ndarray  # ... concatenated in the same order
+    new_block_rows: np.ndarray | None = None  # the scheduled requests with new blocks (None: not given)
     new_inst: list = field(default_factory=list)  # (instance, request) pairs to add before this step
     removed_inst: list = field(default_factory=list)  # instances finished or preempted since last step
     prefill_len: np.ndarray | None = None  # per scheduled request: prompt, or prompt + output after a preemption
@@ -91,6 +93,7 @@ class Scheduler:
         # Read-only fills for the rows of new requests (sliced, never written).
         self._zeros = np.zeros(s.max_num_seqs, dtype=np.int64)
         self._trues = np.ones(s.max_num_seqs, dtype=bool)
+        self._rows_from = np.arange(s.max_num_seqs, dtype=np.intp)
 
     # ---- state -------------------------------------------------------------------------------
     def has_unfinished_requests(self) -> bool:
@@ -186,6 +189,7 @@ class Scheduler:
         if total_new <= self.pool.num_free_blocks:
             counts = new_blocks
             ids = self.pool.get_new_blocks(total_new) if total_new else _NO_BLOCKS
+            has = _NO_ROWS
             if total_new:
                 has = counts.nonzero()[0]  # (np.flatnonzero adds a Python wrapper per call)
                 slots_has, cur_has = slots[has], cur[has]
@@ -202,6 +206,7 @@ class Scheduler:
             block_chunks = [ids]
         else:
             run, num_new, counts, block_chunks, budget, preempted = self._schedule_running_slow(budget)
+            has = None
             inst = self.inst[run]
             comp = self.num_computed_tokens[run]
             in_prefill = comp < self.prefill_len[run]
@@ -209,6 +214,7 @@ class Scheduler:
             all_scheduled = bool(num_new.all())
 
         if not all_scheduled:
+            has = None  # its positions were in the unfiltered order
             sched = num_new > 0
             run, num_new, comp, in_prefill, counts, inst = (
                 run[sched],
@@ -258,6 +264,8 @@ class Scheduler:
             self.running = np.concatenate([self.running, nr])
             req = self.running if every_running_scheduled else np.concatenate([req, nr])
             # New requests: their prefill chunk and first blocks, nothing computed, no drafts.
+            if has is not None:  # every admitted request gets its first blocks
+                has = np.concatenate([has, self._rows_from[len(num_new) : len(num_new) + m]])
             num_new = np.concatenate([num_new, new_tokens])
             counts = np.concatenate([counts, new_counts])
             comp = np.concatenate([comp, self._zeros[:m]])
@@ -276,6 +284,7 @@ class Scheduler:
             num_draft_tokens=num_draft,
             is_prefilling=in_prefill,
             new_block_counts=counts,
+            new_block_rows=has,
             new_block_ids=(
                 block_chunks[0]
                 if len(block_chunks) == 1
@@ -361,9 +370,13 @@ class Scheduler:
             self.num_spec_tokens[req] = np.where(sampled > 0, self.num_lookahead_tokens, 0)
         finished = req[num_output >= limit]
         if len(finished):
-            for r in finished:
-                self._free(int(r))
+            done = finished.tolist()
+            for r in done:
+                self._free(r)
             self.status[finished] = FINISHED
-            self.num_finished += len(finished)
-            self.running = self.running[self.status[self.running] == RUNNING]
+            self.num_finished += len(done)
+            if len(done) == 1:
+                self.running = self.running[self.running != done[0]]
+            else:
+                self.running = self.running[self.status[self.running] == RUNNING]
         return finished

@@ -90,7 +90,7 @@ class StaleRegion:
             w = -(-msl // block_size)
             counts = per_width.get(w)
             if counts is None:
-                in_range = int(np.minimum(self.num_blocks, w).sum())
+                in_range = int(np.add.reduce(np.minimum(self.num_blocks, w)))  # (ndarray.sum adds a wrapper)
                 if self.reach is None:  # every out-of-range column is zero
                     counts = (n * w - in_range, 0, 0, in_range)
                 else:

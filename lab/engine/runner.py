@@ -135,12 +135,14 @@ class ModelRunner:
         # vllm scheduler.py schedule(): for MRV2, resumed (preempted) requests are sent after the new
         # ones (scheduled_new_reqs.extend(scheduled_resumed_reqs)); add_requests takes slots in that order.
         new_inst = out.new_inst
-        if any(req_num in self._seen_req_nums for _, req_num in new_inst):
-            new_inst = [p for p in new_inst if p[1] not in self._seen_req_nums] + [
-                p for p in new_inst if p[1] in self._seen_req_nums
-            ]
-        added = [self._add(inst, req_num) for inst, req_num in new_inst]
-        self._seen_req_nums.update(req_num for _, req_num in new_inst)
+        added = []
+        if new_inst:
+            seen = self._seen_req_nums
+            req_nums_added = [req_num for _, req_num in new_inst]
+            if not seen.isdisjoint(req_nums_added):
+                new_inst = [p for p in new_inst if p[1] not in seen] + [p for p in new_inst if p[1] in seen]
+            added = [self._add(inst, req_num) for inst, req_num in new_inst]
+            seen.update(req_nums_added)
         # Every owner change since the last step: the blocks handed out for this step, and those of
         # the requests removed (finished or preempted), freed since (lab/engine/oor.py StaleLedger).
         if removed:
@@ -190,7 +192,7 @@ class ModelRunner:
             req_nums = out.req_nums[order]
 
         # CUDA-graph dispatch (R8; vllm model_runner.py gather_batch_req_state + CudaGraphManager.dispatch).
-        num_tokens = num_reqs * max_query_len if uniform else int(num_scheduled_tokens.sum())
+        num_tokens = num_reqs * max_query_len if uniform else int(np.add.reduce(num_scheduled_tokens))
         # A row of more than 1 + K tokens is a prefill chunk of two or more: never decode-eligible.
         eligible = not any_prefill or (
             max_query_len <= self.decode_query_len

@@ -155,10 +155,11 @@ class StaleLedger:
         block's transitions alternate, so summing them is exact even for a block freed and handed
         out again in between. A leaving entry's block is then counted in its class of today too."""
         if self.num_entries:
+            # sum(tolist()): on the few blocks of a step, several times faster than np.add.reduce.
             if len(allocated):
-                self._live += int(np.add.reduce(self.ref.take(allocated)))
+                self._live += sum(self.ref.take(allocated).tolist())
             if len(freed):
-                self._live -= int(np.add.reduce(self.ref.take(freed)))
+                self._live -= sum(self.ref.take(freed).tolist())
         for ids, sign in self._pending:
             ids = ids.astype(np.intp)  # the table's int32 ids: converted once, not by each index
             np.add.at(self.ref, ids, sign)

@@ -53,7 +53,11 @@ class Scheduler:
         self.arrival_step = np.array([r.arrival_step for r in s.requests], dtype=np.int64)
         self.prompt_len = np.array([r.prompt_len for r in s.requests], dtype=np.int64)
         self.output_len = np.array([r.output_len for r in s.requests], dtype=np.int64)
-        self._arrival_order = np.argsort(self.arrival_step, kind="stable")
+        # Requests in arrival order and their arrival steps, as Python ints: one arrival a step
+        # (churn) is then a list read, not numpy scalar indexing.
+        order = np.argsort(self.arrival_step, kind="stable")
+        self._arrival_order = order.tolist()
+        self._arrival_steps = self.arrival_step[order].tolist()
         self._next_arrival = 0
         self.max_model_len = s.max_model_len
         self.block_size = s.block_size
@@ -101,7 +105,7 @@ class Scheduler:
 
     def next_arrival_step(self) -> int:
         if self._next_arrival < len(self._arrival_order):
-            return int(self.arrival_step[self._arrival_order[self._next_arrival]])
+            return self._arrival_steps[self._next_arrival]
         return 0
 
     def _blocks_for(self, num_tokens):
@@ -152,9 +156,9 @@ class Scheduler:
         """
         while (
             self._next_arrival < len(self._arrival_order)
-            and self.arrival_step[self._arrival_order[self._next_arrival]] <= step
+            and self._arrival_steps[self._next_arrival] <= step
         ):
-            self.waiting.append(int(self._arrival_order[self._next_arrival]))
+            self.waiting.append(self._arrival_order[self._next_arrival])
             self._next_arrival += 1
 
         mml, k = self.max_model_len, self.num_lookahead_tokens

@@ -86,11 +86,17 @@ class StaleRegion:
         n = len(self.num_blocks)
         per_width: dict[int, tuple[int, int, int, int]] = {}  # passes often share a width
         out = []
+        all_in_range = None  # sum(num_blocks): the in-range count of every walk as wide as every reach
         for msl, rows in zip(max_seq_lens, num_rows):
             w = -(-msl // block_size)
             counts = per_width.get(w)
             if counts is None:
-                in_range = int(np.add.reduce(np.minimum(self.num_blocks, w)))  # (ndarray.sum adds a wrapper)
+                if self.reach is not None and w >= self._max_reach:  # reach >= num_blocks on every row
+                    if all_in_range is None:
+                        all_in_range = int(np.add.reduce(self.num_blocks))
+                    in_range = all_in_range
+                else:
+                    in_range = int(np.add.reduce(np.minimum(self.num_blocks, w)))  # (ndarray.sum adds a wrapper)
                 if self.reach is None:  # every out-of-range column is zero
                     counts = (n * w - in_range, 0, 0, in_range)
                 else:

@@ -70,7 +70,10 @@ MODEL_STATES = ("default", "mamba_hybrid")
 CUDAGRAPH_MODES = ("FULL_AND_PIECEWISE", "PIECEWISE", "NONE")
 MAX_SPECULATIVE_TOKENS = 15
 MAX_BLOCK_SIZE = 4096
-MAX_BLOCK_TABLE_ENTRIES = 32 * 1024 * 1024  # per table; the engine keeps three of that size
+# per table; the engine keeps three of that size: BlockTables' two (int32) and the scheduler's (np.intp),
+# 16 bytes an entry in all, 512 MiB at the limit
+MAX_BLOCK_TABLE_ENTRIES = 32 * 1024 * 1024
+# 20 bytes a block: the pool's free queue and owners (np.intp, int64) and the stale ledger's counts (int32)
 MAX_GPU_BLOCKS = 64 * 1024 * 1024
 # The MRV2 releases whose bookkeeping the engine can follow (lab/engine/releases.py, docs/eras.md).
 VLLM_VERSIONS = ("0.33", "0.32", "0.22", "0.19")

@@ -6,7 +6,9 @@ and calls ``observer.on_step(record)`` on each observer; after the last step it 
 (lab/engine/invariants.py) and conformance (lab/conform/recording.py) are such observers: none of
 them reaches into the runner.
 
-Arrays are the runner's own for this step: observers keep what they need and must not write to them.
+Arrays are the runner's own for this step: observers keep what they need and must not write to them
+(nor to the records: ``RequestAdded``, ``RequestRemoved`` and ``BlockAppend`` are slotted dataclasses,
+not frozen ones, whose construction costs three times as much on every churn step).
 ``block_table`` is built from the engine's block tables when first read: read it during ``on_step``
 (a later step changes what it would be built from).
 """
@@ -26,7 +28,7 @@ from lab.engine.scheduler import SchedulerOutput
 from lab.engine.speculator import DraftPassMetadata
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class RequestAdded:
     """A request state added before this step (vllm RequestState.add_request)."""
 
@@ -36,7 +38,7 @@ class RequestAdded:
     mamba_state_idx: int  # -1 for the default model state
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class RequestRemoved:
     """A request state removed before this step (finished or preempted), with the blocks it held."""
 
@@ -45,7 +47,7 @@ class RequestRemoved:
     block_ids: np.ndarray  # [num_blocks] its row of BlockTables.block_tables
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class BlockAppend:
     """One BlockTables.append_block_ids call: ``counts[i]`` ids of ``block_ids`` to slot ``req_indices[i]``."""
 

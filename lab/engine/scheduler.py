@@ -361,7 +361,7 @@ class Scheduler:
         if np.count_nonzero(out.is_prefilling):
             # out.prefill_len: this step's (a preemption changes it only in a later schedule()).
             done_prefill = out.num_computed_tokens + out.num_scheduled_tokens >= out.prefill_len
-            sampled = np.where(decode, sampled, done_prefill)
+            sampled -= out.is_prefilling > done_prefill  # a prefill chunk samples once, when it completes the prompt
         limit = self.max_output_tokens[req]
         num_output = np.minimum(self.num_output_tokens[req] + sampled, limit)
         self.num_output_tokens[req] = num_output

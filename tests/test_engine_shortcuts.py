@@ -137,3 +137,82 @@ def test_input_table_equals_copying_every_step(spec):
     copying = _CopyingGather(scenario)
     run_engine(scenario, [Recorder(scenario), copying])
     assert copying.steps > 5
+
+
+class _BlockRowsCheck:
+    """The scheduler's ``new_block_rows`` (when it hands them over) are exactly the scheduled
+    requests with new blocks: the runner appends by them instead of searching the counts."""
+
+    def __init__(self):
+        self.given = 0
+
+    def on_step(self, record):
+        out = record.scheduler_output
+        if out.new_block_rows is not None:
+            self.given += 1
+            assert out.new_block_rows.tolist() == np.flatnonzero(out.new_block_counts).tolist()
+
+    def on_finish(self, end):
+        pass
+
+
+@pytest.mark.parametrize(
+    "spec",
+    LEDGER_SPECS
+    + (
+        "40p700o30a0+1_seqs=16_mml=4k_tokens=1k_steps=200",  # chunked prefills under a small budget
+        "30p64o200a0+1_seqs=8_mml=2k_k=3_steps=300",  # drafts
+    ),
+)
+def test_new_block_rows_are_the_requests_given_blocks(spec):
+    from lab.engine.recorder import Recorder
+    from lab.engine.runner import run_engine
+    from lab.scenario import parse_spec
+
+    scenario = parse_spec(spec)
+    check = _BlockRowsCheck()
+    run_engine(scenario, [Recorder(scenario), check])
+    assert check.given > 5
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_append_block_ids_equals_appending_row_by_row(seed):
+    """Each of append_block_ids' paths (one block a row; one a row but the last; any counts)
+    leaves the rows a plain row-by-row append would."""
+    from lab.engine.block_table import BlockTables
+
+    rng = np.random.default_rng(seed)
+    bt = BlockTables(8, 12)
+    rows = {slot: [] for slot in range(8)}
+    for _ in range(6):
+        room = [s for s in range(8) if len(rows[s]) < 12]
+        if not room:
+            break
+        k = int(rng.integers(1, len(room) + 1))
+        slots = rng.choice(room, size=k, replace=False)
+        pattern = seed % 3
+        if pattern == 0:
+            counts = np.ones(k, dtype=np.int64)
+        elif pattern == 1:
+            counts = np.ones(k, dtype=np.int64)
+            counts[-1] = rng.integers(1, 12 - len(rows[int(slots[-1])]) + 1)
+        else:
+            counts = np.array([rng.integers(1, 12 - len(rows[int(s)]) + 1) for s in slots], dtype=np.int64)
+        counts = np.minimum(counts, [12 - len(rows[int(s)]) for s in slots])
+        ids = rng.integers(1, 1000, size=int(counts.sum())).astype(np.intp)
+        bt.append_block_ids(slots.astype(np.int64), counts, ids)
+        off = 0
+        for s, c in zip(slots.tolist(), counts.tolist()):
+            rows[s] += ids[off : off + c].tolist()
+            off += c
+        for s in range(8):
+            assert bt.num_blocks[s] == len(rows[s])
+            assert bt.block_tables[s, : len(rows[s])].tolist() == rows[s]
+
+
+def test_in_batch_order_without_drafts_is_the_same_answer():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n = int(rng.integers(1, 10))
+        num_scheduled = np.where(rng.random(n) < 0.7, 1, rng.integers(1, 30, size=n))
+        assert in_batch_order(None, num_scheduled, 1) == in_batch_order(np.zeros(n, np.int64), num_scheduled, 1)

@@ -49,7 +49,9 @@ def sort_batch(has_drafts: np.ndarray, num_scheduled_tokens: np.ndarray, decode_
     return np.lexsort((num_scheduled_tokens, num_scheduled_tokens != decode_query_len, ~has_drafts))
 
 
-def in_batch_order(num_draft_tokens: np.ndarray | None, num_scheduled_tokens: np.ndarray, decode_query_len: int) -> bool:
+def in_batch_order(
+    num_draft_tokens: np.ndarray | None, num_scheduled_tokens: np.ndarray, decode_query_len: int
+) -> bool:
     """Whether scheduler order already is ``sort_batch``'s (the identity, as the sort is stable): no
     row verifies drafts, and the rows that are not plain decodes come last, in non-decreasing token
     count. The usual case under churn (this step's admissions, prefilling, at the end); it spares

@@ -154,10 +154,7 @@ class Scheduler:
         ``max_num_seqs`` allow. Returns what the runner executes; ``num_computed_tokens`` then
         advances optimistically (async scheduling, R1).
         """
-        while (
-            self._next_arrival < len(self._arrival_order)
-            and self._arrival_steps[self._next_arrival] <= step
-        ):
+        while self._next_arrival < len(self._arrival_order) and self._arrival_steps[self._next_arrival] <= step:
             self.waiting.append(self._arrival_order[self._next_arrival])
             self._next_arrival += 1
 

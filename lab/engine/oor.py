@@ -177,7 +177,7 @@ class StaleLedger:
                 self._live -= live
                 self.num_entries -= len(ids)
         self._pending.clear()
-        return 0, self._live, self.num_entries - self._live
+        return self.totals
 
 
 _ENTER, _LEAVE = np.int32(1), np.int32(-1)

@@ -24,8 +24,7 @@ from lab.engine.ragged import ragged_ranges
 from lab.engine.releases import release
 
 WAITING, RUNNING, FINISHED = 0, 1, 2
-_NO_BLOCKS = np.empty(0, dtype=np.intp)
-_NO_ROWS = np.empty(0, dtype=np.intp)
+_NONE = np.empty(0, dtype=np.intp)  # no block ids, no rows (read-only)
 
 
 @dataclass
@@ -189,8 +188,8 @@ class Scheduler:
         preempted = 0
         if total_new <= self.pool.num_free_blocks:
             counts = new_blocks
-            ids = self.pool.get_new_blocks(total_new) if total_new else _NO_BLOCKS
-            has = _NO_ROWS
+            ids = self.pool.get_new_blocks(total_new) if total_new else _NONE
+            has = _NONE
             if total_new:
                 has = counts.nonzero()[0]  # (np.flatnonzero adds a Python wrapper per call)
                 slots_has, cur_has = slots[has], cur[has]
@@ -287,11 +286,7 @@ class Scheduler:
             new_block_counts=counts,
             new_block_rows=has,
             new_block_ids=(
-                block_chunks[0]
-                if len(block_chunks) == 1
-                else np.concatenate(block_chunks)
-                if block_chunks
-                else _NO_BLOCKS
+                block_chunks[0] if len(block_chunks) == 1 else np.concatenate(block_chunks) if block_chunks else _NONE
             ),
             new_inst=new_inst,
             removed_inst=self._removed,
@@ -353,7 +348,6 @@ class Scheduler:
         req = out.req_nums
         if len(req) == 0:
             return req
-        decode = ~out.is_prefilling
         sampled = 1 + num_accepted.astype(np.int64)
         if np.count_nonzero(out.is_prefilling):
             # out.prefill_len: this step's (a preemption changes it only in a later schedule()).
@@ -363,6 +357,7 @@ class Scheduler:
         num_output = np.minimum(self.num_output_tokens[req] + sampled, limit)
         self.num_output_tokens[req] = num_output
         if self.num_lookahead_tokens:
+            decode = ~out.is_prefilling
             rejected = np.where(decode, out.num_draft_tokens - num_accepted, 0)
             if self.async_scheduling:
                 self._pending = (req, rejected)  # learnt after the next step is scheduled (R1)

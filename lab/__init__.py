@@ -5,10 +5,10 @@ changed. Public API (the trace contract, docs/trace.md)::
     trace = run(scenario, backend="torch-reference", device="cpu")   # + kernel timings (lab/kernels)
 """
 
-from lab.engine.runner import simulate
 from lab.presets import list_presets
 from lab.scenario import RequestSpec, Scenario
 from lab.trace import Step, Trace, TraceFormatError
+from lab.trace.recorder import simulate
 
 __version__ = "0.1.0"
 
@@ -19,8 +19,8 @@ def run(
     """A live run: ``simulate(scenario)``, then the attention kernels of ``backend`` on ``device``
     on every ``every``-th step in both modes; returns the trace with ``trace.timings`` and
     ``step.timing`` attached. Options: ``repeats``, ``warmup``, ``head_config``, ``seed``, ``trace``
-    (an existing trace instead of simulating). See lab/kernels/live.py; torch is imported here."""
-    from lab.kernels.live import run as _run
+    (an existing trace instead of simulating). See lab/kernels/timed_run.py; torch is imported here."""
+    from lab.kernels.timed_run import run as _run
 
     return _run(scenario, backend=backend, device=device, every=every, progress=progress, **kwargs)
 

@@ -32,10 +32,10 @@ import sys
 import time
 
 from lab.engine.oor import OOR_CLASSES
-from lab.engine.runner import simulate
 from lab.presets import PRESETS
 from lab.scenario import Scenario, get_preset, parse_spec
 from lab.trace import Trace, TraceFormatError
+from lab.trace.recorder import simulate
 
 
 def _fmt(n: int) -> str:
@@ -184,7 +184,7 @@ def cmd_simulate(args) -> int:
     scenario = _scenario_from_args(args)
     t0 = time.perf_counter()
     if args.backend:
-        from lab.kernels.live import run, text_progress
+        from lab.kernels.timed_run import run, text_progress
 
         _set_threads(args.threads)
         trace = run(
@@ -290,8 +290,8 @@ def bench_engine_interleaved(num_steps: int, num_reqs: int, chunk: int = 100) ->
     machine's speed drifts from one run to the next. Returns the seconds of each and the ratio."""
     import gc
 
-    from lab.engine.recorder import Recorder
-    from lab.engine.runner import engine_steps
+    from lab.engine.model_runner import engine_steps
+    from lab.trace.recorder import Recorder
 
     runs = {}
     for kind in ("steady", "churn"):
@@ -468,7 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("a", help="a trace (e.g. from python -m lab record)")
     sp.add_argument("b", nargs="?", help="another trace; left out: the embedded engine on A's scenario")
     sp.set_defaults(fn=cmd_compare)
-    # Every era from the release that shipped it (lab/live/eras.py, docs/eras.md)
+    # Every era from the release that shipped it (lab/trace/era_recordings.py, docs/eras.md)
     sp = sub.add_parser("eras", help="compare the engine's three eras with their recordings from vLLM 0.19/0.22/0.32")
     sp.add_argument("action", nargs="?", default="compare", choices=["compare", "record", "list"])
     sp.add_argument("--preset", action="append", help="record only this preset (repeatable)")

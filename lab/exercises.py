@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lab import Scenario, simulate
+from lab.blocks import cdiv
 
 # --- traces the questions are about (cached: a notebook and the tests ask for them repeatedly) -----------
 
@@ -52,10 +53,6 @@ def _trace(name: str):
 
 def _step(name: str, index: int):
     return _trace(name).steps[index]
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def _outside(oor_mode: dict) -> int:
@@ -108,7 +105,7 @@ def _era_walk(name: str, era: str) -> int:
     """Block-table entries the target pass walks over a whole trace, as vLLM in ``era`` launched it."""
     tr = _trace(name)
     bs = tr.scenario.block_size
-    return sum(st.num_reqs_padded * _cdiv(st.history()[era]["kernel_max_seq_len"], bs) for st in tr.steps)
+    return sum(st.num_reqs_padded * cdiv(st.history()[era]["kernel_max_seq_len"], bs) for st in tr.steps)
 
 
 def _trusting_wrong_steps(mode: str, with_padded: bool = False) -> int:
@@ -164,7 +161,7 @@ EXERCISES: dict[str, Exercise] = {
         Exercise(
             "01.2",
             "Same step: how many block-table columns does the *fixed* kernel walk in every row?",
-            lambda: _cdiv(_step(TOUR, 30).kernel_max_seq_len["fixed"], _trace(TOUR).scenario.block_size),
+            lambda: cdiv(_step(TOUR, 30).kernel_max_seq_len["fixed"], _trace(TOUR).scenario.block_size),
             hint="the walk covers cdiv(kernel-visible max_seq_len, block_size) columns.",
             traps=(
                 Trap(
@@ -176,7 +173,7 @@ EXERCISES: dict[str, Exercise] = {
                     "too low: rounded down, but a partly filled block is walked too",
                 ),
                 Trap(
-                    lambda: _cdiv(_trace(TOUR).scenario.max_model_len, _trace(TOUR).scenario.block_size),
+                    lambda: cdiv(_trace(TOUR).scenario.max_model_len, _trace(TOUR).scenario.block_size),
                     "that's the baseline walk (max_model_len); the question asks for the fixed one",
                 ),
             ),
@@ -307,7 +304,7 @@ EXERCISES: dict[str, Exercise] = {
             "`mamba-hybrid`, step 20: how many block-table entries did the target pass walk in the era after #40654?",
             lambda: (
                 _step("mamba-hybrid", 20).num_reqs_padded
-                * _cdiv(
+                * cdiv(
                     _step("mamba-hybrid", 20).history()["after #40654"]["kernel_max_seq_len"],
                     _trace("mamba-hybrid").scenario.block_size,
                 )
@@ -318,7 +315,7 @@ EXERCISES: dict[str, Exercise] = {
                 Trap(
                     lambda: (
                         _step("mamba-hybrid", 20).num_reqs_padded
-                        * _cdiv(
+                        * cdiv(
                             _step("mamba-hybrid", 20).history()["after #43991"]["kernel_max_seq_len"],
                             _trace("mamba-hybrid").scenario.block_size,
                         )
@@ -419,15 +416,15 @@ EXERCISES: dict[str, Exercise] = {
             "06.1",
             f"`{LIVE_SPEC}` (the live scenario), step 10: how many block-table columns does the fixed "
             "kernel walk in every row?",
-            lambda: _cdiv(_step(LIVE_SPEC, 10).kernel_max_seq_len["fixed"], _trace(LIVE_SPEC).scenario.block_size),
+            lambda: cdiv(_step(LIVE_SPEC, 10).kernel_max_seq_len["fixed"], _trace(LIVE_SPEC).scenario.block_size),
             hint="cdiv(kernel-visible max_seq_len, block_size), with this run's block size.",
             traps=(
                 Trap(
-                    lambda: _cdiv(_step(LIVE_SPEC, 10).kernel_max_seq_len["fixed"], 16),
+                    lambda: cdiv(_step(LIVE_SPEC, 10).kernel_max_seq_len["fixed"], 16),
                     "too high: that's block size 16; a CPU run of vLLM needs a multiple of 32 (see the spec)",
                 ),
                 Trap(
-                    lambda: _cdiv(
+                    lambda: cdiv(
                         _step(LIVE_SPEC, 10).kernel_max_seq_len["baseline"], _trace(LIVE_SPEC).scenario.block_size
                     ),
                     "too high: that's the baseline walk (max_model_len)",
@@ -441,7 +438,7 @@ EXERCISES: dict[str, Exercise] = {
             hint="cdiv(max_model_len, block_size), rounded to cover a multiple of 128 tokens.",
             traps=(
                 Trap(
-                    lambda: _cdiv(_trace(LIVE_SPEC).scenario.max_model_len, 16),
+                    lambda: cdiv(_trace(LIVE_SPEC).scenario.max_model_len, 16),
                     "too high: that's block size 16; this run uses the block size in its spec",
                 ),
                 Trap(

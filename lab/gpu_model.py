@@ -56,7 +56,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-MODES = ("baseline", "fixed")
+from lab.blocks import cdiv
+from lab.engine.model_states import MODES
+
 TILE_KV = 128  # TRTLLM-gen tileSizeKv / stepKv of the decode kernels (fmhaKernels.cuh)
 FA3_BLOCK_N = 128  # FA3 kBlockN for head_dim 128 decode: assumption (tile_size_fwd_sm90)
 
@@ -95,10 +97,6 @@ class HeadShape:
     def kv_bytes_per_token(self) -> int:
         """K and V of one token of one KV head."""
         return 2 * self.head_dim * self.dtype_bytes
-
-
-def cdiv(a, b):
-    return -(-a // b)
 
 
 # ---- TRTLLM-gen (SM100) ---------------------------------------------------------------------

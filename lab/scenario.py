@@ -64,6 +64,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
+from lab.blocks import block_table_width, cdiv
 from lab.presets import PRESETS
 
 MODEL_STATES = ("default", "mamba_hybrid")
@@ -264,13 +265,11 @@ class Scenario:
         """
         k = self.num_speculative_tokens
         tokens = min(r.prompt_len + r.output_len + 3 * k, self.max_model_len - 1 + k)
-        return min(-(-tokens // self.block_size), self.max_num_blocks_per_req)
+        return min(cdiv(tokens, self.block_size), self.max_num_blocks_per_req)
 
     @property
     def max_num_blocks_per_req(self) -> int:
         """Columns of a block-table row (vllm/v1/worker/block_table.py get_block_table_width)."""
-        from lab.engine.block_table import block_table_width
-
         return block_table_width(self.max_model_len, self.block_size)
 
     @functools.cached_property

@@ -10,7 +10,7 @@ import pytest
 
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # the server's and gradio_client's telemetry: off
 os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
-# The app's "live vLLM" runner starts a vLLM recording (lab/live/runner.py) when the live environment
+# The app's "live vLLM" runner starts a vLLM recording (lab/live/record_process.py) when the live environment
 # exists; the app tests run without it unless a test points LAB_LIVE_PYTHON at it (tests/live).
 os.environ.setdefault("LAB_LIVE_PYTHON", "/nonexistent/.venv-vllm-live/bin/python")
 

@@ -395,7 +395,7 @@ def test_unavailable_runner_says_why():
     import gradio as gr
 
     from lab.app import handlers
-    from lab.app.runners import runner_availability
+    from lab.app.runner_choices import runner_availability
 
     reasons = {r.name: r.reason for r in runner_availability()}
     assert reasons["embedded CPU"] == "" and reasons["embedded CPU + kernels"] == ""
@@ -456,7 +456,7 @@ def test_recorded_eras_in_the_app(client, tmp_path):
     names = {t["name"] for t in fig["data"]}
     assert {"vLLM 0.19.1 (before #40654), recorded", "engine, before #40654"} <= names
     assert "agrees on every field" in json.dumps(fig["layout"]["annotations"])
-    from lab.live.eras import recording_path
+    from lab.trace.era_recordings import recording_path
 
     out = named(
         client.predict(

@@ -79,8 +79,8 @@ LEDGER_SPECS = (
 
 @pytest.mark.parametrize("spec", LEDGER_SPECS)
 def test_stale_ledger_totals_equal_brute_force_on_every_step(spec):
-    from lab.engine.invariants import simulate_checked
     from lab.scenario import parse_spec
+    from lab.trace.invariants import simulate_checked
 
     trace, _ = simulate_checked(parse_spec(spec))
     assert len(trace.steps) > 10
@@ -129,9 +129,9 @@ class _CopyingGather:
 def test_input_table_equals_copying_every_step(spec):
     """Churn (rows shift, shorter occupants uncover columns), preemptions (a slot reused while a row
     still refers to it), drafts, FULL graphs and vLLM 0.32's rows past the batch."""
-    from lab.engine.recorder import Recorder
-    from lab.engine.runner import run_engine
+    from lab.engine.model_runner import run_engine
     from lab.scenario import parse_spec
+    from lab.trace.recorder import Recorder
 
     scenario = parse_spec(spec)
     copying = _CopyingGather(scenario)
@@ -165,9 +165,9 @@ class _BlockRowsCheck:
     ),
 )
 def test_new_block_rows_are_the_requests_given_blocks(spec):
-    from lab.engine.recorder import Recorder
-    from lab.engine.runner import run_engine
+    from lab.engine.model_runner import run_engine
     from lab.scenario import parse_spec
+    from lab.trace.recorder import Recorder
 
     scenario = parse_spec(spec)
     check = _BlockRowsCheck()

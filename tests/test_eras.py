@@ -18,9 +18,9 @@ from lab.engine.block_pool import BlockPool
 from lab.engine.model_states import ERAS
 from lab.engine.releases import RELEASES
 from lab.live import eras, hooks, old_cpu
-from lab.live.compare import compare_traces
 from lab.live.tap import Tap
 from lab.scenario import parse_spec
+from lab.trace.diff import compare_traces
 
 RECORDINGS = eras.load_recordings()
 

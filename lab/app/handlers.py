@@ -24,7 +24,7 @@ from gradio.components.plot import PlotData
 
 from lab import Scenario, Trace, simulate
 from lab.app.cache import TRACES, bytes_key, scenario_key
-from lab.app.runners import EMBEDDED_CPU, KERNEL_BACKEND, KERNEL_RUNNERS, LIVE_VLLM, runner_availability
+from lab.app.runner_choices import EMBEDDED_CPU, KERNEL_BACKEND, KERNEL_RUNNERS, LIVE_VLLM, runner_availability
 from lab.engine.model_states import ERAS
 from lab.presets import PRESETS
 from lab.scenario import format_spec, get_preset, parse_spec
@@ -237,7 +237,7 @@ def _slider(trace: Trace, value: int = 0):
 
 def _status(trace: Trace, how: str) -> str:
     s = trace.scenario
-    # How many steps the kernel runner timed (lab.kernels.live.run_for_app), so nobody reads a sparse
+    # How many steps the kernel runner timed (lab.kernels.timed_run.run_for_app), so nobody reads a sparse
     # kernel view as the whole run.
     k = trace.timings
     kernels = ""
@@ -246,7 +246,7 @@ def _status(trace: Trace, how: str) -> str:
             f" in {k['kernel_seconds']:.1f} s" if k.get("kernel_seconds") is not None else ""
         )
         # The shape the walks were timed with, and how many timed steps were also checked against
-        # SDPA (the app's runner checks one; lab.kernels.live.run_for_app).
+        # SDPA (the app's runner checks one; lab.kernels.timed_run.run_for_app).
         kernels += f" ({k.get('head_config', '?')}"
         if k.get("checked_steps") is not None:
             kernels += f"; {k['checked_steps']} of them checked against SDPA"
@@ -449,8 +449,8 @@ def initial(view="block_table", preset_default=None, request: gr.Request = None,
 
 
 def _run_live(scenario, progress) -> Trace:
-    """Real vLLM (lab.live.runner): the recorder in the live environment, as a subprocess with a time limit."""
-    from lab.live.runner import LiveRunError, record_in_subprocess
+    """Real vLLM (lab.live.record_process): the recorder in the live environment, as a subprocess with a time limit."""
+    from lab.live.record_process import LiveRunError, record_in_subprocess
 
     progress((0, None), desc="live vLLM steps (both modes)", unit="steps")
     try:
@@ -463,8 +463,8 @@ def _run_live(scenario, progress) -> Trace:
 
 def _run_kernels(trace: Trace, device: str, budget: int, progress) -> Trace:
     """Attention kernels on the steps that fit the per-step budget, in spread order, until the runner's
-    time budget is spent (lab.kernels.live.run_for_app: backend, threads, repeats), both modes."""
-    from lab.kernels.live import run_for_app
+    time budget is spent (lab.kernels.timed_run.run_for_app: backend, threads, repeats), both modes."""
+    from lab.kernels.timed_run import run_for_app
 
     progress((0, None), desc="kernel steps", unit="steps")
     return run_for_app(

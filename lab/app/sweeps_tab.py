@@ -14,7 +14,7 @@ import gradio as gr
 from lab.gpu_model import GPUS, HeadShape, predict, summary
 from lab.presets import PRESETS
 from lab.sweep.executors import default_workers
-from lab.sweep.runner import SECONDS_PER_POINT, run_sweep
+from lab.sweep.orchestrate import SECONDS_PER_POINT, run_sweep
 from lab.sweep.spec import SweepSpec
 from lab.sweep.table import HEADLINE, summarize
 

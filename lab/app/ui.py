@@ -13,7 +13,7 @@ from __future__ import annotations
 import gradio as gr
 
 from lab.app import handlers as h
-from lab.app.runners import EMBEDDED_CPU, runner_availability
+from lab.app.runner_choices import EMBEDDED_CPU, runner_availability
 from lab.presets import PRESETS
 from lab.scenario import CUDAGRAPH_MODES, MAX_SPECULATIVE_TOKENS, MODEL_STATES, get_preset
 from lab.views import ALL_VIEWS

@@ -20,18 +20,18 @@ without a GPU:
   compared entry by entry (stale columns included).
 
 The package: lab/conform/recording.py (what the engine did, through its step observer hook),
-lab/conform/vllm_cpu.py (vLLM's objects on the CPU: the only module that imports vllm; it needs the
-conformance environment ``.venv-vllm``, see docs/fidelity.md), lab/conform/compare.py (agreement per
+lab/conform/vllm_mrv2.py (vLLM's objects on the CPU: the only module that imports vllm; it needs the
+conformance environment ``.venv-vllm``, see docs/fidelity.md), lab/conform/agreement.py (agreement per
 rule) and lab/conform/suite.py (``conform``, the random scenarios, the suite and the CLI).
 
 The lab's ``fixed`` mode is compared; ``baseline`` is vLLM before PR #40654 and has no 0.33.0 code
 to compare with.
 """
 
-from lab.conform.compare import RULE_TITLES, RULES, Comparison, Disagreement
+from lab.conform.agreement import RULE_TITLES, RULES, Comparison, Disagreement
 from lab.conform.recording import EngineRecording, RecordedStep, record_engine
 from lab.conform.suite import KERNEL_EVERY, NUM_RANDOM, cli, conform, format_failure, random_scenario, suite_cases
-from lab.conform.vllm_cpu import HOW_TO_RUN, VLLM_VERSION, VllmMRV2, VllmUnavailable, load_vllm
+from lab.conform.vllm_mrv2 import HOW_TO_RUN, VLLM_VERSION, VllmMRV2, VllmUnavailable, load_vllm
 
 __all__ = [
     "RULES",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lab.engine.runner import run_engine
+from lab.engine.model_runner import run_engine
 from lab.engine.step_record import EngineEnd, StepRecord
 
 

@@ -7,9 +7,9 @@ import time
 
 import numpy as np
 
-from lab.conform.compare import RULES, Comparison  # noqa: F401  (RULES: the suite's rules, re-exported)
+from lab.conform.agreement import RULES, Comparison  # noqa: F401  (RULES: the suite's rules, re-exported)
 from lab.conform.recording import record_engine
-from lab.conform.vllm_cpu import VLLM_VERSION, VllmMRV2, VllmUnavailable, load_vllm
+from lab.conform.vllm_mrv2 import VLLM_VERSION, VllmMRV2, VllmUnavailable, load_vllm
 from lab.engine.cudagraph import target_capture_sizes
 from lab.presets import list_presets
 from lab.scenario import Scenario, get_preset, parse_spec

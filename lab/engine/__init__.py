@@ -1,10 +1,10 @@
 """The embedded engine: a scheduler and a Model Runner V2 reduced to what builds attention metadata.
 
-Read it in the order ``GPUModelRunner.execute_model`` runs (lab/engine/runner.py):
+Read it in the order ``GPUModelRunner.execute_model`` runs (lab/engine/model_runner.py):
 
 1. scheduler.py     ``Scheduler.schedule``: who runs, how many tokens, which new blocks (R1's lag)
 2. block_pool.py    the KV-cache block pool: null block 0, LIFO free queue, no clearing on free
-3. runner.py        ``ModelRunner.execute_model``: request states (slots), ``append_block_ids``
+3. model_runner.py  ``ModelRunner.execute_model``: request states (slots), ``append_block_ids``
 4. input_batch.py   ``sort_batch`` (batch order) and ``seq_lens_cpu_upper_bound`` (R1)
 5. cudagraph.py     ``CudaGraphManager.dispatch`` (R8) and what a FULL replay freezes (R9)
 6. model_states.py  ``prepare_attn``: the target ``max_seq_len`` (R2, R3) in both modes, and the eras
@@ -13,7 +13,6 @@ Read it in the order ``GPUModelRunner.execute_model`` runs (lab/engine/runner.py
 9. oor.py           out-of-range accounting: what a walk of ``cdiv(max_seq_len, block_size)`` columns reads
                     (``StaleRegion`` per step; ``StaleLedger`` carries the stale entries' classes across steps)
 10. step_record.py  ``StepRecord``: what one step did, handed to every observer (``on_step``)
-11. recorder.py     the observer that builds the ``Trace`` (``simulate`` in runner.py runs it)
 
 Rule -> where it lives (the vLLM 0.33.0 symbol it mirrors is named there; docs/rules.md lists all):
 

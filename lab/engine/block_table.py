@@ -10,21 +10,12 @@ null block); vLLM 0.32 (``Scenario.vllm_version``) zeroes only the padded rows.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from lab.blocks import block_table_width  # noqa: F401  (a row's width, R6)
 from lab.engine.ragged import flat_ranges
 
 PAD_SLOT_ID = -1
-
-
-def block_table_width(max_model_len: int, block_size: int) -> int:
-    """Columns of a row: ``cdiv(max_model_len, block_size)`` rounded up so the row covers a multiple
-    of 128 tokens (vllm/v1/worker/block_table.py ``get_block_table_width``)."""
-    num_blocks = -(-max_model_len // block_size)
-    align = 128 // math.gcd(128, block_size)
-    return -(-num_blocks // align) * align
 
 
 class BlockTables:

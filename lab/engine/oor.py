@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lab.blocks import walked_columns
 from lab.engine.block_pool import FREE
 from lab.engine.ragged import flat_ranges
 
@@ -88,7 +89,7 @@ class StaleRegion:
         out = []
         all_in_range = None  # sum(num_blocks): the in-range count of every walk as wide as every reach
         for msl, rows in zip(max_seq_lens, num_rows):
-            w = -(-msl // block_size)
+            w = walked_columns(msl, block_size)
             counts = per_width.get(w)
             if counts is None:
                 if self.reach is not None and w >= self._max_reach:  # reach >= num_blocks on every row

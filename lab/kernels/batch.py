@@ -21,13 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from lab.blocks import cdiv, walked_columns
 from lab.engine.block_pool import NULL_BLOCK_ID
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 @dataclass(frozen=True)
@@ -124,7 +121,7 @@ class PagedBatch:
 
     def walk_columns(self, max_seq_len: int) -> int:
         """Columns of the block table a kernel told ``max_seq_len`` reads (R9/R10)."""
-        w = cdiv(max_seq_len, self.block_size)
+        w = walked_columns(max_seq_len, self.block_size)
         if w > self.block_table.shape[1]:
             raise ValueError(
                 f"max_seq_len {max_seq_len} walks {w} columns; the block table has {self.block_table.shape[1]}"

@@ -14,7 +14,7 @@ kernel reads), ``real`` = sum(seq_lens) tokens. GB/s is walked bytes / median ti
 bandwidth is ``dst.copy_(src)`` of a buffer the size of the fixed walk into an allocated one,
 measured in the same run, counting that buffer's bytes once (a copy reads them and writes as many).
 
-The peer: where vLLM's CPU build imports (the live environment, lab/kernels/vllm_cpu.py), vLLM's own
+The peer: where vLLM's CPU build imports (the live environment, lab/kernels/vllm_cpu_attn.py), vLLM's own
 CPU paged-attention op runs on the same batch and cache (converted to its layout by its own
 ``cpu_attn_reshape_and_cache``, untimed), in both modes, interleaved with the lab's kernel: four
 launches per round. The peer ratio is vLLM's median time over the lab kernel's, per mode (above 1:
@@ -30,7 +30,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from lab.kernels.batch import HeadConfig, cdiv, make_batch, make_kv_cache
+from lab.blocks import cdiv
+from lab.kernels.batch import HeadConfig, make_batch, make_kv_cache
 from lab.kernels.registry import find, get_kernel, status
 from lab.kernels.timing import copy_bandwidth_gbps, environment, make_timer, time_interleaved
 
@@ -134,14 +135,14 @@ def bench_shape(
     fns = {m: (lambda m=m: kernel(batch, kv, msl[m], cfg)) for m in msl}
     peer_row = {}
     if peer:
-        from lab.kernels import vllm_cpu
+        from lab.kernels import vllm_cpu_attn
 
         peer_kernel = get_kernel(PEER, device)
         ours, theirs = kernel(batch, kv, msl["fixed"], cfg), peer_kernel(batch, kv, msl["fixed"], cfg)  # + layout
         n = batch.num_real_tokens
         peer_row = {
             "peer_backend": PEER,
-            "peer_isa": vllm_cpu.isa_for(shape.block_size, cfg),
+            "peer_isa": vllm_cpu_attn.isa_for(shape.block_size, cfg),
             "peer_max_rel_diff": float((theirs[:n] - ours[:n]).abs().max() / ours[:n].abs().max()),
         }
         fns.update({f"peer_{m}": (lambda m=m: peer_kernel(batch, kv, msl[m], cfg)) for m in msl})
@@ -149,7 +150,7 @@ def bench_shape(
         res = time_interleaved(fns, timer, warmup=warmup, repeats=repeats)
     finally:
         if peer:
-            vllm_cpu.release()  # its copy of the cache is as large as the lab's
+            vllm_cpu_attn.release()  # its copy of the cache is as large as the lab's
     walked = {m: batch.walked_bytes(msl[m], cfg) for m in msl}
     if copy_gbps is None:
         copy_gbps = copy_bandwidth_gbps(walked["fixed"], device, timer)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import torch
 
-from lab.kernels import adapters, compiled, vllm_cpu
+from lab.kernels import adapters, compiled, vllm_cpu_attn
 from lab.kernels.reference import paged_attention, paged_attention_trusting
 from lab.kernels.split_kv import paged_attention_split_kv
 
@@ -36,7 +36,7 @@ def _compiled_trusting(batch, kv_cache, max_seq_len, cfg):
 
 
 def _vllm_cpu(batch, kv_cache, max_seq_len, cfg):
-    return vllm_cpu.paged_attention_vllm_cpu(batch, kv_cache, max_seq_len, cfg)
+    return vllm_cpu_attn.paged_attention_vllm_cpu(batch, kv_cache, max_seq_len, cfg)
 
 
 def _triton_split_kv(batch, kv_cache, max_seq_len, cfg):
@@ -59,7 +59,7 @@ class Backend:
     needs_compiler: bool = False  # built with the machine's C++ compiler on first use (compiled.py)
     trusting: Callable | None = None  # its trusting variant (lab.run's out-of-range check); None: the
     # torch reference's
-    needs_vllm_cpu: bool = False  # vLLM's compiled CPU attention ops (a CPU build of vLLM, vllm_cpu.py)
+    needs_vllm_cpu: bool = False  # vLLM's compiled CPU attention ops (a CPU build of vLLM, vllm_cpu_attn.py)
 
 
 _WALK = "walks cdiv(max_seq_len, block_size) pages of every row and masks by seq_lens"
@@ -100,7 +100,7 @@ BACKENDS: tuple[Backend, ...] = (
         "vllm-cpu",
         "cpu",
         "vLLM's CPU paged attention, torch.ops._C.cpu_attention_with_kv_cache "
-        "(vllm/v1/attention/backends/cpu_attn.py, via lab/kernels/vllm_cpu.py)",
+        "(vllm/v1/attention/backends/cpu_attn.py, via lab/kernels/vllm_cpu_attn.py)",
         _vllm_cpu,
         False,
         "plans its work from seq_lens (get_scheduler_metadata); the op has no max_seq_len argument",
@@ -223,7 +223,7 @@ def status(b: Backend, cuda=None, env=None) -> tuple[bool, str]:
         if not ok:
             return False, why
     if b.needs_vllm_cpu:
-        ok, why = vllm_cpu.status()
+        ok, why = vllm_cpu_attn.status()
         if not ok:
             return False, why
     if b.fn is None:
@@ -271,8 +271,8 @@ def get_kernel(name: str, device: str) -> Callable:
             ok, why = False, str(e)
     if ok and b.needs_vllm_cpu:
         try:
-            vllm_cpu.load()  # imports vLLM (after lab/live/shim.py); a failure is reported, and remembered
-        except vllm_cpu.VllmCpuUnavailable as e:
+            vllm_cpu_attn.load()  # imports vLLM (after lab/live/shim.py); a failure is reported, and remembered
+        except vllm_cpu_attn.VllmCpuUnavailable as e:
             ok, why = False, str(e)
     if not ok:
         raise ValueError(f"backend {name!r} does not run on {device}: {why}")

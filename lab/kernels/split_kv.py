@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import torch
 
-from lab.kernels.batch import HeadConfig, PagedBatch, cdiv
+from lab.blocks import cdiv
+from lab.kernels.batch import HeadConfig, PagedBatch
 from lab.kernels.reference import attend_pages, group_queries, scatter_output
 
 STEP_KV = 128  # tokens per KV step of a TRTLLM-gen decode kernel (tileSizeKv 128)

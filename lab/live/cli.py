@@ -59,8 +59,8 @@ def cmd_record(args, scenario, print_trace) -> int:
 
 
 def _compare(a, b, a_label, b_label) -> int:
-    from lab.engine.runner import simulate
-    from lab.live.compare import compare_traces
+    from lab.trace.diff import compare_traces
+    from lab.trace.recorder import simulate
 
     if b is None:
         b = simulate(a.scenario)

@@ -18,10 +18,10 @@ from lab.engine.cudagraph import BatchExecutionDescriptor, kernel_visible_max_se
 from lab.engine.input_batch import InputBatch
 from lab.engine.model_states import MODES, AttnMetadata
 from lab.engine.oor import StaleRegion
-from lab.engine.recorder import Recorder
 from lab.engine.scheduler import SchedulerOutput
 from lab.engine.speculator import DraftPassMetadata, draft_step_upper_bound
 from lab.engine.step_record import EngineEnd, RequestAdded, RequestRemoved, StepRecord
+from lab.trace.recorder import Recorder
 
 _REQ = re.compile(r"^req-(\d+)")
 _SAME = (

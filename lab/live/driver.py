@@ -15,12 +15,11 @@ import os
 import tempfile
 import time
 
+from lab.engine.model_states import MODES
 from lab.live import hooks, old_cpu, shim
 from lab.live.limits import HOW_TO_RUN, LiveUnavailable, check_scenario
 from lab.live.models import write_model
 from lab.live.tap import Tap
-
-MODES = ("baseline", "fixed")
 
 
 def load(device: str = "cpu"):

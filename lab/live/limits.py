@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 
+from lab.blocks import cdiv
+
 HOW_TO_RUN = ".venv-vllm-live/bin/python -m lab record --preset NAME   (make venv-vllm-live builds it; docs/live.md)"
 
 
@@ -47,7 +49,7 @@ def available(device: str = "cpu") -> tuple[bool, str]:
 
 def min_num_gpu_blocks(scenario) -> int:
     """vLLM refuses a KV cache that cannot hold one request of max_model_len (plus the null block)."""
-    return -(-scenario.max_model_len // scenario.block_size) + 1
+    return cdiv(scenario.max_model_len, scenario.block_size) + 1
 
 
 def refusals(scenario, series: str = LIVE_SERIES, device: str = "cpu") -> list[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lab.blocks import walked_columns
 from lab.engine.model_states import MODES
 from lab.live.models import HEADS, HIDDEN
 
@@ -37,7 +38,7 @@ def attention_timings(trace, taps: dict, version: str) -> tuple[dict, dict]:
             if calls:
                 q1, med, q3 = np.percentile(calls, [25, 50, 75])
                 ms[i, j], iqr[i, j] = med, q3 - q1
-            cols = -(-st.kernel_max_seq_len[m] // bs)
+            cols = walked_columns(st.kernel_max_seq_len[m], bs)
             walked[i, j] = st.num_reqs_padded * cols * bs * KV_BYTES_PER_TOKEN
     meta = {
         "backend": "vLLM CPU_ATTN (live)",

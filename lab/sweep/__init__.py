@@ -9,8 +9,8 @@ API, results as a tidy table (CSV/JSON) with figures; local processes or Ray; re
 docs/sweeps.md has the grammar of axes, the columns and the Ray set-up.
 """
 
+from lab.sweep.orchestrate import SweepResult, run_sweep, text_progress
 from lab.sweep.point import deterministic, evaluate, trace_row
-from lab.sweep.runner import SweepResult, run_sweep, text_progress
 from lab.sweep.spec import Axis, Point, SweepSpec, parse_values
 
 __all__ = [

@@ -13,8 +13,8 @@ import argparse
 import sys
 import time
 
+from lab.sweep.orchestrate import run_sweep
 from lab.sweep.point import deterministic
-from lab.sweep.runner import run_sweep
 from lab.sweep.spec import SweepSpec
 
 BASE = "32p512o192_mml=128k_cg=piecewise"  # the default preset (short-decode-long-context)

@@ -87,7 +87,7 @@ def _kernels(args) -> dict | None:
 
 
 def cmd_sweep(args) -> int:
-    from lab.sweep.runner import SECONDS_PER_POINT, run_sweep, text_progress
+    from lab.sweep.orchestrate import SECONDS_PER_POINT, run_sweep, text_progress
     from lab.sweep.spec import SweepSpec
     from lab.sweep.table import HEADLINE, KERNEL_HEADLINE, format_table, summarize
 

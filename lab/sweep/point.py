@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 
 from lab import Scenario, simulate
+from lab.engine.model_states import MODES
 
-MODES = ("baseline", "fixed")
 CLASSES = ("null", "live", "free", "padded")
 FIELDS = ("walked", "in_range") + CLASSES
 SCOPES = (("target", False), ("all", True))  # target pass only; target + every draft pass
@@ -72,9 +72,9 @@ def kernel_columns(
     scenario: Scenario, trace, backend: str, device: str = "cpu", budget: int = 2_000_000, repeats: int = 3
 ) -> dict:
     """Measured kernel time of both modes on the steps that fit ``budget`` query-key pairs of
-    baseline walk (lab.kernels.live.steps_within_budget): sums of per-step medians and IQRs."""
+    baseline walk (lab.kernels.timed_run.steps_within_budget): sums of per-step medians and IQRs."""
     import lab
-    from lab.kernels.live import steps_within_budget
+    from lab.kernels.timed_run import steps_within_budget
 
     steps = steps_within_budget(trace, budget)
     t = lab.run(scenario, backend=backend, device=device, trace=trace, steps=steps, repeats=repeats, threads=1)

@@ -13,7 +13,7 @@ from lab.engine.oor import OOR_CLASSES, OOR_FIELDS
 from lab.scenario import Scenario
 from lab.trace import io
 from lab.trace.schema import TIMING_SCHEMA
-from lab.trace.views import StepList, by_mode
+from lab.trace.step import StepList, by_mode
 
 
 class Trace:

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.views.common import CLASS_COLORS, MODE_COLORS, MODES, check_step, figure, legend_swatch, title, walk_columns
+from lab.blocks import walked_columns
+from lab.views.common import CLASS_COLORS, MODE_COLORS, MODES, check_step, figure, legend_swatch, title
 
 CLASSES = ("valid", "null", "live", "free", "padded", "unwalked")
 _CODE = {c: k for k, c in enumerate(CLASSES)}
@@ -44,7 +45,7 @@ def block_table_classes(trace, index: int) -> dict[str, np.ndarray]:
     table = st.block_table
     rows, width = table.shape
     n = st.num_reqs
-    walks = {m: walk_columns(st.kernel_max_seq_len[m], bs) for m in MODES}
+    walks = {m: walked_columns(st.kernel_max_seq_len[m], bs) for m in MODES}
     cls = np.full((rows, width), _CODE["unwalked"], dtype=np.int8)
     owner = np.full((rows, width), -1, dtype=np.int32)
     nb = np.asarray(st.num_blocks, dtype=np.int64)
@@ -208,7 +209,7 @@ def block_table_spec(trace, index: int) -> dict:
                 "dash": "solid" if m == "baseline" else "dash",
             }
             data.append(_walk_line(x, ycat, name, line))
-        meta_w = walk_columns(st.max_seq_len[m], bs)
+        meta_w = walked_columns(st.max_seq_len[m], bs)
         if meta_w != w:  # a FULL graph: the metadata says one thing, the kernel walks the captured width (R9)
             xm = _pos(ce, meta_w)
             name = f"{m} metadata: {meta_w} columns (not what the FULL graph walks)"

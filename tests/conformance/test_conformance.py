@@ -104,7 +104,7 @@ def test_a_disagreement_fails_with_step_field_and_values(rule, monkeypatch):
         field = "R6 block_table"
     else:
         monkeypatch.setattr(cudagraph, "uniform_decode_token_count", lambda *a: None)
-        import lab.engine.runner as runner
+        import lab.engine.model_runner as runner
 
         monkeypatch.setattr(runner, "uniform_decode_token_count", lambda *a: None)
         field = "R8 uniform_token_count"

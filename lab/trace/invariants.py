@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from lab.blocks import walked_columns
+from lab.engine.model_runner import run_engine
 from lab.engine.oor import OOR_FIELDS, classify_entries
-from lab.engine.recorder import Recorder
-from lab.engine.runner import run_engine
 from lab.engine.step_record import EngineEnd, StepRecord
+from lab.trace.recorder import Recorder
 
 
 class InvariantChecker:
@@ -66,7 +67,7 @@ class InvariantChecker:
         table, num_blocks, kv_owner = record.block_table, record.num_blocks, record.kv_owner
         n = len(num_blocks)
         for p, (msl, rows) in enumerate(zip(record.walk_max_seq_len, record.walk_num_rows)):
-            w = -(-msl // self.block_size)
+            w = walked_columns(msl, self.block_size)
             counts = dict.fromkeys(OOR_FIELDS, 0)
             counts["walked"] = rows * w
             counts["padded"] = (rows - n) * w

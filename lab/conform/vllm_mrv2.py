@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from lab.conform.compare import Comparison
+from lab.conform.agreement import Comparison
 from lab.conform.recording import RecordedStep
 from lab.engine.block_table import compute_slot_mappings
 from lab.engine.cudagraph import kernel_visible_max_seq_len

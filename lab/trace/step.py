@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from lab.blocks import walked_columns
 from lab.engine.block_pool import FREE
 from lab.engine.block_table import compute_slot_mappings
 from lab.engine.cudagraph import CG_MODE_NAMES, kernel_visible_max_seq_len
@@ -257,7 +258,7 @@ class Step:
             d = self.drafts[pass_index - 1]
             msl, rows = d.kernel_max_seq_len[mode], d.num_reqs_padded
         t = self._t
-        w = -(-msl // t.scenario.block_size)
+        w = walked_columns(msl, t.scenario.block_size)
         n = self.num_reqs
         if table is None or table.shape[0] < rows:
             table = t.block_table(self.index, num_rows=rows)

@@ -84,7 +84,7 @@ def record_in_subprocess(scenario, progress=None, timeout_s: float = DEFAULT_TIM
         return Trace.load(out)
 
 
-if __name__ == "__main__":  # a manual check: python -m lab.live.runner SPEC
+if __name__ == "__main__":  # a manual check: python -m lab.live.record_process SPEC
     from lab.scenario import parse_spec
 
     trace = record_in_subprocess(parse_spec(sys.argv[1]), progress=lambda n: print("step", n))

@@ -1,5 +1,7 @@
-"""No import cycle inside lab/: every ``import``, at module level or inside a function, is an edge
-(only ``if TYPE_CHECKING:`` blocks, which never run, are left out)."""
+"""The shape of lab/: no import cycle, data flowing one way, no module over 450 lines.
+
+Every ``import``, at module level or inside a function, is an edge (only ``if TYPE_CHECKING:``
+blocks, which never run, are left out). docs/architecture.md draws the layers."""
 
 from __future__ import annotations
 
@@ -70,7 +72,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_graph_sees_imports_inside_functions():
     graph = import_graph()
-    assert "lab.engine.model_runner" in graph["lab"]  # lab/__init__.py: simulate
+    assert "lab.trace.recorder" in graph["lab"]  # lab/__init__.py: simulate
     assert "lab.conform" in graph["lab.cli"]  # imported inside cmd_conform only
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
 
@@ -78,3 +80,57 @@ def test_the_graph_sees_imports_inside_functions():
 def test_no_import_cycle_in_lab():
     cycle = find_cycle(import_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+MAX_MODULE_LINES = 450
+
+# Which way data flows (scenario -> engine -> kernels -> trace -> views -> app / notebooks / CLI):
+# a module in the first package may import nothing under the second.
+FORBIDDEN = [
+    ("lab.blocks", "lab."),  # block arithmetic: below everything
+    ("lab.presets", "lab."),
+    ("lab.engine", "lab.trace"),  # the engine hands StepRecords to observers; it never builds a trace
+    ("lab.engine", "lab.views"),
+    ("lab.engine", "lab.kernels"),
+    ("lab.engine", "lab.live"),
+    ("lab.engine", "lab.app"),
+    ("lab.trace", "lab.views"),
+    ("lab.trace", "lab.app"),
+    ("lab.views", "lab.live"),  # the committed era recordings live in lab.trace.era_recordings
+    ("lab.views", "lab.app"),
+    ("lab.views", "lab.kernels"),
+]
+# What lab/scenario.py (and the grammar beside it) may import: nothing above it.
+SCENARIO_MAY_IMPORT = {"lab.presets", "lab.blocks", "lab.scenario", "lab.spec_grammar"}
+
+
+def _under(module: str, package: str) -> bool:
+    return module == package.rstrip(".") or module.startswith(package if package.endswith(".") else package + ".")
+
+
+def test_data_flows_one_way():
+    graph = import_graph()
+    wrong = [
+        f"{mod} imports {dep}"
+        for mod, deps in graph.items()
+        for dep in sorted(deps)
+        for low, high in FORBIDDEN
+        if _under(mod, low) and _under(dep, high)
+    ]
+    for mod in ("lab.scenario", "lab.spec_grammar"):
+        wrong += [f"{mod} imports {dep}" for dep in sorted(graph.get(mod, ())) if dep not in SCENARIO_MAY_IMPORT]
+    assert not wrong, "imports against the data flow:\n" + "\n".join(wrong)
+
+
+def test_the_arrow_check_can_fail():
+    assert _under("lab.engine.model_runner", "lab.engine") and not _under("lab.engineering", "lab.engine")
+    assert _under("lab.trace", "lab.trace") and _under("lab.kernels.batch", "lab.")
+
+
+def test_no_module_over_450_lines():
+    long = {
+        str(p.relative_to(LAB.parent)): n
+        for p in LAB.rglob("*.py")
+        if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by job): {long}"

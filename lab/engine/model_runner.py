@@ -123,161 +123,71 @@ class ModelRunner:
 
     # ---- one step ----------------------------------------------------------------------------
     def execute_model(self, scheduler_output: SchedulerOutput, kv_owner: np.ndarray) -> np.ndarray:
+        """One step, in the order of vllm/v1/worker/gpu/model_runner.py ``execute_model``; returns the
+        drafts accepted per request, in the scheduler's order. ``kv_owner``: the block pool's owners."""
         out = scheduler_output
-        # vllm model_runner.py finish_requests: finished and preempted requests leave in sorted(req_id)
-        # order (the string "req-N"), which decides the order their slots return to the free list.
-        removed_inst = out.removed_inst
-        if len(removed_inst) > 1:
-            removed_inst = sorted(removed_inst, key=self._req_id_of)
-        removed = [self._remove(inst) for inst in removed_inst]
-        # vllm scheduler.py schedule(): for MRV2, resumed (preempted) requests are sent after the new
-        # ones (scheduled_new_reqs.extend(scheduled_resumed_reqs)); add_requests takes slots in that order.
-        new_inst = out.new_inst
-        added = []
-        if new_inst:
-            seen = self._seen_req_nums
-            req_nums_added = [req_num for _, req_num in new_inst]
-            if not seen.isdisjoint(req_nums_added):
-                new_inst = [p for p in new_inst if p[1] not in seen] + [p for p in new_inst if p[1] in seen]
-            added = [self._add(inst, req_num) for inst, req_num in new_inst]
-            seen.update(req_nums_added)
-        # Every owner change since the last step: the blocks handed out for this step, and those of
-        # the requests removed (finished or preempted), freed since (lab/engine/oor.py StaleLedger).
-        if removed:
-            freed = removed[0].block_ids if len(removed) == 1 else np.concatenate([r.block_ids for r in removed])
-        else:
-            freed = _NO_IDS
-        num_reqs = len(out.req_nums)
-        if num_reqs == 0:
+        # Update the request states.
+        removed = self.finish_requests(out)
+        added = self.add_requests(out)
+        freed = _block_ids_of(removed)  # every owner change since the last step, for the stale ledger
+        if len(out.req_nums) == 0:  # "No need to run the model."
             self.stale_ledger.settle(kv_owner, out.new_block_ids, freed)
             self._notify(StepRecord(out, removed, added, None))
             return np.zeros(0, dtype=np.int32)
+        idx_mapping_np = self._inst_req_index[out.inst]  # batch row -> request slot, scheduler order
+        block_append = self.update_requests(out, idx_mapping_np)
 
-        idx_mapping_np = self._inst_req_index[out.inst]  # batch row -> request slot
-        block_append = None
-        if len(out.new_block_ids):
-            has = out.new_block_rows if out.new_block_rows is not None else out.new_block_counts.nonzero()[0]
-            block_append = BlockAppend(idx_mapping_np[has], out.new_block_counts[has], out.new_block_ids)
-            self.block_tables.append_block_ids(block_append.req_indices, block_append.counts, block_append.block_ids)
-
-        # Batch order (vllm model_runner.py sort_batch_req_ids; 0.19/0.22: by num_scheduled_tokens alone).
-        num_scheduled_tokens = out.num_scheduled_tokens
-        any_prefill = np.count_nonzero(out.is_prefilling) > 0
-        max_query_len = int(num_scheduled_tokens.max())
-        uniform = not any_prefill and int(num_scheduled_tokens.min()) == max_query_len
-        if not self.release.sort_batch_req_ids:
-            sorted_already = uniform or bool((num_scheduled_tokens[1:] >= num_scheduled_tokens[:-1]).all())
-        else:
-            dq = self.decode_query_len
-            draft_counts = out.num_draft_tokens if self.num_speculative_tokens else None  # K = 0: none
-            sorted_already = uniform or in_batch_order(draft_counts, num_scheduled_tokens, dq)
-        if sorted_already:
-            order = None  # a uniform decode batch, or one already sorted (churn: the new prefill last)
-            batch_inst, num_computed_tokens_cpu = out.inst, out.num_computed_tokens
-            num_draft_tokens, is_prefilling, req_nums = out.num_draft_tokens, out.is_prefilling, out.req_nums
-        else:
-            order = (
-                sort_batch(out.num_draft_tokens > 0, num_scheduled_tokens, self.decode_query_len)
-                if self.release.sort_batch_req_ids
-                else np.argsort(num_scheduled_tokens, kind="stable")  # 0.19/0.22 prepare_inputs: sorted(key=num)
-            )
-            idx_mapping_np = idx_mapping_np[order]
-            batch_inst = out.inst[order]
-            num_scheduled_tokens = num_scheduled_tokens[order]
-            num_computed_tokens_cpu = out.num_computed_tokens[order]
-            num_draft_tokens = out.num_draft_tokens[order]
-            is_prefilling = out.is_prefilling[order]
-            req_nums = out.req_nums[order]
-
-        # CUDA-graph dispatch (R8; vllm model_runner.py gather_batch_req_state + CudaGraphManager.dispatch).
-        num_tokens = num_reqs * max_query_len if uniform else int(np.add.reduce(num_scheduled_tokens))
-        # A row of more than 1 + K tokens is a prefill chunk of two or more: never decode-eligible.
-        eligible = not any_prefill or (
-            max_query_len <= self.decode_query_len
-            and decode_graph_eligible(is_prefilling, num_scheduled_tokens, num_draft_tokens, num_computed_tokens_cpu)
-        )
-        uniform_token_count = uniform_decode_token_count(num_reqs, num_tokens, max_query_len, eligible)
-        batch_desc = self.cudagraph_manager.dispatch(num_reqs, num_tokens, uniform_token_count)
-        cg_mode = batch_desc.cg_mode
-        num_reqs_padded = batch_desc.num_reqs if (cg_mode == FULL and batch_desc.num_reqs) else num_reqs
-
-        # prepare_inputs (R1): the CPU's upper bound, and the exact lengths the GPU computes.
-        ub = seq_lens_cpu_upper_bound(num_computed_tokens_cpu, num_scheduled_tokens, num_reqs_padded)
-        seq_lens = np.zeros(num_reqs_padded, dtype=np.int32)
-        num_computed_tokens_gpu = self.num_computed_tokens_gpu[idx_mapping_np]
-        seq_lens[:num_reqs] = num_computed_tokens_gpu + num_scheduled_tokens
-        batch = InputBatch(
-            req_nums=req_nums,
-            idx_mapping_np=idx_mapping_np,
-            num_reqs=num_reqs,
-            num_reqs_after_padding=num_reqs_padded,
-            num_scheduled_tokens=num_scheduled_tokens,
-            num_tokens=num_tokens,
-            num_tokens_after_padding=batch_desc.num_tokens,
-            num_computed_tokens_np=num_computed_tokens_cpu,
-            seq_lens_cpu_upper_bound=ub,
-            seq_lens=seq_lens,
-            num_draft_tokens_per_req=num_draft_tokens,
-            is_prefilling_np=is_prefilling,
-            max_query_len=max_query_len,
-        )
-
-        # prepare_attn (R2, R3), in both modes; what a launch sees under a FULL replay (R9).
-        attn_metadata = {m: self.model_state.prepare_attn(batch, cg_mode, m) for m in MODES}
+        # Get the batch descriptor: batch order, then the CUDA-graph dispatch (R8).
+        state = self.gather_batch_req_state(out, idx_mapping_np)
+        batch_desc = self.cudagraph_manager.dispatch(*state.dispatch_args)
+        # prepare_inputs (R1), then the attention metadata in both modes (R2, R3; R9 for a FULL replay).
+        batch = self.prepare_inputs(state, batch_desc)
+        attn_metadata = {m: self.model_state.prepare_attn(batch, batch_desc.cg_mode, m) for m in MODES}
         kernel_max_seq_len = {
-            m: kernel_visible_max_seq_len(cg_mode, attn_metadata[m].max_seq_len, self.max_model_len) for m in MODES
+            m: kernel_visible_max_seq_len(batch_desc.cg_mode, attn_metadata[m].max_seq_len, self.max_model_len)
+            for m in MODES
         }
-
-        # gather_block_tables (R6): the kernel's input table, stale columns included; the ledger
-        # then moves the entries whose blocks changed owner, classifies the stale entries the
-        # gather uncovered and drops those it overwrote.
-        self.block_tables.gather_block_tables(idx_mapping_np, num_reqs_padded)
+        # gather_block_tables (R6): the kernel's input table, stale columns included. The ledger then
+        # moves the stale entries whose blocks changed owner, and takes those the gather uncovered
+        # or overwrote.
+        self.block_tables.gather_block_tables(batch.idx_mapping_np, batch.num_reqs_after_padding)
         stale_totals = self.stale_ledger.settle(kv_owner, out.new_block_ids, freed)
-        num_blocks = self.block_tables.num_blocks[idx_mapping_np]
-        # One walk per (pass, mode): the target pass, then each draft pass.
-        walk_max_seq_len = [kernel_max_seq_len[m] for m in MODES]
-        walk_num_rows = [num_reqs_padded] * len(MODES)
-        drafts = []
-        draft_max_seq_len = {}
+
+        # propose (R4, R5), then the seeded stand-in for rejection sampling.
+        drafts, draft_max_seq_len, num_accepted = [], {}, np.zeros(batch.num_reqs, dtype=np.int32)
         if self.speculator is not None:
-            # propose (R4, R5), then the seeded stand-in for rejection sampling.
+            msl = {m: attn_metadata[m].max_seq_len for m in MODES}
             drafts = self.speculator.propose(
-                ub, num_reqs, cg_mode, num_reqs_padded, {m: attn_metadata[m].max_seq_len for m in MODES}
+                batch.seq_lens_cpu_upper_bound, batch.num_reqs, batch_desc.cg_mode, batch.num_reqs_after_padding, msl
             )
             draft_max_seq_len = dict(self.speculator.draft_max_seq_len)
-            for d in drafts:
-                walk_max_seq_len += [d.kernel_max_seq_len[m] for m in MODES]
-                walk_num_rows += [d.num_reqs_padded] * len(MODES)
-            num_accepted = self.speculator.verify(self.rng, num_draft_tokens)
-        else:
-            num_accepted = np.zeros(num_reqs, dtype=np.int32)
-        # The ledger counts every batch row; rows past the batch hold ids only under vLLM 0.32.
-        if self.block_tables.ids_past(num_reqs):
-            stale_totals = None
-        stale_columns = self.block_tables.stale_columns(num_reqs_padded)
-        region = StaleRegion(stale_columns, num_blocks, self.block_tables.row_hwm, kv_owner, stale_totals)
-        oor = region.walks(walk_max_seq_len, walk_num_rows, self.block_size)
+            num_accepted = self.speculator.verify(self.rng, batch.num_draft_tokens_per_req)
 
-        # Rejected drafts roll back: only the verified token and the accepted drafts stay computed.
-        kept = 1 + num_accepted
-        self.num_computed_tokens_gpu[idx_mapping_np] = num_computed_tokens_gpu + (
-            np.where(is_prefilling, num_scheduled_tokens, kept) if any_prefill else kept
+        # What each kernel launch walks: one walk per (pass, mode), the target pass then each draft pass.
+        walk_max_seq_len = [kernel_max_seq_len[m] for m in MODES]
+        walk_num_rows = [batch.num_reqs_after_padding] * len(MODES)
+        for d in drafts:
+            walk_max_seq_len += [d.kernel_max_seq_len[m] for m in MODES]
+            walk_num_rows += [d.num_reqs_padded] * len(MODES)
+        num_blocks = self.block_tables.num_blocks[batch.idx_mapping_np]
+        oor = self.count_out_of_range(
+            num_blocks, batch.num_reqs_after_padding, kv_owner, stale_totals, walk_max_seq_len, walk_num_rows
         )
-        self.model_state.postprocess(idx_mapping_np, kept)
 
+        self.postprocess(batch, state.any_prefill, num_accepted)
         self._notify(
             StepRecord(
                 out,
                 removed,
                 added,
                 block_append,
-                batch_inst=batch_inst,
-                dispatch_args=(num_reqs, num_tokens, uniform_token_count),
+                batch_inst=state.batch_inst,
+                dispatch_args=state.dispatch_args,
                 batch_desc=batch_desc,
                 batch=batch,
                 attn_metadata=attn_metadata,
                 kernel_max_seq_len=kernel_max_seq_len,
-                gathered=partial(self.block_tables.input_table, num_reqs_padded),
+                gathered=partial(self.block_tables.input_table, batch.num_reqs_after_padding),
                 num_blocks=num_blocks,
                 drafts=drafts,
                 draft_max_seq_len=draft_max_seq_len,
@@ -289,11 +199,168 @@ class ModelRunner:
             )
         )
         # Results go back to the scheduler in its own order.
-        if order is None:
+        if state.order is None:
             return num_accepted
-        inv = np.empty(num_reqs, dtype=np.int64)
-        inv[order] = np.arange(num_reqs)
+        inv = np.empty(batch.num_reqs, dtype=np.int64)
+        inv[state.order] = np.arange(batch.num_reqs)
         return num_accepted[inv]
+
+    def finish_requests(self, out: SchedulerOutput) -> list[RequestRemoved]:
+        """vllm model_runner.py ``finish_requests`` (and ``free_states``): finished and preempted
+        requests leave in sorted(req_id) order (the string "req-N"), which decides the order their
+        slots return to the free list."""
+        removed_inst = out.removed_inst
+        if len(removed_inst) > 1:
+            removed_inst = sorted(removed_inst, key=self._req_id_of)
+        return [self._remove(inst) for inst in removed_inst]
+
+    def add_requests(self, out: SchedulerOutput) -> list[RequestAdded]:
+        """vllm model_runner.py ``add_requests``: each new request takes a slot. For MRV2 the scheduler
+        sends resumed (preempted) requests after the new ones (scheduler.py schedule():
+        ``scheduled_new_reqs.extend(scheduled_resumed_reqs)``), and slots are taken in that order."""
+        new_inst = out.new_inst
+        if not new_inst:
+            return []
+        seen = self._seen_req_nums
+        req_nums_added = [req_num for _, req_num in new_inst]
+        if not seen.isdisjoint(req_nums_added):
+            new_inst = [p for p in new_inst if p[1] not in seen] + [p for p in new_inst if p[1] in seen]
+        added = [self._add(inst, req_num) for inst, req_num in new_inst]
+        seen.update(req_nums_added)
+        return added
+
+    def update_requests(self, out: SchedulerOutput, idx_mapping_np: np.ndarray) -> BlockAppend | None:
+        """vllm model_runner.py ``update_requests``: the new block ids go to the end of each request's
+        persistent block-table row (``BlockTables.append_block_ids``)."""
+        if not len(out.new_block_ids):
+            return None
+        has = out.new_block_rows if out.new_block_rows is not None else out.new_block_counts.nonzero()[0]
+        block_append = BlockAppend(idx_mapping_np[has], out.new_block_counts[has], out.new_block_ids)
+        self.block_tables.append_block_ids(block_append.req_indices, block_append.counts, block_append.block_ids)
+        return block_append
+
+    def gather_batch_req_state(self, out: SchedulerOutput, idx_mapping_np: np.ndarray) -> _BatchReqState:
+        """vllm model_runner.py ``gather_batch_req_state``: the batch in its order (``sort_batch_req_ids``;
+        0.19/0.22 sorted by num_scheduled_tokens alone) and the arguments of the CUDA-graph dispatch."""
+        num_scheduled_tokens = out.num_scheduled_tokens
+        num_reqs = len(num_scheduled_tokens)
+        any_prefill = np.count_nonzero(out.is_prefilling) > 0
+        max_query_len = int(num_scheduled_tokens.max())
+        uniform = not any_prefill and int(num_scheduled_tokens.min()) == max_query_len
+        state = _BatchReqState(
+            None, out.inst, idx_mapping_np, out.req_nums, num_scheduled_tokens, out.num_computed_tokens,
+            out.num_draft_tokens, out.is_prefilling, any_prefill, max_query_len,
+        )  # fmt: skip
+        if not (uniform or self._in_batch_order(out)):
+            order = (
+                sort_batch(out.num_draft_tokens > 0, num_scheduled_tokens, self.decode_query_len)
+                if self.release.sort_batch_req_ids
+                else np.argsort(num_scheduled_tokens, kind="stable")  # 0.19/0.22 prepare_inputs: sorted(key=num)
+            )
+            state.reorder(order)
+        num_tokens = num_reqs * max_query_len if uniform else int(np.add.reduce(state.num_scheduled_tokens))
+        # A row of more than 1 + K tokens is a prefill chunk of two or more: never decode-eligible.
+        eligible = not any_prefill or (
+            max_query_len <= self.decode_query_len
+            and decode_graph_eligible(
+                state.is_prefilling, state.num_scheduled_tokens, state.num_draft_tokens, state.num_computed_tokens
+            )
+        )
+        uniform_token_count = uniform_decode_token_count(num_reqs, num_tokens, max_query_len, eligible)
+        state.dispatch_args = (num_reqs, num_tokens, uniform_token_count)
+        return state
+
+    def _in_batch_order(self, out: SchedulerOutput) -> bool:
+        """Whether the scheduler's order already is the batch order, so the sort can be skipped
+        (churn: the new prefill comes last)."""
+        n = out.num_scheduled_tokens
+        if not self.release.sort_batch_req_ids:
+            return bool((n[1:] >= n[:-1]).all())
+        draft_counts = out.num_draft_tokens if self.num_speculative_tokens else None  # K = 0: none
+        return in_batch_order(draft_counts, n, self.decode_query_len)
+
+    def prepare_inputs(self, state: _BatchReqState, batch_desc) -> InputBatch:
+        """vllm model_runner.py ``prepare_inputs`` (R1): the CPU's upper bound of every row's length,
+        and the exact lengths the GPU computes; FULL graphs pad the batch to the captured size."""
+        num_reqs, num_tokens, _ = state.dispatch_args
+        num_reqs_padded = batch_desc.num_reqs if (batch_desc.cg_mode == FULL and batch_desc.num_reqs) else num_reqs
+        ub = seq_lens_cpu_upper_bound(state.num_computed_tokens, state.num_scheduled_tokens, num_reqs_padded)
+        seq_lens = np.zeros(num_reqs_padded, dtype=np.int32)
+        seq_lens[:num_reqs] = self.num_computed_tokens_gpu[state.idx_mapping_np] + state.num_scheduled_tokens
+        return InputBatch(
+            req_nums=state.req_nums,
+            idx_mapping_np=state.idx_mapping_np,
+            num_reqs=num_reqs,
+            num_reqs_after_padding=num_reqs_padded,
+            num_scheduled_tokens=state.num_scheduled_tokens,
+            num_tokens=num_tokens,
+            num_tokens_after_padding=batch_desc.num_tokens,
+            num_computed_tokens_np=state.num_computed_tokens,
+            seq_lens_cpu_upper_bound=ub,
+            seq_lens=seq_lens,
+            num_draft_tokens_per_req=state.num_draft_tokens,
+            is_prefilling_np=state.is_prefilling,
+            max_query_len=state.max_query_len,
+        )
+
+    def count_out_of_range(
+        self, num_blocks, num_reqs_padded, kv_owner, stale_totals, walk_max_seq_len, walk_num_rows
+    ) -> np.ndarray:
+        """The lab's, not vLLM's: what each walk reads past each row's blocks, by class (lab/engine/oor.py;
+        lab/engine/plain.py ``out_of_range_counts`` says it plainly)."""
+        num_reqs = len(num_blocks)
+        # The ledger counts every batch row; rows past the batch hold ids only under vLLM 0.32.
+        if self.block_tables.ids_past(num_reqs):
+            stale_totals = None
+        stale_columns = self.block_tables.stale_columns(num_reqs_padded)
+        region = StaleRegion(stale_columns, num_blocks, self.block_tables.row_hwm, kv_owner, stale_totals)
+        return region.walks(walk_max_seq_len, walk_num_rows, self.block_size)
+
+    def postprocess(self, batch: InputBatch, any_prefill: bool, num_accepted: np.ndarray) -> None:
+        """vllm model_runner.py ``postprocess``: rejected drafts roll back, so only the verified token
+        and the accepted drafts stay computed (a prefill chunk keeps all its tokens)."""
+        kept = 1 + num_accepted
+        computed = self.num_computed_tokens_gpu[batch.idx_mapping_np]
+        self.num_computed_tokens_gpu[batch.idx_mapping_np] = computed + (
+            np.where(batch.is_prefilling_np, batch.num_scheduled_tokens, kept) if any_prefill else kept
+        )
+        self.model_state.postprocess(batch.idx_mapping_np, kept)
+
+
+def _block_ids_of(removed: list[RequestRemoved]) -> np.ndarray:
+    """The blocks the removed requests held (freed since the last step)."""
+    if not removed:
+        return _NO_IDS
+    return removed[0].block_ids if len(removed) == 1 else np.concatenate([r.block_ids for r in removed])
+
+
+class _BatchReqState:
+    """The scheduled requests in batch order (vllm model_runner.py ``gather_batch_req_state``'s result)."""
+
+    __slots__ = (
+        "order", "batch_inst", "idx_mapping_np", "req_nums", "num_scheduled_tokens", "num_computed_tokens",
+        "num_draft_tokens", "is_prefilling", "any_prefill", "max_query_len", "dispatch_args",
+    )  # fmt: skip
+
+    def __init__(self, order, batch_inst, idx_mapping_np, req_nums, num_scheduled_tokens, num_computed_tokens,
+                 num_draft_tokens, is_prefilling, any_prefill, max_query_len):  # fmt: skip
+        self.order = order  # batch row -> position in the scheduler's order (None: the same order)
+        self.batch_inst = batch_inst
+        self.idx_mapping_np = idx_mapping_np
+        self.req_nums = req_nums
+        self.num_scheduled_tokens = num_scheduled_tokens
+        self.num_computed_tokens = num_computed_tokens  # the scheduler's (CPU) view
+        self.num_draft_tokens = num_draft_tokens
+        self.is_prefilling = is_prefilling
+        self.any_prefill = any_prefill
+        self.max_query_len = max_query_len
+        self.dispatch_args = None  # (num_reqs, num_tokens, uniform_token_count)
+
+    def reorder(self, order: np.ndarray) -> None:
+        self.order = order
+        for name in ("batch_inst", "idx_mapping_np", "req_nums", "num_scheduled_tokens", "num_computed_tokens",
+                     "num_draft_tokens", "is_prefilling"):  # fmt: skip
+            setattr(self, name, getattr(self, name)[order])
 
 
 def engine_steps(scenario, observers: list[StepObserver] = ()) -> Generator[int, None, EngineEnd]:

@@ -20,11 +20,47 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lab.engine.block_pool import BlockPool
+from lab.engine.plain import schedule_running
 from lab.engine.ragged import ragged_ranges
 from lab.engine.releases import release
 
 WAITING, RUNNING, FINISHED = 0, 1, 2
 _NONE = np.empty(0, dtype=np.intp)  # no block ids, no rows (read-only)
+
+
+@dataclass
+class _RunningPass:
+    """What the running requests' pass decided, per running request (in running order)."""
+
+    req: np.ndarray  # the running requests
+    num_new: np.ndarray  # tokens scheduled for each
+    counts: np.ndarray  # new blocks for each
+    chunks: list  # the new block ids, in order
+    budget: int  # token budget left
+    preempted: int  # requests preempted in this pass
+    comp: np.ndarray  # num_computed_tokens before the step
+    in_prefill: np.ndarray
+    inst: np.ndarray  # runner instances
+    rows: np.ndarray | None = None  # positions of the requests given new blocks (None: not known)
+
+    def scheduled_only(self) -> _RunningPass:
+        """The requests given tokens (a request left without budget is not in this step)."""
+        s = self.num_new > 0
+        return _RunningPass(
+            self.req[s], self.num_new[s], self.counts[s], self.chunks, self.budget, self.preempted,
+            self.comp[s], self.in_prefill[s], self.inst[s],
+        )  # fmt: skip
+
+
+@dataclass
+class _Admissions:
+    """The waiting requests admitted this step, in order."""
+
+    req: list = field(default_factory=list)
+    tokens: list = field(default_factory=list)
+    counts: list = field(default_factory=list)
+    chunks: list = field(default_factory=list)
+    inst: list = field(default_factory=list)  # (instance, request) pairs
 
 
 @dataclass
@@ -45,6 +81,10 @@ class SchedulerOutput:
 
 
 class Scheduler:
+    # Run the running requests' pass as lab/engine/plain.py's loop every step, not only when someone
+    # must be preempted (tests/test_plain_rules.py compares the two).
+    always_plain = False
+
     def __init__(self, scenario):
         s = scenario
         self.scenario = s
@@ -107,12 +147,12 @@ class Scheduler:
             return self._arrival_steps[self._next_arrival]
         return 0
 
-    def _blocks_for(self, num_tokens):
+    def blocks_for(self, num_tokens):
         """Blocks for ``num_tokens`` slots: vllm/v1/core/kv_cache_manager.py ``allocate_slots`` caps the
         slots at max_model_len (``num_tokens_need_slot``), then cdiv by block_size (a power of two)."""
         return (np.minimum(num_tokens, self.max_model_len) + (self.block_size - 1)) >> self._block_shift
 
-    def _allocate(self, slot: int, inst: int, num_blocks: int) -> np.ndarray:
+    def allocate(self, slot: int, inst: int, num_blocks: int) -> np.ndarray:
         """``num_blocks`` new blocks for the request in kv slot ``slot`` (runner instance ``inst``)."""
         ids = self.pool.get_new_blocks(num_blocks)
         nb = int(self.kv_nb[slot])
@@ -131,7 +171,8 @@ class Scheduler:
         self._removed.append(int(self.inst[r]))
         self.inst[r] = -1
 
-    def _preempt(self, r: int) -> None:
+    def preempt_request(self, r: int) -> None:
+        """vllm scheduler.py ``_preempt_request``: free its blocks; it waits at the front, to recompute."""
         self._free(r)
         self.status[r] = WAITING
         self.prefill_len[r] = self.prompt_len[r] + self.num_output_tokens[r]
@@ -153,18 +194,31 @@ class Scheduler:
         ``max_num_seqs`` allow. Returns what the runner executes; ``num_computed_tokens`` then
         advances optimistically (async scheduling, R1).
         """
+        self._add_arrivals(step)
+        # "First, schedule the RUNNING requests."
+        running = self._schedule_running(self.token_budget)
+        # "Next, schedule the WAITING requests." (vLLM admits none in a step that preempted one)
+        admitted = self._schedule_waiting(running.budget) if not running.preempted else _Admissions()
+        out = self._make_output(step, running, admitted)
+        self._update_after_schedule(out)
+        return out
+
+    def _add_arrivals(self, step: int) -> None:
         while self._next_arrival < len(self._arrival_order) and self._arrival_steps[self._next_arrival] <= step:
             self.waiting.append(self._arrival_order[self._next_arrival])
             self._next_arrival += 1
 
+    def _schedule_running(self, budget: int) -> _RunningPass:
+        """The running requests' pass: lab/engine/plain.py ``schedule_running`` says it one request at
+        a time, and runs whenever the pool cannot cover every request's new blocks (preemption).
+        Otherwise nobody is preempted and the pass is the same arithmetic on arrays: each request in
+        running order takes ``min(need, budget left)`` (a running sum), then its new blocks."""
         mml, k = self.max_model_len, self.num_lookahead_tokens
-        budget = self.token_budget
         run = self.running
         comp = self.num_computed_tokens[run]
         prefill_len = self.prefill_len[run]
         in_prefill = comp < prefill_len
-        # np.count_nonzero, np.add.accumulate: ufunc-level calls, without ndarray.any/.all's or
-        # np.cumsum's Python wrappers (this runs every step).
+        # np.count_nonzero, np.add.accumulate: ufunc-level calls (this runs every step).
         any_prefill = np.count_nonzero(in_prefill) > 0
         decode_need = 1 + self.num_spec_tokens[run] if k else np.ones(len(run), dtype=np.int64)
         need = np.where(in_prefill, prefill_len - comp, decode_need) if any_prefill else decode_need
@@ -174,108 +228,95 @@ class Scheduler:
         if len(cum) == 0 or cum[-1] <= budget:
             num_new = need  # everyone gets what they need
         else:
-            # Greedy in running order: each takes min(need, budget left).
-            num_new = np.minimum(np.maximum(budget - (cum - need), 0), need)
+            num_new = np.minimum(np.maximum(budget - (cum - need), 0), need)  # min(need, budget left)
         slots = self.kv_slot[run]
         cur = self.kv_nb[slots]
         inst = self.inst[run]  # the runner instances, for the owners of new blocks and the output
-        want = self._blocks_for(comp + num_new + k)
-        new_blocks = np.maximum(want - cur, 0)
+        new_blocks = np.maximum(self.blocks_for(comp + num_new + k) - cur, 0)
         all_scheduled = np.count_nonzero(num_new) == len(num_new)
         if not all_scheduled:
             new_blocks[num_new == 0] = 0
         total_new = int(new_blocks.sum())
-        preempted = 0
-        if total_new <= self.pool.num_free_blocks:
-            counts = new_blocks
-            ids = self.pool.get_new_blocks(total_new) if total_new else _NONE
-            has = _NONE
-            if total_new:
-                has = counts.nonzero()[0]  # (np.flatnonzero adds a Python wrapper per call)
-                slots_has, cur_has = slots[has], cur[has]
-                if total_new == len(has):  # one block each (decodes crossing a block boundary)
-                    self.kv_rows[slots_has, cur_has] = ids
-                    self.pool.owner[ids] = inst[has]
-                    self.kv_nb[slots_has] = cur_has + 1
-                else:
-                    group, cols = ragged_ranges(cur_has, counts[has])
-                    self.kv_rows[slots_has[group], cols] = ids
-                    self.pool.owner[ids] = inst[has][group]
-                    self.kv_nb[slots_has] = cur_has + counts[has]
-            budget -= int(num_new.sum())
-            block_chunks = [ids]
-        else:
-            run, num_new, counts, block_chunks, budget, preempted = self._schedule_running_slow(budget)
-            has = None
-            inst = self.inst[run]
+        if self.always_plain or total_new > self.pool.num_free_blocks:  # someone must be preempted: the plain loop
+            run, num_new, counts, chunks, budget, preempted = schedule_running(self, budget)
             comp = self.num_computed_tokens[run]
-            in_prefill = comp < self.prefill_len[run]
-            any_prefill = bool(in_prefill.any())
-            all_scheduled = bool(num_new.all())
+            return _RunningPass(
+                run, num_new, counts, chunks, budget, preempted, comp, comp < self.prefill_len[run], self.inst[run]
+            ).scheduled_only()
+        ids = self.pool.get_new_blocks(total_new) if total_new else _NONE
+        rows = _NONE
+        if total_new:
+            rows = new_blocks.nonzero()[0]
+            slots_has, cur_has = slots[rows], cur[rows]
+            if total_new == len(rows):  # one block each (decodes crossing a block boundary)
+                self.kv_rows[slots_has, cur_has] = ids
+                self.pool.owner[ids] = inst[rows]
+                self.kv_nb[slots_has] = cur_has + 1
+            else:
+                group, cols = ragged_ranges(cur_has, new_blocks[rows])
+                self.kv_rows[slots_has[group], cols] = ids
+                self.pool.owner[ids] = inst[rows][group]
+                self.kv_nb[slots_has] = cur_has + new_blocks[rows]
+        budget -= int(num_new.sum())
+        running = _RunningPass(run, num_new, new_blocks, [ids], budget, 0, comp, in_prefill, inst, rows)
+        return running if all_scheduled else running.scheduled_only()
 
-        if not all_scheduled:
-            has = None  # its positions were in the unfiltered order
-            sched = num_new > 0
-            run, num_new, comp, in_prefill, counts, inst = (
-                run[sched],
-                num_new[sched],
-                comp[sched],
-                in_prefill[sched],
-                counts[sched],
-                inst[sched],
-            )
-        req = run
+    def _schedule_waiting(self, budget: int) -> _Admissions:
+        """Admit waiting requests in order while there is budget, room under ``max_num_seqs`` and
+        blocks for their first chunk. A new request's first allocation includes the K lookahead
+        slots too (vllm scheduler.py schedule(): ``allocate_slots(..., num_lookahead_tokens=
+        effective_lookahead_tokens)``), from 0.32 on; 0.19/0.22 allocate none while
+        ``num_computed_tokens == 0`` (lab/engine/releases.py)."""
+        admitted = _Admissions()
+        k0, mml = self.first_allocation_lookahead, self.max_model_len
+        room = self.max_num_running_reqs - len(self.running)
+        while self.waiting and len(admitted.req) < room and budget > 0:
+            r = self.waiting[0]
+            n_tok = min(int(self.prefill_len[r]), budget)
+            nblk = (min(n_tok + k0, mml) + self.block_size - 1) >> self._block_shift  # blocks_for, on ints
+            if nblk > self.pool.num_free_blocks:
+                break
+            self.waiting.popleft()
+            slot, new_id = self._free_kv_slots.pop(), len(self.inst_req)
+            self.kv_slot[r] = slot
+            self.inst[r] = new_id
+            self.inst_req.append(r)
+            self.status[r] = RUNNING
+            admitted.chunks.append(self.allocate(slot, new_id, nblk))
+            admitted.req.append(r)
+            admitted.tokens.append(n_tok)
+            admitted.counts.append(nblk)
+            admitted.inst.append((new_id, r))
+            budget -= n_tok
+        return admitted
+
+    def _make_output(self, step: int, running: _RunningPass, admitted: _Admissions) -> SchedulerOutput:
+        """The scheduled running requests, then the admitted ones (their prefill chunk and first
+        blocks, nothing computed, no drafts), as the runner receives them."""
+        req, num_new, counts, comp = running.req, running.num_new, running.counts, running.comp
+        in_prefill, inst, rows = running.in_prefill, running.inst, running.rows
         num_draft = None  # without drafts: zeros, once the admissions are known
-        if k:
+        if self.num_lookahead_tokens:
             num_draft = np.minimum(self.num_spec_tokens[req], np.maximum(num_new - 1, 0))
-            if any_prefill:
+            if np.count_nonzero(in_prefill):
                 num_draft[in_prefill] = 0
-
-        new_req, new_tokens, new_counts = [], [], []
-        new_inst = []
-        if not preempted:
-            # A new request's first allocation includes the K lookahead slots too (vllm scheduler.py
-            # schedule(): allocate_slots(..., num_lookahead_tokens=effective_lookahead_tokens)), from
-            # 0.32 on; 0.19/0.22 allocate none while num_computed_tokens == 0 (lab/engine/releases.py).
-            k0 = self.first_allocation_lookahead
-            room = self.max_num_running_reqs - len(self.running)
-            while self.waiting and len(new_req) < room and budget > 0:
-                r = self.waiting[0]
-                n_tok = min(int(self.prefill_len[r]), budget)
-                nblk = (min(n_tok + k0, mml) + self.block_size - 1) >> self._block_shift  # _blocks_for, on ints
-                if nblk > self.pool.num_free_blocks:
-                    break
-                self.waiting.popleft()
-                slot, new_id = self._free_kv_slots.pop(), len(self.inst_req)
-                self.kv_slot[r] = slot
-                self.inst[r] = new_id
-                self.inst_req.append(r)
-                self.status[r] = RUNNING
-                block_chunks.append(self._allocate(slot, new_id, nblk))
-                new_req.append(r)
-                new_tokens.append(n_tok)
-                new_counts.append(nblk)
-                new_inst.append((new_id, r))
-                budget -= n_tok
-        if new_req:
-            m = len(new_req)
-            nr = np.array(new_req, dtype=np.int64)
+        chunks = running.chunks + admitted.chunks
+        if admitted.req:
+            m = len(admitted.req)
             every_running_scheduled = req is self.running
-            self.running = np.concatenate([self.running, nr])
-            req = self.running if every_running_scheduled else np.concatenate([req, nr])
-            # New requests: their prefill chunk and first blocks, nothing computed, no drafts.
-            if has is not None:  # every admitted request gets its first blocks
-                has = np.concatenate([has, self._rows_from[len(num_new) : len(num_new) + m]])
-            num_new = np.concatenate([num_new, new_tokens])
-            counts = np.concatenate([counts, new_counts])
+            self.running = np.concatenate([self.running, np.array(admitted.req, dtype=np.int64)])
+            req = self.running if every_running_scheduled else np.concatenate([req, admitted.req])
+            if rows is not None:  # every admitted request gets its first blocks
+                rows = np.concatenate([rows, self._rows_from[len(num_new) : len(num_new) + m]])
+            num_new = np.concatenate([num_new, admitted.tokens])
+            counts = np.concatenate([counts, admitted.counts])
             comp = np.concatenate([comp, self._zeros[:m]])
-            inst = np.concatenate([inst, [i for i, _ in new_inst]])
+            inst = np.concatenate([inst, [i for i, _ in admitted.inst]])
             in_prefill = np.concatenate([in_prefill, self._trues[:m]])
             if num_draft is not None:
                 num_draft = np.concatenate([num_draft, self._zeros[:m]])
         if num_draft is None:
             num_draft = np.zeros(len(req), dtype=np.int64)
-
         out = SchedulerOutput(
             req_nums=req,
             inst=inst,
@@ -284,63 +325,24 @@ class Scheduler:
             num_draft_tokens=num_draft,
             is_prefilling=in_prefill,
             new_block_counts=counts,
-            new_block_rows=has,
-            new_block_ids=(
-                block_chunks[0] if len(block_chunks) == 1 else np.concatenate(block_chunks) if block_chunks else _NONE
-            ),
-            new_inst=new_inst,
+            new_block_rows=rows,
+            new_block_ids=chunks[0] if len(chunks) == 1 else np.concatenate(chunks) if chunks else _NONE,
+            new_inst=admitted.inst,
             removed_inst=self._removed,
             prefill_len=self.prefill_len[req],
             scheduler_step=step,
         )
         self._removed = []
-        # Async scheduling: advance optimistically, then learn the previous step's rejections.
-        self.num_computed_tokens[req] += num_new
+        return out
+
+    def _update_after_schedule(self, out: SchedulerOutput) -> None:
+        """vllm scheduler.py ``_update_after_schedule``: ``num_computed_tokens`` advances by the
+        scheduled tokens before the step runs (async scheduling); only then does the CPU learn the
+        previous step's rejected drafts (R1's lag)."""
+        self.num_computed_tokens[out.req_nums] += out.num_scheduled_tokens
         if self._pending is not None:
             self.num_computed_tokens[self._pending[0]] -= self._pending[1]
             self._pending = None
-        return out
-
-    def _schedule_running_slow(self, budget: int):
-        """The sequential loop of vLLM's scheduler, with preemption when blocks run out."""
-        mml, k = self.max_model_len, self.num_lookahead_tokens
-        running = [int(r) for r in self.running]
-        scheduled: dict[int, tuple[int, int]] = {}
-        chunks = []
-        preempted = 0
-        i = 0
-        while i < len(running) and budget > 0:
-            r = running[i]
-            comp = int(self.num_computed_tokens[r])
-            if comp < self.prefill_len[r]:
-                need = int(self.prefill_len[r]) - comp
-            else:
-                need = 1 + int(self.num_spec_tokens[r])
-            n_tok = max(0, min(need, budget, mml - 1 - comp))
-            if n_tok == 0:
-                i += 1
-                continue
-            want = int(self._blocks_for(np.int64(comp + n_tok + k)))
-            nblk = max(want - int(self.kv_nb[self.kv_slot[r]]), 0)
-            while nblk > self.pool.num_free_blocks:
-                victim = running.pop()  # FCFS: the last running request
-                self._preempt(victim)
-                preempted += 1
-                if victim == r:
-                    break
-            else:
-                if nblk:
-                    chunks.append(self._allocate(int(self.kv_slot[r]), int(self.inst[r]), nblk))
-                scheduled[r] = (n_tok, nblk)
-                budget -= n_tok
-                i += 1
-                continue
-            break  # r preempted itself
-        self.running = np.array(running, dtype=np.int64)
-        run = self.running
-        num_new = np.array([scheduled.get(int(r), (0, 0))[0] for r in run], dtype=np.int64)
-        counts = np.array([scheduled.get(int(r), (0, 0))[1] for r in run], dtype=np.int64)
-        return run, num_new, counts, chunks, budget, preempted
 
     # ---- results -----------------------------------------------------------------------------
     def update_from_output(self, out: SchedulerOutput, num_accepted: np.ndarray) -> np.ndarray:

@@ -1,0 +1,135 @@
+"""The rules the engine optimises, stated plainly: read these first.
+
+Each function here says a rule the way vLLM 0.33.0 does it, one request or one row at a time. The
+engine runs faster versions of the same rules (their docstrings name the plain function they equal),
+and tests/test_plain_rules.py checks on every step of every preset and of many random scenarios,
+churn and preemption included, that both give the same answer.
+
+- ``gather_block_tables``:  R6, the kernel's input block table, stale columns and zeroed rows included
+  (fast: ``BlockTables.gather_block_tables``, lab/engine/block_table.py);
+- ``out_of_range_counts``:  what a kernel told ``max_seq_len`` reads past each request's blocks, by
+  class, one row at a time (fast: ``StaleRegion.walks`` with ``StaleLedger``, lab/engine/oor.py);
+- ``schedule_running``:     the scheduler's pass over the running requests, with preemption (fast:
+  the vectorised pass in ``Scheduler._schedule_running``, lab/engine/scheduler.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lab.blocks import walked_columns
+from lab.engine.block_pool import FREE
+from lab.engine.oor import OOR_FIELDS
+
+
+def gather_block_tables(
+    block_tables: np.ndarray,
+    num_blocks: np.ndarray,
+    input_block_tables: np.ndarray,
+    idx_mapping: np.ndarray,
+    num_reqs_padded: int,
+    num_dirty_rows: int,
+    zero_dirty_rows: bool = True,
+) -> int:
+    """R6: vllm/v1/worker/gpu/block_table.py ``BlockTables.gather_block_tables`` and its Triton kernel
+    ``_gather_block_tables_kernel``, one KV-cache group, in place on ``input_block_tables``.
+
+    ``block_tables[req_idx]`` is a request's persistent row (by request slot), ``num_blocks[req_idx]``
+    how many blocks it holds, ``idx_mapping[batch_idx]`` the request slot of each batch row. Returns
+    the new ``_num_dirty_rows`` (the rows this gather filled with real requests)."""
+    num_reqs = len(idx_mapping)
+    # vLLM 0.33.0: "Also clear rows left by a larger batch in the shared buffer". vLLM 0.32.0 launches
+    # the kernel over num_reqs_padded rows only, so rows a larger earlier batch wrote keep their ids.
+    num_rows = max(num_reqs_padded, num_dirty_rows) if zero_dirty_rows else num_reqs_padded
+    for batch_idx in range(num_rows):
+        if batch_idx >= num_reqs:
+            input_block_tables[batch_idx, :] = 0  # "Zero out padded rows." (block 0 is the null block)
+            continue
+        req_idx = idx_mapping[batch_idx]
+        n = num_blocks[req_idx]
+        # Only columns [0, num_blocks) are written: the columns after them keep whatever an earlier
+        # step left in this batch row. Those are the stale entries.
+        input_block_tables[batch_idx, :n] = block_tables[req_idx, :n]
+    return num_reqs
+
+
+def out_of_range_counts(
+    input_block_tables: np.ndarray,
+    num_blocks: np.ndarray,
+    owner: np.ndarray,
+    max_seq_len: int,
+    num_rows: int,
+    block_size: int,
+) -> dict[str, int]:
+    """One walk (docs/rules.md, "Out-of-range entries"): a kernel told ``max_seq_len`` walks
+    ``walked_columns(max_seq_len, block_size)`` columns of each of ``num_rows`` rows of the input
+    table: the batch's real rows (``num_blocks`` each, in batch order), then padded rows. Returns the
+    count of every ``OOR_FIELDS`` entry: ``walked``; ``in_range`` (a real row's own blocks); every
+    other entry of a real row by what it names (``owner``, the block pool's, lab/engine/block_pool.py):
+    a block a live request holds now (``live``), one in the free queue (``free``), or the null block
+    (``null``); every entry of a padded row as ``padded``."""
+    counts = dict.fromkeys(OOR_FIELDS, 0)
+    width = walked_columns(max_seq_len, block_size)
+    num_reqs = len(num_blocks)
+    for row in range(num_rows):
+        counts["walked"] += width
+        if row >= num_reqs:
+            counts["padded"] += width  # a FULL graph's padding row: seq_len 0, every entry out of range
+            continue
+        own = min(int(num_blocks[row]), width)
+        counts["in_range"] += own
+        owners = owner[input_block_tables[row, own:width]]  # who holds each block the walk reads past the row's own
+        live, free = int(np.count_nonzero(owners >= 0)), int(np.count_nonzero(owners == FREE))
+        counts["live"] += live
+        counts["free"] += free
+        counts["null"] += len(owners) - live - free
+    return counts
+
+
+def schedule_running(sched, budget: int):
+    """The running requests' pass of vllm/v1/core/sched/scheduler.py ``Scheduler.schedule``, one
+    request at a time in running order: each takes ``min(tokens it needs, budget left)`` (the rest of
+    its prefill, or 1 + its drafts when decoding), capped so no position reaches ``max_model_len``,
+    and the blocks those tokens and the K lookahead slots need. When the pool runs dry the *last*
+    running request is preempted (recompute), until the request fits or preempted itself.
+
+    ``sched``: a ``Scheduler`` (its state is updated). Returns ``(running, num_new_tokens,
+    num_new_blocks, block_id_chunks, budget_left, num_preempted)``, the running requests after the
+    pass and the tokens and blocks each got (0 for those not scheduled)."""
+    mml, k = sched.max_model_len, sched.num_lookahead_tokens
+    running = [int(r) for r in sched.running]
+    scheduled: dict[int, tuple[int, int]] = {}
+    chunks = []
+    preempted = 0
+    i = 0
+    while i < len(running) and budget > 0:
+        r = running[i]
+        comp = int(sched.num_computed_tokens[r])
+        if comp < sched.prefill_len[r]:
+            need = int(sched.prefill_len[r]) - comp  # the rest of the (chunked) prefill
+        else:
+            need = 1 + int(sched.num_spec_tokens[r])  # decode: the sampled token and its drafts
+        n_tok = max(0, min(need, budget, mml - 1 - comp))
+        if n_tok == 0:
+            i += 1
+            continue
+        want = int(sched.blocks_for(comp + n_tok + k))
+        nblk = max(want - int(sched.kv_nb[sched.kv_slot[r]]), 0)
+        while nblk > sched.pool.num_free_blocks:
+            victim = running.pop()  # FCFS: the last running request is preempted
+            sched.preempt_request(victim)
+            preempted += 1
+            if victim == r:
+                break
+        else:
+            if nblk:
+                chunks.append(sched.allocate(int(sched.kv_slot[r]), int(sched.inst[r]), nblk))
+            scheduled[r] = (n_tok, nblk)
+            budget -= n_tok
+            i += 1
+            continue
+        break  # r preempted itself
+    sched.running = np.array(running, dtype=np.int64)
+    num_new = np.array([scheduled.get(r, (0, 0))[0] for r in running], dtype=np.int64)
+    counts = np.array([scheduled.get(r, (0, 0))[1] for r in running], dtype=np.int64)
+    return sched.running, num_new, counts, chunks, budget, preempted

@@ -1,4 +1,9 @@
-"""Block tables (R6) and slot mapping (R7).
+"""Block tables (R6) and slot mapping (R7), the fast version.
+
+Read lab/engine/plain.py ``gather_block_tables`` first: vLLM's gather is one copy of each request's
+columns [0, num_blocks) and one zeroing of the rows past the batch. ``BlockTables`` below produces
+that same table, entry for entry (tests/test_plain_rules.py checks every step of many runs), while
+copying only what a step changes.
 
 Mirrors vllm/v1/worker/gpu/block_table.py ``BlockTables``: persistent rows indexed by the request
 slot (``req_index``), and an input table in batch order that ``gather_block_tables`` refills each
@@ -106,7 +111,8 @@ class BlockTables:
     def gather_block_tables(self, idx_mapping: np.ndarray, num_reqs_padded: int) -> None:
         """vllm block_table.py ``gather_block_tables(idx_mapping, num_reqs_padded)``: copy columns
         [0, num_blocks) of each request's row into batch row i; zero rows [n, max(num_reqs_padded,
-        rows the last gather filled)) over the full width. ``input_table`` then gives the result.
+        rows the last gather filled)) over the full width. ``input_table`` then gives the result,
+        equal to lab/engine/plain.py ``gather_block_tables`` on a plainly kept table.
 
         In the lab's storage (see the class) the copy is a reference; what is written is the
         columns a row given fewer blocks than it last received uncovers, [num_blocks, _row_nb):

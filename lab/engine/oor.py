@@ -1,4 +1,8 @@
-"""Out-of-range block-table accounting (docs/rules.md, "Out-of-range entries").
+"""Out-of-range block-table accounting (docs/rules.md, "Out-of-range entries"), the fast version.
+
+Read lab/engine/plain.py ``out_of_range_counts`` first: it states the count one row at a time. This
+module gives the same counts (tests/test_plain_rules.py checks every walk of many runs) without
+re-reading every walked entry each step; why each numpy call is the one it is: docs/benchmarks.md.
 
 A kernel that sizes its work from ``max_seq_len`` walks ``cdiv(kernel_max_seq_len, block_size)``
 columns of every row of the input block table. Columns at or past a request's ``num_blocks`` are
@@ -31,7 +35,8 @@ NUM_OOR_FIELDS = len(OOR_FIELDS)
 
 
 class StaleRegion:
-    """The classified out-of-range region of one step's input table, queried for many walks.
+    """The classified out-of-range region of one step's input table, queried for many walks. Each
+    walk's counts equal lab/engine/plain.py ``out_of_range_counts`` on the same table.
 
     Every row beyond its high-water mark is zero, so only columns [num_blocks, hwm) are read and
     classified, once, into class totals; the rest is counted as null arithmetically. A walk
@@ -72,10 +77,8 @@ class StaleRegion:
 
     def _classify(self, rows: np.ndarray, starts: np.ndarray, lens: np.ndarray) -> tuple[int, int, int]:
         """STALE_CLASSES counts of the entries in columns [starts[i], starts[i] + lens[i]) of rows[i]."""
-        # np.take on flat indices is several times faster than indexing by (row, column) arrays.
         idx = flat_ranges(rows * self._table.shape[1] + starts, lens)
         own = self._owner.take(self._table.reshape(-1).take(idx))
-        # Two count_nonzero passes are several times faster than one np.bincount of class codes.
         live = int(np.count_nonzero(own >= 0))
         free = int(np.count_nonzero(own == FREE))
         return len(own) - live - free, live, free
@@ -97,7 +100,7 @@ class StaleRegion:
                         all_in_range = int(np.add.reduce(self.num_blocks))
                     in_range = all_in_range
                 else:
-                    in_range = int(np.add.reduce(np.minimum(self.num_blocks, w)))  # (ndarray.sum adds a wrapper)
+                    in_range = int(np.add.reduce(np.minimum(self.num_blocks, w)))
                 if self.reach is None:  # every out-of-range column is zero
                     counts = (n * w - in_range, 0, 0, in_range)
                 else:
@@ -134,7 +137,7 @@ class StaleLedger:
     """
 
     def __init__(self, num_gpu_blocks: int):
-        # int32, as the signs: np.add.at with mixed dtypes takes a buffered path twice as slow.
+        # int32, as the signs: np.add.at's fast path needs matching dtypes.
         self.ref = np.zeros(num_gpu_blocks, dtype=np.int32)
         # Every entry the ledger sees is a real block copied from a persistent row's columns
         # [0, num_blocks), so it names a live or a free block, never the null block: the totals
@@ -150,7 +153,6 @@ class StaleLedger:
 
     def record(self, block_ids: np.ndarray, sign: int) -> None:
         """Stale entries naming ``block_ids`` enter (``sign`` +1) or leave (-1) the region."""
-        # An np.int32 scalar: np.add.at takes its fast path only when the dtypes match.
         self._pending.append((block_ids, _ENTER if sign > 0 else _LEAVE))
 
     def settle(self, owner: np.ndarray, allocated: np.ndarray, freed: np.ndarray) -> tuple[int, int, int]:
@@ -162,7 +164,6 @@ class StaleLedger:
         block's transitions alternate, so summing them is exact even for a block freed and handed
         out again in between. A leaving entry's block is then counted in its class of today too."""
         if self.num_entries:
-            # sum(tolist()): on the few blocks of a step, several times faster than np.add.reduce.
             if len(allocated):
                 self._live += sum(self.ref.take(allocated).tolist())
             if len(freed):

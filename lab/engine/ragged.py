@@ -20,7 +20,6 @@ def flat_ranges(first: np.ndarray, lens: np.ndarray) -> np.ndarray:
     range's first index repeated, plus a running count less the entries of earlier ranges. Fewer
     numpy calls than ``ragged_ranges`` followed by (row, column) indexing, which matters on the
     engine's per-step arrays of a few hundred entries."""
-    # ufunc and ndarray methods: np.cumsum and np.repeat add a Python wrapper each call
     cum = np.add.accumulate(lens)
     start = first + lens
     start -= cum

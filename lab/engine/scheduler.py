@@ -218,7 +218,6 @@ class Scheduler:
         comp = self.num_computed_tokens[run]
         prefill_len = self.prefill_len[run]
         in_prefill = comp < prefill_len
-        # np.count_nonzero, np.add.accumulate: ufunc-level calls (this runs every step).
         any_prefill = np.count_nonzero(in_prefill) > 0
         decode_need = 1 + self.num_spec_tokens[run] if k else np.ones(len(run), dtype=np.int64)
         need = np.where(in_prefill, prefill_len - comp, decode_need) if any_prefill else decode_need

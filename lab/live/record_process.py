@@ -16,6 +16,8 @@ import sys
 import tempfile
 import time
 
+from lab.trace import Trace
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 DEFAULT_TIMEOUT_S = 300
 _STEP = re.compile(r"step (\d+)")
@@ -45,8 +47,6 @@ def status() -> tuple[bool, str]:
 def record_in_subprocess(scenario, progress=None, timeout_s: float = DEFAULT_TIMEOUT_S):
     """Record ``scenario`` (adapted with lab.live.cpu_variant) in the live environment; return its Trace.
     ``progress(steps_done)`` is called as the recorder reports steps."""
-    from lab.trace import Trace
-
     ok, why = status()
     if not ok:
         raise LiveRunError(why)

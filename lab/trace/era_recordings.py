@@ -19,6 +19,9 @@ import pathlib
 from dataclasses import dataclass
 
 from lab.engine.releases import RELEASES
+from lab.trace.diff import compare_traces
+from lab.trace.recorder import simulate
+from lab.trace.trace import Trace
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 ERA_DIR = REPO / "data" / "eras"
@@ -79,8 +82,6 @@ def recording_path(series: str, preset: str, root: pathlib.Path = ERA_DIR) -> pa
 
 def load_recordings(root: pathlib.Path = ERA_DIR) -> dict[tuple[str, str], object]:
     """{(series, preset): Trace} of every committed recording (schema-checked like any trace)."""
-    from lab.trace import Trace
-
     out = {}
     for series in ERA_SERIES:
         for path in sorted((pathlib.Path(root) / series).glob("*.json")):
@@ -107,13 +108,9 @@ def recorded_releases(preset: str | None, root: pathlib.Path = ERA_DIR) -> dict[
 def recording(series: str, preset: str):
     """The committed recording of ``preset`` from release ``series``, its engine trace and their
     comparison: (recording, engine trace, Comparison), or None. Cached: the files do not change."""
-    from lab.trace import Trace
-
     path = recording_path(series, preset)
     if not path.exists():
         return None
-    from lab.trace.recorder import simulate
-
     rec = Trace.load(path)
     engine = simulate(rec.scenario)
     return rec, engine, compare_recording(rec, engine)
@@ -150,9 +147,6 @@ def slot_replay_mismatches(recording, order: str) -> int:
 
 def compare_recording(recording, engine=None):
     """A recording against the embedded engine on its scenario, the engine read in the recording's era."""
-    from lab.trace.diff import compare_traces
-    from lab.trace.recorder import simulate
-
     rec = recording.meta["recording"]
     if engine is None:
         engine = simulate(recording.scenario)

@@ -14,6 +14,7 @@ import weakref
 
 import numpy as np
 
+from lab.trace.era_recordings import recorded_releases
 from lab.views.common import check_step
 
 PR_URL = {
@@ -79,8 +80,6 @@ def headline_html(trace, index: int) -> str:
     badge on the era whose PR changed it, and under each era the vLLM release it was recorded from
     where this preset has a committed recording (the 'Recorded eras' view shows it). Plain HTML (the
     app shows it as is; the export embeds it)."""
-    from lab.trace.era_recordings import recorded_releases
-
     st = trace.steps[check_step(trace, index)]
     s = trace.scenario
     n_steps = len(trace.steps)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.engine.model_states import ERAS
+from lab.trace import era_recordings as eras
 from lab.views.common import check_step, figure, message_figure, panel_title, title
 from lab.views.eras import ERA_COLORS
 
@@ -20,8 +21,6 @@ _DOMAINS = {"y": [0.55, 1.0], "y2": [0.0, 0.4]}
 
 def recordings_for(trace) -> list:
     """[(EraRelease, recording, engine trace, Comparison)] for this trace's preset, in era order."""
-    from lab.trace import era_recordings as eras
-
     preset = (trace.meta.get("recording") or {}).get("preset") or trace.scenario.name
     out = []
     for rel in eras.ERA_RELEASES.values():
@@ -50,8 +49,6 @@ def recorded_spec(trace, index: int) -> dict:
     check_step(trace, index)
     found = recordings_for(trace)
     if not found:
-        from lab.trace import era_recordings as eras
-
         have = sorted({p for _, p in eras.load_recordings()})
         return message_figure(
             "No recording from vLLM of this scenario",

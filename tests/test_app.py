@@ -381,9 +381,9 @@ def test_upload(client, tmp_path, monkeypatch):
         out = named(client.predict(handle_file(str(path)), "block_table", False, api_name="/upload_trace"))
         assert message in out["upload_msg"] and "python -m lab simulate" in out["upload_msg"], path
         assert skipped(out["plot"]) and skipped(out["step"])
-    from lab.app import handlers
+    from lab.app import loading
 
-    monkeypatch.setattr(handlers, "MAX_UPLOAD_BYTES", 1024)  # the server runs in this process
+    monkeypatch.setattr(loading, "MAX_UPLOAD_BYTES", 1024)  # the server runs in this process
     out = named(client.predict(handle_file(str(good)), "block_table", False, api_name="/upload_trace"))
     assert "uploads are at most" in out["upload_msg"]
     # The session keeps its last good trace and the app keeps serving.
@@ -394,7 +394,7 @@ def test_unavailable_runner_says_why():
     """The handler behind the runner choice names the reason (the page lists it under the settings)."""
     import gradio as gr
 
-    from lab.app import handlers
+    from lab.app import loading
     from lab.app.runner_choices import runner_availability
 
     reasons = {r.name: r.reason for r in runner_availability()}
@@ -403,9 +403,9 @@ def test_unavailable_runner_says_why():
     assert "live environment is missing" in reasons["live vLLM"]  # tests/conftest.py hides it
     for name in ("embedded CUDA", "live vLLM"):
         with pytest.raises(gr.Error, match="not available here: " + reasons[name].split(" (")[0]):
-            handlers.run(*DEFAULT_INPUTS[:9], name, progress=lambda *a, **k: None)
+            loading.run(*DEFAULT_INPUTS[:9], name, progress=lambda *a, **k: None)
     with pytest.raises(gr.Error, match="unknown runner"):
-        handlers.run(*DEFAULT_INPUTS[:9], "quantum", progress=lambda *a, **k: None)
+        loading.run(*DEFAULT_INPUTS[:9], "quantum", progress=lambda *a, **k: None)
 
 
 def test_kernel_runner_times_both_modes(client):

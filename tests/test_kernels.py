@@ -691,7 +691,7 @@ def test_run_for_app_offers_and_times_a_quarter_of_every_preset(preset, monkeypa
     step its per-step budget offers: at least a quarter of each preset's steps (what the budget
     lets the runner reach is then a matter of kernel speed: docs/benchmarks.md measures it). The
     status line says how many, with the shape and the checked steps."""
-    from lab.app.handlers import _status
+    from lab.app.loading import _status
     from lab.app.runner_choices import EMBEDDED_CPU_KERNELS, KERNEL_RUNNERS
     from lab.kernels import timed_run
 

@@ -3,8 +3,10 @@
     python app.py [--preset NAME] [--host 127.0.0.1] [--port 7860]
 
 The server binds 127.0.0.1 unless told otherwise (``--host``, or Gradio's ``GRADIO_SERVER_NAME``;
-``--port`` or ``GRADIO_SERVER_PORT``). Analytics are off. Layout in ``lab.app.ui``, event handlers
-in ``lab.app.handlers``; no model logic here.
+``--port`` or ``GRADIO_SERVER_PORT``). Analytics are off. Layout in ``lab.app.ui``; the events in
+``lab.app.controls`` (the scenario text and controls), ``lab.app.loading`` (run, preset, upload,
+first load), ``lab.app.stepping`` (steps, views, tour, play) and ``lab.app.downloads``; the Sweeps
+tab in ``lab.app.sweeps_tab``. No model logic here.
 """
 
 from __future__ import annotations
@@ -13,12 +15,19 @@ import argparse
 import os
 import sys
 
+from lab.presets import PRESETS
+
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before gradio is imported
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 # Gradio's queue rebuilds a pandas summary of every recorded event after each event (its local
 # monitoring, not telemetry): that cost grows with the session's age. Recompute it rarely.
 os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "500")
 os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", "2000")
+
+
+# lab.app.ui and lab.app.loading are imported in the functions below, not here: any import of a
+# lab.app module runs this file first, which then stays light (no gradio, no layout), and the
+# environment above is set before gradio is first imported.
 
 
 def build_demo(preset: str | None = None):
@@ -29,7 +38,7 @@ def build_demo(preset: str | None = None):
 
 
 def launch(demo, host: str | None = None, port: int | None = None, block: bool = True):
-    from lab.app.handlers import MAX_UPLOAD_BYTES
+    from lab.app.loading import MAX_UPLOAD_BYTES
 
     host = host or os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1"
     port = port or int(os.environ.get("GRADIO_SERVER_PORT") or 7860)
@@ -51,7 +60,6 @@ def launch(demo, host: str | None = None, port: int | None = None, block: bool =
 
 def main(argv: list[str] | None = None) -> int:
     from lab.app.ui import DEFAULT_PRESET
-    from lab.presets import PRESETS
 
     p = argparse.ArgumentParser(prog="app.py", description="The max_seq_len lab in the browser (Gradio).")
     p.add_argument("--preset", default=DEFAULT_PRESET, help=f"the preset shown first: {', '.join(PRESETS)}")

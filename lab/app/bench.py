@@ -7,7 +7,7 @@
   Target: p95 <= 200 ms on the opening preset.
 - browser, play: play pressed, steps counted over a few seconds: steps per second against the
   timer's 5/s (falling behind shows as a lower rate).
-- server: the handler of a step event (``handlers.step_outputs``: the visible view as plotly JSON,
+- server: the handler of a step event (``lab.app.stepping.step_outputs``: the visible view as plotly JSON,
   the headline, the summary) over every step, in this process. p50/p95.
 - launch to interactive: ``python app.py`` started until the page is served, and until its first
   run has returned.
@@ -24,6 +24,13 @@ import urllib.request
 from contextlib import contextmanager
 
 import numpy as np
+from gradio_client import Client
+
+from lab import Scenario, simulate
+from lab.app.cache import TRACES, scenario_key
+from lab.app.stepping import PLAY_INTERVAL_S, drawn_id, step_outputs
+from lab.app.ui import DEFAULT_PRESET
+from lab.views import TRACE_WIDE
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -97,10 +104,6 @@ def _app(preset: str, timeout: float = 120.0):
 
 def bench_server(preset: str, view: str, repeat: int = 1) -> dict:
     """Server time of one step event (what next/prev/show_step return), every step of the preset."""
-    from lab import Scenario, simulate
-    from lab.app.cache import TRACES, scenario_key
-    from lab.app.handlers import drawn_id, step_outputs
-
     trace = simulate(Scenario.preset(preset))
     key = TRACES.put(scenario_key(trace.scenario, "bench"), trace)
     drawn = drawn_id(key, view, False)
@@ -123,10 +126,7 @@ def bench_browser(
     url: str, preset: str, views: tuple[str, ...], clicks: int = 40, play_s: float = 5.0, viewport=(1366, 768)
 ) -> dict:
     """Click → redraw in headless Chromium per view, and the play rate."""
-    from playwright.sync_api import sync_playwright
-
-    from lab.app.handlers import PLAY_INTERVAL_S
-    from lab.views import TRACE_WIDE
+    from playwright.sync_api import sync_playwright  # deferred: optional (the browser bench only)
 
     out: dict = {}
     with sync_playwright() as p:
@@ -175,16 +175,12 @@ def bench_browser(
 
 
 def bench_launch(url: str, served: float, t0: float) -> dict:
-    from gradio_client import Client
-
     c = Client(url, verbose=False, ssl_verify=False, analytics_enabled=False)
     c.predict(api_name="/initial_run")
     return {"served_s": served, "interactive_s": time.perf_counter() - t0}
 
 
 def run_bench_app(preset: str | None = None, repeat: int = 2, clicks: int = 40, out=None) -> dict:
-    from lab.app.ui import DEFAULT_PRESET
-
     preset = preset or DEFAULT_PRESET
     w = (out or sys.stdout).write
     views = ("block_table", "lengths", "timeline")

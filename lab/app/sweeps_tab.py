@@ -11,16 +11,30 @@ from __future__ import annotations
 
 import gradio as gr
 
+from lab import Scenario, simulate
 from lab.gpu_model import GPUS, HeadShape, predict, summary
 from lab.presets import PRESETS
+from lab.scenario import SPEC_SETTINGS
 from lab.sweep.executors import default_workers
+from lab.sweep.figures import curves, heatmap
 from lab.sweep.orchestrate import SECONDS_PER_POINT, run_sweep
 from lab.sweep.spec import SweepSpec
 from lab.sweep.table import HEADLINE, summarize
 
 APP_BUDGET_S = 60.0  # engine-seconds a sweep may take in the app
 MAX_APP_POINTS = 400
-AXIS_NAMES = ["(none)", "mml", "bs", "k", "cg", "seqs", "tokens", "blocks", "accept", "state"]
+# The axes the two dropdowns offer: the grammar keys (lab.scenario.SPEC_SETTINGS) in the grammar's
+# order, less these (the dropdowns allow custom values: a key left out can still be typed in).
+_NOT_OFFERED = (
+    "seed",  # not an axis (lab.sweep.spec.SweepSpec.make refuses it): the seeds box sweeps it
+    # These can be axes, but the dropdowns have never listed them: graph capture sizes, the step
+    # cap, the scheduler, the vLLM release.
+    "capture",
+    "steps",
+    "sched",
+    "vllm",
+)
+AXIS_NAMES = ["(none)", *(key for key in SPEC_SETTINGS if key not in _NOT_OFFERED)]
 METRICS = [
     "all_walked_ratio",
     "target_walked_ratio",
@@ -108,8 +122,6 @@ def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, progress=gr.Progress()): 
                 f"(progress bar, resumable, `--ray` for a cluster):\n\n`{spec.command('--out sweep-out')}`"
             ),
         )
-    from lab.sweep.figures import curves, heatmap
-
     axes = [a.name for a in spec.axes]
     if not axes:
         fig = None
@@ -127,8 +139,6 @@ def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, progress=gr.Progress()): 
 
 def compare_backends(spec, gpus):
     """The backend table of the GPU model for a scenario, one row per GPU and backend."""
-    from lab import Scenario, simulate
-
     gpus = [g for g in (gpus or []) if g in GPUS]
     if not gpus:
         raise gr.Error(f"pick at least one of {', '.join(GPUS)}", print_exception=False)

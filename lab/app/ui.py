@@ -12,8 +12,23 @@ from __future__ import annotations
 
 import gradio as gr
 
-from lab.app import handlers as h
+from lab.app.controls import CONTROL_FIELDS, parse_spec_text
+from lab.app.downloads import download_figures, download_trace
+from lab.app.loading import LOADED, initial, pick_preset, run, set_compare, upload_trace
 from lab.app.runner_choices import EMBEDDED_CPU, runner_availability
+from lab.app.stepping import (
+    PLAY,
+    PLAY_INTERVAL_S,
+    go_tour,
+    next_step,
+    note_of,
+    play_tick,
+    prev_step,
+    show_step,
+    show_view,
+    toggle_play,
+)
+from lab.app.sweeps_tab import add_sweeps_tab  # the Sweeps tab: docs/sweeps.md
 from lab.presets import PRESETS
 from lab.scenario import CUDAGRAPH_MODES, MAX_SPECULATIVE_TOKENS, MODEL_STATES, get_preset
 from lab.views import ALL_VIEWS
@@ -104,7 +119,7 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
         # Session state: a key into the process-level trace cache (lab.app.cache), nothing heavier.
         key = gr.State(None)
         base = gr.State(PRESETS[preset][0])  # the text the controls were last filled from
-        drawn = gr.State(None)  # what the main plot holds (handlers.drawn_id)
+        drawn = gr.State(None)  # what the main plot holds (lab.app.stepping.drawn_id)
         playing = gr.State(False)
         compare_key = gr.State(None)
         gr.HTML(BRAND, elem_id="brand")
@@ -117,7 +132,7 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
             prev_btn = gr.Button("◀", elem_id="prev", scale=0, min_width=44)
             step = gr.Slider(0, 1, value=0, step=1, label="step", elem_id="step", scale=5, min_width=220)
             next_btn = gr.Button("▶", elem_id="next", scale=0, min_width=44)
-            play_btn = gr.Button(h.PLAY, elem_id="play", scale=0, min_width=96)
+            play_btn = gr.Button(PLAY, elem_id="play", scale=0, min_width=96)
             with gr.Column(scale=0, min_width=118, elem_id="presenter-box"):
                 presenter = gr.Checkbox(False, label="presenter", elem_id="presenter")
         headline = gr.HTML("", elem_id="headline")
@@ -133,7 +148,7 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
             compare_plot = gr.Plot(show_label=False, elem_id="plot-compare", visible=False)
         with gr.Row(elem_id="below"):
             with gr.Column(scale=3):
-                note = gr.Markdown(h.note_of(DEFAULT_VIEW), elem_id="note")
+                note = gr.Markdown(note_of(DEFAULT_VIEW), elem_id="note")
                 summary = gr.HTML("", elem_id="summary")
             with gr.Column(scale=2):
                 tour = gr.Radio([], label="Guided tour: click a stop", elem_id="tour")
@@ -190,11 +205,9 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
                         elem_id="compare",
                     )
         with gr.Accordion("Sweeps · does it matter on my GPU?", open=False, elem_id="sweeps-box"):
-            from lab.app.sweeps_tab import add_sweeps_tab  # docs/sweeps.md
-
             with gr.Tabs():
                 add_sweeps_tab(PRESETS[preset][0])
-        timer = gr.Timer(h.PLAY_INTERVAL_S, active=False)
+        timer = gr.Timer(PLAY_INTERVAL_S, active=False)
 
         controls = [mml, bs, k, state, cg, accept, seed]
         comp = {
@@ -221,8 +234,8 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
             "presenter": presenter,
             "upload": upload,
         }
-        comp.update(zip(h.CONTROL_FIELDS, controls))
-        loaded = [comp[n] for n in h.LOADED]
+        comp.update(zip(CONTROL_FIELDS, controls))
+        loaded = [comp[n] for n in LOADED]
         step_out = [step, plot, headline, summary, compare_plot]
         step_in = [key, step, view, presenter, drawn, compare_key]
         sync_in = [preset_dd, spec, step, view, presenter]
@@ -231,28 +244,28 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
             return ev.then(None, sync_in, None, js=SYNC_JS)
 
         def _initial(request: gr.Request, progress=gr.Progress()):
-            return h.initial(DEFAULT_VIEW, preset, request, progress)
+            return initial(DEFAULT_VIEW, preset, request, progress)
 
         sync(demo.load(_initial, None, loaded, api_name="initial_run"))
         sync(
             preset_dd.input(
-                h.pick_preset, [preset_dd, runner, view, presenter, compare_key], loaded, api_name="pick_preset"
+                pick_preset, [preset_dd, runner, view, presenter, compare_key], loaded, api_name="pick_preset"
             )
         )
-        spec.submit(h.parse_spec_text, spec, [*controls, base, spec_msg], api_name="parse_spec")
+        spec.submit(parse_spec_text, spec, [*controls, base, spec_msg], api_name="parse_spec")
         sync(
             run_btn.click(
-                h.run,
+                run,
                 [preset_dd, spec, *controls, runner, view, presenter, compare_key, base],
                 loaded,
                 api_name="run",
                 concurrency_limit=4,
             )
         )
-        sync(upload.upload(h.upload_trace, [upload, view, presenter, compare_key], loaded, api_name="upload_trace"))
+        sync(upload.upload(upload_trace, [upload, view, presenter, compare_key], loaded, api_name="upload_trace"))
         sync(
             step.input(
-                h.show_step,
+                show_step,
                 step_in,
                 step_out,
                 api_name="show_step",
@@ -262,13 +275,13 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
             )
         )
         # Step events skip the queue (a plain POST, no SSE round trips): they are a few ms of server time.
-        sync(next_btn.click(h.next_step, step_in, step_out, api_name="next_step", show_progress="hidden", queue=False))
-        sync(prev_btn.click(h.prev_step, step_in, step_out, api_name="prev_step", show_progress="hidden", queue=False))
+        sync(next_btn.click(next_step, step_in, step_out, api_name="next_step", show_progress="hidden", queue=False))
+        sync(prev_btn.click(prev_step, step_in, step_out, api_name="prev_step", show_progress="hidden", queue=False))
         # A view picked or presenter mode toggled: the same redraw of the visible figure.
         for control, api_name in ((view, "show_view"), (presenter, "presenter")):
             sync(
                 control.input(
-                    h.show_view,
+                    show_view,
                     [key, step, view, presenter, compare_key],
                     [plot, note, drawn, compare_plot],
                     api_name=api_name,
@@ -277,7 +290,7 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
             )
         sync(
             tour.input(
-                h.go_tour,
+                go_tour,
                 [key, tour, presenter, compare_key],
                 [step, view, plot, note, drawn, headline, summary, compare_plot],
                 api_name="tour",
@@ -285,7 +298,7 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
             )
         ).then(None, None, None, js="() => document.querySelector('#topbar').scrollIntoView({block: 'start'})")
         play_btn.click(
-            h.toggle_play,
+            toggle_play,
             [key, step, playing],
             [playing, timer, play_btn, step],
             api_name="play",
@@ -293,7 +306,7 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
         )
         sync(
             timer.tick(
-                h.play_tick,
+                play_tick,
                 [key, step, playing, view, presenter, drawn, compare_key],
                 [*step_out, playing, timer, play_btn],
                 api_name="play_tick",
@@ -303,9 +316,9 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
             )
         )
         compare.input(
-            h.set_compare, [compare, key, step, view, presenter], [compare_key, compare_plot], api_name="compare"
+            set_compare, [compare, key, step, view, presenter], [compare_key, compare_plot], api_name="compare"
         )
-        dl_trace_btn.click(h.download_trace, key, dl_file, api_name="download_trace")
-        dl_figs_btn.click(h.download_figures, [key, step], dl_file, api_name="download_figures")
+        dl_trace_btn.click(download_trace, key, dl_file, api_name="download_trace")
+        dl_figs_btn.click(download_figures, [key, step], dl_file, api_name="download_figures")
     demo.lab_css = CSS  # Gradio 6 takes css at launch (lab.app.launch passes it)
     return demo

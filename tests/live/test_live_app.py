@@ -16,11 +16,11 @@ if not LIVE.exists():
 
 def test_app_live_runner_draws_a_recorded_trace(monkeypatch):
     monkeypatch.setenv("LAB_LIVE_PYTHON", str(LIVE))
-    from lab.app import handlers
+    from lab.app import loading
     from lab.app.cache import TRACES
 
     steps = []
-    out = handlers.run(
+    out = loading.run(
         "",
         "3p64o6_mml=2k",
         2048,
@@ -33,7 +33,7 @@ def test_app_live_runner_draws_a_recorded_trace(monkeypatch):
         "live vLLM",
         progress=lambda *a, **k: steps.append(a),
     )
-    out = dict(zip(handlers.LOADED, out))
+    out = dict(zip(loading.LOADED, out))
     trace = TRACES.get(out["key"])
     assert trace is not None and trace.meta["source"].startswith("vLLM 0.32")
     assert trace.scenario.block_size == 32 and trace.scenario.cudagraph_mode == "NONE"  # what the CPU ran

@@ -1,0 +1,58 @@
+"""The session's downloads: its trace as JSON, and every view of its current step as one
+self-contained HTML page. Files are written once per trace key into a temporary directory that
+lives as long as the server, named after the scenario (and the step)."""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import tempfile
+
+import plotly.io as pio
+
+from lab import Trace
+from lab.app.stepping import MARKDOWN, step_of, summary_html, trace_of
+from lab.views import ALL_VIEWS, all_specs, as_figure, headline_html
+
+_DOWNLOADS = tempfile.TemporaryDirectory(prefix="maxseqlen-lab-")
+
+
+def _slug(trace: Trace) -> str:
+    name = trace.scenario.name or "custom-" + re.sub(r"[^A-Za-z0-9=._+-]+", "-", trace.scenario.to_spec())[:60]
+    return re.sub(r"[^A-Za-z0-9=._+-]+", "-", name).strip("-") or "trace"
+
+
+def download_trace(key) -> str:
+    trace = trace_of(key)
+    path = os.path.join(_DOWNLOADS.name, key, f"{_slug(trace)}.trace.json")
+    if not os.path.exists(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        trace.save(path)
+    return path
+
+
+def download_figures(key, step) -> str:
+    """Every view of the current step in one self-contained HTML page (plotly.js inlined once), the
+    summary rendered (not raw markdown), named after the scenario and the step."""
+    trace = trace_of(key)
+    i = step_of(trace, step)
+    specs = all_specs(trace, i)
+    title = f"{trace.scenario.name or 'custom scenario'}, step {i}"
+    parts = [
+        f"<!doctype html><html><head><meta charset='utf-8'><title>max_seq_len lab: {html.escape(title)}</title>"
+        "<style>body{font-family:sans-serif;max-width:1400px;margin:auto}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:2px 8px;white-space:nowrap}</style></head><body>",
+        f"<h1>max_seq_len lab: {html.escape(title)}</h1>",
+        headline_html(trace, i),
+        summary_html(trace, i),
+    ]
+    for n, (name, (label, _, note)) in enumerate(ALL_VIEWS.items()):
+        parts.append(f"<h2>{html.escape(label)}</h2>{MARKDOWN.render(note)}")
+        parts.append(pio.to_html(as_figure(specs[name]), full_html=False, include_plotlyjs=n == 0, validate=False))
+    parts.append("</body></html>")
+    path = os.path.join(_DOWNLOADS.name, key, f"{_slug(trace)}-step{i}.html")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(parts))
+    return path

@@ -1,0 +1,374 @@
+"""What puts a trace into a session: a run (on the chosen runner, or the cached trace of the same
+run), a preset picked, the page's first load (the state in its address), an uploaded trace, and
+the preset compared side by side. Every load fills the same outputs, ``LOADED``, in that order.
+
+No model logic here: scenarios come from lab.scenario (read from the page by lab.app.controls),
+traces from lab.simulate or Trace.from_json_bytes. Bad input from the page (the scenario text, a
+control, an upload) never raises: the handler returns the message for the place where the input
+is (under the scenario text, under the upload) and ``gr.skip()`` for everything else, so the views
+and the session's trace stay as they were and no component is left in Gradio's error state. Calls
+that only an API client can make wrong (an unknown runner, a step out of range, no trace yet) raise
+``gr.Error``.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+
+import gradio as gr
+
+from lab import Scenario, Trace, simulate
+from lab.app.cache import TRACES, bytes_key, scenario_key
+from lab.app.controls import CONTROL_FIELDS, controls_of, inline_error, scenario_from_inputs, spec_error
+from lab.app.runner_choices import EMBEDDED_CPU, KERNEL_BACKEND, KERNEL_RUNNERS, LIVE_VLLM, runner_availability
+from lab.app.stepping import (
+    PLAY,
+    compare_plot,
+    drawn_id,
+    note_of,
+    render_view,
+    step_of,
+    summary_html,
+    trace_of,
+    view_of,
+)
+from lab.engine.model_states import ERAS
+from lab.live.record_process import LiveRunError, record_in_subprocess
+from lab.presets import PRESETS
+from lab.scenario import format_spec, get_preset, parse_spec
+from lab.views import ALL_VIEWS, headline_html, tour
+
+MAX_UPLOAD_BYTES = 64 * 1024 * 1024
+
+# Outputs of everything that loads a trace (run, preset, upload, the page's first load), in order.
+LOADED = (
+    "key",
+    "base",
+    "drawn",
+    "step",
+    "spec",
+    *CONTROL_FIELDS,
+    "spec_msg",
+    "upload_msg",
+    "status",
+    "settings",
+    "headline",
+    "plot",
+    "note",
+    "summary",
+    "tour",
+    "compare_plot",
+    "view",
+    "playing",
+    "timer",
+    "play",
+    "preset",
+    "presenter",
+    "upload",
+)
+
+
+# ---- the outputs of a load -------------------------------------------------------------------
+
+
+def _slider(trace: Trace, value: int = 0):
+    return gr.Slider(
+        minimum=0,
+        maximum=max(len(trace.steps) - 1, 1),
+        value=value,
+        step=1,
+        interactive=len(trace.steps) > 1,
+        label=f"step (0–{len(trace.steps) - 1})",
+    )
+
+
+def _status(trace: Trace, how: str) -> str:
+    s = trace.scenario
+    # How many steps the kernel runner timed (lab.kernels.timed_run.run_for_app), so nobody reads a sparse
+    # kernel view as the whole run.
+    k = trace.timings
+    kernels = ""
+    if k:
+        kernels = f" Kernels: {k['backend']}, timed {k.get('timed_steps', '?')} of {len(trace.steps)} steps" + (
+            f" in {k['kernel_seconds']:.1f} s" if k.get("kernel_seconds") is not None else ""
+        )
+        # The shape the walks were timed with, and how many timed steps were also checked against
+        # SDPA (the app's runner checks one; lab.kernels.timed_run.run_for_app).
+        kernels += f" ({k.get('head_config', '?')}"
+        if k.get("checked_steps") is not None:
+            kernels += f"; {k['checked_steps']} of them checked against SDPA"
+        kernels += ")."
+    s_name = s.name or "custom scenario"
+    return (
+        f"{how}: **{s_name}**, {len(trace.steps)} steps, {len(s.requests)} requests, "
+        f"block-table width {trace.width}.{kernels}"
+    )
+
+
+def _tour_update(trace: Trace):
+    stops = tour(trace)
+    return gr.Radio(
+        choices=[(f"step {t['step']}: {t['text']}", f"{t['step']}|{t['view']}") for t in stops],
+        value=None,
+        visible=bool(stops),
+    )
+
+
+def _loaded(
+    key, trace: Trace, spec_text: str, how: str, view: str, index: int, presenter: bool, compare_key, upload_msg=""
+) -> list:
+    view = view_of(view)
+    index = min(max(index, 0), len(trace.steps) - 1)
+    out = {
+        "key": key,
+        "base": spec_text,
+        "drawn": drawn_id(key, view, presenter),
+        "step": _slider(trace, index),
+        "spec": spec_text,
+        "spec_msg": "",
+        "upload_msg": upload_msg,
+        "status": _status(trace, how),
+        "settings": gr.skip(),
+        "headline": headline_html(trace, index),
+        "plot": render_view(trace, index, view, presenter),
+        "note": note_of(view),
+        "summary": summary_html(trace, index),
+        "tour": _tour_update(trace),
+        "compare_plot": compare_plot(compare_key, index, view, presenter),
+        "view": view,
+        "playing": False,
+        "timer": gr.Timer(active=False),
+        "play": gr.Button(value=PLAY),
+        "preset": trace.scenario.name if trace.scenario.name in PRESETS else None,
+        "presenter": gr.skip(),
+        "upload": gr.skip(),
+    }
+    out.update(zip(CONTROL_FIELDS, controls_of(trace.scenario)))
+    return [out[k] for k in LOADED]
+
+
+def _loaded_error(**parts) -> list:
+    return [parts.get(k, gr.skip()) for k in LOADED]
+
+
+# ---- running a scenario ----------------------------------------------------------------------
+
+
+def _check_runner(runner: str) -> None:
+    runners = {r.name: r for r in runner_availability()}
+    if runner not in runners:
+        raise gr.Error(f"unknown runner {runner!r}; known: {', '.join(runners)}", print_exception=False)
+    if not runners[runner].available:
+        raise gr.Error(f"runner {runner!r} is not available here: {runners[runner].reason}", print_exception=False)
+
+
+def _simulate(scenario: Scenario, runner: str, progress) -> tuple[str, Trace, str]:
+    _check_runner(runner)
+    key = scenario_key(scenario, runner)
+    trace = TRACES.get(key)
+    if trace is not None:
+        return key, trace, "cached run"
+    progress((0, None), desc="engine steps", unit="steps")
+
+    def tick(n: int) -> None:
+        if n % 64 == 0:
+            progress((n, None), desc="engine steps", unit="steps")
+
+    trace = _run_live(scenario, progress) if runner == LIVE_VLLM else simulate(scenario, progress=tick)
+    if runner in KERNEL_RUNNERS:
+        trace = _run_kernels(trace, *KERNEL_RUNNERS[runner], progress)
+    TRACES.put(key, trace)
+    return key, trace, f"ran on {runner}"
+
+
+def _run_live(scenario, progress) -> Trace:
+    """Real vLLM (lab.live.record_process): the recorder in the live environment, as a subprocess with a time limit."""
+    progress((0, None), desc="live vLLM steps (both modes)", unit="steps")
+    try:
+        return record_in_subprocess(
+            scenario, progress=lambda n: progress((n, None), desc="live vLLM steps", unit="steps")
+        )
+    except LiveRunError as e:
+        raise gr.Error(str(e), print_exception=False) from None
+
+
+def _run_kernels(trace: Trace, device: str, budget: int, progress) -> Trace:
+    """Attention kernels on the steps that fit the per-step budget, in spread order, until the runner's
+    time budget is spent (lab.kernels.timed_run.run_for_app: backend, threads, repeats), both modes."""
+    from lab.kernels.timed_run import run_for_app  # deferred: the kernel runners import torch (seconds)
+
+    progress((0, None), desc="kernel steps", unit="steps")
+    return run_for_app(
+        trace,
+        device,
+        budget,
+        preferred=KERNEL_BACKEND,
+        progress=lambda done, total: progress((done, total), desc="kernel steps", unit="steps"),
+    )
+
+
+# ---- the events that load a trace ------------------------------------------------------------
+
+
+def run(
+    preset,
+    spec,
+    mml,
+    bs,
+    k,
+    state,
+    cg,
+    accept,
+    seed,
+    runner,
+    view="block_table",
+    presenter=False,
+    compare_key=None,
+    base=None,
+    progress=gr.Progress(),
+):
+    """Run the scenario on the chosen runner (or reuse the cached trace of the same run)."""
+    try:
+        scenario = scenario_from_inputs(preset, spec, (mml, bs, k, state, cg, accept, seed), base)
+    except ValueError as e:
+        return _loaded_error(
+            spec_msg=spec_error(e),
+            settings=gr.Accordion(open=True),
+            status="Not run: the scenario text or a control is wrong (see the message under it).",
+        )
+    _check_runner(runner)  # only an API client can name another (the page offers the available ones)
+    try:
+        key, trace, how = _simulate(scenario, runner, progress)
+    except ValueError as e:
+        return _loaded_error(spec_msg=spec_error(e), settings=gr.Accordion(open=True), status="Not run.")
+    return _loaded(key, trace, format_spec(scenario), how, view, 0, presenter, compare_key)
+
+
+def pick_preset(name, runner, view="block_table", presenter=False, compare_key=None, progress=gr.Progress()):
+    """A preset picked: run it (the views never show one scenario under another's name)."""
+    try:
+        s = get_preset(name)
+    except ValueError as e:
+        raise gr.Error(str(e), print_exception=False) from None
+    key, trace, how = _simulate(s, runner or EMBEDDED_CPU, progress)
+    return _loaded(key, trace, PRESETS[name][0], how, view, 0, presenter, compare_key)
+
+
+def initial(view="block_table", preset_default=None, request: gr.Request = None, progress=gr.Progress()):
+    """The page's first load: the state in the URL (?preset=…&step=…&tab=…, or ?spec=…), else the
+    opening preset. A bad URL value is said under the scenario text; the page still opens."""
+    q = dict(request.query_params) if request is not None else {}
+    preset = q.get("preset") or preset_default or "eagle-k3"
+    problems = []
+    if preset not in PRESETS:
+        problems.append(f"unknown preset {preset!r} in the address (known: {', '.join(PRESETS)})")
+        preset = preset_default if preset_default in PRESETS else "eagle-k3"
+    scenario, spec_text = get_preset(preset), PRESETS[preset][0]
+    if q.get("spec"):
+        try:
+            scenario = parse_spec(q["spec"])
+            spec_text = format_spec(scenario)
+        except ValueError as e:
+            problems.append(f"spec in the address: {e}")
+    tab = q.get("tab") or view
+    if tab not in ALL_VIEWS:
+        problems.append(f"unknown tab {tab!r} in the address (tabs: {', '.join(ALL_VIEWS)})")
+        tab = "block_table"
+    presenter = q.get("presenter", "") in ("1", "true", "yes")
+    key, trace, how = _simulate(scenario, EMBEDDED_CPU, progress)
+    index = 0
+    if q.get("step"):
+        try:
+            index = int(q["step"])
+            if not 0 <= index < len(trace.steps):
+                raise ValueError
+        except ValueError:
+            problems.append(f"step {q['step']!r} in the address: this trace has steps 0..{len(trace.steps) - 1}")
+            index = 0
+    out = _loaded(key, trace, spec_text, how, tab, index, presenter, None)
+    named = dict(zip(LOADED, out))
+    named["presenter"] = presenter
+    if problems:
+        named["spec_msg"] = inline_error(html.escape("; ".join(problems), quote=False))
+        named["settings"] = gr.Accordion(open=True)
+    return [named[k] for k in LOADED]
+
+
+def upload_trace(path, view="block_table", presenter=False, compare_key=None):
+    """A saved trace: JSON only, size-limited, schema-checked by Trace.from_json_bytes. A wrong file
+    is named under the upload; the session keeps its trace."""
+
+    def refuse(text: str) -> list:
+        return _loaded_error(
+            upload_msg=inline_error(
+                html.escape(text, quote=False) + "<br>A trace is the JSON that "
+                "<code>python -m lab simulate --preset eagle-k3 --out t.json</code> or "
+                "this page's download writes. The views still show the last run."
+            ),
+            settings=gr.Accordion(open=True),
+            upload=None,
+        )  # cleared: try another file
+
+    if not path:
+        return refuse("no file uploaded")
+    path = os.fspath(path)
+    name = os.path.basename(path)
+    size = os.path.getsize(path)
+    if size > MAX_UPLOAD_BYTES:
+        return refuse(f"{name} is {size / 2**20:.2f} MiB; uploads are at most {MAX_UPLOAD_BYTES / 2**20:g} MiB")
+    with open(path, "rb") as f:
+        data = f.read()
+    if not name.lower().endswith(".json"):
+        kind = "an image" if data[:4] in (b"\x89PNG", b"GIF8") or data[:3] == b"\xff\xd8\xff" else "not JSON"
+        return refuse(f"{name} is {kind}: uploads take a .json trace")
+    try:
+        trace = Trace.from_json_bytes(data, source=name)
+    except ValueError as e:  # TraceFormatError is a ValueError
+        return refuse(str(e))
+    rec = trace.meta.get("recording")
+    if rec and rec.get("era") != ERAS[-1]:
+        # A release's own recording (data/eras): its 'fixed' run is that release as shipped, so the era
+        # views can't read it as the lab's two modes. Show the engine on its scenario, and the recording
+        # in the Recorded eras view, set against the engine in its era.
+        trace = simulate(trace.scenario)
+        key = TRACES.put(bytes_key(data + b"|engine"), trace)
+        return _loaded(
+            key,
+            trace,
+            format_spec(trace.scenario),
+            f"the engine on the scenario {rec.get('vllm')} recorded ({name})",
+            "recorded",
+            0,
+            presenter,
+            compare_key,
+            upload_msg=f"{html.escape(name)} is {html.escape(str(rec.get('vllm')))}'s own recording "
+            f"({html.escape(str(rec.get('era')))}): shown in the Recorded eras view, beside the engine on its "
+            f"scenario.",
+        )
+    key = TRACES.put(bytes_key(data), trace)
+    return _loaded(
+        key,
+        trace,
+        format_spec(trace.scenario),
+        f"uploaded {name}",
+        view,
+        0,
+        presenter,
+        compare_key,
+        upload_msg=f"Loaded {html.escape(name)}.",
+    )
+
+
+def set_compare(name, key, step, view, presenter=False, progress=gr.Progress()):
+    """Side by side: another preset's trace at the same step (clamped to its length), same view."""
+    if not name or name == "none":
+        return [None, gr.Plot(value=None, visible=False)]
+    try:
+        s = get_preset(name)
+    except ValueError as e:
+        raise gr.Error(str(e), print_exception=False) from None
+    ckey, other, _ = _simulate(s, EMBEDDED_CPU, progress)
+    trace = trace_of(key)
+    i = step_of(trace, step)
+    return [ckey, compare_plot(ckey, i, view_of(view), presenter)]

@@ -34,7 +34,7 @@ def register(sub) -> None:
 
 def cmd_bench(args) -> int:
     if args.what == "app":
-        from lab.app.bench import run_bench_app  # the app's stack (gradio, a browser) is optional
+        from lab.app.bench import run_bench_app  # the Gradio app's package: kept out of `python -m lab --help`
 
         run_bench_app()
         return 0

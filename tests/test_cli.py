@@ -61,6 +61,27 @@ def test_bad_input_is_a_clear_error(tmp_path, capsys):
     assert main(["simulate", "--preset", "eagle-k3", "--every", "0"]) == 2
 
 
+def test_every_scenario_command_takes_one_source(capsys):
+    """--preset/--spec come from lab/cli_args.py: one error for both or neither, exit code 2."""
+    for cmd in ("simulate", "record"):
+        assert main([cmd, "--preset", "eagle-k3", "--spec", "2p10o2"]) == 2
+        assert "error: give --preset or --spec, not both" in capsys.readouterr().err
+        assert main([cmd]) == 2
+        assert "error: give --preset NAME or --spec TEXT" in capsys.readouterr().err
+    assert main(["gpu-model", "--spec", "8q1s1k"]) == 2
+    assert "invalid scenario segment '8q1s1k'" in capsys.readouterr().err
+
+
+def test_help_imports_no_heavy_package():
+    """`python -m lab --help` stays fast: building every command's parser imports no torch, gradio, vllm."""
+    code = (
+        "import sys; from lab.cli import build_parser; build_parser(); "
+        "print(sorted(m for m in ('torch', 'gradio', 'vllm', 'ray', 'plotly', 'playwright') if m in sys.modules))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr
+
+
 def test_bench_engine_small(capsys):
     assert main(["bench", "engine", "--steps", "200", "--reqs", "16", "--repeat", "1", "--no-churn"]) == 0
     text = capsys.readouterr().out

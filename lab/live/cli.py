@@ -1,22 +1,73 @@
-"""``python -m lab record`` and ``python -m lab compare`` (the parsers are in lab/cli.py)."""
+"""``python -m lab record``, ``compare`` and ``eras``: real vLLM recorded as a trace, two traces set
+against each other, and every era's recording against the engine. lab/cli.py registers the three
+with ``lab.live.cli.register(sub)``.
+
+    python -m lab record --preset NAME | --spec TEXT  [--out t.json] [--compare] [--as-is] [--no-timing]
+                                              (run with .venv-vllm-live/bin/python; docs/live.md)
+    python -m lab compare A.json [B.json]     (B left out: the embedded engine on A's scenario)
+    python -m lab eras [compare|record|list] [--preset NAME …] [--root DIR]     (docs/eras.md)
+
+Importing this module never imports vllm; ``record`` does, in the live environment.
+"""
 
 from __future__ import annotations
 
+import pathlib
 import sys
 import time
 
+from lab.cli_args import add_scenario_args, scenario_from_args
+from lab.live import eras, record
 from lab.live.limits import LiveUnavailable, ScenarioRefused, available, cpu_variant, refusals
+from lab.live.shim import installed_series
+from lab.trace import Trace
+from lab.trace.cli import print_trace
+from lab.trace.diff import compare_traces
+from lab.trace.recorder import simulate
 
 
-def cmd_record(args, scenario, print_trace) -> int:
-    """``scenario`` from --preset/--spec and the trace printer are lab/cli.py's (no import back)."""
+def register(sub) -> None:
+    sp = sub.add_parser("record", help="record real vLLM 0.32 MRV2 on this CPU (needs .venv-vllm-live)")
+    add_scenario_args(sp)
+    sp.add_argument("--compare", action="store_true", help="compare with the embedded engine, field by field")
+    sp.add_argument(
+        "--as-is",
+        action="store_true",
+        help="refuse what the CPU engine can't run instead of "
+        "recording the closest scenario it can (lab.live.cpu_variant)",
+    )
+    sp.add_argument("--no-timing", action="store_true", help="do not time vLLM's attention forward")
+    sp.add_argument(
+        "--device",
+        default="cpu",
+        choices=["cpu", "cuda"],
+        help="cuda: CUDA vLLM on a GPU machine "
+        "(scripts/live_gpu.sh; CUDA graphs, fused drafts, hybrid model; unverified without a GPU)",
+    )
+    sp.add_argument("--every", type=int, default=10, help="print every Nth step")
+    sp.add_argument("--quiet", action="store_true", help="print only the totals")
+    sp.set_defaults(fn=cmd_record)
+
+    sp = sub.add_parser("compare", help="compare two traces step by step and field by field")
+    sp.add_argument("a", help="a trace (e.g. from python -m lab record)")
+    sp.add_argument("b", nargs="?", help="another trace; left out: the embedded engine on A's scenario")
+    sp.set_defaults(fn=cmd_compare)
+
+    # Every era from the release that shipped it (lab/trace/era_recordings.py, docs/eras.md)
+    sp = sub.add_parser("eras", help="compare the engine's three eras with their recordings from vLLM 0.19/0.22/0.32")
+    sp.add_argument("action", nargs="?", default="compare", choices=["compare", "record", "list"])
+    sp.add_argument("--preset", action="append", help="record only this preset (repeatable)")
+    sp.add_argument("--root", help="the recordings' folder (default data/eras)")
+    sp.set_defaults(fn=cmd_eras)
+
+
+def cmd_record(args) -> int:
+    scenario = scenario_from_args(args)
     ok, why = available(args.device)
     if not ok:
         print(f"error: the live recorder cannot run here: {why}", file=sys.stderr)
         return 2
     if not args.as_is and args.device == "cpu":
-        from lab.live.shim import installed_series
-
         series = installed_series()
         adapted = cpu_variant(scenario, series)
         if adapted != scenario:
@@ -35,8 +86,6 @@ def cmd_record(args, scenario, print_trace) -> int:
         if now - last[0] > 5:
             last[0] = now
             print(f"  … step {n} ({now - t0:.0f} s)", file=sys.stderr, flush=True)
-
-    from lab.live import record
 
     try:
         trace = record(scenario, time_attention=not args.no_timing, progress=progress, device=args.device)
@@ -59,9 +108,6 @@ def cmd_record(args, scenario, print_trace) -> int:
 
 
 def _compare(a, b, a_label, b_label) -> int:
-    from lab.trace.diff import compare_traces
-    from lab.trace.recorder import simulate
-
     if b is None:
         b = simulate(a.scenario)
     cmp = compare_traces(a, b, a_label, b_label)
@@ -70,10 +116,27 @@ def _compare(a, b, a_label, b_label) -> int:
 
 
 def cmd_compare(args) -> int:
-    from lab.trace import Trace
-
     a = Trace.load(args.a)
     b = Trace.load(args.b) if args.b else None
     a_label = f"{args.a} ({a.meta.get('source', '?')})"
     b_label = f"{args.b} ({b.meta.get('source', '?')})" if b is not None else "the embedded engine on A's scenario"
     return _compare(a, b, a_label, b_label)
+
+
+def cmd_eras(args) -> int:
+    root = pathlib.Path(args.root) if args.root else eras.ERA_DIR
+    if args.action == "record":  # in an era environment (make eras)
+        eras.record_presets(args.preset, root, log=lambda m: print(m, file=sys.stderr, flush=True))
+        return 0
+    recordings = eras.load_recordings(root)
+    if args.action == "list":
+        for (_series, preset), t in sorted(recordings.items()):
+            rec = t.meta["recording"]
+            print(f"{rec['vllm']:<17} torch {rec['torch']:<14} {rec['era']:<14} {preset:<26} {len(t.steps):>4} steps")
+        return 0
+    if not recordings:
+        print(f"error: no recordings under {root} (make eras records them)", file=sys.stderr)
+        return 2
+    comparisons = {key: eras.compare_recording(t) for key, t in recordings.items()}
+    print(eras.era_table(comparisons))
+    return 0 if all(c.agree for c in comparisons.values()) else 1

@@ -1,5 +1,6 @@
 """``python -m lab sweep`` and ``python -m lab gpu-model``: argument parsers and commands.
-lab/cli.py registers both with ``lab.sweep.cli.register(sub)``.
+lab/cli.py registers both with ``lab.sweep.cli.register(sub)``; their --preset/--spec come from
+lab/cli_args.py like every scenario-taking command's.
 
     python -m lab sweep --preset short-decode-long-context --axis mml=8k:128k:*2 --seeds 3 --out sw
     python -m lab sweep --spec "{n}p1ko128_mml=32k_cg=piecewise" --axis n=1,8,64 --axis k=0,1,3 --out sw2
@@ -10,14 +11,29 @@ lab/cli.py registers both with ``lab.sweep.cli.register(sub)``.
 
 from __future__ import annotations
 
+import json
 import sys
+
+from lab.cli_args import add_scenario_args, scenario_from_args
+from lab.gpu_model import GPUS, HeadShape, format_model, predict
+from lab.sweep.orchestrate import SECONDS_PER_POINT, run_sweep, text_progress
+from lab.sweep.point import numeric_columns
+from lab.sweep.spec import SweepSpec
+from lab.sweep.table import HEADLINE, KERNEL_HEADLINE, format_table, summarize
+from lab.trace import Trace
+from lab.trace.recorder import simulate
 
 
 def register(sub) -> None:
     sp = sub.add_parser("sweep", help="run a scenario over one or two axes and seeds (docs/sweeps.md)")
-    src = sp.add_mutually_exclusive_group(required=True)
-    src.add_argument("--preset", help="the base scenario: a preset (python -m lab presets)")
-    src.add_argument("--spec", help="the base scenario: a spec, or a template with {placeholders} the axes fill")
+    add_scenario_args(  # the spec may be a template: SweepSpec.make reads it, not scenario_from_args
+        sp,
+        out=False,  # --out is a folder here, declared below
+        exclusive=True,
+        required=True,
+        preset_help="the base scenario: a preset (python -m lab presets)",
+        spec_help="the base scenario: a spec, or a template with {placeholders} the axes fill",
+    )
     sp.add_argument(
         "--axis",
         action="append",
@@ -69,9 +85,7 @@ def register(sub) -> None:
     sp.set_defaults(fn=cmd_sweep)
 
     gp = sub.add_parser("gpu-model", help="does max_seq_len matter on my GPU? per backend, with sources")
-    gsrc = gp.add_mutually_exclusive_group()
-    gsrc.add_argument("--preset", help="a preset")
-    gsrc.add_argument("--spec", help="a scenario spec")
+    gsrc = add_scenario_args(gp, out=False, exclusive=True, preset_help="a preset", spec_help="a scenario spec")
     gsrc.add_argument("--trace", help="a saved trace (its kernel timings, if any, are shown beside)")
     gp.add_argument("--gpu", action="append", help="H100, H200, B200, CPU (repeatable; default H200 and B200)")
     gp.add_argument("--heads", default="32/8/128", help="query heads/KV heads/head dim (default 32/8/128)")
@@ -87,22 +101,16 @@ def _kernels(args) -> dict | None:
 
 
 def cmd_sweep(args) -> int:
-    from lab.sweep.orchestrate import SECONDS_PER_POINT, run_sweep, text_progress
-    from lab.sweep.spec import SweepSpec
-    from lab.sweep.table import HEADLINE, KERNEL_HEADLINE, format_table, summarize
-
     if args.workers is not None and args.workers < 1:
         raise ValueError("--workers must be >= 1")
     spec = SweepSpec.make(args.preset or args.spec, args.axis, args.seeds)
     if args.metric and not args.metric.startswith(("kernel_", "model_")):
-        from lab.sweep.point import numeric_columns
-
         known = numeric_columns() + [a.name for a in spec.axes]
         if args.metric not in known:
             raise ValueError(f"--metric {args.metric!r} is not a numeric column; try one of: {', '.join(known)}")
     kernels = _kernels(args)
     if kernels:
-        from lab.kernels.registry import get_kernel
+        from lab.kernels.registry import get_kernel  # imports torch
 
         get_kernel(kernels["backend"], kernels["device"])  # fails now, with the reason, if it cannot run here
     n = spec.num_points
@@ -143,16 +151,10 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_gpu_model(args) -> int:
-    from lab import Scenario, Trace, simulate
-    from lab.gpu_model import GPUS, HeadShape, format_model, predict
-
     if args.trace:
         trace = Trace.load(args.trace)
     else:
-        scenario = (
-            Scenario.from_spec(args.spec) if args.spec else Scenario.preset(args.preset or "short-decode-long-context")
-        )
-        trace = simulate(scenario)
+        trace = simulate(scenario_from_args(args, default_preset="short-decode-long-context"))
     try:
         q, kv, d = (int(x) for x in args.heads.split("/"))
     except ValueError:
@@ -166,8 +168,6 @@ def cmd_gpu_model(args) -> int:
         rows += predict(trace, GPUS[g.upper()], shape)
     sys.stdout.write(format_model(trace, rows, shape))
     if args.json:
-        import json
-
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(rows, f, indent=1, default=str)
         print(f"json: {args.json}")

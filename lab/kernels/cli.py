@@ -1,0 +1,79 @@
+"""``python -m lab backends`` and ``python -m lab bench kernels``: which attention backends run here,
+and baseline against fixed kernel time over batch shapes. lab/cli.py registers ``backends`` with
+``lab.kernels.cli.register(sub)``; the ``bench`` command (lab/bench.py) takes its kernel flags from
+``add_bench_args`` and runs ``cmd_bench_kernels``.
+
+Importing this module does not import torch (``python -m lab --help`` stays fast): each command
+imports the kernels when it runs.
+"""
+
+from __future__ import annotations
+
+
+def register(sub) -> None:
+    sp = sub.add_parser("backends", help="which attention backends run here, and R10 for each")
+    sp.set_defaults(fn=cmd_backends)
+
+
+def add_bench_args(sp) -> None:
+    """The flags of ``python -m lab bench kernels`` (``--repeat`` is the bench command's, shared)."""
+    sp.add_argument("--backend", default="torch-reference", help="kernels: the attention backend")
+    sp.add_argument("--device", default="cpu", help="kernels: cpu or cuda")
+    sp.add_argument(
+        "--shape",
+        action="append",
+        help="kernels: BATCHxCONTEXT[s]/MAX_MODEL_LEN/BLOCK_SIZE, "
+        "s = skewed lengths (repeatable; default: four shapes)",
+    )
+    sp.add_argument("--threads", type=int, default=1, help="kernels: torch CPU threads (default 1)")
+    sp.add_argument(
+        "--dtype",
+        default="float32",
+        help="kernels: float32 | bfloat16 | float16 (FlashInfer kernels need a 16-bit type)",
+    )
+    sp.add_argument("--json", help="kernels: write the results as JSON here")
+    sp.add_argument("--md", help="kernels: write the table as markdown here")
+
+
+def set_torch_threads(n: int) -> None:
+    """``--threads``: torch's CPU threads for the kernels (simulate --backend, bench kernels)."""
+    import torch  # heavy: only the commands that run kernels import it
+
+    if n < 1:
+        raise ValueError("--threads must be >= 1")
+    torch.set_num_threads(n)
+
+
+def cmd_backends(args) -> int:
+    from lab.kernels.registry import backends  # imports torch
+
+    for b in backends():
+        runs = "runs here" if b["runs_here"] else f"not here: {b['why_not']}"
+        r10 = (
+            "max_seq_len changes its work" if b["max_seq_len_changes_work"] else "max_seq_len does not change its work"
+        )
+        print(f"{b['name']} ({b['device']}): {runs}\n  {b['kernel']}\n  R10: {r10}: {b['r10_reason']}")
+    return 0
+
+
+def cmd_bench_kernels(args) -> int:
+    # both import torch
+    from lab.kernels.batch import HeadConfig
+    from lab.kernels.bench import DEFAULT_SHAPES, parse_shape, run_bench
+
+    set_torch_threads(args.threads)
+    shapes = [parse_shape(x) for x in args.shape] if args.shape else DEFAULT_SHAPES
+    print(
+        f"python -m lab bench kernels --backend {args.backend} --device {args.device} --repeats {args.repeat} "
+        f"--threads {args.threads}  (benchmarks on a shared machine are noisy: read the IQR)"
+    )
+    run_bench(
+        shapes,
+        args.backend,
+        args.device,
+        cfg=HeadConfig(dtype=args.dtype),
+        repeats=args.repeat,
+        json_path=args.json,
+        md_path=args.md,
+    )
+    return 0

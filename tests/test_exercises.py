@@ -1,4 +1,4 @@
-"""The notebooks' exercises: each instructor answer (computed in lab/exercises.py) is accepted, the
+"""The notebooks' exercises: each instructor answer (computed in lab/exercises/) is accepted, the
 typical wrong answers are rejected with their message, and no message gives the answer away."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ import re
 
 import pytest
 
-from lab import exercises
-from lab.exercises import EXERCISES, ask, check, questions, solution
+from lab.blocks import cdiv
+from lab.exercises import EXERCISES, GRAPHS_SPEC, NEAR_LIMIT_SPEC, ask, check, main, questions, solution
+from lab.exercises.checker import step_of, trace_of
 
 QIDS = list(EXERCISES)
 
@@ -78,13 +79,13 @@ def test_traps_give_their_message(qid):
 
 def test_the_brief_examples():
     # "too high: that counts the padded rows too"
-    st = exercises._step("full-graph-vs-eager", 60)
+    st = step_of("full-graph-vs-eager", 60)
     v = check("02.3", st.oor["baseline"]["walked"] - st.oor["baseline"]["in_range"])
     assert not v and "padded rows" in v.message
     # a FULL replay is where the fix does not reach the kernel
     v = check(
         "02.2",
-        sum(s.max_seq_len["baseline"] != s.max_seq_len["fixed"] for s in exercises._trace(exercises.GRAPHS_SPEC).steps),
+        sum(s.max_seq_len["baseline"] != s.max_seq_len["fixed"] for s in trace_of(GRAPHS_SPEC).steps),
     )
     assert not v and "R9" in v.message
 
@@ -110,19 +111,19 @@ def test_answer_forms():
 
 def test_answers_are_computed_not_typed():
     # Each answer follows from the trace it names: change the trace and the answer moves with it.
-    st = exercises._step("mixed-long-short", 30)
+    st = step_of("mixed-long-short", 30)
     assert solution("01.1") == max(st.seq_lens_cpu_upper_bound[: st.num_reqs])
-    assert solution("01.2") == -(-solution("01.1") // exercises._trace("mixed-long-short").scenario.block_size)
+    assert solution("01.2") == cdiv(solution("01.1"), trace_of("mixed-long-short").scenario.block_size)
     assert solution("04.3") == (
-        exercises._trace("mamba-hybrid").totals(all_passes=False)["baseline"]["walked"]
-        - exercises._trace("mamba-hybrid").totals(all_passes=False)["fixed"]["walked"]
+        trace_of("mamba-hybrid").totals(all_passes=False)["baseline"]["walked"]
+        - trace_of("mamba-hybrid").totals(all_passes=False)["fixed"]["walked"]
     )
     k = solution("03.2")
-    tr = exercises._trace(exercises.NEAR_LIMIT_SPEC.format(k=k))
+    tr = trace_of(NEAR_LIMIT_SPEC.format(k=k))
     assert max(tr.steps[0].seq_lens_cpu_upper_bound) + k == tr.scenario.max_model_len
 
 
 def test_cli_prints_every_answer(capsys):
-    exercises.main()
+    main()
     out = capsys.readouterr().out
     assert all(q in out for q in QIDS)

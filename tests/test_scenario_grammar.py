@@ -1,4 +1,5 @@
-"""The scenario grammar of lab/scenario.py: worked examples, round trips, and error messages.
+"""The scenario grammar of lab/spec_grammar.py, through parse_spec and format_spec of lab/scenario.py:
+worked examples, round trips, and error messages.
 
 An invalid *segment* must raise ``ValueError`` naming the segment; an invalid *value* must raise
 ``ValueError`` naming the Scenario field (docs/scenarios.md).
@@ -13,8 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import lab.scenario as scenario_module
+import lab.spec_grammar as grammar_module
 from lab import RequestSpec, Scenario, list_presets
-from lab.engine.block_table import block_table_width
+from lab.blocks import block_table_width
 from lab.presets import PRESETS
 from lab.scenario import (
     CUDAGRAPH_MODES,
@@ -25,7 +27,7 @@ from lab.scenario import (
     parse_spec,
 )
 
-# ---- worked examples of the module docstring ---------------------------------------------------
+# ---- worked examples of lab/spec_grammar.py -----------------------------------------------------
 
 
 def _reqs(count: int, prompt: int, output: int, arrival: int = 0, every: int = 0) -> tuple[RequestSpec, ...]:
@@ -48,9 +50,19 @@ WORKED_EXAMPLES = {
 
 def test_worked_examples_are_in_the_docstring():
     """The examples tested below are the ones the module docstring shows (kept in sync)."""
-    doc = scenario_module.__doc__
+    doc = grammar_module.__doc__
     for spec in WORKED_EXAMPLES:
         assert f"\n    {spec}\n" in doc, spec
+
+
+def test_the_grammar_names_scenario_fields_and_values():
+    """Every key of SPEC_SETTINGS (defined once, in lab/spec_grammar.py; lab.scenario hands the same dict
+    on) sets a Scenario field, and the spellings of state= and cg= are the values the Scenario accepts."""
+    assert scenario_module.SPEC_SETTINGS is grammar_module.SPEC_SETTINGS
+    fields = {f.name for f in dataclasses.fields(Scenario)}
+    assert set(grammar_module.SPEC_SETTINGS.values()) <= fields
+    assert set(grammar_module._STATE_NAMES.values()) == set(MODEL_STATES)
+    assert set(grammar_module._CG_NAMES.values()) == set(CUDAGRAPH_MODES)
 
 
 @pytest.mark.parametrize("spec", list(WORKED_EXAMPLES))

@@ -1,0 +1,98 @@
+"""The walkthrough notebooks' exercises, as a learner calls them: the questions, the checker and the
+instructor answers.
+
+A learner answers a question at the end of a notebook and checks it::
+
+    from lab.exercises import ask, check
+    ask("02.3")                 # the question, with the scenario to open
+    check("02.3", 12345)        # right, or why not (never the answer)
+
+Every instructor answer is *computed* from the lab (a trace, a trace's history, the kernel registry),
+never typed in: ``solution(qid)`` is the one place the answers live, and the tests use it
+(tests/test_exercises.py checks that each right answer is accepted and that the typical wrong ones
+get their message). Instructors can print them all with ``python -m lab.exercises``.
+
+The package: checker.py is the machinery (Exercise, Trap, the traces, how an answer is judged);
+nb01_tour.py … nb06_live.py hold each notebook's exercises and the scenarios they name; this module
+gathers them into ``EXERCISES``.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from lab.exercises import (
+    nb01_tour,
+    nb02_upper_bound,
+    nb03_eagle_drafts,
+    nb04_mamba_history,
+    nb05_kernels,
+    nb06_live,
+)
+from lab.exercises.checker import Exercise, Trap, Verdict, judge
+
+# The scenarios the notebooks open by name (notebook 06 imports LIVE_SPEC; the notebook tests read
+# KERNEL_SPEC and LIVE_SPEC from here).
+from lab.exercises.nb02_upper_bound import GRAPHS_SPEC
+from lab.exercises.nb03_eagle_drafts import NEAR_LIMIT_SPEC
+from lab.exercises.nb05_kernels import KERNEL_SPEC
+from lab.exercises.nb06_live import LIVE_SPEC
+
+EXERCISES: dict[str, Exercise] = {
+    e.id: e
+    for notebook in (nb01_tour, nb02_upper_bound, nb03_eagle_drafts, nb04_mamba_history, nb05_kernels, nb06_live)
+    for e in notebook.EXERCISES
+}
+
+
+def _exercise(qid: str) -> Exercise:
+    if qid not in EXERCISES:
+        raise KeyError(f"no exercise {qid!r}; the exercises are {', '.join(EXERCISES)}")
+    return EXERCISES[qid]
+
+
+def ask(qid: str) -> str:
+    """The question ``qid`` ("01.1", …) as text."""
+    return f"{qid}: {_exercise(qid).question}"
+
+
+def questions(notebook: str | None = None) -> list[str]:
+    """The exercise ids, all or one notebook's ("02")."""
+    return [q for q in EXERCISES if notebook is None or q.split(".")[0] == notebook]
+
+
+@functools.cache
+def solution(qid: str):
+    """The instructor answer of ``qid``, computed from the lab. The one place the answers live."""
+    return _exercise(qid).solve()
+
+
+def check(qid: str, answer) -> Verdict:
+    """Is ``answer`` right? Says why not, without giving the answer away."""
+    ex = _exercise(qid)
+    if answer is None or answer is Ellipsis:
+        return Verdict(False, f"{qid}: no answer yet: replace the None with yours")
+    return judge(ex, answer, solution(qid))
+
+
+def main() -> None:
+    """``python -m lab.exercises``: every question with its instructor answer."""
+    for qid in EXERCISES:
+        print(f"{ask(qid)}\n    answer: {solution(qid)!r}")
+
+
+__all__ = [
+    "EXERCISES",
+    "GRAPHS_SPEC",
+    "KERNEL_SPEC",
+    "LIVE_SPEC",
+    "NEAR_LIMIT_SPEC",
+    "Exercise",
+    "Trap",
+    "Verdict",
+    "ask",
+    "check",
+    "main",
+    "questions",
+    "solution",
+]

@@ -1,0 +1,68 @@
+"""Notebook 01's exercises (the tour: R1, R2, R6): the metadata, the walk and its out-of-range entries
+of one step of a preset the tour does not open, so the answers must be computed."""
+
+from __future__ import annotations
+
+from lab.blocks import cdiv
+from lab.exercises.checker import Exercise, Trap, outside, step_of, trace_of
+
+# A preset the tour does not open.
+TOUR = "mixed-long-short"
+
+EXERCISES: tuple[Exercise, ...] = (
+    Exercise(
+        "01.1",
+        "`mixed-long-short`, step 30: what `max_seq_len` does the fixed metadata carry?",
+        lambda: step_of(TOUR, 30).max_seq_len["fixed"],
+        hint="R2: the fixed prepare_attn takes the largest seq_lens_cpu_upper_bound of the real rows.",
+        traps=(
+            Trap(
+                lambda: trace_of(TOUR).scenario.max_model_len,
+                "that's max_model_len: what the baseline passes, not the fixed metadata",
+            ),
+            Trap(
+                lambda: max(step_of(TOUR, 30).num_computed_tokens),
+                "too low by this step's tokens: R1 adds num_scheduled_tokens to num_computed_tokens",
+            ),
+            Trap(
+                lambda: round(sum(step_of(TOUR, 30).seq_lens_cpu_upper_bound) / step_of(TOUR, 30).num_reqs),
+                "that's an average: the metadata takes the maximum",
+            ),
+        ),
+    ),
+    Exercise(
+        "01.2",
+        "Same step: how many block-table columns does the *fixed* kernel walk in every row?",
+        lambda: cdiv(step_of(TOUR, 30).kernel_max_seq_len["fixed"], trace_of(TOUR).scenario.block_size),
+        hint="the walk covers cdiv(kernel-visible max_seq_len, block_size) columns.",
+        traps=(
+            Trap(
+                lambda: step_of(TOUR, 30).kernel_max_seq_len["fixed"],
+                "that's tokens: the kernel walks blocks, block_size tokens each",
+            ),
+            Trap(
+                lambda: step_of(TOUR, 30).kernel_max_seq_len["fixed"] // trace_of(TOUR).scenario.block_size,
+                "too low: rounded down, but a partly filled block is walked too",
+            ),
+            Trap(
+                lambda: cdiv(trace_of(TOUR).scenario.max_model_len, trace_of(TOUR).scenario.block_size),
+                "that's the baseline walk (max_model_len); the question asks for the fixed one",
+            ),
+        ),
+    ),
+    Exercise(
+        "01.3",
+        "Same step: how many block-table entries does the *fixed* walk still read past the valid "
+        "region (all rows together)?",
+        lambda: outside(step_of(TOUR, 30).oor["fixed"]),
+        hint="step.oor['fixed'] has the classes; the valid entries are in_range.",
+        traps=(
+            Trap(lambda: 0, "too low: every row walks the longest row's width, and most rows are short"),
+            Trap(
+                lambda: step_of(TOUR, 30).oor["fixed"]["walked"],
+                "too high: that counts the valid entries (in_range) too",
+            ),
+            Trap(lambda: outside(step_of(TOUR, 30).oor["baseline"]), "too high: that's the baseline walk"),
+        ),
+    ),
+)

@@ -1,0 +1,59 @@
+"""Notebook 03's exercises (Eagle/MTP draft windows: R4, R5)."""
+
+from __future__ import annotations
+
+from lab.exercises.checker import Exercise, Trap, step_of, trace_of
+
+# Prompts that end a few tokens short of max_model_len, drafting K tokens.
+NEAR_LIMIT_SPEC = "2p2040o4_mml=2k_k={k}_cg=piecewise"
+
+
+def _smallest_k_reaching_mml() -> int:
+    for k in range(1, 16):
+        tr = trace_of(NEAR_LIMIT_SPEC.format(k=k))
+        st = tr.steps[0]
+        if len(st.drafts) > 1 and st.drafts[1].max_seq_len["fixed"] == tr.scenario.max_model_len:
+            return k
+    raise AssertionError("no K up to 15 reaches max_model_len")
+
+
+EXERCISES: tuple[Exercise, ...] = (
+    Exercise(
+        "03.1",
+        "`eagle-k3`, step 10: what `draft_max_seq_len` do draft passes 1 and 2 get in the fixed mode?",
+        lambda: step_of("eagle-k3", 10).drafts[1].max_seq_len["fixed"],
+        hint="R4: min(max upper bound + K, max_model_len).",
+        traps=(
+            Trap(
+                lambda: step_of("eagle-k3", 10).max_seq_len["fixed"],
+                "too low: that's pass 0, which reuses the target metadata; the decode passes add K",
+            ),
+            Trap(
+                lambda: max(step_of("eagle-k3", 10).drafts[1].seq_lens_cpu_upper_bound),
+                "too low: that's the longest window of pass 1; the bound adds K to the target maximum",
+            ),
+            Trap(
+                lambda: max(step_of("eagle-k3", 10).drafts[2].seq_lens_cpu_upper_bound),
+                "too low: that's the longest window of pass 2; the bound adds K to the target maximum",
+            ),
+            Trap(
+                lambda: trace_of("eagle-k3").scenario.max_model_len,
+                "that's max_model_len: the baseline (before #43991)",
+            ),
+        ),
+    ),
+    Exercise(
+        "03.2",
+        "Spec `" + NEAR_LIMIT_SPEC + "`: which is the smallest K for which the draft decode passes "
+        "of step 0 get `draft_max_seq_len == max_model_len`?",
+        _smallest_k_reaching_mml,
+        hint="step 0's upper bound is the prompt; the draft bound is min(that + K, max_model_len).",
+        traps=(
+            Trap(lambda: _smallest_k_reaching_mml() + 1, "too high: a smaller K already reaches it"),
+            Trap(
+                lambda: _smallest_k_reaching_mml() - 1,
+                "too low: with that K, upper bound + K stays below max_model_len",
+            ),
+        ),
+    ),
+)

@@ -14,7 +14,7 @@ import gradio as gr
 from lab import Scenario, simulate
 from lab.gpu_model import GPUS, HeadShape, predict, summary
 from lab.presets import PRESETS
-from lab.scenario import SPEC_SETTINGS
+from lab.spec_grammar import SPEC_SETTINGS
 from lab.sweep.executors import default_workers
 from lab.sweep.figures import curves, heatmap
 from lab.sweep.orchestrate import SECONDS_PER_POINT, run_sweep

@@ -157,7 +157,7 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
         ) as settings:
             spec = gr.Textbox(
                 PRESETS[preset][0],
-                label="Scenario (grammar: lab/scenario.py, docs/scenarios.md)",
+                label="Scenario (grammar: lab/spec_grammar.py, docs/scenarios.md)",
                 info="Run uses what you typed; Enter fills the controls from the text. A control you "
                 "change overrides the text's setting; if both changed, you are asked to pick.",
                 elem_id="spec",

@@ -30,7 +30,7 @@ to compare with.
 
 from lab.conform.agreement import RULE_TITLES, RULES, Comparison, Disagreement
 from lab.conform.recording import EngineRecording, RecordedStep, record_engine
-from lab.conform.suite import KERNEL_EVERY, NUM_RANDOM, cli, conform, format_failure, random_scenario, suite_cases
+from lab.conform.suite import KERNEL_EVERY, NUM_RANDOM, conform, format_failure, random_scenario, suite_cases
 from lab.conform.vllm_mrv2 import HOW_TO_RUN, VLLM_VERSION, VllmMRV2, VllmUnavailable, load_vllm
 
 __all__ = [
@@ -42,7 +42,6 @@ __all__ = [
     "RecordedStep",
     "record_engine",
     "conform",
-    "cli",
     "format_failure",
     "random_scenario",
     "suite_cases",

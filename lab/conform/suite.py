@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-import sys
-import time
-
 import numpy as np
 
 from lab.conform.agreement import RULES, Comparison  # noqa: F401  (RULES: the suite's rules, re-exported)
 from lab.conform.recording import record_engine
-from lab.conform.vllm_mrv2 import VLLM_VERSION, VllmMRV2, VllmUnavailable, load_vllm
+from lab.conform.vllm_mrv2 import VLLM_VERSION, VllmMRV2
 from lab.engine.cudagraph import target_capture_sizes
 from lab.presets import list_presets
-from lab.scenario import Scenario, get_preset, parse_spec
+from lab.scenario import Scenario, get_preset
 
 
 def conform(scenario, kernels: bool = True, max_disagreements: int = 20) -> Comparison:
@@ -82,49 +79,3 @@ def format_failure(label: str, cmp: Comparison, limit: int = 10) -> str:
     lines = [f"{label}: {len(cmp.disagreements)} disagreement(s) between the lab and vLLM {VLLM_VERSION}:"]
     lines += [f"  {d}" for d in cmp.disagreements[:limit]]
     return "\n".join(lines + ["", cmp.table()])
-
-
-def cli(args, out=None) -> int:
-    """``python -m lab conform``: run the comparison and print the agreement table per rule."""
-    w = (out or sys.stdout).write
-    chosen = [x for x in (args.preset, args.spec, args.random, args.all or None) if x]
-    if len(chosen) != 1:
-        raise ValueError("give exactly one of --preset NAME, --spec TEXT, --random A:B, --all")
-    if args.preset:
-        cases = [(f"preset {args.preset}", get_preset(args.preset), True)]
-    elif args.spec:
-        cases = [("spec", parse_spec(args.spec), True)]
-    elif args.random:
-        try:
-            a, b = (int(x) for x in args.random.split(":"))
-        except ValueError:
-            raise ValueError(f"--random wants seeds as A:B (e.g. 0:50), got {args.random!r}") from None
-        if not 0 <= a < b:
-            raise ValueError(f"--random wants 0 <= A < B, got {args.random!r}")
-        cases = [(f"random {s}", random_scenario(s), s % KERNEL_EVERY == 0) for s in range(a, b)]
-    else:
-        cases = suite_cases()
-    if args.no_kernels:
-        cases = [(label, s, False) for label, s, _ in cases]
-    try:
-        load_vllm()
-    except VllmUnavailable as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    total = Comparison()
-    t0 = time.perf_counter()
-    for label, scenario, kernels in cases:
-        t = time.perf_counter()
-        cmp = conform(scenario, kernels=kernels)
-        if len(cases) == 1 or cmp.disagreements:
-            w(f"{label}: {scenario.to_spec()}  ({time.perf_counter() - t:.1f} s, R6/R7 {'on' if kernels else 'off'})\n")
-        if cmp.disagreements:
-            w(format_failure(label, cmp) + "\n\n")
-        total.merge(cmp, label)
-    w(
-        f"vLLM {VLLM_VERSION} MRV2 code on the CPU vs the lab's engine ('fixed' mode), {len(cases)} scenario(s), "
-        f"{time.perf_counter() - t0:.0f} s (steps: scenario steps compared; entries: values compared)\n"
-    )
-    w(total.table() + "\n")
-    w("agree\n" if total.ok else f"DISAGREE: {len(total.disagreements)} disagreement(s)\n")
-    return 0 if total.ok else 1

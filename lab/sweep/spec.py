@@ -1,6 +1,6 @@
 """What a sweep runs: a base scenario, one or more axes, and seeds, expanded into points.
 
-A point is one scenario spec (the grammar of lab/scenario.py) that reproduces it on its own::
+A point is one scenario spec (the grammar of lab/spec_grammar.py) that reproduces it on its own::
 
     base  "32p512o192_mml=128k_cg=piecewise"       a spec, or a preset name, or a template:
           "{n}p{prompt}o192_mml=128k"              placeholders {name} are filled by the axes
@@ -26,7 +26,7 @@ import string
 from dataclasses import dataclass, field
 
 from lab.presets import PRESETS
-from lab.scenario import SPEC_SETTINGS, Scenario, parse_spec
+from lab.spec_grammar import SPEC_SETTINGS, Scenario, parse_spec
 
 MAX_POINTS = 1_000_000
 _FIELD_TO_KEY = {v: k for k, v in SPEC_SETTINGS.items()}

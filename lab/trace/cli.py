@@ -27,7 +27,7 @@ def register(sub) -> None:
     sp.set_defaults(fn=cmd_presets)
 
     sp = sub.add_parser("simulate", help="run a scenario through the engine")
-    add_scenario_args(sp, spec_help="a scenario in the grammar (see lab/scenario.py), e.g. 8p1ko64_k=3")
+    add_scenario_args(sp, spec_help="a scenario in the grammar (see lab/spec_grammar.py), e.g. 8p1ko64_k=3")
     sp.add_argument("--every", type=int, default=1, help="print every Nth step")
     sp.add_argument("--quiet", action="store_true", help="print only the totals")
     sp.add_argument(

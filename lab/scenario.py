@@ -18,7 +18,7 @@ from lab.blocks import block_table_width, cdiv
 from lab.presets import PRESETS
 
 # The grammar (lab/spec_grammar.py) reads and writes plain values, so it imports nothing of this module and
-# parse_spec / format_spec below build on it. SPEC_SETTINGS stays importable from here too (lab.sweep.spec).
+# parse_spec / format_spec below build on it.
 from lab.spec_grammar import SPEC_SETTINGS, VLLM_VERSIONS, read_spec, write_spec
 
 MODEL_STATES = ("default", "mamba_hybrid")

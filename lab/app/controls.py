@@ -13,7 +13,8 @@ import gradio as gr
 
 from lab import Scenario
 from lab.presets import PRESETS
-from lab.spec_grammar import SPEC_SETTINGS, format_spec, get_preset, parse_spec
+from lab.scenario import format_spec, get_preset, parse_spec
+from lab.spec_grammar import SPEC_SETTINGS
 
 # The numeric controls and the Scenario fields they set.
 CONTROL_FIELDS = (

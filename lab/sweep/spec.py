@@ -26,7 +26,8 @@ import string
 from dataclasses import dataclass, field
 
 from lab.presets import PRESETS
-from lab.spec_grammar import SPEC_SETTINGS, Scenario, parse_spec
+from lab.scenario import Scenario, parse_spec
+from lab.spec_grammar import SPEC_SETTINGS
 
 MAX_POINTS = 1_000_000
 _FIELD_TO_KEY = {v: k for k, v in SPEC_SETTINGS.items()}

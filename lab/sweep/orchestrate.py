@@ -9,6 +9,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from lab.gpu_model import GPUS
 from lab.sweep.executors import default_workers, run_local, run_ray
 from lab.sweep.spec import SweepSpec, point_key
 from lab.sweep.store import ResultStore
@@ -80,8 +81,6 @@ def run_sweep(
     ``gpus`` adds lab.gpu_model's predictions for those GPUs ("H200", "B200", ...) to each row;
     ``deadline_s`` stops (as an interruption) once that many seconds have passed; ``metric`` is the
     column figure.html plots."""
-    from lab.gpu_model import GPUS
-
     gpus = tuple(g.upper() for g in gpus)
     bad = [g for g in gpus if g not in GPUS]
     if bad:

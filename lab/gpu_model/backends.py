@@ -139,7 +139,7 @@ BACKENDS: tuple[Backend, ...] = (
     Backend(
         "flashinfer-native",
         "no",
-        "pages from kv_indptr (real lengths); max_seq_len never reaches it",
+        "pages come from kv_indptr (real lengths); max_seq_len never reaches it",
         formulas.real_pages_work,
         ("pages",),
         (90, 100),

@@ -100,6 +100,7 @@ class StepWork:
     @classmethod
     def of(cls, step, k: int, block_size: int, num_kv_heads: int, num_sms: int) -> StepWork:
         sched, seq = step.num_scheduled_tokens, step.seq_lens
+        # vllm/v1/attention/backends/utils.py split_decodes_and_prefills: query <= decode_threshold (1+K)
         dec = [i for i, q in enumerate(sched) if q <= 1 + k]
         pad = list(range(step.num_reqs, step.num_reqs_padded))
         q_len = max([sched[i] for i in dec] + [1 + k if pad else 1])

@@ -22,7 +22,7 @@ from lab.kernels.split_kv import NUM_SMS_B200, STEP_KV, SplitPlan, combine_parti
 
 @functools.cache
 def _kernel():
-    import triton
+    import triton  # optional and slow to import: only on the first launch (module docstring)
     import triton.language as tl
 
     @triton.jit

@@ -13,6 +13,7 @@ from lab.gpu_model import GPUS
 from lab.sweep.executors import default_workers, run_local, run_ray
 from lab.sweep.spec import SweepSpec, point_key
 from lab.sweep.store import ResultStore
+from lab.sweep.table import write_tables
 
 # Seconds per engine-only point, measured for the default preset on the 2-core development VM
 # (about 0.08 s single-threaded, docs/sweeps.md); used to say when a sweep needs minutes.
@@ -140,8 +141,6 @@ def run_sweep(
     rows = [row_of(p, store.done[k]["row"]) for p, k in zip(points, keys) if k in store.done]
     res = SweepResult(spec, rows, computed, reused, interrupted, time.perf_counter() - t0, executor)
     if out_dir and not interrupted:
-        from lab.sweep.table import write_tables
-
         res.files = write_tables(res, out_dir)
         html = write_figure(res, out_dir, metric)
         if html:

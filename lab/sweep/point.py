@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+import lab
 from lab import Scenario, simulate
 from lab.engine.model_states import MODES
 from lab.gpu_model import GPUS, HEADLINE, predict
@@ -74,7 +75,6 @@ def kernel_columns(
 ) -> dict:
     """Measured kernel time of both modes on the steps that fit ``budget`` query-key pairs of
     baseline walk (lab.kernels.app_budget.steps_within_budget): sums of per-step medians and IQRs."""
-    import lab
     from lab.kernels.app_budget import steps_within_budget  # imports torch: only with kernel timings
 
     steps = steps_within_budget(trace, budget)

@@ -85,7 +85,7 @@ def _slider(trace: Trace, value: int = 0):
 
 def _status(trace: Trace, how: str) -> str:
     s = trace.scenario
-    # How many steps the kernel runner timed (lab.kernels.timed_run.run_for_app), so nobody reads a sparse
+    # How many steps the kernel runner timed (lab.kernels.app_budget.run_for_app), so nobody reads a sparse
     # kernel view as the whole run.
     k = trace.timings
     kernels = ""
@@ -94,7 +94,7 @@ def _status(trace: Trace, how: str) -> str:
             f" in {k['kernel_seconds']:.1f} s" if k.get("kernel_seconds") is not None else ""
         )
         # The shape the walks were timed with, and how many timed steps were also checked against
-        # SDPA (the app's runner checks one; lab.kernels.timed_run.run_for_app).
+        # SDPA (the app's runner checks one; lab.kernels.app_budget.run_for_app).
         kernels += f" ({k.get('head_config', '?')}"
         if k.get("checked_steps") is not None:
             kernels += f"; {k['checked_steps']} of them checked against SDPA"
@@ -195,8 +195,8 @@ def _run_live(scenario, progress) -> Trace:
 
 def _run_kernels(trace: Trace, device: str, budget: int, progress) -> Trace:
     """Attention kernels on the steps that fit the per-step budget, in spread order, until the runner's
-    time budget is spent (lab.kernels.timed_run.run_for_app: backend, threads, repeats), both modes."""
-    from lab.kernels.timed_run import run_for_app  # deferred: the kernel runners import torch (seconds)
+    time budget is spent (lab.kernels.app_budget.run_for_app: backend, threads, repeats), both modes."""
+    from lab.kernels.app_budget import run_for_app  # deferred: the kernel runners import torch (seconds)
 
     progress((0, None), desc="kernel steps", unit="steps")
     return run_for_app(

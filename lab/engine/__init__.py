@@ -25,7 +25,7 @@ Rule -> where it lives (the vLLM 0.33.0 symbol it mirrors is named there; docs/r
     R7  block_table.compute_slot_mappings             block_table.py compute_slot_mappings
     R8  cudagraph.CudaGraphManager.dispatch           cudagraph_utils.py CudaGraphManager
     R9  cudagraph.kernel_visible_max_seq_len          a FULL replay keeps its capture's launch arguments
-    R10 lab/kernels/registry.py (per backend)         which kernels size their work from max_seq_len
+    R10 lab/gpu_model/backends.py (one record per backend; the registry's kernels point at them)
 
 This package's ``__init__`` imports nothing, so any module here can be imported alone.
 """

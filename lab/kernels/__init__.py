@@ -1,15 +1,17 @@
-"""Paged attention kernels on a vLLM-layout KV cache, the backend registry, the timing harness and
-the live run (docs/kernels.md; rule R10 in docs/rules.md). Modules:
+"""Paged attention kernels on a vLLM-layout KV cache, the kernel registry, the timing harness and
+the timed run (docs/kernels.md; rule R10 in docs/rules.md). Modules:
 
     batch.py            KV cache layout, one step's launch inputs (PagedBatch), the SDPA ground truth
     reference.py        torch paged attention, walk from max_seq_len, NaN-safe masks; trusting variant
+    compiled.py         the C++ fused-gather kernel (paged_decode.cpp), built on first use
     split_kv.py         torch model of TRTLLM-gen's multi-CTA split (R10)
     triton_split_kv.py  the same as a Triton kernel (CUDA, or the interpreter on the CPU)
     adapters.py         FlashInfer and vLLM kernels (CUDA only, imported lazily)
-    vllm_cpu.py         vLLM's own CPU paged attention op (the bench's peer; a CPU build of vLLM only)
-    registry.py         which backends run here; whether max_seq_len can change their work
+    vllm_cpu_attn.py    vLLM's own CPU paged attention op (the bench's peer; a CPU build of vLLM only)
+    registry.py         which kernels run here; each names its backend's R10 record (lab/gpu_model/backends.py)
     timing.py           warm-up, A B A B interleaving, median/IQR, CUDA events + L2 flush
-    live.py             lab.run(): the engine's trace + kernels step by step -> timings in the trace
+    timed_run.py        lab.run(): the engine's trace + kernels step by step -> timings in the trace
+    app_budget.py       the step budgets and the app's kernel runner (run_for_app): what a budgeted run times
     bench.py            python -m lab bench kernels
 
 Everything here imports torch; ``import lab`` does not (``lab.run`` imports this lazily).

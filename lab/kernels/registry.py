@@ -1,17 +1,12 @@
-"""Which attention backends the lab knows, which run on this machine, and whether ``max_seq_len``
-can change their work (rule R10).
+"""Which attention kernels the lab can run, which of them run on this machine, and which backend's
+work each one does: its record in lab/gpu_model/backends.py, the one table of rule R10 (whether
+``max_seq_len`` can change the work, how, and the sources that say so).
 
     from lab.kernels.registry import backends, get_kernel
-    for b in backends():        # one dict per (backend, device)
+    for b in backends():        # one dict per (kernel, device)
         b["name"], b["device"], b["kernel"], b["runs_here"], b["why_not"],
-        b["max_seq_len_changes_work"], b["r10_reason"]
+        b["max_seq_len_changes_work"], b["r10_reason"], b["r10_record"]
     fn = get_kernel("torch-reference", "cpu")   # fn(batch, kv_cache, max_seq_len, cfg) -> output
-
-R10 (docs/rules.md; vllm/v1/attention/backends/flashinfer.py, vllm/utils/flashinfer.py, flashinfer
-``xqa.py``, ``include/flashinfer/trtllm/fmha/fmhaKernels.cuh``): on SM90, FlashInfer XQA recomputes
-max_seq_len from the block-table width, FlashInfer native uses indptr from seq_lens and vLLM's Triton
-unified attention does not use ``max_seqlen_k``: no effect. FA3 sees it only through its split
-scheduler. On SM100, TRTLLM-gen sets its CTAs per sequence from it.
 """
 
 from __future__ import annotations
@@ -22,6 +17,8 @@ from dataclasses import dataclass
 
 import torch
 
+from lab.gpu_model.backends import BY_NAME as R10
+from lab.gpu_model.backends import Backend as R10Record
 from lab.kernels import adapters, compiled, vllm_cpu_attn
 from lab.kernels.reference import paged_attention, paged_attention_trusting
 from lab.kernels.split_kv import paged_attention_split_kv
@@ -40,19 +37,18 @@ def _vllm_cpu(batch, kv_cache, max_seq_len, cfg):
 
 
 def _triton_split_kv(batch, kv_cache, max_seq_len, cfg):
-    from lab.kernels.triton_split_kv import paged_attention_split_kv_triton
+    from lab.kernels.triton_split_kv import paged_attention_split_kv_triton  # triton: optional, imported on use
 
     return paged_attention_split_kv_triton(batch, kv_cache, max_seq_len, cfg)
 
 
 @dataclass(frozen=True)
-class Backend:
+class Kernel:
     name: str
     device: str  # "cpu" | "cuda"
     kernel: str  # what runs
     fn: Callable | None  # fn(batch, kv_cache, max_seq_len, cfg) -> [tokens, q_heads, D]
-    changes_work: bool  # R10: can max_seq_len change the work it does?
-    r10_reason: str
+    record: R10Record  # the backend whose work it does: R10, its formula and sources (lab/gpu_model/backends.py)
     needs: tuple[str, ...] = ()  # Python modules it imports
     min_sm: int = 0  # compute capability major it needs (0: any)
     max_sm: int = 99
@@ -62,132 +58,115 @@ class Backend:
     needs_vllm_cpu: bool = False  # vLLM's compiled CPU attention ops (a CPU build of vLLM, vllm_cpu_attn.py)
 
 
-_WALK = "walks cdiv(max_seq_len, block_size) pages of every row and masks by seq_lens"
-_SPLIT = (
-    "CTAs per sequence = min(ceil(max_seq_len / (2*stepKv)), SMs / CTAs), each a fixed token range "
-    "(TRTLLM-gen's split, include/flashinfer/trtllm/fmha/fmhaKernels.cuh)"
-)
+_REFERENCE = R10["lab-torch-reference"]  # the torch reference's walk (lab/kernels/reference.py)
+_SPLIT = R10["lab-torch-split-kv"]  # the lab's model of TRTLLM-gen's split (lab/kernels/split_kv.py)
 
-BACKENDS: tuple[Backend, ...] = (
-    Backend(
+KERNELS: tuple[Kernel, ...] = (
+    Kernel(
         "torch-reference",
         "cpu",
         "torch paged attention, chunked online softmax (lab/kernels/reference.py)",
         paged_attention,
-        True,
-        _WALK,
+        _REFERENCE,
     ),
-    Backend(
+    Kernel(
         "torch-reference",
         "cuda",
         "torch paged attention, chunked online softmax (lab/kernels/reference.py)",
         paged_attention,
-        True,
-        _WALK,
+        _REFERENCE,
     ),
-    Backend(
+    Kernel(
         "cpp-fused-gather",
         "cpu",
         "C++ paged attention, page gather fused into the dot products, float32 "
         "(lab/kernels/paged_decode.cpp via compiled.py)",
         _compiled,
-        True,
-        _WALK,
+        _REFERENCE,
         needs_compiler=True,
         trusting=_compiled_trusting,
     ),
-    Backend(
+    Kernel(
         "vllm-cpu",
         "cpu",
         "vLLM's CPU paged attention, torch.ops._C.cpu_attention_with_kv_cache "
         "(vllm/v1/attention/backends/cpu_attn.py, via lab/kernels/vllm_cpu_attn.py)",
         _vllm_cpu,
-        False,
-        "plans its work from seq_lens (get_scheduler_metadata); the op has no max_seq_len argument",
+        R10["vllm-cpu"],
         needs_vllm_cpu=True,
     ),
-    Backend(
+    Kernel(
         "torch-split-kv",
         "cpu",
         "torch model of TRTLLM-gen's multi-CTA split (lab/kernels/split_kv.py)",
         paged_attention_split_kv,
-        True,
         _SPLIT,
     ),
-    Backend(
+    Kernel(
         "torch-split-kv",
         "cuda",
         "torch model of TRTLLM-gen's multi-CTA split (lab/kernels/split_kv.py)",
         paged_attention_split_kv,
-        True,
         _SPLIT,
     ),
-    Backend(
+    Kernel(
         "triton-split-kv",
         "cpu",
         "Triton split-KV kernel in the interpreter (lab/kernels/triton_split_kv.py)",
         _triton_split_kv,
-        True,
         _SPLIT,
         needs=("triton",),
     ),
-    Backend(
+    Kernel(
         "triton-split-kv",
         "cuda",
         "Triton split-KV kernel (lab/kernels/triton_split_kv.py)",
         _triton_split_kv,
-        True,
         _SPLIT,
         needs=("triton",),
     ),
-    Backend(
+    Kernel(
         "flashinfer-trtllm-gen",
         "cuda",
         "flashinfer.decode.trtllm_batch_decode_with_kv_cache (SM100)",
         adapters.flashinfer_trtllm_gen,
-        True,
-        "SM100 TRTLLM-gen: " + _SPLIT,
+        R10["trtllm-gen"],
         needs=("flashinfer",),
         min_sm=10,
         max_sm=10,
     ),
-    Backend(
+    Kernel(
         "flashinfer-native",
         "cuda",
         "flashinfer.BatchDecodeWithPagedKVCacheWrapper",
         adapters.flashinfer_native,
-        False,
-        "pages come from kv_indptr built on seq_lens; max_seq_len never reaches the kernel",
+        R10["flashinfer-native"],
         needs=("flashinfer",),
     ),
-    Backend(
+    Kernel(
         "flashinfer-xqa",
         "cuda",
         "FlashInfer XQA decode (SM90), no adapter in the lab yet",
         None,
-        False,
-        "XQA recomputes max_seq_len from the block-table width (flashinfer xqa.py), so the metadata "
-        "value does not reach it",
+        R10["flashinfer-xqa"],
         needs=("flashinfer",),
         min_sm=9,
         max_sm=9,
     ),
-    Backend(
+    Kernel(
         "vllm-triton-unified",
         "cuda",
         "vllm.v1.attention.ops.triton_unified_attention.unified_attention",
         adapters.vllm_triton_unified,
-        False,
-        "tiles come from seqused_k; max_seqlen_k is not used to size the work",
+        R10["triton-unified"],
         needs=("vllm",),
     ),
-    Backend(
+    Kernel(
         "vllm-flash-attn",
         "cuda",
         "FlashAttention 3 through vLLM, no adapter in the lab yet",
         None,
-        True,
-        "only through FA3's split scheduler (num_splits heuristic): small, not measured here",
+        R10["fa3"],
         needs=("vllm",),
         min_sm=9,
         max_sm=9,
@@ -203,7 +182,7 @@ def _cuda_status(cuda=None) -> tuple[bool, int, str]:
     return True, int(major), ""
 
 
-def status(b: Backend, cuda=None, env=None) -> tuple[bool, str]:
+def status(b: Kernel, cuda=None, env=None) -> tuple[bool, str]:
     """(runs here, why not) for one backend on this machine."""
     env = os.environ if env is None else env
     for mod in b.needs:
@@ -232,10 +211,10 @@ def status(b: Backend, cuda=None, env=None) -> tuple[bool, str]:
 
 
 def backends(cuda=None, env=None) -> list[dict]:
-    """Every known backend on every device: what it is, whether it runs here (and why not), and
-    whether max_seq_len can change its work (R10, with the reason)."""
+    """Every known kernel on every device: what it is, whether it runs here (and why not), and
+    whether max_seq_len can change its work (R10, with the reason, from its record)."""
     out = []
-    for b in BACKENDS:
+    for b in KERNELS:
         ok, why = status(b, cuda, env)
         out.append(
             {
@@ -244,18 +223,19 @@ def backends(cuda=None, env=None) -> list[dict]:
                 "kernel": b.kernel,
                 "runs_here": ok,
                 "why_not": why,
-                "max_seq_len_changes_work": b.changes_work,
-                "r10_reason": b.r10_reason,
+                "max_seq_len_changes_work": b.record.changes_work,
+                "r10_reason": b.record.how,
+                "r10_record": b.record.name,  # its backend in lab/gpu_model/backends.py (python -m lab gpu-model)
             }
         )
     return out
 
 
-def find(name: str, device: str) -> Backend:
-    for b in BACKENDS:
+def find(name: str, device: str) -> Kernel:
+    for b in KERNELS:
         if b.name == name and b.device == device:
             return b
-    known = sorted({f"{b.name} ({b.device})" for b in BACKENDS})
+    known = sorted({f"{b.name} ({b.device})" for b in KERNELS})
     raise ValueError(f"unknown backend {name!r} on device {device!r}; known: {', '.join(known)}")
 
 

@@ -16,7 +16,7 @@ row's real length: they still run and walk their pages, and contribute nothing a
 partial results are combined with log-sum-exp, as the reduction kernel does.
 
 This is an upper bound on the real kernel's cost, not a copy of it: the TRTLLM-gen code read for
-lab/gpu_model.py (``fmhaReduction.cu`` and the decode wrappers) sizes the grid from ``max_seq_len``
+lab/gpu_model/formulas.py (``fmhaReduction.cu`` and the decode wrappers) sizes the grid from ``max_seq_len``
 but has each CTA take its share of the row's *real* length and exit when it has none, so a larger
 ``max_seq_len`` launches more CTAs (and partial results) without reading more KV. docs/kernels.md
 says which of the two a measurement shows; no GPU has measured either here.

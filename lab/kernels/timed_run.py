@@ -11,7 +11,6 @@ null block; it is filled once, so both modes read the same bytes.
 
 from __future__ import annotations
 
-import os
 import shlex
 import sys
 import time
@@ -20,7 +19,6 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-from lab.blocks import walked_columns
 from lab.engine.model_states import MODES
 from lab.kernels.batch import HeadConfig, batch_from_step, make_kv_cache, sdpa_reference
 from lab.kernels.reference import is_wrong, max_abs_error
@@ -63,47 +61,6 @@ def text_progress(out=None):
         out.flush()
 
     return report
-
-
-def step_costs(trace: Trace) -> np.ndarray:
-    """Query-key pairs the baseline walk of each step visits: (query tokens, at least one per row,
-    padded ones included) x tokens walked per row. Decode steps cost what they read, prefill steps
-    what they compute; the baseline walk is the larger one."""
-    a = trace.arrays
-    bs = trace.scenario.block_size
-    walk = walked_columns(a["kernel_max_seq_len"][:, 0].astype(np.int64), bs) * bs
-    rows = np.maximum(a["num_tokens_padded"], a["num_reqs_padded"]).astype(np.int64)
-    return rows * walk
-
-
-def steps_within_budget(trace: Trace, max_pairs: int) -> list[int]:
-    """As many evenly spaced steps as fit in ``max_pairs`` query-key pairs of baseline walk
-    (``step_costs``), skipping steps that alone exceed it; the cheapest step if none fits. How the
-    app keeps a live run on a CPU to seconds."""
-    cost = step_costs(trace)
-    fits = np.nonzero(cost <= max_pairs)[0]
-    if len(fits) == 0:
-        return [int(np.argmin(cost))]
-    lo, hi = 1, len(fits)  # the largest count n whose evenly spaced pick fits
-    while lo < hi:
-        n = (lo + hi + 1) // 2
-        pick = fits[np.unique(np.linspace(0, len(fits) - 1, n).round().astype(np.int64))]
-        lo, hi = (n, hi) if cost[pick].sum() <= max_pairs else (lo, n - 1)
-    return fits[np.unique(np.linspace(0, len(fits) - 1, lo).round().astype(np.int64))].tolist()
-
-
-def spread_order(steps) -> list[int]:
-    """``steps`` reordered so that every prefix is spread evenly over them (bit-reversed positions:
-    first, middle, quarters, eighths, ...): a run cut short by a time budget has still sampled
-    the whole range."""
-    steps = list(steps)
-    n = len(steps)
-    if n <= 2:
-        return steps
-    bits = (n - 1).bit_length()
-    # position k/2^bits of the range for k = 0, 1/2, 1/4, 3/4, 1/8, ... (bit-reversed counter), first seen
-    pos = dict.fromkeys((int(format(i, f"0{bits}b")[::-1], 2) * n) >> bits for i in range(1 << bits))
-    return [steps[p] for p in pos]
 
 
 def run(
@@ -282,109 +239,3 @@ def _run(
     }
     trace.attach_kernel_timings(meta, arrays)
     return trace
-
-
-# ---- the app's kernel runner ----------------------------------------------------------------
-# What "embedded CPU + kernels" (lab/app) does with a trace: the fastest backend that computes the
-# reference kernel's walk here, the steps that fit its per-step budget (query-key pairs, as
-# steps_within_budget counts them) taken in spread order, timed until a wall-time budget is spent.
-#
-# Measured on the 2-core CPU machine (docs/benchmarks.md, "The app's kernel runner"): checking a
-# step against the SDPA reference and the trusting kernel cost 6-14x its two timed walks (one SDPA
-# call per row, causal masks for prefill rows), so checking every step timed 3-39 % of a preset's
-# steps in 10 s. The
-# runner therefore checks one step (the one whose reference is cheapest, timed first) and only
-# times the others, and it times with a smaller head shape than the CLI's default: the walks'
-# bytes, and so the baseline/fixed time ratio, scale with the shape; the absolute ms do not
-# compare with a full-size model, and the trace says which shape it used.
-
-APP_SECONDS = {"cpu": 10.0, "cuda": 10.0}  # wall time the runner may spend timing steps
-# One timed launch per mode and step, no warm-up (the compiled and CUDA kernels compile nothing at
-# launch): the app shows the trend over many steps; `bench kernels` gives medians and IQRs.
-APP_REPEATS = 1
-APP_WARMUP = 0
-# The CPU's head shape for the app: one KV head of head_dim 32 (2 query heads over it, GQA kept),
-# a quarter of the bytes per token of HeadConfig()'s 8/2/64. CUDA keeps the default.
-APP_HEAD_CONFIG = {"cpu": HeadConfig(num_q_heads=2, num_kv_heads=1, head_dim=32)}
-APP_CHECK_STEPS = 1  # timed steps checked against SDPA (the cheapest references)
-
-
-def reference_costs(trace: Trace) -> np.ndarray:
-    """Query-key pairs the SDPA reference computes per step: sum over real rows of query length x
-    seq_len (what ``sdpa_reference`` gathers and multiplies; prefill rows dominate)."""
-    a = trace.arrays
-    pairs = a["num_scheduled_tokens"].astype(np.int64) * a["seq_lens"]
-    out = np.zeros(len(trace.steps), np.int64)
-    nonempty = np.diff(a["row_offsets"]) > 0
-    out[nonempty] = np.add.reduceat(pairs, a["row_offsets"][:-1][nonempty])
-    return out
-
-
-def app_order(trace: Trace, candidates: list[int], num_checked: int = APP_CHECK_STEPS) -> tuple[list[int], list[int]]:
-    """The app runner's step order and its checked steps: the ``num_checked`` candidates with the
-    cheapest SDPA reference (``reference_costs``) first, then the rest in ``spread_order``."""
-    ref = reference_costs(trace)
-    checked = sorted(candidates, key=lambda i: (ref[i], i))[:num_checked]
-    return checked + [i for i in spread_order(candidates) if i not in checked], checked
-
-
-def app_backend(device: str, preferred: str = "torch-reference") -> str:
-    """The backend the app times: on the CPU the compiled kernel (``cpp-fused-gather``: the torch
-    reference's walk and masks, with the page gather fused into the dot products) where it builds
-    and runs here, else ``preferred`` (the torch reference)."""
-    if str(device) == "cpu" and preferred == "torch-reference":
-        try:
-            get_kernel("cpp-fused-gather", "cpu")
-            return "cpp-fused-gather"
-        except ValueError:
-            pass
-    return preferred
-
-
-def app_threads(backend: str, device: str) -> int | None:
-    """CPU threads for the app's run: the compiled kernel's own threads do not spin, so it gets the
-    machine's cores (at most 4); the torch kernels get one (OpenMP threads spin against each other
-    on a busy 2-core machine); None (unchanged) on CUDA."""
-    if str(device) != "cpu":
-        return None
-    return max(1, min(4, os.cpu_count() or 1)) if backend == "cpp-fused-gather" else 1
-
-
-def run_for_app(
-    trace: Trace,
-    device: str,
-    max_step_pairs: int,
-    seconds: float | None = None,
-    preferred: str = "torch-reference",
-    progress=None,
-    clock=time.perf_counter,
-) -> Trace:
-    """Time the kernels of ``trace`` as the app's kernel runner does: ``app_backend`` with
-    ``APP_HEAD_CONFIG`` (the default shape on CUDA), the steps whose baseline walk alone fits
-    ``max_step_pairs`` (``step_costs``; the cheapest step if none does), ``APP_REPEATS`` launches
-    per mode, until ``seconds`` (default ``APP_SECONDS[device]``) of wall time are spent. Steps run
-    in ``app_order``: the ``APP_CHECK_STEPS`` with the cheapest SDPA reference first, checked
-    against it, then the rest in ``spread_order``, timed only. ``trace.timings`` says how many were
-    timed (``timed_steps``), checked (``checked_steps``) and fitted (``steps_offered``)."""
-    cost = step_costs(trace)
-    fits = np.nonzero(cost <= max_step_pairs)[0]
-    candidates = fits.tolist() if len(fits) else [int(np.argmin(cost))]
-    order, checked = app_order(trace, candidates)
-    kind = "cuda" if str(device).startswith("cuda") else "cpu"
-    backend = app_backend(device, preferred)
-    seconds = APP_SECONDS.get(kind, 10.0) if seconds is None else seconds
-    return run(
-        trace.scenario,
-        backend=backend,
-        device=device,
-        trace=trace,
-        steps=order,
-        repeats=APP_REPEATS,
-        warmup=APP_WARMUP,
-        head_config=APP_HEAD_CONFIG.get(kind),
-        threads=app_threads(backend, device),
-        seconds=seconds,
-        progress=progress,
-        clock=clock,
-        check_steps=checked,
-    )

@@ -15,13 +15,14 @@ import functools
 
 import torch
 
+from lab.blocks import cdiv
 from lab.kernels.batch import HeadConfig, PagedBatch
 from lab.kernels.split_kv import NUM_SMS_B200, STEP_KV, SplitPlan, combine_partials, split_plan
 
 
 @functools.cache
 def _kernel():
-    import triton
+    import triton  # optional and slow to import: only on the first launch (module docstring)
     import triton.language as tl
 
     @triton.jit
@@ -128,7 +129,7 @@ def paged_attention_split_kv_triton(
     dev = batch.query.device
     rows, H, D, grp = batch.num_rows, cfg.num_kv_heads, cfg.head_dim, cfg.group_size
     block_m = max(16, _next_pow2(min(block_m, max_q * grp)))
-    tiles = -(-max_q * grp // block_m)
+    tiles = cdiv(max_q * grp, block_m)
     n = plan.num_ctas_per_seq_kv
     slots = tiles * block_m
     m = torch.empty((rows, H, n, slots), dtype=torch.float32, device=dev)

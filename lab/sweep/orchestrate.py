@@ -9,9 +9,11 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from lab.gpu_model import GPUS
 from lab.sweep.executors import default_workers, run_local, run_ray
 from lab.sweep.spec import SweepSpec, point_key
 from lab.sweep.store import ResultStore
+from lab.sweep.table import write_tables
 
 # Seconds per engine-only point, measured for the default preset on the 2-core development VM
 # (about 0.08 s single-threaded, docs/sweeps.md); used to say when a sweep needs minutes.
@@ -80,8 +82,6 @@ def run_sweep(
     ``gpus`` adds lab.gpu_model's predictions for those GPUs ("H200", "B200", ...) to each row;
     ``deadline_s`` stops (as an interruption) once that many seconds have passed; ``metric`` is the
     column figure.html plots."""
-    from lab.gpu_model import GPUS
-
     gpus = tuple(g.upper() for g in gpus)
     bad = [g for g in gpus if g not in GPUS]
     if bad:
@@ -141,8 +141,6 @@ def run_sweep(
     rows = [row_of(p, store.done[k]["row"]) for p, k in zip(points, keys) if k in store.done]
     res = SweepResult(spec, rows, computed, reused, interrupted, time.perf_counter() - t0, executor)
     if out_dir and not interrupted:
-        from lab.sweep.table import write_tables
-
         res.files = write_tables(res, out_dir)
         html = write_figure(res, out_dir, metric)
         if html:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import time
 
+import lab
 from lab import Scenario, simulate
 from lab.engine.model_states import MODES
+from lab.gpu_model import GPUS, HEADLINE, predict
 
 CLASSES = ("null", "live", "free", "padded")
 FIELDS = ("walked", "in_range") + CLASSES
@@ -72,9 +74,8 @@ def kernel_columns(
     scenario: Scenario, trace, backend: str, device: str = "cpu", budget: int = 2_000_000, repeats: int = 3
 ) -> dict:
     """Measured kernel time of both modes on the steps that fit ``budget`` query-key pairs of
-    baseline walk (lab.kernels.timed_run.steps_within_budget): sums of per-step medians and IQRs."""
-    import lab
-    from lab.kernels.timed_run import steps_within_budget
+    baseline walk (lab.kernels.app_budget.steps_within_budget): sums of per-step medians and IQRs."""
+    from lab.kernels.app_budget import steps_within_budget  # imports torch: only with kernel timings
 
     steps = steps_within_budget(trace, budget)
     t = lab.run(scenario, backend=backend, device=device, trace=trace, steps=steps, repeats=repeats, threads=1)
@@ -97,8 +98,6 @@ def kernel_columns(
 def model_columns(trace, gpus) -> dict:
     """lab.gpu_model's prediction for each GPU and backend: the headline quantity of both modes and
     the baseline's extra bytes (``model_<GPU>_<backend>_<quantity>_{baseline,fixed}``)."""
-    from lab.gpu_model import GPUS, HEADLINE, predict
-
     out = {}
     for g in gpus:
         for r in predict(trace, GPUS[g]):

@@ -1,0 +1,276 @@
+"""The attention backends, one record each: the one table of rule R10 (does the ``max_seq_len``
+handed to attention change a backend's work, and how is it known). The GPU model
+(lab/gpu_model/predict.py), the kernel registry (lab/kernels/registry.py: which of them run here,
+``python -m lab backends``) and the app read it.
+
+A record holds the backend's name (as the GPU model's reports and sweep columns name it), the R10
+verdict and how, its work formula (lab/gpu_model/formulas.py) with the counts it returns, the GPUs
+vLLM runs it on, and its sources: repository, file, symbol, what was read there and how it was
+checked (``verified`` in that file, ``read in a copy``, ``assumption``, ``not verified``).
+docs/sweeps.md "What the sources say" tells the whole story.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lab.gpu_model import formulas
+
+
+@dataclass(frozen=True)
+class Source:
+    repo: str
+    file: str
+    function: str  # the symbol read there
+    what: str
+    status: str  # "verified" | "read in a copy" | "assumption" | "not verified"
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    verdict: str  # R10 in a phrase: "no", or "yes: ..." / "slightly: ..." naming what changes
+    how: str  # R10: how max_seq_len reaches (or misses) the work
+    work: Callable  # work(StepWork, max_seq_len) -> the counts of one step and mode
+    quantities: tuple[str, ...]  # the counts work returns, in report order ("bytes" follows)
+    sms: tuple[int, ...]  # the GPUs vLLM runs it on (compute capability x 10; 0: the CPU)
+    sources: tuple[Source, ...]
+    headline: str = "pages"  # the quantity that shows its dependence on max_seq_len best
+    notes: tuple[str, ...] = ()  # printed under its prediction; "{prefill_rows}" is filled in
+    pages_per_kv_head: bool = False  # its pages are counted per KV head already (bytes: x1, not x KV heads)
+
+    @property
+    def changes_work(self) -> bool:
+        """R10 as a yes/no: can max_seq_len change the work it does?"""
+        return self.verdict != "no"
+
+
+_SAME_PAGES = ("pages: the real lengths' pages, the same in both modes",)
+_FLASHINFER_PY = "vllm/v1/attention/backends/flashinfer.py"
+
+BACKENDS: tuple[Backend, ...] = (
+    Backend(
+        "trtllm-gen",
+        "yes: grid and split",
+        "CTAs launched and the split per sequence follow max_seq_len; the tiles walked follow the "
+        "real lengths (CTAs past them exit)",
+        formulas.trtllm_gen_work,
+        ("ctas_launched", "ctas_early_exit", "partials", "splitkv_steps", "mainloop_steps", "pages"),
+        (100,),
+        (
+            Source(
+                "vllm-project/vllm",
+                _FLASHINFER_PY,
+                "FlashInferImpl.forward",
+                "passes max_seq_len=attn_metadata.max_seq_len to trtllm_batch_decode_with_kv_cache",
+                "verified",
+            ),
+            Source(
+                "flashinfer-ai/flashinfer",
+                "include/flashinfer/trtllm/fmha/fmhaKernels.cuh",
+                "TllmGenFmhaKernel::computeCtaAndClusterConfig",
+                "numCtasPerSeqKv from mMaxSeqLenKv and the SM count",
+                "verified",
+            ),
+            Source(
+                "flashinfer-ai/flashinfer",
+                "csrc/fmhaReduction.cu",
+                "fmhaReductionKernel",
+                "numCtasKv = min(cdiv(seqLenKv, 128), mMaxNumCtasKv) from the real length",
+                "verified",
+            ),
+            Source(
+                "(generated TRTLLM-gen kernel source in the search index; repository not identified)",
+                "FmhaSm100f*Kernel_*.cpp",
+                "LoadPageOffsetsTask::execute",
+                "CTAs with ctaIdxKv >= numCtasKv return; others walk cdiv(valid, numCtasKv*128) tiles",
+                "read in a copy",
+            ),
+            Source(
+                "lab",
+                "lab/gpu_model/formulas.py",
+                "trtllm_gen_decode",
+                "numCtasY = KV heads, numCtasPerSeqQ = query length: the head/token grouping of the selected cubin",
+                "assumption",
+            ),
+        ),
+        headline="ctas_launched",
+        notes=(
+            "{prefill_rows} prefill rows go to the TRTLLM-gen context kernel (max_kv_len=max_seq_len too): "
+            "not modelled",
+            "mainloop_steps: 128-token steps of the active CTAs (the tail steps of the last CTA load "
+            "no page); pages: K/V pages loaded, per KV head and query CTA; time: not measured (no GPU)",
+        ),
+        pages_per_kv_head=True,
+    ),
+    Backend(
+        "flashinfer-xqa",
+        "no",
+        "uses the block-table width as its max_seq_len: the same in both modes",
+        formulas.real_pages_work,
+        ("pages",),
+        (90,),
+        (
+            Source(
+                "flashinfer-ai/flashinfer",
+                "flashinfer/decode.py",
+                "xqa_batch_decode_with_kv_cache",
+                "takes max_seq_len and does not pass it to xqa()",
+                "verified",
+            ),
+            Source(
+                "flashinfer-ai/flashinfer",
+                "flashinfer/xqa.py",
+                "xqa",
+                "max_seq_len = page_table.shape[-1] * page_size (the block-table width)",
+                "verified",
+            ),
+            Source(
+                "TensorRT-LLM XQA (as copied in flashinfer csrc/xqa)",
+                "mha.cu",
+                "computeNbSubSeqPerSeqMHA",
+                "sub-sequences per sequence from that width-derived maxSeqLen",
+                "not verified",
+            ),
+        ),
+        notes=_SAME_PAGES,
+    ),
+    Backend(
+        "flashinfer-native",
+        "no",
+        "pages come from kv_indptr (real lengths); max_seq_len never reaches it",
+        formulas.real_pages_work,
+        ("pages",),
+        (90, 100),
+        (
+            Source(
+                "vllm-project/vllm",
+                _FLASHINFER_PY,
+                "FlashInferImpl.forward",
+                "decode_wrapper.run(...) gets no max_seq_len; pages from paged_kv_indptr (real lengths)",
+                "verified",
+            ),
+        ),
+        notes=_SAME_PAGES,
+    ),
+    Backend(
+        "fa3",
+        "slightly: split bound",
+        "max_seqlen_k only bounds the number of splits (grid, scratch); pages follow seqused_k",
+        formulas.fa3_work,
+        ("fa3_n_blocks", "pages"),
+        (90,),
+        (
+            Source(
+                "vllm-project/vllm",
+                "vllm/v1/attention/backends/flash_attn.py",
+                "FlashAttentionMetadataBuilder.build",
+                "schedule(): get_scheduler_metadata(max_seqlen_k=max_seq_len, cache_seqlens=seq_lens, "
+                "num_splits=max_num_splits)",
+                "verified",
+            ),
+            Source(
+                "vllm-project/flash-attention",
+                "hopper/flash_api.cpp",
+                "get_num_splits",
+                "num_n_blocks = cdiv(max_seqlen_k, kBlockN) -> num_splits_heuristic: an upper bound; dynamic "
+                "splits per batch from seqused_k",
+                "read in a copy",
+            ),
+            Source(
+                "vllm-project/flash-attention",
+                "hopper/tile_scheduler.hpp",
+                "VarlenDynamicPersistentTileScheduler",
+                "a tile is valid only below the row's seqused_k and its dynamic split count",
+                "read in a copy",
+            ),
+            Source(
+                "vllm-project/flash-attention",
+                "hopper/heuristics.h",
+                "num_splits_heuristic",
+                "the split bound itself is not reproduced here",
+                "not verified",
+            ),
+        ),
+        headline="fa3_n_blocks",
+        notes=(
+            "fa3_n_blocks: the KV blocks FA3's split heuristic sees (sum over steps, kBlockN=128 "
+            "assumed); the split bound it gives is not computed",
+        ),
+    ),
+    Backend(
+        "triton-unified",
+        "no",
+        "grid from query blocks and KV heads; max_seqlen_k unused",
+        formulas.real_pages_work,
+        ("pages",),
+        (90, 100),
+        (
+            Source(
+                "vllm-project/vllm",
+                "vllm/v1/attention/ops/triton_unified_attention.py",
+                "unified_attention",
+                "grid (total_num_q_blocks, num_kv_heads[, segments]); 3D from max_seqlen_q and num_seqs; "
+                "max_seqlen_k unused on the core path",
+                "verified",
+            ),
+        ),
+        notes=_SAME_PAGES,
+    ),
+    Backend(
+        "vllm-cpu",
+        "no",
+        "its scheduler and kernel get seq_lens only",
+        formulas.real_pages_work,
+        ("pages",),
+        (0,),
+        (
+            Source(
+                "vllm-project/vllm",
+                "vllm/v1/attention/backends/cpu_attn.py",
+                "CPUAttentionMetadataBuilder.build / CPUAttentionBackendImpl.forward",
+                "cpu_attn_get_scheduler_metadata and cpu_attention_with_kv_cache get seq_lens, not max_seq_len",
+                "verified",
+            ),
+        ),
+        notes=_SAME_PAGES,
+    ),
+    Backend(
+        "lab-torch-reference",
+        "yes: pages walked",
+        "every row walks cdiv(max_seq_len, block_size) pages",
+        formulas.reference_walk_work,
+        ("pages",),
+        (0, 90, 100),
+        (
+            Source(
+                "lab",
+                "lab/kernels/reference.py",
+                "paged_attention",
+                "walks cdiv(max_seq_len, block_size) pages of every row, padded rows too",
+                "verified",
+            ),
+        ),
+    ),
+    Backend(
+        "lab-torch-split-kv",
+        "yes: CTAs and pages",
+        "the lab's fixed-range split walks pages past the real length",
+        formulas.lab_split_kv_work,
+        ("ctas_launched", "pages"),
+        (0, 90, 100),
+        (
+            Source(
+                "lab",
+                "lab/kernels/split_kv.py",
+                "split_plan",
+                "CTAs per sequence from max_seq_len (TRTLLM-gen's formula); each CTA a fixed page range",
+                "verified",
+            ),
+        ),
+    ),
+)
+
+BY_NAME = {b.name: b for b in BACKENDS}
+NAMES = tuple(BY_NAME)

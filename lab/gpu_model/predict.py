@@ -1,0 +1,99 @@
+"""``predict(trace, gpu, shape)``: each backend's work over a trace's target passes in both modes,
+from its record's formula (lab/gpu_model/backends.py), and the lab's measurement beside it."""
+
+from __future__ import annotations
+
+import math
+
+from lab.engine.model_states import MODES
+from lab.gpu_model.backends import BACKENDS, BY_NAME, NAMES, Backend
+from lab.gpu_model.formulas import StepWork
+from lab.gpu_model.gpus import GPU, HeadShape
+
+
+def backends_for(gpu: GPU) -> list[str]:
+    """The backends vLLM (or the lab) can run on ``gpu``, in the table's order."""
+    return [b.name for b in BACKENDS if gpu.sm in b.sms]
+
+
+def predict(trace, gpu: GPU, shape: HeadShape | None = None, backends: list[str] | None = None) -> list[dict]:
+    """One dict per backend that can run on ``gpu``: verdict, predicted work per mode summed over
+    the trace's target passes, baseline extra, sources, and the lab's measurement where one exists.
+    Every formula starts from ``step.kernel_max_seq_len`` (R9), never from the metadata value."""
+    shape = shape or HeadShape()
+    names = backends or backends_for(gpu)
+    bad = set(names) - set(NAMES)
+    if bad:
+        raise ValueError(f"unknown backends {sorted(bad)}; known: {', '.join(NAMES)}")
+    recs = [BY_NAME[n] for n in names]
+    acc = {b.name: {m: dict.fromkeys(b.quantities, 0) for m in MODES} for b in recs}
+    s = trace.scenario
+    prefill_rows = 0
+    for st in trace.steps:
+        w = StepWork.of(st, s.num_speculative_tokens, s.block_size, shape.num_kv_heads, gpu.num_sms)
+        prefill_rows += len(w.prefill)
+        for m in MODES:
+            for b in recs:
+                sums = acc[b.name][m]
+                for x, v in b.work(w, st.kernel_max_seq_len[m]).items():
+                    sums[x] += v
+    return [_row(trace, gpu, shape, b, acc[b.name], prefill_rows) for b in recs]
+
+
+def _row(trace, gpu: GPU, shape: HeadShape, b: Backend, sums: dict, prefill_rows: int) -> dict:
+    """The prediction of one backend: its sums with their bytes, the baseline extra, notes, sources."""
+    bs = trace.scenario.block_size
+    heads = 1 if b.pages_per_kv_head else shape.num_kv_heads
+    pred = {m: {**sums[m], "bytes": sums[m]["pages"] * bs * shape.kv_bytes_per_token * heads} for m in MODES}
+    return {
+        "gpu": gpu.name,
+        "backend": b.name,
+        "max_seq_len_changes_work": b.verdict,
+        "how": b.how,
+        "predicted": pred,
+        "baseline_extra": {x: pred["baseline"][x] - pred["fixed"][x] for x in pred["baseline"]},
+        "notes": [n.format(prefill_rows=prefill_rows) for n in b.notes],
+        "sources": [
+            {"repo": x.repo, "file": x.file, "function": x.function, "what": x.what, "status": x.status}
+            for x in b.sources
+        ],
+        "measured": _measured(trace, b, gpu),
+    }
+
+
+def _measured(trace, b: Backend, gpu: GPU) -> dict | None:
+    """The trace's own kernel timings, where the lab kernel that made them does ``b``'s work
+    (lab/kernels/registry.py: each kernel names its record) on this kind of device."""
+    t = trace.timings
+    if t is None:
+        return None
+    on_gpu = str(t.get("device", "")).startswith("cuda")
+    if on_gpu != (gpu.sm > 0) or _record_of_kernel(t.get("backend"), on_gpu) is not b:
+        return None
+    ms = dict.fromkeys(MODES, 0.0)
+    n = 0
+    for st in trace.steps:
+        tm = st.timing
+        if tm is None:
+            continue
+        n += 1
+        for m in MODES:
+            ms[m] += tm[m]["ms"]
+    return {
+        "device": t.get("device"),
+        "steps_timed": n,
+        "baseline_ms": ms["baseline"],
+        "fixed_ms": ms["fixed"],
+        "ratio": ms["baseline"] / ms["fixed"] if ms["fixed"] else math.nan,
+    }
+
+
+def _record_of_kernel(kernel: str | None, on_gpu: bool) -> Backend | None:
+    # lab.kernels.registry imports torch (and the registry reads lab.gpu_model.backends): only a
+    # trace with kernel timings comes here, and torch made those.
+    from lab.kernels.registry import find
+
+    try:
+        return find(str(kernel), "cuda" if on_gpu else "cpu").record
+    except ValueError:
+        return None

@@ -1,0 +1,100 @@
+"""The GPU model's text: a one-line summary per (GPU, backend) and the full report of
+``python -m lab gpu-model``. Predictions come from lab/gpu_model/predict.py."""
+
+from __future__ import annotations
+
+from lab.engine.model_states import MODES
+from lab.gpu_model.backends import BACKENDS
+from lab.gpu_model.gpus import HeadShape
+
+# The quantity that shows each backend's dependence on max_seq_len best (its record's headline).
+HEADLINE = {b.name: b.headline for b in BACKENDS}
+
+
+def _n(v, key: str = "") -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:,.3g}"
+    if key == "bytes":
+        return f"{v / 2**30:,.2f} GiB" if abs(v) >= 2**30 else f"{v / 2**20:,.2f} MiB"
+    return f"{v:,}"
+
+
+def summary(rows: list[dict]) -> list[dict]:
+    """One line per (GPU, backend): the verdict, the headline quantity in both modes, its baseline
+    extra, the bytes, and the lab's measurement where there is one."""
+    out = []
+    for r in rows:
+        key = HEADLINE.get(r["backend"], "pages")
+        me = r["measured"]
+        out.append(
+            {
+                "gpu": r["gpu"],
+                "backend": r["backend"],
+                "changes work": r["max_seq_len_changes_work"],
+                "quantity": key,
+                "baseline": r["predicted"]["baseline"][key],
+                "fixed": r["predicted"]["fixed"][key],
+                "baseline extra": r["baseline_extra"][key],
+                "extra bytes": r["baseline_extra"]["bytes"],
+                "measured": f"{me['baseline_ms']:.2f}/{me['fixed_ms']:.2f} ms" if me else "-",
+                "sources": ", ".join(sorted({src["status"] for src in r["sources"]})),
+            }
+        )
+    return out
+
+
+def format_summary(rows: list[dict]) -> str:
+    summ = summary(rows)
+    cols = list(summ[0]) if summ else []
+    cells = [
+        [_n(v, "bytes" if c == "extra bytes" else "") if not isinstance(v, str) else v for c, v in r.items()]
+        for r in summ
+    ]
+    widths = [max([len(c)] + [len(x[i]) for x in cells]) for i, c in enumerate(cols)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
+    lines += ["  ".join(x.ljust(w) for x, w in zip(r, widths)) for r in cells]
+    return "\n".join(lines) + "\n"
+
+
+def format_model(trace, rows: list[dict], shape: HeadShape) -> str:
+    s = trace.scenario
+    n_full = sum(1 for st in trace.steps if st.cudagraph_mode == "FULL")
+    out = [
+        f"scenario: {s.to_spec()}  ({len(trace.steps)} steps, {n_full} FULL-graph steps: there the kernel "
+        f"sees max_model_len in both modes, R9)",
+        f"heads {shape.num_q_heads}/{shape.num_kv_heads} x {shape.head_dim}, {shape.dtype_bytes}-byte K/V; "
+        f"target passes only; sums over the trace; predictions, not GPU measurements\n",
+        format_summary(rows),
+    ]
+    for r in rows:
+        out += _backend_lines(r)
+    return "\n".join(out) + "\n"
+
+
+def _backend_lines(r: dict) -> list[str]:
+    """One backend's block of the report: verdict, the table of both modes, measurement, notes, sources."""
+    out = [f"[{r['gpu']}] {r['backend']}: max_seq_len changes the work? {r['max_seq_len_changes_work']} - {r['how']}"]
+    keys = list(r["predicted"]["baseline"])
+
+    def line(cells):
+        return "    " + "  ".join(f"{x:>16}" for x in cells)
+
+    out.append(line([""] + keys))
+    for m in MODES:
+        out.append(line([m] + [_n(r["predicted"][m][k], k) for k in keys]))
+    out.append(line(["baseline extra"] + [_n(r["baseline_extra"][k], k) for k in keys]))
+    if r["measured"]:
+        me = r["measured"]
+        out.append(
+            f"    measured here ({me['device']}, {me['steps_timed']} steps timed): baseline "
+            f"{me['baseline_ms']:.3f} ms, fixed {me['fixed_ms']:.3f} ms ({me['ratio']:.2f}x)"
+        )
+    out += [f"    note: {note}" for note in r["notes"]]
+    out += [
+        f"    source [{src['status']}]: {src['repo']} {src['file']} {src['function']}: {src['what']}"
+        for src in r["sources"]
+    ]
+    out.append("")
+    return out

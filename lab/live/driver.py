@@ -15,6 +15,7 @@ import os
 import tempfile
 import time
 
+from lab.engine.cudagraph import target_capture_sizes
 from lab.engine.model_states import MODES
 from lab.live import hooks, old_cpu, shim
 from lab.live.limits import HOW_TO_RUN, LiveUnavailable, check_scenario
@@ -96,8 +97,6 @@ def build_llm(scenario, folder: str, device: str = "cpu", series: str = "0.32"):
     target = write_model(os.path.join(folder, "target"), kind, s.max_model_len)
     graphs = {}
     if device != "cpu" and s.cudagraph_mode != "NONE":  # GPU only (scripts/live_gpu.sh): unverified here
-        from lab.engine.cudagraph import target_capture_sizes
-
         graphs = {
             "compilation_config": {
                 "cudagraph_mode": s.cudagraph_mode,

@@ -7,6 +7,7 @@ import dataclasses
 import importlib.util
 
 from lab.blocks import cdiv
+from lab.live.hooks import UnsupportedVersion, series
 
 HOW_TO_RUN = ".venv-vllm-live/bin/python -m lab record --preset NAME   (make venv-vllm-live builds it; docs/live.md)"
 
@@ -38,8 +39,6 @@ def available(device: str = "cpu") -> tuple[bool, str]:
             if device == "cpu"
             else "vllm (the CUDA build) is not installed"
         )
-    from lab.live.hooks import UnsupportedVersion, series
-
     try:
         series(v)
     except UnsupportedVersion as e:

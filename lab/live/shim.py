@@ -19,6 +19,8 @@ import os
 import sys
 from types import SimpleNamespace
 
+from lab.live.old_cpu import needs_port
+
 CPU_ONLY = ("TRITON_INTERPRET", "VLLM_CPU_KVCACHE_SPACE")
 ENV = {
     "TRITON_INTERPRET": "1",
@@ -77,8 +79,6 @@ def install(device: str = "cpu") -> None:
     for key, value in ENV.items():
         os.environ[key] = value
     from triton.backends import backends
-
-    from lab.live.old_cpu import needs_port
 
     _StubCpuDriver.active = needs_port(installed_series() or "")
     backends.setdefault("cpu", SimpleNamespace(compiler=None, driver=_StubCpuDriver()))

@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from lab.engine.cudagraph import CudaGraphManager
+from lab.engine.speculator import EagleSpeculator
+
 
 @dataclass
 class LiveStep:
@@ -54,9 +57,6 @@ class Acceptance:
     replayed in the same order: one draw matrix per step, rows in batch order."""
 
     def __init__(self, scenario):
-        from lab.engine.cudagraph import CudaGraphManager
-        from lab.engine.speculator import EagleSpeculator
-
         self.k = scenario.num_speculative_tokens
         self.rng = np.random.default_rng(scenario.seed)
         self.spec = (

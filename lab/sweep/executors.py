@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
+import lab
 from lab.sweep.point import evaluate
 
 
@@ -74,8 +75,6 @@ def ray_available() -> tuple[bool, str]:
 
 
 def _lab_root() -> str:
-    import lab
-
     return os.path.dirname(os.path.dirname(os.path.abspath(lab.__file__)))
 
 
@@ -88,8 +87,6 @@ def ray_init(address: str | None = None, num_cpus: int | None = None):
 
     if ray.is_initialized():
         return False
-    import lab
-
     if address in (None, "", "local"):
         pp = os.pathsep.join(x for x in (_lab_root(), os.environ.get("PYTHONPATH", "")) if x)
         for attempt in range(2):

@@ -1,6 +1,8 @@
 """The embedded engine: a scheduler and a Model Runner V2 reduced to what builds attention metadata.
 
-Read it in the order ``GPUModelRunner.execute_model`` runs (lab/engine/model_runner.py):
+Start with plain.py: the rules the engine optimises (the gather, the out-of-range count, the
+scheduler's running pass) stated plainly, one row or one request at a time. Then read the modules
+in the order ``GPUModelRunner.execute_model`` runs (lab/engine/model_runner.py):
 
 1. scheduler.py     ``Scheduler.schedule``: who runs, how many tokens, which new blocks (R1's lag)
 2. block_pool.py    the KV-cache block pool: null block 0, LIFO free queue, no clearing on free

@@ -93,6 +93,12 @@ def test_measurement_shown_beside_prediction():
     text = format_model(trace, list(rows.values()), HeadShape())
     assert "measured here" in text and "source [verified]" in text
     assert summary(list(rows.values()))[0]["backend"] == "vllm-cpu"
+    # A CUDA timing names its device by the hardware ("NVIDIA H200"), its kind as "cuda": it is a GPU
+    # measurement, shown on a GPU's rows and never on the CPU's (regression: the name was read).
+    trace.meta["kernels"] = dict(trace.timings, device="NVIDIA H200", device_kind="cuda")
+    assert {r["backend"]: r for r in predict(trace, GPUS["CPU"])}["lab-torch-reference"]["measured"] is None
+    on_h200 = {r["backend"]: r for r in predict(trace, GPUS["H200"], backends=["lab-torch-reference"])}
+    assert on_h200["lab-torch-reference"]["measured"]["device"] == "NVIDIA H200"
 
 
 def test_cli_gpu_model(capsys):

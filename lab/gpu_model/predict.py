@@ -67,7 +67,9 @@ def _measured(trace, b: Backend, gpu: GPU) -> dict | None:
     t = trace.timings
     if t is None:
         return None
-    on_gpu = str(t.get("device", "")).startswith("cuda")
+    # device_kind is "cpu" or "cuda[:n]"; device is the hardware's name ("NVIDIA H200"). Traces timed
+    # before device_kind was kept fall back to the name.
+    on_gpu = str(t.get("device_kind") or t.get("device", "")).startswith("cuda")
     if on_gpu != (gpu.sm > 0) or _record_of_kernel(t.get("backend"), on_gpu) is not b:
         return None
     ms = dict.fromkeys(MODES, 0.0)

@@ -88,8 +88,9 @@ class DefaultModelState:
         )
 
     def max_seq_len(self, seq_lens_cpu_upper_bound: np.ndarray, num_reqs: int, mode: str, for_capture: bool) -> int:
-        # R2/R3, vllm model_states/default.py DefaultModelState.prepare_attn:
-        # max_model_len when capturing, else the batch maximum of the CPU upper bound.
+        # R2/R3, vllm model_states/default.py DefaultModelState.prepare_attn: "Capture with worst-case
+        # max_seq_len so the graph is valid at any replay"; a real step gets the batch maximum of the
+        # CPU upper bound (#40654; #43991 for the mamba-hybrid state). The baseline is the old value.
         if mode == "baseline" or for_capture:
             return self.max_model_len
         return int(seq_lens_cpu_upper_bound[:num_reqs].max())

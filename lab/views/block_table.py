@@ -17,9 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 from lab.blocks import walked_columns
+from lab.engine.oor import OOR_CLASSES
 from lab.views.common import CLASS_COLORS, MODE_COLORS, MODES, check_step, figure, legend_swatch, title
 
-CLASSES = ("valid", "null", "live", "free", "padded", "unwalked")
+CLASSES = ("valid", *OOR_CLASSES, "unwalked")  # the out-of-range classes between what a walk reads and what it does not
 _CODE = {c: k for k, c in enumerate(CLASSES)}
 # Which class colours a binned cell: the first one present in this order.
 _PRIORITY = ("live", "free", "valid", "padded", "null", "unwalked")

@@ -11,6 +11,7 @@ import numpy as np
 from lab.views.common import (
     GRAPH_COLORS,
     MODE_COLORS,
+    MODES,
     check_step,
     figure,
     graph_runs,
@@ -91,7 +92,7 @@ def timeline_spec(trace, index: int) -> dict:
         line(s["num_reqs_padded"], "num_reqs_padded (graph padding)", "#9467bd", "dash", yaxis="y2", legend="legend2")
     )
     names = {"baseline": eras[0] if eras else "baseline", "fixed": eras[-1] if eras else "fixed"}
-    for m in ("baseline", "fixed"):
+    for m in MODES:
         data.append(
             line(np.cumsum(s[f"all_{m}_walked"]), f"walked, {names[m]}", MODE_COLORS[m], yaxis="y3", legend="legend3")
         )

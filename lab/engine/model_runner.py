@@ -154,8 +154,10 @@ class ModelRunner:
         stale_totals = self.stale_ledger.settle(kv_owner, out.new_block_ids, freed)
 
         # propose (R4, R5), then the seeded stand-in for rejection sampling.
-        drafts, draft_max_seq_len, num_accepted = [], {}, np.zeros(batch.num_reqs, dtype=np.int32)
-        if self.speculator is not None:
+        drafts, draft_max_seq_len = [], {}
+        if self.speculator is None:
+            num_accepted = np.zeros(batch.num_reqs, dtype=np.int32)
+        else:
             msl = {m: attn_metadata[m].max_seq_len for m in MODES}
             drafts = self.speculator.propose(
                 batch.seq_lens_cpu_upper_bound, batch.num_reqs, batch_desc.cg_mode, batch.num_reqs_after_padding, msl
@@ -174,7 +176,7 @@ class ModelRunner:
             num_blocks, batch.num_reqs_after_padding, kv_owner, stale_totals, walk_max_seq_len, walk_num_rows
         )
 
-        self.postprocess(batch, state.any_prefill, num_accepted)
+        self.postprocess(state, batch, num_accepted)
         self._notify(
             StepRecord(
                 out,
@@ -286,7 +288,8 @@ class ModelRunner:
         num_reqs_padded = batch_desc.num_reqs if (batch_desc.cg_mode == FULL and batch_desc.num_reqs) else num_reqs
         ub = seq_lens_cpu_upper_bound(state.num_computed_tokens, state.num_scheduled_tokens, num_reqs_padded)
         seq_lens = np.zeros(num_reqs_padded, dtype=np.int32)
-        seq_lens[:num_reqs] = self.num_computed_tokens_gpu[state.idx_mapping_np] + state.num_scheduled_tokens
+        state.num_computed_tokens_gpu = self.num_computed_tokens_gpu[state.idx_mapping_np]  # exact (the GPU's)
+        seq_lens[:num_reqs] = state.num_computed_tokens_gpu + state.num_scheduled_tokens
         return InputBatch(
             req_nums=state.req_nums,
             idx_mapping_np=state.idx_mapping_np,
@@ -316,13 +319,12 @@ class ModelRunner:
         region = StaleRegion(stale_columns, num_blocks, self.block_tables.row_hwm, kv_owner, stale_totals)
         return region.walks(walk_max_seq_len, walk_num_rows, self.block_size)
 
-    def postprocess(self, batch: InputBatch, any_prefill: bool, num_accepted: np.ndarray) -> None:
+    def postprocess(self, state: _BatchReqState, batch: InputBatch, num_accepted: np.ndarray) -> None:
         """vllm model_runner.py ``postprocess``: rejected drafts roll back, so only the verified token
         and the accepted drafts stay computed (a prefill chunk keeps all its tokens)."""
         kept = 1 + num_accepted
-        computed = self.num_computed_tokens_gpu[batch.idx_mapping_np]
-        self.num_computed_tokens_gpu[batch.idx_mapping_np] = computed + (
-            np.where(batch.is_prefilling_np, batch.num_scheduled_tokens, kept) if any_prefill else kept
+        self.num_computed_tokens_gpu[batch.idx_mapping_np] = state.num_computed_tokens_gpu + (
+            np.where(batch.is_prefilling_np, batch.num_scheduled_tokens, kept) if state.any_prefill else kept
         )
         self.model_state.postprocess(batch.idx_mapping_np, kept)
 
@@ -339,7 +341,7 @@ class _BatchReqState:
 
     __slots__ = (
         "order", "batch_inst", "idx_mapping_np", "req_nums", "num_scheduled_tokens", "num_computed_tokens",
-        "num_draft_tokens", "is_prefilling", "any_prefill", "max_query_len", "dispatch_args",
+        "num_draft_tokens", "is_prefilling", "any_prefill", "max_query_len", "dispatch_args", "num_computed_tokens_gpu",
     )  # fmt: skip
 
     def __init__(self, order, batch_inst, idx_mapping_np, req_nums, num_scheduled_tokens, num_computed_tokens,
@@ -355,6 +357,7 @@ class _BatchReqState:
         self.any_prefill = any_prefill
         self.max_query_len = max_query_len
         self.dispatch_args = None  # (num_reqs, num_tokens, uniform_token_count)
+        self.num_computed_tokens_gpu = None  # per batch row, read by prepare_inputs
 
     def reorder(self, order: np.ndarray) -> None:
         self.order = order

@@ -28,7 +28,7 @@ WAITING, RUNNING, FINISHED = 0, 1, 2
 _NONE = np.empty(0, dtype=np.intp)  # no block ids, no rows (read-only)
 
 
-@dataclass
+@dataclass(slots=True)
 class _RunningPass:
     """What the running requests' pass decided, per running request (in running order)."""
 
@@ -41,6 +41,7 @@ class _RunningPass:
     comp: np.ndarray  # num_computed_tokens before the step
     in_prefill: np.ndarray
     inst: np.ndarray  # runner instances
+    any_prefill: bool  # whether any of them is still in (chunked) prefill
     rows: np.ndarray | None = None  # positions of the requests given new blocks (None: not known)
 
     def scheduled_only(self) -> _RunningPass:
@@ -48,7 +49,7 @@ class _RunningPass:
         s = self.num_new > 0
         return _RunningPass(
             self.req[s], self.num_new[s], self.counts[s], self.chunks, self.budget, self.preempted,
-            self.comp[s], self.in_prefill[s], self.inst[s],
+            self.comp[s], self.in_prefill[s], self.inst[s], self.any_prefill,
         )  # fmt: skip
 
 
@@ -198,7 +199,7 @@ class Scheduler:
         # "First, schedule the RUNNING requests."
         running = self._schedule_running(self.token_budget)
         # "Next, schedule the WAITING requests." (vLLM admits none in a step that preempted one)
-        admitted = self._schedule_waiting(running.budget) if not running.preempted else _Admissions()
+        admitted = self._schedule_waiting(running.budget) if not running.preempted and self.waiting else None
         out = self._make_output(step, running, admitted)
         self._update_after_schedule(out)
         return out
@@ -239,8 +240,10 @@ class Scheduler:
         if self.always_plain or total_new > self.pool.num_free_blocks:  # someone must be preempted: the plain loop
             run, num_new, counts, chunks, budget, preempted = schedule_running(self, budget)
             comp = self.num_computed_tokens[run]
+            in_prefill = comp < self.prefill_len[run]
+            any_prefill = bool(in_prefill.any())
             return _RunningPass(
-                run, num_new, counts, chunks, budget, preempted, comp, comp < self.prefill_len[run], self.inst[run]
+                run, num_new, counts, chunks, budget, preempted, comp, in_prefill, self.inst[run], any_prefill
             ).scheduled_only()
         ids = self.pool.get_new_blocks(total_new) if total_new else _NONE
         rows = _NONE
@@ -257,7 +260,7 @@ class Scheduler:
                 self.pool.owner[ids] = inst[rows][group]
                 self.kv_nb[slots_has] = cur_has + new_blocks[rows]
         budget -= int(num_new.sum())
-        running = _RunningPass(run, num_new, new_blocks, [ids], budget, 0, comp, in_prefill, inst, rows)
+        running = _RunningPass(run, num_new, new_blocks, [ids], budget, 0, comp, in_prefill, inst, any_prefill, rows)
         return running if all_scheduled else running.scheduled_only()
 
     def _schedule_waiting(self, budget: int) -> _Admissions:
@@ -289,7 +292,7 @@ class Scheduler:
             budget -= n_tok
         return admitted
 
-    def _make_output(self, step: int, running: _RunningPass, admitted: _Admissions) -> SchedulerOutput:
+    def _make_output(self, step: int, running: _RunningPass, admitted: _Admissions | None) -> SchedulerOutput:
         """The scheduled running requests, then the admitted ones (their prefill chunk and first
         blocks, nothing computed, no drafts), as the runner receives them."""
         req, num_new, counts, comp = running.req, running.num_new, running.counts, running.comp
@@ -297,10 +300,11 @@ class Scheduler:
         num_draft = None  # without drafts: zeros, once the admissions are known
         if self.num_lookahead_tokens:
             num_draft = np.minimum(self.num_spec_tokens[req], np.maximum(num_new - 1, 0))
-            if np.count_nonzero(in_prefill):
+            if running.any_prefill:
                 num_draft[in_prefill] = 0
-        chunks = running.chunks + admitted.chunks
-        if admitted.req:
+        chunks, new_inst = running.chunks, []
+        if admitted is not None and admitted.req:
+            chunks, new_inst = chunks + admitted.chunks, admitted.inst
             m = len(admitted.req)
             every_running_scheduled = req is self.running
             self.running = np.concatenate([self.running, np.array(admitted.req, dtype=np.int64)])
@@ -326,7 +330,7 @@ class Scheduler:
             new_block_counts=counts,
             new_block_rows=rows,
             new_block_ids=chunks[0] if len(chunks) == 1 else np.concatenate(chunks) if chunks else _NONE,
-            new_inst=admitted.inst,
+            new_inst=new_inst,
             removed_inst=self._removed,
             prefill_len=self.prefill_len[req],
             scheduler_step=step,

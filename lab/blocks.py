@@ -24,4 +24,4 @@ def walked_columns(max_seq_len, block_size: int):
     quantity. A kernel that sizes its grid or its page loop from ``max_seq_len`` reads
     ``cdiv(max_seq_len, block_size)`` block-table entries per row; the entries past a row's own
     ``num_blocks`` are the out-of-range ones (lab/engine/oor.py). Works elementwise on arrays."""
-    return cdiv(max_seq_len, block_size)
+    return -(-max_seq_len // block_size)  # cdiv, written out: this runs for every walk of every step

@@ -129,7 +129,12 @@ class ModelRunner:
         # Update the request states.
         removed = self.finish_requests(out)
         added = self.add_requests(out)
-        freed = _block_ids_of(removed)  # every owner change since the last step, for the stale ledger
+        # The blocks the removed requests held, freed since the last step: with this step's new blocks,
+        # every owner change the stale ledger must follow.
+        if not removed:
+            freed = _NO_IDS
+        else:
+            freed = removed[0].block_ids if len(removed) == 1 else np.concatenate([r.block_ids for r in removed])
         if len(out.req_nums) == 0:  # "No need to run the model."
             self.stale_ledger.settle(kv_owner, out.new_block_ids, freed)
             self._notify(StepRecord(out, removed, added, None))
@@ -247,8 +252,8 @@ class ModelRunner:
         num_scheduled_tokens = out.num_scheduled_tokens
         num_reqs = len(num_scheduled_tokens)
         any_prefill = np.count_nonzero(out.is_prefilling) > 0
-        max_query_len = int(num_scheduled_tokens.max())
-        uniform = not any_prefill and int(num_scheduled_tokens.min()) == max_query_len
+        max_query_len = int(np.maximum.reduce(num_scheduled_tokens))
+        uniform = not any_prefill and int(np.minimum.reduce(num_scheduled_tokens)) == max_query_len
         state = _BatchReqState(
             None, out.inst, idx_mapping_np, out.req_nums, num_scheduled_tokens, out.num_computed_tokens,
             out.num_draft_tokens, out.is_prefilling, any_prefill, max_query_len,
@@ -327,13 +332,6 @@ class ModelRunner:
             np.where(batch.is_prefilling_np, batch.num_scheduled_tokens, kept) if state.any_prefill else kept
         )
         self.model_state.postprocess(batch.idx_mapping_np, kept)
-
-
-def _block_ids_of(removed: list[RequestRemoved]) -> np.ndarray:
-    """The blocks the removed requests held (freed since the last step)."""
-    if not removed:
-        return _NO_IDS
-    return removed[0].block_ids if len(removed) == 1 else np.concatenate([r.block_ids for r in removed])
 
 
 class _BatchReqState:

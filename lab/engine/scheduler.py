@@ -53,15 +53,14 @@ class _RunningPass:
         )  # fmt: skip
 
 
-@dataclass
 class _Admissions:
-    """The waiting requests admitted this step, in order."""
+    """The waiting requests admitted this step, in order: their tokens, first blocks and instances."""
 
-    req: list = field(default_factory=list)
-    tokens: list = field(default_factory=list)
-    counts: list = field(default_factory=list)
-    chunks: list = field(default_factory=list)
-    inst: list = field(default_factory=list)  # (instance, request) pairs
+    __slots__ = ("req", "tokens", "counts", "chunks", "inst")
+
+    def __init__(self, req: list, tokens: list, counts: list, chunks: list, inst: list):
+        self.req, self.tokens, self.counts, self.chunks = req, tokens, counts, chunks
+        self.inst = inst  # (instance, request) pairs
 
 
 @dataclass
@@ -195,7 +194,10 @@ class Scheduler:
         ``max_num_seqs`` allow. Returns what the runner executes; ``num_computed_tokens`` then
         advances optimistically (async scheduling, R1).
         """
-        self._add_arrivals(step)
+        # The requests that have arrived join the waiting queue.
+        while self._next_arrival < len(self._arrival_order) and self._arrival_steps[self._next_arrival] <= step:
+            self.waiting.append(self._arrival_order[self._next_arrival])
+            self._next_arrival += 1
         # "First, schedule the RUNNING requests."
         running = self._schedule_running(self.token_budget)
         # "Next, schedule the WAITING requests." (vLLM admits none in a step that preempted one)
@@ -203,11 +205,6 @@ class Scheduler:
         out = self._make_output(step, running, admitted)
         self._update_after_schedule(out)
         return out
-
-    def _add_arrivals(self, step: int) -> None:
-        while self._next_arrival < len(self._arrival_order) and self._arrival_steps[self._next_arrival] <= step:
-            self.waiting.append(self._arrival_order[self._next_arrival])
-            self._next_arrival += 1
 
     def _schedule_running(self, budget: int) -> _RunningPass:
         """The running requests' pass: lab/engine/plain.py ``schedule_running`` says it one request at
@@ -236,7 +233,7 @@ class Scheduler:
         all_scheduled = np.count_nonzero(num_new) == len(num_new)
         if not all_scheduled:
             new_blocks[num_new == 0] = 0
-        total_new = int(new_blocks.sum())
+        total_new = int(np.add.reduce(new_blocks))
         if self.always_plain or total_new > self.pool.num_free_blocks:  # someone must be preempted: the plain loop
             run, num_new, counts, chunks, budget, preempted = schedule_running(self, budget)
             comp = self.num_computed_tokens[run]
@@ -259,20 +256,20 @@ class Scheduler:
                 self.kv_rows[slots_has[group], cols] = ids
                 self.pool.owner[ids] = inst[rows][group]
                 self.kv_nb[slots_has] = cur_has + new_blocks[rows]
-        budget -= int(num_new.sum())
+        budget -= int(np.add.reduce(num_new))
         running = _RunningPass(run, num_new, new_blocks, [ids], budget, 0, comp, in_prefill, inst, any_prefill, rows)
         return running if all_scheduled else running.scheduled_only()
 
-    def _schedule_waiting(self, budget: int) -> _Admissions:
+    def _schedule_waiting(self, budget: int) -> _Admissions | None:
         """Admit waiting requests in order while there is budget, room under ``max_num_seqs`` and
         blocks for their first chunk. A new request's first allocation includes the K lookahead
         slots too (vllm scheduler.py schedule(): ``allocate_slots(..., num_lookahead_tokens=
         effective_lookahead_tokens)``), from 0.32 on; 0.19/0.22 allocate none while
-        ``num_computed_tokens == 0`` (lab/engine/releases.py)."""
-        admitted = _Admissions()
+        ``num_computed_tokens == 0`` (lab/engine/releases.py). None: nobody was admitted."""
+        req, tokens, counts, chunks, inst = [], [], [], [], []
         k0, mml = self.first_allocation_lookahead, self.max_model_len
         room = self.max_num_running_reqs - len(self.running)
-        while self.waiting and len(admitted.req) < room and budget > 0:
+        while self.waiting and len(req) < room and budget > 0:
             r = self.waiting[0]
             n_tok = min(int(self.prefill_len[r]), budget)
             nblk = (min(n_tok + k0, mml) + self.block_size - 1) >> self._block_shift  # blocks_for, on ints
@@ -284,13 +281,13 @@ class Scheduler:
             self.inst[r] = new_id
             self.inst_req.append(r)
             self.status[r] = RUNNING
-            admitted.chunks.append(self.allocate(slot, new_id, nblk))
-            admitted.req.append(r)
-            admitted.tokens.append(n_tok)
-            admitted.counts.append(nblk)
-            admitted.inst.append((new_id, r))
+            chunks.append(self.allocate(slot, new_id, nblk))
+            req.append(r)
+            tokens.append(n_tok)
+            counts.append(nblk)
+            inst.append((new_id, r))
             budget -= n_tok
-        return admitted
+        return _Admissions(req, tokens, counts, chunks, inst) if req else None
 
     def _make_output(self, step: int, running: _RunningPass, admitted: _Admissions | None) -> SchedulerOutput:
         """The scheduled running requests, then the admitted ones (their prefill chunk and first
@@ -303,7 +300,7 @@ class Scheduler:
             if running.any_prefill:
                 num_draft[in_prefill] = 0
         chunks, new_inst = running.chunks, []
-        if admitted is not None and admitted.req:
+        if admitted is not None:
             chunks, new_inst = chunks + admitted.chunks, admitted.inst
             m = len(admitted.req)
             every_running_scheduled = req is self.running

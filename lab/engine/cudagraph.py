@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from lab.blocks import cdiv
+
 FULL = "FULL"
 PIECEWISE = "PIECEWISE"
 NONE = "NONE"
@@ -19,7 +21,7 @@ CG_MODE_NAMES = {v: k for k, v in CG_MODE_CODES.items()}
 
 
 def _round_up(x: int, m: int) -> int:
-    return -(-x // m) * m
+    return cdiv(x, m) * m
 
 
 def default_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, num_speculative_tokens: int) -> list[int]:

@@ -113,7 +113,7 @@ def cpu_variant(scenario, series: str = LIVE_SERIES):
     size rounded up to a multiple of 32, and a KV cache that holds one max_model_len request (an
     explicit ``num_gpu_blocks`` that is too small is raised to that minimum)."""
     s = scenario
-    bs = max(CPU_BLOCK_MULTIPLE, -(-s.block_size // CPU_BLOCK_MULTIPLE) * CPU_BLOCK_MULTIPLE)
+    bs = max(CPU_BLOCK_MULTIPLE, cdiv(s.block_size, CPU_BLOCK_MULTIPLE) * CPU_BLOCK_MULTIPLE)
     s = dataclasses.replace(
         s,
         cudagraph_mode="NONE",

@@ -13,6 +13,7 @@ import argparse
 import sys
 import time
 
+from lab.blocks import cdiv
 from lab.sweep.orchestrate import run_sweep
 from lab.sweep.point import deterministic
 from lab.sweep.spec import SweepSpec
@@ -21,7 +22,7 @@ BASE = "32p512o192_mml=128k_cg=piecewise"  # the default preset (short-decode-lo
 
 
 def sweep_of(points: int) -> SweepSpec:
-    seeds = max(1, -(-points // 32))
+    seeds = max(1, cdiv(points, 32))
     return SweepSpec.make(BASE, ["mml=4k:128k:4k"], seeds=seeds)
 
 

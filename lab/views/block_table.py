@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.blocks import walked_columns
+from lab.blocks import cdiv, walked_columns
 from lab.engine.oor import OOR_CLASSES
 from lab.views.common import CLASS_COLORS, MODE_COLORS, MODES, check_step, figure, legend_swatch, title
 
@@ -75,13 +75,13 @@ def _col_edges(width: int, exact: int) -> np.ndarray:
     edges = list(range(exact + 1))
     rest = width - exact
     if rest > 0:
-        g = -(-rest // MAX_COL_BINS)
+        g = cdiv(rest, MAX_COL_BINS)
         edges += list(range(exact + g, width, g)) + [width]
     return np.array(sorted(set(edges)), dtype=np.int64)
 
 
 def _row_edges(rows: int) -> np.ndarray:
-    g = max(1, -(-rows // MAX_ROWS))
+    g = max(1, cdiv(rows, MAX_ROWS))
     return np.array(sorted(set(list(range(0, rows, g)) + [rows])), dtype=np.int64)
 
 
@@ -223,7 +223,7 @@ def block_table_spec(trace, index: int) -> dict:
     if binned:  # the exact region's last tick stays clear of the first binned one
         tickvals = [t for t in tickvals if t <= exact - 0.6 * tstep] or [0]
         nb = len(ce) - 1 - exact
-        tickvals += list(range(exact, exact + nb, max(1, -(-nb // 5))))
+        tickvals += list(range(exact, exact + nb, max(1, cdiv(nb, 5))))
     ticktext = [f"{int(ce[t]):,}" for t in tickvals]
     shapes, annotations = [], []
     hm_top = 0.78

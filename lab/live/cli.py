@@ -20,7 +20,7 @@ from lab.cli_args import add_scenario_args, scenario_from_args
 from lab.live import eras, record
 from lab.live.limits import LiveUnavailable, ScenarioRefused, available, cpu_variant, refusals
 from lab.live.shim import installed_series
-from lab.trace import Trace
+from lab.trace import Trace, era_recordings
 from lab.trace.cli import print_trace
 from lab.trace.diff import compare_traces
 from lab.trace.recorder import simulate
@@ -124,11 +124,11 @@ def cmd_compare(args) -> int:
 
 
 def cmd_eras(args) -> int:
-    root = pathlib.Path(args.root) if args.root else eras.ERA_DIR
+    root = pathlib.Path(args.root) if args.root else era_recordings.ERA_DIR
     if args.action == "record":  # in an era environment (make eras)
         eras.record_presets(args.preset, root, log=lambda m: print(m, file=sys.stderr, flush=True))
         return 0
-    recordings = eras.load_recordings(root)
+    recordings = era_recordings.load_recordings(root)
     if args.action == "list":
         for (_series, preset), t in sorted(recordings.items()):
             rec = t.meta["recording"]
@@ -137,6 +137,6 @@ def cmd_eras(args) -> int:
     if not recordings:
         print(f"error: no recordings under {root} (make eras records them)", file=sys.stderr)
         return 2
-    comparisons = {key: eras.compare_recording(t) for key, t in recordings.items()}
-    print(eras.era_table(comparisons))
+    comparisons = {key: era_recordings.compare_recording(t) for key, t in recordings.items()}
+    print(era_recordings.era_table(comparisons))
     return 0 if all(c.agree for c in comparisons.values()) else 1

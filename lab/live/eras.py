@@ -13,21 +13,7 @@ import pathlib
 from lab.live.limits import cpu_variant, refusals
 from lab.presets import PRESETS
 from lab.scenario import Scenario
-
-# The reading side, for the recorder's callers (python -m lab eras, tests/test_eras.py).
-from lab.trace.era_recordings import (  # noqa: F401
-    ERA_DIR,
-    ERA_RELEASES,
-    ERA_SERIES,
-    REPO,
-    compare_recording,
-    era_table,
-    load_recordings,
-    recorded_releases,
-    recording,
-    recording_path,
-    slot_replay_mismatches,
-)
+from lab.trace.era_recordings import ERA_DIR, ERA_RELEASES, ERA_SERIES, recording_path
 
 HASH_SEED = "0"  # 0.19/0.22 free request slots in set order: the string-hash seed makes it reproducible
 

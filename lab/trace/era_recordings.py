@@ -72,10 +72,6 @@ ERA_RELEASES = {
 ERA_SERIES = tuple(ERA_RELEASES)
 
 
-def release_for_era(era: str) -> EraRelease:
-    return next(r for r in ERA_RELEASES.values() if r.era == era)
-
-
 def recording_path(series: str, preset: str, root: pathlib.Path = ERA_DIR) -> pathlib.Path:
     return pathlib.Path(root) / series / f"{preset}.json"
 

@@ -19,7 +19,7 @@ from lab.presets import PRESETS
 
 # The grammar (lab/spec_grammar.py) reads and writes plain values, so it imports nothing of this module and
 # parse_spec / format_spec below build on it.
-from lab.spec_grammar import SPEC_SETTINGS, VLLM_VERSIONS, read_spec, write_spec
+from lab.spec_grammar import DEVICE_CAPABILITIES, SPEC_SETTINGS, VLLM_VERSIONS, read_spec, write_spec
 
 MODEL_STATES = ("default", "mamba_hybrid")
 CUDAGRAPH_MODES = ("FULL_AND_PIECEWISE", "PIECEWISE", "NONE")
@@ -65,6 +65,9 @@ class Scenario:
     # rows a larger earlier batch left). 0.32's draft steps pass draft_max_seq_len without 0.33's second
     # min(..., max_model_len); propose already clamped it, so the value is the same (docs/live.md).
     vllm_version: str = "0.33"
+    # The GPU's compute capability as vLLM's DeviceCapability.to_int() gives it (90: H100/H200, 100: B200).
+    # It sets the default CUDA-graph capture ceiling: 1024 tokens on the SM100 family, else 512 (R8).
+    device_capability: int = 90
     name: str = field(default="", compare=False)
     description: str = field(default="", compare=False)
 
@@ -270,6 +273,11 @@ SCENARIO_CHECKS: tuple[Check, ...] = (
             f"max_num_seqs x block-table width = {_block_table_entries(s):,} entries; the lab holds at "
             f"most {MAX_BLOCK_TABLE_ENTRIES:,} (lower max_num_seqs or max_model_len, or raise block_size)"
         ),
+    ),
+    (
+        "device_capability",
+        lambda s: s.device_capability in DEVICE_CAPABILITIES,
+        lambda s: f"must be one of {DEVICE_CAPABILITIES}, got {s.device_capability!r}",
     ),
     ("requests", lambda s: len(s.requests) >= 1, lambda s: "at least one request is needed"),
     ("requests", lambda s: len(s.requests) <= 1_000_000, lambda s: "at most 1,000,000 requests"),

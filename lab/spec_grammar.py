@@ -36,6 +36,9 @@ Grammar (underscore- or whitespace-separated segments, in any order)::
                                                           whose bookkeeping the engine follows,
                                                           lab/engine/releases.py; 0.19/0.22 have
                                                           no mamba-hybrid MRV2)
+    sm         80 | 89 | 90 | 100 | 103 | 120            device_capability        (default 90, H100/H200;
+                                                          100 = B200: vLLM's CUDA-graph capture
+                                                          ceiling is 1024 tokens there, 512 elsewhere)
 
 Worked examples::
 
@@ -65,6 +68,9 @@ from typing import Any
 # The MRV2 releases whose bookkeeping the engine can follow (lab/engine/releases.py, docs/eras.md): the
 # values ``vllm=`` takes, and so Scenario.vllm_version's (lab/scenario.py imports them from here).
 VLLM_VERSIONS = ("0.33", "0.32", "0.22", "0.19")
+# The GPUs' compute capabilities ``sm=`` takes (vLLM's DeviceCapability.to_int(): 90 = 9.0), and so
+# Scenario.device_capability's.
+DEVICE_CAPABILITIES = (80, 89, 90, 100, 103, 120)
 
 # key -> Scenario field; the order here is the order write_spec writes them in.
 SPEC_SETTINGS = {
@@ -82,6 +88,7 @@ SPEC_SETTINGS = {
     "steps": "max_num_steps",
     "sched": "async_scheduling",
     "vllm": "vllm_version",
+    "sm": "device_capability",
 }
 
 _REQ_RE = re.compile(r"^(\d+)?p(\d+)(k?)o(\d+)(k?)(?:a(\d+)(?:\+(\d+))?)?$")
@@ -89,7 +96,7 @@ _SIZE_RE = re.compile(r"^(\d+)(k?)$")
 _CG_NAMES = {"full": "FULL_AND_PIECEWISE", "piecewise": "PIECEWISE", "none": "NONE"}
 _STATE_NAMES = {"default": "default", "mamba": "mamba_hybrid"}
 # Keys whose value is a size: digits with an optional k (x1024).
-_SIZE_KEYS = ("mml", "tokens", "blocks", "bs", "k", "seqs", "steps")
+_SIZE_KEYS = ("mml", "tokens", "blocks", "bs", "k", "seqs", "steps", "sm")
 # Fields written with a k suffix where the value is a multiple of 1024.
 _SIZE_FIELDS = ("max_model_len", "max_num_batched_tokens")
 

@@ -10,9 +10,8 @@ from lab.engine.block_pool import BlockPool
 from lab.engine.block_table import PAD_SLOT_ID, BlockTables, block_table_width
 from lab.engine.cudagraph import (
     CudaGraphManager,
-    adjust_sizes_for_spec_decode,
+    capture_sizes,
     default_capture_sizes,
-    target_capture_sizes,
 )
 from lab.engine.input_batch import InputBatch, seq_lens_cpu_upper_bound
 from lab.engine.model_states import DefaultModelState, MambaHybridModelState
@@ -218,7 +217,6 @@ def test_R8_cudagraph_dispatch():
     sizes = default_capture_sizes(256, 8192, 0)
     assert sizes[:5] == [1, 2, 4, 8, 16] and sizes[-1] == 512 and 248 in sizes and 272 in sizes
     assert default_capture_sizes(4, 8192, 0) == [1, 2, 4, 8]
-    assert adjust_sizes_for_spec_decode([1, 2, 4, 8, 16], 4) == [4, 8, 16]
     m = CudaGraphManager("FULL_AND_PIECEWISE", [1, 2, 4, 8], max_num_reqs=16, decode_query_len=1)
     d = m.dispatch(num_reqs=5, num_tokens=5, uniform_token_count=1)
     assert (d.cg_mode, d.num_reqs, d.num_tokens) == ("FULL", 8, 8)
@@ -229,7 +227,7 @@ def test_R8_cudagraph_dispatch():
     assert CudaGraphManager("PIECEWISE", [1, 2, 4, 8], 16, 1).dispatch(2, 2, 1).cg_mode == "PIECEWISE"
     spec = CudaGraphManager("FULL_AND_PIECEWISE", [4, 8, 16], 16, decode_query_len=4)
     d = spec.dispatch(num_reqs=3, num_tokens=12, uniform_token_count=4)
-    assert (d.cg_mode, d.num_reqs) == ("FULL", 4)
+    assert (d.cg_mode, d.num_reqs, d.num_tokens) == ("FULL", 4, 16)
     assert spec.dispatch(num_reqs=3, num_tokens=10, uniform_token_count=None).cg_mode == "PIECEWISE"
     trace = simulate(Scenario.preset("full-graph-vs-eager"))
     modes = {st.cudagraph_mode for st in trace.steps}
@@ -241,11 +239,45 @@ def test_R8_cudagraph_dispatch():
         if st.num_reqs > 8:
             assert st.cudagraph_mode == "NONE"
     k3 = simulate(Scenario.from_spec("6p64o40_k=3_accept=0.5"))
-    assert target_capture_sizes(k3.scenario)[:3] == [4, 8, 16]
+    assert capture_sizes(k3.scenario)[:6] == [1, 2, 4, 8, 16, 24]
     assert all(d.cudagraph_mode in ("FULL", "NONE") for st in k3.steps for d in st.drafts[1:])
     assert any(d.cudagraph_mode == "FULL" for st in k3.steps for d in st.drafts[1:])
     eager = simulate(Scenario.from_spec("6p64o40_k=3_cg=none"))
     assert {st.cudagraph_mode for st in eager.steps} == {"NONE"}
+
+
+def test_R8_capture_sizes_are_mrv2s():
+    """vLLM 0.33.0 MRV2 does not round the capture sizes to 1 + K (config/compilation.py skips
+    adjust_cudagraph_sizes_for_spec_decode under use_v2_model_runner); _set_cudagraph_sizes appends the
+    uniform-decode sizes n x (1+K) and max_num_batched_tokens; the ceiling is 1024 on SM100; only the
+    FULL decode descriptors round up to 1 + K (_init_candidates). The lab used to pad these cases."""
+    sizes = default_capture_sizes(256, 8192, 2)
+    assert sizes[:9] == [1, 2, 3, 4, 6, 8, 12, 16, 24] and sizes[-1] == 512
+    # K=2, four decoding requests: a FULL graph of 12 tokens, no padded row (the lab padded to 18 and 6 rows).
+    target = CudaGraphManager("FULL_AND_PIECEWISE", sizes, 256, decode_query_len=3)
+    d = target.dispatch(num_reqs=4, num_tokens=12, uniform_token_count=3)
+    assert (d.cg_mode, d.num_tokens, d.num_reqs) == ("FULL", 12, 4)
+    # 8 rounds up to 9 for the FULL decode descriptor; a PIECEWISE batch of 9 tokens pads to 12, not 9.
+    assert target.dispatch(num_reqs=3, num_tokens=9, uniform_token_count=3).num_tokens == 9
+    assert target.dispatch(num_reqs=2, num_tokens=9, uniform_token_count=None).num_tokens == 12
+    # One request's FULL draft decode pads to 1 row (the draft-decode manager keeps the raw sizes).
+    draft = CudaGraphManager("FULL_DECODE_ONLY", sizes, 256, decode_query_len=1)
+    d = draft.dispatch(num_reqs=1, num_tokens=1, uniform_token_count=1)
+    assert (d.cg_mode, d.num_reqs) == ("FULL", 1)
+    # max_num_batched_tokens is captured when it fits; SM100's ceiling is 1024.
+    assert 100 in default_capture_sizes(256, 100, 0)
+    assert default_capture_sizes(512, 8192, 0, device_capability=100)[-1] == 1024
+    assert default_capture_sizes(512, 8192, 0, device_capability=90)[-1] == 512
+    assert capture_sizes(Scenario.from_spec("p8o8_capture=1/2/4/9000_tokens=4k")) == [1, 2, 4]
+    assert capture_sizes(Scenario.from_spec("p8o8_cg=none")) == []
+    # In the engine: a K=2 decode step of four requests runs FULL without padded rows, its drafts too.
+    t = simulate(Scenario.from_spec("4p40o12_k=2_accept=1"))
+    decode = [st for st in t.steps if st.cudagraph_mode == "FULL" and st.num_reqs == 4]
+    assert decode and all(st.num_reqs_padded == 4 for st in decode)
+    assert all(d.num_reqs_padded == 4 for st in decode for d in st.drafts[1:])
+    one = simulate(Scenario.from_spec("p40o12_k=2_accept=1"))
+    assert any(st.cudagraph_mode == "FULL" for st in one.steps)
+    assert all(d.num_reqs_padded == 1 for st in one.steps for d in st.drafts[1:] if d.cudagraph_mode == "FULL")
 
 
 def test_R8_last_prompt_token_runs_as_decode():

@@ -6,8 +6,9 @@ import numpy as np
 
 from lab.conform.agreement import RULES, Comparison  # noqa: F401  (RULES: the suite's rules, re-exported)
 from lab.conform.recording import record_engine
+from lab.conform.vllm_config import vllm_capture_sizes
 from lab.conform.vllm_mrv2 import VLLM_VERSION, VllmMRV2
-from lab.engine.cudagraph import target_capture_sizes
+from lab.engine.cudagraph import capture_sizes
 from lab.presets import list_presets
 from lab.scenario import Scenario, get_preset
 
@@ -17,8 +18,11 @@ def conform(scenario, kernels: bool = True, max_disagreements: int = 20) -> Comp
 
     ``kernels=False`` skips R6/R7 (vLLM's Triton kernels, interpreted on the CPU: most of the time)."""
     records = record_engine(scenario)
-    vl = VllmMRV2(scenario, target_capture_sizes(scenario))
+    # R8's sizes come from vLLM's own config code, and the lab's are compared with them.
+    sizes, max_size = vllm_capture_sizes(scenario)
     cmp = Comparison()
+    cmp.check("config", "R8", "cudagraph_capture_sizes (_set_cudagraph_sizes)", capture_sizes(scenario), sizes)
+    vl = VllmMRV2(scenario, sizes, max_size)
     for rec in records:
         vl.step(rec, cmp, kernels)
         if len(cmp.disagreements) >= max_disagreements:

@@ -88,20 +88,20 @@ class _Captured(Exception):
 class VllmMRV2:
     """vLLM's real MRV2 objects for one scenario, built on the CPU with only the attributes they read."""
 
-    def __init__(self, scenario, capture_sizes: list[int]):
+    def __init__(self, scenario, capture_sizes: list[int], max_capture_size: int):
         V = self.V = load_vllm()
         torch = V.torch
         s = self.s = scenario
         self.k = s.num_speculative_tokens
         self.max_num_reqs = s.max_num_seqs
         self.device = torch.device("cpu")
-        sizes = sorted(capture_sizes) if s.cudagraph_mode != "NONE" else []
+        sizes = sorted(capture_sizes)
         self.vllm_config = SimpleNamespace(
             scheduler_config=SimpleNamespace(
                 max_num_seqs=s.max_num_seqs, max_num_batched_tokens=s.max_num_batched_tokens
             ),
             compilation_config=SimpleNamespace(
-                cudagraph_capture_sizes=sizes, max_cudagraph_capture_size=max(sizes, default=0)
+                cudagraph_capture_sizes=sizes, max_cudagraph_capture_size=max_capture_size
             ),
             parallel_config=SimpleNamespace(tensor_parallel_size=1, data_parallel_size=1),
             speculative_config=None,

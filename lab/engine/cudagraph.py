@@ -1,8 +1,11 @@
 """CUDA-graph capture sizes and dispatch (R8), and what a FULL replay freezes (R9).
 
-Mirrors vllm/v1/worker/gpu/cudagraph_utils.py ``CudaGraphManager`` (``_init_candidates`` and
-``dispatch``) and the default sizes of vllm/config/vllm.py ``VllmConfig._set_cudagraph_sizes`` with
-vllm/config/compilation.py ``adjust_cudagraph_sizes_for_spec_decode``.
+The sizes are vllm/config/vllm.py ``VllmConfig._set_cudagraph_sizes``; the candidates and the
+dispatch are vllm/v1/worker/gpu/cudagraph_utils.py ``CudaGraphManager._init_candidates`` and
+``dispatch``. MRV2 does not call vllm/config/compilation.py ``adjust_cudagraph_sizes_for_spec_decode``
+("MRV2 handles cudagraph capture sizing in cudagraph_utils.py", ``not use_v2_model_runner``): only
+the FULL uniform-decode descriptors are rounded up to a multiple of 1 + K, and only in
+``_init_candidates``; PIECEWISE descriptors and the draft-decode manager keep the raw sizes.
 """
 
 from __future__ import annotations
@@ -24,42 +27,67 @@ def _round_up(x: int, m: int) -> int:
     return cdiv(x, m) * m
 
 
-def default_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, num_speculative_tokens: int) -> list[int]:
-    """vLLM's default ``cudagraph_capture_sizes`` (vllm/config/vllm.py ``_set_cudagraph_sizes``)."""
+def default_max_graph_size(device_capability: int) -> int:
+    # vllm/config/vllm.py _set_cudagraph_sizes: "1024 if current_platform.is_device_capability_family(100)
+    # else 512" (is_device_capability_family compares capability // 10: SM100 and SM103 alike).
+    return 1024 if device_capability // 10 == 10 else 512
+
+
+def _request_counts(max_reqs: int, ceiling: int) -> list[int]:
+    # _set_cudagraph_sizes.request_counts: "At most the platform default number of requests,
+    # mirroring the one-token-per-request decode ceiling."
+    max_reqs = min(max_reqs, ceiling)
+    counts = [n for n in (1, 2, 4) if n <= max_reqs]
+    counts += list(range(8, min(max_reqs + 1, 256), 8))
+    counts += list(range(256, max_reqs + 1, 16))
+    return sorted(set(counts + [max_reqs]))
+
+
+def default_capture_sizes(
+    max_num_seqs: int, max_num_batched_tokens: int, num_speculative_tokens: int, device_capability: int = 90
+) -> list[int]:
+    """vLLM's default ``cudagraph_capture_sizes`` (vllm/config/vllm.py ``_set_cudagraph_sizes``, the
+    "balanced" performance mode, no dynamic speculative decoding): the token grid 1, 2, 4, 8…248 by 8,
+    256… by 16 up to ``min(max_num_seqs × (1+K) × 2, 512 or 1024 on SM100, max_num_batched_tokens)``,
+    plus ``max_num_batched_tokens`` when it fits, plus the uniform-decode sizes n × (1+K) ("Coverage
+    comes from appending the decode sizes rather than extending the token-strided grid")."""
+    ceiling = default_max_graph_size(device_capability)
     decode_query_len = 1 + num_speculative_tokens
-    m = min(max_num_seqs * decode_query_len * 2, 512)
-    m = min(max_num_batched_tokens, m)
-    sizes = [i for i in (1, 2, 4) if i <= m]
-    if m >= 8:
-        sizes += list(range(8, min(m + 1, 256), 8))
-    if m >= 256:
-        sizes += list(range(256, m + 1, 16))
-    return sizes
+    max_size = min(max_num_seqs * decode_query_len * 2, ceiling)
+    uniform_decode_sizes: list[int] = []
+    if decode_query_len > 1:
+        uniform_decode_sizes = sorted(
+            {n * decode_query_len for n in _request_counts(max_num_seqs, ceiling) if n * decode_query_len <= max_size}
+        )
+    elif max_num_seqs <= max_size:
+        uniform_decode_sizes = [max_num_seqs]
+    max_size = min(max_num_batched_tokens, max_size)
+    sizes = [i for i in (1, 2, 4) if i <= max_size]
+    if max_size >= 8:
+        sizes += list(range(8, min(max_size + 1, 256), 8))
+    if max_size >= 256:
+        sizes += list(range(256, max_size + 1, 16))
+    # "ensure max_num_tokens is captured if within max capture size"
+    if max_num_batched_tokens <= max_size and max_num_batched_tokens not in sizes:
+        sizes.append(max_num_batched_tokens)
+    sizes += [size for size in uniform_decode_sizes if size <= max_num_batched_tokens]
+    return sorted(set(sizes))
 
 
-def adjust_sizes_for_spec_decode(sizes: list[int], decode_query_len: int) -> list[int]:
-    """Round every size up to a multiple of 1+K and drop those past the largest
-    (vllm/config/compilation.py ``adjust_cudagraph_sizes_for_spec_decode``)."""
-    if decode_query_len <= 1 or not sizes:
-        return list(sizes)
-    largest = max(sizes)
-    rounded = sorted({_round_up(s, decode_query_len) for s in sizes if _round_up(s, decode_query_len) <= largest})
-    if not rounded and decode_query_len <= largest:
-        rounded = [decode_query_len]
-    return rounded
-
-
-def target_capture_sizes(scenario) -> list[int]:
-    """The capture sizes the target model's graphs use for this scenario."""
-    k = scenario.num_speculative_tokens
-    sizes = (
-        list(scenario.cudagraph_capture_sizes)
-        if scenario.cudagraph_capture_sizes is not None
-        else default_capture_sizes(scenario.max_num_seqs, scenario.max_num_batched_tokens, k)
+def capture_sizes(scenario) -> list[int]:
+    """The ``cudagraph_capture_sizes`` vLLM ends with for this scenario (``_set_cudagraph_sizes``): the
+    given sizes at most ``max_num_batched_tokens``, or the defaults; none under enforce_eager. The
+    target, the draft prefill and the draft decodes share them; their managers differ."""
+    if scenario.cudagraph_mode == "NONE":
+        return []
+    if scenario.cudagraph_capture_sizes is not None:
+        return sorted({s for s in scenario.cudagraph_capture_sizes if s <= scenario.max_num_batched_tokens})
+    return default_capture_sizes(
+        scenario.max_num_seqs,
+        scenario.max_num_batched_tokens,
+        scenario.num_speculative_tokens,
+        scenario.device_capability,
     )
-    if scenario.cudagraph_mode == "FULL_AND_PIECEWISE" and k > 0:
-        sizes = adjust_sizes_for_spec_decode(sizes, 1 + k)
-    return sizes
 
 
 @dataclass(frozen=True)
@@ -75,7 +103,8 @@ class CudaGraphManager:
 
     ``decode_mode``/``mixed_mode`` split the vLLM mode as ``CUDAGraphMode.decode_mode()`` and
     ``mixed_mode()`` do: FULL_AND_PIECEWISE = (FULL, PIECEWISE), FULL_DECODE_ONLY = (FULL, NONE),
-    PIECEWISE = (PIECEWISE, PIECEWISE), NONE = no graphs (enforce_eager).
+    PIECEWISE = (PIECEWISE, PIECEWISE), NONE = no graphs (enforce_eager). The two tuple modes are
+    the ones with a separate decode routine (``CUDAGraphMode.separate_routine``).
     """
 
     _MODES = {
@@ -91,33 +120,48 @@ class CudaGraphManager:
         self.capture_sizes = sorted(capture_sizes) if cudagraph_mode != "NONE" else []
         self.max_num_reqs = max_num_reqs
         self.decode_query_len = decode_query_len
-        separate_decode = self.decode_mode != self.mixed_mode
-        # vllm cudagraph_utils.py CudaGraphManager._init_candidates: candidates per padded size,
-        # the uniform-decode FULL descriptor first, then the mixed one.
-        by_size: dict[int, list[BatchExecutionDescriptor]] = {}
+        separate_decode_routine = cudagraph_mode in ("FULL_AND_PIECEWISE", "FULL_DECODE_ONLY")
         max_decode_tokens = max_num_reqs * decode_query_len
-        for size in self.capture_sizes:
-            descs = []
-            if separate_decode and self.decode_mode == FULL and decode_query_len <= size <= max_decode_tokens:
-                descs.append(BatchExecutionDescriptor(FULL, size, size // decode_query_len, decode_query_len))
+        max_cg_capture_size = max(self.capture_sizes, default=0)
+        # vllm cudagraph_utils.py CudaGraphManager._init_candidates (no LoRA, no varlen decode, no ubatches).
+        descs_by_mode: dict[str, list[BatchExecutionDescriptor]] = {FULL: [], PIECEWISE: []}
+        for num_tokens in self.capture_sizes:
+            if separate_decode_routine and self.decode_mode != NONE:
+                # Only the uniform-decode descriptors round up to a multiple of decode_query_len.
+                rounded_num_tokens = _round_up(num_tokens, decode_query_len)
+                rounded_num_reqs = rounded_num_tokens // decode_query_len
+                if (
+                    rounded_num_tokens <= max_decode_tokens
+                    and rounded_num_tokens <= max_cg_capture_size
+                    and rounded_num_reqs <= max_num_reqs
+                ):
+                    desc = BatchExecutionDescriptor(
+                        self.decode_mode, rounded_num_tokens, rounded_num_reqs, decode_query_len
+                    )
+                    if desc not in descs_by_mode[self.decode_mode]:
+                        descs_by_mode[self.decode_mode].append(desc)
             if self.mixed_mode != NONE:
-                nr = min(size, max_num_reqs) if self.mixed_mode == FULL else None
-                descs.append(BatchExecutionDescriptor(self.mixed_mode, size, nr))
-            if descs:
-                by_size[size] = descs
-        sizes = sorted(by_size)
-        self._candidates: list[list[BatchExecutionDescriptor]] = [[]]
-        for size in sizes:
-            while len(self._candidates) <= size:
-                self._candidates.append(by_size[size])
+                # "for PIECEWISE graphs there is no limit on requests when replaying"
+                num_reqs = min(num_tokens, max_num_reqs) if self.mixed_mode == FULL else None
+                descs_by_mode[self.mixed_mode].append(BatchExecutionDescriptor(self.mixed_mode, num_tokens, num_reqs))
+        # Each token count's candidates: the smallest FULL descriptor that holds it, then the smallest
+        # PIECEWISE one (the same order of modes as vLLM's loop).
+        largest = max((d.num_tokens for descs in descs_by_mode.values() for d in descs), default=0)
+        self._candidates: list[list[BatchExecutionDescriptor]] = [[] for _ in range(largest + 1)]
+        for mode in (FULL, PIECEWISE):
+            start = 0
+            for desc in sorted(descs_by_mode[mode], key=lambda d: d.num_tokens):
+                for i in range(start, desc.num_tokens + 1):
+                    self._candidates[i].append(desc)
+                start = desc.num_tokens + 1
 
     @property
     def max_capture_size(self) -> int:
         return len(self._candidates) - 1
 
     def dispatch(self, num_reqs: int, num_tokens: int, uniform_token_count: int | None) -> BatchExecutionDescriptor:
-        # vllm cudagraph_utils.py CudaGraphManager.dispatch: pad num_tokens up to the smallest
-        # capture size and take the first compatible descriptor, else run eagerly.
+        # vllm cudagraph_utils.py CudaGraphManager.dispatch: the first compatible candidate for
+        # num_tokens (_is_compatible), else run eagerly.
         if 0 < num_tokens < len(self._candidates):
             for d in self._candidates[num_tokens]:
                 if (

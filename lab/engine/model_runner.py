@@ -21,9 +21,9 @@ from lab.engine.block_table import BlockTables
 from lab.engine.cudagraph import (
     FULL,
     CudaGraphManager,
+    capture_sizes,
     decode_graph_eligible,
     kernel_visible_max_seq_len,
-    target_capture_sizes,
     uniform_decode_token_count,
 )
 from lab.engine.input_batch import InputBatch, in_batch_order, seq_lens_cpu_upper_bound, sort_batch
@@ -64,7 +64,7 @@ class ModelRunner:
             stale_ledger=self.stale_ledger,
         )
         self.model_state = make_model_state(s.model_state, s.max_model_len, self.max_num_reqs)
-        self.capture_sizes = target_capture_sizes(s)
+        self.capture_sizes = capture_sizes(s)
         self.cudagraph_manager = CudaGraphManager(
             s.cudagraph_mode, self.capture_sizes, self.max_num_reqs, self.decode_query_len
         )

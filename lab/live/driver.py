@@ -15,7 +15,7 @@ import os
 import tempfile
 import time
 
-from lab.engine.cudagraph import target_capture_sizes
+from lab.engine.cudagraph import capture_sizes
 from lab.engine.model_states import MODES
 from lab.live import hooks, old_cpu, shim
 from lab.live.limits import HOW_TO_RUN, LiveUnavailable, check_scenario
@@ -100,7 +100,7 @@ def build_llm(scenario, folder: str, device: str = "cpu", series: str = "0.32"):
         graphs = {
             "compilation_config": {
                 "cudagraph_mode": s.cudagraph_mode,
-                "cudagraph_capture_sizes": [int(x) for x in target_capture_sizes(s)],
+                "cudagraph_capture_sizes": [int(x) for x in capture_sizes(s)],
             }
         }
     kwargs = dict(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.engine.cudagraph import CG_MODE_CODES, target_capture_sizes
+from lab.engine.cudagraph import CG_MODE_CODES, capture_sizes
 from lab.engine.model_runner import run_engine
 from lab.engine.model_states import MODES
 from lab.engine.oor import NUM_OOR_FIELDS
@@ -135,7 +135,7 @@ class Recorder:
         meta = {
             "source": "embedded engine",
             "width": self.scenario.max_num_blocks_per_req,
-            "cudagraph_capture_sizes": [int(x) for x in target_capture_sizes(self.scenario)],
+            "cudagraph_capture_sizes": [int(x) for x in capture_sizes(self.scenario)],
             "num_preemptions": int(end.num_preemptions),
             "truncated": bool(end.truncated),
         }

@@ -1,9 +1,16 @@
 """What the lab says about GPUs, in one place (R9, R10): every view, the CLI and the docs quote it."""
 
 # R9: lab/engine/cudagraph.py kernel_visible_max_seq_len. R10: lab/kernels/registry.py.
+# The backends vLLM 0.33.0 picks: vllm/platforms/cuda.py _get_backend_priorities (SM90: FLASH_ATTN first for
+# dense models, FLASH_ATTN_MLA first for MLA; SM100: FLASHINFER first). FA3's num_splits pin:
+# vllm/v1/attention/backends/flash_attn.py FlashAttentionMetadataBuilder.build ("0 means use FA3's heuristics").
 R9_R10_CAVEAT = (
-    "Under a FULL CUDA graph the kernel sees the captured max_model_len in both modes (R9). On Hopper "
-    "(H200) the change moves the metadata but not the kernels vLLM runs there: FlashInfer XQA/native "
-    "and Triton attention do not size their work from max_seq_len; it moves time on SM100 TRTLLM-gen and "
-    "in kernels that size their work from max_seq_len (R10)."
+    "Under a FULL CUDA graph the kernel sees the captured max_model_len in both modes (R9). Whether the "
+    "change moves kernel work depends on the backend (R10). On Hopper (H100/H200) vLLM 0.33.0 runs "
+    "FlashAttention 3 for dense models: its split scheduler reads max_seqlen_k unless vLLM pins num_splits "
+    "(FULL graphs and a batch within the capture sizes), so the effect is small but not zero. For MLA "
+    "models (DeepSeek) on Hopper it runs FlashAttention MLA, FlashMLA or Triton MLA, which size their KV "
+    "splits from max_seq_len: more programs, scratch and merge work, the same KV read. FlashInfer "
+    "XQA/native and Triton unified attention do not size work from it. On SM100, TRTLLM-gen splits each "
+    "sequence into CTAs by max_seq_len: more CTAs, the same KV read."
 )

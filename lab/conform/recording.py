@@ -23,6 +23,7 @@ class RecordedStep:
     out: object  # the SchedulerOutput
     prefill_len: np.ndarray  # [n] per scheduled request, scheduler order (vLLM RequestState.prefill_len)
     block_ops: list  # ("add", req_index) | ("append", req_indices, counts, block_ids), in call order
+    slot_ops: list  # ("remove", inst) | ("add", inst, req_num, req_index): request states, in call order
     dispatch_args: tuple  # (num_reqs, num_tokens, uniform_token_count) given to CudaGraphManager.dispatch
     batch: object  # the lab's InputBatch
     cg_mode: str
@@ -39,8 +40,11 @@ class EngineRecording:
     def __init__(self):
         self.steps: list[RecordedStep] = []
         self._ops: list = []
+        self._slot_ops: list = []
 
     def on_step(self, record: StepRecord) -> None:
+        self._slot_ops += [("remove", r.inst) for r in record.removed]
+        self._slot_ops += [("add", a.inst, a.req_num, a.req_index) for a in record.added]
         self._ops += [("add", a.req_index) for a in record.added]
         if record.block_append is not None:
             a = record.block_append
@@ -54,6 +58,7 @@ class EngineRecording:
                 out=out,
                 prefill_len=out.prefill_len,  # a fresh array each step (fancy index)
                 block_ops=self._ops,
+                slot_ops=self._slot_ops,
                 dispatch_args=record.dispatch_args,
                 batch=record.batch,
                 cg_mode=record.cg_mode,
@@ -65,6 +70,7 @@ class EngineRecording:
             )
         )
         self._ops = []
+        self._slot_ops = []
 
     def on_finish(self, end: EngineEnd) -> None:
         pass

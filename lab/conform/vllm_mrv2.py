@@ -10,6 +10,7 @@ import numpy as np
 
 from lab.conform.agreement import Comparison
 from lab.conform.recording import RecordedStep
+from lab.conform.vllm_slots import VllmRequestSlots
 from lab.engine.block_table import compute_slot_mappings
 from lab.engine.cudagraph import kernel_visible_max_seq_len
 from lab.engine.model_states import make_model_state
@@ -147,6 +148,7 @@ class VllmMRV2:
         self._capture_msl: dict = {}
         # The lab's own model state, asked for its capture metadata (R3).
         self._lab_model_state = make_model_state(s.model_state, s.max_model_len, s.max_num_seqs)
+        self.slots = VllmRequestSlots(V, self.max_num_reqs, self.k)  # request slots: vLLM's, not the lab's
 
         # The runner: only what gather_batch_req_state reads.
         r = self.runner = object.__new__(V.model_runner.GPUModelRunner)
@@ -221,6 +223,7 @@ class VllmMRV2:
     def step(self, rec: RecordedStep, cmp: Comparison, kernels: bool = True) -> None:
         V, torch, s = self.V, self.V.torch, self.s
         out = rec.out
+        self.slots.apply(rec.slot_ops, rec.index, cmp)
         n = len(out.req_nums)
         ids = [str(int(i)) for i in out.inst]
         # R8: batch order and uniform count, from the real gather_batch_req_state.
@@ -252,7 +255,7 @@ class VllmMRV2:
         # The batch in vLLM's order (the lab's arrays, permuted by vLLM's order).
         num_sched = out.num_scheduled_tokens[order].astype(np.int32)
         comp_cpu = out.num_computed_tokens[order]
-        idx_mapping_np = rec.batch.idx_mapping_np if lab_order == list(state.req_ids) else None
+        idx_mapping_np = self.slots.idx_mapping(rec.inst) if lab_order == list(state.req_ids) else None
         if idx_mapping_np is None:
             return  # later fields would only repeat the order disagreement
         num_tokens = int(num_sched.sum())

@@ -125,7 +125,7 @@ def kernels_spec(trace, index: int) -> dict:
                 # The shape first: the title's end is cut off on a narrow screen.
                 (f"{info['head_config']}: " if info.get("head_config") else "")
                 + f"timed {len(timed)} of {len(x)} steps, {check_note} (markers; steps {shown}); "
-                f"measured on {device} only, on Hopper vLLM's kernels do not size work from max_seq_len",
+                f"measured on {device} only, not a GPU time (R10: a GPU kernel's work follows max_seq_len per backend)",
             ),
             "xaxis": {"domain": [0, 0.7], "anchor": "y2", "title": {"text": "step"}, "range": [-0.5, len(x) - 0.5]},
             "yaxis": {"domain": [0.55, 1], "title": {"text": "ms"}},

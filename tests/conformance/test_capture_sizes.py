@@ -13,10 +13,8 @@ if os.environ.get("LAB_REQUIRE_VLLM") != "1":
     pytest.importorskip("vllm", reason="vLLM 0.33.0 lives in .venv-vllm (make test runs this suite there)")
 
 from lab import Scenario  # noqa: E402
-from lab import conform as C  # noqa: E402
 from lab.conform.vllm_config import vllm_capture_sizes  # noqa: E402
 from lab.conform.vllm_mrv2 import VllmMRV2  # noqa: E402
-from lab.engine import cudagraph  # noqa: E402
 from lab.engine.cudagraph import CudaGraphManager, capture_sizes  # noqa: E402
 
 SPECS = [
@@ -51,20 +49,3 @@ def test_capture_sizes_and_dispatch_equal_vllms(spec):
                 got = (mine.cg_mode, mine.num_tokens, mine.num_reqs)
                 want = (theirs.cg_mode.name, theirs.num_tokens, theirs.num_reqs)
                 assert got == want, f"{spec} dql={dql} dispatch({num_reqs}, {num_tokens}, {uniform})"
-
-
-def test_the_old_rounding_is_caught(monkeypatch):
-    """Injected engine bug: the MRV1 rounding (adjust_cudagraph_sizes_for_spec_decode) the lab used to
-    apply. The suite takes its sizes from vLLM, so it now disagrees, on the sizes and on the padding."""
-    orig = cudagraph.default_capture_sizes
-
-    def rounded(max_num_seqs, max_num_batched_tokens, k, device_capability=90):
-        sizes = orig(max_num_seqs, max_num_batched_tokens, k, device_capability)
-        q = 1 + k
-        return sorted({-(-x // q) * q for x in sizes if -(-x // q) * q <= max(sizes)})
-
-    monkeypatch.setattr(cudagraph, "default_capture_sizes", rounded)
-    cmp = C.conform(Scenario.from_spec("4p40o12_k=2_accept=1"), kernels=False)
-    fields = {d.field for d in cmp.disagreements}
-    assert "cudagraph_capture_sizes (_set_cudagraph_sizes)" in fields, cmp.table()
-    assert any("num_tokens_after_padding" in f or "num_reqs_padded" in f for f in fields), fields

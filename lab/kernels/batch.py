@@ -1,9 +1,10 @@
 """The paged KV cache and one step's attention inputs, laid out as vLLM lays them out.
 
 KV cache: one tensor ``kv_cache[2, num_blocks, block_size, num_kv_heads, head_dim]`` (K at index 0,
-V at index 1), the layout of vLLM's FlashAttention backend
-(vllm/v1/attention/backends/flash_attn.py ``FlashAttentionBackend.get_kv_cache_shape``). Block 0 is
-the null block. Query heads are grouped over KV heads (GQA): query head ``h`` reads KV head
+V at index 1): the lab's layout, K and V split as earlier vLLM FlashAttention backends did (vLLM
+0.33.0 keeps ``(num_blocks, num_kv_heads, block_size, 2 * head_dim)`` and splits it in
+vllm/v1/attention/backends/flash_attn.py ``FlashAttentionImpl.forward``); the layout moves bytes, not
+which blocks a walk reads. Block 0 is the null block. Query heads are grouped over KV heads (GQA): query head ``h`` reads KV head
 ``h // (num_q_heads // num_kv_heads)``, as ``scaled_dot_product_attention(enable_gqa=True)`` does.
 
 A step's inputs (``PagedBatch``) follow vLLM's attention metadata: ``query_start_loc``,
@@ -75,7 +76,8 @@ def make_kv_cache(
 ) -> torch.Tensor:
     """A KV cache ``[2, num_blocks, block_size, num_kv_heads, head_dim]`` of random values (every
     block holds something: stale KV of earlier requests looks like any other KV), null block zeros
-    (vLLM allocates the cache zeroed and never writes block 0)."""
+    (the lab keeps block 0 zero; vLLM allocates caches zeroed, and writes there only in warm-ups and
+    mamba dummy runs)."""
     shape = (2, num_blocks, block_size, cfg.num_kv_heads, cfg.head_dim)
     kv = torch.randn(shape, generator=generator, dtype=torch.float32).to(device=device, dtype=cfg.torch_dtype)
     kv[:, NULL_BLOCK_ID] = 0

@@ -40,24 +40,30 @@ ALL_VIEWS = {
         lengths_spec,
         "For each request: tokens computed before this step and scheduled now; their sum is "
         "`seq_lens_cpu_upper_bound` (R1, what the CPU knows), beside the exact `seq_lens` after "
-        "verification. The lines are the `max_seq_len` each mode puts in the metadata (R2), what the "
-        "kernel launch sees, and `max_model_len`. Under a FULL CUDA graph the kernel sees the captured "
-        "`max_model_len` in both modes (R9), whatever the metadata says.",
+        "verification, on a linear axis from 0. The solid lines are the `max_seq_len` each era puts in the "
+        "metadata (R2), one per distinct value; a value far above the batch (the old `max_model_len`) is "
+        "written in an arrow note at the top instead, off the axis. Under a FULL CUDA graph a grey note "
+        "says the kernel sees the captured `max_model_len` in every era (R9), whatever the metadata says.",
     ),
     "timeline": (
         "Timeline",
         timeline_spec,
-        "All steps: `max_seq_len` per mode, metadata (solid) and kernel-visible (dashed), on bands of the "
-        "CUDA-graph mode (FULL / PIECEWISE / NONE); the batch size; and the cumulative block-table "
-        "entries walked and out of range. The black line is the current step. On FULL-graph steps both "
-        "dashed lines sit at `max_model_len`: the fix moves the metadata there, not the kernel (R9).",
+        "All steps: the target's `max_seq_len` per era as solid lines, and a dashed line for what the "
+        "kernel sees where it differs from the metadata: on FULL-graph steps the captured `max_model_len` "
+        "(R9), so there the fix moves the metadata, not the kernel. Dotted lines: the draft passes' "
+        "`draft_max_seq_len`. Bands: the CUDA-graph mode (FULL / PIECEWISE / NONE); below, the batch size "
+        "and the cumulative block-table entries walked and out of range. The black line is the current step.",
     ),
     "drafts": (
         "Draft windows",
         drafts_spec,
         "Eagle/MTP drafts of this step (R4, R5): per draft pass, each request's window from its exact length "
-        "to the CPU's optimistic upper bound, and `draft_max_seq_len` in both modes (metadata and what the "
-        "kernel sees). Pass 0 reuses the target metadata; eager draft decodes see the batch max.",
+        "to the CPU's optimistic upper bound, the dotted line at the batch's largest upper bound, the solid "
+        "line at `draft_max_seq_len` (max + K), and a note with the value before #43991. Pass 0 reuses the "
+        "target metadata; eager draft decodes see `draft_max_seq_len`, the batch max + K. The per-pass windows "
+        "are the per-step path's (draft backends without `supports_draft_decode_metadata_update`, e.g. vLLM's "
+        "CPU backend); on the fused path (FlashAttention, Triton, FlashInfer TRTLLM-gen) pass 1's metadata is "
+        "built once and advanced on the GPU.",
     ),
     "kernels": (
         "Kernel timings",

@@ -112,7 +112,7 @@ def test_block_table_downsamples_wide_tables_and_says_so(traces):
     assert "scale break" in spec["layout"]["title"]["text"]
     # An exact cell: its row's request (y), column (x), block id and class; a bin counts exactly.
     assert exact["y"][0] == st.req_ids[0]
-    assert exact["customdata"][0][0] == st.block_table[0, 0] and exact["text"][0][0] == "valid"
+    assert exact["customdata"][0][0] == st.block_table[0, 0] and exact["text"][0][0] == "valid (col < num_blocks)"
     assert "col %{x}: block %{customdata}, %{text}" in exact["hovertemplate"]
     last = np.asarray(binned["customdata"])[0, -1]
     assert last[1] == trace.width - 1  # the last bin ends at the last column
@@ -210,8 +210,8 @@ def test_timeline_and_oor_follow_the_trace(traces):
     assert {
         "before #40654",
         "after #40654 = after #43991",
-        "drafts before #40654 = after #40654",
-        "drafts after #43991",
+        "draft_max_seq_len before #40654 = after #40654",
+        "draft_max_seq_len after #43991",
     } <= names
     o = oor_spec(trace, 30)
     per_step = [t for t in o["data"] if t.get("xaxis") is None and t["yaxis"] == "y"]

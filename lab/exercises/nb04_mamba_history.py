@@ -8,13 +8,14 @@ from lab.exercises.checker import Exercise, Trap, step_of, trace_of
 
 
 def _first_fixed_era_for_drafts() -> int:
-    """The PR of the first era in which Eagle's draft passes 1..K-1 got the batch maximum (eagle-k3)."""
+    """The PR of the first era in which Eagle's draft passes 1..K-1 got the batch maximum + K instead of
+    max_model_len (eagle-k3)."""
     st = step_of("eagle-k3", 10)
     mml = trace_of("eagle-k3").scenario.max_model_len
     for era, h in st.history().items():
         if any(d["max_seq_len"] != mml for d in h["drafts"][1:]):
             return int(era.split("#")[1])
-    raise AssertionError("no era passes the batch maximum to the draft decodes")
+    raise AssertionError("no era passes the batch maximum + K to the draft decodes")
 
 
 def _era_walk(name: str, era: str) -> int:
@@ -56,7 +57,8 @@ EXERCISES: tuple[Exercise, ...] = (
     ),
     Exercise(
         "04.2",
-        "Which PR first gave Eagle's draft passes 1..K-1 the batch maximum? (the PR number)",
+        "Which PR first gave Eagle's draft passes 1..K-1 the batch maximum + K instead of max_model_len? "
+        "(the PR number)",
         _first_fixed_era_for_drafts,
         kind="pr",
         hint="read step.history() era by era on `eagle-k3`, in the drafts.",

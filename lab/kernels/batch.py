@@ -4,8 +4,9 @@ KV cache: one tensor ``kv_cache[2, num_blocks, block_size, num_kv_heads, head_di
 V at index 1): the lab's layout, K and V split as earlier vLLM FlashAttention backends did (vLLM
 0.33.0 keeps ``(num_blocks, num_kv_heads, block_size, 2 * head_dim)`` and splits it in
 vllm/v1/attention/backends/flash_attn.py ``FlashAttentionImpl.forward``); the layout moves bytes, not
-which blocks a walk reads. Block 0 is the null block. Query heads are grouped over KV heads (GQA): query head ``h`` reads KV head
-``h // (num_q_heads // num_kv_heads)``, as ``scaled_dot_product_attention(enable_gqa=True)`` does.
+which blocks a walk reads. Block 0 is the null block. Query heads are grouped over KV heads (GQA):
+query head ``h`` reads KV head ``h // (num_q_heads // num_kv_heads)``, as
+``scaled_dot_product_attention(enable_gqa=True)`` does.
 
 A step's inputs (``PagedBatch``) follow vLLM's attention metadata: ``query_start_loc``,
 ``seq_lens`` (exact), ``block_table`` (the gathered input table, stale columns included, R6) and

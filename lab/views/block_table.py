@@ -147,7 +147,9 @@ def block_table_spec(trace, index: int) -> dict:
     data = []
     if n_exact:
         cls_e, own_e = cls[:, :n_exact].tolist(), owner[:, :n_exact].tolist()
-        label = ["live, held by {}" if c == "live" else c for c in CLASSES]
+        label = [
+            "live, held by {}" if c == "live" else "valid (col < num_blocks)" if c == "valid" else c for c in CLASSES
+        ]
         text = [
             [label[c].format(names[o]) if c == _CODE["live"] else label[c] for c, o in zip(cr, orow)]
             for cr, orow in zip(cls_e, own_e)

@@ -72,7 +72,8 @@ def lengths_spec(trace, index: int) -> dict:
                     "yanchor": "bottom",
                     "showarrow": False,
                     "font": {"size": 12, "color": ERA_COLORS[k]},
-                    "text": f"↑ {label} ({meta / max(top, 1):,.0f}× the batch max), off this axis",
+                    "text": f"↑ {label}{' = max_model_len' if meta == mml else ''} "
+                    f"({meta / max(top, 1):,.0f}× the batch max), off this axis",
                 }
             )
     kern = {kk for _, kk in target} - set(by_value)

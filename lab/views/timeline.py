@@ -84,7 +84,9 @@ def timeline_spec(trace, index: int) -> dict:
     if np.isfinite(e["drafts"]).any():
         for g in _same_groups(e["drafts"]):
             k = g[-1]
-            data.append(line(e["drafts"][:, k], "drafts " + " = ".join(eras[j] for j in g), ERA_COLORS[k], "dot"))
+            data.append(
+                line(e["drafts"][:, k], "draft_max_seq_len " + " = ".join(eras[j] for j in g), ERA_COLORS[k], "dot")
+            )
     data.append(hline(0, max(n - 1, 1), mml, f"max_model_len = {mml:,}", "#7f7f7f", "longdash", width=1))
     data[-1]["legend"] = "legend"
     data.append(line(s["num_reqs"], "num_reqs", "#2ca02c", yaxis="y2", legend="legend2"))

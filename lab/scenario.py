@@ -19,7 +19,14 @@ from lab.presets import PRESETS
 
 # The grammar (lab/spec_grammar.py) reads and writes plain values, so it imports nothing of this module and
 # parse_spec / format_spec below build on it.
-from lab.spec_grammar import DEVICE_CAPABILITIES, SPEC_SETTINGS, VLLM_VERSIONS, read_spec, write_spec
+from lab.spec_grammar import (
+    DEVICE_CAPABILITIES,
+    SPEC_SETTINGS,
+    SPECULATIVE_METHODS,
+    VLLM_VERSIONS,
+    read_spec,
+    write_spec,
+)
 
 MODEL_STATES = ("default", "mamba_hybrid")
 CUDAGRAPH_MODES = ("FULL_AND_PIECEWISE", "PIECEWISE", "NONE")
@@ -68,6 +75,9 @@ class Scenario:
     # The GPU's compute capability as vLLM's DeviceCapability.to_int() gives it (90: H100/H200, 100: B200).
     # It sets the default CUDA-graph capture ceiling: 1024 tokens on the SM100 family, else 512 (R8).
     device_capability: int = 90
+    # The speculator when num_speculative_tokens > 0 (vLLM's speculative_config.method; lab/spec_grammar.py
+    # SPECULATIVE_METHODS). Each has its own draft passes and max_seq_len rule (lab/engine/speculator.py).
+    speculative_method: str = "eagle"
     name: str = field(default="", compare=False)
     description: str = field(default="", compare=False)
 
@@ -273,6 +283,16 @@ SCENARIO_CHECKS: tuple[Check, ...] = (
             f"max_num_seqs x block-table width = {_block_table_entries(s):,} entries; the lab holds at "
             f"most {MAX_BLOCK_TABLE_ENTRIES:,} (lower max_num_seqs or max_model_len, or raise block_size)"
         ),
+    ),
+    (
+        "speculative_method",
+        lambda s: s.speculative_method in SPECULATIVE_METHODS,
+        lambda s: f"must be one of {SPECULATIVE_METHODS}, got {s.speculative_method!r}",
+    ),
+    (
+        "speculative_method",
+        lambda s: s.speculative_method == "eagle" or s.num_speculative_tokens > 0,
+        lambda s: f"{s.speculative_method!r} needs num_speculative_tokens (k=) of at least 1",
     ),
     (
         "device_capability",

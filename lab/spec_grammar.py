@@ -36,6 +36,9 @@ Grammar (underscore- or whitespace-separated segments, in any order)::
                                                           whose bookkeeping the engine follows,
                                                           lab/engine/releases.py; 0.19/0.22 have
                                                           no mamba-hybrid MRV2)
+    method     eagle | eagle3 | mtp | gemma4-mtp |            speculative_method       (default eagle; with k > 0:
+               mtp-multi-module | draft-model            (vLLM's names,           the speculator, R4/R5)
+                                                          "-" for "_")
     sm         80 | 89 | 90 | 100 | 103 | 120            device_capability        (default 90, H100/H200;
                                                           100 = B200: vLLM's CUDA-graph capture
                                                           ceiling is 1024 tokens there, 512 elsewhere)
@@ -71,6 +74,18 @@ VLLM_VERSIONS = ("0.33", "0.32", "0.22", "0.19")
 # The GPUs' compute capabilities ``sm=`` takes (vLLM's DeviceCapability.to_int(): 90 = 9.0), and so
 # Scenario.device_capability's.
 DEVICE_CAPABILITIES = (80, 89, 90, 100, 103, 120)
+# The speculators ``method=`` takes: vLLM's speculative_config.method names, and two of vLLM's "mtp"
+# paths named apart (vllm/v1/worker/gpu/spec_decode/__init__.py init_speculator picks them from the draft
+# model: use_gemma4_mtp, use_multi_module_mtp). Their draft passes: lab/engine/speculator.py.
+SPECULATIVE_METHODS = ("eagle", "eagle3", "mtp", "gemma4_mtp", "mtp_multi_module", "draft_model")
+# vLLM methods the lab does not model yet, and why (a clear refusal, not a silent eagle).
+UNMODELLED_METHODS = {
+    "dflash": "DFlash drafts all K tokens in one forward pass; the lab's traces hold K passes",
+    "dspark": "a DFlash-family speculator (one forward pass for all K tokens); not modelled yet",
+    "ngram": "n-gram speculation runs no draft attention, so it has no draft passes; not modelled yet",
+    "ngram_gpu": "n-gram speculation runs no draft attention, so it has no draft passes; not modelled yet",
+    "extract_hidden_states": "runs no draft attention; not modelled yet",
+}
 
 # key -> Scenario field; the order here is the order write_spec writes them in.
 SPEC_SETTINGS = {
@@ -89,6 +104,7 @@ SPEC_SETTINGS = {
     "sched": "async_scheduling",
     "vllm": "vllm_version",
     "sm": "device_capability",
+    "method": "speculative_method",
 }
 
 _REQ_RE = re.compile(r"^(\d+)?p(\d+)(k?)o(\d+)(k?)(?:a(\d+)(?:\+(\d+))?)?$")
@@ -143,6 +159,16 @@ def _parse_setting(key: str, value: str, seg: str):
         if v not in VLLM_VERSIONS:
             raise ValueError(f"invalid scenario segment {seg!r}: vllm must be one of {', '.join(VLLM_VERSIONS)}")
         return v
+    if key == "method":
+        # Segments are split on "_", so the grammar writes vLLM's names with "-" (draft-model).
+        v = value.lower().replace("-", "_")
+        if v in UNMODELLED_METHODS:
+            raise ValueError(f"invalid scenario segment {seg!r}: method {v!r}: {UNMODELLED_METHODS[v]}")
+        if v not in SPECULATIVE_METHODS:
+            raise ValueError(
+                f"invalid scenario segment {seg!r}: method must be one of {', '.join(SPECULATIVE_METHODS)}"
+            )
+        return v
     if key == "accept":
         try:
             x = float(value)
@@ -161,6 +187,8 @@ def _fmt_setting(fld: str, v) -> str:
         return "/".join(str(x) for x in v)
     if fld == "acceptance_rate":
         return repr(float(v))
+    if fld == "speculative_method":
+        return v.replace("_", "-")
     if fld == "async_scheduling":
         return "async" if v else "sync"
     if fld in _SIZE_FIELDS:

@@ -31,7 +31,7 @@ from lab.engine.model_states import MODES, make_model_state
 from lab.engine.oor import StaleLedger, StaleRegion
 from lab.engine.releases import release
 from lab.engine.scheduler import Scheduler, SchedulerOutput
-from lab.engine.speculator import EagleSpeculator
+from lab.engine.speculator import SPECULATORS, draft_cudagraph_mode
 from lab.engine.step_record import BlockAppend, EngineEnd, RequestAdded, RequestRemoved, StepObserver, StepRecord
 
 _NO_IDS = np.empty(0, dtype=np.int32)
@@ -70,14 +70,20 @@ class ModelRunner:
         )
         self.speculator = None
         if self.num_speculative_tokens:
-            # vllm target_dependent_ar/speculator.py init_cudagraph_manager: draft decodes get
-            # FULL_DECODE_ONLY graphs when the target decodes in FULL graphs, else run eagerly.
-            draft_mode = "FULL_DECODE_ONLY" if self.cudagraph_manager.decode_mode == FULL else "NONE"
-            self.speculator = EagleSpeculator(
+            # Each speculator's init_cudagraph_manager (lab/engine/speculator.py draft_cudagraph_mode): draft
+            # decodes take query length 1; multi-module MTP's one graph takes the target's 1 + K.
+            method = s.speculative_method
+            draft_query_len = self.decode_query_len if method == "mtp_multi_module" else 1
+            self.speculator = SPECULATORS[method](
                 self.num_speculative_tokens,
                 s.max_model_len,
                 s.acceptance_rate,
-                CudaGraphManager(draft_mode, self.capture_sizes, self.max_num_reqs, 1),
+                CudaGraphManager(
+                    draft_cudagraph_mode(method, s.cudagraph_mode),
+                    self.capture_sizes,
+                    self.max_num_reqs,
+                    draft_query_len,
+                ),
             )
         self.rng = np.random.default_rng(s.seed)
         self.num_computed_tokens_gpu = np.zeros(self.max_num_reqs, dtype=np.int64)  # exact
@@ -165,7 +171,13 @@ class ModelRunner:
         else:
             msl = {m: attn_metadata[m].max_seq_len for m in MODES}
             drafts = self.speculator.propose(
-                batch.seq_lens_cpu_upper_bound, batch.num_reqs, batch_desc.cg_mode, batch.num_reqs_after_padding, msl
+                batch.seq_lens_cpu_upper_bound,
+                batch.num_reqs,
+                batch_desc.cg_mode,
+                batch.num_reqs_after_padding,
+                msl,
+                batch.num_tokens_after_padding,
+                state.dispatch_args[2],
             )
             draft_max_seq_len = dict(self.speculator.draft_max_seq_len)
             num_accepted = self.speculator.verify(self.rng, batch.num_draft_tokens_per_req)

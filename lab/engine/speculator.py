@@ -1,8 +1,23 @@
-"""The Eagle/MTP speculator: K draft forward passes per step (R4, R5) and seeded acceptance.
+"""The speculators: K draft forward passes per step (R4, R5) and seeded acceptance.
 
-Mirrors vllm/v1/worker/gpu/spec_decode/target_dependent_ar/speculator.py
-``TargetDependentARSpeculator.propose`` and vllm/v1/worker/gpu/spec_decode/speculator.py
-``DraftModelSpeculator._build_attn_metadata``.
+One class per vLLM 0.33.0 speculator the lab models (``Scenario.speculative_method``), each with its own
+``draft_max_seq_len``, the ``step`` its passes add to the target's upper bound, and its CUDA graphs:
+
+=================  ===========================================  ===============================
+method             vLLM class (vllm/v1/worker/gpu/spec_decode/)  draft ``max_seq_len`` (fixed)
+=================  ===========================================  ===============================
+eagle, eagle3,     ``TargetDependentARSpeculator``              ``min(max(ub) + K, max_model_len)``
+mtp                (target_dependent_ar/speculator.py)
+gemma4_mtp         ``Gemma4Speculator`` (gemma4/speculator.py)  the same; positions fixed
+mtp_multi_module   ``MultiModuleMTPSpeculator``                 ``min(max(ub), max_model_len)``
+                   (multi_module_mtp/speculator.py)
+draft_model        ``StandaloneARSpeculator``                   ``max_model_len`` always
+                   (standalone_ar/speculator.py)
+=================  ===========================================  ===============================
+
+Every pass's metadata is built by ``DraftModelSpeculator._build_attn_metadata`` (speculator.py):
+per-request upper bounds ``min(ub + step, max_model_len)``, ``max_seq_len = min(draft_max_seq_len,
+max_model_len)``. The baseline mode is vLLM before #40654: ``max_model_len`` on every pass.
 """
 
 from __future__ import annotations
@@ -11,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lab.engine.cudagraph import FULL, CudaGraphManager, kernel_visible_max_seq_len
+from lab.engine.cudagraph import FULL, NONE, CudaGraphManager, kernel_visible_max_seq_len
 
 
 @dataclass(frozen=True)
@@ -44,7 +59,13 @@ def draft_step_upper_bound(
     return out
 
 
-class EagleSpeculator:
+class TargetDependentARSpeculator:
+    """EAGLE, EAGLE3 and MTP (vllm spec_decode/target_dependent_ar/speculator.py): pass 0 (the draft
+    prefill) reuses the target's metadata, or replays its own FULL graph; passes 1..K-1 decode one token
+    per request under FULL_DECODE_ONLY graphs or eagerly, on the per-step path (``_multi_step_decode``)."""
+
+    method = "eagle"
+
     def __init__(
         self,
         num_speculative_tokens: int,
@@ -60,6 +81,9 @@ class EagleSpeculator:
         # DraftModelSpeculator.__init__ starts from max_model_len.
         self.draft_max_seq_len = {"baseline": max_model_len, "fixed": max_model_len}
 
+    def fixed_draft_max_seq_len(self, seq_lens_cpu_upper_bound: np.ndarray, num_reqs: int) -> int:
+        return draft_max_seq_len(seq_lens_cpu_upper_bound, num_reqs, self.num_speculative_tokens, self.max_model_len)
+
     def propose(
         self,
         seq_lens_cpu_upper_bound: np.ndarray,
@@ -67,41 +91,27 @@ class EagleSpeculator:
         target_cg_mode: str,
         target_num_reqs_padded: int,
         target_max_seq_len: dict,
+        target_num_tokens_padded: int = 0,
+        target_uniform_token_count: int | None = None,
     ) -> list[DraftPassMetadata]:
         k, mml = self.num_speculative_tokens, self.max_model_len
-        # Before PR #43991 the draft metadata always used max_model_len.
+        # Before PR #40654 every draft metadata used max_model_len.
         self.draft_max_seq_len = {
             "baseline": mml,
-            "fixed": draft_max_seq_len(seq_lens_cpu_upper_bound, num_reqs, k, mml),
+            "fixed": self.fixed_draft_max_seq_len(seq_lens_cpu_upper_bound, num_reqs),
         }
         # R5: the draft prefill reuses the target's metadata (or replays its own FULL graph,
         # captured like the target's), so it sees what the target saw.
-        passes = [
-            DraftPassMetadata(
-                0,
-                target_cg_mode,
-                target_num_reqs_padded,
-                dict(target_max_seq_len),
-                {m: kernel_visible_max_seq_len(target_cg_mode, v, mml) for m, v in target_max_seq_len.items()},
-            )
-        ]
+        passes = [self._pass(0, target_cg_mode, target_num_reqs_padded, target_max_seq_len)]
         if k > 1:
             desc = self.decode_cudagraph_manager.dispatch(num_reqs, num_reqs, 1)
             nrp = desc.num_reqs if (desc.cg_mode == FULL and desc.num_reqs) else num_reqs
-            for step in range(1, k):
-                passes.append(
-                    DraftPassMetadata(
-                        step,
-                        desc.cg_mode,
-                        nrp,
-                        dict(self.draft_max_seq_len),
-                        {
-                            m: kernel_visible_max_seq_len(desc.cg_mode, v, mml)
-                            for m, v in self.draft_max_seq_len.items()
-                        },
-                    )
-                )
+            passes += [self._pass(step, desc.cg_mode, nrp, self.draft_max_seq_len) for step in range(1, k)]
         return passes
+
+    def _pass(self, index: int, cg_mode: str, num_reqs_padded: int, max_seq_len: dict) -> DraftPassMetadata:
+        kernel = {m: kernel_visible_max_seq_len(cg_mode, v, self.max_model_len) for m, v in max_seq_len.items()}
+        return DraftPassMetadata(index, cg_mode, num_reqs_padded, dict(max_seq_len), kernel)
 
     def verify(self, rng: np.random.Generator, num_draft_tokens: np.ndarray) -> np.ndarray:
         """Seeded rejection sampling stand-in: each draft is accepted with ``acceptance_rate``,
@@ -111,3 +121,123 @@ class EagleSpeculator:
         draws = rng.random((n, k)) < self.acceptance_rate  # same draws whatever the drafts
         draws &= np.arange(k) < num_draft_tokens[:, None]
         return np.cumprod(draws, axis=1).sum(axis=1).astype(np.int32)
+
+
+class Gemma4Speculator(TargetDependentARSpeculator):
+    """Gemma4 MTP (vllm spec_decode/gemma4/speculator.py): a TargetDependentARSpeculator whose draft
+    positions stay fixed (``advance_draft_positions`` is False), so ``_multi_step_decode`` builds the
+    decode metadata once, at step 1, and every decode pass reuses it."""
+
+    method = "gemma4_mtp"
+
+
+class MultiModuleMTPSpeculator(TargetDependentARSpeculator):
+    """Multi-module MTP, one module per draft token (vllm spec_decode/multi_module_mtp/speculator.py,
+    PR #48892): ``draft_max_seq_len = min(max(ub), max_model_len)``, no +K; one metadata, built with
+    ``step=0`` over the target-shaped batch, serves every module. Its graphs: the target's mode, but
+    compiled PIECEWISE graphs become FULL_DECODE_ONLY ("Compiled piecewise graphs do not specialize the
+    Python module index"), with query length 1 + K (``init_cudagraph_manager``)."""
+
+    method = "mtp_multi_module"
+
+    def fixed_draft_max_seq_len(self, seq_lens_cpu_upper_bound: np.ndarray, num_reqs: int) -> int:
+        return min(int(seq_lens_cpu_upper_bound[:num_reqs].max()), self.max_model_len)
+
+    def propose(
+        self,
+        seq_lens_cpu_upper_bound,
+        num_reqs,
+        target_cg_mode,
+        target_num_reqs_padded,
+        target_max_seq_len,
+        target_num_tokens_padded=0,
+        target_uniform_token_count=None,
+    ):
+        mml = self.max_model_len
+        self.draft_max_seq_len = {
+            "baseline": mml,
+            "fixed": self.fixed_draft_max_seq_len(seq_lens_cpu_upper_bound, num_reqs),
+        }
+        desc = self.decode_cudagraph_manager.dispatch(num_reqs, target_num_tokens_padded, target_uniform_token_count)
+        nrp = desc.num_reqs if (desc.cg_mode == FULL and desc.num_reqs) else num_reqs
+        one = self._pass(0, desc.cg_mode, nrp, self.draft_max_seq_len)
+        return [one] + [DraftPassMetadata(m, *vars_of(one)[1:]) for m in range(1, self.num_speculative_tokens)]
+
+
+class StandaloneARSpeculator(TargetDependentARSpeculator):
+    """``method="draft_model"``, a separate small LM (vllm spec_decode/standalone_ar/speculator.py): "doesn't
+    do per-batch adjustment; cap at max", so ``draft_max_seq_len`` is ``max_model_len`` in vLLM 0.33.0 as
+    shipped; #43991 did not change it. Eager only: pass 0 builds its own metadata (``step=0``, the accepted
+    tokens plus one correction slot per request), pass k of 1..K-1 with ``step=k + 1`` ("Include the
+    correction token inserted during prefill")."""
+
+    method = "draft_model"
+
+    def fixed_draft_max_seq_len(self, seq_lens_cpu_upper_bound: np.ndarray, num_reqs: int) -> int:
+        return self.max_model_len
+
+    def propose(self, seq_lens_cpu_upper_bound, num_reqs, *target, **kw):
+        self.draft_max_seq_len = {m: self.max_model_len for m in ("baseline", "fixed")}
+        return [self._pass(p, NONE, num_reqs, self.draft_max_seq_len) for p in range(self.num_speculative_tokens)]
+
+
+def vars_of(d: DraftPassMetadata) -> tuple:
+    return (d.index, d.cudagraph_mode, d.num_reqs_padded, dict(d.max_seq_len), dict(d.kernel_max_seq_len))
+
+
+SPECULATORS = {
+    "eagle": TargetDependentARSpeculator,
+    "eagle3": TargetDependentARSpeculator,
+    "mtp": TargetDependentARSpeculator,
+    "gemma4_mtp": Gemma4Speculator,
+    "mtp_multi_module": MultiModuleMTPSpeculator,
+    "draft_model": StandaloneARSpeculator,
+}
+
+
+def draft_pass_step(method: str, index: int) -> int:
+    """The ``step`` a draft pass's metadata adds to the target's upper bound
+    (``DraftModelSpeculator._build_attn_metadata``): TargetDependentAR passes 0..K-1 use 0..K-1 (pass 0
+    is the target's own metadata); Gemma4 builds its decode metadata once at step 1; multi-module MTP
+    builds once at step 0; the standalone draft model uses 0, then k + 1 for pass k."""
+    if index == 0:
+        return 0
+    return {"gemma4_mtp": 1, "mtp_multi_module": 0, "draft_model": index + 1}.get(method, index)
+
+
+def draft_cudagraph_mode(method: str, target_cudagraph_mode: str) -> str:
+    """The mode of the draft-decode graph manager: vllm target_dependent_ar/speculator.py
+    ``init_cudagraph_manager`` (FULL_DECODE_ONLY when the target decodes in FULL graphs, else none);
+    multi-module MTP keeps the target's mode but turns PIECEWISE into FULL_DECODE_ONLY or none; the
+    standalone draft model runs eagerly."""
+    if method == "draft_model" or target_cudagraph_mode in ("NONE", "PIECEWISE"):
+        return "NONE"
+    return "FULL_DECODE_ONLY"
+
+
+# The first vLLM release whose Model Runner V2 had each speculator, read in the wheels
+# (vllm/v1/worker/gpu/spec_decode/, docs/eras.md): 0.19.1-0.22.1 had only EagleSpeculator (use_eagle:
+# eagle, eagle3, mtp); gemma4/ came with 0.23.0, multi_module_mtp/ with 0.27.0, draft_model/ with 0.31.0
+# (standalone_ar/ from 0.32.0). Each had its max_seq_len rule from its first release.
+FIRST_RELEASE = {"gemma4_mtp": "0.23.0", "mtp_multi_module": "0.27.0", "draft_model": "0.31.0"}
+
+
+def speculator_in_era(method: str, era: str) -> bool:
+    """Did MRV2 have this speculator in ``era``? The later ones exist only in the era after #43991
+    (0.23.0 on); history() gives no value for an era a speculator was not in."""
+    return method not in FIRST_RELEASE or era == "after #43991"
+
+
+def reuses_target_metadata(method: str, index: int) -> bool:
+    """Only the TargetDependentAR family's draft prefill (pass 0) reuses the target's attention
+    metadata; multi-module MTP and the standalone draft model build their own."""
+    return index == 0 and method not in ("mtp_multi_module", "draft_model")
+
+
+def draft_history_note(method: str, era: str) -> str:
+    """What the history says of a speculator's drafts in ``era`` where the value alone would mislead."""
+    if not speculator_in_era(method, era):
+        return f"no such speculator in MRV2 before vLLM {FIRST_RELEASE[method]}"
+    if method == "draft_model":
+        return "not changed by #43991: still max_model_len in vLLM 0.33.0"
+    return ""

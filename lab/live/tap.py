@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lab.engine.cudagraph import CudaGraphManager
-from lab.engine.speculator import EagleSpeculator
+from lab.engine.speculator import TargetDependentARSpeculator
 
 
 @dataclass
@@ -53,14 +53,14 @@ class LiveStep:
 
 
 class Acceptance:
-    """The embedded engine's acceptance draws (lab/engine/speculator.py ``EagleSpeculator.verify``),
+    """The embedded engine's acceptance draws (lab/engine/speculator.py ``TargetDependentARSpeculator.verify``),
     replayed in the same order: one draw matrix per step, rows in batch order."""
 
     def __init__(self, scenario):
         self.k = scenario.num_speculative_tokens
         self.rng = np.random.default_rng(scenario.seed)
         self.spec = (
-            EagleSpeculator(
+            TargetDependentARSpeculator(
                 self.k, scenario.max_model_len, scenario.acceptance_rate, CudaGraphManager("NONE", [], 1, 1)
             )
             if self.k

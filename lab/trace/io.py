@@ -310,7 +310,12 @@ def scenario_to_dict(s: Scenario) -> dict:
     d["requests"] = [[r.arrival_step, r.prompt_len, r.output_len] for r in s.requests]
     # Fields added after version 1 are written only when they differ from their default, so a trace
     # that does not use them stays readable by a lab that predates them.
-    for name, default in (("async_scheduling", True), ("vllm_version", "0.33"), ("device_capability", 90)):
+    for name, default in (
+        ("async_scheduling", True),
+        ("vllm_version", "0.33"),
+        ("device_capability", 90),
+        ("speculative_method", "eagle"),
+    ):
         if d[name] == default:
             del d[name]
     if s.cudagraph_capture_sizes is not None:

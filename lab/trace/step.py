@@ -20,7 +20,13 @@ from lab.engine.input_batch import seq_lens_cpu_upper_bound
 from lab.engine.model_states import ERAS, MODES, fixed_in_era
 from lab.engine.oor import OOR_FIELDS, STALE_CLASSES, classify_owners
 from lab.engine.ragged import ragged_ranges
-from lab.engine.speculator import draft_step_upper_bound
+from lab.engine.speculator import (
+    draft_history_note,
+    draft_pass_step,
+    draft_step_upper_bound,
+    reuses_target_metadata,
+    speculator_in_era,
+)
 
 if TYPE_CHECKING:
     from lab.trace.trace import Trace
@@ -52,12 +58,13 @@ class DraftPass:
 
     @property
     def seq_lens_cpu_upper_bound(self) -> list[int]:
-        """R5: min(target upper bound + index, max_model_len); padded rows 0. Not stored: recomputed
-        with the engine's own lab.engine.speculator.draft_step_upper_bound."""
+        """R5: min(target upper bound + step, max_model_len); padded rows 0, where ``step`` is the one the
+        speculator builds this pass with (lab.engine.speculator.draft_pass_step: the pass index for
+        Eagle/MTP). Not stored: recomputed with the engine's own draft_step_upper_bound."""
         st = self._step
-        return draft_step_upper_bound(
-            st._ub(), st.num_reqs, self.index, st._t.scenario.max_model_len, self.num_reqs_padded
-        ).tolist()
+        s = st._t.scenario
+        step = draft_pass_step(s.speculative_method, self.index)
+        return draft_step_upper_bound(st._ub(), st.num_reqs, step, s.max_model_len, self.num_reqs_padded).tolist()
 
     @property
     def max_seq_len(self) -> dict[str, int]:
@@ -200,14 +207,17 @@ class Step:
             )
         state = self._t.scenario.model_state
         mml = self._t.scenario.max_model_len
+        method = self._t.scenario.speculative_method
         out = {}
         for era in ERAS:
             target_fixed = fixed_in_era(era, "target", state)
             target = self.max_seq_len["fixed" if target_fixed else "baseline"]
             passes = []
-            for d in self.drafts:
-                # Pass 0 reuses the target metadata; the decodes follow the draft path's fix.
-                fixed = target_fixed if d.index == 0 else fixed_in_era(era, "draft", state)
+            # A speculator MRV2 did not have in this era: no value is invented (lab.engine.speculator).
+            for d in self.drafts if speculator_in_era(method, era) else []:
+                # Eagle/MTP's pass 0 reuses the target metadata; the other passes follow the draft path's fix.
+                reuses = reuses_target_metadata(method, d.index)
+                fixed = target_fixed if reuses else fixed_in_era(era, "draft", state)
                 v = d.max_seq_len["fixed" if fixed else "baseline"]
                 passes.append(
                     {"max_seq_len": v, "kernel_max_seq_len": kernel_visible_max_seq_len(d.cudagraph_mode, v, mml)}
@@ -217,15 +227,19 @@ class Step:
                 "kernel_max_seq_len": kernel_visible_max_seq_len(self.cudagraph_mode, target, mml),
                 "drafts": passes,
             }
+            note = draft_history_note(method, era) if self.drafts else ""
+            if note:
+                out[era]["drafts_note"] = note
         return out
 
     def era_modes(self, era: str) -> list[str]:
         """The stored mode each pass of this step (target first, then each draft pass) had in ``era``:
         the same choice ``history()`` makes (pass 0 of the drafts reuses the target metadata)."""
-        state = self._t.scenario.model_state
+        state, method = self._t.scenario.model_state, self._t.scenario.speculative_method
         target = "fixed" if fixed_in_era(era, "target", state) else "baseline"
         draft = "fixed" if fixed_in_era(era, "draft", state) else "baseline"
-        return [target] + [target if d.index == 0 else draft for d in self.drafts]
+        drafts = self.drafts if speculator_in_era(method, era) else []
+        return [target] + [target if reuses_target_metadata(method, d.index) else draft for d in drafts]
 
     def oor_in_era(self, era: str) -> dict[str, int]:
         """Out-of-range entries of every pass, each pass walked as in ``era`` (OOR fields as keys)."""

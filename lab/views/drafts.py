@@ -6,6 +6,7 @@ before (off the zoomed axis, said in an arrow)."""
 from __future__ import annotations
 
 from lab.blocks import cdiv
+from lab.engine.speculator import FIRST_RELEASE, draft_pass_step, reuses_target_metadata
 from lab.views.common import check_step, figure, message_figure, title
 from lab.views.eras import ERA_COLORS, path_values
 
@@ -26,12 +27,14 @@ def drafts_spec(trace, index: int) -> dict:
     names = st.req_ids
     exact = st.seq_lens[:n]
     npass = len(st.drafts)
+    method = trace.scenario.speculative_method
     width = 0.8 / npass
     data = []
     for d in st.drafts:
         ub = d.seq_lens_cpu_upper_bound[:n]
-        # Exact length during draft pass d: the verified length plus the d drafts appended since (R5).
-        lo = [min(e + d.index, mml) for e in exact]
+        # Exact length during draft pass d: the verified length plus what the speculator appended since,
+        # the same step its metadata adds to the upper bound (R5; lab.engine.speculator.draft_pass_step).
+        lo = [min(e + draft_pass_step(method, d.index), mml) for e in exact]
         # Token positions lo..ub inclusive: a window of w tokens is drawn w + 1 tall (half a token each side).
         data.append(
             {
@@ -45,7 +48,7 @@ def drafts_spec(trace, index: int) -> dict:
                     "line": {"color": "#08306b", "width": 1},
                 },
                 "name": f"pass {d.index}"
-                + (" (reuses the target metadata)" if d.index == 0 else "")
+                + (" (reuses the target metadata)" if reuses_target_metadata(method, d.index) else "")
                 + f", {d.cudagraph_mode}",
                 "customdata": [[names[r], lo[r], ub[r], ub[r] - lo[r]] for r in range(n)],
                 "hovertemplate": f"pass {d.index}, " + "%{customdata[0]}: exact %{customdata[1]:,}, upper bound "
@@ -55,10 +58,13 @@ def drafts_spec(trace, index: int) -> dict:
     target_ub = max(st.seq_lens_cpu_upper_bound[:n])
     vals = path_values(st)
     eras = list(st.history())
-    after = vals["drafts"][-1][0] if "drafts" in vals else st.drafts[-1].max_seq_len["fixed"]
-    before = vals["drafts"][0][0] if "drafts" in vals else st.drafts[-1].max_seq_len["baseline"]
+    dv = vals.get("drafts")
+    after = dv[-1][0] if dv and dv[-1] else st.drafts[-1].max_seq_len["fixed"]
+    before = dv[0][0] if dv and dv[0] else None
     lo_all = min(exact) if n else 0
-    top = max(after, target_ub)
+    # A draft_max_seq_len far above the batch (the draft model's max_model_len) is said, not drawn.
+    far = after > 2 * target_ub + 64
+    top = target_ub + k + 1 if far else max(after, target_ub)
     pad = max(2, (top - lo_all) * 0.08)
     x0, x1 = -0.5, n - 0.5
     shapes = [
@@ -70,15 +76,18 @@ def drafts_spec(trace, index: int) -> dict:
             "y1": target_ub + 0.5,
             "line": {"color": "#444", "width": 1.5, "dash": "dot"},
         },
-        {
-            "type": "line",
-            "x0": x0,
-            "x1": x1,
-            "y0": after + 0.5,
-            "y1": after + 0.5,
-            "line": {"color": ERA_COLORS[2], "width": 2.5},
-        },
     ]
+    if not far:
+        shapes.append(
+            {
+                "type": "line",
+                "x0": x0,
+                "x1": x1,
+                "y0": after + 0.5,
+                "y1": after + 0.5,
+                "line": {"color": ERA_COLORS[2], "width": 2.5},
+            }
+        )
     annotations = [
         {
             "x": x1,
@@ -89,17 +98,20 @@ def drafts_spec(trace, index: int) -> dict:
             "text": f"max(upper bound) = {target_ub:,}",
             "font": {"size": 11, "color": "#444"},
         },
-        {
-            "x": x1,
-            "y": after + 0.5,
-            "xanchor": "right",
-            "yanchor": "bottom",
-            "showarrow": False,
-            "text": f"<b>{eras[-1]}: draft_max_seq_len = {after:,}</b>",
-            "font": {"size": 12, "color": ERA_COLORS[2]},
-        },
     ]
-    if after > target_ub:  # the +K: a bracket between max(upper bound) and draft_max_seq_len
+    if not far:
+        annotations.append(
+            {
+                "x": x1,
+                "y": after + 0.5,
+                "xanchor": "right",
+                "yanchor": "bottom",
+                "showarrow": False,
+                "text": f"<b>{eras[-1]}: draft_max_seq_len = {after:,}</b>",
+                "font": {"size": 12, "color": ERA_COLORS[2]},
+            }
+        )
+    if not far and after > target_ub:  # the +K: a bracket between max(upper bound) and draft_max_seq_len
         annotations.append(
             {
                 "x": x0 + 0.15 * (x1 - x0),
@@ -137,9 +149,8 @@ def drafts_spec(trace, index: int) -> dict:
             "yref": "paper",
             "yanchor": "bottom",
             "showarrow": False,
-            "text": f"↑ before #43991 the draft decodes get {before:,} (max_model_len {mml:,}), "
-            f"{before / max(after, 1):,.0f}× this; off this zoomed axis",
-            "font": {"size": 12, "color": ERA_COLORS[0]},
+            "text": _top_note(st, eras, after, before, mml, far),
+            "font": {"size": 12, "color": ERA_COLORS[2] if far else ERA_COLORS[0]},
         }
     )
     tick = max(1, cdiv(n, 24))
@@ -165,4 +176,19 @@ def drafts_spec(trace, index: int) -> dict:
             },
             "yaxis": {"title": {"text": "tokens"}, "range": [lo_all - pad, top + pad], "tickformat": ",d"},
         },
+    )
+
+
+def _top_note(st, eras, after: int, before: int | None, mml: int, far: bool) -> str:
+    """The values off the zoomed axis, in words: a draft_max_seq_len far above the batch, or the
+    value before #43991 (or that the speculator did not exist then)."""
+    if far:
+        note = st.history()[eras[-1]].get("drafts_note", "")
+        return f"↑ {eras[-1]}: draft_max_seq_len = {after:,} (max_model_len {mml:,}){'; ' + note if note else ''}"
+    if before is None:
+        method = st._t.scenario.speculative_method
+        return f"↑ before #43991: no {method} speculator in MRV2 (from vLLM {FIRST_RELEASE[method]})"
+    return (
+        f"↑ before #43991 the draft decodes get {before:,} (max_model_len {mml:,}), "
+        f"{before / max(after, 1):,.0f}× this; off this zoomed axis"
     )

@@ -14,6 +14,7 @@ import weakref
 
 import numpy as np
 
+from lab.engine.speculator import reuses_target_metadata
 from lab.trace.era_recordings import recorded_releases
 from lab.views.common import check_step
 
@@ -33,27 +34,43 @@ def target_path(trace) -> str:
     return "mamba-hybrid target" if trace.scenario.model_state == "mamba_hybrid" else "default-model target"
 
 
-def path_values(step) -> dict[str, list[tuple[int, int]]]:
-    """{path: [(metadata, kernel-visible) per era]}: the target pass, and the draft decodes (passes
-    1..K-1, their largest value; pass 0 reuses the target metadata) when there are any."""
+def path_values(step) -> dict[str, list[tuple[int, int] | None]]:
+    """{path: [(metadata, kernel-visible) per era]}: the target pass, and the draft passes that build
+    their own metadata (their largest value; Eagle/MTP's pass 0 reuses the target's) when there are
+    any; None in an era whose MRV2 did not have the scenario's speculator."""
     hist = step.history()
     eras = list(hist)
     out = {"target": [(hist[e]["max_seq_len"], hist[e]["kernel_max_seq_len"]) for e in eras]}
-    if any(len(hist[e]["drafts"]) > 1 for e in eras):
+    method = step._t.scenario.speculative_method
+    own = [d.index for d in step.drafts if not reuses_target_metadata(method, d.index)]
+    if own:
         out["drafts"] = [
             (
-                max(d["max_seq_len"] for d in hist[e]["drafts"][1:]),
-                max(d["kernel_max_seq_len"] for d in hist[e]["drafts"][1:]),
+                max(hist[e]["drafts"][i]["max_seq_len"] for i in own),
+                max(hist[e]["drafts"][i]["kernel_max_seq_len"] for i in own),
             )
+            if hist[e]["drafts"]
+            else None
             for e in eras
         ]
     return out
 
 
-def fixed_by(values: list[tuple[int, int]], eras: list[str]) -> str | None:
+def drafts_label(scenario) -> str:
+    """The headline's name for the draft passes that build their own metadata."""
+    k, method = scenario.num_speculative_tokens, scenario.speculative_method
+    if method == "mtp_multi_module":
+        return f"multi-module MTP drafts ({k} modules, one metadata)"
+    if method == "draft_model":
+        return f"draft-model passes 0–{k - 1}"
+    name = {"eagle": "Eagle", "eagle3": "EAGLE3", "mtp": "MTP", "gemma4_mtp": "Gemma4 MTP"}[method]
+    return f"{name} draft decodes (passes 1–{k - 1})"
+
+
+def fixed_by(values: list[tuple[int, int] | None], eras: list[str]) -> str | None:
     """The PR whose era first changed this path's metadata ("#40654", "#43991"), or None."""
     for k in range(1, len(values)):
-        if values[k][0] != values[k - 1][0]:
+        if values[k] is not None and values[k - 1] is not None and values[k][0] != values[k - 1][0]:
             return eras[k].split(" ", 1)[1]
     return None
 
@@ -104,7 +121,7 @@ def headline_html(trace, index: int) -> str:
         head += " · <i>FULL graph: the kernel sees max_model_len in every era (R9)</i>"
     elif ratio == 1 and t[0][0] == t[-1][0] and "drafts" not in vals:
         head += " · <i>this step's batch max equals max_model_len</i>"
-    labels = {"target": target_path(trace), "drafts": f"Eagle draft decodes (passes 1–{s.num_speculative_tokens - 1})"}
+    labels = {"target": target_path(trace), "drafts": drafts_label(s) if s.num_speculative_tokens else ""}
     recorded = recorded_releases(s.name)
 
     def era_header(e: str) -> str:
@@ -120,9 +137,17 @@ def headline_html(trace, index: int) -> str:
     for path, v in vals.items():
         pr = fixed_by(v, eras)
         cells = []
-        for k, (meta, kern) in enumerate(v):
+        for k, value in enumerate(v):
+            note = st.history()[eras[k]].get("drafts_note", "") if path == "drafts" else ""
+            if value is None:
+                cells.append(f"<td class='no-path'>— <i>{html.escape(note)}</i></td>")
+                continue
+            meta, kern = value
             badge = _badge(pr) if pr and eras[k] == f"after {pr}" else ""
-            cells.append(f"<td>{_fmt(meta, kern, st.cudagraph_mode if path == 'target' else 'draft')} {badge}</td>")
+            note = f" <i class='path-note'>{html.escape(note)}</i>" if note else ""
+            cells.append(
+                f"<td>{_fmt(meta, kern, st.cudagraph_mode if path == 'target' else 'draft')} {badge}{note}</td>"
+            )
         rows.append(f"<tr><td>{labels[path]}</td>{''.join(cells)}</tr>")
     return f"<div class='headline'><div class='hl-line'>{head}</div><table class='eras'>{''.join(rows)}</table></div>"
 
@@ -151,7 +176,7 @@ def era_series(trace) -> dict:
         out["target"][st.index] = [m for m, _ in v["target"]]
         out["target_kernel"][st.index] = [kk for _, kk in v["target"]]
         if "drafts" in v:
-            out["drafts"][st.index] = [m for m, _ in v["drafts"]]
-            out["drafts_kernel"][st.index] = [kk for _, kk in v["drafts"]]
+            out["drafts"][st.index] = [x[0] if x else np.nan for x in v["drafts"]]
+            out["drafts_kernel"][st.index] = [x[1] if x else np.nan for x in v["drafts"]]
     _SERIES[trace] = out
     return out

@@ -40,6 +40,18 @@ PRESETS: dict[str, tuple[str, str]] = {
         "Later rows keep stale ids past num_blocks: freed blocks, and blocks that now belong to "
         "another live request. A kernel walking max_model_len reads them.",
     ),
+    "draft-model-k3": (
+        "8p1ko96_k=3_method=draft-model_mml=8k_cg=piecewise",
+        "Speculation with a separate small draft model (method='draft_model', vLLM's "
+        "StandaloneARSpeculator). Not changed by #43991: its draft passes still get max_model_len in vLLM "
+        "0.33.0 ('doesn't do per-batch adjustment; cap at max'), and they run eagerly, so the kernel sees it.",
+    ),
+    "mtp-multi-module-k3": (
+        "8p1ko96_k=3_method=mtp-multi-module_mml=8k",
+        "Multi-module MTP, one module per draft token (MultiModuleMTPSpeculator, PR #48892): one metadata "
+        "for all K modules with max(upper bound), no +K, replayed in FULL_DECODE_ONLY graphs of 1 + K "
+        "tokens per request, where the kernel sees the captured max_model_len (R9).",
+    ),
 }
 
 

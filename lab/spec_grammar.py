@@ -166,7 +166,8 @@ def _parse_setting(key: str, value: str, seg: str):
             raise ValueError(f"invalid scenario segment {seg!r}: method {v!r}: {UNMODELLED_METHODS[v]}")
         if v not in SPECULATIVE_METHODS:
             raise ValueError(
-                f"invalid scenario segment {seg!r}: method must be one of {', '.join(SPECULATIVE_METHODS)}"
+                f"invalid scenario segment {seg!r}: method must be one of "
+                + ", ".join(m.replace("_", "-") for m in SPECULATIVE_METHODS)
             )
         return v
     if key == "accept":

@@ -11,6 +11,7 @@ from lab.conform.vllm_mrv2 import VLLM_VERSION, VllmMRV2
 from lab.engine.cudagraph import capture_sizes
 from lab.presets import list_presets
 from lab.scenario import Scenario, get_preset
+from lab.spec_grammar import SPECULATIVE_METHODS
 
 
 def conform(scenario, kernels: bool = True, max_disagreements: int = 20) -> Comparison:
@@ -65,10 +66,27 @@ def random_scenario(seed: int):
     return s
 
 
+def random_speculator_scenario(seed: int):
+    """A small random scenario with drafts, for every speculator the lab models (the census): K 1..4, each
+    ``method`` in turn, every CUDA-graph mode, both model states, sometimes a pool that forces preemption."""
+    rng = np.random.default_rng([seed, 22])
+    base = random_scenario(seed)
+    method = SPECULATIVE_METHODS[seed % len(SPECULATIVE_METHODS)]
+    k = int(rng.integers(1, 5))
+    return base.replace(
+        num_speculative_tokens=k,
+        speculative_method=method,
+        max_num_batched_tokens=max(base.max_num_batched_tokens, 1 + k),
+        num_gpu_blocks=None,
+        name=f"random-speculator-{seed}",
+    )
+
+
 # ---- the suite's scenario set and the CLI -------------------------------------------------------
 
 # The conformance suite (tests/conformance) and `python -m lab conform --all` run the same set.
 NUM_RANDOM = 220
+NUM_RANDOM_SPECULATORS = 60  # R1-R5 and R8 only: the speculator does not change R6/R7
 KERNEL_EVERY = 4  # R6/R7 (interpreted Triton kernels) on every 4th random scenario and every preset
 
 
@@ -76,6 +94,7 @@ def suite_cases():
     """(label, scenario, kernels) for every preset and NUM_RANDOM seeded random scenarios."""
     cases = [(f"preset {name}", get_preset(name), True) for name in list_presets()]
     cases += [(f"random {seed}", random_scenario(seed), seed % KERNEL_EVERY == 0) for seed in range(NUM_RANDOM)]
+    cases += [(f"speculator {seed}", random_speculator_scenario(seed), False) for seed in range(NUM_RANDOM_SPECULATORS)]
     return cases
 
 

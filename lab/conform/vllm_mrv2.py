@@ -11,10 +11,10 @@ import numpy as np
 from lab.conform.agreement import Comparison
 from lab.conform.recording import RecordedStep
 from lab.conform.vllm_slots import VllmRequestSlots
+from lab.conform.vllm_speculators import VllmDrafts, capture_build_attn_metadata
 from lab.engine.block_table import compute_slot_mappings
 from lab.engine.cudagraph import kernel_visible_max_seq_len
 from lab.engine.model_states import make_model_state
-from lab.engine.speculator import draft_step_upper_bound
 
 VLLM_VERSION = "0.33.0"
 HOW_TO_RUN = ".venv-vllm/bin/python -m lab conform --preset NAME   (make test builds .venv-vllm; see docs/fidelity.md)"
@@ -82,10 +82,6 @@ def load_vllm():
     return _V
 
 
-class _Captured(Exception):
-    pass
-
-
 class VllmMRV2:
     """vLLM's real MRV2 objects for one scenario, built on the CPU with only the attributes they read."""
 
@@ -112,14 +108,6 @@ class VllmMRV2:
         )
         mode = V.CUDAGraphMode[s.cudagraph_mode]
         self.cg_manager = self._manager(V.cg.CudaGraphManager, mode, 1 + self.k)
-        if self.k:
-            self.prefill_cg_manager = self._manager(V.spec_cg.SpeculatorCudaGraphManager, mode, 1 + self.k)
-            # target_dependent_ar/speculator.py init_cudagraph_manager
-            dmode = (
-                V.CUDAGraphMode.FULL_DECODE_ONLY if mode.decode_mode() == V.CUDAGraphMode.FULL else V.CUDAGraphMode.NONE
-            )
-            self.decode_cg_manager = self._manager(V.spec_cg.SpeculatorCudaGraphManager, dmode, 1)
-
         # Model state: only what prepare_attn reads.
         cls = V.ms_mamba.MambaHybridModelState if s.model_state == "mamba_hybrid" else V.ms_default.DefaultModelState
         ms = self.model_state = object.__new__(cls)
@@ -157,23 +145,8 @@ class VllmMRV2:
         r.adaptive_verification = None
         r.pcp_manager = None
 
-        if self.k:
-            sp = self.speculator = object.__new__(V.spec_eagle.EagleSpeculator)
-            sp.vllm_config = self.vllm_config
-            sp.num_speculative_steps = self.k
-            sp.draft_max_seq_len = s.max_model_len  # DraftModelSpeculator.__init__
-            sp.block_tables = self.block_tables
-            sp.input_buffers = self.input_buffers
-            sp.arange_np = np.arange(self.max_num_reqs + 1, dtype=np.int32)
-            sp.dcp_size = 1
-            sp.attn_groups = []
-            sp.kv_cache_config = None
-            sp.draft_is_prefilling = torch.zeros(self.max_num_reqs, dtype=torch.bool)
-
-            def stop(*a, **kw):
-                raise _Captured
-
-            sp._copy_request_inputs = stop  # the first GPU work in propose
+        # The speculator, its graph managers and its metadata: vLLM's own (lab/conform/vllm_speculators.py).
+        self.drafts = VllmDrafts(self) if self.k else None
 
     def _manager(self, cls, mode, decode_query_len):
         m = object.__new__(cls)
@@ -202,7 +175,7 @@ class VllmMRV2:
         if key not in self._capture_msl:
             V = self.V
             num_reqs = desc.num_reqs or min(desc.num_tokens, self.max_num_reqs)
-            with _capture_build_attn_metadata(V) as calls:
+            with capture_build_attn_metadata(V) as calls:
                 V.cg.prepare_inputs_to_capture(
                     num_reqs,
                     desc.num_tokens,
@@ -308,7 +281,7 @@ class VllmMRV2:
             fast_prefill=None,
             decode_graph_eligible=state.decode_graph_eligible,
         )
-        with _capture_build_attn_metadata(V) as calls:
+        with capture_build_attn_metadata(V) as calls:
             self.model_state.prepare_attn(batch, desc.cg_mode, (table,), None, [], None)
         (kw,) = calls
         meta = rec.attn_metadata["fixed"]
@@ -339,7 +312,7 @@ class VllmMRV2:
         )
 
         if self.k:
-            self._draft(rec, cmp, batch, state, uniform, desc, target_msl, target_kernel, ub)
+            self.drafts.compare(rec, cmp, batch, state, desc, target_msl, ub)
 
     def _block_tables(self, rec, cmp, idx_mapping, num_reqs_padded, qsl, qsl_np, positions, desc, n):
         torch, s = self.V.torch, self.s
@@ -361,79 +334,3 @@ class VllmMRV2:
         cmp.check_table(rec.index, "R7", "slot_mapping", lab_slots[None, :], slots[None, :])
 
         return table
-
-    def _draft(self, rec, cmp, batch, state, uniform, desc, target_msl, target_kernel, ub) -> None:
-        V, torch, s = self.V, self.V.torch, self.s
-        sp = self.speculator
-        n = batch.num_reqs
-        try:
-            sp.propose(batch, {}, {}, None, None, None, None, None, None, None, None)
-        except _Captured:
-            pass
-        cmp.check(rec.index, "R4", "draft_max_seq_len", rec.draft_max_seq_len, int(sp.draft_max_seq_len))
-        # Draft prefill (pass 0): its own manager, dispatched as propose does.
-        max_query_len = int(batch.num_scheduled_tokens.max())
-        uniform0 = V.get_uniform_decode_token_count(n, batch.num_tokens, max_query_len, state.decode_graph_eligible)
-        pdesc = self.prefill_cg_manager.dispatch(n, batch.num_tokens_after_padding, uniform0, 0)
-        d0 = rec.drafts[0]
-        cmp.check(rec.index, "R8", "draft prefill cudagraph_mode", d0.cudagraph_mode, pdesc.cg_mode.name)
-        cmp.check(rec.index, "R8", "draft prefill num_reqs_padded", d0.num_reqs_padded, pdesc.num_reqs or n)
-        # Not FULL: the target's metadata is reused; FULL: the draft graph's capture metadata.
-        d0_kernel = self._capture_max_seq_len(pdesc) if pdesc.cg_mode == V.CUDAGraphMode.FULL else target_msl
-        cmp.check(rec.index, "R5", "draft prefill max_seq_len", d0.max_seq_len["fixed"], target_msl)
-        cmp.check(rec.index, "R5", "draft prefill kernel_max_seq_len", d0.kernel_max_seq_len["fixed"], d0_kernel)
-        if self.k <= 1:
-            return
-        ddesc = self.decode_cg_manager.dispatch(n, n, 1, 0)
-        ddesc = self.decode_cg_manager.specialize_spec_tokens(ddesc, self.k)
-        ub_t = torch.from_numpy(ub)
-        for step in range(1, self.k):
-            d = rec.drafts[step]
-            cmp.check(rec.index, "R8", f"draft step {step} cudagraph_mode", d.cudagraph_mode, ddesc.cg_mode.name)
-            cmp.check(rec.index, "R8", f"draft step {step} num_reqs_padded", d.num_reqs_padded, ddesc.num_reqs or n)
-            with _capture_build_attn_metadata(V, V.spec_base) as calls:
-                sp._build_uniform_attn_metadata(
-                    num_reqs=n, batch_desc=ddesc, num_query_per_req=1, seq_lens_cpu_upper_bound=ub_t, step=step
-                )
-            (kw,) = calls
-            lab_ub = draft_step_upper_bound(
-                rec.batch.seq_lens_cpu_upper_bound, n, step, s.max_model_len, d.num_reqs_padded
-            )
-            cmp.check(
-                rec.index,
-                "R5",
-                f"draft step {step} seq_lens_cpu_upper_bound",
-                lab_ub,
-                kw["seq_lens_cpu_upper_bound"].numpy(),
-            )
-            cmp.check(rec.index, "R5", f"draft step {step} max_seq_len", d.max_seq_len["fixed"], int(kw["max_seq_len"]))
-            # Draft-decode graphs are captured through prepare_inputs_to_capture too
-            # (SpeculatorCudaGraphManager.capture, with the model state's prepare_attn).
-            kernel = (
-                self._capture_max_seq_len(ddesc) if ddesc.cg_mode == V.CUDAGraphMode.FULL else int(kw["max_seq_len"])
-            )
-            cmp.check(rec.index, "R5", f"draft step {step} kernel_max_seq_len", d.kernel_max_seq_len["fixed"], kernel)
-
-
-class _capture_build_attn_metadata:
-    """Replace build_attn_metadata in the modules that call it, recording the keyword arguments."""
-
-    def __init__(self, V, *modules):
-        self.modules = modules or (V.ms_default, V.ms_mamba)
-        self.calls: list[dict] = []
-
-    def __enter__(self):
-        self._saved = [(m, m.build_attn_metadata) for m in self.modules]
-
-        def build_attn_metadata(**kw):
-            self.calls.append(kw)
-            return {}
-
-        for m in self.modules:
-            m.build_attn_metadata = build_attn_metadata
-        return self.calls
-
-    def __exit__(self, *exc):
-        for m, f in self._saved:
-            m.build_attn_metadata = f
-        return False

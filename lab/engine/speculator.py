@@ -177,7 +177,8 @@ class StandaloneARSpeculator(TargetDependentARSpeculator):
         return self.max_model_len
 
     def propose(self, seq_lens_cpu_upper_bound, num_reqs, *target, **kw):
-        self.draft_max_seq_len = {m: self.max_model_len for m in ("baseline", "fixed")}
+        fixed = self.fixed_draft_max_seq_len(seq_lens_cpu_upper_bound, num_reqs)
+        self.draft_max_seq_len = {"baseline": self.max_model_len, "fixed": fixed}
         return [self._pass(p, NONE, num_reqs, self.draft_max_seq_len) for p in range(self.num_speculative_tokens)]
 
 

@@ -37,7 +37,7 @@ def test_capture_sizes_and_dispatch_equal_vllms(spec):
     managers = [(target, vl.cg_manager, 1 + k)]
     if k:
         draft_mode = "FULL_DECODE_ONLY" if target.decode_mode == "FULL" else "NONE"
-        managers.append((CudaGraphManager(draft_mode, sizes, n_max, 1), vl.decode_cg_manager, 1))
+        managers.append((CudaGraphManager(draft_mode, sizes, n_max, 1), vl.drafts.managers[1], 1))
     for lab_m, vllm_m, dql in managers:
         for num_tokens in range(1, max_size + 2):
             cases = [(min(num_tokens, n_max), None)]

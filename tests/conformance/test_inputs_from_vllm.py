@@ -48,3 +48,70 @@ def test_fifo_request_slots_are_caught(monkeypatch):
     cmp = C.conform(Scenario.from_spec("6p20o8a0+2_seqs=3_mml=1k"))
     fields = {d.field for d in cmp.disagreements}
     assert "request slot (RequestState.add_request)" in fields, cmp.table()
+
+
+@pytest.mark.parametrize(
+    "label,scenario,kernels",
+    [c for c in C.suite_cases() if c[0].startswith("speculator")],
+    ids=lambda x: x.replace(" ", "-") if isinstance(x, str) else "",
+)
+def test_every_speculator_against_vllms_own(label, scenario, kernels):
+    """The census: every speculator the lab models, on random scenarios, against the real vLLM class's
+    propose, init_cudagraph_manager and _build_attn_metadata (lab/conform/vllm_speculators.py)."""
+    cmp = C.conform(scenario, kernels=kernels)
+    assert cmp.ok, C.format_failure(label, cmp)
+    assert cmp.checks["R4"] > 0 and cmp.checks["R5"] > 0
+
+
+def test_the_census_covers_every_speculator():
+    from lab.spec_grammar import SPECULATIVE_METHODS
+
+    methods = {s.speculative_method for label, s, _ in C.suite_cases() if label.startswith("speculator")}
+    assert methods == set(SPECULATIVE_METHODS)
+
+
+# An injected engine bug per speculator path: (spec, what to break, the field that must disagree).
+def _plus_k_for_mmtp(monkeypatch):
+    from lab.engine import speculator
+
+    orig = speculator.MultiModuleMTPSpeculator.fixed_draft_max_seq_len
+    monkeypatch.setattr(
+        speculator.MultiModuleMTPSpeculator,
+        "fixed_draft_max_seq_len",
+        lambda self, ub, n: orig(self, ub, n) + self.num_speculative_tokens,
+    )
+
+
+def _batch_max_for_draft_model(monkeypatch):
+    from lab.engine import speculator
+
+    monkeypatch.setattr(
+        speculator.StandaloneARSpeculator,
+        "fixed_draft_max_seq_len",
+        speculator.TargetDependentARSpeculator.fixed_draft_max_seq_len,
+    )
+
+
+def _advancing_gemma4(monkeypatch):
+    from lab.engine import speculator
+
+    orig = speculator.draft_pass_step
+    monkeypatch.setattr(speculator, "draft_pass_step", lambda m, i: orig("eagle" if m == "gemma4_mtp" else m, i))
+    import lab.conform.vllm_speculators as vs
+
+    monkeypatch.setattr(vs, "draft_pass_step", speculator.draft_pass_step)
+
+
+@pytest.mark.parametrize(
+    "spec,inject,field",
+    [
+        ("4p60o12_k=3_method=mtp-multi-module_mml=1k", _plus_k_for_mmtp, "R4 draft_max_seq_len"),
+        ("4p60o12_k=3_method=draft-model_mml=1k", _batch_max_for_draft_model, "R4 draft_max_seq_len"),
+        ("4p60o12_k=3_method=gemma4-mtp_mml=1k_cg=piecewise", _advancing_gemma4, "R5 draft pass 2 step"),
+    ],
+    ids=["mtp-multi-module", "draft-model", "gemma4-mtp"],
+)
+def test_a_wrong_speculator_rule_is_caught(spec, inject, field, monkeypatch):
+    inject(monkeypatch)
+    cmp = C.conform(Scenario.from_spec(spec), kernels=False)
+    assert any(f"{d.rule} {d.field}" == field for d in cmp.disagreements), cmp.table()

@@ -1,0 +1,148 @@
+"""What a Triton kernel does in Triton's interpreter, counted: the programs each launch runs (its
+grid), the shapes of its tensor arguments, and every element it loads from the arguments it is asked
+to watch, by address.
+
+The interpreter (triton/runtime/interpreter.py, Triton 3.9) runs a ``@triton.jit`` function once
+per program with numpy arrays for blocks; a ``tl.load`` reaches
+``InterpreterBuilder.create_masked_load(ptrs, mask, other, ...)`` with the lanes' addresses and
+mask (an unmasked load goes through ``create_load``, which calls it with an all-true mask). The
+launch is ``GridExecutor.__call__``. ``Counter`` wraps both for the length of a ``with`` block, as
+triton-viz's sanitizer wraps the interpreter's ops: each launch records its kernel name and grid,
+and each load of a watched argument records the element index of every lane the mask lets through
+(masked-off lanes read nothing and are counted apart). CPU tensors are not copied by the
+interpreter (``storage.cpu()`` of a CPU storage is itself), so a lane's address lies inside the
+argument's own memory.
+
+Needs ``TRITON_INTERPRET=1`` before triton is imported (lab/vllm_kernels/env.py sets it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Watched:
+    """Loads of one argument of one launch: element indices of the loaded lanes (duplicates kept:
+    each is a load), and the number of masked-off lanes."""
+
+    name: str
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    itemsize: int
+    base: int
+    nbytes: int
+    loaded: list[np.ndarray] = field(default_factory=list)
+    masked_lanes: int = 0
+
+    def indices(self) -> np.ndarray:
+        return np.concatenate(self.loaded) if self.loaded else np.zeros(0, dtype=np.int64)
+
+    @property
+    def lanes(self) -> int:
+        return int(sum(len(x) for x in self.loaded))
+
+    @property
+    def bytes_loaded(self) -> int:
+        return self.lanes * self.itemsize
+
+    def rows_cols(self) -> tuple[np.ndarray, np.ndarray]:
+        """(row, column) of every loaded lane of a 2-D argument (a block table)."""
+        idx = self.indices()
+        return idx // self.strides[0], (idx % self.strides[0]) // self.strides[1]
+
+
+@dataclass
+class Launch:
+    kernel: str
+    grid: tuple[int, int, int]
+    shapes: dict[str, tuple[int, ...]]
+    watched: dict[str, Watched]
+
+    @property
+    def programs(self) -> int:
+        return int(np.prod(self.grid))
+
+
+class Counter:
+    """``with Counter(watch={"kernel_name": ["ArgName", ...]}) as c:`` then ``c.launches``. A kernel
+    not named in ``watch`` still has its grid and argument shapes recorded."""
+
+    def __init__(self, watch: dict[str, list[str]] | None = None):
+        self.watch = watch or {}
+        self.launches: list[Launch] = []
+        self._active: list[Watched] = []
+
+    def __enter__(self) -> Counter:
+        from triton.runtime import interpreter as I  # noqa: N812  (after TRITON_INTERPRET is set)
+
+        counter = self
+        orig_call, orig_load = I.GridExecutor.__call__, I.InterpreterBuilder.create_masked_load
+
+        def call(executor, *args, **kwargs):
+            fn = executor.fn
+            name = getattr(fn, "__name__", str(fn))
+            spec = inspect.getfullargspec(fn)
+            kw = {k: v for k, v in kwargs.items() if k in spec.args or k in spec.kwonlyargs}
+            bound = inspect.getcallargs(fn, *args, **kw)
+            grid = executor.grid(bound) if callable(executor.grid) else executor.grid
+            grid = tuple(int(g) for g in grid) + (1,) * (3 - len(grid))
+            shapes = {k: tuple(v.shape) for k, v in bound.items() if hasattr(v, "data_ptr")}
+            watched = {}
+            for arg in counter.watch.get(name, []):
+                t = bound[arg]
+                watched[arg] = Watched(
+                    arg,
+                    tuple(t.shape),
+                    tuple(t.stride()),
+                    t.element_size(),
+                    t.data_ptr(),
+                    t.numel() * t.element_size() if t.is_contiguous() else _span_bytes(t),
+                )
+            counter.launches.append(Launch(name, grid, shapes, watched))
+            counter._active = list(watched.values())
+            try:
+                return orig_call(executor, *args, **kwargs)
+            finally:
+                counter._active = []
+
+        def load(builder, ptrs, mask, other, cache_policy, is_volatile):
+            if counter._active:
+                addr = ptrs.data.astype(np.uint64, copy=False).ravel()
+                on = np.broadcast_to(mask.data, ptrs.data.shape).ravel()
+                for w in counter._active:
+                    inside = (addr >= w.base) & (addr < w.base + w.nbytes)
+                    if inside.any():
+                        hit = inside & on
+                        w.masked_lanes += int(np.count_nonzero(inside & ~on))
+                        w.loaded.append(((addr[hit] - w.base) // w.itemsize).astype(np.int64))
+            return orig_load(builder, ptrs, mask, other, cache_policy, is_volatile)
+
+        self._restore = (I, orig_call, orig_load)
+        I.GridExecutor.__call__ = call
+        I.InterpreterBuilder.create_masked_load = load
+        return self
+
+    def __exit__(self, *exc):
+        I, orig_call, orig_load = self._restore
+        I.GridExecutor.__call__ = orig_call
+        I.InterpreterBuilder.create_masked_load = orig_load
+        return False
+
+    def of(self, kernel: str) -> list[Launch]:
+        return [x for x in self.launches if x.kernel == kernel]
+
+
+def _span_bytes(t) -> int:
+    """Bytes from a strided tensor's first element to one past its last."""
+    return (sum((s - 1) * st for s, st in zip(t.shape, t.stride())) + 1) * t.element_size()
+
+
+@contextlib.contextmanager
+def counting(watch: dict[str, list[str]] | None = None):
+    with Counter(watch) as c:
+        yield c

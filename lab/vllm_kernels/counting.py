@@ -95,13 +95,17 @@ class Counter:
             watched = {}
             for arg in counter.watch.get(name, []):
                 t = bound[arg]
+                # A strided view (vLLM's K and V halves of one cache) is watched as its whole storage:
+                # its lanes interleave with the other half's.
+                whole = not t.is_contiguous()
+                st = t.untyped_storage()
                 watched[arg] = Watched(
                     arg,
                     tuple(t.shape),
                     tuple(t.stride()),
                     t.element_size(),
-                    t.data_ptr(),
-                    t.numel() * t.element_size() if t.is_contiguous() else _span_bytes(t),
+                    st.data_ptr() if whole else t.data_ptr(),
+                    st.nbytes() if whole else t.numel() * t.element_size(),
                 )
             counter.launches.append(Launch(name, grid, shapes, watched))
             counter._active = list(watched.values())
@@ -135,11 +139,6 @@ class Counter:
 
     def of(self, kernel: str) -> list[Launch]:
         return [x for x in self.launches if x.kernel == kernel]
-
-
-def _span_bytes(t) -> int:
-    """Bytes from a strided tensor's first element to one past its last."""
-    return (sum((s - 1) * st for s, st in zip(t.shape, t.stride())) + 1) * t.element_size()
 
 
 @contextlib.contextmanager

@@ -41,6 +41,7 @@ def load():
     try:
         import vllm
         from vllm.triton_utils import HAS_TRITON
+        from vllm.v1.attention.backends import triton_attn
         from vllm.v1.attention.backends.mla import triton_mla
         from vllm.v1.attention.ops import triton_decode_attention, triton_unified_attention
     except ImportError as e:
@@ -54,6 +55,7 @@ def load():
     _V = SimpleNamespace(
         version=vllm.__version__,
         triton_mla=triton_mla,
+        triton_attn=triton_attn,
         decode_attention=triton_decode_attention,
         unified_attention=triton_unified_attention,
     )

@@ -57,6 +57,17 @@ class DecodeBatch:
         return out
 
 
+def summarize_loads(batch: DecodeBatch, rows: np.ndarray, cols: np.ndarray) -> dict:
+    """Block-table loads of one launch: lanes loaded, distinct (row, column) entries, each by class."""
+    pairs = np.unique(np.stack([rows, cols]), axis=1) if len(rows) else np.zeros((2, 0), np.int64)
+    return {
+        "entries_loaded": len(rows),
+        "entries_distinct": pairs.shape[1],
+        "entries_by_class": batch.classify(rows, cols),
+        "entries_distinct_by_class": batch.classify(pairs[0], pairs[1]),
+    }
+
+
 def decode_rows(step) -> tuple[np.ndarray, int]:
     """(step rows that are decodes, their query length): the rows with the step's decode length
     ``1 + num_speculative_tokens``."""

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from lab.blocks import cdiv
-from lab.vllm_kernels.batches import DecodeBatch
+from lab.vllm_kernels.batches import DecodeBatch, summarize_loads
 from lab.vllm_kernels.counting import Counter
 from lab.vllm_kernels.env import load
 
@@ -153,11 +153,9 @@ def run(batch: DecodeBatch, mode: str, cfg: MlaConfig, kv: torch.Tensor, q: torc
         bt = s1.watched["Req_to_tokens"]
         rows, cols = bt.rows_cols()
         rows = rows // batch.query_len  # forward_mqa repeats each request's table row per query token
+        res.update(summarize_loads(batch, rows, cols))
         res.update(
-            entries_loaded=bt.lanes,
             entries_masked=bt.masked_lanes,
-            entries_distinct=len(set(zip(rows.tolist(), cols.tolist()))),
-            entries_by_class=batch.classify(rows, cols),
             kv_bytes=s1.watched["K_Buffer"].bytes_loaded,
             scratch_bytes_read=s2.watched["Mid_O"].bytes_loaded,
         )

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from lab.blocks import cdiv
-from lab.vllm_kernels.batches import DecodeBatch
+from lab.vllm_kernels.batches import DecodeBatch, summarize_loads
 from lab.vllm_kernels.counting import Counter
 from lab.vllm_kernels.env import load
 
@@ -138,10 +138,8 @@ def run(batch: DecodeBatch, mode: str, cfg: GqaConfig, kv: torch.Tensor, q: torc
     if count:
         bt = k1.watched["block_tables_ptr"]
         r, col = bt.rows_cols()
+        res.update(summarize_loads(batch, r, col))
         res.update(
-            entries_loaded=bt.lanes,
-            entries_distinct=len(set(zip(r.tolist(), col.tolist()))),
-            entries_by_class=batch.classify(r, col),
             kv_bytes=k1.watched["key_cache_ptr"].bytes_loaded,
         )
     res["output"] = out

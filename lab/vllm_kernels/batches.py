@@ -39,7 +39,9 @@ class DecodeBatch:
 
     def owned_blocks(self) -> np.ndarray:
         """Block ids the real rows' own tokens live in (what a correct kernel reads)."""
-        ids = [self.block_table[i, : cdiv(int(s), self.block_size)] for i, s in enumerate(self.seq_lens[: self.num_reqs])]
+        ids = [
+            self.block_table[i, : cdiv(int(s), self.block_size)] for i, s in enumerate(self.seq_lens[: self.num_reqs])
+        ]
         return np.unique(np.concatenate(ids)) if ids else np.zeros(0, dtype=np.int64)
 
     def classify(self, rows: np.ndarray, cols: np.ndarray) -> dict[str, int]:
@@ -106,8 +108,15 @@ def batch_from_step(step, modes=MODES) -> DecodeBatch | None:
     )
 
 
-def random_batch(rng: np.random.Generator, num_reqs: int, max_len: int, max_model_len: int, block_size: int,
-                 query_len: int = 1, num_padded: int = 0) -> DecodeBatch:
+def random_batch(
+    rng: np.random.Generator,
+    num_reqs: int,
+    max_len: int,
+    max_model_len: int,
+    block_size: int,
+    query_len: int = 1,
+    num_padded: int = 0,
+) -> DecodeBatch:
     """A random decode batch: lengths in [query_len, max_len], each row's pages drawn from a random
     permutation of the cache's blocks (block 0, the null block, fills the table past them)."""
     seq = rng.integers(query_len, max_len + 1, size=num_reqs).astype(np.int64)

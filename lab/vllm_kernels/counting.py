@@ -78,10 +78,10 @@ class Counter:
         self._active: list[Watched] = []
 
     def __enter__(self) -> Counter:
-        from triton.runtime import interpreter as I  # noqa: N812  (after TRITON_INTERPRET is set)
+        from triton.runtime import interpreter  # after TRITON_INTERPRET is set
 
         counter = self
-        orig_call, orig_load = I.GridExecutor.__call__, I.InterpreterBuilder.create_masked_load
+        orig_call, orig_load = interpreter.GridExecutor.__call__, interpreter.InterpreterBuilder.create_masked_load
 
         def call(executor, *args, **kwargs):
             fn = executor.fn
@@ -126,15 +126,15 @@ class Counter:
                         w.loaded.append(((addr[hit] - w.base) // w.itemsize).astype(np.int64))
             return orig_load(builder, ptrs, mask, other, cache_policy, is_volatile)
 
-        self._restore = (I, orig_call, orig_load)
-        I.GridExecutor.__call__ = call
-        I.InterpreterBuilder.create_masked_load = load
+        self._restore = (interpreter, orig_call, orig_load)
+        interpreter.GridExecutor.__call__ = call
+        interpreter.InterpreterBuilder.create_masked_load = load
         return self
 
     def __exit__(self, *exc):
-        I, orig_call, orig_load = self._restore
-        I.GridExecutor.__call__ = orig_call
-        I.InterpreterBuilder.create_masked_load = orig_load
+        interpreter, orig_call, orig_load = self._restore
+        interpreter.GridExecutor.__call__ = orig_call
+        interpreter.InterpreterBuilder.create_masked_load = orig_load
         return False
 
     def of(self, kernel: str) -> list[Launch]:

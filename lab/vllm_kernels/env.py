@@ -83,6 +83,9 @@ def run_in_vllm_env(argv: list[str]) -> int:
     py = vllm_python()
     if not py.exists():
         raise VllmKernelsUnavailable(f"the vLLM environment is missing ({py}); `make venv-vllm` builds it")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+    }
     env.update({"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""})
     return subprocess.run([str(py), "-m", "lab", *argv], env=env, cwd=str(REPO)).returncode

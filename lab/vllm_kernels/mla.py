@@ -99,7 +99,9 @@ def sdpa_reference(batch: DecodeBatch, kv: torch.Tensor, q: torch.Tensor, cfg: M
             k = lat[:n][None, None]  # [1, 1, n, Lk]
             qq = q[i * ql + t][None, :, None]  # [1, H, 1, Lk]
             o = torch.nn.functional.scaled_dot_product_attention(
-                qq, k.expand(1, cfg.num_heads, n, -1), k[..., : cfg.kv_lora_rank].expand(1, cfg.num_heads, n, -1),
+                qq,
+                k.expand(1, cfg.num_heads, n, -1),
+                k[..., : cfg.kv_lora_rank].expand(1, cfg.num_heads, n, -1),
                 scale=cfg.scale,
             )
             out[i * ql + t] = o[0, :, 0]
@@ -113,8 +115,15 @@ def _impl(cfg: MlaConfig, sm_count: int):
     return impl
 
 
-def run(batch: DecodeBatch, mode: str, cfg: MlaConfig, kv: torch.Tensor, q: torch.Tensor, sm_count: int = 132,
-        count: bool = True) -> dict:
+def run(
+    batch: DecodeBatch,
+    mode: str,
+    cfg: MlaConfig,
+    kv: torch.Tensor,
+    q: torch.Tensor,
+    sm_count: int = 132,
+    count: bool = True,
+) -> dict:
     """One ``forward_mqa`` call told ``batch.max_seq_len[mode]``: its output and what it did."""
     meta = SimpleNamespace(
         max_seq_len=batch.max_seq_len[mode],

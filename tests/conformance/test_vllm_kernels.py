@@ -24,15 +24,15 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import lab  # noqa: E402
+from lab.gpu_model.formulas import triton_mla_num_kv_splits  # noqa: E402
 from lab.vllm_kernels import agreement, batches, mla, unified  # noqa: E402
 
 MODES = ("baseline", "fixed")
 
 
 def _formula(max_seq_len: int, sm_count: int) -> int:
-    """The issue's reading of triton_mla.py ``_compute_num_kv_splits``, restated to check the call."""
-    ideal = 1 << max(0, (max(1, max_seq_len // 512) - 1).bit_length())
-    return min(ideal, 2 * sm_count)
+    """The GPU model's restatement of triton_mla.py ``_compute_num_kv_splits`` (it imports no vLLM)."""
+    return triton_mla_num_kv_splits(max_seq_len, sm_count)
 
 
 @pytest.fixture(scope="module")
@@ -95,6 +95,9 @@ def test_split_count_is_vllms_formula_on_every_step(traces):
                     assert mla.num_kv_splits(msl, sm) == _formula(msl, sm), (st.index, mode, sm)
                     checked += 1
     assert checked > 100
+    for msl in list(range(1, 5000, 37)) + [2**k + d for k in range(9, 19) for d in (-1, 0, 1)] + [163840]:
+        for sm in (1, 8, 132, 148):
+            assert mla.num_kv_splits(msl, sm) == _formula(msl, sm), (msl, sm)
     assert mla.num_kv_splits(163840, 132) == 264 and mla.num_kv_splits(163840, 148) == 296  # the SM cap
 
 

@@ -18,12 +18,14 @@ import numpy as np
 
 from lab.blocks import cdiv
 from lab.engine.block_pool import NULL_BLOCK_ID
-from lab.vllm_kernels import batches, env, mla, unified
+from lab.vllm_kernels import batches, env, flex, mla, unified
 from lab.vllm_kernels.batches import MODES, DecodeBatch
 
+# flex: the block-mask build, then torch's eager flex_attention (lab/vllm_kernels/flex.py).
 # The issue's first run (lengths <= 250 under 4k), a skewed batch under 32k, the same under 128k.
 DEFAULT_SHAPES = ("4x250/4k/16", "8x1ks/32k/16", "4x250/128k/16")
-KERNELS = ("mla", "unified")
+KERNELS = ("mla", "unified", "flex")
+NAMES = {"mla": "triton-mla-decode", "unified": "triton-unified", "flex": "flex-attention"}
 SMS = (132, 148)  # H100/H200, B200 (mla.SM_COUNTS)
 
 
@@ -85,13 +87,16 @@ def _clean(r: dict, err: float) -> dict:
 
 def run_kernel(kernel: str, batch: DecodeBatch, sm: int, cfg, seed: int = 0) -> dict:
     """Both modes of one kernel on one batch: {mode: counts}."""
-    mod = mla if kernel == "mla" else unified
+    mod = mla if kernel == "mla" else unified  # flex runs on the Triton backend's cache layout
     kv = mod.make_cache(batch, cfg, seed=seed)
     q = mod.make_query(batch, cfg, seed=seed + 1)
     ref = mod.sdpa_reference(batch, kv, q, cfg)
     out = {}
     for mode in MODES:
-        r = mla.run(batch, mode, cfg, kv, q, sm) if kernel == "mla" else unified.run(batch, mode, cfg, kv, q)
+        if kernel == "mla":
+            r = mla.run(batch, mode, cfg, kv, q, sm)
+        else:
+            r = (unified if kernel == "unified" else flex).run(batch, mode, cfg, kv, q)
         out[mode] = _clean(r, float((r["output"] - ref).abs().max()))
     return out
 
@@ -105,6 +110,15 @@ def describe(kernel: str, counts: dict) -> list[str]:
     for mode in MODES:
         c = counts[mode]
         past = sum(v for k, v in c["entries_distinct_by_class"].items() if k != "in_range")
+        if kernel == "flex":
+            cls = {k: v for k, v in c["entries_by_class"].items() if v}
+            lines.append(
+                f"  {mode:8s} max_seq_len {c['max_seq_len']:6d}: block-mask build gathered {c['entries_gathered']} "
+                f"entries {cls}, the mask keeps {c['mask_blocks']} blocks ({c['mask_blocks_not_owned']} not the "
+                f"rows' own) in {c['programs']} query groups, |out - SDPA| {c['max_abs_err_vs_sdpa']:.1e}; build "
+                f"{c['build_seconds'] * 1e3:.1f} ms, eager attention {c['attention_seconds']:.2f} s (torch, CPU)"
+            )
+            continue
         split = f"num_kv_splits {c['num_kv_splits']}, " if kernel == "mla" else f"{c['path']} path, "
         lines.append(
             f"  {mode:8s} max_seq_len {c['max_seq_len']:6d}: {split}programs {c['programs']}, "
@@ -113,11 +127,8 @@ def describe(kernel: str, counts: dict) -> list[str]:
             f"{c['max_abs_err_vs_sdpa']:.1e}, {c['seconds']:.2f} s (Triton interpreter, CPU)"
         )
     b, f = counts["baseline"], counts["fixed"]
-    ratio = [
-        f"{k} {b[k] / f[k]:.3g}x"
-        for k in ("programs", "programs_stage1", "scratch_bytes", "kv_bytes", "entries_distinct")
-        if f.get(k)
-    ]
+    keys = ("programs", "programs_stage1", "scratch_bytes", "kv_bytes", "entries_distinct", "entries_gathered")
+    ratio = [f"{k} {b[k] / f[k]:.3g}x" for k in keys if f.get(k)]
     lines.append("  baseline / fixed: " + ", ".join(ratio))
     return lines
 
@@ -137,8 +148,13 @@ def run_bench(
 ) -> list[dict]:
     out = out or sys.stdout
     v = env.load()
-    cfgs = {"mla": mla.MlaConfig() if config == "deepseek" else mla.SMALL, "unified": unified.GqaConfig()}
-    print(f"vLLM {v.version}'s Triton kernels in Triton's interpreter on the CPU (times are not GPU times)", file=out)
+    gqa = unified.GqaConfig()
+    cfgs = {"mla": mla.MlaConfig() if config == "deepseek" else mla.SMALL, "unified": gqa, "flex": gqa}
+    print(
+        f"vLLM {v.version}'s attention kernels on the CPU: Triton's in its interpreter, FlexAttention's mask build "
+        "and eager attention in torch (times are not GPU times)",
+        file=out,
+    )
     for k in kernels:
         print(f"  {k}: {cfgs[k].describe()}", file=out)
     results = []
@@ -146,7 +162,7 @@ def run_bench(
         for kernel in kernels:
             for sm in sms if kernel == "mla" else (None,):
                 counts = run_kernel(kernel, batch, sm, cfgs[kernel])
-                name = "triton-mla-decode" if kernel == "mla" else "triton-unified"
+                name = NAMES[kernel]
                 head = f"{name} on {batch.label} ({batch.num_reqs} decode rows, {batch.rows - batch.num_reqs} padded)"
                 print(head + (f", {sm} SMs" if sm else ""), file=out)
                 for line in describe(kernel, counts):

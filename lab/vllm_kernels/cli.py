@@ -8,7 +8,10 @@ from __future__ import annotations
 
 def add_bench_args(sp) -> None:
     sp.add_argument(
-        "--kernel", action="append", choices=["mla", "unified"], help="vllm-kernels: mla | unified (default both)"
+        "--kernel",
+        action="append",
+        choices=["mla", "unified", "flex"],
+        help="vllm-kernels: mla | unified | flex (default all)",
     )
     sp.add_argument("--sm", action="append", type=int, help="vllm-kernels: SM count (default 132 and 148)")
     sp.add_argument("--preset", action="append", help="vllm-kernels: a preset whose trace steps to run (repeatable)")

@@ -52,6 +52,9 @@ def load():
         raise VllmKernelsUnavailable(f"found vLLM {vllm.__version__}; these runs are of vLLM {VLLM_VERSION}")
     if not HAS_TRITON:
         raise VllmKernelsUnavailable("vLLM disabled Triton (set CUDA_VISIBLE_DEVICES='' before importing vllm)")
+    import vllm.utils.torch_utils as torch_utils
+
+    torch_utils.PIN_MEMORY = False  # no pinned memory on a CPU-only machine (as lab/conform/vllm_mrv2.py)
     _V = SimpleNamespace(
         version=vllm.__version__,
         triton_mla=triton_mla,

@@ -15,6 +15,7 @@ def test_every_record_says_how_its_answer_is_known():
     assert {"triton-mla", "flashattn-mla", "flashmla", "flashinfer-mla", "flex-attention"} <= set(BY_NAME)
     assert BY_NAME["triton-mla"].known == BY_NAME["triton-unified"].known == "measured on vLLM's own code (CPU)"
     assert BY_NAME["flashinfer-mla"].known == "assumed"
+    assert BY_NAME["flex-attention"].known == BY_NAME["triton-mla"].known
 
 
 def test_triton_mla_split_formula():

@@ -151,7 +151,9 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
                 "used_pages = block_table[doc_ids, :cdiv(max_seq_len, block_size)]; masked_fill_(past_seq, 0)",
                 "verified",
             ),
+            VLLM_KERNELS_SOURCE,
         ),
         headline="mask_entries_gathered",
+        known=MEASURED,
     ),
 )

@@ -25,7 +25,7 @@ import torch  # noqa: E402
 
 import lab  # noqa: E402
 from lab.gpu_model.formulas import triton_mla_num_kv_splits  # noqa: E402
-from lab.vllm_kernels import agreement, batches, mla, unified  # noqa: E402
+from lab.vllm_kernels import agreement, batches, flex, mla, unified  # noqa: E402
 
 MODES = ("baseline", "fixed")
 
@@ -152,3 +152,37 @@ def test_loads_agree_with_the_engine_on_a_padded_full_graph_step(traces):
     assert r["grid_stage1"] == [st.num_reqs_padded, 1, _formula(st.kernel_max_seq_len["fixed"], 132)]
     assert r["entries_by_class"]["padded"] == 0
     _assert_close(r["output"], mla.sdpa_reference(b, kv, q, mla.SMALL), f"step {st.index}")
+
+
+@pytest.mark.parametrize("query_len", [1, 3])
+def test_flex_attention_mask_and_output_in_both_modes(query_len):
+    """The block mask keeps only the rows' own blocks in both modes, the attention with it equals SDPA.
+    The cache is not poisoned: torch's eager flex_attention (vLLM compiles it) scores every cache token
+    and masks afterwards, so a NaN anywhere reaches it; the mask is what a compiled kernel visits."""
+    b = batches.random_batch(np.random.default_rng(20 + query_len), 4, 100, 2048, 16, query_len=query_len)
+    cfg = unified.GqaConfig()
+    kv, q = unified.make_cache(b, cfg), unified.make_query(b, cfg)
+    ref = unified.sdpa_reference(b, kv, q, cfg)
+    runs = {m: flex.run(b, m, cfg, kv, q) for m in MODES}
+    for mode, r in runs.items():
+        _assert_close(r["output"], ref, f"flex {mode}")
+        assert r["mask_blocks_not_owned"] == 0
+        tokens = b.num_reqs * query_len
+        assert r["entries_gathered"] == tokens * (-(-b.max_seq_len[mode] // 16))
+    assert runs["baseline"]["mask_blocks"] == runs["fixed"]["mask_blocks"]
+
+
+def test_flex_gathers_exactly_the_engines_out_of_range_entries(traces):
+    """On the stalest stale-block-reuse step, the block-mask build reads, per query token, the
+    engine's walk of its row: in range, null, live and free entries as lab/engine/oor.py counts them;
+    then masks every one past num_blocks (the mask keeps only the rows' own blocks)."""
+    st = _stalest_step(traces["stale-block-reuse"])
+    b = batches.batch_from_step(st)
+    cfg = unified.GqaConfig()
+    kv, q = unified.make_cache(b, cfg), unified.make_query(b, cfg)
+    for mode in MODES:
+        r = flex.run(b, mode, cfg, kv, q, attend=False)
+        want = {k: v * b.query_len for k, v in agreement.engine_walk(b, mode).items()}
+        assert r["entries_by_class"] == want, mode
+        assert r["mask_blocks_not_owned"] == 0
+    assert agreement.engine_walk(b, "baseline")["live"] + agreement.engine_walk(b, "baseline")["free"] > 0

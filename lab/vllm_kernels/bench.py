@@ -85,18 +85,21 @@ def _clean(r: dict, err: float) -> dict:
     return r
 
 
-def run_kernel(kernel: str, batch: DecodeBatch, sm: int, cfg, seed: int = 0) -> dict:
-    """Both modes of one kernel on one batch: {mode: counts}."""
+def run_kernel(kernel: str, batch: DecodeBatch, sm: int, cfg, seed: int = 0, device="cpu", repeats: int = 0) -> dict:
+    """Both modes of one kernel on one batch: {mode: counts}. On a GPU ``repeats`` timed calls follow
+    the first (which compiles); loads are counted only in the interpreter."""
     mod = mla if kernel == "mla" else unified  # flex runs on the Triton backend's cache layout
-    kv = mod.make_cache(batch, cfg, seed=seed)
-    q = mod.make_query(batch, cfg, seed=seed + 1)
+    kv = mod.make_cache(batch, cfg, seed=seed, device=device)
+    q = mod.make_query(batch, cfg, seed=seed + 1, device=device)
     ref = mod.sdpa_reference(batch, kv, q, cfg)
     out = {}
     for mode in MODES:
         if kernel == "mla":
-            r = mla.run(batch, mode, cfg, kv, q, sm)
+            r = mla.run(batch, mode, cfg, kv, q, sm, repeats=repeats)
+        elif kernel == "unified":
+            r = unified.run(batch, mode, cfg, kv, q, repeats=repeats)
         else:
-            r = (unified if kernel == "unified" else flex).run(batch, mode, cfg, kv, q)
+            r = flex.run(batch, mode, cfg, kv, q)
         out[mode] = _clean(r, float((r["output"] - ref).abs().max()))
     return out
 
@@ -133,48 +136,59 @@ def describe(kernel: str, counts: dict) -> list[str]:
     return lines
 
 
-def repro(kernel: str, source: str, sm: int, config: str) -> str:
+def repro(kernel: str, source: str, sm: int, config: str, device: str = "cpu") -> str:
     what = (
         f"--shape {source.split(' ', 1)[1]}"
         if source.startswith("shape")
         else (f"--preset {source.split()[1]} --step {source.split()[-1]}")
     )
     sm_flag = f" --sm {sm}" if kernel == "mla" else ""
+    if device != "cpu":
+        return f"python -m lab bench vllm-kernels {what} --kernel {kernel}{sm_flag} --config {config} --device {device}"
     return f".venv-vllm/bin/python -m lab bench vllm-kernels {what} --kernel {kernel}{sm_flag} --config {config}"
 
 
 def run_bench(
-    sources: list[DecodeBatch], kernels=KERNELS, sms=SMS, config: str = "deepseek", json_path=None, out=None
+    sources: list[DecodeBatch],
+    kernels=KERNELS,
+    sms=SMS,
+    config: str = "deepseek",
+    json_path=None,
+    out=None,
+    device: str = "cpu",
+    repeats: int = 0,
 ) -> list[dict]:
     out = out or sys.stdout
-    v = env.load()
+    v = env.load(device)
     gqa = unified.GqaConfig()
     cfgs = {"mla": mla.MlaConfig() if config == "deepseek" else mla.SMALL, "unified": gqa, "flex": gqa}
-    print(
-        f"vLLM {v.version}'s attention kernels on the CPU: Triton's in its interpreter, FlexAttention's mask build "
-        "and eager attention in torch (times are not GPU times)",
-        file=out,
-    )
+    if device == "cpu":
+        where = "on the CPU: Triton's in its interpreter, FlexAttention's mask build and eager attention in torch"
+        print(f"vLLM {v.version}'s attention kernels {where} (times are not GPU times)", file=out)
+    else:
+        print(
+            f"vLLM {v.version}'s attention kernels compiled on {device} (median of {repeats} after the first)", file=out
+        )
     for k in kernels:
         print(f"  {k}: {cfgs[k].describe()}", file=out)
     results = []
     for batch in sources:
         for kernel in kernels:
             for sm in sms if kernel == "mla" else (None,):
-                counts = run_kernel(kernel, batch, sm, cfgs[kernel])
+                counts = run_kernel(kernel, batch, sm, cfgs[kernel], device=device, repeats=repeats)
                 name = NAMES[kernel]
                 head = f"{name} on {batch.label} ({batch.num_reqs} decode rows, {batch.rows - batch.num_reqs} padded)"
                 print(head + (f", {sm} SMs" if sm else ""), file=out)
                 for line in describe(kernel, counts):
                     print(line, file=out)
-                cmd = repro(kernel, batch.label, sm, config)
+                cmd = repro(kernel, batch.label, sm, config, device)
                 print(f"  repro: {cmd}", file=out)
                 results.append({"kernel": name, "source": batch.label, "sm_count": sm, "modes": counts, "repro": cmd})
     if json_path:
         from lab.kernels.timing import environment
 
         doc = {
-            "environment": {**environment("cpu"), "vllm": v.version, "time_is": "Triton interpreter on CPU"},
+            "environment": {**environment(device), "vllm": v.version},
             "config": {k: cfgs[k].describe() for k in kernels},
             "results": results,
         }

@@ -1,6 +1,9 @@
-"""``python -m lab bench vllm-kernels``: its flags (on the shared ``bench`` parser, lab/bench.py) and
-its command. Run from ``.venv`` it hands itself to ``.venv-vllm`` (lab/vllm_kernels/env.py); importing
-this module imports neither torch nor vLLM.
+"""``python -m lab bench vllm-kernels``: its flags (on the shared ``bench`` parser, lab/bench.py; it
+shares ``--shape``, ``--json``, ``--device`` and ``--repeat`` with ``bench kernels``) and its command.
+``--device cuda`` runs the compiled kernels on a GPU whose environment has vLLM (scripts/gpu_check.sh):
+grids and scratch are recorded there, loads only in the interpreter. Run from ``.venv`` it hands
+itself to ``.venv-vllm`` (lab/vllm_kernels/env.py); importing this module imports neither torch nor
+vLLM.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ def argv_of(args) -> list[str]:
             argv += [flag, str(v)]
     if args.json:
         argv += ["--json", args.json]
+    if args.device != "cpu":
+        argv += ["--device", args.device, "--repeat", str(args.repeat)]
     return argv
 
 
@@ -44,7 +49,7 @@ def cmd_bench_vllm_kernels(args) -> int:
 
     if not env.in_vllm_env():
         print(f"vLLM {env.VLLM_VERSION} is not installed here: running in {env.vllm_python()}")
-        return env.run_in_vllm_env(argv_of(args))
+        return env.run_in_vllm_env(argv_of(args), args.device)
     from lab.vllm_kernels import bench  # imports torch and vLLM
 
     sources = [bench.batch_from_shape(s) for s in args.shape or ([] if args.preset else bench.DEFAULT_SHAPES)]
@@ -58,3 +63,10 @@ def cmd_bench_vllm_kernels(args) -> int:
         json_path=args.json,
     )
     return 0
+
+
+def device_sms(device: str) -> int:
+    """The GPU's own SM count (what vLLM's ``current_platform.num_compute_units()`` gives there)."""
+    import torch
+
+    return torch.cuda.get_device_properties(torch.device(device)).multi_processor_count

@@ -13,13 +13,16 @@ and each load of a watched argument records the element index of every lane the 
 interpreter (``storage.cpu()`` of a CPU storage is itself), so a lane's address lies inside the
 argument's own memory.
 
-Needs ``TRITON_INTERPRET=1`` before triton is imported (lab/vllm_kernels/env.py sets it).
+Loads are counted only in the interpreter (``TRITON_INTERPRET=1`` before triton is imported;
+lab/vllm_kernels/env.py sets it). On a GPU the compiled launch ``JITFunction.run`` is wrapped instead:
+each launch's kernel name, grid and argument shapes are recorded, its loads are not.
 """
 
 from __future__ import annotations
 
 import contextlib
 import inspect
+import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -78,6 +81,8 @@ class Counter:
         self._active: list[Watched] = []
 
     def __enter__(self) -> Counter:
+        if os.environ.get("TRITON_INTERPRET") != "1":
+            return self._enter_compiled()
         from triton.runtime import interpreter  # after TRITON_INTERPRET is set
 
         counter = self
@@ -131,11 +136,38 @@ class Counter:
         interpreter.InterpreterBuilder.create_masked_load = load
         return self
 
+    def _enter_compiled(self) -> Counter:
+        from triton.runtime.jit import JITFunction
+
+        counter, orig_run = self, JITFunction.run
+
+        def run(fn, *args, grid, warmup, **kwargs):
+            bound = {**dict(zip(fn.arg_names, args)), **kwargs}
+            g = grid(bound) if callable(grid) else grid
+            g = tuple(int(x) for x in g) + (1,) * (3 - len(g))
+            shapes = {k: tuple(v.shape) for k, v in bound.items() if hasattr(v, "data_ptr")}
+            if not warmup:
+                counter.launches.append(Launch(fn.__name__, g, shapes, {}))
+            return orig_run(fn, *args, grid=grid, warmup=warmup, **kwargs)
+
+        JITFunction.run = run
+        self._restore_compiled = (JITFunction, orig_run)
+        return self
+
     def __exit__(self, *exc):
+        if getattr(self, "_restore_compiled", None):
+            cls, orig_run = self._restore_compiled
+            cls.run = orig_run
+            self._restore_compiled = None
+            return False
         interpreter, orig_call, orig_load = self._restore
         interpreter.GridExecutor.__call__ = orig_call
         interpreter.InterpreterBuilder.create_masked_load = orig_load
         return False
+
+    @property
+    def counts_loads(self) -> bool:
+        return not getattr(self, "_restore_compiled", None)
 
     def of(self, kernel: str) -> list[Launch]:
         return [x for x in self.launches if x.kernel == kernel]
@@ -145,3 +177,30 @@ class Counter:
 def counting(watch: dict[str, list[str]] | None = None):
     with Counter(watch) as c:
         yield c
+
+
+def median_seconds(fn, repeats: int, device) -> float:
+    """Median wall time of ``repeats`` calls of ``fn`` (after the caller's first, counted call), the
+    device synchronised around each (CUDA: the kernels' own time plus the launch)."""
+    import time
+
+    import torch
+
+    sync = torch.cuda.synchronize if str(device).startswith("cuda") else (lambda: None)
+    times = []
+    for _ in range(repeats):
+        sync()
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def time_is(device, repeats: int) -> str:
+    """What a run's time is: the interpreter on the CPU, or the compiled kernels on a named GPU."""
+    if str(device).startswith("cuda"):
+        import torch
+
+        return f"compiled Triton on {torch.cuda.get_device_name(device)}, median of {repeats}"
+    return "Triton interpreter on CPU (not GPU time)"

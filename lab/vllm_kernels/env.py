@@ -26,18 +26,25 @@ class VllmKernelsUnavailable(RuntimeError):
 _V = None
 
 
-def load():
-    """vLLM's kernel entry points (once). Raises VllmKernelsUnavailable with how to run them."""
+def load(device: str | None = None):
+    """vLLM's kernel entry points (once). ``cpu``: Triton's interpreter; ``cuda``: the compiled kernels
+    on the GPU (a machine whose vLLM has CUDA). Raises VllmKernelsUnavailable with how to run them."""
     global _V
     if _V is not None:
+        if device not in (None, _V.device):
+            raise VllmKernelsUnavailable(f"vLLM's kernels were loaded for {_V.device}; start a fresh process")
         return _V
-    # Triton's interpreter runs the kernels on CPU tensors; it is read when triton is imported. vLLM
-    # disables Triton without a GPU driver unless CUDA_VISIBLE_DEVICES is set and empty
-    # (vllm/triton_utils/importing.py), as lab/conform/vllm_mrv2.py does.
-    if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
-        raise VllmKernelsUnavailable("triton was imported before TRITON_INTERPRET=1 was set; start a fresh process")
-    os.environ["TRITON_INTERPRET"] = "1"
-    os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    device = device or "cpu"
+    if device == "cpu":
+        # Triton's interpreter runs the kernels on CPU tensors; it is read when triton is imported. vLLM
+        # disables Triton without a GPU driver unless CUDA_VISIBLE_DEVICES is set and empty
+        # (vllm/triton_utils/importing.py), as lab/conform/vllm_mrv2.py does.
+        if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
+            raise VllmKernelsUnavailable("triton was imported before TRITON_INTERPRET=1 was set; start a fresh process")
+        os.environ["TRITON_INTERPRET"] = "1"
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    elif os.environ.get("TRITON_INTERPRET") == "1":
+        raise VllmKernelsUnavailable("TRITON_INTERPRET=1 is set: unset it to run the compiled kernels on the GPU")
     try:
         import vllm
         from vllm.triton_utils import HAS_TRITON
@@ -52,10 +59,17 @@ def load():
         raise VllmKernelsUnavailable(f"found vLLM {vllm.__version__}; these runs are of vLLM {VLLM_VERSION}")
     if not HAS_TRITON:
         raise VllmKernelsUnavailable("vLLM disabled Triton (set CUDA_VISIBLE_DEVICES='' before importing vllm)")
-    import vllm.utils.torch_utils as torch_utils
+    if device == "cpu":
+        import vllm.utils.torch_utils as torch_utils
 
-    torch_utils.PIN_MEMORY = False  # no pinned memory on a CPU-only machine (as lab/conform/vllm_mrv2.py)
+        torch_utils.PIN_MEMORY = False  # no pinned memory on a CPU-only machine (as lab/conform/vllm_mrv2.py)
+    else:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise VllmKernelsUnavailable("--device cuda: no CUDA device here")
     _V = SimpleNamespace(
+        device=device,
         version=vllm.__version__,
         triton_mla=triton_mla,
         triton_attn=triton_attn,
@@ -80,7 +94,7 @@ def in_vllm_env() -> bool:
         return False
 
 
-def run_in_vllm_env(argv: list[str]) -> int:
+def run_in_vllm_env(argv: list[str], device: str = "cpu") -> int:
     """``python -m lab ARGV`` in .venv-vllm with this checkout first on the path; its output passes
     through. Raises VllmKernelsUnavailable when the environment is missing."""
     py = vllm_python()
@@ -90,5 +104,6 @@ def run_in_vllm_env(argv: list[str]) -> int:
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
     }
-    env.update({"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""})
+    if device == "cpu":
+        env.update({"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""})
     return subprocess.run([str(py), "-m", "lab", *argv], env=env, cwd=str(REPO)).returncode

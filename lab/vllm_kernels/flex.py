@@ -50,7 +50,7 @@ class _Gathers(TorchDispatchMode):
             if src.untyped_storage().data_ptr() == self.ptr and len(idx) == 1 and src.dim() == 2:
                 self.entries += out.numel()
                 self.shapes.append(tuple(out.shape))
-                rows = idx[0].reshape(-1).to(torch.int64).numpy()
+                rows = idx[0].reshape(-1).to(torch.int64).cpu().numpy()
                 self.rows.append(np.repeat(rows, src.shape[1]))
                 self.cols.append(np.tile(np.arange(src.shape[1]), len(rows)))
         return out
@@ -65,24 +65,25 @@ def _fa():
     return flex_attention
 
 
-def build_metadata(batch: DecodeBatch, mode: str, num_gpu_blocks: int):
+def build_metadata(batch: DecodeBatch, mode: str, num_gpu_blocks: int, device="cpu"):
     fa = _fa()
     n, ql, bs = batch.num_reqs, batch.query_len, batch.block_size
     tokens = n * ql
-    qsl = torch.arange(0, tokens + 1, ql, dtype=torch.int32)
-    seq = torch.as_tensor(batch.seq_lens[:n].astype(np.int32))
-    table = torch.as_tensor(batch.block_table[:n])
+    qsl_cpu = torch.arange(0, tokens + 1, ql, dtype=torch.int32)
+    qsl = qsl_cpu.to(device)
+    seq = torch.as_tensor(batch.seq_lens[:n].astype(np.int32), device=device)
+    table = torch.as_tensor(batch.block_table[:n], device=device)
     groups = cdiv(tokens, Q_BLOCK_SIZE)
     return fa.FlexAttentionMetadata(
         causal=True,
         num_actual_tokens=tokens,
         max_query_len=ql,
         query_start_loc=qsl,
-        query_start_loc_cpu=qsl,
+        query_start_loc_cpu=qsl_cpu,
         max_seq_len=batch.max_seq_len[mode],
         seq_lens=seq,
         block_table=table,
-        slot_mapping=torch.zeros(tokens, dtype=torch.int64),
+        slot_mapping=torch.zeros(tokens, dtype=torch.int64, device=device),
         total_cache_tokens=num_gpu_blocks * bs,
         block_size=bs,
         max_possible_sequence_length=table.shape[1] * bs,
@@ -90,9 +91,9 @@ def build_metadata(batch: DecodeBatch, mode: str, num_gpu_blocks: int):
         physical_to_logical=fa.physical_to_logical_mapping(table, seq, bs, num_gpu_blocks),
         decode_offset=(seq - ql).to(torch.int64),
         num_blocks_per_seq=fa.cdiv(seq, bs),
-        persistent_kv_indices=torch.empty((groups, Q_BLOCK_SIZE * table.shape[1]), dtype=torch.int32),
-        persistent_kv_num_blocks=torch.empty(groups, dtype=torch.int32),
-        persistent_doc_ids=torch.empty(tokens, dtype=torch.int64),
+        persistent_kv_indices=torch.empty((groups, Q_BLOCK_SIZE * table.shape[1]), dtype=torch.int32, device=device),
+        persistent_kv_num_blocks=torch.empty(groups, dtype=torch.int32, device=device),
+        persistent_doc_ids=torch.empty(tokens, dtype=torch.int64, device=device),
         q_block_size=Q_BLOCK_SIZE,
         kv_block_size=bs,
     )
@@ -103,13 +104,13 @@ def run(batch: DecodeBatch, mode: str, cfg: GqaConfig, kv: torch.Tensor, q: torc
     ``kv``: vLLM's ``[num_blocks, num_kv_heads, block_size, 2 * head_size]`` (lab/vllm_kernels/unified.py)."""
     from torch.nn.attention.flex_attention import flex_attention
 
-    md = build_metadata(batch, mode, kv.shape[0])
+    md = build_metadata(batch, mode, kv.shape[0], q.device)
     t0 = time.perf_counter()
     with _Gathers(md.block_table) as g:
         mask = md._build_block_mask_direct()
     build_s = time.perf_counter() - t0
     kv_num = mask.kv_num_blocks.reshape(-1)
-    idx = mask.kv_indices.reshape(kv_num.numel(), -1)
+    kv_num, idx = kv_num.cpu(), mask.kv_indices.reshape(kv_num.numel(), -1).cpu()
     visited = np.concatenate([idx[i, : int(n)].numpy() for i, n in enumerate(kv_num)] or [np.zeros(0)])
     res = {
         "kernel": "flex-attention",

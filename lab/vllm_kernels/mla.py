@@ -28,7 +28,7 @@ import torch
 
 from lab.blocks import cdiv
 from lab.vllm_kernels.batches import DecodeBatch, summarize_loads
-from lab.vllm_kernels.counting import Counter
+from lab.vllm_kernels.counting import Counter, median_seconds, time_is
 from lab.vllm_kernels.env import load
 
 STAGE1, STAGE2 = "_fwd_grouped_kernel_stage1", "_fwd_kernel_stage2"
@@ -65,7 +65,7 @@ def num_kv_splits(max_seq_len: int, sm_count: int) -> int:
     return int(load().triton_mla._compute_num_kv_splits(max_seq_len, sm_count))
 
 
-def make_cache(batch: DecodeBatch, cfg: MlaConfig, seed: int = 0, poison: bool = False) -> torch.Tensor:
+def make_cache(batch: DecodeBatch, cfg: MlaConfig, seed: int = 0, poison: bool = False, device="cpu") -> torch.Tensor:
     """``[num_blocks, block_size, Lk]`` random; null block zeros; ``poison``: NaN in every block no
     real row's tokens live in (the null block included)."""
     g = torch.Generator().manual_seed(seed)
@@ -76,12 +76,12 @@ def make_cache(batch: DecodeBatch, cfg: MlaConfig, seed: int = 0, poison: bool =
         bad = torch.ones(n, dtype=torch.bool)
         bad[torch.as_tensor(batch.owned_blocks(), dtype=torch.long)] = False
         kv[bad] = float("nan")
-    return kv
+    return kv.to(device)
 
 
-def make_query(batch: DecodeBatch, cfg: MlaConfig, seed: int = 1) -> torch.Tensor:
+def make_query(batch: DecodeBatch, cfg: MlaConfig, seed: int = 1, device="cpu") -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
-    return torch.randn((batch.rows * batch.query_len, cfg.num_heads, cfg.head_size), generator=g)
+    return torch.randn((batch.rows * batch.query_len, cfg.num_heads, cfg.head_size), generator=g).to(device)
 
 
 def sdpa_reference(batch: DecodeBatch, kv: torch.Tensor, q: torch.Tensor, cfg: MlaConfig) -> torch.Tensor:
@@ -89,10 +89,10 @@ def sdpa_reference(batch: DecodeBatch, kv: torch.Tensor, q: torch.Tensor, cfg: M
     vectors up to its causal position (K = the whole vector, V = its first kv_lora_rank values),
     through ``scaled_dot_product_attention``."""
     ql, bs = batch.query_len, batch.block_size
-    out = torch.empty((batch.num_reqs * ql, cfg.num_heads, cfg.kv_lora_rank))
+    out = torch.empty((batch.num_reqs * ql, cfg.num_heads, cfg.kv_lora_rank), device=kv.device)
     for i in range(batch.num_reqs):
         s = int(batch.seq_lens[i])
-        pages = torch.as_tensor(batch.block_table[i, : cdiv(s, bs)].astype(np.int64))
+        pages = torch.as_tensor(batch.block_table[i, : cdiv(s, bs)].astype(np.int64), device=kv.device)
         lat = kv[pages].reshape(-1, cfg.head_size)[:s]
         for t in range(ql):
             n = s - ql + 1 + t
@@ -123,16 +123,21 @@ def run(
     q: torch.Tensor,
     sm_count: int = 132,
     count: bool = True,
+    repeats: int = 0,
 ) -> dict:
-    """One ``forward_mqa`` call told ``batch.max_seq_len[mode]``: its output and what it did."""
+    """One ``forward_mqa`` call told ``batch.max_seq_len[mode]``: its output and what it did (loads
+    only in the interpreter); ``repeats`` > 0 times that many more calls (on a GPU: after the first
+    call compiled the kernels)."""
+    dev = q.device
     meta = SimpleNamespace(
         max_seq_len=batch.max_seq_len[mode],
         causal=True,
         decode=SimpleNamespace(
-            block_table=torch.as_tensor(batch.block_table), seq_lens=torch.as_tensor(batch.seq_lens.astype(np.int32))
+            block_table=torch.as_tensor(batch.block_table, device=dev),
+            seq_lens=torch.as_tensor(batch.seq_lens.astype(np.int32), device=dev),
         ),
     )
-    layer = SimpleNamespace(_k_scale=torch.tensor(1.0))
+    layer = SimpleNamespace(_k_scale=torch.tensor(1.0, device=dev))
     impl = _impl(cfg, sm_count)
     watch = {STAGE1: ["Req_to_tokens", "K_Buffer"], STAGE2: ["Mid_O"]} if count else {}
     t0 = time.perf_counter()
@@ -141,6 +146,8 @@ def run(
     with Counter(watch) as c, np.errstate(divide="ignore", invalid="ignore"):
         o, _ = impl.forward_mqa(q, kv, meta, layer)
     seconds = time.perf_counter() - t0
+    if repeats:
+        seconds = median_seconds(lambda: impl.forward_mqa(q, kv, meta, layer), repeats, dev)
     s1, s2 = c.of(STAGE1)[0], c.of(STAGE2)[0]
     splits = s1.grid[2]
     res = {
@@ -156,9 +163,9 @@ def run(
         "programs_stage2": s2.programs,
         "scratch_bytes": int(np.prod(s1.shapes["Att_Out"])) * 4,  # fp32 partials + LSE
         "seconds": seconds,
-        "time_is": "Triton interpreter on CPU (not GPU time)",
+        "time_is": time_is(dev, repeats),
     }
-    if count:
+    if count and c.counts_loads:
         bt = s1.watched["Req_to_tokens"]
         rows, cols = bt.rows_cols()
         rows = rows // batch.query_len  # forward_mqa repeats each request's table row per query token

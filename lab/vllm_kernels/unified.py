@@ -24,7 +24,7 @@ import torch
 
 from lab.blocks import cdiv
 from lab.vllm_kernels.batches import DecodeBatch, summarize_loads
-from lab.vllm_kernels.counting import Counter
+from lab.vllm_kernels.counting import Counter, median_seconds, time_is
 from lab.vllm_kernels.env import load
 
 KERNEL, REDUCE = "kernel_unified_attention", "reduce_segments"
@@ -46,7 +46,7 @@ class GqaConfig:
         return f"{self.num_q_heads} q heads / {self.num_kv_heads} kv heads / head_size {self.head_size}, fp32"
 
 
-def make_cache(batch: DecodeBatch, cfg: GqaConfig, seed: int = 0, poison: bool = False) -> torch.Tensor:
+def make_cache(batch: DecodeBatch, cfg: GqaConfig, seed: int = 0, poison: bool = False, device="cpu") -> torch.Tensor:
     """vLLM's Triton cache ``[num_blocks, num_kv_heads, block_size, 2 * head_size]``, random; the
     null block zeros; ``poison``: NaN in every block no real row's tokens live in."""
     g = torch.Generator().manual_seed(seed)
@@ -57,12 +57,12 @@ def make_cache(batch: DecodeBatch, cfg: GqaConfig, seed: int = 0, poison: bool =
         bad = torch.ones(n, dtype=torch.bool)
         bad[torch.as_tensor(batch.owned_blocks(), dtype=torch.long)] = False
         kv[bad] = float("nan")
-    return kv
+    return kv.to(device)
 
 
-def make_query(batch: DecodeBatch, cfg: GqaConfig, seed: int = 1) -> torch.Tensor:
+def make_query(batch: DecodeBatch, cfg: GqaConfig, seed: int = 1, device="cpu") -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
-    return torch.randn((batch.num_reqs * batch.query_len, cfg.num_q_heads, cfg.head_size), generator=g)
+    return torch.randn((batch.num_reqs * batch.query_len, cfg.num_q_heads, cfg.head_size), generator=g).to(device)
 
 
 def sdpa_reference(batch: DecodeBatch, kv: torch.Tensor, q: torch.Tensor, cfg: GqaConfig) -> torch.Tensor:
@@ -72,17 +72,25 @@ def sdpa_reference(batch: DecodeBatch, kv: torch.Tensor, q: torch.Tensor, cfg: G
     out = torch.empty_like(q)
     for i in range(batch.num_reqs):
         s = int(batch.seq_lens[i])
-        pages = torch.as_tensor(batch.block_table[i, : cdiv(s, bs)].astype(np.int64))
+        pages = torch.as_tensor(batch.block_table[i, : cdiv(s, bs)].astype(np.int64), device=kv.device)
         tok = kv[pages].transpose(1, 2).reshape(-1, cfg.num_kv_heads, 2 * hs)[:s]  # [s, H_kv, 2hs]
         k, v = tok[..., :hs].transpose(0, 1), tok[..., hs:].transpose(0, 1)
         qq = q[i * ql : (i + 1) * ql].transpose(0, 1)  # [Hq, ql, hs]
-        mask = torch.arange(s)[None, :] <= torch.arange(s - ql, s)[:, None]
+        mask = (torch.arange(s)[None, :] <= torch.arange(s - ql, s)[:, None]).to(kv.device)
         o = torch.nn.functional.scaled_dot_product_attention(qq, k, v, attn_mask=mask, scale=cfg.scale, enable_gqa=True)
         out[i * ql : (i + 1) * ql] = o.transpose(0, 1)
     return out
 
 
-def run(batch: DecodeBatch, mode: str, cfg: GqaConfig, kv: torch.Tensor, q: torch.Tensor, count: bool = True) -> dict:
+def run(
+    batch: DecodeBatch,
+    mode: str,
+    cfg: GqaConfig,
+    kv: torch.Tensor,
+    q: torch.Tensor,
+    count: bool = True,
+    repeats: int = 0,
+) -> dict:
     """One ``unified_attention`` call as ``TritonAttentionImpl.forward`` makes it, told
     ``batch.max_seq_len[mode]``."""
     v = load()
@@ -92,36 +100,42 @@ def run(batch: DecodeBatch, mode: str, cfg: GqaConfig, kv: torch.Tensor, q: torc
     segs = ta.NUM_PAR_SOFTMAX_SEGMENTS
     rows = n * ql
     hp = 1 << (cfg.head_size - 1).bit_length()
+    dev = q.device
     out = torch.empty_like(q)
-    scale_shape = (n, cfg.num_kv_heads)
-    one = torch.ones(scale_shape)
+    one = torch.ones((n, cfg.num_kv_heads), device=dev)
     watch = {KERNEL: ["block_tables_ptr", "key_cache_ptr"]} if count else {}
-    t0 = time.perf_counter()
-    with Counter(watch) as c:
+
+    def call():
         v.unified_attention.unified_attention(
             q=q,
             k=key_cache,
             v=value_cache,
             out=out,
-            cu_seqlens_q=torch.arange(0, rows + 1, ql, dtype=torch.int32),
+            cu_seqlens_q=torch.arange(0, rows + 1, ql, dtype=torch.int32, device=dev),
             max_seqlen_q=ql,
-            seqused_k=torch.as_tensor(batch.seq_lens[:n].astype(np.int32)),
+            seqused_k=torch.as_tensor(batch.seq_lens[:n].astype(np.int32), device=dev),
             max_seqlen_k=batch.max_seq_len[mode],
             softmax_scale=cfg.scale,
             causal=True,
             window_size=(-1, -1),
-            block_table=torch.as_tensor(batch.block_table[:n]),
+            block_table=torch.as_tensor(batch.block_table[:n], device=dev),
             softcap=0,
             q_descale=None,
             k_descale=one,
             v_descale=one,
             seq_threshold_3D=ta.MIN_LAUNCH_GRID_SIZE_2D // cfg.num_kv_heads,
             num_par_softmax_segments=segs,
-            softmax_segm_output=torch.empty((rows, cfg.num_q_heads, segs, hp)),
-            softmax_segm_max=torch.empty((rows, cfg.num_q_heads, segs)),
-            softmax_segm_expsum=torch.empty((rows, cfg.num_q_heads, segs)),
+            softmax_segm_output=torch.empty((rows, cfg.num_q_heads, segs, hp), device=dev),
+            softmax_segm_max=torch.empty((rows, cfg.num_q_heads, segs), device=dev),
+            softmax_segm_expsum=torch.empty((rows, cfg.num_q_heads, segs), device=dev),
         )
+
+    t0 = time.perf_counter()
+    with Counter(watch) as c:
+        call()
     seconds = time.perf_counter() - t0
+    if repeats:
+        seconds = median_seconds(call, repeats, dev)
     k1 = c.of(KERNEL)[0]
     red = c.of(REDUCE)
     res = {
@@ -133,9 +147,9 @@ def run(batch: DecodeBatch, mode: str, cfg: GqaConfig, kv: torch.Tensor, q: torc
         "programs": k1.programs + sum(r.programs for r in red),
         "scratch_bytes": (rows * cfg.num_q_heads * segs * (hp + 2) * 4) if red else 0,
         "seconds": seconds,
-        "time_is": "Triton interpreter on CPU (not GPU time)",
+        "time_is": time_is(dev, repeats),
     }
-    if count:
+    if count and c.counts_loads:
         bt = k1.watched["block_tables_ptr"]
         r, col = bt.rows_cols()
         res.update(summarize_loads(batch, r, col))

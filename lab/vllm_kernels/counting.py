@@ -79,6 +79,7 @@ class Counter:
         self.watch = watch or {}
         self.launches: list[Launch] = []
         self._active: list[Watched] = []
+        self.compiled = False
 
     def __enter__(self) -> Counter:
         if os.environ.get("TRITON_INTERPRET") != "1":
@@ -152,6 +153,7 @@ class Counter:
 
         JITFunction.run = run
         self._restore_compiled = (JITFunction, orig_run)
+        self.compiled = True
         return self
 
     def __exit__(self, *exc):
@@ -167,7 +169,8 @@ class Counter:
 
     @property
     def counts_loads(self) -> bool:
-        return not getattr(self, "_restore_compiled", None)
+        """False on compiled kernels: only launches are recorded there."""
+        return not self.compiled
 
     def of(self, kernel: str) -> list[Launch]:
         return [x for x in self.launches if x.kernel == kernel]

@@ -4,6 +4,8 @@ themselves are tested in tests/conformance/test_vllm_kernels.py (in .venv-vllm).
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from lab.cli import build_parser
@@ -33,8 +35,9 @@ def test_flags_round_trip_to_the_vllm_environment():
     ]
     args = build_parser().parse_args(argv)
     again = build_parser().parse_args(cli.argv_of(args))
-    for k in ("what", "shape", "kernel", "sm", "preset", "step", "config", "json", "max_steps"):
+    for k in ("what", "shape", "kernel", "sm", "preset", "step", "config", "max_steps"):
         assert getattr(again, k) == getattr(args, k), k
+    assert again.json == os.path.abspath("out.json")
 
 
 def test_a_missing_vllm_environment_says_how_to_build_it(monkeypatch, tmp_path):

@@ -8,6 +8,8 @@ vLLM.
 
 from __future__ import annotations
 
+import os
+
 
 def add_bench_args(sp) -> None:
     sp.add_argument(
@@ -38,7 +40,7 @@ def argv_of(args) -> list[str]:
         for v in values or []:
             argv += [flag, str(v)]
     if args.json:
-        argv += ["--json", args.json]
+        argv += ["--json", os.path.abspath(args.json)]  # the run's working directory is the checkout
     if args.device != "cpu":
         argv += ["--device", args.device, "--repeat", str(args.repeat)]
     return argv

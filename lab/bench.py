@@ -1,7 +1,8 @@
-"""``python -m lab bench engine|kernels|app``: the one ``bench`` command (argparse has a single
+"""``python -m lab bench engine|kernels|vllm-kernels|app``: the one ``bench`` command (argparse has a single
 ``bench`` parser; its flags are the three benchmarks' together) and the engine benchmark it runs
 itself. The kernel benchmark is lab/kernels/bench.py (its flags and command in lab/kernels/cli.py),
-the app's lab/app/bench.py. lab/cli.py registers the command with ``lab.bench.register(sub)``.
+vLLM's own kernels' lab/vllm_kernels/bench.py, the app's lab/app/bench.py. lab/cli.py registers the
+command with ``lab.bench.register(sub)``.
 
     python -m lab bench engine [--steps N] [--reqs N] [--repeat N] [--no-churn]
 
@@ -19,16 +20,18 @@ from lab.engine.model_runner import engine_steps
 from lab.kernels.cli import add_bench_args, cmd_bench_kernels
 from lab.scenario import parse_spec
 from lab.trace.recorder import Recorder, simulate
+from lab.vllm_kernels import cli as vllm_kernels_cli
 
 
 def register(sub) -> None:
     sp = sub.add_parser("bench", help="benchmarks")
-    sp.add_argument("what", choices=["engine", "kernels", "app"])
+    sp.add_argument("what", choices=["engine", "kernels", "vllm-kernels", "app"])
     sp.add_argument("--steps", type=int, default=10_000)
     sp.add_argument("--reqs", type=int, default=256)
     sp.add_argument("--repeat", "--repeats", dest="repeat", type=int, default=3)
     sp.add_argument("--no-churn", action="store_true", help="skip the run with one arrival per step")
     add_bench_args(sp)
+    vllm_kernels_cli.add_bench_args(sp)
     sp.set_defaults(fn=cmd_bench)
 
 
@@ -40,8 +43,10 @@ def cmd_bench(args) -> int:
         return 0
     if args.what == "kernels":
         return cmd_bench_kernels(args)
+    if args.what == "vllm-kernels":
+        return vllm_kernels_cli.cmd_bench_vllm_kernels(args)
     if args.what != "engine":
-        raise ValueError(f"unknown benchmark {args.what!r} (known: engine, kernels, app)")
+        raise ValueError(f"unknown benchmark {args.what!r} (known: engine, kernels, vllm-kernels, app)")
     return cmd_bench_engine(args)
 
 

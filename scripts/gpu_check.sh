@@ -2,8 +2,11 @@
 # GPU check of the lab's kernels, for a machine with an NVIDIA GPU where torch (CUDA build) and
 # Triton are installed (vLLM need not be). Installs nothing big: only pytest/numpy if missing.
 # Runs the GPU tests, the live kernel run and `python -m lab bench kernels --device cuda`, and
-# writes logs, JSON and markdown tables to a folder. Every step has a timeout; together at most
-# 150 + 100 + 3 x 40 + 50 s = 7 minutes, plus start-up.
+# writes logs, JSON and markdown tables to a folder. Where this Python has vLLM 0.33.0 (a CUDA build),
+# also `python -m lab bench vllm-kernels --device cuda`: vLLM's own Triton MLA decode, Triton unified
+# attention and FlexAttention mask build in both modes, compiled, timed beside the grids, scratch and
+# loads the CPU interpreter counts (docs/kernels.md "vLLM's own kernels"). Every step has a timeout;
+# together at most 150 + 100 + 3 x 40 + 50 + 120 s = 9 minutes, plus start-up.
 #
 #   scripts/gpu_check.sh [OUT_DIR]        (default: $OUT, else ./gpu-results)
 set -u
@@ -56,5 +59,15 @@ done
 log "live run: short-decode-long-context, torch-reference on cuda, every 16th step"
 timeout 50 $PY -m lab simulate --preset short-decode-long-context --backend torch-reference --device cuda \
   --every 16 --repeats 5 --quiet --out "$OUT_DIR/live-trace.json" 2>&1 | tee "$OUT_DIR/live.log"
+
+if $PY -c "import sys, vllm; sys.exit(0 if vllm.__version__ == '0.33.0' else 1)" 2>/dev/null; then
+  log "bench vllm-kernels on cuda (vLLM's own kernels, compiled, both modes)"
+  timeout 120 $PY -m lab bench vllm-kernels --device cuda --repeat 20 --shape 4x250/4k/16 --shape 8x1ks/32k/16 \
+    --shape 4x250/128k/16 --shape 64x4k/128k/16 --json "$OUT_DIR/bench-vllm-kernels.json" 2>&1 \
+    | tee "$OUT_DIR/bench-vllm-kernels.log"
+else
+  log "skip bench vllm-kernels: vLLM 0.33.0 is not importable by $PY (the CPU counts: make venv-vllm, then" \
+    ".venv-vllm/bin/python -m lab bench vllm-kernels)"
+fi
 
 log "done in $(( $(date +%s) - start )) s; results in $OUT_DIR"

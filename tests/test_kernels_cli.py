@@ -137,7 +137,9 @@ def test_backends_command_lists_every_backend(capsys):
     text = capsys.readouterr().out
     assert "torch-reference (cpu): runs here" in text
     assert "flashinfer-trtllm-gen (cuda): not here:" in text
-    assert "R10: max_seq_len does not change its work: pages come from kv_indptr" in text
+    assert "R10: max_seq_len does not change its work (read in the source): pages come from kv_indptr" in text
+    assert "triton-mla (MLA): yes: splits, scratch, merge [measured on vLLM's own code (CPU)]" in text
+    assert "flashinfer-mla (MLA): yes: grid and split [assumed]" in text
 
 
 def test_simulate_on_given_steps(capsys, tmp_path):

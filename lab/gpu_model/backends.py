@@ -6,49 +6,23 @@ handed to attention change a backend's work, and how is it known). The GPU model
 A record holds the backend's name (as the GPU model's reports and sweep columns name it), the R10
 verdict and how, its work formula (lab/gpu_model/formulas.py) with the counts it returns, the GPUs
 vLLM runs it on, and its sources: repository, file, symbol, what was read there and how it was
-checked (``verified`` in that file, ``read in a copy``, ``assumption``, ``not verified``).
+checked (``verified`` in that file, ``read in a copy``, ``assumption``, ``not verified``), and how its
+R10 answer is known as a whole (``known``: one of ``KNOWN``). The MLA records (``attention="MLA"``)
+stand for an MLA model (DeepSeek-style latent cache): their bytes are the latent vector's.
 docs/sweeps.md "What the sources say" tells the whole story.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
 from lab.gpu_model import formulas
+from lab.gpu_model.backends_mla import MLA_AND_FLEX
+from lab.gpu_model.records import KNOWN, LAB, MEASURED, READ, VLLM_KERNELS_SOURCE, Backend, Source
 
-
-@dataclass(frozen=True)
-class Source:
-    repo: str
-    file: str
-    function: str  # the symbol read there
-    what: str
-    status: str  # "verified" | "read in a copy" | "assumption" | "not verified"
-
-
-@dataclass(frozen=True)
-class Backend:
-    name: str
-    verdict: str  # R10 in a phrase: "no", or "yes: ..." / "slightly: ..." naming what changes
-    how: str  # R10: how max_seq_len reaches (or misses) the work
-    work: Callable  # work(StepWork, max_seq_len) -> the counts of one step and mode
-    quantities: tuple[str, ...]  # the counts work returns, in report order ("bytes" follows)
-    sms: tuple[int, ...]  # the GPUs vLLM runs it on (compute capability x 10; 0: the CPU)
-    sources: tuple[Source, ...]
-    headline: str = "pages"  # the quantity that shows its dependence on max_seq_len best
-    notes: tuple[str, ...] = ()  # printed under its prediction; "{prefill_rows}" is filled in
-    pages_per_kv_head: bool = False  # its pages are counted per KV head already (bytes: x1, not x KV heads)
-
-    @property
-    def changes_work(self) -> bool:
-        """R10 as a yes/no: can max_seq_len change the work it does?"""
-        return self.verdict != "no"
+__all__ = ["BACKENDS", "BY_NAME", "KNOWN", "NAMES", "Backend", "Source"]
 
 
 _SAME_PAGES = ("pages: the real lengths' pages, the same in both modes",)
 _FLASHINFER_PY = "vllm/v1/attention/backends/flashinfer.py"
-
 BACKENDS: tuple[Backend, ...] = (
     Backend(
         "trtllm-gen",
@@ -96,6 +70,7 @@ BACKENDS: tuple[Backend, ...] = (
             ),
         ),
         headline="ctas_launched",
+        known=READ,
         notes=(
             "{prefill_rows} prefill rows go to the TRTLLM-gen context kernel (max_kv_len=max_seq_len too): "
             "not modelled",
@@ -215,8 +190,10 @@ BACKENDS: tuple[Backend, ...] = (
                 "max_seqlen_k unused on the core path",
                 "verified",
             ),
+            VLLM_KERNELS_SOURCE,
         ),
         notes=_SAME_PAGES,
+        known=MEASURED,
     ),
     Backend(
         "vllm-cpu",
@@ -235,6 +212,7 @@ BACKENDS: tuple[Backend, ...] = (
             ),
         ),
         notes=_SAME_PAGES,
+        known=MEASURED,  # bench kernels' peer in .venv-vllm-live (docs/kernels.md)
     ),
     Backend(
         "lab-torch-reference",
@@ -252,6 +230,7 @@ BACKENDS: tuple[Backend, ...] = (
                 "verified",
             ),
         ),
+        known=LAB,
     ),
     Backend(
         "lab-torch-split-kv",
@@ -269,7 +248,9 @@ BACKENDS: tuple[Backend, ...] = (
                 "verified",
             ),
         ),
+        known=LAB,
     ),
+    *MLA_AND_FLEX,
 )
 
 BY_NAME = {b.name: b for b in BACKENDS}

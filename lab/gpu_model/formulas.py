@@ -150,3 +150,53 @@ def fa3_work(w: StepWork, max_seq_len: int) -> dict:
 def real_pages_work(w: StepWork, max_seq_len: int) -> dict:
     """A backend whose work ignores max_seq_len: the real lengths' pages."""
     return {"pages": w.real_pages}
+
+
+# ---- MLA (DeepSeek-style latent attention) and FlexAttention ------------------------------------
+
+MLA_HEADS = 16  # query heads per GPU: DeepSeek-V3's 128 at tensor parallel 8 (assumption)
+MLA_KV_LORA_RANK = 512  # DeepSeek-V3 kv_lora_rank; + 64 rope values = one 576-value latent per token
+MLA_BYTES_PER_TOKEN = (512 + 64) * 2  # bf16 latent vector
+
+
+def triton_mla_num_kv_splits(max_seq_len: int, sm_count: int) -> int:
+    """vllm/v1/attention/backends/mla/triton_mla.py ``_compute_num_kv_splits``, restated: the GPU
+    model imports no vLLM (tests/conformance/test_vllm_kernels.py checks it against vLLM's own)."""
+    ideal = 1 << (max(1, max_seq_len // 512) - 1).bit_length()  # triton.next_power_of_2
+    return min(ideal, 2 * sm_count)
+
+
+def triton_mla_work(w: StepWork, max_seq_len: int) -> dict:
+    """Triton MLA decode (triton_mla.py ``forward_mqa`` -> ``decode_attention_fwd``): one row per query
+    token, stage 1 on (rows, cdiv(H, 16), splits), stage 2 on (rows, H); partials [rows, H, splits,
+    kv_lora_rank + 1] fp32; each split covers cdiv(valid, splits) of its row's real length."""
+    if not w.decode:
+        return {}
+    splits = triton_mla_num_kv_splits(max_seq_len, w.num_sms)
+    rows = len(w.decode) * w.q_len
+    seq = np.asarray(w.decode, dtype=np.int64)
+    valid = np.maximum(seq[:, None] - (w.q_len - 1 - np.arange(w.q_len))[None, :], 0)
+    return {
+        "num_kv_splits": splits,
+        "programs": rows * cdiv(MLA_HEADS, min(16, MLA_HEADS)) * splits + rows * MLA_HEADS,
+        "scratch_bytes": rows * MLA_HEADS * splits * (MLA_KV_LORA_RANK + 1) * 4,
+        "pages": int(cdiv(valid, w.block_size).sum()),
+    }
+
+
+def flashinfer_mla_work(w: StepWork, max_seq_len: int) -> dict:
+    """TRTLLM-gen MLA (FlashInfer ``trtllm_batch_decode_with_kv_cache_mla`` gets max_seq_len): the
+    decode split of ``trtllm_gen_decode`` with one latent KV head (assumption: the MLA cubins split as
+    the GQA ones do)."""
+    if not w.decode:
+        return {}
+    r = trtllm_gen_decode(max_seq_len, w.decode, w.q_len, 1, w.num_sms, block_size=w.block_size)
+    return {x: r[x] for x in ("ctas_launched", "partials", "pages")}
+
+
+def flex_block_mask_work(w: StepWork, max_seq_len: int) -> dict:
+    """FlexAttention's ``_build_block_mask_direct`` (flex_attention.py): ``block_table[doc_ids,
+    :cdiv(max_seq_len, block_size)]``, one row per real query token, then columns past each row's
+    num_blocks set to 0; the attention reads the real pages."""
+    tokens = int(sum(w.step.num_scheduled_tokens))
+    return {"mask_entries_gathered": tokens * walked_columns(max_seq_len, w.block_size), "pages": w.real_pages}

@@ -7,7 +7,7 @@ import math
 
 from lab.engine.model_states import MODES
 from lab.gpu_model.backends import BACKENDS, BY_NAME, NAMES, Backend
-from lab.gpu_model.formulas import StepWork
+from lab.gpu_model.formulas import MLA_BYTES_PER_TOKEN, StepWork
 from lab.gpu_model.gpus import GPU, HeadShape
 
 
@@ -44,12 +44,16 @@ def _row(trace, gpu: GPU, shape: HeadShape, b: Backend, sums: dict, prefill_rows
     """The prediction of one backend: its sums with their bytes, the baseline extra, notes, sources."""
     bs = trace.scenario.block_size
     heads = 1 if b.pages_per_kv_head else shape.num_kv_heads
-    pred = {m: {**sums[m], "bytes": sums[m]["pages"] * bs * shape.kv_bytes_per_token * heads} for m in MODES}
+    # An MLA backend reads one latent vector per token (formulas.MLA_BYTES_PER_TOKEN), whatever the GQA shape.
+    per_token = MLA_BYTES_PER_TOKEN if b.attention == "MLA" else shape.kv_bytes_per_token * heads
+    pred = {m: {**sums[m], "bytes": sums[m]["pages"] * bs * per_token} for m in MODES}
     return {
         "gpu": gpu.name,
         "backend": b.name,
         "max_seq_len_changes_work": b.verdict,
         "how": b.how,
+        "known": b.known,
+        "attention": b.attention,
         "predicted": pred,
         "baseline_extra": {x: pred["baseline"][x] - pred["fixed"][x] for x in pred["baseline"]},
         "notes": [n.format(prefill_rows=prefill_rows) for n in b.notes],

@@ -33,6 +33,7 @@ def summary(rows: list[dict]) -> list[dict]:
                 "gpu": r["gpu"],
                 "backend": r["backend"],
                 "changes work": r["max_seq_len_changes_work"],
+                "known": r["known"],
                 "quantity": key,
                 "baseline": r["predicted"]["baseline"][key],
                 "fixed": r["predicted"]["fixed"][key],
@@ -75,7 +76,10 @@ def format_model(trace, rows: list[dict], shape: HeadShape) -> str:
 
 def _backend_lines(r: dict) -> list[str]:
     """One backend's block of the report: verdict, the table of both modes, measurement, notes, sources."""
-    out = [f"[{r['gpu']}] {r['backend']}: max_seq_len changes the work? {r['max_seq_len_changes_work']} - {r['how']}"]
+    out = [
+        f"[{r['gpu']}] {r['backend']} ({r['attention']}): max_seq_len changes the work? "
+        f"{r['max_seq_len_changes_work']} ({r['known']}) - {r['how']}"
+    ]
     keys = list(r["predicted"]["baseline"])
 
     def line(cells):

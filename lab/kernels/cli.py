@@ -45,6 +45,7 @@ def set_torch_threads(n: int) -> None:
 
 
 def cmd_backends(args) -> int:
+    from lab.gpu_model.backends import BACKENDS
     from lab.kernels.registry import backends  # imports torch
 
     for b in backends():
@@ -52,7 +53,13 @@ def cmd_backends(args) -> int:
         r10 = (
             "max_seq_len changes its work" if b["max_seq_len_changes_work"] else "max_seq_len does not change its work"
         )
-        print(f"{b['name']} ({b['device']}): {runs}\n  {b['kernel']}\n  R10: {r10}: {b['r10_reason']}")
+        print(
+            f"{b['name']} ({b['device']}): {runs}\n  {b['kernel']}\n  R10: {r10} ({b['r10_known']}): {b['r10_reason']}"
+        )
+    print("\nR10 per backend vLLM runs on a GPU (lab/gpu_model/backends.py; how each answer is known):")
+    for r in BACKENDS:
+        print(f"  {r.name} ({r.attention}): {r.verdict} [{r.known}]\n    {r.how}")
+    print("vLLM's own Triton kernels, both modes, counted: python -m lab bench vllm-kernels (runs in .venv-vllm)")
     return 0
 
 

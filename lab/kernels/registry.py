@@ -225,6 +225,7 @@ def backends(cuda=None, env=None) -> list[dict]:
                 "why_not": why,
                 "max_seq_len_changes_work": b.record.changes_work,
                 "r10_reason": b.record.how,
+                "r10_known": b.record.known,
                 "r10_record": b.record.name,  # its backend in lab/gpu_model/backends.py (python -m lab gpu-model)
             }
         )

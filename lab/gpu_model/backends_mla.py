@@ -1,0 +1,159 @@
+"""The R10 records of the MLA backends (an MLA model: DeepSeek-style latent cache) and of
+FlexAttention, beside the GQA ones in lab/gpu_model/backends.py, which lists them all."""
+
+from __future__ import annotations
+
+from lab.gpu_model import formulas
+from lab.gpu_model.records import ASSUMED, MEASURED, VLLM_KERNELS_SOURCE, Backend, Source
+
+_MLA = "vllm/v1/attention/backends/mla/"
+_MLA_NOTE = (
+    "an MLA model (DeepSeek-V3 latent, bf16: 1152 bytes per token, 16 heads per GPU); {prefill_rows} prefill rows "
+)
+_MLA_NOTE += "take MLA's prefill path: not modelled"
+_SM90_ORDER = Source(
+    "vllm-project/vllm",
+    "vllm/platforms/cuda.py",
+    "_get_backend_priorities",
+    "MLA order: SM90 FLASH_ATTN_MLA, FLASHMLA, FLASHINFER_MLA, TRITON_MLA; SM100 FLASHINFER_MLA first; SM120 "
+    "TRITON_MLA first",
+    "verified",
+)
+
+MLA_AND_FLEX: tuple[Backend, ...] = (
+    Backend(
+        "triton-mla",
+        "yes: splits, scratch, merge",
+        "num_kv_splits = min(next_power_of_2(max_seq_len // 512), 2 x SMs): the stage-1 grid (rows x heads/16 x "
+        "splits), the fp32 partials [rows, H, splits, 513] and the stage-2 merge grow; each split covers "
+        "cdiv(seq_len, splits) of the real length, so the KV read is the same",
+        formulas.triton_mla_work,
+        ("num_kv_splits", "programs", "scratch_bytes", "pages"),
+        (90, 100),
+        (
+            Source(
+                "vllm-project/vllm",
+                _MLA + "triton_mla.py",
+                "_compute_num_kv_splits / TritonMLAImpl.forward_mqa",
+                "num_kv_splits from attn_metadata.max_seq_len and the SM count; logits [B, H, splits, R+1]",
+                "verified",
+            ),
+            Source(
+                "vllm-project/vllm",
+                "vllm/v1/attention/ops/triton_decode_attention.py",
+                "_fwd_grouped_kernel_stage1 / _fwd_kernel_stage2",
+                "grid (B, cdiv(H, min(16, H)), splits); split range cdiv(seq_len, splits)",
+                "verified",
+            ),
+            VLLM_KERNELS_SOURCE,
+            _SM90_ORDER,
+        ),
+        headline="programs",
+        notes=(_MLA_NOTE, "SM90: fourth in vLLM's MLA order (after FlashAttention MLA, FlashMLA, FlashInfer MLA)"),
+        pages_per_kv_head=True,
+        known=MEASURED,
+        attention="MLA",
+    ),
+    Backend(
+        "flashattn-mla",
+        "slightly: split bound",
+        "FA3 with one latent KV head: max_seqlen_k reaches get_scheduler_metadata and flash_attn_varlen_func "
+        "(the split bound, as FA3); pages follow seqused_k",
+        formulas.fa3_work,
+        ("fa3_n_blocks", "pages"),
+        (90,),
+        (
+            Source(
+                "vllm-project/vllm",
+                _MLA + "flashattn_mla.py",
+                "FlashAttnMLAMetadataBuilder._schedule_decode / FlashAttnMLAImpl.forward_mqa",
+                "max_seqlen_k=max_seq_len to the scheduler and the kernel",
+                "verified",
+            ),
+            Source(
+                "vllm-project/flash-attention",
+                "hopper/flash_api.cpp",
+                "get_num_splits",
+                "as fa3: the split bound from max_seqlen_k (kBlockN for the MLA head dims assumed 128)",
+                "assumption",
+            ),
+            _SM90_ORDER,
+        ),
+        headline="fa3_n_blocks",
+        notes=(_MLA_NOTE, "SM90: first in vLLM's MLA order"),
+        pages_per_kv_head=True,
+        attention="MLA",
+    ),
+    Backend(
+        "flashmla",
+        "no",
+        "get_mla_metadata plans from seq_lens; max_seq_len is not passed",
+        formulas.real_pages_work,
+        ("pages",),
+        (90, 100),
+        (
+            Source(
+                "vllm-project/vllm",
+                _MLA + "flashmla.py",
+                "FlashMLAMetadataBuilder._build_decode",
+                "get_mla_metadata(seq_lens_device, ...) without max_seq_len",
+                "verified",
+            ),
+            _SM90_ORDER,
+        ),
+        notes=(_MLA_NOTE,),
+        pages_per_kv_head=True,
+        attention="MLA",
+    ),
+    Backend(
+        "flashinfer-mla",
+        "yes: grid and split",
+        "TRTLLM-gen MLA gets max_seq_len=attn_metadata.max_seq_len; its split assumed as TRTLLM-gen's GQA decode",
+        formulas.flashinfer_mla_work,
+        ("ctas_launched", "partials", "pages"),
+        (90, 100),
+        (
+            Source(
+                "vllm-project/vllm",
+                _MLA + "flashinfer_mla.py",
+                "FlashInferMLAImpl.forward_mqa",
+                "trtllm_batch_decode_with_kv_cache_mla(..., max_seq_len=attn_metadata.max_seq_len)",
+                "verified",
+            ),
+            Source(
+                "flashinfer-ai/flashinfer",
+                "include/flashinfer/trtllm/fmha/fmhaKernels.cuh",
+                "computeCtaAndClusterConfig",
+                "MLA cubins split as the GQA ones (not read for MLA)",
+                "assumption",
+            ),
+            _SM90_ORDER,
+        ),
+        headline="ctas_launched",
+        notes=(_MLA_NOTE, "SM100: first in vLLM's MLA order"),
+        pages_per_kv_head=True,
+        known=ASSUMED,
+        attention="MLA",
+    ),
+    Backend(
+        "flex-attention",
+        "yes: block-mask build",
+        "_build_block_mask_direct gathers block_table[doc_ids, :cdiv(max_seq_len, block_size)] (one row per query "
+        "token) and zeroes the columns past num_blocks; the attention reads the real pages",
+        formulas.flex_block_mask_work,
+        ("mask_entries_gathered", "pages"),
+        (80, 90, 100),
+        (
+            Source(
+                "vllm-project/vllm",
+                "vllm/v1/attention/backends/flex_attention.py",
+                "FlexAttentionMetadata._build_block_mask_direct",
+                "used_pages = block_table[doc_ids, :cdiv(max_seq_len, block_size)]; masked_fill_(past_seq, 0)",
+                "verified",
+            ),
+            VLLM_KERNELS_SOURCE,
+        ),
+        headline="mask_entries_gathered",
+        known=MEASURED,
+    ),
+)

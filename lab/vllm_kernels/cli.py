@@ -1,0 +1,74 @@
+"""``python -m lab bench vllm-kernels``: its flags (on the shared ``bench`` parser, lab/bench.py; it
+shares ``--shape``, ``--json``, ``--device`` and ``--repeat`` with ``bench kernels``) and its command.
+``--device cuda`` runs the compiled kernels on a GPU whose environment has vLLM (scripts/gpu_check.sh):
+grids and scratch are recorded there, loads only in the interpreter. Run from ``.venv`` it hands
+itself to ``.venv-vllm`` (lab/vllm_kernels/env.py); importing this module imports neither torch nor
+vLLM.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def add_bench_args(sp) -> None:
+    sp.add_argument(
+        "--kernel",
+        action="append",
+        choices=["mla", "unified", "flex"],
+        help="vllm-kernels: mla | unified | flex (default all)",
+    )
+    sp.add_argument("--sm", action="append", type=int, help="vllm-kernels: SM count (default 132 and 148)")
+    sp.add_argument("--preset", action="append", help="vllm-kernels: a preset whose trace steps to run (repeatable)")
+    sp.add_argument("--step", action="append", type=int, help="vllm-kernels: a step of --preset (repeatable)")
+    sp.add_argument("--max-steps", type=int, default=3, help="vllm-kernels: steps per preset without --step")
+    sp.add_argument(
+        "--config", choices=["deepseek", "small"], default="deepseek", help="vllm-kernels: MLA shape (default deepseek)"
+    )
+
+
+def argv_of(args) -> list[str]:
+    """The command line of these arguments, for the run in .venv-vllm."""
+    argv = ["bench", "vllm-kernels", "--config", args.config, "--max-steps", str(args.max_steps)]
+    for flag, values in (
+        ("--shape", args.shape),
+        ("--kernel", args.kernel),
+        ("--sm", args.sm),
+        ("--preset", args.preset),
+        ("--step", args.step),
+    ):
+        for v in values or []:
+            argv += [flag, str(v)]
+    if args.json:
+        argv += ["--json", os.path.abspath(args.json)]  # the run's working directory is the checkout
+    if args.device != "cpu":
+        argv += ["--device", args.device, "--repeat", str(args.repeat)]
+    return argv
+
+
+def cmd_bench_vllm_kernels(args) -> int:
+    from lab.vllm_kernels import env
+
+    if not env.in_vllm_env():
+        print(f"vLLM {env.VLLM_VERSION} is not installed here: running in {env.vllm_python()}")
+        return env.run_in_vllm_env(argv_of(args), args.device)
+    from lab.vllm_kernels import bench  # imports torch and vLLM
+
+    sources = [bench.batch_from_shape(s) for s in args.shape or ([] if args.preset else bench.DEFAULT_SHAPES)]
+    for p in args.preset or []:
+        sources += bench.step_batches(p, args.step, args.max_steps)
+    bench.run_bench(
+        sources,
+        kernels=tuple(args.kernel or bench.KERNELS),
+        sms=tuple(args.sm or bench.SMS),
+        config=args.config,
+        json_path=args.json,
+    )
+    return 0
+
+
+def device_sms(device: str) -> int:
+    """The GPU's own SM count (what vLLM's ``current_platform.num_compute_units()`` gives there)."""
+    import torch
+
+    return torch.cuda.get_device_properties(torch.device(device)).multi_processor_count

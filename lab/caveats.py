@@ -9,8 +9,9 @@ R9_R10_CAVEAT = (
     "change moves kernel work depends on the backend (R10). On Hopper (H100/H200) vLLM 0.33.0 runs "
     "FlashAttention 3 for dense models: its split scheduler reads max_seqlen_k unless vLLM pins num_splits "
     "(FULL graphs and a batch within the capture sizes), so the effect is small but not zero. For MLA "
-    "models (DeepSeek) on Hopper it runs FlashAttention MLA, FlashMLA or Triton MLA, which size their KV "
-    "splits from max_seq_len: more programs, scratch and merge work, the same KV read. FlashInfer "
+    "models (DeepSeek) on Hopper it tries FlashAttention MLA first (the same split scheduler); Triton MLA "
+    "sizes its KV split count from max_seq_len: more programs, scratch and merge work, the same KV read "
+    "(measured on vLLM's own kernel here); FlashMLA plans from the real lengths. FlashInfer "
     "XQA/native and Triton unified attention do not size work from it. On SM100, TRTLLM-gen splits each "
     "sequence into CTAs by max_seq_len: more CTAs, the same KV read."
 )

@@ -56,6 +56,12 @@ def refusals(scenario, series: str = LIVE_SERIES, device: str = "cpu") -> list[s
     GPU recorder (scripts/live_gpu.sh, unverified here) lifts the CPU's limits but async scheduling."""
     s = scenario
     out = []
+    if s.num_speculative_tokens and s.speculative_method != "eagle":
+        # lab/live/driver.py writes a tiny EAGLE draft and hooks the TargetDependentAR speculator only.
+        out.append(
+            f"speculative_method={s.speculative_method}: the live recorder drives EAGLE drafts only (method=eagle); "
+            f"this speculator is compared with vLLM's own class by the conformance suite, not recorded live"
+        )
     if device != "cpu":
         if s.async_scheduling:
             out.append(

@@ -1,4 +1,4 @@
-"""Notebook 03's exercises (Eagle/MTP draft windows: R4, R5)."""
+"""Notebook 03's exercises (Eagle/MTP draft windows: R4, R5; the other speculators)."""
 
 from __future__ import annotations
 
@@ -53,6 +53,22 @@ EXERCISES: tuple[Exercise, ...] = (
             Trap(
                 lambda: _smallest_k_reaching_mml() - 1,
                 "too low: with that K, upper bound + K stays below max_model_len",
+            ),
+        ),
+    ),
+    Exercise(
+        "03.3",
+        "`draft-model-k3` (method=draft_model), step 10: what `max_seq_len` do its draft passes get in the "
+        "fixed mode, vLLM 0.33.0 as shipped?",
+        lambda: step_of("draft-model-k3", 10).drafts[1].max_seq_len["fixed"],
+        hint='StandaloneARSpeculator: "doesn\'t do per-batch adjustment; cap at max" (docs/rules.md).',
+        traps=(
+            Trap(
+                lambda: min(
+                    max(step_of("draft-model-k3", 10).seq_lens_cpu_upper_bound) + 3,
+                    trace_of("draft-model-k3").scenario.max_model_len,
+                ),
+                "that's Eagle's rule (max upper bound + K); #43991 did not change the draft-model speculator",
             ),
         ),
     ),

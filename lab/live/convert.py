@@ -19,7 +19,7 @@ from lab.engine.input_batch import InputBatch
 from lab.engine.model_states import MODES, AttnMetadata
 from lab.engine.oor import StaleRegion
 from lab.engine.scheduler import SchedulerOutput
-from lab.engine.speculator import DraftPassMetadata, draft_step_upper_bound
+from lab.engine.speculator import DraftPassMetadata, draft_pass_step, draft_step_upper_bound
 from lab.engine.step_record import EngineEnd, RequestAdded, RequestRemoved, StepRecord
 from lab.trace.recorder import Recorder
 
@@ -165,7 +165,9 @@ def to_step_records(scenario, taps: dict) -> tuple[list[StepRecord], EngineEnd, 
         walk_msl = [kms[m] for m in MODES]
         walk_rows = [n_pad] * len(MODES)
         drafts = []
-        if s.num_speculative_tokens:
+        if s.num_speculative_tokens and s.speculative_method == "draft_model":
+            drafts = _standalone_ar_passes(s, i, st, by_mode, checks)
+        if s.num_speculative_tokens and s.speculative_method != "draft_model":
             prefill_mode = st.draft_descs[0][0] if st.draft_descs else st.cg_mode
             drafts.append(
                 DraftPassMetadata(
@@ -203,9 +205,9 @@ def to_step_records(scenario, taps: dict) -> tuple[list[StepRecord], EngineEnd, 
                         j, decode_mode, nrp, dm, {m: kernel_visible_max_seq_len(decode_mode, dm[m], mml) for m in MODES}
                     )
                 )
-            for d in drafts:
-                walk_msl += [d.kernel_max_seq_len[m] for m in MODES]
-                walk_rows += [d.num_reqs_padded] * len(MODES)
+        for d in drafts:
+            walk_msl += [d.kernel_max_seq_len[m] for m in MODES]
+            walk_rows += [d.num_reqs_padded] * len(MODES)
         owner = np.full(s.total_num_gpu_blocks, FREE, dtype=np.int32)
         owner[0] = NULL_OWNER
         for rid, blocks in st.live_blocks.items():
@@ -246,6 +248,33 @@ def to_step_records(scenario, taps: dict) -> tuple[list[StepRecord], EngineEnd, 
         ]
     truncated = any(t.truncated for t in taps.values())
     return records, EngineEnd(num_preemptions, truncated, still), checks
+
+
+def _standalone_ar_passes(s, i: int, st, by_mode: dict, checks: dict) -> list:
+    """``method="draft_model"``: every one of the K passes builds its own metadata, eagerly (vLLM's
+    StandaloneARSpeculator: pass 0 with step 0, pass k with step k + 1), so each is one recorded call."""
+    mml, n = s.max_model_len, st.num_reqs
+    drafts = []
+    for m in MODES:
+        if len(by_mode[m][i].draft_passes) != s.num_speculative_tokens:
+            raise ValueError(
+                f"step {i}: the {m} run recorded {len(by_mode[m][i].draft_passes)} draft passes, "
+                f"K = {s.num_speculative_tokens} expected (draft_model builds every pass's metadata)"
+            )
+    for j in range(s.num_speculative_tokens):
+        msl, nr, ub = by_mode["fixed"][i].draft_passes[j]
+        if ub is not None:
+            want = draft_step_upper_bound(
+                st.seq_lens_cpu_upper_bound, n, draft_pass_step(s.speculative_method, j), mml, nr
+            )
+            checks["draft_windows"] += 1
+            if not np.array_equal(np.asarray(ub)[:nr], want):
+                checks["draft_window_mismatches"].append(
+                    f"step {i} draft pass {j}: vLLM {np.asarray(ub)[:nr].tolist()}, engine {want.tolist()}"
+                )
+        dm = {m: by_mode[m][i].draft_passes[j][0] for m in MODES}
+        drafts.append(DraftPassMetadata(j, "NONE", nr, dm, dict(dm)))
+    return drafts
 
 
 def to_trace(scenario, taps: dict, meta: dict):

@@ -123,9 +123,11 @@ def build_llm(scenario, folder: str, device: str = "cpu", series: str = "0.32"):
     if old_cpu.needs_port(series):
         kwargs["distributed_executor_backend"] = "uni"  # in-process: the hooks see the worker (0.22.1 forces mp)
     if s.num_speculative_tokens:
-        draft = write_model(os.path.join(folder, "eagle"), "eagle", s.max_model_len)
+        # method="draft_model": a separate tiny Llama (dummy weights) as the draft; else a tiny EAGLE head.
+        kind = "target" if s.speculative_method == "draft_model" else "eagle"
+        draft = write_model(os.path.join(folder, "draft"), kind, s.max_model_len)
         kwargs["speculative_config"] = {
-            "method": "eagle",
+            "method": s.speculative_method,
             "model": str(draft),
             "num_speculative_tokens": s.num_speculative_tokens,
         }

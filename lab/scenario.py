@@ -78,6 +78,12 @@ class Scenario:
     # The speculator when num_speculative_tokens > 0 (vLLM's speculative_config.method; lab/spec_grammar.py
     # SPECULATIVE_METHODS). Each has its own draft passes and max_seq_len rule (lab/engine/speculator.py).
     speculative_method: str = "eagle"
+    # The draft decode path of the TargetDependentAR speculators: False, the per-step path
+    # (_multi_step_decode: metadata rebuilt every pass; a draft backend without
+    # supports_draft_decode_metadata_update, e.g. vLLM's CPU backend); True, the fused path
+    # (_fused_multi_step_decode: built once at step 1, advanced on the GPU; FlashAttention, Triton,
+    # FlashInfer TRTLLM-gen decode, Triton MLA).
+    draft_decode_fused: bool = False
     name: str = field(default="", compare=False)
     description: str = field(default="", compare=False)
 
@@ -293,6 +299,11 @@ SCENARIO_CHECKS: tuple[Check, ...] = (
         "speculative_method",
         lambda s: s.speculative_method == "eagle" or s.num_speculative_tokens > 0,
         lambda s: f"{s.speculative_method!r} needs num_speculative_tokens (k=) of at least 1",
+    ),
+    (
+        "draft_decode_fused",
+        lambda s: isinstance(s.draft_decode_fused, bool),
+        lambda s: f"must be True or False, got {s.draft_decode_fused!r}",
     ),
     (
         "device_capability",

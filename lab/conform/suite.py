@@ -68,7 +68,8 @@ def random_scenario(seed: int):
 
 def random_speculator_scenario(seed: int):
     """A small random scenario with drafts, for every speculator the lab models (the census): K 1..4, each
-    ``method`` in turn, every CUDA-graph mode, both model states, sometimes a pool that forces preemption."""
+    ``method`` in turn, the per-step and the fused draft path, every CUDA-graph mode, both model states,
+    sometimes a pool that forces preemption."""
     rng = np.random.default_rng([seed, 22])
     base = random_scenario(seed)
     method = SPECULATIVE_METHODS[seed % len(SPECULATIVE_METHODS)]
@@ -76,6 +77,7 @@ def random_speculator_scenario(seed: int):
     return base.replace(
         num_speculative_tokens=k,
         speculative_method=method,
+        draft_decode_fused=bool((seed // len(SPECULATIVE_METHODS)) % 2),
         max_num_batched_tokens=max(base.max_num_batched_tokens, 1 + k),
         num_gpu_blocks=None,
         name=f"random-speculator-{seed}",

@@ -150,8 +150,10 @@ class VllmDrafts:
         ddesc = decode_m.specialize_spec_tokens(decode_m.dispatch(n, n, 1, 0), vl.k)
         for step in range(1, vl.k):
             # _multi_step_decode: "Rebuild every step when positions advance, or just once on the first
-            # step when positions are constant (Gemma4 MTP)".
-            built = step if sp.advance_draft_positions else 1
+            # step when positions are constant (Gemma4 MTP)". The fused path (_fused_multi_step_decode,
+            # a backend with supports_draft_decode_metadata_update) builds once with step=1.
+            fused = vl.s.draft_decode_fused
+            built = step if (sp.advance_draft_positions and not fused) else 1
             kw = self._metadata(sp._build_uniform_attn_metadata, n, ddesc, 1, ub, built)
             self._pass(rec, cmp, rec.drafts[step], ddesc, kw, built)
 
@@ -184,7 +186,7 @@ class VllmDrafts:
         n, i = rec.batch.num_reqs, d.index
         cmp.check(rec.index, "R8", f"draft pass {i} cudagraph_mode", d.cudagraph_mode, desc.cg_mode.name)
         cmp.check(rec.index, "R8", f"draft pass {i} num_reqs_padded", d.num_reqs_padded, desc.num_reqs or n)
-        step = draft_pass_step(s.speculative_method, i)
+        step = draft_pass_step(s.speculative_method, i, s.draft_decode_fused)
         cmp.check(rec.index, "R5", f"draft pass {i} step", step, vllm_step)
         lab_ub = draft_step_upper_bound(rec.batch.seq_lens_cpu_upper_bound, n, step, s.max_model_len, d.num_reqs_padded)
         cmp.check(

@@ -97,19 +97,22 @@ def schedule_running(sched, budget: int):
     num_new_blocks, block_id_chunks, budget_left, num_preempted)``, the running requests after the
     pass and the tokens and blocks each got (0 for those not scheduled)."""
     mml, k = sched.max_model_len, sched.num_lookahead_tokens
+    slots = sched.draft_slots  # input slots each scheduled request keeps for its drafter (draft_model: 1)
     running = [int(r) for r in sched.running]
     scheduled: dict[int, tuple[int, int]] = {}
     chunks = []
     preempted = 0
     i = 0
     while i < len(running) and budget > 0:
+        if sched.input_budget <= slots and slots:  # vLLM: "if input_budget <= draft_slots: break"
+            break
         r = running[i]
         comp = int(sched.num_computed_tokens[r])
         if comp < sched.prefill_len[r]:
             need = int(sched.prefill_len[r]) - comp  # the rest of the (chunked) prefill
         else:
             need = 1 + int(sched.num_spec_tokens[r])  # decode: the sampled token and its drafts
-        n_tok = max(0, min(need, budget, mml - 1 - comp))
+        n_tok = max(0, min(need, budget, sched.input_budget - slots if slots else budget, mml - 1 - comp))
         if n_tok == 0:
             i += 1
             continue
@@ -126,6 +129,8 @@ def schedule_running(sched, budget: int):
                 chunks.append(sched.allocate(int(sched.kv_slot[r]), int(sched.inst[r]), nblk))
             scheduled[r] = (n_tok, nblk)
             budget -= n_tok
+            if slots:
+                sched.input_budget -= n_tok + slots
             i += 1
             continue
         break  # r preempted itself

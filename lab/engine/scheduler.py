@@ -128,6 +128,11 @@ class Scheduler:
         self.pool = BlockPool(s.total_num_gpu_blocks, lifo=rel.free_queue_lifo)
         # K lookahead slots in a waiting request's first allocation (0.32/0.33), or none (0.19/0.22).
         self.first_allocation_lookahead = s.num_speculative_tokens if rel.lookahead_on_first_allocation else 0
+        # vllm/config/speculative.py SpeculativeConfig.max_num_new_slots_for_drafting: input slots each
+        # scheduled request keeps for its drafter ("Draft model ... 1": the correction token; 0 for EAGLE,
+        # EAGLE3, MTP). Scheduler.schedule spends them from input_budget beside the token budget.
+        self.draft_slots = 1 if (s.num_speculative_tokens and s.speculative_method == "draft_model") else 0
+        self.input_budget = s.max_num_batched_tokens
         self.kv_rows = np.zeros((s.max_num_seqs, self.max_num_blocks_per_req), dtype=np.intp)  # as the pool's ids
         self.kv_nb = np.zeros(s.max_num_seqs, dtype=np.int64)
         self.kv_slot = np.full(n, -1, dtype=np.int64)
@@ -199,6 +204,7 @@ class Scheduler:
             self.waiting.append(self._arrival_order[self._next_arrival])
             self._next_arrival += 1
         # "First, schedule the RUNNING requests."
+        self.input_budget = self.token_budget
         running = self._schedule_running(self.token_budget)
         # "Next, schedule the WAITING requests." (vLLM admits none in a step that preempted one)
         admitted = self._schedule_waiting(running.budget) if not running.preempted and self.waiting else None
@@ -234,7 +240,8 @@ class Scheduler:
         if not all_scheduled:
             new_blocks[num_new == 0] = 0
         total_new = int(np.add.reduce(new_blocks))
-        if self.always_plain or total_new > self.pool.num_free_blocks:  # someone must be preempted: the plain loop
+        # The plain loop when someone must be preempted, or when requests keep input slots for drafting.
+        if self.always_plain or self.draft_slots or total_new > self.pool.num_free_blocks:
             run, num_new, counts, chunks, budget, preempted = schedule_running(self, budget)
             comp = self.num_computed_tokens[run]
             in_prefill = comp < self.prefill_len[run]
@@ -269,9 +276,12 @@ class Scheduler:
         req, tokens, counts, chunks, inst = [], [], [], [], []
         k0, mml = self.first_allocation_lookahead, self.max_model_len
         room = self.max_num_running_reqs - len(self.running)
+        slots = self.draft_slots
         while self.waiting and len(req) < room and budget > 0:
+            if slots and self.input_budget <= slots:  # "input_budget <= draft_slots": no room for its drafter
+                break
             r = self.waiting[0]
-            n_tok = min(int(self.prefill_len[r]), budget)
+            n_tok = min(int(self.prefill_len[r]), budget, self.input_budget - slots if slots else budget)
             nblk = (min(n_tok + k0, mml) + self.block_size - 1) >> self._block_shift  # blocks_for, on ints
             if nblk > self.pool.num_free_blocks:
                 break
@@ -287,6 +297,7 @@ class Scheduler:
             counts.append(nblk)
             inst.append((new_id, r))
             budget -= n_tok
+            self.input_budget -= n_tok + slots
         return _Admissions(req, tokens, counts, chunks, inst) if req else None
 
     def _make_output(self, step: int, running: _RunningPass, admitted: _Admissions | None) -> SchedulerOutput:

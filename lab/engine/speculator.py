@@ -196,14 +196,20 @@ SPECULATORS = {
 }
 
 
-def draft_pass_step(method: str, index: int) -> int:
+def draft_pass_step(method: str, index: int, fused: bool = False) -> int:
     """The ``step`` a draft pass's metadata adds to the target's upper bound
-    (``DraftModelSpeculator._build_attn_metadata``): TargetDependentAR passes 0..K-1 use 0..K-1 (pass 0
-    is the target's own metadata); Gemma4 builds its decode metadata once at step 1; multi-module MTP
-    builds once at step 0; the standalone draft model uses 0, then k + 1 for pass k."""
+    (``DraftModelSpeculator._build_attn_metadata``): TargetDependentAR passes 0..K-1 use 0..K-1 on the
+    per-step path (``_multi_step_decode``, pass 0 is the target's own metadata); on the fused path
+    (``_fused_multi_step_decode``, ``fused``) the decode metadata is built once with ``step=1`` and
+    advanced on the GPU, so every decode pass holds step 1's; Gemma4 builds it once at step 1 on both
+    paths; multi-module MTP builds once at step 0; the standalone draft model uses 0, then k + 1."""
     if index == 0:
         return 0
-    return {"gemma4_mtp": 1, "mtp_multi_module": 0, "draft_model": index + 1}.get(method, index)
+    if method == "draft_model":
+        return index + 1
+    if method == "mtp_multi_module":
+        return 0
+    return 1 if (fused or method == "gemma4_mtp") else index
 
 
 def draft_cudagraph_mode(method: str, target_cudagraph_mode: str) -> str:

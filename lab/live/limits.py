@@ -85,6 +85,11 @@ def refusals(scenario, series: str = LIVE_SERIES, device: str = "cpu") -> list[s
             f"vllm_version={s.vllm_version}: the live engine is vLLM {series} (vllm={series}), whose "
             f"gather_block_tables the embedded engine must follow to compare"
         )
+    if s.draft_decode_fused and s.num_speculative_tokens:
+        out.append(
+            "draft_decode_fused: vLLM's CPU attention cannot update draft metadata in place, so its drafts take "
+            "the per-step path (drafts=step)"
+        )
     if s.block_size % CPU_BLOCK_MULTIPLE:
         out.append(f"block_size={s.block_size}: vLLM's CPU attention needs a multiple of {CPU_BLOCK_MULTIPLE}")
     if s.model_state != "default":
@@ -130,6 +135,7 @@ def cpu_variant(scenario, series: str = LIVE_SERIES):
         async_scheduling=False,
         vllm_version=series,
         block_size=bs,
+        draft_decode_fused=False,
     )
     need = min_num_gpu_blocks(s)
     blocks = s.num_gpu_blocks if s.num_gpu_blocks is not None else s.total_num_gpu_blocks

@@ -315,6 +315,7 @@ def scenario_to_dict(s: Scenario) -> dict:
         ("vllm_version", "0.33"),
         ("device_capability", 90),
         ("speculative_method", "eagle"),
+        ("draft_decode_fused", False),
     ):
         if d[name] == default:
             del d[name]

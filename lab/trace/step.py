@@ -63,7 +63,7 @@ class DraftPass:
         Eagle/MTP). Not stored: recomputed with the engine's own draft_step_upper_bound."""
         st = self._step
         s = st._t.scenario
-        step = draft_pass_step(s.speculative_method, self.index)
+        step = draft_pass_step(s.speculative_method, self.index, s.draft_decode_fused)
         return draft_step_upper_bound(st._ub(), st.num_reqs, step, s.max_model_len, self.num_reqs_padded).tolist()
 
     @property

@@ -34,7 +34,7 @@ def drafts_spec(trace, index: int) -> dict:
         ub = d.seq_lens_cpu_upper_bound[:n]
         # Exact length during draft pass d: the verified length plus what the speculator appended since,
         # the same step its metadata adds to the upper bound (R5; lab.engine.speculator.draft_pass_step).
-        lo = [min(e + draft_pass_step(method, d.index), mml) for e in exact]
+        lo = [min(e + draft_pass_step(method, d.index, trace.scenario.draft_decode_fused), mml) for e in exact]
         # Token positions lo..ub inclusive: a window of w tokens is drawn w + 1 tall (half a token each side).
         data.append(
             {
@@ -166,7 +166,12 @@ def drafts_spec(trace, index: int) -> dict:
             "margin": {"t": 100},
             "title": title(
                 f"Step {st.index}: draft windows, K = {k}, one bar per request and pass",
-                f"exact length → upper bound, true scale (linear, zoomed on the batch); graph per pass: {graphs}",
+                f"exact length → upper bound, true scale (linear, zoomed on the batch); graph per pass: {graphs}; "
+                + (
+                    "fused path: one metadata, built at pass 1"
+                    if trace.scenario.draft_decode_fused
+                    else "per-step path"
+                ),
             ),
             "xaxis": {
                 "title": {"text": "request"},

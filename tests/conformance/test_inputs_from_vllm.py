@@ -66,8 +66,9 @@ def test_every_speculator_against_vllms_own(label, scenario, kernels):
 def test_the_census_covers_every_speculator():
     from lab.spec_grammar import SPECULATIVE_METHODS
 
-    methods = {s.speculative_method for label, s, _ in C.suite_cases() if label.startswith("speculator")}
-    assert methods == set(SPECULATIVE_METHODS)
+    cases = [s for label, s, _ in C.suite_cases() if label.startswith("speculator")]
+    assert {s.speculative_method for s in cases} == set(SPECULATIVE_METHODS)
+    assert {s.draft_decode_fused for s in cases} == {False, True}
 
 
 # An injected engine bug per speculator path: (spec, what to break, the field that must disagree).
@@ -96,7 +97,21 @@ def _advancing_gemma4(monkeypatch):
     from lab.engine import speculator
 
     orig = speculator.draft_pass_step
-    monkeypatch.setattr(speculator, "draft_pass_step", lambda m, i: orig("eagle" if m == "gemma4_mtp" else m, i))
+    monkeypatch.setattr(
+        speculator,
+        "draft_pass_step",
+        lambda m, i, fused=False: orig("eagle" if m == "gemma4_mtp" else m, i, fused),
+    )
+    import lab.conform.vllm_speculators as vs
+
+    monkeypatch.setattr(vs, "draft_pass_step", speculator.draft_pass_step)
+
+
+def _per_step_when_fused(monkeypatch):
+    from lab.engine import speculator
+
+    orig = speculator.draft_pass_step
+    monkeypatch.setattr(speculator, "draft_pass_step", lambda m, i, fused=False: orig(m, i))
     import lab.conform.vllm_speculators as vs
 
     monkeypatch.setattr(vs, "draft_pass_step", speculator.draft_pass_step)
@@ -105,11 +120,12 @@ def _advancing_gemma4(monkeypatch):
 @pytest.mark.parametrize(
     "spec,inject,field",
     [
+        ("4p60o12_k=3_mml=1k_cg=piecewise_drafts=fused", _per_step_when_fused, "R5 draft pass 2 step"),
         ("4p60o12_k=3_method=mtp-multi-module_mml=1k", _plus_k_for_mmtp, "R4 draft_max_seq_len"),
         ("4p60o12_k=3_method=draft-model_mml=1k", _batch_max_for_draft_model, "R4 draft_max_seq_len"),
         ("4p60o12_k=3_method=gemma4-mtp_mml=1k_cg=piecewise", _advancing_gemma4, "R5 draft pass 2 step"),
     ],
-    ids=["mtp-multi-module", "draft-model", "gemma4-mtp"],
+    ids=["fused-path", "mtp-multi-module", "draft-model", "gemma4-mtp"],
 )
 def test_a_wrong_speculator_rule_is_caught(spec, inject, field, monkeypatch):
     inject(monkeypatch)

@@ -141,3 +141,20 @@ def random_batch(
         label=f"random {rows} rows",
         classes=classes,
     )
+
+
+def random_paged_cache(batch: DecodeBatch, block_shape: tuple, seed: int, poison: bool, device="cpu"):
+    """A random cache ``[num_blocks, *block_shape]`` covering every block the batch's table names; the
+    null block zeros; ``poison``: NaN in every block no real row's tokens live in (a kernel that read
+    one would show it). The layout of each kernel's own cache is ``block_shape``."""
+    import torch  # only here, where a cache is built: the batch arithmetic above stays numpy
+
+    g = torch.Generator().manual_seed(seed)
+    n = int(batch.block_table.max()) + 1
+    kv = torch.randn((n, *block_shape), generator=g)
+    kv[0] = 0
+    if poison:
+        bad = torch.ones(n, dtype=torch.bool)
+        bad[torch.as_tensor(batch.owned_blocks(), dtype=torch.long)] = False
+        kv[bad] = float("nan")
+    return kv.to(device)

@@ -27,7 +27,7 @@ import numpy as np
 import torch
 
 from lab.blocks import cdiv
-from lab.vllm_kernels.batches import DecodeBatch, summarize_loads
+from lab.vllm_kernels.batches import DecodeBatch, random_paged_cache, summarize_loads
 from lab.vllm_kernels.counting import Counter, median_seconds, time_is
 from lab.vllm_kernels.env import load
 
@@ -68,15 +68,7 @@ def num_kv_splits(max_seq_len: int, sm_count: int) -> int:
 def make_cache(batch: DecodeBatch, cfg: MlaConfig, seed: int = 0, poison: bool = False, device="cpu") -> torch.Tensor:
     """``[num_blocks, block_size, Lk]`` random; null block zeros; ``poison``: NaN in every block no
     real row's tokens live in (the null block included)."""
-    g = torch.Generator().manual_seed(seed)
-    n = int(batch.block_table.max()) + 1
-    kv = torch.randn((n, batch.block_size, cfg.head_size), generator=g)
-    kv[0] = 0
-    if poison:
-        bad = torch.ones(n, dtype=torch.bool)
-        bad[torch.as_tensor(batch.owned_blocks(), dtype=torch.long)] = False
-        kv[bad] = float("nan")
-    return kv.to(device)
+    return random_paged_cache(batch, (batch.block_size, cfg.head_size), seed, poison, device)
 
 
 def make_query(batch: DecodeBatch, cfg: MlaConfig, seed: int = 1, device="cpu") -> torch.Tensor:

@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from lab.blocks import cdiv
-from lab.vllm_kernels.batches import DecodeBatch, summarize_loads
+from lab.vllm_kernels.batches import DecodeBatch, random_paged_cache, summarize_loads
 from lab.vllm_kernels.counting import Counter, median_seconds, time_is
 from lab.vllm_kernels.env import load
 
@@ -49,15 +49,7 @@ class GqaConfig:
 def make_cache(batch: DecodeBatch, cfg: GqaConfig, seed: int = 0, poison: bool = False, device="cpu") -> torch.Tensor:
     """vLLM's Triton cache ``[num_blocks, num_kv_heads, block_size, 2 * head_size]``, random; the
     null block zeros; ``poison``: NaN in every block no real row's tokens live in."""
-    g = torch.Generator().manual_seed(seed)
-    n = int(batch.block_table.max()) + 1
-    kv = torch.randn((n, cfg.num_kv_heads, batch.block_size, 2 * cfg.head_size), generator=g)
-    kv[0] = 0
-    if poison:
-        bad = torch.ones(n, dtype=torch.bool)
-        bad[torch.as_tensor(batch.owned_blocks(), dtype=torch.long)] = False
-        kv[bad] = float("nan")
-    return kv.to(device)
+    return random_paged_cache(batch, (cfg.num_kv_heads, batch.block_size, 2 * cfg.head_size), seed, poison, device)
 
 
 def make_query(batch: DecodeBatch, cfg: GqaConfig, seed: int = 1, device="cpu") -> torch.Tensor:

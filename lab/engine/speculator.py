@@ -213,7 +213,7 @@ def draft_pass_step(method: str, index: int, fused: bool = False) -> int:
 
 
 def draft_cudagraph_mode(method: str, target_cudagraph_mode: str) -> str:
-    """The mode of the draft-decode graph manager: vllm target_dependent_ar/speculator.py
+    """The mode of the draft-decode graph manager: vllm spec_decode/target_dependent_ar/speculator.py
     ``init_cudagraph_manager`` (FULL_DECODE_ONLY when the target decodes in FULL graphs, else none);
     multi-module MTP keeps the target's mode but turns PIECEWISE into FULL_DECODE_ONLY or none; the
     standalone draft model runs eagerly."""

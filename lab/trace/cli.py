@@ -15,7 +15,7 @@ import sys
 import time
 
 from lab.cli_args import add_scenario_args, scenario_from_args
-from lab.engine.model_states import MODES
+from lab.engine.model_states import ERAS, MODES
 from lab.engine.oor import OOR_CLASSES
 from lab.kernels.cli import set_torch_threads
 from lab.presets import PRESETS
@@ -165,7 +165,9 @@ def print_trace(trace: Trace, every: int = 1, out=None, show_steps: bool = True)
                 w(
                     f"{'':>5} drafts: {len(st.drafts)} passes, last {d.cudagraph_mode}, draft_max_seq_len "
                     f"{d.max_seq_len['baseline']}/{d.max_seq_len['fixed']}, kernel sees "
-                    f"{d.kernel_max_seq_len['baseline']}/{d.kernel_max_seq_len['fixed']}\n"
+                    f"{d.kernel_max_seq_len['baseline']}/{d.kernel_max_seq_len['fixed']}"
+                    + (f" ({note})" if (note := st.history()[ERAS[-1]].get("drafts_note")) else "")
+                    + "\n"
                 )
         w("\n")
     print_totals(trace, out)

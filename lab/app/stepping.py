@@ -15,16 +15,14 @@ import re
 
 import gradio as gr
 from gradio.components.plot import PlotData
-from markdown_it import MarkdownIt
 
 from lab import Trace
 from lab.app.cache import TRACES
-from lab.views import ALL_VIEWS, TRACE_WIDE, headline_html, presenter_layout, spec_json, summary_markdown
+from lab.views import ALL_VIEWS, TRACE_WIDE, headline_html, presenter_layout, spec_json
+from lab.views.render import MARKDOWN, summary_html  # noqa: F401 (the app's modules import them from here)
 
 PLAY, PAUSE = "▶ play", "❚❚ pause"
 PLAY_INTERVAL_S = 0.2  # 5 steps/s
-# The summary's markdown (and the downloaded page's notes) rendered here: commonmark with tables.
-MARKDOWN = MarkdownIt("commonmark").enable("table")
 
 
 # ---- what a session holds, checked -------------------------------------------------------------
@@ -59,12 +57,6 @@ def view_of(view) -> str:
 
 
 # ---- one step drawn --------------------------------------------------------------------------
-
-
-def summary_html(trace: Trace, index: int) -> str:
-    """The summary (lab.views.summary_markdown) rendered here: an HTML component redraws faster in
-    the page than a Markdown one, which parses and sanitises on every step."""
-    return f"<div class='summary'>{MARKDOWN.render(summary_markdown(trace, index))}</div>"
 
 
 def render_view(trace: Trace, index: int, view: str, presenter: bool = False) -> PlotData:

@@ -32,6 +32,7 @@ from lab.app.sweeps_tab import add_sweeps_tab  # the Sweeps tab: docs/sweeps.md
 from lab.presets import PRESETS
 from lab.scenario import CUDAGRAPH_MODES, MAX_SPECULATIVE_TOKENS, MODEL_STATES, get_preset
 from lab.views import ALL_VIEWS
+from lab.views.render import WORDS_CSS
 
 # The opening preset: one that #43991 changes (its draft decodes), beside what #40654 did (its target).
 DEFAULT_PRESET = "eagle-k3"
@@ -73,31 +74,16 @@ CSS = """
 .contain > .column, .gradio-container .main > .wrap > .column {gap: 6px !important}
 #brand {font-size: 13px; color: #555; padding: 0 !important; margin: 0; min-height: 0 !important}
 #brand * {margin: 0 !important; padding: 0 !important; line-height: 1.3}
-#headline table {width: auto}
 #topbar {gap: 6px; align-items: end; flex-wrap: nowrap}
 #topbar > div {min-width: 0 !important}
 #topbar button {flex: 0 0 auto !important; width: auto !important; padding: 4px 12px; min-height: 40px;
   white-space: nowrap; align-self: end; margin-bottom: 6px}
 #topbar > #presenter-box {flex: 0 0 118px !important; min-width: 118px !important; align-self: end}
 #step {padding-top: 0; padding-bottom: 0}
-#headline {font-size: 14px; line-height: 1.35}
-#headline .hl-line {margin: 2px 0}
-#headline .eras {border-collapse: collapse; margin: 2px 0; font-size: 13px}
-#headline .eras td, #headline .eras th {padding: 0 10px 0 0; line-height: 1.35; border: none; white-space: nowrap;
-  text-align: left; background: none}
-#headline .eras th {font-weight: 600; color: #555}
-.pr-badge {color: #fff !important; border-radius: 9px; padding: 0 7px; font-size: 11px; text-decoration: none;
-  background: #1f77b4; white-space: nowrap}
-.pr-badge.pr40654 {background: #e6550d}
-.kernel-sees {color: #777; font-size: 12px}
-.recorded {font-weight: normal; font-size: 11px; color: #2b6f2b}
 #view {margin: 0}
 #view label {padding: 2px 10px}
 #plot, #plot-compare {min-height: 420px}
 #note {font-size: 13px; color: #444}
-#summary table {font-size: 13px}
-#summary table td, #summary table th {white-space: nowrap; font-variant-numeric: tabular-nums; padding: 2px 10px}
-#summary table td:not(:first-child) {text-align: right}
 .inline-error {color: #9b0018; background: #fdecea; border-left: 4px solid #9b0018; padding: 6px 10px;
   border-radius: 4px; font-size: 14px}
 body.presenter #settings, body.presenter #below, body.presenter #brand, body.presenter #runner,
@@ -106,6 +92,8 @@ body.presenter #headline, body.presenter #headline .hl-line {font-size: 22px !im
 body.presenter #headline .eras {font-size: 20px !important}
 body.presenter #view label {font-size: 18px !important}
 """
+# The headline's and the summary's style: lab/views/render.py (the exported file uses it too).
+CSS += WORDS_CSS
 
 
 def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:

@@ -350,6 +350,11 @@ def test_downloads_are_named_after_the_scenario_and_step(client):
     text = html[: html.index("<script")]  # the page's own text, before plotly.js
     assert "<table>" in text and "<strong>" in text
     assert "<pre>" not in text and "|---" not in text and "**" not in text
+    # The whole trace as one file that steps by itself (lab/export; tests/test_export*.py open it).
+    path = client.predict(api_name="/download_page")
+    assert path.endswith("eagle-k3.html")
+    page = open(path, encoding="utf-8").read()
+    assert "window.labPage" in page and "id='lab-data'" in page
 
 
 def test_upload(client, tmp_path, monkeypatch):

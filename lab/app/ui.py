@@ -13,7 +13,7 @@ from __future__ import annotations
 import gradio as gr
 
 from lab.app.controls import CONTROL_FIELDS, parse_spec_text
-from lab.app.downloads import download_figures, download_trace
+from lab.app.downloads import download_figures, download_page, download_trace
 from lab.app.loading import LOADED, initial, pick_preset, run, set_compare, upload_trace
 from lab.app.runner_choices import EMBEDDED_CPU, runner_availability
 from lab.app.stepping import (
@@ -183,6 +183,10 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
                     with gr.Row():
                         dl_trace_btn = gr.Button("download the trace (JSON)", elem_id="dl-trace")
                         dl_figs_btn = gr.Button("download every view of this step (HTML)", elem_id="dl-figs")
+                    dl_page_btn = gr.Button(
+                        "download the whole trace as one HTML file (steps and plays offline, no install)",
+                        elem_id="dl-page",
+                    )
                     dl_file = gr.File(label="download", interactive=False, elem_id="dl-file", height=90)
                 with gr.Column():
                     compare = gr.Dropdown(
@@ -308,5 +312,6 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
         )
         dl_trace_btn.click(download_trace, key, dl_file, api_name="download_trace")
         dl_figs_btn.click(download_figures, [key, step], dl_file, api_name="download_figures")
+        dl_page_btn.click(download_page, key, dl_file, api_name="download_page")
     demo.lab_css = CSS  # Gradio 6 takes css at launch (lab.app.launch passes it)
     return demo

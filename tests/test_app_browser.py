@@ -275,3 +275,57 @@ def test_tour_presenter_and_comparison(page, app_url):
     )
     page.screenshot(path=str(ARTIFACTS / "presenter-1600x1000.png"))
     no_error_state(page)
+
+
+def shows_step(page, i: int) -> bool:
+    """The main figure shows step i: a trace-wide view's marker sits there, a step's view says it in its title."""
+    return page.evaluate(
+        """(i) => { const gd = document.querySelector('#plot .js-plotly-plot');
+                    const m = ((gd && gd.layout && gd.layout.shapes) || []).find(s => s.name === 'step');
+                    if (m) return m.x0 === i;
+                    const t = document.querySelector('#plot .gtitle');
+                    return !t || !/^Step \\d+/.test(t.textContent) || t.textContent.startsWith(`Step ${i}:`); }""",
+        i,
+    )
+
+
+def test_stepping_needs_no_server(page, app_url, monkeypatch):
+    """Issue 26: ◀ ▶, the slider's arrow keys and play redraw every view in the page from the trace's step
+    data; the server's step endpoints are unreachable (and would fail) and nothing breaks."""
+    from lab.app import stepping
+
+    calls = []
+
+    def refuse(*args, **kwargs):
+        calls.append(args)
+        raise RuntimeError("the page asked the server for a step")
+
+    monkeypatch.setattr(stepping, "step_outputs", refuse)  # behind /next_step, /prev_step, /show_step, /play_tick
+    page.route("**/gradio_api/run/**", lambda route: route.abort())  # the step events' plain POSTs
+    open_app(page, app_url, "?preset=eagle-k3&step=3")
+    step = 3
+    for name in ALL_VIEWS:
+        pick_view(page, name)
+        page.locator("#next").click()
+        step += 1
+        wait_step(page, step)
+        page.wait_for_function("(i) => document.querySelector('#step input[type=number]').value == i", arg=step)
+        assert shows_step(page, step), name
+        page.locator("#prev").click()
+        step -= 1
+        wait_step(page, step)
+        assert shows_step(page, step), name
+        page.locator("#next").click()
+        step += 1
+        wait_step(page, step)
+    page.locator("#step input[type=range]").focus()
+    page.keyboard.press("ArrowRight")
+    wait_step(page, step + 1)
+    page.locator("#play").click()
+    page.wait_for_function("() => /step (1[4-9]|[2-5]\\d) of/.test(document.querySelector('#headline').innerText)")
+    page.locator("#play").click()  # pause
+    held = headline(page)
+    page.wait_for_timeout(700)
+    assert headline(page) == held and page.locator("#play").inner_text() == "▶ play"
+    assert not calls
+    no_error_state(page)

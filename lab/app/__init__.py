@@ -42,20 +42,27 @@ def launch(demo, host: str | None = None, port: int | None = None, block: bool =
 
     host = host or os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1"
     port = port or int(os.environ.get("GRADIO_SERVER_PORT") or 7860)
+    from lab.app.steps_data import PAGE_JS, add_steps_route
+
     demo.queue(default_concurrency_limit=4, max_size=256)
-    return demo.launch(
+    out = demo.launch(
         server_name=host,
         server_port=port,
         max_file_size=MAX_UPLOAD_BYTES,
         ssr_mode=False,
-        prevent_thread_lock=not block,
+        prevent_thread_lock=True,
         show_error=True,
         quiet=not block,
         css=getattr(demo, "lab_css", None),
+        js=PAGE_JS,  # the page steps by itself (lab/app/page.js)
         # Gradio's run history copies every event's outputs into the browser's storage:
         # a block table per step (and a session's traces kept in the browser). Off.
         run_history=False,
     )
+    add_steps_route(demo.server_app)  # GET /lab/steps/<key>: the step data the page draws from
+    if block:
+        demo.block_thread()
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -66,6 +66,7 @@ LOADED = (
     "preset",
     "presenter",
     "upload",
+    "data_key",
 )
 
 
@@ -143,6 +144,7 @@ def _loaded(
         "preset": trace.scenario.name if trace.scenario.name in PRESETS else None,
         "presenter": gr.skip(),
         "upload": gr.skip(),
+        "data_key": key,  # the page fetches the trace's step data with it (lab/app/steps_data.py)
     }
     out.update(zip(CONTROL_FIELDS, controls_of(trace.scenario)))
     return [out[k] for k in LOADED]
@@ -363,7 +365,7 @@ def upload_trace(path, view="block_table", presenter=False, compare_key=None):
 def set_compare(name, key, step, view, presenter=False, progress=gr.Progress()):
     """Side by side: another preset's trace at the same step (clamped to its length), same view."""
     if not name or name == "none":
-        return [None, gr.Plot(value=None, visible=False)]
+        return [None, gr.Plot(value=None, visible=False), ""]
     try:
         s = get_preset(name)
     except ValueError as e:
@@ -371,4 +373,4 @@ def set_compare(name, key, step, view, presenter=False, progress=gr.Progress()):
     ckey, other, _ = _simulate(s, EMBEDDED_CPU, progress)
     trace = trace_of(key)
     i = step_of(trace, step)
-    return [ckey, compare_plot(ckey, i, view_of(view), presenter)]
+    return [ckey, compare_plot(ckey, i, view_of(view), presenter), ckey]

@@ -110,6 +110,9 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
         drawn = gr.State(None)  # what the main plot holds (lab.app.stepping.drawn_id)
         playing = gr.State(False)
         compare_key = gr.State(None)
+        # The same two keys where the page's script can read them (a State stays on the server).
+        data_key = gr.Textbox(visible=False, elem_id="data-key")
+        compare_data_key = gr.Textbox(visible=False, elem_id="compare-data-key")
         gr.HTML(BRAND, elem_id="brand")
         with gr.Row(elem_id="topbar", equal_height=True):
             preset_dd = gr.Dropdown(
@@ -225,6 +228,7 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
             "preset": preset_dd,
             "presenter": presenter,
             "upload": upload,
+            "data_key": data_key,
         }
         comp.update(zip(CONTROL_FIELDS, controls))
         loaded = [comp[n] for n in LOADED]
@@ -235,17 +239,23 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
         def sync(ev):
             return ev.then(None, sync_in, None, js=SYNC_JS)
 
+        def loaded_then(ev):
+            """After a load: the page fetches the trace's step data and draws from it (lab/app/page.js)."""
+            ev = ev.then(None, page_in, None, js="(k, c, s, v, p) => window.labApp.loaded(k, c, s, v, p)")
+            return sync(ev)
+
         def _initial(request: gr.Request, progress=gr.Progress()):
             return initial(DEFAULT_VIEW, preset, request, progress)
 
-        sync(demo.load(_initial, None, loaded, api_name="initial_run"))
-        sync(
+        page_in = [data_key, compare_data_key, step, view, presenter]
+        loaded_then(demo.load(_initial, None, loaded, api_name="initial_run"))
+        loaded_then(
             preset_dd.input(
                 pick_preset, [preset_dd, runner, view, presenter, compare_key], loaded, api_name="pick_preset"
             )
         )
         spec.submit(parse_spec_text, spec, [*controls, base, spec_msg], api_name="parse_spec")
-        sync(
+        loaded_then(
             run_btn.click(
                 run,
                 [preset_dd, spec, *controls, runner, view, presenter, compare_key, base],
@@ -254,21 +264,22 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
                 concurrency_limit=4,
             )
         )
-        sync(upload.upload(upload_trace, [upload, view, presenter, compare_key], loaded, api_name="upload_trace"))
-        sync(
-            step.input(
-                show_step,
-                step_in,
-                step_out,
-                api_name="show_step",
-                trigger_mode="always_last",
-                show_progress="hidden",
-                queue=False,
-            )
+        loaded_then(
+            upload.upload(upload_trace, [upload, view, presenter, compare_key], loaded, api_name="upload_trace")
         )
+        # The page steps by itself (lab/app/page.js): ◀ ▶ and the slider run no Python; the figures,
+        # the headline and the summary come from the trace's step data the page fetched after the load.
+        for trigger, js in (
+            (next_btn.click, "(k, c, s, v, p) => window.labApp.go(k, c, s + 1, v, p)"),
+            (prev_btn.click, "(k, c, s, v, p) => window.labApp.go(k, c, s - 1, v, p)"),
+            (step.input, "(k, c, s, v, p) => window.labApp.go(k, c, s, v, p)"),
+        ):
+            sync(trigger(None, page_in, [step, headline, summary], js=js, show_progress="hidden"))
+        # The same on the server, for API clients (gradio_client; python -m lab bench app): hidden triggers.
         # Step events skip the queue (a plain POST, no SSE round trips): they are a few ms of server time.
-        sync(next_btn.click(next_step, step_in, step_out, api_name="next_step", show_progress="hidden", queue=False))
-        sync(prev_btn.click(prev_step, step_in, step_out, api_name="prev_step", show_progress="hidden", queue=False))
+        for fn, api_name in ((show_step, "show_step"), (next_step, "next_step"), (prev_step, "prev_step")):
+            api_trigger = gr.Button(visible=False, elem_id=f"api-{api_name}")
+            api_trigger.click(fn, step_in, step_out, api_name=api_name, show_progress="hidden", queue=False)
         # A view picked or presenter mode toggled: the same redraw of the visible figure.
         for control, api_name in ((view, "show_view"), (presenter, "presenter")):
             sync(
@@ -289,12 +300,18 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
                 show_progress="hidden",
             )
         ).then(None, None, None, js="() => document.querySelector('#topbar').scrollIntoView({block: 'start'})")
-        play_btn.click(
-            toggle_play,
-            [key, step, playing],
-            [playing, timer, play_btn, step],
-            api_name="play",
-            show_progress="hidden",
+        sync(
+            play_btn.click(
+                None,
+                [*page_in, headline, summary],
+                [step, headline, summary],
+                js="(k, c, s, v, p, h, m) => window.labApp.toggle(k, c, s, v, p, h, m)",
+                show_progress="hidden",
+            )
+        )
+        # Play on the server (a gr.Timer ticking play_tick), for API clients.
+        gr.Button(visible=False, elem_id="api-play").click(
+            toggle_play, [key, step, playing], [playing, timer, play_btn, step], api_name="play", show_progress="hidden"
         )
         sync(
             timer.tick(
@@ -308,7 +325,10 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
             )
         )
         compare.input(
-            set_compare, [compare, key, step, view, presenter], [compare_key, compare_plot], api_name="compare"
+            set_compare,
+            [compare, key, step, view, presenter],
+            [compare_key, compare_plot, compare_data_key],
+            api_name="compare",
         )
         dl_trace_btn.click(download_trace, key, dl_file, api_name="download_trace")
         dl_figs_btn.click(download_figures, [key, step], dl_file, api_name="download_figures")

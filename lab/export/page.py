@@ -49,7 +49,7 @@ def page_html(trace, title: str | None = None) -> str:
             footer,
             f"<script id='lab-data' type='application/json'>{payload_json(payload)}</script>",
             f"<script>{get_plotlyjs()}</script>",
-            f"<script>{(HERE / 'page.js').read_text()}</script>",
+            f"<script>{(HERE / 'stepper.js').read_text()}\n{(HERE / 'page.js').read_text()}</script>",
             "</body></html>",
         ]
     )

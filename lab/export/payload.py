@@ -4,9 +4,10 @@ and the summary of every step, the notes and the tour, compact.
 Per view, one gzip stream (base64 in the page) of one line per step, each line the figure's JSON
 without its template (sent once for all); a view of the whole trace (``TRACE_WIDE``) is one line,
 and the page moves its step marker (the shape named ``step``). The words are one more stream, a
-line ``[headline, summary]`` per step. The page (lab/export/page.js) inflates a stream with the
-browser's ``DecompressionStream`` the first time it shows that view, and parses one step's line
-when it draws it. Pure function of the trace, cached here by the caller's key.
+line ``[headline, summary]`` per step. The page (LabSteps in lab/export/stepper.js: the exported file
+and the app both step with it) inflates a stream with the browser's ``DecompressionStream`` the first
+time it shows that view, and parses one step's line when it draws it. A pure function of the trace;
+the app keeps it per trace (lab/app/steps_data.py).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import base64
 import gzip
 import json
 
-from lab.views import ALL_VIEWS, TRACE_WIDE, headline_html, spec_json, tour
+from lab.views import ALL_VIEWS, TRACE_WIDE, headline_html, presenter_layout, spec_json, tour
 from lab.views.render import note_html, summary_html
 
 FORMAT = "maxseqlen-lab/steps"
@@ -55,6 +56,7 @@ def step_payload(trace, title: str | None = None) -> dict:
         views.append({"name": name, "label": label, "note": note_html(label, note), "wide": wide, "gz": _stream(lines)})
     words = [json.dumps([headline_html(trace, i), summary_html(trace, i)]) for i in range(n)]
     s = trace.scenario
+    big = presenter_layout({"data": [], "layout": {"height": 1000}})["layout"]  # presenter mode, as numbers
     return {
         "format": FORMAT,
         "title": title or s.name or "custom scenario",
@@ -63,6 +65,7 @@ def step_payload(trace, title: str | None = None) -> dict:
         "source": trace.meta.get("source", "unknown"),
         "steps": n,
         "template": json.loads(template_json[0]) if template_json else {},
+        "presenter": {"font_size": big["font"]["size"], "height_scale": big["height"] / 1000},
         "views": views,
         "words": _stream(words),
         "tour": tour(trace),

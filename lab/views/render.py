@@ -15,7 +15,7 @@ WORDS_CSS = """
 #headline table {width: auto}
 #headline {font-size: 14px; line-height: 1.35}
 #headline .hl-line {margin: 2px 0}
-#headline .eras {border-collapse: collapse; margin: 2px 0; font-size: 13px}
+#headline .eras {border-collapse: collapse; border: none; margin: 2px 0; font-size: 13px}
 #headline .eras td, #headline .eras th {padding: 0 10px 0 0; line-height: 1.35; border: none; white-space: nowrap;
   text-align: left; background: none}
 #headline .eras th {font-weight: 600; color: #555}

@@ -1,0 +1,89 @@
+// The app's page steps by itself (lab/app/steps_data.py): after a load it fetches the trace's step data
+// once (GET lab/steps/<key>), and ◀ ▶, the slider (and its arrow keys) and play redraw the main figure,
+// the side-by-side one, the headline and the summary here, with LabSteps (lab/export/stepper.js).
+// The events that call window.labApp run no Python (lab/app/ui.py): the server is not asked.
+window.labApp = (() => {
+  const sets = new Map(); // trace key -> Promise<LabSteps>
+  const state = {timer: null};
+
+  function data(key) {
+    if (!key) return Promise.reject(new Error("no trace yet: run a scenario or upload a trace first"));
+    if (!sets.has(key)) {
+      const url = new URL(`lab/steps/${encodeURIComponent(key)}`, location.origin + location.pathname);
+      const p = fetch(url)
+        .then((r) => {
+          if (!r.ok) throw new Error(`the step data of this trace did not come (${r.status}): run it again`);
+          return r.json();
+        })
+        .then((D) => new LabSteps(D, key));
+      p.catch(() => sets.delete(key));
+      sets.set(key, p);
+      while (sets.size > 8) sets.delete(sets.keys().next().value);
+    }
+    return sets.get(key);
+  }
+
+  function plotDiv(id) {
+    return document.querySelector(`#${id} .js-plotly-plot`);
+  }
+
+  // Step i (clamped) of the session's trace: the figures drawn here; [step, headline, summary] for Gradio.
+  async function go(key, ckey, i, view, presenter) {
+    const S = await data(key);
+    i = S.clamp(i);
+    const draws = [];
+    const gd = plotDiv("plot");
+    if (gd) draws.push(S.draw(gd, view, i, presenter));
+    if (ckey) {
+      const cg = plotDiv("plot-compare");
+      if (cg) draws.push(data(ckey).then((C) => C.draw(cg, view, Math.min(i, C.last), presenter)));
+    }
+    const [words] = await Promise.all([S.words(i), ...draws]);
+    window.__labStepped = (window.__labStepped || 0) + 1;
+    if (state.timer && i >= S.last) stop();
+    return [i, words[0], words[1]];
+  }
+
+  function label(text, aria) {
+    const b = document.querySelector("#play");
+    if (b) {
+      b.textContent = text;
+      b.setAttribute("aria-label", aria);
+    }
+  }
+  function stop() {
+    clearInterval(state.timer);
+    state.timer = null;
+    label("▶ play", "play (5 steps a second)");
+  }
+  // Play / pause, one toggle: each tick is a click on ▶ next (so it redraws here too); play at the last
+  // step starts again at 0.
+  async function toggle(key, ckey, i, view, presenter, headline, summary) {
+    if (state.timer) {
+      stop();
+      return [i, headline, summary];
+    }
+    const S = await data(key);
+    const out = i >= S.last ? await go(key, ckey, 0, view, presenter) : [i, headline, summary];
+    if (S.last > 0) {
+      label("❚❚ pause", "pause");
+      state.timer = setInterval(() => document.querySelector("#next").click(), 200);
+    }
+    return out;
+  }
+
+  // After a load: stop playing and fetch the new trace's step data. The server drew this step's figure;
+  // a view of the whole trace is adopted as it is (the next step only moves its marker).
+  async function loaded(key, ckey, i, view, presenter) {
+    stop();
+    if (!key) return;
+    const ready = Promise.all([data(key), ckey ? data(ckey) : null]).catch((e) => console.warn(e));
+    for (let t = 0; t < 100 && !(plotDiv("plot") || {}).data; t++) await new Promise((r) => setTimeout(r, 50));
+    const gd = plotDiv("plot");
+    if (gd) gd.__labDrawn = `${key}|${view}|${!!presenter}`; // LabSteps.draw's id: a wide view moves its marker
+    await ready;
+    window.__labLoaded = (window.__labLoaded || 0) + 1;
+  }
+
+  return {data, go, toggle, stop, loaded, state};
+})();

@@ -1,0 +1,66 @@
+// LabSteps: one trace's step data (lab/export/payload.py) drawn in a page with no server: the exported
+// file (lab/export/page.js) and the app (lab/app/page.js) both step with it. A view's gzip stream is
+// inflated (DecompressionStream) the first time it is needed, a step's figure parsed when it is drawn;
+// a view of the whole trace is drawn once per plot and only its step marker (the shape "step") moves.
+window.LabSteps = class LabSteps {
+  constructor(data, id) {
+    this.D = data;
+    this.id = id || data.spec;
+    this.last = data.steps - 1;
+    this.byName = Object.fromEntries(data.views.map((v) => [v.name, v]));
+    this.streams = {};
+    this.queue = Promise.resolve();
+  }
+  static bytesOf(b64) {
+    const s = atob(b64);
+    const a = new Uint8Array(s.length);
+    for (let i = 0; i < s.length; i++) a[i] = s.charCodeAt(i);
+    return a;
+  }
+  static async inflate(b64) {
+    const stream = new Blob([LabSteps.bytesOf(b64)]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return (await new Response(stream).text()).split("\n");
+  }
+  lines(key, b64) {
+    return this.streams[key] || (this.streams[key] = LabSteps.inflate(b64));
+  }
+  clamp(i) {
+    i = Math.round(Number(i));
+    return Math.min(Math.max(Number.isFinite(i) ? i : 0, 0), this.last);
+  }
+  async words(i) {
+    return JSON.parse((await this.lines("words", this.D.words))[this.clamp(i)]);
+  }
+  async figure(view, i, presenter) {
+    const v = this.byName[view];
+    const spec = JSON.parse((await this.lines(view, v.gz))[v.wide ? 0 : this.clamp(i)]);
+    const layout = Object.assign({template: this.D.template}, spec.layout);
+    if (presenter) {
+      const p = this.D.presenter; // lab.views.presenter_layout, as numbers
+      layout.font = Object.assign({}, layout.font, {size: p.font_size});
+      if (layout.height) layout.height = Math.floor(layout.height * p.height_scale);
+    }
+    return {data: spec.data, layout};
+  }
+  static moveMarker(gd, i) {
+    const shapes = (gd.layout && gd.layout.shapes) || [];
+    const k = shapes.findIndex((s) => s.name === "step");
+    if (k >= 0 && shapes[k].x0 !== i) return Plotly.relayout(gd, {[`shapes[${k}].x0`]: i, [`shapes[${k}].x1`]: i});
+  }
+  // Draw step i of a view into the plot gd; draws into one plot run one after another, in call order.
+  draw(gd, view, i, presenter) {
+    const run = async () => {
+      const v = this.byName[view];
+      i = this.clamp(i);
+      const id = `${this.id}|${view}|${!!presenter}`;
+      if (!(v.wide && gd.__labDrawn === id)) {
+        const fig = await this.figure(view, i, presenter);
+        await Plotly.react(gd, fig.data, fig.layout, {responsive: true, displaylogo: false});
+        gd.__labDrawn = id;
+      }
+      if (v.wide) await LabSteps.moveMarker(gd, i);
+    };
+    gd.__labQueue = (gd.__labQueue || Promise.resolve()).then(run, run);
+    return gd.__labQueue;
+  }
+};

@@ -1,8 +1,8 @@
-"""``python -m lab bench engine|kernels|app|export``: the one ``bench`` command (argparse has a single
+"""``python -m lab bench engine|kernels|app|export|room``: the one ``bench`` command (argparse has a single
 ``bench`` parser; its flags are the three benchmarks' together) and the engine benchmark it runs
 itself. The kernel benchmark is lab/kernels/bench.py (its flags and command in lab/kernels/cli.py),
-the app's lab/app/bench.py, the exported files' lab/export/bench.py. lab/cli.py registers the command
-with ``lab.bench.register(sub)``.
+the app's lab/app/bench.py (a room of sessions: lab/app/room_bench.py), the exported files'
+lab/export/bench.py. lab/cli.py registers the command with ``lab.bench.register(sub)``.
 
     python -m lab bench engine [--steps N] [--reqs N] [--repeat N] [--no-churn]
 
@@ -24,7 +24,8 @@ from lab.trace.recorder import Recorder, simulate
 
 def register(sub) -> None:
     sp = sub.add_parser("bench", help="benchmarks")
-    sp.add_argument("what", choices=["engine", "kernels", "app", "export"])
+    sp.add_argument("what", choices=["engine", "kernels", "app", "export", "room"])
+    sp.add_argument("--sessions", type=int, default=30, help="bench room: attendees at once")
     sp.add_argument("--steps", type=int, default=10_000)
     sp.add_argument("--reqs", type=int, default=256)
     sp.add_argument("--repeat", "--repeats", dest="repeat", type=int, default=3)
@@ -39,6 +40,11 @@ def cmd_bench(args) -> int:
 
         run_bench_app()
         return 0
+    if args.what == "room":
+        from lab.app.room_bench import run_bench_room  # deferred: gradio_client
+
+        run_bench_room(sessions=args.sessions)
+        return 0
     if args.what == "export":
         from lab.export.bench import run_bench_export  # deferred: playwright, plotly
 
@@ -47,7 +53,7 @@ def cmd_bench(args) -> int:
     if args.what == "kernels":
         return cmd_bench_kernels(args)
     if args.what != "engine":
-        raise ValueError(f"unknown benchmark {args.what!r} (known: engine, kernels, app, export)")
+        raise ValueError(f"unknown benchmark {args.what!r} (known: engine, kernels, app, export, room)")
     return cmd_bench_engine(args)
 
 

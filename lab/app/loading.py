@@ -33,6 +33,7 @@ from lab.app.stepping import (
     trace_of,
     view_of,
 )
+from lab.app.steps_data import STEP_DATA
 from lab.engine.model_states import ERAS
 from lab.live.record_process import LiveRunError, record_in_subprocess
 from lab.presets import PRESETS
@@ -181,6 +182,7 @@ def _simulate(scenario: Scenario, runner: str, progress) -> tuple[str, Trace, st
     if runner in KERNEL_RUNNERS:
         trace = _run_kernels(trace, *KERNEL_RUNNERS[runner], progress)
     TRACES.put(key, trace)
+    STEP_DATA.warm(key)  # the page fetches the step data right after (lab/app/steps_data.py)
     return key, trace, f"ran on {runner}"
 
 

@@ -60,6 +60,11 @@ class StepDataCache:
                 self._key_locks.pop(key, None)
             return item
 
+    def warm(self, key: str) -> None:
+        """Build ``key``'s payload in the background (a run or an upload just put the trace in the
+        cache; the page asks for its step data right after)."""
+        threading.Thread(target=self.get, args=(key,), daemon=True, name=f"step-data-{key}").start()
+
 
 STEP_DATA = StepDataCache()
 

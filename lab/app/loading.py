@@ -21,6 +21,7 @@ import gradio as gr
 from lab import Scenario, Trace, simulate
 from lab.app.cache import TRACES, bytes_key, scenario_key
 from lab.app.controls import CONTROL_FIELDS, controls_of, inline_error, scenario_from_inputs, spec_error
+from lab.app.room import HEAVY, Busy
 from lab.app.runner_choices import EMBEDDED_CPU, KERNEL_BACKEND, KERNEL_RUNNERS, LIVE_VLLM, runner_availability
 from lab.app.stepping import (
     PLAY,
@@ -155,6 +156,15 @@ def _loaded_error(**parts) -> list:
     return [parts.get(k, gr.skip()) for k in LOADED]
 
 
+def _busy(e: Exception) -> list:
+    """The heavy line is full (lab.app.room): said in the status and under the scenario; nothing else moves."""
+    return _loaded_error(
+        spec_msg=inline_error(html.escape(str(e), quote=False)),
+        settings=gr.Accordion(open=True),
+        status=f"Not run: {e}",
+    )
+
+
 # ---- running a scenario ----------------------------------------------------------------------
 
 
@@ -178,9 +188,13 @@ def _simulate(scenario: Scenario, runner: str, progress) -> tuple[str, Trace, st
         if n % 64 == 0:
             progress((n, None), desc="engine steps", unit="steps")
 
-    trace = _run_live(scenario, progress) if runner == LIVE_VLLM else simulate(scenario, progress=tick)
-    if runner in KERNEL_RUNNERS:
-        trace = _run_kernels(trace, *KERNEL_RUNNERS[runner], progress)
+    if runner == LIVE_VLLM or runner in KERNEL_RUNNERS:  # heavy: one at a time on this server (lab.app.room)
+        with HEAVY.slot(f"a {runner} run", lambda text: progress((0, None), desc=text)):
+            trace = _run_live(scenario, progress) if runner == LIVE_VLLM else simulate(scenario, progress=tick)
+            if runner in KERNEL_RUNNERS:
+                trace = _run_kernels(trace, *KERNEL_RUNNERS[runner], progress)
+    else:
+        trace = simulate(scenario, progress=tick)
     TRACES.put(key, trace)
     STEP_DATA.warm(key)  # the page fetches the step data right after (lab/app/steps_data.py)
     return key, trace, f"ran on {runner}"
@@ -244,6 +258,8 @@ def run(
     _check_runner(runner)  # only an API client can name another (the page offers the available ones)
     try:
         key, trace, how = _simulate(scenario, runner, progress)
+    except Busy as e:
+        return _busy(e)
     except ValueError as e:
         return _loaded_error(spec_msg=spec_error(e), settings=gr.Accordion(open=True), status="Not run.")
     return _loaded(key, trace, format_spec(scenario), how, view, 0, presenter, compare_key)
@@ -255,7 +271,10 @@ def pick_preset(name, runner, view="block_table", presenter=False, compare_key=N
         s = get_preset(name)
     except ValueError as e:
         raise gr.Error(str(e), print_exception=False) from None
-    key, trace, how = _simulate(s, runner or EMBEDDED_CPU, progress)
+    try:
+        key, trace, how = _simulate(s, runner or EMBEDDED_CPU, progress)
+    except Busy as e:
+        return _busy(e)
     return _loaded(key, trace, PRESETS[name][0], how, view, 0, presenter, compare_key)
 
 

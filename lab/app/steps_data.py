@@ -73,6 +73,12 @@ def add_steps_route(app) -> None:
     """Add ``GET /lab/steps/<key>`` to the server's FastAPI app (lab.app.launch does, after launch)."""
 
     def steps(key: str, request: Request) -> Response:
+        if app.auth is not None:  # a password asked for (lab.app.room): the page's login cookie, as Gradio checks it
+            token = request.cookies.get(f"access-token-{app.cookie_id}") or request.cookies.get(
+                f"access-token-unsecure-{app.cookie_id}"
+            )
+            if app.tokens.get(token) is None:
+                return Response(status_code=401, content="log in first")
         item = STEP_DATA.get(key)
         if item is None:
             return Response(status_code=404, content=f"no trace {key!r} in the server's cache")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gradio as gr
 
 from lab import Scenario, simulate
+from lab.app.room import HEAVY, Busy
 from lab.gpu_model import GPUS, HeadShape, predict, summary
 from lab.presets import PRESETS
 from lab.spec_grammar import SPEC_SETTINGS
@@ -108,8 +109,12 @@ def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, progress=gr.Progress()): 
         progress(done / max(total, 1), desc=f"{done}/{total} points")
 
     try:
-        # the estimate assumes points of the default preset's size; larger ones stop at the deadline
-        res = run_sweep(spec, workers=min(2, default_workers()), progress=report, deadline_s=APP_BUDGET_S)
+        # One heavy run at a time on this server (lab.app.room): a full line says so, in the status.
+        with HEAVY.slot("a sweep", lambda text: progress(0, desc=text)):
+            # the estimate assumes points of the default preset's size; larger ones stop at the deadline
+            res = run_sweep(spec, workers=min(2, default_workers()), progress=report, deadline_s=APP_BUDGET_S)
+    except Busy as e:
+        return None, None, f"**Not run**: {e}"
     except ValueError as e:
         raise gr.Error(str(e), print_exception=False) from None
     if res.interrupted:
@@ -195,7 +200,9 @@ def add_sweeps_tab(base: str = DEFAULT_BASE) -> None:
         cmp_md = gr.Markdown("", elem_id="cmp-sources")
     inputs = [sw_base, a1, v1, a2, v2, seeds]
     est_btn.click(lambda *a: sweep_estimate(*a)[2], inputs, status, api_name="sweep_estimate")
-    run_btn.click(run_sweep_tab, inputs + [metric], [plot, table, status], api_name="run_sweep", concurrency_limit=1)
+    run_btn.click(
+        run_sweep_tab, inputs + [metric], [plot, table, status], api_name="run_sweep", concurrency_limit=5
+    )  # lab.app.room lines them up
     cmp_btn.click(
         compare_backends, [cmp_spec, cmp_gpus], [cmp_table, cmp_md], api_name="compare_backends", concurrency_limit=2
     )

@@ -27,21 +27,45 @@ window.labApp = (() => {
     return document.querySelector(`#${id} .js-plotly-plot`);
   }
 
+  // Presenter mode on a small screen (a projector's 1280x720): the figure ends above the fold, its
+  // legend and axis included, with the page at its top.
+  function maxHeight(gd, presenter) {
+    if (!presenter || !gd) return undefined;
+    const top = gd.getBoundingClientRect().top + window.scrollY;
+    return Math.max(300, window.innerHeight - top - 8);
+  }
+  function fit(presenter) {
+    const gd = plotDiv("plot");
+    const h = maxHeight(gd, presenter);
+    if (gd && gd.layout && h && gd.layout.height > h) return Plotly.relayout(gd, {height: h});
+  }
+
   // Step i (clamped) of the session's trace: the figures drawn here; [step, headline, summary] for Gradio.
   async function go(key, ckey, i, view, presenter) {
     const S = await data(key);
     i = S.clamp(i);
     const draws = [];
     const gd = plotDiv("plot");
-    if (gd) draws.push(S.draw(gd, view, i, presenter));
+    if (gd) draws.push(S.draw(gd, view, i, presenter, maxHeight(gd, presenter)));
     if (ckey) {
       const cg = plotDiv("plot-compare");
-      if (cg) draws.push(data(ckey).then((C) => C.draw(cg, view, Math.min(i, C.last), presenter)));
+      const h = maxHeight(cg, presenter);
+      if (cg) draws.push(data(ckey).then((C) => C.draw(cg, view, Math.min(i, C.last), presenter, h)));
     }
     const [words] = await Promise.all([S.words(i), ...draws]);
     window.__labStepped = (window.__labStepped || 0) + 1;
     if (state.timer && i >= S.last) stop();
     return [i, words[0], words[1]];
+  }
+
+  // After compare is switched on or off, or presenter mode toggled: both plots take their box's width.
+  async function relayout(presenter) {
+    await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    for (const id of ["plot", "plot-compare"]) {
+      const gd = plotDiv(id);
+      if (gd && gd.offsetParent) await Plotly.Plots.resize(gd);
+    }
+    await fit(presenter);
   }
 
   function label(text, aria) {
@@ -74,16 +98,46 @@ window.labApp = (() => {
 
   // After a load: stop playing and fetch the new trace's step data. The server drew this step's figure;
   // a view of the whole trace is adopted as it is (the next step only moves its marker).
+  // A load refused (the status says "Not run"), or a bad value in the address on the first load: the
+  // message sits in the settings, far below the top bar where the click was; bring it into view.
+  async function showProblem() {
+    await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    const msg = document.querySelector("#spec-msg .inline-error, #upload-msg .inline-error");
+    const status = document.querySelector("#status");
+    const refused = status && status.innerText.trim().startsWith("Not run");
+    if (msg && (refused || !state.loadedOnce)) msg.scrollIntoView({block: "center"});
+    state.loadedOnce = true;
+  }
+
+  // Names for the top bar's glyph buttons (a screen reader otherwise reads "◀" and "▶").
+  function label_buttons() {
+    for (const [id, name] of [["prev", "previous step"], ["next", "next step"], ["play", "play (5 steps a second)"]]) {
+      const b = document.querySelector(`#${id}`);
+      if (b && !b.getAttribute("aria-label")) b.setAttribute("aria-label", name);
+    }
+  }
+
+  // A short screen (a projector's 720 px): presenter mode's type a size smaller (ui.py's CSS, body.short;
+  // Gradio's CSS scoping leaves no @media rule working).
+  function mark_short() {
+    document.body.classList.toggle("short", window.innerHeight < 820);
+  }
+  window.addEventListener("resize", mark_short);
+
   async function loaded(key, ckey, i, view, presenter) {
     stop();
+    mark_short();
+    label_buttons();
+    await showProblem();
     if (!key) return;
     const ready = Promise.all([data(key), ckey ? data(ckey) : null]).catch((e) => console.warn(e));
     for (let t = 0; t < 100 && !(plotDiv("plot") || {}).data; t++) await new Promise((r) => setTimeout(r, 50));
     const gd = plotDiv("plot");
-    if (gd) gd.__labDrawn = `${key}|${view}|${!!presenter}`; // LabSteps.draw's id: a wide view moves its marker
+    if (gd && !presenter) gd.__labDrawn = `${key}|${view}|false|`; // LabSteps.draw's id: a wide view moves its marker
+    if (presenter) await fit(presenter);
     await ready;
     window.__labLoaded = (window.__labLoaded || 0) + 1;
   }
 
-  return {data, go, toggle, stop, loaded, state};
+  return {data, go, toggle, stop, loaded, relayout, fit, state};
 })();

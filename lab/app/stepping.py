@@ -84,7 +84,12 @@ def compare_plot(compare_key, index: int, view: str, presenter: bool):
     other = TRACES.get(compare_key)
     if other is None:
         return gr.Plot(value=None, visible=False)
-    return gr.Plot(value=render_view(other, min(index, len(other.steps) - 1), view, presenter), visible=True)
+    return gr.Plot(
+        value=render_view(other, min(index, len(other.steps) - 1), view, presenter),
+        visible=True,
+        label=f"beside it: {other.scenario.name or 'custom scenario'}",  # names the right-hand trace
+        show_label=True,
+    )
 
 
 def step_outputs(key, index: int, view: str, presenter: bool, drawn, compare_key):

@@ -91,6 +91,10 @@ body.presenter #settings, body.presenter #below, body.presenter #brand, body.pre
 body.presenter #headline, body.presenter #headline .hl-line {font-size: 22px !important}
 body.presenter #headline .eras {font-size: 20px !important}
 body.presenter #view label {font-size: 18px !important}
+body.presenter.short #headline, body.presenter.short #headline .hl-line {font-size: 16px !important}
+body.presenter.short #headline .eras {font-size: 15px !important}
+body.presenter.short #view label {font-size: 15px !important}
+#plots > div {min-width: 0 !important; flex: 1 1 0 !important}
 """
 # The headline's and the summary's style: lab/views/render.py (the exported file uses it too).
 CSS += WORDS_CSS
@@ -120,9 +124,9 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
             )
             runner = gr.Dropdown(offered, value=EMBEDDED_CPU, label="runner", elem_id="runner", scale=2, min_width=150)
             run_btn = gr.Button("Run", variant="primary", elem_id="run", scale=0, min_width=60)
-            prev_btn = gr.Button("◀", elem_id="prev", scale=0, min_width=44)
+            prev_btn = gr.Button("◀ prev", elem_id="prev", scale=0, min_width=44)
             step = gr.Slider(0, 1, value=0, step=1, label="step", elem_id="step", scale=5, min_width=220)
-            next_btn = gr.Button("▶", elem_id="next", scale=0, min_width=44)
+            next_btn = gr.Button("next ▶", elem_id="next", scale=0, min_width=44)
             play_btn = gr.Button(PLAY, elem_id="play", scale=0, min_width=96)
             with gr.Column(scale=0, min_width=118, elem_id="presenter-box"):
                 presenter = gr.Checkbox(False, label="presenter", elem_id="presenter")
@@ -156,17 +160,17 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
             )
             spec_msg = gr.HTML("", elem_id="spec-msg")
             with gr.Row():
-                mml = gr.Number(s0.max_model_len, label="max_model_len", precision=0, minimum=2, elem_id="mml")
-                bs = gr.Number(s0.block_size, label="block size", precision=0, minimum=1, elem_id="bs")
+                # No minimum/maximum here: Gradio would refuse an out-of-range number before the handler,
+                # putting every output in its error state; the scenario's own check names the field inline.
+                mml = gr.Number(s0.max_model_len, label="max_model_len", precision=0, elem_id="mml")
+                bs = gr.Number(s0.block_size, label="block size", precision=0, elem_id="bs")
                 k = gr.Number(
                     s0.num_speculative_tokens,
-                    label="K (draft tokens)",
+                    label=f"K (draft tokens, 0–{MAX_SPECULATIVE_TOKENS})",
                     precision=0,
-                    minimum=0,
-                    maximum=MAX_SPECULATIVE_TOKENS,
                     elem_id="k",
                 )
-                seed = gr.Number(s0.seed, label="seed", precision=0, minimum=0, elem_id="seed")
+                seed = gr.Number(s0.seed, label="seed", precision=0, elem_id="seed")
             with gr.Row():
                 state = gr.Radio(list(MODEL_STATES), value=s0.model_state, label="model state", elem_id="state")
                 cg = gr.Radio(list(CUDAGRAPH_MODES), value=s0.cudagraph_mode, label="CUDA-graph mode", elem_id="cg")
@@ -280,7 +284,8 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
         for fn, api_name in ((show_step, "show_step"), (next_step, "next_step"), (prev_step, "prev_step")):
             api_trigger = gr.Button(visible=False, elem_id=f"api-{api_name}")
             api_trigger.click(fn, step_in, step_out, api_name=api_name, show_progress="hidden", queue=False)
-        # A view picked or presenter mode toggled: the same redraw of the visible figure.
+        # A view picked or presenter mode toggled: the same redraw of the visible figure (then fitted to a
+        # small screen in presenter mode, lab/app/page.js).
         for control, api_name in ((view, "show_view"), (presenter, "presenter")):
             sync(
                 control.input(
@@ -290,7 +295,7 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
                     api_name=api_name,
                     show_progress="hidden",
                 )
-            )
+            ).then(None, presenter, None, js="(p) => window.labApp.relayout(p)")
         sync(
             tour.input(
                 go_tour,
@@ -329,7 +334,7 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
             [compare, key, step, view, presenter],
             [compare_key, compare_plot, compare_data_key],
             api_name="compare",
-        )
+        ).then(None, presenter, None, js="(p) => window.labApp.relayout(p)")  # both plots to their boxes
         dl_trace_btn.click(download_trace, key, dl_file, api_name="download_trace")
         dl_figs_btn.click(download_figures, [key, step], dl_file, api_name="download_figures")
         dl_page_btn.click(download_page, key, dl_file, api_name="download_page")

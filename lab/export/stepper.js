@@ -31,7 +31,7 @@ window.LabSteps = class LabSteps {
   async words(i) {
     return JSON.parse((await this.lines("words", this.D.words))[this.clamp(i)]);
   }
-  async figure(view, i, presenter) {
+  async figure(view, i, presenter, maxHeight) {
     const v = this.byName[view];
     const spec = JSON.parse((await this.lines(view, v.gz))[v.wide ? 0 : this.clamp(i)]);
     const layout = Object.assign({template: this.D.template}, spec.layout);
@@ -40,6 +40,7 @@ window.LabSteps = class LabSteps {
       layout.font = Object.assign({}, layout.font, {size: p.font_size});
       if (layout.height) layout.height = Math.floor(layout.height * p.height_scale);
     }
+    if (maxHeight && layout.height > maxHeight) layout.height = Math.floor(maxHeight); // e.g. a projector's 720 px
     return {data: spec.data, layout};
   }
   static moveMarker(gd, i) {
@@ -48,13 +49,13 @@ window.LabSteps = class LabSteps {
     if (k >= 0 && shapes[k].x0 !== i) return Plotly.relayout(gd, {[`shapes[${k}].x0`]: i, [`shapes[${k}].x1`]: i});
   }
   // Draw step i of a view into the plot gd; draws into one plot run one after another, in call order.
-  draw(gd, view, i, presenter) {
+  draw(gd, view, i, presenter, maxHeight) {
     const run = async () => {
       const v = this.byName[view];
       i = this.clamp(i);
-      const id = `${this.id}|${view}|${!!presenter}`;
+      const id = `${this.id}|${view}|${!!presenter}|${maxHeight || ""}`;
       if (!(v.wide && gd.__labDrawn === id)) {
-        const fig = await this.figure(view, i, presenter);
+        const fig = await this.figure(view, i, presenter, maxHeight);
         await Plotly.react(gd, fig.data, fig.layout, {responsive: true, displaylogo: false});
         gd.__labDrawn = id;
       }

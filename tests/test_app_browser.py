@@ -438,6 +438,12 @@ def test_step_box_out_of_range_and_named_buttons(page, app_url):
     box.fill("-3")
     box.press("Enter")
     wait_step(page, 0)
+    box.fill("17")
+    box.press("Enter")
+    wait_step(page, 17)
+    page.locator("#step .reset-button").click()  # ↺: the slider went to 0, the figure stayed at 17
+    wait_step(page, 0)
+    page.locator("#plot .gtitle").filter(has_text="Step 0:").wait_for()
     assert page.get_by_role("button", name="next step").count() == 1
     assert page.get_by_role("button", name="previous step").count() == 1
     assert page.locator("#next").inner_text() != page.locator("#play").inner_text()

@@ -123,6 +123,14 @@ window.labApp = (() => {
     document.body.classList.toggle("short", window.innerHeight < 820);
   }
   window.addEventListener("resize", mark_short);
+  // The slider's ↺ sets its value back to 0 without an input event: send one, so the page redraws step 0.
+  document.addEventListener("click", (e) => {
+    if (!e.target.closest || !e.target.closest("#step .reset-button")) return;
+    setTimeout(() => {
+      const range = document.querySelector("#step input[type=range]");
+      if (range) range.dispatchEvent(new Event("input", {bubbles: true}));
+    }, 0);
+  });
 
   async function loaded(key, ckey, i, view, presenter) {
     stop();

@@ -43,10 +43,27 @@ window.LabSteps = class LabSteps {
     if (maxHeight && layout.height > maxHeight) layout.height = Math.floor(maxHeight); // e.g. a projector's 720 px
     return {data: spec.data, layout};
   }
+  // Move the step marker. Plotly.relayout of a shape recomputes the whole figure (a shape can move the
+  // autorange): on a long trace that is every step's bars again. The marker is moved in the drawing
+  // instead (its path shifted by the pixels between the two steps) and its layout entry updated, so a
+  // later redraw puts it in the same place; relayout where the drawing is not what is expected.
   static moveMarker(gd, i) {
     const shapes = (gd.layout && gd.layout.shapes) || [];
     const k = shapes.findIndex((s) => s.name === "step");
-    if (k >= 0 && shapes[k].x0 !== i) return Plotly.relayout(gd, {[`shapes[${k}].x0`]: i, [`shapes[${k}].x1`]: i});
+    if (k < 0 || shapes[k].x0 === i) return;
+    const s = shapes[k];
+    const full = gd._fullLayout || {};
+    const ax = full[`xaxis${(s.xref || "x").slice(1)}`];
+    const paths = gd.querySelectorAll(`.shapelayer path[data-index="${k}"]`);
+    if (!ax || !ax.l2p || s.x0 !== s.x1 || paths.length === 0) {
+      return Plotly.relayout(gd, {[`shapes[${k}].x0`]: i, [`shapes[${k}].x1`]: i});
+    }
+    for (const p of paths) {
+      if (p.__labDrawnAt === undefined) p.__labDrawnAt = s.x0; // where Plotly drew it
+      p.setAttribute("transform", `translate(${ax.l2p(i) - ax.l2p(p.__labDrawnAt)},0)`);
+    }
+    s.x0 = s.x1 = i;
+    if (full.shapes && full.shapes[k]) full.shapes[k].x0 = full.shapes[k].x1 = i;
   }
   // Draw step i of a view into the plot gd; draws into one plot run one after another, in call order.
   draw(gd, view, i, presenter, maxHeight) {

@@ -290,8 +290,8 @@ def shows_step(page, i: int) -> bool:
 
 
 def test_stepping_needs_no_server(page, app_url, monkeypatch):
-    """Issue 26: ◀ ▶, the slider's arrow keys and play redraw every view in the page from the trace's step
-    data; the server's step endpoints are unreachable (and would fail) and nothing breaks."""
+    """Issue 26: ◀ ▶, the slider's arrow keys, play, a view picked and a tour stop redraw in the page from
+    the trace's step data; the server's step endpoints are unreachable (and would fail) and nothing breaks."""
     from lab.app import stepping
 
     calls = []
@@ -303,6 +303,7 @@ def test_stepping_needs_no_server(page, app_url, monkeypatch):
     monkeypatch.setattr(stepping, "step_outputs", refuse)  # behind /next_step, /prev_step, /show_step, /play_tick
     page.route("**/gradio_api/run/**", lambda route: route.abort())  # the step events' plain POSTs
     open_app(page, app_url, "?preset=eagle-k3&step=3")
+    monkeypatch.setattr(stepping, "render_view", refuse)  # after the load: a view picked, a tour stop draw here too
     step = 3
     for name in ALL_VIEWS:
         pick_view(page, name)
@@ -327,6 +328,11 @@ def test_stepping_needs_no_server(page, app_url, monkeypatch):
     held = headline(page)
     page.wait_for_timeout(700)
     assert headline(page) == held and page.locator("#play").inner_text() == "▶ play"
+    stop = page.locator("#tour label").nth(1)
+    m = re.match(r"step (\d+):", stop.inner_text())
+    stop.click()
+    wait_step(page, int(m.group(1)))
+    assert shows_step(page, int(m.group(1)))
     assert not calls
     no_error_state(page)
 

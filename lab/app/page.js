@@ -68,6 +68,23 @@ window.labApp = (() => {
     await fit(presenter);
   }
 
+  // Another view picked: drawn here at this step; its note (markdown) for Gradio.
+  async function show(key, ckey, i, view, presenter) {
+    const S = await data(key);
+    await go(key, ckey, i, view, presenter);
+    return S.byName[view].note_md;
+  }
+
+  // A tour stop ("step|view"): that step in that view; [step, view, headline, summary, note] for Gradio.
+  async function tour(key, ckey, stop, presenter) {
+    const m = /^(\d+)\|(\w+)$/.exec(stop || "");
+    const S = await data(key);
+    if (!m || !S.byName[m[2]]) throw new Error(`not a tour stop: ${stop}`);
+    const [i, headline, summary] = await go(key, ckey, Number(m[1]), m[2], presenter);
+    document.querySelector("#topbar").scrollIntoView({block: "start"});
+    return [i, m[2], headline, summary, S.byName[m[2]].note_md];
+  }
+
   function label(text, aria) {
     const b = document.querySelector("#play");
     if (b) {
@@ -147,5 +164,5 @@ window.labApp = (() => {
     window.__labLoaded = (window.__labLoaded || 0) + 1;
   }
 
-  return {data, go, toggle, stop, loaded, relayout, fit, state};
+  return {data, go, show, tour, toggle, stop, loaded, relayout, fit, state};
 })();

@@ -19,7 +19,7 @@ from gradio.components.plot import PlotData
 from lab import Trace
 from lab.app.cache import TRACES
 from lab.views import ALL_VIEWS, TRACE_WIDE, headline_html, presenter_layout, spec_json
-from lab.views.render import MARKDOWN, summary_html  # noqa: F401 (the app's modules import them from here)
+from lab.views.render import MARKDOWN, note_markdown, summary_html  # noqa: F401 (the app's modules import them)
 
 PLAY, PAUSE = "▶ play", "❚❚ pause"
 PLAY_INTERVAL_S = 0.2  # 5 steps/s
@@ -74,7 +74,7 @@ def drawn_id(key: str, view: str, presenter: bool) -> str:
 
 def note_of(view: str) -> str:
     label, _, note = ALL_VIEWS[view]
-    return f"**What am I looking at? ({label})** {note}"
+    return note_markdown(label, note)
 
 
 def compare_plot(compare_key, index: int, view: str, presenter: bool):

@@ -284,27 +284,33 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
         for fn, api_name in ((show_step, "show_step"), (next_step, "next_step"), (prev_step, "prev_step")):
             api_trigger = gr.Button(visible=False, elem_id=f"api-{api_name}")
             api_trigger.click(fn, step_in, step_out, api_name=api_name, show_progress="hidden", queue=False)
-        # A view picked or presenter mode toggled: the same redraw of the visible figure (then fitted to a
-        # small screen in presenter mode, lab/app/page.js).
-        for control, api_name in ((view, "show_view"), (presenter, "presenter")):
-            sync(
-                control.input(
-                    show_view,
-                    [key, step, view, presenter, compare_key],
-                    [plot, note, drawn, compare_plot],
-                    api_name=api_name,
-                    show_progress="hidden",
-                )
-            ).then(None, presenter, None, js="(p) => window.labApp.relayout(p)")
+        # A view picked, a tour stop: drawn in the page too (lab/app/page.js), the server not asked.
+        sync(view.input(None, page_in, [note], js="(k, c, s, v, p) => window.labApp.show(k, c, s, v, p)"))
         sync(
             tour.input(
-                go_tour,
-                [key, tour, presenter, compare_key],
-                [step, view, plot, note, drawn, headline, summary, compare_plot],
-                api_name="tour",
+                None,
+                [data_key, compare_data_key, tour, presenter],
+                [step, view, headline, summary, note],
+                js="(k, c, t, p) => window.labApp.tour(k, c, t, p)",
                 show_progress="hidden",
             )
-        ).then(None, None, None, js="() => document.querySelector('#topbar').scrollIntoView({block: 'start'})")
+        )
+        # Presenter mode toggled: the server redraws with larger type (then fitted to a small screen).
+        show_view_in, show_view_out = [key, step, view, presenter, compare_key], [plot, note, drawn, compare_plot]
+        sync(
+            presenter.input(show_view, show_view_in, show_view_out, api_name="presenter", show_progress="hidden")
+        ).then(None, presenter, None, js="(p) => window.labApp.relayout(p)")
+        # The same on the server, for API clients: hidden triggers.
+        gr.Button(visible=False, elem_id="api-show-view").click(
+            show_view, show_view_in, show_view_out, api_name="show_view", show_progress="hidden"
+        )
+        gr.Button(visible=False, elem_id="api-tour").click(
+            go_tour,
+            [key, tour, presenter, compare_key],
+            [step, view, plot, note, drawn, headline, summary, compare_plot],
+            api_name="tour",
+            show_progress="hidden",
+        )
         sync(
             play_btn.click(
                 None,

@@ -17,7 +17,7 @@ import gzip
 import json
 
 from lab.views import ALL_VIEWS, TRACE_WIDE, headline_html, presenter_layout, spec_json, tour
-from lab.views.render import note_html, summary_html
+from lab.views.render import note_html, note_markdown, summary_html
 
 FORMAT = "maxseqlen-lab/steps"
 
@@ -53,7 +53,16 @@ def step_payload(trace, title: str | None = None) -> dict:
     for name, (label, fn, note) in ALL_VIEWS.items():
         wide = name in TRACE_WIDE
         lines = _view_lines(trace, fn, [0] if wide else range(n), template_json)
-        views.append({"name": name, "label": label, "note": note_html(label, note), "wide": wide, "gz": _stream(lines)})
+        views.append(
+            {
+                "name": name,
+                "label": label,
+                "note": note_html(label, note),
+                "note_md": note_markdown(label, note),  # the app's note box is markdown
+                "wide": wide,
+                "gz": _stream(lines),
+            }
+        )
     words = [json.dumps([headline_html(trace, i), summary_html(trace, i)]) for i in range(n)]
     s = trace.scenario
     big = presenter_layout({"data": [], "layout": {"height": 1000}})["layout"]  # presenter mode, as numbers

@@ -36,6 +36,11 @@ def summary_html(trace, index: int) -> str:
     return f"<div class='summary'>{MARKDOWN.render(summary_markdown(trace, index))}</div>"
 
 
+def note_markdown(label: str, note: str) -> str:
+    """A view's "What am I looking at?" note (markdown: the app's note box)."""
+    return f"**What am I looking at? ({label})** {note}"
+
+
 def note_html(label: str, note: str) -> str:
     """A view's "What am I looking at?" note as HTML."""
-    return MARKDOWN.render(f"**What am I looking at? ({label})** {note}")
+    return MARKDOWN.render(note_markdown(label, note))

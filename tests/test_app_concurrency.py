@@ -73,7 +73,7 @@ def test_sixteen_sessions_step_through_200_steps(app_url, make_client):
 @pytest.mark.slow  # half a minute or more on 2 cores: make test runs it, make check does not
 def test_thirty_sessions_as_the_page_works(app_url):
     """Issue 26: thirty sessions at once, each as the page works (python -m lab bench room): open its own
-    preset, fetch that trace's step data, step in the page, pick views on the server; no error, and
+    preset, fetch that trace's step data, step and pick views in the page; no error, and
     every session sees only its own preset at its own step."""
     import io
 
@@ -83,4 +83,4 @@ def test_thirty_sessions_as_the_page_works(app_url):
     assert result["errors"] == []
     stats = result["stats"]
     assert stats["open a preset (server)"]["n"] == 30 and stats["step (in the page, no request)"]["n"] == 150
-    assert stats["pick a view (server)"]["n"] == 30
+    assert stats["pick a view (in the page, no request)"]["n"] == 30

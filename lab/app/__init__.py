@@ -38,10 +38,20 @@ def build_demo(preset: str | None = None):
     return _build(preset or DEFAULT_PRESET)
 
 
-def launch(demo, host: str | None = None, port: int | None = None, block: bool = True, password: str | None = None):
+def launch(
+    demo,
+    host: str | None = None,
+    port: int | None = None,
+    block: bool = True,
+    password: str | None = None,
+    warm: bool | None = None,
+):
     """Serve ``demo``. Beyond 127.0.0.1 it says so at start (lab.app.room); ``password`` (any user name)
-    is Gradio's auth."""
-    from lab.app.loading import MAX_UPLOAD_BYTES
+    is Gradio's auth; ``warm`` (by default: beyond 127.0.0.1) builds every preset's trace and step data in
+    the background, so a room's first clicks find them ready."""
+    import threading
+
+    from lab.app.loading import MAX_UPLOAD_BYTES, warm_presets
     from lab.app.room import room_banner
 
     host = host or os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1"
@@ -52,6 +62,9 @@ def launch(demo, host: str | None = None, port: int | None = None, block: bool =
     banner = room_banner(host, port, bool(password))
     if banner:
         print(banner, flush=True)
+    if banner if warm is None else warm:
+        first = getattr(demo, "lab_preset", None)
+        threading.Thread(target=warm_presets, args=(first,), daemon=True, name="warm-presets").start()
     out = demo.launch(
         auth=(lambda _user, given: given == password) if password else None,
         auth_message="The max_seq_len lab: ask the instructor for the password (any user name)." if password else None,
@@ -82,6 +95,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--host", help="address to bind (default 127.0.0.1, or GRADIO_SERVER_NAME)")
     p.add_argument("--port", type=int, help="port (default 7860, or GRADIO_SERVER_PORT)")
     p.add_argument("--password", default=os.environ.get("LAB_PASSWORD"), help="ask for this password (or LAB_PASSWORD)")
+    p.add_argument(
+        "--warm",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="build every preset's trace and step data at start (default: when served beyond 127.0.0.1)",
+    )
     args = p.parse_args(argv)
     if args.preset not in PRESETS:
         print(f"error: unknown preset {args.preset!r}; known presets: {', '.join(PRESETS)}", file=sys.stderr)
@@ -89,5 +108,5 @@ def main(argv: list[str] | None = None) -> int:
     if args.port is not None and not 1 <= args.port <= 65535:
         print(f"error: --port must be between 1 and 65535, got {args.port}", file=sys.stderr)
         return 2
-    launch(build_demo(args.preset), args.host, args.port, password=args.password or None)
+    launch(build_demo(args.preset), args.host, args.port, password=args.password or None, warm=args.warm)
     return 0

@@ -85,13 +85,14 @@ def _free_port() -> int:
 
 
 @contextmanager
-def _app(preset: str, timeout: float = 120.0):
-    """python app.py in a subprocess; yields (url, seconds until the page was served)."""
+def _app(preset: str, timeout: float = 120.0, extra: tuple[str, ...] = ()):
+    """python app.py in a subprocess (``extra``: more of its flags); yields (url, seconds until the page
+    was served)."""
     port = _free_port()
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, os.path.join(root, "app.py"), "--preset", preset, "--port", str(port)],
+        [sys.executable, os.path.join(root, "app.py"), "--preset", preset, "--port", str(port), *extra],
         cwd=root,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -200,6 +200,14 @@ def _simulate(scenario: Scenario, runner: str, progress) -> tuple[str, Trace, st
     return key, trace, f"ran on {runner}"
 
 
+def warm_presets(first: str | None = None) -> None:
+    """Every preset's trace and step data built now, one after another (the opening preset first), so a
+    room's first clicks find them in the caches (lab.app.launch does it in the background for a room)."""
+    for name in sorted(PRESETS, key=lambda n: n != first):
+        key, _, _ = _simulate(get_preset(name), EMBEDDED_CPU, lambda *a, **k: None)
+        STEP_DATA.get(key)
+
+
 def _run_live(scenario, progress) -> Trace:
     """Real vLLM (lab.live.record_process): the recorder in the live environment, as a subprocess with a time limit."""
     progress((0, None), desc="live vLLM steps (both modes)", unit="steps")

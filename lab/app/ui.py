@@ -345,4 +345,5 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
         dl_figs_btn.click(download_figures, [key, step], dl_file, api_name="download_figures")
         dl_page_btn.click(download_page, key, dl_file, api_name="download_page")
     demo.lab_css = CSS  # Gradio 6 takes css at launch (lab.app.launch passes it)
+    demo.lab_preset = preset  # the opening preset: warmed first for a room (lab.app.launch)
     return demo

@@ -11,7 +11,7 @@ STAMP   := $(VENV)/.installed
 PRESET  ?= eagle-k3
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: demo test check lint venv bench clean venv-vllm conform lab notebooks-strip venv-vllm-live record eras venv-eras
+.PHONY: demo test check lint venv bench export clean venv-vllm conform lab notebooks-strip venv-vllm-live record eras venv-eras
 
 # The conformance environment: vLLM 0.33.0 without its dependency tree (which pins a CUDA torch),
 # on the CPU torch, with the light pure-Python packages its MRV2 modules import. Its own venv:
@@ -133,7 +133,7 @@ lint: $(STAMP)
 # The fast tier while editing (under 3 minutes here): lint, and the tests that need neither the vLLM
 # environments nor a browser nor the notebooks' kernels. make test is the full suite (.ci/run).
 FAST_TESTS := -m "not slow" --ignore=tests/live --ignore=tests/conformance --ignore=tests/test_app_browser.py \
-	--ignore=tests/test_notebooks.py --ignore=tests/test_eras_envs.py
+	--ignore=tests/test_export_browser.py --ignore=tests/test_notebooks.py --ignore=tests/test_eras_envs.py
 check: $(STAMP) lint
 	$(VPY) -m pytest -q -p no:cacheprovider $(FAST_TESTS)
 
@@ -159,6 +159,10 @@ conform: $(VSTAMP)
 
 bench: $(STAMP)
 	$(VPY) -m lab bench engine
+
+# Every preset as one HTML file that needs no install (lab/export; docs/workshop.md: hand these out).
+export: $(STAMP)
+	$(VPY) -m lab export --all exports
 
 clean:
 	rm -rf $(VENV) $(VVENV) $(LVENV) $(E19) $(E22) .pytest_cache .hypothesis

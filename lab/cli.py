@@ -9,6 +9,8 @@ python -m lab simulate --spec "8p1ko64_k=3"   run a scenario written in the gram
                                               … and run the kernels each Nth step (lab.run),
                                               printing per-step timings in both modes
 python -m lab show trace.json                 print a saved trace the same way
+python -m lab export --preset NAME | --spec TEXT | TRACE.json --out NAME.html
+       [--all DIR]                            one HTML file, every view and step, no install (lab/export)
 python -m lab bench engine [--steps N] [--reqs N]
                                               time the engine, steps per second
 python -m lab bench app                       the app: step-change server time, launch time
@@ -25,6 +27,7 @@ python -m lab compare A.json [B.json]         per step and field agreement of tw
 
 Where each command lives (its parser, its command and its printing):
     presets, simulate, show          lab/trace/cli.py      backends            lab/kernels/cli.py
+    export                           lab/export/cli.py
     bench engine|kernels|app         lab/bench.py          conform             lab/conform/cli.py
     record, compare, eras            lab/live/cli.py       sweep, gpu-model    lab/sweep/cli.py
     --preset/--spec/--out of every scenario-taking command: lab/cli_args.py
@@ -37,6 +40,7 @@ import os
 import sys
 
 import lab.conform.cli
+import lab.export.cli
 import lab.kernels.cli
 import lab.live.cli
 import lab.sweep.cli
@@ -45,7 +49,15 @@ from lab import bench
 from lab.trace import TraceFormatError
 
 # In the order of `python -m lab --help`.
-COMMAND_MODULES = (lab.trace.cli, lab.kernels.cli, bench, lab.conform.cli, lab.live.cli, lab.sweep.cli)
+COMMAND_MODULES = (
+    lab.trace.cli,
+    lab.export.cli,
+    lab.kernels.cli,
+    bench,
+    lab.conform.cli,
+    lab.live.cli,
+    lab.sweep.cli,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

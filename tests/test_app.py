@@ -75,6 +75,7 @@ LOADED = [
     "preset",
     "presenter",
     "upload",
+    "data_key",
 ]
 STEP = ["step", "plot", "headline", "summary", "compare_plot"]
 API_NAMES = {
@@ -94,6 +95,7 @@ API_NAMES = {
     "/compare",
     "/download_trace",
     "/download_figures",
+    "/download_page",
     "/sweep_estimate",
     "/run_sweep",
     "/compare_backends",
@@ -317,10 +319,11 @@ def test_tour_stop_opens_its_step_and_view(client):
 
 def test_compare_side_by_side(client):
     _run(client, EAGLE_INPUTS)
-    out = client.predict("mamba-hybrid", 10, "lengths", False, api_name="/compare")
+    out, data_key = client.predict("mamba-hybrid", 10, "lengths", False, api_name="/compare")
+    assert data_key.startswith("run-")  # the page fetches the compared trace's step data with it
     assert out["visible"] is True and "mamba-hybrid target" in plot_of(out["value"])["layout"]["title"]["text"]
     assert "Step 10" in plot_of(out["value"])["layout"]["title"]["text"]
-    assert client.predict("none", 10, "lengths", False, api_name="/compare")["visible"] is False
+    assert client.predict("none", 10, "lengths", False, api_name="/compare")[0]["visible"] is False
 
 
 def test_presenter_mode_draws_larger_type(client):
@@ -350,6 +353,11 @@ def test_downloads_are_named_after_the_scenario_and_step(client):
     text = html[: html.index("<script")]  # the page's own text, before plotly.js
     assert "<table>" in text and "<strong>" in text
     assert "<pre>" not in text and "|---" not in text and "**" not in text
+    # The whole trace as one file that steps by itself (lab/export; tests/test_export*.py open it).
+    path = client.predict(api_name="/download_page")
+    assert path.endswith("eagle-k3.html")
+    page = open(path, encoding="utf-8").read()
+    assert "window.labPage" in page and "id='lab-data'" in page
 
 
 def test_upload(client, tmp_path, monkeypatch):
@@ -470,3 +478,27 @@ def test_recorded_eras_in_the_app(client, tmp_path):
     simulate(Scenario.from_spec("4p64o20_k=2")).save(custom)
     out = named(client.predict(handle_file(str(custom)), "recorded", False, api_name="/upload_trace"))
     assert "No recording from vLLM of this scenario" in plot_of(out["plot"])["layout"]["title"]["text"]
+
+
+def test_step_data_is_built_once_per_trace_for_every_session(client, app_url):
+    """GET /lab/steps/<key> (lab/app/steps_data.py): the page's step data, built once however many
+    sessions ask at once, cached by the browser (ETag), 404 for a key the server does not hold."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx
+
+    from lab.app.steps_data import STEP_DATA
+    from lab.export.payload import FORMAT
+
+    key = _run(client, EAGLE_INPUTS)["data_key"]
+    before = STEP_DATA.computed
+    url = f"{app_url}lab/steps/{key}"
+    with ThreadPoolExecutor(30) as pool:
+        answers = list(pool.map(lambda _: httpx.get(url, timeout=120), range(30)))
+    assert all(r.status_code == 200 for r in answers)
+    assert STEP_DATA.computed - before <= 1
+    data = answers[0].json()
+    assert data["format"] == FORMAT and data["steps"] == len(simulate(Scenario.preset("eagle-k3")).steps)
+    again = httpx.get(url, headers={"If-None-Match": answers[0].headers["etag"]})
+    assert again.status_code == 304
+    assert httpx.get(f"{app_url}lab/steps/run-nope").status_code == 404

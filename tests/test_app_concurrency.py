@@ -68,3 +68,19 @@ def test_sixteen_sessions_step_through_200_steps(app_url, make_client):
         t.join(timeout=600)
     assert not errors, errors[:3]
     assert done == [n_steps - 1] * SESSIONS
+
+
+@pytest.mark.slow  # half a minute or more on 2 cores: make test runs it, make check does not
+def test_thirty_sessions_as_the_page_works(app_url):
+    """Issue 26: thirty sessions at once, each as the page works (python -m lab bench room): open its own
+    preset, fetch that trace's step data, step and pick views in the page; no error, and
+    every session sees only its own preset at its own step."""
+    import io
+
+    from lab.app.room_bench import run_bench_room
+
+    result = run_bench_room(app_url, sessions=30, steps=5, interval=0.2, out=io.StringIO())
+    assert result["errors"] == []
+    stats = result["stats"]
+    assert stats["open a preset (server)"]["n"] == 30 and stats["step (in the page, no request)"]["n"] == 150
+    assert stats["pick a view (in the page, no request)"]["n"] == 30

@@ -137,6 +137,8 @@ def test_notebook_runs_within_budget(path):
     assert seconds <= budget, f"{path.name} took {seconds:.1f} s (budget {budget:.0f} s)"
     # Unanswered exercises are reported, not failed.
     assert f"{path.stem[:2]}.1: no answer yet" in _text(nb)
+    if path.stem.startswith("01"):  # lab.views.explore: the step slider and view picker, as a widget
+        assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in _outputs(nb))
     if path.stem.startswith("06") and not _live_environment_here():
         text = _text(nb)
         assert "No live vLLM environment" in text and text.count("skipped: no live vLLM environment") == 3

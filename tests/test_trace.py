@@ -233,3 +233,33 @@ def test_kernel_timings_attach_and_round_trip(tmp_path, eagle_trace):
     _set_array(doc, "kernel_trusting_wrong", np.full((len(t.steps), 2), 7, dtype=np.int8))
     with pytest.raises(TraceFormatError, match="trusting_wrong"):
         _load(doc)
+
+
+HOSTILE = {
+    "200,000 open brackets": b"[" * 200_000,
+    "100,000 nested objects": b'{"a":' * 100_000,
+    "a closed nesting past the parser's depth": b"[" * 5_000 + b"]" * 5_000,
+    "an integer of 100,000 digits": b"1" * 100_000,
+    "not UTF-8": b"\xff\xfe\x00",
+    "empty": b"",
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE))
+def test_hostile_json_gives_the_format_error(tmp_path, name):
+    """Hostile files (deep nesting, huge numbers) get the lab's format error, never a RecursionError,
+    from Trace.from_json_bytes, Trace.load, the CLI and the app's upload."""
+    data = HOSTILE[name]
+    with pytest.raises(TraceFormatError, match="not a JSON trace"):
+        Trace.from_json_bytes(data)
+    path = tmp_path / "hostile.json"
+    path.write_bytes(data)
+    with pytest.raises(TraceFormatError, match="hostile.json is not a JSON trace"):
+        Trace.load(path)
+    from lab.cli import main
+
+    assert main(["show", str(path)]) == 2
+    from lab.app.loading import LOADED, upload_trace
+
+    out = dict(zip(LOADED, upload_trace(str(path))))
+    assert "hostile.json is not a JSON trace" in out["upload_msg"]

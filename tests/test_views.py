@@ -368,3 +368,23 @@ def test_summary_ratios_read_as_numbers():
 
     assert _ratio(244408, 1) == "244,408×" and _ratio(30, 1) == "30×" and _ratio(3, 2) == "1.5×"
     assert _ratio(5, 0) == "fixed: none" and _ratio(0, 0) == "–"
+
+
+def test_explore_steps_and_picks_views_in_a_widget():
+    """lab.views.explore: a step slider, play and a view picker over the same figures (notebook 01 runs it
+    in a kernel, tests/test_notebooks.py)."""
+    from lab.views import as_figure, explore
+
+    trace = simulate(Scenario.preset("eagle-k3"))
+    box = explore(trace)
+    assert box.lab_state() == ("block_table", 0) and box.lab_figure.layout.title.text.startswith("Step 0:")
+    c = box.lab_controls
+    assert c["step"].max == c["play"].max == len(trace.steps) - 1
+    for name in ALL_VIEWS:
+        c["view"].value = name
+        c["step"].value = 9
+        assert box.lab_state() == (name, 9)
+        assert box.lab_figure.to_plotly_json() == as_figure(ALL_VIEWS[name][1](trace, 9)).to_plotly_json()
+    assert "<b>step 9</b>" in box.children[2].value  # the headline with the three eras
+    with pytest.raises(ValueError, match="unknown view"):
+        explore(trace, "nope")

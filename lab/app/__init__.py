@@ -1,9 +1,10 @@
 """The Gradio app: ``python app.py`` (``make demo``) or ``python -m lab.app``.
 
-    python app.py [--preset NAME] [--host 127.0.0.1] [--port 7860]
+    python app.py [--preset NAME] [--host 127.0.0.1] [--port 7860] [--password TEXT]
 
 The server binds 127.0.0.1 unless told otherwise (``--host``, or Gradio's ``GRADIO_SERVER_NAME``;
-``--port`` or ``GRADIO_SERVER_PORT``). Analytics are off. Layout in ``lab.app.ui``; the events in
+``--port`` or ``GRADIO_SERVER_PORT``); beyond 127.0.0.1 it says so at start, and ``--password`` (or
+``LAB_PASSWORD``) asks for one (lab.app.room). Analytics are off. Layout in ``lab.app.ui``; the events in
 ``lab.app.controls`` (the scenario text and controls), ``lab.app.loading`` (run, preset, upload,
 first load), ``lab.app.stepping`` (steps, views, tour, play) and ``lab.app.downloads``; the Sweeps
 tab in ``lab.app.sweeps_tab``. No model logic here.
@@ -37,25 +38,53 @@ def build_demo(preset: str | None = None):
     return _build(preset or DEFAULT_PRESET)
 
 
-def launch(demo, host: str | None = None, port: int | None = None, block: bool = True):
-    from lab.app.loading import MAX_UPLOAD_BYTES
+def launch(
+    demo,
+    host: str | None = None,
+    port: int | None = None,
+    block: bool = True,
+    password: str | None = None,
+    warm: bool | None = None,
+):
+    """Serve ``demo``. Beyond 127.0.0.1 it says so at start (lab.app.room); ``password`` (any user name)
+    is Gradio's auth; ``warm`` (by default: beyond 127.0.0.1) builds every preset's trace and step data in
+    the background, so a room's first clicks find them ready."""
+    import threading
+
+    from lab.app.loading import MAX_UPLOAD_BYTES, warm_presets
+    from lab.app.room import room_banner
 
     host = host or os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1"
     port = port or int(os.environ.get("GRADIO_SERVER_PORT") or 7860)
+    from lab.app.steps_data import PAGE_JS, add_steps_route
+
     demo.queue(default_concurrency_limit=4, max_size=256)
-    return demo.launch(
+    banner = room_banner(host, port, bool(password))
+    if banner:
+        print(banner, flush=True)
+    if banner if warm is None else warm:
+        first = getattr(demo, "lab_preset", None)
+        threading.Thread(target=warm_presets, args=(first,), daemon=True, name="warm-presets").start()
+    out = demo.launch(
+        auth=(lambda _user, given: given == password) if password else None,
+        auth_message="The max_seq_len lab: ask the instructor for the password (any user name)." if password else None,
         server_name=host,
         server_port=port,
         max_file_size=MAX_UPLOAD_BYTES,
         ssr_mode=False,
-        prevent_thread_lock=not block,
+        prevent_thread_lock=True,
         show_error=True,
         quiet=not block,
         css=getattr(demo, "lab_css", None),
+        js=PAGE_JS,  # the page steps by itself (lab/app/page.js)
         # Gradio's run history copies every event's outputs into the browser's storage:
         # a block table per step (and a session's traces kept in the browser). Off.
         run_history=False,
     )
+    add_steps_route(demo.server_app)  # GET /lab/steps/<key>: the step data the page draws from
+    if block:
+        demo.block_thread()
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,6 +94,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--preset", default=DEFAULT_PRESET, help=f"the preset shown first: {', '.join(PRESETS)}")
     p.add_argument("--host", help="address to bind (default 127.0.0.1, or GRADIO_SERVER_NAME)")
     p.add_argument("--port", type=int, help="port (default 7860, or GRADIO_SERVER_PORT)")
+    p.add_argument("--password", default=os.environ.get("LAB_PASSWORD"), help="ask for this password (or LAB_PASSWORD)")
+    p.add_argument(
+        "--warm",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="build every preset's trace and step data at start (default: when served beyond 127.0.0.1)",
+    )
     args = p.parse_args(argv)
     if args.preset not in PRESETS:
         print(f"error: unknown preset {args.preset!r}; known presets: {', '.join(PRESETS)}", file=sys.stderr)
@@ -72,5 +108,5 @@ def main(argv: list[str] | None = None) -> int:
     if args.port is not None and not 1 <= args.port <= 65535:
         print(f"error: --port must be between 1 and 65535, got {args.port}", file=sys.stderr)
         return 2
-    launch(build_demo(args.preset), args.host, args.port)
+    launch(build_demo(args.preset), args.host, args.port, password=args.password or None, warm=args.warm)
     return 0

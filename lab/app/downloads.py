@@ -1,6 +1,7 @@
-"""The session's downloads: its trace as JSON, and every view of its current step as one
-self-contained HTML page. Files are written once per trace key into a temporary directory that
-lives as long as the server, named after the scenario (and the step)."""
+"""The session's downloads: its trace as JSON, every view of its current step as one self-contained
+HTML page, and the whole trace as one HTML file that steps by itself (lab/export). Files are written
+once per trace key into a temporary directory that lives as long as the server, named after the
+scenario (and the step)."""
 
 from __future__ import annotations
 
@@ -55,4 +56,17 @@ def download_figures(key, step) -> str:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(parts))
+    return path
+
+
+def download_page(key) -> str:
+    """The whole trace as one HTML file that needs no server and no install (lab/export: every view at
+    every step, stepping and play in the page), written once per trace."""
+    from lab.export import export_html  # the exported page's builder
+
+    trace = trace_of(key)
+    path = os.path.join(_DOWNLOADS.name, key, f"{_slug(trace)}.html")
+    if not os.path.exists(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        export_html(trace, path)
     return path

@@ -21,6 +21,7 @@ import gradio as gr
 from lab import Scenario, Trace, simulate
 from lab.app.cache import TRACES, bytes_key, scenario_key
 from lab.app.controls import CONTROL_FIELDS, controls_of, inline_error, scenario_from_inputs, spec_error
+from lab.app.room import HEAVY, Busy
 from lab.app.runner_choices import EMBEDDED_CPU, KERNEL_BACKEND, KERNEL_RUNNERS, LIVE_VLLM, runner_availability
 from lab.app.stepping import (
     PLAY,
@@ -33,6 +34,7 @@ from lab.app.stepping import (
     trace_of,
     view_of,
 )
+from lab.app.steps_data import STEP_DATA
 from lab.engine.model_states import ERAS
 from lab.live.record_process import LiveRunError, record_in_subprocess
 from lab.presets import PRESETS
@@ -66,6 +68,7 @@ LOADED = (
     "preset",
     "presenter",
     "upload",
+    "data_key",
 )
 
 
@@ -143,6 +146,7 @@ def _loaded(
         "preset": trace.scenario.name if trace.scenario.name in PRESETS else None,
         "presenter": gr.skip(),
         "upload": gr.skip(),
+        "data_key": key,  # the page fetches the trace's step data with it (lab/app/steps_data.py)
     }
     out.update(zip(CONTROL_FIELDS, controls_of(trace.scenario)))
     return [out[k] for k in LOADED]
@@ -150,6 +154,15 @@ def _loaded(
 
 def _loaded_error(**parts) -> list:
     return [parts.get(k, gr.skip()) for k in LOADED]
+
+
+def _busy(e: Exception) -> list:
+    """The heavy line is full (lab.app.room): said in the status and under the scenario; nothing else moves."""
+    return _loaded_error(
+        spec_msg=inline_error(html.escape(str(e), quote=False)),
+        settings=gr.Accordion(open=True),
+        status=f"Not run: {e}",
+    )
 
 
 # ---- running a scenario ----------------------------------------------------------------------
@@ -175,11 +188,24 @@ def _simulate(scenario: Scenario, runner: str, progress) -> tuple[str, Trace, st
         if n % 64 == 0:
             progress((n, None), desc="engine steps", unit="steps")
 
-    trace = _run_live(scenario, progress) if runner == LIVE_VLLM else simulate(scenario, progress=tick)
-    if runner in KERNEL_RUNNERS:
-        trace = _run_kernels(trace, *KERNEL_RUNNERS[runner], progress)
+    if runner == LIVE_VLLM or runner in KERNEL_RUNNERS:  # heavy: one at a time on this server (lab.app.room)
+        with HEAVY.slot(f"a {runner} run", lambda text: progress((0, None), desc=text)):
+            trace = _run_live(scenario, progress) if runner == LIVE_VLLM else simulate(scenario, progress=tick)
+            if runner in KERNEL_RUNNERS:
+                trace = _run_kernels(trace, *KERNEL_RUNNERS[runner], progress)
+    else:
+        trace = simulate(scenario, progress=tick)
     TRACES.put(key, trace)
+    STEP_DATA.warm(key)  # the page fetches the step data right after (lab/app/steps_data.py)
     return key, trace, f"ran on {runner}"
+
+
+def warm_presets(first: str | None = None) -> None:
+    """Every preset's trace and step data built now, one after another (the opening preset first), so a
+    room's first clicks find them in the caches (lab.app.launch does it in the background for a room)."""
+    for name in sorted(PRESETS, key=lambda n: n != first):
+        key, _, _ = _simulate(get_preset(name), EMBEDDED_CPU, lambda *a, **k: None)
+        STEP_DATA.get(key)
 
 
 def _run_live(scenario, progress) -> Trace:
@@ -240,6 +266,8 @@ def run(
     _check_runner(runner)  # only an API client can name another (the page offers the available ones)
     try:
         key, trace, how = _simulate(scenario, runner, progress)
+    except Busy as e:
+        return _busy(e)
     except ValueError as e:
         return _loaded_error(spec_msg=spec_error(e), settings=gr.Accordion(open=True), status="Not run.")
     return _loaded(key, trace, format_spec(scenario), how, view, 0, presenter, compare_key)
@@ -251,7 +279,10 @@ def pick_preset(name, runner, view="block_table", presenter=False, compare_key=N
         s = get_preset(name)
     except ValueError as e:
         raise gr.Error(str(e), print_exception=False) from None
-    key, trace, how = _simulate(s, runner or EMBEDDED_CPU, progress)
+    try:
+        key, trace, how = _simulate(s, runner or EMBEDDED_CPU, progress)
+    except Busy as e:
+        return _busy(e)
     return _loaded(key, trace, PRESETS[name][0], how, view, 0, presenter, compare_key)
 
 
@@ -363,7 +394,7 @@ def upload_trace(path, view="block_table", presenter=False, compare_key=None):
 def set_compare(name, key, step, view, presenter=False, progress=gr.Progress()):
     """Side by side: another preset's trace at the same step (clamped to its length), same view."""
     if not name or name == "none":
-        return [None, gr.Plot(value=None, visible=False)]
+        return [None, gr.Plot(value=None, visible=False), ""]
     try:
         s = get_preset(name)
     except ValueError as e:
@@ -371,4 +402,4 @@ def set_compare(name, key, step, view, presenter=False, progress=gr.Progress()):
     ckey, other, _ = _simulate(s, EMBEDDED_CPU, progress)
     trace = trace_of(key)
     i = step_of(trace, step)
-    return [ckey, compare_plot(ckey, i, view_of(view), presenter)]
+    return [ckey, compare_plot(ckey, i, view_of(view), presenter), ckey]

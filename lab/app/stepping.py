@@ -15,16 +15,14 @@ import re
 
 import gradio as gr
 from gradio.components.plot import PlotData
-from markdown_it import MarkdownIt
 
 from lab import Trace
 from lab.app.cache import TRACES
-from lab.views import ALL_VIEWS, TRACE_WIDE, headline_html, presenter_layout, spec_json, summary_markdown
+from lab.views import ALL_VIEWS, TRACE_WIDE, headline_html, presenter_layout, spec_json
+from lab.views.render import MARKDOWN, note_markdown, summary_html  # noqa: F401 (the app's modules import them)
 
 PLAY, PAUSE = "▶ play", "❚❚ pause"
 PLAY_INTERVAL_S = 0.2  # 5 steps/s
-# The summary's markdown (and the downloaded page's notes) rendered here: commonmark with tables.
-MARKDOWN = MarkdownIt("commonmark").enable("table")
 
 
 # ---- what a session holds, checked -------------------------------------------------------------
@@ -61,12 +59,6 @@ def view_of(view) -> str:
 # ---- one step drawn --------------------------------------------------------------------------
 
 
-def summary_html(trace: Trace, index: int) -> str:
-    """The summary (lab.views.summary_markdown) rendered here: an HTML component redraws faster in
-    the page than a Markdown one, which parses and sanitises on every step."""
-    return f"<div class='summary'>{MARKDOWN.render(summary_markdown(trace, index))}</div>"
-
-
 def render_view(trace: Trace, index: int, view: str, presenter: bool = False) -> PlotData:
     """One view of one step as the plotly JSON the page draws."""
     spec = ALL_VIEWS[view][1](trace, index)
@@ -82,7 +74,7 @@ def drawn_id(key: str, view: str, presenter: bool) -> str:
 
 def note_of(view: str) -> str:
     label, _, note = ALL_VIEWS[view]
-    return f"**What am I looking at? ({label})** {note}"
+    return note_markdown(label, note)
 
 
 def compare_plot(compare_key, index: int, view: str, presenter: bool):
@@ -92,7 +84,12 @@ def compare_plot(compare_key, index: int, view: str, presenter: bool):
     other = TRACES.get(compare_key)
     if other is None:
         return gr.Plot(value=None, visible=False)
-    return gr.Plot(value=render_view(other, min(index, len(other.steps) - 1), view, presenter), visible=True)
+    return gr.Plot(
+        value=render_view(other, min(index, len(other.steps) - 1), view, presenter),
+        visible=True,
+        label=f"beside it: {other.scenario.name or 'custom scenario'}",  # names the right-hand trace
+        show_label=True,
+    )
 
 
 def step_outputs(key, index: int, view: str, presenter: bool, drawn, compare_key):

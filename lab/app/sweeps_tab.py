@@ -12,6 +12,7 @@ from __future__ import annotations
 import gradio as gr
 
 from lab import Scenario, simulate
+from lab.app.room import HEAVY, Busy
 from lab.gpu_model import GPUS, HeadShape, predict, summary
 from lab.presets import PRESETS
 from lab.spec_grammar import SPEC_SETTINGS
@@ -75,11 +76,12 @@ def _axes(a1, v1, a2, v2) -> list[str]:
 
 
 def sweep_estimate(base, a1, v1, a2, v2, seeds):
-    """How many points, how long, and the CLI command; fails with the reason for a bad sweep."""
+    """How many points, how long, and the CLI command; for a bad sweep (spec None) the reason, said in
+    the status where the user looks (no component is put in Gradio's error state)."""
     try:
         spec = SweepSpec.make(base or DEFAULT_BASE, _axes(a1, v1, a2, v2), int(seeds or 1))
     except (ValueError, TypeError) as e:
-        raise gr.Error(str(e), print_exception=False) from None
+        return None, False, f"**Not run**: {e}. For example: axis `mml`, values `8k:128k:*2`, or `2k,4k`."
     n = spec.num_points
     secs = n * SECONDS_PER_POINT / max(1, min(default_workers(), n))
     fits = secs <= APP_BUDGET_S and n <= MAX_APP_POINTS
@@ -99,6 +101,8 @@ def sweep_estimate(base, a1, v1, a2, v2, seeds):
 def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, progress=gr.Progress()):  # noqa: B008 (Gradio's way)
     """Run a sweep that fits the app's budget: figure, summary table (mean over seeds), status."""
     spec, fits, msg = sweep_estimate(base, a1, v1, a2, v2, seeds)
+    if spec is None:  # a bad sweep: the figure and the table keep the last one
+        return gr.skip(), gr.skip(), msg
     if not fits:
         return None, None, msg
     if metric not in METRICS:
@@ -108,10 +112,14 @@ def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, progress=gr.Progress()): 
         progress(done / max(total, 1), desc=f"{done}/{total} points")
 
     try:
-        # the estimate assumes points of the default preset's size; larger ones stop at the deadline
-        res = run_sweep(spec, workers=min(2, default_workers()), progress=report, deadline_s=APP_BUDGET_S)
-    except ValueError as e:
-        raise gr.Error(str(e), print_exception=False) from None
+        # One heavy run at a time on this server (lab.app.room): a full line says so, in the status.
+        with HEAVY.slot("a sweep", lambda text: progress(0, desc=text)):
+            # the estimate assumes points of the default preset's size; larger ones stop at the deadline
+            res = run_sweep(spec, workers=min(2, default_workers()), progress=report, deadline_s=APP_BUDGET_S)
+    except Busy as e:
+        return gr.skip(), gr.skip(), f"**Not run**: {e}"
+    except ValueError as e:  # a bad value in an axis (e.g. `banana`): said in the status
+        return gr.skip(), gr.skip(), f"**Not run**: {e}. Values are numbers or sizes, e.g. `2k,4k` or `8k:128k:*2`."
     if res.interrupted:
         return (
             None,
@@ -195,7 +203,9 @@ def add_sweeps_tab(base: str = DEFAULT_BASE) -> None:
         cmp_md = gr.Markdown("", elem_id="cmp-sources")
     inputs = [sw_base, a1, v1, a2, v2, seeds]
     est_btn.click(lambda *a: sweep_estimate(*a)[2], inputs, status, api_name="sweep_estimate")
-    run_btn.click(run_sweep_tab, inputs + [metric], [plot, table, status], api_name="run_sweep", concurrency_limit=1)
+    run_btn.click(
+        run_sweep_tab, inputs + [metric], [plot, table, status], api_name="run_sweep", concurrency_limit=5
+    )  # lab.app.room lines them up
     cmp_btn.click(
         compare_backends, [cmp_spec, cmp_gpus], [cmp_table, cmp_md], api_name="compare_backends", concurrency_limit=2
     )

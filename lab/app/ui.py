@@ -13,7 +13,7 @@ from __future__ import annotations
 import gradio as gr
 
 from lab.app.controls import CONTROL_FIELDS, parse_spec_text
-from lab.app.downloads import download_figures, download_trace
+from lab.app.downloads import download_figures, download_page, download_trace
 from lab.app.loading import LOADED, initial, pick_preset, run, set_compare, upload_trace
 from lab.app.runner_choices import EMBEDDED_CPU, runner_availability
 from lab.app.stepping import (
@@ -32,6 +32,7 @@ from lab.app.sweeps_tab import add_sweeps_tab  # the Sweeps tab: docs/sweeps.md
 from lab.presets import PRESETS
 from lab.scenario import CUDAGRAPH_MODES, MAX_SPECULATIVE_TOKENS, MODEL_STATES, get_preset
 from lab.views import ALL_VIEWS
+from lab.views.render import WORDS_CSS
 
 # The opening preset: one that #43991 changes (its draft decodes), beside what #40654 did (its target).
 DEFAULT_PRESET = "eagle-k3"
@@ -73,31 +74,16 @@ CSS = """
 .contain > .column, .gradio-container .main > .wrap > .column {gap: 6px !important}
 #brand {font-size: 13px; color: #555; padding: 0 !important; margin: 0; min-height: 0 !important}
 #brand * {margin: 0 !important; padding: 0 !important; line-height: 1.3}
-#headline table {width: auto}
 #topbar {gap: 6px; align-items: end; flex-wrap: nowrap}
 #topbar > div {min-width: 0 !important}
 #topbar button {flex: 0 0 auto !important; width: auto !important; padding: 4px 12px; min-height: 40px;
   white-space: nowrap; align-self: end; margin-bottom: 6px}
 #topbar > #presenter-box {flex: 0 0 118px !important; min-width: 118px !important; align-self: end}
 #step {padding-top: 0; padding-bottom: 0}
-#headline {font-size: 14px; line-height: 1.35}
-#headline .hl-line {margin: 2px 0}
-#headline .eras {border-collapse: collapse; margin: 2px 0; font-size: 13px}
-#headline .eras td, #headline .eras th {padding: 0 10px 0 0; line-height: 1.35; border: none; white-space: nowrap;
-  text-align: left; background: none}
-#headline .eras th {font-weight: 600; color: #555}
-.pr-badge {color: #fff !important; border-radius: 9px; padding: 0 7px; font-size: 11px; text-decoration: none;
-  background: #1f77b4; white-space: nowrap}
-.pr-badge.pr40654 {background: #e6550d}
-.kernel-sees {color: #777; font-size: 12px}
-.recorded {font-weight: normal; font-size: 11px; color: #2b6f2b}
 #view {margin: 0}
 #view label {padding: 2px 10px}
 #plot, #plot-compare {min-height: 420px}
 #note {font-size: 13px; color: #444}
-#summary table {font-size: 13px}
-#summary table td, #summary table th {white-space: nowrap; font-variant-numeric: tabular-nums; padding: 2px 10px}
-#summary table td:not(:first-child) {text-align: right}
 .inline-error {color: #9b0018; background: #fdecea; border-left: 4px solid #9b0018; padding: 6px 10px;
   border-radius: 4px; font-size: 14px}
 body.presenter #settings, body.presenter #below, body.presenter #brand, body.presenter #runner,
@@ -105,7 +91,13 @@ body.presenter #settings, body.presenter #below, body.presenter #brand, body.pre
 body.presenter #headline, body.presenter #headline .hl-line {font-size: 22px !important}
 body.presenter #headline .eras {font-size: 20px !important}
 body.presenter #view label {font-size: 18px !important}
+body.presenter.short #headline, body.presenter.short #headline .hl-line {font-size: 16px !important}
+body.presenter.short #headline .eras {font-size: 15px !important}
+body.presenter.short #view label {font-size: 15px !important}
+#plots > div {min-width: 0 !important; flex: 1 1 0 !important}
 """
+# The headline's and the summary's style: lab/views/render.py (the exported file uses it too).
+CSS += WORDS_CSS
 
 
 def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
@@ -122,6 +114,9 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
         drawn = gr.State(None)  # what the main plot holds (lab.app.stepping.drawn_id)
         playing = gr.State(False)
         compare_key = gr.State(None)
+        # The same two keys where the page's script can read them (a State stays on the server).
+        data_key = gr.Textbox(visible=False, elem_id="data-key")
+        compare_data_key = gr.Textbox(visible=False, elem_id="compare-data-key")
         gr.HTML(BRAND, elem_id="brand")
         with gr.Row(elem_id="topbar", equal_height=True):
             preset_dd = gr.Dropdown(
@@ -129,9 +124,9 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
             )
             runner = gr.Dropdown(offered, value=EMBEDDED_CPU, label="runner", elem_id="runner", scale=2, min_width=150)
             run_btn = gr.Button("Run", variant="primary", elem_id="run", scale=0, min_width=60)
-            prev_btn = gr.Button("◀", elem_id="prev", scale=0, min_width=44)
+            prev_btn = gr.Button("◀ prev", elem_id="prev", scale=0, min_width=44)
             step = gr.Slider(0, 1, value=0, step=1, label="step", elem_id="step", scale=5, min_width=220)
-            next_btn = gr.Button("▶", elem_id="next", scale=0, min_width=44)
+            next_btn = gr.Button("next ▶", elem_id="next", scale=0, min_width=44)
             play_btn = gr.Button(PLAY, elem_id="play", scale=0, min_width=96)
             with gr.Column(scale=0, min_width=118, elem_id="presenter-box"):
                 presenter = gr.Checkbox(False, label="presenter", elem_id="presenter")
@@ -165,17 +160,17 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
             )
             spec_msg = gr.HTML("", elem_id="spec-msg")
             with gr.Row():
-                mml = gr.Number(s0.max_model_len, label="max_model_len", precision=0, minimum=2, elem_id="mml")
-                bs = gr.Number(s0.block_size, label="block size", precision=0, minimum=1, elem_id="bs")
+                # No minimum/maximum here: Gradio would refuse an out-of-range number before the handler,
+                # putting every output in its error state; the scenario's own check names the field inline.
+                mml = gr.Number(s0.max_model_len, label="max_model_len", precision=0, elem_id="mml")
+                bs = gr.Number(s0.block_size, label="block size", precision=0, elem_id="bs")
                 k = gr.Number(
                     s0.num_speculative_tokens,
-                    label="K (draft tokens)",
+                    label=f"K (draft tokens, 0–{MAX_SPECULATIVE_TOKENS})",
                     precision=0,
-                    minimum=0,
-                    maximum=MAX_SPECULATIVE_TOKENS,
                     elem_id="k",
                 )
-                seed = gr.Number(s0.seed, label="seed", precision=0, minimum=0, elem_id="seed")
+                seed = gr.Number(s0.seed, label="seed", precision=0, elem_id="seed")
             with gr.Row():
                 state = gr.Radio(list(MODEL_STATES), value=s0.model_state, label="model state", elem_id="state")
                 cg = gr.Radio(list(CUDAGRAPH_MODES), value=s0.cudagraph_mode, label="CUDA-graph mode", elem_id="cg")
@@ -195,6 +190,10 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
                     with gr.Row():
                         dl_trace_btn = gr.Button("download the trace (JSON)", elem_id="dl-trace")
                         dl_figs_btn = gr.Button("download every view of this step (HTML)", elem_id="dl-figs")
+                    dl_page_btn = gr.Button(
+                        "download the whole trace as one HTML file (steps and plays offline, no install)",
+                        elem_id="dl-page",
+                    )
                     dl_file = gr.File(label="download", interactive=False, elem_id="dl-file", height=90)
                 with gr.Column():
                     compare = gr.Dropdown(
@@ -233,6 +232,7 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
             "preset": preset_dd,
             "presenter": presenter,
             "upload": upload,
+            "data_key": data_key,
         }
         comp.update(zip(CONTROL_FIELDS, controls))
         loaded = [comp[n] for n in LOADED]
@@ -243,17 +243,23 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
         def sync(ev):
             return ev.then(None, sync_in, None, js=SYNC_JS)
 
+        def loaded_then(ev):
+            """After a load: the page fetches the trace's step data and draws from it (lab/app/page.js)."""
+            ev = ev.then(None, page_in, None, js="(k, c, s, v, p) => window.labApp.loaded(k, c, s, v, p)")
+            return sync(ev)
+
         def _initial(request: gr.Request, progress=gr.Progress()):
             return initial(DEFAULT_VIEW, preset, request, progress)
 
-        sync(demo.load(_initial, None, loaded, api_name="initial_run"))
-        sync(
+        page_in = [data_key, compare_data_key, step, view, presenter]
+        loaded_then(demo.load(_initial, None, loaded, api_name="initial_run"))
+        loaded_then(
             preset_dd.input(
                 pick_preset, [preset_dd, runner, view, presenter, compare_key], loaded, api_name="pick_preset"
             )
         )
         spec.submit(parse_spec_text, spec, [*controls, base, spec_msg], api_name="parse_spec")
-        sync(
+        loaded_then(
             run_btn.click(
                 run,
                 [preset_dd, spec, *controls, runner, view, presenter, compare_key, base],
@@ -262,47 +268,61 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
                 concurrency_limit=4,
             )
         )
-        sync(upload.upload(upload_trace, [upload, view, presenter, compare_key], loaded, api_name="upload_trace"))
-        sync(
-            step.input(
-                show_step,
-                step_in,
-                step_out,
-                api_name="show_step",
-                trigger_mode="always_last",
-                show_progress="hidden",
-                queue=False,
-            )
+        loaded_then(
+            upload.upload(upload_trace, [upload, view, presenter, compare_key], loaded, api_name="upload_trace")
         )
+        # The page steps by itself (lab/app/page.js): ◀ ▶ and the slider run no Python; the figures,
+        # the headline and the summary come from the trace's step data the page fetched after the load.
+        for trigger, js in (
+            (next_btn.click, "(k, c, s, v, p) => window.labApp.go(k, c, s + 1, v, p)"),
+            (prev_btn.click, "(k, c, s, v, p) => window.labApp.go(k, c, s - 1, v, p)"),
+            (step.input, "(k, c, s, v, p) => window.labApp.go(k, c, s, v, p)"),
+        ):
+            sync(trigger(None, page_in, [step, headline, summary], js=js, show_progress="hidden"))
+        # The same on the server, for API clients (gradio_client; python -m lab bench app): hidden triggers.
         # Step events skip the queue (a plain POST, no SSE round trips): they are a few ms of server time.
-        sync(next_btn.click(next_step, step_in, step_out, api_name="next_step", show_progress="hidden", queue=False))
-        sync(prev_btn.click(prev_step, step_in, step_out, api_name="prev_step", show_progress="hidden", queue=False))
-        # A view picked or presenter mode toggled: the same redraw of the visible figure.
-        for control, api_name in ((view, "show_view"), (presenter, "presenter")):
-            sync(
-                control.input(
-                    show_view,
-                    [key, step, view, presenter, compare_key],
-                    [plot, note, drawn, compare_plot],
-                    api_name=api_name,
-                    show_progress="hidden",
-                )
-            )
+        for fn, api_name in ((show_step, "show_step"), (next_step, "next_step"), (prev_step, "prev_step")):
+            api_trigger = gr.Button(visible=False, elem_id=f"api-{api_name}")
+            api_trigger.click(fn, step_in, step_out, api_name=api_name, show_progress="hidden", queue=False)
+        # A view picked, a tour stop: drawn in the page too (lab/app/page.js), the server not asked.
+        sync(view.input(None, page_in, [note], js="(k, c, s, v, p) => window.labApp.show(k, c, s, v, p)"))
         sync(
             tour.input(
-                go_tour,
-                [key, tour, presenter, compare_key],
-                [step, view, plot, note, drawn, headline, summary, compare_plot],
-                api_name="tour",
+                None,
+                [data_key, compare_data_key, tour, presenter],
+                [step, view, headline, summary, note],
+                js="(k, c, t, p) => window.labApp.tour(k, c, t, p)",
                 show_progress="hidden",
             )
-        ).then(None, None, None, js="() => document.querySelector('#topbar').scrollIntoView({block: 'start'})")
-        play_btn.click(
-            toggle_play,
-            [key, step, playing],
-            [playing, timer, play_btn, step],
-            api_name="play",
+        )
+        # Presenter mode toggled: the server redraws with larger type (then fitted to a small screen).
+        show_view_in, show_view_out = [key, step, view, presenter, compare_key], [plot, note, drawn, compare_plot]
+        sync(
+            presenter.input(show_view, show_view_in, show_view_out, api_name="presenter", show_progress="hidden")
+        ).then(None, presenter, None, js="(p) => window.labApp.relayout(p)")
+        # The same on the server, for API clients: hidden triggers.
+        gr.Button(visible=False, elem_id="api-show-view").click(
+            show_view, show_view_in, show_view_out, api_name="show_view", show_progress="hidden"
+        )
+        gr.Button(visible=False, elem_id="api-tour").click(
+            go_tour,
+            [key, tour, presenter, compare_key],
+            [step, view, plot, note, drawn, headline, summary, compare_plot],
+            api_name="tour",
             show_progress="hidden",
+        )
+        sync(
+            play_btn.click(
+                None,
+                [*page_in, headline, summary],
+                [step, headline, summary],
+                js="(k, c, s, v, p, h, m) => window.labApp.toggle(k, c, s, v, p, h, m)",
+                show_progress="hidden",
+            )
+        )
+        # Play on the server (a gr.Timer ticking play_tick), for API clients.
+        gr.Button(visible=False, elem_id="api-play").click(
+            toggle_play, [key, step, playing], [playing, timer, play_btn, step], api_name="play", show_progress="hidden"
         )
         sync(
             timer.tick(
@@ -316,9 +336,14 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
             )
         )
         compare.input(
-            set_compare, [compare, key, step, view, presenter], [compare_key, compare_plot], api_name="compare"
-        )
+            set_compare,
+            [compare, key, step, view, presenter],
+            [compare_key, compare_plot, compare_data_key],
+            api_name="compare",
+        ).then(None, presenter, None, js="(p) => window.labApp.relayout(p)")  # both plots to their boxes
         dl_trace_btn.click(download_trace, key, dl_file, api_name="download_trace")
         dl_figs_btn.click(download_figures, [key, step], dl_file, api_name="download_figures")
+        dl_page_btn.click(download_page, key, dl_file, api_name="download_page")
     demo.lab_css = CSS  # Gradio 6 takes css at launch (lab.app.launch passes it)
+    demo.lab_preset = preset  # the opening preset: warmed first for a room (lab.app.launch)
     return demo

@@ -103,7 +103,10 @@ def from_json_bytes(data: bytes | str, source: str = "trace") -> TraceParts:
         raise TraceFormatError(f"{source} looks like a pickle; traces are JSON only and pickles are never loaded")
     try:
         doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except RecursionError:
+        # e.g. "[" * 200000: Python's parser recurses per level. A trace nests a few levels deep.
+        raise TraceFormatError(f"{source} is not a JSON trace: nested too deeply") from None
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, an integer of more than 4300 digits
         raise TraceFormatError(f"{source} is not a JSON trace: {e}") from None
     return from_json_dict(doc, source=source)
 

@@ -7,6 +7,7 @@ notebooks)::
 
     from lab.views import ALL_VIEWS, all_specs, lengths_figure, summary_markdown
     lengths_figure(trace, 20).show()
+    explore(trace)          # in Jupyter: a step slider, play and a view picker (lab/views/explore.py)
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from lab.views.block_table import block_table_classes, block_table_spec
 from lab.views.common import HONESTY, as_figure, check_step, presenter_layout, spec_json
 from lab.views.drafts import drafts_spec
 from lab.views.eras import era_series, headline_html, path_values
+from lab.views.explore import explore_views
 from lab.views.kernels import HOW_TO_TIME, kernels_spec
 from lab.views.lengths import lengths_spec
 from lab.views.oor import oor_spec
@@ -118,6 +120,12 @@ kernels_figure = _figure_of(kernels_spec)
 oor_figure = _figure_of(oor_spec)
 recorded_figure = _figure_of(recorded_spec)
 
+
+def explore(trace, view: str = "block_table", step: int = 0):
+    """In Jupyter: a step slider (with play) and a view picker over every view (lab/views/explore.py)."""
+    return explore_views(trace, ALL_VIEWS, view, step)
+
+
 __all__ = [
     "ALL_VIEWS",
     "HONESTY",
@@ -134,4 +142,5 @@ __all__ = [
     "path_values",
     "presenter_layout",
     "tour",
+    "explore",
 ] + [f"{n}_{k}" for n in ALL_VIEWS for k in ("spec", "figure")]

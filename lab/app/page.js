@@ -1,0 +1,168 @@
+// The app's page steps by itself (lab/app/steps_data.py): after a load it fetches the trace's step data
+// once (GET lab/steps/<key>), and ◀ ▶, the slider (and its arrow keys) and play redraw the main figure,
+// the side-by-side one, the headline and the summary here, with LabSteps (lab/export/stepper.js).
+// The events that call window.labApp run no Python (lab/app/ui.py): the server is not asked.
+window.labApp = (() => {
+  const sets = new Map(); // trace key -> Promise<LabSteps>
+  const state = {timer: null};
+
+  function data(key) {
+    if (!key) return Promise.reject(new Error("no trace yet: run a scenario or upload a trace first"));
+    if (!sets.has(key)) {
+      const url = new URL(`lab/steps/${encodeURIComponent(key)}`, location.origin + location.pathname);
+      const p = fetch(url)
+        .then((r) => {
+          if (!r.ok) throw new Error(`the step data of this trace did not come (${r.status}): run it again`);
+          return r.json();
+        })
+        .then((D) => new LabSteps(D, key));
+      p.catch(() => sets.delete(key));
+      sets.set(key, p);
+      while (sets.size > 8) sets.delete(sets.keys().next().value);
+    }
+    return sets.get(key);
+  }
+
+  function plotDiv(id) {
+    return document.querySelector(`#${id} .js-plotly-plot`);
+  }
+
+  // Presenter mode on a small screen (a projector's 1280x720): the figure ends above the fold, its
+  // legend and axis included, with the page at its top.
+  function maxHeight(gd, presenter) {
+    if (!presenter || !gd) return undefined;
+    const top = gd.getBoundingClientRect().top + window.scrollY;
+    return Math.max(300, window.innerHeight - top - 8);
+  }
+  function fit(presenter) {
+    const gd = plotDiv("plot");
+    const h = maxHeight(gd, presenter);
+    if (gd && gd.layout && h && gd.layout.height > h) return Plotly.relayout(gd, {height: h});
+  }
+
+  // Step i (clamped) of the session's trace: the figures drawn here; [step, headline, summary] for Gradio.
+  async function go(key, ckey, i, view, presenter) {
+    const S = await data(key);
+    i = S.clamp(i);
+    const draws = [];
+    const gd = plotDiv("plot");
+    if (gd) draws.push(S.draw(gd, view, i, presenter, maxHeight(gd, presenter)));
+    if (ckey) {
+      const cg = plotDiv("plot-compare");
+      const h = maxHeight(cg, presenter);
+      if (cg) draws.push(data(ckey).then((C) => C.draw(cg, view, Math.min(i, C.last), presenter, h)));
+    }
+    const [words] = await Promise.all([S.words(i), ...draws]);
+    window.__labStepped = (window.__labStepped || 0) + 1;
+    if (state.timer && i >= S.last) stop();
+    return [i, words[0], words[1]];
+  }
+
+  // After compare is switched on or off, or presenter mode toggled: both plots take their box's width.
+  async function relayout(presenter) {
+    await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    for (const id of ["plot", "plot-compare"]) {
+      const gd = plotDiv(id);
+      if (gd && gd.offsetParent) await Plotly.Plots.resize(gd);
+    }
+    await fit(presenter);
+  }
+
+  // Another view picked: drawn here at this step; its note (markdown) for Gradio.
+  async function show(key, ckey, i, view, presenter) {
+    const S = await data(key);
+    await go(key, ckey, i, view, presenter);
+    return S.byName[view].note_md;
+  }
+
+  // A tour stop ("step|view"): that step in that view; [step, view, headline, summary, note] for Gradio.
+  async function tour(key, ckey, stop, presenter) {
+    const m = /^(\d+)\|(\w+)$/.exec(stop || "");
+    const S = await data(key);
+    if (!m || !S.byName[m[2]]) throw new Error(`not a tour stop: ${stop}`);
+    const [i, headline, summary] = await go(key, ckey, Number(m[1]), m[2], presenter);
+    document.querySelector("#topbar").scrollIntoView({block: "start"});
+    return [i, m[2], headline, summary, S.byName[m[2]].note_md];
+  }
+
+  function label(text, aria) {
+    const b = document.querySelector("#play");
+    if (b) {
+      b.textContent = text;
+      b.setAttribute("aria-label", aria);
+    }
+  }
+  function stop() {
+    clearInterval(state.timer);
+    state.timer = null;
+    label("▶ play", "play (5 steps a second)");
+  }
+  // Play / pause, one toggle: each tick is a click on ▶ next (so it redraws here too); play at the last
+  // step starts again at 0.
+  async function toggle(key, ckey, i, view, presenter, headline, summary) {
+    if (state.timer) {
+      stop();
+      return [i, headline, summary];
+    }
+    const S = await data(key);
+    const out = i >= S.last ? await go(key, ckey, 0, view, presenter) : [i, headline, summary];
+    if (S.last > 0) {
+      label("❚❚ pause", "pause");
+      state.timer = setInterval(() => document.querySelector("#next").click(), 200);
+    }
+    return out;
+  }
+
+  // After a load: stop playing and fetch the new trace's step data. The server drew this step's figure;
+  // a view of the whole trace is adopted as it is (the next step only moves its marker).
+  // A load refused (the status says "Not run"), or a bad value in the address on the first load: the
+  // message sits in the settings, far below the top bar where the click was; bring it into view.
+  async function showProblem() {
+    await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    const msg = document.querySelector("#spec-msg .inline-error, #upload-msg .inline-error");
+    const status = document.querySelector("#status");
+    const refused = status && status.innerText.trim().startsWith("Not run");
+    if (msg && (refused || !state.loadedOnce)) msg.scrollIntoView({block: "center"});
+    state.loadedOnce = true;
+  }
+
+  // Names for the top bar's glyph buttons (a screen reader otherwise reads "◀" and "▶").
+  function label_buttons() {
+    for (const [id, name] of [["prev", "previous step"], ["next", "next step"], ["play", "play (5 steps a second)"]]) {
+      const b = document.querySelector(`#${id}`);
+      if (b && !b.getAttribute("aria-label")) b.setAttribute("aria-label", name);
+    }
+  }
+
+  // A short screen (a projector's 720 px): presenter mode's type a size smaller (ui.py's CSS, body.short;
+  // Gradio's CSS scoping leaves no @media rule working).
+  function mark_short() {
+    document.body.classList.toggle("short", window.innerHeight < 820);
+  }
+  window.addEventListener("resize", mark_short);
+  // The slider's ↺ sets its value back to 0 without an input event: send one, so the page redraws step 0.
+  document.addEventListener("click", (e) => {
+    if (!e.target.closest || !e.target.closest("#step .reset-button")) return;
+    setTimeout(() => {
+      const range = document.querySelector("#step input[type=range]");
+      if (range) range.dispatchEvent(new Event("input", {bubbles: true}));
+    }, 0);
+  });
+
+  async function loaded(key, ckey, i, view, presenter) {
+    stop();
+    mark_short();
+    label_buttons();
+    await showProblem();
+    if (!key) return;
+    const ready = Promise.all([data(key), ckey ? data(ckey) : null]).catch((e) => console.warn(e));
+    for (let t = 0; t < 100 && !(plotDiv("plot") || {}).data; t++) await new Promise((r) => setTimeout(r, 50));
+    const gd = plotDiv("plot");
+    if (gd && !presenter) gd.__labDrawn = `${key}|${view}|false|`; // LabSteps.draw's id: a wide view moves its marker
+    if (presenter) await fit(presenter);
+    await ready;
+    window.__labLoaded = (window.__labLoaded || 0) + 1;
+  }
+
+  return {data, go, show, tour, toggle, stop, loaded, relayout, fit, state};
+})();

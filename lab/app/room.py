@@ -1,0 +1,85 @@
+"""The app served to a room: what it says at start when it listens beyond this machine, its optional
+password (Gradio's auth), and the bounded line for heavy work (live vLLM, kernel runs, sweeps) so one
+attendee's sweep cannot stall the room: one runs at a time, a few wait ("busy, you are 2nd in line"),
+and more are refused at once with a message saying so. Stepping never waits here: it runs in the page.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from contextlib import contextmanager
+
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+class Busy(RuntimeError):
+    """The line for heavy work is full."""
+
+
+def ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+class HeavyLine:
+    """At most ``slots`` heavy jobs at once and ``max_waiting`` waiting, first come first served."""
+
+    def __init__(self, slots: int = 1, max_waiting: int = 4):
+        self.slots = slots
+        self.max_waiting = max_waiting
+        self.running = 0
+        self._waiting: list[object] = []
+        self._cv = threading.Condition()
+
+    @contextmanager
+    def slot(self, what: str, progress=None):
+        """Hold a slot for ``what`` (e.g. "a sweep"); ``progress(text)`` is told the place in line while
+        waiting. Raises ``Busy`` at once when the line is full."""
+        ticket = object()
+        with self._cv:
+            if self.running >= self.slots and len(self._waiting) >= self.max_waiting:
+                raise Busy(
+                    f"busy: {self.running} heavy run(s) going and {len(self._waiting)} waiting (live vLLM, kernels, "
+                    f"sweeps share one line on this server). Try {what} again in a few minutes; stepping, views "
+                    "and the embedded CPU runner do not wait."
+                )
+            self._waiting.append(ticket)
+            place = 0
+            while self.running >= self.slots or self._waiting[0] is not ticket:
+                n = self._waiting.index(ticket) + 1
+                if progress is not None and n != place:
+                    progress(f"busy, you are {ordinal(n)} in line for {what} (one heavy run at a time here)")
+                place = n
+                self._cv.wait(timeout=0.5)
+            self._waiting.pop(0)
+            self.running += 1
+        try:
+            yield
+        finally:
+            with self._cv:
+                self.running -= 1
+                self._cv.notify_all()
+
+
+HEAVY = HeavyLine()
+
+
+def room_banner(host: str, port: int, password: bool) -> str | None:
+    """What the server says at start when it listens beyond this machine (None when it does not)."""
+    if host in LOCAL_HOSTS:
+        return None
+    try:
+        names = sorted({a[4][0] for a in socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET)})
+    except OSError:
+        names = []
+    where = ", ".join(f"http://{n}:{port}/" for n in names if not n.startswith("127.")) or f"port {port}"
+    guard = (
+        "A password is asked for (any user name)."
+        if password
+        else "No password: anyone who can reach this machine can use it (--password, or LAB_PASSWORD, asks for one)."
+    )
+    return (
+        f"The max_seq_len lab is served beyond this machine: {host}:{port} ({where}).\n"
+        f"{guard} Heavy work (live vLLM, kernels, sweeps) runs one at a time, {HEAVY.max_waiting} waiting at most.\n"
+        "For attendees who cannot reach it or install anything: make export (docs/workshop.md)."
+    )

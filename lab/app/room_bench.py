@@ -1,0 +1,118 @@
+"""``python -m lab bench room --sessions 30``: a room of attendees on one server, each doing what the
+page does: open a preset (session j opens the j-th preset, round robin), fetch that trace's step data
+once (``GET /lab/steps/<key>``, lab/app/steps_data.py), then step once a second, which the page does by
+itself (inflate the view's stream once, parse the step's line: timed here in Python, no request), and
+pick another view every fifth step (in the page too). p50/p95/max per action, and every session checks
+that it only ever sees its own preset (no state leaks between sessions).
+
+Target (issue 26): thirty sessions stepping once a second, p95 <= 250 ms per step.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+
+from lab.presets import PRESETS
+from lab.views import ALL_VIEWS
+
+# /pick_preset's inputs after the preset's name: runner, view, presenter.
+PICK = ("embedded CPU", "block_table", False)
+
+
+def _session(url: str, j: int, steps: int, interval: float, start, times: dict, errors: list) -> None:
+    import httpx
+    from gradio_client import Client
+
+    preset = list(PRESETS)[j % len(PRESETS)]
+    views = list(ALL_VIEWS)
+
+    def timed(action: str, fn):
+        t0 = time.perf_counter()
+        out = fn()
+        times.setdefault(action, []).append((time.perf_counter() - t0) * 1e3)
+        return out
+
+    try:
+        c = Client(url, verbose=False, ssl_verify=False, analytics_enabled=False)
+        start.wait(timeout=300)
+        loaded = timed("open a preset (server)", lambda: c.predict(preset, *PICK, api_name="/pick_preset"))
+        key = loaded[-1]  # data_key: the last of lab.app.loading.LOADED
+        r = timed("fetch the step data (server, once)", lambda: httpx.get(f"{url}lab/steps/{key}", timeout=300))
+        r.raise_for_status()
+        data = r.json()
+        if data["title"] != preset:
+            raise AssertionError(f"session {j} asked for {preset} and got {data['title']}")
+        streams: dict[str, list[str]] = {}
+
+        def page_step(view: str, i: int):
+            v = next(x for x in data["views"] if x["name"] == view)
+            for name, b64 in ((view, v["gz"]), ("words", data["words"])):
+                if name not in streams:
+                    streams[name] = gzip.decompress(base64.b64decode(b64)).decode().split("\n")
+            fig = json.loads(streams[view][0 if v["wide"] else i])
+            headline, _ = json.loads(streams["words"][i])
+            return fig, headline
+
+        view, i = "block_table", 0
+        for k in range(1, steps + 1):
+            time.sleep(interval)
+            i = min(i + 1, data["steps"] - 1)
+            _, headline = timed("step (in the page, no request)", lambda v=view, i=i: page_step(v, i))
+            if f"<b>{preset}</b>" not in headline or f"<b>step {i}</b>" not in headline:
+                raise AssertionError(f"session {j} ({preset}) at step {i} was shown {headline[:120]}")
+            if k % 5 == 0:
+                view = views[(k // 5) % len(views)]
+                fig, _ = timed("pick a view (in the page, no request)", lambda v=view, i=i: page_step(v, i))
+                if "layout" not in fig:
+                    raise AssertionError(f"session {j}: no figure for {view}")
+    except Exception as e:  # noqa: BLE001 (every failure is counted and printed)
+        errors.append(f"session {j} ({preset}): {type(e).__name__}: {e}")
+
+
+def run_bench_room(
+    url: str | None = None, sessions: int = 30, steps: int = 20, interval: float = 1.0, out=None, warm_s: float = 30
+) -> dict:
+    """``sessions`` at once against ``url`` (else ``python app.py --warm`` started here, ``warm_s`` seconds
+    before the room arrives, as an instructor starts the server before the session)."""
+    w = (out or sys.stdout).write
+    if url is None:
+        from lab.app.bench import _app  # python app.py in a subprocess
+
+        # As a room runs it (app.py --host 0.0.0.0 warms every preset): --warm, here on 127.0.0.1.
+        with _app("eagle-k3", extra=("--warm",)) as (started, _):
+            time.sleep(warm_s)
+            return run_bench_room(started, sessions, steps, interval, out, warm_s)
+    times: dict[str, list[float]] = {}
+    errors: list[str] = []
+    start = threading.Barrier(sessions)
+    threads = [
+        threading.Thread(target=_session, args=(url, j, steps, interval, start, times, errors), daemon=True)
+        for j in range(sessions)
+    ]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=900)
+    w(
+        f"python -m lab bench room --sessions {sessions}  ({steps} steps each, one every {interval:g} s; server "
+        f"warmed for {warm_s:g} s; "
+        f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; {time.perf_counter() - t0:.0f} s in all; "
+        f"target: p95 <= 250 ms per step)\n"
+    )
+    stats = {}
+    for action, xs in times.items():
+        stats[action] = {"n": len(xs), "p50_ms": float(np.percentile(xs, 50)), "p95_ms": float(np.percentile(xs, 95))}
+        stats[action]["max_ms"] = float(max(xs))
+        s = stats[action]
+        w(f"  {action:<38} {s['n']:5d}   p50 {s['p50_ms']:7.1f}   p95 {s['p95_ms']:7.1f}   max {s['max_ms']:7.1f} ms\n")
+    w(f"  errors: {len(errors)}\n" + "".join(f"    {e}\n" for e in errors[:10]))
+    return {"stats": stats, "errors": errors}

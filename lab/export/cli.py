@@ -1,0 +1,52 @@
+"""``python -m lab export``: one trace as one self-contained HTML file (lab/export).
+
+python -m lab export --preset NAME | --spec TEXT | TRACE.json  --out NAME.html
+python -m lab export --all DIR          every preset, DIR/<preset>.html (make export)
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from lab.cli_args import add_scenario_args, scenario_from_args
+from lab.presets import PRESETS
+from lab.scenario import get_preset
+from lab.trace import Trace
+from lab.trace.recorder import simulate
+
+
+def register(sub) -> None:
+    sp = sub.add_parser(
+        "export", help="one trace as one HTML file that needs no install (every view, every step, play)"
+    )
+    add_scenario_args(sp, out=False)
+    sp.add_argument("trace", nargs="?", help="a saved trace (.json) instead of --preset/--spec")
+    sp.add_argument("--out", help="the HTML file to write")
+    sp.add_argument("--all", metavar="DIR", help="write every preset as DIR/<preset>.html")
+    sp.set_defaults(fn=cmd_export)
+
+
+def _write(trace, out: str) -> None:
+    from lab.export import export_html  # deferred: plotly
+
+    t0 = time.perf_counter()
+    size = export_html(trace, out)
+    print(f"wrote {out}: {size / 1e6:.2f} MB, {len(trace.steps)} steps, in {time.perf_counter() - t0:.1f} s")
+
+
+def cmd_export(args) -> int:
+    if args.all:
+        if args.trace or args.preset or args.spec or args.out:
+            raise ValueError("--all DIR writes every preset: give no other source and no --out")
+        os.makedirs(args.all, exist_ok=True)
+        for name in PRESETS:
+            _write(simulate(get_preset(name)), os.path.join(args.all, f"{name}.html"))
+        return 0
+    if not args.out:
+        raise ValueError("give --out NAME.html (or --all DIR)")
+    if args.trace and (args.preset or args.spec):
+        raise ValueError("give a trace file, --preset or --spec: one of them")
+    trace = Trace.load(args.trace) if args.trace else simulate(scenario_from_args(args))
+    _write(trace, args.out)
+    return 0

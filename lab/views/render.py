@@ -1,0 +1,46 @@
+"""The words of a step as HTML, for every page that shows them (the app, its downloads, the exported
+file): the summary rendered from its markdown, a view's note, and the style of the headline and the
+summary (``WORDS_CSS``, under the ids ``#headline`` and ``#summary`` both pages use)."""
+
+from __future__ import annotations
+
+from markdown_it import MarkdownIt
+
+from lab.views.summary import summary_markdown
+
+# commonmark with tables: the summary's markdown and the views' notes.
+MARKDOWN = MarkdownIt("commonmark").enable("table")
+
+WORDS_CSS = """
+#headline table {width: auto}
+#headline {font-size: 14px; line-height: 1.35}
+#headline .hl-line {margin: 2px 0}
+#headline .eras {border-collapse: collapse; border: none; margin: 2px 0; font-size: 13px}
+#headline .eras td, #headline .eras th {padding: 0 10px 0 0; line-height: 1.35; border: none; white-space: nowrap;
+  text-align: left; background: none}
+#headline .eras th {font-weight: 600; color: #555}
+.pr-badge {color: #fff !important; border-radius: 9px; padding: 0 7px; font-size: 11px; text-decoration: none;
+  background: #1f77b4; white-space: nowrap}
+.pr-badge.pr40654 {background: #e6550d}
+.kernel-sees {color: #777; font-size: 12px}
+.recorded {font-weight: normal; font-size: 11px; color: #2b6f2b}
+#summary table {font-size: 13px}
+#summary table td, #summary table th {white-space: nowrap; font-variant-numeric: tabular-nums; padding: 2px 10px}
+#summary table td:not(:first-child) {text-align: right}
+"""
+
+
+def summary_html(trace, index: int) -> str:
+    """The summary (``summary_markdown``) rendered: an HTML component redraws faster in the app's
+    page than a Markdown one, which parses and sanitises on every step."""
+    return f"<div class='summary'>{MARKDOWN.render(summary_markdown(trace, index))}</div>"
+
+
+def note_markdown(label: str, note: str) -> str:
+    """A view's "What am I looking at?" note (markdown: the app's note box)."""
+    return f"**What am I looking at? ({label})** {note}"
+
+
+def note_html(label: str, note: str) -> str:
+    """A view's "What am I looking at?" note as HTML."""
+    return MARKDOWN.render(note_markdown(label, note))

@@ -186,6 +186,16 @@ def vars_of(d: DraftPassMetadata) -> tuple:
     return (d.index, d.cudagraph_mode, d.num_reqs_padded, dict(d.max_seq_len), dict(d.kernel_max_seq_len))
 
 
+# How the lab's pages name each speculator.
+DISPLAY_NAMES = {
+    "eagle": "Eagle",
+    "eagle3": "EAGLE3",
+    "mtp": "MTP",
+    "gemma4_mtp": "Gemma4 MTP",
+    "mtp_multi_module": "multi-module MTP",
+    "draft_model": "draft-model",
+}
+
 SPECULATORS = {
     "eagle": TargetDependentARSpeculator,
     "eagle3": TargetDependentARSpeculator,

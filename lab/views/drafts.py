@@ -6,7 +6,7 @@ before (off the zoomed axis, said in an arrow)."""
 from __future__ import annotations
 
 from lab.blocks import cdiv
-from lab.engine.speculator import FIRST_RELEASE, draft_pass_step, reuses_target_metadata
+from lab.engine.speculator import DISPLAY_NAMES, FIRST_RELEASE, draft_pass_step, reuses_target_metadata
 from lab.views.common import check_step, figure, message_figure, title
 from lab.views.eras import ERA_COLORS, path_values
 
@@ -167,11 +167,7 @@ def drafts_spec(trace, index: int) -> dict:
             "title": title(
                 f"Step {st.index}: draft windows, K = {k}, one bar per request and pass",
                 f"exact length → upper bound, true scale (linear, zoomed on the batch); graph per pass: {graphs}; "
-                + (
-                    "fused path: one metadata, built at pass 1"
-                    if trace.scenario.draft_decode_fused
-                    else "per-step path"
-                ),
+                + _path_note(trace.scenario),
             ),
             "xaxis": {
                 "title": {"text": "request"},
@@ -192,8 +188,15 @@ def _top_note(st, eras, after: int, before: int | None, mml: int, far: bool) -> 
         return f"↑ {eras[-1]}: draft_max_seq_len = {after:,} (max_model_len {mml:,}){'; ' + note if note else ''}"
     if before is None:
         method = st._t.scenario.speculative_method
-        return f"↑ before #43991: no {method} speculator in MRV2 (from vLLM {FIRST_RELEASE[method]})"
+        return f"↑ before #43991: no {DISPLAY_NAMES[method]} speculator in MRV2 (from vLLM {FIRST_RELEASE[method]})"
     return (
         f"↑ before #43991 the draft decodes get {before:,} (max_model_len {mml:,}), "
         f"{before / max(after, 1):,.0f}× this; off this zoomed axis"
     )
+
+
+def _path_note(scenario) -> str:
+    """Which draft decode path the windows are (R5): only Eagle/EAGLE3/MTP have two."""
+    if scenario.speculative_method not in ("eagle", "eagle3", "mtp"):
+        return "its own passes (docs/rules.md, the speculators)"
+    return "fused path: one metadata, built at pass 1" if scenario.draft_decode_fused else "per-step path"

@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from lab.engine.speculator import reuses_target_metadata
+from lab.engine.speculator import DISPLAY_NAMES, reuses_target_metadata
 from lab.trace.era_recordings import recorded_releases
 from lab.views.common import check_step
 
@@ -63,8 +63,7 @@ def drafts_label(scenario) -> str:
         return f"multi-module MTP drafts ({k} modules, one metadata)"
     if method == "draft_model":
         return f"draft-model passes 0–{k - 1}"
-    name = {"eagle": "Eagle", "eagle3": "EAGLE3", "mtp": "MTP", "gemma4_mtp": "Gemma4 MTP"}[method]
-    return f"{name} draft decodes (passes 1–{k - 1})"
+    return f"{DISPLAY_NAMES[method]} draft decodes (passes 1–{k - 1})"
 
 
 def fixed_by(values: list[tuple[int, int] | None], eras: list[str]) -> str | None:

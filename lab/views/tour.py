@@ -63,6 +63,21 @@ def tour(trace) -> list[dict]:
             f"draft decodes get max(upper bound) + K = {ub:,} + {trace.scenario.num_speculative_tokens}"
             f" = {int(e['drafts'][k, 2]):,} after #43991, {int(e['drafts'][k, 1]):,} before.",
         )
+    # Speculators with their own rule (docs/rules.md, "The speculators"): said at their first draft step.
+    method = trace.scenario.speculative_method
+    if method in ("draft_model", "mtp_multi_module") and trace.scenario.num_speculative_tokens:
+        k = _first(np.isfinite(e["drafts"][:, 2]))
+        if k is not None:
+            st = trace.steps[k]
+            ub = max(st.seq_lens_cpu_upper_bound[: st.num_reqs])
+            text = (
+                f"the draft-model passes are still told max_model_len = {int(e['drafts'][k, 2]):,} after #43991 "
+                f"(StandaloneARSpeculator), while the batch's longest upper bound is {ub:,}."
+                if method == "draft_model"
+                else f"one metadata for all {trace.scenario.num_speculative_tokens} MTP modules: max(upper bound) "
+                f"= {int(e['drafts'][k, 2]):,}, no +K (MultiModuleMTPSpeculator)."
+            )
+            add(k, "drafts", text)
     # Another request's live blocks read by the old walk (target pass).
     k = _first(s["oor_baseline_live"] > 0)
     if k is not None:
@@ -104,7 +119,9 @@ def tour(trace) -> list[dict]:
         add(
             k,
             "block_table",
-            f"before #40654 the kernel walks {ratio[k]:,.0f}× the block-table entries it walks after #43991.",
+            f"before #40654 the kernel walks {ratio[k]:,.0f}× the block-table entries it walks after #43991."
+            if ratio[k] >= 10
+            else f"before #40654 the kernel walks {ratio[k]:.1f}× the block-table entries it walks after #43991.",
         )
     timed = trace.timed_steps().tolist()
     if timed:

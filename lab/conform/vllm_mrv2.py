@@ -1,5 +1,6 @@
 """vLLM 0.33.0's real MRV2 objects, built on the CPU with only the attributes their methods read,
-and fed one recorded engine step at a time (``VllmMRV2.step``). The only module that imports vllm."""
+and fed one recorded engine step at a time (``VllmMRV2.step``); the speculators, capture sizes and
+request slots in lab/conform/vllm_speculators.py, vllm_config.py and vllm_slots.py."""
 
 from __future__ import annotations
 

@@ -13,5 +13,6 @@ R9_R10_CAVEAT = (
     "sizes its KV split count from max_seq_len: more programs, scratch and merge work, the same KV read "
     "(measured on vLLM's own kernel here); FlashMLA plans from the real lengths. FlashInfer "
     "XQA/native and Triton unified attention do not size work from it. On SM100, TRTLLM-gen splits each "
-    "sequence into CTAs by max_seq_len: more CTAs, the same KV read."
+    "sequence into CTAs by max_seq_len, up to SMs / (rows x KV heads x query tokens): a small batch under a "
+    "long max_model_len launches more CTAs for the same KV read; a batch that fills the SMs gets one either way."
 )

@@ -45,6 +45,7 @@ import lab.kernels.cli
 import lab.live.cli
 import lab.sweep.cli
 import lab.trace.cli
+import lab.vllm_kernels.cli
 from lab import bench
 from lab.trace import TraceFormatError
 
@@ -53,6 +54,7 @@ COMMAND_MODULES = (
     lab.trace.cli,
     lab.export.cli,
     lab.kernels.cli,
+    lab.vllm_kernels.cli,
     bench,
     lab.conform.cli,
     lab.live.cli,

@@ -34,6 +34,8 @@ from lab.trace.schema import (
     TIMING_META_STR,
     TIMING_SCHEMA,
     VERSION,
+    VLLM_COUNT_META_STR,
+    VLLM_COUNT_SCHEMA,
 )
 
 # What a file holds, in the order Trace() takes it: (scenario, req_ids, arrays, meta).
@@ -48,7 +50,8 @@ def to_json_dict(trace) -> dict:
     """The trace as the JSON object of the file format (see the module docstring)."""
     arrays = {}
     timed = TIMING_SCHEMA if "kernel_ms" in trace.arrays else {}
-    for name, (dtype, _) in {**SCHEMA, **timed}.items():
+    counted = VLLM_COUNT_SCHEMA if "vllm_programs" in trace.arrays else {}
+    for name, (dtype, _) in {**SCHEMA, **timed, **counted}.items():
         arr = np.ascontiguousarray(trace.arrays[name], dtype=dtype)
         delta = name in DELTA_ROW_COLUMNS
         if delta:
@@ -147,7 +150,7 @@ def from_json_dict(doc, source: str = "trace") -> TraceParts:
         or not (isinstance(meta["num_preemptions"], int) and meta["num_preemptions"] >= 0)
     ):
         bad("meta.source must be a string, meta.truncated a boolean, meta.num_preemptions an integer >= 0")
-    unknown = set(doc["arrays"]) - set(SCHEMA) - set(TIMING_SCHEMA)
+    unknown = set(doc["arrays"]) - set(SCHEMA) - set(TIMING_SCHEMA) - set(VLLM_COUNT_SCHEMA)
     if unknown:
         bad(f"unknown arrays {sorted(unknown)}")
     arrays: dict[str, np.ndarray] = {}
@@ -173,6 +176,16 @@ def from_json_dict(doc, source: str = "trace") -> TraceParts:
                 bad(f"array {name!r} is not an object")
             arrays[name] = _decode_array(name, spec, TIMING_SCHEMA[name][0], bad)
         check_timings(arrays, meta["kernels"], len(arrays["num_reqs_padded"]), bad)
+    counted = [n for n in VLLM_COUNT_SCHEMA if n in doc["arrays"]]
+    if counted or "vllm_kernels" in meta:
+        if len(counted) != len(VLLM_COUNT_SCHEMA) or "vllm_kernels" not in meta:
+            bad(f"vLLM kernel counts need all of {sorted(VLLM_COUNT_SCHEMA)} and meta.vllm_kernels")
+        for name in counted:
+            spec = doc["arrays"][name]
+            if not isinstance(spec, dict):
+                bad(f"array {name!r} is not an object")
+            arrays[name] = _decode_array(name, spec, VLLM_COUNT_SCHEMA[name][0], bad)
+        check_vllm_counts(arrays, meta["vllm_kernels"], len(arrays["num_reqs_padded"]), bad)
     return scenario, req_ids, arrays, meta
 
 
@@ -260,6 +273,20 @@ def check_timings(a: dict, meta, num_steps: int, bad) -> None:
         bad("negative byte count")
     if not np.isin(a["kernel_trusting_wrong"], (-1, 0, 1)).all():
         bad("kernel_trusting_wrong must be -1 (not checked), 0 or 1")
+
+
+def check_vllm_counts(a: dict, meta, num_steps: int, bad) -> None:
+    if not isinstance(meta, dict) or not all(isinstance(meta.get(k), str) and meta[k] for k in VLLM_COUNT_META_STR):
+        bad(f"meta.vllm_kernels must be an object with non-empty strings {list(VLLM_COUNT_META_STR)}")
+    missing = set(VLLM_COUNT_SCHEMA) - set(a)
+    if missing:
+        bad(f"arrays {sorted(missing)} are missing")
+    for name, (_, shape) in VLLM_COUNT_SCHEMA.items():
+        want = tuple(num_steps if d == "S" else d for d in shape)
+        if a[name].shape != want:
+            bad(f"array {name!r} has shape {list(a[name].shape)}, expected {list(want)}")
+        if (a[name] < -1).any():
+            bad(f"array {name!r}: counts are >= 0, or -1 where a step was not run")
 
 
 def _check_rows(a: dict, width: int, scenario: Scenario, bad) -> None:

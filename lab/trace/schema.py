@@ -65,6 +65,18 @@ TIMING_SCHEMA = {
 }
 TIMING_META_STR = ("backend", "device", "kernel", "dtype")
 
+# vLLM's own attention kernel run on a trace's decode steps (lab/vllm_kernels/trace_counts.py): what
+# the kernel did, counted per step and mode in Triton's interpreter; -1 where a step was not run.
+VLLM_COUNT_SCHEMA = {
+    "vllm_programs": ("int64", ("S", 2)),  # programs launched: every launch's grid
+    "vllm_num_kv_splits": ("int64", ("S", 2)),  # Triton MLA's split count (-1: a kernel without one)
+    "vllm_scratch_bytes": ("int64", ("S", 2)),  # scratch its launcher allocated
+    "vllm_entries_loaded": ("int64", ("S", 2)),  # distinct block-table entries loaded
+    "vllm_entries_past": ("int64", ("S", 2)),  # of those, past a row's num_blocks
+    "vllm_kv_bytes": ("int64", ("S", 2)),  # KV cache bytes loaded
+}
+VLLM_COUNT_META_STR = ("kernel", "vllm", "device", "config", "command")
+
 # Row columns stored as differences from the same instance's previous row: a decode row's counters
 # then repeat step after step and compress to almost nothing.
 DELTA_ROW_COLUMNS = ("num_computed_tokens", "seq_lens", "num_blocks")
@@ -77,6 +89,8 @@ __all__ = [
     "SCHEMA",
     "TIMING_SCHEMA",
     "TIMING_META_STR",
+    "VLLM_COUNT_SCHEMA",
+    "VLLM_COUNT_META_STR",
     "DELTA_ROW_COLUMNS",
     "MODES",
     "OOR_FIELDS",

@@ -12,7 +12,7 @@ from lab.engine.block_pool import FREE, NULL_BLOCK_ID, NULL_OWNER
 from lab.engine.oor import OOR_CLASSES, OOR_FIELDS
 from lab.scenario import Scenario
 from lab.trace import io
-from lab.trace.schema import TIMING_SCHEMA
+from lab.trace.schema import TIMING_SCHEMA, VLLM_COUNT_SCHEMA
 from lab.trace.step import StepList, by_mode
 
 
@@ -93,6 +93,24 @@ class Trace:
         io.check_timings(arrays, meta, len(self.steps), bad)
         self.arrays.update({k: arrays[k].astype(TIMING_SCHEMA[k][0]) for k in TIMING_SCHEMA})
         self.meta["kernels"] = dict(meta)
+
+    # ---- vLLM's own kernel, counted (lab/vllm_kernels/trace_counts.py) -------------------------
+    @property
+    def vllm_counts(self) -> dict | None:
+        """What counted vLLM's own kernel on this trace (``kernel``, ``vllm``, ``device``, ``config``,
+        ``sm_count``, ``command``), or None."""
+        return self.meta.get("vllm_kernels") if "vllm_programs" in self.arrays else None
+
+    def attach_vllm_counts(self, meta: dict, arrays: dict[str, np.ndarray]) -> None:
+        """Add per-step counts of vLLM's own kernel (names and shapes of ``VLLM_COUNT_SCHEMA``)."""
+
+        def bad(msg: str):
+            raise ValueError(f"vLLM kernel counts: {msg}")
+
+        arrays = {k: np.asarray(v) for k, v in arrays.items()}
+        io.check_vllm_counts(arrays, meta, len(self.steps), bad)
+        self.arrays.update({k: arrays[k].astype(VLLM_COUNT_SCHEMA[k][0]) for k in VLLM_COUNT_SCHEMA})
+        self.meta["vllm_kernels"] = dict(meta)
 
     # ---- block tables ------------------------------------------------------------------------
     @cached_property

@@ -72,7 +72,9 @@ ALL_VIEWS = {
         kernels_spec,
         "Measured kernel time per step for both modes (median and IQR), their distributions, and "
         "achieved GB/s on the real bytes and on the bytes the walk reads. Only a trace from a live "
-        "kernel run has them; the title names the backend and the device they ran on. " + HONESTY,
+        "kernel run has them; the title names the backend and the device they ran on. A trace counted "
+        "with vLLM's own kernel (`python -m lab vllm-kernels count`) shows instead the programs it "
+        "launched and the scratch it allocated per counted step, in both modes. " + HONESTY,
     ),
     "oor": (
         "Out-of-range entries",

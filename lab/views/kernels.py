@@ -9,12 +9,14 @@ import weakref
 import numpy as np
 
 from lab.views.common import MODE_COLORS, MODES, check_step, figure, message_figure, panel_title, step_marker, title
+from lab.views.vllm_counts import vllm_counts_spec
 
 HOW_TO_TIME = (
     "This trace has no kernel timings: it comes from the step engine alone.<br>"
     "Timings come from a live kernel run: pick the runner <b>embedded CPU + kernels</b> and Run,<br>"
     "or <b>python -m lab simulate --preset stale-block-reuse --backend torch-reference --out t.json</b><br>"
-    "and upload t.json here."
+    "and upload t.json here. What vLLM's own Triton MLA decode launches, counted on the CPU:<br>"
+    "<b>python -m lab vllm-kernels count --preset eagle-k3 --every 20 --out t.json</b>."
 )
 _FIELDS = ("ms", "iqr_ms", "gbps_real", "gbps_walked")
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -39,6 +41,8 @@ def timing_series(trace) -> dict[str, np.ndarray]:
 
 def kernels_spec(trace, index: int) -> dict:
     index = check_step(trace, index)
+    if trace.vllm_counts is not None:  # vLLM's own kernel, counted (python -m lab vllm-kernels count)
+        return vllm_counts_spec(trace, index)
     info = trace.timings
     if info is None:
         return message_figure("Kernel timings", HOW_TO_TIME)

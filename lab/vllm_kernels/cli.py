@@ -72,3 +72,44 @@ def device_sms(device: str) -> int:
     import torch
 
     return torch.cuda.get_device_properties(torch.device(device)).multi_processor_count
+
+
+def register(sub) -> None:
+    """``python -m lab vllm-kernels count``: vLLM's own kernel on a trace's steps, counted, into the trace."""
+    from lab.cli_args import add_scenario_args
+
+    sp = sub.add_parser("vllm-kernels", help="vLLM 0.33.0's own attention kernel on a trace's steps, counted")
+    sp.add_argument("action", choices=["count"], help="count: run it on every --every-th step, attach the counts")
+    where = add_scenario_args(sp, exclusive=True)
+    where.add_argument("--trace", help="a trace JSON file to count on (instead of --preset / --spec)")
+    sp.add_argument("--kernel", choices=["mla", "unified"], default="mla", help="mla (default) | unified")
+    sp.add_argument("--sm", type=int, default=132, help="SM count for Triton MLA's split count (132: H100/H200)")
+    sp.add_argument("--every", type=int, default=10, help="every N-th step (default 10; the interpreter is slow)")
+    sp.add_argument("--config", choices=["deepseek", "small"], default="small", help="MLA shape (default small)")
+    sp.set_defaults(fn=cmd_vllm_kernels_count)
+
+
+def cmd_vllm_kernels_count(args) -> int:
+    from lab.vllm_kernels import env
+
+    if not args.out:
+        raise ValueError("give --out FILE.json: the trace with the counts")
+    if not env.in_vllm_env():
+        argv = ["vllm-kernels", "count", "--kernel", args.kernel, "--sm", str(args.sm), "--every", str(args.every)]
+        argv += ["--config", args.config, "--out", os.path.abspath(args.out)]
+        for flag, value in (("--preset", args.preset), ("--spec", args.spec)):
+            argv += [flag, value] if value else []
+        if args.trace:
+            argv += ["--trace", os.path.abspath(args.trace)]
+        print(f"vLLM {env.VLLM_VERSION} is not installed here: running in {env.vllm_python()}")
+        return env.run_in_vllm_env(argv)
+    import lab
+    from lab.cli_args import scenario_from_args
+    from lab.vllm_kernels.trace_counts import count_trace  # imports torch and vLLM
+
+    trace = lab.Trace.load(args.trace) if args.trace else lab.simulate(scenario_from_args(args))
+    meta, arrays = count_trace(trace, args.kernel, args.sm, args.every, args.config, log=print)
+    trace.attach_vllm_counts(meta, arrays)
+    trace.save(args.out)
+    print(f"wrote {args.out}: {meta['kernel']} counted on {meta['steps_run']} steps ({meta['device']})")
+    return 0

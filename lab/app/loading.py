@@ -36,6 +36,7 @@ from lab.app.stepping import (
 )
 from lab.app.steps_data import STEP_DATA
 from lab.engine.model_states import ERAS
+from lab.live import cpu_variant
 from lab.live.record_process import LiveRunError, record_in_subprocess
 from lab.presets import PRESETS
 from lab.scenario import format_spec, get_preset, parse_spec
@@ -93,19 +94,22 @@ def _status(trace: Trace, how: str) -> str:
     k = trace.timings
     kernels = ""
     if k:
-        kernels = f" Kernels: {k['backend']}, timed {k.get('timed_steps', '?')} of {len(trace.steps)} steps" + (
+        timed = k.get("timed_steps", len(trace.timed_steps()))
+        kernels = f" Kernels: {k['backend']}, timed {timed} of {len(trace.steps)} steps" + (
             f" in {k['kernel_seconds']:.1f} s" if k.get("kernel_seconds") is not None else ""
         )
         # The shape the walks were timed with, and how many timed steps were also checked against
         # SDPA (the app's runner checks one; lab.kernels.app_budget.run_for_app).
-        kernels += f" ({k.get('head_config', '?')}"
+        detail = [k["head_config"]] if k.get("head_config") else []
         if k.get("checked_steps") is not None:
-            kernels += f"; {k['checked_steps']} of them checked against SDPA"
-        kernels += ")."
+            detail.append(f"{k['checked_steps']} of them checked against SDPA")
+        kernels += f" ({'; '.join(detail)})." if detail else "."
     s_name = s.name or "custom scenario"
+    # A live recording ran the scenario's CPU variant (lab.live.cpu_variant): the scenario text shows it.
+    live = f" Live: {trace.meta['source']} ran its CPU variant (in the scenario text)." if "live" in trace.meta else ""
     return (
         f"{how}: **{s_name}**, {len(trace.steps)} steps, {len(s.requests)} requests, "
-        f"block-table width {trace.width}.{kernels}"
+        f"block-table width {trace.width}.{live}{kernels}"
     )
 
 
@@ -123,6 +127,8 @@ def _loaded(
 ) -> list:
     view = view_of(view)
     index = min(max(index, 0), len(trace.steps) - 1)
+    if "live" in trace.meta:  # what ran: the CPU variant of what was asked (lab.live.cpu_variant)
+        spec_text = format_spec(trace.scenario)
     out = {
         "key": key,
         "base": spec_text,
@@ -210,11 +216,16 @@ def warm_presets(first: str | None = None) -> None:
 
 def _run_live(scenario, progress) -> Trace:
     """Real vLLM (lab.live.record_process): the recorder in the live environment, as a subprocess with a time limit."""
-    progress((0, None), desc="live vLLM steps (both modes)", unit="steps")
+    # The recorder runs the CPU variant twice, baseline then fixed; each run counts its own steps.
+    total = len(simulate(cpu_variant(scenario)).steps)
+
+    def report(n: int, run: str = "baseline") -> None:
+        which = 1 if run == "baseline" else 2
+        progress((min(n, total), total), desc=f"live vLLM, {run} run ({which} of 2)", unit="steps")
+
+    report(0)
     try:
-        return record_in_subprocess(
-            scenario, progress=lambda n: progress((n, None), desc="live vLLM steps", unit="steps")
-        )
+        return record_in_subprocess(scenario, progress=report)
     except LiveRunError as e:
         raise gr.Error(str(e), print_exception=False) from None
 

@@ -79,13 +79,18 @@ def cmd_record(args) -> int:
             )
         scenario = adapted
     t0 = time.perf_counter()
-    last = [0.0]
+    # record() runs the scenario twice, baseline then fixed; each run counts its steps from 1.
+    state = {"printed": 0.0, "last": 0, "run": "baseline"}
 
     def progress(n):
         now = time.perf_counter()
-        if now - last[0] > 5:
-            last[0] = now
-            print(f"  … step {n} ({now - t0:.0f} s)", file=sys.stderr, flush=True)
+        new_run = n < state["last"]
+        if new_run:
+            state["run"] = "fixed"
+        state["last"] = n
+        if new_run or n == 1 or now - state["printed"] > 5:
+            state["printed"] = now
+            print(f"  … {state['run']} run, step {n} ({now - t0:.0f} s)", file=sys.stderr, flush=True)
 
     try:
         trace = record(scenario, time_attention=not args.no_timing, progress=progress, device=args.device)

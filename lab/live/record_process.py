@@ -20,7 +20,7 @@ from lab.trace import Trace
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 DEFAULT_TIMEOUT_S = 300
-_STEP = re.compile(r"step (\d+)")
+_STEP = re.compile(r"(baseline|fixed) run, step (\d+)")
 
 
 class LiveRunError(RuntimeError):
@@ -46,7 +46,8 @@ def status() -> tuple[bool, str]:
 
 def record_in_subprocess(scenario, progress=None, timeout_s: float = DEFAULT_TIMEOUT_S):
     """Record ``scenario`` (adapted with lab.live.cpu_variant) in the live environment; return its Trace.
-    ``progress(steps_done)`` is called as the recorder reports steps."""
+    ``progress(steps_done, run)`` is called as the recorder reports steps (``run``: "baseline", then
+    "fixed": it runs the scenario once per mode)."""
     ok, why = status()
     if not ok:
         raise LiveRunError(why)
@@ -62,7 +63,7 @@ def record_in_subprocess(scenario, progress=None, timeout_s: float = DEFAULT_TIM
                 tail = (tail + [line.rstrip()])[-20:]
                 m = _STEP.search(line)
                 if m and progress is not None:
-                    progress(int(m.group(1)))
+                    progress(int(m.group(2)), m.group(1))
                 if time.monotonic() - t0 > timeout_s:
                     raise subprocess.TimeoutExpired(cmd, timeout_s)
             proc.wait(timeout=max(1.0, timeout_s - (time.monotonic() - t0)))
@@ -81,11 +82,18 @@ def record_in_subprocess(scenario, progress=None, timeout_s: float = DEFAULT_TIM
                 else next((ln for ln in reversed(tail) if "Error" in ln), tail[-1] if tail else "(no output)")
             )
             raise LiveRunError(f"the live vLLM recorder failed (exit {proc.returncode}): {detail}")
-        return Trace.load(out)
+        trace = Trace.load(out)
+    # The recording is of the scenario's CPU variant: it keeps the scenario's name (a preset's committed
+    # recordings and the app's preset box find it by name) and says what ran.
+    ran = trace.scenario.to_spec()
+    trace.scenario = trace.scenario.replace(
+        name=scenario.name, description=f"the CPU variant that {trace.meta.get('source', 'vLLM')} ran: {ran}"
+    )
+    return trace
 
 
 if __name__ == "__main__":  # a manual check: python -m lab.live.record_process SPEC
     from lab.scenario import parse_spec
 
-    trace = record_in_subprocess(parse_spec(sys.argv[1]), progress=lambda n: print("step", n))
+    trace = record_in_subprocess(parse_spec(sys.argv[1]), progress=lambda n, run: print(run, "step", n))
     print(len(trace.steps), trace.meta["source"])

@@ -113,7 +113,9 @@ def kernels_spec(trace, index: int) -> dict:
     # Which timed steps were also checked against SDPA (the app's runner checks one, times the rest).
     err = trace.arrays["kernel_max_abs_err"][:, 0]
     checked = [i for i in timed if np.isfinite(err[i])]
-    if len(checked) == len(timed):
+    if not checked:
+        check_note = "none checked against SDPA (timed as the run went)"
+    elif len(checked) == len(timed):
         check_note = "each checked against SDPA"
     else:
         listed = ", ".join(map(str, checked[:6])) + (" …" if len(checked) > 6 else "")

@@ -31,7 +31,7 @@ def test_app_live_runner_draws_a_recorded_trace(monkeypatch):
         0.7,
         0,
         "live vLLM",
-        progress=lambda *a, **k: steps.append(a),
+        progress=lambda *a, **k: steps.append((a, k)),
     )
     out = dict(zip(loading.LOADED, out))
     trace = TRACES.get(out["key"])
@@ -39,6 +39,15 @@ def test_app_live_runner_draws_a_recorded_trace(monkeypatch):
     assert trace.scenario.block_size == 32 and trace.scenario.cudagraph_mode == "NONE"  # what the CPU ran
     assert len(trace.steps) == 6 and "ran on live vLLM" in out["status"]
     assert steps  # progress was reported
+    # The page names what ran (issue 26): the CPU variant in the scenario text, no "?" in the status,
+    # and the two runs told apart in the progress, with a total.
+    from lab.scenario import format_spec
+
+    assert out["spec"] == format_spec(trace.scenario) and "bs=32" in out["spec"]
+    assert "Live: vLLM 0.32" in out["status"] and "?" not in out["status"]
+    live = [(a[0], k["desc"]) for a, k in steps if "live vLLM" in k.get("desc", "")]
+    assert live and all(total == 6 for (_, total), _ in live)
+    assert any("baseline run (1 of 2)" in d for _, d in live) and any("fixed run (2 of 2)" in d for _, d in live)
 
 
 def test_live_runner_errors_are_clear(monkeypatch, tmp_path):
@@ -48,6 +57,9 @@ def test_live_runner_errors_are_clear(monkeypatch, tmp_path):
     with pytest.raises(LiveRunError, match="live environment is missing"):
         record_in_subprocess(parse_spec("p10o2"))
     monkeypatch.setenv("LAB_LIVE_PYTHON", str(LIVE))
+    # A recording keeps the scenario's name (the preset box and the committed recordings find it).
+    t = record_in_subprocess(parse_spec("p10o2").replace(name="tiny"))
+    assert t.scenario.name == "tiny" and "CPU variant" in t.scenario.description
     with pytest.raises(LiveRunError, match="mamba"):  # refused by the CPU engine, with the reason
         record_in_subprocess(parse_spec("p10o2_state=mamba"))
     with pytest.raises(LiveRunError, match="longer than 1 s"):

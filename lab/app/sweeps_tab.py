@@ -14,6 +14,7 @@ import gradio as gr
 from lab import Scenario, simulate
 from lab.app.room import HEAVY, Busy
 from lab.gpu_model import GPUS, HeadShape, predict, summary
+from lab.gpu_model.report import summary_cells
 from lab.presets import PRESETS
 from lab.spec_grammar import SPEC_SETTINGS
 from lab.sweep.executors import default_workers
@@ -170,7 +171,7 @@ def compare_backends(spec, gpus):
         seen.add(r["backend"])
         src = "; ".join(f"{x['repo']} `{x['file']}` {x['function']} ({x['status']})" for x in r["sources"])
         lines.append(f"- **{r['backend']}**: {r['how']}. {src}")
-    return {"headers": cols, "data": [[x[c] for c in cols] for x in summ]}, "\n".join(lines)
+    return {"headers": cols, "data": summary_cells(summ)}, "\n".join(lines)
 
 
 def add_sweeps_tab(base: str = DEFAULT_BASE) -> None:

@@ -17,6 +17,8 @@ def _n(v, key: str = "") -> str:
     if isinstance(v, float):
         return f"{v:,.3g}"
     if key == "bytes":
+        if not v:
+            return "0"
         return f"{v / 2**30:,.2f} GiB" if abs(v) >= 2**30 else f"{v / 2**20:,.2f} MiB"
     return f"{v:,}"
 
@@ -40,19 +42,37 @@ def summary(rows: list[dict]) -> list[dict]:
                 "baseline extra": r["baseline_extra"][key],
                 "extra bytes": r["baseline_extra"]["bytes"],
                 "measured": f"{me['baseline_ms']:.2f}/{me['fixed_ms']:.2f} ms" if me else "-",
+                "on this workload": _on_this_workload(r, key),
                 "sources": ", ".join(sorted({src["status"] for src in r["sources"]})),
             }
         )
     return out
 
 
-def format_summary(rows: list[dict]) -> str:
-    summ = summary(rows)
-    cols = list(summ[0]) if summ else []
-    cells = [
+def _on_this_workload(r: dict, key: str) -> str:
+    """Why a backend whose work can follow max_seq_len shows no extra here, where the record knows."""
+    if r["max_seq_len_changes_work"] == "no":  # the record's verdict (lab/gpu_model/backends.py)
+        return "never changes"
+    if r["baseline_extra"][key]:
+        return "more work in the baseline"
+    if r["backend"] == "trtllm-gen":
+        # formulas.trtllm_gen_decode: numCtasPerSeqKv = min(cdiv(max_seq_len, 2*stepKv), SMs // (q x KV heads x rows))
+        return "no extra: rows x KV heads fill the SMs, one CTA per sequence either way"
+    return "no extra on this workload"
+
+
+def summary_cells(summ: list[dict]) -> list[list[str]]:
+    """The summary's rows as text: thousands separators, bytes in MiB/GiB (the CLI and the app's table)."""
+    return [
         [_n(v, "bytes" if c == "extra bytes" else "") if not isinstance(v, str) else v for c, v in r.items()]
         for r in summ
     ]
+
+
+def format_summary(rows: list[dict]) -> str:
+    summ = summary(rows)
+    cols = list(summ[0]) if summ else []
+    cells = summary_cells(summ)
     widths = [max([len(c)] + [len(x[i]) for x in cells]) for i, c in enumerate(cols)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(cols, widths))]
     lines += ["  ".join(x.ljust(w) for x, w in zip(r, widths)) for r in cells]

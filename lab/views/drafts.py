@@ -10,7 +10,8 @@ from lab.engine.speculator import DISPLAY_NAMES, FIRST_RELEASE, draft_pass_step,
 from lab.views.common import check_step, figure, message_figure, title
 from lab.views.eras import ERA_COLORS, path_values
 
-PASS_COLORS = ("#08519c", "#4292c6", "#9ecae1", "#c6dbef")
+# One hue per pass, told apart at a glance (pale blues ran together past pass 2).
+PASS_COLORS = ("#08519c", "#4292c6", "#e6550d", "#31a354", "#756bb1", "#d6616b", "#8c6d31", "#636363")
 
 
 def drafts_spec(trace, index: int) -> dict:
@@ -97,6 +98,7 @@ def drafts_spec(trace, index: int) -> dict:
             "showarrow": False,
             "text": f"max(upper bound) = {target_ub:,}",
             "font": {"size": 11, "color": "#444"},
+            "bgcolor": "rgba(255,255,255,0.85)",
         },
     ]
     if not far:

@@ -50,11 +50,20 @@ def recorded_spec(trace, index: int) -> dict:
     found = recordings_for(trace)
     if not found:
         have = sorted({p for _, p in eras.load_recordings()})
+        # Three presets a line: a plotly annotation does not wrap, and one long line is cut at 1366 px.
+        listed = "<br>".join(", ".join(have[i : i + 3]) for i in range(0, len(have), 3)) or "(none yet)"
+        why = (
+            "<br>mamba-hybrid: vLLM before 0.23 refused hybrid models, and the CPU build fails on the tiny "
+            "hybrid (docs/live.md)."
+            if trace.scenario.model_state == "mamba_hybrid"
+            else ""
+        )
         return message_figure(
             "No recording from vLLM of this scenario",
-            "The eras are recorded from vLLM itself for the presets "
-            + (", ".join(have) if have else "(none yet)")
-            + ": pick one of them (data/eras; make eras records them, docs/eras.md).",
+            "The eras are recorded from vLLM itself for the presets:<br>"
+            + listed
+            + "<br>pick one of them (data/eras; make eras records them, docs/eras.md)."
+            + why,
         )
     data, notes = [], []
     has_drafts = False

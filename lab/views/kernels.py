@@ -127,7 +127,9 @@ def kernels_spec(trace, index: int) -> dict:
             "legend": {"font": {"size": 10}},
             "shapes": [step_marker(index)],
             "title": title(
-                f"Kernel timings: {info.get('kernel')} on {info.get('backend')} / {device} ({info.get('dtype')})",
+                # The kernel's short name: a module path (vLLM's CPU attention) ran past the figure at 1366 px.
+                f"Kernel timings: {'.'.join(str(info.get('kernel')).split('.')[-2:])} on {info.get('backend')} / "
+                f"{device} ({info.get('dtype')})",
                 # The shape first: the title's end is cut off on a narrow screen.
                 (f"{info['head_config']}: " if info.get("head_config") else "")
                 + f"timed {len(timed)} of {len(x)} steps, {check_note} (markers; steps {shown}); "

@@ -166,26 +166,23 @@ def from_json_dict(doc, source: str = "trace") -> TraceParts:
     for name in DELTA_ROW_COLUMNS:
         arrays[name] = _delta_decode(arrays[name], arrays["row_inst"])
     _check_rows(arrays, width, scenario, bad)
-    timed = [n for n in TIMING_SCHEMA if n in doc["arrays"]]
-    if timed or "kernels" in meta:
-        if len(timed) != len(TIMING_SCHEMA) or "kernels" not in meta:
-            bad(f"kernel timings need all of {sorted(TIMING_SCHEMA)} and meta.kernels")
-        for name in timed:
+    # The optional groups: a live kernel run's timings, and vLLM's own kernel counted on the steps.
+    groups = (
+        ("kernel timings", TIMING_SCHEMA, "kernels", check_timings),
+        ("vLLM kernel counts", VLLM_COUNT_SCHEMA, "vllm_kernels", check_vllm_counts),
+    )
+    for label, schema, meta_key, check in groups:
+        present = [n for n in schema if n in doc["arrays"]]
+        if not present and meta_key not in meta:
+            continue
+        if len(present) != len(schema) or meta_key not in meta:
+            bad(f"{label} need all of {sorted(schema)} and meta.{meta_key}")
+        for name in present:
             spec = doc["arrays"][name]
             if not isinstance(spec, dict):
                 bad(f"array {name!r} is not an object")
-            arrays[name] = _decode_array(name, spec, TIMING_SCHEMA[name][0], bad)
-        check_timings(arrays, meta["kernels"], len(arrays["num_reqs_padded"]), bad)
-    counted = [n for n in VLLM_COUNT_SCHEMA if n in doc["arrays"]]
-    if counted or "vllm_kernels" in meta:
-        if len(counted) != len(VLLM_COUNT_SCHEMA) or "vllm_kernels" not in meta:
-            bad(f"vLLM kernel counts need all of {sorted(VLLM_COUNT_SCHEMA)} and meta.vllm_kernels")
-        for name in counted:
-            spec = doc["arrays"][name]
-            if not isinstance(spec, dict):
-                bad(f"array {name!r} is not an object")
-            arrays[name] = _decode_array(name, spec, VLLM_COUNT_SCHEMA[name][0], bad)
-        check_vllm_counts(arrays, meta["vllm_kernels"], len(arrays["num_reqs_padded"]), bad)
+            arrays[name] = _decode_array(name, spec, schema[name][0], bad)
+        check(arrays, meta[meta_key], len(arrays["num_reqs_padded"]), bad)
     return scenario, req_ids, arrays, meta
 
 
@@ -254,16 +251,21 @@ def _check_arrays(a: dict, width: int, num_req_ids: int, scenario: Scenario, bad
         bad("negative out-of-range count")
 
 
-def check_timings(a: dict, meta, num_steps: int, bad) -> None:
-    if not isinstance(meta, dict) or not all(isinstance(meta.get(k), str) and meta[k] for k in TIMING_META_STR):
-        bad(f"meta.kernels must be an object with non-empty strings {list(TIMING_META_STR)}")
-    missing = set(TIMING_SCHEMA) - set(a)
+def _check_group(a: dict, meta, meta_key: str, meta_str: tuple, schema: dict, num_steps: int, bad) -> None:
+    """An optional array group: its meta's non-empty strings, every array there, each of its shape."""
+    if not isinstance(meta, dict) or not all(isinstance(meta.get(k), str) and meta[k] for k in meta_str):
+        bad(f"meta.{meta_key} must be an object with non-empty strings {list(meta_str)}")
+    missing = set(schema) - set(a)
     if missing:
         bad(f"arrays {sorted(missing)} are missing")
-    for name, (_, shape) in TIMING_SCHEMA.items():
+    for name, (_, shape) in schema.items():
         want = tuple(num_steps if d == "S" else d for d in shape)
         if a[name].shape != want:
             bad(f"array {name!r} has shape {list(a[name].shape)}, expected {list(want)}")
+
+
+def check_timings(a: dict, meta, num_steps: int, bad) -> None:
+    _check_group(a, meta, "kernels", TIMING_META_STR, TIMING_SCHEMA, num_steps, bad)
     ms, iqr, err = a["kernel_ms"], a["kernel_iqr_ms"], a["kernel_max_abs_err"]
     if (ms[np.isfinite(ms)] <= 0).any() or (iqr[np.isfinite(iqr)] < 0).any() or (err[np.isfinite(err)] < 0).any():
         bad("kernel_ms must be > 0, kernel_iqr_ms and kernel_max_abs_err >= 0 (NaN where not timed)")
@@ -276,15 +278,8 @@ def check_timings(a: dict, meta, num_steps: int, bad) -> None:
 
 
 def check_vllm_counts(a: dict, meta, num_steps: int, bad) -> None:
-    if not isinstance(meta, dict) or not all(isinstance(meta.get(k), str) and meta[k] for k in VLLM_COUNT_META_STR):
-        bad(f"meta.vllm_kernels must be an object with non-empty strings {list(VLLM_COUNT_META_STR)}")
-    missing = set(VLLM_COUNT_SCHEMA) - set(a)
-    if missing:
-        bad(f"arrays {sorted(missing)} are missing")
-    for name, (_, shape) in VLLM_COUNT_SCHEMA.items():
-        want = tuple(num_steps if d == "S" else d for d in shape)
-        if a[name].shape != want:
-            bad(f"array {name!r} has shape {list(a[name].shape)}, expected {list(want)}")
+    _check_group(a, meta, "vllm_kernels", VLLM_COUNT_META_STR, VLLM_COUNT_SCHEMA, num_steps, bad)
+    for name in VLLM_COUNT_SCHEMA:
         if (a[name] < -1).any():
             bad(f"array {name!r}: counts are >= 0, or -1 where a step was not run")
 

@@ -49,3 +49,24 @@ def _client(url: str):
     from gradio_client import Client
 
     return Client(url, verbose=False, ssl_verify=False, analytics_enabled=False)
+
+
+@pytest.fixture
+def wait_served():
+    """``wait_served(proc, port, log)``: the front page of an app started as a subprocess, once it answers."""
+    return wait_until_served
+
+
+def wait_until_served(proc, port: int, log, seconds: float = 120) -> str:
+    """The front page of an app started as ``proc`` on ``port``, once it answers; fails with the end of
+    its ``log`` if the process exits or ``seconds`` pass first."""
+    import time
+    import urllib.request
+
+    deadline = time.time() + seconds
+    while True:
+        try:
+            return urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read().decode()
+        except OSError:
+            assert proc.poll() is None and time.time() < deadline, log.read_text()[-2000:]
+            time.sleep(0.5)

@@ -81,7 +81,7 @@ def test_room_banner():
     assert "A password is asked for" in room_banner("0.0.0.0", 8080, True)
 
 
-def test_served_to_the_room_says_so_and_asks_for_the_password(tmp_path):
+def test_served_to_the_room_says_so_and_asks_for_the_password(tmp_path, wait_served):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -96,14 +96,7 @@ def test_served_to_the_room_says_so_and_asks_for_the_password(tmp_path):
             stderr=subprocess.STDOUT,
         )
     try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read().decode()
-                break
-            except OSError:
-                assert proc.poll() is None and time.time() < deadline, log.read_text()[-2000:]
-                time.sleep(0.5)
+        page = wait_served(proc, port, log)
         text = log.read_text()
         assert "served beyond this machine: 0.0.0.0" in text and "A password is asked for" in text
         assert "<html" in page  # the page asks for the password: its config needs the login

@@ -91,13 +91,11 @@ def test_bench_engine_small(capsys):
     assert "churn/steady: " in capsys.readouterr().out
 
 
-def test_app_entry_point_launches_the_app(tmp_path):
+def test_app_entry_point_launches_the_app(tmp_path, wait_served):
     """`make demo` runs app.py: the Gradio app, on 127.0.0.1 and GRADIO_SERVER_PORT when no flag says
     otherwise; a bad flag is a clear error."""
     import os
     import socket
-    import time
-    import urllib.request
 
     r = subprocess.run(
         [sys.executable, "app.py", "--preset", "nope"], capture_output=True, text=True, timeout=300, cwd=ROOT
@@ -113,14 +111,7 @@ def test_app_entry_point_launches_the_app(tmp_path):
             [sys.executable, "app.py", "--preset", "eagle-k3"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
         )
     try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                page = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read().decode()
-                break
-            except OSError:
-                assert proc.poll() is None and time.time() < deadline, log.read_text()[-2000:]
-                time.sleep(0.5)
+        page = wait_served(proc, port, log)
         assert "max_seq_len lab" in page
         assert f"http://127.0.0.1:{port}" in log.read_text()  # bound to 127.0.0.1 by default
     finally:

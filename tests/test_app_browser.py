@@ -77,6 +77,21 @@ def fill_spec(page, text: str) -> None:
     raise AssertionError(f"the scenario text box never kept {text!r}")
 
 
+def fill_control(page, box: str, value: str) -> None:
+    """Type into a number control, as fill_spec does for the text: the page may still re-render the
+    controls from the server's values right after it opens, so wait until the typed value holds."""
+    field = page.locator(f"{box} input")
+    for _ in range(20):
+        field.fill(value)
+        field.press("Tab")
+        page.wait_for_timeout(400)
+        if field.input_value() == value:
+            page.wait_for_timeout(400)
+            if field.input_value() == value:
+                return
+    raise AssertionError(f"the control {box} never kept {value!r}")
+
+
 def headline(page) -> str:
     return page.locator("#headline .hl-line").inner_text()
 
@@ -346,8 +361,7 @@ def test_out_of_range_control_is_named_inline_with_no_error_state(page, app_url)
     open_app(page, app_url, "?preset=eagle-k3")
     page.locator("#settings").get_by_text("Scenario settings").click()
     for box, value, words in (("#k", "20", "num_speculative_tokens"), ("#mml", "-5", "max_model_len")):
-        page.locator(f"{box} input").fill(value)
-        page.locator(f"{box} input").press("Tab")
+        fill_control(page, box, value)
         page.locator("#run").click()
         page.locator("#spec-msg .inline-error").filter(has_text=words).wait_for()
         no_error_state(page)

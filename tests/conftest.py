@@ -70,3 +70,17 @@ def wait_until_served(proc, port: int, log, seconds: float = 120) -> str:
         except OSError:
             assert proc.poll() is None and time.time() < deadline, log.read_text()[-2000:]
             time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's Chromium through Playwright (never `playwright install`), one per test module; the
+    modules that use it skip where /usr/bin/chromium is missing."""
+    from playwright.sync_api import sync_playwright
+
+    from lab.app.bench import CHROMIUM, CHROMIUM_ARGS
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()

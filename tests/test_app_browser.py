@@ -16,10 +16,9 @@ import time
 
 import pytest
 
-from lab.app.bench import CHROMIUM, CHROMIUM_ARGS
+from lab.app.bench import CHROMIUM
 from lab.views import ALL_VIEWS
 
-ARGS = CHROMIUM_ARGS  # one list of flags for the tests and python -m lab bench app
 ARTIFACTS = pathlib.Path(__file__).parent.parent / "artifacts"
 # What each view must draw: a text of its figure.
 EXPECT = {
@@ -34,16 +33,6 @@ EXPECT = {
 SIZES = {"small": (1366, 768), "large": (1600, 1000)}
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} missing (make test installs it)")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        yield b
-        b.close()
 
 
 @pytest.fixture
@@ -62,34 +51,28 @@ def open_app(page, url, query=""):
     page.wait_for_function("() => (window.__labSynced || 0) >= 1")
 
 
-def fill_spec(page, text: str) -> None:
-    """Type a scenario into the (just opened) settings. Under load the page can still re-render the
-    text box from the server's value right after it opens, dropping what was typed; a person types
-    later than that, so wait until the typed text has held for a moment, typing it again if it was lost."""
-    box = page.locator("#spec textarea")
-    for _ in range(20):
-        box.fill(text)
-        page.wait_for_timeout(400)
-        if box.input_value() == text:
-            page.wait_for_timeout(400)
-            if box.input_value() == text:
-                return
-    raise AssertionError(f"the scenario text box never kept {text!r}")
-
-
-def fill_control(page, box: str, value: str) -> None:
-    """Type into a number control, as fill_spec does for the text: the page may still re-render the
-    controls from the server's values right after it opens, so wait until the typed value holds."""
-    field = page.locator(f"{box} input")
+def _fill_until_held(page, field, value: str, what: str, press: str | None = None) -> None:
+    """Type into a field of the (just opened) page. Under load the page can still re-render its fields
+    from the server's values right after it opens, dropping what was typed; a person types later than
+    that, so wait until the typed value has held for a moment, typing it again if it was lost."""
     for _ in range(20):
         field.fill(value)
-        field.press("Tab")
+        if press:
+            field.press(press)
         page.wait_for_timeout(400)
         if field.input_value() == value:
             page.wait_for_timeout(400)
             if field.input_value() == value:
                 return
-    raise AssertionError(f"the control {box} never kept {value!r}")
+    raise AssertionError(f"{what} never kept {value!r}")
+
+
+def fill_spec(page, text: str) -> None:
+    _fill_until_held(page, page.locator("#spec textarea"), text, "the scenario text box")
+
+
+def fill_control(page, box: str, value: str) -> None:
+    _fill_until_held(page, page.locator(f"{box} input"), value, f"the control {box}", press="Tab")
 
 
 def headline(page) -> str:

@@ -10,7 +10,7 @@ import pathlib
 
 import pytest
 
-from lab.app.bench import CHROMIUM, CHROMIUM_ARGS
+from lab.app.bench import CHROMIUM
 from lab.cli import main
 from lab.export.bench import open_offline
 from lab.views import ALL_VIEWS
@@ -18,16 +18,6 @@ from lab.views import ALL_VIEWS
 ARTIFACTS = pathlib.Path(__file__).parent.parent / "artifacts"
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} missing (make test installs it)")
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield b
-        b.close()
 
 
 def drawn(page, view: str, step: int) -> None:

@@ -22,6 +22,7 @@ max_model_len)``. The baseline mode is vLLM before #40654: ``max_model_len`` on 
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -161,7 +162,7 @@ class MultiModuleMTPSpeculator(TargetDependentARSpeculator):
         desc = self.decode_cudagraph_manager.dispatch(num_reqs, target_num_tokens_padded, target_uniform_token_count)
         nrp = desc.num_reqs if (desc.cg_mode == FULL and desc.num_reqs) else num_reqs
         one = self._pass(0, desc.cg_mode, nrp, self.draft_max_seq_len)
-        return [one] + [DraftPassMetadata(m, *vars_of(one)[1:]) for m in range(1, self.num_speculative_tokens)]
+        return [one] + [dataclasses.replace(one, index=m) for m in range(1, self.num_speculative_tokens)]
 
 
 class StandaloneARSpeculator(TargetDependentARSpeculator):
@@ -180,10 +181,6 @@ class StandaloneARSpeculator(TargetDependentARSpeculator):
         fixed = self.fixed_draft_max_seq_len(seq_lens_cpu_upper_bound, num_reqs)
         self.draft_max_seq_len = {"baseline": self.max_model_len, "fixed": fixed}
         return [self._pass(p, NONE, num_reqs, self.draft_max_seq_len) for p in range(self.num_speculative_tokens)]
-
-
-def vars_of(d: DraftPassMetadata) -> tuple:
-    return (d.index, d.cudagraph_mode, d.num_reqs_padded, dict(d.max_seq_len), dict(d.kernel_max_seq_len))
 
 
 # How the lab's pages name each speculator.

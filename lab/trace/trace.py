@@ -86,13 +86,7 @@ class Trace:
         """Add a live run's per-step kernel results (names and shapes of ``TIMING_SCHEMA``) and
         its description ``meta`` (at least backend, device, kernel, dtype as strings)."""
 
-        def bad(msg: str):
-            raise ValueError(f"kernel timings: {msg}")
-
-        arrays = {k: np.asarray(v) for k, v in arrays.items()}
-        io.check_timings(arrays, meta, len(self.steps), bad)
-        self.arrays.update({k: arrays[k].astype(TIMING_SCHEMA[k][0]) for k in TIMING_SCHEMA})
-        self.meta["kernels"] = dict(meta)
+        self._attach("kernel timings", "kernels", TIMING_SCHEMA, io.check_timings, meta, arrays)
 
     # ---- vLLM's own kernel, counted (lab/vllm_kernels/trace_counts.py) -------------------------
     @property
@@ -104,13 +98,18 @@ class Trace:
     def attach_vllm_counts(self, meta: dict, arrays: dict[str, np.ndarray]) -> None:
         """Add per-step counts of vLLM's own kernel (names and shapes of ``VLLM_COUNT_SCHEMA``)."""
 
+        self._attach("vLLM kernel counts", "vllm_kernels", VLLM_COUNT_SCHEMA, io.check_vllm_counts, meta, arrays)
+
+    def _attach(self, label: str, meta_key: str, schema: dict, check, meta: dict, arrays: dict) -> None:
+        """One optional array group (lab/trace/schema.py), checked as the file reader checks it."""
+
         def bad(msg: str):
-            raise ValueError(f"vLLM kernel counts: {msg}")
+            raise ValueError(f"{label}: {msg}")
 
         arrays = {k: np.asarray(v) for k, v in arrays.items()}
-        io.check_vllm_counts(arrays, meta, len(self.steps), bad)
-        self.arrays.update({k: arrays[k].astype(VLLM_COUNT_SCHEMA[k][0]) for k in VLLM_COUNT_SCHEMA})
-        self.meta["vllm_kernels"] = dict(meta)
+        check(arrays, meta, len(self.steps), bad)
+        self.arrays.update({k: arrays[k].astype(schema[k][0]) for k in schema})
+        self.meta[meta_key] = dict(meta)
 
     # ---- block tables ------------------------------------------------------------------------
     @cached_property

@@ -301,6 +301,12 @@ SCENARIO_CHECKS: tuple[Check, ...] = (
         lambda s: f"{s.speculative_method!r} needs num_speculative_tokens (k=) of at least 1",
     ),
     (
+        # vllm spec_decode/extract_hidden_states.py ExtractHiddenStatesSpeculator.__init__.
+        "num_speculative_tokens",
+        lambda s: s.speculative_method != "extract_hidden_states" or s.num_speculative_tokens == 1,
+        lambda s: f"extract_hidden_states requires num_speculative_tokens to be 1, got {s.num_speculative_tokens}",
+    ),
+    (
         "draft_decode_fused",
         lambda s: isinstance(s.draft_decode_fused, bool),
         lambda s: f"must be True or False, got {s.draft_decode_fused!r}",

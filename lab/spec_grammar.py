@@ -36,9 +36,11 @@ Grammar (underscore- or whitespace-separated segments, in any order)::
                                                           whose bookkeeping the engine follows,
                                                           lab/engine/releases.py; 0.19/0.22 have
                                                           no mamba-hybrid MRV2)
-    method     eagle | eagle3 | mtp | gemma4-mtp |            speculative_method       (default eagle; with k > 0:
-               mtp-multi-module | draft-model            (vLLM's names,           the speculator, R4/R5)
-                                                          "-" for "_")
+    method     eagle | eagle3 | mtp | gemma4-mtp |       speculative_method       (default eagle; with k > 0:
+               mtp-multi-module | draft-model |          (vLLM's names,           the speculator, R4/R5;
+               dflash | dspark | ngram |                  "-" for "_")            ngram-gpu = ngram;
+               extract-hidden-states                                              extract-hidden-states
+                                                                                  needs k=1)
     drafts     step | fused                               draft_decode_fused       (default step: the per-step
                                                           draft decode path of vLLM's CPU backend; fused:
                                                           FlashAttention/Triton/TRTLLM-gen, built once)
@@ -80,14 +82,27 @@ DEVICE_CAPABILITIES = (80, 89, 90, 100, 103, 120)
 # The speculators ``method=`` takes: vLLM's speculative_config.method names, and two of vLLM's "mtp"
 # paths named apart (vllm/v1/worker/gpu/spec_decode/__init__.py init_speculator picks them from the draft
 # model: use_gemma4_mtp, use_multi_module_mtp). Their draft passes: lab/engine/speculator.py.
-SPECULATIVE_METHODS = ("eagle", "eagle3", "mtp", "gemma4_mtp", "mtp_multi_module", "draft_model")
-# vLLM methods the lab does not model yet, and why (a clear refusal, not a silent eagle).
+SPECULATIVE_METHODS = (
+    "eagle",
+    "eagle3",
+    "mtp",
+    "gemma4_mtp",
+    "mtp_multi_module",
+    "draft_model",
+    "dflash",
+    "dspark",
+    "ngram",
+    "extract_hidden_states",
+)
+# Other names vLLM's speculative_config.method takes for one of those paths (init_speculator:
+# use_ngram() is "ngram" or "ngram_gpu", both NgramGPUSpeculator in MRV2).
+METHOD_ALIASES = {"ngram_gpu": "ngram"}
+# vLLM methods MRV2 does not run, and why (a clear refusal, not a silent eagle).
 UNMODELLED_METHODS = {
-    "dflash": "DFlash drafts all K tokens in one forward pass; the lab's traces hold K passes",
-    "dspark": "a DFlash-family speculator (one forward pass for all K tokens); not modelled yet",
-    "ngram": "n-gram speculation runs no draft attention, so it has no draft passes; not modelled yet",
-    "ngram_gpu": "n-gram speculation runs no draft attention, so it has no draft passes; not modelled yet",
-    "extract_hidden_states": "runs no draft attention; not modelled yet",
+    "suffix": "vLLM 0.33.0's Model Runner V2 does not run it (spec_decode/__init__.py init_speculator: "
+    "NotImplementedError)",
+    "custom_class": "vLLM 0.33.0's Model Runner V2 does not run it (spec_decode/__init__.py init_speculator: "
+    "NotImplementedError)",
 }
 
 # key -> Scenario field; the order here is the order write_spec writes them in.
@@ -170,6 +185,7 @@ def _parse_setting(key: str, value: str, seg: str):
     if key == "method":
         # Segments are split on "_", so the grammar writes vLLM's names with "-" (draft-model).
         v = value.lower().replace("-", "_")
+        v = METHOD_ALIASES.get(v, v)
         if v in UNMODELLED_METHODS:
             raise ValueError(f"invalid scenario segment {seg!r}: method {v!r}: {UNMODELLED_METHODS[v]}")
         if v not in SPECULATIVE_METHODS:

@@ -13,7 +13,8 @@ from lab.views import ALL_VIEWS, headline_html
 
 
 def _trace(method: str, extra: str = "") -> Trace:
-    return simulate(Scenario.from_spec(f"6p300o40_k=3_method={method.replace('_', '-')}_mml=4k{extra}"))
+    k = 1 if method == "extract_hidden_states" else 3  # ExtractHiddenStatesSpeculator needs K = 1
+    return simulate(Scenario.from_spec(f"6p300o40_k={k}_method={method.replace('_', '-')}_mml=4k{extra}"))
 
 
 def test_draft_model_still_tells_its_drafts_max_model_len():
@@ -100,14 +101,59 @@ def test_the_speculator_survives_the_trace_file(tmp_path):
 def test_the_grammar_names_vllms_methods_and_refuses_what_is_not_modelled():
     s = Scenario.from_spec("p90o9_k=2_method=draft-model")
     assert s.speculative_method == "draft_model" and s.to_spec().endswith("method=draft-model")
-    with pytest.raises(ValueError, match="DFlash drafts all K tokens in one forward pass"):
-        Scenario.from_spec("p90o9_k=2_method=dflash")
-    with pytest.raises(ValueError, match="no draft attention"):
-        Scenario.from_spec("p90o9_k=2_method=ngram")
+    # use_ngram(): "ngram" and "ngram_gpu" are one MRV2 path (NgramGPUSpeculator).
+    assert Scenario.from_spec("p90o9_k=2_method=ngram-gpu").speculative_method == "ngram"
+    with pytest.raises(ValueError, match="Model Runner V2 does not run it"):
+        Scenario.from_spec("p90o9_k=2_method=suffix")
     with pytest.raises(ValueError, match="method must be one of eagle, eagle3, mtp, gemma4-mtp"):
         Scenario.from_spec("p90o9_k=2_method=medusa")
     with pytest.raises(ValueError, match="needs num_speculative_tokens"):
         Scenario.from_spec("p90o9_method=mtp")
+    with pytest.raises(ValueError, match="extract_hidden_states requires num_speculative_tokens to be 1"):
+        Scenario.from_spec("p90o9_k=2_method=extract-hidden-states")
+
+
+def test_dflash_drafts_in_one_query_pass_of_one_plus_k():
+    """DFlashSpeculator.propose: one pass whose metadata is built with step = num_query_per_req = 1 + K and
+    draft_max_seq_len = min(max(ub) + 1 + K, max_model_len); its own FULL_DECODE_ONLY graphs of 1 + K
+    tokens a request under FULL target graphs, none under PIECEWISE ("not supported for dflash")."""
+    t, eagle = _trace("dflash"), _trace("eagle")
+    full = 0
+    for st in t.steps:
+        (d,) = st.drafts
+        ub = max(st.seq_lens_cpu_upper_bound[: st.num_reqs])
+        assert d.max_seq_len == {"baseline": 4096, "fixed": min(ub + 4, 4096)}
+        assert max(d.seq_lens_cpu_upper_bound) == min(ub + 4, 4096)
+        full += d.cudagraph_mode == "FULL"
+    assert full > 0
+    # One more than Eagle's draft decodes on the same batch (1 + K against K), and one pass against three.
+    st, est = t.steps[3], eagle.steps[3]
+    assert st.drafts[0].max_seq_len["fixed"] - est.drafts[-1].max_seq_len["fixed"] == 1
+    assert len(est.drafts) == 3 and t.arrays["draft_max_seq_len"].shape[1] == 1
+    assert {d.cudagraph_mode for st in _trace("dflash", "_cg=piecewise").steps for d in st.drafts} == {"NONE"}
+    h = st.history()
+    assert h["after #40654"]["drafts"] == [] and "0.24.0" in h["after #40654"]["drafts_note"]
+
+
+def test_dspark_samples_from_the_anchor_so_its_query_is_k():
+    """DSparkSpeculator: sample_from_anchor (its default) makes num_query_per_req = K, one less than DFlash."""
+    t, dflash = _trace("dspark"), _trace("dflash")
+    for st, dst in zip(t.steps[:8], dflash.steps[:8]):
+        assert dst.drafts[0].max_seq_len["fixed"] - st.drafts[0].max_seq_len["fixed"] == 1
+        ub = max(st.seq_lens_cpu_upper_bound[: st.num_reqs])
+        assert max(st.drafts[0].seq_lens_cpu_upper_bound) == ub + 3
+
+
+@pytest.mark.parametrize("method", ["ngram", "extract_hidden_states"])
+def test_speculators_without_draft_attention_have_no_draft_passes(method):
+    """NgramGPUSpeculator and ExtractHiddenStatesSpeculator run no draft attention: no draft passes and no
+    draft walks, while the target still verifies K drafts a step (its rows are 1 + K tokens)."""
+    t = _trace(method)
+    k = t.scenario.num_speculative_tokens
+    assert t.num_draft_passes == 0 and t.arrays["oor"].shape[1] == 1
+    decode = [st for st in t.steps if st.num_reqs and max(st.num_scheduled_tokens) == 1 + k]
+    assert decode and all(st.drafts == [] for st in t.steps)
+    assert "without a draft attention pass" in str(ALL_VIEWS["drafts"][1](t, 5)["layout"])
 
 
 def test_the_fused_draft_path_builds_pass_1s_metadata_once():

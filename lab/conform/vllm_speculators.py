@@ -186,7 +186,7 @@ class VllmDrafts:
         n, i = rec.batch.num_reqs, d.index
         cmp.check(rec.index, "R8", f"draft pass {i} cudagraph_mode", d.cudagraph_mode, desc.cg_mode.name)
         cmp.check(rec.index, "R8", f"draft pass {i} num_reqs_padded", d.num_reqs_padded, desc.num_reqs or n)
-        step = draft_pass_step(s.speculative_method, i, s.draft_decode_fused)
+        step = draft_pass_step(s.speculative_method, i, s.draft_decode_fused, s.num_speculative_tokens)
         cmp.check(rec.index, "R5", f"draft pass {i} step", step, vllm_step)
         lab_ub = draft_step_upper_bound(rec.batch.seq_lens_cpu_upper_bound, n, step, s.max_model_len, d.num_reqs_padded)
         cmp.check(

@@ -31,7 +31,7 @@ from lab.engine.model_states import MODES, make_model_state
 from lab.engine.oor import StaleLedger, StaleRegion
 from lab.engine.releases import release
 from lab.engine.scheduler import Scheduler, SchedulerOutput
-from lab.engine.speculator import SPECULATORS, draft_cudagraph_mode
+from lab.engine.speculator import ONE_PASS_METHODS, SPECULATORS, draft_cudagraph_mode, num_query_per_req
 from lab.engine.step_record import BlockAppend, EngineEnd, RequestAdded, RequestRemoved, StepObserver, StepRecord
 
 _NO_IDS = np.empty(0, dtype=np.int32)
@@ -71,9 +71,14 @@ class ModelRunner:
         self.speculator = None
         if self.num_speculative_tokens:
             # Each speculator's init_cudagraph_manager (lab/engine/speculator.py draft_cudagraph_mode): draft
-            # decodes take query length 1; multi-module MTP's one graph takes the target's 1 + K.
+            # decodes take query length 1; multi-module MTP's one graph takes the target's 1 + K, the DFlash
+            # family's its num_query_per_req.
             method = s.speculative_method
-            draft_query_len = self.decode_query_len if method == "mtp_multi_module" else 1
+            draft_query_len = 1
+            if method == "mtp_multi_module":
+                draft_query_len = self.decode_query_len
+            elif method in ONE_PASS_METHODS:
+                draft_query_len = num_query_per_req(method, self.num_speculative_tokens)
             self.speculator = SPECULATORS[method](
                 self.num_speculative_tokens,
                 s.max_model_len,

@@ -13,6 +13,13 @@ mtp_multi_module   ``MultiModuleMTPSpeculator``                 ``min(max(ub), m
                    (multi_module_mtp/speculator.py)
 draft_model        ``StandaloneARSpeculator``                   ``max_model_len`` always
                    (standalone_ar/speculator.py)
+dflash             ``DFlashSpeculator`` (dflash/speculator.py;  ``min(max(ub) + 1 + K,
+                   also DFlash2, XPress, LiLiCorr)              max_model_len)``; one pass
+dspark             ``DSparkSpeculator`` (dspark/speculator.py)  ``min(max(ub) + K, max_model_len)``;
+                                                                one pass
+ngram,             ``NgramGPUSpeculator`` (ngram/speculator.py), no draft attention: no passes
+extract_hidden_    ``ExtractHiddenStatesSpeculator``
+states             (extract_hidden_states.py)
 =================  ===========================================  ===============================
 
 Every pass's metadata is built by ``DraftModelSpeculator._build_attn_metadata`` (speculator.py):
@@ -165,6 +172,62 @@ class MultiModuleMTPSpeculator(TargetDependentARSpeculator):
         return [one] + [dataclasses.replace(one, index=m) for m in range(1, self.num_speculative_tokens)]
 
 
+class DFlashSpeculator(TargetDependentARSpeculator):
+    """DFlash (vllm spec_decode/dflash/speculator.py ``DFlashSpeculator``; DFlash2, XPress and LiLiCorr
+    subclass it and keep its ``propose``): all K drafts in one parallel query pass of
+    ``num_query_per_req`` tokens per request ("Each request emits exactly (bonus + N mask) query
+    tokens per step"), its metadata built with ``step=num_query_per_req`` and
+    ``draft_max_seq_len = min(max(ub) + num_query_per_req, max_model_len)``. Its graphs
+    (``DFlashCudaGraphManager``, captured with ``max_seq_len=max_model_len``) are FULL_DECODE_ONLY when
+    the target decodes in FULL graphs, else none ("PIECEWISE cudagraphs are not supported for dflash")."""
+
+    method = "dflash"
+
+    def __init__(self, num_speculative_tokens, max_model_len, acceptance_rate, decode_cudagraph_manager):
+        super().__init__(num_speculative_tokens, max_model_len, acceptance_rate, decode_cudagraph_manager)
+        self.num_query_per_req = num_query_per_req(self.method, num_speculative_tokens)
+
+    def fixed_draft_max_seq_len(self, seq_lens_cpu_upper_bound: np.ndarray, num_reqs: int) -> int:
+        return min(int(seq_lens_cpu_upper_bound[:num_reqs].max()) + self.num_query_per_req, self.max_model_len)
+
+    def propose(self, seq_lens_cpu_upper_bound, num_reqs, *target, **kw):
+        q = self.num_query_per_req
+        self.draft_max_seq_len = {
+            "baseline": self.max_model_len,
+            "fixed": self.fixed_draft_max_seq_len(seq_lens_cpu_upper_bound, num_reqs),
+        }
+        # "Every DFlash step has exactly num_query_per_req tokens, so we can use FULL CGs".
+        desc = self.decode_cudagraph_manager.dispatch(num_reqs, num_reqs * q, q)
+        nrp = desc.num_reqs if (desc.cg_mode == FULL and desc.num_reqs) else num_reqs
+        return [self._pass(0, desc.cg_mode, nrp, self.draft_max_seq_len)]
+
+
+class DSparkSpeculator(DFlashSpeculator):
+    """DSpark (vllm spec_decode/dspark/speculator.py ``DSparkSpeculator``, a ``DFlashSpeculator``): with
+    ``sample_from_anchor`` (its draft config's default, True) the anchor is itself a prediction, so
+    ``num_query_per_req = K``, not 1 + K; everything else is DFlash's."""
+
+    method = "dspark"
+
+
+class NoDraftAttentionSpeculator(TargetDependentARSpeculator):
+    """n-gram (vllm spec_decode/ngram/speculator.py ``NgramGPUSpeculator``: drafts matched in the token
+    history on the GPU, no graphs, ``init_cudagraph_manager`` does nothing) and extract-hidden-states
+    (spec_decode/extract_hidden_states.py ``ExtractHiddenStatesSpeculator``, K = 1: it caches the
+    target's hidden states through a cache-only layer with the target's own metadata and drafts the last
+    sampled token). Neither runs a draft attention pass that reads the block table: no draft passes,
+    no draft_max_seq_len; the target still verifies K drafts a step."""
+
+    method = "ngram"
+
+    def fixed_draft_max_seq_len(self, seq_lens_cpu_upper_bound: np.ndarray, num_reqs: int) -> int:
+        raise ValueError(f"{self.method} runs no draft attention: it has no draft_max_seq_len")
+
+    def propose(self, seq_lens_cpu_upper_bound, num_reqs, *target, **kw):
+        self.draft_max_seq_len = {}
+        return []
+
+
 class StandaloneARSpeculator(TargetDependentARSpeculator):
     """``method="draft_model"``, a separate small LM (vllm spec_decode/standalone_ar/speculator.py): "doesn't
     do per-batch adjustment; cap at max", so ``draft_max_seq_len`` is ``max_model_len`` in vLLM 0.33.0 as
@@ -191,6 +254,10 @@ DISPLAY_NAMES = {
     "gemma4_mtp": "Gemma4 MTP",
     "mtp_multi_module": "multi-module MTP",
     "draft_model": "draft-model",
+    "dflash": "DFlash",
+    "dspark": "DSpark",
+    "ngram": "n-gram",
+    "extract_hidden_states": "extract-hidden-states",
 }
 
 SPECULATORS = {
@@ -200,16 +267,44 @@ SPECULATORS = {
     "gemma4_mtp": Gemma4Speculator,
     "mtp_multi_module": MultiModuleMTPSpeculator,
     "draft_model": StandaloneARSpeculator,
+    "dflash": DFlashSpeculator,
+    "dspark": DSparkSpeculator,
+    "ngram": NoDraftAttentionSpeculator,
+    "extract_hidden_states": NoDraftAttentionSpeculator,
 }
 
+# The speculators that run all K drafts in one parallel query pass (the DFlash family), and those that
+# run no draft attention at all.
+ONE_PASS_METHODS = ("dflash", "dspark")
+NO_DRAFT_ATTENTION_METHODS = ("ngram", "extract_hidden_states")
 
-def draft_pass_step(method: str, index: int, fused: bool = False) -> int:
+
+def num_query_per_req(method: str, num_speculative_tokens: int) -> int:
+    """The DFlash family's query tokens per request in its one pass: DFlashSpeculator.__init__'s
+    ``1 + num_speculative_steps`` ("bonus + N mask"); DSparkSpeculator.__init__'s
+    ``num_speculative_steps`` when ``sample_from_anchor`` (its default)."""
+    return num_speculative_tokens if method == "dspark" else 1 + num_speculative_tokens
+
+
+def num_draft_passes(method: str, num_speculative_tokens: int) -> int:
+    """Draft attention passes per step: K for the autoregressive speculators (one per draft token;
+    multi-module MTP one per module), 1 for the DFlash family, 0 for n-gram and extract-hidden-states.
+    The trace's ``K`` axis (lab/trace/schema.py) has this length."""
+    if not num_speculative_tokens or method in NO_DRAFT_ATTENTION_METHODS:
+        return 0
+    return 1 if method in ONE_PASS_METHODS else num_speculative_tokens
+
+
+def draft_pass_step(method: str, index: int, fused: bool = False, num_speculative_tokens: int = 0) -> int:
     """The ``step`` a draft pass's metadata adds to the target's upper bound
-    (``DraftModelSpeculator._build_attn_metadata``): TargetDependentAR passes 0..K-1 use 0..K-1 on the
+    (``DraftModelSpeculator._build_attn_metadata``): the DFlash family's one pass uses
+    ``num_query_per_req``; TargetDependentAR passes 0..K-1 use 0..K-1 on the
     per-step path (``_multi_step_decode``, pass 0 is the target's own metadata); on the fused path
     (``_fused_multi_step_decode``, ``fused``) the decode metadata is built once with ``step=1`` and
     advanced on the GPU, so every decode pass holds step 1's; Gemma4 builds it once at step 1 on both
     paths; multi-module MTP builds once at step 0; the standalone draft model uses 0, then k + 1."""
+    if method in ONE_PASS_METHODS:
+        return num_query_per_req(method, num_speculative_tokens)
     if index == 0:
         return 0
     if method == "draft_model":
@@ -223,8 +318,9 @@ def draft_cudagraph_mode(method: str, target_cudagraph_mode: str) -> str:
     """The mode of the draft-decode graph manager: vllm spec_decode/target_dependent_ar/speculator.py
     ``init_cudagraph_manager`` (FULL_DECODE_ONLY when the target decodes in FULL graphs, else none);
     multi-module MTP keeps the target's mode but turns PIECEWISE into FULL_DECODE_ONLY or none; the
-    standalone draft model runs eagerly."""
-    if method == "draft_model" or target_cudagraph_mode in ("NONE", "PIECEWISE"):
+    standalone draft model runs eagerly; the DFlash family's ``init_cudagraph_manager`` follows the
+    TargetDependentAR rule (FULL_DECODE_ONLY or none); n-gram captures nothing."""
+    if method in ("draft_model", *NO_DRAFT_ATTENTION_METHODS) or target_cudagraph_mode in ("NONE", "PIECEWISE"):
         return "NONE"
     return "FULL_DECODE_ONLY"
 
@@ -232,8 +328,18 @@ def draft_cudagraph_mode(method: str, target_cudagraph_mode: str) -> str:
 # The first vLLM release whose Model Runner V2 had each speculator, read in the wheels
 # (vllm/v1/worker/gpu/spec_decode/, docs/eras.md): 0.19.1-0.22.1 had only EagleSpeculator (use_eagle:
 # eagle, eagle3, mtp); gemma4/ came with 0.23.0, multi_module_mtp/ with 0.27.0, draft_model/ with 0.31.0
-# (standalone_ar/ from 0.32.0). Each had its max_seq_len rule from its first release.
-FIRST_RELEASE = {"gemma4_mtp": "0.23.0", "mtp_multi_module": "0.27.0", "draft_model": "0.31.0"}
+# (standalone_ar/ from 0.32.0); dflash/ with 0.24.0, dspark/ with 0.25.0, extract_hidden_states.py with
+# 0.29.0, ngram/ with 0.32.0. Each had its max_seq_len rule from its first release (DFlash's
+# "max_seq_len + self.num_query_per_req" is already in 0.24.0's propose).
+FIRST_RELEASE = {
+    "gemma4_mtp": "0.23.0",
+    "dflash": "0.24.0",
+    "dspark": "0.25.0",
+    "mtp_multi_module": "0.27.0",
+    "extract_hidden_states": "0.29.0",
+    "draft_model": "0.31.0",
+    "ngram": "0.32.0",
+}
 
 
 def speculator_in_era(method: str, era: str) -> bool:
@@ -244,8 +350,8 @@ def speculator_in_era(method: str, era: str) -> bool:
 
 def reuses_target_metadata(method: str, index: int) -> bool:
     """Only the TargetDependentAR family's draft prefill (pass 0) reuses the target's attention
-    metadata; multi-module MTP and the standalone draft model build their own."""
-    return index == 0 and method not in ("mtp_multi_module", "draft_model")
+    metadata; multi-module MTP, the standalone draft model and the DFlash family build their own."""
+    return index == 0 and method not in ("mtp_multi_module", "draft_model", *ONE_PASS_METHODS)
 
 
 def draft_history_note(method: str, era: str) -> str:

@@ -178,7 +178,7 @@ def print_totals(trace: Trace, out=None) -> None:
     w = (out or sys.stdout).write
     passes = (
         (("target passes", False), ("all passes (target + drafts)", True))
-        if trace.num_speculative_tokens
+        if trace.num_draft_passes
         else (("all steps", True),)
     )
     for label, all_passes in passes:

@@ -24,6 +24,7 @@ import numpy as np
 
 from lab.engine.block_pool import NULL_BLOCK_ID
 from lab.engine.cudagraph import CG_MODE_NAMES
+from lab.engine.speculator import num_draft_passes
 from lab.scenario import RequestSpec, Scenario
 from lab.trace.schema import (
     DELTA_ROW_COLUMNS,
@@ -220,10 +221,11 @@ def _check_arrays(a: dict, width: int, num_req_ids: int, scenario: Scenario, bad
         want = tuple(dims[d] if isinstance(d, str) else d for d in shape)
         if a[name].shape != want:
             bad(f"array {name!r} has shape {list(a[name].shape)}, expected {list(want)}")
-    if k != scenario.num_speculative_tokens:
+    passes = num_draft_passes(scenario.speculative_method, scenario.num_speculative_tokens)
+    if k != passes:
         bad(
-            f"trace has {k} draft passes per step, scenario says num_speculative_tokens="
-            f"{scenario.num_speculative_tokens}"
+            f"trace has {k} draft passes per step, its scenario's speculator runs {passes} "
+            f"({scenario.speculative_method}, num_speculative_tokens={scenario.num_speculative_tokens})"
         )
     off = a["row_offsets"]
     if off[0] != 0 or off[-1] != n or (np.diff(off) < 0).any():

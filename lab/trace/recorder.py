@@ -9,6 +9,7 @@ from lab.engine.cudagraph import CG_MODE_CODES, capture_sizes
 from lab.engine.model_runner import run_engine
 from lab.engine.model_states import MODES
 from lab.engine.oor import NUM_OOR_FIELDS
+from lab.engine.speculator import num_draft_passes
 from lab.engine.step_record import EngineEnd, RequestRemoved, StepRecord
 from lab.scenario import Scenario
 from lab.trace.trace import Trace
@@ -26,7 +27,8 @@ class Recorder:
 
     def __init__(self, scenario):
         self.scenario = scenario
-        self.k = scenario.num_speculative_tokens
+        # The trace's K axis: draft passes per step (0 for n-gram, 1 for the DFlash family).
+        self.k = num_draft_passes(scenario.speculative_method, scenario.num_speculative_tokens)
         self.trace: Trace | None = None
         self._rows: dict[str, list[np.ndarray]] = {n: [] for n in _ROW_COLUMNS}
         self._steps: dict[str, list] = {

@@ -63,7 +63,7 @@ class DraftPass:
         Eagle/MTP). Not stored: recomputed with the engine's own draft_step_upper_bound."""
         st = self._step
         s = st._t.scenario
-        step = draft_pass_step(s.speculative_method, self.index, s.draft_decode_fused)
+        step = draft_pass_step(s.speculative_method, self.index, s.draft_decode_fused, s.num_speculative_tokens)
         return draft_step_upper_bound(st._ub(), st.num_reqs, step, s.max_model_len, self.num_reqs_padded).tolist()
 
     @property
@@ -191,7 +191,7 @@ class Step:
 
     @property
     def drafts(self) -> list[DraftPass]:
-        return [DraftPass(self, d) for d in range(self._t.num_speculative_tokens)]
+        return [DraftPass(self, d) for d in range(self._t.num_draft_passes)]
 
     def history(self) -> dict[str, dict]:
         """The metadata max_seq_len of the target and of each draft pass in vLLM's three eras

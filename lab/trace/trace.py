@@ -34,7 +34,8 @@ class Trace:
         self.steps = StepList(self)
 
     @property
-    def num_speculative_tokens(self) -> int:
+    def num_draft_passes(self) -> int:
+        """Draft attention passes per step (lab.engine.speculator.num_draft_passes): K, 1 or 0."""
         return int(self.arrays["draft_max_seq_len"].shape[1])
 
     @property

@@ -6,7 +6,14 @@ before (off the zoomed axis, said in an arrow)."""
 from __future__ import annotations
 
 from lab.blocks import cdiv
-from lab.engine.speculator import DISPLAY_NAMES, FIRST_RELEASE, draft_pass_step, reuses_target_metadata
+from lab.engine.speculator import (
+    DISPLAY_NAMES,
+    FIRST_RELEASE,
+    NO_DRAFT_ATTENTION_METHODS,
+    ONE_PASS_METHODS,
+    draft_pass_step,
+    reuses_target_metadata,
+)
 from lab.views.common import check_step, figure, message_figure, title
 from lab.views.eras import ERA_COLORS, path_values
 
@@ -18,11 +25,19 @@ def drafts_spec(trace, index: int) -> dict:
     st = trace.steps[check_step(trace, index)]
     k = trace.scenario.num_speculative_tokens
     if not st.drafts:
-        return message_figure(
-            f"Step {st.index}: draft windows",
-            f"No draft passes: this scenario has K = {k} (num_speculative_tokens).<br>"
-            "Set K > 0 (or pick the eagle-k3 preset) to see draft_max_seq_len.",
-        )
+        method = trace.scenario.speculative_method
+        if k and method in NO_DRAFT_ATTENTION_METHODS:
+            why = (
+                f"No draft passes: {DISPLAY_NAMES[method]} speculation drafts K = {k} tokens a step without a "
+                "draft attention pass,<br>so nothing reads a block table with a draft max_seq_len; only the "
+                "target pass (which verifies the drafts) does."
+            )
+        else:
+            why = (
+                f"No draft passes: this scenario has K = {k} (num_speculative_tokens).<br>"
+                "Set K > 0 (or pick the eagle-k3 preset) to see draft_max_seq_len."
+            )
+        return message_figure(f"Step {st.index}: draft windows", why)
     n = st.num_reqs
     mml = trace.scenario.max_model_len
     names = st.req_ids
@@ -35,7 +50,7 @@ def drafts_spec(trace, index: int) -> dict:
         ub = d.seq_lens_cpu_upper_bound[:n]
         # Exact length during draft pass d: the verified length plus what the speculator appended since,
         # the same step its metadata adds to the upper bound (R5; lab.engine.speculator.draft_pass_step).
-        lo = [min(e + draft_pass_step(method, d.index, trace.scenario.draft_decode_fused), mml) for e in exact]
+        lo = [min(e + draft_pass_step(method, d.index, trace.scenario.draft_decode_fused, k), mml) for e in exact]
         # Token positions lo..ub inclusive: a window of w tokens is drawn w + 1 tall (half a token each side).
         data.append(
             {
@@ -138,7 +153,8 @@ def drafts_spec(trace, index: int) -> dict:
                 "y": (after + target_ub) / 2 + 0.5,
                 "xanchor": "left",
                 "showarrow": False,
-                "text": f" <b>+K = {after - target_ub}</b>",
+                # The DFlash family adds its query length (1 + K; K for DSpark), the others K.
+                "text": f" <b>+{'num_query_per_req' if method in ONE_PASS_METHODS else 'K'} = {after - target_ub}</b>",
                 "font": {"size": 13, "color": ERA_COLORS[2]},
                 "bgcolor": "rgba(255,255,255,0.8)",
             }

@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from lab.engine.speculator import DISPLAY_NAMES, reuses_target_metadata
+from lab.engine.speculator import DISPLAY_NAMES, ONE_PASS_METHODS, num_query_per_req, reuses_target_metadata
 from lab.trace.era_recordings import recorded_releases
 from lab.views.common import check_step
 
@@ -63,6 +63,8 @@ def drafts_label(scenario) -> str:
         return f"multi-module MTP drafts ({k} modules, one metadata)"
     if method == "draft_model":
         return f"draft-model passes 0–{k - 1}"
+    if method in ONE_PASS_METHODS:
+        return f"{DISPLAY_NAMES[method]} query pass ({num_query_per_req(method, k)} tokens a request)"
     return f"{DISPLAY_NAMES[method]} draft decodes (passes 1–{k - 1})"
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lab.engine.speculator import DISPLAY_NAMES, ONE_PASS_METHODS, num_query_per_req
 from lab.views.common import series
 from lab.views.eras import era_series, target_path
 
@@ -65,18 +66,28 @@ def tour(trace) -> list[dict]:
         )
     # Speculators with their own rule (docs/rules.md, "The speculators"): said at their first draft step.
     method = trace.scenario.speculative_method
-    if method in ("draft_model", "mtp_multi_module") and trace.scenario.num_speculative_tokens:
+    if method in ("draft_model", "mtp_multi_module", *ONE_PASS_METHODS) and trace.scenario.num_speculative_tokens:
         k = _first(np.isfinite(e["drafts"][:, 2]))
         if k is not None:
             st = trace.steps[k]
             ub = max(st.seq_lens_cpu_upper_bound[: st.num_reqs])
-            text = (
-                f"the draft-model passes are still told max_model_len = {int(e['drafts'][k, 2]):,} after #43991 "
-                f"(StandaloneARSpeculator), while the batch's longest upper bound is {ub:,}."
-                if method == "draft_model"
-                else f"one metadata for all {trace.scenario.num_speculative_tokens} MTP modules: max(upper bound) "
-                f"= {int(e['drafts'][k, 2]):,}, no +K (MultiModuleMTPSpeculator)."
-            )
+            k_ = trace.scenario.num_speculative_tokens
+            if method == "draft_model":
+                text = (
+                    f"the draft-model passes are still told max_model_len = {int(e['drafts'][k, 2]):,} after "
+                    f"#43991 (StandaloneARSpeculator), while the batch's longest upper bound is {ub:,}."
+                )
+            elif method == "mtp_multi_module":
+                text = (
+                    f"one metadata for all {k_} MTP modules: max(upper bound) = {int(e['drafts'][k, 2]):,}, "
+                    f"no +K (MultiModuleMTPSpeculator)."
+                )
+            else:
+                q = num_query_per_req(method, k_)
+                text = (
+                    f"{DISPLAY_NAMES[method]} drafts all {k_} tokens in one query pass of {q} tokens a request, "
+                    f"told max(upper bound) + {q} = {int(e['drafts'][k, 2]):,}."
+                )
             add(k, "drafts", text)
     # Another request's live blocks read by the old walk (target pass).
     k = _first(s["oor_baseline_live"] > 0)

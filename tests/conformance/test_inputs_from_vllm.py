@@ -100,7 +100,7 @@ def _advancing_gemma4(monkeypatch):
     monkeypatch.setattr(
         speculator,
         "draft_pass_step",
-        lambda m, i, fused=False: orig("eagle" if m == "gemma4_mtp" else m, i, fused),
+        lambda m, i, fused=False, k=0: orig("eagle" if m == "gemma4_mtp" else m, i, fused, k),
     )
     import lab.conform.vllm_speculators as vs
 
@@ -111,7 +111,7 @@ def _per_step_when_fused(monkeypatch):
     from lab.engine import speculator
 
     orig = speculator.draft_pass_step
-    monkeypatch.setattr(speculator, "draft_pass_step", lambda m, i, fused=False: orig(m, i))
+    monkeypatch.setattr(speculator, "draft_pass_step", lambda m, i, fused=False, k=0: orig(m, i, False, k))
     import lab.conform.vllm_speculators as vs
 
     monkeypatch.setattr(vs, "draft_pass_step", speculator.draft_pass_step)

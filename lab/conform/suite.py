@@ -74,6 +74,8 @@ def random_speculator_scenario(seed: int):
     base = random_scenario(seed)
     method = SPECULATIVE_METHODS[seed % len(SPECULATIVE_METHODS)]
     k = int(rng.integers(1, 5))
+    if method == "extract_hidden_states":
+        k = 1  # "extract_hidden_states requires num_speculative_tokens to be 1"
     return base.replace(
         num_speculative_tokens=k,
         speculative_method=method,
@@ -88,7 +90,7 @@ def random_speculator_scenario(seed: int):
 
 # The conformance suite (tests/conformance) and `python -m lab conform --all` run the same set.
 NUM_RANDOM = 220
-NUM_RANDOM_SPECULATORS = 60  # R1-R5 and R8 only: the speculator does not change R6/R7
+NUM_RANDOM_SPECULATORS = 80  # R1-R5 and R8 only: the speculator does not change R6/R7
 KERNEL_EVERY = 4  # R6/R7 (interpreted Triton kernels) on every 4th random scenario and every preset
 
 

@@ -11,6 +11,11 @@ mtp                mtp/speculator.py ``MTPSpeculator``
 gemma4_mtp         gemma4/speculator.py ``Gemma4Speculator`` (``advance_draft_positions`` False)
 mtp_multi_module   multi_module_mtp/speculator.py ``MultiModuleMTPSpeculator``
 draft_model        standalone_ar/speculator.py ``StandaloneARSpeculator`` (its own ``__init__``)
+dflash             dflash/speculator.py ``DFlashSpeculator`` (its own ``__init__``)
+dspark             dspark/speculator.py ``DSparkSpeculator`` (its own ``__init__``)
+ngram,             no draft attention, read off vLLM's classes: ``NgramGPUSpeculator`` has no
+extract_hidden_    ``_build_attn_metadata``; ``ExtractHiddenStatesSpeculator``'s draft layer gets a
+states             ``CacheOnlyAttentionMetadata``, which holds a slot mapping and nothing a walk reads
 =================  ==========================================================================
 """
 
@@ -19,6 +24,7 @@ from __future__ import annotations
 import importlib
 import inspect
 from contextlib import contextmanager
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -31,6 +37,10 @@ _CLASSES = {
     "gemma4_mtp": ("gemma4.speculator", "Gemma4Speculator"),
     "mtp_multi_module": ("multi_module_mtp.speculator", "MultiModuleMTPSpeculator"),
     "draft_model": ("standalone_ar.speculator", "StandaloneARSpeculator"),
+    "dflash": ("dflash.speculator", "DFlashSpeculator"),
+    "dspark": ("dspark.speculator", "DSparkSpeculator"),
+    "ngram": ("ngram.speculator", "NgramGPUSpeculator"),
+    "extract_hidden_states": ("extract_hidden_states", "ExtractHiddenStatesSpeculator"),
 }
 _PKG = "vllm.v1.worker.gpu.spec_decode."
 
@@ -57,6 +67,12 @@ class VllmDrafts:
         module, name = _CLASSES[self.method]
         self.module = importlib.import_module(_PKG + module)
         cls = getattr(self.module, name)
+        if self.method in ("ngram", "extract_hidden_states"):
+            self.num_passes = self._draft_attention_passes(V, cls)
+            return
+        if self.method in ("dflash", "dspark"):
+            self.sp = self._dflash_family(V, s, cls)
+            return
         if self.method == "draft_model":
             # The real StandaloneARSpeculator.__init__ (its "cap at max" line), over a parent __init__
             # that sets only what it reads (the parent's builds the draft model's config).
@@ -102,8 +118,117 @@ class VllmDrafts:
         ):
             sp.init_cudagraph_manager(V.CUDAGraphMode[s.cudagraph_mode])
 
-    def compare(self, rec, cmp, batch, state, desc, target_msl: int, ub: np.ndarray) -> None:
+    def _draft_attention_passes(self, V, cls) -> int:
+        """Draft attention passes a step of n-gram or extract-hidden-states runs, read off vLLM's classes:
+        a speculator without ``_build_attn_metadata`` builds none; extract-hidden-states' cache-only layer
+        (model_executor/models/extract_hidden_states.py) gets a metadata of its slot mapping alone, so
+        nothing in it reads a block table or a max_seq_len."""
+        if not hasattr(cls, "_build_attn_metadata"):
+            return 0
+        from vllm.model_executor.models import extract_hidden_states as ehs
+
+        fields = set(vars(ehs.CacheOnlyAttentionMetadata(slot_mapping=V.torch.zeros(1))))
+        return 0 if fields == {"slot_mapping"} else 1
+
+    def _dflash_family(self, V, s, cls):
+        """The real DFlashSpeculator (or DSparkSpeculator) ``__init__`` (where ``num_query_per_req`` is
+        set: "bonus + N mask", DSpark's ``sample_from_anchor``), over a parent ``__init__`` that sets only
+        what it reads, with a draft config of defaults; then its own ``init_cudagraph_manager``."""
+        vl = self.vl
+        torch = V.torch
+        hf_config = SimpleNamespace(mask_token_id=0, num_hidden_layers=1, is_causal=True)
+        draft_model_config = SimpleNamespace(use_mla=False, hf_config=hf_config, get_hidden_size=lambda: 8)
+        spec_config = SimpleNamespace(draft_model_config=draft_model_config)
+        vllm_config = SimpleNamespace(**vars(vl.vllm_config))
+        vllm_config.speculative_config = spec_config
+        vllm_config.compilation_config = SimpleNamespace(
+            **vars(vl.vllm_config.compilation_config), cudagraph_mode=V.CUDAGraphMode[s.cudagraph_mode]
+        )
+
+        def parent_init(sp, vllm_config, device):
+            sp.vllm_config, sp.device = vllm_config, device
+            sp.speculative_config = spec_config
+            sp.draft_model_config = spec_config.draft_model_config
+            sp.num_speculative_steps = vl.k
+            sp.max_num_reqs, sp.max_num_tokens = s.max_num_seqs, s.max_num_batched_tokens
+            sp.hidden_size, sp.dtype = 8, torch.float32
+            sp.draft_max_seq_len = s.max_model_len  # DraftModelSpeculator.__init__
+
+        dfl = importlib.import_module(_PKG + "dflash.speculator")
+        with (
+            _replaced(V.spec_base.DraftModelSpeculator, "__init__", parent_init),
+            # Context parallelism is off here; the parallel config is a namespace, not vLLM's dataclass.
+            _replaced(dfl, "replace", lambda obj, **kw: obj),
+        ):
+            sp = cls(vllm_config, vl.device)
+        sp.block_tables, sp.input_buffers = vl.block_tables, vl.input_buffers
+        sp.arange_np = np.arange(vl.max_num_reqs + 1, dtype=np.int32)
+        sp.dcp_size, sp.attn_groups, sp.kv_cache_config = 1, [], None
+        sp.pcp_manager = None
+        sp.draft_kv_cache_group_id, sp.draft_kv_cache_group_ids = 0, [0]
+        # What set_attn and the parent __init__ leave for propose's arguments (read before its first GPU work).
+        sp._context_slot_mappings, sp.temperature, sp.seeds = [None], None, None
+        sp.draft_is_prefilling = torch.zeros(vl.max_num_reqs, dtype=torch.bool)
+        # The draft backend supports FULL graphs of a uniform batch (what the lab assumes on a GPU).
+        sp.attn_cg_support = SimpleNamespace(
+            min_cg_support=importlib.import_module("vllm.v1.attention.backend").AttentionCGSupport.UNIFORM_BATCH,
+            min_cg_attn_backend="any",
+        )
+        self.managers = []
+
+        def manager(vllm_config, device, cudagraph_mode, decode_query_len):
+            m = vl._manager(self.dcg.DFlashCudaGraphManager, cudagraph_mode, decode_query_len)
+            self.managers.append(m)
+            return m
+
+        self.dcg = importlib.import_module(_PKG + "dflash.cudagraph")
+        with _replaced(dfl, "DFlashCudaGraphManager", manager):
+            sp.init_cudagraph_manager(V.CUDAGraphMode[s.cudagraph_mode])
+
+        def stop(*a, **kw):
+            raise Captured
+
+        self._dflash_module = dfl
+        self._stop = stop
+        return sp
+
+    def _compare_dflash(self, rec, cmp, batch, ub) -> None:
+        """DFlashSpeculator.propose up to ``prepare_dflash_inputs`` (its first GPU work): draft_max_seq_len;
+        then the dispatch and the one uniform metadata it builds (``step=num_query_per_req``)."""
         V, vl, sp = self.vl.V, self.vl, self.sp
+        n = batch.num_reqs
+        try:
+            with _replaced(self._dflash_module, "prepare_dflash_inputs", self._stop):
+                sp.propose(batch, {}, {}, None, None, None, None, None, None, None, None)
+        except Captured:
+            pass
+        cmp.check(rec.index, "R4", "draft_max_seq_len", rec.draft_max_seq_len, int(sp.draft_max_seq_len))
+        cmp.check(rec.index, "R4", "draft passes", len(rec.drafts), 1)
+        q = sp.num_query_per_req
+        (m,) = self.managers
+        desc = m.dispatch(n, n * q, q, 0)
+        kw = self._metadata(sp._build_uniform_attn_metadata, n, desc, q, ub, q)
+        kernel = None
+        if desc.cg_mode == V.CUDAGraphMode.FULL:
+            # DFlashCudaGraphManager.capture builds its graphs' metadata with max_seq_len=max_model_len.
+            with capture_build_attn_metadata(V, self.dcg) as calls:
+                self.dcg._prepare_dflash_inputs_to_capture(
+                    desc.num_reqs, desc.num_tokens, vl.capture_buffers, vl.capture_bt, [],
+                    SimpleNamespace(kv_cache_groups=[]), vl.s.max_model_len, skip_attn=False, causal=True,
+                )  # fmt: skip
+            (cap,) = calls
+            kernel = int(cap["max_seq_len"])
+        self._pass(rec, cmp, rec.drafts[0], desc, kw, q, kernel)
+
+    def compare(self, rec, cmp, batch, state, desc, target_msl: int, ub: np.ndarray) -> None:
+        V, vl = self.vl.V, self.vl
+        if self.method in ("ngram", "extract_hidden_states"):
+            cmp.check(rec.index, "R4", "draft passes", len(rec.drafts), self.num_passes)
+            return
+        if self.method in ("dflash", "dspark"):
+            self._compare_dflash(rec, cmp, batch, ub)
+            return
+        sp = self.sp
         n = batch.num_reqs
         # StandaloneARSpeculator's propose leaves draft_max_seq_len as its __init__ set it (and needs the
         # draft model first); the others set it before their first GPU work.
@@ -181,7 +306,7 @@ class VllmDrafts:
         (kw,) = calls
         return kw
 
-    def _pass(self, rec, cmp, d, desc, kw, vllm_step: int) -> None:
+    def _pass(self, rec, cmp, d, desc, kw, vllm_step: int, capture_max_seq_len: int | None = None) -> None:
         V, vl, s = self.vl.V, self.vl, self.vl.s
         n, i = rec.batch.num_reqs, d.index
         cmp.check(rec.index, "R8", f"draft pass {i} cudagraph_mode", d.cudagraph_mode, desc.cg_mode.name)
@@ -194,7 +319,9 @@ class VllmDrafts:
         )
         cmp.check(rec.index, "R5", f"draft pass {i} max_seq_len", d.max_seq_len["fixed"], int(kw["max_seq_len"]))
         # Draft graphs are captured through prepare_inputs_to_capture too (SpeculatorCudaGraphManager.capture).
-        kernel = vl._capture_max_seq_len(desc) if desc.cg_mode == V.CUDAGraphMode.FULL else int(kw["max_seq_len"])
+        kernel = int(kw["max_seq_len"])
+        if desc.cg_mode == V.CUDAGraphMode.FULL:
+            kernel = vl._capture_max_seq_len(desc) if capture_max_seq_len is None else capture_max_seq_len
         cmp.check(rec.index, "R5", f"draft pass {i} kernel_max_seq_len", d.kernel_max_seq_len["fixed"], kernel)
 
 

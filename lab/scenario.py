@@ -28,7 +28,7 @@ from lab.spec_grammar import (
     write_spec,
 )
 
-MODEL_STATES = ("default", "mamba_hybrid")
+MODEL_STATES = ("default", "mamba_hybrid", "encoder_decoder")
 CUDAGRAPH_MODES = ("FULL_AND_PIECEWISE", "PIECEWISE", "NONE")
 MAX_SPECULATIVE_TOKENS = 15
 MAX_BLOCK_SIZE = 4096

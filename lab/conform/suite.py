@@ -91,6 +91,7 @@ def random_speculator_scenario(seed: int):
 # The conformance suite (tests/conformance) and `python -m lab conform --all` run the same set.
 NUM_RANDOM = 220
 NUM_RANDOM_SPECULATORS = 80  # R1-R5 and R8 only: the speculator does not change R6/R7
+NUM_RANDOM_ENCODER_DECODER = 20  # R1-R5 and R8: the model state does not change R6/R7
 KERNEL_EVERY = 4  # R6/R7 (interpreted Triton kernels) on every 4th random scenario and every preset
 
 
@@ -99,6 +100,10 @@ def suite_cases():
     cases = [(f"preset {name}", get_preset(name), True) for name in list_presets()]
     cases += [(f"random {seed}", random_scenario(seed), seed % KERNEL_EVERY == 0) for seed in range(NUM_RANDOM)]
     cases += [(f"speculator {seed}", random_speculator_scenario(seed), False) for seed in range(NUM_RANDOM_SPECULATORS)]
+    cases += [
+        (f"encoder-decoder {seed}", random_scenario(seed).replace(model_state="encoder_decoder"), False)
+        for seed in range(NUM_RANDOM_ENCODER_DECODER)
+    ]
     return cases
 
 

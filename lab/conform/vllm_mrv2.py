@@ -49,6 +49,7 @@ def load_vllm():
         from vllm.triton_utils import HAS_TRITON
         from vllm.v1.worker.gpu import block_table, cudagraph_utils, input_batch, model_runner
         from vllm.v1.worker.gpu.model_states import default as ms_default
+        from vllm.v1.worker.gpu.model_states import encoder_decoder as ms_encdec
         from vllm.v1.worker.gpu.model_states import mamba_hybrid as ms_mamba
         from vllm.v1.worker.gpu.spec_decode import speculator as spec_base
         from vllm.v1.worker.gpu.spec_decode.eagle import speculator as spec_eagle
@@ -65,6 +66,7 @@ def load_vllm():
     # No pinned memory and no UVA on a CPU-only machine: vLLM's own fallbacks, pointed at the CPU.
     buffer_utils.is_uva_available = lambda: False
     torch_utils.PIN_MEMORY = False
+    ms_encdec.PIN_MEMORY = False  # imported by name there
     current_platform.device_type = "cpu"
     _V = SimpleNamespace(
         torch=torch,
@@ -75,6 +77,7 @@ def load_vllm():
         model_runner=model_runner,
         ms_default=ms_default,
         ms_mamba=ms_mamba,
+        ms_encdec=ms_encdec,
         spec_base=spec_base,
         spec_cg=spec_cg,
         spec_eagle=spec_eagle,
@@ -110,11 +113,18 @@ class VllmMRV2:
         mode = V.CUDAGraphMode[s.cudagraph_mode]
         self.cg_manager = self._manager(V.cg.CudaGraphManager, mode, 1 + self.k)
         # Model state: only what prepare_attn reads.
-        cls = V.ms_mamba.MambaHybridModelState if s.model_state == "mamba_hybrid" else V.ms_default.DefaultModelState
+        cls = {
+            "mamba_hybrid": V.ms_mamba.MambaHybridModelState,
+            "encoder_decoder": V.ms_encdec.EncoderDecoderModelState,
+        }.get(s.model_state, V.ms_default.DefaultModelState)
         ms = self.model_state = object.__new__(cls)
+        # EncoderDecoderModelState._get_encoder_seq_lens: no request has encoder features here and no group
+        # is cross-attention, so the encoder lengths reach no builder; max_seq_len is what is compared.
+        ms.encoder_seq_lens_gpu = torch.zeros(self.max_num_reqs, dtype=torch.int32)
+        ms.max_encoder_len = 0
         ms.model_config = self.vllm_config.model_config  # max_model_len is read from it
         ms.supports_mm_inputs = False
-        ms.encoder_cache = None
+        ms.encoder_cache = SimpleNamespace(mm_features={}) if s.model_state == "encoder_decoder" else None
         ms.vllm_config = self.vllm_config
         ms.num_accepted_tokens_gpu = torch.ones(self.max_num_reqs, dtype=torch.int32)
         ms._align_mode = False

@@ -329,7 +329,7 @@ class capture_build_attn_metadata:
     """Replace build_attn_metadata in the modules that call it, recording the keyword arguments."""
 
     def __init__(self, V, *modules):
-        self.modules = modules or (V.ms_default, V.ms_mamba)
+        self.modules = modules or (V.ms_default, V.ms_mamba, V.ms_encdec)
         self.calls: list[dict] = []
 
     def __enter__(self):

@@ -24,14 +24,16 @@ def fixed_in_era(era: str, path: str, model_state: str) -> bool:
     """Did vLLM pass the batch maximum (rather than max_model_len) on this path in this era?
 
     ``path`` is "target" or "draft". PR #40654 fixed DefaultModelState.prepare_attn; PR #43991 fixed
-    MambaHybridModelState.prepare_attn and the Eagle/MTP draft metadata.
+    MambaHybridModelState.prepare_attn and the Eagle/MTP draft metadata. The encoder-decoder state
+    (0.19.1-0.23.0: model_states/whisper.py WhisperModelState) passed max_model_len in 0.19.1 and the batch
+    maximum from 0.22.1 on, read in the wheels (docs/eras.md).
     """
     if era not in ERAS:
         raise ValueError(f"era must be one of {ERAS}, got {era!r}")
     if era == "after #43991":
         return True
     if era == "after #40654":
-        return path == "target" and model_state == "default"
+        return path == "target" and model_state in ("default", "encoder_decoder")
     return False
 
 
@@ -129,6 +131,21 @@ class MambaHybridModelState(DefaultModelState):
         return int(self.mamba_state_idx[req_index])
 
 
+class EncoderDecoderModelState(DefaultModelState):
+    """Cross-attention encoder-decoder models, e.g. Whisper (vllm model_states/encoder_decoder.py
+    ``EncoderDecoderModelState``, picked by ``resolve_model_state_cls`` when the model has a
+    ``CrossAttention`` layer). Its ``prepare_attn`` computes ``max_seq_len`` as the default state does
+    (batch maximum of the CPU upper bound; ``max_model_len`` for capture) and hands it to every group;
+    the cross-attention groups also get the requests' encoder lengths (``_get_encoder_seq_lens``: the
+    encoder's embeddings, ``max_encoder_len`` for capture), which the lab does not follow."""
+
+    name = "encoder_decoder"
+
+
 def make_model_state(name: str, max_model_len: int, max_num_reqs: int) -> DefaultModelState:
-    cls = {"default": DefaultModelState, "mamba_hybrid": MambaHybridModelState}[name]
+    cls = {
+        "default": DefaultModelState,
+        "mamba_hybrid": MambaHybridModelState,
+        "encoder_decoder": EncoderDecoderModelState,
+    }[name]
     return cls(max_model_len, max_num_reqs)

@@ -31,7 +31,9 @@ def era_names(step) -> list[str]:
 
 
 def target_path(trace) -> str:
-    return "mamba-hybrid target" if trace.scenario.model_state == "mamba_hybrid" else "default-model target"
+    return {"mamba_hybrid": "mamba-hybrid target", "encoder_decoder": "encoder-decoder target"}.get(
+        trace.scenario.model_state, "default-model target"
+    )
 
 
 def path_values(step) -> dict[str, list[tuple[int, int] | None]]:

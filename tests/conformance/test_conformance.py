@@ -30,7 +30,7 @@ import pytest
 if os.environ.get("LAB_REQUIRE_VLLM") != "1":
     pytest.importorskip("vllm", reason="vLLM 0.33.0 lives in .venv-vllm (make test runs this suite there)")
 
-from lab import Scenario  # noqa: E402
+from lab import Scenario, simulate  # noqa: E402
 from lab import conform as C  # noqa: E402
 
 CASES = C.suite_cases()
@@ -49,7 +49,9 @@ def _check(label, scenario, kernels):
 )
 def test_preset(label, scenario, kernels):
     cmp = _check(label, scenario, kernels)
-    rules = ["R1", "R2", "R3", "R6", "R7", "R8"] + (["R4", "R5"] if scenario.num_speculative_tokens else [])
+    rules = ["R1", "R2", "R3", "R6", "R7", "R8"] + (["R4"] if scenario.num_speculative_tokens else [])
+    # R5 compares draft passes: n-gram and extract-hidden-states run none.
+    rules += ["R5"] if simulate(scenario).num_draft_passes else []
     assert all(cmp.checks[r] > 0 for r in rules), cmp.table()
 
 
@@ -133,3 +135,14 @@ def test_cli_prints_the_agreement_table(capsys):
         line = next(x for x in out.splitlines() if x.startswith(r + " "))
         steps, entries, disagree = line.split()[-3:]
         assert int(steps.replace(",", "")) > 0 and int(entries.replace(",", "")) > 0 and disagree == "0"
+
+
+@pytest.mark.parametrize(
+    "label,scenario,kernels",
+    [c for c in CASES if c[0].startswith("encoder-decoder")],
+    ids=lambda x: x.replace(" ", "-") if isinstance(x, str) else "",
+)
+def test_encoder_decoder(label, scenario, kernels):
+    """vLLM's EncoderDecoderModelState.prepare_attn on random scenarios (lab/conform/vllm_mrv2.py)."""
+    cmp = _check(label, scenario, kernels)
+    assert cmp.checks["R2"] > 0

@@ -158,3 +158,17 @@ def test_a_wrong_speculator_rule_is_caught(spec, inject, field, monkeypatch):
     inject(monkeypatch)
     cmp = C.conform(Scenario.from_spec(spec), kernels=False)
     assert any(f"{d.rule} {d.field}" == field for d in cmp.disagreements), cmp.table()
+
+
+def test_the_encoder_decoder_state_is_vllms(monkeypatch):
+    """EncoderDecoderModelState.prepare_attn against the lab's; a state told max_model_len (0.19.1's
+    WhisperModelState) is caught."""
+    from lab.engine import model_states
+
+    s = Scenario.from_spec("3p200o20_state=encoder-decoder_mml=1k_cg=piecewise")
+    assert C.conform(s, kernels=False).ok
+    monkeypatch.setattr(
+        model_states.EncoderDecoderModelState, "max_seq_len", lambda self, ub, n, mode, cap: self.max_model_len
+    )
+    cmp = C.conform(s, kernels=False)
+    assert any(f"{d.rule} {d.field}" == "R2 max_seq_len" for d in cmp.disagreements), cmp.table()

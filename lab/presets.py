@@ -52,6 +52,19 @@ PRESETS: dict[str, tuple[str, str]] = {
         "for all K modules with max(upper bound), no +K, replayed in FULL_DECODE_ONLY graphs of 1 + K "
         "tokens per request, where the kernel sees the captured max_model_len (R9).",
     ),
+    "dflash-k7": (
+        "8p1ko96_k=7_method=dflash_mml=8k_cg=piecewise",
+        "DFlash block drafting (DFlashSpeculator; DFlash2, XPress and LiLiCorr share its metadata): all 7 "
+        "drafts in one parallel query pass of 1 + K = 8 tokens per request, told max(upper bound) + 8. Its "
+        "graphs are FULL_DECODE_ONLY or none ('PIECEWISE cudagraphs are not supported for dflash'), so here "
+        "it runs eagerly and the kernel sees that value.",
+    ),
+    "ngram-k4": (
+        "8p1ko96_k=4_method=ngram_mml=8k_cg=piecewise",
+        "n-gram speculation (NgramGPUSpeculator): 4 drafts a step matched in each request's own tokens, with "
+        "no draft attention pass, so only the target pass (which verifies 1 + K tokens a request) reads the "
+        "block table with a max_seq_len.",
+    ),
 }
 
 

@@ -28,7 +28,7 @@ from lab.spec_grammar import (
     write_spec,
 )
 
-MODEL_STATES = ("default", "mamba_hybrid", "encoder_decoder")
+MODEL_STATES = ("default", "mamba_hybrid", "encoder_decoder", "encoder_only")
 CUDAGRAPH_MODES = ("FULL_AND_PIECEWISE", "PIECEWISE", "NONE")
 MAX_SPECULATIVE_TOKENS = 15
 MAX_BLOCK_SIZE = 4096
@@ -278,6 +278,28 @@ SCENARIO_CHECKS: tuple[Check, ...] = (
         ),
     ),
     (
+        "vllm_version",
+        lambda s: not (s.model_state == "encoder_only" and s.vllm_version in ("0.19", "0.22")),
+        lambda s: (
+            f"vLLM {s.vllm_version}'s Model Runner V2 had no encoder-only model state (model_states/encoder_only.py "
+            f"came with 0.27.0); use vllm=0.32 or vllm=0.33 with state=encoder-only"
+        ),
+    ),
+    (
+        # vllm/config/scheduler.py SchedulerConfig.verify_max_model_len, with chunked prefill off (R1 above).
+        "max_num_batched_tokens",
+        lambda s: s.model_state not in ("encoder_decoder", "encoder_only") or s.max_num_batched_tokens >= s.max_model_len,
+        lambda s: (
+            f"max_num_batched_tokens ({s.max_num_batched_tokens}) is smaller than max_model_len ({s.max_model_len}): "
+            f"{s.model_state} models run without chunked prefill, so vLLM refuses it (raise tokens= or lower mml=)"
+        ),
+    ),
+    (
+        "num_speculative_tokens",
+        lambda s: s.model_state != "encoder_only" or s.num_speculative_tokens == 0,
+        lambda s: "encoder-only models pool one forward over each prompt: no tokens are generated to draft (k=0)",
+    ),
+    (
         "max_num_steps",
         lambda s: 1 <= s.max_num_steps <= 10_000_000,
         lambda s: f"must be between 1 and 10,000,000, got {s.max_num_steps}",
@@ -326,6 +348,14 @@ REQUEST_CHECKS: tuple[Check, ...] = (
     ("arrival_step", lambda r, s: r.arrival_step >= 0, lambda r, s: f"must be >= 0, got {r.arrival_step}"),
     ("prompt_len", lambda r, s: r.prompt_len >= 1, lambda r, s: f"must be >= 1, got {r.prompt_len}"),
     ("output_len", lambda r, s: r.output_len >= 1, lambda r, s: f"must be >= 1, got {r.output_len}"),
+    (
+        "output_len",
+        lambda r, s: s.model_state != "encoder_only" or r.output_len == 1,
+        lambda r, s: (
+            f"an encoder-only (pooling) request runs one forward over its prompt and generates nothing: write "
+            f"o1, got o{r.output_len}"
+        ),
+    ),
     (
         "prompt_len",
         lambda r, s: r.prompt_len < s.max_model_len,

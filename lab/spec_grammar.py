@@ -20,7 +20,10 @@ Grammar (underscore- or whitespace-separated segments, in any order)::
     mml        tokens, k suffix allowed                  max_model_len            (default 32k)
     bs         power of two                              block_size               (default 16)
     k          draft tokens per step, 0 = off            num_speculative_tokens   (default 0)
-    state      default | mamba | encoder-decoder         model_state              (default default)
+    state      default | mamba | encoder-decoder |       model_state              (default default; the
+               encoder-only                                                       encoder states run without
+                                                                                  chunked prefill, encoder-only
+                                                                                  needs k=0 and o1)
     cg         full | piecewise | none                   cudagraph_mode           (default full,
                                                           i.e. FULL_AND_PIECEWISE; none = enforce_eager)
     capture    sizes joined by '/' (e.g. 1/2/4/8)        cudagraph_capture_sizes  (default: vLLM's)
@@ -129,7 +132,12 @@ SPEC_SETTINGS = {
 _REQ_RE = re.compile(r"^(\d+)?p(\d+)(k?)o(\d+)(k?)(?:a(\d+)(?:\+(\d+))?)?$")
 _SIZE_RE = re.compile(r"^(\d+)(k?)$")
 _CG_NAMES = {"full": "FULL_AND_PIECEWISE", "piecewise": "PIECEWISE", "none": "NONE"}
-_STATE_NAMES = {"default": "default", "mamba": "mamba_hybrid", "encoder-decoder": "encoder_decoder"}
+_STATE_NAMES = {
+    "default": "default",
+    "mamba": "mamba_hybrid",
+    "encoder-decoder": "encoder_decoder",
+    "encoder-only": "encoder_only",
+}
 # Keys whose value is a size: digits with an optional k (x1024).
 _SIZE_KEYS = ("mml", "tokens", "blocks", "bs", "k", "seqs", "steps", "sm")
 # Fields written with a k suffix where the value is a multiple of 1024.
@@ -158,7 +166,9 @@ def _parse_setting(key: str, value: str, seg: str):
         return int(value)
     if key == "state":
         if value not in _STATE_NAMES:
-            raise ValueError(f"invalid scenario segment {seg!r}: state must be default, mamba or encoder-decoder")
+            raise ValueError(
+                f"invalid scenario segment {seg!r}: state must be default, mamba, encoder-decoder or encoder-only"
+            )
         return _STATE_NAMES[value]
     if key == "cg":
         if value.lower() not in _CG_NAMES:

@@ -33,6 +33,9 @@ SPECS = (
     "40p700o30a0+1_seqs=16_mml=4k_tokens=1k_steps=200",
     "700p64o80a0+1_seqs=32_mml=4k_k=2_capture=1/8_steps=600",
     "2p40o12_mml=1k_capture=1/2/4",
+    # No chunked prefill (encoder-decoder), and no block table read at all (encoder-only).
+    "40p700o30a0+1_seqs=16_mml=4k_tokens=4k_steps=200_state=encoder-decoder",
+    "60p300o1a0+1_8p3ko1a3_seqs=16_mml=4k_tokens=4k_state=encoder-only",
 )
 NUM_RANDOM = 60
 

@@ -210,6 +210,12 @@ def valid_scenarios(draw):
         seed=draw(st.integers(0, 2**63 - 1)),
         max_num_steps=draw(st.integers(1, 10_000_000)),
     )
+    # The encoder states' own constraints (no chunked prefill; encoder-only pools: k=0, o1).
+    if fields["model_state"] in ("encoder_decoder", "encoder_only"):
+        fields["max_num_batched_tokens"] = max(fields["max_num_batched_tokens"], mml)
+    if fields["model_state"] == "encoder_only":
+        fields["num_speculative_tokens"] = 0
+        fields["requests"] = tuple(RequestSpec(r.arrival_step, r.prompt_len, 1) for r in fields["requests"])
     base = Scenario(**fields)
     if draw(st.booleans()):
         biggest = max(base.blocks_per_request(r) for r in base.requests)

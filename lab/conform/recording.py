@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab.engine.model_runner import run_engine
+from lab.engine.oor import OOR_FIELDS
 from lab.engine.step_record import EngineEnd, StepRecord
 
 
@@ -32,6 +33,7 @@ class RecordedStep:
     table: np.ndarray  # [num_reqs_padded, max_num_blocks_per_req] gathered input table (a copy)
     drafts: list  # DraftPassMetadata per draft pass
     draft_max_seq_len: int | None  # the speculator's fixed-mode value (R4)
+    walked: int  # block-table entries every walk of the step read, both modes (lab/engine/oor.py)
 
 
 class EngineRecording:
@@ -67,6 +69,7 @@ class EngineRecording:
                 table=record.block_table.copy(),
                 drafts=record.drafts,
                 draft_max_seq_len=record.draft_max_seq_len.get("fixed"),
+                walked=int(record.oor[..., OOR_FIELDS.index("walked")].sum()),
             )
         )
         self._ops = []

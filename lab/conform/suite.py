@@ -86,12 +86,30 @@ def random_speculator_scenario(seed: int):
     )
 
 
+def random_encoder_scenario(seed: int):
+    """A random scenario on an encoder state, each in turn: no chunked prefill, so the budget holds
+    max_model_len (SchedulerConfig.verify_max_model_len); encoder-only pools (K = 0, one output token)."""
+    base = random_scenario(seed)
+    state = ("encoder_decoder", "encoder_only")[seed % 2]
+    tokens = max(base.max_num_batched_tokens, base.max_model_len)
+    if state == "encoder_decoder":
+        return base.replace(model_state=state, max_num_batched_tokens=tokens, name=f"random-encdec-{seed}")
+    requests = tuple(r.__class__(r.arrival_step, r.prompt_len, 1) for r in base.requests)
+    return base.replace(
+        model_state=state,
+        max_num_batched_tokens=tokens,
+        num_speculative_tokens=0,
+        requests=requests,
+        name=f"random-enconly-{seed}",
+    )
+
+
 # ---- the suite's scenario set and the CLI -------------------------------------------------------
 
 # The conformance suite (tests/conformance) and `python -m lab conform --all` run the same set.
 NUM_RANDOM = 220
 NUM_RANDOM_SPECULATORS = 80  # R1-R5 and R8 only: the speculator does not change R6/R7
-NUM_RANDOM_ENCODER_DECODER = 20  # R1-R5 and R8: the model state does not change R6/R7
+NUM_RANDOM_ENCODER = 30  # R1-R3 and R8 on the encoder-decoder and encoder-only states
 KERNEL_EVERY = 4  # R6/R7 (interpreted Triton kernels) on every 4th random scenario and every preset
 
 
@@ -101,8 +119,7 @@ def suite_cases():
     cases += [(f"random {seed}", random_scenario(seed), seed % KERNEL_EVERY == 0) for seed in range(NUM_RANDOM)]
     cases += [(f"speculator {seed}", random_speculator_scenario(seed), False) for seed in range(NUM_RANDOM_SPECULATORS)]
     cases += [
-        (f"encoder-decoder {seed}", random_scenario(seed).replace(model_state="encoder_decoder"), False)
-        for seed in range(NUM_RANDOM_ENCODER_DECODER)
+        (f"encoder {seed}", random_encoder_scenario(seed), False) for seed in range(NUM_RANDOM_ENCODER)
     ]
     return cases
 

@@ -50,6 +50,7 @@ def load_vllm():
         from vllm.v1.worker.gpu import block_table, cudagraph_utils, input_batch, model_runner
         from vllm.v1.worker.gpu.model_states import default as ms_default
         from vllm.v1.worker.gpu.model_states import encoder_decoder as ms_encdec
+        from vllm.v1.worker.gpu.model_states import encoder_only as ms_enconly
         from vllm.v1.worker.gpu.model_states import mamba_hybrid as ms_mamba
         from vllm.v1.worker.gpu.spec_decode import speculator as spec_base
         from vllm.v1.worker.gpu.spec_decode.eagle import speculator as spec_eagle
@@ -78,6 +79,7 @@ def load_vllm():
         ms_default=ms_default,
         ms_mamba=ms_mamba,
         ms_encdec=ms_encdec,
+        ms_enconly=ms_enconly,
         spec_base=spec_base,
         spec_cg=spec_cg,
         spec_eagle=spec_eagle,
@@ -116,12 +118,22 @@ class VllmMRV2:
         cls = {
             "mamba_hybrid": V.ms_mamba.MambaHybridModelState,
             "encoder_decoder": V.ms_encdec.EncoderDecoderModelState,
+            "encoder_only": V.ms_enconly.EncoderOnlyModelState,
         }.get(s.model_state, V.ms_default.DefaultModelState)
         ms = self.model_state = object.__new__(cls)
         # EncoderDecoderModelState._get_encoder_seq_lens: no request has encoder features here and no group
         # is cross-attention, so the encoder lengths reach no builder; max_seq_len is what is compared.
         ms.encoder_seq_lens_gpu = torch.zeros(self.max_num_reqs, dtype=torch.int32)
         ms.max_encoder_len = 0
+        # EncoderOnlyModelState._build_encoder_attn_metadata: one encoder group whose builder records the
+        # CommonAttentionMetadata it is handed (max_seq_len, and the dummy block table it gets).
+        self.encoder_metadata: list = []
+        builder = SimpleNamespace(build=lambda common_prefix_len, common_attn_metadata: self.encoder_metadata.append(
+            common_attn_metadata
+        ))  # fmt: skip
+        ms.encoder_attn_groups = [SimpleNamespace(get_metadata_builder=lambda i: builder, layer_names=["encoder"])]
+        ms._dummy_block_table = torch.zeros(self.max_num_reqs, 1, dtype=torch.int32)
+        ms._dummy_slot_mapping = torch.zeros(max(s.max_num_batched_tokens, 1), dtype=torch.int64)
         ms.model_config = self.vllm_config.model_config  # max_model_len is read from it
         ms.supports_mm_inputs = False
         ms.encoder_cache = SimpleNamespace(mm_features={}) if s.model_state == "encoder_decoder" else None
@@ -297,6 +309,13 @@ class VllmMRV2:
         (kw,) = calls
         meta = rec.attn_metadata["fixed"]
         cmp.check(rec.index, "R2", "max_seq_len", meta.max_seq_len, int(kw["max_seq_len"]))
+        if s.model_state == "encoder_only":
+            # The encoder attention's own metadata: its max_seq_len, and a block table of zeros that no walk
+            # reads (the lab walks no rows: its out-of-range counts are 0 in both modes).
+            cm = self.encoder_metadata.pop()
+            cmp.check(rec.index, "R2", "encoder max_seq_len", meta.max_seq_len, int(cm.max_seq_len))
+            cmp.check(rec.index, "R2", "encoder block table is the dummy", True, not cm.block_table_tensor.any())
+            cmp.check(rec.index, "R2", "walked entries", rec.walked, 0)
         cmp.check(rec.index, "R2", "num_reqs", meta.num_reqs, int(kw["num_reqs"]))
         cmp.check(rec.index, "R2", "num_tokens", meta.num_tokens, int(kw["num_tokens"]))
         cmp.check(rec.index, "R2", "max_query_len", meta.max_query_len, int(kw["max_query_len"]))

@@ -189,7 +189,8 @@ class ModelRunner:
 
         # What each kernel launch walks: one walk per (pass, mode), the target pass then each draft pass.
         walk_max_seq_len = [kernel_max_seq_len[m] for m in MODES]
-        walk_num_rows = [batch.num_reqs_after_padding] * len(MODES)
+        # Encoder-only attention reads no block table: its walks have no rows.
+        walk_num_rows = [batch.num_reqs_after_padding if self.model_state.reads_block_table else 0] * len(MODES)
         for d in drafts:
             walk_max_seq_len += [d.kernel_max_seq_len[m] for m in MODES]
             walk_num_rows += [d.num_reqs_padded] * len(MODES)

@@ -50,6 +50,8 @@ class AttnMetadata:
 
 class DefaultModelState:
     name = "default"
+    # Its attention walks the KV cache through the block table (R6/R7).
+    reads_block_table = True
 
     def __init__(self, max_model_len: int, max_num_reqs: int):
         self.max_model_len = max_model_len
@@ -142,10 +144,34 @@ class EncoderDecoderModelState(DefaultModelState):
     name = "encoder_decoder"
 
 
+class EncoderOnlyModelState(DefaultModelState):
+    """Encoder-only (BERT/RoBERTa) pooling models (vllm model_states/encoder_only.py
+    ``EncoderOnlyModelState``, from 0.27.0): bidirectional self-attention over each request's tokens in a
+    single forward, with no KV cache. ``_build_encoder_attn_metadata`` sets ``max_seq_len`` as the default
+    state does (batch maximum of the upper bound; ``max_model_len`` for capture) but hands the builder a
+    dummy block table: "Encoder attention reads neither the block table nor the slot mapping", so no
+    walk reads a block-table entry in either mode."""
+
+    name = "encoder_only"
+    reads_block_table = False
+
+
+# The first vLLM release whose MRV2 had each model state that came later (read in the wheels,
+# model_states/): the history gives no value for an era before it.
+MODEL_STATE_FIRST_RELEASE = {"encoder_only": "0.27.0"}
+
+
+def model_state_in_era(model_state: str, era: str) -> bool:
+    """Did MRV2 have this model state in ``era``? encoder-only came with 0.27.0, inside the era after
+    #43991; the mamba-hybrid and encoder-decoder states were there in every era."""
+    return model_state not in MODEL_STATE_FIRST_RELEASE or era == ERAS[-1]
+
+
 def make_model_state(name: str, max_model_len: int, max_num_reqs: int) -> DefaultModelState:
     cls = {
         "default": DefaultModelState,
         "mamba_hybrid": MambaHybridModelState,
         "encoder_decoder": EncoderDecoderModelState,
+        "encoder_only": EncoderOnlyModelState,
     }[name]
     return cls(max_model_len, max_num_reqs)

@@ -92,6 +92,9 @@ class StaleRegion:
         out = []
         all_in_range = None  # sum(num_blocks): the in-range count of every walk as wide as every reach
         for msl, rows in zip(max_seq_lens, num_rows):
+            if not rows:  # an attention that reads no block table (encoder-only) walks nothing
+                out.append((0, 0, 0, 0, 0, 0))
+                continue
             w = walked_columns(msl, block_size)
             counts = per_width.get(w)
             if counts is None:

@@ -133,6 +133,12 @@ class Scheduler:
         # EAGLE3, MTP). Scheduler.schedule spends them from input_budget beside the token budget.
         self.draft_slots = 1 if (s.num_speculative_tokens and s.speculative_method == "draft_model") else 0
         self.input_budget = s.max_num_batched_tokens
+        # vllm/config/model.py ModelConfig.is_chunked_prefill_supported: not for encoder-decoder models nor
+        # bidirectional (encoder-only) pooling models; Scheduler.schedule then stops admitting at a prompt
+        # that does not fit the budget left ("If chunked_prefill is disabled, we can stop the scheduling here").
+        self.chunked_prefill = s.model_state not in ("encoder_decoder", "encoder_only")
+        # Encoder-only attention needs no KV cache (model_states/encoder_only.py): no KV cache groups, no blocks.
+        self.has_kv_cache = s.model_state != "encoder_only"
         self.kv_rows = np.zeros((s.max_num_seqs, self.max_num_blocks_per_req), dtype=np.intp)  # as the pool's ids
         self.kv_nb = np.zeros(s.max_num_seqs, dtype=np.int64)
         self.kv_slot = np.full(n, -1, dtype=np.int64)
@@ -154,7 +160,10 @@ class Scheduler:
 
     def blocks_for(self, num_tokens):
         """Blocks for ``num_tokens`` slots: vllm/v1/core/kv_cache_manager.py ``allocate_slots`` caps the
-        slots at max_model_len (``num_tokens_need_slot``), then cdiv by block_size (a power of two)."""
+        slots at max_model_len (``num_tokens_need_slot``), then cdiv by block_size (a power of two). A model
+        without KV cache groups (encoder-only) gets none."""
+        if not self.has_kv_cache:
+            return num_tokens * 0
         return (np.minimum(num_tokens, self.max_model_len) + (self.block_size - 1)) >> self._block_shift
 
     def allocate(self, slot: int, inst: int, num_blocks: int) -> np.ndarray:
@@ -281,8 +290,12 @@ class Scheduler:
             if slots and self.input_budget <= slots:  # "input_budget <= draft_slots": no room for its drafter
                 break
             r = self.waiting[0]
+            if not self.chunked_prefill and int(self.prefill_len[r]) > budget:
+                break
             n_tok = min(int(self.prefill_len[r]), budget, self.input_budget - slots if slots else budget)
             nblk = (min(n_tok + k0, mml) + self.block_size - 1) >> self._block_shift  # blocks_for, on ints
+            if not self.has_kv_cache:
+                nblk = 0
             if nblk > self.pool.num_free_blocks:
                 break
             self.waiting.popleft()

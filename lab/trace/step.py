@@ -17,7 +17,7 @@ from lab.engine.block_pool import FREE
 from lab.engine.block_table import compute_slot_mappings
 from lab.engine.cudagraph import CG_MODE_NAMES, kernel_visible_max_seq_len
 from lab.engine.input_batch import seq_lens_cpu_upper_bound
-from lab.engine.model_states import ERAS, MODES, fixed_in_era
+from lab.engine.model_states import ERAS, MODEL_STATE_FIRST_RELEASE, MODES, fixed_in_era, model_state_in_era
 from lab.engine.oor import OOR_FIELDS, STALE_CLASSES, classify_owners
 from lab.engine.ragged import ragged_ranges
 from lab.engine.speculator import (
@@ -210,6 +210,16 @@ class Step:
         method = self._t.scenario.speculative_method
         out = {}
         for era in ERAS:
+            if not model_state_in_era(state, era):
+                # A model state MRV2 did not have in this era: no value is invented (lab.engine.model_states).
+                out[era] = {
+                    "max_seq_len": None,
+                    "kernel_max_seq_len": None,
+                    "drafts": [],
+                    "target_note": f"no {state.replace('_', '-')} model state in MRV2 before vLLM "
+                    f"{MODEL_STATE_FIRST_RELEASE[state]}",
+                }
+                continue
             target_fixed = fixed_in_era(era, "target", state)
             target = self.max_seq_len["fixed" if target_fixed else "baseline"]
             passes = []

@@ -31,7 +31,11 @@ def era_names(step) -> list[str]:
 
 
 def target_path(trace) -> str:
-    return {"mamba_hybrid": "mamba-hybrid target", "encoder_decoder": "encoder-decoder target"}.get(
+    return {
+        "mamba_hybrid": "mamba-hybrid target",
+        "encoder_decoder": "encoder-decoder target",
+        "encoder_only": "encoder-only target (reads no block table)",
+    }.get(
         trace.scenario.model_state, "default-model target"
     )
 
@@ -42,7 +46,13 @@ def path_values(step) -> dict[str, list[tuple[int, int] | None]]:
     any; None in an era whose MRV2 did not have the scenario's speculator."""
     hist = step.history()
     eras = list(hist)
-    out = {"target": [(hist[e]["max_seq_len"], hist[e]["kernel_max_seq_len"]) for e in eras]}
+    # None in an era whose MRV2 did not have the model state (encoder-only before 0.27.0).
+    out = {
+        "target": [
+            None if hist[e]["max_seq_len"] is None else (hist[e]["max_seq_len"], hist[e]["kernel_max_seq_len"])
+            for e in eras
+        ]
+    }
     method = step._t.scenario.speculative_method
     own = [d.index for d in step.drafts if not reuses_target_metadata(method, d.index)]
     if own:
@@ -105,7 +115,7 @@ def headline_html(trace, index: int) -> str:
     n_steps = len(trace.steps)
     eras = era_names(st)
     vals = path_values(st)
-    t = vals["target"]
+    t = [v for v in vals["target"] if v is not None]  # the eras that had this target path
     ratio = t[0][1] / t[-1][1] if t[-1][1] else float("inf")
     walked = st.oor_all_passes
     wb, wf = walked["baseline"]["walked"], walked["fixed"]["walked"]
@@ -113,7 +123,9 @@ def headline_html(trace, index: int) -> str:
         f"<b>{html.escape(s.name or 'custom scenario')}</b> · <b>step {st.index}</b> of 0–{n_steps - 1} · "
         f"{st.num_reqs} requests · {st.cudagraph_mode} graph · "
     )
-    if wf:
+    if trace.scenario.model_state == "encoder_only":
+        head += "encoder-only attention reads no block table: no walk in either mode, max_seq_len sizes the kernel alone"
+    elif wf:
         head += (
             f"before #40654 the kernel walks <b>{_ratio(wb, wf)}</b> the block-table entries it walks after "
             f"#43991 ({wb:,} vs {wf:,}, target + drafts)"
@@ -122,7 +134,7 @@ def headline_html(trace, index: int) -> str:
         head += f"before #40654 the kernel walks {wb:,} block-table entries, after #43991 none"
     if st.cudagraph_mode == "FULL" and t[0][1] == t[-1][1]:
         head += " · <i>FULL graph: the kernel sees max_model_len in every era (R9)</i>"
-    elif ratio == 1 and t[0][0] == t[-1][0] and "drafts" not in vals:
+    elif ratio == 1 and t[0][0] == t[-1][0] and "drafts" not in vals and len(t) == len(eras):
         head += " · <i>this step's batch max equals max_model_len</i>"
     labels = {"target": target_path(trace), "drafts": drafts_label(s) if s.num_speculative_tokens else ""}
     recorded = recorded_releases(s.name)
@@ -141,7 +153,7 @@ def headline_html(trace, index: int) -> str:
         pr = fixed_by(v, eras)
         cells = []
         for k, value in enumerate(v):
-            note = st.history()[eras[k]].get("drafts_note", "") if path == "drafts" else ""
+            note = st.history()[eras[k]].get("drafts_note" if path == "drafts" else "target_note", "")
             if value is None:
                 cells.append(f"<td class='no-path'>— <i>{html.escape(note)}</i></td>")
                 continue
@@ -176,8 +188,8 @@ def era_series(trace) -> dict:
         out[k] = np.full((n, len(eras)), np.nan)
     for st in trace.steps:
         v = path_values(st)
-        out["target"][st.index] = [m for m, _ in v["target"]]
-        out["target_kernel"][st.index] = [kk for _, kk in v["target"]]
+        out["target"][st.index] = [x[0] if x else np.nan for x in v["target"]]
+        out["target_kernel"][st.index] = [x[1] if x else np.nan for x in v["target"]]
         if "drafts" in v:
             out["drafts"][st.index] = [x[0] if x else np.nan for x in v["drafts"]]
             out["drafts_kernel"][st.index] = [x[1] if x else np.nan for x in v["drafts"]]

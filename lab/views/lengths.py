@@ -54,8 +54,9 @@ def lengths_spec(trace, index: int) -> dict:
     annotations = []
     # One line per distinct value across the eras, named by every era that has it (coinciding lines labelled).
     by_value: dict[int, list[str]] = {}
-    for k, (meta, _) in enumerate(target):
-        by_value.setdefault(meta, []).append(eras[k])
+    for k, value in enumerate(target):
+        if value is not None:  # None: an era whose MRV2 did not have this model state
+            by_value.setdefault(value[0], []).append(eras[k])
     for meta, which in by_value.items():
         k = eras.index(which[-1])
         label = f"max_seq_len {' = '.join(which)}: {meta:,}"
@@ -76,7 +77,7 @@ def lengths_spec(trace, index: int) -> dict:
                     f"({meta / max(top, 1):,.0f}× the batch max), off this axis",
                 }
             )
-    kern = {kk for _, kk in target} - set(by_value)
+    kern = {v[1] for v in target if v is not None} - set(by_value)
     for kk in kern:  # a FULL graph: the kernel sees the captured max_model_len in every era (R9)
         annotations.append(
             {

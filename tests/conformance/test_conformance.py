@@ -139,10 +139,11 @@ def test_cli_prints_the_agreement_table(capsys):
 
 @pytest.mark.parametrize(
     "label,scenario,kernels",
-    [c for c in CASES if c[0].startswith("encoder-decoder")],
+    [c for c in CASES if c[0].startswith("encoder")],
     ids=lambda x: x.replace(" ", "-") if isinstance(x, str) else "",
 )
-def test_encoder_decoder(label, scenario, kernels):
-    """vLLM's EncoderDecoderModelState.prepare_attn on random scenarios (lab/conform/vllm_mrv2.py)."""
+def test_encoder_states(label, scenario, kernels):
+    """vLLM's EncoderDecoderModelState and EncoderOnlyModelState prepare_attn on random scenarios
+    (lab/conform/vllm_mrv2.py)."""
     cmp = _check(label, scenario, kernels)
     assert cmp.checks["R2"] > 0

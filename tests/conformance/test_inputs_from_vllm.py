@@ -172,3 +172,16 @@ def test_the_encoder_decoder_state_is_vllms(monkeypatch):
     )
     cmp = C.conform(s, kernels=False)
     assert any(f"{d.rule} {d.field}" == "R2 max_seq_len" for d in cmp.disagreements), cmp.table()
+
+
+def test_the_encoder_only_state_is_vllms(monkeypatch):
+    """EncoderOnlyModelState: the encoder metadata's max_seq_len and its dummy block table against the
+    lab's; a lab that walked the block table for it is caught."""
+    from lab.engine import model_states
+
+    s = Scenario.from_spec("6p300o1_2p900o1a2_state=encoder-only_mml=1k_tokens=1k_cg=piecewise")
+    cmp = C.conform(s, kernels=False)
+    assert cmp.ok and cmp.checks["R2"] > 0, cmp.table()
+    monkeypatch.setattr(model_states.EncoderOnlyModelState, "reads_block_table", True)
+    cmp = C.conform(s, kernels=False)
+    assert any(f"{d.rule} {d.field}" == "R2 walked entries" for d in cmp.disagreements), cmp.table()

@@ -288,7 +288,9 @@ SCENARIO_CHECKS: tuple[Check, ...] = (
     (
         # vllm/config/scheduler.py SchedulerConfig.verify_max_model_len, with chunked prefill off (R1 above).
         "max_num_batched_tokens",
-        lambda s: s.model_state not in ("encoder_decoder", "encoder_only") or s.max_num_batched_tokens >= s.max_model_len,
+        lambda s: (
+            s.model_state not in ("encoder_decoder", "encoder_only") or s.max_num_batched_tokens >= s.max_model_len
+        ),
         lambda s: (
             f"max_num_batched_tokens ({s.max_num_batched_tokens}) is smaller than max_model_len ({s.max_model_len}): "
             f"{s.model_state} models run without chunked prefill, so vLLM refuses it (raise tokens= or lower mml=)"

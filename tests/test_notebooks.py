@@ -28,6 +28,7 @@ SERIES = (
     "04_mamba_hybrid_and_history",
     "05_kernels",
     "06_real_vllm_live",
+    "07_every_path",
 )
 
 # Budgets: a notebook runs top to bottom in 60 s on the 2-core development machine (measured times are in

@@ -118,9 +118,7 @@ def suite_cases():
     cases = [(f"preset {name}", get_preset(name), True) for name in list_presets()]
     cases += [(f"random {seed}", random_scenario(seed), seed % KERNEL_EVERY == 0) for seed in range(NUM_RANDOM)]
     cases += [(f"speculator {seed}", random_speculator_scenario(seed), False) for seed in range(NUM_RANDOM_SPECULATORS)]
-    cases += [
-        (f"encoder {seed}", random_encoder_scenario(seed), False) for seed in range(NUM_RANDOM_ENCODER)
-    ]
+    cases += [(f"encoder {seed}", random_encoder_scenario(seed), False) for seed in range(NUM_RANDOM_ENCODER)]
     return cases
 
 

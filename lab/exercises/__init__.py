@@ -13,7 +13,7 @@ never typed in: ``solution(qid)`` is the one place the answers live, and the tes
 get their message). Instructors can print them all with ``python -m lab.exercises``.
 
 The package: checker.py is the machinery (Exercise, Trap, the traces, how an answer is judged);
-nb01_tour.py … nb06_live.py hold each notebook's exercises and the scenarios they name; this module
+nb01_tour.py … nb07_every_path.py hold each notebook's exercises and the scenarios they name; this module
 gathers them into ``EXERCISES``.
 """
 
@@ -28,6 +28,7 @@ from lab.exercises import (
     nb04_mamba_history,
     nb05_kernels,
     nb06_live,
+    nb07_every_path,
 )
 from lab.exercises.checker import Exercise, Trap, Verdict, judge
 
@@ -37,10 +38,19 @@ from lab.exercises.nb02_upper_bound import GRAPHS_SPEC
 from lab.exercises.nb03_eagle_drafts import NEAR_LIMIT_SPEC
 from lab.exercises.nb05_kernels import KERNEL_SPEC
 from lab.exercises.nb06_live import LIVE_SPEC
+from lab.exercises.nb07_every_path import ENCODER_DECODER_SPEC
 
 EXERCISES: dict[str, Exercise] = {
     e.id: e
-    for notebook in (nb01_tour, nb02_upper_bound, nb03_eagle_drafts, nb04_mamba_history, nb05_kernels, nb06_live)
+    for notebook in (
+        nb01_tour,
+        nb02_upper_bound,
+        nb03_eagle_drafts,
+        nb04_mamba_history,
+        nb05_kernels,
+        nb06_live,
+        nb07_every_path,
+    )
     for e in notebook.EXERCISES
 }
 
@@ -82,6 +92,7 @@ def main() -> None:
 
 
 __all__ = [
+    "ENCODER_DECODER_SPEC",
     "EXERCISES",
     "GRAPHS_SPEC",
     "KERNEL_SPEC",

@@ -35,9 +35,7 @@ def target_path(trace) -> str:
         "mamba_hybrid": "mamba-hybrid target",
         "encoder_decoder": "encoder-decoder target",
         "encoder_only": "encoder-only target (reads no block table)",
-    }.get(
-        trace.scenario.model_state, "default-model target"
-    )
+    }.get(trace.scenario.model_state, "default-model target")
 
 
 def path_values(step) -> dict[str, list[tuple[int, int] | None]]:
@@ -124,7 +122,9 @@ def headline_html(trace, index: int) -> str:
         f"{st.num_reqs} requests · {st.cudagraph_mode} graph · "
     )
     if trace.scenario.model_state == "encoder_only":
-        head += "encoder-only attention reads no block table: no walk in either mode, max_seq_len sizes the kernel alone"
+        head += (
+            "encoder-only attention reads no block table: no walk in either mode, max_seq_len sizes the kernel alone"
+        )
     elif wf:
         head += (
             f"before #40654 the kernel walks <b>{_ratio(wb, wf)}</b> the block-table entries it walks after "

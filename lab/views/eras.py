@@ -128,7 +128,7 @@ def headline_html(trace, index: int) -> str:
     elif wf:
         head += (
             f"before #40654 the kernel walks <b>{_ratio(wb, wf)}</b> the block-table entries it walks after "
-            f"#43991 ({wb:,} vs {wf:,}, target + drafts)"
+            f"#43991 ({wb:,} vs {wf:,}{', target + drafts' if trace.num_draft_passes else ''})"
         )
     else:
         head += f"before #40654 the kernel walks {wb:,} block-table entries, after #43991 none"

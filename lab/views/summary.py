@@ -51,7 +51,8 @@ def summary_markdown(trace, index: int) -> str:
         f"{st.max_seq_len['baseline']:,} / fixed {st.max_seq_len['fixed']:,}; the kernel sees "
         f"{st.kernel_max_seq_len['baseline']:,} / {st.kernel_max_seq_len['fixed']:,}.",
         "",
-        "| block-table entries (target + drafts) | baseline: before #40654 | fixed: after #43991 | ratio |",
+        f"| block-table entries ({'target + drafts' if trace.num_draft_passes else 'target'}) | baseline: before "
+        "#40654 | fixed: after #43991 | ratio |",
         "|---|---:|---:|---:|",
         *(
             f"| {label} | {b[key]:,} | {f[key]:,} | {_ratio(b[key], f[key])} |"

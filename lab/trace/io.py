@@ -341,6 +341,7 @@ def scenario_to_dict(s: Scenario) -> dict:
         ("device_capability", 90),
         ("speculative_method", "eagle"),
         ("draft_decode_fused", False),
+        ("sliding_window", 0),
     ):
         if d[name] == default:
             del d[name]

@@ -52,6 +52,13 @@ PRESETS: dict[str, tuple[str, str]] = {
         "for all K modules with max(upper bound), no +K, replayed in FULL_DECODE_ONLY graphs of 1 + K "
         "tokens per request, where the kernel sees the captured max_model_len (R9).",
     ),
+    "sliding-window": (
+        "6p2ko64_4p512o96a12+6_window=128_mml=8k_tokens=2k_cg=piecewise",
+        "A gpt-oss-like hybrid: full-attention layers plus a 128-token sliding-window KV group. From vLLM "
+        "0.33.0 the sliding group's gathered table holds the null block over every entry wholly below a "
+        "request's window (R11): freed blocks a kernel's KV tile could still load. With vllm=0.32 nothing "
+        "is nulled.",
+    ),
 }
 
 

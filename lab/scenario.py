@@ -318,7 +318,9 @@ SCENARIO_CHECKS: tuple[Check, ...] = (
     (
         "sliding_window",
         lambda s: 0 <= s.sliding_window <= s.max_model_len,
-        lambda s: f"must be 0 (no sliding-window group) or a window of 1 to max_model_len tokens, got {s.sliding_window}",
+        lambda s: (
+            f"must be 0 (no sliding-window group) or a window of 1 to max_model_len tokens, got {s.sliding_window}"
+        ),
     ),
     ("requests", lambda s: len(s.requests) >= 1, lambda s: "at least one request is needed"),
     ("requests", lambda s: len(s.requests) <= 1_000_000, lambda s: "at most 1,000,000 requests"),

@@ -32,6 +32,7 @@ class RecordedStep:
     table: np.ndarray  # [num_reqs_padded, max_num_blocks_per_req] gathered input table (a copy)
     drafts: list  # DraftPassMetadata per draft pass
     draft_max_seq_len: int | None  # the speculator's fixed-mode value (R4)
+    sliding_table: np.ndarray | None = None  # R11: the sliding-window group's gathered table (a copy), or None
 
 
 class EngineRecording:
@@ -67,6 +68,7 @@ class EngineRecording:
                 table=record.block_table.copy(),
                 drafts=record.drafts,
                 draft_max_seq_len=record.draft_max_seq_len.get("fixed"),
+                sliding_table=None if record.sliding_gathered is None else record.sliding_block_table.copy(),
             )
         )
         self._ops = []

@@ -65,6 +65,13 @@ PRESETS: dict[str, tuple[str, str]] = {
         "no draft attention pass, so only the target pass (which verifies 1 + K tokens a request) reads the "
         "block table with a max_seq_len.",
     ),
+    "sliding-window": (
+        "6p2ko64_4p512o96a12+6_window=128_mml=8k_tokens=2k_cg=piecewise",
+        "A gpt-oss-like hybrid: full-attention layers plus a 128-token sliding-window KV group. From vLLM "
+        "0.33.0 the sliding group's gathered table holds the null block over every entry wholly below a "
+        "request's window (R11): freed blocks a kernel's KV tile could still load. With vllm=0.32 nothing "
+        "is nulled.",
+    ),
 }
 
 

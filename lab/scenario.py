@@ -84,6 +84,10 @@ class Scenario:
     # (_fused_multi_step_decode: built once at step 1, advanced on the GPU; FlashAttention, Triton,
     # FlashInfer TRTLLM-gen decode, Triton MLA).
     draft_decode_fused: bool = False
+    # A sliding-window KV-cache group beside the full-attention one (gpt-oss-like hybrids), its window in
+    # tokens (vLLM's SlidingWindowSpec.sliding_window); 0: none. From vLLM 0.33.0 its gathered table nulls
+    # the entries below each request's window (R11, lab/engine/sliding_window.py).
+    sliding_window: int = 0
     name: str = field(default="", compare=False)
     description: str = field(default="", compare=False)
 
@@ -200,6 +204,7 @@ SCENARIO_CHECKS: tuple[Check, ...] = (
             "max_num_batched_tokens",
             "seed",
             "max_num_steps",
+            "sliding_window",
         )
     ),
     ("seed", lambda s: 0 <= s.seed < 2**63, lambda s: f"must be a non-negative integer below 2**63, got {s.seed}"),
@@ -339,6 +344,13 @@ SCENARIO_CHECKS: tuple[Check, ...] = (
         "device_capability",
         lambda s: s.device_capability in DEVICE_CAPABILITIES,
         lambda s: f"must be one of {DEVICE_CAPABILITIES}, got {s.device_capability!r}",
+    ),
+    (
+        "sliding_window",
+        lambda s: 0 <= s.sliding_window <= s.max_model_len,
+        lambda s: (
+            f"must be 0 (no sliding-window group) or a window of 1 to max_model_len tokens, got {s.sliding_window}"
+        ),
     ),
     ("requests", lambda s: len(s.requests) >= 1, lambda s: "at least one request is needed"),
     ("requests", lambda s: len(s.requests) <= 1_000_000, lambda s: "at most 1,000,000 requests"),

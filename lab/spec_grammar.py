@@ -50,6 +50,11 @@ Grammar (underscore- or whitespace-separated segments, in any order)::
     sm         80 | 89 | 90 | 100 | 103 | 120            device_capability        (default 90, H100/H200;
                                                           100 = B200: vLLM's CUDA-graph capture
                                                           ceiling is 1024 tokens there, 512 elsewhere)
+    window     tokens, k allowed; 0 = none                sliding_window           (default 0: a model
+                                                          with full attention only; window=128 adds
+                                                          a sliding-window KV group, gpt-oss-like,
+                                                          whose table vLLM 0.33.0 nulls below the
+                                                          window: R11)
 
 Worked examples::
 
@@ -62,6 +67,10 @@ Worked examples::
 
     8p1ko64_k=3_accept=0.6_seed=7
         Eagle/MTP with 3 draft tokens per step, each accepted with probability 0.6.
+
+    4p2ko64_window=128_mml=8k
+        four 2k-token prompts in a model with a 128-token sliding-window group: from the second prefill
+        chunk on, the sliding group's gathered table holds block 0 below each request's window.
 
     p100o20a5
         one request of 100 prompt tokens and 20 output tokens arriving at step 5.
@@ -127,6 +136,7 @@ SPEC_SETTINGS = {
     "sm": "device_capability",
     "method": "speculative_method",
     "drafts": "draft_decode_fused",
+    "window": "sliding_window",
 }
 
 _REQ_RE = re.compile(r"^(\d+)?p(\d+)(k?)o(\d+)(k?)(?:a(\d+)(?:\+(\d+))?)?$")
@@ -141,7 +151,7 @@ _STATE_NAMES = {
 # Keys whose value is a size: digits with an optional k (x1024).
 _SIZE_KEYS = ("mml", "tokens", "blocks", "bs", "k", "seqs", "steps", "sm")
 # Fields written with a k suffix where the value is a multiple of 1024.
-_SIZE_FIELDS = ("max_model_len", "max_num_batched_tokens")
+_SIZE_FIELDS = ("max_model_len", "max_num_batched_tokens", "sliding_window")
 
 
 def _size(text: str, seg: str) -> int:
@@ -158,6 +168,15 @@ def _fmt_size(n: int) -> str:
 def _parse_setting(key: str, value: str, seg: str):
     if key not in SPEC_SETTINGS:
         raise ValueError(f"invalid scenario segment {seg!r}: unknown key {key!r} (known: {', '.join(SPEC_SETTINGS)})")
+    if key == "window":
+        if value.lower() in ("0", "none", "off"):
+            return 0
+        if not _SIZE_RE.match(value):
+            raise ValueError(
+                f"invalid scenario segment {seg!r}: window is the sliding window in tokens "
+                f"(e.g. window=128 or window=4k), or 0/none for no sliding-window group"
+            )
+        return _size(value, seg)
     if key in _SIZE_KEYS:
         return _size(value, seg)
     if key == "seed":

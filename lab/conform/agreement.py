@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-RULES = ("R1", "R2", "R3", "R4", "R5", "R6", "R7", "R8")
+RULES = ("R1", "R2", "R3", "R4", "R5", "R6", "R7", "R8", "R11")
 RULE_TITLES = {
     "R1": "seq_lens_cpu_upper_bound (prepare_inputs)",
     "R2": "target max_seq_len, num_reqs, num_tokens (prepare_attn)",
@@ -17,6 +17,7 @@ RULE_TITLES = {
     "R6": "gathered block table incl. stale columns (gather_block_tables)",
     "R7": "slot mapping (compute_slot_mappings)",
     "R8": "batch order and CUDA-graph dispatch (CudaGraphManager)",
+    "R11": "sliding-window group's table, nulled below the window (gather)",
 }
 
 

@@ -34,6 +34,7 @@ class RecordedStep:
     drafts: list  # DraftPassMetadata per draft pass
     draft_max_seq_len: int | None  # the speculator's fixed-mode value (R4)
     walked: int  # block-table entries every walk of the step read, both modes (lab/engine/oor.py)
+    sliding_table: np.ndarray | None = None  # R11: the sliding-window group's gathered table (a copy), or None
 
 
 class EngineRecording:
@@ -70,6 +71,7 @@ class EngineRecording:
                 drafts=record.drafts,
                 draft_max_seq_len=record.draft_max_seq_len.get("fixed"),
                 walked=int(record.oor[..., OOR_FIELDS.index("walked")].sum()),
+                sliding_table=None if record.sliding_gathered is None else record.sliding_block_table.copy(),
             )
         )
         self._ops = []

@@ -9,6 +9,7 @@ from lab.conform.recording import record_engine
 from lab.conform.vllm_config import vllm_capture_sizes
 from lab.conform.vllm_mrv2 import VLLM_VERSION, VllmMRV2
 from lab.engine.cudagraph import capture_sizes
+from lab.engine.sliding_window import masking_reach
 from lab.presets import list_presets
 from lab.scenario import Scenario, get_preset
 from lab.spec_grammar import SPECULATIVE_METHODS
@@ -24,6 +25,8 @@ def conform(scenario, kernels: bool = True, max_disagreements: int = 20) -> Comp
     cmp = Comparison()
     cmp.check("config", "R8", "cudagraph_capture_sizes (_set_cudagraph_sizes)", capture_sizes(scenario), sizes)
     vl = VllmMRV2(scenario, sizes, max_size)
+    if scenario.sliding_window:  # R11's reach: vLLM's SlidingWindowSpec.num_retained_tokens
+        cmp.check("config", "R11", "sliding_window_reach", masking_reach(scenario), vl.sliding_window_reach)
     for rec in records:
         vl.step(rec, cmp, kernels)
         if len(cmp.disagreements) >= max_disagreements:
@@ -104,21 +107,39 @@ def random_encoder_scenario(seed: int):
     )
 
 
+def random_window_scenario(seed: int):
+    """A small random scenario with a sliding-window KV group (R11): ``random_scenario``'s settings, a
+    window from 1 token to beyond the prompts, sometimes drafts (multi-module MTP retains K - 1 more
+    tokens below the window)."""
+    rng = np.random.default_rng([seed, 11])
+    base = random_scenario(seed)
+    window = int(min(rng.choice([1, 2, 5, 16, 33, 64, 128, 200]), base.max_model_len))
+    method = str(rng.choice(["eagle", "mtp_multi_module", "draft_model"]))
+    return base.replace(
+        sliding_window=window,
+        speculative_method=method if base.num_speculative_tokens else "eagle",
+        name=f"random-window-{seed}",
+    )
+
+
 # ---- the suite's scenario set and the CLI -------------------------------------------------------
 
 # The conformance suite (tests/conformance) and `python -m lab conform --all` run the same set.
 NUM_RANDOM = 220
 NUM_RANDOM_SPECULATORS = 80  # R1-R5 and R8 only: the speculator does not change R6/R7
 NUM_RANDOM_ENCODER = 30  # R1-R3 and R8 on the encoder-decoder and encoder-only states
+NUM_RANDOM_WINDOWS = 24  # R11 (and every other rule): vLLM's kernel with a sliding-window group, every one
 KERNEL_EVERY = 4  # R6/R7 (interpreted Triton kernels) on every 4th random scenario and every preset
 
 
 def suite_cases():
-    """(label, scenario, kernels) for every preset and NUM_RANDOM seeded random scenarios."""
+    """(label, scenario, kernels) for every preset, NUM_RANDOM seeded random scenarios, the speculator
+    census and NUM_RANDOM_WINDOWS scenarios with a sliding window."""
     cases = [(f"preset {name}", get_preset(name), True) for name in list_presets()]
     cases += [(f"random {seed}", random_scenario(seed), seed % KERNEL_EVERY == 0) for seed in range(NUM_RANDOM)]
     cases += [(f"speculator {seed}", random_speculator_scenario(seed), False) for seed in range(NUM_RANDOM_SPECULATORS)]
     cases += [(f"encoder {seed}", random_encoder_scenario(seed), False) for seed in range(NUM_RANDOM_ENCODER)]
+    cases += [(f"window {seed}", random_window_scenario(seed), True) for seed in range(NUM_RANDOM_WINDOWS)]
     return cases
 
 

@@ -1,6 +1,7 @@
 """vLLM 0.33.0's real MRV2 objects, built on the CPU with only the attributes their methods read,
 and fed one recorded engine step at a time (``VllmMRV2.step``); the speculators, capture sizes and
-request slots in lab/conform/vllm_speculators.py, vllm_config.py and vllm_slots.py."""
+request slots in lab/conform/vllm_speculators.py, vllm_config.py and vllm_slots.py; a sliding-window
+group's reach in vllm_sliding_window.py."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 
 from lab.conform.agreement import Comparison
 from lab.conform.recording import RecordedStep
+from lab.conform.vllm_sliding_window import num_computed_tokens_by_slot, vllm_sliding_window_reach
 from lab.conform.vllm_slots import VllmRequestSlots
 from lab.conform.vllm_speculators import VllmDrafts, capture_build_attn_metadata
 from lab.engine.block_table import compute_slot_mappings
@@ -142,8 +144,16 @@ class VllmMRV2:
         ms._align_mode = False
         ms.recoverssm = None
 
+        # R11: with a window, a second KV-cache group, sliding, with the same ids (vllm_sliding_window.py).
+        self.sliding_window_reach = vllm_sliding_window_reach(s) if s.sliding_window else 0
+        groups = 2 if s.sliding_window else 1
         self.block_tables = V.block_table.BlockTables(
-            [s.block_size], self.max_num_reqs, s.max_num_batched_tokens, [s.max_num_blocks_per_req], self.device
+            [s.block_size] * groups,
+            self.max_num_reqs,
+            s.max_num_batched_tokens,
+            [s.max_num_blocks_per_req] * groups,
+            self.device,
+            sliding_window_reach=[0, self.sliding_window_reach][:groups],
         )
         self.input_buffers = V.input_batch.InputBuffers(self.max_num_reqs, s.max_num_batched_tokens, self.device)
         self.capture_bt = V.block_table.BlockTables(
@@ -347,18 +357,23 @@ class VllmMRV2:
     def _block_tables(self, rec, cmp, idx_mapping, num_reqs_padded, qsl, qsl_np, positions, desc, n):
         torch, s = self.V.torch, self.s
         bt = self.block_tables
+        groups = bt.num_kv_cache_groups
         for op in rec.block_ops:
             if op[0] == "add":
-                bt.append_block_ids(op[1], ([],), overwrite=True)
+                bt.append_block_ids(op[1], ([],) * groups, overwrite=True)
             else:
                 _, req_indices, counts, block_ids = op
                 off = 0
                 for r, c in zip(req_indices.tolist(), counts.tolist()):
-                    bt.append_block_ids(r, (block_ids[off : off + c].tolist(),), overwrite=False)
+                    bt.append_block_ids(r, (block_ids[off : off + c].tolist(),) * groups, overwrite=False)
                     off += c
         bt.apply_staged_writes()
-        (table,) = bt.gather_block_tables(idx_mapping, num_reqs_padded)
+        # vllm model_runner.py prepare_attn: num_computed_tokens=self.req_states.num_computed_tokens.gpu.
+        nct = num_computed_tokens_by_slot(rec, idx_mapping.numpy(), self.max_num_reqs, torch)
+        table, *sliding = bt.gather_block_tables(idx_mapping, num_reqs_padded, num_computed_tokens=nct)
         cmp.check_table(rec.index, "R6", "block_table", rec.table, table.numpy())
+        if sliding:
+            cmp.check_table(rec.index, "R11", "sliding block_table", rec.sliding_table, sliding[0].numpy())
         slots = bt.compute_slot_mappings(idx_mapping, qsl, torch.from_numpy(positions), desc.num_tokens)[0].numpy()
         lab_slots = compute_slot_mappings(rec.table, qsl_np[: n + 1], positions, s.block_size, desc.num_tokens)
         cmp.check_table(rec.index, "R7", "slot_mapping", lab_slots[None, :], slots[None, :])

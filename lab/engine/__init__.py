@@ -14,7 +14,8 @@ in the order ``GPUModelRunner.execute_model`` runs (lab/engine/model_runner.py):
 8. speculator.py    ``EagleSpeculator.propose``: ``draft_max_seq_len`` (R4) and the draft passes (R5)
 9. oor.py           out-of-range accounting: what a walk of ``cdiv(max_seq_len, block_size)`` columns reads
                     (``StaleRegion`` per step; ``StaleLedger`` carries the stale entries' classes across steps)
-10. step_record.py  ``StepRecord``: what one step did, handed to every observer (``on_step``)
+10. sliding_window.py ``SlidingWindowGroup``: a sliding-window KV group's table, nulled below the window (R11)
+11. step_record.py  ``StepRecord``: what one step did, handed to every observer (``on_step``)
 
 Rule -> where it lives (the vLLM 0.33.0 symbol it mirrors is named there; docs/rules.md lists all):
 
@@ -28,6 +29,7 @@ Rule -> where it lives (the vLLM 0.33.0 symbol it mirrors is named there; docs/r
     R8  cudagraph.CudaGraphManager.dispatch           cudagraph_utils.py CudaGraphManager
     R9  cudagraph.kernel_visible_max_seq_len          a FULL replay keeps its capture's launch arguments
     R10 lab/gpu_model/backends.py (one record per backend; the registry's kernels point at them)
+    R11 sliding_window.SlidingWindowGroup.gather      block_table.py gather_block_tables(num_computed_tokens=)
 
 This package's ``__init__`` imports nothing, so any module here can be imported alone.
 """

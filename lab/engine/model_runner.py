@@ -31,6 +31,7 @@ from lab.engine.model_states import MODES, make_model_state
 from lab.engine.oor import StaleLedger, StaleRegion
 from lab.engine.releases import release
 from lab.engine.scheduler import Scheduler, SchedulerOutput
+from lab.engine.sliding_window import SlidingWindowGroup, masking_reach
 from lab.engine.speculator import ONE_PASS_METHODS, SPECULATORS, draft_cudagraph_mode, num_query_per_req
 from lab.engine.step_record import BlockAppend, EngineEnd, RequestAdded, RequestRemoved, StepObserver, StepRecord
 
@@ -63,6 +64,16 @@ class ModelRunner:
             zero_dirty_rows=self.release.zero_dirty_rows,
             stale_ledger=self.stale_ledger,
         )
+        # R11: a sliding-window KV group (vllm BlockTables' second group), None without a window.
+        self.sliding = None
+        if s.sliding_window:
+            self.sliding = SlidingWindowGroup(
+                self.max_num_reqs,
+                self.max_num_blocks_per_req,
+                masking_reach(s),
+                s.block_size,
+                self.release.zero_dirty_rows,
+            )
         self.model_state = make_model_state(s.model_state, s.max_model_len, self.max_num_reqs)
         self.capture_sizes = capture_sizes(s)
         self.cudagraph_manager = CudaGraphManager(
@@ -198,6 +209,16 @@ class ModelRunner:
         oor = self.count_out_of_range(
             num_blocks, batch.num_reqs_after_padding, kv_owner, stale_totals, walk_max_seq_len, walk_num_rows
         )
+        sliding = {}
+        if self.sliding is not None:  # vllm model_runner.py prepare_attn: num_computed_tokens=req_states' (GPU)
+            nulled = self.sliding.gather(
+                self.block_tables, batch.idx_mapping_np, batch.num_reqs_after_padding, state.num_computed_tokens_gpu
+            )
+            sliding = dict(
+                sliding_nulled_rows=nulled,
+                sliding_nulled=self.sliding.walks(walk_max_seq_len),
+                sliding_gathered=partial(self.sliding.input_table, batch.num_reqs_after_padding),
+            )
 
         self.postprocess(state, batch, num_accepted)
         self._notify(
@@ -221,6 +242,7 @@ class ModelRunner:
                 walk_num_rows=walk_num_rows,
                 oor=oor,
                 kv_owner=kv_owner,
+                **sliding,
             )
         )
         # Results go back to the scheduler in its own order.

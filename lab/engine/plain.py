@@ -10,7 +10,10 @@ churn and preemption included, that both give the same answer.
 - ``out_of_range_counts``:  what a kernel told ``max_seq_len`` reads past each request's blocks, by
   class, one row at a time (fast: ``StaleRegion.walks`` with ``StaleLedger``, lab/engine/oor.py);
 - ``schedule_running``:     the scheduler's pass over the running requests, with preemption (fast:
-  the vectorised pass in ``Scheduler._schedule_running``, lab/engine/scheduler.py).
+  the vectorised pass in ``Scheduler._schedule_running``, lab/engine/scheduler.py);
+- ``gather_block_tables(..., num_computed_tokens, reach)`` and ``nulled_counts``: R11, a sliding-window
+  group's table with the entries below each window nulled, and what a walk would have read there
+  (fast: ``SlidingWindowGroup``, lab/engine/sliding_window.py).
 """
 
 from __future__ import annotations
@@ -30,13 +33,21 @@ def gather_block_tables(
     num_reqs_padded: int,
     num_dirty_rows: int,
     zero_dirty_rows: bool = True,
+    num_computed_tokens: np.ndarray | None = None,
+    reach: int = 0,
+    block_size: int = 1,
 ) -> int:
     """R6: vllm/v1/worker/gpu/block_table.py ``BlockTables.gather_block_tables`` and its Triton kernel
     ``_gather_block_tables_kernel``, one KV-cache group, in place on ``input_block_tables``.
 
     ``block_tables[req_idx]`` is a request's persistent row (by request slot), ``num_blocks[req_idx]``
     how many blocks it holds, ``idx_mapping[batch_idx]`` the request slot of each batch row. Returns
-    the new ``_num_dirty_rows`` (the rows this gather filled with real requests)."""
+    the new ``_num_dirty_rows`` (the rows this gather filled with real requests).
+
+    R11, a sliding-window group (``reach`` = its ``sliding_window_reach`` > 0, vLLM 0.33.0's
+    ``MASK_SLIDING_WINDOW``): ``num_computed_tokens[req_idx]`` is the request's first scheduled
+    position, and the row's first ``max(first_pos - reach, 0) // block_size`` gathered entries are
+    the null block ("Leading entries no query of this step can attend: null them")."""
     num_reqs = len(idx_mapping)
     # vLLM 0.33.0: "Also clear rows left by a larger batch in the shared buffer". vLLM 0.32.0 launches
     # the kernel over num_reqs_padded rows only, so rows a larger earlier batch wrote keep their ids.
@@ -50,7 +61,37 @@ def gather_block_tables(
         # Only columns [0, num_blocks) are written: the columns after them keep whatever an earlier
         # step left in this batch row. Those are the stale entries.
         input_block_tables[batch_idx, :n] = block_tables[req_idx, :n]
+        if num_computed_tokens is not None and reach > 0:
+            num_null = max(int(num_computed_tokens[req_idx]) - reach, 0) // block_size
+            input_block_tables[batch_idx, : min(num_null, n)] = 0  # the kernel stores only [0, num_blocks)
     return num_reqs
+
+
+def nulled_counts(
+    sliding_table: np.ndarray,
+    full_table: np.ndarray,
+    num_blocks: np.ndarray,
+    owner: np.ndarray,
+    max_seq_len: int,
+    block_size: int,
+) -> dict[str, int]:
+    """R11, one walk over a sliding-window group's gathered table: the entries of the real rows' own
+    columns [0, min(num_blocks, walked)) where it holds the null block and the same gather without the
+    nulling (``full_table``, the lab's group sharing its ids) holds a block. Returns ``nulled`` (how
+    many) and, by what the walk would have read there instead (``owner``, the block pool's), ``live``
+    and ``free`` (in the lab always the row's own live block, lab/engine/sliding_window.py)."""
+    width = walked_columns(max_seq_len, block_size)
+    counts = {"nulled": 0, "live": 0, "free": 0}
+    for row in range(len(num_blocks)):
+        for col in range(min(int(num_blocks[row]), width)):
+            if sliding_table[row, col] == 0 and full_table[row, col] != 0:
+                counts["nulled"] += 1
+                who = owner[full_table[row, col]]  # the block the walk would have read without the nulling
+                if who >= 0:
+                    counts["live"] += 1
+                elif who == FREE:
+                    counts["free"] += 1
+    return counts
 
 
 def out_of_range_counts(

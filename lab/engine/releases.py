@@ -31,13 +31,17 @@ class Release:
     # vllm/v1/worker/gpu/block_table.py gather_block_tables: 0.33 also zeroes the rows a larger earlier
     # batch left (_num_dirty_rows); before, only the padded rows.
     zero_dirty_rows: bool
+    # vllm/v1/worker/gpu/block_table.py gather_block_tables(num_computed_tokens=): 0.33 writes the null
+    # block over a sliding-window group's entries wholly below each request's window (R11,
+    # lab/engine/sliding_window.py); 0.19.1-0.32.0 have no sliding_window_reach and gather every column.
+    null_below_window: bool
 
 
 RELEASES = {
-    "0.19": Release("0.19", "before #40654", False, False, False, False),
-    "0.22": Release("0.22", "after #40654", False, False, False, False),
-    "0.32": Release("0.32", "after #43991", True, True, True, False),
-    "0.33": Release("0.33", "after #43991", True, True, True, True),
+    "0.19": Release("0.19", "before #40654", False, False, False, False, False),
+    "0.22": Release("0.22", "after #40654", False, False, False, False, False),
+    "0.32": Release("0.32", "after #43991", True, True, True, False, False),
+    "0.33": Release("0.33", "after #43991", True, True, True, True, True),
 }
 
 # MRV2 refuses mamba-hybrid models in 0.19/0.22 (vllm/config/vllm.py

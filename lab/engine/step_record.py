@@ -86,6 +86,17 @@ class StepRecord:
     walk_num_rows: list[int] = field(default_factory=list)  # [P] rows each walk covers
     oor: np.ndarray | None = None  # [P, F] out-of-range counts of each walk
     kv_owner: np.ndarray | None = None  # owner instance of every block id (FREE, NULL_OWNER)
+    # R11, only with a sliding-window group (lab/engine/sliding_window.py; None without one):
+    sliding_nulled_rows: np.ndarray | None = None  # [n] entries its gather nulled in each row
+    sliding_nulled: np.ndarray | None = None  # [P] entries each walk reads there that were nulled
+    # [n_pad, max_num_blocks_per_req] its gathered table, or what builds it: read ``sliding_block_table``
+    sliding_gathered: np.ndarray | Callable[[], np.ndarray] | None = None
+
+    @property
+    def sliding_block_table(self) -> np.ndarray | None:
+        if callable(self.sliding_gathered):
+            self.sliding_gathered = self.sliding_gathered()
+        return self.sliding_gathered
 
     @property
     def block_table(self) -> np.ndarray | None:

@@ -65,6 +65,11 @@ def refusals(scenario, series: str = LIVE_SERIES, device: str = "cpu") -> list[s
         )
     if s.speculative_method == "draft_model" and series in ("0.19", "0.22"):
         out.append(f"speculative_method=draft_model: vLLM {series}'s MRV2 has no draft_model speculator (from 0.31.0)")
+    if s.sliding_window:
+        out.append(
+            "sliding_window: the live recorder's tiny models have full attention only; R11 is compared with "
+            "vLLM 0.33.0's own gather kernel by the conformance suite, not recorded live"
+        )
     if device != "cpu":
         if s.async_scheduling:
             out.append(

@@ -24,6 +24,7 @@ import numpy as np
 
 from lab.engine.block_pool import NULL_BLOCK_ID
 from lab.engine.cudagraph import CG_MODE_NAMES
+from lab.engine.oor import OOR_FIELDS
 from lab.engine.speculator import num_draft_passes
 from lab.scenario import RequestSpec, Scenario
 from lab.trace.schema import (
@@ -32,6 +33,8 @@ from lab.trace.schema import (
     MAX_ARRAY_BYTES,
     MAX_FILE_BYTES,
     SCHEMA,
+    SLIDING_WINDOW_META_STR,
+    SLIDING_WINDOW_SCHEMA,
     TIMING_META_STR,
     TIMING_SCHEMA,
     VERSION,
@@ -52,7 +55,8 @@ def to_json_dict(trace) -> dict:
     arrays = {}
     timed = TIMING_SCHEMA if "kernel_ms" in trace.arrays else {}
     counted = VLLM_COUNT_SCHEMA if "vllm_programs" in trace.arrays else {}
-    for name, (dtype, _) in {**SCHEMA, **timed, **counted}.items():
+    sliding = SLIDING_WINDOW_SCHEMA if "sliding_nulled" in trace.arrays else {}
+    for name, (dtype, _) in {**SCHEMA, **timed, **counted, **sliding}.items():
         arr = np.ascontiguousarray(trace.arrays[name], dtype=dtype)
         delta = name in DELTA_ROW_COLUMNS
         if delta:
@@ -151,7 +155,9 @@ def from_json_dict(doc, source: str = "trace") -> TraceParts:
         or not (isinstance(meta["num_preemptions"], int) and meta["num_preemptions"] >= 0)
     ):
         bad("meta.source must be a string, meta.truncated a boolean, meta.num_preemptions an integer >= 0")
-    unknown = set(doc["arrays"]) - set(SCHEMA) - set(TIMING_SCHEMA) - set(VLLM_COUNT_SCHEMA)
+    unknown = (
+        set(doc["arrays"]) - set(SCHEMA) - set(TIMING_SCHEMA) - set(VLLM_COUNT_SCHEMA) - set(SLIDING_WINDOW_SCHEMA)
+    )
     if unknown:
         bad(f"unknown arrays {sorted(unknown)}")
     arrays: dict[str, np.ndarray] = {}
@@ -167,10 +173,12 @@ def from_json_dict(doc, source: str = "trace") -> TraceParts:
     for name in DELTA_ROW_COLUMNS:
         arrays[name] = _delta_decode(arrays[name], arrays["row_inst"])
     _check_rows(arrays, width, scenario, bad)
-    # The optional groups: a live kernel run's timings, and vLLM's own kernel counted on the steps.
+    # The optional groups: a live kernel run's timings, vLLM's own kernel counted on the steps, and the
+    # sliding-window group's nulled entries (R11).
     groups = (
         ("kernel timings", TIMING_SCHEMA, "kernels", check_timings),
         ("vLLM kernel counts", VLLM_COUNT_SCHEMA, "vllm_kernels", check_vllm_counts),
+        ("sliding-window counts", SLIDING_WINDOW_SCHEMA, "sliding_window", check_sliding_window),
     )
     for label, schema, meta_key, check in groups:
         present = [n for n in schema if n in doc["arrays"]]
@@ -184,6 +192,8 @@ def from_json_dict(doc, source: str = "trace") -> TraceParts:
                 bad(f"array {name!r} is not an object")
             arrays[name] = _decode_array(name, spec, schema[name][0], bad)
         check(arrays, meta[meta_key], len(arrays["num_reqs_padded"]), bad)
+    if "sliding_nulled" in arrays and not scenario.sliding_window:
+        bad("sliding-window counts in a trace whose scenario has no sliding window")
     return scenario, req_ids, arrays, meta
 
 
@@ -286,6 +296,18 @@ def check_vllm_counts(a: dict, meta, num_steps: int, bad) -> None:
             bad(f"array {name!r}: counts are >= 0, or -1 where a step was not run")
 
 
+def check_sliding_window(a: dict, meta, num_steps: int, bad) -> None:
+    """R11's counts: one per step, pass (as many as ``oor`` has) and mode, never negative, never more
+    than the walk's in-range entries (the nulled ones are among a row's own columns)."""
+    if not isinstance(meta, dict) or not all(isinstance(meta.get(k), str) and meta[k] for k in SLIDING_WINDOW_META_STR):
+        bad(f"meta.sliding_window must be an object with non-empty strings {list(SLIDING_WINDOW_META_STR)}")
+    v, oor = a.get("sliding_nulled"), a["oor"]
+    if v is None or v.shape != oor.shape[:3]:
+        bad(f"array 'sliding_nulled' must have shape {list(oor.shape[:3])} (steps, passes, modes)")
+    if (v < 0).any() or (v > oor[..., OOR_FIELDS.index("in_range")]).any():
+        bad("sliding_nulled must lie in [0, the walk's in_range entries]")
+
+
 def _check_rows(a: dict, width: int, scenario: Scenario, bad) -> None:
     nb = a["num_blocks"]
     if ((nb < 0) | (nb > width)).any():
@@ -343,6 +365,7 @@ def scenario_to_dict(s: Scenario) -> dict:
         ("device_capability", 90),
         ("speculative_method", "eagle"),
         ("draft_decode_fused", False),
+        ("sliding_window", 0),
     ):
         if d[name] == default:
             del d[name]

@@ -49,6 +49,7 @@ class Recorder:
             )
         }
         self._inst: dict[int, list] = {}  # inst -> [req_num, req_index, mamba_state_idx, blocks]
+        self._sliding_nulled: list[np.ndarray] = []  # R11, per step: entries each walk reads that were nulled
 
     def _end_instance(self, removed: RequestRemoved) -> None:
         # A fresh array from the runner (observers do not write to it): kept as it is.
@@ -80,6 +81,8 @@ class Recorder:
         s["kernel_max_seq_len"].append([record.kernel_max_seq_len[m] for m in MODES])
         s["oor"].append(record.oor)
         s["scheduler_step"].append(record.scheduler_step)
+        if record.sliding_nulled is not None:
+            self._sliding_nulled.append(record.sliding_nulled)
         if self.k:
             drafts = record.drafts
             s["draft_cudagraph_mode"].append([CG_MODE_CODES[d.cudagraph_mode] for d in drafts])
@@ -143,6 +146,10 @@ class Recorder:
         }
         req_ids = [f"req-{i}" for i in range(len(self.scenario.requests))]
         self.trace = Trace(self.scenario, req_ids, arrays, meta)
+        if self.scenario.sliding_window:  # the optional group (lab/trace/schema.py SLIDING_WINDOW_SCHEMA)
+            nulled = np.array(self._sliding_nulled, dtype=np.int64).reshape(num_steps, 1 + k, 2)
+            rule = "vllm 0.33.0 block_table.py _gather_block_tables_kernel MASK_SLIDING_WINDOW"
+            self.trace.attach_sliding_window({"rule": rule}, {"sliding_nulled": nulled})
 
 
 def simulate(scenario, progress=None) -> Trace:

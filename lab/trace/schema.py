@@ -78,6 +78,15 @@ VLLM_COUNT_SCHEMA = {
 }
 VLLM_COUNT_META_STR = ("kernel", "vllm", "device", "config", "command")
 
+# A scenario with a sliding-window KV group (Scenario.sliding_window, R11): per walk, the entries of the
+# sliding group's gathered table that vLLM 0.33.0's gather nulled below the window and the walk reads
+# (what it would have read there: the row's own blocks, lab/engine/sliding_window.py). Each row's
+# nulled entries are not stored: Step.sliding_nulled rebuilds them from seq_lens - num_scheduled_tokens.
+SLIDING_WINDOW_SCHEMA = {
+    "sliding_nulled": ("int64", ("S", "K+1", 2)),  # per pass and mode, like oor
+}
+SLIDING_WINDOW_META_STR = ("rule",)
+
 # Row columns stored as differences from the same instance's previous row: a decode row's counters
 # then repeat step after step and compress to almost nothing.
 DELTA_ROW_COLUMNS = ("num_computed_tokens", "seq_lens", "num_blocks")
@@ -92,6 +101,8 @@ __all__ = [
     "TIMING_META_STR",
     "VLLM_COUNT_SCHEMA",
     "VLLM_COUNT_META_STR",
+    "SLIDING_WINDOW_SCHEMA",
+    "SLIDING_WINDOW_META_STR",
     "DELTA_ROW_COLUMNS",
     "MODES",
     "OOR_FIELDS",

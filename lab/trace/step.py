@@ -20,6 +20,7 @@ from lab.engine.input_batch import seq_lens_cpu_upper_bound
 from lab.engine.model_states import ERAS, MODEL_STATE_FIRST_RELEASE, MODES, fixed_in_era, model_state_in_era
 from lab.engine.oor import OOR_FIELDS, STALE_CLASSES, classify_owners
 from lab.engine.ragged import ragged_ranges
+from lab.engine.sliding_window import history_note as sliding_window_history_note
 from lab.engine.speculator import (
     draft_history_note,
     draft_pass_step,
@@ -190,6 +191,26 @@ class Step:
         return self._t.block_table(self.index)
 
     @property
+    def sliding_block_table(self) -> np.ndarray:
+        """R11: the sliding-window group's gathered table [num_reqs_padded, width]: the full group's ids
+        (the lab's groups share them) with the entries below each request's window nulled from vLLM 0.33.0."""
+        return self._t.block_table(self.index, group="sliding")
+
+    @property
+    def sliding_nulled(self) -> list[int]:
+        """R11: entries the sliding-window group's gather nulled in each real row (all 0 without a
+        window, or before vLLM 0.33.0): columns [0, n) of the row; rebuilt from the row's first position
+        (lab.engine.sliding_window.nulled_entries)."""
+        return self._t.sliding_nulled_rows(self.index).tolist()
+
+    @property
+    def sliding_nulled_walked(self) -> dict[str, int] | None:
+        """R11: nulled entries the target pass's walk reads, per mode (the engine's count; without the
+        nulling each would be the row's own block), or None for a trace without a sliding window."""
+        v = self._t.arrays.get("sliding_nulled")
+        return None if v is None else by_mode(v[self.index, 0])
+
+    @property
     def drafts(self) -> list[DraftPass]:
         return [DraftPass(self, d) for d in range(self._t.num_draft_passes)]
 
@@ -240,6 +261,9 @@ class Step:
             note = draft_history_note(method, era) if self.drafts else ""
             if note:
                 out[era]["drafts_note"] = note
+            note = sliding_window_history_note(self._t.scenario.sliding_window, era)
+            if note:  # R11: the nulling below the window exists from vLLM 0.33.0 only
+                out[era]["sliding_window_note"] = note
         return out
 
     def era_modes(self, era: str) -> list[str]:

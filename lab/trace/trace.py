@@ -10,9 +10,10 @@ import numpy as np
 
 from lab.engine.block_pool import FREE, NULL_BLOCK_ID, NULL_OWNER
 from lab.engine.oor import OOR_CLASSES, OOR_FIELDS
+from lab.engine.sliding_window import masking_reach, nulled_entries
 from lab.scenario import Scenario
 from lab.trace import io
-from lab.trace.schema import TIMING_SCHEMA, VLLM_COUNT_SCHEMA
+from lab.trace.schema import SLIDING_WINDOW_SCHEMA, TIMING_SCHEMA, VLLM_COUNT_SCHEMA
 from lab.trace.step import StepList, by_mode
 
 
@@ -101,6 +102,15 @@ class Trace:
 
         self._attach("vLLM kernel counts", "vllm_kernels", VLLM_COUNT_SCHEMA, io.check_vllm_counts, meta, arrays)
 
+    # ---- a sliding-window KV group (R11, lab/engine/sliding_window.py) ---------------------------
+    def attach_sliding_window(self, meta: dict, arrays: dict[str, np.ndarray]) -> None:
+        """Add the per-walk nulled counts (``SLIDING_WINDOW_SCHEMA``) of a scenario with a window."""
+        if not self.scenario.sliding_window:
+            raise ValueError("sliding-window counts: the scenario has no sliding window")
+        self._attach(
+            "sliding-window counts", "sliding_window", SLIDING_WINDOW_SCHEMA, io.check_sliding_window, meta, arrays
+        )
+
     def _attach(self, label: str, meta_key: str, schema: dict, check, meta: dict, arrays: dict) -> None:
         """One optional array group (lab/trace/schema.py), checked as the file reader checks it."""
 
@@ -108,7 +118,7 @@ class Trace:
             raise ValueError(f"{label}: {msg}")
 
         arrays = {k: np.asarray(v) for k, v in arrays.items()}
-        check(arrays, meta, len(self.steps), bad)
+        check({**self.arrays, **arrays}, meta, len(self.steps), bad)
         self.arrays.update({k: arrays[k].astype(schema[k][0]) for k in schema})
         self.meta[meta_key] = dict(meta)
 
@@ -150,11 +160,29 @@ class Trace:
         base = int(self._inst_block_base[inst])
         return self.arrays["block_log"][base : base + int(self.arrays["inst_num_blocks"][inst])]
 
-    def block_table(self, index: int, num_rows: int | None = None) -> np.ndarray:
+    def sliding_nulled_rows(self, index: int) -> np.ndarray:
+        """R11: the entries the sliding-window group's gather nulled in each real row of step ``index``,
+        from each row's first position (seq_lens - num_scheduled_tokens: the GPU's num_computed_tokens)
+        with the engine's own lab.engine.sliding_window.nulled_entries. Zeros without a window."""
+        a = self.arrays
+        lo, hi = int(a["row_offsets"][index]), int(a["row_offsets"][index + 1])
+        first_pos = a["seq_lens"][lo:hi].astype(np.int64) - a["num_scheduled_tokens"][lo:hi]
+        return nulled_entries(first_pos, a["num_blocks"][lo:hi], self._sliding_reach, self.scenario.block_size)
+
+    @cached_property
+    def _sliding_reach(self) -> int:
+        return masking_reach(self.scenario)
+
+    def block_table(self, index: int, num_rows: int | None = None, group: str = "full") -> np.ndarray:
         """Rebuild the gathered input table of step ``index`` by scanning back through the steps:
         a column past this step's num_blocks holds what the latest earlier step wrote there, or 0
         if a step since had fewer real rows (the row was padded or zeroed then, R6). ``num_rows``
-        (default num_reqs_padded) can ask for more rows, e.g. the ones a draft pass padded to."""
+        (default num_reqs_padded) can ask for more rows, e.g. the ones a draft pass padded to.
+        ``group="sliding"``: the sliding-window group's table (R11), where each step's gather wrote 0
+        over the entries it nulled, so a stale column can hold a 0 the full group's holds an id in."""
+        if group not in ("full", "sliding"):
+            raise ValueError(f"group must be 'full' or 'sliding', got {group!r}")
+        sliding = group == "sliding" and self._sliding_reach > 0
         a = self.arrays
         n_steps = len(a["num_reqs_padded"])
         if not 0 <= index < n_steps:
@@ -171,9 +199,12 @@ class Trace:
             if n:
                 nb = a["num_blocks"][lo : lo + n]
                 grow = ((nb > filled[:n]) & open_[:n]).nonzero()[0]
+                nulled = self.sliding_nulled_rows(s)[:n] if sliding and len(grow) else None
                 for r in grow.tolist():
                     blocks = self.instance_blocks(int(a["row_inst"][lo + r]))
                     table[r, filled[r] : nb[r]] = blocks[filled[r] : nb[r]]
+                    if nulled is not None and nulled[r] > filled[r]:  # what this step's gather nulled
+                        table[r, filled[r] : nulled[r]] = 0
                     filled[r] = nb[r]
             # Every row past the step's real rows is zeroed over the full width: padded rows and
             # rows a larger earlier batch left (vllm 0.33.0 gather_block_tables, _num_dirty_rows).

@@ -35,7 +35,9 @@ ALL_VIEWS = {
         "earlier step left there: the null block (grey), a block a live request holds now (red), a "
         "freed block (orange); padded rows (purple) come from FULL-graph padding. The vertical lines "
         "are the columns each mode's kernel walks, `cdiv(kernel-visible max_seq_len, block_size)`. "
-        "Wide tables are binned past the interesting columns (the title says how); hover any cell.",
+        "Wide tables are binned past the interesting columns (the title says how); hover any cell. "
+        "With a sliding window (`window=`, R11), cyan entries are valid here but block 0 in the "
+        "sliding-window group's table: vLLM 0.33.0 nulls what lies wholly below each request's window.",
     ),
     "lengths": (
         "Per-request lengths",

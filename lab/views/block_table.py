@@ -4,11 +4,13 @@ A kernel that sizes its work from max_seq_len walks cdiv(kernel_max_seq_len, blo
 every row (lab.engine.oor). Entries before a row's num_blocks are valid; past it they are stale:
 the null block, a block a live request holds, a freed block; every entry of a padded row is padded.
 The classes come from ``step.oor_entries`` (rebuilt from the trace alone, the same counts as
-``step.oor``).
+``step.oor``). With a sliding-window KV group (R11), a row's own entries that vLLM 0.33.0's gather
+nulls in the sliding group's table are ``nulled`` (``step.sliding_nulled``): the full group's table,
+drawn here, holds the row's blocks there, the sliding group's holds block 0.
 
 Wide tables (128k tokens / 16 = 8192 columns) are not drawn cell by cell: the columns where
 something happens are exact, the rest are binned, and the figure says so. A binned cell takes the
-colour of the most telling class it holds (live > free > valid > padded > null); its hover gives
+colour of the most telling class it holds (live > free > nulled > valid > padded > null); its hover gives
 the exact count of each class.
 """
 
@@ -20,10 +22,11 @@ from lab.blocks import cdiv, walked_columns
 from lab.engine.oor import OOR_CLASSES
 from lab.views.common import CLASS_COLORS, MODE_COLORS, MODES, check_step, figure, legend_swatch, title
 
-CLASSES = ("valid", *OOR_CLASSES, "unwalked")  # the out-of-range classes between what a walk reads and what it does not
+# The out-of-range classes between what a walk reads and what it does not; then R11's nulled entries.
+CLASSES = ("valid", *OOR_CLASSES, "unwalked", "nulled")
 _CODE = {c: k for k, c in enumerate(CLASSES)}
 # Which class colours a binned cell: the first one present in this order.
-_PRIORITY = ("live", "free", "valid", "padded", "null", "unwalked")
+_PRIORITY = ("live", "free", "nulled", "valid", "padded", "null", "unwalked")
 _LABEL = {
     "valid": "valid (this request's KV)",
     "null": "null block 0",
@@ -31,6 +34,7 @@ _LABEL = {
     "free": "free (a freed block, in the free queue)",
     "padded": "padded row",
     "unwalked": "never walked (past max_model_len)",
+    "nulled": "nulled below the window (sliding group: block 0, R11)",
 }
 MAX_EXACT_COLS = 160
 MAX_COL_BINS = 32  # the binned region is uniform; more bins only cost bytes in the page
@@ -55,6 +59,8 @@ def block_table_classes(trace, index: int) -> dict[str, np.ndarray]:
     ids = {r: k for k, r in enumerate(trace.req_ids)}
     own_rows = np.array([ids[r] for r in st.req_ids], dtype=np.int32)
     owner[:n] = np.where(valid, own_rows[:, None], -1)
+    # R11: the row's own entries the sliding-window group's gather nulled (vLLM 0.33.0).
+    cls[:n][np.arange(width)[None, :] < trace.sliding_nulled_rows(index)[:, None]] = _CODE["nulled"]
     cls[n:] = _CODE["padded"]
     # The widest walk classifies every entry it reaches; entries past it are never read.
     widest = max(MODES, key=lambda m: walks[m])
@@ -150,6 +156,8 @@ def block_table_spec(trace, index: int) -> dict:
         label = [
             "live, held by {}" if c == "live" else "valid (col < num_blocks)" if c == "valid" else c for c in CLASSES
         ]
+        label[_CODE["nulled"]] = "valid here; the sliding group's gather nulls it (below the window, R11)"
+
         text = [
             [label[c].format(names[o]) if c == _CODE["live"] else label[c] for c, o in zip(cr, orow)]
             for cr, orow in zip(cls_e, own_e)
@@ -165,7 +173,7 @@ def block_table_spec(trace, index: int) -> dict:
             }
         )
     if n_exact < ncells:
-        kinds = [k for k in range(ncls) if CLASSES[k] != "unwalked" or counts[..., k].any()]
+        kinds = [k for k in range(ncls) if CLASSES[k] not in ("unwalked", "nulled") or counts[..., k].any()]
         c0 = ce[n_exact:-1]
         c1 = ce[n_exact + 1 :] - 1
         entries = (ce[n_exact + 1 :] - c0)[None, :] * np.diff(re_)[:, None]
@@ -192,7 +200,7 @@ def block_table_spec(trace, index: int) -> dict:
     data += [
         legend_swatch(_LABEL[name].split(" (")[0], CLASS_COLORS[name])
         for name in CLASSES
-        if name != "unwalked" or (cls == _CODE["unwalked"]).any()
+        if name not in ("unwalked", "nulled") or (cls == _CODE[name]).any()
     ]
     era = {"baseline": "before #40654", "fixed": "after #43991"}
     same = walks["baseline"] == walks["fixed"]
@@ -309,7 +317,10 @@ def block_table_spec(trace, index: int) -> dict:
     if len(re_) - 1 < rows:
         note += f"; rows in bins of {int(re_[1] - re_[0])}"
     if binned or len(re_) - 1 < rows:
-        note += "; a bin shows live > free > valid > padded > null, hover for counts"
+        note += "; a bin shows live > free > nulled > valid > padded > null, hover for counts"
+    nulled = int((cls == _CODE["nulled"]).sum())
+    if nulled:
+        note += f"; {nulled:,} entries nulled in the sliding-window group (vLLM 0.33.0, R11)"
     n_cells = len(re_) - 1
     return figure(
         data,

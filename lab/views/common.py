@@ -21,6 +21,7 @@ CLASS_COLORS = {
     "free": "#ff7f0e",
     "padded": "#9467bd",
     "unwalked": "#ffffff",
+    "nulled": "#17becf",  # R11: a sliding-window group's entry nulled below the window
 }
 GRAPH_COLORS = {"FULL": "#fdd0a2", "PIECEWISE": "#c6dbef", "NONE": "#d9d9d9"}
 

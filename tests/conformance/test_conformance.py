@@ -128,7 +128,7 @@ def test_a_disagreement_fails_with_step_field_and_values(rule, monkeypatch):
 def test_cli_prints_the_agreement_table(capsys):
     from lab.cli import main
 
-    assert main(["conform", "--spec", "3p40o12_k=2_capture=1/2/4_mml=1k"]) == 0
+    assert main(["conform", "--spec", "3p40o12_k=2_capture=1/2/4_mml=1k_window=16"]) == 0
     out = capsys.readouterr().out
     assert "rule what is compared" in out and out.rstrip().endswith("agree")
     for r in C.RULES:

@@ -63,15 +63,7 @@ class PlainReplay:
         self.steps = self.walks = self.stale_entries_read = 0
 
     def on_step(self, record):
-        for added in record.added:  # append_block_ids(overwrite=True): the slot's row starts over
-            self.num_blocks[added.req_index] = 0
-        if record.block_append is not None:
-            a, off = record.block_append, 0
-            for slot, count in zip(a.req_indices.tolist(), a.counts.tolist()):
-                nb = self.num_blocks[slot]
-                self.block_tables[slot, nb : nb + count] = a.block_ids[off : off + count]
-                self.num_blocks[slot] = nb + count
-                off += count
+        plain.update_persistent_rows(self.block_tables, self.num_blocks, record)
         if record.is_idle:
             return
         batch = record.batch

@@ -42,15 +42,7 @@ class PlainSlidingReplay:
         self.steps = self.nulled = self.stale_differ = 0
 
     def on_step(self, record):
-        for added in record.added:
-            self.num_blocks[added.req_index] = 0
-        if record.block_append is not None:
-            a, off = record.block_append, 0
-            for slot, count in zip(a.req_indices.tolist(), a.counts.tolist()):
-                nb = self.num_blocks[slot]
-                self.block_tables[slot, nb : nb + count] = a.block_ids[off : off + count]
-                self.num_blocks[slot] = nb + count
-                off += count
+        plain.update_persistent_rows(self.block_tables, self.num_blocks, record)
         if record.is_idle:
             return
         b = record.batch

@@ -25,6 +25,21 @@ from lab.engine.block_pool import FREE
 from lab.engine.oor import OOR_FIELDS
 
 
+def update_persistent_rows(block_tables: np.ndarray, num_blocks: np.ndarray, record) -> None:
+    """The persistent rows as one step's record changes them, one request at a time: a new request's row
+    starts over (vllm block_table.py ``BlockTables.add_request``), then each request's new block ids go
+    after its last ones (``append_block_ids``), in the record's order."""
+    for added in record.added:
+        num_blocks[added.req_index] = 0
+    if record.block_append is not None:
+        a, off = record.block_append, 0
+        for slot, count in zip(a.req_indices.tolist(), a.counts.tolist()):
+            nb = num_blocks[slot]
+            block_tables[slot, nb : nb + count] = a.block_ids[off : off + count]
+            num_blocks[slot] = nb + count
+            off += count
+
+
 def gather_block_tables(
     block_tables: np.ndarray,
     num_blocks: np.ndarray,

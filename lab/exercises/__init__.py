@@ -40,19 +40,16 @@ from lab.exercises.nb05_kernels import KERNEL_SPEC
 from lab.exercises.nb06_live import LIVE_SPEC
 from lab.exercises.nb07_every_path import ENCODER_DECODER_SPEC
 
-EXERCISES: dict[str, Exercise] = {
-    e.id: e
-    for notebook in (
-        nb01_tour,
-        nb02_upper_bound,
-        nb03_eagle_drafts,
-        nb04_mamba_history,
-        nb05_kernels,
-        nb06_live,
-        nb07_every_path,
-    )
-    for e in notebook.EXERCISES
-}
+NOTEBOOK_MODULES = (
+    nb01_tour,
+    nb02_upper_bound,
+    nb03_eagle_drafts,
+    nb04_mamba_history,
+    nb05_kernels,
+    nb06_live,
+    nb07_every_path,
+)
+EXERCISES: dict[str, Exercise] = {e.id: e for notebook in NOTEBOOK_MODULES for e in notebook.EXERCISES}
 
 
 def _exercise(qid: str) -> Exercise:

@@ -19,7 +19,12 @@ from lab.engine.input_batch import InputBatch
 from lab.engine.model_states import MODES, AttnMetadata
 from lab.engine.oor import StaleRegion
 from lab.engine.scheduler import SchedulerOutput
-from lab.engine.speculator import DraftPassMetadata, draft_pass_step, draft_step_upper_bound
+from lab.engine.speculator import (
+    NO_DRAFT_ATTENTION_METHODS,
+    DraftPassMetadata,
+    draft_pass_step,
+    draft_step_upper_bound,
+)
 from lab.engine.step_record import EngineEnd, RequestAdded, RequestRemoved, StepRecord
 from lab.trace.recorder import Recorder
 
@@ -167,7 +172,9 @@ def to_step_records(scenario, taps: dict) -> tuple[list[StepRecord], EngineEnd, 
         drafts = []
         if s.num_speculative_tokens and s.speculative_method == "draft_model":
             drafts = _standalone_ar_passes(s, i, st, by_mode, checks)
-        if s.num_speculative_tokens and s.speculative_method != "draft_model":
+        if s.num_speculative_tokens and s.speculative_method in NO_DRAFT_ATTENTION_METHODS:
+            _no_draft_attention(s, i, by_mode)
+        elif s.num_speculative_tokens and s.speculative_method != "draft_model":
             prefill_mode = st.draft_descs[0][0] if st.draft_descs else st.cg_mode
             drafts.append(
                 DraftPassMetadata(
@@ -275,6 +282,18 @@ def _standalone_ar_passes(s, i: int, st, by_mode: dict, checks: dict) -> list:
         dm = {m: by_mode[m][i].draft_passes[j][0] for m in MODES}
         drafts.append(DraftPassMetadata(j, "NONE", nr, dm, dict(dm)))
     return drafts
+
+
+def _no_draft_attention(s, i: int, by_mode: dict) -> None:
+    """n-gram (vLLM's NgramGPUSpeculator.propose: two Triton kernels over the token history, no model):
+    no draft pass may have built attention metadata or dispatched a graph, in either run."""
+    for m in MODES:
+        st = by_mode[m][i]
+        if st.draft_passes or st.draft_descs:
+            raise ValueError(
+                f"step {i}: the {m} run recorded {len(st.draft_passes)} draft build_attn_metadata calls and "
+                f"{len(st.draft_descs)} draft dispatches; {s.speculative_method} runs no draft attention"
+            )
 
 
 def to_trace(scenario, taps: dict, meta: dict):

@@ -22,6 +22,10 @@ from lab.live.limits import HOW_TO_RUN, LiveUnavailable, check_scenario
 from lab.live.models import write_model
 from lab.live.tap import Tap
 
+# n-gram's prompt_lookup_min/max: any valid window (the drafts' values are never read, only their
+# count, which NgramGPUSpeculator keeps at K whether a match is found or not).
+NGRAM_LOOKUP = (2, 3)
+
 
 def load(device: str = "cpu"):
     """Install the shim, import vLLM and check its version. Returns (vllm module, series)."""
@@ -122,7 +126,16 @@ def build_llm(scenario, folder: str, device: str = "cpu", series: str = "0.32"):
     )
     if old_cpu.needs_port(series):
         kwargs["distributed_executor_backend"] = "uni"  # in-process: the hooks see the worker (0.22.1 forces mp)
-    if s.num_speculative_tokens:
+    if s.num_speculative_tokens and s.speculative_method == "ngram":
+        # No draft model: NgramGPUSpeculator (spec_decode/ngram/speculator.py) matches the last
+        # prompt_lookup_max..min tokens in each request's history; the acceptance is imposed (tap.py).
+        kwargs["speculative_config"] = {
+            "method": "ngram",
+            "num_speculative_tokens": s.num_speculative_tokens,
+            "prompt_lookup_max": NGRAM_LOOKUP[1],
+            "prompt_lookup_min": NGRAM_LOOKUP[0],
+        }
+    elif s.num_speculative_tokens:
         # method="draft_model": a separate tiny Llama (dummy weights) as the draft; else a tiny EAGLE head.
         kind = "target" if s.speculative_method == "draft_model" else "eagle"
         draft = write_model(os.path.join(folder, "draft"), kind, s.max_model_len)

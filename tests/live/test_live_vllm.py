@@ -37,6 +37,10 @@ SCENARIOS = {
     "draft-model": "2p64o12_k=3_method=draft-model_mml=4k_bs=32",
     # n-gram (NgramGPUSpeculator): K drafts verified a step, no draft attention, no lookahead slots.
     "ngram": "3p96o16_k=4_method=ngram_mml=4k_bs=32",
+    # EAGLE3 (a 3-layer Llama and an Eagle3LlamaForCausalLM head) and MTP (a tiny DeepSeek-V3's own MTP
+    # layer, MLA): both TargetDependentARSpeculator, min(max(ub) + K, mml) on every draft decode.
+    "eagle3": "2p64o12_k=3_method=eagle3_mml=4k_bs=32",
+    "mtp": "2p64o12_k=3_method=mtp_mml=4k_bs=32",
 }
 _CACHE: dict = {}
 
@@ -66,7 +70,15 @@ def test_live_trace_agrees_with_the_embedded_engine(name, tmp_path):
     print(cmp.table())
     assert cmp.agree, cmp.table()
     f = cmp.fields
+    mml = loaded.scenario.max_model_len
     assert f["block_table"].entries > 0 and f["seq_lens"].entries > 0
+    if name in ("eagle3", "mtp"):
+        k = 3
+        assert f["draft.max_seq_len.fixed"].entries == len(loaded.steps) * k
+        for st in loaded.steps:
+            ub = max(st.seq_lens_cpu_upper_bound[: st.num_reqs])
+            assert [d.max_seq_len["fixed"] for d in st.drafts[1:]] == [min(ub + k, mml)] * (k - 1)
+        assert live["draft_windows_checked"] > 0 and live["draft_window_mismatches"] == []
     if name == "eagle-k3":
         assert f["draft.max_seq_len.fixed"].entries > 0 and f["draft.seq_lens_cpu_upper_bound"].entries > 0
         assert sum(sum(st.num_accepted_tokens) for st in loaded.steps) > 0

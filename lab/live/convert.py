@@ -272,7 +272,11 @@ def _standalone_ar_passes(s, i: int, st, by_mode: dict, checks: dict) -> list:
         msl, nr, ub = by_mode["fixed"][i].draft_passes[j]
         if ub is not None:
             want = draft_step_upper_bound(
-                st.seq_lens_cpu_upper_bound, n, draft_pass_step(s.speculative_method, j, s.draft_decode_fused, s.num_speculative_tokens), mml, nr
+                st.seq_lens_cpu_upper_bound,
+                n,
+                draft_pass_step(s.speculative_method, j, s.draft_decode_fused, s.num_speculative_tokens),
+                mml,
+                nr,
             )
             checks["draft_windows"] += 1
             if not np.array_equal(np.asarray(ub)[:nr], want):

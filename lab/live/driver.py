@@ -97,7 +97,9 @@ def build_llm(scenario, folder: str, device: str = "cpu", series: str = "0.32"):
     from vllm import LLM
 
     s = scenario
-    kind = {"eagle3": "eagle3_target", "mtp": "mtp"}.get(s.speculative_method if s.num_speculative_tokens else "", "target")
+    kind = {"eagle3": "eagle3_target", "mtp": "mtp"}.get(
+        s.speculative_method if s.num_speculative_tokens else "", "target"
+    )
     kind = "hybrid" if s.model_state == "mamba_hybrid" else kind
     target = write_model(os.path.join(folder, "target"), kind, s.max_model_len)
     graphs = {}

@@ -87,7 +87,9 @@ def refusals(scenario, series: str = LIVE_SERIES, device: str = "cpu") -> list[s
         )
     first = FIRST_RELEASE.get(s.speculative_method)
     if s.num_speculative_tokens and first and series in ("0.19", "0.22"):
-        out.append(f"speculative_method={s.speculative_method}: vLLM {series}'s MRV2 has no such speculator (from {first})")
+        out.append(
+            f"speculative_method={s.speculative_method}: vLLM {series}'s MRV2 has no such speculator (from {first})"
+        )
     if device != "cpu":
         if s.async_scheduling:
             out.append(

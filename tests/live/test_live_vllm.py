@@ -41,6 +41,10 @@ SCENARIOS = {
     # layer, MLA): both TargetDependentARSpeculator, min(max(ub) + K, mml) on every draft decode.
     "eagle3": "2p64o12_k=3_method=eagle3_mml=4k_bs=32",
     "mtp": "2p64o12_k=3_method=mtp_mml=4k_bs=32",
+    # Gemma4 MTP (a Gemma4 text model and a Gemma4 assistant): decode metadata built once a step, at step 1.
+    "gemma4-mtp": "2p64o12_k=3_method=gemma4-mtp_mml=4k_bs=32",
+    # Multi-module MTP (the DeepSeek-V3 with 3 MTP layers): one metadata, max(ub) with no +K, for all modules.
+    "mtp-multi-module": "2p64o12_k=3_method=mtp-multi-module_mml=4k_bs=32",
 }
 _CACHE: dict = {}
 
@@ -79,6 +83,18 @@ def test_live_trace_agrees_with_the_embedded_engine(name, tmp_path):
             ub = max(st.seq_lens_cpu_upper_bound[: st.num_reqs])
             assert [d.max_seq_len["fixed"] for d in st.drafts[1:]] == [min(ub + k, mml)] * (k - 1)
         assert live["draft_windows_checked"] > 0 and live["draft_window_mismatches"] == []
+    if name == "gemma4-mtp":
+        for st in loaded.steps:
+            ub = max(st.seq_lens_cpu_upper_bound[: st.num_reqs])
+            assert [d.max_seq_len["fixed"] for d in st.drafts[1:]] == [min(ub + 3, mml)] * 2
+        # One draft build_attn_metadata call a step (convert.py refuses any other count), its window step 1's.
+        assert live["draft_windows_checked"] == len(loaded.steps) and live["draft_window_mismatches"] == []
+    if name == "mtp-multi-module":
+        assert f["draft.max_seq_len.fixed"].entries == len(loaded.steps) * 3
+        for st in loaded.steps:
+            ub = max(st.seq_lens_cpu_upper_bound[: st.num_reqs])
+            assert [d.max_seq_len["fixed"] for d in st.drafts] == [min(ub, mml)] * 3
+        assert live["draft_windows_checked"] == len(loaded.steps) and live["draft_window_mismatches"] == []
     if name == "eagle-k3":
         assert f["draft.max_seq_len.fixed"].entries > 0 and f["draft.seq_lens_cpu_upper_bound"].entries > 0
         assert sum(sum(st.num_accepted_tokens) for st in loaded.steps) > 0

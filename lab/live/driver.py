@@ -11,6 +11,7 @@ The only module of the lab, with lab/live/tap.py's callers, that imports vllm (l
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
@@ -92,15 +93,45 @@ def reset_engine_state(llm) -> None:
     bt.num_blocks.copy_to_uva()
 
 
+@contextlib.contextmanager
+def _unpacked_weights_kept(on: bool):
+    """DFlash on the CPU: vLLM's CPU build packs each unquantized linear's weight for its GEMM and empties
+    ``layer.weight`` (UnquantizedLinearMethod.process_weights_after_loading ->
+    dispatch_cpu_unquantized_gemm(layer, remove_weight=True), model_executor/layers/utils.py); DFlash's
+    _build_context_kv_buffers (models/qwen3_dflash.py) slices ``qkv_proj.weight`` itself, as on a GPU, and
+    fails on the empty tensor. While the model loads, the weight is kept beside its packed copy
+    (``remove_weight=False``): every GEMM still runs on the packed copy; only DFlash's fused context-KV
+    projection reads the kept one. Nothing in the scheduler or the attention metadata changes."""
+    if not on:
+        yield
+        return
+    from vllm.model_executor.layers import utils
+
+    orig = utils.dispatch_cpu_unquantized_gemm
+
+    def keep(layer, remove_weight):
+        return orig(layer, remove_weight=False)
+
+    utils.dispatch_cpu_unquantized_gemm = keep
+    try:
+        yield
+    finally:
+        utils.dispatch_cpu_unquantized_gemm = orig
+
+
 def build_llm(scenario, folder: str, device: str = "cpu", series: str = "0.32"):
     """The in-process engine for this scenario (its settings, a tiny model, dummy weights)."""
     from vllm import LLM
 
     s = scenario
     method = s.speculative_method if s.num_speculative_tokens else ""
-    kind = {"eagle3": "eagle3_target", "mtp": "mtp", "mtp_multi_module": "mtp", "gemma4_mtp": "gemma4_target"}.get(
-        method, "target"
-    )
+    kind = {
+        "eagle3": "eagle3_target",
+        "mtp": "mtp",
+        "mtp_multi_module": "mtp",
+        "gemma4_mtp": "gemma4_target",
+        "dflash": "qwen3_target",
+    }.get(method, "target")
     kind = "hybrid" if s.model_state == "mamba_hybrid" else kind
     opts = {"num_mtp_layers": s.num_speculative_tokens} if method == "mtp_multi_module" else {}
     target = write_model(os.path.join(folder, "target"), kind, s.max_model_len, **opts)
@@ -145,7 +176,7 @@ def build_llm(scenario, folder: str, device: str = "cpu", series: str = "0.32"):
         kwargs["speculative_config"] = {"method": "mtp", "num_speculative_tokens": s.num_speculative_tokens}
     elif s.num_speculative_tokens:
         # method="draft_model": a separate tiny Llama (dummy weights) as the draft; else a tiny EAGLE/EAGLE3 head.
-        kind = {"draft_model": "target", "eagle3": "eagle3", "gemma4_mtp": "gemma4_mtp"}.get(
+        kind = {"draft_model": "target", "eagle3": "eagle3", "gemma4_mtp": "gemma4_mtp", "dflash": "dflash"}.get(
             s.speculative_method, "eagle"
         )
         draft = write_model(os.path.join(folder, "draft"), kind, s.max_model_len)
@@ -155,7 +186,8 @@ def build_llm(scenario, folder: str, device: str = "cpu", series: str = "0.32"):
             "model": str(draft),
             "num_speculative_tokens": s.num_speculative_tokens,
         }
-    llm = LLM(**kwargs)
+    with _unpacked_weights_kept(device == "cpu" and method == "dflash"):
+        llm = LLM(**kwargs)
     from vllm.v1.worker.gpu.model_runner import GPUModelRunner
 
     if not isinstance(_runner(llm), GPUModelRunner):  # the runner itself (0.19 has no use_v2_model_runner)

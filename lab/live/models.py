@@ -9,6 +9,7 @@
   ``num_mtp_layers=K`` for multi-module MTP (vLLM picks MultiModuleMTPSpeculator when min(layers, K) > 1);
 - ``gemma4_target`` / ``gemma4_mtp``: a two-layer Gemma4 text model and a one-layer Gemma4 assistant
   (``method="mtp"`` with it as the draft: vLLM's Gemma4Speculator);
+- ``qwen3_target`` / ``dflash``: a two-layer Qwen3 and a one-layer DFlash draft (``DFlashDraftModel``);
 - ``hybrid``: a dense ``GraniteMoeHybridForCausalLM`` with one mamba and one attention layer. It
   builds, but its first real step fails on the CPU (docs/live.md): kept for a GPU run.
 """
@@ -172,6 +173,24 @@ def _gemma4_assistant(max_position: int) -> dict:
     }
 
 
+def _qwen3(num_layers: int, max_position: int) -> dict:
+    return {
+        **_llama(num_layers, max_position),
+        "architectures": ["Qwen3ForCausalLM"],
+        "model_type": "qwen3",
+        "head_dim": 64,
+    }
+
+
+def _dflash(max_position: int) -> dict:
+    """A one-layer DFlash draft (``DFlashDraftModel``: vLLM's qwen3_dflash) over the target's layers 0, 1."""
+    return {
+        **_qwen3(1, max_position),
+        "architectures": ["DFlashDraftModel"],
+        "dflash_config": {"mask_token_id": VOCAB - 12, "target_layer_ids": [0, 1]},
+    }
+
+
 CONFIGS = {
     "target": lambda max_position: _llama(2, max_position),
     "eagle": lambda max_position: _llama(1, max_position),
@@ -181,6 +200,8 @@ CONFIGS = {
     "mtp": _deepseek_mtp,
     "gemma4_target": lambda max_position: {**_gemma4_text(2, max_position), "architectures": ["Gemma4ForCausalLM"]},
     "gemma4_mtp": _gemma4_assistant,
+    "qwen3_target": lambda max_position: _qwen3(2, max_position),
+    "dflash": _dflash,
 }
 
 

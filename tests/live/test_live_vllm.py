@@ -43,6 +43,9 @@ SCENARIOS = {
     "mtp": "2p64o12_k=3_method=mtp_mml=4k_bs=32",
     # Gemma4 MTP (a Gemma4 text model and a Gemma4 assistant): decode metadata built once a step, at step 1.
     "gemma4-mtp": "2p64o12_k=3_method=gemma4-mtp_mml=4k_bs=32",
+    # DFlash (a Qwen3 and a DFlashDraftModel; its weight kept unpacked on the CPU, driver.py): one pass of
+    # 1 + K queries, and 1 + K lookahead slots: 61 + 4 = 65 tokens need 3 blocks at step 0 (61 + 3: 2).
+    "dflash": "2p61o12_k=3_method=dflash_mml=4k_bs=32",
     # Multi-module MTP (the DeepSeek-V3 with 3 MTP layers): one metadata, max(ub) with no +K, for all modules.
     "mtp-multi-module": "2p64o12_k=3_method=mtp-multi-module_mml=4k_bs=32",
 }
@@ -88,6 +91,12 @@ def test_live_trace_agrees_with_the_embedded_engine(name, tmp_path):
             ub = max(st.seq_lens_cpu_upper_bound[: st.num_reqs])
             assert [d.max_seq_len["fixed"] for d in st.drafts[1:]] == [min(ub + 3, mml)] * 2
         # One draft build_attn_metadata call a step (convert.py refuses any other count), its window step 1's.
+        assert live["draft_windows_checked"] == len(loaded.steps) and live["draft_window_mismatches"] == []
+    if name == "dflash":
+        assert loaded.steps[0].num_blocks[: loaded.steps[0].num_reqs] == [3, 3]
+        for st in loaded.steps:
+            ub = max(st.seq_lens_cpu_upper_bound[: st.num_reqs])
+            assert [d.max_seq_len["fixed"] for d in st.drafts] == [min(ub + 1 + 3, mml)]
         assert live["draft_windows_checked"] == len(loaded.steps) and live["draft_window_mismatches"] == []
     if name == "mtp-multi-module":
         assert f["draft.max_seq_len.fixed"].entries == len(loaded.steps) * 3

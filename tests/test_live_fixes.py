@@ -78,6 +78,19 @@ def test_lookahead_slots_follow_the_method_ngram_none_dflash_one_more():
     assert _records(parse_spec("p61o4_k=3_mml=4k_bs=32_cg=none"))[0].num_blocks.tolist() == [2]
 
 
+def test_dflash_and_dspark_keep_input_slots_for_their_mask_queries():
+    """vllm config/speculative.py SpeculativeConfig.max_num_new_slots_for_drafting (found in the live
+    recording of dflash-k7: step 0 gave the eighth 1,024-token prompt 968 tokens, the engine 1,024):
+    DFlash keeps K input slots per scheduled request, DSpark (parallel drafting) K - 1, the draft model 1."""
+    from lab.engine.speculator import max_num_new_slots_for_drafting
+
+    assert [max_num_new_slots_for_drafting(m, 7) for m in ("dflash", "dspark", "draft_model", "eagle")] == [7, 6, 1, 0]
+    for method, slots in (("dflash", 7), ("dspark", 6)):
+        first = _records(parse_spec(f"8p1ko4_k=7_method={method}_mml=8k_bs=32_cg=none"))[0]
+        got = sorted(first.batch.num_scheduled_tokens.tolist())
+        assert got == [8192 - 8 * slots - 7 * 1024] + [1024] * 7, (method, got)  # a token budget of 8k
+
+
 def test_removed_in_sorted_req_id_order_and_resumed_added_after_new():
     """vllm model_runner.py finish_requests removes sorted(req_ids) (strings: req-10 < req-2), and
     for MRV2 the scheduler sends resumed requests after the new ones (scheduled_new_reqs.extend(

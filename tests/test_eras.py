@@ -17,6 +17,7 @@ from lab import simulate
 from lab.engine.block_pool import BlockPool
 from lab.engine.model_states import ERAS
 from lab.engine.releases import RELEASES
+from lab.engine.speculator import num_draft_passes
 from lab.live import eras, hooks, old_cpu
 from lab.live.tap import Tap
 from lab.scenario import parse_spec
@@ -42,8 +43,9 @@ def test_recording_agrees_with_the_engine_in_its_era(key):
     cmp = committed.compare_recording(rec)
     assert cmp.agree, cmp.table()
     assert cmp.fields["block_table"].entries > 0 and cmp.fields["max_seq_len.fixed"].steps == len(rec.steps)
-    if rec.scenario.num_speculative_tokens:
-        assert cmp.fields["draft.max_seq_len.fixed"].entries == len(rec.steps) * rec.scenario.num_speculative_tokens
+    s = rec.scenario
+    passes = num_draft_passes(s.speculative_method, s.num_speculative_tokens)  # n-gram: none
+    assert cmp.fields["draft.max_seq_len.fixed"].entries == len(rec.steps) * passes
 
 
 @pytest.mark.parametrize("key", sorted(RECORDINGS), ids=lambda k: f"{k[0]}-{k[1]}")

@@ -61,6 +61,36 @@ def test_first_allocation_includes_lookahead_and_slots_cap_at_max_model_len():
     assert max(max(r.num_blocks) for r in _records(s) if r.batch is not None) == 5  # cdiv(160, 32)
 
 
+def test_lookahead_slots_follow_the_method_ngram_none_dflash_one_more():
+    """vllm config/vllm.py VllmConfig.num_lookahead_tokens (found recording n-gram live: step 0 gave a
+    64-token prompt 2 blocks of 32, the engine 3): n-gram writes no draft KV, so 0 lookahead slots, while
+    its K drafts are still scheduled and verified; DFlash reserves 1 + K; EAGLE and draft_model K."""
+    from lab.engine.speculator import num_lookahead_tokens
+
+    assert [num_lookahead_tokens(m, 3) for m in ("eagle", "mtp", "draft_model", "dspark")] == [3] * 4
+    assert num_lookahead_tokens("dflash", 3) == 4
+    assert num_lookahead_tokens("ngram", 3) == num_lookahead_tokens("extract_hidden_states", 1) == 0
+    recs = [r for r in _records(parse_spec("2p64o12_k=3_method=ngram_mml=4k_bs=32_cg=none")) if r.batch is not None]
+    assert recs[0].num_blocks.tolist() == [2, 2]  # cdiv(64 + 0, 32), not cdiv(64 + 3, 32) = 3
+    assert recs[1].batch.num_draft_tokens_per_req.tolist() == [3, 3]  # K drafts verified all the same
+    # DFlash, K=3: cdiv(61 + 4, 32) = 3 blocks at step 0 where EAGLE's 61 + 3 needs 2.
+    assert _records(parse_spec("p61o4_k=3_method=dflash_mml=4k_bs=32_cg=none"))[0].num_blocks.tolist() == [3]
+    assert _records(parse_spec("p61o4_k=3_mml=4k_bs=32_cg=none"))[0].num_blocks.tolist() == [2]
+
+
+def test_dflash_and_dspark_keep_input_slots_for_their_mask_queries():
+    """vllm config/speculative.py SpeculativeConfig.max_num_new_slots_for_drafting (found in the live
+    recording of dflash-k7: step 0 gave the eighth 1,024-token prompt 968 tokens, the engine 1,024):
+    DFlash keeps K input slots per scheduled request, DSpark (parallel drafting) K - 1, the draft model 1."""
+    from lab.engine.speculator import max_num_new_slots_for_drafting
+
+    assert [max_num_new_slots_for_drafting(m, 7) for m in ("dflash", "dspark", "draft_model", "eagle")] == [7, 6, 1, 0]
+    for method, slots in (("dflash", 7), ("dspark", 6)):
+        first = _records(parse_spec(f"8p1ko4_k=7_method={method}_mml=8k_bs=32_cg=none"))[0]
+        got = sorted(first.batch.num_scheduled_tokens.tolist())
+        assert got == [8192 - 8 * slots - 7 * 1024] + [1024] * 7, (method, got)  # a token budget of 8k
+
+
 def test_removed_in_sorted_req_id_order_and_resumed_added_after_new():
     """vllm model_runner.py finish_requests removes sorted(req_ids) (strings: req-10 < req-2), and
     for MRV2 the scheduler sends resumed requests after the new ones (scheduled_new_reqs.extend(

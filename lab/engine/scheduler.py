@@ -23,6 +23,7 @@ from lab.engine.block_pool import BlockPool
 from lab.engine.plain import schedule_running
 from lab.engine.ragged import ragged_ranges
 from lab.engine.releases import release
+from lab.engine.speculator import max_num_new_slots_for_drafting, num_lookahead_tokens
 
 WAITING, RUNNING, FINISHED = 0, 1, 2
 _NONE = np.empty(0, dtype=np.intp)  # no block ids, no rows (read-only)
@@ -102,7 +103,10 @@ class Scheduler:
         self.block_size = s.block_size
         self._block_shift = s.block_size.bit_length() - 1  # block_size is a power of two
         self.max_num_blocks_per_req = s.max_num_blocks_per_req
-        self.num_lookahead_tokens = s.num_speculative_tokens
+        # Drafts scheduled per decoding request (K), and the KV slots reserved past the scheduled tokens
+        # (VllmConfig.num_lookahead_tokens: K, 1 + K for DFlash, 0 for n-gram/extract-hidden-states).
+        self.num_spec_tokens_per_step = s.num_speculative_tokens
+        self.num_lookahead_tokens = num_lookahead_tokens(s.speculative_method, s.num_speculative_tokens)
         self.token_budget = s.max_num_batched_tokens
         self.max_num_running_reqs = s.max_num_seqs
         self.async_scheduling = s.async_scheduling
@@ -127,11 +131,10 @@ class Scheduler:
         rel = release(s.vllm_version)
         self.pool = BlockPool(s.total_num_gpu_blocks, lifo=rel.free_queue_lifo)
         # K lookahead slots in a waiting request's first allocation (0.32/0.33), or none (0.19/0.22).
-        self.first_allocation_lookahead = s.num_speculative_tokens if rel.lookahead_on_first_allocation else 0
-        # vllm/config/speculative.py SpeculativeConfig.max_num_new_slots_for_drafting: input slots each
-        # scheduled request keeps for its drafter ("Draft model ... 1": the correction token; 0 for EAGLE,
-        # EAGLE3, MTP). Scheduler.schedule spends them from input_budget beside the token budget.
-        self.draft_slots = 1 if (s.num_speculative_tokens and s.speculative_method == "draft_model") else 0
+        self.first_allocation_lookahead = self.num_lookahead_tokens if rel.lookahead_on_first_allocation else 0
+        # Input slots each scheduled request keeps for its drafter (DFlash K, DSpark K - 1, draft model 1,
+        # else 0): Scheduler.schedule spends them from input_budget beside the token budget.
+        self.draft_slots = max_num_new_slots_for_drafting(s.speculative_method, s.num_speculative_tokens)
         self.input_budget = s.max_num_batched_tokens
         # vllm/config/model.py ModelConfig.is_chunked_prefill_supported: not for encoder-decoder models nor
         # bidirectional (encoder-only) pooling models; Scheduler.schedule then stops admitting at a prompt
@@ -232,7 +235,8 @@ class Scheduler:
         prefill_len = self.prefill_len[run]
         in_prefill = comp < prefill_len
         any_prefill = np.count_nonzero(in_prefill) > 0
-        decode_need = 1 + self.num_spec_tokens[run] if k else np.ones(len(run), dtype=np.int64)
+        drafting = self.num_spec_tokens_per_step
+        decode_need = 1 + self.num_spec_tokens[run] if drafting else np.ones(len(run), dtype=np.int64)
         need = np.where(in_prefill, prefill_len - comp, decode_need) if any_prefill else decode_need
         np.minimum(need, mml - 1 - comp, out=need)
         np.maximum(need, 0, out=need)
@@ -319,7 +323,7 @@ class Scheduler:
         req, num_new, counts, comp = running.req, running.num_new, running.counts, running.comp
         in_prefill, inst, rows = running.in_prefill, running.inst, running.rows
         num_draft = None  # without drafts: zeros, once the admissions are known
-        if self.num_lookahead_tokens:
+        if self.num_spec_tokens_per_step:
             num_draft = np.minimum(self.num_spec_tokens[req], np.maximum(num_new - 1, 0))
             if running.any_prefill:
                 num_draft[in_prefill] = 0
@@ -382,14 +386,14 @@ class Scheduler:
         limit = self.max_output_tokens[req]
         num_output = np.minimum(self.num_output_tokens[req] + sampled, limit)
         self.num_output_tokens[req] = num_output
-        if self.num_lookahead_tokens:
+        if self.num_spec_tokens_per_step:
             decode = ~out.is_prefilling
             rejected = np.where(decode, out.num_draft_tokens - num_accepted, 0)
             if self.async_scheduling:
                 self._pending = (req, rejected)  # learnt after the next step is scheduled (R1)
             else:
                 self.num_computed_tokens[req] -= rejected  # synchronous: known before the next step
-            self.num_spec_tokens[req] = np.where(sampled > 0, self.num_lookahead_tokens, 0)
+            self.num_spec_tokens[req] = np.where(sampled > 0, self.num_spec_tokens_per_step, 0)
         finished = req[num_output >= limit]
         if len(finished):
             done = finished.tolist()

@@ -286,6 +286,27 @@ def num_query_per_req(method: str, num_speculative_tokens: int) -> int:
     return num_speculative_tokens if method == "dspark" else 1 + num_speculative_tokens
 
 
+def num_lookahead_tokens(method: str, num_speculative_tokens: int) -> int:
+    """KV slots the scheduler reserves past each request's scheduled tokens (``allocate_slots``), vllm
+    config/vllm.py ``VllmConfig.num_lookahead_tokens``: 1 + K for DFlash ("a bonus query plus one query
+    per draft token"), K for the speculators that write draft KV (``use_eagle()``: eagle, eagle3, mtp,
+    whose Gemma4 and multi-module variants are ``method="mtp"``, dflash, dspark; and draft_model), and 0
+    for n-gram and extract-hidden-states, which write none; the scheduler still schedules K drafts."""
+    if not num_speculative_tokens or method in NO_DRAFT_ATTENTION_METHODS:
+        return 0
+    return num_speculative_tokens + 1 if method == "dflash" else num_speculative_tokens
+
+
+def max_num_new_slots_for_drafting(method: str, num_speculative_tokens: int) -> int:
+    """Input slots the scheduler keeps per scheduled request for its drafter, beside the token budget
+    (vllm config/speculative.py ``SpeculativeConfig.max_num_new_slots_for_drafting``): K for DFlash ("one
+    bonus query followed by K mask queries"), K - 1 for DSpark (parallel drafting: "only masked queries
+    need new slots"), 1 for the draft model (the correction token), 0 for the rest."""
+    if not num_speculative_tokens:
+        return 0
+    return {"dflash": num_speculative_tokens, "dspark": num_speculative_tokens - 1, "draft_model": 1}.get(method, 0)
+
+
 def num_draft_passes(method: str, num_speculative_tokens: int) -> int:
     """Draft attention passes per step: K for the autoregressive speculators (one per draft token;
     multi-module MTP one per module), 1 for the DFlash family, 0 for n-gram and extract-hidden-states.

@@ -19,7 +19,13 @@ from lab.engine.input_batch import InputBatch
 from lab.engine.model_states import MODES, AttnMetadata
 from lab.engine.oor import StaleRegion
 from lab.engine.scheduler import SchedulerOutput
-from lab.engine.speculator import DraftPassMetadata, draft_pass_step, draft_step_upper_bound
+from lab.engine.speculator import (
+    NO_DRAFT_ATTENTION_METHODS,
+    ONE_PASS_METHODS,
+    DraftPassMetadata,
+    draft_pass_step,
+    draft_step_upper_bound,
+)
 from lab.engine.step_record import EngineEnd, RequestAdded, RequestRemoved, StepRecord
 from lab.trace.recorder import Recorder
 
@@ -167,7 +173,13 @@ def to_step_records(scenario, taps: dict) -> tuple[list[StepRecord], EngineEnd, 
         drafts = []
         if s.num_speculative_tokens and s.speculative_method == "draft_model":
             drafts = _standalone_ar_passes(s, i, st, by_mode, checks)
-        if s.num_speculative_tokens and s.speculative_method != "draft_model":
+        if s.num_speculative_tokens and s.speculative_method in NO_DRAFT_ATTENTION_METHODS:
+            _no_draft_attention(s, i, by_mode)
+        elif s.num_speculative_tokens and s.speculative_method in ONE_PASS_METHODS:
+            drafts = _one_pass(s, i, st, by_mode, checks)
+        elif s.num_speculative_tokens and s.speculative_method == "mtp_multi_module":
+            drafts = _multi_module_passes(s, i, st, by_mode, checks)
+        elif s.num_speculative_tokens and s.speculative_method != "draft_model":
             prefill_mode = st.draft_descs[0][0] if st.draft_descs else st.cg_mode
             drafts.append(
                 DraftPassMetadata(
@@ -179,10 +191,15 @@ def to_step_records(scenario, taps: dict) -> tuple[list[StepRecord], EngineEnd, 
                 )
             )
             decode_mode = st.draft_descs[1][0] if len(st.draft_descs) > 1 else "NONE"
+            # Gemma4 MTP (advance_draft_positions False) builds the decode metadata once, at step 1, and
+            # every decode pass reuses it (TargetDependentARSpeculator._multi_step_decode): one recorded call.
+            once = s.speculative_method == "gemma4_mtp"
+            calls = min(1, s.num_speculative_tokens - 1) if once else s.num_speculative_tokens - 1
             # vLLM's own per-pass windows (what _build_attn_metadata gave build_attn_metadata) against R5.
             for j, (_, nr, ub) in enumerate(st.draft_passes, start=1):
                 if ub is not None:
-                    want = draft_step_upper_bound(st.seq_lens_cpu_upper_bound, n, j, mml, nr)
+                    step = draft_pass_step(s.speculative_method, j)
+                    want = draft_step_upper_bound(st.seq_lens_cpu_upper_bound, n, step, mml, nr)
                     checks["draft_windows"] += 1
                     if not np.array_equal(np.asarray(ub)[:nr], want):
                         checks["draft_window_mismatches"].append(
@@ -190,16 +207,15 @@ def to_step_records(scenario, taps: dict) -> tuple[list[StepRecord], EngineEnd, 
                         )
             for m in MODES:
                 got = len(by_mode[m][i].draft_passes)
-                if got != s.num_speculative_tokens - 1:
+                if got != calls:
                     raise ValueError(
-                        f"step {i}: the {m} run recorded {got} draft decode passes, "
-                        f"K - 1 = {s.num_speculative_tokens - 1} expected"
+                        f"step {i}: the {m} run recorded {got} draft decode metadata builds, {calls} expected"
                     )
             for j in range(1, s.num_speculative_tokens):
                 dm = {}
                 nrp = n
                 for m in MODES:
-                    dm[m], nrp = by_mode[m][i].draft_passes[j - 1][0], by_mode[m][i].draft_passes[j - 1][1]
+                    dm[m], nrp = by_mode[m][i].draft_passes[0 if once else j - 1][:2]
                 drafts.append(
                     DraftPassMetadata(
                         j, decode_mode, nrp, dm, {m: kernel_visible_max_seq_len(decode_mode, dm[m], mml) for m in MODES}
@@ -279,6 +295,68 @@ def _standalone_ar_passes(s, i: int, st, by_mode: dict, checks: dict) -> list:
         dm = {m: by_mode[m][i].draft_passes[j][0] for m in MODES}
         drafts.append(DraftPassMetadata(j, "NONE", nr, dm, dict(dm)))
     return drafts
+
+
+def _one_pass(s, i: int, st, by_mode: dict, checks: dict) -> list:
+    """The DFlash family (vLLM's DFlashSpeculator.propose): one dispatch and one metadata of
+    ``num_query_per_req`` queries a request, built with ``step=num_query_per_req``: one pass."""
+    mml, n = s.max_model_len, st.num_reqs
+    for m in MODES:
+        got = by_mode[m][i]
+        if len(got.draft_passes) != 1 or len(got.draft_descs) != 1:
+            raise ValueError(
+                f"step {i}: the {m} run recorded {len(got.draft_passes)} draft build_attn_metadata calls and "
+                f"{len(got.draft_descs)} draft dispatches; {s.speculative_method} makes one of each"
+            )
+    mode = st.draft_descs[0][0]
+    _, nr, ub = by_mode["fixed"][i].draft_passes[0]
+    if ub is not None:
+        step = draft_pass_step(s.speculative_method, 0, False, s.num_speculative_tokens)
+        want = draft_step_upper_bound(st.seq_lens_cpu_upper_bound, n, step, mml, nr)
+        checks["draft_windows"] += 1
+        if not np.array_equal(np.asarray(ub)[:nr], want):
+            checks["draft_window_mismatches"].append(
+                f"step {i} (one pass): vLLM {np.asarray(ub)[:nr].tolist()}, engine {want.tolist()}"
+            )
+    dm = {m: by_mode[m][i].draft_passes[0][0] for m in MODES}
+    return [DraftPassMetadata(0, mode, nr, dict(dm), {m: kernel_visible_max_seq_len(mode, dm[m], mml) for m in MODES})]
+
+
+def _multi_module_passes(s, i: int, st, by_mode: dict, checks: dict) -> list:
+    """Multi-module MTP (vLLM's MultiModuleMTPSpeculator.propose): one dispatch and one metadata, built
+    with ``step=0`` over the target-shaped batch, serve all K modules: one recorded call, K passes."""
+    mml, n = s.max_model_len, st.num_reqs
+    for m in MODES:
+        got = by_mode[m][i]
+        if len(got.draft_passes) != 1 or len(got.draft_descs) != 1:
+            raise ValueError(
+                f"step {i}: the {m} run recorded {len(got.draft_passes)} draft build_attn_metadata calls and "
+                f"{len(got.draft_descs)} draft dispatches; multi-module MTP makes one of each"
+            )
+    mode = st.draft_descs[0][0]
+    _, nr, ub = by_mode["fixed"][i].draft_passes[0]
+    if ub is not None:
+        want = draft_step_upper_bound(st.seq_lens_cpu_upper_bound, n, 0, mml, nr)
+        checks["draft_windows"] += 1
+        if not np.array_equal(np.asarray(ub)[:nr], want):
+            checks["draft_window_mismatches"].append(
+                f"step {i} (all modules): vLLM {np.asarray(ub)[:nr].tolist()}, engine {want.tolist()}"
+            )
+    dm = {m: by_mode[m][i].draft_passes[0][0] for m in MODES}
+    kernel = {m: kernel_visible_max_seq_len(mode, dm[m], mml) for m in MODES}
+    return [DraftPassMetadata(j, mode, nr, dict(dm), dict(kernel)) for j in range(s.num_speculative_tokens)]
+
+
+def _no_draft_attention(s, i: int, by_mode: dict) -> None:
+    """n-gram (vLLM's NgramGPUSpeculator.propose: two Triton kernels over the token history, no model):
+    no draft pass may have built attention metadata or dispatched a graph, in either run."""
+    for m in MODES:
+        st = by_mode[m][i]
+        if st.draft_passes or st.draft_descs:
+            raise ValueError(
+                f"step {i}: the {m} run recorded {len(st.draft_passes)} draft build_attn_metadata calls and "
+                f"{len(st.draft_descs)} draft dispatches; {s.speculative_method} runs no draft attention"
+            )
 
 
 def to_trace(scenario, taps: dict, meta: dict):

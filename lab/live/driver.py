@@ -11,6 +11,7 @@ The only module of the lab, with lab/live/tap.py's callers, that imports vllm (l
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
@@ -21,6 +22,10 @@ from lab.live import hooks, old_cpu, shim
 from lab.live.limits import HOW_TO_RUN, LiveUnavailable, check_scenario
 from lab.live.models import write_model
 from lab.live.tap import Tap
+
+# n-gram's prompt_lookup_min/max: any valid window (the drafts' values are never read, only their
+# count, which NgramGPUSpeculator keeps at K whether a match is found or not).
+NGRAM_LOOKUP = (2, 3)
 
 
 def load(device: str = "cpu"):
@@ -88,13 +93,49 @@ def reset_engine_state(llm) -> None:
     bt.num_blocks.copy_to_uva()
 
 
+@contextlib.contextmanager
+def _unpacked_weights_kept(on: bool):
+    """DFlash and DSpark on the CPU: vLLM's CPU build packs each unquantized linear's weight for its GEMM and empties
+    ``layer.weight`` (UnquantizedLinearMethod.process_weights_after_loading ->
+    dispatch_cpu_unquantized_gemm(layer, remove_weight=True), model_executor/layers/utils.py); DFlash's
+    _build_context_kv_buffers (models/qwen3_dflash.py) slices ``qkv_proj.weight`` itself, as on a GPU, and
+    fails on the empty tensor. While the model loads, the weight is kept beside its packed copy
+    (``remove_weight=False``): every GEMM still runs on the packed copy; only DFlash's fused context-KV
+    projection reads the kept one. Nothing in the scheduler or the attention metadata changes."""
+    if not on:
+        yield
+        return
+    from vllm.model_executor.layers import utils
+
+    orig = utils.dispatch_cpu_unquantized_gemm
+
+    def keep(layer, remove_weight):
+        return orig(layer, remove_weight=False)
+
+    utils.dispatch_cpu_unquantized_gemm = keep
+    try:
+        yield
+    finally:
+        utils.dispatch_cpu_unquantized_gemm = orig
+
+
 def build_llm(scenario, folder: str, device: str = "cpu", series: str = "0.32"):
     """The in-process engine for this scenario (its settings, a tiny model, dummy weights)."""
     from vllm import LLM
 
     s = scenario
-    kind = "hybrid" if s.model_state == "mamba_hybrid" else "target"
-    target = write_model(os.path.join(folder, "target"), kind, s.max_model_len)
+    method = s.speculative_method if s.num_speculative_tokens else ""
+    kind = {
+        "eagle3": "eagle3_target",
+        "mtp": "mtp",
+        "mtp_multi_module": "mtp",
+        "gemma4_mtp": "gemma4_target",
+        "dflash": "qwen3_target",
+        "dspark": "qwen3_target",
+    }.get(method, "target")
+    kind = "hybrid" if s.model_state == "mamba_hybrid" else kind
+    opts = {"num_mtp_layers": s.num_speculative_tokens} if method == "mtp_multi_module" else {}
+    target = write_model(os.path.join(folder, "target"), kind, s.max_model_len, **opts)
     graphs = {}
     if device != "cpu" and s.cudagraph_mode != "NONE":  # GPU only (scripts/live_gpu.sh): unverified here
         graphs = {
@@ -122,16 +163,40 @@ def build_llm(scenario, folder: str, device: str = "cpu", series: str = "0.32"):
     )
     if old_cpu.needs_port(series):
         kwargs["distributed_executor_backend"] = "uni"  # in-process: the hooks see the worker (0.22.1 forces mp)
-    if s.num_speculative_tokens:
-        # method="draft_model": a separate tiny Llama (dummy weights) as the draft; else a tiny EAGLE head.
-        kind = "target" if s.speculative_method == "draft_model" else "eagle"
-        draft = write_model(os.path.join(folder, "draft"), kind, s.max_model_len)
+    if s.num_speculative_tokens and s.speculative_method == "ngram":
+        # No draft model: NgramGPUSpeculator (spec_decode/ngram/speculator.py) matches the last
+        # prompt_lookup_max..min tokens in each request's history; the acceptance is imposed (tap.py).
         kwargs["speculative_config"] = {
-            "method": s.speculative_method,
+            "method": "ngram",
+            "num_speculative_tokens": s.num_speculative_tokens,
+            "prompt_lookup_max": NGRAM_LOOKUP[1],
+            "prompt_lookup_min": NGRAM_LOOKUP[0],
+        }
+    elif s.num_speculative_tokens and s.speculative_method == "extract_hidden_states":
+        # No draft model: ExtractHiddenStatesSpeculator caches the target's layer-0 and layer-1 hidden states
+        # (its ExtractHiddenStatesConfig reads the layer ids from draft_model_config's hf_config).
+        kwargs["speculative_config"] = {
+            "method": "extract_hidden_states",
+            "num_speculative_tokens": s.num_speculative_tokens,
+            "draft_model_config": {"hf_config": {"eagle_aux_hidden_state_layer_ids": [0, 1]}},
+        }
+    elif s.num_speculative_tokens and s.speculative_method in ("mtp", "mtp_multi_module"):
+        # The target's own MTP layer drafts (DeepSeekMTP): no draft model folder.
+        kwargs["speculative_config"] = {"method": "mtp", "num_speculative_tokens": s.num_speculative_tokens}
+    elif s.num_speculative_tokens:
+        # method="draft_model": a separate tiny Llama (dummy weights) as the draft; else a tiny EAGLE/EAGLE3 head.
+        kind = {"draft_model": "target", "eagle3": "eagle3", "gemma4_mtp": "gemma4_mtp"}.get(method, method)
+        kind = kind if kind in ("target", "eagle3", "gemma4_mtp", "dflash", "dspark") else "eagle"
+        opts = {"block_size": s.num_speculative_tokens} if method == "dspark" else {}
+        draft = write_model(os.path.join(folder, "draft"), kind, s.max_model_len, **opts)
+        kwargs["speculative_config"] = {
+            # Gemma4 MTP is vLLM's method "mtp" with a gemma4_mtp draft (SpeculativeConfig.use_gemma4_mtp).
+            "method": "mtp" if s.speculative_method == "gemma4_mtp" else s.speculative_method,
             "model": str(draft),
             "num_speculative_tokens": s.num_speculative_tokens,
         }
-    llm = LLM(**kwargs)
+    with _unpacked_weights_kept(device == "cpu" and method in ("dflash", "dspark")):
+        llm = LLM(**kwargs)
     from vllm.v1.worker.gpu.model_runner import GPUModelRunner
 
     if not isinstance(_runner(llm), GPUModelRunner):  # the runner itself (0.19 has no use_v2_model_runner)

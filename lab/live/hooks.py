@@ -31,12 +31,21 @@ _COMMON = {
         "TargetDependentARSpeculator._fused_multi_step_decode",
     ),
     "attention_forward": ("vllm.v1.attention.backends.cpu_attn", "CPUAttentionBackendImpl.forward"),
+    # MultiModuleMTPSpeculator.propose dispatches through its own module's import of the name.
+    "mm_draft_dispatch": (_GPU + "spec_decode.multi_module_mtp.speculator", "dispatch_cg_and_sync_dp"),
+    # DFlashSpeculator.propose (DSpark's too) likewise.
+    "dflash_draft_dispatch": (_GPU + "spec_decode.dflash.speculator", "dispatch_cg_and_sync_dp"),
 }
 _EAGLE = _GPU + "spec_decode.eagle.speculator"
 # 0.20-0.22: the EAGLE speculator is spec_decode/eagle/speculator.py (one metadata build per draft decode
 # step, no seq_lens_cpu_upper_bound argument yet); MRV2 has no mamba-hybrid path a config may reach.
 _V022 = {
-    **{k: v for k, v in _COMMON.items() if k not in ("mamba_build_attn_metadata", "fused_multi_step_decode")},
+    **{
+        k: v
+        for k, v in _COMMON.items()
+        if k
+        not in ("mamba_build_attn_metadata", "fused_multi_step_decode", "mm_draft_dispatch", "dflash_draft_dispatch")
+    },
     "draft_build_attn_metadata": (_EAGLE, "build_attn_metadata"),
     "draft_dispatch": (_EAGLE, "dispatch_cg_and_sync_dp"),
 }

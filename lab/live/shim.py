@@ -83,6 +83,7 @@ def install(device: str = "cpu") -> None:
     _StubCpuDriver.active = needs_port(installed_series() or "")
     backends.setdefault("cpu", SimpleNamespace(compiler=None, driver=_StubCpuDriver()))
     _skip_repeated_lang_patching()
+    _int1_masks_as_bool()
     install._done = True
 
 
@@ -132,3 +133,33 @@ def _skip_repeated_lang_patching() -> None:
 
     patch_lang._lab_wrapped = True
     interpreter._patch_lang = patch_lang
+
+
+def _int1_masks_as_bool() -> None:
+    """Triton 3.9.0's interpreter can hold an ``int1`` block in int32 data: a block ``&`` a scalar
+    (NgramGPUSpeculator's ``_ngram_finalize_kernel``: ``(k_iota < tokens_avail) & write_ok & k_in_range``)
+    gives 0/1 int32 data typed int1, and its masked load then fails ("mask has unsupported dtype"). A
+    compiled kernel reads an int1 mask as a one-bit predicate: the same 0/1 values, read as bool here.
+    Nothing else changes (a bool mask goes through as it is)."""
+    import numpy as np
+    from triton.runtime import interpreter
+
+    B = interpreter.InterpreterBuilder
+    if getattr(B.create_masked_load, "_lab_wrapped", False):
+        return
+
+    def as_bool(mask):
+        if mask.data.dtype == np.bool_:
+            return mask
+        return interpreter.TensorHandle(mask.data.astype(np.bool_), mask.dtype)
+
+    load, store = B.create_masked_load, B.create_masked_store
+
+    def create_masked_load(self, ptrs, mask, other, cache_policy, is_volatile):
+        return load(self, ptrs, as_bool(mask), other, cache_policy, is_volatile)
+
+    def create_masked_store(self, ptrs, value, mask, cache_policy):
+        return store(self, ptrs, value, as_bool(mask), cache_policy)
+
+    create_masked_load._lab_wrapped = True
+    B.create_masked_load, B.create_masked_store = create_masked_load, create_masked_store

@@ -125,6 +125,10 @@ class Tap:
         else:
             w["target_dispatch"] = self._dispatch("target")
             w["draft_dispatch"] = self._dispatch("draft")
+        if self.scenario.speculative_method == "mtp_multi_module":
+            w["mm_draft_dispatch"] = self._dispatch("draft")
+        if self.scenario.speculative_method in ("dflash", "dspark"):
+            w["dflash_draft_dispatch"] = self._dispatch("draft")
         if self.time_attention:
             w["attention_forward"] = self._attention_forward
         if self.hybrid:  # GPU only (the tiny hybrid fails on the CPU): MambaHybridModelState's call site

@@ -54,6 +54,20 @@ def test_what_the_cpu_engine_cannot_run_is_refused_with_the_reason():
     assert any("257 blocks" in w for w in refusals(small))
 
 
+def test_every_speculator_the_engine_models_is_driven_live_and_later_ones_refused_by_release():
+    from lab.engine.speculator import FIRST_RELEASE, SPECULATORS
+    from lab.live.limits import LIVE_METHODS
+
+    assert set(LIVE_METHODS) == set(SPECULATORS)  # tests/live/test_live_vllm.py records each
+    for method, first in FIRST_RELEASE.items():
+        k = 1 if method == "extract_hidden_states" else 3
+        s = parse_spec(f"2p64o12_k={k}_method={method.replace('_', '-')}_mml=4k_bs=32")
+        assert refusals(cpu_variant(s)) == []
+        for old in ("0.19", "0.22"):
+            why = refusals(cpu_variant(s, old), old)
+            assert any(f"has no such speculator (from {first})" in w for w in why), (method, old, why)
+
+
 @pytest.mark.skipif(not NO_VLLM, reason="this environment has vLLM")
 def test_missing_environment_gives_a_clear_error():
     ok, why = available()

@@ -81,14 +81,20 @@ def test_lookahead_slots_follow_the_method_ngram_none_dflash_one_more():
 def test_dflash_and_dspark_keep_input_slots_for_their_mask_queries():
     """vllm config/speculative.py SpeculativeConfig.max_num_new_slots_for_drafting (found in the live
     recording of dflash-k7: step 0 gave the eighth 1,024-token prompt 968 tokens, the engine 1,024):
-    DFlash keeps K input slots per scheduled request, DSpark (parallel drafting) K - 1, the draft model 1."""
+    in vLLM 0.32.0 DFlash keeps K input slots per scheduled request, DSpark (parallel drafting) K - 1, the
+    draft model 1. vLLM 0.33.0 keeps none for the DFlash family ("DFlash and DSpark draft in a separate
+    query pass rather than adding rows to the target batch"), read in its source."""
     from lab.engine.speculator import max_num_new_slots_for_drafting
 
-    assert [max_num_new_slots_for_drafting(m, 7) for m in ("dflash", "dspark", "draft_model", "eagle")] == [7, 6, 1, 0]
+    methods = ("dflash", "dspark", "draft_model", "eagle")
+    assert [max_num_new_slots_for_drafting(m, 7, True) for m in methods] == [7, 6, 1, 0]
+    assert [max_num_new_slots_for_drafting(m, 7, False) for m in methods] == [0, 0, 1, 0]
     for method, slots in (("dflash", 7), ("dspark", 6)):
-        first = _records(parse_spec(f"8p1ko4_k=7_method={method}_mml=8k_bs=32_cg=none"))[0]
+        first = _records(parse_spec(f"8p1ko4_k=7_method={method}_mml=8k_bs=32_cg=none_vllm=0.32"))[0]
         got = sorted(first.batch.num_scheduled_tokens.tolist())
         assert got == [8192 - 8 * slots - 7 * 1024] + [1024] * 7, (method, got)  # a token budget of 8k
+        first = _records(parse_spec(f"8p1ko4_k=7_method={method}_mml=8k_bs=32_cg=none"))[0]
+        assert sorted(first.batch.num_scheduled_tokens.tolist()) == [1024] * 8, method
 
 
 def test_removed_in_sorted_req_id_order_and_resumed_added_after_new():

@@ -35,13 +35,17 @@ class Release:
     # block over a sliding-window group's entries wholly below each request's window (R11,
     # lab/engine/sliding_window.py); 0.19.1-0.32.0 have no sliding_window_reach and gather every column.
     null_below_window: bool
+    # vllm/config/speculative.py SpeculativeConfig.max_num_new_slots_for_drafting: 0.32 keeps input slots
+    # for the DFlash family's parallel queries (K for DFlash, K - 1 for DSpark); 0.33 none ("DFlash and
+    # DSpark draft in a separate query pass rather than adding rows to the target batch").
+    parallel_drafting_slots: bool
 
 
 RELEASES = {
-    "0.19": Release("0.19", "before #40654", False, False, False, False, False),
-    "0.22": Release("0.22", "after #40654", False, False, False, False, False),
-    "0.32": Release("0.32", "after #43991", True, True, True, False, False),
-    "0.33": Release("0.33", "after #43991", True, True, True, True, True),
+    "0.19": Release("0.19", "before #40654", False, False, False, False, False, False),
+    "0.22": Release("0.22", "after #40654", False, False, False, False, False, False),
+    "0.32": Release("0.32", "after #43991", True, True, True, False, False, True),
+    "0.33": Release("0.33", "after #43991", True, True, True, True, True, False),
 }
 
 # MRV2 refuses mamba-hybrid models in 0.19/0.22 (vllm/config/vllm.py

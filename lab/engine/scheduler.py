@@ -134,7 +134,9 @@ class Scheduler:
         self.first_allocation_lookahead = self.num_lookahead_tokens if rel.lookahead_on_first_allocation else 0
         # Input slots each scheduled request keeps for its drafter (DFlash K, DSpark K - 1, draft model 1,
         # else 0): Scheduler.schedule spends them from input_budget beside the token budget.
-        self.draft_slots = max_num_new_slots_for_drafting(s.speculative_method, s.num_speculative_tokens)
+        self.draft_slots = max_num_new_slots_for_drafting(
+            s.speculative_method, s.num_speculative_tokens, rel.parallel_drafting_slots
+        )
         self.input_budget = s.max_num_batched_tokens
         # vllm/config/model.py ModelConfig.is_chunked_prefill_supported: not for encoder-decoder models nor
         # bidirectional (encoder-only) pooling models; Scheduler.schedule then stops admitting at a prompt

@@ -297,14 +297,20 @@ def num_lookahead_tokens(method: str, num_speculative_tokens: int) -> int:
     return num_speculative_tokens + 1 if method == "dflash" else num_speculative_tokens
 
 
-def max_num_new_slots_for_drafting(method: str, num_speculative_tokens: int) -> int:
+def max_num_new_slots_for_drafting(method: str, num_speculative_tokens: int, parallel_drafting_slots: bool) -> int:
     """Input slots the scheduler keeps per scheduled request for its drafter, beside the token budget
-    (vllm config/speculative.py ``SpeculativeConfig.max_num_new_slots_for_drafting``): K for DFlash ("one
-    bonus query followed by K mask queries"), K - 1 for DSpark (parallel drafting: "only masked queries
-    need new slots"), 1 for the draft model (the correction token), 0 for the rest."""
+    (vllm config/speculative.py ``SpeculativeConfig.max_num_new_slots_for_drafting``): 1 for the draft model
+    (the correction token); for the DFlash family, in a release with ``parallel_drafting_slots`` (0.32), K
+    for DFlash ("one bonus query followed by K mask queries") and K - 1 for DSpark ("only masked queries
+    need new slots"), and none from 0.33 ("DFlash and DSpark draft in a separate query pass rather than
+    adding rows to the target batch"); 0 for the rest."""
     if not num_speculative_tokens:
         return 0
-    return {"dflash": num_speculative_tokens, "dspark": num_speculative_tokens - 1, "draft_model": 1}.get(method, 0)
+    if method == "draft_model":
+        return 1
+    if parallel_drafting_slots and method in ONE_PASS_METHODS:
+        return num_speculative_tokens if method == "dflash" else num_speculative_tokens - 1
+    return 0
 
 
 def num_draft_passes(method: str, num_speculative_tokens: int) -> int:

@@ -29,6 +29,7 @@ from lab.app.stepping import (
     drawn_id,
     note_of,
     render_view,
+    step_number,
     step_of,
     summary_html,
     trace_of,
@@ -261,11 +262,14 @@ def run(
     runner,
     view="block_table",
     presenter=False,
+    step=0,
     compare_key=None,
     base=None,
     progress=gr.Progress(),
 ):
-    """Run the scenario on the chosen runner (or reuse the cached trace of the same run)."""
+    """Run the scenario on the chosen runner (or reuse the cached trace of the same run). The page stays
+    on ``step`` (the one it showed), clamped to the new trace's last step."""
+    index = step_number(step)  # clamped to the new trace by _loaded
     try:
         scenario = scenario_from_inputs(preset, spec, (mml, bs, k, state, cg, accept, seed), base)
     except ValueError as e:
@@ -281,7 +285,7 @@ def run(
         return _busy(e)
     except ValueError as e:
         return _loaded_error(spec_msg=spec_error(e), settings=gr.Accordion(open=True), status="Not run.")
-    return _loaded(key, trace, format_spec(scenario), how, view, 0, presenter, compare_key)
+    return _loaded(key, trace, format_spec(scenario), how, view, index, presenter, compare_key)
 
 
 def pick_preset(name, runner, view="block_table", presenter=False, compare_key=None, progress=gr.Progress()):

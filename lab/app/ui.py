@@ -262,7 +262,8 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
         loaded_then(
             run_btn.click(
                 run,
-                [preset_dd, spec, *controls, runner, view, presenter, compare_key, base],
+                # step: a run keeps the step shown (clamped to the new trace; lab.app.loading.run)
+                [preset_dd, spec, *controls, runner, view, presenter, step, compare_key, base],
                 loaded,
                 api_name="run",
                 concurrency_limit=4,

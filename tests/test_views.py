@@ -378,7 +378,10 @@ def test_tour_draft_stop_is_the_first_step_with_draft_passes(traces):
     assert first_draft_step(traces["short-decode-long-context"]) is None
     assert all(t["view"] != "drafts" for t in tour(traces["short-decode-long-context"]))
     # A draft model (no draft path before #40654 to compare with) and a window clamped at max_model_len.
-    for spec, words in (("p100o20_k=2_method=draft-model", "still told max_model_len"), ("p8189o3_k=3_mml=8k", "clamped")):
+    for spec, words in (
+        ("p100o20_k=2_method=draft-model", "still told max_model_len"),
+        ("p8189o3_k=3_mml=8k", "clamped"),
+    ):
         t = simulate(Scenario.from_spec(spec))
         k = first_draft_step(t)
         assert k == next(i for i, st in enumerate(t.steps) if st.history()["after #43991"]["drafts"])

@@ -149,6 +149,16 @@ window.labApp = (() => {
     }, 0);
   });
 
+  // Tab out of a dropdown closes its list: Gradio's key handler reopens it after the blur has closed it
+  // (it awaits a tick first), leaving the list open over the headline. Tab only moves the focus here.
+  window.addEventListener(
+    "keydown",
+    (e) => {
+      if (e.key === "Tab" && e.target.matches && e.target.matches("input[role=combobox]")) e.stopPropagation();
+    },
+    true,
+  );
+
   async function loaded(key, ckey, i, view, presenter) {
     stop();
     mark_short();

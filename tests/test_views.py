@@ -413,3 +413,15 @@ def test_explore_steps_and_picks_views_in_a_widget():
     assert "<b>step 9</b>" in box.children[2].value  # the headline with the three eras
     with pytest.raises(ValueError, match="unknown view"):
         explore(trace, "nope")
+
+
+def test_kernel_name_in_the_title():
+    """Each registered kernel's short name (the compiled kernel's title read "cpp via compiled.py)")."""
+    from lab.kernels.registry import KERNELS
+    from lab.views.kernels import kernel_name
+
+    names = {k.name: kernel_name(k.kernel) for k in KERNELS}
+    assert names["cpp-fused-gather"] == "C++ paged attention" and names["torch-reference"] == "torch paged attention"
+    assert names["vllm-triton-unified"] == "triton_unified_attention.unified_attention"
+    assert names["flashinfer-trtllm-gen"] == "decode.trtllm_batch_decode_with_kv_cache"
+    assert names["vllm-cpu"] == "vLLM's CPU paged attention"

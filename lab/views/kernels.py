@@ -22,6 +22,13 @@ _FIELDS = ("ms", "iqr_ms", "gbps_real", "gbps_walked")
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+def kernel_name(kernel) -> str:
+    """The kernel's short name for the title: its description up to the first comma or parenthesis, and of
+    a module path its last two parts (vLLM's CPU attention's path ran past the figure at 1366 px)."""
+    name = str(kernel).split(" (")[0].split(",")[0].strip()
+    return ".".join(name.split(".")[-2:]) if " " not in name else name
+
+
 def measured_how(info: dict | None) -> str:
     """Where the app timed the kernels by itself (lab.app.background), the words that say so; else ""."""
     if not info or info.get("measured") != "background":
@@ -136,8 +143,7 @@ def kernels_spec(trace, index: int) -> dict:
             "legend": {"font": {"size": 10}},
             "shapes": [step_marker(index)],
             "title": title(
-                # The kernel's short name: a module path (vLLM's CPU attention) ran past the figure at 1366 px.
-                f"Kernel timings: {'.'.join(str(info.get('kernel')).split('.')[-2:])} on {info.get('backend')} / "
+                f"Kernel timings: {kernel_name(info.get('kernel'))} on {info.get('backend')} / "
                 f"{device} ({info.get('dtype')})",
                 # How they were measured, then the shape: the title's end is cut off on a narrow screen.
                 (f"{measured_how(info)}; " if measured_how(info) else "")

@@ -132,7 +132,7 @@ lint: $(STAMP)
 
 # The fast tier while editing (under 3 minutes here): lint, and the tests that need neither the vLLM
 # environments nor a browser nor the notebooks' kernels. make test is the full suite (.ci/run).
-FAST_TESTS := -m "not slow" --ignore=tests/live --ignore=tests/conformance --ignore=tests/test_app_browser.py \
+FAST_TESTS := -m "not slow" --ignore=tests/live --ignore=tests/conformance --ignore-glob="tests/test_app_browser*.py" \
 	--ignore=tests/test_export_browser.py --ignore=tests/test_notebooks.py --ignore=tests/test_eras_envs.py
 check: $(STAMP) lint
 	$(VPY) -m pytest -q -p no:cacheprovider $(FAST_TESTS)

@@ -33,7 +33,9 @@ def app_url():
 
     demo = build_demo()
     port = _free_port()
-    launch(demo, "127.0.0.1", port, block=False)
+    # No kernel timings measured in the background here: the tests' opening preset stays the engine's trace
+    # (tests/test_app_browser_page.py starts an app of its own that measures them).
+    launch(demo, "127.0.0.1", port, block=False, kernels=False)
     yield f"http://127.0.0.1:{port}/"
     demo.close()
 

@@ -27,7 +27,7 @@ CONTROLS = [
     "seed",
 ]
 # run's inputs: preset, spec, max_model_len, block size, K, model state, graph mode, acceptance, seed, runner,
-# view, presenter
+# view, presenter, the step shown (kept by the run, clamped to the new trace)
 DEFAULT_INPUTS = [
     DEFAULT,
     PRESETS[DEFAULT][0],
@@ -41,6 +41,7 @@ DEFAULT_INPUTS = [
     "embedded CPU",
     "block_table",
     False,
+    0,
 ]
 EAGLE_INPUTS = [
     "eagle-k3",
@@ -55,6 +56,7 @@ EAGLE_INPUTS = [
     "embedded CPU",
     "block_table",
     False,
+    0,
 ]
 # What run / pick_preset / upload_trace / initial_run return, in order (session state stays on the server).
 LOADED = [
@@ -152,6 +154,22 @@ def test_run_draws_only_the_view_on_screen(client):
     assert "per-request lengths" in plot_of(plot)["layout"]["title"]["text"] and "Per-request lengths" in note
 
 
+def test_a_run_keeps_the_step_shown(client):
+    """A run opens on the step the page showed (it went back to 0), clamped to a shorter trace."""
+    _run(client, EAGLE_INPUTS)  # the session's slider now runs to 55 (Gradio checks a step against it)
+    args = list(EAGLE_INPUTS)
+    args[-1] = 7
+    out = _run(client, args)
+    assert (
+        out["step"]["value"] == 7
+        and "step 7" in out["headline"]
+        and "Step 7:" in plot_of(out["plot"])["layout"]["title"]["text"]
+    )
+    args[1], args[-1] = "4p100o20_mml=8k_cg=piecewise", 30  # 20 steps
+    out = _run(client, args)
+    assert out["step"]["value"] == 19 and out["step"]["maximum"] == 19 and "step 19" in out["headline"]
+
+
 def test_controls_the_user_changed_override_the_text(client):
     _run(client, DEFAULT_INPUTS)  # the page's controls now come from this text
     out = _run(
@@ -169,6 +187,7 @@ def test_controls_the_user_changed_override_the_text(client):
             "embedded CPU",
             "block_table",
             False,
+            0,
         ],
     )
     s = Scenario.from_spec(out["spec"])
@@ -435,6 +454,7 @@ def test_kernel_runner_times_both_modes(client):
         "embedded CPU + kernels",
         "kernels",
         False,
+        0,
     ]
     out = _run(client, args)
     kern = plot_of(out["plot"])

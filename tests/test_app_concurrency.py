@@ -44,6 +44,7 @@ def test_sixteen_sessions_step_through_200_steps(app_url, make_client):
                 "embedded CPU",
                 "lengths",
                 False,
+                0,
                 api_name="/run",
             )
             assert out[0]["maximum"] == n_steps - 1, out[0]

@@ -74,6 +74,9 @@ def test_encoder_only_reads_no_block_table_and_existed_from_0_27():
     h = st.history()
     assert h["after #43991"]["max_seq_len"] == 2048
     assert h["before #40654"]["max_seq_len"] is None and "0.27.0" in h["before #40654"]["target_note"]
+    from lab.views.tour import tour
+
+    assert "came with vLLM 0.27.0" in tour(t)[0]["text"] and "before #40654" not in tour(t)[0]["text"]
     html = headline_html(t, 1)
     assert "reads no block table" in html and "no encoder-only model state in MRV2 before vLLM 0.27.0" in html
     for _, view, _ in ALL_VIEWS.values():

@@ -133,6 +133,10 @@ def test_dflash_drafts_in_one_query_pass_of_one_plus_k():
     assert {d.cudagraph_mode for st in _trace("dflash", "_cg=piecewise").steps for d in st.drafts} == {"NONE"}
     h = st.history()
     assert h["after #40654"]["drafts"] == [] and "0.24.0" in h["after #40654"]["drafts_note"]
+    from lab.views.tour import tour
+
+    (stop,) = [x for x in tour(t) if x["view"] == "drafts"]
+    assert "one query pass of 4 tokens a request" in stop["text"] and "+ K" not in stop["text"]
 
 
 def test_dspark_samples_from_the_anchor_so_its_query_is_k():

@@ -350,7 +350,8 @@ def test_tour_stops_come_from_the_trace(traces):
     for name, trace in traces.items():
         stops = tour(trace)
         assert 3 <= len(stops) <= 5, name
-        assert [t["step"] for t in stops] == sorted({t["step"] for t in stops}) and stops[0]["step"] == 0
+        assert [t["step"] for t in stops] == sorted(t["step"] for t in stops) and stops[0]["step"] == 0
+        assert len({(t["step"], t["view"]) for t in stops}) == len(stops)  # a step twice: in two views
         assert all(t["view"] in ALL_VIEWS and t["text"] for t in stops)
     stale = tour(traces["stale-block-reuse"])
     live = next(t for t in stale if "live" in t["text"] or "recycled" in t["text"])
@@ -361,6 +362,30 @@ def test_tour_stops_come_from_the_trace(traces):
         in live["text"]
     )
     assert any(t["view"] == "drafts" and "+ 3" in t["text"] for t in tour(traces["eagle-k3"]))
+
+
+def test_tour_draft_stop_is_the_first_step_with_draft_passes(traces):
+    """eagle-k3 has draft passes from step 0: the draft stop is step 0 in the drafts view, beside the
+    opening stop (it was step 1, the first step not yet a stop); no drafts, no draft stop."""
+    from lab.views import tour
+    from lab.views.tour import first_draft_step
+
+    eagle = traces["eagle-k3"]
+    assert first_draft_step(eagle) == 0 and eagle.steps[0].drafts
+    stops = tour(eagle)
+    assert [(t["step"], t["view"]) for t in stops[:2]] == [(0, "lengths"), (0, "drafts")]
+    assert "1,027 after #43991" in stops[1]["text"]  # step 0's own draft_max_seq_len (the headline's)
+    assert first_draft_step(traces["short-decode-long-context"]) is None
+    assert all(t["view"] != "drafts" for t in tour(traces["short-decode-long-context"]))
+    # A draft model (no draft path before #40654 to compare with) and a window clamped at max_model_len.
+    for spec, words in (
+        ("p100o20_k=2_method=draft-model", "still told max_model_len"),
+        ("p8189o3_k=3_mml=8k", "clamped"),
+    ):
+        t = simulate(Scenario.from_spec(spec))
+        k = first_draft_step(t)
+        assert k == next(i for i, st in enumerate(t.steps) if st.history()["after #43991"]["drafts"])
+        assert any(s["step"] == k and s["view"] == "drafts" and words in s["text"] for s in tour(t)), tour(t)
 
 
 def test_summary_ratios_read_as_numbers():
@@ -388,3 +413,15 @@ def test_explore_steps_and_picks_views_in_a_widget():
     assert "<b>step 9</b>" in box.children[2].value  # the headline with the three eras
     with pytest.raises(ValueError, match="unknown view"):
         explore(trace, "nope")
+
+
+def test_kernel_name_in_the_title():
+    """Each registered kernel's short name (the compiled kernel's title read "cpp via compiled.py)")."""
+    from lab.kernels.registry import KERNELS
+    from lab.views.kernels import kernel_name
+
+    names = {k.name: kernel_name(k.kernel) for k in KERNELS}
+    assert names["cpp-fused-gather"] == "C++ paged attention" and names["torch-reference"] == "torch paged attention"
+    assert names["vllm-triton-unified"] == "triton_unified_attention.unified_attention"
+    assert names["flashinfer-trtllm-gen"] == "decode.trtllm_batch_decode_with_kv_cache"
+    assert names["vllm-cpu"] == "vLLM's CPU paged attention"

@@ -45,10 +45,13 @@ def launch(
     block: bool = True,
     password: str | None = None,
     warm: bool | None = None,
+    kernels: bool = True,
 ):
     """Serve ``demo``. Beyond 127.0.0.1 it says so at start (lab.app.room); ``password`` (any user name)
     is Gradio's auth; ``warm`` (by default: beyond 127.0.0.1) builds every preset's trace and step data in
-    the background, so a room's first clicks find them ready."""
+    the background, so a room's first clicks find them ready; ``kernels`` times the opening preset's
+    attention kernels in the background (lab.app.background), so its kernel view has this machine's
+    timings without a click."""
     import threading
 
     from lab.app.loading import MAX_UPLOAD_BYTES, warm_presets
@@ -62,8 +65,8 @@ def launch(
     banner = room_banner(host, port, bool(password))
     if banner:
         print(banner, flush=True)
+    first = getattr(demo, "lab_preset", None)
     if banner if warm is None else warm:
-        first = getattr(demo, "lab_preset", None)
         threading.Thread(target=warm_presets, args=(first,), daemon=True, name="warm-presets").start()
     out = demo.launch(
         auth=(lambda _user, given: given == password) if password else None,
@@ -82,6 +85,14 @@ def launch(
         run_history=False,
     )
     add_steps_route(demo.server_app)  # GET /lab/steps/<key>: the step data the page draws from
+    if kernels and first:  # after the routes: the page may ask how it goes as soon as it loads
+        from lab.app.background import BACKGROUND
+        from lab.app.cache import scenario_key
+        from lab.app.runner_choices import EMBEDDED_CPU
+        from lab.scenario import get_preset
+
+        # The key the page's first load shows the opening preset under (lab.app.loading.initial).
+        BACKGROUND.start(scenario_key(get_preset(first), EMBEDDED_CPU), get_preset(first))
     if block:
         demo.block_thread()
     return out
@@ -101,6 +112,12 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="build every preset's trace and step data at start (default: when served beyond 127.0.0.1)",
     )
+    p.add_argument(
+        "--kernels",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="time the opening preset's attention kernels in the background, a few seconds (default: on)",
+    )
     args = p.parse_args(argv)
     if args.preset not in PRESETS:
         print(f"error: unknown preset {args.preset!r}; known presets: {', '.join(PRESETS)}", file=sys.stderr)
@@ -108,5 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.port is not None and not 1 <= args.port <= 65535:
         print(f"error: --port must be between 1 and 65535, got {args.port}", file=sys.stderr)
         return 2
-    launch(build_demo(args.preset), args.host, args.port, password=args.password or None, warm=args.warm)
+    launch(
+        build_demo(args.preset),
+        args.host,
+        args.port,
+        password=args.password or None,
+        warm=args.warm,
+        kernels=args.kernels,
+    )
     return 0

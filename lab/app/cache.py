@@ -29,7 +29,7 @@ class TraceCache:
         self.max_traces = max_traces
         self.max_bytes = max_bytes
         self._items: OrderedDict[str, Trace] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # add() puts under the lock
 
     def put(self, key: str, trace: Trace) -> str:
         with self._lock:
@@ -40,6 +40,17 @@ class TraceCache:
             ):
                 self._items.popitem(last=False)
         return key
+
+    def add(self, key: str, trace: Trace) -> Trace:
+        """``trace`` under ``key`` unless one is there already (a run that finished meanwhile, or one with
+        kernel timings measured in the background, lab.app.background): the one kept is returned."""
+        with self._lock:
+            kept = self._items.get(key)
+            if kept is not None:
+                self._items.move_to_end(key)
+                return kept
+            self.put(key, trace)
+            return trace
 
     def get(self, key: str) -> Trace | None:
         with self._lock:

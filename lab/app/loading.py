@@ -19,6 +19,7 @@ import os
 import gradio as gr
 
 from lab import Scenario, Trace, simulate
+from lab.app.background import BACKGROUND
 from lab.app.cache import TRACES, bytes_key, scenario_key
 from lab.app.controls import CONTROL_FIELDS, controls_of, inline_error, scenario_from_inputs, spec_error
 from lab.app.room import HEAVY, Busy
@@ -29,6 +30,7 @@ from lab.app.stepping import (
     drawn_id,
     note_of,
     render_view,
+    step_number,
     step_of,
     summary_html,
     trace_of,
@@ -41,6 +43,7 @@ from lab.live.record_process import LiveRunError, record_in_subprocess
 from lab.presets import PRESETS
 from lab.scenario import format_spec, get_preset, parse_spec
 from lab.views import ALL_VIEWS, headline_html, tour
+from lab.views.kernels import measured_how
 
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
 
@@ -103,6 +106,7 @@ def _status(trace: Trace, how: str) -> str:
         detail = [k["head_config"]] if k.get("head_config") else []
         if k.get("checked_steps") is not None:
             detail.append(f"{k['checked_steps']} of them checked against SDPA")
+        detail += [measured_how(k)] if measured_how(k) else []
         kernels += f" ({'; '.join(detail)})." if detail else "."
     s_name = s.name or "custom scenario"
     # A live recording ran the scenario's CPU variant (lab.live.cpu_variant): the scenario text shows it.
@@ -185,9 +189,9 @@ def _check_runner(runner: str) -> None:
 def _simulate(scenario: Scenario, runner: str, progress) -> tuple[str, Trace, str]:
     _check_runner(runner)
     key = scenario_key(scenario, runner)
-    trace = TRACES.get(key)
+    trace = TRACES.get(key) or BACKGROUND.timed(key)  # the second: timed in the background, since evicted
     if trace is not None:
-        return key, trace, "cached run"
+        return key, TRACES.add(key, trace), "cached run"
     progress((0, None), desc="engine steps", unit="steps")
 
     def tick(n: int) -> None:
@@ -201,7 +205,7 @@ def _simulate(scenario: Scenario, runner: str, progress) -> tuple[str, Trace, st
                 trace = _run_kernels(trace, *KERNEL_RUNNERS[runner], progress)
     else:
         trace = simulate(scenario, progress=tick)
-    TRACES.put(key, trace)
+    trace = TRACES.add(key, trace)  # one the background timed meanwhile stays (lab.app.background)
     STEP_DATA.warm(key)  # the page fetches the step data right after (lab/app/steps_data.py)
     return key, trace, f"ran on {runner}"
 
@@ -261,11 +265,14 @@ def run(
     runner,
     view="block_table",
     presenter=False,
+    step=0,
     compare_key=None,
     base=None,
     progress=gr.Progress(),
 ):
-    """Run the scenario on the chosen runner (or reuse the cached trace of the same run)."""
+    """Run the scenario on the chosen runner (or reuse the cached trace of the same run). The page stays
+    on ``step`` (the one it showed), clamped to the new trace's last step."""
+    index = step_number(step)  # clamped to the new trace by _loaded
     try:
         scenario = scenario_from_inputs(preset, spec, (mml, bs, k, state, cg, accept, seed), base)
     except ValueError as e:
@@ -281,7 +288,7 @@ def run(
         return _busy(e)
     except ValueError as e:
         return _loaded_error(spec_msg=spec_error(e), settings=gr.Accordion(open=True), status="Not run.")
-    return _loaded(key, trace, format_spec(scenario), how, view, 0, presenter, compare_key)
+    return _loaded(key, trace, format_spec(scenario), how, view, index, presenter, compare_key)
 
 
 def pick_preset(name, runner, view="block_table", presenter=False, compare_key=None, progress=gr.Progress()):

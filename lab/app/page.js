@@ -6,16 +6,22 @@ window.labApp = (() => {
   const sets = new Map(); // trace key -> Promise<LabSteps>
   const state = {timer: null};
 
-  function data(key) {
+  function route(name, key) {
+    return new URL(`lab/${name}/${encodeURIComponent(key)}`, location.origin + location.pathname);
+  }
+
+  // fresh: the trace's data changed on the server (kernel timings measured in the background); a new
+  // id, so that a view of the whole trace is drawn again rather than only its marker moved.
+  function data(key, fresh) {
     if (!key) return Promise.reject(new Error("no trace yet: run a scenario or upload a trace first"));
     if (!sets.has(key)) {
-      const url = new URL(`lab/steps/${encodeURIComponent(key)}`, location.origin + location.pathname);
-      const p = fetch(url)
-        .then((r) => {
+      const p = fetch(route("steps", key), {cache: "no-cache"})
+        .then(async (r) => {
           if (!r.ok) throw new Error(`the step data of this trace did not come (${r.status}): run it again`);
-          return r.json();
-        })
-        .then((D) => new LabSteps(D, key));
+          const S = new LabSteps(await r.json(), fresh ? `${key}@${Date.now()}` : key);
+          S.measuring = r.headers.get("X-Lab-Kernels") === "running";
+          return S;
+        });
       p.catch(() => sets.delete(key));
       sets.set(key, p);
       while (sets.size > 8) sets.delete(sets.keys().next().value);
@@ -42,6 +48,7 @@ window.labApp = (() => {
 
   // Step i (clamped) of the session's trace: the figures drawn here; [step, headline, summary] for Gradio.
   async function go(key, ckey, i, view, presenter) {
+    state.shown = {key, ckey, i, view, presenter};
     const S = await data(key);
     i = S.clamp(i);
     const draws = [];
@@ -149,7 +156,44 @@ window.labApp = (() => {
     }, 0);
   });
 
+  // Tab out of a dropdown closes its list: Gradio's key handler reopens it after the blur has closed it
+  // (it awaits a tick first), leaving the list open over the headline. Tab only moves the focus here.
+  window.addEventListener(
+    "keydown",
+    (e) => {
+      if (e.key === "Tab" && e.target.matches && e.target.matches("input[role=combobox]")) e.stopPropagation();
+    },
+    true,
+  );
+
+  // The opening preset's kernel timings are being measured in the background (lab/app/background.py):
+  // ask every 2 s how that goes; once done, fetch the trace's data again and redraw what is on screen
+  // (a view of the whole trace is drawn anew: the kernel view then shows the timings).
+  async function watch(key) {
+    if (state.watching === key) return;
+    state.watching = key;
+    for (let t = 0; t < 300 && state.watching === key; t++) {
+      await new Promise((r) => setTimeout(r, 2000));
+      let now;
+      try {
+        now = (await (await fetch(route("kernels", key), {cache: "no-store"})).json()).kernels;
+      } catch (e) {
+        break;
+      }
+      if (now === "running") continue;
+      if (now === "done") {
+        sets.delete(key);
+        await data(key, true);
+        const s = state.shown;
+        if (s && s.key === key) await go(s.key, s.ckey, s.i, s.view, s.presenter);
+      }
+      break;
+    }
+    if (state.watching === key) state.watching = null;
+  }
+
   async function loaded(key, ckey, i, view, presenter) {
+    state.shown = {key, ckey, i, view, presenter};
     stop();
     mark_short();
     label_buttons();
@@ -161,6 +205,7 @@ window.labApp = (() => {
     if (gd && !presenter) gd.__labDrawn = `${key}|${view}|false|`; // LabSteps.draw's id: a wide view moves its marker
     if (presenter) await fit(presenter);
     await ready;
+    data(key).then((S) => S.measuring && watch(key), () => null);
     window.__labLoaded = (window.__labLoaded || 0) + 1;
   }
 

@@ -60,6 +60,22 @@ class HeavyLine:
                 self.running -= 1
                 self._cv.notify_all()
 
+    @contextmanager
+    def idle_slot(self):
+        """Hold a slot for background work (lab.app.background) once the line is empty: no run and nobody
+        waiting. It never takes a place in the line, so it is never ahead of an attendee; one who comes
+        while it runs waits at most its time budget."""
+        with self._cv:
+            while self.running >= self.slots or self._waiting:
+                self._cv.wait(timeout=0.5)
+            self.running += 1
+        try:
+            yield
+        finally:
+            with self._cv:
+                self.running -= 1
+                self._cv.notify_all()
+
 
 HEAVY = HeavyLine()
 

@@ -41,11 +41,15 @@ def trace_of(key) -> Trace:
     return trace
 
 
-def step_of(trace: Trace, step) -> int:
-    n = len(trace.steps)
+def step_number(step) -> int:
     if isinstance(step, bool) or not isinstance(step, (int, float)) or float(step) != int(step):
         raise gr.Error(f"step must be an integer, got {step!r}", print_exception=False)
-    if not 0 <= int(step) < n:
+    return int(step)
+
+
+def step_of(trace: Trace, step) -> int:
+    n = len(trace.steps)
+    if not 0 <= step_number(step) < n:
         raise gr.Error(f"step {step} is out of range: this trace has steps 0..{n - 1}", print_exception=False)
     return int(step)
 

@@ -79,6 +79,7 @@ CSS = """
 #topbar button {flex: 0 0 auto !important; width: auto !important; padding: 4px 12px; min-height: 40px;
   white-space: nowrap; align-self: end; margin-bottom: 6px}
 #topbar > #presenter-box {flex: 0 0 118px !important; min-width: 118px !important; align-self: end}
+#topbar > .form:has(#preset) {min-width: 490px !important; flex-wrap: nowrap}
 #step {padding-top: 0; padding-bottom: 0}
 #view {margin: 0}
 #view label {padding: 2px 10px}
@@ -95,7 +96,10 @@ body.presenter.short #headline, body.presenter.short #headline .hl-line {font-si
 body.presenter.short #headline .eras {font-size: 15px !important}
 body.presenter.short #view label {font-size: 15px !important}
 #plots > div {min-width: 0 !important; flex: 1 1 0 !important}
+.secondary-wrap:has(> .icon-wrap) > input[role=combobox] {width: calc(100% - 36px) !important; min-width: 0;
+  text-overflow: ellipsis}
 """
+# The last rule: a dropdown's text ends before its arrow (Gradio lays the arrow over the input's right end).
 # The headline's and the summary's style: lab/views/render.py (the exported file uses it too).
 CSS += WORDS_CSS
 
@@ -119,10 +123,11 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
         compare_data_key = gr.Textbox(visible=False, elem_id="compare-data-key")
         gr.HTML(BRAND, elem_id="brand")
         with gr.Row(elem_id="topbar", equal_height=True):
+            # Wide enough for the longest preset and runner names beside the arrow at 1366 px.
             preset_dd = gr.Dropdown(
-                list(PRESETS), value=preset, label="preset", elem_id="preset", scale=2, min_width=160
+                list(PRESETS), value=preset, label="preset", elem_id="preset", scale=2, min_width=250
             )
-            runner = gr.Dropdown(offered, value=EMBEDDED_CPU, label="runner", elem_id="runner", scale=2, min_width=150)
+            runner = gr.Dropdown(offered, value=EMBEDDED_CPU, label="runner", elem_id="runner", scale=2, min_width=236)
             run_btn = gr.Button("Run", variant="primary", elem_id="run", scale=0, min_width=60)
             prev_btn = gr.Button("◀ prev", elem_id="prev", scale=0, min_width=44)
             step = gr.Slider(0, 1, value=0, step=1, label="step", elem_id="step", scale=5, min_width=220)
@@ -262,7 +267,8 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
         loaded_then(
             run_btn.click(
                 run,
-                [preset_dd, spec, *controls, runner, view, presenter, compare_key, base],
+                # step: a run keeps the step shown (clamped to the new trace; lab.app.loading.run)
+                [preset_dd, spec, *controls, runner, view, presenter, step, compare_key, base],
                 loaded,
                 api_name="run",
                 concurrency_limit=4,

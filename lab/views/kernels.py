@@ -22,6 +22,22 @@ _FIELDS = ("ms", "iqr_ms", "gbps_real", "gbps_walked")
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+def kernel_name(kernel) -> str:
+    """The kernel's short name for the title: its description up to the first comma or parenthesis, and of
+    a module path its last two parts (vLLM's CPU attention's path ran past the figure at 1366 px)."""
+    name = str(kernel).split(" (")[0].split(",")[0].strip()
+    return ".".join(name.split(".")[-2:]) if " " not in name else name
+
+
+def measured_how(info: dict | None) -> str:
+    """Where the app timed the kernels by itself (lab.app.background), the words that say so; else ""."""
+    if not info or info.get("measured") != "background":
+        return ""
+    kind = str(info.get("device_kind", "cpu"))
+    where = "this CPU" if kind == "cpu" else f"this GPU ({kind})"
+    return f"measured in the background on {where} with {info.get('backend')} (budget {info.get('time_budget_s'):g} s)"
+
+
 def timing_series(trace) -> dict[str, np.ndarray]:
     """Per-step timing columns per mode (NaN where a step was not timed), read once per trace."""
     cached = _CACHE.get(trace)
@@ -127,11 +143,11 @@ def kernels_spec(trace, index: int) -> dict:
             "legend": {"font": {"size": 10}},
             "shapes": [step_marker(index)],
             "title": title(
-                # The kernel's short name: a module path (vLLM's CPU attention) ran past the figure at 1366 px.
-                f"Kernel timings: {'.'.join(str(info.get('kernel')).split('.')[-2:])} on {info.get('backend')} / "
+                f"Kernel timings: {kernel_name(info.get('kernel'))} on {info.get('backend')} / "
                 f"{device} ({info.get('dtype')})",
-                # The shape first: the title's end is cut off on a narrow screen.
-                (f"{info['head_config']}: " if info.get("head_config") else "")
+                # How they were measured, then the shape: the title's end is cut off on a narrow screen.
+                (f"{measured_how(info)}; " if measured_how(info) else "")
+                + (f"{info['head_config']}: " if info.get("head_config") else "")
                 + f"timed {len(timed)} of {len(x)} steps, {check_note} (markers; steps {shown}); "
                 f"measured on {device} only, not a GPU time (R10: a GPU kernel's work follows max_seq_len per backend)",
             ),

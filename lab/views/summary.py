@@ -4,6 +4,7 @@ and time saved where the trace has kernel timings."""
 from __future__ import annotations
 
 from lab.views.common import HONESTY, MODES, OOR_CLASSES, check_step
+from lab.views.kernels import measured_how
 
 
 def _ratio(b: int, f: int) -> str:
@@ -69,9 +70,10 @@ def summary_markdown(trace, index: int) -> str:
         info = trace.timings or {}
         tm = num["time"]
         saved = tm["baseline"] - tm["fixed"]
+        how = f"; {measured_how(info)}" if measured_how(info) else ""  # the app's background run says so
         lines.append(
             f"**Kernel time** ({info.get('kernel')}, {info.get('backend')} on {info.get('device')}, "
-            f"{tm['steps_timed']} steps timed): baseline {tm['baseline']:.3f} ms, fixed {tm['fixed']:.3f} ms, "
+            f"{tm['steps_timed']} steps timed{how}): baseline {tm['baseline']:.3f} ms, fixed {tm['fixed']:.3f} ms, "
             f"time saved {saved:.3f} ms ({saved / tm['baseline']:.0%})."
             if tm["baseline"]
             else ""

@@ -2,18 +2,29 @@
 
 Found in the trace, not written per preset: the first step, the step where the old metadata costs
 most, the first step whose walk reads another request's live blocks (and whose), freed blocks, a
-FULL-graph step, the draft windows, the mamba path #40654 left behind, the kernel timings.
+FULL-graph step, the draft windows at the first step that has draft passes (``first_draft_step``; it
+may be the opening step, then both are stops, each in its own view), the mamba path #40654 left
+behind, the kernel timings.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from lab.engine.model_states import ERAS, MODEL_STATE_FIRST_RELEASE, model_state_in_era
 from lab.engine.speculator import DISPLAY_NAMES, ONE_PASS_METHODS, num_query_per_req
 from lab.views.common import series
 from lab.views.eras import era_series, target_path
 
 MAX_STOPS = 5
+
+
+def first_draft_step(trace) -> int | None:
+    """The first step with draft passes that build their own metadata (Eagle/MTP: passes 1..K-1; a draft
+    model: every pass), read from the draft path's value after #43991; None for a trace without any."""
+    drafts = era_series(trace)["drafts"][:, -1]
+    steps = np.nonzero(np.isfinite(drafts))[0]
+    return int(steps[0]) if len(steps) else None
 
 
 def tour(trace) -> list[dict]:
@@ -32,17 +43,24 @@ def tour(trace) -> list[dict]:
         idx = [int(i) for i in np.nonzero(mask)[0] if int(i) not in taken]
         return idx[0] if idx else None
 
-    def add(step, view, text):
-        if step is not None and all(t["step"] != step for t in stops):
+    def add(step, view, text, shared=False):
+        """A stop; ``shared``: it may share its step with another stop (in another view)."""
+        if step is not None and all(t["step"] != step or (shared and t["view"] != view) for t in stops):
             stops.append({"step": int(step), "view": view, "text": text})
 
     st0 = trace.steps[0]
-    add(
-        0,
-        "lengths",
-        f"before #40654 attention is told max_model_len = {mml:,}; the batch's longest request "
-        f"is {st0.max_seq_len['fixed']:,} tokens.",
-    )
+    state = trace.scenario.model_state
+    if model_state_in_era(state, ERAS[0]):
+        opening = (
+            f"before #40654 attention is told max_model_len = {mml:,}; the batch's longest request "
+            f"is {st0.max_seq_len['fixed']:,} tokens."
+        )
+    else:  # a model state that came later (encoder-only): no old value to show
+        opening = (
+            f"the {target_path(trace)} came with vLLM {MODEL_STATE_FIRST_RELEASE[state]} and is told the batch "
+            f"max from the start: {st0.max_seq_len['fixed']:,} tokens."
+        )
+    add(0, "lengths", opening)
     # The mamba target path: #40654 changed nothing there, #43991 did.
     if trace.scenario.model_state == "mamba_hybrid" and n:
         k = _first(e["target"][:, 1] != e["target"][:, 2])
@@ -53,42 +71,50 @@ def tour(trace) -> list[dict]:
                 f"the {target_path(trace)} still gets {int(e['target'][k, 1]):,} after #40654; "
                 f"#43991 gives it the batch max, {int(e['target'][k, 2]):,}.",
             )
-    # Draft decodes: max(upper bound) + K after #43991.
-    k = _first(np.isfinite(e["drafts"][:, 0]) & (e["drafts"][:, 2] < e["drafts"][:, 1]))
-    if k is not None:
+    # The draft passes, at the first step that has them (the opening step too: then a stop of its own
+    # in the drafts view). Eagle/MTP: max(upper bound) + K after #43991, clamped at max_model_len.
+    k = first_draft_step(trace)
+    method = trace.scenario.speculative_method
+    if k is not None and method not in ("draft_model", "mtp_multi_module", *ONE_PASS_METHODS):
         st = trace.steps[k]
         ub = max(st.seq_lens_cpu_upper_bound[: st.num_reqs])
+        after, before = int(e["drafts"][k, 2]), e["drafts"][k, 1]  # before: NaN where MRV2 had no such speculator
+        K = trace.scenario.num_speculative_tokens
+        if np.isnan(before):
+            then = f"; no {DISPLAY_NAMES[method]} speculator in MRV2 before #43991"
+        else:
+            then = f", {int(before):,} before" if after < before else ": clamped, as before"
         add(
             k,
             "drafts",
-            f"draft decodes get max(upper bound) + K = {ub:,} + {trace.scenario.num_speculative_tokens}"
-            f" = {int(e['drafts'][k, 2]):,} after #43991, {int(e['drafts'][k, 1]):,} before.",
+            f"draft decodes get max(upper bound) + K = {ub:,} + {K} = {after:,} after #43991{then}."
+            if after < mml
+            else f"draft decodes get min(max(upper bound) + K, max_model_len) = min({ub:,} + {K}, {mml:,}) "
+            f"= {after:,} after #43991{then}.",
+            shared=True,
         )
     # Speculators with their own rule (docs/rules.md, "The speculators"): said at their first draft step.
-    method = trace.scenario.speculative_method
-    if method in ("draft_model", "mtp_multi_module", *ONE_PASS_METHODS) and trace.scenario.num_speculative_tokens:
-        k = _first(np.isfinite(e["drafts"][:, 2]))
-        if k is not None:
-            st = trace.steps[k]
-            ub = max(st.seq_lens_cpu_upper_bound[: st.num_reqs])
-            k_ = trace.scenario.num_speculative_tokens
-            if method == "draft_model":
-                text = (
-                    f"the draft-model passes are still told max_model_len = {int(e['drafts'][k, 2]):,} after "
-                    f"#43991 (StandaloneARSpeculator), while the batch's longest upper bound is {ub:,}."
-                )
-            elif method == "mtp_multi_module":
-                text = (
-                    f"one metadata for all {k_} MTP modules: max(upper bound) = {int(e['drafts'][k, 2]):,}, "
-                    f"no +K (MultiModuleMTPSpeculator)."
-                )
-            else:
-                q = num_query_per_req(method, k_)
-                text = (
-                    f"{DISPLAY_NAMES[method]} drafts all {k_} tokens in one query pass of {q} tokens a request, "
-                    f"told max(upper bound) + {q} = {int(e['drafts'][k, 2]):,}."
-                )
-            add(k, "drafts", text)
+    if method in ("draft_model", "mtp_multi_module", *ONE_PASS_METHODS) and k is not None:
+        st = trace.steps[k]
+        ub = max(st.seq_lens_cpu_upper_bound[: st.num_reqs])
+        K = trace.scenario.num_speculative_tokens
+        if method == "draft_model":
+            text = (
+                f"the draft-model passes are still told max_model_len = {int(e['drafts'][k, 2]):,} after "
+                f"#43991 (StandaloneARSpeculator), while the batch's longest upper bound is {ub:,}."
+            )
+        elif method == "mtp_multi_module":
+            text = (
+                f"one metadata for all {K} MTP modules: max(upper bound) = {int(e['drafts'][k, 2]):,}, "
+                f"no +K (MultiModuleMTPSpeculator)."
+            )
+        else:
+            q = num_query_per_req(method, K)
+            text = (
+                f"{DISPLAY_NAMES[method]} drafts all {K} tokens in one query pass of {q} tokens a request, "
+                f"told max(upper bound) + {q} = {int(e['drafts'][k, 2]):,}."
+            )
+        add(k, "drafts", text, shared=True)
     # Another request's live blocks read by the old walk (target pass).
     k = _first(s["oor_baseline_live"] > 0)
     if k is not None:

@@ -139,17 +139,20 @@ def kernels_spec(trace, index: int) -> dict:
     return figure(
         data,
         {
-            "height": 580,
+            "height": 600,
+            "margin": {"t": 120},
             "legend": {"font": {"size": 10}},
             "shapes": [step_marker(index)],
             "title": title(
                 f"Kernel timings: {kernel_name(info.get('kernel'))} on {info.get('backend')} / "
                 f"{device} ({info.get('dtype')})",
-                # How they were measured, then the shape: the title's end is cut off on a narrow screen.
+                # How they were measured and the shape, then what was timed, then what it is not: three short
+                # lines, so that none runs past the figure at 1366 px.
                 (f"{measured_how(info)}; " if measured_how(info) else "")
-                + (f"{info['head_config']}: " if info.get("head_config") else "")
-                + f"timed {len(timed)} of {len(x)} steps, {check_note} (markers; steps {shown}); "
-                f"measured on {device} only, not a GPU time (R10: a GPU kernel's work follows max_seq_len per backend)",
+                + (f"{info['head_config']}" if info.get("head_config") else "")
+                + f"<br>timed {len(timed)} of {len(x)} steps, {check_note} (markers; steps {shown})"
+                f"<br>measured on {device} only, not a GPU time (R10: a GPU kernel's work follows max_seq_len per "
+                "backend)",
             ),
             "xaxis": {"domain": [0, 0.7], "anchor": "y2", "title": {"text": "step"}, "range": [-0.5, len(x) - 0.5]},
             "yaxis": {"domain": [0.55, 1], "title": {"text": "ms"}},

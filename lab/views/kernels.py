@@ -139,8 +139,8 @@ def kernels_spec(trace, index: int) -> dict:
     return figure(
         data,
         {
-            "height": 600,
-            "margin": {"t": 120},
+            "height": 650,
+            "margin": {"t": 170},
             "legend": {"font": {"size": 10}},
             "shapes": [step_marker(index)],
             "title": title(

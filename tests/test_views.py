@@ -282,7 +282,7 @@ def test_kernels_note_names_the_shape_and_the_checked_steps(traces):
     t.meta["kernels"]["head_config"] = "2 q heads / 1 kv heads / head_dim 32, float32"
     text = kernels_spec(t, 3)["layout"]["title"]["text"]
     assert (
-        "2 q heads / 1 kv heads / head_dim 32, float32: timed 55 of 56 steps, 1 checked against SDPA (step 5)" in text
+        "2 q heads / 1 kv heads / head_dim 32, float32<br>timed 55 of 56 steps, 1 checked against SDPA (step 5)" in text
     )
     assert "the others timed only" in text
     assert "2 q heads / 1 kv heads / head_dim 32, float32" in text

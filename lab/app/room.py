@@ -53,12 +53,8 @@ class HeavyLine:
                 self._cv.wait(timeout=0.5)
             self._waiting.pop(0)
             self.running += 1
-        try:
+        with self._held():
             yield
-        finally:
-            with self._cv:
-                self.running -= 1
-                self._cv.notify_all()
 
     @contextmanager
     def idle_slot(self):
@@ -69,6 +65,12 @@ class HeavyLine:
             while self.running >= self.slots or self._waiting:
                 self._cv.wait(timeout=0.5)
             self.running += 1
+        with self._held():
+            yield
+
+    @contextmanager
+    def _held(self):
+        """A slot taken (``running`` counted): give it back and wake the line, however the work ends."""
         try:
             yield
         finally:

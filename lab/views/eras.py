@@ -16,7 +16,7 @@ import numpy as np
 
 from lab.engine.speculator import DISPLAY_NAMES, ONE_PASS_METHODS, num_query_per_req, reuses_target_metadata
 from lab.trace.era_recordings import recorded_releases
-from lab.views.common import check_step
+from lab.views.common import check_step, passes_walked
 
 PR_URL = {
     "#40654": "https://github.com/vllm-project/vllm/pull/40654",
@@ -128,7 +128,7 @@ def headline_html(trace, index: int) -> str:
     elif wf:
         head += (
             f"before #40654 the kernel walks <b>{_ratio(wb, wf)}</b> the block-table entries it walks after "
-            f"#43991 ({wb:,} vs {wf:,}{', target + drafts' if trace.num_draft_passes else ''})"
+            f"#43991 ({wb:,} vs {wf:,}, {passes_walked(trace)})"
         )
     else:
         head += f"before #40654 the kernel walks {wb:,} block-table entries, after #43991 none"

@@ -11,6 +11,7 @@ from lab.views.common import (
     check_step,
     figure,
     panel_title,
+    passes_walked,
     series,
     step_marker,
     title,
@@ -65,7 +66,7 @@ def oor_spec(trace, index: int, all_passes: bool = True) -> dict:
             "legend": {"font": {"size": 10}},
             "shapes": [step_marker(index)],
             "title": title(
-                f"Out-of-range entries ({'target + draft passes' if all_passes else 'target pass'}): "
+                f"Out-of-range entries ({passes_walked(trace) if all_passes else 'target pass'}): "
                 f"baseline {tb:,}, fixed {tf:,} over the trace"
             ),
             "xaxis": {"domain": [0, 0.7], "anchor": "y2", "title": {"text": "step"}},

@@ -3,7 +3,7 @@ and time saved where the trace has kernel timings."""
 
 from __future__ import annotations
 
-from lab.views.common import HONESTY, MODES, OOR_CLASSES, check_step
+from lab.views.common import HONESTY, MODES, OOR_CLASSES, check_step, passes_walked
 from lab.views.kernels import measured_how
 
 
@@ -52,8 +52,7 @@ def summary_markdown(trace, index: int) -> str:
         f"{st.max_seq_len['baseline']:,} / fixed {st.max_seq_len['fixed']:,}; the kernel sees "
         f"{st.kernel_max_seq_len['baseline']:,} / {st.kernel_max_seq_len['fixed']:,}.",
         "",
-        f"| block-table entries ({'target + drafts' if trace.num_draft_passes else 'target'}) | baseline: before "
-        "#40654 | fixed: after #43991 | ratio |",
+        f"| block-table entries ({passes_walked(trace)}) | baseline: before #40654 | fixed: after #43991 | ratio |",
         "|---|---:|---:|---:|",
         *(
             f"| {label} | {b[key]:,} | {f[key]:,} | {_ratio(b[key], f[key])} |"

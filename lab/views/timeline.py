@@ -18,6 +18,7 @@ from lab.views.common import (
     hline,
     legend_swatch,
     panel_title,
+    passes_walked,
     series,
     step_marker,
     title,
@@ -30,9 +31,12 @@ _DOMAINS = {"y": [0.58, 1.0], "y2": [0.36, 0.5], "y3": [0.0, 0.28]}
 
 
 def _same_groups(cols: np.ndarray) -> list[list[int]]:
-    """Columns (eras) grouped by equal series over the whole trace, in era order."""
+    """Columns (eras) grouped by equal series over the whole trace, in era order; an era whose series is
+    NaN on every step (MRV2 had no such path then: a later speculator or model state) is left out."""
     groups: list[list[int]] = []
     for k in range(cols.shape[1]):
+        if not np.isfinite(cols[:, k]).any():
+            continue
         for g in groups:
             if np.array_equal(cols[:, g[0]], cols[:, k], equal_nan=True):
                 g.append(k)
@@ -166,7 +170,7 @@ def timeline_spec(trace, index: int) -> dict:
                     _DOMAINS["y"][1],
                 ),
                 panel_title("batch size", 0, _DOMAINS["y2"][1]),
-                panel_title("cumulative block-table entries, target + draft passes", 0, _DOMAINS["y3"][1]),
+                panel_title(f"cumulative block-table entries, {passes_walked(trace)}", 0, _DOMAINS["y3"][1]),
             ],
         },
     )

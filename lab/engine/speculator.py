@@ -1,4 +1,5 @@
-"""The speculators: K draft forward passes per step (R4, R5) and seeded acceptance.
+"""The speculators: their draft forward passes per step (K, one or none: ``num_draft_passes``; R4, R5)
+and seeded acceptance.
 
 One class per vLLM 0.33.0 speculator the lab models (``Scenario.speculative_method``), each with its own
 ``draft_max_seq_len``, the ``step`` its passes add to the target's upper bound, and its CUDA graphs:

@@ -158,7 +158,7 @@ def test_speculators_without_draft_attention_have_no_draft_passes(method):
     decode = [st for st in t.steps if st.num_reqs and max(st.num_scheduled_tokens) == 1 + k]
     assert decode and all(st.drafts == [] for st in t.steps)
     assert "without a draft attention pass" in str(ALL_VIEWS["drafts"][1](t, 5)["layout"])
-    assert "target pass)" in headline_html(t, 5) and "draft passes)" not in headline_html(t, 5)
+    assert "target pass)" in headline_html(t, 5) and "drafts)" not in headline_html(t, 5)
 
 
 def test_the_fused_draft_path_builds_pass_1s_metadata_once():

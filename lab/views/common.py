@@ -155,8 +155,9 @@ def message_figure(title_text: str, text: str, height: int = 320) -> dict:
 
 def passes_walked(trace) -> str:
     """What the all-passes counts cover: the target and the draft passes, or the target alone where the
-    trace has no draft pass (K = 0, n-gram, extract-hidden-states)."""
-    return "target + draft passes" if trace.num_draft_passes else "target pass"
+    trace has no draft pass (K = 0, n-gram, extract-hidden-states). Short: the headline must stay one line in
+    presenter mode at 1280 px."""
+    return "target + drafts" if trace.num_draft_passes else "target pass"
 
 
 def check_step(trace, index) -> int:

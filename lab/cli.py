@@ -22,6 +22,8 @@ python -m lab conform --preset NAME           the engine against vLLM 0.33.0's M
 python -m lab record --preset NAME            real vLLM 0.32 (Model Runner V2) on this CPU, both modes
        [--spec TEXT] [--out t.json] [--compare] [--as-is] [--no-timing]
                                               (run with .venv-vllm-live/bin/python; docs/live.md)
+python -m lab deployment -- vllm serve MODEL …  does the change matter for this deployment?
+                                              (lab/deployment; docs/deployments.md)
 python -m lab compare A.json [B.json]         per step and field agreement of two traces (B: the
                                               embedded engine on A's scenario when left out)
 
@@ -30,6 +32,7 @@ Where each command lives (its parser, its command and its printing):
     export                           lab/export/cli.py
     bench engine|kernels|app         lab/bench.py          conform             lab/conform/cli.py
     record, compare, eras            lab/live/cli.py       sweep, gpu-model    lab/sweep/cli.py
+    deployment                       lab/deployment/cli.py
     --preset/--spec/--out of every scenario-taking command: lab/cli_args.py
 """
 
@@ -40,6 +43,7 @@ import os
 import sys
 
 import lab.conform.cli
+import lab.deployment.cli
 import lab.export.cli
 import lab.kernels.cli
 import lab.live.cli
@@ -59,6 +63,7 @@ COMMAND_MODULES = (
     lab.conform.cli,
     lab.live.cli,
     lab.sweep.cli,
+    lab.deployment.cli,
 )
 
 

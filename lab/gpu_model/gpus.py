@@ -11,12 +11,15 @@ class GPU:
     sm: int  # compute capability x 10 (90 Hopper, 100 Blackwell); 0 for a CPU
     num_sms: int
     note: str = ""
+    # Device memory as torch reports it (decimal GB x 1e9): vLLM sizes its scheduler defaults from it
+    # (vllm/engine/arg_utils.py EngineArgs.get_batch_defaults).
+    memory_bytes: int = 0
 
 
 GPUS = {
-    "H100": GPU("H100 SXM (SM90)", 90, 132),
-    "H200": GPU("H200 (SM90)", 90, 132),
-    "B200": GPU("B200 (SM100)", 100, 148),
+    "H100": GPU("H100 SXM (SM90)", 90, 132, memory_bytes=80 * 10**9),
+    "H200": GPU("H200 (SM90)", 90, 132, memory_bytes=141 * 10**9),
+    "B200": GPU("B200 (SM100)", 100, 148, memory_bytes=180 * 10**9),
     "CPU": GPU("CPU (vLLM CPU backend)", 0, 0),
 }
 

@@ -1,0 +1,255 @@
+"""Does #40654/#43991 matter for a deployment? ``answer(deployment, workload)``.
+
+The deployment (lab/deployment/resolve.py) and a workload become one lab Scenario; the engine runs
+it (both modes, every era read off them by ``Step.history()``), and the answer says, per path (the
+target pass, each draft pass) and era, the ``max_seq_len`` attention was told and what the kernel saw
+under the deployment's graphs (R9), then what the chosen backend does with it (rule R10,
+lab/gpu_model/backends.py: its verdict and how that is known) and the predicted extra work of the old
+value on the workload (lab/gpu_model/predict.py, target passes). Plain words come first.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from dataclasses import dataclass
+
+import numpy as np
+
+from lab.deployment.resolve import Deployment
+from lab.engine.model_states import ERAS
+from lab.engine.speculator import DISPLAY_NAMES
+from lab.gpu_model import BY_NAME, GPUS, HeadShape, predict
+from lab.gpu_model.report import HEADLINE, summary, summary_cells
+from lab.scenario import RequestSpec, Scenario
+from lab.trace.recorder import simulate
+
+# The release each era's MRV2 shipped in (docs/eras.md).
+ERA_RELEASES = {ERAS[0]: "0.19.1 and before", ERAS[1]: "0.20.0-0.22.1", ERAS[2]: "0.23.0-0.33.0"}
+SERIES_ERA = {"0.19": ERAS[0], "0.22": ERAS[1], "0.32": ERAS[2], "0.33": ERAS[2]}
+MAX_WORKLOAD_REQUESTS = 1024
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A typical batch: ``requests`` requests of ``prompt_len`` prompt tokens generating ``output_len``,
+    arriving together; or ``spec``, the requests of a lab spec (lab/spec_grammar.py)."""
+
+    requests: int = 16
+    prompt_len: int = 2048
+    output_len: int = 256
+    spec: str | None = None
+
+    def request_specs(self) -> tuple[RequestSpec, ...]:
+        if self.spec:
+            return Scenario.from_spec(self.spec).requests
+        if not (1 <= self.requests <= MAX_WORKLOAD_REQUESTS and self.prompt_len >= 1 and self.output_len >= 1):
+            raise ValueError(
+                f"workload: 1 to {MAX_WORKLOAD_REQUESTS} requests with positive prompt and output lengths, "
+                f"got {self.requests} x p{self.prompt_len} o{self.output_len}"
+            )
+        return (RequestSpec(0, self.prompt_len, self.output_len),) * self.requests
+
+
+def scenario_of(dep: Deployment, workload: Workload) -> Scenario:
+    """The lab Scenario that replays ``dep`` on ``workload`` (its requests capped at max_model_len)."""
+    mml = dep.settings["max_model_len"]
+    reqs = []
+    for r in workload.request_specs():
+        prompt = min(r.prompt_len, mml - 1)
+        reqs.append(RequestSpec(r.arrival_step, prompt, max(1, min(r.output_len, mml - prompt))))
+    if dep.model.kind == "encoder_only":  # one forward per request: no tokens generated
+        reqs = [RequestSpec(r.arrival_step, r.prompt_len, 1) for r in reqs]
+    return Scenario(tuple(reqs), name=f"deployment {dep.model.name}", **dep.settings)
+
+
+def _values(trace, era: str) -> dict:
+    """Per path, the told and kernel-visible max_seq_len of every step in ``era`` (None: no such path)."""
+    target, kernel, drafts = [], [], {}
+    for st in trace.steps:
+        h = st.history()[era]
+        if h["max_seq_len"] is None:
+            return {"target": None, "drafts": {}, "note": h.get("target_note", "")}
+        target.append(h["max_seq_len"])
+        kernel.append(h["kernel_max_seq_len"])
+        for i, d in enumerate(h["drafts"]):
+            drafts.setdefault(i, ([], []))
+            drafts[i][0].append(d["max_seq_len"])
+            drafts[i][1].append(d["kernel_max_seq_len"])
+    return {"target": (target, kernel), "drafts": drafts, "note": ""}
+
+
+def _describe(told: list[int], mml: int) -> str:
+    if all(v == mml for v in told):
+        return f"max_model_len ({mml:,})"
+    lo, hi = min(told), max(told)
+    return f"batch max {lo:,}" if lo == hi else f"batch max {lo:,}-{hi:,} (median {int(np.median(told)):,})"
+
+
+def _path_rows(trace, mml: int) -> list[dict]:
+    """One row per (path, era): the value told and what the kernel saw."""
+    rows = []
+    for era in ERAS:
+        v = _values(trace, era)
+        if v["target"] is None:
+            rows.append({"path": "target", "era": era, "told": "-", "kernel": "-", "note": v["note"], "values": None})
+            continue
+        paths = [("target", v["target"])] + [(f"draft pass {i}", p) for i, p in sorted(v["drafts"].items())]
+        for name, (told, kernel) in paths:
+            full = sum(1 for t, k in zip(told, kernel) if k != t)
+            rows.append(
+                {
+                    "path": name,
+                    "era": era,
+                    "told": _describe(told, mml),
+                    "kernel": _describe(kernel, mml)
+                    + (f"; {full} of {len(told)} steps see max_model_len under FULL graphs" if full else ""),
+                    "note": "",
+                    "values": (told, kernel),
+                }
+            )
+    return rows
+
+
+def head_shape(dep: Deployment) -> HeadShape:
+    """The attention heads one GPU holds (tensor parallelism splits them) and their size."""
+    m = dep.model
+    tp = dep.line.settings.get("tensor_parallel_size") or 1
+    kv = max(1, m.num_kv_heads // tp)
+    q = max(kv, (m.num_attention_heads // tp) // kv * kv)
+    # An MLA backend counts the latent vector's bytes (lab/gpu_model/formulas.py), not head_dim's.
+    return HeadShape(num_q_heads=q, num_kv_heads=kv, head_dim=m.head_size if m.kind != "mla" else 128)
+
+
+def backends_table(dep: Deployment, trace) -> dict:
+    """Every backend the GPU model knows on the deployment's GPU, on this workload (the chosen one first)."""
+    rows = predict(trace, GPUS[dep.gpu], head_shape(dep))
+    rows.sort(key=lambda r: r["backend"] != dep.backend.lab_backend)
+    summ = summary(rows)
+    return {"headers": list(summ[0]) if summ else [], "data": summary_cells(summ)}
+
+
+def _work(dep: Deployment, trace) -> dict | None:
+    """The chosen backend's predicted work on the target passes in both modes (lab/gpu_model)."""
+    name = dep.backend.lab_backend
+    if name is None or name not in BY_NAME:
+        return None
+    row = predict(trace, GPUS[dep.gpu], head_shape(dep), backends=[name])[0]
+    key = HEADLINE[name]
+    base, fixed = row["predicted"]["baseline"][key], row["predicted"]["fixed"][key]
+    return {
+        "backend": name,
+        "verdict": row["max_seq_len_changes_work"],
+        "how": row["how"],
+        "known": row["known"],
+        "quantity": key,
+        "baseline": base,
+        "fixed": fixed,
+        "extra": base - fixed,
+        "extra_share": (base - fixed) / fixed if fixed else 0.0,
+        "extra_bytes": row["baseline_extra"]["bytes"],
+        "sources": row["sources"],
+        "notes": row["notes"],
+    }
+
+
+def replay(scenario: Scenario) -> dict:
+    """The commands that replay the deployment in the lab: the CLI and the app's URL."""
+    spec = scenario.to_spec()
+    return {
+        "spec": spec,
+        "cli": f'python -m lab simulate --spec "{spec}"',
+        "app": "/?" + urllib.parse.urlencode({"spec": spec, "tab": "Per-request lengths"}),
+    }
+
+
+def _changed(rows: list[dict], era_a: str, era_b: str, which: int) -> list[str]:
+    """The paths whose told (which=0) or kernel-visible (which=1) values differ between two eras."""
+    by = {(r["path"], r["era"]): r["values"] for r in rows}
+    out = []
+    for (path, era), vals in by.items():
+        if era != era_a:
+            continue
+        other = by.get((path, era_b))
+        if vals is not None and other is not None and vals[which] != other[which]:
+            out.append(path)
+    return out
+
+
+def answer(dep: Deployment, workload: Workload | None = None) -> dict:
+    """The answer for a resolved deployment on a workload: plain words, per-path rows, work, replay."""
+    workload = workload or Workload()
+    scenario = scenario_of(dep, workload)
+    trace = simulate(scenario)
+    mml = scenario.max_model_len
+    rows = _path_rows(trace, mml)
+    work = _work(dep, trace)
+    era = SERIES_ERA[dep.series]
+    old, new = ERAS[0], (era if era != ERAS[0] else ERAS[-1])
+    told = _changed(rows, old, new, 0)
+    seen = _changed(rows, old, new, 1)
+    return {
+        "deployment": describe(dep),
+        "workload": {"spec": scenario.to_spec(), "steps": len(trace.steps), "requests": len(scenario.requests)},
+        "era": era,
+        "compared": [old, new],
+        "headline": _headline(dep, rows, work, told, seen, old, new),
+        "paths": [{k: v for k, v in r.items() if k != "values"} for r in rows],
+        "work": work,
+        "replay": replay(scenario),
+        "notes": list(dep.notes),
+        "full_graph_steps": sum(1 for st in trace.steps if st.cudagraph_mode == "FULL"),
+        "backends": backends_table(dep, trace),
+    }
+
+
+def describe(dep: Deployment) -> dict:
+    """What vLLM would run, in words, each with where it comes from."""
+    b, g, m = dep.backend, dep.graphs, dep.model
+    spec = "none" if not dep.method else f"{DISPLAY_NAMES.get(dep.method, dep.method)}, K={dep.k}"
+    return {
+        "model": f"{m.name} ({m.kind.replace('_', '-')}; {m.architecture}); source: {m.source}",
+        "gpu": GPUS[dep.gpu].name,
+        "vllm": dep.vllm,
+        "speculator": spec,
+        "attention backend": f"{b.vllm_name} (lab model: {b.lab_backend or 'none'}); {b.source}",
+        "cuda graphs": f"{g.vllm_mode} (lab: {g.lab_mode}); {g.source}",
+        "max_model_len": f"{dep.settings['max_model_len']:,}",
+        "block_size": str(dep.settings["block_size"]),
+        "scheduler": f"max_num_seqs {dep.settings['max_num_seqs']}, max_num_batched_tokens "
+        f"{dep.settings['max_num_batched_tokens']:,}, async scheduling "
+        f"{'on' if dep.settings['async_scheduling'] else 'off'}",
+        "model runner": "V2 (MRV2)" if dep.runs_mrv2 else "V1 (not modelled by the lab)",
+    }
+
+
+def _headline(dep, rows, work, told, seen, old, new) -> str:
+    """The answer in plain words: yes / in the metadata only / no, and why."""
+    mml = dep.settings["max_model_len"]
+    if not dep.runs_mrv2:
+        why = "; ".join(n.removeprefix("runs Model Runner V1: ") for n in dep.notes if n.startswith("runs Model Runner V1"))
+        return f"not answered: vLLM {dep.vllm} runs this deployment on Model Runner V1 ({why}); the lab models V2"
+    backend = dep.backend.vllm_name
+    if not told:
+        first = [r for r in rows if r["era"] == old and r["told"] == "-"]
+        if first:
+            return f"no: {first[0]['note']}; since then attention is told the batch max"
+        return f"no: every path is told the same max_seq_len in {old} and {new}"
+    paths = " and ".join(told)
+    since = ERA_RELEASES[new].split("-")[0]
+    head = f"your {paths} told {backend} max_model_len ({mml:,}) before {since}; since then the batch max"
+    if not seen:
+        return (
+            f"in the metadata only: {head}, but under {dep.graphs.vllm_mode} graphs the kernel sees "
+            f"max_model_len ({mml:,}) in both eras (R9)"
+        )
+    if work is None:
+        return f"yes, in what the kernel sees: {head}; the lab has no work model of {backend}"
+    if work["verdict"] == "no":
+        return f"no change in work: {head}, but {work['backend']} does not size its work from it ({work['known']})"
+    extra = work["extra"]
+    if extra <= 0:
+        return f"not on this workload: {head}; {work['backend']} could follow it ({work['verdict']}), no extra here"
+    return (
+        f"yes: {head}; {work['backend']} {work['verdict'].removeprefix('yes: ')} follows it: "
+        f"{extra:,} more {work['quantity']} (+{work['extra_share']:.0%}) on this workload ({work['known']})"
+    )

@@ -1,0 +1,98 @@
+"""``python -m lab deployment -- vllm serve MODEL …``: does #40654/#43991 matter for this deployment?
+
+    python -m lab deployment [--gpu H200] [--vllm 0.33.0] [--config PATH]
+        [--requests N --prompt-len P --output-len O | --spec TEXT] [--json] [--check-with-vllm]
+        -- vllm serve MODEL --max-model-len … --speculative-config '{…}' …
+    python -m lab deployment --table            the table of docs/deployments.md
+
+The line may also come as one string (``--line "vllm serve …"``). ``--check-with-vllm`` also hands
+it to vLLM 0.33.0's own parser in .venv-vllm (lab/conform/vllm_serve_flags.py) and says where they
+differ. A bad line: one error line naming the flag, exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from lab.deployment.answer import Workload, answer
+from lab.deployment.report import deployments_table, format_text
+from lab.deployment.resolve import DEPLOYMENT_GPUS, resolve
+
+VLLM_PYTHON = Path(__file__).resolve().parents[2] / ".venv-vllm" / "bin" / "python"
+
+
+def register(sub) -> None:
+    sp = sub.add_parser(
+        "deployment",
+        help="does #40654/#43991 matter for my deployment? (paste the vllm serve line after --)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sp.add_argument("--gpu", default="H200", choices=DEPLOYMENT_GPUS, help="the GPU it serves on (default H200)")
+    sp.add_argument("--vllm", default="0.33.0", help="the vLLM release it runs (default 0.33.0)")
+    sp.add_argument("--config", help="the model's config.json (or its folder), for a model not in the lab's table")
+    sp.add_argument("--line", help='the serve line as one string ("vllm serve MODEL …")')
+    sp.add_argument("--requests", type=int, default=16, help="workload: requests arriving together (default 16)")
+    sp.add_argument("--prompt-len", type=int, default=2048, help="workload: prompt tokens each (default 2048)")
+    sp.add_argument("--output-len", type=int, default=256, help="workload: tokens generated each (default 256)")
+    sp.add_argument("--spec", help="workload: the requests of a lab spec instead (e.g. '8p16ko256_32p512o128a0+2')")
+    sp.add_argument("--json", action="store_true", help="print the answer as JSON")
+    sp.add_argument("--check-with-vllm", action="store_true", help="also parse the line with vLLM's own parser")
+    sp.add_argument("--table", action="store_true", help="print docs/deployments.md's table")
+    sp.add_argument("serve", nargs=argparse.REMAINDER, help="-- vllm serve MODEL [flags]")
+    sp.set_defaults(fn=run)
+
+
+def _line(args) -> str:
+    words = args.serve[1:] if args.serve[:1] == ["--"] else args.serve
+    if args.line and words:
+        raise ValueError("give the serve line once: after -- or with --line")
+    return args.line or shlex.join(words)
+
+
+def check_with_vllm(line: str) -> dict:
+    """vLLM 0.33.0's own parser on the line, in .venv-vllm (a subprocess: vLLM and the lab's
+    environment cannot share one)."""
+    if not VLLM_PYTHON.exists():
+        return {"error": f"{VLLM_PYTHON} is missing: make venv-vllm builds it"}
+    code = "import json,sys; from lab.conform.vllm_serve_flags import vllm_parse; print(json.dumps(vllm_parse(sys.argv[1:])))"
+    words = shlex.split(line)
+    words = words[1:] if words[:1] == ["vllm"] else words
+    res = subprocess.run(
+        [str(VLLM_PYTHON), "-c", code, *words],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).resolve().parents[2],
+        env={"CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin", "VLLM_LOGGING_LEVEL": "ERROR"},
+    )
+    if res.returncode:
+        return {"error": res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f"exit {res.returncode}"}
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def run(args) -> int:
+    if args.table:
+        sys.stdout.write(deployments_table())
+        return 0
+    line = _line(args)
+    if not line.strip():
+        raise ValueError("paste the serve line after --: python -m lab deployment -- vllm serve MODEL …")
+    dep = resolve(line, args.gpu, args.vllm, args.config)
+    workload = Workload(args.requests, args.prompt_len, args.output_len, args.spec)
+    a = answer(dep, workload)
+    if args.check_with_vllm:
+        a["vllm_parser"] = check_with_vllm(line)
+    if args.json:
+        print(json.dumps(a, indent=1, default=str))
+    else:
+        sys.stdout.write(format_text(a))
+        if args.check_with_vllm:
+            v = a["vllm_parser"]
+            print("vLLM's own parser: " + (f"refused: {v['error']}" if "error" in v else "accepts the line"))
+    return 0

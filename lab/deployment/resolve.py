@@ -1,0 +1,232 @@
+"""What vLLM would run for a ``vllm serve`` line on a GPU: ``resolve(line, gpu, vllm)``.
+
+From the line (lab/deployment/serve_line.py), the model's facts (lab/deployment/models.py: a
+``config.json`` path or the table of widely deployed models), the GPU and the release, it derives
+what vLLM 0.33.0 derives: the model kind, the speculator and K (vllm/config/speculative.py
+``SpeculativeConfig.__post_init__``; vllm/v1/worker/gpu/spec_decode/__init__.py ``init_speculator``),
+the attention backend and the CUDA-graph mode and sizes (lab/deployment/selection.py), the scheduler's
+limits (vllm/engine/arg_utils.py ``EngineArgs.get_batch_defaults``, ``vllm serve``'s column) and
+whether Model Runner V2 runs at all (vllm/config/vllm.py ``use_v2_model_runner``). ``Deployment``
+holds the lab Scenario settings that replay it and a note for every derivation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lab.deployment.models import ModelFacts, load_config_json, lookup
+from lab.deployment.selection import BackendChoice, GraphChoice, resolve_cudagraph, select_backend
+from lab.deployment.serve_line import ServeLine, ServeLineError, read_serve_line
+from lab.gpu_model.gpus import GPU, GPUS
+from lab.scenario import MAX_SPECULATIVE_TOKENS
+from lab.spec_grammar import SPECULATIVE_METHODS
+
+# The releases a deployment can name, newest first, and the lab series whose bookkeeping replays each
+# (lab/engine/releases.py): a release follows the newest series at or below it (docs/eras.md).
+RELEASE_SERIES = (("0.33", "0.33"), ("0.32", "0.32"), ("0.23", "0.32"), ("0.20", "0.22"), ("0.19", "0.19"))
+DEPLOYMENT_GPUS = ("H100", "H200", "B200")
+# vLLM's speculative methods that are all "mtp" (vllm/config/speculative.py MTPModelTypes: "method `%s` is
+# deprecated and replaced with mtp").
+MTP_ALIASES = (
+    "deepseek_mtp", "mimo_mtp", "glm4_moe_mtp", "ernie_mtp", "qwen3_next_mtp", "qwen3_5_mtp", "longcat_flash_mtp",
+    "pangu_ultra_moe_mtp", "nemotron_h_mtp", "gemma4_mtp", "kimi_k3_mtp", "step3p5_mtp", "minimax_m3_mtp",
+)  # fmt: skip
+KIND_STATE = {
+    "dense": "default",
+    "mla": "default",
+    "sliding_window": "default",
+    "mamba_hybrid": "mamba_hybrid",
+    "encoder_only": "encoder_only",
+    "encoder_decoder": "encoder_decoder",
+}
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A resolved deployment: what vLLM would run, and the Scenario settings that replay it."""
+
+    line: ServeLine
+    model: ModelFacts
+    gpu: str
+    vllm: str  # the release asked about, e.g. "0.33.0"
+    series: str  # the lab's engine series for it (Scenario.vllm_version)
+    method: str | None  # the lab's speculator name (lab.spec_grammar.SPECULATIVE_METHODS), None: none
+    k: int
+    backend: BackendChoice
+    graphs: GraphChoice
+    settings: dict  # Scenario field -> value (less the requests)
+    runs_mrv2: bool
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _series(vllm: str) -> str:
+    parts = str(vllm).strip().split(".")
+    try:
+        minor = int(parts[1]) if parts[0] == "0" else -1
+    except (IndexError, ValueError):
+        minor = -1
+    for first, series in RELEASE_SERIES:
+        if minor >= int(first.split(".")[1]) and minor <= 33:
+            return series
+    raise ServeLineError(f"--vllm {vllm}: the lab follows vLLM 0.19.1 to 0.33.0 (e.g. 0.33.0, 0.22.1)")
+
+
+def _model_facts(line: ServeLine, config_path: str | None) -> ModelFacts:
+    if config_path:
+        return load_config_json(config_path)
+    if not line.model:
+        raise ServeLineError("no model: give it after `vllm serve` (or --model)")
+    facts = lookup(line.model)
+    if facts is None:
+        raise ServeLineError(
+            f"model {line.model!r}: not in the lab's table of widely deployed models (docs/deployments.md); "
+            f"give its config.json with --config PATH (or a local model directory as the model)"
+        )
+    return facts
+
+
+def _speculator(spec: dict, line: ServeLine, facts: ModelFacts) -> tuple[str | None, int, list[str]]:
+    """vllm/config/speculative.py SpeculativeConfig.__post_init__ and init_speculator, for the lab's names."""
+    s = line.settings
+    spec = dict(spec)
+    for dest, key in (("spec_method", "method"), ("spec_model", "model"), ("spec_tokens", "num_speculative_tokens")):
+        if dest in s:  # EngineArgs.create_speculative_config: the shorthands fill the same keys
+            spec[key] = s[dest]
+    spec = {str(k).replace("-", "_"): v for k, v in spec.items()}
+    if not spec:
+        return None, 0, []
+    notes = []
+    method, model = spec.get("method"), spec.get("model")
+    if method is None:
+        # "If users do not specify method, the speculative method will be detected automatically":
+        # ngram for model "ngram"/"[ngram]", a draft model otherwise; EAGLE from the draft's name.
+        name = str(model or "").lower()
+        method = "ngram" if name in ("ngram", "[ngram]") else "eagle3" if "eagle3" in name else (
+            "eagle" if "eagle-" in name else "draft_model")
+        notes.append(f"method not given: vLLM infers {method!r} from the draft model's name {model!r}")
+    method = "mtp" if method in MTP_ALIASES else "ngram" if method in ("ngram_gpu", "[ngram]") else method
+    if method in ("suffix", "custom_class"):
+        return method, int(spec.get("num_speculative_tokens") or 0), notes
+    k = spec.get("num_speculative_tokens")
+    if k is None and method in ("mtp", "dspark") and facts.num_mtp_layers:
+        k = facts.num_mtp_layers  # "Default to max value defined in draft model config" (n_predict)
+        notes.append(f"num_speculative_tokens not given: vLLM takes the model's {k} MTP layer(s) (n_predict)")
+    if k is None:
+        raise ServeLineError("--speculative-config: num_speculative_tokens is required for this method")
+    try:
+        k = int(k)
+    except (TypeError, ValueError):
+        raise ServeLineError(f"--speculative-config: num_speculative_tokens must be an integer, got {k!r}") from None
+    if method == "mtp" and facts.model_type.startswith("gemma4"):
+        method = "gemma4_mtp"  # init_speculator: use_gemma4_mtp (the MTP draft's model_type gemma4_mtp)
+    elif method == "mtp" and min(facts.num_mtp_layers or 1, k) > 1:
+        method = "mtp_multi_module"  # use_multi_module_mtp: min(num_nextn_predict_layers, K) > 1
+    if method not in SPECULATIVE_METHODS:
+        raise ServeLineError(f"--speculative-config: method {method!r} is not one vLLM 0.33.0 knows")
+    if not 1 <= k <= MAX_SPECULATIVE_TOKENS:
+        raise ServeLineError(f"--speculative-config: num_speculative_tokens {k}: the lab models 1 to {MAX_SPECULATIVE_TOKENS}")
+    return method, k, notes
+
+
+def _v1_reasons(line: ServeLine, method: str | None, spec: dict) -> list[str]:
+    """vllm/config/vllm.py use_v2_model_runner / _get_v2_model_runner_unsupported_features: where
+    vLLM 0.33.0 runs the V1 model runner instead (the lab models V2 only)."""
+    reasons = []
+    if any(e.split("=", 1)[0] == "VLLM_USE_V2_MODEL_RUNNER" and e.split("=", 1)[1] in ("0", "false", "False")
+           for e in line.env):
+        reasons.append("VLLM_USE_V2_MODEL_RUNNER=0")
+    if method in ("suffix", "custom_class"):
+        reasons.append(f"speculative method '{method}'")
+    if spec.get("parallel_drafting") and method not in ("dflash", "dspark"):
+        reasons.append("parallel drafting for EAGLE speculative decoding")
+    return reasons
+
+
+def resolve(text: str | ServeLine, gpu: str = "H200", vllm: str = "0.33.0", config_path: str | None = None) -> Deployment:
+    """Resolve a pasted ``vllm serve`` line on ``gpu`` under release ``vllm``. Raises ServeLineError."""
+    line = text if isinstance(text, ServeLine) else read_serve_line(text)
+    if gpu not in DEPLOYMENT_GPUS:
+        raise ServeLineError(f"--gpu {gpu}: one of {', '.join(DEPLOYMENT_GPUS)}")
+    g: GPU = GPUS[gpu]
+    series = _series(vllm)
+    facts = _model_facts(line, config_path)
+    s = line.settings
+    notes = list(facts.notes)
+    spec_cfg = s.get("speculative_config") or {}
+    method, k, spec_notes = _speculator(spec_cfg, line, facts)
+    notes += spec_notes
+    v1 = _v1_reasons(line, method, spec_cfg)
+    if facts.kind == "encoder_only" and method:
+        raise ServeLineError("--speculative-config: an encoder-only (pooling) model has no decode to speculate")
+
+    mml = s.get("max_model_len")
+    if mml is None:
+        mml = facts.max_model_len
+        notes.append(f"--max-model-len not given: vLLM derives {mml:,} from the model's config")
+    elif mml > facts.max_model_len and "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" not in line.env:
+        # vllm/config/model.py _get_and_verify_max_len: a user value above the derived one is refused
+        raise ServeLineError(
+            f"--max-model-len {mml:,} is longer than {facts.name}'s {facts.max_model_len:,} "
+            f"(vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)"
+        )
+    # EngineArgs.get_batch_defaults: the OPENAI_API_SERVER column by device memory
+    big = g.memory_bytes >= 160 * 2**30
+    seqs = s.get("max_num_seqs") or 1024
+    tokens = s.get("max_num_batched_tokens") or (16384 if big else 8192)
+    state = KIND_STATE[facts.kind]
+    if state in ("encoder_only", "encoder_decoder") and tokens < mml:
+        # No chunked prefill for encoder models (SchedulerConfig): a whole prompt fits in one step.
+        notes.append(f"max_num_batched_tokens raised to max_model_len ({mml:,}): encoder models are not chunked")
+        tokens = mml
+    tp = s.get("tensor_parallel_size") or 1
+    heads = max(1, facts.num_attention_heads // tp)
+    backend = select_backend(
+        g.sm,
+        use_mla=facts.kind == "mla",
+        head_size=facts.head_size,
+        num_heads=heads,
+        dtype=s.get("dtype") if s.get("dtype") not in (None, "auto") else facts.dtype,
+        kv_cache_dtype=s.get("kv_cache_dtype") or "auto",
+        block_size=s.get("block_size"),
+        has_sink=facts.has_sink,
+        has_sliding_window=bool(facts.sliding_window) and not s.get("disable_sliding_window"),
+        use_non_causal=False,
+        attn_type="encoder_only" if facts.kind == "encoder_only" else "decoder",
+        requested=s.get("attention_backend") or (s.get("attention_config") or {}).get("backend"),
+    )
+    cc = dict(s.get("compilation_config") or {})
+    for key in ("cudagraph_capture_sizes", "max_cudagraph_capture_size"):
+        if key in s:
+            cc[key] = s[key]
+    graphs = resolve_cudagraph(
+        cc,
+        enforce_eager=bool(s.get("enforce_eager")),
+        vllm_backend=backend.vllm_name,
+        uniform_decode_query_len=1 + k,
+        sm=g.sm,
+        max_num_seqs=seqs,
+        max_num_batched_tokens=tokens,
+        num_speculative_tokens=k,
+        use_mla=facts.kind == "mla",
+    )
+    block_size = s.get("block_size") or backend.block_size
+    async_default = facts.kind != "encoder_only"  # VllmConfig: off by default for pooling models
+    settings = {
+        "max_model_len": mml,
+        "block_size": block_size,
+        "model_state": state,
+        "num_speculative_tokens": k if method not in (None, "suffix", "custom_class") else 0,
+        "speculative_method": method if method in SPECULATIVE_METHODS else "eagle",
+        "cudagraph_mode": graphs.lab_mode,
+        "cudagraph_capture_sizes": graphs.capture_sizes,
+        "max_num_seqs": seqs,
+        "max_num_batched_tokens": tokens,
+        "async_scheduling": s["async_scheduling"] if s.get("async_scheduling") is not None else async_default,
+        "vllm_version": series,
+        "device_capability": g.sm,
+        "draft_decode_fused": backend.supports_draft_decode_metadata_update,
+        "sliding_window": 0 if s.get("disable_sliding_window") else facts.sliding_window,
+    }
+    notes += list(backend.notes) + list(graphs.notes)
+    return Deployment(line, facts, gpu, str(vllm), series, method, k, backend, graphs, settings, not v1,
+                      tuple(notes + [f"runs Model Runner V1: {r}" for r in v1]))  # fmt: skip

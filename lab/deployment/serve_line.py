@@ -1,0 +1,278 @@
+"""A pasted ``vllm serve`` line, read as vLLM 0.33.0's parser reads it.
+
+``read_serve_line(text)`` takes ``vllm serve MODEL --flag value …`` (or the flags alone, or
+``python -m vllm.entrypoints.openai.api_server …``), rewrites it as vLLM's
+``FlexibleArgumentParser.parse_args`` does (vllm/utils/argparse_utils.py: ``--model`` moved to the
+front, ``_`` read as ``-`` in flag names, ``-O3`` as ``--optimization-level 3``, dotted keys such as
+``--speculative-config.method eagle3`` merged into one JSON value), and checks every flag against the
+table of flags vLLM 0.33.0's own ``vllm serve`` parser accepts (vllm_serve_flags.json, written from
+that parser by lab/conform/vllm_serve_flags.py; a conformance test keeps them equal). An unknown
+flag, a missing value, bad JSON, a value of the wrong type and the pairs vLLM itself refuses raise
+``ServeLineError`` naming the flag. The flags that decide attention metadata are returned typed in
+``ServeLine.settings`` under vLLM's ``dest`` names; the others are kept, by name, in ``ignored``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+FLAGS_FILE = Path(__file__).with_name("vllm_serve_flags.json")
+MAX_LINE_CHARS = 20_000
+
+
+class ServeLineError(ValueError):
+    """A line vLLM would refuse, or the lab cannot read: the message names the flag."""
+
+
+@cache
+def serve_flags() -> dict[str, dict]:
+    """Option string -> {"dest", "takes": value | list | optional | switch, "stores"} (vLLM 0.33.0)."""
+    return json.loads(FLAGS_FILE.read_text())["flags"]
+
+
+def human_readable_int(text: str, flag: str) -> int:
+    """vllm/utils/argparse_utils.py ``human_readable_int``: ``1k`` = 1,000, ``1K`` = 1,024 (no decimals
+    with a binary suffix), ``25.6k`` = 25,600."""
+    text = str(text).strip()
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", text)
+    if m:
+        number, suffix = m.groups()
+        if suffix.islower():
+            return int(float(number) * 1000 ** "kmgt".index(suffix.lower()) * 1000)
+        if "." in number:
+            raise ServeLineError(f"{flag} {text}: no decimals with a binary suffix; did you mean {text.lower()}?")
+        return int(number) * 1024 ** ("KMGT".index(suffix) + 1)
+    try:
+        return int(text)
+    except ValueError:
+        raise ServeLineError(f"{flag}: {text!r} is not an integer (e.g. 32768, 32k or 32K)") from None
+
+
+def _max_model_len(text: str, flag: str) -> int | None:
+    # human_readable_int_or_auto: -1 or "auto" let vLLM derive it from the model (None here).
+    if str(text).strip() in ("-1", "auto"):
+        return None
+    return human_readable_int(text, flag)
+
+
+def _json_dict(text, flag: str) -> dict:
+    if isinstance(text, dict):
+        return text
+    if str(text).strip() in ("", "None"):  # vLLM's optional_type: an empty value is no config
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ServeLineError(f"{flag}: not valid JSON ({e.msg} at character {e.pos}): {text!r}") from None
+    if not isinstance(value, dict):
+        raise ServeLineError(f"{flag}: expects a JSON object like '{{\"key\": value}}', got {text!r}")
+    return value
+
+
+def _bool(value, flag):
+    return value
+
+
+def _int(text, flag):
+    return human_readable_int(text, flag)
+
+
+def _str(text, flag):
+    return str(text)
+
+
+def _ints(values, flag):
+    return [human_readable_int(v, flag) for v in values]
+
+
+# The dests the answer reads, each with its reader (vLLM's type for that flag, vllm/engine/arg_utils.py).
+READERS = {
+    "model": _str,
+    "model_tag": _str,
+    "max_model_len": _max_model_len,
+    "max_num_seqs": _int,
+    "max_num_batched_tokens": _int,
+    "block_size": _int,
+    "kv_cache_dtype": _str,
+    "dtype": _str,
+    "tensor_parallel_size": _int,
+    "enforce_eager": _bool,
+    "async_scheduling": _bool,
+    "attention_backend": _str,
+    "attention_config": _json_dict,
+    "speculative_config": _json_dict,
+    "spec_method": _str,
+    "spec_model": _str,
+    "spec_tokens": _int,
+    "compilation_config": _json_dict,
+    "cudagraph_capture_sizes": _ints,
+    "max_cudagraph_capture_size": _int,
+    "optimization_level": _str,
+    "performance_mode": _str,
+    "disable_sliding_window": _bool,
+    "hf_overrides": _json_dict,
+}
+_PREFIXES = (["vllm", "serve"], ["python", "-m", "vllm.entrypoints.openai.api_server"], ["serve"])
+
+
+@dataclass(frozen=True)
+class ServeLine:
+    """What a ``vllm serve`` line sets: ``settings`` (dest -> typed value, only the flags given),
+    ``ignored`` (flags vLLM accepts that do not decide attention metadata), ``env`` (leading
+    ``NAME=value`` words, kept but not read)."""
+
+    model: str | None
+    settings: dict = field(default_factory=dict)
+    ignored: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+    argv: tuple[str, ...] = ()
+
+
+def _words(text: str) -> list[str]:
+    if len(text) > MAX_LINE_CHARS:
+        raise ServeLineError(f"the line is {len(text):,} characters; at most {MAX_LINE_CHARS:,}")
+    text = re.sub(r"\\\r?\n", " ", text).strip()  # shell line continuations
+    text = re.sub(r"^\$\s+", "", text)  # a copied prompt
+    try:
+        return shlex.split(text)
+    except ValueError as e:  # an unclosed quote, usually around a JSON value
+        raise ServeLineError(f"cannot split the line into words ({e}): check the quotes around JSON values") from None
+
+
+def _flexible(args: list[str]) -> list[str]:
+    """FlexibleArgumentParser.parse_args's rewrites, before argparse sees the words."""
+    out = []
+    for i, arg in enumerate(args):
+        if arg.startswith("--"):
+            key, eq, value = arg.partition("=")
+            head, dot, tail = key[2:].partition(".")
+            out.append("--" + head.replace("_", "-") + dot + tail + eq + value)
+        elif arg.startswith("-O") and arg != "-O" and not out[-1:] == ["--optimization-level"]:
+            out += ["--optimization-level", arg[3:] if arg[2:3] == "=" else arg[2:]]
+        elif arg == "-O" and i + 1 < len(args) and args[i + 1] in {"0", "1", "2", "3"}:
+            out.append("--optimization-level")
+        else:
+            out.append(arg)
+    return out
+
+
+def _suggest(flag: str) -> str:
+    close = difflib.get_close_matches(flag, list(serve_flags()), n=3, cutoff=0.6)
+    return f"; did you mean {' or '.join(close)}?" if close else ""
+
+
+def read_serve_line(text: str) -> ServeLine:
+    """Read a pasted ``vllm serve`` line (or its flags alone). Raises ServeLineError naming the flag."""
+    if not isinstance(text, str) or not text.strip():
+        raise ServeLineError("paste a `vllm serve MODEL --flag value …` line")
+    words = _words(text)
+    env = []
+    while words and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):
+        env.append(words.pop(0))
+    for prefix in _PREFIXES:
+        if words[: len(prefix)] == prefix:
+            words = words[len(prefix) :]
+            break
+    else:
+        if words and words[0] == "vllm":
+            raise ServeLineError(f"only `vllm serve` lines are read, not `vllm {' '.join(words[1:2])}`")
+    return _parse(_flexible(words), tuple(env))
+
+
+def _parse(words: list[str], env: tuple[str, ...]) -> ServeLine:
+    flags = serve_flags()
+    raw: dict[str, object] = {}
+    given: dict[str, str] = {}  # dest -> the flag that set it
+    dotted: dict[str, dict] = {}
+    positional: list[str] = []
+    ignored: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if not word.startswith("-") or re.fullmatch(r"-\d+(\.\d+)?", word):
+            positional.append(word)
+            continue
+        name, eq, value = word.partition("=")
+        base, dot, path = name.partition(".")
+        spec = flags.get(base)
+        if spec is None:
+            raise ServeLineError(f"{base}: not a `vllm serve` flag in vLLM 0.33.0{_suggest(base)}")
+        takes = spec["takes"]
+        if dot:  # --speculative-config.method eagle3: one key of a JSON-valued flag
+            if not eq:
+                if i >= len(words):
+                    raise ServeLineError(f"{name}: needs a value")
+                value, i = words[i], i + 1
+            try:
+                parsed = json.loads(value)
+            except json.JSONDecodeError:
+                parsed = value
+            node = dotted.setdefault(spec["dest"], {})
+            keys = path.split(".")
+            for k in keys[:-1]:
+                node = node.setdefault(k, {})
+            node[keys[-1]] = parsed
+            given.setdefault(spec["dest"], base)
+            continue
+        if takes == "switch":
+            if eq:
+                raise ServeLineError(f"{base}: a switch, it takes no value (got {value!r})")
+            value = spec["stores"]
+        elif takes == "list":
+            values = [value] if eq else []
+            while not eq and i < len(words) and not words[i].startswith("-"):
+                values.append(words[i])
+                i += 1
+            if not values:
+                raise ServeLineError(f"{base}: needs one or more values")
+            value = values
+        elif not eq:
+            if i < len(words) and (not words[i].startswith("-") or re.fullmatch(r"-\d+(\.\d+)?", words[i])):
+                value, i = words[i], i + 1
+            elif takes == "optional":
+                value = True
+            else:
+                raise ServeLineError(f"{base}: needs a value")
+        dest = spec["dest"]
+        if dest in raw and raw[dest] != value:
+            raise ServeLineError(f"{given[dest]} and {base}: given twice with different values ({raw[dest]!r}, {value!r})")
+        raw[dest], given[dest] = value, base
+        if dest not in READERS:
+            ignored.append(base)
+    if len(positional) > 1:
+        raise ServeLineError(f"one model only: unexpected words {' '.join(positional[1:])!r}")
+    for dest, value in dotted.items():
+        merged = _json_dict(raw.get(dest, {}), given[dest])
+        raw[dest] = {**merged, **value}
+    settings = {dest: READERS[dest](v, given.get(dest, dest)) for dest, v in raw.items() if dest in READERS}
+    model = positional[0] if positional else settings.pop("model", None)
+    if positional and "model" in settings:
+        raise ServeLineError(f"the model is given twice: {positional[0]!r} and --model {settings['model']!r}")
+    settings.pop("model", None)
+    _check_pairs(settings, given)
+    return ServeLine(model, settings, tuple(dict.fromkeys(ignored)), env, tuple(words))
+
+
+def _check_pairs(settings: dict, given: dict) -> None:
+    """The pairs vLLM 0.33.0 refuses (vllm/engine/arg_utils.py)."""
+    spec = settings.get("speculative_config") or {}
+    # EngineArgs.create_speculative_config: "--spec-… and --speculative-config[…] are mutually exclusive"
+    for dest, key in (("spec_method", "method"), ("spec_model", "model"), ("spec_tokens", "num_speculative_tokens")):
+        if dest in settings and key in spec:
+            raise ServeLineError(f"{given[dest]} and --speculative-config['{key}'] are mutually exclusive")
+    cc = settings.get("compilation_config") or {}
+    # EngineArgs.create_engine_config: the shorthand and the compilation-config key are mutually exclusive
+    for dest in ("cudagraph_capture_sizes", "max_cudagraph_capture_size"):
+        if dest in settings and cc.get(dest) is not None:
+            raise ServeLineError(f"{given[dest]} and --compilation-config's {dest} are mutually exclusive")
+    ac = settings.get("attention_config") or {}
+    # EngineArgs.create_engine_config: "attention_backend and attention_config.backend are mutually exclusive"
+    if "attention_backend" in settings and ac.get("backend") is not None:
+        raise ServeLineError(f"{given['attention_backend']} and --attention-config's backend are mutually exclusive")

@@ -23,6 +23,7 @@ from lab.deployment.known_configs import KNOWN_CONFIGS
 KINDS = ("dense", "mla", "mamba_hybrid", "sliding_window", "encoder_only", "encoder_decoder")
 MAX_CONFIG_BYTES = 2 * 1024 * 1024
 
+# fmt: off
 # Registry names whose model class has ``IsHybrid`` among its bases, directly or
 # by inheritance (model_executor/models/registry.py, then alice_ai.py,
 # bailing_moe_linear.py, bailing_moe_v3.py, bailing_moe_v3_vl.py, falcon_h1.py,
@@ -86,6 +87,7 @@ INT_KEYS = (
     "mtp_num_hidden_layers", "num_hidden_layers", "max_window_layers", "hidden_size_per_head", *KV_HEAD_KEYS,
     *MAX_LEN_KEYS,
 )
+# fmt: on
 
 
 @dataclass(frozen=True)
@@ -119,9 +121,7 @@ class _Cfg:
 
     def get(self, key: str, default: Any = None) -> Any:
         key = self.aliases.get(key, key)
-        if key in self.raw:
-            return self.raw[key]
-        return self.defaults.get(key, default)
+        return self.raw[key] if key in self.raw else self.defaults.get(key, default)
 
 
 def _check_types(raw: dict[str, Any], where: str) -> None:
@@ -133,9 +133,7 @@ def _check_types(raw: dict[str, Any], where: str) -> None:
         if raw.get(key) is not None and not isinstance(raw[key], dict):
             raise ValueError(f"{where}key {key!r} must be an object, got {raw[key]!r}")
     layer_types = raw.get("layer_types")
-    if layer_types is not None and not (
-        isinstance(layer_types, list) and all(isinstance(t, str) for t in layer_types)
-    ):
+    if layer_types is not None and not (isinstance(layer_types, list) and all(isinstance(t, str) for t in layer_types)):
         raise ValueError(f"{where}key 'layer_types' must be a list of strings")
 
 
@@ -156,15 +154,11 @@ def _rope_parameters(text: _Cfg) -> list[dict[str, Any]]:
     params = text.get("rope_parameters") or text.get("rope_scaling")
     if not isinstance(params, dict) or not params:
         return []
-    if all(isinstance(v, dict) for v in params.values()):
-        found = [p for p in params.values() if p]
-    else:
-        found = [params]
+    found = [p for p in params.values() if p] if all(isinstance(v, dict) for v in params.values()) else [params]
     return [{**p, "rope_type": p.get("rope_type", p.get("type", "default"))} for p in found]
 
 
-def _max_model_len(text: _Cfg, encoder_config: dict | None,
-                   tokenizer_config: dict | None, notes: list[str]) -> int:
+def _max_model_len(text: _Cfg, encoder_config: dict | None, tokenizer_config: dict | None, notes: list[str]) -> int:
     derived: float = math.inf
     for key in MAX_LEN_KEYS:
         value = text.get(key)
@@ -202,8 +196,7 @@ def _sliding_window(text: _Cfg) -> int:
         return window if "sliding_attention" in layer_types else 0
     if text.get("sliding_window_pattern", 1) > 1:
         return window
-    max_window_layers = text.get("max_window_layers")
-    layers = text.get("num_hidden_layers")
+    max_window_layers, layers = text.get("max_window_layers"), text.get("num_hidden_layers")
     if max_window_layers is not None and layers is not None and max_window_layers >= layers:
         return 0  # Qwen2Config: only layers >= max_window_layers slide
     return window  # Mistral-style: every layer slides
@@ -224,8 +217,7 @@ def _dtype(config: dict, text: dict, kind: str, notes: list[str]) -> str:
     for cfg in (config, text):
         value = value or cfg.get("dtype") or cfg.get("torch_dtype")
     if value is None:
-        notes.append("no dtype in config.json; vLLM would read the safetensors "
-                     "header, assumed bfloat16")
+        notes.append("no dtype in config.json; vLLM would read the safetensors header, assumed bfloat16")
         return "bfloat16"
     value = str(value).removeprefix("torch.")
     if value == "float32":  # _resolve_auto_dtype on a CUDA sm80+ device
@@ -234,26 +226,33 @@ def _dtype(config: dict, text: dict, kind: str, notes: list[str]) -> str:
 
 
 def _kind(architecture: str, config: dict, text: _Cfg, use_mla: bool, window: int) -> str:
-    if config.get("is_encoder_decoder") or text.get("is_encoder_decoder") \
-            or architecture in ENCODER_DECODER_ARCHITECTURES:
+    if (
+        architecture in ENCODER_DECODER_ARCHITECTURES
+        or config.get("is_encoder_decoder")
+        or text.get("is_encoder_decoder")
+    ):
         return "encoder_decoder"
     if architecture in ENCODER_ONLY_ARCHITECTURES or text.get("is_causal", True) is False:
         return "encoder_only"
     if architecture in HYBRID_ARCHITECTURES:
         layer_types = config.get("layer_types")
         # ModelConfig.is_hybrid: granite-4.0-micro style all-attention configs are not
-        if layer_types is None or not all(
-            t in ("attention", "full_attention") for t in layer_types
-        ):
+        if layer_types is None or not all(t in ("attention", "full_attention") for t in layer_types):
             return "mamba_hybrid"
     if use_mla:
         return "mla"
     return "sliding_window" if window else "dense"
 
 
-def facts_from_config(config: dict[str, Any], name: str, *, source: str = "",
-                      notes: tuple[str, ...] = (), encoder_config: dict | None = None,
-                      tokenizer_config: dict | None = None) -> ModelFacts:
+def facts_from_config(
+    config: dict[str, Any],
+    name: str,
+    *,
+    source: str = "",
+    notes: tuple[str, ...] = (),
+    encoder_config: dict | None = None,
+    tokenizer_config: dict | None = None,
+) -> ModelFacts:
     """Derive ``ModelFacts`` from a parsed HF config.json dict.
 
     ``encoder_config`` is a sentence-transformers ``sentence_*_config.json`` and
@@ -276,10 +275,9 @@ def facts_from_config(config: dict[str, Any], name: str, *, source: str = "",
     out_notes = list(notes)
     heads = text.get("num_attention_heads")
     if not heads:
-        raise ValueError("key 'num_attention_heads' is missing (attention-free models "
-                         "are not modelled)")
-    mla = (text.model_type in MLA_MODEL_TYPES and text.get("kv_lora_rank") is not None
-           and text.get("is_causal", True) is not False)
+        raise ValueError("key 'num_attention_heads' is missing (attention-free models are not modelled)")
+    mla = text.model_type in MLA_MODEL_TYPES and text.get("kv_lora_rank") is not None
+    mla = mla and text.get("is_causal", True) is not False  # ModelConfig.use_mla
     if mla:
         head_size = text.get("kv_lora_rank") + (text.get("qk_rope_head_dim") or 0)
     elif text.get("head_dim"):
@@ -295,18 +293,23 @@ def facts_from_config(config: dict[str, Any], name: str, *, source: str = "",
     if kind != "encoder_only" or config.get("position_embedding_type", "absolute") != "absolute":
         tokenizer_config = None
     if mla:
-        out_notes.append(f"MLA: KV cache is one latent head of {head_size}; "
-                         f"{kv_heads} KV heads before compression")
+        out_notes.append(f"MLA: KV cache is one latent head of {head_size}; {kv_heads} KV heads before compression")
         kv_heads = 1  # ModelConfig.get_num_kv_heads: MLA decode is MQA
     return ModelFacts(
-        name=name, architecture=architecture, model_type=config["model_type"],
+        name=name,
+        architecture=architecture,
+        model_type=config["model_type"],
         kind=kind,
         max_model_len=_max_model_len(text, encoder_config, tokenizer_config, out_notes),
-        num_attention_heads=heads, num_kv_heads=kv_heads, head_size=head_size,
-        sliding_window=window, has_sink=text.model_type == "gpt_oss",
+        num_attention_heads=heads,
+        num_kv_heads=kv_heads,
+        head_size=head_size,
+        sliding_window=window,
+        has_sink=text.model_type == "gpt_oss",
         num_mtp_layers=_num_mtp_layers(text),
         dtype=_dtype(config, raw_text, kind, out_notes),
-        source=source, notes=tuple(out_notes),
+        source=source,
+        notes=tuple(out_notes),
     )
 
 
@@ -327,27 +330,26 @@ def _read_json(path: Path) -> Any:
     except UnicodeDecodeError:
         raise ValueError(f"{path}: not UTF-8 text, so not a JSON config") from None
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: invalid JSON at line {exc.lineno} column "
-                         f"{exc.colno}: {exc.msg}") from None
+        raise ValueError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
 
 
+# fmt: off
 SENTENCE_CONFIG_FILES = (  # transformers_utils/config.py: get_sentence_transformer_tokenizer_config
     "sentence_bert_config.json", "sentence_roberta_config.json", "sentence_distilbert_config.json",
     "sentence_camembert_config.json", "sentence_albert_config.json", "sentence_xlm-roberta_config.json",
     "sentence_xlnet_config.json")
+# fmt: on
 
 
 def _optional_sibling(folder: Path, names: tuple[str, ...], notes: list[str]) -> dict | None:
-    for file_name in names:
-        path = folder / file_name
-        if path.is_file():
-            try:
-                value = _read_json(path)
-            except ValueError as exc:
-                notes.append(f"ignored {exc}")
-                continue
-            if isinstance(value, dict):
-                return value
+    for path in (folder / name for name in names if (folder / name).is_file()):
+        try:
+            value = _read_json(path)
+        except ValueError as exc:
+            notes.append(f"ignored {exc}")
+            continue
+        if isinstance(value, dict):
+            return value
     return None
 
 
@@ -362,14 +364,14 @@ def load_config_json(path: str | Path) -> ModelFacts:
     file = path / "config.json" if path.is_dir() else path
     config = _read_json(file)
     if not isinstance(config, dict):
-        raise ValueError(f"{file}: top level must be a JSON object, got "
-                         f"{type(config).__name__}")
+        raise ValueError(f"{file}: top level must be a JSON object, got {type(config).__name__}")
     notes: list[str] = []
     encoder = _optional_sibling(file.parent, SENTENCE_CONFIG_FILES, notes)
     tokenizer = _optional_sibling(file.parent, ("tokenizer_config.json",), notes)
     try:
-        return facts_from_config(config, str(path), source=str(file), notes=tuple(notes),
-                                 encoder_config=encoder, tokenizer_config=tokenizer)
+        return facts_from_config(
+            config, str(path), source=str(file), notes=tuple(notes), encoder_config=encoder, tokenizer_config=tokenizer
+        )
     except ValueError as exc:
         raise ValueError(f"{file}: {exc}") from None
 
@@ -383,10 +385,9 @@ KNOWN_MODELS: dict[str, ModelFacts] = {
 
 
 def lookup(model: str) -> ModelFacts | None:
-    """KNOWN_MODELS by HF id (case-insensitive), else a local config.json path.
+    """KNOWN_MODELS by HF id (case-insensitive), else a local config.json path; None if neither.
 
-    Returns None when neither matches; a local config that is present but bad
-    raises the ``ValueError`` from ``load_config_json``.
+    A local config that is present but bad raises the ``ValueError`` from ``load_config_json``.
     """
     wanted = model.strip().lower()
     for name, facts in KNOWN_MODELS.items():

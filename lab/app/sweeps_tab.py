@@ -1,7 +1,7 @@
-"""The app's Sweeps tab and backend-comparison panel, self-contained: ``add_sweeps_tab()`` adds
-both inside an open ``gr.Blocks`` (and ``gr.Tabs``) with their own events and api_names
-(``/run_sweep``, ``/sweep_estimate``, ``/compare_backends``). Model logic lives in lab.sweep and
-lab.gpu_model; here only inputs, limits and outputs.
+"""The app's Sweeps tab, self-contained: ``add_sweeps_tab()`` adds it inside an open ``gr.Blocks``
+(and ``gr.Tabs``) with its own events and api_names (``/run_sweep``, ``/sweep_estimate``). Model
+logic lives in lab.sweep; here only inputs, limits and outputs. (The GPU question is the deployment
+tab's: lab/app/deployment_tab.py.)
 
 A sweep the app would need more than ``APP_BUDGET_S`` seconds for is not run: the tab says so and
 prints the ``python -m lab sweep`` command that runs it (with a progress bar, resumable, on Ray).
@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import gradio as gr
 
-from lab import Scenario, simulate
 from lab.app.room import HEAVY, Busy
-from lab.gpu_model import GPUS, HeadShape, predict, summary
-from lab.gpu_model.report import summary_cells
 from lab.presets import PRESETS
 from lab.spec_grammar import SPEC_SETTINGS
 from lab.sweep.executors import default_workers
@@ -55,13 +52,6 @@ NOTE = (
     "entries a kernel sizing its work from `max_seq_len` walks in the baseline over the fixed mode (all "
     "passes); `fix_reaches_kernel_share` the steps where the fixed value reaches the kernel (R9). Placeholders "
     "`{name}` in the scenario become axes too, e.g. `{n}p1ko128_mml=32k` with axis `n`."
-)
-COMPARE_NOTE = (
-    "**Does it matter on my GPU?** For the scenario, each attention backend vLLM can run on the GPU: "
-    "whether `max_seq_len` changes its work, the quantity that shows it in both modes (summed over the "
-    "target passes), the baseline's extra, and how its formula was checked (`verified` in the named "
-    "source, `read in a copy`, `assumption`, `not verified`). Predictions, not GPU measurements; "
-    "`python -m lab gpu-model` prints every formula's file and function."
 )
 
 
@@ -146,36 +136,8 @@ def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, progress=gr.Progress()): 
     return fig, {"headers": cols, "data": table}, done
 
 
-def compare_backends(spec, gpus):
-    """The backend table of the GPU model for a scenario, one row per GPU and backend."""
-    gpus = [g for g in (gpus or []) if g in GPUS]
-    if not gpus:
-        raise gr.Error(f"pick at least one of {', '.join(GPUS)}", print_exception=False)
-    try:
-        s = Scenario.preset(spec) if spec in PRESETS else Scenario.from_spec(spec or DEFAULT_BASE)
-    except ValueError as e:
-        raise gr.Error(str(e), print_exception=False) from None
-    if len(s.requests) > 4096:
-        raise gr.Error("scenario too large for the panel: use python -m lab gpu-model", print_exception=False)
-    trace = simulate(s)
-    rows = []
-    for g in gpus:
-        rows += predict(trace, GPUS[g], HeadShape())
-    summ = summary(rows)
-    cols = list(summ[0]) if summ else []
-    lines = [f"`{s.to_spec()}`: {len(trace.steps)} steps, heads 32/8 x 128, bf16 K/V. Sources:"]
-    seen = set()
-    for r in rows:
-        if r["backend"] in seen:
-            continue
-        seen.add(r["backend"])
-        src = "; ".join(f"{x['repo']} `{x['file']}` {x['function']} ({x['status']})" for x in r["sources"])
-        lines.append(f"- **{r['backend']}**: {r['how']}. {src}")
-    return {"headers": cols, "data": summary_cells(summ)}, "\n".join(lines)
-
-
 def add_sweeps_tab(base: str = DEFAULT_BASE) -> None:
-    """Add the Sweeps tab and the backend-comparison tab to the open gr.Blocks / gr.Tabs."""
+    """Add the Sweeps tab to the open gr.Blocks / gr.Tabs."""
     with gr.Tab("Sweeps", id="sweeps", elem_id="tab-sweeps"):
         gr.Markdown(NOTE, elem_classes=["note"])
         sw_base = gr.Textbox(
@@ -194,19 +156,8 @@ def add_sweeps_tab(base: str = DEFAULT_BASE) -> None:
         status = gr.Markdown("", elem_id="sweep-status")
         plot = gr.Plot(label="sweep", elem_id="sweep-plot", show_label=False)
         table = gr.Dataframe(label="mean over seeds", elem_id="sweep-table", interactive=False)
-    with gr.Tab("Does it matter on my GPU?", id="backends", elem_id="tab-backends"):
-        gr.Markdown(COMPARE_NOTE, elem_classes=["note"])
-        with gr.Row():
-            cmp_spec = gr.Textbox(base, label="Scenario (spec or preset name)", elem_id="cmp-spec", max_lines=2)
-            cmp_gpus = gr.CheckboxGroup(list(GPUS), value=["H200", "B200"], label="GPUs", elem_id="cmp-gpus")
-            cmp_btn = gr.Button("Compare backends", variant="primary", elem_id="cmp-run", scale=0)
-        cmp_table = gr.Dataframe(label="backends", elem_id="cmp-table", interactive=False)
-        cmp_md = gr.Markdown("", elem_id="cmp-sources")
     inputs = [sw_base, a1, v1, a2, v2, seeds]
     est_btn.click(lambda *a: sweep_estimate(*a)[2], inputs, status, api_name="sweep_estimate")
     run_btn.click(
         run_sweep_tab, inputs + [metric], [plot, table, status], api_name="run_sweep", concurrency_limit=5
     )  # lab.app.room lines them up
-    cmp_btn.click(
-        compare_backends, [cmp_spec, cmp_gpus], [cmp_table, cmp_md], api_name="compare_backends", concurrency_limit=2
-    )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import gradio as gr
 
 from lab.app.controls import CONTROL_FIELDS, parse_spec_text
+from lab.app.deployment_tab import add_deployment_tab  # docs/deployments.md
 from lab.app.downloads import download_figures, download_page, download_trace
 from lab.app.loading import LOADED, initial, pick_preset, run, set_compare, upload_trace
 from lab.app.runner_choices import EMBEDDED_CPU, runner_availability
@@ -208,9 +209,10 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
                         info="another preset on the same step slider, same view",
                         elem_id="compare",
                     )
-        with gr.Accordion("Sweeps · does it matter on my GPU?", open=False, elem_id="sweeps-box"):
+        with gr.Accordion("Sweeps · does it matter for my deployment?", open=False, elem_id="sweeps-box"):
             with gr.Tabs():
                 add_sweeps_tab(PRESETS[preset][0])
+                add_deployment_tab()
         timer = gr.Timer(PLAY_INTERVAL_S, active=False)
 
         controls = [mml, bs, k, state, cg, accept, seed]

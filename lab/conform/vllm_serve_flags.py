@@ -35,7 +35,8 @@ def serve_parser():
 
 def vllm_flags() -> dict:
     """Every option string of ``vllm serve``: its ``dest`` and whether it takes one value, a list
-    (``nargs='+'``/``'*'``), an optional one (``nargs='?'``) or none (a switch: the value it stores, read by parsing it alone)."""
+    (``nargs='+'``/``'*'``), an optional one (``nargs='?'``) or none (a switch: the value it stores,
+    read by parsing it alone)."""
     parser = serve_parser()
     flags = {}
     for action in parser._actions:

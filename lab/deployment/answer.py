@@ -226,7 +226,9 @@ def _headline(dep, rows, work, told, seen, old, new) -> str:
     """The answer in plain words: yes / in the metadata only / no, and why."""
     mml = dep.settings["max_model_len"]
     if not dep.runs_mrv2:
-        why = "; ".join(n.removeprefix("runs Model Runner V1: ") for n in dep.notes if n.startswith("runs Model Runner V1"))
+        why = "; ".join(
+            n.removeprefix("runs Model Runner V1: ") for n in dep.notes if n.startswith("runs Model Runner V1")
+        )
         return f"not answered: vLLM {dep.vllm} runs this deployment on Model Runner V1 ({why}); the lab models V2"
     backend = dep.backend.vllm_name
     if not told:

@@ -60,7 +60,10 @@ def check_with_vllm(line: str) -> dict:
     environment cannot share one)."""
     if not VLLM_PYTHON.exists():
         return {"error": f"{VLLM_PYTHON} is missing: make venv-vllm builds it"}
-    code = "import json,sys; from lab.conform.vllm_serve_flags import vllm_parse; print(json.dumps(vllm_parse(sys.argv[1:])))"
+    code = (
+        "import json, sys; from lab.conform.vllm_serve_flags import vllm_parse; "
+        "print(json.dumps(vllm_parse(sys.argv[1:])))"
+    )
     words = shlex.split(line)
     words = words[1:] if words[:1] == ["vllm"] else words
     res = subprocess.run(

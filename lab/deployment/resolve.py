@@ -101,8 +101,13 @@ def _speculator(spec: dict, line: ServeLine, facts: ModelFacts) -> tuple[str | N
         # "If users do not specify method, the speculative method will be detected automatically":
         # ngram for model "ngram"/"[ngram]", a draft model otherwise; EAGLE from the draft's name.
         name = str(model or "").lower()
-        method = "ngram" if name in ("ngram", "[ngram]") else "eagle3" if "eagle3" in name else (
-            "eagle" if "eagle-" in name else "draft_model")
+        method = (
+            "ngram"
+            if name in ("ngram", "[ngram]")
+            else "eagle3"
+            if "eagle3" in name
+            else ("eagle" if "eagle-" in name else "draft_model")
+        )
         notes.append(f"method not given: vLLM infers {method!r} from the draft model's name {model!r}")
     method = "mtp" if method in MTP_ALIASES else "ngram" if method in ("ngram_gpu", "[ngram]") else method
     if method in ("suffix", "custom_class"):
@@ -124,7 +129,9 @@ def _speculator(spec: dict, line: ServeLine, facts: ModelFacts) -> tuple[str | N
     if method not in SPECULATIVE_METHODS:
         raise ServeLineError(f"--speculative-config: method {method!r} is not one vLLM 0.33.0 knows")
     if not 1 <= k <= MAX_SPECULATIVE_TOKENS:
-        raise ServeLineError(f"--speculative-config: num_speculative_tokens {k}: the lab models 1 to {MAX_SPECULATIVE_TOKENS}")
+        raise ServeLineError(
+            f"--speculative-config: num_speculative_tokens {k}: the lab models 1 to {MAX_SPECULATIVE_TOKENS}"
+        )
     return method, k, notes
 
 
@@ -132,8 +139,10 @@ def _v1_reasons(line: ServeLine, method: str | None, spec: dict) -> list[str]:
     """vllm/config/vllm.py use_v2_model_runner / _get_v2_model_runner_unsupported_features: where
     vLLM 0.33.0 runs the V1 model runner instead (the lab models V2 only)."""
     reasons = []
-    if any(e.split("=", 1)[0] == "VLLM_USE_V2_MODEL_RUNNER" and e.split("=", 1)[1] in ("0", "false", "False")
-           for e in line.env):
+    if any(
+        e.split("=", 1)[0] == "VLLM_USE_V2_MODEL_RUNNER" and e.split("=", 1)[1] in ("0", "false", "False")
+        for e in line.env
+    ):
         reasons.append("VLLM_USE_V2_MODEL_RUNNER=0")
     if method in ("suffix", "custom_class"):
         reasons.append(f"speculative method '{method}'")
@@ -142,7 +151,9 @@ def _v1_reasons(line: ServeLine, method: str | None, spec: dict) -> list[str]:
     return reasons
 
 
-def resolve(text: str | ServeLine, gpu: str = "H200", vllm: str = "0.33.0", config_path: str | None = None) -> Deployment:
+def resolve(
+    text: str | ServeLine, gpu: str = "H200", vllm: str = "0.33.0", config_path: str | None = None
+) -> Deployment:
     """Resolve a pasted ``vllm serve`` line on ``gpu`` under release ``vllm``. Raises ServeLineError."""
     line = text if isinstance(text, ServeLine) else read_serve_line(text)
     if gpu not in DEPLOYMENT_GPUS:

@@ -242,7 +242,9 @@ def _parse(words: list[str], env: tuple[str, ...]) -> ServeLine:
                 raise ServeLineError(f"{base}: needs a value")
         dest = spec["dest"]
         if dest in raw and raw[dest] != value:
-            raise ServeLineError(f"{given[dest]} and {base}: given twice with different values ({raw[dest]!r}, {value!r})")
+            raise ServeLineError(
+                f"{given[dest]} and {base}: given twice with different values ({raw[dest]!r}, {value!r})"
+            )
         raw[dest], given[dest] = value, base
         if dest not in READERS:
             ignored.append(base)

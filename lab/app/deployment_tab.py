@@ -1,0 +1,83 @@
+"""The app's "Does it matter for my deployment?" tab, self-contained: ``add_deployment_tab()`` adds it
+inside an open ``gr.Blocks`` / ``gr.Tabs`` with its event and api_name (``/deployment``). Paste a
+``vllm serve`` line, pick the GPU and the release, read the answer, open the replay in one click.
+The model logic is lab.deployment's; here only inputs, messages and outputs. A bad line is said under
+the box it came from; the last answer stays."""
+
+from __future__ import annotations
+
+import html
+import urllib.parse
+
+import gradio as gr
+
+from lab.app.controls import inline_error
+from lab.deployment import ServeLineError, Workload, answer, resolve
+from lab.deployment.report import DEPLOYMENTS, format_markdown
+from lab.deployment.resolve import DEPLOYMENT_GPUS
+
+VLLM_RELEASES = ("0.33.0", "0.32.0", "0.23.0", "0.22.1", "0.19.1")
+EXAMPLES = {f"{label} on {gpu}": (line, gpu) for label, line, gpu in DEPLOYMENTS}
+DEFAULT_EXAMPLE = "DeepSeek MTP, MLA on H200"
+NOTE = (
+    "**Does it matter for my deployment?** Paste the `vllm serve` line you deploy with (or pick an example), "
+    "the GPU and the vLLM release. The lab reads the line as vLLM 0.33.0's own parser does, derives what vLLM "
+    "would run (model kind, speculator, attention backend, CUDA-graph mode), replays it on the workload in "
+    "every era, and says per path what attention is told, what the kernel sees and what the backend's work "
+    "does with it. Predictions, not GPU measurements; `python -m lab deployment -- vllm serve …` prints the same."
+)
+
+
+def deployment_tab(line, gpu, vllm, requests, prompt_len, output_len):
+    """(message under the line, answer Markdown, backends table, replay link). A bad input: the message
+    names it and the other outputs keep what they showed."""
+    try:
+        dep = resolve(line or "", gpu or "H200", vllm or "0.33.0")
+        a = answer(dep, Workload(int(requests or 16), int(prompt_len or 2048), int(output_len or 256)))
+    except (ServeLineError, ValueError, TypeError) as e:
+        text = html.escape(str(e), quote=False)
+        return inline_error(f"{text}<br>The answer below is still the last one."), gr.skip(), gr.skip(), gr.skip()
+    url = "?" + urllib.parse.urlencode({"spec": a["replay"]["spec"], "tab": "Per-request lengths"})
+    link = (
+        f'<a class="replay-link" href="{html.escape(url)}" target="_blank" rel="noopener">Open the replay in the '
+        f"lab ↗</a> <code>{html.escape(a['replay']['cli'])}</code>"
+    )
+    return "", format_markdown(a), a["backends"], link
+
+
+def _example(name):
+    line, gpu = EXAMPLES.get(name, ("", "H200"))
+    return line, gpu
+
+
+def add_deployment_tab() -> None:
+    """Add the deployment tab to the open gr.Blocks / gr.Tabs."""
+    first_line, first_gpu = EXAMPLES[DEFAULT_EXAMPLE]
+    with gr.Tab("Does it matter for my deployment?", id="deployment", elem_id="tab-deployment"):
+        gr.Markdown(NOTE, elem_classes=["note"])
+        with gr.Row():
+            example = gr.Dropdown(
+                list(EXAMPLES), value=DEFAULT_EXAMPLE, label="example", elem_id="dep-example", scale=1
+            )
+            gpu = gr.Radio(list(DEPLOYMENT_GPUS), value=first_gpu, label="GPU", elem_id="dep-gpu", scale=1)
+            vllm = gr.Dropdown(list(VLLM_RELEASES), value="0.33.0", label="vLLM release", elem_id="dep-vllm", scale=0)
+        line = gr.Textbox(first_line, label="vllm serve line", lines=2, max_lines=6, elem_id="dep-line")
+        line_msg = gr.HTML("", elem_id="dep-line-msg")
+        with gr.Row():
+            requests = gr.Number(16, label="requests", precision=0, minimum=1, maximum=1024, elem_id="dep-requests")
+            prompt = gr.Number(2048, label="prompt tokens", precision=0, minimum=1, elem_id="dep-prompt")
+            output = gr.Number(256, label="output tokens", precision=0, minimum=1, elem_id="dep-output")
+            run = gr.Button("Answer", variant="primary", elem_id="dep-run", scale=0)
+        replay = gr.HTML("", elem_id="dep-replay")
+        out = gr.Markdown("", elem_id="dep-answer")
+        table = gr.Dataframe(
+            label="every backend the GPU model knows on this GPU, on this workload",
+            elem_id="dep-table",
+            interactive=False,
+        )
+    inputs = [line, gpu, vllm, requests, prompt, output]
+    outputs = [line_msg, out, table, replay]
+    example.change(_example, example, [line, gpu], api_name=False).then(
+        deployment_tab, inputs, outputs, api_name=False, concurrency_limit=4
+    )
+    run.click(deployment_tab, inputs, outputs, api_name="deployment", concurrency_limit=4)

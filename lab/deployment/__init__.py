@@ -1,0 +1,23 @@
+"""Does #40654/#43991 matter for my deployment? The answer from a pasted ``vllm serve`` line.
+
+Data flows one way: the line -> what vLLM 0.33.0 would run -> a lab Scenario -> the engine's trace ->
+the answer (and its text, Markdown and table). docs/deployments.md tells the whole story.
+
+    serve_line.py      read_serve_line: the line as vLLM's own parser reads it (vllm_serve_flags.json,
+                       written from that parser by lab/conform/vllm_serve_flags.py)
+    models.py          ModelFacts, facts_from_config, load_config_json, lookup: the model's kind and sizes
+                       as vLLM derives them (known_configs.py: the table of widely deployed models)
+    selection.py       select_backend, resolve_cudagraph: the attention backend and CUDA-graph mode vLLM
+                       0.33.0 picks (vllm/platforms/cuda.py, vllm/config/)
+    resolve.py         resolve: the Deployment (what vLLM would run, the Scenario settings that replay it)
+    answer.py          answer, Workload: per path and era, what attention is told and the kernel sees,
+                       the backend's predicted work, plain words, the replay
+    report.py          format_text, format_markdown, deployments_table (docs/deployments.md)
+    cli.py             python -m lab deployment -- vllm serve …
+"""
+
+from lab.deployment.answer import Workload, answer
+from lab.deployment.resolve import Deployment, resolve
+from lab.deployment.serve_line import ServeLine, ServeLineError, read_serve_line
+
+__all__ = ["Deployment", "ServeLine", "ServeLineError", "Workload", "answer", "read_serve_line", "resolve"]

@@ -15,7 +15,6 @@ CUDA graphs: the mode from --compilation-config, -O and --enforce-eager (``vllm/
 ``VllmConfig.__post_init__``), then ``CompilationConfig.resolve_cudagraph_mode_and_sizes``
 (``vllm/config/compilation.py``), which MRV2's ``GPUModelRunner`` (``vllm/v1/worker/gpu/model_runner.py``)
 calls with the weakest builder support from ``vllm/v1/worker/gpu/attn_utils.py`` ``get_attn_cg_support``.
-
 Laid out by hand (a table entry a line): ``ruff format`` would double its length.
 """
 

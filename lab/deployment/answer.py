@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab.deployment.resolve import Deployment
-from lab.engine.model_states import ERAS
+from lab.engine.model_states import ERAS, MODEL_STATE_FIRST_RELEASE
 from lab.engine.speculator import DISPLAY_NAMES
-from lab.gpu_model import BY_NAME, GPUS, HeadShape, predict
+from lab.gpu_model import BY_NAME, GPUS, HeadShape, backends_for, predict
 from lab.gpu_model.report import HEADLINE, summary, summary_cells
 from lab.scenario import RequestSpec, Scenario
 from lab.trace.recorder import simulate
@@ -64,18 +64,19 @@ def scenario_of(dep: Deployment, workload: Workload) -> Scenario:
 
 def _values(trace, era: str) -> dict:
     """Per path, the told and kernel-visible max_seq_len of every step in ``era`` (None: no such path)."""
-    target, kernel, drafts = [], [], {}
+    target, kernel, drafts, drafts_note = [], [], {}, ""
     for st in trace.steps:
         h = st.history()[era]
         if h["max_seq_len"] is None:
             return {"target": None, "drafts": {}, "note": h.get("target_note", "")}
+        drafts_note = drafts_note or h.get("drafts_note", "")
         target.append(h["max_seq_len"])
         kernel.append(h["kernel_max_seq_len"])
         for i, d in enumerate(h["drafts"]):
             drafts.setdefault(i, ([], []))
             drafts[i][0].append(d["max_seq_len"])
             drafts[i][1].append(d["kernel_max_seq_len"])
-    return {"target": (target, kernel), "drafts": drafts, "note": ""}
+    return {"target": (target, kernel), "drafts": drafts, "note": "", "drafts_note": drafts_note}
 
 
 def _describe(told: list[int], mml: int) -> str:
@@ -91,9 +92,12 @@ def _path_rows(trace, mml: int) -> list[dict]:
     for era in ERAS:
         v = _values(trace, era)
         if v["target"] is None:
-            rows.append({"path": "target", "era": era, "told": "-", "kernel": "-", "note": v["note"], "values": None})
+            rows.append({"path": "target", "era": era, "told": "-", "kernel": "", "note": v["note"], "values": None})
             continue
         paths = [("target", v["target"])] + [(f"draft pass {i}", p) for i, p in sorted(v["drafts"].items())]
+        if trace.num_draft_passes and not v["drafts"]:  # a speculator MRV2 did not have in this era
+            note = v["drafts_note"] or "no draft passes in this era"
+            rows.append({"path": "draft passes", "era": era, "told": "-", "kernel": "", "note": note, "values": None})
         for name, (told, kernel) in paths:
             full = sum(1 for t, k in zip(told, kernel) if k != t)
             rows.append(
@@ -120,23 +124,23 @@ def head_shape(dep: Deployment) -> HeadShape:
     return HeadShape(num_q_heads=q, num_kv_heads=kv, head_dim=m.head_size if m.kind != "mla" else 128)
 
 
-def backends_table(dep: Deployment, trace) -> dict:
-    """Every backend the GPU model knows on the deployment's GPU, on this workload (the chosen one first)."""
-    rows = predict(trace, GPUS[dep.gpu], head_shape(dep))
+def backends_and_work(dep: Deployment, trace) -> tuple[dict, dict | None]:
+    """The GPU model on this workload (lab/gpu_model/predict.py): every backend it knows on the GPU for
+    this kind of attention (MLA or not), the chosen one first, as a table; and the chosen one's work."""
+    gpu = GPUS[dep.gpu]
+    mla = dep.model.kind == "mla"
+    names = [n for n in backends_for(gpu) if (BY_NAME[n].attention == "MLA") == mla]
+    rows = predict(trace, gpu, head_shape(dep), backends=names)
     rows.sort(key=lambda r: r["backend"] != dep.backend.lab_backend)
     summ = summary(rows)
-    return {"headers": list(summ[0]) if summ else [], "data": summary_cells(summ)}
-
-
-def _work(dep: Deployment, trace) -> dict | None:
-    """The chosen backend's predicted work on the target passes in both modes (lab/gpu_model)."""
+    table = {"headers": list(summ[0]) if summ else [], "data": summary_cells(summ)}
     name = dep.backend.lab_backend
-    if name is None or name not in BY_NAME:
-        return None
-    row = predict(trace, GPUS[dep.gpu], head_shape(dep), backends=[name])[0]
+    if not rows or rows[0]["backend"] != name:
+        return table, None
+    row, line = rows[0], summ[0]
     key = HEADLINE[name]
     base, fixed = row["predicted"]["baseline"][key], row["predicted"]["fixed"][key]
-    return {
+    work = {
         "backend": name,
         "verdict": row["max_seq_len_changes_work"],
         "how": row["how"],
@@ -147,9 +151,11 @@ def _work(dep: Deployment, trace) -> dict | None:
         "extra": base - fixed,
         "extra_share": (base - fixed) / fixed if fixed else 0.0,
         "extra_bytes": row["baseline_extra"]["bytes"],
+        "on_this_workload": line["on this workload"],
         "sources": row["sources"],
         "notes": row["notes"],
     }
+    return table, work
 
 
 def replay(scenario: Scenario) -> dict:
@@ -162,17 +168,34 @@ def replay(scenario: Scenario) -> dict:
     }
 
 
-def _changed(rows: list[dict], era_a: str, era_b: str, which: int) -> list[str]:
-    """The paths whose told (which=0) or kernel-visible (which=1) values differ between two eras."""
-    by = {(r["path"], r["era"]): r["values"] for r in rows}
-    out = []
-    for (path, era), vals in by.items():
-        if era != era_a:
-            continue
-        other = by.get((path, era_b))
-        if vals is not None and other is not None and vals[which] != other[which]:
-            out.append(path)
+def _path_eras(rows: list[dict], mml: int) -> dict[str, dict[str, str | None]]:
+    """Per path and era: "old" (told max_model_len at every step), "new" (the batch max), None (no path)."""
+    out: dict[str, dict[str, str | None]] = {}
+    for r in rows:
+        told = r["values"][0] if r["values"] else None
+        state = None if told is None else "old" if all(v == mml for v in told) else "new"
+        out.setdefault(r["path"], dict.fromkeys(ERAS))[r["era"]] = state
     return out
+
+
+def _kernel_changed(rows: list[dict], era_a: str, era_b: str) -> bool:
+    """Did the kernel see another max_seq_len in ``era_b`` than in ``era_a`` on any path and step (R9)?"""
+    by = {(r["path"], r["era"]): r["values"] for r in rows}
+    return any(
+        v is not None and by.get((p, era_b)) is not None and v[1] != by[(p, era_b)][1]
+        for (p, e), v in by.items()
+        if e == era_a
+    )
+
+
+def _paths_phrase(paths: list[str]) -> str:
+    """ "the target pass", "draft passes 1-2", "the target pass and draft pass 0" (trace order)."""
+    target = ["the target pass"] if "target" in paths else []
+    idx = [int(p.rsplit(" ", 1)[1]) for p in paths if p != "target"]
+    drafts = []
+    if idx:
+        drafts = [f"draft pass {idx[0]}" if len(idx) == 1 else f"draft passes {idx[0]}-{idx[-1]}"]
+    return " and ".join(target + drafts)
 
 
 def answer(dep: Deployment, workload: Workload | None = None) -> dict:
@@ -182,23 +205,21 @@ def answer(dep: Deployment, workload: Workload | None = None) -> dict:
     trace = simulate(scenario)
     mml = scenario.max_model_len
     rows = _path_rows(trace, mml)
-    work = _work(dep, trace)
+    table, work = backends_and_work(dep, trace)
     era = SERIES_ERA[dep.series]
     old, new = ERAS[0], (era if era != ERAS[0] else ERAS[-1])
-    told = _changed(rows, old, new, 0)
-    seen = _changed(rows, old, new, 1)
     return {
         "deployment": describe(dep),
         "workload": {"spec": scenario.to_spec(), "steps": len(trace.steps), "requests": len(scenario.requests)},
         "era": era,
         "compared": [old, new],
-        "headline": _headline(dep, rows, work, told, seen, old, new),
+        "headline": _headline(dep, rows, work, era),
         "paths": [{k: v for k, v in r.items() if k != "values"} for r in rows],
         "work": work,
         "replay": replay(scenario),
         "notes": list(dep.notes),
         "full_graph_steps": sum(1 for st in trace.steps if st.cudagraph_mode == "FULL"),
-        "backends": backends_table(dep, trace),
+        "backends": table,
     }
 
 
@@ -222,7 +243,39 @@ def describe(dep: Deployment) -> dict:
     }
 
 
-def _headline(dep, rows, work, told, seen, old, new) -> str:
+# The release and PR that changed each era's paths (docs/eras.md).
+ERA_CHANGE = {ERAS[1]: "0.20.0 (#40654)", ERAS[2]: "0.23.0 (#43991)"}
+
+
+def _told_phrase(dep, paths: dict, era: str) -> tuple[str, str]:
+    """(what changed up to the user's release, what a later release changes) in words."""
+    mml, backend = dep.settings["max_model_len"], dep.backend.vllm_name
+    done, pending = [], []
+    for change_era in ERAS[1:]:
+        # the paths told max_model_len in the era before change_era and the batch max from it on
+        prev = ERAS[ERAS.index(change_era) - 1]
+        moved = [p for p, e in paths.items() if e[prev] == "old" and e[change_era] == "new"]
+        if moved:
+            part = (_paths_phrase(moved), ERA_CHANGE[change_era])
+            (done if ERAS.index(change_era) <= ERAS.index(era) else pending).append(part)
+    now = ""
+    if done:
+        first, *rest = done
+        now = f"{first[0]} told {backend} max_model_len ({mml:,}) until {first[1]}"
+        now += "".join(f", {p} until {r}" for p, r in rest) + "; since then the batch max"
+    later = "; ".join(
+        f"{p} still max_model_len ({mml:,}) in vLLM {dep.vllm}, the batch max from {r}" for p, r in pending
+    )
+    # Paths told max_model_len in every era they exist in (the draft-model speculator: "cap at max").
+    never = [p for p, e in paths.items() if e[era] == "old" and "new" not in e.values()]
+    if never:
+        later = "; ".join(
+            x for x in (later, f"{_paths_phrase(never)} told max_model_len in every release that has them") if x
+        )
+    return now, later
+
+
+def _headline(dep, rows, work, era) -> str:
     """The answer in plain words: yes / in the metadata only / no, and why."""
     mml = dep.settings["max_model_len"]
     if not dep.runs_mrv2:
@@ -230,28 +283,33 @@ def _headline(dep, rows, work, told, seen, old, new) -> str:
             n.removeprefix("runs Model Runner V1: ") for n in dep.notes if n.startswith("runs Model Runner V1")
         )
         return f"not answered: vLLM {dep.vllm} runs this deployment on Model Runner V1 ({why}); the lab models V2"
-    backend = dep.backend.vllm_name
-    if not told:
-        first = [r for r in rows if r["era"] == old and r["told"] == "-"]
-        if first:
-            return f"no: {first[0]['note']}; since then attention is told the batch max"
-        return f"no: every path is told the same max_seq_len in {old} and {new}"
-    paths = " and ".join(told)
-    since = ERA_RELEASES[new].split("-")[0]
-    head = f"your {paths} told {backend} max_model_len ({mml:,}) before {since}; since then the batch max"
-    if not seen:
+    paths = _path_eras(rows, mml)
+    if all(e[ERAS[0]] is None for e in paths.values()):  # the model state did not exist before the fix
+        first = MODEL_STATE_FIRST_RELEASE[dep.settings["model_state"]]
+        return (
+            f"no: MRV2's {dep.settings['model_state'].replace('_', '-')} model state came in vLLM {first}, after "
+            f"#43991; attention has been told the batch max since"
+        )
+    now, later = _told_phrase(dep, paths, era)
+    if not now:
+        if later:
+            return f"not yet: {later}"
+        return f"no: every path is told max_model_len ({mml:,}) in every era"
+    last = era if era != ERAS[0] else ERAS[-1]
+    head = now + (f"; {later}" if later else "")
+    if not _kernel_changed(rows, ERAS[0], last):
         return (
             f"in the metadata only: {head}, but under {dep.graphs.vllm_mode} graphs the kernel sees "
-            f"max_model_len ({mml:,}) in both eras (R9)"
+            f"max_model_len ({mml:,}) in every era (R9)"
         )
+    backend = dep.backend.vllm_name
     if work is None:
         return f"yes, in what the kernel sees: {head}; the lab has no work model of {backend}"
     if work["verdict"] == "no":
         return f"no change in work: {head}, but {work['backend']} does not size its work from it ({work['known']})"
-    extra = work["extra"]
-    if extra <= 0:
-        return f"not on this workload: {head}; {work['backend']} could follow it ({work['verdict']}), no extra here"
+    if work["extra"] <= 0:
+        return f"not on this workload: {head}; {work['backend']} could follow it, but {work['on_this_workload']}"
     return (
-        f"yes: {head}; {work['backend']} {work['verdict'].removeprefix('yes: ')} follows it: "
-        f"{extra:,} more {work['quantity']} (+{work['extra_share']:.0%}) on this workload ({work['known']})"
+        f"yes: {head}; {work['backend']} ({work['verdict']}) follows it: {work['extra']:,} more "
+        f"{work['quantity']} (+{work['extra_share']:.0%}) in the target passes of this workload ({work['known']})"
     )

@@ -100,8 +100,8 @@ API_NAMES = {
     "/download_page",
     "/sweep_estimate",
     "/run_sweep",
-    "/compare_backends",
-}  # the sweeps panel (lab/app/sweeps_tab.py)
+    "/deployment",
+}  # the sweeps panel (lab/app/sweeps_tab.py) and the deployment tab (lab/app/deployment_tab.py)
 
 
 @pytest.fixture

@@ -1,5 +1,4 @@
-"""The Sweeps tab and the backend comparison through gradio_client, on a Blocks of their own, and
-their endpoints in the app."""
+"""The Sweeps tab through gradio_client, on a Blocks of its own, and its endpoints in the app."""
 
 from __future__ import annotations
 
@@ -68,23 +67,9 @@ def test_bad_axis_is_said_in_the_status(tab_client):
     assert status.startswith("**Not run**") and "banana" in status
 
 
-def test_compare_backends(tab_client):
-    table, md = tab_client.predict(SMALL, ["H200", "B200"], api_name="/compare_backends")
-    rows = {(r[0], r[1]): r for r in table["data"]}
-    assert ("B200 (SM100)", "trtllm-gen") in rows and ("H200 (SM90)", "fa3") in rows
-    assert ("H200 (SM90)", "trtllm-gen") not in rows
-    h = table["headers"]
-    assert rows[("H200 (SM90)", "triton-unified")][h.index("baseline extra")] == "0"
-    assert rows[("H200 (SM90)", "triton-unified")][h.index("on this workload")] == "never changes"
-    # Numbers as people read them (issue 26): thousands separators, bytes in MiB/GiB.
-    assert all("," in c or len(c) <= 3 or not c.isdigit() for r in table["data"] for c in r)
-    assert any(c.endswith(("MiB", "GiB")) for r in table["data"] for c in r)
-    assert "fmhaKernels.cuh" in md and "verified" in md
-
-
 def test_app_has_the_tab(app_url, make_client):
     api = make_client(app_url).view_api(print_info=False, return_format="dict")["named_endpoints"]
-    assert {"/run_sweep", "/compare_backends", "/sweep_estimate"} <= set(api)
+    assert {"/run_sweep", "/sweep_estimate"} <= set(api)
 
 
 def test_sweep_past_the_deadline_points_to_the_cli(monkeypatch):

@@ -124,6 +124,17 @@ def head_shape(dep: Deployment) -> HeadShape:
     return HeadShape(num_q_heads=q, num_kv_heads=kv, head_dim=m.head_size if m.kind != "mla" else 128)
 
 
+def _decode_sees_fix(trace) -> bool:
+    """Is there a step with decode rows (query <= 1 + K, the rows the work formulas count) whose kernel
+    sees another max_seq_len in the two modes (R9: not under a FULL replay)?"""
+    k = trace.scenario.num_speculative_tokens
+    return any(
+        st.kernel_max_seq_len["baseline"] != st.kernel_max_seq_len["fixed"]
+        and any(q <= 1 + k for q in st.num_scheduled_tokens)
+        for st in trace.steps
+    )
+
+
 def backends_and_work(dep: Deployment, trace) -> tuple[dict, dict | None]:
     """The GPU model on this workload (lab/gpu_model/predict.py): every backend it knows on the GPU for
     this kind of attention (MLA or not), the chosen one first, as a table; and the chosen one's work."""
@@ -151,7 +162,12 @@ def backends_and_work(dep: Deployment, trace) -> tuple[dict, dict | None]:
         "extra": base - fixed,
         "extra_share": (base - fixed) / fixed if fixed else 0.0,
         "extra_bytes": row["baseline_extra"]["bytes"],
-        "on_this_workload": line["on this workload"],
+        "on_this_workload": line["on this workload"]
+        if _decode_sees_fix(trace)
+        else (
+            "its decode steps all replay FULL graphs, where the kernel sees max_model_len either way (R9), and the "
+            "prefill rows go to a context kernel the lab does not model"
+        ),
         "sources": row["sources"],
         "notes": row["notes"],
     }

@@ -235,7 +235,7 @@ def resolve(
         "async_scheduling": s["async_scheduling"] if s.get("async_scheduling") is not None else async_default,
         "vllm_version": series,
         "device_capability": g.sm,
-        "draft_decode_fused": backend.supports_draft_decode_metadata_update,
+        "draft_decode_fused": bool(k) and backend.supports_draft_decode_metadata_update,
         "sliding_window": 0 if s.get("disable_sliding_window") else facts.sliding_window,
     }
     notes += list(backend.notes) + list(graphs.notes)

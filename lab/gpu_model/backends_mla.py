@@ -90,7 +90,7 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
         "get_mla_metadata plans from seq_lens; max_seq_len is not passed",
         formulas.real_pages_work,
         ("pages",),
-        (90, 100),
+        (90,),  # dense FlashMLA is Hopper-only (vllm/v1/attention/ops/flashmla.py is_flashmla_dense_supported)
         (
             Source(
                 "vllm-project/vllm",
@@ -111,7 +111,7 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
         "TRTLLM-gen MLA gets max_seq_len=attn_metadata.max_seq_len; its split assumed as TRTLLM-gen's GQA decode",
         formulas.flashinfer_mla_work,
         ("ctas_launched", "partials", "pages"),
-        (90, 100),
+        (100,),  # mla/flashinfer_mla.py FlashInferMLABackend.supports_compute_capability: SM 10.x only
         (
             Source(
                 "vllm-project/vllm",

@@ -1,0 +1,67 @@
+"""The app's "Does it matter for my deployment?" tab through gradio_client, on a Blocks of its own:
+a pasted line answers with the plain words, the table and a replay link; a bad line is said under the
+box and the last answer stays."""
+
+from __future__ import annotations
+
+import socket
+import urllib.parse
+
+import gradio as gr
+import pytest
+
+from lab.app.deployment_tab import EXAMPLES, add_deployment_tab
+from lab.scenario import Scenario
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def client(make_client):
+    with gr.Blocks(analytics_enabled=False) as demo:
+        with gr.Tabs():
+            add_deployment_tab()
+    demo.queue()
+    port = _free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, ssr_mode=False)
+    yield make_client(f"http://127.0.0.1:{port}/")
+    demo.close()
+
+
+def test_a_pasted_line_is_answered_with_a_replay(client):
+    line, _ = EXAMPLES["DeepSeek MTP, MLA on H200"]
+    msg, md, table, link = client.predict(line, "H200", "0.33.0", 16, 2048, 256, api_name="/deployment")
+    assert msg == ""
+    assert md.startswith("### Yes: the target pass and draft pass 0 told FLASH_ATTN_MLA max_model_len (163,840)")
+    assert "| target | **after #43991** (yours) | batch max" in md
+    assert table["data"][0][1] == "flashattn-mla"  # the chosen backend first
+    assert all(r[1] in ("flashattn-mla", "flashmla", "triton-mla") for r in table["data"])  # MLA ones on SM90
+    spec = urllib.parse.parse_qs(urllib.parse.urlparse(link.split('href="')[1].split('"')[0]).query)["spec"][0]
+    s = Scenario.from_spec(spec.replace("&amp;", "&"))
+    assert (s.max_model_len, s.speculative_method, s.num_speculative_tokens) == (163840, "mtp", 1)
+
+
+def test_the_release_changes_the_era(client):
+    line, _ = EXAMPLES["dense + EAGLE3 on H200"]
+    _, md, _, _ = client.predict(line, "H200", "0.22.1", 16, 2048, 256, api_name="/deployment")
+    # 0.22.1 is after #40654 and before #43991: the target is fixed, draft passes 1-2 are not yet
+    assert "draft passes 1-2 still max_model_len (32,000) in vLLM 0.22.1, the batch max from 0.23.0 (#43991)" in md
+    assert "| target | **after #40654** (yours) |" in md
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-modle-len 4k", "did you mean --max-model-len"),
+        ("vllm serve some/unknown-model", "not in the lab&#x27;s table"),
+        ("vllm serve Qwen/Qwen3-8B --speculative-config '{bad'", "not valid JSON"),
+    ],
+)
+def test_a_bad_line_is_said_under_the_box_and_keeps_the_answer(client, line, message):
+    msg, md, table, link = client.predict(line, "H200", "0.33.0", 16, 2048, 256, api_name="/deployment")
+    assert "inline-error" in msg and message.replace("&#x27;", "'") in msg.replace("&#x27;", "'")
+    assert "still the last one" in msg

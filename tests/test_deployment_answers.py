@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from lab.deployment import ServeLineError, Workload, answer, resolve
-from lab.deployment.report import DEPLOYMENTS, deployments_table, format_markdown, format_text
+from lab.deployment.report import DEPLOYMENTS, deployments_table, format_markdown, format_text, models_table
 from lab.engine.model_states import ERAS
 
 ONE = Workload(spec="p1000o8")
@@ -164,3 +164,4 @@ def test_docs_deployments_md_is_the_labs_table():
     table = deployments_table()
     assert len(table.splitlines()) >= 12
     assert table in doc, "docs/deployments.md differs from `python -m lab deployment --table`: regenerate it"
+    assert models_table() in doc

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from lab.deployment.answer import Workload, answer
-from lab.deployment.report import deployments_table, format_text
+from lab.deployment.report import deployments_table, format_text, models_table
 from lab.deployment.resolve import DEPLOYMENT_GPUS, resolve
 
 VLLM_PYTHON = Path(__file__).resolve().parents[2] / ".venv-vllm" / "bin" / "python"
@@ -43,7 +43,7 @@ def register(sub) -> None:
     sp.add_argument("--spec", help="workload: the requests of a lab spec instead (e.g. '8p16ko256_32p512o128a0+2')")
     sp.add_argument("--json", action="store_true", help="print the answer as JSON")
     sp.add_argument("--check-with-vllm", action="store_true", help="also parse the line with vLLM's own parser")
-    sp.add_argument("--table", action="store_true", help="print docs/deployments.md's table")
+    sp.add_argument("--table", action="store_true", help="print docs/deployments.md's two tables")
     sp.add_argument("serve", nargs=argparse.REMAINDER, help="-- vllm serve MODEL [flags]")
     sp.set_defaults(fn=run)
 
@@ -81,7 +81,7 @@ def check_with_vllm(line: str) -> dict:
 
 def run(args) -> int:
     if args.table:
-        sys.stdout.write(deployments_table())
+        sys.stdout.write(deployments_table() + "\n" + models_table())
         return 0
     line = _line(args)
     if not line.strip():

@@ -81,26 +81,63 @@ DEPLOYMENTS = (
 )  # fmt: skip
 
 
+def _short(told: str) -> str:
+    """ "max_model_len (32,000)" -> "32,000"; "batch max 2,048-2,309 (median 2,208)" -> "batch max <= 2,309"."""
+    if told.startswith("max_model_len"):
+        return told.split("(")[1].rstrip(")")
+    if told.startswith("batch max"):
+        return "batch max <= " + told.split("(")[0].split()[-1].split("-")[-1]
+    return told
+
+
+def _kernel_short(kernel: str) -> str:
+    if "under FULL graphs" in kernel:
+        return kernel.split("; ")[1].replace(
+            " steps see max_model_len under FULL graphs", " steps: max_model_len (FULL)"
+        )
+    return _short(kernel) + ", every step"
+
+
 def deployments_table(workload: Workload | None = None) -> str:
     """docs/deployments.md's table: one row per deployment, every cell from ``answer``."""
     workload = workload or Workload()
-    head = (
-        "| deployment | GPU | backend (lab model) | graphs | paths told max_model_len before #40654 → in 0.33.0 "
-        "| kernel sees (0.33.0, target) | work changes? | predicted extra (target passes) | answer |"
-    )
-    out = [head, "|---" * 9 + "|"]
+    out = [
+        "| deployment | GPU | backend (lab model) | CUDA graphs | max_seq_len told: before #40654 → 0.33.0 "
+        "| the target's kernel sees (0.33.0) | does the backend's work follow it? | predicted extra, target passes "
+        "| answer |",
+        "|---" * 9 + "|",
+    ]
     for label, line, gpu in DEPLOYMENTS:
         a = answer(resolve(line, gpu), workload)
-        rows = [r for r in a["paths"] if r["era"] == ERAS[-1]]
-        old = [r for r in a["paths"] if r["era"] == ERAS[0]]
-        told = "; ".join(f"{o['path']}: {o['told']} → {n['told']}" for o, n in zip(old, rows)) or "-"
-        target = rows[0]["kernel"] if rows else "-"
-        w = a["work"]
-        work = f"{w['verdict']} ({w['known']})" if w else "no lab model"
-        extra = f"{w['extra']:,} {w['quantity']} (+{w['extra_share']:.0%})" if w else "-"
-        d = a["deployment"]
-        out.append(
-            f"| {label}: `{line}` | {gpu} | {d['attention backend'].split(';')[0]} | {d['cuda graphs'].split(';')[0]} "
-            f"| {told} | {target} | {work} | {extra} | {a['headline'].split(':')[0]} |"
-        )
+        old = {r["path"]: r for r in a["paths"] if r["era"] == ERAS[0]}
+        new = [r for r in a["paths"] if r["era"] == ERAS[-1]]
+        told = "; ".join(f"{r['path']}: {_short(old[r['path']]['told']) if r['path'] in old else '—'} → "
+                         f"{_short(r['told'])}" for r in new)  # fmt: skip
+        w, d = a["work"], a["deployment"]
+        graphs = d["cuda graphs"].split(";")[0]
+        vllm_mode, lab_mode = graphs.split(" (lab: ")
+        cells = [
+            f"{label}<br>`{line}`",
+            gpu,
+            d["attention backend"].split(";")[0].replace("lab model: ", ""),
+            vllm_mode if lab_mode.rstrip(")") == vllm_mode else graphs,
+            told,
+            _kernel_short(new[0]["kernel"]) if new and new[0]["kernel"] else "—",
+            f"{w['verdict']} ({w['known']})" if w else "no lab model",
+            f"{w['extra']:,} {w['quantity']} (+{w['extra_share']:.0%})" if w else "—",
+            a["headline"].split(":")[0],
+        ]
+        out.append("| " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
+def models_table() -> str:
+    """docs/deployments.md's table of the models the lab knows by name (lab/deployment/known_configs.py)."""
+    from lab.deployment.models import KNOWN_MODELS
+
+    out = ["| model | kind | architecture | max_model_len (derived) | head size | facts read in |", "|---" * 6 + "|"]
+    for name, m in KNOWN_MODELS.items():
+        read = "the Hub card (no copy found here; not re-read)" if "not re-read" in " ".join(m.notes) else m.source
+        cells = [f"`{name}`", m.kind.replace("_", "-"), m.architecture, f"{m.max_model_len:,}", str(m.head_size), read]
+        out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"

@@ -153,7 +153,7 @@ def test_deployments_vllm_refuses_are_refused(line, gpu, message):
 def test_text_and_markdown_carry_the_replay():
     a = answer(resolve(DEPLOYMENTS[0][1], DEPLOYMENTS[0][2]), ONE)
     assert 'python -m lab simulate --spec "p1000o8_mml=32000_k=3' in format_text(a)
-    assert format_markdown(a).startswith("### Yes: ")
+    assert format_markdown(a).startswith("### Yes\n\n**the target pass")
 
 
 def test_docs_deployments_md_is_the_labs_table():

@@ -18,6 +18,7 @@ from lab.deployment.resolve import DEPLOYMENT_GPUS
 
 VLLM_RELEASES = ("0.33.0", "0.32.0", "0.23.0", "0.22.1", "0.19.1")
 EXAMPLES = {f"{label} on {gpu}": (line, gpu) for label, line, gpu in DEPLOYMENTS}
+OWN_LINE = "(your own line)"
 DEFAULT_EXAMPLE = "DeepSeek MTP, MLA on H200"
 NOTE = (
     "**Does it matter for my deployment?** Paste the `vllm serve` line you deploy with (or pick an example), "
@@ -45,9 +46,13 @@ def deployment_tab(line, gpu, vllm, requests, prompt_len, output_len):
     return "", format_markdown(a), a["backends"], link
 
 
-def _example(name):
-    line, gpu = EXAMPLES.get(name, ("", "H200"))
-    return line, gpu
+def _example(name, line, gpu):
+    """The example's line and GPU; "(your own line)" keeps what is in the box."""
+    return EXAMPLES.get(name, (line, gpu))
+
+
+def _example_name(line, gpu) -> str:
+    return next((name for name, (ex_line, ex_gpu) in EXAMPLES.items() if (ex_line, ex_gpu) == (line, gpu)), OWN_LINE)
 
 
 def add_deployment_tab() -> None:
@@ -57,27 +62,32 @@ def add_deployment_tab() -> None:
         gr.Markdown(NOTE, elem_classes=["note"])
         with gr.Row():
             example = gr.Dropdown(
-                list(EXAMPLES), value=DEFAULT_EXAMPLE, label="example", elem_id="dep-example", scale=1
+                [OWN_LINE, *EXAMPLES], value=DEFAULT_EXAMPLE, label="example", elem_id="dep-example", scale=1
             )
             gpu = gr.Radio(list(DEPLOYMENT_GPUS), value=first_gpu, label="GPU", elem_id="dep-gpu", scale=1)
             vllm = gr.Dropdown(list(VLLM_RELEASES), value="0.33.0", label="vLLM release", elem_id="dep-vllm", scale=0)
         line = gr.Textbox(first_line, label="vllm serve line", lines=2, max_lines=6, elem_id="dep-line")
+        # The default example answered when the page is built (about 0.1 s): the tab opens on an answer.
+        _, first_md, first_table, first_link = deployment_tab(first_line, first_gpu, "0.33.0", 16, 2048, 256)
         line_msg = gr.HTML("", elem_id="dep-line-msg")
         with gr.Row():
             requests = gr.Number(16, label="requests", precision=0, minimum=1, maximum=1024, elem_id="dep-requests")
             prompt = gr.Number(2048, label="prompt tokens", precision=0, minimum=1, elem_id="dep-prompt")
             output = gr.Number(256, label="output tokens", precision=0, minimum=1, elem_id="dep-output")
             run = gr.Button("Answer", variant="primary", elem_id="dep-run", scale=0)
-        replay = gr.HTML("", elem_id="dep-replay")
-        out = gr.Markdown("", elem_id="dep-answer")
+        replay = gr.HTML(first_link, elem_id="dep-replay")
+        out = gr.Markdown(first_md, elem_id="dep-answer")
         table = gr.Dataframe(
-            label="every backend the GPU model knows on this GPU, on this workload",
+            first_table,
+            label="every vLLM backend the GPU model knows on this GPU, on this workload",
             elem_id="dep-table",
             interactive=False,
         )
     inputs = [line, gpu, vllm, requests, prompt, output]
     outputs = [line_msg, out, table, replay]
-    example.change(_example, example, [line, gpu], api_name=False).then(
+    example.input(_example, [example, line, gpu], [line, gpu], api_name=False).then(
         deployment_tab, inputs, outputs, api_name=False, concurrency_limit=4
     )
+    # The example box names what was answered: an example's line, or the user's own.
+    run.click(_example_name, [line, gpu], example, api_name=False, queue=False)
     run.click(deployment_tab, inputs, outputs, api_name="deployment", concurrency_limit=4)

@@ -19,6 +19,7 @@ from lab.deployment.resolve import Deployment
 from lab.engine.model_states import ERAS, MODEL_STATE_FIRST_RELEASE
 from lab.engine.speculator import DISPLAY_NAMES
 from lab.gpu_model import BY_NAME, GPUS, HeadShape, backends_for, predict
+from lab.gpu_model.records import LAB
 from lab.gpu_model.report import HEADLINE, summary, summary_cells
 from lab.scenario import RequestSpec, Scenario
 from lab.trace.recorder import simulate
@@ -136,11 +137,12 @@ def _decode_sees_fix(trace) -> bool:
 
 
 def backends_and_work(dep: Deployment, trace) -> tuple[dict, dict | None]:
-    """The GPU model on this workload (lab/gpu_model/predict.py): every backend it knows on the GPU for
-    this kind of attention (MLA or not), the chosen one first, as a table; and the chosen one's work."""
+    """The GPU model on this workload (lab/gpu_model/predict.py): every vLLM backend it knows on the GPU
+    for this kind of attention (MLA or not), the chosen one first, as a table; and the chosen one's work."""
     gpu = GPUS[dep.gpu]
     mla = dep.model.kind == "mla"
-    names = [n for n in backends_for(gpu) if (BY_NAME[n].attention == "MLA") == mla]
+    # vLLM's backends only: the lab's own kernels (records known = LAB) are not what a deployment runs.
+    names = [n for n in backends_for(gpu) if (BY_NAME[n].attention == "MLA") == mla and BY_NAME[n].known != LAB]
     rows = predict(trace, gpu, head_shape(dep), backends=names)
     rows.sort(key=lambda r: r["backend"] != dep.backend.lab_backend)
     summ = summary(rows)

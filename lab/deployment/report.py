@@ -38,7 +38,9 @@ def format_text(a: dict) -> str:
 
 def format_markdown(a: dict) -> str:
     """The answer for the app: the plain words, what vLLM would run, the per-path table, the work."""
-    out = [f"### {a['headline'][0].upper()}{a['headline'][1:]}", ""]
+    verdict, _, why = a["headline"].partition(": ")
+    # Markdown reads the backends' underscores (FLASH_ATTN) as emphasis: escaped.
+    out = [f"### {verdict[0].upper()}{verdict[1:]}", "", f"**{why.replace('_', chr(92) + '_')}**", ""]
     out += [f"- **{k}**: {v}" for k, v in a["deployment"].items()]
     out += ["", f"Workload `{a['workload']['spec']}` ({a['workload']['steps']} steps).", ""]
     out += ["| path | era | told `max_seq_len` | the kernel sees (R9) |", "|---|---|---|---|"]

@@ -1,0 +1,85 @@
+"""The "Does it matter for my deployment?" tab in headless Chromium, as a vLLM user meets it: open the
+panel, read the example's answer, paste a line of their own, open the replay in one click; a bad line
+is said under the box, the last answer stays and no component is left in Gradio's error state.
+Screenshots at 1366x768 and 1600x1000 go to artifacts/ (gitignored)."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import time
+
+import pytest
+from playwright.sync_api import expect
+
+from lab.app.bench import CHROMIUM
+
+ARTIFACTS = pathlib.Path(__file__).parent.parent / "artifacts"
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} missing (make test installs it)")
+EAGLE3 = (
+    "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32k --speculative-config "
+    '\'{"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}\''
+)
+
+
+def open_tab(page, url):
+    page.goto(url)
+    page.locator("#plot .main-svg").first.wait_for()
+    page.locator("#sweeps-box").get_by_text("Sweeps · does it matter for my deployment?").click()
+    page.get_by_role("tab", name="Does it matter for my deployment?").click()
+    page.locator("#dep-line textarea").wait_for()
+
+
+def answer_of(page, line: str, expect: str) -> float:
+    """Paste ``line``, press Answer, wait until the answer says ``expect``; the seconds a person waited."""
+    page.locator("#dep-line textarea").fill(line)
+    t = time.perf_counter()
+    page.locator("#dep-run").click()
+    page.locator("#dep-answer").get_by_text(expect).first.wait_for()
+    return time.perf_counter() - t
+
+
+@pytest.mark.parametrize("size", [(1366, 768), (1600, 1000)])
+def test_paste_read_and_open_the_replay(browser, app_url, size):
+    ARTIFACTS.mkdir(exist_ok=True)
+    ctx = browser.new_context(viewport={"width": size[0], "height": size[1]})
+    page = ctx.new_page()
+    page.set_default_timeout(60_000)
+    open_tab(page, app_url)
+    # The tab opens on the default example's answer (DeepSeek-V3 MTP on H200), no click needed.
+    assert "FLASH_ATTN_MLA" in page.locator("#dep-answer").inner_text()
+    waited = answer_of(page, EAGLE3, "draft passes 1-2 until 0.23.0 (#43991)")
+    expect(page.locator("#dep-example input")).to_have_value("dense + EAGLE3 on H200")  # the line is that example
+    print(f"click -> answer in the browser: {waited * 1000:.0f} ms at {size}")
+    assert page.locator("#dep-answer table").count() >= 1  # the per-path table
+    assert page.locator("#dep-table").get_by_text("fa3").first.is_visible()
+    page.locator("#dep-answer").scroll_into_view_if_needed()
+    page.locator("#dep-run").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / f"deployment-{size[0]}x{size[1]}.png"))
+    # One click opens the replay: the deployment's scenario in the lab, in a new tab.
+    with ctx.expect_page() as new:
+        page.locator("#dep-replay a.replay-link").click()
+    replay = new.value
+    replay.set_default_timeout(60_000)
+    replay.locator("#plot .main-svg").first.wait_for()
+    spec = replay.locator("#spec textarea, #spec input").first.input_value()
+    assert "mml=32000" in spec and "method=eagle3" in spec and "k=3" in spec
+    ctx.close()
+
+
+def test_a_bad_line_is_said_under_the_box_and_the_answer_stays(browser, app_url):
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    page.set_default_timeout(60_000)
+    open_tab(page, app_url)
+    answer_of(page, EAGLE3, "draft passes 1-2 until 0.23.0 (#43991)")
+    page.locator("#dep-line textarea").fill(EAGLE3.replace("--max-model-len", "--max-modle-len"))
+    page.locator("#dep-run").click()
+    msg = page.locator("#dep-line-msg .inline-error")
+    msg.wait_for()
+    assert "did you mean --max-model-len" in msg.inner_text()
+    expect(page.locator("#dep-example input")).to_have_value("(your own line)")
+    assert "draft passes 1-2 until 0.23.0" in page.locator("#dep-answer").inner_text()  # the last answer stays
+    assert page.locator("[data-testid=status-tracker].error, .wrap.error, .toast-body.error").count() == 0
+    page.locator("#dep-line").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "deployment-bad-line-1366x768.png"))
+    page.close()

@@ -1,6 +1,7 @@
 """``python -m lab bench room --sessions 30``: a room of attendees on one server, each doing what the
 page does: open a preset (session j opens the j-th preset, round robin), fetch that trace's step data
-once (``GET /lab/steps/<key>``, lab/app/steps_data.py), then step once a second, which the page does by
+once (``GET /lab/steps/<key>``, lab/app/steps_data.py), ask the deployment question once (``/deployment``,
+an example line each), then step once a second, which the page does by
 itself (inflate the view's stream once, parse the step's line: timed here in Python, no request), and
 pick another view every fifth step (in the page too). p50/p95/max per action, and every session checks
 that it only ever sees its own preset (no state leaks between sessions).
@@ -20,6 +21,7 @@ import time
 
 import numpy as np
 
+from lab.app.deployment_tab import EXAMPLES
 from lab.presets import PRESETS
 from lab.views import ALL_VIEWS
 
@@ -61,6 +63,14 @@ def _session(url: str, j: int, steps: int, interval: float, start, times: dict, 
             headline, _ = json.loads(streams["words"][i])
             return fig, headline
 
+        # One deployment question each (lab/app/deployment_tab.py), the examples in turn: a server round trip.
+        line, gpu = list(EXAMPLES.values())[j % len(EXAMPLES)]
+        msg, md, *_ = timed(
+            "ask the deployment question (server)",
+            lambda: c.predict(line, gpu, "0.33.0", 16, 2048, 256, api_name="/deployment"),
+        )
+        if msg or not md.startswith("### "):
+            raise AssertionError(f"session {j}: no deployment answer for {line[:60]}: {msg[:120]}")
         view, i = "block_table", 0
         for k in range(1, steps + 1):
             time.sleep(interval)

@@ -111,10 +111,10 @@ SPECULATIVE_METHODS = (
 METHOD_ALIASES = {"ngram_gpu": "ngram"}
 # vLLM methods MRV2 does not run, and why (a clear refusal, not a silent eagle).
 UNMODELLED_METHODS = {
-    "suffix": "vLLM 0.33.0's Model Runner V2 does not run it (spec_decode/__init__.py init_speculator: "
-    "NotImplementedError)",
-    "custom_class": "vLLM 0.33.0's Model Runner V2 does not run it (spec_decode/__init__.py init_speculator: "
-    "NotImplementedError)",
+    "suffix": "vLLM 0.33.0's Model Runner V2 does not run it: vLLM runs such a deployment on Model Runner V1 "
+    "(config/vllm.py _get_v2_model_runner_unsupported_features), which the lab does not model",
+    "custom_class": "vLLM 0.33.0's Model Runner V2 does not run it: vLLM runs such a deployment on Model Runner V1 "
+    "(config/vllm.py _get_v2_model_runner_unsupported_features), which the lab does not model",
 }
 
 # key -> Scenario field; the order here is the order write_spec writes them in.

@@ -1,8 +1,8 @@
-"""``python -m lab bench engine|kernels|vllm-kernels|app|export|room``: the one ``bench`` command (argparse
+"""``python -m lab bench engine|kernels|vllm-kernels|app|export|room|deployment``: the one ``bench`` command (argparse
 has a single ``bench`` parser; its flags are the benchmarks' together) and the engine benchmark it runs
 itself. The kernel benchmark is lab/kernels/bench.py (its flags and command in lab/kernels/cli.py),
 vLLM's own kernels' lab/vllm_kernels/bench.py, the app's lab/app/bench.py (a room of sessions:
-lab/app/room_bench.py), the exported files' lab/export/bench.py. lab/cli.py registers the command with
+lab/app/room_bench.py), the exported files' lab/export/bench.py, the deployment question's lab/deployment/bench.py. lab/cli.py registers the command with
 ``lab.bench.register(sub)``.
 
     python -m lab bench engine [--steps N] [--reqs N] [--repeat N] [--no-churn]
@@ -26,7 +26,7 @@ from lab.vllm_kernels import cli as vllm_kernels_cli
 
 def register(sub) -> None:
     sp = sub.add_parser("bench", help="benchmarks")
-    sp.add_argument("what", choices=["engine", "kernels", "vllm-kernels", "app", "export", "room"])
+    sp.add_argument("what", choices=["engine", "kernels", "vllm-kernels", "app", "export", "room", "deployment"])
     sp.add_argument("--sessions", type=int, default=30, help="bench room: attendees at once")
     sp.add_argument("--steps", type=int, default=10_000)
     sp.add_argument("--reqs", type=int, default=256)
@@ -48,6 +48,11 @@ def cmd_bench(args) -> int:
 
         run_bench_room(sessions=args.sessions)
         return 0
+    if args.what == "deployment":
+        from lab.deployment.bench import run_bench_deployment  # deferred: playwright, the app
+
+        run_bench_deployment()
+        return 0
     if args.what == "export":
         from lab.export.bench import run_bench_export  # deferred: playwright, plotly
 
@@ -58,7 +63,9 @@ def cmd_bench(args) -> int:
     if args.what == "vllm-kernels":
         return vllm_kernels_cli.cmd_bench_vllm_kernels(args)
     if args.what != "engine":
-        raise ValueError(f"unknown benchmark {args.what!r} (known: engine, kernels, vllm-kernels, app, export, room)")
+        raise ValueError(
+            f"unknown benchmark {args.what!r} (known: engine, kernels, vllm-kernels, app, export, room, deployment)"
+        )
     return cmd_bench_engine(args)
 
 

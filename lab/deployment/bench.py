@@ -1,0 +1,98 @@
+"""``python -m lab bench deployment``: what a person waits for when they ask the deployment question.
+
+- server: ``resolve`` + ``answer`` of each example line of docs/deployments.md, in this process (the
+  median of ``repeat`` runs after one warm-up), on the default workload;
+- browser: ``python app.py`` in a subprocess, headless Chromium at 1366x768, the deployment tab open;
+  each example line pasted and "Answer" clicked, timed from the click until the answer shows that
+  line's plain words. p50/p95/max over all clicks.
+
+A room of people asking it at once: ``python -m lab bench room`` (each attendee asks once).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import numpy as np
+
+from lab.deployment.answer import answer
+from lab.deployment.report import DEPLOYMENTS
+from lab.deployment.resolve import resolve
+
+
+def bench_server(repeat: int = 5) -> list[dict]:
+    rows = []
+    for label, line, gpu in DEPLOYMENTS:
+        answer(resolve(line, gpu))  # warm-up
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            a = answer(resolve(line, gpu))
+            times.append((time.perf_counter() - t0) * 1e3)
+        rows.append({"deployment": f"{label} on {gpu}", "ms": float(np.median(times)), "steps": a["workload"]["steps"]})
+    return rows
+
+
+def bench_browser(url: str, rounds: int = 2) -> dict:
+    """Paste each example line, click Answer, wait for its plain words; the click-to-answer times."""
+    from playwright.sync_api import sync_playwright  # deferred: the browser bench only
+
+    from lab.app.bench import CHROMIUM, CHROMIUM_ARGS
+
+    expect = {
+        line + gpu: answer(resolve(line, gpu))["headline"].partition(": ")[2][:60] for _, line, gpu in DEPLOYMENTS
+    }
+    times = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1366, "height": 768})
+        page.set_default_timeout(120_000)
+        page.goto(url)
+        page.locator("#plot .main-svg").first.wait_for()
+        page.locator("#sweeps-box").get_by_text("Sweeps · does it matter for my deployment?").click()
+        page.get_by_role("tab", name="Does it matter for my deployment?").click()
+        page.locator("#dep-line textarea").wait_for()
+        for _ in range(rounds):
+            for _, line, gpu in DEPLOYMENTS:
+                page.locator("#dep-gpu").get_by_text(gpu, exact=True).click()
+                page.locator("#dep-line textarea").fill(line)
+                page.evaluate(
+                    "() => { const a = document.querySelector('#dep-answer'); a.dataset.before = a.innerText; }"
+                )
+                t0 = time.perf_counter()
+                page.locator("#dep-run").click()
+                page.wait_for_function(
+                    "([want]) => { const a = document.querySelector('#dep-answer');"
+                    " return a.innerText.includes(want) && !document.querySelector('#dep-answer .pending'); }",
+                    arg=[expect[line + gpu]],
+                    polling="raf",
+                )
+                times.append((time.perf_counter() - t0) * 1e3)
+        browser.close()
+    return {"clicks": len(times), "p50_ms": float(np.percentile(times, 50)), "p95_ms": float(np.percentile(times, 95)),
+            "max_ms": float(max(times))}  # fmt: skip
+
+
+def run_bench_deployment(out=None) -> dict:
+    w = (out or sys.stdout).write
+    w(f"python -m lab bench deployment  ({os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; CPU only)\n")
+    server = bench_server()
+    w("  server: resolve + answer, default workload (16 x p2048 o256), median of 5\n")
+    for r in server:
+        w(f"    {r['deployment']:<38} {r['ms']:7.1f} ms  ({r['steps']} engine steps)\n")
+    res = {"server": server}
+    from lab.app.bench import CHROMIUM, _app
+
+    if os.path.exists(CHROMIUM):
+        with _app("eagle-k3", extra=("--no-kernels",)) as (url, _):
+            b = bench_browser(url)
+        w(
+            f"  browser (Chromium, 1366x768): paste, click Answer -> the answer shown: {b['clicks']} clicks, "
+            f"p50 {b['p50_ms']:.0f} ms, p95 {b['p95_ms']:.0f} ms, max {b['max_ms']:.0f} ms\n"
+        )
+        res["browser"] = b
+    else:
+        w(f"  browser: skipped ({CHROMIUM} missing)\n")
+    return res

@@ -297,10 +297,13 @@ def _headline(dep, rows, work, era) -> str:
     """The answer in plain words: yes / in the metadata only / no, and why."""
     mml = dep.settings["max_model_len"]
     if not dep.runs_mrv2:
-        why = "; ".join(
-            n.removeprefix("runs Model Runner V1: ") for n in dep.notes if n.startswith("runs Model Runner V1")
+        why = next(n for n in dep.notes if n.startswith("runs Model Runner V1: ")).removeprefix(
+            "runs Model Runner V1: "
         )
-        return f"not answered: vLLM {dep.vllm} runs this deployment on Model Runner V1 ({why}); the lab models V2"
+        return (
+            f"not answered: vLLM {dep.vllm} runs this deployment on Model Runner V1 ({why}); the PRs changed "
+            f"Model Runner V2 only (the table shows what V2 would do, e.g. with VLLM_USE_V2_MODEL_RUNNER=1)"
+        )
     paths = _path_eras(rows, mml)
     if all(e[ERAS[0]] is None for e in paths.values()):  # the model state did not exist before the fix
         first = MODEL_STATE_FIRST_RELEASE[dep.settings["model_state"]]

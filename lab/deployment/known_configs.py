@@ -16,8 +16,7 @@ _GH = "github.com/"
 _HUB = "huggingface.co/"
 
 _LLAMA3_ROPE = {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192}
-# openai/gpt-oss-20b config.json (source below); gpt-oss-120b differs only in
-# layer count and experts, which are not read here.
+# openai/gpt-oss-20b config.json (source below); gpt-oss-120b differs in layer count and experts.
 _GPT_OSS = {
     "architectures": ["GptOssForCausalLM"],
     "model_type": "gpt_oss",
@@ -29,6 +28,8 @@ _GPT_OSS = {
     "max_position_embeddings": 131072,
     "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096},
     "layer_types": ["sliding_attention", "full_attention"] * 12,
+    "num_local_experts": 32,
+    "quantization_config": {"quant_method": "mxfp4"},
 }
 
 Row = tuple[str, str, dict[str, Any], tuple[str, ...], dict[str, Any]]
@@ -100,6 +101,8 @@ KNOWN_CONFIGS: tuple[Row, ...] = (
             "qk_rope_head_dim": 64,
             "max_position_embeddings": 163840,
             "num_nextn_predict_layers": 1,
+            "n_routed_experts": 256,
+            "quantization_config": {"quant_method": "fp8"},
             "torch_dtype": "bfloat16",
             "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096},
         },
@@ -119,6 +122,8 @@ KNOWN_CONFIGS: tuple[Row, ...] = (
             "qk_rope_head_dim": 64,
             "max_position_embeddings": 131072,
             "num_nextn_predict_layers": 0,
+            "n_routed_experts": 384,
+            "quantization_config": {"quant_method": "fp8"},
             "torch_dtype": "bfloat16",
             "rope_scaling": {"type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096},
         },
@@ -137,6 +142,7 @@ KNOWN_CONFIGS: tuple[Row, ...] = (
             "num_key_value_heads": 2,
             "max_position_embeddings": 262144,
             "mtp_num_hidden_layers": 1,
+            "num_experts": 512,
             "torch_dtype": "bfloat16",
         },
         (
@@ -149,7 +155,7 @@ KNOWN_CONFIGS: tuple[Row, ...] = (
     (
         "openai/gpt-oss-120b",
         _HUB + "openai/gpt-oss-120b",
-        {**_GPT_OSS, "layer_types": ["sliding_attention", "full_attention"] * 18},
+        {**_GPT_OSS, "layer_types": ["sliding_attention", "full_attention"] * 18, "num_local_experts": 128},
         (NOT_RE_READ, "attention facts equal gpt-oss-20b's; 36 layers, 128 experts"),
         {},
     ),

@@ -90,6 +90,9 @@ INT_KEYS = (
 # fmt: on
 
 
+EXPERT_KEYS = ("num_experts", "moe_num_experts", "n_routed_experts", "num_local_experts")
+
+
 @dataclass(frozen=True)
 class ModelFacts:
     """The facts of one model that the attention-metadata lab needs."""
@@ -108,6 +111,12 @@ class ModelFacts:
     dtype: str = "bfloat16"
     source: str = ""
     notes: tuple[str, ...] = ()
+    num_experts: int = 0  # ModelArchConfigConvertor.get_num_experts: > 0 is ModelConfig.is_moe
+    quantized: bool = False  # a quantization_config in the checkpoint (ModelConfig.is_quantized)
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
 
 
 class _Cfg:
@@ -310,6 +319,9 @@ def facts_from_config(
         dtype=_dtype(config, raw_text, kind, out_notes),
         source=source,
         notes=tuple(out_notes),
+        # vllm/transformers_utils/config.py CONFIG_FIELD_ALIASES["num_experts"]
+        num_experts=next((int(text.get(k)) for k in EXPERT_KEYS if text.get(k)), 0),
+        quantized=bool(config.get("quantization_config") or raw_text.get("quantization_config")),
     )
 
 

@@ -6,7 +6,8 @@ what vLLM 0.33.0 derives: the model kind, the speculator and K (vllm/config/spec
 ``SpeculativeConfig.__post_init__``; vllm/v1/worker/gpu/spec_decode/__init__.py ``init_speculator``),
 the attention backend and the CUDA-graph mode and sizes (lab/deployment/selection.py), the scheduler's
 limits (vllm/engine/arg_utils.py ``EngineArgs.get_batch_defaults``, ``vllm serve``'s column) and
-whether Model Runner V2 runs at all (vllm/config/vllm.py ``use_v2_model_runner``). ``Deployment``
+whether Model Runner V2 runs at all (lab/deployment/runner.py: vllm/config/vllm.py ``use_v2_model_runner``,
+release by release). ``Deployment``
 holds the lab Scenario settings that replay it and a note for every derivation.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lab.deployment.models import ModelFacts, load_config_json, lookup
+from lab.deployment.runner import first_default, model_runner
 from lab.deployment.selection import BackendChoice, GraphChoice, resolve_cudagraph, select_backend
 from lab.deployment.serve_line import ServeLine, ServeLineError, read_serve_line
 from lab.gpu_model.gpus import GPU, GPUS
@@ -135,22 +137,6 @@ def _speculator(spec: dict, line: ServeLine, facts: ModelFacts) -> tuple[str | N
     return method, k, notes
 
 
-def _v1_reasons(line: ServeLine, method: str | None, spec: dict) -> list[str]:
-    """vllm/config/vllm.py use_v2_model_runner / _get_v2_model_runner_unsupported_features: where
-    vLLM 0.33.0 runs the V1 model runner instead (the lab models V2 only)."""
-    reasons = []
-    if any(
-        e.split("=", 1)[0] == "VLLM_USE_V2_MODEL_RUNNER" and e.split("=", 1)[1] in ("0", "false", "False")
-        for e in line.env
-    ):
-        reasons.append("VLLM_USE_V2_MODEL_RUNNER=0")
-    if method in ("suffix", "custom_class"):
-        reasons.append(f"speculative method '{method}'")
-    if spec.get("parallel_drafting") and method not in ("dflash", "dspark"):
-        reasons.append("parallel drafting for EAGLE speculative decoding")
-    return reasons
-
-
 def resolve(
     text: str | ServeLine, gpu: str = "H200", vllm: str = "0.33.0", config_path: str | None = None
 ) -> Deployment:
@@ -166,7 +152,7 @@ def resolve(
     spec_cfg = s.get("speculative_config") or {}
     method, k, spec_notes = _speculator(spec_cfg, line, facts)
     notes += spec_notes
-    v1 = _v1_reasons(line, method, spec_cfg)
+    runs_mrv2, runner_why = model_runner(str(vllm), facts, line.env, method, spec_cfg)
     if facts.kind == "encoder_only" and method:
         raise ServeLineError("--speculative-config: an encoder-only (pooling) model has no decode to speculate")
 
@@ -239,5 +225,12 @@ def resolve(
         "sliding_window": 0 if s.get("disable_sliding_window") else facts.sliding_window,
     }
     notes += list(backend.notes) + list(graphs.notes)
-    return Deployment(line, facts, gpu, str(vllm), series, method, k, backend, graphs, settings, not v1,
-                      tuple(notes + [f"runs Model Runner V1: {r}" for r in v1]))  # fmt: skip
+    notes.append(("runs Model Runner V2: " if runs_mrv2 else "runs Model Runner V1: ") + runner_why)
+    first = first_default(facts)
+    # The eras' rows show MRV2's code; before `first` MRV2 ran only where asked for.
+    notes.append(
+        f"MRV2 became vLLM's default runner for {facts.architecture} in {first or 'no release read here'}: "
+        f"in earlier releases the rows show what V2 did with VLLM_USE_V2_MODEL_RUNNER=1 (V1 ran otherwise)"
+    )
+    return Deployment(line, facts, gpu, str(vllm), series, method, k, backend, graphs, settings, runs_mrv2,
+                      tuple(notes))  # fmt: skip

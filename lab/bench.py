@@ -1,9 +1,9 @@
-"""``python -m lab bench engine|kernels|vllm-kernels|app|export|room|deployment``: the one ``bench`` command (argparse
-has a single ``bench`` parser; its flags are the benchmarks' together) and the engine benchmark it runs
-itself. The kernel benchmark is lab/kernels/bench.py (its flags and command in lab/kernels/cli.py),
-vLLM's own kernels' lab/vllm_kernels/bench.py, the app's lab/app/bench.py (a room of sessions:
-lab/app/room_bench.py), the exported files' lab/export/bench.py, the deployment question's lab/deployment/bench.py. lab/cli.py registers the command with
-``lab.bench.register(sub)``.
+"""``python -m lab bench engine|kernels|vllm-kernels|app|export|room|deployment``: the one ``bench``
+command (argparse has a single ``bench`` parser; its flags are the benchmarks' together) and the
+engine benchmark it runs itself. The kernel benchmark is lab/kernels/bench.py (its flags and command
+in lab/kernels/cli.py), vLLM's own kernels' lab/vllm_kernels/bench.py, the app's lab/app/bench.py (a
+room of sessions: lab/app/room_bench.py), the exported files' lab/export/bench.py, the deployment
+question's lab/deployment/bench.py. lab/cli.py registers the command with ``lab.bench.register(sub)``.
 
     python -m lab bench engine [--steps N] [--reqs N] [--repeat N] [--no-churn]
 

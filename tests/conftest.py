@@ -40,6 +40,22 @@ def app_url():
     demo.close()
 
 
+@pytest.fixture(scope="module")
+def tab_url(request):
+    """One tab of the app on a Blocks of its own (``add_tab``: the module's ``ADD_TAB``), served on a free
+    port for the module's tests."""
+    import gradio as gr
+
+    with gr.Blocks(analytics_enabled=False) as demo:
+        with gr.Tabs():
+            request.module.ADD_TAB()
+    demo.queue()
+    port = _free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, ssr_mode=False)
+    yield f"http://127.0.0.1:{port}/"
+    demo.close()
+
+
 @pytest.fixture(scope="session")
 def make_client():
     return _client

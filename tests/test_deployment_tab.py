@@ -4,32 +4,19 @@ box and the last answer stays."""
 
 from __future__ import annotations
 
-import socket
 import urllib.parse
 
-import gradio as gr
 import pytest
 
 from lab.app.deployment_tab import EXAMPLES, add_deployment_tab
 from lab.scenario import Scenario
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+ADD_TAB = add_deployment_tab  # served by conftest's tab_url
 
 
 @pytest.fixture(scope="module")
-def client(make_client):
-    with gr.Blocks(analytics_enabled=False) as demo:
-        with gr.Tabs():
-            add_deployment_tab()
-    demo.queue()
-    port = _free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, ssr_mode=False)
-    yield make_client(f"http://127.0.0.1:{port}/")
-    demo.close()
+def client(tab_url, make_client):
+    return make_client(tab_url)
 
 
 def test_a_pasted_line_is_answered_with_a_replay(client):

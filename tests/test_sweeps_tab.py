@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import socket
 
-import gradio as gr
 import pytest
 
 from lab.app.sweeps_tab import add_sweeps_tab
@@ -13,22 +11,13 @@ from lab.app.sweeps_tab import add_sweeps_tab
 SMALL = "4p64o24_mml=4k_cg=piecewise"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def ADD_TAB():  # noqa: N802 (the name conftest's tab_url looks for)
+    add_sweeps_tab(SMALL)
 
 
 @pytest.fixture(scope="module")
-def tab_client(make_client):
-    with gr.Blocks(analytics_enabled=False) as demo:
-        with gr.Tabs():
-            add_sweeps_tab(SMALL)
-    demo.queue()
-    port = _free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, ssr_mode=False)
-    yield make_client(f"http://127.0.0.1:{port}/")
-    demo.close()
+def tab_client(tab_url, make_client):
+    return make_client(tab_url)
 
 
 def test_sweep_runs_and_draws(tab_client):

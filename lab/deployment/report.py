@@ -3,6 +3,8 @@ the table of common deployments in docs/deployments.md (``deployments_table``), 
 
 from __future__ import annotations
 
+import re
+
 from lab.deployment.answer import ERA_RELEASES, Workload, answer
 from lab.deployment.resolve import resolve
 from lab.engine.model_states import ERAS
@@ -39,8 +41,9 @@ def format_text(a: dict) -> str:
 def format_markdown(a: dict) -> str:
     """The answer for the app: the plain words, what vLLM would run, the per-path table, the work."""
     verdict, _, why = a["headline"].partition(": ")
-    # Markdown reads the backends' underscores (FLASH_ATTN) as emphasis: escaped.
-    out = [f"### {verdict[0].upper()}{verdict[1:]}", "", f"**{why.replace('_', chr(92) + '_')}**", ""]
+    # Names with underscores (FLASH_ATTN, max_model_len) as code: Markdown would read them as emphasis.
+    why = re.sub(r"\b(\w+_\w+)\b", r"`\1`", why)
+    out = [f"### {verdict[0].upper()}{verdict[1:]}", "", f"**{why}**", ""]
     out += [f"- **{k}**: {v}" for k, v in a["deployment"].items()]
     out += ["", f"Workload `{a['workload']['spec']}` ({a['workload']['steps']} steps).", ""]
     out += ["| path | era | told `max_seq_len` | the kernel sees (R9) |", "|---|---|---|---|"]

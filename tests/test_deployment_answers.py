@@ -88,6 +88,14 @@ def test_qwen3_next_hybrid_mtp():
     # hybrids, the lab shows their era's code path): the target changed with the drafts, in 0.23.0.
     assert _rows(a, A40654)["target"]["told"] == "max_model_len (262,144)"
     assert _rows(a, A43991)["target"]["told"].startswith("batch max 1,000")
+    # On 0.22.1 MRV2 runs no hybrid (_get_v2_model_runner_unsupported_features: "hybrid/mamba models"): V1, said so;
+    # the era is still the release's own (after #40654), the replay uses 0.32's bookkeeping.
+    old = resolve(dep.line, "H200", "0.22.1")
+    a22 = answer(old, ONE)
+    assert a22["headline"].startswith(
+        "not answered: vLLM 0.22.1 runs this deployment on Model Runner V1 (MRV2 runs no hybrid/mamba model"
+    )
+    assert (a22["era"], old.series) == (A40654, "0.32")
     assert "the target pass and draft passes 0-1 told FLASH_ATTN max_model_len (262,144) until 0.23.0" in a["headline"]
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from lab.deployment.resolve import Deployment
+from lab.deployment.resolve import Deployment, release_series
 from lab.engine.model_states import ERAS, MODEL_STATE_FIRST_RELEASE
 from lab.engine.speculator import DISPLAY_NAMES
 from lab.gpu_model import BY_NAME, GPUS, HeadShape, backends_for, predict
@@ -224,7 +224,7 @@ def answer(dep: Deployment, workload: Workload | None = None) -> dict:
     mml = scenario.max_model_len
     rows = _path_rows(trace, mml)
     table, work = backends_and_work(dep, trace)
-    era = SERIES_ERA[dep.series]
+    era = SERIES_ERA[release_series(dep.vllm)]  # the release's own era (the replay's series may differ)
     old, new = ERAS[0], (era if era != ERAS[0] else ERAS[-1])
     return {
         "deployment": describe(dep),
@@ -302,7 +302,7 @@ def _headline(dep, rows, work, era) -> str:
         )
         return (
             f"not answered: vLLM {dep.vllm} runs this deployment on Model Runner V1 ({why}); the PRs changed "
-            f"Model Runner V2 only (the table shows what V2 would do, e.g. with VLLM_USE_V2_MODEL_RUNNER=1)"
+            f"Model Runner V2 only (the table shows V2's code in each era)"
         )
     paths = _path_eras(rows, mml)
     if all(e[ERAS[0]] is None for e in paths.values()):  # the model state did not exist before the fix

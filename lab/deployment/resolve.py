@@ -19,6 +19,7 @@ from lab.deployment.models import ModelFacts, load_config_json, lookup
 from lab.deployment.runner import first_default, model_runner
 from lab.deployment.selection import BackendChoice, GraphChoice, resolve_cudagraph, select_backend
 from lab.deployment.serve_line import ServeLine, ServeLineError, read_serve_line
+from lab.engine.releases import NO_HYBRID
 from lab.gpu_model.gpus import GPU, GPUS
 from lab.scenario import MAX_SPECULATIVE_TOKENS
 from lab.spec_grammar import SPECULATIVE_METHODS
@@ -61,7 +62,7 @@ class Deployment:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-def _series(vllm: str) -> str:
+def release_series(vllm: str) -> str:
     parts = str(vllm).strip().split(".")
     try:
         minor = int(parts[1]) if parts[0] == "0" else -1
@@ -145,7 +146,7 @@ def resolve(
     if gpu not in DEPLOYMENT_GPUS:
         raise ServeLineError(f"--gpu {gpu}: one of {', '.join(DEPLOYMENT_GPUS)}")
     g: GPU = GPUS[gpu]
-    series = _series(vllm)
+    series = release_series(vllm)
     facts = _model_facts(line, config_path)
     s = line.settings
     notes = list(facts.notes)
@@ -153,6 +154,11 @@ def resolve(
     method, k, spec_notes = _speculator(spec_cfg, line, facts)
     notes += spec_notes
     runs_mrv2, runner_why = model_runner(str(vllm), facts, line.env, method, spec_cfg)
+    if facts.kind == "mamba_hybrid" and series in NO_HYBRID:
+        # 0.19.1/0.22.1 _get_v2_model_runner_unsupported_features: "hybrid/mamba models" (lab/engine/releases.py)
+        runs_mrv2, runner_why = False, "MRV2 runs no hybrid/mamba model before vLLM 0.23.0"
+        notes.append(f"replayed with vLLM 0.32's bookkeeping: {series}'s MRV2 cannot run a hybrid model")
+        series = "0.32"
     if facts.kind == "encoder_only" and method:
         raise ServeLineError("--speculative-config: an encoder-only (pooling) model has no decode to speculate")
 

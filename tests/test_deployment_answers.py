@@ -173,3 +173,29 @@ def test_docs_deployments_md_is_the_labs_table():
     assert len(table.splitlines()) >= 12
     assert table in doc, "docs/deployments.md differs from `python -m lab deployment --table`: regenerate it"
     assert models_table() in doc
+
+
+def test_a_model_from_its_config_json(tmp_path):
+    """A model outside the table: its config.json (--config), here a Mixtral-like MoE with a 32k context."""
+    import json
+
+    (tmp_path / "config.json").write_text(
+        json.dumps(
+            {
+                "architectures": ["MixtralForCausalLM"],
+                "model_type": "mixtral",
+                "hidden_size": 4096,
+                "num_attention_heads": 32,
+                "num_key_value_heads": 8,
+                "max_position_embeddings": 32768,
+                "num_local_experts": 8,
+                "torch_dtype": "bfloat16",
+            }
+        )
+    )
+    dep = resolve("vllm serve my-org/my-mixtral --enforce-eager", "H100", config_path=str(tmp_path))
+    # head size 4096 / 32 = 128; FLASH_ATTN on SM90; --enforce-eager: no graphs, no capture sizes
+    assert (dep.model.kind, dep.model.head_size, dep.settings["max_model_len"]) == ("dense", 128, 32768)
+    a = answer(dep, ONE)
+    assert a["deployment"]["capture sizes"] == "none (no CUDA graphs)"
+    assert a["headline"].startswith("yes: the target pass told FLASH_ATTN max_model_len (32,768) until 0.20.0")

@@ -252,6 +252,12 @@ def describe(dep: Deployment) -> dict:
         "speculator": spec,
         "attention backend": f"{b.vllm_name} (lab model: {b.lab_backend or 'none'}); {b.source}",
         "cuda graphs": f"{g.vllm_mode} (lab: {g.lab_mode}); {g.source}",
+        "capture sizes": (
+            f"{len(g.resolved_capture_sizes)} sizes, {g.resolved_capture_sizes[0]} to {g.resolved_capture_sizes[-1]} "
+            f"tokens ({'given' if g.capture_sizes else 'vLLM default: VllmConfig._set_cudagraph_sizes'})"
+            if g.resolved_capture_sizes
+            else "none (no CUDA graphs)"
+        ),
         "max_model_len": f"{dep.settings['max_model_len']:,}",
         "block_size": str(dep.settings["block_size"]),
         "scheduler": f"max_num_seqs {dep.settings['max_num_seqs']}, max_num_batched_tokens "

@@ -26,10 +26,11 @@ def format_text(a: dict) -> str:
     out = [a["headline"], ""]
     out += [f"  {k:18} {v}" for k, v in a["deployment"].items()]
     out += ["", f"workload: {a['workload']['spec']} ({a['workload']['steps']} steps)", ""]
-    out.append(f"  {'path':14} {'era':14} {'told max_seq_len':34} kernel sees (R9)")
+    width = max([len("told max_seq_len")] + [len(r["told"]) for r in a["paths"]])
+    out.append(f"  {'path':14} {'era':14} {'told max_seq_len':{width}} kernel sees (R9)")
     for r in a["paths"]:
         mark = " *" if r["era"] == a["era"] else "  "
-        out.append(f"{mark}{r['path']:14} {r['era']:14} {r['told']:34} {r['kernel'] or r['note']}")
+        out.append(f"{mark}{r['path']:14} {r['era']:14} {r['told']:{width}} {r['kernel'] or r['note']}")
     out.append(f"  (* your release's era: {a['era']}, vLLM {ERA_RELEASES[a['era']]})")
     out += ["", _work_line(a["work"], a["deployment"]["attention backend"].split()[0])]
     out += ["", "replay it:", f"  {a['replay']['cli']}", f"  the app: {a['replay']['app']}"]

@@ -199,3 +199,33 @@ def test_a_model_from_its_config_json(tmp_path):
     a = answer(dep, ONE)
     assert a["deployment"]["capture sizes"] == "none (no CUDA graphs)"
     assert a["headline"].startswith("yes: the target pass told FLASH_ATTN max_model_len (32,768) until 0.20.0")
+
+
+def test_draft_pass_work():
+    """The draft passes' predicted work (lab/gpu_model predict_draft_pass): which passes, their query."""
+    eager = answer(
+        resolve(
+            "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32k --enforce-eager --speculative-config "
+            '\'{"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}\'',
+            "H200",
+        ),
+        ONE,
+    )
+    drafts = eager["work"]["drafts"]
+    # Pass 0 reuses the target metadata (its work is the target's again); passes 1-2 decode one token a request.
+    assert [(d["path"], d["q_len"]) for d in drafts] == [("draft pass 1", 1), ("draft pass 2", 1)]
+    # FA3's split bound sees cdiv(max_seqlen_k, 128) KV blocks a launch (hopper/flash_api.cpp get_num_splits);
+    # eager: every launch sees the metadata, max_model_len 32,000 in the baseline -> 250 blocks a step.
+    steps = eager["workload"]["steps"]
+    assert all(d["baseline"] == 250 * steps and d["fixed"] < d["baseline"] for d in drafts)
+    assert "more fa3_n_blocks in draft passes 1-2" in eager["headline"]
+    # DFlash's one pass: 1 + K query tokens a request (DFlashSpeculator.__init__: "bonus + N mask")
+    dflash = answer(
+        resolve(
+            "vllm serve Qwen/Qwen3-8B --speculative-config "
+            '\'{"method": "dflash", "model": "z-lab/Qwen3-8B-DFlash-b16", "num_speculative_tokens": 7}\'',
+            "H200",
+        ),
+        ONE,
+    )
+    assert [(d["path"], d["q_len"]) for d in dflash["work"]["drafts"]] == [("draft pass 0", 8)]

@@ -110,3 +110,18 @@ def test_cli_gpu_model(capsys):
     assert main(["gpu-model", "--spec", "2p100o8", "--gpu", "Z80"]) == 2
     with pytest.raises(ValueError):
         HeadShape(6, 4, 64, 2)
+
+
+def test_predict_draft_pass_counts_each_pass_of_every_step():
+    """predict_draft_pass: one draft pass of every step as a decode launch. The lab's reference walk reads
+    rows_padded x cdiv(kernel max_seq_len, block_size) pages: 1 x cdiv(4096, 16) = 256 a step in the
+    baseline under eager (every launch sees the metadata), fewer with the batch max."""
+    from lab.gpu_model import predict_draft_pass
+
+    trace = simulate(Scenario.from_spec("p100o8_k=3_mml=4k_cg=none"))
+    row = predict_draft_pass(trace, GPUS["H200"], 1, 1, backends=["lab-torch-reference"])[0]
+    steps = sum(1 for st in trace.steps for d in st.drafts if d.index == 1)
+    assert steps == len(trace.steps)
+    assert row["predicted"]["baseline"]["pages"] == 256 * steps
+    assert row["predicted"]["fixed"]["pages"] < row["predicted"]["baseline"]["pages"]
+    assert row["measured"] is None  # no kernel timed a draft pass

@@ -17,8 +17,8 @@ import numpy as np
 
 from lab.deployment.resolve import Deployment, release_series
 from lab.engine.model_states import ERAS, MODEL_STATE_FIRST_RELEASE
-from lab.engine.speculator import DISPLAY_NAMES
-from lab.gpu_model import BY_NAME, GPUS, HeadShape, backends_for, predict
+from lab.engine.speculator import DISPLAY_NAMES, ONE_PASS_METHODS, num_query_per_req
+from lab.gpu_model import BY_NAME, GPUS, HeadShape, backends_for, predict, predict_draft_pass
 from lab.gpu_model.records import LAB
 from lab.gpu_model.report import HEADLINE, summary, summary_cells
 from lab.scenario import RequestSpec, Scenario
@@ -224,6 +224,8 @@ def answer(dep: Deployment, workload: Workload | None = None) -> dict:
     mml = scenario.max_model_len
     rows = _path_rows(trace, mml)
     table, work = backends_and_work(dep, trace)
+    if work is not None:
+        work["drafts"] = draft_work(dep, trace, work["quantity"])
     era = SERIES_ERA[release_series(dep.vllm)]  # the release's own era (the replay's series may differ)
     old, new = ERAS[0], (era if era != ERAS[0] else ERAS[-1])
     return {
@@ -334,9 +336,43 @@ def _headline(dep, rows, work, era) -> str:
         return f"yes, in what the kernel sees: {head}; the lab has no work model of {backend}"
     if work["verdict"] == "no":
         return f"no change in work: {head}, but {work['backend']} does not size its work from it ({work['known']})"
-    if work["extra"] <= 0:
+    drafts = [d for d in work["drafts"] if d["extra"] > 0]
+    if work["extra"] <= 0 and not drafts:
         return f"not on this workload: {head}; {work['backend']} could follow it, but {work['on_this_workload']}"
-    return (
-        f"yes: {head}; {work['backend']} ({work['verdict']}) follows it: {work['extra']:,} more "
-        f"{work['quantity']} (+{work['extra_share']:.0%}) in the target passes of this workload ({work['known']})"
-    )
+    where = []
+    if work["extra"] > 0:
+        where.append(f"{work['extra']:,} more {work['quantity']} (+{work['extra_share']:.0%}) in the target passes")
+    if drafts:
+        extra = sum(d["extra"] for d in drafts)
+        passes = _paths_phrase([d["path"] for d in drafts])
+        where.append(f"{extra:,} more {work['quantity']} in {passes}")
+    follows = f"{work['backend']} ({work['verdict']}) follows it"
+    return f"yes: {head}; {follows}: {' and '.join(where)} of this workload ({work['known']})"
+
+
+def _draft_q_len(method: str, index: int, k: int) -> int | None:
+    """The query tokens per request of draft pass ``index`` (None: not predicted on its own). The DFlash
+    family's one pass: ``num_query_per_req``; a pass reusing the target metadata does the target's work
+    again in the draft's layers; the standalone draft model's and multi-module MTP's pass 0 (their own
+    prefill of the verified tokens) is not modelled; every other pass decodes one token per request."""
+    if method in ONE_PASS_METHODS:
+        return num_query_per_req(method, k)
+    if index == 0:
+        return None
+    return 1
+
+
+def draft_work(dep: Deployment, trace, quantity: str) -> list[dict]:
+    """The chosen backend's ``quantity`` per draft pass in both modes (lab/gpu_model predict_draft_pass)."""
+    out = []
+    s = trace.scenario
+    for index in range(trace.num_draft_passes):
+        q_len = _draft_q_len(s.speculative_method, index, s.num_speculative_tokens)
+        if q_len is None:
+            continue
+        row = predict_draft_pass(trace, GPUS[dep.gpu], index, q_len, head_shape(dep), [dep.backend.lab_backend])[0]
+        base, fixed = row["predicted"]["baseline"][quantity], row["predicted"]["fixed"][quantity]
+        out.append(
+            {"path": f"draft pass {index}", "q_len": q_len, "baseline": base, "fixed": fixed, "extra": base - fixed}
+        )
+    return out

@@ -13,11 +13,17 @@ from lab.engine.model_states import ERAS
 def _work_line(w: dict | None, backend: str) -> str:
     if w is None:
         return f"{backend}: the lab has no work model of this backend"
+    drafts = "".join(
+        f"; {d['path']} ({d['q_len']} query token{'s' if d['q_len'] > 1 else ''} a request): {d['baseline']:,} / "
+        f"{d['fixed']:,} (extra {d['extra']:,})"
+        for d in w.get("drafts", [])
+    )
+    assumed = ". Draft passes: the target's backend and heads assumed, rows at their upper bound" if drafts else ""
     return (
         f"{w['backend']}: max_seq_len changes its work? {w['verdict']} ({w['known']}). {w['how']}. "
-        f"Target passes, {w['quantity']}: {w['baseline']:,} with max_model_len, {w['fixed']:,} with the "
-        f"batch max (extra {w['extra']:,}, {w['extra_bytes'] / 2**20:,.1f} MiB read); predictions, not GPU "
-        f"measurements"
+        f"{w['quantity']} with max_model_len / with the batch max: target passes {w['baseline']:,} / "
+        f"{w['fixed']:,} (extra {w['extra']:,}, {w['extra_bytes'] / 2**20:,.1f} MiB read){drafts}{assumed}; "
+        f"predictions, not GPU measurements"
     )
 
 
@@ -110,8 +116,8 @@ def deployments_table(workload: Workload | None = None) -> str:
     out = [
         "| deployment | GPU | backend (lab model) | CUDA graphs | max_seq_len told: before #40654 → 0.33.0 "
         "| the target's kernel sees (0.33.0) | does the backend's work follow it? | predicted extra, target passes "
-        "| answer |",
-        "|---" * 9 + "|",
+        "| predicted extra, draft passes | answer |",
+        "|---" * 10 + "|",
     ]
     for label, line, gpu in DEPLOYMENTS:
         a = answer(resolve(line, gpu), workload)
@@ -131,6 +137,7 @@ def deployments_table(workload: Workload | None = None) -> str:
             _kernel_short(new[0]["kernel"]) if new and new[0]["kernel"] else "—",
             f"{w['verdict']} ({w['known']})" if w else "no lab model",
             f"{w['extra']:,} {w['quantity']} (+{w['extra_share']:.0%})" if w else "—",
+            "; ".join(f"{d['path']}: {d['extra']:,}" for d in w["drafts"]) or "—" if w else "—",
             a["headline"].split(":")[0],
         ]
         out.append("| " + " | ".join(cells) + " |")

@@ -10,14 +10,15 @@ checked: docs/sweeps.md "Does it matter on my GPU?".
     backends.py  the backend table: name, R10 verdict, work formula, GPUs, sources (also read by
                  lab/kernels/registry.py)
     formulas.py  the work formulas (trtllm_gen_decode, lab_split_plan, one *_work per kind of backend)
-    predict.py   predict, backends_for: the formulas summed over a trace; the lab's measurement beside
+    predict.py   predict, predict_draft_pass, backends_for: the formulas summed over a trace's target
+                 passes (or one draft pass); the lab's measurement beside
     report.py    summary, format_summary, format_model: the text of python -m lab gpu-model
 """
 
 from lab.gpu_model.backends import BACKENDS, BY_NAME, Backend, Source
 from lab.gpu_model.formulas import FA3_BLOCK_N, TILE_KV, lab_split_plan, trtllm_gen_decode
 from lab.gpu_model.gpus import GPU, GPUS, HeadShape
-from lab.gpu_model.predict import backends_for, predict
+from lab.gpu_model.predict import backends_for, predict, predict_draft_pass
 from lab.gpu_model.report import HEADLINE, format_model, format_summary, summary
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "lab_split_plan",
     "backends_for",
     "predict",
+    "predict_draft_pass",
     "HEADLINE",
     "summary",
     "format_summary",

@@ -116,6 +116,25 @@ class StepWork:
             num_sms,
         )
 
+    @classmethod
+    def of_draft(cls, step, dpass, q_len: int, block_size: int, num_kv_heads: int, num_sms: int) -> StepWork:
+        """A draft pass as a decode launch: every request one row of ``q_len`` query tokens whose length
+        is the pass's ``seq_lens_cpu_upper_bound`` (R5; the trace keeps no exact draft lengths, so the
+        upper bound stands for them), then the padded rows at 0."""
+        ub = dpass.seq_lens_cpu_upper_bound
+        real = ub[: step.num_reqs]
+        pages = int(cdiv(np.asarray(real, dtype=np.int64), block_size).sum())
+        rows = PassRows(dpass.num_reqs_padded, [q_len] * step.num_reqs)
+        return cls(rows, list(ub), q_len, [], pages, block_size, num_kv_heads, num_sms)
+
+
+@dataclass(frozen=True)
+class PassRows:
+    """What a work formula reads of a draft pass where it reads a target step's (``StepWork.step``)."""
+
+    num_reqs_padded: int
+    num_scheduled_tokens: list
+
 
 # ---- the work formulas, one per kind of backend -------------------------------------------------
 

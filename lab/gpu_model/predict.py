@@ -1,5 +1,6 @@
 """``predict(trace, gpu, shape)``: each backend's work over a trace's target passes in both modes,
-from its record's formula (lab/gpu_model/backends.py), and the lab's measurement beside it."""
+from its record's formula (lab/gpu_model/backends.py), and the lab's measurement beside it;
+``predict_draft_pass`` the same for one draft pass of every step."""
 
 from __future__ import annotations
 
@@ -21,26 +22,58 @@ def predict(trace, gpu: GPU, shape: HeadShape | None = None, backends: list[str]
     the trace's target passes, baseline extra, sources, and the lab's measurement where one exists.
     Every formula starts from ``step.kernel_max_seq_len`` (R9), never from the metadata value."""
     shape = shape or HeadShape()
-    names = backends or backends_for(gpu)
+    recs = _records(backends or backends_for(gpu))
+    s = trace.scenario
+    works = [
+        (
+            StepWork.of(st, s.num_speculative_tokens, s.block_size, shape.num_kv_heads, gpu.num_sms),
+            st.kernel_max_seq_len,
+        )
+        for st in trace.steps
+    ]
+    acc = _sums(recs, works)
+    prefill_rows = sum(len(w.prefill) for w, _ in works)
+    return [_row(trace, gpu, shape, b, acc[b.name], prefill_rows, _measured(trace, b, gpu)) for b in recs]
+
+
+def predict_draft_pass(trace, gpu: GPU, index: int, q_len: int, shape: HeadShape | None = None,
+                       backends: list[str] | None = None) -> list[dict]:  # fmt: skip
+    """``predict`` for draft pass ``index`` of every step that has it: each request one decode row of
+    ``q_len`` query tokens (``StepWork.of_draft``), the kernel told the pass's ``kernel_max_seq_len`` (R9)
+    in each mode; the draft model's attention assumed to run the target's backend and head shape."""
+    shape = shape or HeadShape()
+    recs = _records(backends or backends_for(gpu))
+    bs = trace.scenario.block_size
+    works = [
+        (StepWork.of_draft(st, d, q_len, bs, shape.num_kv_heads, gpu.num_sms), d.kernel_max_seq_len)
+        for st in trace.steps
+        for d in st.drafts
+        if d.index == index
+    ]
+    acc = _sums(recs, works)
+    return [_row(trace, gpu, shape, b, acc[b.name], 0, None) for b in recs]
+
+
+def _records(names: list[str]) -> list[Backend]:
     bad = set(names) - set(NAMES)
     if bad:
         raise ValueError(f"unknown backends {sorted(bad)}; known: {', '.join(NAMES)}")
-    recs = [BY_NAME[n] for n in names]
+    return [BY_NAME[n] for n in names]
+
+
+def _sums(recs: list[Backend], works) -> dict:
+    """Each backend's counts in both modes, summed over (StepWork, kernel_max_seq_len by mode) pairs."""
     acc = {b.name: {m: dict.fromkeys(b.quantities, 0) for m in MODES} for b in recs}
-    s = trace.scenario
-    prefill_rows = 0
-    for st in trace.steps:
-        w = StepWork.of(st, s.num_speculative_tokens, s.block_size, shape.num_kv_heads, gpu.num_sms)
-        prefill_rows += len(w.prefill)
+    for w, kernel in works:
         for m in MODES:
             for b in recs:
                 sums = acc[b.name][m]
-                for x, v in b.work(w, st.kernel_max_seq_len[m]).items():
+                for x, v in b.work(w, kernel[m]).items():
                     sums[x] += v
-    return [_row(trace, gpu, shape, b, acc[b.name], prefill_rows) for b in recs]
+    return acc
 
 
-def _row(trace, gpu: GPU, shape: HeadShape, b: Backend, sums: dict, prefill_rows: int) -> dict:
+def _row(trace, gpu: GPU, shape: HeadShape, b: Backend, sums: dict, prefill_rows: int, measured) -> dict:
     """The prediction of one backend: its sums with their bytes, the baseline extra, notes, sources."""
     bs = trace.scenario.block_size
     heads = 1 if b.pages_per_kv_head else shape.num_kv_heads
@@ -61,7 +94,7 @@ def _row(trace, gpu: GPU, shape: HeadShape, b: Backend, sums: dict, prefill_rows
             {"repo": x.repo, "file": x.file, "function": x.function, "what": x.what, "status": x.status}
             for x in b.sources
         ],
-        "measured": _measured(trace, b, gpu),
+        "measured": measured,
     }
 
 

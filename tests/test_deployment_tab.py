@@ -61,3 +61,9 @@ def test_a_bad_line_is_said_under_the_box_and_keeps_the_answer(client, line, mes
     msg, md, table, link = client.predict(line, "H200", "0.33.0", 16, 2048, 256, api_name="/deployment")
     assert "inline-error" in msg and message.replace("&#x27;", "'") in msg.replace("&#x27;", "'")
     assert "still the last one" in msg
+
+
+def test_a_bad_workload_is_said_and_keeps_the_answer(client):
+    line, _ = EXAMPLES["n-gram on H200"]
+    msg, *_ = client.predict(line, "H200", "0.33.0", 0, 2048, 256, api_name="/deployment")
+    assert "inline-error" in msg and "1 to 1024 requests" in msg

@@ -5,7 +5,8 @@ it (both modes, every era read off them by ``Step.history()``), and the answer s
 target pass, each draft pass) and era, the ``max_seq_len`` attention was told and what the kernel saw
 under the deployment's graphs (R9), then what the chosen backend does with it (rule R10,
 lab/gpu_model/backends.py: its verdict and how that is known) and the predicted extra work of the old
-value on the workload (lab/gpu_model/predict.py, target passes). Plain words come first.
+value on the workload (lab/gpu_model/predict.py: the target passes, and each draft pass the lab can
+count). Plain words come first.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ import numpy as np
 
 from lab.deployment.resolve import Deployment, release_series
 from lab.engine.model_states import ERAS, MODEL_STATE_FIRST_RELEASE
+from lab.engine.releases import release
 from lab.engine.speculator import DISPLAY_NAMES, ONE_PASS_METHODS, num_query_per_req
 from lab.gpu_model import BY_NAME, GPUS, HeadShape, backends_for, predict, predict_draft_pass
 from lab.gpu_model.records import LAB
@@ -27,7 +28,6 @@ from lab.trace.recorder import simulate
 
 # The release each era's MRV2 shipped in (docs/eras.md).
 ERA_RELEASES = {ERAS[0]: "0.19.1 and before", ERAS[1]: "0.20.0-0.22.1", ERAS[2]: "0.23.0-0.33.0"}
-SERIES_ERA = {"0.19": ERAS[0], "0.22": ERAS[1], "0.32": ERAS[2], "0.33": ERAS[2]}
 MAX_WORKLOAD_REQUESTS = 1024
 
 
@@ -227,7 +227,7 @@ def answer(dep: Deployment, workload: Workload | None = None) -> dict:
     table, work = backends_and_work(dep, trace)
     if work is not None:
         work["drafts"] = draft_work(dep, trace, work["quantity"])
-    era = SERIES_ERA[release_series(dep.vllm)]  # the release's own era (the replay's series may differ)
+    era = release(release_series(dep.vllm)).era  # the release's own era (the replay's series may differ)
     old, new = ERAS[0], (era if era != ERAS[0] else ERAS[-1])
     return {
         "deployment": describe(dep),
@@ -270,8 +270,9 @@ def describe(dep: Deployment) -> dict:
     }
 
 
-# The release and PR that changed each era's paths (docs/eras.md).
-ERA_CHANGE = {ERAS[1]: "0.20.0 (#40654)", ERAS[2]: "0.23.0 (#43991)"}
+def _era_change(era: str) -> str:
+    """The release and PR that began ``era``: "0.20.0 (#40654)"."""
+    return f"{ERA_RELEASES[era].split('-')[0]} ({era.split()[-1]})"
 
 
 def _told_phrase(dep, paths: dict, era: str) -> tuple[str, str]:
@@ -283,7 +284,7 @@ def _told_phrase(dep, paths: dict, era: str) -> tuple[str, str]:
         prev = ERAS[ERAS.index(change_era) - 1]
         moved = [p for p, e in paths.items() if e[prev] == "old" and e[change_era] == "new"]
         if moved:
-            part = (_paths_phrase(moved), ERA_CHANGE[change_era])
+            part = (_paths_phrase(moved), _era_change(change_era))
             (done if ERAS.index(change_era) <= ERAS.index(era) else pending).append(part)
     now = ""
     if done:
@@ -306,12 +307,9 @@ def _headline(dep, rows, work, era) -> str:
     """The answer in plain words: yes / in the metadata only / no, and why."""
     mml = dep.settings["max_model_len"]
     if not dep.runs_mrv2:
-        why = next(n for n in dep.notes if n.startswith("runs Model Runner V1: ")).removeprefix(
-            "runs Model Runner V1: "
-        )
         return (
-            f"not answered: vLLM {dep.vllm} runs this deployment on Model Runner V1 ({why}); the PRs changed "
-            f"Model Runner V2 only (the table shows V2's code in each era)"
+            f"not answered: vLLM {dep.vllm} runs this deployment on Model Runner V1 ({dep.runner_why}); the PRs "
+            f"changed Model Runner V2 only (the table shows V2's code in each era)"
         )
     paths = _path_eras(rows, mml)
     if all(e[ERAS[0]] is None for e in paths.values()):  # the model state did not exist before the fix

@@ -22,18 +22,12 @@ from lab.deployment.serve_line import ServeLine, ServeLineError, read_serve_line
 from lab.engine.releases import NO_HYBRID
 from lab.gpu_model.gpus import GPU, GPUS
 from lab.scenario import MAX_SPECULATIVE_TOKENS
-from lab.spec_grammar import SPECULATIVE_METHODS
+from lab.spec_grammar import METHOD_ALIASES, SPECULATIVE_METHODS
 
 # The releases a deployment can name, newest first, and the lab series whose bookkeeping replays each
 # (lab/engine/releases.py): a release follows the newest series at or below it (docs/eras.md).
 RELEASE_SERIES = (("0.33", "0.33"), ("0.32", "0.32"), ("0.23", "0.32"), ("0.20", "0.22"), ("0.19", "0.19"))
 DEPLOYMENT_GPUS = ("H100", "H200", "B200")
-# vLLM's speculative methods that are all "mtp" (vllm/config/speculative.py MTPModelTypes: "method `%s` is
-# deprecated and replaced with mtp").
-MTP_ALIASES = (
-    "deepseek_mtp", "mimo_mtp", "glm4_moe_mtp", "ernie_mtp", "qwen3_next_mtp", "qwen3_5_mtp", "longcat_flash_mtp",
-    "pangu_ultra_moe_mtp", "nemotron_h_mtp", "gemma4_mtp", "kimi_k3_mtp", "step3p5_mtp", "minimax_m3_mtp",
-)  # fmt: skip
 KIND_STATE = {
     "dense": "default",
     "mla": "default",
@@ -59,6 +53,7 @@ class Deployment:
     graphs: GraphChoice
     settings: dict  # Scenario field -> value (less the requests)
     runs_mrv2: bool
+    runner_why: str  # why that model runner (lab/deployment/runner.py)
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
@@ -112,7 +107,11 @@ def _speculator(spec: dict, line: ServeLine, facts: ModelFacts) -> tuple[str | N
             else ("eagle" if "eagle-" in name else "draft_model")
         )
         notes.append(f"method not given: vLLM infers {method!r} from the draft model's name {model!r}")
-    method = "mtp" if method in MTP_ALIASES else "ngram" if method in ("ngram_gpu", "[ngram]") else method
+    # vllm/config/speculative.py: every MTPModelTypes name ("deepseek_mtp", "qwen3_next_mtp", ...) "is deprecated
+    # and replaced with mtp"; "[ngram]" is ngram; ngram_gpu runs MRV2's one n-gram speculator (METHOD_ALIASES).
+    if str(method).endswith("_mtp"):
+        method = "mtp"
+    method = METHOD_ALIASES.get(method, "ngram" if method == "[ngram]" else method)
     if method in ("suffix", "custom_class"):
         return method, int(spec.get("num_speculative_tokens") or 0), notes
     k = spec.get("num_speculative_tokens")
@@ -239,4 +238,4 @@ def resolve(
         f"in earlier releases the rows show what V2 did with VLLM_USE_V2_MODEL_RUNNER=1 (V1 ran otherwise)"
     )
     return Deployment(line, facts, gpu, str(vllm), series, method, k, backend, graphs, settings, runs_mrv2,
-                      tuple(notes))  # fmt: skip
+                      runner_why, tuple(notes))  # fmt: skip

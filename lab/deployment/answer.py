@@ -110,6 +110,10 @@ def _path_rows(trace, mml: int) -> list[dict]:
                     "kernel": _describe(kernel, mml)
                     + (f"; {full} of {len(told)} steps see max_model_len under FULL graphs" if full else ""),
                     "note": "",
+                    "told_max": max(told),
+                    "told_is_mml": all(v == mml for v in told),
+                    "full_graph_steps": full,
+                    "steps": len(told),
                     "values": (told, kernel),
                 }
             )

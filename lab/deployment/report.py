@@ -93,25 +93,23 @@ DEPLOYMENTS = (
 )  # fmt: skip
 
 
-def _short(told: str) -> str:
-    """ "max_model_len (32,000)" -> "32,000"; "batch max 2,048-2,309 (median 2,208)" -> "batch max <= 2,309"."""
-    if told.startswith("max_model_len"):
-        return told.split("(")[1].rstrip(")")
-    if told.startswith("batch max"):
-        return "batch max <= " + told.split("(")[0].split()[-1].split("-")[-1]
-    return told
+def _short(row: dict | None) -> str:
+    """A path row's told value in a cell: "32,000" (max_model_len) or "batch max <= 2,309"; "—": no path."""
+    if row is None or row.get("told_max") is None:
+        return "—"
+    return f"{row['told_max']:,}" if row["told_is_mml"] else f"batch max <= {row['told_max']:,}"
 
 
-def _kernel_short(kernel: str) -> str:
-    if "under FULL graphs" in kernel:
-        return kernel.split("; ")[1].replace(
-            " steps see max_model_len under FULL graphs", " steps: max_model_len (FULL)"
-        )
-    return _short(kernel) + ", every step"
+def _kernel_short(row: dict | None) -> str:
+    if row is None or row.get("told_max") is None:
+        return "—"
+    if row["full_graph_steps"]:
+        return f"{row['full_graph_steps']} of {row['steps']} steps: max_model_len (FULL)"
+    return _short(row) + ", every step"
 
 
 def deployments_table(workload: Workload | None = None) -> str:
-    """docs/deployments.md's table: one row per deployment, every cell from ``answer``."""
+    """docs/deployments.md's table: one row per deployment, every cell from ``resolve`` and ``answer``."""
     workload = workload or Workload()
     out = [
         "| deployment | GPU | backend (lab model) | CUDA graphs | max_seq_len told: before #40654 → 0.33.0 "
@@ -120,21 +118,19 @@ def deployments_table(workload: Workload | None = None) -> str:
         "|---" * 10 + "|",
     ]
     for label, line, gpu in DEPLOYMENTS:
-        a = answer(resolve(line, gpu), workload)
+        dep = resolve(line, gpu)
+        a = answer(dep, workload)
         old = {r["path"]: r for r in a["paths"] if r["era"] == ERAS[0]}
         new = [r for r in a["paths"] if r["era"] == ERAS[-1]]
-        told = "; ".join(f"{r['path']}: {_short(old[r['path']]['told']) if r['path'] in old else '—'} → "
-                         f"{_short(r['told'])}" for r in new)  # fmt: skip
-        w, d = a["work"], a["deployment"]
-        graphs = d["cuda graphs"].split(";")[0]
-        vllm_mode, lab_mode = graphs.split(" (lab: ")
+        told = "; ".join(f"{r['path']}: {_short(old.get(r['path']))} → {_short(r)}" for r in new)
+        w, b, g = a["work"], dep.backend, dep.graphs
         cells = [
             f"{label}<br>`{line}`",
             gpu,
-            d["attention backend"].split(";")[0].replace("lab model: ", ""),
-            vllm_mode if lab_mode.rstrip(")") == vllm_mode else graphs,
+            f"{b.vllm_name} ({b.lab_backend or 'none'})",
+            g.vllm_mode if g.lab_mode == g.vllm_mode else f"{g.vllm_mode} (lab: {g.lab_mode})",
             told,
-            _kernel_short(new[0]["kernel"]) if new and new[0]["kernel"] else "—",
+            _kernel_short(new[0] if new else None),
             f"{w['verdict']} ({w['known']})" if w else "no lab model",
             f"{w['extra']:,} {w['quantity']} (+{w['extra_share']:.0%})" if w else "—",
             "; ".join(f"{d['path']}: {d['extra']:,}" for d in w["drafts"]) or "—" if w else "—",

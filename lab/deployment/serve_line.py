@@ -44,7 +44,7 @@ def human_readable_int(text: str, flag: str) -> int:
     if m:
         number, suffix = m.groups()
         if suffix.islower():
-            return int(float(number) * 1000 ** "kmgt".index(suffix.lower()) * 1000)
+            return int(float(number) * 1000 ** ("kmgt".index(suffix) + 1))
         if "." in number:
             raise ServeLineError(f"{flag} {text}: no decimals with a binary suffix; did you mean {text.lower()}?")
         return int(number) * 1024 ** ("KMGT".index(suffix) + 1)
@@ -94,7 +94,6 @@ def _ints(values, flag):
 # The dests the answer reads, each with its reader (vLLM's type for that flag, vllm/engine/arg_utils.py).
 READERS = {
     "model": _str,
-    "model_tag": _str,
     "max_model_len": _max_model_len,
     "max_num_seqs": _int,
     "max_num_batched_tokens": _int,

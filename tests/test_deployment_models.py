@@ -142,6 +142,7 @@ def test_load_good_file_and_directory(tmp_path):
         ('{"architectures": ["LlamaForCausalLM"], "model_type": "llama"}', "'num_attention_heads'"),
         ('{"architectures": ["X"], "model_type": "llama", "num_attention_heads": "32"}', "must be an integer"),
         (pickle.dumps({"architectures": ["X"]}), "pickle"),
+        ("[" * 200_000 + "]" * 200_000, "nested too deeply"),  # no raw RecursionError
     ],
 )
 def test_load_bad_files(tmp_path, content, match):

@@ -343,6 +343,8 @@ def _read_json(path: Path) -> Any:
         raise ValueError(f"{path}: not UTF-8 text, so not a JSON config") from None
     except json.JSONDecodeError as exc:
         raise ValueError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    except RecursionError:  # as lab/trace/io.py: a nesting too deep for the parser, said plainly
+        raise ValueError(f"{path}: JSON nested too deeply to be a model config") from None
 
 
 # fmt: off

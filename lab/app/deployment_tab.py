@@ -35,6 +35,7 @@ def deployment_tab(line, gpu, vllm, requests, prompt_len, output_len):
     try:
         dep = resolve(line or "", gpu or "H200", vllm or "0.33.0")
         sizes = [int(v) if v is not None else d for v, d in ((requests, 16), (prompt_len, 2048), (output_len, 256))]
+        _fits_the_app(dep, *sizes)
         a = answer(dep, Workload(*sizes))
     except (ServeLineError, ValueError, TypeError) as e:
         text = html.escape(str(e), quote=False)
@@ -45,6 +46,24 @@ def deployment_tab(line, gpu, vllm, requests, prompt_len, output_len):
         f"lab ↗</a> <code>{html.escape(a['replay']['cli'])}</code>"
     )
     return "", format_markdown(a), a["backends"], link
+
+
+# The engine steps the app replays for one answer (about 1 s here; the default workload is about 110): a
+# room shares one server. Larger workloads: python -m lab deployment, which has no limit.
+MAX_APP_STEPS = 2000
+
+
+def _fits_the_app(dep, requests: int, prompt_len: int, output_len: int) -> None:
+    """Refuse a workload whose replay would hold the server: its steps estimated as the prefill chunks
+    (every prompt through max_num_batched_tokens a step) plus the decode steps (one per output token)."""
+    tokens = dep.settings["max_num_batched_tokens"]
+    steps = requests * min(prompt_len, dep.settings["max_model_len"]) // tokens + output_len
+    if steps > MAX_APP_STEPS:
+        raise ValueError(
+            f"this workload is about {steps:,} engine steps; the app replays at most {MAX_APP_STEPS:,} an answer. "
+            f"Ask it with python -m lab deployment --requests {requests} --prompt-len {prompt_len} "
+            f"--output-len {output_len} -- vllm serve {dep.line.model} …"
+        )
 
 
 def _example(name, line, gpu):

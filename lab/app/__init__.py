@@ -59,7 +59,7 @@ def launch(
 
     host = host or os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1"
     port = port or int(os.environ.get("GRADIO_SERVER_PORT") or 7860)
-    from lab.app.steps_data import PAGE_JS, add_steps_route
+    from lab.app.steps_data import PAGE_JS, steps_routes
 
     demo.queue(default_concurrency_limit=4, max_size=256)
     banner = room_banner(host, port, bool(password))
@@ -83,8 +83,9 @@ def launch(
         # Gradio's run history copies every event's outputs into the browser's storage:
         # a block table per step (and a session's traces kept in the browser). Off.
         run_history=False,
+        # GET /lab/steps/<key>: the step data the page draws from, routed from the server's first request
+        app_kwargs={"routes": steps_routes()},
     )
-    add_steps_route(demo.server_app)  # GET /lab/steps/<key>: the step data the page draws from
     if kernels and first:  # after the routes: the page may ask how it goes as soon as it loads
         from lab.app.background import BACKGROUND
         from lab.app.cache import scenario_key

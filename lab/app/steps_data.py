@@ -16,6 +16,7 @@ from collections import OrderedDict
 
 from fastapi import Request, Response  # gradio's server
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 
 from lab.app.background import BACKGROUND
 from lab.app.cache import TRACES
@@ -84,11 +85,14 @@ class StepDataCache:
 STEP_DATA = StepDataCache()
 
 
-def add_steps_route(app) -> None:
-    """Add ``GET /lab/steps/<key>`` and ``GET /lab/kernels/<key>`` to the server's FastAPI app
-    (lab.app.launch does, after launch)."""
+def steps_routes() -> list[APIRoute]:
+    """``GET /lab/steps/<key>`` and ``GET /lab/kernels/<key>``, handed to the server's FastAPI app when it
+    is made (lab.app.launch: ``app_kwargs={"routes": ...}``), so they answer from its first request on.
+    Added after launch, a request in the first moments after start got 404 instead of the page's data
+    (or of 401 without the password)."""
 
     def refused(request: Request) -> Response | None:
+        app = request.app  # Gradio's App: its auth, tokens and cookie id
         if app.auth is not None:  # a password asked for (lab.app.room): the page's login cookie, as Gradio checks it
             token = request.cookies.get(f"access-token-{app.cookie_id}") or request.cookies.get(
                 f"access-token-unsecure-{app.cookie_id}"
@@ -121,5 +125,4 @@ def add_steps_route(app) -> None:
             return no
         return JSONResponse({"kernels": BACKGROUND.state(key)}, headers={"Cache-Control": "no-store"})
 
-    app.add_api_route(ROUTE, steps, methods=["GET"])
-    app.add_api_route(KERNELS_ROUTE, kernels, methods=["GET"])
+    return [APIRoute(ROUTE, steps, methods=["GET"]), APIRoute(KERNELS_ROUTE, kernels, methods=["GET"])]

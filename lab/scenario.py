@@ -29,6 +29,9 @@ from lab.spec_grammar import (
 )
 
 MODEL_STATES = ("default", "mamba_hybrid", "encoder_decoder", "encoder_only")
+# vllm/config/model.py ModelConfig.is_chunked_prefill_supported: False for encoder-decoder models and for
+# bidirectional (encoder-only) pooling models.
+ENCODER_STATES = ("encoder_decoder", "encoder_only")
 CUDAGRAPH_MODES = ("FULL_AND_PIECEWISE", "PIECEWISE", "NONE")
 MAX_SPECULATIVE_TOKENS = 15
 MAX_BLOCK_SIZE = 4096
@@ -88,6 +91,10 @@ class Scenario:
     # tokens (vLLM's SlidingWindowSpec.sliding_window); 0: none. From vLLM 0.33.0 its gathered table nulls
     # the entries below each request's window (R11, lab/engine/sliding_window.py).
     sliding_window: int = 0
+    # vLLM's SchedulerConfig.enable_chunked_prefill. False: a waiting prompt that does not fit the step's budget
+    # left waits for a later step (Scheduler.schedule). vLLM's CPU platform turns it off for an MLA model on a CPU
+    # without AMX tiles (lab/live/cpu_platform.py); the encoder states run without it whatever this says.
+    enable_chunked_prefill: bool = True
     name: str = field(default="", compare=False)
     description: str = field(default="", compare=False)
 
@@ -116,6 +123,12 @@ class Scenario:
                     raise ValueError(f"{fld}: {message(self)}")
 
     # ---- derived values ---------------------------------------------------------------------
+    @property
+    def runs_chunked_prefill(self) -> bool:
+        """Whether vLLM's scheduler may split a prompt over steps: enable_chunked_prefill, and a model state
+        that supports it (ModelConfig.is_chunked_prefill_supported)."""
+        return self.enable_chunked_prefill and self.model_state not in ENCODER_STATES
+
     def blocks_per_request(self, r: RequestSpec) -> int:
         """The most blocks the scheduler can hold for one request.
 
@@ -178,6 +191,12 @@ def _integer(name: str) -> Check:
         lambda obj, *_: _is_int(getattr(obj, name)),
         lambda obj, *_: f"must be an integer, got {getattr(obj, name)!r}",
     )
+
+
+def _why_no_chunked_prefill(s: Scenario) -> str:
+    if s.model_state in ENCODER_STATES:
+        return f"{s.model_state} models run without chunked prefill"
+    return "chunked prefill is off (chunked=off)"
 
 
 def _capture_sizes_ok(s: Scenario) -> bool:
@@ -291,14 +310,17 @@ SCENARIO_CHECKS: tuple[Check, ...] = (
         ),
     ),
     (
+        "enable_chunked_prefill",
+        lambda s: isinstance(s.enable_chunked_prefill, bool),
+        lambda s: f"must be True or False, got {s.enable_chunked_prefill!r}",
+    ),
+    (
         # vllm/config/scheduler.py SchedulerConfig.verify_max_model_len, with chunked prefill off (R1 above).
         "max_num_batched_tokens",
-        lambda s: (
-            s.model_state not in ("encoder_decoder", "encoder_only") or s.max_num_batched_tokens >= s.max_model_len
-        ),
+        lambda s: s.runs_chunked_prefill or s.max_num_batched_tokens >= s.max_model_len,
         lambda s: (
             f"max_num_batched_tokens ({s.max_num_batched_tokens}) is smaller than max_model_len ({s.max_model_len}): "
-            f"{s.model_state} models run without chunked prefill, so vLLM refuses it (raise tokens= or lower mml=)"
+            f"{_why_no_chunked_prefill(s)}, so vLLM refuses it (raise tokens= or lower mml=)"
         ),
     ),
     (

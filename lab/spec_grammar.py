@@ -55,6 +55,10 @@ Grammar (underscore- or whitespace-separated segments, in any order)::
                                                           a sliding-window KV group, gpt-oss-like,
                                                           whose table vLLM 0.33.0 nulls below the
                                                           window: R11)
+    chunked    on | off                                   enable_chunked_prefill   (default on; off: a
+                                                          prompt that does not fit the budget left
+                                                          waits, as vLLM's CPU platform runs an MLA
+                                                          model without AMX tiles; needs tokens >= mml)
 
 Worked examples::
 
@@ -137,6 +141,7 @@ SPEC_SETTINGS = {
     "method": "speculative_method",
     "drafts": "draft_decode_fused",
     "window": "sliding_window",
+    "chunked": "enable_chunked_prefill",
 }
 
 _REQ_RE = re.compile(r"^(\d+)?p(\d+)(k?)o(\d+)(k?)(?:a(\d+)(?:\+(\d+))?)?$")
@@ -207,6 +212,10 @@ def _parse_setting(key: str, value: str, seg: str):
         if v not in VLLM_VERSIONS:
             raise ValueError(f"invalid scenario segment {seg!r}: vllm must be one of {', '.join(VLLM_VERSIONS)}")
         return v
+    if key == "chunked":
+        if value.lower() not in ("on", "off"):
+            raise ValueError(f"invalid scenario segment {seg!r}: chunked must be on or off")
+        return value.lower() == "on"
     if key == "drafts":
         if value.lower() not in ("step", "fused"):
             raise ValueError(f"invalid scenario segment {seg!r}: drafts must be step or fused")
@@ -247,6 +256,8 @@ def _fmt_setting(fld: str, v) -> str:
         return v.replace("_", "-")
     if fld == "async_scheduling":
         return "async" if v else "sync"
+    if fld == "enable_chunked_prefill":
+        return "on" if v else "off"
     if fld in _SIZE_FIELDS:
         return _fmt_size(v)
     return str(v)

@@ -61,6 +61,23 @@ def test_encoder_states_never_chunk_a_prompt():
     assert whole.steps[0].num_scheduled_tokens == [3072]
 
 
+def test_chunked_off_admits_each_prompt_whole_in_the_default_state_too():
+    """SchedulerConfig.enable_chunked_prefill=False (chunked=off; vLLM's CPU platform for an MLA model without
+    AMX tiles): the same batch as above, each prompt whole; the spec, the trace file and the budget check know it."""
+    s = Scenario.from_spec("3p3ko20_mml=4k_tokens=4k_cg=none_chunked=off")
+    assert not s.runs_chunked_prefill and s.to_spec().endswith("_chunked=off")
+    assert Scenario.from_spec(s.to_spec()) == s
+    t = simulate(s)
+    assert [st.num_scheduled_tokens for st in t.steps[:3]] == [[3072], [1, 3072], [1, 1, 3072]]
+    for st in t.steps:
+        prefill = [n for n, c in zip(st.num_scheduled_tokens, st.num_computed_tokens) if c == 0]
+        assert all(n == 3072 for n in prefill)
+    with pytest.raises(ValueError, match=r"max_num_batched_tokens.*chunked prefill is off \(chunked=off\)"):
+        Scenario.from_spec("3p3ko20_mml=4k_tokens=2k_chunked=off")
+    with pytest.raises(ValueError, match="chunked must be on or off"):
+        Scenario.from_spec("p10o2_chunked=maybe")
+
+
 def test_encoder_only_reads_no_block_table_and_existed_from_0_27():
     """EncoderOnlyModelState: no KV cache (no blocks, a dummy block table), so no walk in either mode;
     max_seq_len is the batch max as the default state's; one forward per request; the history gives no value

@@ -36,6 +36,7 @@ SPECS = (
     # No chunked prefill (encoder-decoder), and no block table read at all (encoder-only).
     "40p700o30a0+1_seqs=16_mml=4k_tokens=4k_steps=200_state=encoder-decoder",
     "60p300o1a0+1_8p3ko1a3_seqs=16_mml=4k_tokens=4k_state=encoder-only",
+    "40p700o30a0+1_seqs=16_mml=4k_tokens=4k_steps=200_chunked=off_k=2",
 )
 NUM_RANDOM = 60
 

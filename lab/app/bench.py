@@ -27,7 +27,7 @@ from contextlib import contextmanager
 import numpy as np
 from gradio_client import Client
 
-from lab import Scenario, simulate
+from lab import Scenario, machine, simulate
 from lab.app.cache import TRACES, scenario_key
 from lab.app.stepping import PLAY_INTERVAL_S, drawn_id, step_outputs
 from lab.app.ui import DEFAULT_PRESET
@@ -197,7 +197,7 @@ def run_bench_app(preset: str | None = None, repeat: int = 2, clicks: int = 40, 
     w = (out or sys.stdout).write
     views = tuple(ALL_VIEWS)
     w(
-        f"python -m lab bench app  (CPU, {os.cpu_count()} cores; preset {preset}; targets: click 'next' -> visible "
+        f"python -m lab bench app  (CPU: {machine.describe()}; preset {preset}; targets: click 'next' -> visible "
         f"figure, headline and summary redrawn p95 <= 100 ms in the browser on every view (the page steps by "
         f"itself), play 5 steps/s, launch to interactive <= 10 s)\n"
     )
@@ -231,7 +231,8 @@ def run_bench_app(preset: str | None = None, repeat: int = 2, clicks: int = 40, 
     results["loadavg"] = load
     w(
         f"  machine load average during the run: {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 min) on "
-        f"{os.cpu_count()} cores; browser figures above 1 per core measure the contention as much as the app\n"
+        f"{machine.usable_cores()} usable cores; browser figures above 1 per core measure the contention as much "
+        f"as the app\n"
     )
     la = results["launch"]
     w(

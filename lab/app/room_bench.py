@@ -14,13 +14,13 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import os
 import sys
 import threading
 import time
 
 import numpy as np
 
+from lab import machine
 from lab.app.deployment_tab import EXAMPLES
 from lab.presets import PRESETS
 from lab.views import ALL_VIEWS
@@ -115,7 +115,7 @@ def run_bench_room(
     w(
         f"python -m lab bench room --sessions {sessions}  ({steps} steps each, one every {interval:g} s; server "
         f"warmed for {warm_s:g} s; "
-        f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; {time.perf_counter() - t0:.0f} s in all; "
+        f"{machine.describe()}; {time.perf_counter() - t0:.0f} s in all; "
         f"target: p95 <= 250 ms per step)\n"
     )
     stats = {}

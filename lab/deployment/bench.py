@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from lab import machine
 from lab.deployment.answer import answer
 from lab.deployment.report import DEPLOYMENTS
 from lab.deployment.resolve import resolve
@@ -77,7 +78,7 @@ def bench_browser(url: str, rounds: int = 2) -> dict:
 
 def run_bench_deployment(out=None) -> dict:
     w = (out or sys.stdout).write
-    w(f"python -m lab bench deployment  ({os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; CPU only)\n")
+    w(f"python -m lab bench deployment  ({machine.describe()}; CPU only)\n")
     server = bench_server()
     w("  server: resolve + answer, default workload (16 x p2048 o256), median of 5\n")
     for r in server:

@@ -138,10 +138,10 @@ class Scheduler:
             s.speculative_method, s.num_speculative_tokens, rel.parallel_drafting_slots
         )
         self.input_budget = s.max_num_batched_tokens
-        # vllm/config/model.py ModelConfig.is_chunked_prefill_supported: not for encoder-decoder models nor
-        # bidirectional (encoder-only) pooling models; Scheduler.schedule then stops admitting at a prompt
-        # that does not fit the budget left ("If chunked_prefill is disabled, we can stop the scheduling here").
-        self.chunked_prefill = s.model_state not in ("encoder_decoder", "encoder_only")
+        # Without chunked prefill (chunked=off, or an encoder state: Scenario.runs_chunked_prefill)
+        # Scheduler.schedule stops admitting at a prompt that does not fit the budget left ("If
+        # chunked_prefill is disabled, we can stop the scheduling here").
+        self.chunked_prefill = s.runs_chunked_prefill
         # Encoder-only attention needs no KV cache (model_states/encoder_only.py): no KV cache groups, no blocks.
         self.has_kv_cache = s.model_state != "encoder_only"
         self.kv_rows = np.zeros((s.max_num_seqs, self.max_num_blocks_per_req), dtype=np.intp)  # as the pool's ids

@@ -11,7 +11,6 @@ lab/kernels/timed_run.py ``run``; this module only chooses its arguments.
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
@@ -20,6 +19,7 @@ from lab.blocks import walked_columns
 from lab.kernels.batch import HeadConfig
 from lab.kernels.registry import get_kernel
 from lab.kernels.timed_run import run
+from lab.machine import usable_cores
 from lab.trace import Trace
 
 
@@ -126,7 +126,7 @@ def app_threads(backend: str, device: str) -> int | None:
     on a busy 2-core machine); None (unchanged) on CUDA."""
     if str(device) != "cpu":
         return None
-    return max(1, min(4, os.cpu_count() or 1)) if backend == "cpp-fused-gather" else 1
+    return min(4, usable_cores()) if backend == "cpp-fused-gather" else 1
 
 
 def run_for_app(

@@ -26,6 +26,7 @@ import contextlib
 import ctypes
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import threading
@@ -35,6 +36,7 @@ import numpy as np
 import torch
 
 from lab.kernels.batch import HeadConfig, PagedBatch
+from lab.machine import cpu_flags
 
 SOURCE = Path(__file__).with_name("paged_decode.cpp")
 FLAGS = ("-O3", "-march=native", "-fopenmp-simd", "-fPIC", "-shared", "-std=c++17", "-pthread")
@@ -61,19 +63,6 @@ def find_compiler(env=None) -> str | None:
     return None
 
 
-def _cpu_flags() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.machine()
-
-
 def build_dir(env=None) -> Path:
     """Where the library is built: $LAB_KERNEL_BUILD_DIR, else the repository's build/ when it is
     writable, else ~/.cache/maxseqlen-lab."""
@@ -89,7 +78,15 @@ def build_dir(env=None) -> Path:
 def library_path(compiler: str, env=None) -> Path:
     version = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30).stdout
     key = hashlib.sha256(
-        "\0".join([SOURCE.read_text(encoding="utf-8"), " ".join(FLAGS), compiler, version, _cpu_flags()]).encode()
+        "\0".join(
+            [
+                SOURCE.read_text(encoding="utf-8"),
+                " ".join(FLAGS),
+                compiler,
+                version,
+                " ".join(sorted(cpu_flags())) or platform.machine(),
+            ]
+        ).encode()
     ).hexdigest()[:16]
     return build_dir(env) / f"lab_paged_decode_{key}.so"
 

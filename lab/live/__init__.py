@@ -26,6 +26,7 @@ from lab.live.limits import (
     CPU_BLOCK_MULTIPLE,
     HOW_TO_RUN,
     LIVE_SERIES,
+    CpuCannotRun,
     LiveUnavailable,
     ScenarioRefused,
     available,
@@ -59,6 +60,8 @@ def record(scenario, modes=("baseline", "fixed"), time_attention: bool = True, p
             "device": device,
             "build_s": round(run["build_s"], 3),
             "run_s": {m: round(v, 3) for m, v in run["run_s"].items()},
+            # which attention backend and block size vLLM's CPU platform chose, and why (lab/live/cpu_platform.py)
+            "platform": run["platform"],
         },
     }
     trace = to_trace(scenario, run["taps"], meta)
@@ -77,6 +80,7 @@ __all__ = [
     "check_scenario",
     "ScenarioRefused",
     "LiveUnavailable",
+    "CpuCannotRun",
     "min_num_gpu_blocks",
     "LIVE_SERIES",
     "CPU_BLOCK_MULTIPLE",

@@ -18,10 +18,11 @@ import time
 
 from lab.engine.cudagraph import capture_sizes
 from lab.engine.model_states import MODES
-from lab.live import hooks, old_cpu, shim
-from lab.live.limits import HOW_TO_RUN, LiveUnavailable, check_scenario
-from lab.live.models import write_model
+from lab.live import cpu_platform, hooks, old_cpu, shim
+from lab.live.limits import HOW_TO_RUN, LIVE_SERIES, CpuCannotRun, LiveUnavailable, check_scenario
+from lab.live.models import tiny_models, write_model
 from lab.live.tap import Tap
+from lab.machine import cpu_model
 
 # n-gram's prompt_lookup_min/max: any valid window (the drafts' values are never read, only their
 # count, which NgramGPUSpeculator keeps at K whether a match is found or not).
@@ -119,23 +120,11 @@ def _unpacked_weights_kept(on: bool):
         utils.dispatch_cpu_unquantized_gemm = orig
 
 
-def build_llm(scenario, folder: str, device: str = "cpu", series: str = "0.32"):
-    """The in-process engine for this scenario (its settings, a tiny model, dummy weights)."""
-    from vllm import LLM
-
+def engine_kwargs(scenario, folder: str, device: str = "cpu", series: str = "0.32") -> dict:
+    """vLLM's ``LLM``/``EngineArgs`` keywords for this scenario, its tiny models written under ``folder``."""
     s = scenario
-    method = s.speculative_method if s.num_speculative_tokens else ""
-    kind = {
-        "eagle3": "eagle3_target",
-        "mtp": "mtp",
-        "mtp_multi_module": "mtp",
-        "gemma4_mtp": "gemma4_target",
-        "dflash": "qwen3_target",
-        "dspark": "qwen3_target",
-    }.get(method, "target")
-    kind = "hybrid" if s.model_state == "mamba_hybrid" else kind
-    opts = {"num_mtp_layers": s.num_speculative_tokens} if method == "mtp_multi_module" else {}
-    target = write_model(os.path.join(folder, "target"), kind, s.max_model_len, **opts)
+    models = tiny_models(s)
+    target = write_model(os.path.join(folder, "target"), models.target, s.max_model_len, **models.target_options)
     graphs = {}
     if device != "cpu" and s.cudagraph_mode != "NONE":  # GPU only (scripts/live_gpu.sh): unverified here
         graphs = {
@@ -157,7 +146,8 @@ def build_llm(scenario, folder: str, device: str = "cpu", series: str = "0.32"):
         max_num_batched_tokens=s.max_num_batched_tokens,
         num_gpu_blocks_override=s.total_num_gpu_blocks,
         enable_prefix_caching=False,
-        enable_chunked_prefill=True,
+        # what vLLM's CPU platform turns it into (lab/live/cpu_platform.py): cpu_variant already asks for that
+        enable_chunked_prefill=s.enable_chunked_prefill,
         async_scheduling=False,
         seed=s.seed,
     )
@@ -185,23 +175,68 @@ def build_llm(scenario, folder: str, device: str = "cpu", series: str = "0.32"):
         kwargs["speculative_config"] = {"method": "mtp", "num_speculative_tokens": s.num_speculative_tokens}
     elif s.num_speculative_tokens:
         # method="draft_model": a separate tiny Llama (dummy weights) as the draft; else a tiny EAGLE/EAGLE3 head.
-        kind = {"draft_model": "target", "eagle3": "eagle3", "gemma4_mtp": "gemma4_mtp"}.get(method, method)
-        kind = kind if kind in ("target", "eagle3", "gemma4_mtp", "dflash", "dspark") else "eagle"
-        opts = {"block_size": s.num_speculative_tokens} if method == "dspark" else {}
-        draft = write_model(os.path.join(folder, "draft"), kind, s.max_model_len, **opts)
+        draft = write_model(os.path.join(folder, "draft"), models.draft, s.max_model_len, **models.draft_options)
         kwargs["speculative_config"] = {
             # Gemma4 MTP is vLLM's method "mtp" with a gemma4_mtp draft (SpeculativeConfig.use_gemma4_mtp).
             "method": "mtp" if s.speculative_method == "gemma4_mtp" else s.speculative_method,
             "model": str(draft),
             "num_speculative_tokens": s.num_speculative_tokens,
         }
+    return kwargs
+
+
+def build_llm(scenario, folder: str, device: str = "cpu", series: str = "0.32"):
+    """The in-process engine for this scenario (its settings, a tiny model, dummy weights). On the CPU,
+    vLLM's refusal of this CPU (NotImplementedError from its platform or kernels) is ``CpuCannotRun``."""
+    from vllm import LLM
+
+    s = scenario
+    method = s.speculative_method if s.num_speculative_tokens else ""
+    kwargs = engine_kwargs(s, folder, device, series)
     with _unpacked_weights_kept(device == "cpu" and method in ("dflash", "dspark")):
-        llm = LLM(**kwargs)
+        try:
+            llm = LLM(**kwargs)
+        except NotImplementedError as e:
+            if device != "cpu":
+                raise
+            raise CpuCannotRun(f"vLLM cannot run this scenario on this CPU ({cpu_model()}): {e}") from e
     from vllm.v1.worker.gpu.model_runner import GPUModelRunner
 
     if not isinstance(_runner(llm), GPUModelRunner):  # the runner itself (0.19 has no use_v2_model_runner)
         raise LiveUnavailable("vLLM did not pick Model Runner V2 (VLLM_USE_V2_MODEL_RUNNER=1 was ignored)")
     return llm
+
+
+def attention_backends(vllm_config) -> list[str]:
+    """The attention backends vLLM built the model's attention layers with (AttentionBackend.get_name())."""
+    layers = vllm_config.compilation_config.static_forward_context.values()
+    return sorted({layer.attn_backend.get_name() for layer in layers if getattr(layer, "attn_backend", None)})
+
+
+def platform_facts(llm, scenario, series: str) -> dict:
+    """What vLLM's CPU platform chose for the engine it built (backend, block size, chunked prefill, budget),
+    held to lab/live/cpu_platform.py's plan for the live series: a CPU the plan does not foresee stops the
+    recording with both sides named, instead of a comparison with the wrong scenario."""
+    import torch
+
+    config = llm.llm_engine.vllm_config
+    chosen = cpu_platform.what_vllm_chose(config)
+    backends = attention_backends(config)
+    facts = {**chosen, "attention_backends": backends, "cpu": cpu_model(), "torch_threads": torch.get_num_threads()}
+    if series != LIVE_SERIES:
+        return facts
+    plan = cpu_platform.plan(scenario)
+    bad = cpu_platform.disagreements(plan, chosen, tiny_models(scenario).uses_mla)
+    if plan.attention_backend not in backends:
+        built = ", ".join(backends) or "none"
+        bad.append(f"attention backend: vLLM built {built}, the lab planned {plan.attention_backend}")
+    if bad:
+        raise LiveUnavailable(
+            f"vLLM's CPU platform did not run this scenario as lab/live/cpu_platform.py plans on this CPU "
+            f"({cpu_model()}, AMX tiles: {plan.amx}): " + "; ".join(bad)
+        )
+    why = plan.block_size_why
+    return {**facts, "attention_backend": plan.attention_backend, "amx": plan.amx, "block_size_why": why}
 
 
 def drive(llm, scenario, tap: Tap, progress=None) -> int:
@@ -249,13 +284,14 @@ def drive(llm, scenario, tap: Tap, progress=None) -> int:
 
 def run_live(scenario, modes=MODES, time_attention: bool = True, progress=None, device: str = "cpu") -> dict:
     """Run ``scenario`` on vLLM once per mode. Returns {"taps": {mode: Tap}, "version", "series",
-    "build_s", "run_s": {mode: seconds}, "truncated"}."""
+    "build_s", "run_s": {mode: seconds}, "truncated", "platform": what vLLM's CPU platform chose}."""
     vllm, ser = load(device)
     check_scenario(scenario, ser, device)
     time_attention = time_attention and device == "cpu"  # the hook times vLLM's CPU attention backend
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="lab-live-") as folder, old_cpu.installed(ser):
         llm = build_llm(scenario, folder, device, ser)
+        platform = platform_facts(llm, scenario, ser) if device == "cpu" else {}
         build_s = time.perf_counter() - t0
         taps, run_s = {}, {}
         truncated = False
@@ -279,4 +315,5 @@ def run_live(scenario, modes=MODES, time_attention: bool = True, progress=None, 
         "build_s": build_s,
         "run_s": run_s,
         "truncated": truncated,
+        "platform": platform,
     }

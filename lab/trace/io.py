@@ -366,6 +366,7 @@ def scenario_to_dict(s: Scenario) -> dict:
         ("speculative_method", "eagle"),
         ("draft_decode_fused", False),
         ("sliding_window", 0),
+        ("enable_chunked_prefill", True),
     ):
         if d[name] == default:
             del d[name]

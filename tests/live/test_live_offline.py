@@ -94,3 +94,78 @@ def test_compare_engine_with_itself_agrees_and_names_the_first_difference(tmp_pa
         [sys.executable, "-m", "lab", "compare", str(tmp_path / "a.json")], capture_output=True, text=True
     )
     assert r.returncode == 0 and "agree: 100 %" in r.stdout, r.stdout + r.stderr
+
+
+# ---- vLLM's CPU platform on this CPU (lab/live/cpu_platform.py; vLLM's own answer: test_live_cpu_platform.py)
+
+
+@pytest.mark.parametrize("amx", [False, True])
+def test_an_mla_model_gets_the_block_size_and_budget_of_its_cpu_backend(amx):
+    from lab.live import cpu_platform
+
+    s = parse_spec("2p64o12_k=3_method=mtp_mml=4k_bs=32")
+    p = cpu_platform.plan(s, amx)
+    v = cpu_variant(s, amx=amx)
+    if amx:  # AMX_MLA: multiples of 32, chunked prefill and the budget as asked
+        assert (p.attention_backend, p.block_size, p.enable_chunked_prefill) == ("AMX_MLA", 32, True)
+        assert v.block_size == 32 and v.enable_chunked_prefill and v.max_num_batched_tokens == 8192
+    else:  # the reference CPU_MLA: block_size forced to 16, no chunked prefill, max(mml, 2048) tokens
+        assert (p.attention_backend, p.block_size, p.enable_chunked_prefill) == ("CPU_MLA", 16, False)
+        assert v.block_size == 16 and not v.enable_chunked_prefill and v.max_num_batched_tokens == 4096
+        assert "check_and_update_config forces block_size=16" in p.block_size_why
+        why = cpu_platform.refusals(s, amx)
+        assert any(w.startswith("block_size=32:") for w in why) and any("chunked=off" in w for w in why)
+    # The pool holds one max_model_len request in the block size vLLM really uses (the no-AMX failure:
+    # 129 blocks of 32 sized for blocks of 16 held half of it).
+    assert v.total_num_gpu_blocks >= -(-v.max_model_len // v.block_size) + 1
+    assert cpu_platform.refusals(v, amx) == []
+    mm = cpu_variant(parse_spec("2p64o12_k=3_method=mtp-multi-module_mml=4k_bs=32"), amx=amx)
+    assert mm.block_size == v.block_size and mm.enable_chunked_prefill == v.enable_chunked_prefill
+
+
+@pytest.mark.parametrize("amx", [False, True])
+def test_a_dense_model_keeps_cpu_attn_multiples_of_32_with_or_without_amx(amx):
+    from lab.live import cpu_platform
+
+    for spec, bs in (("6p192o40_k=3_mml=4k", 32), ("6p192o40_k=3_mml=4k_bs=64", 64), ("p64o4_bs=128", 128)):
+        s = parse_spec(spec)
+        p = cpu_platform.plan(s, amx)
+        assert (p.attention_backend, p.block_size, p.enable_chunked_prefill) == ("CPU_ATTN", bs, True)
+        assert cpu_variant(s, amx=amx).block_size == bs
+
+
+def test_this_cpu_is_asked_the_way_vllm_asks_it(monkeypatch):
+    import torch
+
+    from lab.live import cpu_platform
+
+    s = parse_spec("2p64o12_k=3_method=mtp_mml=4k_bs=32")
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
+    assert cpu_variant(s).block_size == 16 and not cpu_platform.amx_tiles()
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: True)
+    if cpu_platform.platform.machine().lower() in cpu_platform.X86:
+        assert cpu_variant(s).block_size == 32 and cpu_platform.amx_tiles()
+
+
+def test_the_tiny_models_are_the_driver_s_and_their_kv_cache_is_counted():
+    from lab.live.models import kv_bytes_per_token, kv_cache_bytes, tiny_models
+
+    assert tiny_models(parse_spec("p64o4_k=3_method=mtp")).uses_mla
+    for method in ("eagle", "eagle3", "draft-model", "dflash", "dspark", "gemma4-mtp", "ngram"):
+        assert not tiny_models(parse_spec(f"p64o4_k=3_method={method}")).uses_mla, method
+    assert tiny_models(parse_spec("p64o4_k=3_method=draft-model")).draft == "target"
+    assert tiny_models(parse_spec("p64o4_k=3_method=mtp-multi-module")).target_options == {"num_mtp_layers": 3}
+    # Llama: 2 layers x K and V x 2 KV heads x 64 x 2 bytes; DeepSeek MLA: (2 + 1 MTP) layers x 576 x 2 bytes
+    assert kv_bytes_per_token("target", 4096) == 1024 and kv_bytes_per_token("mtp", 4096) == 3 * 576 * 2
+    s = parse_spec("p64o4_bs=32_blocks=10_mml=256")
+    assert kv_cache_bytes(s) == 10 * 32 * 1024
+
+
+def test_a_kv_cache_this_machine_cannot_hold_is_refused_with_both_sizes(monkeypatch):
+    from lab.live import limits
+
+    s = cpu_variant(parse_spec("8p512o16_mml=32k"))
+    assert not any(w.startswith("memory:") for w in refusals(s))
+    monkeypatch.setattr(limits, "memory_available_bytes", lambda: 512 * 2**20)
+    why = [w for w in refusals(s) if w.startswith("memory:")]
+    assert why and "needs 1.0 GiB" in why[0] and "0.5 GiB available" in why[0]

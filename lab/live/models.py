@@ -92,7 +92,8 @@ def _eagle3(max_position: int) -> dict:
 def _deepseek_mtp(max_position: int, num_mtp_layers: int = 1) -> dict:
     """A tiny ``DeepseekV3ForCausalLM`` with ``num_nextn_predict_layers`` MTP layers (``method="mtp"``:
     vLLM drafts with its ``DeepSeekMTP``). MLA: kv_lora_rank + qk_rope_head_dim = 576, the one head size
-    vLLM's reference CPU_MLA backend takes (get_supported_head_sizes); layer 0 dense, layer 1 and the MTP layers 4 experts."""
+    vLLM's reference CPU_MLA backend takes (get_supported_head_sizes); layer 0 dense, layer 1 and the MTP
+    layers 4 experts."""
     return {
         "architectures": ["DeepseekV3ForCausalLM"],
         "model_type": "deepseek_v3",

@@ -10,6 +10,7 @@ tests/live/test_live_gpu.py, which runs where CUDA vLLM and a GPU are.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 
@@ -24,7 +25,7 @@ if not OK:
     pytest.skip(f"live vLLM is not available here ({WHY})", allow_module_level=True)
 
 from lab import Trace, simulate  # noqa: E402
-from lab.live import cpu_variant, record  # noqa: E402
+from lab.live import CpuCannotRun, cpu_platform, cpu_variant, record  # noqa: E402
 from lab.scenario import parse_spec  # noqa: E402
 from lab.trace.diff import compare_traces  # noqa: E402
 
@@ -57,13 +58,47 @@ SCENARIOS = {
 _CACHE: dict = {}
 
 
-def recorded(name):
-    if name not in _CACHE:
-        s = cpu_variant(parse_spec(SCENARIOS[name]))
-        t0 = time.perf_counter()
-        trace = record(s)
-        _CACHE[name] = (trace, time.perf_counter() - t0)
-    return _CACHE[name]
+@contextlib.contextmanager
+def amx_as(present: bool | None):
+    """This process's CPU as vLLM sees it: with AMX tiles (True), without (False) or as it is (None), by
+    ``torch.cpu._is_amx_tile_supported``, which vLLM's CPU platform and lab/live/cpu_platform.py both ask.
+    vLLM's cached attention-backend choice is dropped on the way in and out."""
+    import torch
+
+    from lab.live.driver import load
+
+    load()  # lab/live/shim.py before vllm is imported
+    from vllm.v1.attention import selector
+
+    real = torch.cpu._is_amx_tile_supported
+    if present is not None:
+        torch.cpu._is_amx_tile_supported = lambda: present
+    selector._cached_get_attn_backend.cache_clear()
+    try:
+        yield
+    finally:
+        torch.cpu._is_amx_tile_supported = real
+        selector._cached_get_attn_backend.cache_clear()
+
+
+def recorded(name, amx: bool | None = None):
+    """``SCENARIOS[name]`` recorded once per session, on this CPU (``amx=None``) or with AMX tiles hidden
+    (False) or forced (True); hiding what is not there changes nothing, so that recording is shared. A
+    scenario vLLM refuses on this CPU skips with vLLM's reason."""
+    key = (name, None if amx is None or amx == cpu_platform.amx_tiles() else amx)
+    if key not in _CACHE:
+        with amx_as(key[1]):
+            s = cpu_variant(parse_spec(SCENARIOS[name]))
+            t0 = time.perf_counter()
+            try:
+                trace = record(s)
+            except CpuCannotRun as e:
+                _CACHE[key] = e
+            else:
+                _CACHE[key] = (trace, time.perf_counter() - t0)
+    if isinstance(_CACHE[key], CpuCannotRun):
+        pytest.skip(str(_CACHE[key]))
+    return _CACHE[key]
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))

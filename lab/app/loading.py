@@ -38,7 +38,7 @@ from lab.app.stepping import (
 )
 from lab.app.steps_data import STEP_DATA
 from lab.engine.model_states import ERAS
-from lab.live import cpu_variant
+from lab.live import cpu_platform, cpu_variant
 from lab.live.record_process import LiveRunError, record_in_subprocess
 from lab.presets import PRESETS
 from lab.scenario import format_spec, get_preset, parse_spec
@@ -110,7 +110,11 @@ def _status(trace: Trace, how: str) -> str:
         kernels += f" ({'; '.join(detail)})." if detail else "."
     s_name = s.name or "custom scenario"
     # A live recording ran the scenario's CPU variant (lab.live.cpu_variant): the scenario text shows it.
-    live = f" Live: {trace.meta['source']} ran its CPU variant (in the scenario text)." if "live" in trace.meta else ""
+    live = ""
+    if "live" in trace.meta:
+        live = f" Live: {trace.meta['source']} ran its CPU variant (in the scenario text)."
+        platform = trace.meta["live"].get("platform") if isinstance(trace.meta["live"], dict) else None
+        live += (" " + cpu_platform.describe(platform, s.block_size)) if platform else ""
     return (
         f"{how}: **{s_name}**, {len(trace.steps)} steps, {len(s.requests)} requests, "
         f"block-table width {trace.width}.{live}{kernels}"

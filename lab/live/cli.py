@@ -18,6 +18,7 @@ import time
 
 from lab.cli_args import add_scenario_args, scenario_from_args
 from lab.live import eras, record
+from lab.live.cpu_platform import describe
 from lab.live.limits import LiveUnavailable, ScenarioRefused, available, cpu_variant, refusals
 from lab.live.shim import installed_series
 from lab.trace import Trace, era_recordings
@@ -103,6 +104,11 @@ def cmd_record(args) -> int:
         f"runs {', '.join(f'{m} {s:.1f} s' for m, s in live['run_s'].items())})",
         file=sys.stderr,
     )
+    if live.get("platform"):
+        why = live["platform"].get("block_size_why")
+        print(
+            f"{describe(live['platform'], trace.scenario.block_size)}" + (f" ({why})" if why else ""), file=sys.stderr
+        )
     if args.out:
         trace.save(args.out)
         print(f"trace saved to {args.out}", file=sys.stderr)

@@ -32,6 +32,7 @@ DEFAULT_MAX_NUM_BATCHED_TOKENS = 2048
 CPU_BLOCK_MULTIPLE = 32  # CPUAttentionBackend / AMXMLABackend.get_supported_kernel_block_sizes: MultipleOf(32)
 CPU_MLA_BLOCK_SIZE = 16  # CpuPlatform.check_and_update_config, for the reference CPUMLABackend
 X86 = ("x86_64", "amd64", "i386", "i686")
+BACKENDS = ("CPU_ATTN", "CPU_MLA", "AMX_MLA")  # the AttentionBackendEnum names the live models reach
 
 
 def amx_tiles() -> bool:
@@ -102,6 +103,17 @@ def refusals(scenario, amx: bool | None = None) -> list[str]:
             f"{DEFAULT_MAX_NUM_BATCHED_TOKENS}) = {p.max_num_batched_tokens} for an MLA model without AMX tiles"
         )
     return out
+
+
+def describe(platform: dict, block_size: int) -> str:
+    """One sentence on what vLLM's CPU platform chose for a recording (``trace.meta["live"]["platform"]``),
+    for the app and the CLI; only a known backend name is shown (a trace file may carry anything)."""
+    backend = platform.get("attention_backend") if isinstance(platform, dict) else None
+    if backend not in BACKENDS:
+        return ""
+    amx = platform.get("amx")
+    cpu = "a CPU with AMX tiles" if amx is True else "a CPU without AMX tiles" if amx is False else "this CPU"
+    return f"vLLM's CPU platform ran {backend} with block_size={block_size} on {cpu}."
 
 
 def what_vllm_chose(vllm_config) -> dict:

@@ -169,3 +169,17 @@ def test_a_kv_cache_this_machine_cannot_hold_is_refused_with_both_sizes(monkeypa
     monkeypatch.setattr(limits, "memory_available_bytes", lambda: 512 * 2**20)
     why = [w for w in refusals(s) if w.startswith("memory:")]
     assert why and "needs 1.0 GiB" in why[0] and "0.5 GiB available" in why[0]
+
+
+def test_the_app_says_which_backend_and_block_size_vllm_chose_and_nothing_a_trace_invents():
+    from lab.app.loading import _status
+    from lab.live.cpu_platform import describe
+
+    t = simulate(cpu_variant(parse_spec("2p64o4_k=3_method=mtp_mml=4k"), amx=False))
+    t.meta.update(
+        source="vLLM 0.32.0 Model Runner V2, live", live={"platform": {"attention_backend": "CPU_MLA", "amx": False}}
+    )
+    assert "ran CPU_MLA with block_size=16 on a CPU without AMX tiles" in _status(t, "live vLLM")
+    t.meta["live"]["platform"]["attention_backend"] = "<img src=x onerror=alert(1)>"
+    assert "onerror" not in _status(t, "live vLLM") and describe(t.meta["live"]["platform"], 16) == ""
+    assert describe("not a dict", 16) == ""

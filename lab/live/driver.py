@@ -213,6 +213,19 @@ def attention_backends(vllm_config) -> list[str]:
     return sorted({layer.attn_backend.get_name() for layer in layers if getattr(layer, "attn_backend", None)})
 
 
+def cpu_attn_isa(vllm_config) -> str | None:
+    """The kernel ISA vLLM's CPU_ATTN runs on this CPU (cpu_attn.py ``_get_attn_isa``: amx, vec, vec16,
+    neon, ...), from vLLM's own rule; None where this release has no such rule."""
+    import torch
+
+    try:
+        from vllm.v1.attention.backends.cpu_attn import _get_attn_isa
+    except ImportError:
+        return None
+    block_size = vllm_config.cache_config.block_size
+    return _get_attn_isa(torch.bfloat16, block_size, vllm_config.model_config.get_head_size())
+
+
 def platform_facts(llm, scenario, series: str) -> dict:
     """What vLLM's CPU platform chose for the engine it built (backend, block size, chunked prefill, budget),
     held to lab/live/cpu_platform.py's plan for the live series: a CPU the plan does not foresee stops the
@@ -223,6 +236,8 @@ def platform_facts(llm, scenario, series: str) -> dict:
     chosen = cpu_platform.what_vllm_chose(config)
     backends = attention_backends(config)
     facts = {**chosen, "attention_backends": backends, "cpu": cpu_model(), "torch_threads": torch.get_num_threads()}
+    if "CPU_ATTN" in backends:
+        facts["isa"] = cpu_attn_isa(config)
     if series != LIVE_SERIES:
         return facts
     plan = cpu_platform.plan(scenario)

@@ -7,7 +7,8 @@
   The interpreter never asks a backend for anything, so the stub only has to exist.
 - ``VLLM_ENABLE_V1_MULTIPROCESSING=0``: the engine core runs in this process, so the hooks see it.
 - ``VLLM_USE_V2_MODEL_RUNNER=1``: Model Runner V2 (the CPU worker's ``CPUModelRunner`` subclasses it).
-- ``VLLM_CPU_KVCACHE_SPACE=1`` (GiB) and ``HF_HUB_OFFLINE=1``: a small KV cache, never the network.
+- ``VLLM_CPU_KVCACHE_SPACE=1`` (GiB, lab/live/limits.py KV_CACHE_SPACE_GIB) and ``HF_HUB_OFFLINE=1``: the
+  memory vLLM's CPU worker wants available (the pool itself is ``num_gpu_blocks_override``), never the network.
 - ``VLLM_DISABLE_REQUEST_ID_RANDOMIZATION=1``: the worker sees the lab's request ids as given.
 
 Nothing here imports vllm; ``install`` must run before the first ``import vllm``.
@@ -19,6 +20,7 @@ import os
 import sys
 from types import SimpleNamespace
 
+from lab.live.limits import KV_CACHE_SPACE_GIB
 from lab.live.old_cpu import needs_port
 
 CPU_ONLY = ("TRITON_INTERPRET", "VLLM_CPU_KVCACHE_SPACE")
@@ -26,7 +28,7 @@ ENV = {
     "TRITON_INTERPRET": "1",
     "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
     "VLLM_USE_V2_MODEL_RUNNER": "1",
-    "VLLM_CPU_KVCACHE_SPACE": "1",
+    "VLLM_CPU_KVCACHE_SPACE": str(KV_CACHE_SPACE_GIB),
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
     "VLLM_DISABLE_REQUEST_ID_RANDOMIZATION": "1",

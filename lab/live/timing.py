@@ -22,7 +22,10 @@ HEAD_DIM = HIDDEN // HEADS
 KV_BYTES_PER_TOKEN = 2 * HEADS * HEAD_DIM * BYTES_PER_ELEMENT  # K and V, one layer
 
 
-def attention_timings(trace, taps: dict, version: str) -> tuple[dict, dict]:
+def attention_timings(trace, taps: dict, version: str, platform: dict | None = None) -> tuple[dict, dict]:
+    """The timings' meta and arrays. ``platform`` (what vLLM's CPU platform chose, lab/live/driver.py) names
+    the CPU and the kernel ISA the times come from."""
+    platform = platform or {}
     steps = trace.steps
     num_steps = len(steps)
     ms = np.full((num_steps, 2), np.nan)
@@ -40,9 +43,10 @@ def attention_timings(trace, taps: dict, version: str) -> tuple[dict, dict]:
                 ms[i, j], iqr[i, j] = med, q3 - q1
             cols = walked_columns(st.kernel_max_seq_len[m], bs)
             walked[i, j] = st.num_reqs_padded * cols * bs * KV_BYTES_PER_TOKEN
+    isa = platform.get("isa")
     meta = {
-        "backend": "vLLM CPU_ATTN (live)",
-        "device": "cpu",
+        "backend": f"vLLM CPU_ATTN{f', ISA {isa}' if isa else ''} (live)",
+        "device": platform.get("cpu") or "cpu",
         "kernel": "vllm.v1.attention.backends.cpu_attn.CPUAttentionBackendImpl.forward",
         "dtype": "bfloat16",
         "vllm": version,

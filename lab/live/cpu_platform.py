@@ -58,6 +58,11 @@ class CpuPlan:
         return asdict(self)
 
 
+def multiple_of_32(block_size: int) -> int:
+    """The block size CPU_ATTN and AMX_MLA run for one asked: the next multiple of 32 (MultipleOf(32))."""
+    return max(CPU_BLOCK_MULTIPLE, cdiv(block_size, CPU_BLOCK_MULTIPLE) * CPU_BLOCK_MULTIPLE)
+
+
 def attention_backend(use_mla: bool, amx: bool) -> str:
     """CpuPlatform.get_attn_backend_cls with no backend asked for."""
     if use_mla:
@@ -80,7 +85,7 @@ def plan(scenario, amx: bool | None = None) -> CpuPlan:
         # MLA without AMX: "forcing chunked prefill and prefix caching to be disabled"
         tokens = max(s.max_model_len, DEFAULT_MAX_NUM_BATCHED_TOKENS)
         return CpuPlan(backend, CPU_MLA_BLOCK_SIZE, why, False, tokens, amx)
-    bs = max(CPU_BLOCK_MULTIPLE, cdiv(s.block_size, CPU_BLOCK_MULTIPLE) * CPU_BLOCK_MULTIPLE)
+    bs = multiple_of_32(s.block_size)
     takes = f"vLLM's {backend} backend takes block sizes that are multiples of {CPU_BLOCK_MULTIPLE}"
     why = f"{takes}: bs={s.block_size} as asked" if bs == s.block_size else f"{takes}: bs={s.block_size} rounded up"
     return CpuPlan(backend, bs, why, s.enable_chunked_prefill, s.max_num_batched_tokens, amx)

@@ -191,7 +191,7 @@ def cpu_variant(scenario, series: str = LIVE_SERIES, amx: bool | None = None):
             max_num_batched_tokens=plan.max_num_batched_tokens,
         )
     else:  # the 0.19/0.22 era recorders: dense models on CPU_ATTN only (their presets)
-        platform = dict(block_size=max(CPU_BLOCK_MULTIPLE, cdiv(s.block_size, CPU_BLOCK_MULTIPLE) * CPU_BLOCK_MULTIPLE))
+        platform = dict(block_size=cpu_platform.multiple_of_32(s.block_size))
     s = dataclasses.replace(
         s,
         cudagraph_mode="NONE",

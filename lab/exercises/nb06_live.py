@@ -19,7 +19,8 @@ EXERCISES: tuple[Exercise, ...] = (
         traps=(
             Trap(
                 lambda: cdiv(step_of(LIVE_SPEC, 10).kernel_max_seq_len["fixed"], 16),
-                "too high: that's block size 16; a CPU run of vLLM needs a multiple of 32 (see the spec)",
+                "too high: that's block size 16; vLLM's CPU_ATTN, which this dense model runs, needs a multiple of "
+                "32 (see the spec)",
             ),
             Trap(
                 lambda: cdiv(

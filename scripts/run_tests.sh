@@ -35,6 +35,8 @@ fi
 
 lane2 >"$LOGS/lane2.log" 2>&1 &
 lane2_pid=$!
+# Stopped (Ctrl-C, a CI timeout): lane 2's suite goes with it.
+trap 'pkill -P "$lane2_pid" 2>/dev/null; kill "$lane2_pid" 2>/dev/null; exit 130' INT TERM
 .venv/bin/python -m pytest -q
 main_rc=$?
 wait "$lane2_pid"

@@ -45,6 +45,7 @@ def test_app_live_runner_draws_a_recorded_trace(monkeypatch):
 
     assert out["spec"] == format_spec(trace.scenario) and "bs=32" in out["spec"]
     assert "Live: vLLM 0.32" in out["status"] and "?" not in out["status"]
+    assert "vLLM's CPU platform ran CPU_ATTN with block_size=32 on a CPU" in out["status"]
     live = [(a[0], k["desc"]) for a, k in steps if "live vLLM" in k.get("desc", "")]
     assert live and all(total == 6 for (_, total), _ in live)
     assert any("baseline run (1 of 2)" in d for _, d in live) and any("fixed run (2 of 2)" in d for _, d in live)

@@ -21,7 +21,7 @@ from lab.deployment.selection import BackendChoice, GraphChoice, resolve_cudagra
 from lab.deployment.serve_line import ServeLine, ServeLineError, read_serve_line
 from lab.engine.releases import NO_HYBRID
 from lab.gpu_model.gpus import GPU, GPUS
-from lab.scenario import MAX_SPECULATIVE_TOKENS
+from lab.scenario import ENCODER_STATES, MAX_SPECULATIVE_TOKENS
 from lab.spec_grammar import METHOD_ALIASES, SPECULATIVE_METHODS
 
 # The releases a deployment can name, newest first, and the lab series whose bookkeeping replays each
@@ -176,7 +176,7 @@ def resolve(
     seqs = s.get("max_num_seqs") or 1024
     tokens = s.get("max_num_batched_tokens") or (16384 if big else 8192)
     state = KIND_STATE[facts.kind]
-    if state in ("encoder_only", "encoder_decoder") and tokens < mml:
+    if state in ENCODER_STATES and tokens < mml:
         # No chunked prefill for encoder models (SchedulerConfig): a whole prompt fits in one step.
         notes.append(f"max_num_batched_tokens raised to max_model_len ({mml:,}): encoder models are not chunked")
         tokens = mml

@@ -66,14 +66,13 @@ def record(scenario, modes=("baseline", "fixed"), time_attention: bool = True, p
     }
     trace = to_trace(scenario, run["taps"], meta)
     # The hook times CPUAttentionBackendImpl.forward: a model on vLLM's MLA backends is not timed (said so).
-    timed = "CPU_ATTN" in run["platform"].get("attention_backends", ["CPU_ATTN"])
-    if time_attention and device == "cpu" and timed:
+    backends = run["platform"].get("attention_backends", [])
+    if time_attention and device == "cpu" and "CPU_ATTN" in backends:
         kmeta, arrays = attention_timings(trace, run["taps"], run["version"], run["platform"])
         trace.attach_kernel_timings(kmeta, arrays)
     elif time_attention and device == "cpu":
-        backends = ", ".join(run["platform"]["attention_backends"])
         trace.meta["live"]["attention_timing"] = (
-            f"not timed: the recorder times vLLM's CPU_ATTN forward, and this model ran {backends}"
+            f"not timed: the recorder times vLLM's CPU_ATTN forward, and this model ran {', '.join(backends)}"
         )
     trace.meta["live"]["total_s"] = round(time.perf_counter() - t0, 3)
     return trace

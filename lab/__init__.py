@@ -12,6 +12,7 @@ changed. Public API (the trace contract, docs/trace.md; the layers, docs/archite
 ``run(scenario, backend="torch-reference", every=10)`` also times attention kernels in both modes.
 """
 
+from lab.history import REFERENCE_RELEASE
 from lab.presets import list_presets
 from lab.scenario import RequestSpec, Scenario
 from lab.trace import Step, Trace, TraceFormatError
@@ -62,7 +63,7 @@ def run(
     )
 
 
-VLLM_REFERENCE_VERSION = "0.33.0"
+VLLM_REFERENCE_VERSION = REFERENCE_RELEASE  # lab/history.py
 
 __all__ = [
     "Scenario",

@@ -19,14 +19,14 @@ from lab.presets import PRESETS
 
 # The grammar (lab/spec_grammar.py) reads and writes plain values, so it imports nothing of this module and
 # parse_spec / format_spec below build on it.
-from lab.spec_grammar import (
-    DEVICE_CAPABILITIES,
-    SPEC_SETTINGS,
-    SPECULATIVE_METHODS,
-    VLLM_VERSIONS,
-    read_spec,
-    write_spec,
-)
+from lab.spec_grammar import DEVICE_CAPABILITIES, SPEC_SETTINGS, VLLM_VERSIONS, read_spec, write_spec
+from lab.history import MODEL_STATE_FIRST_RELEASE, NO_HYBRID, series_before
+from lab.speculators import DEFAULT_METHOD, SPECULATIVE_METHODS, is_speculator, speculator
+
+
+def _required_k(method: str) -> int | None:
+    """The only K vLLM takes for ``method`` (None: any; an unknown method is refused by its own rule)."""
+    return speculator(method).required_k if is_speculator(method) else None
 
 MODEL_STATES = ("default", "mamba_hybrid", "encoder_decoder", "encoder_only")
 # vllm/config/model.py ModelConfig.is_chunked_prefill_supported: False for encoder-decoder models and for
@@ -74,12 +74,12 @@ class Scenario:
     # "0.32": vLLM 0.32's gather_block_tables, which zeroes only the padded rows (0.33 also zeroes the
     # rows a larger earlier batch left). 0.32's draft steps pass draft_max_seq_len without 0.33's second
     # min(..., max_model_len); propose already clamped it, so the value is the same (docs/live.md).
-    vllm_version: str = "0.33"
+    vllm_version: str = VLLM_VERSIONS[0]
     # The GPU's compute capability as vLLM's DeviceCapability.to_int() gives it (90: H100/H200, 100: B200).
     # It sets the default CUDA-graph capture ceiling: 1024 tokens on the SM100 family, else 512 (R8).
     device_capability: int = 90
-    # The speculator when num_speculative_tokens > 0 (vLLM's speculative_config.method; lab/spec_grammar.py
-    # SPECULATIVE_METHODS). Each has its own draft passes and max_seq_len rule (lab/engine/speculator.py).
+    # The speculator when num_speculative_tokens > 0 (vLLM's speculative_config.method; its record in
+    # lab/speculators.py says its draft passes and max_seq_len rule).
     speculative_method: str = "eagle"
     # The draft decode path of the TargetDependentAR speculators: False, the per-step path
     # (_multi_step_decode: metadata rebuilt every pass; a draft backend without
@@ -295,7 +295,7 @@ SCENARIO_CHECKS: tuple[Check, ...] = (
     ),
     (
         "vllm_version",
-        lambda s: not (s.model_state == "mamba_hybrid" and s.vllm_version in ("0.19", "0.22")),
+        lambda s: not (s.model_state == "mamba_hybrid" and s.vllm_version in NO_HYBRID),
         lambda s: (
             f"vLLM {s.vllm_version}'s Model Runner V2 refuses mamba-hybrid models (it ran them from "
             f"0.23.0); use vllm=0.32 or vllm=0.33 with state=mamba"
@@ -303,7 +303,7 @@ SCENARIO_CHECKS: tuple[Check, ...] = (
     ),
     (
         "vllm_version",
-        lambda s: not (s.model_state == "encoder_only" and s.vllm_version in ("0.19", "0.22")),
+        lambda s: not (s.model_state == "encoder_only" and series_before(s.vllm_version, MODEL_STATE_FIRST_RELEASE["encoder_only"])),
         lambda s: (
             f"vLLM {s.vllm_version}'s Model Runner V2 had no encoder-only model state (model_states/encoder_only.py "
             f"came with 0.27.0); use vllm=0.32 or vllm=0.33 with state=encoder-only"
@@ -348,14 +348,15 @@ SCENARIO_CHECKS: tuple[Check, ...] = (
     ),
     (
         "speculative_method",
-        lambda s: s.speculative_method == "eagle" or s.num_speculative_tokens > 0,
+        lambda s: s.num_speculative_tokens > 0 or s.speculative_method == DEFAULT_METHOD,
         lambda s: f"{s.speculative_method!r} needs num_speculative_tokens (k=) of at least 1",
     ),
     (
         # vllm spec_decode/extract_hidden_states.py ExtractHiddenStatesSpeculator.__init__.
         "num_speculative_tokens",
-        lambda s: s.speculative_method != "extract_hidden_states" or s.num_speculative_tokens == 1,
-        lambda s: f"extract_hidden_states requires num_speculative_tokens to be 1, got {s.num_speculative_tokens}",
+        lambda s: _required_k(s.speculative_method) in (None, s.num_speculative_tokens),
+        lambda s: f"{s.speculative_method} requires num_speculative_tokens to be {_required_k(s.speculative_method)}, "
+        f"got {s.num_speculative_tokens}",
     ),
     (
         "draft_decode_fused",

@@ -3,7 +3,8 @@
 In the spirit of vLLM's ``benchmarks/attention_benchmarks/batch_spec.py``: underscore-separated
 segments, an optional count in front, and a ``k`` suffix that multiplies by 1024. This module knows the
 text only; lab/scenario.py builds and validates the Scenario (``parse_spec``, ``format_spec``), so it
-imports this module and this module imports nothing of the lab's.
+imports this module and this module imports only the two tables below it (lab/history.py,
+lab/speculators.py).
 
 Grammar (underscore- or whitespace-separated segments, in any order)::
 
@@ -89,38 +90,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-# The MRV2 releases whose bookkeeping the engine can follow (lab/engine/releases.py, docs/eras.md): the
-# values ``vllm=`` takes, and so Scenario.vllm_version's (lab/scenario.py imports them from here).
-VLLM_VERSIONS = ("0.33", "0.32", "0.22", "0.19")
+# The MRV2 releases whose bookkeeping the engine can follow (the values ``vllm=`` takes, and so
+# Scenario.vllm_version's) and the speculators ``method=`` takes, with their aliases and the methods MRV2
+# does not run.
+from lab.history import VLLM_VERSIONS
+from lab.speculators import METHOD_ALIASES, SPECULATIVE_METHODS, UNMODELLED_METHODS
+
 # The GPUs' compute capabilities ``sm=`` takes (vLLM's DeviceCapability.to_int(): 90 = 9.0), and so
 # Scenario.device_capability's.
 DEVICE_CAPABILITIES = (80, 89, 90, 100, 103, 120)
-# The speculators ``method=`` takes: vLLM's speculative_config.method names, and two of vLLM's "mtp"
-# paths named apart (vllm/v1/worker/gpu/spec_decode/__init__.py init_speculator picks them from the draft
-# model: use_gemma4_mtp, use_multi_module_mtp). Their draft passes: lab/engine/speculator.py.
-SPECULATIVE_METHODS = (
-    "eagle",
-    "eagle3",
-    "mtp",
-    "gemma4_mtp",
-    "mtp_multi_module",
-    "draft_model",
-    "dflash",
-    "dspark",
-    "ngram",
-    "extract_hidden_states",
-)
-# Other names vLLM's speculative_config.method takes for one of those paths (init_speculator:
-# use_ngram() is "ngram" or "ngram_gpu", both NgramGPUSpeculator in MRV2).
-METHOD_ALIASES = {"ngram_gpu": "ngram"}
-# vLLM methods MRV2 does not run, and why (a clear refusal, not a silent eagle).
-UNMODELLED_METHODS = {
-    "suffix": "vLLM 0.33.0's Model Runner V2 does not run it: vLLM runs such a deployment on Model Runner V1 "
-    "(config/vllm.py _get_v2_model_runner_unsupported_features), which the lab does not model",
-    "custom_class": "vLLM 0.33.0's Model Runner V2 does not run it: vLLM runs such a deployment on Model Runner V1 "
-    "(config/vllm.py _get_v2_model_runner_unsupported_features), which the lab does not model",
-}
-
 # key -> Scenario field; the order here is the order write_spec writes them in.
 SPEC_SETTINGS = {
     "mml": "max_model_len",

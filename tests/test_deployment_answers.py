@@ -9,7 +9,7 @@ import pytest
 
 from lab.deployment import ServeLineError, Workload, answer, resolve
 from lab.deployment.report import DEPLOYMENTS, deployments_table, format_markdown, format_text, models_table
-from lab.engine.model_states import ERAS
+from lab.history import ERAS
 
 ONE = Workload(spec="p1000o8")
 B40654, A40654, A43991 = ERAS

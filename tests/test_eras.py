@@ -15,9 +15,9 @@ import pytest
 
 from lab import simulate
 from lab.engine.block_pool import BlockPool
-from lab.engine.model_states import ERAS
-from lab.engine.releases import RELEASES
-from lab.engine.speculator import num_draft_passes
+from lab.history import ERAS
+from lab.history import RELEASES
+from lab.speculators import num_draft_passes
 from lab.live import eras, hooks, old_cpu
 from lab.live.tap import Tap
 from lab.scenario import parse_spec

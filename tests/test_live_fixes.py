@@ -65,7 +65,7 @@ def test_lookahead_slots_follow_the_method_ngram_none_dflash_one_more():
     """vllm config/vllm.py VllmConfig.num_lookahead_tokens (found recording n-gram live: step 0 gave a
     64-token prompt 2 blocks of 32, the engine 3): n-gram writes no draft KV, so 0 lookahead slots, while
     its K drafts are still scheduled and verified; DFlash reserves 1 + K; EAGLE and draft_model K."""
-    from lab.engine.speculator import num_lookahead_tokens
+    from lab.speculators import num_lookahead_tokens
 
     assert [num_lookahead_tokens(m, 3) for m in ("eagle", "mtp", "draft_model", "dspark")] == [3] * 4
     assert num_lookahead_tokens("dflash", 3) == 4
@@ -84,7 +84,7 @@ def test_dflash_and_dspark_keep_input_slots_for_their_mask_queries():
     in vLLM 0.32.0 DFlash keeps K input slots per scheduled request, DSpark (parallel drafting) K - 1, the
     draft model 1. vLLM 0.33.0 keeps none for the DFlash family ("DFlash and DSpark draft in a separate
     query pass rather than adding rows to the target batch"), read in its source."""
-    from lab.engine.speculator import max_num_new_slots_for_drafting
+    from lab.speculators import max_num_new_slots_for_drafting
 
     methods = ("dflash", "dspark", "draft_model", "eagle")
     assert [max_num_new_slots_for_drafting(m, 7, True) for m in methods] == [7, 6, 1, 0]

@@ -17,7 +17,7 @@ from lab.conform import random_scenario
 from lab.engine import plain
 from lab.engine.model_runner import run_engine
 from lab.engine.oor import OOR_FIELDS
-from lab.engine.releases import release
+from lab.history import release
 from lab.engine.scheduler import Scheduler
 from lab.presets import list_presets
 from lab.scenario import get_preset, parse_spec

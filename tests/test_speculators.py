@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from lab import Scenario, Trace, simulate
-from lab.spec_grammar import SPECULATIVE_METHODS
+from lab.speculators import SPECULATIVE_METHODS
 from lab.views import ALL_VIEWS, headline_html
 
 

@@ -15,8 +15,8 @@ from lab.app.controls import inline_error
 from lab.deployment import ServeLineError, Workload, answer, resolve
 from lab.deployment.report import DEPLOYMENTS, format_markdown
 from lab.deployment.resolve import DEPLOYMENT_GPUS
+from lab.history import DEPLOYMENT_RELEASES, REFERENCE_RELEASE
 
-VLLM_RELEASES = ("0.33.0", "0.32.0", "0.23.0", "0.22.1", "0.19.1")
 EXAMPLES = {f"{label} on {gpu}": (line, gpu) for label, line, gpu in DEPLOYMENTS}
 OWN_LINE = "(your own line)"
 DEFAULT_EXAMPLE = "DeepSeek MTP, MLA on H200"
@@ -33,7 +33,7 @@ def deployment_tab(line, gpu, vllm, requests, prompt_len, output_len):
     """(message under the line, answer Markdown, backends table, replay link). A bad input: the message
     names it and the other outputs keep what they showed."""
     try:
-        dep = resolve(line or "", gpu or "H200", vllm or "0.33.0")
+        dep = resolve(line or "", gpu or "H200", vllm or REFERENCE_RELEASE)
         sizes = [int(v) if v is not None else d for v, d in ((requests, 16), (prompt_len, 2048), (output_len, 256))]
         _fits_the_app(dep, *sizes)
         a = answer(dep, Workload(*sizes))
@@ -85,10 +85,10 @@ def add_deployment_tab() -> None:
                 [OWN_LINE, *EXAMPLES], value=DEFAULT_EXAMPLE, label="example", elem_id="dep-example", scale=1
             )
             gpu = gr.Radio(list(DEPLOYMENT_GPUS), value=first_gpu, label="GPU", elem_id="dep-gpu", scale=1)
-            vllm = gr.Dropdown(list(VLLM_RELEASES), value="0.33.0", label="vLLM release", elem_id="dep-vllm", scale=0)
+            vllm = gr.Dropdown(list(DEPLOYMENT_RELEASES), value=REFERENCE_RELEASE, label="vLLM release", elem_id="dep-vllm", scale=0)
         line = gr.Textbox(first_line, label="vllm serve line", lines=2, max_lines=6, elem_id="dep-line")
         # The default example answered when the page is built (about 0.1 s): the tab opens on an answer.
-        _, first_md, first_table, first_link = deployment_tab(first_line, first_gpu, "0.33.0", 16, 2048, 256)
+        _, first_md, first_table, first_link = deployment_tab(first_line, first_gpu, REFERENCE_RELEASE, 16, 2048, 256)
         line_msg = gr.HTML("", elem_id="dep-line-msg")
         with gr.Row():
             # No minimum/maximum: Gradio would refuse a bad size with a toast; the lab's check says it inline.

@@ -37,7 +37,7 @@ from lab.app.stepping import (
     view_of,
 )
 from lab.app.steps_data import STEP_DATA
-from lab.engine.model_states import ERAS
+from lab.history import ERAS
 from lab.live import cpu_platform, cpu_variant
 from lab.live.record_process import LiveRunError, record_in_subprocess
 from lab.presets import PRESETS

@@ -22,6 +22,7 @@ import numpy as np
 
 from lab import machine
 from lab.app.deployment_tab import EXAMPLES
+from lab.history import REFERENCE_RELEASE
 from lab.presets import PRESETS
 from lab.views import ALL_VIEWS
 
@@ -67,7 +68,7 @@ def _session(url: str, j: int, steps: int, interval: float, start, times: dict, 
         line, gpu = list(EXAMPLES.values())[j % len(EXAMPLES)]
         msg, md, *_ = timed(
             "ask the deployment question (server)",
-            lambda: c.predict(line, gpu, "0.33.0", 16, 2048, 256, api_name="/deployment"),
+            lambda: c.predict(line, gpu, REFERENCE_RELEASE, 16, 2048, 256, api_name="/deployment"),
         )
         if msg or not md.startswith("### "):
             raise AssertionError(f"session {j}: no deployment answer for {line[:60]}: {msg[:120]}")

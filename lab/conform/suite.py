@@ -12,7 +12,7 @@ from lab.engine.cudagraph import capture_sizes
 from lab.engine.sliding_window import masking_reach
 from lab.presets import list_presets
 from lab.scenario import Scenario, get_preset
-from lab.spec_grammar import SPECULATIVE_METHODS
+from lab.speculators import SPECULATIVE_METHODS, speculator
 
 
 def conform(scenario, kernels: bool = True, max_disagreements: int = 20) -> Comparison:
@@ -77,8 +77,7 @@ def random_speculator_scenario(seed: int):
     base = random_scenario(seed)
     method = SPECULATIVE_METHODS[seed % len(SPECULATIVE_METHODS)]
     k = int(rng.integers(1, 5))
-    if method == "extract_hidden_states":
-        k = 1  # "extract_hidden_states requires num_speculative_tokens to be 1"
+    k = speculator(method).required_k or k  # "extract_hidden_states requires num_speculative_tokens to be 1"
     return base.replace(
         num_speculative_tokens=k,
         speculative_method=method,

@@ -15,16 +15,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-# The lab's methods as vLLM's speculative_config.method, and how many MTP layers the draft model has
-# (vllm/config/speculative.py use_multi_module_mtp: method "mtp" with min(layers, K) > 1).
-_VLLM_METHOD = {
-    "eagle": "eagle",
-    "eagle3": "eagle3",
-    "mtp": "mtp",
-    "gemma4_mtp": "mtp",
-    "mtp_multi_module": "mtp",
-    "draft_model": "draft_model",
-}
+from lab.speculators import speculator
+
 
 
 def vllm_sliding_window_reach(scenario) -> int:
@@ -39,11 +31,13 @@ def vllm_sliding_window_reach(scenario) -> int:
     k = s.num_speculative_tokens
     spec_config = None
     if k:
-        layers = k if s.speculative_method == "mtp_multi_module" else 1
+        # vLLM's speculative_config.method for the lab's method, and the MTP layers its draft has
+        # (vllm/config/speculative.py use_multi_module_mtp: method "mtp" with min(layers, K) > 1).
+        record = speculator(s.speculative_method)
         spec_config = SimpleNamespace(
-            method=_VLLM_METHOD[s.speculative_method],
+            method=record.vllm_method,
             num_speculative_tokens=k,
-            draft_model_config=SimpleNamespace(hf_config=SimpleNamespace(num_nextn_predict_layers=layers)),
+            draft_model_config=SimpleNamespace(hf_config=SimpleNamespace(num_nextn_predict_layers=record.num_mtp_layers(k))),
         )
         spec_config.use_eagle = lambda: SpeculativeConfig.use_eagle(spec_config)
         spec_config.use_multi_module_mtp = lambda: SpeculativeConfig.use_multi_module_mtp(spec_config)

@@ -3,20 +3,12 @@ the real ``propose`` of the scenario's speculator up to its first GPU work (``dr
 the graph managers its own ``init_cudagraph_manager`` makes (R8), and its ``_build_attn_metadata`` for
 every draft pass (R5), and compares each with the lab's draft passes.
 
-=================  ==========================================================================
-method             vLLM class run (vllm/v1/worker/gpu/spec_decode/)
-=================  ==========================================================================
-eagle, eagle3      eagle/speculator.py ``EagleSpeculator`` (a ``TargetDependentARSpeculator``)
-mtp                mtp/speculator.py ``MTPSpeculator``
-gemma4_mtp         gemma4/speculator.py ``Gemma4Speculator`` (``advance_draft_positions`` False)
-mtp_multi_module   multi_module_mtp/speculator.py ``MultiModuleMTPSpeculator``
-draft_model        standalone_ar/speculator.py ``StandaloneARSpeculator`` (its own ``__init__``)
-dflash             dflash/speculator.py ``DFlashSpeculator`` (its own ``__init__``)
-dspark             dspark/speculator.py ``DSparkSpeculator`` (its own ``__init__``)
-ngram,             no draft attention, read off vLLM's classes: ``NgramGPUSpeculator`` has no
-extract_hidden_    ``_build_attn_metadata``; ``ExtractHiddenStatesSpeculator``'s draft layer gets a
-states             ``CacheOnlyAttentionMetadata``, which holds a slot mapping and nothing a walk reads
-=================  ==========================================================================
+The class run is the speculator's record's (lab/speculators.py ``vllm_module``, ``vllm_class``). The
+TargetDependentAR family (``EagleSpeculator``, ``MTPSpeculator``, ``Gemma4Speculator``) runs as built;
+``StandaloneARSpeculator``, ``DFlashSpeculator`` and ``DSparkSpeculator`` run their own ``__init__`` over a
+parent that sets only what they read; n-gram and extract-hidden-states run no draft attention, read off
+vLLM's classes: ``NgramGPUSpeculator`` has no ``_build_attn_metadata``; ``ExtractHiddenStatesSpeculator``'s
+draft layer gets a ``CacheOnlyAttentionMetadata``, which holds a slot mapping and nothing a walk reads.
 """
 
 from __future__ import annotations
@@ -28,20 +20,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from lab.engine.speculator import draft_pass_step, draft_step_upper_bound
+from lab.speculators import draft_pass_step, speculator
 
-_CLASSES = {
-    "eagle": ("eagle.speculator", "EagleSpeculator"),
-    "eagle3": ("eagle.speculator", "EagleSpeculator"),
-    "mtp": ("mtp.speculator", "MTPSpeculator"),
-    "gemma4_mtp": ("gemma4.speculator", "Gemma4Speculator"),
-    "mtp_multi_module": ("multi_module_mtp.speculator", "MultiModuleMTPSpeculator"),
-    "draft_model": ("standalone_ar.speculator", "StandaloneARSpeculator"),
-    "dflash": ("dflash.speculator", "DFlashSpeculator"),
-    "dspark": ("dspark.speculator", "DSparkSpeculator"),
-    "ngram": ("ngram.speculator", "NgramGPUSpeculator"),
-    "extract_hidden_states": ("extract_hidden_states", "ExtractHiddenStatesSpeculator"),
-}
+from lab.engine.speculator import draft_step_upper_bound
+
 _PKG = "vllm.v1.worker.gpu.spec_decode."
 
 
@@ -63,17 +45,19 @@ class VllmDrafts:
     def __init__(self, vl):
         self.vl = vl
         V, s = vl.V, vl.s
-        self.method = s.speculative_method
-        module, name = _CLASSES[self.method]
-        self.module = importlib.import_module(_PKG + module)
-        cls = getattr(self.module, name)
-        if self.method in ("ngram", "extract_hidden_states"):
+        # The speculator's vLLM class, as its record names it (lab/speculators.py); the harness drives each
+        # class its own way.
+        self.record = record = speculator(s.speculative_method)
+        self.vllm_class = record.vllm_class
+        self.module = importlib.import_module(_PKG + record.vllm_module)
+        cls = getattr(self.module, record.vllm_class)
+        if not record.has_draft_attention:
             self.num_passes = self._draft_attention_passes(V, cls)
             return
-        if self.method in ("dflash", "dspark"):
+        if record.one_pass:
             self.sp = self._dflash_family(V, s, cls)
             return
-        if self.method == "draft_model":
+        if self.vllm_class == "StandaloneARSpeculator":
             # The real StandaloneARSpeculator.__init__ (its "cap at max" line), over a parent __init__
             # that sets only what it reads (the parent's builds the draft model's config).
             def parent_init(sp, vllm_config, device):
@@ -222,17 +206,17 @@ class VllmDrafts:
 
     def compare(self, rec, cmp, batch, state, desc, target_msl: int, ub: np.ndarray) -> None:
         V, vl = self.vl.V, self.vl
-        if self.method in ("ngram", "extract_hidden_states"):
+        if not self.record.has_draft_attention:
             cmp.check(rec.index, "R4", "draft passes", len(rec.drafts), self.num_passes)
             return
-        if self.method in ("dflash", "dspark"):
+        if self.record.one_pass:
             self._compare_dflash(rec, cmp, batch, ub)
             return
         sp = self.sp
         n = batch.num_reqs
         # StandaloneARSpeculator's propose leaves draft_max_seq_len as its __init__ set it (and needs the
         # draft model first); the others set it before their first GPU work.
-        if self.method != "draft_model":
+        if self.vllm_class != "StandaloneARSpeculator":
             try:
                 sp.propose(batch, {}, {}, None, None, None, None, None, None, None, None)
             except Captured:
@@ -240,7 +224,7 @@ class VllmDrafts:
         cmp.check(rec.index, "R4", "draft_max_seq_len", rec.draft_max_seq_len, int(sp.draft_max_seq_len))
         max_query_len = int(batch.num_scheduled_tokens.max())
         uniform0 = V.get_uniform_decode_token_count(n, batch.num_tokens, max_query_len, state.decode_graph_eligible)
-        if self.method == "mtp_multi_module":
+        if self.vllm_class == "MultiModuleMTPSpeculator":
             # One metadata (step=0) for every module, on the target-shaped batch.
             (m,) = self.managers
             mdesc = m.dispatch(n, batch.num_tokens_after_padding, uniform0, 0)
@@ -248,7 +232,7 @@ class VllmDrafts:
             for d in rec.drafts:
                 self._pass(rec, cmp, d, mdesc, kw, 0)
             return
-        if self.method == "draft_model":
+        if self.vllm_class == "StandaloneARSpeculator":
             # Eager only ("CUDA graph not yet supported"): pass 0 on the accepted tokens plus one
             # correction slot per request (step=0), pass k with "step=step + 1".
             assert not self.managers

@@ -17,17 +17,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab.deployment.resolve import Deployment, release_series
-from lab.engine.model_states import ERAS, MODEL_STATE_FIRST_RELEASE
-from lab.engine.releases import release
-from lab.engine.speculator import DISPLAY_NAMES, ONE_PASS_METHODS, num_query_per_req
+from lab.history import ERA, ERAS, MODEL_STATE_FIRST_RELEASE, release
+from lab.speculators import is_speculator, speculator
 from lab.gpu_model import BY_NAME, GPUS, HeadShape, backends_for, predict, predict_draft_pass
 from lab.gpu_model.records import LAB
 from lab.gpu_model.report import HEADLINE, summary, summary_cells
 from lab.scenario import RequestSpec, Scenario
 from lab.trace.recorder import simulate
 
-# The release each era's MRV2 shipped in (docs/eras.md).
-ERA_RELEASES = {ERAS[0]: "0.19.1 and before", ERAS[1]: "0.20.0-0.22.1", ERAS[2]: "0.23.0-0.33.0"}
+# The releases each era's MRV2 shipped in (lab/history.py, docs/eras.md).
+ERA_RELEASES = {e: ERA[e].releases_text for e in ERAS}
 MAX_WORKLOAD_REQUESTS = 1024
 
 
@@ -251,7 +250,7 @@ def answer(dep: Deployment, workload: Workload | None = None) -> dict:
 def describe(dep: Deployment) -> dict:
     """What vLLM would run, in words, each with where it comes from."""
     b, g, m = dep.backend, dep.graphs, dep.model
-    spec = "none" if not dep.method else f"{DISPLAY_NAMES.get(dep.method, dep.method)}, K={dep.k}"
+    spec = "none" if not dep.method else f"{speculator(dep.method).display_name if is_speculator(dep.method) else dep.method}, K={dep.k}"
     return {
         "model": f"{m.name} ({m.kind.replace('_', '-')}; {m.architecture}); source: {m.source}",
         "gpu": GPUS[dep.gpu].name,
@@ -276,7 +275,7 @@ def describe(dep: Deployment) -> dict:
 
 def _era_change(era: str) -> str:
     """The release and PR that began ``era``: "0.20.0 (#40654)"."""
-    return f"{ERA_RELEASES[era].split('-')[0]} ({era.split()[-1]})"
+    return f"{ERA[era].first_release} ({ERA[era].pr})"
 
 
 def _told_phrase(dep, paths: dict, era: str) -> tuple[str, str]:
@@ -358,8 +357,8 @@ def _draft_q_len(method: str, index: int, k: int) -> int | None:
     family's one pass: ``num_query_per_req``; a pass reusing the target metadata does the target's work
     again in the draft's layers; the standalone draft model's and multi-module MTP's pass 0 (their own
     prefill of the verified tokens) is not modelled; every other pass decodes one token per request."""
-    if method in ONE_PASS_METHODS:
-        return num_query_per_req(method, k)
+    if speculator(method).one_pass:
+        return speculator(method).num_query_per_req(k)
     if index == 0:
         return None
     return 1

@@ -22,6 +22,7 @@ from pathlib import Path
 from lab.deployment.answer import Workload, answer
 from lab.deployment.report import deployments_table, format_text, models_table
 from lab.deployment.resolve import DEPLOYMENT_GPUS, resolve
+from lab.history import REFERENCE_RELEASE
 
 VLLM_PYTHON = Path(__file__).resolve().parents[2] / ".venv-vllm" / "bin" / "python"
 
@@ -34,7 +35,7 @@ def register(sub) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sp.add_argument("--gpu", default="H200", choices=DEPLOYMENT_GPUS, help="the GPU it serves on (default H200)")
-    sp.add_argument("--vllm", default="0.33.0", help="the vLLM release it runs (default 0.33.0)")
+    sp.add_argument("--vllm", default=REFERENCE_RELEASE, help=f"the vLLM release it runs (default {REFERENCE_RELEASE})")
     sp.add_argument("--config", help="the model's config.json (or its folder), for a model not in the lab's table")
     sp.add_argument("--line", help='the serve line as one string ("vllm serve MODEL …")')
     sp.add_argument("--requests", type=int, default=16, help="workload: requests arriving together (default 16)")

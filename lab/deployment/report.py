@@ -7,7 +7,7 @@ import re
 
 from lab.deployment.answer import ERA_RELEASES, Workload, answer
 from lab.deployment.resolve import resolve
-from lab.engine.model_states import ERAS
+from lab.history import ERAS
 
 
 def _work_line(w: dict | None, backend: str) -> str:

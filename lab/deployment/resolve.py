@@ -19,10 +19,10 @@ from lab.deployment.models import ModelFacts, load_config_json, lookup
 from lab.deployment.runner import first_default, model_runner
 from lab.deployment.selection import BackendChoice, GraphChoice, resolve_cudagraph, select_backend
 from lab.deployment.serve_line import ServeLine, ServeLineError, read_serve_line
-from lab.engine.releases import NO_HYBRID
+from lab.history import NO_HYBRID
 from lab.gpu_model.gpus import GPU, GPUS
 from lab.scenario import ENCODER_STATES, MAX_SPECULATIVE_TOKENS
-from lab.spec_grammar import METHOD_ALIASES, SPECULATIVE_METHODS
+from lab.speculators import METHOD_ALIASES, SPECULATIVE_METHODS
 
 # The releases a deployment can name, newest first, and the lab series whose bookkeeping replays each
 # (lab/engine/releases.py): a release follows the newest series at or below it (docs/eras.md).

@@ -12,30 +12,11 @@ features MRV2 lacks (``_get_v2_model_runner_unsupported_features``). Releases no
 from __future__ import annotations
 
 from lab.deployment.models import ModelFacts
-from lab.engine.speculator import FIRST_RELEASE
-
-# (release read, its rule): "opt-in"; ("list", architectures, dense_unquantized_only); "dense" (0.25.0:
-# not hybrid, not attention-free, the list or not MoE); "dense+hybrid-listed" (0.27.0: hybrids only
-# if listed); "all".
-DEFAULTS = (
-    ("0.19.1", "opt-in"),  # envs.py: VLLM_USE_V2_MODEL_RUNNER = bool(int(os.getenv(..., "0")))
-    ("0.22.1", ("list", ("Qwen3ForCausalLM",), True)),  # config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES
-    ("0.23.0", ("list", ("LlamaForCausalLM", "MistralForCausalLM", "Qwen3ForCausalLM"), True)),
-    ("0.25.0", ("dense", ("DeepseekV2ForCausalLM", "Qwen2MoeForCausalLM", "GraniteMoeForCausalLM"), False)),
-    ("0.27.0", ("dense+hybrid-listed", ("DeepseekV2ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM",
-                "InklingForConditionalGeneration", "KimiK3ForConditionalGeneration", "LongcatFlashNgramForCausalLM",
-                "Qwen2MoeForCausalLM"), False)),
-    ("0.29.0", "all"),  # config/vllm.py use_v2_model_runner: no architecture list from 0.29.0 on
-)  # fmt: skip
-READ = tuple(r for r, _ in DEFAULTS) + ("0.31.0", "0.32.0", "0.33.0")
-
-
-def _minor(release: str) -> int:
-    return int(release.split(".")[1])
-
+from lab.history import MRV2_DEFAULTS, RELEASES_READ, minor
+from lab.speculators import UNMODELLED_METHODS, is_speculator, speculator
 
 def _rule(release: str) -> tuple[str, object]:
-    return next((r, rule) for r, rule in reversed(DEFAULTS) if _minor(r) <= _minor(release))
+    return next((r, rule) for r, rule in reversed(MRV2_DEFAULTS) if minor(r) <= minor(release))
 
 
 def default_v2(release: str, model: ModelFacts) -> bool:
@@ -56,7 +37,7 @@ def default_v2(release: str, model: ModelFacts) -> bool:
 
 def first_default(model: ModelFacts) -> str | None:
     """The first release read here whose MRV2 is this model's default runner."""
-    return next((r for r, _ in DEFAULTS if default_v2(r, model)), None)
+    return next((r for r, _ in MRV2_DEFAULTS if default_v2(r, model)), None)
 
 
 def model_runner(
@@ -64,7 +45,7 @@ def model_runner(
 ) -> tuple[bool, str]:
     """(runs MRV2, why) for a deployment of ``model`` on ``release`` with those environment words."""
     read, _ = _rule(release)
-    if release in READ:
+    if release in RELEASES_READ:
         where = f"vLLM {release} vllm/config/vllm.py use_v2_model_runner" + (
             f", as since {read}" if read != release else ""
         )
@@ -76,13 +57,14 @@ def model_runner(
     if forced:  # the variable decides before anything else
         on = forced.pop() in ("1", "true", "True")
         return on, f"VLLM_USE_V2_MODEL_RUNNER={'1' if on else '0'} ({where})"
-    if method in ("suffix", "custom_class"):
+    if method in UNMODELLED_METHODS:
         return False, f"speculative method '{method}' ({where}: _get_v2_model_runner_unsupported_features)"
-    if spec.get("parallel_drafting") and method not in ("dflash", "dspark"):
+    record = speculator(method) if method and is_speculator(method) else None
+    if spec.get("parallel_drafting") and not (record and record.parallel_drafting):
         return False, f"parallel drafting for EAGLE speculative decoding ({where})"
-    if method in FIRST_RELEASE and _minor(release) < _minor(FIRST_RELEASE[method]):
-        # lab/engine/speculator.py FIRST_RELEASE: the release whose MRV2 first ran it (docs/eras.md)
-        return False, f"no {method} speculator in MRV2 before vLLM {FIRST_RELEASE[method]} ({where})"
+    if record and minor(release) < minor(record.first_release):
+        # lab/speculators.py Speculator.first_release: the release whose MRV2 first ran it (docs/eras.md)
+        return False, f"no {method} speculator in MRV2 before vLLM {record.first_release} ({where})"
     if not default_v2(release, model):
         first = first_default(model)
         since = f"; its default from {first} on" if first else ""

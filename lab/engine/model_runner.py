@@ -29,10 +29,11 @@ from lab.engine.cudagraph import (
 from lab.engine.input_batch import InputBatch, in_batch_order, seq_lens_cpu_upper_bound, sort_batch
 from lab.engine.model_states import MODES, make_model_state
 from lab.engine.oor import StaleLedger, StaleRegion
-from lab.engine.releases import release
 from lab.engine.scheduler import Scheduler, SchedulerOutput
 from lab.engine.sliding_window import SlidingWindowGroup, masking_reach
-from lab.engine.speculator import ONE_PASS_METHODS, SPECULATORS, draft_cudagraph_mode, num_query_per_req
+from lab.engine.speculator import make_speculator
+from lab.history import release
+from lab.speculators import speculator
 from lab.engine.step_record import BlockAppend, EngineEnd, RequestAdded, RequestRemoved, StepObserver, StepRecord
 
 _NO_IDS = np.empty(0, dtype=np.int32)
@@ -81,21 +82,22 @@ class ModelRunner:
         )
         self.speculator = None
         if self.num_speculative_tokens:
-            # Each speculator's init_cudagraph_manager (lab/engine/speculator.py draft_cudagraph_mode): draft
+            # Each speculator's init_cudagraph_manager (lab/speculators.py Speculator.draft_cudagraph_mode): draft
             # decodes take query length 1; multi-module MTP's one graph takes the target's 1 + K, the DFlash
             # family's its num_query_per_req.
-            method = s.speculative_method
-            draft_query_len = 1
-            if method == "mtp_multi_module":
-                draft_query_len = self.decode_query_len
-            elif method in ONE_PASS_METHODS:
-                draft_query_len = num_query_per_req(method, self.num_speculative_tokens)
-            self.speculator = SPECULATORS[method](
+            record = speculator(s.speculative_method)
+            draft_query_len = {
+                "1": 1,
+                "target": self.decode_query_len,
+                "one_pass": record.num_query_per_req(self.num_speculative_tokens),
+            }[record.draft_graph_query]
+            self.speculator = make_speculator(
+                s.speculative_method,
                 self.num_speculative_tokens,
                 s.max_model_len,
                 s.acceptance_rate,
                 CudaGraphManager(
-                    draft_cudagraph_mode(method, s.cudagraph_mode),
+                    record.draft_cudagraph_mode(s.cudagraph_mode),
                     self.capture_sizes,
                     self.max_num_reqs,
                     draft_query_len,

@@ -16,27 +16,6 @@ from lab.engine.cudagraph import FULL
 from lab.engine.input_batch import InputBatch
 
 MODES = ("baseline", "fixed")
-# vLLM's history of the max_seq_len paths, oldest first (docs/rules.md, "History").
-ERAS = ("before #40654", "after #40654", "after #43991")
-
-
-def fixed_in_era(era: str, path: str, model_state: str) -> bool:
-    """Did vLLM pass the batch maximum (rather than max_model_len) on this path in this era?
-
-    ``path`` is "target" or "draft". PR #40654 fixed DefaultModelState.prepare_attn; PR #43991 fixed
-    MambaHybridModelState.prepare_attn and the Eagle/MTP draft metadata. The encoder-decoder state
-    (0.19.1-0.23.0: model_states/whisper.py WhisperModelState) passed max_model_len in 0.19.1 and the batch
-    maximum from 0.22.1 on, read in the wheels (docs/eras.md).
-    """
-    if era not in ERAS:
-        raise ValueError(f"era must be one of {ERAS}, got {era!r}")
-    if era == "after #43991":
-        return True
-    if era == "after #40654":
-        return path == "target" and model_state in ("default", "encoder_decoder")
-    return False
-
-
 @dataclass(frozen=True)
 class AttnMetadata:
     """The fields of vLLM's attention metadata this lab follows."""
@@ -154,17 +133,6 @@ class EncoderOnlyModelState(DefaultModelState):
 
     name = "encoder_only"
     reads_block_table = False
-
-
-# The first vLLM release whose MRV2 had each model state that came later (read in the wheels,
-# model_states/): the history gives no value for an era before it.
-MODEL_STATE_FIRST_RELEASE = {"encoder_only": "0.27.0"}
-
-
-def model_state_in_era(model_state: str, era: str) -> bool:
-    """Did MRV2 have this model state in ``era``? encoder-only came with 0.27.0, inside the era after
-    #43991; the mamba-hybrid and encoder-decoder states were there in every era."""
-    return model_state not in MODEL_STATE_FIRST_RELEASE or era == ERAS[-1]
 
 
 def make_model_state(name: str, max_model_len: int, max_num_reqs: int) -> DefaultModelState:

@@ -22,8 +22,8 @@ import numpy as np
 from lab.engine.block_pool import BlockPool
 from lab.engine.plain import schedule_running
 from lab.engine.ragged import ragged_ranges
-from lab.engine.releases import release
-from lab.engine.speculator import max_num_new_slots_for_drafting, num_lookahead_tokens
+from lab.history import release
+from lab.speculators import max_num_new_slots_for_drafting, num_lookahead_tokens
 
 WAITING, RUNNING, FINISHED = 0, 1, 2
 _NONE = np.empty(0, dtype=np.intp)  # no block ids, no rows (read-only)

@@ -29,7 +29,8 @@ from __future__ import annotations
 import numpy as np
 
 from lab.blocks import walked_columns
-from lab.engine.releases import release
+from lab.history import era_of_release, first_release_with, release
+from lab.speculators import speculator
 
 
 def num_retained_tokens(sliding_window: int, speculative_method: str, num_speculative_tokens: int) -> int:
@@ -37,9 +38,7 @@ def num_retained_tokens(sliding_window: int, speculative_method: str, num_specul
     extra_retained_tokens``, where vllm/v1/core/kv_cache_planning.py sets ``extra_retained_tokens =
     max(0, num_prefill_lookahead_tokens - 1)`` (vllm/config/vllm.py: K for multi-module MTP, whose
     modules re-prefill the last K - 1 tokens; 1 for the other Eagle-family drafters; 0 otherwise)."""
-    lookahead = 0
-    if num_speculative_tokens and speculative_method != "draft_model":
-        lookahead = num_speculative_tokens if speculative_method == "mtp_multi_module" else 1
+    lookahead = speculator(speculative_method).num_prefill_lookahead_tokens(num_speculative_tokens)
     return sliding_window - 1 + max(0, lookahead - 1)
 
 
@@ -109,10 +108,10 @@ class SlidingWindowGroup:
 
 
 def history_note(sliding_window: int, era: str) -> str:
-    """What the history says about the nulling in a max_seq_len era (model_states.ERAS): no release of
+    """What the history says about the nulling in a max_seq_len era (lab/history.py ERAS): no release of
     the first two eras nulled; of the third, 0.23.0 to 0.32.0 did not and 0.33.0 does."""
     if not sliding_window:
         return ""
-    if era != "after #43991":
+    if era != era_of_release(first_release_with("null_below_window")):
         return "no sliding-window nulling: every release of this era gathers every column (it came in vLLM 0.33.0)"
     return "sliding-window nulling from vLLM 0.33.0 only: 0.23.0-0.32.0 gather every column (vllm=0.32)"

@@ -1,31 +1,8 @@
-"""The speculators: their draft forward passes per step (K, one or none: ``num_draft_passes``; R4, R5)
-and seeded acceptance.
-
-One class per vLLM 0.33.0 speculator the lab models (``Scenario.speculative_method``), each with its own
-``draft_max_seq_len``, the ``step`` its passes add to the target's upper bound, and its CUDA graphs:
-
-=================  ===========================================  ===============================
-method             vLLM class (vllm/v1/worker/gpu/spec_decode/)  draft ``max_seq_len`` (fixed)
-=================  ===========================================  ===============================
-eagle, eagle3,     ``TargetDependentARSpeculator``              ``min(max(ub) + K, max_model_len)``
-mtp                (target_dependent_ar/speculator.py)
-gemma4_mtp         ``Gemma4Speculator`` (gemma4/speculator.py)  the same; positions fixed
-mtp_multi_module   ``MultiModuleMTPSpeculator``                 ``min(max(ub), max_model_len)``
-                   (multi_module_mtp/speculator.py)
-draft_model        ``StandaloneARSpeculator``                   ``max_model_len`` always
-                   (standalone_ar/speculator.py)
-dflash             ``DFlashSpeculator`` (dflash/speculator.py;  ``min(max(ub) + 1 + K,
-                   also DFlash2, XPress, LiLiCorr)              max_model_len)``; one pass
-dspark             ``DSparkSpeculator`` (dspark/speculator.py)  ``min(max(ub) + K, max_model_len)``;
-                                                                one pass
-ngram,             ``NgramGPUSpeculator`` (ngram/speculator.py), no draft attention: no passes
-extract_hidden_    ``ExtractHiddenStatesSpeculator``
-states             (extract_hidden_states.py)
-=================  ===========================================  ===============================
-
-Every pass's metadata is built by ``DraftModelSpeculator._build_attn_metadata`` (speculator.py):
-per-request upper bounds ``min(ub + step, max_model_len)``, ``max_seq_len = min(draft_max_seq_len,
-max_model_len)``. The baseline mode is vLLM before #40654: ``max_model_len`` on every pass.
+"""The speculators' engine side: the draft forward passes of each step (K, one or none; R4, R5) and
+seeded acceptance. One class per ``propose`` rule of vLLM 0.33.0 (spec_decode/); which class a method
+runs, and every fact of it (its draft passes' steps, graphs, lookahead, history), is its record in
+lab/speculators.py (``Speculator.propose``). The baseline mode is vLLM before #40654: ``max_model_len``
+on every pass.
 """
 
 from __future__ import annotations
@@ -36,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab.engine.cudagraph import FULL, NONE, CudaGraphManager, kernel_visible_max_seq_len
+from lab.speculators import Speculator, speculator
 
 
 @dataclass(frozen=True)
@@ -73,7 +51,6 @@ class TargetDependentARSpeculator:
     prefill) reuses the target's metadata, or replays its own FULL graph; passes 1..K-1 decode one token
     per request under FULL_DECODE_ONLY graphs or eagerly, on the per-step path (``_multi_step_decode``)."""
 
-    method = "eagle"
 
     def __init__(
         self,
@@ -81,7 +58,11 @@ class TargetDependentARSpeculator:
         max_model_len: int,
         acceptance_rate: float,
         decode_cudagraph_manager: CudaGraphManager,
+        record: Speculator | None = None,
     ):
+        # Its row of the table (lab/speculators.py); a bare TargetDependentARSpeculator is Eagle's.
+        self.record = record or speculator("eagle")
+        self.method = self.record.method
         self.num_speculative_tokens = num_speculative_tokens
         self.max_model_len = max_model_len
         self.acceptance_rate = acceptance_rate
@@ -137,7 +118,6 @@ class Gemma4Speculator(TargetDependentARSpeculator):
     positions stay fixed (``advance_draft_positions`` is False), so ``_multi_step_decode`` builds the
     decode metadata once, at step 1, and every decode pass reuses it."""
 
-    method = "gemma4_mtp"
 
 
 class MultiModuleMTPSpeculator(TargetDependentARSpeculator):
@@ -147,7 +127,6 @@ class MultiModuleMTPSpeculator(TargetDependentARSpeculator):
     compiled PIECEWISE graphs become FULL_DECODE_ONLY ("Compiled piecewise graphs do not specialize the
     Python module index"), with query length 1 + K (``init_cudagraph_manager``)."""
 
-    method = "mtp_multi_module"
 
     def fixed_draft_max_seq_len(self, seq_lens_cpu_upper_bound: np.ndarray, num_reqs: int) -> int:
         return min(int(seq_lens_cpu_upper_bound[:num_reqs].max()), self.max_model_len)
@@ -182,11 +161,12 @@ class DFlashSpeculator(TargetDependentARSpeculator):
     (``DFlashCudaGraphManager``, captured with ``max_seq_len=max_model_len``) are FULL_DECODE_ONLY when
     the target decodes in FULL graphs, else none ("PIECEWISE cudagraphs are not supported for dflash")."""
 
-    method = "dflash"
 
-    def __init__(self, num_speculative_tokens, max_model_len, acceptance_rate, decode_cudagraph_manager):
-        super().__init__(num_speculative_tokens, max_model_len, acceptance_rate, decode_cudagraph_manager)
-        self.num_query_per_req = num_query_per_req(self.method, num_speculative_tokens)
+    def __init__(self, num_speculative_tokens, max_model_len, acceptance_rate, decode_cudagraph_manager, record=None):
+        super().__init__(
+            num_speculative_tokens, max_model_len, acceptance_rate, decode_cudagraph_manager, record or speculator("dflash")
+        )
+        self.num_query_per_req = self.record.num_query_per_req(num_speculative_tokens)
 
     def fixed_draft_max_seq_len(self, seq_lens_cpu_upper_bound: np.ndarray, num_reqs: int) -> int:
         return min(int(seq_lens_cpu_upper_bound[:num_reqs].max()) + self.num_query_per_req, self.max_model_len)
@@ -208,7 +188,6 @@ class DSparkSpeculator(DFlashSpeculator):
     ``sample_from_anchor`` (its draft config's default, True) the anchor is itself a prediction, so
     ``num_query_per_req = K``, not 1 + K; everything else is DFlash's."""
 
-    method = "dspark"
 
 
 class NoDraftAttentionSpeculator(TargetDependentARSpeculator):
@@ -219,7 +198,6 @@ class NoDraftAttentionSpeculator(TargetDependentARSpeculator):
     sampled token). Neither runs a draft attention pass that reads the block table: no draft passes,
     no draft_max_seq_len; the target still verifies K drafts a step."""
 
-    method = "ngram"
 
     def fixed_draft_max_seq_len(self, seq_lens_cpu_upper_bound: np.ndarray, num_reqs: int) -> int:
         raise ValueError(f"{self.method} runs no draft attention: it has no draft_max_seq_len")
@@ -236,7 +214,6 @@ class StandaloneARSpeculator(TargetDependentARSpeculator):
     tokens plus one correction slot per request), pass k of 1..K-1 with ``step=k + 1`` ("Include the
     correction token inserted during prefill")."""
 
-    method = "draft_model"
 
     def fixed_draft_max_seq_len(self, seq_lens_cpu_upper_bound: np.ndarray, num_reqs: int) -> int:
         return self.max_model_len
@@ -247,145 +224,25 @@ class StandaloneARSpeculator(TargetDependentARSpeculator):
         return [self._pass(p, NONE, num_reqs, self.draft_max_seq_len) for p in range(self.num_speculative_tokens)]
 
 
-# How the lab's pages name each speculator.
-DISPLAY_NAMES = {
-    "eagle": "Eagle",
-    "eagle3": "EAGLE3",
-    "mtp": "MTP",
-    "gemma4_mtp": "Gemma4 MTP",
-    "mtp_multi_module": "multi-module MTP",
-    "draft_model": "draft-model",
-    "dflash": "DFlash",
-    "dspark": "DSpark",
-    "ngram": "n-gram",
-    "extract_hidden_states": "extract-hidden-states",
-}
-
-SPECULATORS = {
-    "eagle": TargetDependentARSpeculator,
-    "eagle3": TargetDependentARSpeculator,
-    "mtp": TargetDependentARSpeculator,
-    "gemma4_mtp": Gemma4Speculator,
-    "mtp_multi_module": MultiModuleMTPSpeculator,
-    "draft_model": StandaloneARSpeculator,
-    "dflash": DFlashSpeculator,
-    "dspark": DSparkSpeculator,
-    "ngram": NoDraftAttentionSpeculator,
-    "extract_hidden_states": NoDraftAttentionSpeculator,
-}
-
-# The speculators that run all K drafts in one parallel query pass (the DFlash family), and those that
-# run no draft attention at all.
-ONE_PASS_METHODS = ("dflash", "dspark")
-NO_DRAFT_ATTENTION_METHODS = ("ngram", "extract_hidden_states")
-
-
-def num_query_per_req(method: str, num_speculative_tokens: int) -> int:
-    """The DFlash family's query tokens per request in its one pass: DFlashSpeculator.__init__'s
-    ``1 + num_speculative_steps`` ("bonus + N mask"); DSparkSpeculator.__init__'s
-    ``num_speculative_steps`` when ``sample_from_anchor`` (its default)."""
-    return num_speculative_tokens if method == "dspark" else 1 + num_speculative_tokens
-
-
-def num_lookahead_tokens(method: str, num_speculative_tokens: int) -> int:
-    """KV slots the scheduler reserves past each request's scheduled tokens (``allocate_slots``), vllm
-    config/vllm.py ``VllmConfig.num_lookahead_tokens``: 1 + K for DFlash ("a bonus query plus one query
-    per draft token"), K for the speculators that write draft KV (``use_eagle()``: eagle, eagle3, mtp,
-    whose Gemma4 and multi-module variants are ``method="mtp"``, dflash, dspark; and draft_model), and 0
-    for n-gram and extract-hidden-states, which write none; the scheduler still schedules K drafts."""
-    if not num_speculative_tokens or method in NO_DRAFT_ATTENTION_METHODS:
-        return 0
-    return num_speculative_tokens + 1 if method == "dflash" else num_speculative_tokens
-
-
-def max_num_new_slots_for_drafting(method: str, num_speculative_tokens: int, parallel_drafting_slots: bool) -> int:
-    """Input slots the scheduler keeps per scheduled request for its drafter, beside the token budget
-    (vllm config/speculative.py ``SpeculativeConfig.max_num_new_slots_for_drafting``): 1 for the draft model
-    (the correction token); for the DFlash family, in a release with ``parallel_drafting_slots`` (0.32), K
-    for DFlash ("one bonus query followed by K mask queries") and K - 1 for DSpark ("only masked queries
-    need new slots"), and none from 0.33 ("DFlash and DSpark draft in a separate query pass rather than
-    adding rows to the target batch"); 0 for the rest."""
-    if not num_speculative_tokens:
-        return 0
-    if method == "draft_model":
-        return 1
-    if parallel_drafting_slots and method in ONE_PASS_METHODS:
-        return num_speculative_tokens if method == "dflash" else num_speculative_tokens - 1
-    return 0
-
-
-def num_draft_passes(method: str, num_speculative_tokens: int) -> int:
-    """Draft attention passes per step: K for the autoregressive speculators (one per draft token;
-    multi-module MTP one per module), 1 for the DFlash family, 0 for n-gram and extract-hidden-states.
-    The trace's ``K`` axis (lab/trace/schema.py) has this length."""
-    if not num_speculative_tokens or method in NO_DRAFT_ATTENTION_METHODS:
-        return 0
-    return 1 if method in ONE_PASS_METHODS else num_speculative_tokens
-
-
-def draft_pass_step(method: str, index: int, fused: bool = False, num_speculative_tokens: int = 0) -> int:
-    """The ``step`` a draft pass's metadata adds to the target's upper bound
-    (``DraftModelSpeculator._build_attn_metadata``): the DFlash family's one pass uses
-    ``num_query_per_req``; TargetDependentAR passes 0..K-1 use 0..K-1 on the
-    per-step path (``_multi_step_decode``, pass 0 is the target's own metadata); on the fused path
-    (``_fused_multi_step_decode``, ``fused``) the decode metadata is built once with ``step=1`` and
-    advanced on the GPU, so every decode pass holds step 1's; Gemma4 builds it once at step 1 on both
-    paths; multi-module MTP builds once at step 0; the standalone draft model uses 0, then k + 1."""
-    if method in ONE_PASS_METHODS:
-        return num_query_per_req(method, num_speculative_tokens)
-    if index == 0:
-        return 0
-    if method == "draft_model":
-        return index + 1
-    if method == "mtp_multi_module":
-        return 0
-    return 1 if (fused or method == "gemma4_mtp") else index
-
-
-def draft_cudagraph_mode(method: str, target_cudagraph_mode: str) -> str:
-    """The mode of the draft-decode graph manager: vllm spec_decode/target_dependent_ar/speculator.py
-    ``init_cudagraph_manager`` (FULL_DECODE_ONLY when the target decodes in FULL graphs, else none);
-    multi-module MTP keeps the target's mode but turns PIECEWISE into FULL_DECODE_ONLY or none; the
-    standalone draft model runs eagerly; the DFlash family's ``init_cudagraph_manager`` follows the
-    TargetDependentAR rule (FULL_DECODE_ONLY or none); n-gram captures nothing."""
-    if method in ("draft_model", *NO_DRAFT_ATTENTION_METHODS) or target_cudagraph_mode in ("NONE", "PIECEWISE"):
-        return "NONE"
-    return "FULL_DECODE_ONLY"
-
-
-# The first vLLM release whose Model Runner V2 had each speculator, read in the wheels
-# (vllm/v1/worker/gpu/spec_decode/, docs/eras.md): 0.19.1-0.22.1 had only EagleSpeculator (use_eagle:
-# eagle, eagle3, mtp); gemma4/ came with 0.23.0, multi_module_mtp/ with 0.27.0, draft_model/ with 0.31.0
-# (standalone_ar/ from 0.32.0); dflash/ with 0.24.0, dspark/ with 0.25.0, extract_hidden_states.py with
-# 0.29.0, ngram/ with 0.32.0. Each had its max_seq_len rule from its first release (DFlash's
-# "max_seq_len + self.num_query_per_req" is already in 0.24.0's propose).
-FIRST_RELEASE = {
-    "gemma4_mtp": "0.23.0",
-    "dflash": "0.24.0",
-    "dspark": "0.25.0",
-    "mtp_multi_module": "0.27.0",
-    "extract_hidden_states": "0.29.0",
-    "draft_model": "0.31.0",
-    "ngram": "0.32.0",
+# The engine class for each record's ``propose`` (lab/speculators.py): n-gram and extract-hidden-states
+# share the no-draft-attention one.
+PROPOSERS = {
+    cls.__name__: cls
+    for cls in (
+        TargetDependentARSpeculator,
+        Gemma4Speculator,
+        MultiModuleMTPSpeculator,
+        StandaloneARSpeculator,
+        DFlashSpeculator,
+        DSparkSpeculator,
+        NoDraftAttentionSpeculator,
+    )
 }
 
 
-def speculator_in_era(method: str, era: str) -> bool:
-    """Did MRV2 have this speculator in ``era``? The later ones exist only in the era after #43991
-    (0.23.0 on); history() gives no value for an era a speculator was not in."""
-    return method not in FIRST_RELEASE or era == "after #43991"
-
-
-def reuses_target_metadata(method: str, index: int) -> bool:
-    """Only the TargetDependentAR family's draft prefill (pass 0) reuses the target's attention
-    metadata; multi-module MTP, the standalone draft model and the DFlash family build their own."""
-    return index == 0 and method not in ("mtp_multi_module", "draft_model", *ONE_PASS_METHODS)
-
-
-def draft_history_note(method: str, era: str) -> str:
-    """What the history says of a speculator's drafts in ``era`` where the value alone would mislead."""
-    if not speculator_in_era(method, era):
-        return f"no such speculator in MRV2 before vLLM {FIRST_RELEASE[method]}"
-    if method == "draft_model":
-        return "not changed by #43991: still max_model_len in vLLM 0.33.0"
-    return ""
+def make_speculator(method, num_speculative_tokens, max_model_len, acceptance_rate, decode_cudagraph_manager):
+    """The engine's speculator for ``method`` (its record's ``propose`` class)."""
+    record = speculator(method)
+    return PROPOSERS[record.propose](
+        num_speculative_tokens, max_model_len, acceptance_rate, decode_cudagraph_manager, record
+    )

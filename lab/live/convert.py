@@ -19,14 +19,8 @@ from lab.engine.input_batch import InputBatch
 from lab.engine.model_states import MODES, AttnMetadata
 from lab.engine.oor import StaleRegion
 from lab.engine.scheduler import SchedulerOutput
-from lab.engine.speculator import (
-    NO_DRAFT_ATTENTION_METHODS,
-    ONE_PASS_METHODS,
-    DraftPassMetadata,
-    draft_pass_step,
-    draft_step_upper_bound,
-    num_draft_passes,
-)
+from lab.speculators import NO_DRAFT_ATTENTION_METHODS, ONE_PASS_METHODS, draft_pass_step, num_draft_passes
+from lab.engine.speculator import DraftPassMetadata, draft_step_upper_bound
 from lab.engine.step_record import EngineEnd, RequestAdded, RequestRemoved, StepRecord
 from lab.trace.recorder import Recorder
 

@@ -23,10 +23,8 @@ from lab.live.limits import HOW_TO_RUN, LIVE_SERIES, CpuCannotRun, LiveUnavailab
 from lab.live.models import tiny_models, write_model
 from lab.live.tap import Tap
 from lab.machine import cpu_model
+from lab.speculators import speculator
 
-# n-gram's prompt_lookup_min/max: any valid window (the drafts' values are never read, only their
-# count, which NgramGPUSpeculator keeps at K whether a match is found or not).
-NGRAM_LOOKUP = (2, 3)
 
 
 def load(device: str = "cpu"):
@@ -120,7 +118,7 @@ def _unpacked_weights_kept(on: bool):
         utils.dispatch_cpu_unquantized_gemm = orig
 
 
-def engine_kwargs(scenario, folder: str, device: str = "cpu", series: str = "0.32") -> dict:
+def engine_kwargs(scenario, folder: str, device: str = "cpu", series: str = LIVE_SERIES) -> dict:
     """vLLM's ``LLM``/``EngineArgs`` keywords for this scenario, its tiny models written under ``folder``."""
     s = scenario
     models = tiny_models(s)
@@ -153,47 +151,31 @@ def engine_kwargs(scenario, folder: str, device: str = "cpu", series: str = "0.3
     )
     if old_cpu.needs_port(series):
         kwargs["distributed_executor_backend"] = "uni"  # in-process: the hooks see the worker (0.22.1 forces mp)
-    if s.num_speculative_tokens and s.speculative_method == "ngram":
-        # No draft model: NgramGPUSpeculator (spec_decode/ngram/speculator.py) matches the last
-        # prompt_lookup_max..min tokens in each request's history; the acceptance is imposed (tap.py).
-        kwargs["speculative_config"] = {
-            "method": "ngram",
-            "num_speculative_tokens": s.num_speculative_tokens,
-            "prompt_lookup_max": NGRAM_LOOKUP[1],
-            "prompt_lookup_min": NGRAM_LOOKUP[0],
-        }
-    elif s.num_speculative_tokens and s.speculative_method == "extract_hidden_states":
-        # No draft model: ExtractHiddenStatesSpeculator caches the target's layer-0 and layer-1 hidden states
-        # (its ExtractHiddenStatesConfig reads the layer ids from draft_model_config's hf_config).
-        kwargs["speculative_config"] = {
-            "method": "extract_hidden_states",
-            "num_speculative_tokens": s.num_speculative_tokens,
-            "draft_model_config": {"hf_config": {"eagle_aux_hidden_state_layer_ids": [0, 1]}},
-        }
-    elif s.num_speculative_tokens and s.speculative_method in ("mtp", "mtp_multi_module"):
-        # The target's own MTP layer drafts (DeepSeekMTP): no draft model folder.
-        kwargs["speculative_config"] = {"method": "mtp", "num_speculative_tokens": s.num_speculative_tokens}
-    elif s.num_speculative_tokens:
-        # method="draft_model": a separate tiny Llama (dummy weights) as the draft; else a tiny EAGLE/EAGLE3 head.
-        draft = write_model(os.path.join(folder, "draft"), models.draft, s.max_model_len, **models.draft_options)
-        kwargs["speculative_config"] = {
-            # Gemma4 MTP is vLLM's method "mtp" with a gemma4_mtp draft (SpeculativeConfig.use_gemma4_mtp).
-            "method": "mtp" if s.speculative_method == "gemma4_mtp" else s.speculative_method,
-            "model": str(draft),
-            "num_speculative_tokens": s.num_speculative_tokens,
-        }
+    if s.num_speculative_tokens:
+        # The speculator's record (lab/speculators.py): the method vLLM runs it under (Gemma4 and multi-module
+        # MTP are "mtp": SpeculativeConfig.use_gemma4_mtp, use_multi_module_mtp pick them from the model),
+        # its draft folder (a tiny EAGLE/EAGLE3 head, a whole tiny Llama for draft_model; none for n-gram,
+        # extract-hidden-states and MTP, which drafts with the target's own layer) and the keys vLLM needs
+        # beside them (n-gram's lookup window, extract-hidden-states' layer ids).
+        record = speculator(s.speculative_method)
+        config = {"method": record.vllm_method}
+        if record.live.draft:
+            draft = write_model(os.path.join(folder, "draft"), models.draft, s.max_model_len, **models.draft_options)
+            config["model"] = str(draft)
+        config["num_speculative_tokens"] = s.num_speculative_tokens
+        kwargs["speculative_config"] = {**config, **dict(record.live.config)}
     return kwargs
 
 
-def build_llm(scenario, folder: str, device: str = "cpu", series: str = "0.32"):
+def build_llm(scenario, folder: str, device: str = "cpu", series: str = LIVE_SERIES):
     """The in-process engine for this scenario (its settings, a tiny model, dummy weights). On the CPU,
     vLLM's refusal of this CPU (NotImplementedError from its platform or kernels) is ``CpuCannotRun``."""
     from vllm import LLM
 
     s = scenario
-    method = s.speculative_method if s.num_speculative_tokens else ""
+    unpacked = bool(s.num_speculative_tokens) and speculator(s.speculative_method).live.unpacked_weights
     kwargs = engine_kwargs(s, folder, device, series)
-    with _unpacked_weights_kept(device == "cpu" and method in ("dflash", "dspark")):
+    with _unpacked_weights_kept(device == "cpu" and unpacked):
         try:
             llm = LLM(**kwargs)
         except NotImplementedError as e:

@@ -18,7 +18,7 @@ from lab.trace.era_recordings import ERA_DIR, ERA_RELEASES, ERA_SERIES, recordin
 HASH_SEED = "0"  # 0.19/0.22 free request slots in set order: the string-hash seed makes it reproducible
 
 
-def era_presets(series: str = "0.19") -> list[str]:
+def era_presets(series: str = ERA_SERIES[0]) -> list[str]:
     """The presets a CPU run of every era can serve (their cpu_variant is refused by nothing)."""
     out = []
     for name in PRESETS:

@@ -14,6 +14,8 @@ import importlib
 from collections.abc import Callable
 from contextlib import contextmanager
 
+from lab.history import ERAS, RELEASES
+
 _GPU = "vllm.v1.worker.gpu."
 
 # name -> (module, attribute path). The same qualified names in vLLM 0.32.x and 0.33.x.
@@ -56,7 +58,9 @@ _V019 = {
     "target_batch_desc": (_GPU + "model_runner", "GPUModelRunner.prepare_inputs"),
     "draft_decode_dispatch": (_EAGLE, "EagleSpeculator._dispatch_and_sync_dp"),
 }
-HOOKED = {"0.19": _V019, "0.22": _V022, "0.32": dict(_COMMON), "0.33": dict(_COMMON)}
+# The hooks of each release the engine follows, by the era its code is from (lab/history.py).
+_BY_ERA = dict(zip(ERAS, (_V019, _V022, _COMMON)))
+HOOKED = {series: dict(_BY_ERA[r.era]) for series, r in RELEASES.items()}
 
 
 class UnsupportedVersion(RuntimeError):

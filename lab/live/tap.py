@@ -17,6 +17,8 @@ import numpy as np
 
 from lab.engine.cudagraph import CudaGraphManager
 from lab.engine.speculator import TargetDependentARSpeculator
+from lab.history import LIVE_SERIES, release
+from lab.speculators import speculator
 
 
 @dataclass
@@ -79,7 +81,7 @@ def _np(t, n=None):
 class Tap:
     """The hook wrappers, and the steps they recorded. ``active`` only between ``begin`` and ``end``."""
 
-    def __init__(self, scenario, mode: str, time_attention: bool = True, series: str = "0.32"):
+    def __init__(self, scenario, mode: str, time_attention: bool = True, series: str = LIVE_SERIES):
         self.scenario = scenario
         self.series = series
         self.spec_tokens: dict = {}  # the step's scheduled draft tokens, by req_id (InputBatch < 0.20 lacks them)
@@ -102,9 +104,9 @@ class Tap:
     def end(self) -> LiveStep | None:
         step, self.cur = self.cur, None
         k = self.scenario.num_speculative_tokens
-        if step is not None and len(step.draft_passes) == 1 and k > 2 and self.series == "0.19":
+        if step is not None and len(step.draft_passes) == 1 and k > 2 and release(self.series).draft_decode_metadata_once:
             # 0.19 builds the draft decode metadata once per step (EagleSpeculator.propose) and every one
-            # of the K - 1 decode passes (generate_draft) runs with it.
+            # of the K - 1 decode passes (generate_draft) runs with it (lab/history.py).
             step.draft_passes = step.draft_passes * (k - 1)
         if step is not None and (not step.idle or step.removed or step.added):
             self.steps.append(step)
@@ -119,16 +121,17 @@ class Tap:
             "target_build_attn_metadata": self._build_attn_metadata("target"),
             "draft_build_attn_metadata": self._build_attn_metadata("draft"),
         }
-        if self.series == "0.19":
+        if not release(self.series).dispatch_cg_and_sync_dp:
             w["target_batch_desc"] = self._prepare_inputs
             w["draft_decode_dispatch"] = self._dispatch("draft_decode")
         else:
             w["target_dispatch"] = self._dispatch("target")
             w["draft_dispatch"] = self._dispatch("draft")
-        if self.scenario.speculative_method == "mtp_multi_module":
-            w["mm_draft_dispatch"] = self._dispatch("draft")
-        if self.scenario.speculative_method in ("dflash", "dspark"):
-            w["dflash_draft_dispatch"] = self._dispatch("draft")
+        # The speculators whose draft graphs vLLM dispatches through a call of their own (their record's
+        # LiveNeeds.dispatch_hook: multi-module MTP's, the DFlash family's; lab/live/hooks.py).
+        hook = speculator(self.scenario.speculative_method).live.dispatch_hook
+        if hook:
+            w[hook] = self._dispatch("draft")
         if self.time_attention:
             w["attention_forward"] = self._attention_forward
         if self.hybrid:  # GPU only (the tiny hybrid fails on the CPU): MambaHybridModelState's call site

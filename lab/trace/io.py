@@ -25,7 +25,7 @@ import numpy as np
 from lab.engine.block_pool import NULL_BLOCK_ID
 from lab.engine.cudagraph import CG_MODE_NAMES
 from lab.engine.oor import OOR_FIELDS
-from lab.engine.speculator import num_draft_passes
+from lab.speculators import num_draft_passes
 from lab.scenario import RequestSpec, Scenario
 from lab.trace.schema import (
     DELTA_ROW_COLUMNS,
@@ -359,16 +359,17 @@ def scenario_to_dict(s: Scenario) -> dict:
     d["requests"] = [[r.arrival_step, r.prompt_len, r.output_len] for r in s.requests]
     # Fields added after version 1 are written only when they differ from their default, so a trace
     # that does not use them stays readable by a lab that predates them.
-    for name, default in (
-        ("async_scheduling", True),
-        ("vllm_version", "0.33"),
-        ("device_capability", 90),
-        ("speculative_method", "eagle"),
-        ("draft_decode_fused", False),
-        ("sliding_window", 0),
-        ("enable_chunked_prefill", True),
+    defaults = {f.name: f.default for f in dataclasses.fields(Scenario)}
+    for name in (
+        "async_scheduling",
+        "vllm_version",
+        "device_capability",
+        "speculative_method",
+        "draft_decode_fused",
+        "sliding_window",
+        "enable_chunked_prefill",
     ):
-        if d[name] == default:
+        if d[name] == defaults[name]:
             del d[name]
     if s.cudagraph_capture_sizes is not None:
         d["cudagraph_capture_sizes"] = list(s.cudagraph_capture_sizes)

@@ -9,7 +9,7 @@ from lab.engine.cudagraph import CG_MODE_CODES, capture_sizes
 from lab.engine.model_runner import run_engine
 from lab.engine.model_states import MODES
 from lab.engine.oor import NUM_OOR_FIELDS
-from lab.engine.speculator import num_draft_passes
+from lab.speculators import num_draft_passes
 from lab.engine.step_record import EngineEnd, RequestRemoved, StepRecord
 from lab.scenario import Scenario
 from lab.trace.trace import Trace

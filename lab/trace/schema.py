@@ -7,7 +7,7 @@ requests fit in well under 100 MB. Shapes are written with these letters:
 - ``N``: batch rows over all steps (step ``s`` owns rows ``row_offsets[s]:row_offsets[s+1]``);
 - ``I``: request *instances* (a request that is preempted comes back as a new instance);
 - ``B``: the block log (each instance's block ids, contiguous, instance after instance);
-- ``K``: draft attention passes per step (lab.engine.speculator.num_draft_passes: ``num_speculative_tokens``
+- ``K``: draft attention passes per step (lab.speculators.num_draft_passes: ``num_speculative_tokens``
   for the autoregressive speculators, 1 for the DFlash family, 0 for n-gram); ``K+1`` counting the target;
 - ``2``: the two modes, in ``MODES`` order (baseline, fixed);
 - ``F``: the out-of-range fields, in ``OOR_FIELDS`` order (null, live, free, padded, walked, in_range).

@@ -17,17 +17,13 @@ from lab.engine.block_pool import FREE
 from lab.engine.block_table import compute_slot_mappings
 from lab.engine.cudagraph import CG_MODE_NAMES, kernel_visible_max_seq_len
 from lab.engine.input_batch import seq_lens_cpu_upper_bound
-from lab.engine.model_states import ERAS, MODEL_STATE_FIRST_RELEASE, MODES, fixed_in_era, model_state_in_era
+from lab.history import ERAS, MODEL_STATE_FIRST_RELEASE, fixed_in_era, model_state_in_era
+from lab.engine.model_states import MODES
 from lab.engine.oor import OOR_FIELDS, STALE_CLASSES, classify_owners
 from lab.engine.ragged import ragged_ranges
 from lab.engine.sliding_window import history_note as sliding_window_history_note
-from lab.engine.speculator import (
-    draft_history_note,
-    draft_pass_step,
-    draft_step_upper_bound,
-    reuses_target_metadata,
-    speculator_in_era,
-)
+from lab.speculators import draft_pass_step, speculator
+from lab.engine.speculator import draft_step_upper_bound
 
 if TYPE_CHECKING:
     from lab.trace.trace import Trace
@@ -60,7 +56,7 @@ class DraftPass:
     @property
     def seq_lens_cpu_upper_bound(self) -> list[int]:
         """R5: min(target upper bound + step, max_model_len); padded rows 0, where ``step`` is the one the
-        speculator builds this pass with (lab.engine.speculator.draft_pass_step: the pass index for
+        speculator builds this pass with (lab.speculators.draft_pass_step: the pass index for
         Eagle/MTP). Not stored: recomputed with the engine's own draft_step_upper_bound."""
         st = self._step
         s = st._t.scenario
@@ -228,11 +224,11 @@ class Step:
             )
         state = self._t.scenario.model_state
         mml = self._t.scenario.max_model_len
-        method = self._t.scenario.speculative_method
+        spec = speculator(self._t.scenario.speculative_method)
         out = {}
         for era in ERAS:
             if not model_state_in_era(state, era):
-                # A model state MRV2 did not have in this era: no value is invented (lab.engine.model_states).
+                # A model state MRV2 did not have in this era: no value is invented (lab/history.py model_state_in_era).
                 out[era] = {
                     "max_seq_len": None,
                     "kernel_max_seq_len": None,
@@ -244,10 +240,10 @@ class Step:
             target_fixed = fixed_in_era(era, "target", state)
             target = self.max_seq_len["fixed" if target_fixed else "baseline"]
             passes = []
-            # A speculator MRV2 did not have in this era: no value is invented (lab.engine.speculator).
-            for d in self.drafts if speculator_in_era(method, era) else []:
+            # A speculator MRV2 did not have in this era: no value is invented (lab/speculators.py).
+            for d in self.drafts if spec.in_era(era) else []:
                 # Eagle/MTP's pass 0 reuses the target metadata; the other passes follow the draft path's fix.
-                reuses = reuses_target_metadata(method, d.index)
+                reuses = spec.reuses_target_metadata_at(d.index)
                 fixed = target_fixed if reuses else fixed_in_era(era, "draft", state)
                 v = d.max_seq_len["fixed" if fixed else "baseline"]
                 passes.append(
@@ -258,7 +254,7 @@ class Step:
                 "kernel_max_seq_len": kernel_visible_max_seq_len(self.cudagraph_mode, target, mml),
                 "drafts": passes,
             }
-            note = draft_history_note(method, era) if self.drafts else ""
+            note = spec.history_note_in(era) if self.drafts else ""
             if note:
                 out[era]["drafts_note"] = note
             note = sliding_window_history_note(self._t.scenario.sliding_window, era)
@@ -269,11 +265,11 @@ class Step:
     def era_modes(self, era: str) -> list[str]:
         """The stored mode each pass of this step (target first, then each draft pass) had in ``era``:
         the same choice ``history()`` makes (pass 0 of the drafts reuses the target metadata)."""
-        state, method = self._t.scenario.model_state, self._t.scenario.speculative_method
+        state, spec = self._t.scenario.model_state, speculator(self._t.scenario.speculative_method)
         target = "fixed" if fixed_in_era(era, "target", state) else "baseline"
         draft = "fixed" if fixed_in_era(era, "draft", state) else "baseline"
-        drafts = self.drafts if speculator_in_era(method, era) else []
-        return [target] + [target if reuses_target_metadata(method, d.index) else draft for d in drafts]
+        drafts = self.drafts if spec.in_era(era) else []
+        return [target] + [target if spec.reuses_target_metadata_at(d.index) else draft for d in drafts]
 
     def oor_in_era(self, era: str) -> dict[str, int]:
         """Out-of-range entries of every pass, each pass walked as in ``era`` (OOR fields as keys)."""

@@ -11,6 +11,7 @@ import numpy as np
 from lab.engine.block_pool import FREE, NULL_BLOCK_ID, NULL_OWNER
 from lab.engine.oor import OOR_CLASSES, OOR_FIELDS
 from lab.engine.sliding_window import masking_reach, nulled_entries
+from lab.history import release
 from lab.scenario import Scenario
 from lab.trace import io
 from lab.trace.schema import SLIDING_WINDOW_SCHEMA, TIMING_SCHEMA, VLLM_COUNT_SCHEMA
@@ -36,7 +37,7 @@ class Trace:
 
     @property
     def num_draft_passes(self) -> int:
-        """Draft attention passes per step (lab.engine.speculator.num_draft_passes): K, 1 or 0."""
+        """Draft attention passes per step (lab.speculators.num_draft_passes): K, 1 or 0."""
         return int(self.arrays["draft_max_seq_len"].shape[1])
 
     @property
@@ -192,7 +193,8 @@ class Trace:
         table = np.zeros((nrp, self.width), dtype=np.int32)
         filled = np.zeros(nrp, dtype=np.int64)  # columns known so far
         open_ = np.ones(nrp, dtype=bool)  # rows still looking back
-        zero_dirty = self.scenario.vllm_version != "0.32"
+        # The release's gather rule, as the engine ran it (lab/history.py Release.zero_dirty_rows).
+        zero_dirty = release(self.scenario.vllm_version).zero_dirty_rows
         for s in range(index, -1, -1):
             lo, hi = int(off[s]), int(off[s + 1])
             n = min(hi - lo, nrp)
@@ -208,7 +210,7 @@ class Trace:
                     filled[r] = nb[r]
             # Every row past the step's real rows is zeroed over the full width: padded rows and
             # rows a larger earlier batch left (vllm 0.33.0 gather_block_tables, _num_dirty_rows).
-            # vLLM 0.32.0 zeroes only the padded rows; rows past them keep what was there.
+            # Before 0.33.0 vLLM zeroes only the padded rows; rows past them keep what was there.
             if zero_dirty:
                 open_[n:] = False
             else:

@@ -6,14 +6,7 @@ before (off the zoomed axis, said in an arrow)."""
 from __future__ import annotations
 
 from lab.blocks import cdiv
-from lab.engine.speculator import (
-    DISPLAY_NAMES,
-    FIRST_RELEASE,
-    NO_DRAFT_ATTENTION_METHODS,
-    ONE_PASS_METHODS,
-    draft_pass_step,
-    reuses_target_metadata,
-)
+from lab.speculators import DISPLAY_NAMES, FIRST_RELEASE, NO_DRAFT_ATTENTION_METHODS, ONE_PASS_METHODS, draft_pass_step, reuses_target_metadata
 from lab.views.common import check_step, figure, message_figure, title
 from lab.views.eras import ERA_COLORS, path_values
 

@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from lab.engine.speculator import DISPLAY_NAMES, ONE_PASS_METHODS, num_query_per_req, reuses_target_metadata
+from lab.speculators import DISPLAY_NAMES, ONE_PASS_METHODS, num_query_per_req, reuses_target_metadata
 from lab.trace.era_recordings import recorded_releases
 from lab.views.common import check_step, passes_walked
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.engine.model_states import ERAS
+from lab.history import ERAS
 from lab.trace import era_recordings as eras
 from lab.views.common import check_step, figure, message_figure, panel_title, title
 from lab.views.eras import ERA_COLORS

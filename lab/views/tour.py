@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.engine.model_states import ERAS, MODEL_STATE_FIRST_RELEASE, model_state_in_era
-from lab.engine.speculator import DISPLAY_NAMES, ONE_PASS_METHODS, num_query_per_req
+from lab.history import ERAS, MODEL_STATE_FIRST_RELEASE, model_state_in_era
+from lab.speculators import DISPLAY_NAMES, ONE_PASS_METHODS, num_query_per_req
 from lab.views.common import series
 from lab.views.eras import era_series, target_path
 

@@ -14,7 +14,9 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
-VLLM_VERSION = "0.33.0"
+from lab.history import REFERENCE_RELEASE
+
+VLLM_VERSION = REFERENCE_RELEASE  # the release .venv-vllm installs (lab/history.py)
 REPO = pathlib.Path(__file__).resolve().parents[2]
 HOW_TO_RUN = ".venv-vllm/bin/python -m lab bench vllm-kernels   (make venv-vllm builds .venv-vllm)"
 

@@ -66,7 +66,7 @@ def test_every_speculator_against_vllms_own(label, scenario, kernels):
 
 
 def test_the_census_covers_every_speculator():
-    from lab.spec_grammar import SPECULATIVE_METHODS
+    from lab.speculators import SPECULATIVE_METHODS
 
     cases = [s for label, s, _ in C.suite_cases() if label.startswith("speculator")]
     assert {s.speculative_method for s in cases} == set(SPECULATIVE_METHODS)

@@ -55,7 +55,8 @@ def test_what_the_cpu_engine_cannot_run_is_refused_with_the_reason():
 
 
 def test_every_speculator_the_engine_models_is_driven_live_and_later_ones_refused_by_release():
-    from lab.engine.speculator import FIRST_RELEASE, SPECULATORS
+    from lab.speculators import FIRST_RELEASE
+    from lab.engine.speculator import SPECULATORS
     from lab.live.limits import LIVE_METHODS
 
     assert set(LIVE_METHODS) == set(SPECULATORS)  # tests/live/test_live_vllm.py records each

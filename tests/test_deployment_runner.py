@@ -55,7 +55,7 @@ def test_the_variable_decides_first_and_mrv2s_missing_features():
     assert "speculative method 'suffix'" in model_runner("0.33.0", QWEN3, (), "suffix", {})[1]
     assert model_runner("0.33.0", LLAMA, (), "eagle3", {"parallel_drafting": True})[0] is False
     assert model_runner("0.33.0", LLAMA, (), "dflash", {"parallel_drafting": True})[0] is True
-    # a speculator MRV2 did not have yet (lab/engine/speculator.py FIRST_RELEASE: ngram from 0.32.0)
+    # a speculator MRV2 did not have yet (lab/speculators.py Speculator.first_release: ngram from 0.32.0)
     ok, why = model_runner("0.29.0", QWEN3, (), "ngram", {})
     assert not ok and "no ngram speculator in MRV2 before vLLM 0.32.0" in why
 

@@ -95,50 +95,53 @@ def _batch_max_for_draft_model(monkeypatch):
     )
 
 
+def _replaced_record(monkeypatch, method, **changes):
+    """The speculator table's record of ``method`` with ``changes``: what every module asks changes."""
+    import dataclasses
+
+    from lab import speculators
+
+    monkeypatch.setitem(speculators.SPECULATORS, method, dataclasses.replace(speculators.SPECULATORS[method], **changes))
+
+
 def _advancing_gemma4(monkeypatch):
-    from lab.engine import speculator
+    from lab import speculators
 
-    orig = speculator.draft_pass_step
-    monkeypatch.setattr(
-        speculator,
-        "draft_pass_step",
-        lambda m, i, fused=False, k=0: orig("eagle" if m == "gemma4_mtp" else m, i, fused, k),
-    )
-    import lab.conform.vllm_speculators as vs
-
-    monkeypatch.setattr(vs, "draft_pass_step", speculator.draft_pass_step)
+    _replaced_record(monkeypatch, "gemma4_mtp", draft_steps=speculators.PER_STEP)
 
 
 def _per_step_when_fused(monkeypatch):
-    from lab.engine import speculator
+    from lab import speculators
 
-    orig = speculator.draft_pass_step
-    monkeypatch.setattr(speculator, "draft_pass_step", lambda m, i, fused=False, k=0: orig(m, i, False, k))
-    import lab.conform.vllm_speculators as vs
-
-    monkeypatch.setattr(vs, "draft_pass_step", speculator.draft_pass_step)
+    orig = speculators.Speculator.draft_pass_step
+    monkeypatch.setattr(
+        speculators.Speculator, "draft_pass_step", lambda self, i, fused=False, k=0: orig(self, i, False, k)
+    )
 
 
 def _plus_k_for_dflash(monkeypatch):
     """DFlash told max(ub) + K, as if its query were Eagle's K drafts (its query is 1 + K)."""
-    from lab.engine import speculator
-
-    monkeypatch.setattr(speculator, "num_query_per_req", lambda method, k: k)
+    _replaced_record(monkeypatch, "dflash", query_bonus=0)
 
 
 def _dspark_as_dflash(monkeypatch):
     """DSpark with DFlash's 1 + K query (its sample_from_anchor default makes it K)."""
-    from lab.engine import speculator
-
-    monkeypatch.setattr(speculator, "num_query_per_req", lambda method, k: 1 + k)
+    _replaced_record(monkeypatch, "dspark", query_bonus=1)
 
 
 def _ngram_with_draft_passes(monkeypatch):
     """n-gram given Eagle's K draft passes, as if it ran draft attention."""
-    from lab.engine import speculator
+    from lab import speculators
 
-    monkeypatch.setitem(speculator.SPECULATORS, "ngram", speculator.TargetDependentARSpeculator)
-    monkeypatch.setattr(speculator, "NO_DRAFT_ATTENTION_METHODS", ("extract_hidden_states",))
+    eagle = speculators.SPECULATORS["eagle"]
+    _replaced_record(
+        monkeypatch,
+        "ngram",
+        propose=eagle.propose,
+        draft_steps=eagle.draft_steps,
+        draft_bound=eagle.draft_bound,
+        draft_graphs=eagle.draft_graphs,
+    )
 
 
 @pytest.mark.parametrize(

@@ -55,12 +55,15 @@ def test_what_the_cpu_engine_cannot_run_is_refused_with_the_reason():
 
 
 def test_every_speculator_the_engine_models_is_driven_live_and_later_ones_refused_by_release():
-    from lab.speculators import FIRST_RELEASE
-    from lab.engine.speculator import SPECULATORS
+    from lab.history import ERAS
     from lab.live.limits import LIVE_METHODS
+    from lab.speculators import SPECULATOR_LIST, SPECULATORS
 
     assert set(LIVE_METHODS) == set(SPECULATORS)  # tests/live/test_live_vllm.py records each
-    for method, first in FIRST_RELEASE.items():
+    # the speculators MRV2 gained after 0.22.1
+    later = {r.method: r.first_release for r in SPECULATOR_LIST if not r.in_era(ERAS[1])}
+    assert len(later) == 7
+    for method, first in later.items():
         k = 1 if method == "extract_hidden_states" else 3
         s = parse_spec(f"2p64o12_k={k}_method={method.replace('_', '-')}_mml=4k_bs=32")
         assert refusals(cpu_variant(s)) == []

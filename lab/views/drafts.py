@@ -11,7 +11,6 @@ from lab.engine.speculator import (
     FIRST_RELEASE,
     NO_DRAFT_ATTENTION_METHODS,
     ONE_PASS_METHODS,
-    draft_pass_step,
     reuses_target_metadata,
 )
 from lab.views.common import axis, bar, check_step, figure, hover, line_shape, message_figure, note, paper_note, title
@@ -78,16 +77,14 @@ def _window_bars(trace, st) -> list[dict]:
     n = st.num_reqs
     names = st.req_ids
     method = trace.scenario.speculative_method
-    k = trace.scenario.num_speculative_tokens
-    mml = trace.scenario.max_model_len
-    exact = st.seq_lens[:n]
     width = 0.8 / len(st.drafts)
     data = []
     for d in st.drafts:
         ub = d.seq_lens_cpu_upper_bound[:n]
-        # Exact length during draft pass d: the verified length plus what the speculator appended since,
-        # the same step its metadata adds to the upper bound (R5; lab.engine.speculator.draft_pass_step).
-        lo = [min(e + draft_pass_step(method, d.index, trace.scenario.draft_decode_fused, k), mml) for e in exact]
+        # Exact length during draft pass d, as the trace recorded it: the verified length plus what the
+        # speculator appended since, the same step its metadata adds to the upper bound (R5;
+        # lab.engine.speculator.draft_pass_step, DraftPass.seq_lens).
+        lo = d.seq_lens[:n]
         # Token positions lo..ub inclusive: a window of w tokens is drawn w + 1 tall (half a token each side).
         data.append(
             bar(

@@ -100,6 +100,12 @@ class Speculator:
         """All K drafts in one parallel query pass (the DFlash family)."""
         return self.draft_steps == ONE_QUERY
 
+    @property
+    def has_fused_path(self) -> bool:
+        """Two draft decode paths (R5: per-step ``_multi_step_decode`` and fused ``_fused_multi_step_decode``)
+        that build different upper bounds: the TargetDependentAR speculators that rebuild per pass."""
+        return self.draft_steps == PER_STEP
+
     def num_query_per_req(self, k: int) -> int:
         """The DFlash family's query tokens per request in its one pass: DFlashSpeculator.__init__'s
         ``1 + num_speculative_steps`` ("bonus + N mask"); DSparkSpeculator.__init__'s

@@ -263,3 +263,32 @@ def test_hostile_json_gives_the_format_error(tmp_path, name):
 
     out = dict(zip(LOADED, upload_trace(str(path))))
     assert "hostile.json is not a JSON trace" in out["upload_msg"]
+
+
+@pytest.mark.parametrize("name", list_presets())
+def test_draft_seq_lens_with_and_without_the_stored_array(name):
+    """Each draft pass's exact lengths: recorded by the simulation (``draft_seq_lens``), and rebuilt by the
+    trace layer for a file saved before that array; both give the same ``DraftPass.seq_lens``."""
+    trace = simulate(Scenario.preset(name))
+    doc = trace.to_json_dict()
+    assert "draft_seq_lens" in doc["arrays"]
+    stored = Trace.from_json_dict(doc)
+    old = dict(doc, arrays={k: v for k, v in doc["arrays"].items() if k != "draft_seq_lens"})
+    rebuilt = Trace.from_json_dict(old)
+    assert "draft_seq_lens" not in rebuilt.arrays
+    assert stored.arrays["draft_seq_lens"].shape == (len(stored.arrays["row_inst"]), stored.num_draft_passes)
+    for a, b in zip(stored.steps, rebuilt.steps):
+        for da, db in zip(a.drafts, b.drafts):
+            assert da.seq_lens == db.seq_lens, (name, a.index, da.index)
+            assert len(da.seq_lens) == a.num_reqs
+            # Exact lengths never pass the upper bound the metadata is built from (R5).
+            assert all(e <= u for e, u in zip(da.seq_lens, da.seq_lens_cpu_upper_bound))
+
+
+def test_draft_seq_lens_of_a_bad_shape_is_a_format_error():
+    doc = simulate(Scenario.preset("eagle-k3")).to_json_dict()
+    arr = doc["arrays"]["draft_seq_lens"]
+    raw = np.zeros((3, 1), np.int32).tobytes()
+    doc["arrays"]["draft_seq_lens"] = dict(arr, shape=[3, 1], data=base64.b64encode(zlib.compress(raw)).decode())
+    with pytest.raises(TraceFormatError, match="draft_seq_lens"):
+        Trace.from_json_dict(doc)

@@ -46,6 +46,12 @@ def draft_step_upper_bound(
     return out
 
 
+def draft_step_seq_lens(seq_lens: np.ndarray, num_reqs: int, step: int, max_model_len: int) -> np.ndarray:
+    # R5, the same _build_attn_metadata: a pass built with ``step`` holds the exact (GPU) lengths plus
+    # step, clamped like the upper bound; real rows only.
+    return np.minimum(np.asarray(seq_lens[:num_reqs], dtype=np.int64) + step, max_model_len).astype(np.int32)
+
+
 class TargetDependentARSpeculator:
     """EAGLE, EAGLE3 and MTP (vllm spec_decode/target_dependent_ar/speculator.py): pass 0 (the draft
     prefill) reuses the target's metadata, or replays its own FULL graph; passes 1..K-1 decode one token

@@ -29,6 +29,7 @@ from lab.speculators import num_draft_passes
 from lab.scenario import RequestSpec, Scenario
 from lab.trace.schema import (
     DELTA_ROW_COLUMNS,
+    DRAFT_SEQ_LENS_SCHEMA,
     FORMAT,
     MAX_ARRAY_BYTES,
     MAX_FILE_BYTES,
@@ -56,7 +57,8 @@ def to_json_dict(trace) -> dict:
     timed = TIMING_SCHEMA if "kernel_ms" in trace.arrays else {}
     counted = VLLM_COUNT_SCHEMA if "vllm_programs" in trace.arrays else {}
     sliding = SLIDING_WINDOW_SCHEMA if "sliding_nulled" in trace.arrays else {}
-    for name, (dtype, _) in {**SCHEMA, **timed, **counted, **sliding}.items():
+    draft_lens = DRAFT_SEQ_LENS_SCHEMA if "draft_seq_lens" in trace.arrays else {}
+    for name, (dtype, _) in {**SCHEMA, **timed, **counted, **sliding, **draft_lens}.items():
         arr = np.ascontiguousarray(trace.arrays[name], dtype=dtype)
         delta = name in DELTA_ROW_COLUMNS
         if delta:
@@ -156,7 +158,12 @@ def from_json_dict(doc, source: str = "trace") -> TraceParts:
     ):
         bad("meta.source must be a string, meta.truncated a boolean, meta.num_preemptions an integer >= 0")
     unknown = (
-        set(doc["arrays"]) - set(SCHEMA) - set(TIMING_SCHEMA) - set(VLLM_COUNT_SCHEMA) - set(SLIDING_WINDOW_SCHEMA)
+        set(doc["arrays"])
+        - set(SCHEMA)
+        - set(TIMING_SCHEMA)
+        - set(VLLM_COUNT_SCHEMA)
+        - set(SLIDING_WINDOW_SCHEMA)
+        - set(DRAFT_SEQ_LENS_SCHEMA)
     )
     if unknown:
         bad(f"unknown arrays {sorted(unknown)}")
@@ -194,6 +201,9 @@ def from_json_dict(doc, source: str = "trace") -> TraceParts:
         check(arrays, meta[meta_key], len(arrays["num_reqs_padded"]), bad)
     if "sliding_nulled" in arrays and not scenario.sliding_window:
         bad("sliding-window counts in a trace whose scenario has no sliding window")
+    if "draft_seq_lens" in doc["arrays"]:  # absent from traces saved before it: Step.drafts rebuilds them
+        arrays["draft_seq_lens"] = _decode_array("draft_seq_lens", doc["arrays"]["draft_seq_lens"], "int32", bad)
+        check_draft_seq_lens(arrays, scenario.max_model_len, bad)
     return scenario, req_ids, arrays, meta
 
 
@@ -294,6 +304,15 @@ def check_vllm_counts(a: dict, meta, num_steps: int, bad) -> None:
     for name in VLLM_COUNT_SCHEMA:
         if (a[name] < -1).any():
             bad(f"array {name!r}: counts are >= 0, or -1 where a step was not run")
+
+
+def check_draft_seq_lens(a: dict, max_model_len: int, bad) -> None:
+    """One exact length per batch row and draft pass, in [0, max_model_len]."""
+    want = (len(a["row_inst"]), a["draft_max_seq_len"].shape[1])
+    if a["draft_seq_lens"].shape != want:
+        bad(f"array 'draft_seq_lens' has shape {list(a['draft_seq_lens'].shape)}, expected {list(want)}")
+    if ((a["draft_seq_lens"] < 0) | (a["draft_seq_lens"] > max_model_len)).any():
+        bad(f"draft_seq_lens outside [0, max_model_len={max_model_len}]")
 
 
 def check_sliding_window(a: dict, meta, num_steps: int, bad) -> None:

@@ -9,7 +9,8 @@ from lab.engine.cudagraph import CG_MODE_CODES, capture_sizes
 from lab.engine.model_runner import run_engine
 from lab.engine.model_states import MODES
 from lab.engine.oor import NUM_OOR_FIELDS
-from lab.speculators import num_draft_passes
+from lab.engine.speculator import draft_step_seq_lens
+from lab.speculators import draft_pass_step, num_draft_passes
 from lab.engine.step_record import EngineEnd, RequestRemoved, StepRecord
 from lab.scenario import Scenario
 from lab.trace.trace import Trace
@@ -50,6 +51,7 @@ class Recorder:
         }
         self._inst: dict[int, list] = {}  # inst -> [req_num, req_index, mamba_state_idx, blocks]
         self._sliding_nulled: list[np.ndarray] = []  # R11, per step: entries each walk reads that were nulled
+        self._draft_seq_lens: list[np.ndarray] = []  # per step: [n, K] each draft pass's exact lengths (R5)
 
     def _end_instance(self, removed: RequestRemoved) -> None:
         # A fresh array from the runner (observers do not write to it): kept as it is.
@@ -89,6 +91,13 @@ class Recorder:
             s["draft_num_reqs_padded"].append([d.num_reqs_padded for d in drafts])
             s["draft_max_seq_len"].append([[d.max_seq_len[m] for m in MODES] for d in drafts])
             s["draft_kernel_max_seq_len"].append([[d.kernel_max_seq_len[m] for m in MODES] for d in drafts])
+            sc = self.scenario
+            steps = [
+                draft_pass_step(sc.speculative_method, d.index, sc.draft_decode_fused, sc.num_speculative_tokens)
+                for d in drafts
+            ]
+            lens = [draft_step_seq_lens(batch.seq_lens, n, step, sc.max_model_len) for step in steps]
+            self._draft_seq_lens.append(np.stack(lens, axis=1) if lens else np.zeros((n, 0), np.int32))
 
     def on_finish(self, end: EngineEnd) -> None:
         for removed in end.still_running:
@@ -118,6 +127,10 @@ class Recorder:
         arrays["draft_max_seq_len"] = np.array(st["draft_max_seq_len"], dtype=np.int32).reshape(num_steps, k, 2)
         arrays["draft_kernel_max_seq_len"] = np.array(st["draft_kernel_max_seq_len"], dtype=np.int32).reshape(
             num_steps, k, 2
+        )
+        lens = self._draft_seq_lens
+        arrays["draft_seq_lens"] = (
+            np.concatenate(lens).astype(np.int32) if lens else np.zeros((len(arrays["row_inst"]), k), np.int32)
         )
         # Instances and the block log: each instance's blocks, contiguous.
         n_inst = max(self._inst) + 1 if self._inst else 0

@@ -87,6 +87,13 @@ SLIDING_WINDOW_SCHEMA = {
 }
 SLIDING_WINDOW_META_STR = ("rule",)
 
+# Each draft pass's exact per-request lengths, as the recorder took them from the engine (R5). Optional:
+# a trace saved before it has none, and Step.drafts[k].seq_lens then rebuilds them with the same
+# arithmetic (lab.engine.speculator.draft_step_seq_lens).
+DRAFT_SEQ_LENS_SCHEMA = {
+    "draft_seq_lens": ("int32", ("N", "K")),
+}
+
 # Row columns stored as differences from the same instance's previous row: a decode row's counters
 # then repeat step after step and compress to almost nothing.
 DELTA_ROW_COLUMNS = ("num_computed_tokens", "seq_lens", "num_blocks")
@@ -103,6 +110,7 @@ __all__ = [
     "VLLM_COUNT_META_STR",
     "SLIDING_WINDOW_SCHEMA",
     "SLIDING_WINDOW_META_STR",
+    "DRAFT_SEQ_LENS_SCHEMA",
     "DELTA_ROW_COLUMNS",
     "MODES",
     "OOR_FIELDS",

@@ -22,8 +22,8 @@ from lab.engine.model_states import MODES
 from lab.engine.oor import OOR_FIELDS, STALE_CLASSES, classify_owners
 from lab.engine.ragged import ragged_ranges
 from lab.engine.sliding_window import history_note as sliding_window_history_note
+from lab.engine.speculator import draft_step_seq_lens, draft_step_upper_bound
 from lab.speculators import draft_pass_step, speculator
-from lab.engine.speculator import draft_step_upper_bound
 
 if TYPE_CHECKING:
     from lab.trace.trace import Trace
@@ -62,6 +62,20 @@ class DraftPass:
         s = st._t.scenario
         step = draft_pass_step(s.speculative_method, self.index, s.draft_decode_fused, s.num_speculative_tokens)
         return draft_step_upper_bound(st._ub(), st.num_reqs, step, s.max_model_len, self.num_reqs_padded).tolist()
+
+    @property
+    def seq_lens(self) -> list[int]:
+        """The exact length of each request (real rows) during this pass: the verified length plus what the
+        speculator appended since, the step its metadata adds to the upper bound too (R5). As recorded
+        (``draft_seq_lens``); for a trace saved before that array, rebuilt with the engine's own
+        draft_step_seq_lens, the same arithmetic."""
+        st = self._step
+        stored = st._t.arrays.get("draft_seq_lens")
+        if stored is not None:
+            return stored[st._a : st._b, self.index].tolist()
+        s = st._t.scenario
+        step = draft_pass_step(s.speculative_method, self.index, s.draft_decode_fused, s.num_speculative_tokens)
+        return draft_step_seq_lens(st._col("seq_lens"), st.num_reqs, step, s.max_model_len).tolist()
 
     @property
     def max_seq_len(self) -> dict[str, int]:

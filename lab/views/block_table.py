@@ -20,7 +20,22 @@ import numpy as np
 
 from lab.blocks import cdiv, walked_columns
 from lab.engine.oor import OOR_CLASSES
-from lab.views.common import CLASS_COLORS, MODE_COLORS, MODES, check_step, figure, legend_swatch, title
+from lab.views.common import (
+    CLASS_COLORS,
+    MODE_COLORS,
+    MODES,
+    axis,
+    bar,
+    check_step,
+    figure,
+    hover,
+    legend_swatch,
+    line_shape,
+    note,
+    paper_note,
+    rect_shape,
+    title,
+)
 
 # The out-of-range classes between what a walk reads and what it does not; then R11's nulled entries.
 CLASSES = ("valid", *OOR_CLASSES, "unwalked", "nulled")
@@ -99,20 +114,83 @@ def _pos(edges: np.ndarray, boundary: int) -> float:
     return k - 0.5 + (boundary - lo) / (hi - lo)
 
 
+_ERA = {"baseline": "before #40654", "fixed": "after #43991"}
+_HEATMAP_TOP = 0.78  # paper y of the heatmap's top; the true-scale strip sits above it
+
+
 def block_table_spec(trace, index: int) -> dict:
     d = block_table_classes(trace, index)
     st = trace.steps[index]
-    cls, owner, table, walks = d["cls"], d["owner"], d["table"], d["walks"]
+    cls, walks = d["cls"], d["walks"]
     rows, width = cls.shape
-    n = d["num_reqs"]
-    bs = trace.scenario.block_size
-    # Exact columns: up to the last non-null entry, the fixed walk and the valid blocks, plus a margin.
-    nz = np.nonzero((table != 0).any(axis=0))[0]
-    interesting = max(int(nz[-1]) + 1 if len(nz) else 0, walks["fixed"], int(d["num_blocks"].max(initial=0)))
-    exact = min(width, max(16, interesting + 4))
-    exact = width if width <= MAX_EXACT_COLS + MAX_COL_BINS else min(exact, MAX_EXACT_COLS)
+    exact = _exact_columns(d)
     ce, re_ = _col_edges(width, exact), _row_edges(rows)
-    # Counts of each class in each display cell.
+    counts, z = _cell_counts(cls, ce, re_)
+    row_name = list(st.req_ids) + [f"padded row {r}" for r in range(d["num_reqs"], rows)]
+    re_l = re_.tolist()
+    # Rows are categories (their names: the hover shows them); each cell's text says only its own part.
+    ycat = [row_name[r0] if r1 - r0 == 1 else f"rows {r0}–{r1 - 1}" for r0, r1 in zip(re_l[:-1], re_l[1:])]
+    data = _heatmaps(trace.req_ids, d, ce, re_, counts, z, ycat)
+    data += [
+        legend_swatch(_LABEL[name].split(" (")[0], CLASS_COLORS[name])
+        for name in CLASSES
+        if name not in ("unwalked", "nulled") or (cls == _CODE[name]).any()
+    ]
+    data += _walk_lines(st, walks, ce, ycat, trace.scenario.block_size)
+    binned = len(ce) - 1 < width
+    shapes, annotations = _scale_break(ce, exact, width) if binned else ([], [])
+    data.append(_true_scale_bar(walks))
+    n_cells = len(re_) - 1
+    layout = {
+        "title": title(
+            f"Step {st.index}: input block table, {rows} rows × {width:,} columns, {st.cudagraph_mode} graph",
+            _subtitle(cls, ce, re_, exact, binned),
+        ),
+        "xaxis": _column_axis(ce, exact, binned),
+        "yaxis": axis(
+            "batch row",
+            domain=[0, _HEATMAP_TOP],
+            autorange="reversed",
+            showgrid=False,
+            zeroline=False,
+            type="category",
+            **({} if n_cells <= 40 else {"showticklabels": False}),
+        ),
+        "xaxis2": axis("", anchor="y2", range=[0, width * 1.12], side="top", tickformat=",d", showgrid=True),
+        "yaxis2": {"domain": [0.86, 1.0], "anchor": "x2", "tickfont": {"size": 11}},
+        "annotations": annotations
+        + [
+            paper_note(
+                "<b>true scale: columns walked per row</b>",
+                0,
+                1.0,
+                xanchor="left",
+                yanchor="bottom",
+                yshift=18,
+                font={"size": 11},
+            )
+        ],
+        "shapes": shapes,
+        "height": max(460, min(760, 300 + 12 * n_cells)),
+        "legend": {"orientation": "h", "y": -0.2, "yanchor": "top", "font": {"size": 10}},
+        "margin": {"t": 110, "b": 120},
+    }
+    return figure(data, layout)
+
+
+def _exact_columns(d: dict) -> int:
+    """How many leading columns are drawn one per cell: up to the last non-null entry, the fixed walk and
+    the valid blocks, plus a margin; all of them where the table is narrow enough."""
+    table = d["table"]
+    width = table.shape[1]
+    nz = np.nonzero((table != 0).any(axis=0))[0]
+    interesting = max(int(nz[-1]) + 1 if len(nz) else 0, d["walks"]["fixed"], int(d["num_blocks"].max(initial=0)))
+    exact = min(width, max(16, interesting + 4))
+    return width if width <= MAX_EXACT_COLS + MAX_COL_BINS else min(exact, MAX_EXACT_COLS)
+
+
+def _cell_counts(cls: np.ndarray, ce: np.ndarray, re_: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Counts of each class in each display cell, and the class each cell is coloured by (_PRIORITY)."""
     counts = np.stack(
         [
             np.add.reduceat(np.add.reduceat((cls == k).astype(np.int32), ce[:-1], axis=1), re_[:-1], axis=0)
@@ -123,11 +201,14 @@ def block_table_spec(trace, index: int) -> dict:
     z = np.full(counts.shape[:2], _CODE["null"], dtype=np.int8)
     for name in reversed(_PRIORITY):
         z[counts[..., _CODE[name]] > 0] = _CODE[name]
-    names = trace.req_ids
-    row_name = list(st.req_ids) + [f"padded row {r}" for r in range(n, rows)]
+    return counts, z
+
+
+def _heatmaps(names, d: dict, ce, re_, counts, z, ycat: list) -> list[dict]:
+    """The exact cells' heatmap and the binned cells' heatmap (either may be absent)."""
+    cls, owner, table = d["cls"], d["owner"], d["table"]
+    rows = cls.shape[0]
     ce_l, re_l = ce.tolist(), re_.tolist()
-    # Rows are categories (their names: the hover shows them); each cell's text says only its own part.
-    ycat = [row_name[r0] if r1 - r0 == 1 else f"rows {r0}–{r1 - 1}" for r0, r1 in zip(re_l[:-1], re_l[1:])]
     ncls = len(CLASSES)
     scale = []
     for k, name in enumerate(CLASSES):
@@ -169,40 +250,43 @@ def block_table_spec(trace, index: int) -> dict:
                 "z": z[:, :n_exact],
                 "text": text,
                 "customdata": table[:, :n_exact],
-                "hovertemplate": "%{y}<br>col %{x}: block %{customdata}, %{text}<extra></extra>",
+                "hovertemplate": hover("%{y}<br>col %{x}: block %{customdata}, %{text}"),
             }
         )
     if n_exact < ncells:
-        kinds = [k for k in range(ncls) if CLASSES[k] not in ("unwalked", "nulled") or counts[..., k].any()]
-        c0 = ce[n_exact:-1]
-        c1 = ce[n_exact + 1 :] - 1
-        entries = (ce[n_exact + 1 :] - c0)[None, :] * np.diff(re_)[:, None]
-        custom = np.concatenate(
-            [
-                np.broadcast_to(c0, entries.shape)[..., None],
-                np.broadcast_to(c1, entries.shape)[..., None],
-                entries[..., None],
-                counts[:, n_exact:, kinds],
-            ],
-            axis=-1,
-        )
-        parts = ", ".join(f"{CLASSES[k]} %{{customdata[{3 + j}]:,}}" for j, k in enumerate(kinds))
-        data.append(
-            {
-                **heat,
-                "x": list(range(n_exact, ncells)),
-                "z": z[:, n_exact:],
-                "customdata": custom,
-                "hovertemplate": "%{y}<br>cols %{customdata[0]:,}–%{customdata[1]:,} (%{customdata[2]:,} "
-                f"entries): {parts}<extra></extra>",
-            }
-        )
-    data += [
-        legend_swatch(_LABEL[name].split(" (")[0], CLASS_COLORS[name])
-        for name in CLASSES
-        if name not in ("unwalked", "nulled") or (cls == _CODE[name]).any()
-    ]
-    era = {"baseline": "before #40654", "fixed": "after #43991"}
+        data.append({**heat, **_binned_cells(ce, re_, counts, z, n_exact, ncells)})
+    return data
+
+
+def _binned_cells(ce, re_, counts, z, n_exact: int, ncells: int) -> dict:
+    """The binned heatmap's own fields: each bin's column range, entry count and count per class."""
+    kinds = [k for k in range(len(CLASSES)) if CLASSES[k] not in ("unwalked", "nulled") or counts[..., k].any()]
+    c0 = ce[n_exact:-1]
+    c1 = ce[n_exact + 1 :] - 1
+    entries = (ce[n_exact + 1 :] - c0)[None, :] * np.diff(re_)[:, None]
+    custom = np.concatenate(
+        [
+            np.broadcast_to(c0, entries.shape)[..., None],
+            np.broadcast_to(c1, entries.shape)[..., None],
+            entries[..., None],
+            counts[:, n_exact:, kinds],
+        ],
+        axis=-1,
+    )
+    parts = ", ".join(f"{CLASSES[k]} %{{customdata[{3 + j}]:,}}" for j, k in enumerate(kinds))
+    return {
+        "x": list(range(n_exact, ncells)),
+        "z": z[:, n_exact:],
+        "customdata": custom,
+        "hovertemplate": hover(
+            f"%{{y}}<br>cols %{{customdata[0]:,}}–%{{customdata[1]:,}} (%{{customdata[2]:,}} entries): {parts}"
+        ),
+    }
+
+
+def _walk_lines(st, walks: dict, ce, ycat: list, bs: int) -> list[dict]:
+    """Where each mode's walk stops, and its metadata's walk where a FULL graph walks another width."""
+    data = []
     same = walks["baseline"] == walks["fixed"]
     for m in MODES:
         w = walks[m]
@@ -212,7 +296,7 @@ def block_table_spec(trace, index: int) -> dict:
                 f"baseline = fixed walk: {w:,} columns (kernel sees {st.kernel_max_seq_len[m]:,} in both"
                 + (f": {st.cudagraph_mode} graph, R9)" if st.cudagraph_mode == "FULL" else ")")
                 if same
-                else f"{m} walk ({era[m]}): {w:,} columns (kernel sees {st.kernel_max_seq_len[m]:,})"
+                else f"{m} walk ({_ERA[m]}): {w:,} columns (kernel sees {st.kernel_max_seq_len[m]:,})"
             )
             line = {
                 "color": "#333" if same else MODE_COLORS[m],
@@ -225,9 +309,57 @@ def block_table_spec(trace, index: int) -> dict:
             xm = _pos(ce, meta_w)
             name = f"{m} metadata: {meta_w} columns (not what the FULL graph walks)"
             data.append(_walk_line(xm, ycat, name, {"color": MODE_COLORS[m], "width": 2, "dash": "dot"}))
-    binned = len(ce) - 1 < width
-    bin_w = int(ce[-2] - ce[-3]) if binned and len(ce) > 2 else 1
-    # Ticks: evenly spaced inside each region, labelled with the real column.
+    return data
+
+
+def _scale_break(ce, exact: int, width: int) -> tuple[list[dict], list[dict]]:
+    """The scale break between the exact and the binned columns: a band over the binned region, a
+    white-and-dotted line at the break, and their labels."""
+    hm_top = _HEATMAP_TOP
+    xb = exact - 0.5
+    bin_w = int(ce[-2] - ce[-3]) if len(ce) > 2 else 1
+    refs = {"xref": "x", "yref": "paper"}
+    shapes = [
+        rect_shape(xb, len(ce) - 1.5, hm_top + 0.005, hm_top + 0.035, "#fde0dd", **refs),
+        line_shape(xb, xb, 0, hm_top + 0.04, {"color": "white", "width": 5}, **refs),
+        line_shape(xb, xb, 0, hm_top + 0.04, {"color": "black", "width": 1.5, "dash": "dot"}, **refs),
+    ]
+    annotations = [
+        note("<b>// scale break</b>", xb, hm_top + 0.02, **refs, xanchor="right", font={"size": 11}),
+        note(
+            f"binned: 1 cell = {bin_w:,} columns ({exact:,}–{width - 1:,})",
+            (xb + len(ce) - 1.5) / 2,
+            hm_top + 0.02,
+            **refs,
+            font={"size": 11},
+        ),
+    ]
+    return shapes, annotations
+
+
+def _true_scale_bar(walks: dict) -> dict:
+    """The true-scale strip: columns each era's kernel walks per row, on a linear axis of the whole table."""
+    wb, wf = walks["baseline"], walks["fixed"]
+    same = wb == wf
+    ratio = f"{wb / wf:,.0f}× fewer" if wf and wb / wf >= 10 else (f"{wb / wf:.1f}× fewer" if wf else "")
+    return bar(
+        [wf, wb],
+        [_ERA["fixed"], _ERA["baseline"]],
+        orientation="h",
+        xaxis="x2",
+        yaxis="y2",
+        marker={"color": [MODE_COLORS["fixed"], MODE_COLORS["baseline"]]},
+        text=[f"{wf:,} columns" + (f" ({ratio})" if ratio and not same else ""), f"{wb:,} columns"],
+        textposition="outside",
+        cliponaxis=False,
+        showlegend=False,
+        width=0.7,
+        hovertemplate=hover("%{y}: the kernel walks %{x:,} columns per row"),
+    )
+
+
+def _column_axis(ce, exact: int, binned: bool) -> dict:
+    """The heatmap's x axis. Ticks: evenly spaced inside each region, labelled with the real column."""
     tstep = max(1, _nice(exact / 6))
     tickvals = list(range(0, exact, tstep))
     if binned:  # the exact region's last tick stays clear of the first binned one
@@ -235,147 +367,29 @@ def block_table_spec(trace, index: int) -> dict:
         nb = len(ce) - 1 - exact
         tickvals += list(range(exact, exact + nb, max(1, cdiv(nb, 5))))
     ticktext = [f"{int(ce[t]):,}" for t in tickvals]
-    shapes, annotations = [], []
-    hm_top = 0.78
-    if binned:
-        xb = exact - 0.5
-        shapes += [
-            {
-                "type": "rect",
-                "xref": "x",
-                "yref": "paper",
-                "x0": xb,
-                "x1": len(ce) - 1.5,
-                "y0": hm_top + 0.005,
-                "y1": hm_top + 0.035,
-                "fillcolor": "#fde0dd",
-                "line": {"width": 0},
-            },
-            {
-                "type": "line",
-                "xref": "x",
-                "yref": "paper",
-                "x0": xb,
-                "x1": xb,
-                "y0": 0,
-                "y1": hm_top + 0.04,
-                "line": {"color": "white", "width": 5},
-            },
-            {
-                "type": "line",
-                "xref": "x",
-                "yref": "paper",
-                "x0": xb,
-                "x1": xb,
-                "y0": 0,
-                "y1": hm_top + 0.04,
-                "line": {"color": "black", "width": 1.5, "dash": "dot"},
-            },
-        ]
-        annotations += [
-            {
-                "x": xb,
-                "y": hm_top + 0.02,
-                "xref": "x",
-                "yref": "paper",
-                "showarrow": False,
-                "text": "<b>// scale break</b>",
-                "xanchor": "right",
-                "font": {"size": 11},
-            },
-            {
-                "x": (xb + len(ce) - 1.5) / 2,
-                "y": hm_top + 0.02,
-                "xref": "x",
-                "yref": "paper",
-                "showarrow": False,
-                "font": {"size": 11},
-                "text": f"binned: 1 cell = {bin_w:,} columns ({exact:,}–{width - 1:,})",
-            },
-        ]
-    # The true-scale strip: columns each era's kernel walks per row, on a linear axis of the whole table.
-    wb, wf = walks["baseline"], walks["fixed"]
-    ratio = f"{wb / wf:,.0f}× fewer" if wf and wb / wf >= 10 else (f"{wb / wf:.1f}× fewer" if wf else "")
-    data.append(
-        {
-            "type": "bar",
-            "orientation": "h",
-            "y": [era["fixed"], era["baseline"]],
-            "x": [wf, wb],
-            "xaxis": "x2",
-            "yaxis": "y2",
-            "marker": {"color": [MODE_COLORS["fixed"], MODE_COLORS["baseline"]]},
-            "text": [f"{wf:,} columns" + (f" ({ratio})" if ratio and not same else ""), f"{wb:,} columns"],
-            "textposition": "outside",
-            "cliponaxis": False,
-            "showlegend": False,
-            "width": 0.7,
-            "hovertemplate": "%{y}: the kernel walks %{x:,} columns per row<extra></extra>",
-        }
-    )
-    note = f"columns 0–{exact - 1:,} one per cell, then binned (scale break)" if binned else "one cell per entry"
+    return {
+        "title": {"text": "block-table column", "standoff": 4},
+        "tickvals": tickvals,
+        "ticktext": ticktext,
+        "tickangle": 0,
+        "showgrid": False,
+        "zeroline": False,
+        "range": [-0.5, len(ce) - 1.5],
+    }
+
+
+def _subtitle(cls, ce, re_, exact: int, binned: bool) -> str:
+    """What the cells are: one per entry, or where the columns and rows are binned; R11's nulled count."""
+    rows = cls.shape[0]
+    text = f"columns 0–{exact - 1:,} one per cell, then binned (scale break)" if binned else "one cell per entry"
     if len(re_) - 1 < rows:
-        note += f"; rows in bins of {int(re_[1] - re_[0])}"
+        text += f"; rows in bins of {int(re_[1] - re_[0])}"
     if binned or len(re_) - 1 < rows:
-        note += "; a bin shows live > free > nulled > valid > padded > null, hover for counts"
+        text += "; a bin shows live > free > nulled > valid > padded > null, hover for counts"
     nulled = int((cls == _CODE["nulled"]).sum())
     if nulled:
-        note += f"; {nulled:,} entries nulled in the sliding-window group (vLLM 0.33.0, R11)"
-    n_cells = len(re_) - 1
-    return figure(
-        data,
-        {
-            "title": title(
-                f"Step {st.index}: input block table, {rows} rows × {width:,} columns, {st.cudagraph_mode} graph", note
-            ),
-            "xaxis": {
-                "title": {"text": "block-table column", "standoff": 4},
-                "tickvals": tickvals,
-                "ticktext": ticktext,
-                "tickangle": 0,
-                "showgrid": False,
-                "zeroline": False,
-                "range": [-0.5, len(ce) - 1.5],
-            },
-            "yaxis": {
-                "domain": [0, hm_top],
-                "title": {"text": "batch row"},
-                "autorange": "reversed",
-                "showgrid": False,
-                "zeroline": False,
-                "type": "category",
-                **({} if n_cells <= 40 else {"showticklabels": False}),
-            },
-            "xaxis2": {
-                "anchor": "y2",
-                "range": [0, width * 1.12],
-                "title": {"text": ""},
-                "side": "top",
-                "tickformat": ",d",
-                "showgrid": True,
-            },
-            "yaxis2": {"domain": [0.86, 1.0], "anchor": "x2", "tickfont": {"size": 11}},
-            "annotations": annotations
-            + [
-                {
-                    "text": "<b>true scale: columns walked per row</b>",
-                    "x": 0,
-                    "y": 1.0,
-                    "xref": "paper",
-                    "yref": "paper",
-                    "xanchor": "left",
-                    "yanchor": "bottom",
-                    "yshift": 18,
-                    "showarrow": False,
-                    "font": {"size": 11},
-                }
-            ],
-            "shapes": shapes,
-            "height": max(460, min(760, 300 + 12 * n_cells)),
-            "legend": {"orientation": "h", "y": -0.2, "yanchor": "top", "font": {"size": 10}},
-            "margin": {"t": 110, "b": 120},
-        },
-    )
+        text += f"; {nulled:,} entries nulled in the sliding-window group (vLLM 0.33.0, R11)"
+    return text
 
 
 def _nice(x: float) -> int:

@@ -217,3 +217,50 @@ def graph_runs(modes: np.ndarray) -> list[tuple[int, int, str]]:
             runs.append((start, i - 1, str(modes[start])))
             start = i
     return runs
+
+
+# Plotly literals the views share: one place for the dict shapes, so a view reads as what it draws.
+
+
+def hover(template: str) -> str:
+    """A hover template without plotly's secondary box (the trace name beside the hover)."""
+    return template + "<extra></extra>"
+
+
+def axis(title_text: str, **settings) -> dict:
+    """An axis with a title (plotly's ``title.text``) and any other axis settings."""
+    return {"title": {"text": title_text}, **settings}
+
+
+def bar(x, y, **style) -> dict:
+    """A bar trace."""
+    return {"type": "bar", "x": x, "y": y, **style}
+
+
+def note(text: str, x: float, y: float, **style) -> dict:
+    """A text annotation without an arrow, at data coordinates unless ``style`` sets xref/yref."""
+    return {"x": x, "y": y, "showarrow": False, "text": text, **style}
+
+
+def paper_note(text: str, x: float, y: float, **style) -> dict:
+    """A text annotation without an arrow, at paper coordinates (0..1 across the whole plot area)."""
+    return note(text, x, y, xref="paper", yref="paper", **style)
+
+
+def line_shape(x0: float, x1: float, y0: float, y1: float, line: dict, **refs) -> dict:
+    """A line shape from (x0, y0) to (x1, y1); ``refs`` may set xref/yref."""
+    return {"type": "line", **refs, "x0": x0, "x1": x1, "y0": y0, "y1": y1, "line": line}
+
+
+def rect_shape(x0: float, x1: float, y0: float, y1: float, fillcolor: str, **style) -> dict:
+    """A filled rectangle shape with no outline; ``style`` may set xref/yref, opacity, layer."""
+    return {
+        "type": "rect",
+        **style,
+        "x0": x0,
+        "x1": x1,
+        "y0": y0,
+        "y1": y1,
+        "fillcolor": fillcolor,
+        "line": {"width": 0},
+    }

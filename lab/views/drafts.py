@@ -6,8 +6,8 @@ before (off the zoomed axis, said in an arrow)."""
 from __future__ import annotations
 
 from lab.blocks import cdiv
-from lab.speculators import DISPLAY_NAMES, FIRST_RELEASE, NO_DRAFT_ATTENTION_METHODS, ONE_PASS_METHODS, draft_pass_step, reuses_target_metadata
-from lab.views.common import check_step, figure, message_figure, title
+from lab.speculators import speculator
+from lab.views.common import axis, bar, check_step, figure, hover, line_shape, message_figure, note, paper_note, title
 from lab.views.eras import ERA_COLORS, path_values
 
 # One hue per pass, told apart at a glance (pale blues ran together past pass 2).
@@ -16,54 +16,12 @@ PASS_COLORS = ("#08519c", "#4292c6", "#e6550d", "#31a354", "#756bb1", "#d6616b",
 
 def drafts_spec(trace, index: int) -> dict:
     st = trace.steps[check_step(trace, index)]
-    k = trace.scenario.num_speculative_tokens
     if not st.drafts:
-        method = trace.scenario.speculative_method
-        if k and method in NO_DRAFT_ATTENTION_METHODS:
-            why = (
-                f"No draft passes: {DISPLAY_NAMES[method]} speculation drafts K = {k} tokens a step without a "
-                "draft attention pass,<br>so nothing reads a block table with a draft max_seq_len; only the "
-                "target pass (which verifies the drafts) does."
-            )
-        else:
-            why = (
-                f"No draft passes: this scenario has K = {k} (num_speculative_tokens).<br>"
-                "Set K > 0 (or pick the eagle-k3 preset) to see draft_max_seq_len."
-            )
-        return message_figure(f"Step {st.index}: draft windows", why)
+        return _no_drafts_figure(trace, st)
     n = st.num_reqs
-    mml = trace.scenario.max_model_len
-    names = st.req_ids
+    k = trace.scenario.num_speculative_tokens
     exact = st.seq_lens[:n]
-    npass = len(st.drafts)
-    method = trace.scenario.speculative_method
-    width = 0.8 / npass
-    data = []
-    for d in st.drafts:
-        ub = d.seq_lens_cpu_upper_bound[:n]
-        # Exact length during draft pass d: the verified length plus what the speculator appended since,
-        # the same step its metadata adds to the upper bound (R5; lab.engine.speculator.draft_pass_step).
-        lo = [min(e + draft_pass_step(method, d.index, trace.scenario.draft_decode_fused, k), mml) for e in exact]
-        # Token positions lo..ub inclusive: a window of w tokens is drawn w + 1 tall (half a token each side).
-        data.append(
-            {
-                "type": "bar",
-                "x": [r - 0.4 + width * (d.index + 0.5) for r in range(n)],
-                "y": [u - v + 1 for u, v in zip(ub, lo)],
-                "base": [v - 0.5 for v in lo],
-                "width": width * 0.85,
-                "marker": {
-                    "color": PASS_COLORS[min(d.index, len(PASS_COLORS) - 1)],
-                    "line": {"color": "#08306b", "width": 1},
-                },
-                "name": f"pass {d.index}"
-                + (" (reuses the target metadata)" if reuses_target_metadata(method, d.index) else "")
-                + f", {d.cudagraph_mode}",
-                "customdata": [[names[r], lo[r], ub[r], ub[r] - lo[r]] for r in range(n)],
-                "hovertemplate": f"pass {d.index}, " + "%{customdata[0]}: exact %{customdata[1]:,}, upper bound "
-                "%{customdata[2]:,} (+%{customdata[3]})<extra></extra>",
-            }
-        )
+    data = _window_bars(trace, st)
     target_ub = max(st.seq_lens_cpu_upper_bound[:n])
     vals = path_values(st)
     eras = list(st.history())
@@ -76,126 +34,170 @@ def drafts_spec(trace, index: int) -> dict:
     top = target_ub + k + 1 if far else max(after, target_ub)
     pad = max(2, (top - lo_all) * 0.08)
     x0, x1 = -0.5, n - 0.5
-    shapes = [
-        {
-            "type": "line",
-            "x0": x0,
-            "x1": x1,
-            "y0": target_ub + 0.5,
-            "y1": target_ub + 0.5,
-            "line": {"color": "#444", "width": 1.5, "dash": "dot"},
-        },
-    ]
-    if not far:
-        shapes.append(
-            {
-                "type": "line",
-                "x0": x0,
-                "x1": x1,
-                "y0": after + 0.5,
-                "y1": after + 0.5,
-                "line": {"color": ERA_COLORS[2], "width": 2.5},
-            }
-        )
-    annotations = [
-        {
-            "x": x1,
-            "y": target_ub + 0.5,
-            "xanchor": "right",
-            "yanchor": "top",
-            "showarrow": False,
-            "text": f"max(upper bound) = {target_ub:,}",
-            "font": {"size": 11, "color": "#444"},
-            "bgcolor": "rgba(255,255,255,0.85)",
-        },
-    ]
-    if not far:
-        annotations.append(
-            {
-                "x": x1,
-                "y": after + 0.5,
-                "xanchor": "right",
-                "yanchor": "bottom",
-                "showarrow": False,
-                "text": f"<b>{eras[-1]}: draft_max_seq_len = {after:,}</b>",
-                "font": {"size": 12, "color": ERA_COLORS[2]},
-            }
-        )
-    if not far and after > target_ub:  # the +K: a bracket between max(upper bound) and draft_max_seq_len
-        annotations.append(
-            {
-                "x": x0 + 0.15 * (x1 - x0),
-                "y": after + 0.5,
-                "ax": x0 + 0.15 * (x1 - x0),
-                "ay": target_ub + 0.5,
-                "xref": "x",
-                "yref": "y",
-                "axref": "x",
-                "ayref": "y",
-                "showarrow": True,
-                "arrowhead": 2,
-                "arrowside": "end+start",
-                "arrowwidth": 1.5,
-                "arrowcolor": ERA_COLORS[2],
-                "text": "",
-            }
-        )
-        annotations.append(
-            {
-                "x": x0 + 0.15 * (x1 - x0),
-                "y": (after + target_ub) / 2 + 0.5,
-                "xanchor": "left",
-                "showarrow": False,
-                # The DFlash family adds its query length (1 + K; K for DSpark), the others K.
-                "text": f" <b>+{'num_query_per_req' if method in ONE_PASS_METHODS else 'K'} = {after - target_ub}</b>",
-                "font": {"size": 13, "color": ERA_COLORS[2]},
-                "bgcolor": "rgba(255,255,255,0.8)",
-            }
-        )
+    shapes = _max_lines(x0, x1, target_ub, after, far)
+    annotations = _line_labels(x1, target_ub, after, eras, far)
+    if not far and after > target_ub:
+        annotations += _plus_k_bracket(trace.scenario.speculative_method, x0, x1, target_ub, after)
+    top_note = _top_note(st, eras, after, before, trace.scenario.max_model_len, far)
     annotations.append(
-        {
-            "x": 0.5,
-            "y": 1.0,
-            "xref": "paper",
-            "yref": "paper",
-            "yanchor": "bottom",
-            "showarrow": False,
-            "text": _top_note(st, eras, after, before, mml, far),
-            "font": {"size": 12, "color": ERA_COLORS[2] if far else ERA_COLORS[0]},
-        }
+        paper_note(
+            top_note, 0.5, 1.0, yanchor="bottom", font={"size": 12, "color": ERA_COLORS[2] if far else ERA_COLORS[0]}
+        )
     )
+    layout = _layout(trace, st, shapes, annotations, (x0, x1), [lo_all - pad, top + pad])
+    return figure(data, layout)
+
+
+def _no_drafts_figure(trace, st) -> dict:
+    """Why a step has no draft windows: a method that drafts without a draft attention pass, or K = 0."""
+    k = trace.scenario.num_speculative_tokens
+    spec = speculator(trace.scenario.speculative_method)
+    if k and not spec.has_draft_attention:
+        why = (
+            f"No draft passes: {spec.display_name} speculation drafts K = {k} tokens a step without a "
+            "draft attention pass,<br>so nothing reads a block table with a draft max_seq_len; only the "
+            "target pass (which verifies the drafts) does."
+        )
+    else:
+        why = (
+            f"No draft passes: this scenario has K = {k} (num_speculative_tokens).<br>"
+            "Set K > 0 (or pick the eagle-k3 preset) to see draft_max_seq_len."
+        )
+    return message_figure(f"Step {st.index}: draft windows", why)
+
+
+def _window_bars(trace, st) -> list[dict]:
+    """One bar trace per draft pass: each request's window from its exact length to its upper bound."""
+    n = st.num_reqs
+    names = st.req_ids
+    spec = speculator(trace.scenario.speculative_method)
+    width = 0.8 / len(st.drafts)
+    data = []
+    for d in st.drafts:
+        ub = d.seq_lens_cpu_upper_bound[:n]
+        # Exact length during draft pass d, as the trace recorded it: the verified length plus what the
+        # speculator appended since, the same step its metadata adds to the upper bound (R5;
+        # lab.speculators.draft_pass_step, DraftPass.seq_lens).
+        lo = d.seq_lens[:n]
+        # Token positions lo..ub inclusive: a window of w tokens is drawn w + 1 tall (half a token each side).
+        data.append(
+            bar(
+                [r - 0.4 + width * (d.index + 0.5) for r in range(n)],
+                [u - v + 1 for u, v in zip(ub, lo)],
+                base=[v - 0.5 for v in lo],
+                width=width * 0.85,
+                marker={
+                    "color": PASS_COLORS[min(d.index, len(PASS_COLORS) - 1)],
+                    "line": {"color": "#08306b", "width": 1},
+                },
+                name=f"pass {d.index}"
+                + (" (reuses the target metadata)" if spec.reuses_target_metadata_at(d.index) else "")
+                + f", {d.cudagraph_mode}",
+                customdata=[[names[r], lo[r], ub[r], ub[r] - lo[r]] for r in range(n)],
+                hovertemplate=hover(
+                    f"pass {d.index}, " + "%{customdata[0]}: exact %{customdata[1]:,}, upper bound "
+                    "%{customdata[2]:,} (+%{customdata[3]})"
+                ),
+            )
+        )
+    return data
+
+
+def _max_lines(x0: float, x1: float, target_ub: int, after: int, far: bool) -> list[dict]:
+    """The dotted max(upper bound) line, and the solid draft_max_seq_len line where it is on the axis."""
+    shapes = [line_shape(x0, x1, target_ub + 0.5, target_ub + 0.5, {"color": "#444", "width": 1.5, "dash": "dot"})]
+    if not far:
+        shapes.append(line_shape(x0, x1, after + 0.5, after + 0.5, {"color": ERA_COLORS[2], "width": 2.5}))
+    return shapes
+
+
+def _line_labels(x1: float, target_ub: int, after: int, eras: list[str], far: bool) -> list[dict]:
+    """The labels at the right end of the two lines."""
+    annotations = [
+        note(
+            f"max(upper bound) = {target_ub:,}",
+            x1,
+            target_ub + 0.5,
+            xanchor="right",
+            yanchor="top",
+            font={"size": 11, "color": "#444"},
+            bgcolor="rgba(255,255,255,0.85)",
+        )
+    ]
+    if not far:
+        annotations.append(
+            note(
+                f"<b>{eras[-1]}: draft_max_seq_len = {after:,}</b>",
+                x1,
+                after + 0.5,
+                xanchor="right",
+                yanchor="bottom",
+                font={"size": 12, "color": ERA_COLORS[2]},
+            )
+        )
+    return annotations
+
+
+def _plus_k_bracket(method: str, x0: float, x1: float, target_ub: int, after: int) -> list[dict]:
+    """The +K: a bracket between max(upper bound) and draft_max_seq_len, and its label."""
+    xb = x0 + 0.15 * (x1 - x0)
+    arrow = {
+        "x": xb,
+        "y": after + 0.5,
+        "ax": xb,
+        "ay": target_ub + 0.5,
+        "xref": "x",
+        "yref": "y",
+        "axref": "x",
+        "ayref": "y",
+        "showarrow": True,
+        "arrowhead": 2,
+        "arrowside": "end+start",
+        "arrowwidth": 1.5,
+        "arrowcolor": ERA_COLORS[2],
+        "text": "",
+    }
+    label = note(
+        # The DFlash family adds its query length (1 + K; K for DSpark), the others K.
+        f" <b>+{'num_query_per_req' if speculator(method).one_pass else 'K'} = {after - target_ub}</b>",
+        xb,
+        (after + target_ub) / 2 + 0.5,
+        xanchor="left",
+        font={"size": 13, "color": ERA_COLORS[2]},
+        bgcolor="rgba(255,255,255,0.8)",
+    )
+    return [arrow, label]
+
+
+def _layout(trace, st, shapes: list, annotations: list, x_range: tuple, y_range: list) -> dict:
+    """The figure's layout: legend below, the title, the request axis and the zoomed token axis."""
+    n = st.num_reqs
+    names = st.req_ids
+    k = trace.scenario.num_speculative_tokens
     tick = max(1, cdiv(n, 24))
-    return figure(
-        data,
-        {
-            "height": 520,
-            "barmode": "overlay",
-            # Below the plot: beside it, the legend took a third of a half-width figure (compare side by side).
-            "showlegend": True,  # a single pass (the DFlash family) names its graph there too
-            "legend": {
-                "font": {"size": 10},
-                "title": {"text": "window per pass"},
-                "orientation": "h",
-                "y": -0.22,
-                "yanchor": "top",
-            },
-            "shapes": shapes,
-            "annotations": annotations,
-            "margin": {"t": 115, "b": 120},
-            "title": title(
-                f"Step {st.index}: draft windows, K = {k}, one bar per request and pass",
-                # Each pass's graph is in its legend entry: the subtitle stays short enough for half a page.
-                "exact length → upper bound, true scale (linear, zoomed on the batch); " + _path_note(trace.scenario),
-            ),
-            "xaxis": {
-                "title": {"text": "request"},
-                "tickvals": list(range(0, n, tick)),
-                "ticktext": names[::tick],
-                "range": [x0, x1],
-            },
-            "yaxis": {"title": {"text": "tokens"}, "range": [lo_all - pad, top + pad], "tickformat": ",d"},
+    return {
+        "height": 520,
+        "barmode": "overlay",
+        # Below the plot: beside it, the legend took a third of a half-width figure (compare side by side).
+        "showlegend": True,  # a single pass (the DFlash family) names its graph there too
+        "legend": {
+            "font": {"size": 10},
+            "title": {"text": "window per pass"},
+            "orientation": "h",
+            "y": -0.22,
+            "yanchor": "top",
         },
-    )
+        "shapes": shapes,
+        "annotations": annotations,
+        "margin": {"t": 115, "b": 120},
+        "title": title(
+            f"Step {st.index}: draft windows, K = {k}, one bar per request and pass",
+            # Each pass's graph is in its legend entry: the subtitle stays short enough for half a page.
+            "exact length → upper bound, true scale (linear, zoomed on the batch); " + _path_note(trace.scenario),
+        ),
+        "xaxis": axis("request", tickvals=list(range(0, n, tick)), ticktext=names[::tick], range=list(x_range)),
+        "yaxis": axis("tokens", range=y_range, tickformat=",d"),
+    }
 
 
 def _top_note(st, eras, after: int, before: int | None, mml: int, far: bool) -> str:
@@ -205,8 +207,8 @@ def _top_note(st, eras, after: int, before: int | None, mml: int, far: bool) -> 
         note = st.history()[eras[-1]].get("drafts_note", "")
         return f"↑ {eras[-1]}: draft_max_seq_len = {after:,} (max_model_len {mml:,}){'; ' + note if note else ''}"
     if before is None:
-        method = st._t.scenario.speculative_method
-        return f"↑ before #43991: no {DISPLAY_NAMES[method]} speculator in MRV2 (from vLLM {FIRST_RELEASE[method]})"
+        spec = speculator(st._t.scenario.speculative_method)
+        return f"↑ before #43991: no {spec.display_name} speculator in MRV2 (from vLLM {spec.first_release})"
     return (
         f"↑ before #43991 the draft decodes get {before:,} (max_model_len {mml:,}),<br>"
         f"{before / max(after, 1):,.0f}× this; off this zoomed axis"
@@ -215,6 +217,6 @@ def _top_note(st, eras, after: int, before: int | None, mml: int, far: bool) -> 
 
 def _path_note(scenario) -> str:
     """Which draft decode path the windows are (R5): only Eagle/EAGLE3/MTP have two."""
-    if scenario.speculative_method not in ("eagle", "eagle3", "mtp"):
+    if not speculator(scenario.speculative_method).has_fused_path:
         return "its own passes (docs/rules.md, the speculators)"
     return "fused path: one metadata, built at pass 1" if scenario.draft_decode_fused else "per-step path"

@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from lab.speculators import DISPLAY_NAMES, ONE_PASS_METHODS, num_query_per_req, reuses_target_metadata
+from lab.speculators import speculator
 from lab.trace.era_recordings import recorded_releases
 from lab.views.common import check_step, passes_walked
 
@@ -51,8 +51,8 @@ def path_values(step) -> dict[str, list[tuple[int, int] | None]]:
             for e in eras
         ]
     }
-    method = step._t.scenario.speculative_method
-    own = [d.index for d in step.drafts if not reuses_target_metadata(method, d.index)]
+    spec = speculator(step._t.scenario.speculative_method)
+    own = [d.index for d in step.drafts if not spec.reuses_target_metadata_at(d.index)]
     if own:
         out["drafts"] = [
             (
@@ -68,14 +68,14 @@ def path_values(step) -> dict[str, list[tuple[int, int] | None]]:
 
 def drafts_label(scenario) -> str:
     """The headline's name for the draft passes that build their own metadata."""
-    k, method = scenario.num_speculative_tokens, scenario.speculative_method
-    if method == "mtp_multi_module":
-        return f"multi-module MTP drafts ({k} modules, one metadata)"
-    if method == "draft_model":
-        return f"draft-model passes 0–{k - 1}"
-    if method in ONE_PASS_METHODS:
-        return f"{DISPLAY_NAMES[method]} query pass ({num_query_per_req(method, k)} tokens a request)"
-    return f"{DISPLAY_NAMES[method]} draft decodes (passes 1–{k - 1})"
+    k, spec = scenario.num_speculative_tokens, speculator(scenario.speculative_method)
+    if spec.draft_bound == "0":  # multi-module MTP: one metadata for every module
+        return f"{spec.display_name} drafts ({k} modules, one metadata)"
+    if spec.has_draft_attention and spec.draft_bound is None:  # the standalone draft model
+        return f"{spec.display_name} passes 0–{k - 1}"
+    if spec.one_pass:
+        return f"{spec.display_name} query pass ({spec.num_query_per_req(k)} tokens a request)"
+    return f"{spec.display_name} draft decodes (passes 1–{k - 1})"
 
 
 def fixed_by(values: list[tuple[int, int] | None], eras: list[str]) -> str | None:

@@ -8,7 +8,17 @@ import weakref
 
 import numpy as np
 
-from lab.views.common import MODE_COLORS, MODES, check_step, figure, message_figure, panel_title, step_marker, title
+from lab.views.common import (
+    MODE_COLORS,
+    MODES,
+    axis,
+    check_step,
+    figure,
+    message_figure,
+    panel_title,
+    step_marker,
+    title,
+)
 from lab.views.vllm_counts import vllm_counts_spec
 
 HOW_TO_TIME = (
@@ -66,63 +76,87 @@ def kernels_spec(trace, index: int) -> dict:
     x = np.arange(len(trace.steps))
     data = []
     for m in MODES:
-        c = MODE_COLORS[m]
-        ms = s[f"ms_{m}"]
-        data.append(
-            {
-                "type": "scatter",
-                "x": x,
-                "y": ms,
-                "mode": "lines+markers",
-                "name": f"{m} ms per launch",
-                "marker": {"size": 7},
-                "connectgaps": True,
-                "line": {"color": c},
-                "legendgroup": m,
-                "error_y": {"type": "data", "array": s[f"iqr_ms_{m}"] / 2, "visible": True, "thickness": 0.5},
-            }
-        )
-        data.append(
-            {
-                "type": "box",
-                "y": ms[np.isfinite(ms)],
-                "name": m,
-                "marker": {"color": c},
-                "legendgroup": m,
-                "showlegend": False,
-                "boxpoints": False,
-                "xaxis": "x2",
-                "yaxis": "y3",
-            }
-        )
-        data.append(
-            {
-                "type": "scatter",
-                "x": x,
-                "y": s[f"gbps_real_{m}"],
-                "mode": "lines+markers",
-                "yaxis": "y2",
-                "connectgaps": True,
-                "marker": {"size": 6},
-                "name": f"{m} GB/s on real bytes",
-                "legendgroup": m,
-                "line": {"color": c},
-            }
-        )
-        data.append(
-            {
-                "type": "scatter",
-                "x": x,
-                "y": s[f"gbps_walked_{m}"],
-                "mode": "lines+markers",
-                "yaxis": "y2",
-                "connectgaps": True,
-                "marker": {"size": 6, "symbol": "circle-open"},
-                "name": f"{m} GB/s on walked bytes",
-                "legendgroup": m,
-                "line": {"color": c, "dash": "dot"},
-            }
-        )
+        data += _mode_traces(x, s, m)
+    return figure(
+        data,
+        {
+            "height": 650,
+            "margin": {"t": 170},
+            "legend": {"font": {"size": 10}},
+            "shapes": [step_marker(index)],
+            "title": _timings_title(trace, info, s),
+            "xaxis": axis("step", domain=[0, 0.7], anchor="y2", range=[-0.5, len(x) - 0.5]),
+            "yaxis": axis("ms", domain=[0.55, 1]),
+            "yaxis2": axis("GB/s", domain=[0, 0.42]),
+            "xaxis2": {"domain": [0.78, 1], "anchor": "y3"},
+            "yaxis3": axis("ms", domain=[0.55, 1], anchor="x2"),
+            "annotations": [
+                panel_title("time per launch (median, IQR bars)", 0, 1),
+                panel_title("GB/s (solid: real bytes, dotted: walked bytes)", 0, 0.42),
+                panel_title("distribution", 0.78, 1),
+            ],
+        },
+    )
+
+
+def _mode_traces(x, s: dict, m: str) -> list[dict]:
+    """One mode's traces: ms per launch with IQR bars, its distribution, GB/s on the real and walked bytes."""
+    c = MODE_COLORS[m]
+    ms = s[f"ms_{m}"]
+    return [
+        {
+            "type": "scatter",
+            "x": x,
+            "y": ms,
+            "mode": "lines+markers",
+            "name": f"{m} ms per launch",
+            "marker": {"size": 7},
+            "connectgaps": True,
+            "line": {"color": c},
+            "legendgroup": m,
+            "error_y": {"type": "data", "array": s[f"iqr_ms_{m}"] / 2, "visible": True, "thickness": 0.5},
+        },
+        {
+            "type": "box",
+            "y": ms[np.isfinite(ms)],
+            "name": m,
+            "marker": {"color": c},
+            "legendgroup": m,
+            "showlegend": False,
+            "boxpoints": False,
+            "xaxis": "x2",
+            "yaxis": "y3",
+        },
+        _gbps_line(x, s[f"gbps_real_{m}"], f"{m} GB/s on real bytes", m, {"size": 6}, {"color": c}),
+        _gbps_line(
+            x,
+            s[f"gbps_walked_{m}"],
+            f"{m} GB/s on walked bytes",
+            m,
+            {"size": 6, "symbol": "circle-open"},
+            {"color": c, "dash": "dot"},
+        ),
+    ]
+
+
+def _gbps_line(x, y, name: str, m: str, marker: dict, line: dict) -> dict:
+    """A GB/s series in the lower panel."""
+    return {
+        "type": "scatter",
+        "x": x,
+        "y": y,
+        "mode": "lines+markers",
+        "yaxis": "y2",
+        "connectgaps": True,
+        "marker": marker,
+        "name": name,
+        "legendgroup": m,
+        "line": line,
+    }
+
+
+def _timings_title(trace, info: dict, s: dict) -> dict:
+    """The kernel, backend and device; how they were measured, which steps were timed and checked."""
     device = info.get("device", "?")
     timed = [int(i) for i in np.nonzero(np.isfinite(s["ms_baseline"]))[0]]
     shown = ", ".join(map(str, timed[:12])) + (" …" if len(timed) > 12 else "")
@@ -136,33 +170,13 @@ def kernels_spec(trace, index: int) -> dict:
     else:
         listed = ", ".join(map(str, checked[:6])) + (" …" if len(checked) > 6 else "")
         check_note = f"{len(checked)} checked against SDPA (step {listed}), the others timed only"
-    return figure(
-        data,
-        {
-            "height": 650,
-            "margin": {"t": 170},
-            "legend": {"font": {"size": 10}},
-            "shapes": [step_marker(index)],
-            "title": title(
-                f"Kernel timings: {kernel_name(info.get('kernel'))} on {info.get('backend')} / "
-                f"{device} ({info.get('dtype')})",
-                # How they were measured and the shape, then what was timed, then what it is not: three short
-                # lines, so that none runs past the figure at 1366 px.
-                (f"{measured_how(info)}; " if measured_how(info) else "")
-                + (f"{info['head_config']}" if info.get("head_config") else "")
-                + f"<br>timed {len(timed)} of {len(x)} steps, {check_note} (markers; steps {shown})"
-                f"<br>measured on {device} only, not a GPU time (R10: a GPU kernel's work follows max_seq_len per "
-                "backend)",
-            ),
-            "xaxis": {"domain": [0, 0.7], "anchor": "y2", "title": {"text": "step"}, "range": [-0.5, len(x) - 0.5]},
-            "yaxis": {"domain": [0.55, 1], "title": {"text": "ms"}},
-            "yaxis2": {"domain": [0, 0.42], "title": {"text": "GB/s"}},
-            "xaxis2": {"domain": [0.78, 1], "anchor": "y3"},
-            "yaxis3": {"domain": [0.55, 1], "anchor": "x2", "title": {"text": "ms"}},
-            "annotations": [
-                panel_title("time per launch (median, IQR bars)", 0, 1),
-                panel_title("GB/s (solid: real bytes, dotted: walked bytes)", 0, 0.42),
-                panel_title("distribution", 0.78, 1),
-            ],
-        },
+    return title(
+        f"Kernel timings: {kernel_name(info.get('kernel'))} on {info.get('backend')} / {device} ({info.get('dtype')})",
+        # How they were measured and the shape, then what was timed, then what it is not: three short
+        # lines, so that none runs past the figure at 1366 px.
+        (f"{measured_how(info)}; " if measured_how(info) else "")
+        + (f"{info['head_config']}" if info.get("head_config") else "")
+        + f"<br>timed {len(timed)} of {len(trace.steps)} steps, {check_note} (markers; steps {shown})"
+        f"<br>measured on {device} only, not a GPU time (R10: a GPU kernel's work follows max_seq_len per "
+        "backend)",
     )

@@ -8,8 +8,11 @@ from lab.views.common import (
     CLASS_COLORS,
     MODES,
     OOR_CLASSES,
+    axis,
+    bar,
     check_step,
     figure,
+    hover,
     panel_title,
     passes_walked,
     series,
@@ -28,32 +31,30 @@ def oor_spec(trace, index: int, all_passes: bool = True) -> dict:
     for yaxis, m in (("y", "baseline"), ("y2", "fixed")):
         for c in OOR_CLASSES:
             data.append(
-                {
-                    "type": "bar",
-                    "x": x,
-                    "y": s[f"{pre}_{m}_{c}"],
-                    "name": c,
-                    "yaxis": yaxis,
-                    "marker": {"color": CLASS_COLORS[c], "line": {"width": 0}},
-                    "legendgroup": c,
-                    "showlegend": m == "baseline",
-                    "hovertemplate": f"step %{{x}}: {m}, {c} %{{y:,}}<extra></extra>",
-                }
+                bar(
+                    x,
+                    s[f"{pre}_{m}_{c}"],
+                    name=c,
+                    yaxis=yaxis,
+                    marker={"color": CLASS_COLORS[c], "line": {"width": 0}},
+                    legendgroup=c,
+                    showlegend=m == "baseline",
+                    hovertemplate=hover(f"step %{{x}}: {m}, {c} %{{y:,}}"),
+                )
             )
     for c in OOR_CLASSES:
         data.append(
-            {
-                "type": "bar",
-                "x": list(MODES),
-                "y": [totals[m][c] for m in MODES],
-                "name": c,
-                "xaxis": "x2",
-                "yaxis": "y3",
-                "marker": {"color": CLASS_COLORS[c]},
-                "legendgroup": c,
-                "showlegend": False,
-                "hovertemplate": "%{x}: " + c + " %{y:,}<extra></extra>",
-            }
+            bar(
+                list(MODES),
+                [totals[m][c] for m in MODES],
+                name=c,
+                xaxis="x2",
+                yaxis="y3",
+                marker={"color": CLASS_COLORS[c]},
+                legendgroup=c,
+                showlegend=False,
+                hovertemplate=hover("%{x}: " + c + " %{y:,}"),
+            )
         )
     tb = sum(totals["baseline"][c] for c in OOR_CLASSES)
     tf = sum(totals["fixed"][c] for c in OOR_CLASSES)
@@ -69,12 +70,12 @@ def oor_spec(trace, index: int, all_passes: bool = True) -> dict:
                 f"Out-of-range entries ({passes_walked(trace) if all_passes else 'target pass'}): "
                 f"baseline {tb:,}, fixed {tf:,} over the trace"
             ),
-            "xaxis": {"domain": [0, 0.7], "anchor": "y2", "title": {"text": "step"}},
-            "yaxis": {"domain": [0.55, 1], "title": {"text": "entries"}},
-            "yaxis2": {"domain": [0, 0.42], "title": {"text": "entries"}, "matches": "y"},  # one scale for both
+            "xaxis": axis("step", domain=[0, 0.7], anchor="y2"),
+            "yaxis": axis("entries", domain=[0.55, 1]),
+            "yaxis2": axis("entries", domain=[0, 0.42], matches="y"),  # one scale for both
             "xaxis2": {"domain": [0.8, 1], "anchor": "y3"},
             # Totals on a linear axis: the ratio is what it looks like; each bar says its number.
-            "yaxis3": {"domain": [0, 0.9], "anchor": "x2", "title": {"text": "entries"}, "rangemode": "tozero"},
+            "yaxis3": axis("entries", domain=[0, 0.9], anchor="x2", rangemode="tozero"),
             "annotations": [
                 panel_title("baseline (before #40654), per step", 0, 1),
                 panel_title(f"fixed (after #43991), per step, same scale: {tf:,} in all", 0, 0.42),

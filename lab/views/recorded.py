@@ -13,7 +13,7 @@ import numpy as np
 
 from lab.history import ERAS
 from lab.trace import era_recordings as eras
-from lab.views.common import check_step, figure, message_figure, panel_title, title
+from lab.views.common import axis, check_step, figure, message_figure, panel_title, paper_note, title
 from lab.views.eras import ERA_COLORS
 
 _DOMAINS = {"y": [0.55, 1.0], "y2": [0.0, 0.4]}
@@ -49,22 +49,82 @@ def recorded_spec(trace, index: int) -> dict:
     check_step(trace, index)
     found = recordings_for(trace)
     if not found:
-        have = sorted({p for _, p in eras.load_recordings()})
-        # Three presets a line: a plotly annotation does not wrap, and one long line is cut at 1366 px.
-        listed = "<br>".join(", ".join(have[i : i + 3]) for i in range(0, len(have), 3)) or "(none yet)"
-        why = (
-            "<br>mamba-hybrid: vLLM before 0.23 refused hybrid models, and the CPU build fails on the tiny "
-            "hybrid (docs/live.md)."
-            if trace.scenario.model_state == "mamba_hybrid"
-            else ""
+        return _no_recording_figure(trace)
+    data, notes, has_drafts = _recorded_traces(found)
+    rec0 = found[0][1]
+    spec = rec0.scenario.to_spec().replace("_vllm=" + rec0.scenario.vllm_version, "")
+    top = _DOMAINS["y"][1] if has_drafts else 1.0
+    agree = [r.vllm_cpu for r, _, _, c in found if c.agree]
+    verdict = (
+        f"the engine agrees with {', '.join(agree)} on every field"
+        if len(agree) == len(found)
+        else f"the engine DISAGREES with {', '.join(r.vllm_cpu for r, _, _, c in found if not c.agree)}"
+    )
+    preset = rec0.meta["recording"]["preset"]
+    log_tokens = {"type": "log", "dtick": 1, "tickformat": ","}
+    layout = {
+        "height": 640 if has_drafts else 460,
+        "hovermode": "x unified",
+        "margin": {"r": 250, "b": 110, "t": 125},
+        "legend": {"x": 1.01, "xanchor": "left", "y": 1.0, "font": {"size": 10}},
+        "title": title(
+            f"{preset}: the eras as vLLM itself ran them (recorded from vLLM "
+            + ", ".join(r.vllm_cpu for r, *_ in found)
+            + ")",
+            # Two lines: the recorded spec on one line of its own is not cut at 1366 px.
+            f"{verdict} · line: the release's own max_seq_len · circles: the engine's value in that era<br>"
+            f"recorded scenario (CPU variant): {spec}",
+        ),
+        "xaxis": axis("step of the recorded run", anchor="y2" if has_drafts else "y"),
+        "yaxis": axis("tokens (log)", domain=_DOMAINS["y"] if has_drafts else [0.0, 1.0], **log_tokens),
+        "annotations": [
+            panel_title("target max_seq_len, each release as shipped" + _coinciding(found, _target), 0, top),
+            paper_note(
+                "<br>".join(notes),
+                0,
+                -0.1 if has_drafts else -0.16,
+                xanchor="left",
+                yanchor="top",
+                align="left",
+                font={"size": 11},
+            ),
+        ],
+    }
+    if has_drafts:
+        layout["yaxis2"] = axis("tokens (log)", domain=_DOMAINS["y2"], **log_tokens)
+        layout["annotations"].append(
+            panel_title(
+                "Eagle draft decodes (passes 1..K-1): max_seq_len, as shipped" + _coinciding(found, _drafts),
+                0,
+                _DOMAINS["y2"][1],
+            )
         )
-        return message_figure(
-            "No recording from vLLM of this scenario",
-            "The eras are recorded from vLLM itself for the presets:<br>"
-            + listed
-            + "<br>pick one of them (data/eras; make eras records them, docs/eras.md)."
-            + why,
-        )
+    return figure(data, layout)
+
+
+def _no_recording_figure(trace) -> dict:
+    """Which presets have recordings, for a trace of a scenario vLLM was not recorded on."""
+    have = sorted({p for _, p in eras.load_recordings()})
+    # Three presets a line: a plotly annotation does not wrap, and one long line is cut at 1366 px.
+    listed = "<br>".join(", ".join(have[i : i + 3]) for i in range(0, len(have), 3)) or "(none yet)"
+    why = (
+        "<br>mamba-hybrid: vLLM before 0.23 refused hybrid models, and the CPU build fails on the tiny "
+        "hybrid (docs/live.md)."
+        if trace.scenario.model_state == "mamba_hybrid"
+        else ""
+    )
+    return message_figure(
+        "No recording from vLLM of this scenario",
+        "The eras are recorded from vLLM itself for the presets:<br>"
+        + listed
+        + "<br>pick one of them (data/eras; make eras records them, docs/eras.md)."
+        + why,
+    )
+
+
+def _recorded_traces(found: list) -> tuple[list[dict], list[str], bool]:
+    """Per release: its recorded lines and the engine's circles (target, and drafts where it has them),
+    the words of its comparison, and whether any release has draft passes."""
     data, notes = [], []
     has_drafts = False
     for rel, rec, engine, cmp in found:
@@ -107,79 +167,19 @@ def recorded_spec(trace, index: int) -> dict:
         entries = sum(f.entries for f in cmp.fields.values())
         verdict = f"agrees on every field ({entries:,} entries)" if cmp.agree else f"DISAGREES: {cmp.first}"
         notes.append(f"<b>{rel.vllm_cpu}</b> (torch {rec.meta['recording']['torch']}): {verdict}")
-    rec0 = found[0][1]
-    spec = rec0.scenario.to_spec().replace("_vllm=" + rec0.scenario.vllm_version, "")
-    top = _DOMAINS["y"][1] if has_drafts else 1.0
-    agree = [r.vllm_cpu for r, _, _, c in found if c.agree]
-    verdict = (
-        f"the engine agrees with {', '.join(agree)} on every field"
-        if len(agree) == len(found)
-        else f"the engine DISAGREES with {', '.join(r.vllm_cpu for r, _, _, c in found if not c.agree)}"
-    )
+    return data, notes, has_drafts
 
-    def same(series_of) -> str:
-        """' (0.19.1 = 0.22.1: drawn over each other)' for releases whose recorded lines coincide."""
-        groups: list[list] = []
-        for r, rec, *_ in found:
-            y = series_of(rec)
-            for g in groups:
-                if len(g[0][1]) == len(y) and np.array_equal(g[0][1], y, equal_nan=True):
-                    g.append((r, y))
-                    break
-            else:
-                groups.append([(r, y)])
-        tied = [" = ".join(r.vllm_cpu for r, _ in g) for g in groups if len(g) > 1]
-        return f" ({'; '.join(tied)}: drawn over each other)" if tied else ""
 
-    preset = rec0.meta["recording"]["preset"]
-    layout = {
-        "height": 640 if has_drafts else 460,
-        "hovermode": "x unified",
-        "margin": {"r": 250, "b": 110, "t": 125},
-        "legend": {"x": 1.01, "xanchor": "left", "y": 1.0, "font": {"size": 10}},
-        "title": title(
-            f"{preset}: the eras as vLLM itself ran them (recorded from vLLM "
-            + ", ".join(r.vllm_cpu for r, *_ in found)
-            + ")",
-            # Two lines: the recorded spec on one line of its own is not cut at 1366 px.
-            f"{verdict} · line: the release's own max_seq_len · circles: the engine's value in that era<br>"
-            f"recorded scenario (CPU variant): {spec}",
-        ),
-        "xaxis": {"anchor": "y2" if has_drafts else "y", "title": {"text": "step of the recorded run"}},
-        "yaxis": {
-            "domain": _DOMAINS["y"] if has_drafts else [0.0, 1.0],
-            "type": "log",
-            "dtick": 1,
-            "tickformat": ",",
-            "title": {"text": "tokens (log)"},
-        },
-        "annotations": [
-            panel_title("target max_seq_len, each release as shipped" + same(_target), 0, top),
-            {
-                "text": "<br>".join(notes),
-                "xref": "paper",
-                "yref": "paper",
-                "x": 0,
-                "y": -0.1 if has_drafts else -0.16,
-                "showarrow": False,
-                "xanchor": "left",
-                "yanchor": "top",
-                "align": "left",
-                "font": {"size": 11},
-            },
-        ],
-    }
-    if has_drafts:
-        layout["yaxis2"] = {
-            "domain": _DOMAINS["y2"],
-            "type": "log",
-            "dtick": 1,
-            "tickformat": ",",
-            "title": {"text": "tokens (log)"},
-        }
-        layout["annotations"].append(
-            panel_title(
-                "Eagle draft decodes (passes 1..K-1): max_seq_len, as shipped" + same(_drafts), 0, _DOMAINS["y2"][1]
-            )
-        )
-    return figure(data, layout)
+def _coinciding(found: list, series_of) -> str:
+    """' (0.19.1 = 0.22.1: drawn over each other)' for releases whose recorded lines coincide."""
+    groups: list[list] = []
+    for r, rec, *_ in found:
+        y = series_of(rec)
+        for g in groups:
+            if len(g[0][1]) == len(y) and np.array_equal(g[0][1], y, equal_nan=True):
+                g.append((r, y))
+                break
+        else:
+            groups.append([(r, y)])
+    tied = [" = ".join(r.vllm_cpu for r, _ in g) for g in groups if len(g) > 1]
+    return f" ({'; '.join(tied)}: drawn over each other)" if tied else ""

@@ -12,6 +12,7 @@ from lab.views.common import (
     GRAPH_COLORS,
     MODE_COLORS,
     MODES,
+    axis,
     check_step,
     figure,
     graph_runs,
@@ -19,6 +20,7 @@ from lab.views.common import (
     legend_swatch,
     panel_title,
     passes_walked,
+    rect_shape,
     series,
     step_marker,
     title,
@@ -46,38 +48,57 @@ def _same_groups(cols: np.ndarray) -> list[list[int]]:
     return groups
 
 
+def _line(x, y, name, color, dash="solid", yaxis="y", legend="legend", width=2) -> dict:
+    """A line over the steps, in one panel (yaxis) and that panel's legend."""
+    return {
+        "type": "scatter",
+        "x": x,
+        "y": y,
+        "name": name,
+        "mode": "lines",
+        "yaxis": yaxis,
+        "line": {"color": color, "dash": dash, "width": width},
+        "legend": legend,
+    }
+
+
 def timeline_spec(trace, index: int) -> dict:
     index = check_step(trace, index)
     s = series(trace)
     e = era_series(trace)
-    eras = e["eras"]
     n = len(s["num_reqs"])
     x = np.arange(n)
     mml = trace.scenario.max_model_len
+    data = _max_seq_len_lines(x, e)
+    data.append(hline(0, max(n - 1, 1), mml, f"max_model_len = {mml:,}", "#7f7f7f", "longdash", width=1))
+    data[-1]["legend"] = "legend"
+    data += _batch_and_entry_lines(x, s, e["eras"])
+    runs = graph_runs(s["graph"])
+    shapes = _graph_bands(runs)
+    for mode in sorted(set(s["graph"].tolist())):
+        data.append(legend_swatch(f"{mode} graph steps (band)", GRAPH_COLORS[mode]))
+        data[-1]["legend"] = "legend"
+    shapes.append(step_marker(index))
+    return figure(data, _layout(trace, n, runs, shapes))
 
-    def line(y, name, color, dash="solid", yaxis="y", legend="legend", width=2) -> dict:
-        return {
-            "type": "scatter",
-            "x": x,
-            "y": y,
-            "name": name,
-            "mode": "lines",
-            "yaxis": yaxis,
-            "line": {"color": color, "dash": dash, "width": width},
-            "legend": legend,
-        }
 
+def _max_seq_len_lines(x, e: dict) -> list[dict]:
+    """The target's max_seq_len per era, what the kernel sees where it differs, and draft_max_seq_len."""
+    eras = e["eras"]
     data = []
     for g in _same_groups(e["target"]):
         k = g[-1]
-        data.append(line(e["target"][:, k], " = ".join(eras[j] for j in g), ERA_COLORS[k], width=2.5 if k == 2 else 2))
+        data.append(
+            _line(x, e["target"][:, k], " = ".join(eras[j] for j in g), ERA_COLORS[k], width=2.5 if k == 2 else 2)
+        )
     if not np.array_equal(e["target_kernel"], e["target"], equal_nan=True):
         for g in _same_groups(e["target_kernel"]):
             k = g[-1]
             if np.array_equal(e["target_kernel"][:, k], e["target"][:, k], equal_nan=True):
                 continue  # the kernel sees this era's metadata on every step: drawn already
             data.append(
-                line(
+                _line(
+                    x,
                     e["target_kernel"][:, k],
                     "kernel sees: " + " = ".join(eras[j] for j in g),
                     ERA_COLORS[k],
@@ -89,21 +110,29 @@ def timeline_spec(trace, index: int) -> dict:
         for g in _same_groups(e["drafts"]):
             k = g[-1]
             data.append(
-                line(e["drafts"][:, k], "draft_max_seq_len " + " = ".join(eras[j] for j in g), ERA_COLORS[k], "dot")
+                _line(x, e["drafts"][:, k], "draft_max_seq_len " + " = ".join(eras[j] for j in g), ERA_COLORS[k], "dot")
             )
-    data.append(hline(0, max(n - 1, 1), mml, f"max_model_len = {mml:,}", "#7f7f7f", "longdash", width=1))
-    data[-1]["legend"] = "legend"
-    data.append(line(s["num_reqs"], "num_reqs", "#2ca02c", yaxis="y2", legend="legend2"))
-    data.append(
-        line(s["num_reqs_padded"], "num_reqs_padded (graph padding)", "#9467bd", "dash", yaxis="y2", legend="legend2")
-    )
+    return data
+
+
+def _batch_and_entry_lines(x, s: dict, eras: list) -> list[dict]:
+    """The batch size panel (num_reqs, padded) and the cumulative walked and out-of-range entries panel."""
+    data = [
+        _line(x, s["num_reqs"], "num_reqs", "#2ca02c", yaxis="y2", legend="legend2"),
+        _line(
+            x, s["num_reqs_padded"], "num_reqs_padded (graph padding)", "#9467bd", "dash", yaxis="y2", legend="legend2"
+        ),
+    ]
     names = {"baseline": eras[0] if eras else "baseline", "fixed": eras[-1] if eras else "fixed"}
     for m in MODES:
         data.append(
-            line(np.cumsum(s[f"all_{m}_walked"]), f"walked, {names[m]}", MODE_COLORS[m], yaxis="y3", legend="legend3")
+            _line(
+                x, np.cumsum(s[f"all_{m}_walked"]), f"walked, {names[m]}", MODE_COLORS[m], yaxis="y3", legend="legend3"
+            )
         )
         data.append(
-            line(
+            _line(
+                x,
                 np.cumsum(s[f"all_{m}_total"]),
                 f"out of range, {names[m]}",
                 MODE_COLORS[m],
@@ -113,64 +142,47 @@ def timeline_spec(trace, index: int) -> dict:
                 width=1.5,
             )
         )
-    runs = graph_runs(s["graph"])
-    shapes = []
-    if len(runs) <= MAX_BANDS:
-        shapes = [
-            {
-                "type": "rect",
-                "xref": "x",
-                "yref": "y domain",
-                "x0": a - 0.5,
-                "x1": b + 0.5,
-                "y0": 0,
-                "y1": 1,
-                "fillcolor": GRAPH_COLORS[mode],
-                "opacity": 0.5,
-                "line": {"width": 0},
-                "layer": "below",
-            }
-            for a, b, mode in runs
-        ]
-    for mode in sorted(set(s["graph"].tolist())):
-        data.append(legend_swatch(f"{mode} graph steps (band)", GRAPH_COLORS[mode]))
-        data[-1]["legend"] = "legend"
-    shapes.append(step_marker(index))
+    return data
+
+
+def _graph_bands(runs: list) -> list[dict]:
+    """One band per run of a CUDA-graph mode behind the max_seq_len panel; none past MAX_BANDS runs."""
+    if len(runs) > MAX_BANDS:
+        return []
+    return [
+        rect_shape(a - 0.5, b + 0.5, 0, 1, GRAPH_COLORS[mode], xref="x", yref="y domain", opacity=0.5, layer="below")
+        for a, b, mode in runs
+    ]
+
+
+def _layout(trace, n: int, runs: list, shapes: list) -> dict:
+    """Three panels, each with its legend beside it, and their titles."""
     legend = {"x": 1.01, "xanchor": "left", "yanchor": "top", "font": {"size": 10}, "tracegroupgap": 2}
-    return figure(
-        data,
-        {
-            "height": 700,
-            "hovermode": "x unified",
-            "shapes": shapes,
-            "margin": {"r": 260},
-            "legend": {**legend, "y": _DOMAINS["y"][1]},
-            "legend2": {**legend, "y": _DOMAINS["y2"][1]},
-            "legend3": {**legend, "y": _DOMAINS["y3"][1]},
-            "title": title(
-                f"Timeline of {n} steps: max_seq_len of the {target_path(trace)} in three eras",
-                "black line: the current step"
-                + ("" if len(runs) <= MAX_BANDS else f"; {len(runs)} graph-mode runs: bands not drawn"),
+    return {
+        "height": 700,
+        "hovermode": "x unified",
+        "shapes": shapes,
+        "margin": {"r": 260},
+        "legend": {**legend, "y": _DOMAINS["y"][1]},
+        "legend2": {**legend, "y": _DOMAINS["y2"][1]},
+        "legend3": {**legend, "y": _DOMAINS["y3"][1]},
+        "title": title(
+            f"Timeline of {n} steps: max_seq_len of the {target_path(trace)} in three eras",
+            "black line: the current step"
+            + ("" if len(runs) <= MAX_BANDS else f"; {len(runs)} graph-mode runs: bands not drawn"),
+        ),
+        "xaxis": axis("step", anchor="y3"),
+        # Decades only, written out: plotly's default minor labels ("2", "3" for 20k, 30k) read as tokens.
+        "yaxis": axis("tokens (log)", domain=_DOMAINS["y"], type="log", dtick=1, tickformat=","),
+        "yaxis2": axis("requests", domain=_DOMAINS["y2"], rangemode="tozero"),
+        "yaxis3": axis("entries", domain=_DOMAINS["y3"]),
+        "annotations": [
+            panel_title(
+                "max_seq_len per step (solid: target, dotted: draft decodes, dashed: what the kernel sees)",
+                0,
+                _DOMAINS["y"][1],
             ),
-            "xaxis": {"anchor": "y3", "title": {"text": "step"}},
-            # Decades only, written out: plotly's default minor labels ("2", "3" for 20k, 30k) read as tokens.
-            "yaxis": {
-                "domain": _DOMAINS["y"],
-                "type": "log",
-                "dtick": 1,
-                "tickformat": ",",
-                "title": {"text": "tokens (log)"},
-            },
-            "yaxis2": {"domain": _DOMAINS["y2"], "title": {"text": "requests"}, "rangemode": "tozero"},
-            "yaxis3": {"domain": _DOMAINS["y3"], "title": {"text": "entries"}},
-            "annotations": [
-                panel_title(
-                    "max_seq_len per step (solid: target, dotted: draft decodes, dashed: what the kernel sees)",
-                    0,
-                    _DOMAINS["y"][1],
-                ),
-                panel_title("batch size", 0, _DOMAINS["y2"][1]),
-                panel_title(f"cumulative block-table entries, {passes_walked(trace)}", 0, _DOMAINS["y3"][1]),
-            ],
-        },
-    )
+            panel_title("batch size", 0, _DOMAINS["y2"][1]),
+            panel_title(f"cumulative block-table entries, {passes_walked(trace)}", 0, _DOMAINS["y3"][1]),
+        ],
+    }

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.history import ERAS, MODEL_STATE_FIRST_RELEASE, model_state_in_era
-from lab.speculators import DISPLAY_NAMES, ONE_PASS_METHODS, num_query_per_req
+from lab.speculators import speculator
 from lab.views.common import series
 from lab.views.eras import era_series, target_path
 
@@ -27,6 +27,21 @@ def first_draft_step(trace) -> int | None:
     return int(steps[0]) if len(steps) else None
 
 
+class _Stops(list):
+    """The tour's stops so far, in the order they were found."""
+
+    def first(self, mask) -> int | None:
+        """The first step where mask holds that is not a stop yet (so each stop shows something new)."""
+        taken = {t["step"] for t in self}
+        idx = [int(i) for i in np.nonzero(mask)[0] if int(i) not in taken]
+        return idx[0] if idx else None
+
+    def add(self, step, view, text, shared=False):
+        """A stop; ``shared``: it may share its step with another stop (in another view)."""
+        if step is not None and all(t["step"] != step or (shared and t["view"] != view) for t in self):
+            self.append({"step": int(step), "view": view, "text": text})
+
+
 def tour(trace) -> list[dict]:
     """[{"step", "view", "text"}], in step order, at most MAX_STOPS, at least the opening step."""
     n = len(trace.steps)
@@ -34,20 +49,41 @@ def tour(trace) -> list[dict]:
         return []
     s = series(trace)
     e = era_series(trace)
+    stops = _Stops()
+    _opening_stop(trace, stops)
+    # The mamba target path: #40654 changed nothing there, #43991 did.
+    if trace.scenario.model_state == "mamba_hybrid" and n:
+        k = stops.first(e["target"][:, 1] != e["target"][:, 2])
+        if k is not None:
+            stops.add(
+                k,
+                "timeline",
+                f"the {target_path(trace)} still gets {int(e['target'][k, 1]):,} after #40654; "
+                f"#43991 gives it the batch max, {int(e['target'][k, 2]):,}.",
+            )
+    _draft_stops(trace, e, stops)
+    _stale_block_stops(trace, s, stops)
+    k = stops.first(s["graph"] == "FULL")
+    if k is not None:
+        stops.add(
+            k,
+            "lengths",
+            "a FULL CUDA graph: the kernel sees the captured max_model_len in every era (R9); the "
+            "fix moves the metadata only.",
+        )
+    _costliest_step_stop(s, stops)
+    timed = trace.timed_steps().tolist()
+    if timed:
+        stops.add(timed[len(timed) // 2], "kernels", f"a timed step ({len(timed)} of {n} steps were timed).")
+    stops.add(n - 1, "timeline", "every step at once: the cumulative entries each era's walk reads.")
+    first, rest = stops[:1], stops[1:]
+    keep = first + rest[: MAX_STOPS - 2] + ([rest[-1]] if len(rest) > MAX_STOPS - 2 else [])
+    return sorted(keep, key=lambda t: t["step"])
+
+
+def _opening_stop(trace, stops: _Stops) -> None:
+    """Step 0 in the lengths view: what attention is told before #40654 against the batch's longest request."""
     mml = trace.scenario.max_model_len
-    stops: list[dict] = []
-
-    def _first(mask) -> int | None:
-        """The first step where mask holds that is not a stop yet (so each stop shows something new)."""
-        taken = {t["step"] for t in stops}
-        idx = [int(i) for i in np.nonzero(mask)[0] if int(i) not in taken]
-        return idx[0] if idx else None
-
-    def add(step, view, text, shared=False):
-        """A stop; ``shared``: it may share its step with another stop (in another view)."""
-        if step is not None and all(t["step"] != step or (shared and t["view"] != view) for t in stops):
-            stops.append({"step": int(step), "view": view, "text": text})
-
     st0 = trace.steps[0]
     state = trace.scenario.model_state
     if model_state_in_era(state, ERAS[0]):
@@ -60,31 +96,28 @@ def tour(trace) -> list[dict]:
             f"the {target_path(trace)} came with vLLM {MODEL_STATE_FIRST_RELEASE[state]} and is told the batch "
             f"max from the start: {st0.max_seq_len['fixed']:,} tokens."
         )
-    add(0, "lengths", opening)
-    # The mamba target path: #40654 changed nothing there, #43991 did.
-    if trace.scenario.model_state == "mamba_hybrid" and n:
-        k = _first(e["target"][:, 1] != e["target"][:, 2])
-        if k is not None:
-            add(
-                k,
-                "timeline",
-                f"the {target_path(trace)} still gets {int(e['target'][k, 1]):,} after #40654; "
-                f"#43991 gives it the batch max, {int(e['target'][k, 2]):,}.",
-            )
-    # The draft passes, at the first step that has them (the opening step too: then a stop of its own
-    # in the drafts view). Eagle/MTP: max(upper bound) + K after #43991, clamped at max_model_len.
+    stops.add(0, "lengths", opening)
+
+
+def _draft_stops(trace, e: dict, stops: _Stops) -> None:
+    """The draft passes, at the first step that has them (the opening step too: then a stop of its own
+    in the drafts view)."""
+    mml = trace.scenario.max_model_len
+    # Eagle/MTP: max(upper bound) + K after #43991, clamped at max_model_len.
     k = first_draft_step(trace)
-    method = trace.scenario.speculative_method
-    if k is not None and method not in ("draft_model", "mtp_multi_module", *ONE_PASS_METHODS):
+    spec = speculator(trace.scenario.speculative_method)
+    # The speculators whose drafts are told max(upper bound) + K (Eagle's rule, R4); the others have their own.
+    eagle_rule = spec.draft_bound == "K"
+    if k is not None and eagle_rule:
         st = trace.steps[k]
         ub = max(st.seq_lens_cpu_upper_bound[: st.num_reqs])
         after, before = int(e["drafts"][k, 2]), e["drafts"][k, 1]  # before: NaN where MRV2 had no such speculator
         K = trace.scenario.num_speculative_tokens
         if np.isnan(before):
-            then = f"; no {DISPLAY_NAMES[method]} speculator in MRV2 before #43991"
+            then = f"; no {spec.display_name} speculator in MRV2 before #43991"
         else:
             then = f", {int(before):,} before" if after < before else ": clamped, as before"
-        add(
+        stops.add(
             k,
             "drafts",
             f"draft decodes get max(upper bound) + K = {ub:,} + {K} = {after:,} after #43991{then}."
@@ -94,29 +127,33 @@ def tour(trace) -> list[dict]:
             shared=True,
         )
     # Speculators with their own rule (docs/rules.md, "The speculators"): said at their first draft step.
-    if method in ("draft_model", "mtp_multi_module", *ONE_PASS_METHODS) and k is not None:
+    if not eagle_rule and k is not None:
         st = trace.steps[k]
         ub = max(st.seq_lens_cpu_upper_bound[: st.num_reqs])
         K = trace.scenario.num_speculative_tokens
-        if method == "draft_model":
+        if spec.draft_bound is None:  # the standalone draft model: max_model_len always
             text = (
                 f"the draft-model passes are still told max_model_len = {int(e['drafts'][k, 2]):,} after "
                 f"#43991 (StandaloneARSpeculator), while the batch's longest upper bound is {ub:,}."
             )
-        elif method == "mtp_multi_module":
+        elif spec.draft_bound == "0":  # multi-module MTP: max(upper bound), no +K
             text = (
                 f"one metadata for all {K} MTP modules: max(upper bound) = {int(e['drafts'][k, 2]):,}, "
                 f"no +K (MultiModuleMTPSpeculator)."
             )
         else:
-            q = num_query_per_req(method, K)
+            q = spec.num_query_per_req(K)
             text = (
-                f"{DISPLAY_NAMES[method]} drafts all {K} tokens in one query pass of {q} tokens a request, "
+                f"{spec.display_name} drafts all {K} tokens in one query pass of {q} tokens a request, "
                 f"told max(upper bound) + {q} = {int(e['drafts'][k, 2]):,}."
             )
-        add(k, "drafts", text, shared=True)
+        stops.add(k, "drafts", text, shared=True)
+
+
+def _stale_block_stops(trace, s: dict, stops: _Stops) -> None:
+    """The first step whose old walk reads live blocks (and whose), and the first that reads freed ones."""
     # Another request's live blocks read by the old walk (target pass).
-    k = _first(s["oor_baseline_live"] > 0)
+    k = stops.first(s["oor_baseline_live"] > 0)
     if k is not None:
         ent = trace.steps[k].oor_entries("baseline")
         live = np.nonzero(ent["class"] == "live")[0]
@@ -125,45 +162,33 @@ def tour(trace) -> list[dict]:
         owners = [o for o in ent["owner"][live][ent["row"][live] == row].tolist() if o and o != reader]
         nlive = int(s["oor_baseline_live"][k])
         what = f"{owners[0]}'s live blocks" if owners else "its own blocks, recycled through the free queue,"
-        add(
+        stops.add(
             k,
             "block_table",
             f"{reader} reads {what} past its valid ones (the walk to max_model_len reads "
             f"{nlive:,} live {'entry' if nlive == 1 else 'entries'} here).",
         )
-    k = _first(s["oor_baseline_free"] > 0)
+    k = stops.first(s["oor_baseline_free"] > 0)
     if k is not None:
         nfree = int(s["oor_baseline_free"][k])
-        add(
+        stops.add(
             k,
             "block_table",
             f"the walk to max_model_len reads {nfree:,} freed block "
             f"{'entry' if nfree == 1 else 'entries'} (a finished request's KV).",
         )
-    k = _first(s["graph"] == "FULL")
-    if k is not None:
-        add(
-            k,
-            "lengths",
-            "a FULL CUDA graph: the kernel sees the captured max_model_len in every era (R9); the "
-            "fix moves the metadata only.",
-        )
-    # The costliest step for the old walk.
+
+
+def _costliest_step_stop(s: dict, stops: _Stops) -> None:
+    """The costliest step for the old walk: the most entries walked before #40654 per entry after #43991."""
     ratio = s["all_baseline_walked"] / np.maximum(s["all_fixed_walked"], 1)
     order = [int(i) for i in np.argsort(-ratio, kind="stable") if int(i) not in {t["step"] for t in stops}]
     k = order[0] if order and ratio[order[0]] > 1 else None
     if k is not None:
-        add(
+        stops.add(
             k,
             "block_table",
             f"before #40654 the kernel walks {ratio[k]:,.0f}× the block-table entries it walks after #43991."
             if ratio[k] >= 10
             else f"before #40654 the kernel walks {ratio[k]:.1f}× the block-table entries it walks after #43991.",
         )
-    timed = trace.timed_steps().tolist()
-    if timed:
-        add(timed[len(timed) // 2], "kernels", f"a timed step ({len(timed)} of {n} steps were timed).")
-    add(n - 1, "timeline", "every step at once: the cumulative entries each era's walk reads.")
-    first, rest = stops[:1], stops[1:]
-    keep = first + rest[: MAX_STOPS - 2] + ([rest[-1]] if len(rest) > MAX_STOPS - 2 else [])
-    return sorted(keep, key=lambda t: t["step"])

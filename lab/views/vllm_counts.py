@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.views.common import MODE_COLORS, MODES, check_step, figure, panel_title, step_marker, title
+from lab.views.common import MODE_COLORS, MODES, axis, check_step, figure, panel_title, step_marker, title
 
 _ERA = {"baseline": "before #40654", "fixed": "after #43991"}
 
@@ -77,9 +77,9 @@ def vllm_counts_spec(trace, index: int) -> dict:
                 f"{at_step}; {info['device']}{sm}; {info['config']}",
             ),
             "xaxis": {"domain": [0, 1], "anchor": "y", "range": [-0.5, n - 0.5], "showticklabels": False},
-            "yaxis": {"domain": [0.55, 1], "title": {"text": "programs"}, "rangemode": "tozero"},
-            "xaxis2": {"domain": [0, 1], "anchor": "y2", "range": [-0.5, n - 0.5], "title": {"text": "step"}},
-            "yaxis2": {"domain": [0, 0.42], "title": {"text": "MB"}, "rangemode": "tozero"},
+            "yaxis": axis("programs", domain=[0.55, 1], rangemode="tozero"),
+            "xaxis2": axis("step", domain=[0, 1], anchor="y2", range=[-0.5, n - 0.5]),
+            "yaxis2": axis("MB", domain=[0, 0.42], rangemode="tozero"),
             "annotations": [
                 panel_title("programs launched per counted step (every launch's grid)", 0, 1),
                 panel_title("scratch its launcher allocated", 0, 0.42),

@@ -152,16 +152,36 @@ def resolve(
     spec_cfg = s.get("speculative_config") or {}
     method, k, spec_notes = _speculator(spec_cfg, line, facts)
     notes += spec_notes
-    runs_mrv2, runner_why = model_runner(str(vllm), facts, line.env, method, spec_cfg)
+    runs_mrv2, runner_why, series = _model_runner_and_series(str(vllm), series, facts, line, method, spec_cfg, notes)
+    if facts.kind == "encoder_only" and method:
+        raise ServeLineError("--speculative-config: an encoder-only (pooling) model has no decode to speculate")
+
+    mml = _max_model_len(line, facts, notes)
+    seqs, tokens = _scheduler_limits(s, g, facts, mml, notes)
+    backend = _attention_backend(s, g, facts)
+    graphs = _cudagraphs(s, g, facts, backend, k, seqs, tokens)
+    settings = _scenario_settings(s, g, facts, series, method, k, mml, seqs, tokens, backend, graphs)
+    notes += list(backend.notes) + list(graphs.notes)
+    notes += _runner_notes(facts, runs_mrv2, runner_why)
+    return Deployment(line, facts, gpu, str(vllm), series, method, k, backend, graphs, settings, runs_mrv2,
+                      runner_why, tuple(notes))  # fmt: skip
+
+
+def _model_runner_and_series(vllm: str, series: str, facts: ModelFacts, line: ServeLine, method, spec_cfg: dict,
+                             notes: list[str]) -> tuple[bool, str, str]:  # fmt: skip
+    """Whether MRV2 runs (lab/deployment/runner.py) and the lab series that replays the deployment."""
+    runs_mrv2, runner_why = model_runner(vllm, facts, line.env, method, spec_cfg)
     if facts.kind == "mamba_hybrid" and series in NO_HYBRID:
         # 0.19.1/0.22.1 _get_v2_model_runner_unsupported_features: "hybrid/mamba models" (lab/engine/releases.py)
         runs_mrv2, runner_why = False, "MRV2 runs no hybrid/mamba model before vLLM 0.23.0"
         notes.append(f"replayed with vLLM 0.32's bookkeeping: {series}'s MRV2 cannot run a hybrid model")
         series = "0.32"
-    if facts.kind == "encoder_only" and method:
-        raise ServeLineError("--speculative-config: an encoder-only (pooling) model has no decode to speculate")
+    return runs_mrv2, runner_why, series
 
-    mml = s.get("max_model_len")
+
+def _max_model_len(line: ServeLine, facts: ModelFacts, notes: list[str]) -> int:
+    """--max-model-len, or what vLLM derives from the model's config."""
+    mml = line.settings.get("max_model_len")
     if mml is None:
         mml = facts.max_model_len
         notes.append(f"--max-model-len not given: vLLM derives {mml:,} from the model's config")
@@ -171,18 +191,27 @@ def resolve(
             f"--max-model-len {mml:,} is longer than {facts.name}'s {facts.max_model_len:,} "
             f"(vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)"
         )
+    return mml
+
+
+def _scheduler_limits(s: dict, g: GPU, facts: ModelFacts, mml: int, notes: list[str]) -> tuple[int, int]:
+    """max_num_seqs and max_num_batched_tokens as given, or vLLM's defaults."""
     # EngineArgs.get_batch_defaults: the OPENAI_API_SERVER column by device memory
     big = g.memory_bytes >= 160 * 2**30
     seqs = s.get("max_num_seqs") or 1024
     tokens = s.get("max_num_batched_tokens") or (16384 if big else 8192)
-    state = KIND_STATE[facts.kind]
-    if state in ENCODER_STATES and tokens < mml:
+    if KIND_STATE[facts.kind] in ENCODER_STATES and tokens < mml:
         # No chunked prefill for encoder models (SchedulerConfig): a whole prompt fits in one step.
         notes.append(f"max_num_batched_tokens raised to max_model_len ({mml:,}): encoder models are not chunked")
         tokens = mml
+    return seqs, tokens
+
+
+def _attention_backend(s: dict, g: GPU, facts: ModelFacts) -> BackendChoice:
+    """The attention backend vLLM picks for the model on the GPU (lab/deployment/selection.py)."""
     tp = s.get("tensor_parallel_size") or 1
     heads = max(1, facts.num_attention_heads // tp)
-    backend = select_backend(
+    return select_backend(
         g.sm,
         use_mla=facts.kind == "mla",
         head_size=facts.head_size,
@@ -196,11 +225,17 @@ def resolve(
         attn_type="encoder_only" if facts.kind == "encoder_only" else "decoder",
         requested=s.get("attention_backend") or (s.get("attention_config") or {}).get("backend"),
     )
+
+
+def _cudagraphs(s: dict, g: GPU, facts: ModelFacts, backend: BackendChoice, k: int, seqs: int,
+                tokens: int) -> GraphChoice:  # fmt: skip
+    """The CUDA-graph mode and capture sizes (lab/deployment/selection.py), the flags over the
+    --compilation-config."""
     cc = dict(s.get("compilation_config") or {})
     for key in ("cudagraph_capture_sizes", "max_cudagraph_capture_size"):
         if key in s:
             cc[key] = s[key]
-    graphs = resolve_cudagraph(
+    return resolve_cudagraph(
         cc,
         enforce_eager=bool(s.get("enforce_eager")),
         vllm_backend=backend.vllm_name,
@@ -211,12 +246,17 @@ def resolve(
         num_speculative_tokens=k,
         use_mla=facts.kind == "mla",
     )
+
+
+def _scenario_settings(s: dict, g: GPU, facts: ModelFacts, series: str, method, k: int, mml: int, seqs: int,
+                       tokens: int, backend: BackendChoice, graphs: GraphChoice) -> dict:  # fmt: skip
+    """The lab Scenario fields that replay the deployment (less the requests)."""
     block_size = s.get("block_size") or backend.block_size
     async_default = facts.kind != "encoder_only"  # VllmConfig: off by default for pooling models
-    settings = {
+    return {
         "max_model_len": mml,
         "block_size": block_size,
-        "model_state": state,
+        "model_state": KIND_STATE[facts.kind],
         "num_speculative_tokens": k if method not in (None, "suffix", "custom_class") else 0,
         "speculative_method": method if method in SPECULATIVE_METHODS else "eagle",
         "cudagraph_mode": graphs.lab_mode,
@@ -229,13 +269,14 @@ def resolve(
         "draft_decode_fused": bool(k) and backend.supports_draft_decode_metadata_update,
         "sliding_window": 0 if s.get("disable_sliding_window") else facts.sliding_window,
     }
-    notes += list(backend.notes) + list(graphs.notes)
-    notes.append(("runs Model Runner V2: " if runs_mrv2 else "runs Model Runner V1: ") + runner_why)
+
+
+def _runner_notes(facts: ModelFacts, runs_mrv2: bool, runner_why: str) -> list[str]:
+    """Which model runner runs, and since when MRV2 is the default for the architecture."""
     first = first_default(facts)
-    # The eras' rows show MRV2's code; before `first` MRV2 ran only where asked for.
-    notes.append(
+    return [
+        ("runs Model Runner V2: " if runs_mrv2 else "runs Model Runner V1: ") + runner_why,
+        # The eras' rows show MRV2's code; before `first` MRV2 ran only where asked for.
         f"MRV2 became vLLM's default runner for {facts.architecture} in {first or 'no release read here'}: "
-        f"in earlier releases the rows show what V2 did with VLLM_USE_V2_MODEL_RUNNER=1 (V1 ran otherwise)"
-    )
-    return Deployment(line, facts, gpu, str(vllm), series, method, k, backend, graphs, settings, runs_mrv2,
-                      runner_why, tuple(notes))  # fmt: skip
+        f"in earlier releases the rows show what V2 did with VLLM_USE_V2_MODEL_RUNNER=1 (V1 ran otherwise)",
+    ]

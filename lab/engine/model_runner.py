@@ -173,9 +173,9 @@ class ModelRunner:
 
         # propose (R4, R5), then the seeded stand-in for rejection sampling of this step's drafts.
         drafts = self.propose_draft(state, input_batch, batch_desc, attn_metadata)
-        accounting.drafts_proposed(drafts)
+        accounting.drafts_proposed()
         num_accepted = self.rejection_sample(input_batch)
-        accounting.walks_counted(state, input_batch, drafts)
+        accounting.walks_counted(input_batch, drafts)
 
         # Postprocess results and update request states.
         self.postprocess(state, input_batch, num_accepted)

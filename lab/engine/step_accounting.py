@@ -80,12 +80,12 @@ class StepAccounting:
             for m in MODES
         }
 
-    def drafts_proposed(self, drafts: list) -> None:
+    def drafts_proposed(self) -> None:
         """R4: the speculator's own max_seq_len per mode, read right after ``propose``."""
         if self.runner.speculator is not None:
             self.draft_max_seq_len = dict(self.runner.speculator.draft_max_seq_len)
 
-    def walks_counted(self, state, batch, drafts: list) -> None:
+    def walks_counted(self, batch, drafts: list) -> None:
         """What each kernel launch walks: one walk per (pass, mode), the target pass then each draft
         pass; then what each walk reads out of range, and, with a sliding window, what it reads nulled."""
         runner = self.runner

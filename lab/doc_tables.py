@@ -27,8 +27,7 @@ BLOCK = re.compile(r"(<!-- generated: (?P<name>[a-z_]+) -->\n)(?P<body>.*?)(<!--
 
 # What each way of choosing a pass's ``step`` (lab/speculators.py) means, in the census's words.
 _STEPS_TEXT = {
-    PER_STEP: "K: pass 0 reuses the target metadata; passes 1..K-1: `step` = pass (per-step path), 1 on the "
-    "fused path",
+    PER_STEP: "K: pass 0 reuses the target metadata; passes 1..K-1: `step` = pass (per-step path), 1 on the fused path",
     ONCE_AT_1: "as Eagle, but `advance_draft_positions` is False: the decode metadata is built once, `step` 1 "
     "for every decode",
     ONCE_AT_0: "K module passes share one metadata built with `step` 0 on the target-shaped batch",
@@ -143,9 +142,11 @@ def eras() -> str:
         label = era.name + {0: " (the lab's `baseline`)", len(ERA_LIST) - 1: " (the lab's `fixed`)"}.get(i, "")
         cells = []
         for _, path, state in _HISTORY_PATHS:
-            told = ("`min(max(ub) + K, max_model_len)`" if path == "draft" else "batch max") if fixed_in_era(
-                era.name, path, state
-            ) else "`max_model_len`"
+            told = (
+                ("`min(max(ub) + K, max_model_len)`" if path == "draft" else "batch max")
+                if fixed_in_era(era.name, path, state)
+                else "`max_model_len`"
+            )
             note = PATH_NOTES.get((era.name, state if path == "target" else path))
             cells.append(f"{told} ({note})" if note else told)
         rows.append(f"| {label} ({era.releases_text}) | " + " | ".join(cells) + " |")

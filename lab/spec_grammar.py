@@ -38,7 +38,7 @@ Grammar (underscore- or whitespace-separated segments, in any order)::
                                                           what a live CPU run does: upper bound = exact)
     vllm       0.33 | 0.32 | 0.22 | 0.19                 vllm_version             (default 0.33: the release
                                                           whose bookkeeping the engine follows,
-                                                          lab/engine/releases.py; 0.19/0.22 have
+                                                          lab/history.py; 0.19/0.22 have
                                                           no mamba-hybrid MRV2)
     method     eagle | eagle3 | mtp | gemma4-mtp |       speculative_method       (default eagle; with k > 0:
                mtp-multi-module | draft-model |          (vLLM's names,           the speculator, R4/R5;

@@ -234,6 +234,7 @@ _DFLASH_FAMILY = dict(
 # 0.29.0, draft_model/ with 0.31.0 (standalone_ar/ from 0.32.0), ngram/ with 0.32.0. Each had its
 # max_seq_len rule from its first release (DFlash's "max_seq_len + self.num_query_per_req" is already in
 # 0.24.0's propose).
+_HIDDEN_STATE_LAYERS = {"hf_config": {"eagle_aux_hidden_state_layer_ids": [0, 1]}}
 SPECULATOR_LIST = (
     Speculator("eagle", "Eagle", "eagle", "eagle.speculator", "EagleSpeculator", **_TDAR,
                doc_note="`min(…)` from #43991 (0.23.0)", live=LiveNeeds(draft="eagle")),
@@ -278,7 +279,8 @@ SPECULATOR_LIST = (
     Speculator("extract_hidden_states", "extract-hidden-states", "extract_hidden_states", "extract_hidden_states",
                "ExtractHiddenStatesSpeculator", first_release="0.29.0", required_k=1, **_NO_DRAFTS,
                doc_note="its cache-only layer gets a `CacheOnlyAttentionMetadata`: a slot mapping, no block table",
-               live=LiveNeeds(config=(("draft_model_config", {"hf_config": {"eagle_aux_hidden_state_layer_ids": [0, 1]}}),))),
+               # its ExtractHiddenStatesConfig reads the layer ids from draft_model_config's hf_config
+               live=LiveNeeds(config=(("draft_model_config", _HIDDEN_STATE_LAYERS),))),
 )  # fmt: skip
 SPECULATORS = {s.method: s for s in SPECULATOR_LIST}
 # The speculators ``method=`` takes, in the table's order.
@@ -333,6 +335,24 @@ def canonical_method(name: str) -> str:
     if name.endswith("_mtp"):
         return "mtp"
     return METHOD_ALIASES.get(name, name)
+
+
+def infer_method(method: str | None, model: str | None) -> str:
+    """The method vLLM runs for a ``speculative_config``'s method and draft (SpeculativeConfig.__post_init__):
+    no method is n-gram for the model "ngram"/"[ngram]" and a draft model otherwise; an alias or an MTP
+    model-type name becomes its method (``canonical_method``); a draft model's name then decides
+    (``method_from_draft_name``: vLLM's detection runs for every method but eagle, eagle3, dflash, dspark,
+    and the lab follows it where it matters, for draft_model)."""
+    if method is None:
+        return method_from_draft_name(model)
+    method = canonical_method(method)
+    return method_from_draft_name(model) if method == "draft_model" else method
+
+
+def init_speculator_path(method: str, num_mtp_layers: int | None, k: int, model_type: str) -> str:
+    """The lab's name for the path vllm/v1/worker/gpu/spec_decode/__init__.py ``init_speculator`` picks:
+    for "mtp", Gemma4's, the multi-module or the plain one (``mtp_variant``); any other method is its own."""
+    return mtp_variant(num_mtp_layers, k, model_type) if method == "mtp" else method
 
 
 def mtp_variant(num_mtp_layers: int | None, k: int, model_type: str) -> str:

@@ -15,12 +15,11 @@ import pytest
 
 from lab import simulate
 from lab.engine.block_pool import BlockPool
-from lab.history import ERAS
-from lab.history import RELEASES
-from lab.speculators import num_draft_passes
+from lab.history import ERAS, RELEASES
 from lab.live import eras, hooks, old_cpu
 from lab.live.tap import Tap
 from lab.scenario import parse_spec
+from lab.speculators import num_draft_passes
 from lab.trace import era_recordings as committed  # the committed recordings (data/eras)
 from lab.trace.diff import compare_traces
 
@@ -116,7 +115,7 @@ def test_recordings_are_small_json_files():
         assert json.loads(path.read_text())["format"] == "maxseqlen-lab/trace"
 
 
-# ---- the release rules the recordings showed (lab/engine/releases.py) -------------------------------
+# ---- the release rules the recordings showed (lab/history.py) -------------------------------
 
 
 def test_free_queue_is_fifo_before_0_23():

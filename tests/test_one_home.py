@@ -37,7 +37,9 @@ def method_tests(source: str) -> list[int]:
     """Lines that compare a method (``method``, ``s.speculative_method``, ...) with a name written out."""
     lines = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for op in node.ops):
+        if isinstance(node, ast.Compare) and any(
+            isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for op in node.ops
+        ):
             operands = [node.left, *node.comparators]
             if any(_is_method(o) for o in operands) and any(_strings(o) for o in operands):
                 lines.append(node.lineno)
@@ -80,7 +82,10 @@ def era_literals(source: str) -> list[tuple[int, str]]:
     return [
         (n.lineno, n.value)
         for n in ast.walk(tree)
-        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs | text and RELEASE.match(n.value)
+        if isinstance(n, ast.Constant)
+        and isinstance(n.value, str)
+        and id(n) not in docs | text
+        and RELEASE.match(n.value)
     ]
 
 

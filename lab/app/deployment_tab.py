@@ -85,7 +85,9 @@ def add_deployment_tab() -> None:
                 [OWN_LINE, *EXAMPLES], value=DEFAULT_EXAMPLE, label="example", elem_id="dep-example", scale=1
             )
             gpu = gr.Radio(list(DEPLOYMENT_GPUS), value=first_gpu, label="GPU", elem_id="dep-gpu", scale=1)
-            vllm = gr.Dropdown(list(DEPLOYMENT_RELEASES), value=REFERENCE_RELEASE, label="vLLM release", elem_id="dep-vllm", scale=0)
+            vllm = gr.Dropdown(
+                list(DEPLOYMENT_RELEASES), value=REFERENCE_RELEASE, label="vLLM release", elem_id="dep-vllm", scale=0
+            )
         line = gr.Textbox(first_line, label="vllm serve line", lines=2, max_lines=6, elem_id="dep-line")
         # The default example answered when the page is built (about 0.1 s): the tab opens on an answer.
         _, first_md, first_table, first_link = deployment_tab(first_line, first_gpu, REFERENCE_RELEASE, 16, 2048, 256)

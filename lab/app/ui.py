@@ -108,250 +108,328 @@ CSS += WORDS_CSS
 def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; known presets: {', '.join(PRESETS)}")
-    s0 = get_preset(preset)
     runners = runner_availability()
-    offered = [r.name for r in runners if r.available]
-    missing = [r for r in runners if not r.available]
     with gr.Blocks(title="max_seq_len lab", analytics_enabled=False, delete_cache=(3600, 3600)) as demo:
-        # Session state: a key into the process-level trace cache (lab.app.cache), nothing heavier.
-        key = gr.State(None)
-        base = gr.State(PRESETS[preset][0])  # the text the controls were last filled from
-        drawn = gr.State(None)  # what the main plot holds (lab.app.stepping.drawn_id)
-        playing = gr.State(False)
-        compare_key = gr.State(None)
+        # Every component by name: LOADED's names (lab.app.loading) and the ones only the events use.
+        ui: dict = {}
+        ui.update(_session_state(preset))
+        ui.update(_top_bar(preset, [r.name for r in runners if r.available]))
+        ui.update(_main_view())
+        ui.update(_settings(preset, get_preset(preset), [r for r in runners if not r.available]))
+        _sweeps(preset)
+        ui["timer"] = gr.Timer(PLAY_INTERVAL_S, active=False)
+
+        _wire_loading(demo, ui, preset)
+        _wire_stepping(ui)
+        _wire_presenter_and_play(ui)
+        _wire_compare_and_downloads(ui)
+    demo.lab_css = CSS  # Gradio 6 takes css at launch (lab.app.launch passes it)
+    demo.lab_preset = preset  # the opening preset: warmed first for a room (lab.app.launch)
+    return demo
+
+
+# ---- the layout, top to bottom: each builder creates its components in the page's order -------------------
+def _session_state(preset: str) -> dict:
+    """Session state: a key into the process-level trace cache (lab.app.cache), nothing heavier."""
+    return {
+        "key": gr.State(None),
+        "base": gr.State(PRESETS[preset][0]),  # the text the controls were last filled from
+        "drawn": gr.State(None),  # what the main plot holds (lab.app.stepping.drawn_id)
+        "playing": gr.State(False),
+        "compare_key": gr.State(None),
         # The same two keys where the page's script can read them (a State stays on the server).
-        data_key = gr.Textbox(visible=False, elem_id="data-key")
-        compare_data_key = gr.Textbox(visible=False, elem_id="compare-data-key")
-        gr.HTML(BRAND, elem_id="brand")
-        with gr.Row(elem_id="topbar", equal_height=True):
-            # Wide enough for the longest preset and runner names beside the arrow at 1366 px.
-            preset_dd = gr.Dropdown(
+        "data_key": gr.Textbox(visible=False, elem_id="data-key"),
+        "compare_data_key": gr.Textbox(visible=False, elem_id="compare-data-key"),
+    }
+
+
+def _top_bar(preset: str, offered: list[str]) -> dict:
+    """The brand line, then one row: preset, runner, run, step, play/pause and presenter mode."""
+    gr.HTML(BRAND, elem_id="brand")
+    with gr.Row(elem_id="topbar", equal_height=True):
+        # Wide enough for the longest preset and runner names beside the arrow at 1366 px.
+        bar = {
+            "preset": gr.Dropdown(
                 list(PRESETS), value=preset, label="preset", elem_id="preset", scale=2, min_width=250
-            )
-            runner = gr.Dropdown(offered, value=EMBEDDED_CPU, label="runner", elem_id="runner", scale=2, min_width=236)
-            run_btn = gr.Button("Run", variant="primary", elem_id="run", scale=0, min_width=60)
-            prev_btn = gr.Button("◀ prev", elem_id="prev", scale=0, min_width=44)
-            step = gr.Slider(0, 1, value=0, step=1, label="step", elem_id="step", scale=5, min_width=220)
-            next_btn = gr.Button("next ▶", elem_id="next", scale=0, min_width=44)
-            play_btn = gr.Button(PLAY, elem_id="play", scale=0, min_width=96)
-            with gr.Column(scale=0, min_width=118, elem_id="presenter-box"):
-                presenter = gr.Checkbox(False, label="presenter", elem_id="presenter")
-        headline = gr.HTML("", elem_id="headline")
-        view = gr.Radio(
+            ),
+            "runner": gr.Dropdown(
+                offered, value=EMBEDDED_CPU, label="runner", elem_id="runner", scale=2, min_width=236
+            ),
+            "run": gr.Button("Run", variant="primary", elem_id="run", scale=0, min_width=60),
+            "prev": gr.Button("◀ prev", elem_id="prev", scale=0, min_width=44),
+            "step": gr.Slider(0, 1, value=0, step=1, label="step", elem_id="step", scale=5, min_width=220),
+            "next": gr.Button("next ▶", elem_id="next", scale=0, min_width=44),
+            "play": gr.Button(PLAY, elem_id="play", scale=0, min_width=96),
+        }
+        with gr.Column(scale=0, min_width=118, elem_id="presenter-box"):
+            bar["presenter"] = gr.Checkbox(False, label="presenter", elem_id="presenter")
+    return bar
+
+
+def _main_view() -> dict:
+    """The step's headline, the view picker, the main figure (and its comparison), the view's note,
+    the summary and the guided tour."""
+    main = {
+        "headline": gr.HTML("", elem_id="headline"),
+        "view": gr.Radio(
             [(label, name) for name, (label, _, _) in ALL_VIEWS.items()],
             value=DEFAULT_VIEW,
             show_label=False,
             container=False,
             elem_id="view",
-        )
-        with gr.Row(elem_id="plots"):
-            plot = gr.Plot(show_label=False, elem_id="plot")
-            compare_plot = gr.Plot(show_label=False, elem_id="plot-compare", visible=False)
-        with gr.Row(elem_id="below"):
-            with gr.Column(scale=3):
-                note = gr.Markdown(note_of(DEFAULT_VIEW), elem_id="note")
-                summary = gr.HTML("", elem_id="summary")
-            with gr.Column(scale=2):
-                tour = gr.Radio([], label="Guided tour: click a stop", elem_id="tour")
-        with gr.Accordion(
-            "Scenario settings · upload · downloads · compare side by side", open=False, elem_id="settings"
-        ) as settings:
-            spec = gr.Textbox(
-                PRESETS[preset][0],
-                label="Scenario (grammar: lab/spec_grammar.py, docs/scenarios.md)",
-                info="Run uses what you typed; Enter fills the controls from the text. A control you "
-                "change overrides the text's setting; if both changed, you are asked to pick.",
-                elem_id="spec",
-                max_lines=3,
-            )
-            spec_msg = gr.HTML("", elem_id="spec-msg")
-            with gr.Row():
-                # No minimum/maximum here: Gradio would refuse an out-of-range number before the handler,
-                # putting every output in its error state; the scenario's own check names the field inline.
-                mml = gr.Number(s0.max_model_len, label="max_model_len", precision=0, elem_id="mml")
-                bs = gr.Number(s0.block_size, label="block size", precision=0, elem_id="bs")
-                k = gr.Number(
-                    s0.num_speculative_tokens,
-                    label=f"K (draft tokens, 0–{MAX_SPECULATIVE_TOKENS})",
-                    precision=0,
-                    elem_id="k",
-                )
-                seed = gr.Number(s0.seed, label="seed", precision=0, elem_id="seed")
-            with gr.Row():
-                state = gr.Radio(list(MODEL_STATES), value=s0.model_state, label="model state", elem_id="state")
-                cg = gr.Radio(list(CUDAGRAPH_MODES), value=s0.cudagraph_mode, label="CUDA-graph mode", elem_id="cg")
-                accept = gr.Slider(
-                    0, 1, value=s0.acceptance_rate, step=0.05, label="draft acceptance", elem_id="accept"
-                )
-            status = gr.Markdown("", elem_id="status")
-            gr.Markdown(
-                "Runners not available here: " + "; ".join(f"**{r.name}**: {r.reason}" for r in missing),
-                elem_id="runners-missing",
-            )
-            with gr.Row():
-                with gr.Column():
-                    upload = gr.File(label="Upload a saved trace (.json)", type="filepath", elem_id="upload", height=90)
-                    upload_msg = gr.HTML("", elem_id="upload-msg")
-                with gr.Column():
-                    with gr.Row():
-                        dl_trace_btn = gr.Button("download the trace (JSON)", elem_id="dl-trace")
-                        dl_figs_btn = gr.Button("download every view of this step (HTML)", elem_id="dl-figs")
-                    dl_page_btn = gr.Button(
-                        "download the whole trace as one HTML file (steps and plays offline, no install)",
-                        elem_id="dl-page",
-                    )
-                    dl_file = gr.File(label="download", interactive=False, elem_id="dl-file", height=90)
-                with gr.Column():
-                    compare = gr.Dropdown(
-                        ["none", *PRESETS],
-                        value="none",
-                        label="compare side by side with",
-                        info="another preset on the same step slider, same view",
-                        elem_id="compare",
-                    )
-        with gr.Accordion("Sweeps · does it matter for my deployment?", open=False, elem_id="sweeps-box"):
-            with gr.Tabs():
-                add_sweeps_tab(PRESETS[preset][0])
-                add_deployment_tab()
-        timer = gr.Timer(PLAY_INTERVAL_S, active=False)
+        ),
+    }
+    with gr.Row(elem_id="plots"):
+        main["plot"] = gr.Plot(show_label=False, elem_id="plot")
+        main["compare_plot"] = gr.Plot(show_label=False, elem_id="plot-compare", visible=False)
+    with gr.Row(elem_id="below"):
+        with gr.Column(scale=3):
+            main["note"] = gr.Markdown(note_of(DEFAULT_VIEW), elem_id="note")
+            main["summary"] = gr.HTML("", elem_id="summary")
+        with gr.Column(scale=2):
+            main["tour"] = gr.Radio([], label="Guided tour: click a stop", elem_id="tour")
+    return main
 
-        controls = [mml, bs, k, state, cg, accept, seed]
-        comp = {
-            "key": key,
-            "base": base,
-            "drawn": drawn,
-            "step": step,
-            "spec": spec,
-            "spec_msg": spec_msg,
-            "upload_msg": upload_msg,
-            "status": status,
-            "settings": settings,
-            "headline": headline,
-            "plot": plot,
-            "note": note,
-            "summary": summary,
-            "tour": tour,
-            "compare_plot": compare_plot,
-            "view": view,
-            "playing": playing,
-            "timer": timer,
-            "play": play_btn,
-            "preset": preset_dd,
-            "presenter": presenter,
-            "upload": upload,
-            "data_key": data_key,
+
+def _settings(preset: str, s0, missing: list) -> dict:
+    """The folded-away accordion: the scenario text and its controls, the runners missing here,
+    upload, downloads and the side-by-side comparison."""
+    with gr.Accordion(
+        "Scenario settings · upload · downloads · compare side by side", open=False, elem_id="settings"
+    ) as settings:
+        box = {"settings": settings}
+        box["spec"] = gr.Textbox(
+            PRESETS[preset][0],
+            label="Scenario (grammar: lab/spec_grammar.py, docs/scenarios.md)",
+            info="Run uses what you typed; Enter fills the controls from the text. A control you "
+            "change overrides the text's setting; if both changed, you are asked to pick.",
+            elem_id="spec",
+            max_lines=3,
+        )
+        box["spec_msg"] = gr.HTML("", elem_id="spec-msg")
+        box.update(_scenario_controls(s0))
+        box["status"] = gr.Markdown("", elem_id="status")
+        gr.Markdown(
+            "Runners not available here: " + "; ".join(f"**{r.name}**: {r.reason}" for r in missing),
+            elem_id="runners-missing",
+        )
+        box.update(_files_and_compare())
+    return box
+
+
+def _scenario_controls(s0) -> dict:
+    """One control per CONTROL_FIELDS entry (lab.app.controls), filled from the opening scenario."""
+    with gr.Row():
+        # No minimum/maximum here: Gradio would refuse an out-of-range number before the handler,
+        # putting every output in its error state; the scenario's own check names the field inline.
+        controls = {
+            "max_model_len": gr.Number(s0.max_model_len, label="max_model_len", precision=0, elem_id="mml"),
+            "block_size": gr.Number(s0.block_size, label="block size", precision=0, elem_id="bs"),
+            "num_speculative_tokens": gr.Number(
+                s0.num_speculative_tokens,
+                label=f"K (draft tokens, 0–{MAX_SPECULATIVE_TOKENS})",
+                precision=0,
+                elem_id="k",
+            ),
+            "seed": gr.Number(s0.seed, label="seed", precision=0, elem_id="seed"),
         }
-        comp.update(zip(CONTROL_FIELDS, controls))
-        loaded = [comp[n] for n in LOADED]
-        step_out = [step, plot, headline, summary, compare_plot]
-        step_in = [key, step, view, presenter, drawn, compare_key]
-        sync_in = [preset_dd, spec, step, view, presenter]
+    with gr.Row():
+        controls["model_state"] = gr.Radio(
+            list(MODEL_STATES), value=s0.model_state, label="model state", elem_id="state"
+        )
+        controls["cudagraph_mode"] = gr.Radio(
+            list(CUDAGRAPH_MODES), value=s0.cudagraph_mode, label="CUDA-graph mode", elem_id="cg"
+        )
+        controls["acceptance_rate"] = gr.Slider(
+            0, 1, value=s0.acceptance_rate, step=0.05, label="draft acceptance", elem_id="accept"
+        )
+    return controls
 
-        def sync(ev):
-            return ev.then(None, sync_in, None, js=SYNC_JS)
 
-        def loaded_then(ev):
-            """After a load: the page fetches the trace's step data and draws from it (lab/app/page.js)."""
-            ev = ev.then(None, page_in, None, js="(k, c, s, v, p) => window.labApp.loaded(k, c, s, v, p)")
-            return sync(ev)
-
-        def _initial(request: gr.Request, progress=gr.Progress()):
-            return initial(DEFAULT_VIEW, preset, request, progress)
-
-        page_in = [data_key, compare_data_key, step, view, presenter]
-        loaded_then(demo.load(_initial, None, loaded, api_name="initial_run"))
-        loaded_then(
-            preset_dd.input(
-                pick_preset, [preset_dd, runner, view, presenter, compare_key], loaded, api_name="pick_preset"
+def _files_and_compare() -> dict:
+    """Upload a saved trace; download the trace, the step's views or the whole trace as one page;
+    pick a preset to compare side by side."""
+    with gr.Row():
+        with gr.Column():
+            files = {
+                "upload": gr.File(label="Upload a saved trace (.json)", type="filepath", elem_id="upload", height=90),
+                "upload_msg": gr.HTML("", elem_id="upload-msg"),
+            }
+        with gr.Column():
+            with gr.Row():
+                files["dl_trace"] = gr.Button("download the trace (JSON)", elem_id="dl-trace")
+                files["dl_figs"] = gr.Button("download every view of this step (HTML)", elem_id="dl-figs")
+            files["dl_page"] = gr.Button(
+                "download the whole trace as one HTML file (steps and plays offline, no install)",
+                elem_id="dl-page",
             )
-        )
-        spec.submit(parse_spec_text, spec, [*controls, base, spec_msg], api_name="parse_spec")
-        loaded_then(
-            run_btn.click(
-                run,
-                # step: a run keeps the step shown (clamped to the new trace; lab.app.loading.run)
-                [preset_dd, spec, *controls, runner, view, presenter, step, compare_key, base],
-                loaded,
-                api_name="run",
-                concurrency_limit=4,
+            files["dl_file"] = gr.File(label="download", interactive=False, elem_id="dl-file", height=90)
+        with gr.Column():
+            files["compare"] = gr.Dropdown(
+                ["none", *PRESETS],
+                value="none",
+                label="compare side by side with",
+                info="another preset on the same step slider, same view",
+                elem_id="compare",
             )
-        )
-        loaded_then(
-            upload.upload(upload_trace, [upload, view, presenter, compare_key], loaded, api_name="upload_trace")
-        )
-        # The page steps by itself (lab/app/page.js): ◀ ▶ and the slider run no Python; the figures,
-        # the headline and the summary come from the trace's step data the page fetched after the load.
-        for trigger, js in (
-            (next_btn.click, "(k, c, s, v, p) => window.labApp.go(k, c, s + 1, v, p)"),
-            (prev_btn.click, "(k, c, s, v, p) => window.labApp.go(k, c, s - 1, v, p)"),
-            (step.input, "(k, c, s, v, p) => window.labApp.go(k, c, s, v, p)"),
-        ):
-            sync(trigger(None, page_in, [step, headline, summary], js=js, show_progress="hidden"))
-        # The same on the server, for API clients (gradio_client; python -m lab bench app): hidden triggers.
-        # Step events skip the queue (a plain POST, no SSE round trips): they are a few ms of server time.
-        for fn, api_name in ((show_step, "show_step"), (next_step, "next_step"), (prev_step, "prev_step")):
-            api_trigger = gr.Button(visible=False, elem_id=f"api-{api_name}")
-            api_trigger.click(fn, step_in, step_out, api_name=api_name, show_progress="hidden", queue=False)
-        # A view picked, a tour stop: drawn in the page too (lab/app/page.js), the server not asked.
-        sync(view.input(None, page_in, [note], js="(k, c, s, v, p) => window.labApp.show(k, c, s, v, p)"))
-        sync(
-            tour.input(
-                None,
-                [data_key, compare_data_key, tour, presenter],
-                [step, view, headline, summary, note],
-                js="(k, c, t, p) => window.labApp.tour(k, c, t, p)",
-                show_progress="hidden",
-            )
-        )
-        # Presenter mode toggled: the server redraws with larger type (then fitted to a small screen).
-        show_view_in, show_view_out = [key, step, view, presenter, compare_key], [plot, note, drawn, compare_plot]
-        sync(
-            presenter.input(show_view, show_view_in, show_view_out, api_name="presenter", show_progress="hidden")
-        ).then(None, presenter, None, js="(p) => window.labApp.relayout(p)")
-        # The same on the server, for API clients: hidden triggers.
-        gr.Button(visible=False, elem_id="api-show-view").click(
-            show_view, show_view_in, show_view_out, api_name="show_view", show_progress="hidden"
-        )
-        gr.Button(visible=False, elem_id="api-tour").click(
-            go_tour,
-            [key, tour, presenter, compare_key],
-            [step, view, plot, note, drawn, headline, summary, compare_plot],
-            api_name="tour",
+    return files
+
+
+def _sweeps(preset: str) -> None:
+    """The Sweeps tab (docs/sweeps.md) and the deployment tab (docs/deployments.md), folded away."""
+    with gr.Accordion("Sweeps · does it matter for my deployment?", open=False, elem_id="sweeps-box"):
+        with gr.Tabs():
+            add_sweeps_tab(PRESETS[preset][0])
+            add_deployment_tab()
+
+
+# ---- the events -------------------------------------------------------------------------------------------
+def _page_in(ui: dict) -> list:
+    """What the page's script (lab/app/page.js) is handed to draw a step: the data keys, step, view, presenter."""
+    return [ui["data_key"], ui["compare_data_key"], ui["step"], ui["view"], ui["presenter"]]
+
+
+def _sync(ui: dict, ev):
+    """After the event: SYNC_JS keeps the address, the step marker and presenter mode in step."""
+    return ev.then(None, [ui["preset"], ui["spec"], ui["step"], ui["view"], ui["presenter"]], None, js=SYNC_JS)
+
+
+def _loaded_then(ui: dict, ev):
+    """After a load: the page fetches the trace's step data and draws from it (lab/app/page.js)."""
+    ev = ev.then(None, _page_in(ui), None, js="(k, c, s, v, p) => window.labApp.loaded(k, c, s, v, p)")
+    return _sync(ui, ev)
+
+
+def _wire_loading(demo: gr.Blocks, ui: dict, preset: str) -> None:
+    """What loads a trace: the page's first load, a preset picked, Run, an upload (each fills LOADED);
+    Enter in the scenario text fills the controls."""
+    loaded = [ui[n] for n in LOADED]
+    controls = [ui[f] for f in CONTROL_FIELDS]
+    view, presenter, compare_key = ui["view"], ui["presenter"], ui["compare_key"]
+
+    def _initial(request: gr.Request, progress=gr.Progress()):
+        return initial(DEFAULT_VIEW, preset, request, progress)
+
+    _loaded_then(ui, demo.load(_initial, None, loaded, api_name="initial_run"))
+    _loaded_then(
+        ui,
+        ui["preset"].input(
+            pick_preset, [ui["preset"], ui["runner"], view, presenter, compare_key], loaded, api_name="pick_preset"
+        ),
+    )
+    ui["spec"].submit(parse_spec_text, ui["spec"], [*controls, ui["base"], ui["spec_msg"]], api_name="parse_spec")
+    _loaded_then(
+        ui,
+        ui["run"].click(
+            run,
+            # step: a run keeps the step shown (clamped to the new trace; lab.app.loading.run)
+            [ui["preset"], ui["spec"], *controls, ui["runner"], view, presenter, ui["step"], compare_key, ui["base"]],
+            loaded,
+            api_name="run",
+            concurrency_limit=4,
+        ),
+    )
+    _loaded_then(
+        ui,
+        ui["upload"].upload(
+            upload_trace, [ui["upload"], view, presenter, compare_key], loaded, api_name="upload_trace"
+        ),
+    )
+
+
+def _wire_stepping(ui: dict) -> None:
+    """◀ ▶, the slider, a view picked, a tour stop: in the page; the server's own, for API clients."""
+    page_in = _page_in(ui)
+    step, headline, summary = ui["step"], ui["headline"], ui["summary"]
+    step_out = [step, ui["plot"], headline, summary, ui["compare_plot"]]
+    step_in = [ui["key"], step, ui["view"], ui["presenter"], ui["drawn"], ui["compare_key"]]
+    # The page steps by itself (lab/app/page.js): ◀ ▶ and the slider run no Python; the figures,
+    # the headline and the summary come from the trace's step data the page fetched after the load.
+    for trigger, js in (
+        (ui["next"].click, "(k, c, s, v, p) => window.labApp.go(k, c, s + 1, v, p)"),
+        (ui["prev"].click, "(k, c, s, v, p) => window.labApp.go(k, c, s - 1, v, p)"),
+        (step.input, "(k, c, s, v, p) => window.labApp.go(k, c, s, v, p)"),
+    ):
+        _sync(ui, trigger(None, page_in, [step, headline, summary], js=js, show_progress="hidden"))
+    # The same on the server, for API clients (gradio_client; python -m lab bench app): hidden triggers.
+    # Step events skip the queue (a plain POST, no SSE round trips): they are a few ms of server time.
+    for fn, api_name in ((show_step, "show_step"), (next_step, "next_step"), (prev_step, "prev_step")):
+        api_trigger = gr.Button(visible=False, elem_id=f"api-{api_name}")
+        api_trigger.click(fn, step_in, step_out, api_name=api_name, show_progress="hidden", queue=False)
+    # A view picked, a tour stop: drawn in the page too (lab/app/page.js), the server not asked.
+    _sync(ui, ui["view"].input(None, page_in, [ui["note"]], js="(k, c, s, v, p) => window.labApp.show(k, c, s, v, p)"))
+    _sync(
+        ui,
+        ui["tour"].input(
+            None,
+            [ui["data_key"], ui["compare_data_key"], ui["tour"], ui["presenter"]],
+            [step, ui["view"], headline, summary, ui["note"]],
+            js="(k, c, t, p) => window.labApp.tour(k, c, t, p)",
             show_progress="hidden",
-        )
-        sync(
-            play_btn.click(
-                None,
-                [*page_in, headline, summary],
-                [step, headline, summary],
-                js="(k, c, s, v, p, h, m) => window.labApp.toggle(k, c, s, v, p, h, m)",
-                show_progress="hidden",
-            )
-        )
-        # Play on the server (a gr.Timer ticking play_tick), for API clients.
-        gr.Button(visible=False, elem_id="api-play").click(
-            toggle_play, [key, step, playing], [playing, timer, play_btn, step], api_name="play", show_progress="hidden"
-        )
-        sync(
-            timer.tick(
-                play_tick,
-                [key, step, playing, view, presenter, drawn, compare_key],
-                [*step_out, playing, timer, play_btn],
-                api_name="play_tick",
-                trigger_mode="always_last",
-                show_progress="hidden",
-                queue=False,
-            )
-        )
-        compare.input(
-            set_compare,
-            [compare, key, step, view, presenter],
-            [compare_key, compare_plot, compare_data_key],
-            api_name="compare",
-        ).then(None, presenter, None, js="(p) => window.labApp.relayout(p)")  # both plots to their boxes
-        dl_trace_btn.click(download_trace, key, dl_file, api_name="download_trace")
-        dl_figs_btn.click(download_figures, [key, step], dl_file, api_name="download_figures")
-        dl_page_btn.click(download_page, key, dl_file, api_name="download_page")
-    demo.lab_css = CSS  # Gradio 6 takes css at launch (lab.app.launch passes it)
-    demo.lab_preset = preset  # the opening preset: warmed first for a room (lab.app.launch)
-    return demo
+        ),
+    )
+
+
+def _wire_presenter_and_play(ui: dict) -> None:
+    """Presenter mode, the server's view and tour for API clients, and play/pause (in the page, and on
+    the server's gr.Timer for API clients)."""
+    key, step, view, presenter, drawn, compare_key = (
+        ui["key"], ui["step"], ui["view"], ui["presenter"], ui["drawn"], ui["compare_key"]
+    )  # fmt: skip
+    plot, headline, summary, compare_plot = ui["plot"], ui["headline"], ui["summary"], ui["compare_plot"]
+    playing, timer, play_btn = ui["playing"], ui["timer"], ui["play"]
+    # Presenter mode toggled: the server redraws with larger type (then fitted to a small screen).
+    show_view_in, show_view_out = [key, step, view, presenter, compare_key], [plot, ui["note"], drawn, compare_plot]
+    _sync(
+        ui, presenter.input(show_view, show_view_in, show_view_out, api_name="presenter", show_progress="hidden")
+    ).then(None, presenter, None, js="(p) => window.labApp.relayout(p)")
+    # The same on the server, for API clients: hidden triggers.
+    gr.Button(visible=False, elem_id="api-show-view").click(
+        show_view, show_view_in, show_view_out, api_name="show_view", show_progress="hidden"
+    )
+    gr.Button(visible=False, elem_id="api-tour").click(
+        go_tour,
+        [key, ui["tour"], presenter, compare_key],
+        [step, view, plot, ui["note"], drawn, headline, summary, compare_plot],
+        api_name="tour",
+        show_progress="hidden",
+    )
+    _sync(
+        ui,
+        play_btn.click(
+            None,
+            [*_page_in(ui), headline, summary],
+            [step, headline, summary],
+            js="(k, c, s, v, p, h, m) => window.labApp.toggle(k, c, s, v, p, h, m)",
+            show_progress="hidden",
+        ),
+    )
+    # Play on the server (a gr.Timer ticking play_tick), for API clients.
+    gr.Button(visible=False, elem_id="api-play").click(
+        toggle_play, [key, step, playing], [playing, timer, play_btn, step], api_name="play", show_progress="hidden"
+    )
+    _sync(
+        ui,
+        timer.tick(
+            play_tick,
+            [key, step, playing, view, presenter, drawn, compare_key],
+            [step, plot, headline, summary, compare_plot, playing, timer, play_btn],
+            api_name="play_tick",
+            trigger_mode="always_last",
+            show_progress="hidden",
+            queue=False,
+        ),
+    )
+
+
+def _wire_compare_and_downloads(ui: dict) -> None:
+    """A preset picked to compare beside the main one, and the three downloads."""
+    ui["compare"].input(
+        set_compare,
+        [ui["compare"], ui["key"], ui["step"], ui["view"], ui["presenter"]],
+        [ui["compare_key"], ui["compare_plot"], ui["compare_data_key"]],
+        api_name="compare",
+    ).then(None, ui["presenter"], None, js="(p) => window.labApp.relayout(p)")  # both plots to their boxes
+    ui["dl_trace"].click(download_trace, ui["key"], ui["dl_file"], api_name="download_trace")
+    ui["dl_figs"].click(download_figures, [ui["key"], ui["step"]], ui["dl_file"], api_name="download_figures")
+    ui["dl_page"].click(download_page, ui["key"], ui["dl_file"], api_name="download_page")

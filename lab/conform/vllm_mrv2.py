@@ -18,8 +18,9 @@ from lab.conform.vllm_speculators import VllmDrafts, capture_build_attn_metadata
 from lab.engine.block_table import compute_slot_mappings
 from lab.engine.cudagraph import kernel_visible_max_seq_len
 from lab.engine.model_states import make_model_state
+from lab.history import REFERENCE_RELEASE
 
-VLLM_VERSION = "0.33.0"
+VLLM_VERSION = REFERENCE_RELEASE  # lab/history.py
 HOW_TO_RUN = ".venv-vllm/bin/python -m lab conform --preset NAME   (make test builds .venv-vllm; see docs/fidelity.md)"
 
 
@@ -227,12 +228,40 @@ class VllmMRV2:
 
     # ---- one step ------------------------------------------------------------------------------
     def step(self, rec: RecordedStep, cmp: Comparison, kernels: bool = True) -> None:
-        V, torch, s = self.V, self.V.torch, self.s
-        out = rec.out
+        torch = self.V.torch
+        n = len(rec.out.req_nums)
         self.slots.apply(rec.slot_ops, rec.index, cmp)
+        state, order, desc, in_lab_order = self._gather_and_dispatch(rec, cmp)
+        num_reqs_padded = desc.num_reqs or n
+        cmp.check(rec.index, "R8", "num_reqs_after_padding", rec.batch.num_reqs_after_padding, num_reqs_padded)
+
+        # The batch in vLLM's order (the lab's arrays, permuted by vLLM's order).
+        idx_mapping_np = self.slots.idx_mapping(rec.inst) if in_lab_order else None
+        if idx_mapping_np is None:
+            return  # later fields would only repeat the order disagreement
+        inputs = self._prepare_inputs(rec, cmp, order, desc, num_reqs_padded)
+        idx_mapping = torch.from_numpy(idx_mapping_np.astype(np.int64))
+        qsl = torch.from_numpy(inputs.qsl_np.copy())
+
+        # R6/R7: vLLM's BlockTables and its Triton kernels (interpreted: slow, so they can be skipped).
+        table = torch.from_numpy(rec.table)
+        if kernels:
+            table = self._block_tables(
+                rec, cmp, idx_mapping, num_reqs_padded, qsl, inputs.qsl_np, inputs.positions, desc, n
+            )
+
+        batch = self._input_batch(state, inputs, idx_mapping, idx_mapping_np, qsl, desc, n, num_reqs_padded)
+        target_msl = self._check_prepare_attn(rec, cmp, batch, desc, table)
+        if self.k:
+            self.drafts.compare(rec, cmp, batch, state, desc, target_msl, inputs.ub)
+
+    def _gather_and_dispatch(self, rec: RecordedStep, cmp: Comparison):
+        """R8: batch order and uniform count, from the real gather_batch_req_state, then the real
+        CUDA-graph dispatch. Returns vLLM's batch state, its order as slots of the lab's batch, the
+        descriptor, and whether the lab's order agrees."""
+        out = rec.out
         n = len(out.req_nums)
         ids = [str(int(i)) for i in out.inst]
-        # R8: batch order and uniform count, from the real gather_batch_req_state.
         sched_out = SimpleNamespace(
             num_scheduled_tokens={r: int(t) for r, t in zip(ids, out.num_scheduled_tokens)},
             total_num_scheduled_tokens=int(out.num_scheduled_tokens.sum()),
@@ -255,17 +284,16 @@ class VllmMRV2:
         cmp.check(rec.index, "R8", "uniform_token_count", rec.dispatch_args[2], uniform)
         cmp.check(rec.index, "R8", "cudagraph_mode", rec.cg_mode, desc.cg_mode.name)
         cmp.check(rec.index, "R8", "num_tokens_after_padding", rec.batch.num_tokens_after_padding, desc.num_tokens)
-        num_reqs_padded = desc.num_reqs or n
-        cmp.check(rec.index, "R8", "num_reqs_after_padding", rec.batch.num_reqs_after_padding, num_reqs_padded)
+        return state, order, desc, lab_order == list(state.req_ids)
 
-        # The batch in vLLM's order (the lab's arrays, permuted by vLLM's order).
+    def _prepare_inputs(self, rec: RecordedStep, cmp: Comparison, order: np.ndarray, desc, num_reqs_padded: int):
+        """R1: vllm model_runner.py prepare_inputs, inline there: the CPU's upper bound (checked), the
+        query starts, the exact lengths and the positions of the batch in vLLM's order."""
+        out = rec.out
+        n = len(out.req_nums)
         num_sched = out.num_scheduled_tokens[order].astype(np.int32)
         comp_cpu = out.num_computed_tokens[order]
-        idx_mapping_np = self.slots.idx_mapping(rec.inst) if lab_order == list(state.req_ids) else None
-        if idx_mapping_np is None:
-            return  # later fields would only repeat the order disagreement
         num_tokens = int(num_sched.sum())
-        # R1: vllm model_runner.py prepare_inputs, inline there.
         ub = np.zeros(num_reqs_padded, dtype=np.int32)
         np.add(comp_cpu, num_sched, out=ub[:n])
         cmp.check(rec.index, "R1", "seq_lens_cpu_upper_bound", rec.batch.seq_lens_cpu_upper_bound, ub)
@@ -281,32 +309,30 @@ class VllmMRV2:
         positions[:num_tokens] = np.repeat(starts, num_sched) + (
             np.arange(num_tokens) - np.repeat(qsl_np[:n], num_sched)
         )
-        idx_mapping = torch.from_numpy(idx_mapping_np.astype(np.int64))
-        qsl = torch.from_numpy(qsl_np.copy())
+        return SimpleNamespace(
+            num_sched=num_sched, num_tokens=num_tokens, ub=ub, qsl_np=qsl_np, seq_lens=seq_lens, positions=positions
+        )
 
-        # R6/R7: vLLM's BlockTables and its Triton kernels (interpreted: slow, so they can be skipped).
-        table = torch.from_numpy(rec.table)
-        if kernels:
-            table = self._block_tables(rec, cmp, idx_mapping, num_reqs_padded, qsl, qsl_np, positions, desc, n)
-
-        # R2: the real prepare_attn, normal call.
-        batch = SimpleNamespace(
+    def _input_batch(self, state, inputs, idx_mapping, idx_mapping_np, qsl, desc, n: int, num_reqs_padded: int):
+        """The InputBatch vLLM's prepare_attn reads, with the lab's arrays in vLLM's order."""
+        torch = self.V.torch
+        return SimpleNamespace(
             req_ids=list(state.req_ids),
             num_reqs=n,
             num_reqs_after_padding=num_reqs_padded,
-            num_tokens=num_tokens,
+            num_tokens=inputs.num_tokens,
             num_tokens_after_padding=desc.num_tokens,
             idx_mapping=idx_mapping,
             idx_mapping_np=idx_mapping_np,
-            query_start_loc_np=qsl_np,
+            query_start_loc_np=inputs.qsl_np,
             query_start_loc=qsl,
             max_query_len=None,
-            num_scheduled_tokens=num_sched,
-            seq_lens=torch.from_numpy(seq_lens),
-            seq_lens_cpu_upper_bound=torch.from_numpy(ub),
+            num_scheduled_tokens=inputs.num_sched,
+            seq_lens=torch.from_numpy(inputs.seq_lens),
+            seq_lens_cpu_upper_bound=torch.from_numpy(inputs.ub),
             pcp=None,
             dcp_local_seq_lens=None,
-            positions=torch.from_numpy(positions),
+            positions=torch.from_numpy(inputs.positions),
             is_prefilling_np=state.is_prefilling_np,
             prefill_runs_as_decode_np=state.prefill_runs_as_decode_np,
             num_draft_tokens_per_req=state.num_draft_tokens_np,
@@ -314,6 +340,11 @@ class VllmMRV2:
             fast_prefill=None,
             decode_graph_eligible=state.decode_graph_eligible,
         )
+
+    def _check_prepare_attn(self, rec: RecordedStep, cmp: Comparison, batch, desc, table) -> int:
+        """R2: the real prepare_attn, normal call, against the lab's metadata; R3/R9: what a FULL replay's
+        kernel sees. Returns vLLM's target max_seq_len."""
+        V, s = self.V, self.s
         with capture_build_attn_metadata(V) as calls:
             self.model_state.prepare_attn(batch, desc.cg_mode, (table,), None, [], None)
         (kw,) = calls
@@ -350,9 +381,7 @@ class VllmMRV2:
             kernel_visible_max_seq_len(rec.cg_mode, meta.max_seq_len, s.max_model_len),
             target_kernel,
         )
-
-        if self.k:
-            self.drafts.compare(rec, cmp, batch, state, desc, target_msl, ub)
+        return target_msl
 
     def _block_tables(self, rec, cmp, idx_mapping, num_reqs_padded, qsl, qsl_np, positions, desc, n):
         torch, s = self.V.torch, self.s

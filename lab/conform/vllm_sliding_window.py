@@ -18,7 +18,6 @@ import numpy as np
 from lab.speculators import speculator
 
 
-
 def vllm_sliding_window_reach(scenario) -> int:
     """vLLM's ``sliding_window_reach`` of the scenario's sliding group (vllm model_runner.py: the group's
     ``layer_spec.num_retained_tokens``), from vLLM's own classes."""
@@ -37,7 +36,9 @@ def vllm_sliding_window_reach(scenario) -> int:
         spec_config = SimpleNamespace(
             method=record.vllm_method,
             num_speculative_tokens=k,
-            draft_model_config=SimpleNamespace(hf_config=SimpleNamespace(num_nextn_predict_layers=record.num_mtp_layers(k))),
+            draft_model_config=SimpleNamespace(
+                hf_config=SimpleNamespace(num_nextn_predict_layers=record.num_mtp_layers(k))
+            ),
         )
         spec_config.use_eagle = lambda: SpeculativeConfig.use_eagle(spec_config)
         spec_config.use_multi_module_mtp = lambda: SpeculativeConfig.use_multi_module_mtp(spec_config)

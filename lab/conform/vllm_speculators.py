@@ -20,9 +20,8 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from lab.speculators import draft_pass_step, speculator
-
 from lab.engine.speculator import draft_step_upper_bound
+from lab.speculators import draft_pass_step, speculator
 
 _PKG = "vllm.v1.worker.gpu.spec_decode."
 # How the harness drives each of vLLM's classes (by the class it runs, never by the lab's rules, which are

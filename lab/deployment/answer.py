@@ -17,12 +17,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab.deployment.resolve import Deployment, release_series
-from lab.history import ERA, ERAS, MODEL_STATE_FIRST_RELEASE, release
-from lab.speculators import is_speculator, speculator
 from lab.gpu_model import BY_NAME, GPUS, HeadShape, backends_for, predict, predict_draft_pass
 from lab.gpu_model.records import LAB
 from lab.gpu_model.report import HEADLINE, summary, summary_cells
+from lab.history import ERA, ERAS, MODEL_STATE_FIRST_RELEASE, release
 from lab.scenario import RequestSpec, Scenario
+from lab.speculators import is_speculator, speculator
 from lab.trace.recorder import simulate
 
 # The releases each era's MRV2 shipped in (lab/history.py, docs/eras.md).
@@ -250,7 +250,11 @@ def answer(dep: Deployment, workload: Workload | None = None) -> dict:
 def describe(dep: Deployment) -> dict:
     """What vLLM would run, in words, each with where it comes from."""
     b, g, m = dep.backend, dep.graphs, dep.model
-    spec = "none" if not dep.method else f"{speculator(dep.method).display_name if is_speculator(dep.method) else dep.method}, K={dep.k}"
+    spec = (
+        "none"
+        if not dep.method
+        else f"{speculator(dep.method).display_name if is_speculator(dep.method) else dep.method}, K={dep.k}"
+    )
     return {
         "model": f"{m.name} ({m.kind.replace('_', '-')}; {m.architecture}); source: {m.source}",
         "gpu": GPUS[dep.gpu].name,

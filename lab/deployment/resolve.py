@@ -19,14 +19,28 @@ from lab.deployment.models import ModelFacts, load_config_json, lookup
 from lab.deployment.runner import first_default, model_runner
 from lab.deployment.selection import BackendChoice, GraphChoice, resolve_cudagraph, select_backend
 from lab.deployment.serve_line import ServeLine, ServeLineError, read_serve_line
-from lab.history import NO_HYBRID
 from lab.gpu_model.gpus import GPU, GPUS
+from lab.history import (
+    ERA,
+    NO_HYBRID,
+    OLDEST_HYBRID_SERIES,
+    REFERENCE_RELEASE,
+    RELEASE_SERIES,
+    RELEASES,
+    VLLM_VERSIONS,
+    minor,
+)
 from lab.scenario import ENCODER_STATES, MAX_SPECULATIVE_TOKENS
-from lab.speculators import METHOD_ALIASES, SPECULATIVE_METHODS
+from lab.speculators import (
+    DEFAULT_METHOD,
+    UNMODELLED_METHODS,
+    canonical_method,
+    infer_method,
+    init_speculator_path,
+    is_speculator,
+    speculator,
+)
 
-# The releases a deployment can name, newest first, and the lab series whose bookkeeping replays each
-# (lab/engine/releases.py): a release follows the newest series at or below it (docs/eras.md).
-RELEASE_SERIES = (("0.33", "0.33"), ("0.32", "0.32"), ("0.23", "0.32"), ("0.20", "0.22"), ("0.19", "0.19"))
 DEPLOYMENT_GPUS = ("H100", "H200", "B200")
 KIND_STATE = {
     "dense": "default",
@@ -58,15 +72,20 @@ class Deployment:
 
 
 def release_series(vllm: str) -> str:
+    """The lab series whose bookkeeping replays release ``vllm`` (lab/history.py RELEASE_SERIES: a release
+    follows the newest series at or below it, docs/eras.md)."""
     parts = str(vllm).strip().split(".")
     try:
-        minor = int(parts[1]) if parts[0] == "0" else -1
+        asked = int(parts[1]) if parts[0] == "0" else -1
     except (IndexError, ValueError):
-        minor = -1
+        asked = -1
     for first, series in RELEASE_SERIES:
-        if minor >= int(first.split(".")[1]) and minor <= 33:
+        if minor(first) <= asked <= minor(REFERENCE_RELEASE):
             return series
-    raise ServeLineError(f"--vllm {vllm}: the lab follows vLLM 0.19.1 to 0.33.0 (e.g. 0.33.0, 0.22.1)")
+    oldest = RELEASES[VLLM_VERSIONS[-1]].version
+    raise ServeLineError(
+        f"--vllm {vllm}: the lab follows vLLM {oldest} to {REFERENCE_RELEASE} (e.g. {REFERENCE_RELEASE}, 0.22.1)"
+    )
 
 
 def _model_facts(line: ServeLine, config_path: str | None) -> ModelFacts:
@@ -94,28 +113,20 @@ def _speculator(spec: dict, line: ServeLine, facts: ModelFacts) -> tuple[str | N
     if not spec:
         return None, 0, []
     notes = []
-    method, model = spec.get("method"), spec.get("model")
-    if method is None:
-        # "If users do not specify method, the speculative method will be detected automatically":
-        # ngram for model "ngram"/"[ngram]", a draft model otherwise; EAGLE from the draft's name.
-        name = str(model or "").lower()
-        method = (
-            "ngram"
-            if name in ("ngram", "[ngram]")
-            else "eagle3"
-            if "eagle3" in name
-            else ("eagle" if "eagle-" in name else "draft_model")
+    given, model = spec.get("method"), spec.get("model")
+    # What vLLM runs for that method and draft (lab/speculators.py infer_method: no method is n-gram for the
+    # model "ngram"/"[ngram]", a draft model otherwise, whose name may make it EAGLE, EAGLE3, DFlash or DSpark;
+    # every MTPModelTypes name "is deprecated and replaced with mtp"; ngram_gpu runs MRV2's one n-gram).
+    method = infer_method(given, model)
+    if given is None or method != canonical_method(given):
+        notes.append(
+            f"method {'not given' if given is None else repr(given)}: vLLM infers {method!r} from the draft "
+            f"model's name {model!r}"
         )
-        notes.append(f"method not given: vLLM infers {method!r} from the draft model's name {model!r}")
-    # vllm/config/speculative.py: every MTPModelTypes name ("deepseek_mtp", "qwen3_next_mtp", ...) "is deprecated
-    # and replaced with mtp"; "[ngram]" is ngram; ngram_gpu runs MRV2's one n-gram speculator (METHOD_ALIASES).
-    if str(method).endswith("_mtp"):
-        method = "mtp"
-    method = METHOD_ALIASES.get(method, "ngram" if method == "[ngram]" else method)
-    if method in ("suffix", "custom_class"):
+    if method in UNMODELLED_METHODS:
         return method, int(spec.get("num_speculative_tokens") or 0), notes
     k = spec.get("num_speculative_tokens")
-    if k is None and method in ("mtp", "dspark") and facts.num_mtp_layers:
+    if k is None and is_speculator(method) and speculator(method).k_from_mtp_layers and facts.num_mtp_layers:
         k = facts.num_mtp_layers  # "Default to max value defined in draft model config" (n_predict)
         notes.append(f"num_speculative_tokens not given: vLLM takes the model's {k} MTP layer(s) (n_predict)")
     if k is None:
@@ -124,12 +135,11 @@ def _speculator(spec: dict, line: ServeLine, facts: ModelFacts) -> tuple[str | N
         k = int(k)
     except (TypeError, ValueError):
         raise ServeLineError(f"--speculative-config: num_speculative_tokens must be an integer, got {k!r}") from None
-    if method == "mtp" and facts.model_type.startswith("gemma4"):
-        method = "gemma4_mtp"  # init_speculator: use_gemma4_mtp (the MTP draft's model_type gemma4_mtp)
-    elif method == "mtp" and min(facts.num_mtp_layers or 1, k) > 1:
-        method = "mtp_multi_module"  # use_multi_module_mtp: min(num_nextn_predict_layers, K) > 1
-    if method not in SPECULATIVE_METHODS:
-        raise ServeLineError(f"--speculative-config: method {method!r} is not one vLLM 0.33.0 knows")
+    # init_speculator: use_gemma4_mtp (the MTP draft's model_type gemma4_mtp), use_multi_module_mtp
+    # (min(num_nextn_predict_layers, K) > 1).
+    method = init_speculator_path(method, facts.num_mtp_layers, k, facts.model_type)
+    if not is_speculator(method):
+        raise ServeLineError(f"--speculative-config: method {method!r} is not one vLLM {REFERENCE_RELEASE} knows")
     if not 1 <= k <= MAX_SPECULATIVE_TOKENS:
         raise ServeLineError(
             f"--speculative-config: num_speculative_tokens {k}: the lab models 1 to {MAX_SPECULATIVE_TOKENS}"
@@ -138,7 +148,7 @@ def _speculator(spec: dict, line: ServeLine, facts: ModelFacts) -> tuple[str | N
 
 
 def resolve(
-    text: str | ServeLine, gpu: str = "H200", vllm: str = "0.33.0", config_path: str | None = None
+    text: str | ServeLine, gpu: str = "H200", vllm: str = REFERENCE_RELEASE, config_path: str | None = None
 ) -> Deployment:
     """Resolve a pasted ``vllm serve`` line on ``gpu`` under release ``vllm``. Raises ServeLineError."""
     line = text if isinstance(text, ServeLine) else read_serve_line(text)
@@ -152,16 +162,41 @@ def resolve(
     spec_cfg = s.get("speculative_config") or {}
     method, k, spec_notes = _speculator(spec_cfg, line, facts)
     notes += spec_notes
-    runs_mrv2, runner_why = model_runner(str(vllm), facts, line.env, method, spec_cfg)
-    if facts.kind == "mamba_hybrid" and series in NO_HYBRID:
-        # 0.19.1/0.22.1 _get_v2_model_runner_unsupported_features: "hybrid/mamba models" (lab/engine/releases.py)
-        runs_mrv2, runner_why = False, "MRV2 runs no hybrid/mamba model before vLLM 0.23.0"
-        notes.append(f"replayed with vLLM 0.32's bookkeeping: {series}'s MRV2 cannot run a hybrid model")
-        series = "0.32"
+    runs_mrv2, runner_why, series = _model_runner_and_series(str(vllm), series, facts, line, method, spec_cfg, notes)
     if facts.kind == "encoder_only" and method:
         raise ServeLineError("--speculative-config: an encoder-only (pooling) model has no decode to speculate")
 
-    mml = s.get("max_model_len")
+    mml = _max_model_len(line, facts, notes)
+    seqs, tokens = _scheduler_limits(s, g, facts, mml, notes)
+    backend = _attention_backend(s, g, facts)
+    graphs = _cudagraphs(s, g, facts, backend, k, seqs, tokens)
+    settings = _scenario_settings(s, g, facts, series, method, k, mml, seqs, tokens, backend, graphs)
+    notes += list(backend.notes) + list(graphs.notes)
+    notes += _runner_notes(facts, runs_mrv2, runner_why)
+    return Deployment(line, facts, gpu, str(vllm), series, method, k, backend, graphs, settings, runs_mrv2,
+                      runner_why, tuple(notes))  # fmt: skip
+
+
+def _model_runner_and_series(vllm: str, series: str, facts: ModelFacts, line: ServeLine, method, spec_cfg: dict,
+                             notes: list[str]) -> tuple[bool, str, str]:  # fmt: skip
+    """Whether MRV2 runs (lab/deployment/runner.py) and the lab series that replays the deployment."""
+    runs_mrv2, runner_why = model_runner(vllm, facts, line.env, method, spec_cfg)
+    if facts.kind == "mamba_hybrid" and series in NO_HYBRID:
+        # 0.19.1/0.22.1 _get_v2_model_runner_unsupported_features: "hybrid/mamba models" (lab/history.py)
+        runs_mrv2, runner_why = (
+            False,
+            f"MRV2 runs no hybrid/mamba model before vLLM {ERA[RELEASES[OLDEST_HYBRID_SERIES].era].first_release}",
+        )
+        notes.append(
+            f"replayed with vLLM {OLDEST_HYBRID_SERIES}'s bookkeeping: {series}'s MRV2 cannot run a hybrid model"
+        )
+        series = OLDEST_HYBRID_SERIES
+    return runs_mrv2, runner_why, series
+
+
+def _max_model_len(line: ServeLine, facts: ModelFacts, notes: list[str]) -> int:
+    """--max-model-len, or what vLLM derives from the model's config."""
+    mml = line.settings.get("max_model_len")
     if mml is None:
         mml = facts.max_model_len
         notes.append(f"--max-model-len not given: vLLM derives {mml:,} from the model's config")
@@ -171,18 +206,27 @@ def resolve(
             f"--max-model-len {mml:,} is longer than {facts.name}'s {facts.max_model_len:,} "
             f"(vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)"
         )
+    return mml
+
+
+def _scheduler_limits(s: dict, g: GPU, facts: ModelFacts, mml: int, notes: list[str]) -> tuple[int, int]:
+    """max_num_seqs and max_num_batched_tokens as given, or vLLM's defaults."""
     # EngineArgs.get_batch_defaults: the OPENAI_API_SERVER column by device memory
     big = g.memory_bytes >= 160 * 2**30
     seqs = s.get("max_num_seqs") or 1024
     tokens = s.get("max_num_batched_tokens") or (16384 if big else 8192)
-    state = KIND_STATE[facts.kind]
-    if state in ENCODER_STATES and tokens < mml:
+    if KIND_STATE[facts.kind] in ENCODER_STATES and tokens < mml:
         # No chunked prefill for encoder models (SchedulerConfig): a whole prompt fits in one step.
         notes.append(f"max_num_batched_tokens raised to max_model_len ({mml:,}): encoder models are not chunked")
         tokens = mml
+    return seqs, tokens
+
+
+def _attention_backend(s: dict, g: GPU, facts: ModelFacts) -> BackendChoice:
+    """The attention backend vLLM picks for the model on the GPU (lab/deployment/selection.py)."""
     tp = s.get("tensor_parallel_size") or 1
     heads = max(1, facts.num_attention_heads // tp)
-    backend = select_backend(
+    return select_backend(
         g.sm,
         use_mla=facts.kind == "mla",
         head_size=facts.head_size,
@@ -196,11 +240,17 @@ def resolve(
         attn_type="encoder_only" if facts.kind == "encoder_only" else "decoder",
         requested=s.get("attention_backend") or (s.get("attention_config") or {}).get("backend"),
     )
+
+
+def _cudagraphs(s: dict, g: GPU, facts: ModelFacts, backend: BackendChoice, k: int, seqs: int,
+                tokens: int) -> GraphChoice:  # fmt: skip
+    """The CUDA-graph mode and capture sizes (lab/deployment/selection.py), the flags over the
+    --compilation-config."""
     cc = dict(s.get("compilation_config") or {})
     for key in ("cudagraph_capture_sizes", "max_cudagraph_capture_size"):
         if key in s:
             cc[key] = s[key]
-    graphs = resolve_cudagraph(
+    return resolve_cudagraph(
         cc,
         enforce_eager=bool(s.get("enforce_eager")),
         vllm_backend=backend.vllm_name,
@@ -211,14 +261,19 @@ def resolve(
         num_speculative_tokens=k,
         use_mla=facts.kind == "mla",
     )
+
+
+def _scenario_settings(s: dict, g: GPU, facts: ModelFacts, series: str, method, k: int, mml: int, seqs: int,
+                       tokens: int, backend: BackendChoice, graphs: GraphChoice) -> dict:  # fmt: skip
+    """The lab Scenario fields that replay the deployment (less the requests)."""
     block_size = s.get("block_size") or backend.block_size
     async_default = facts.kind != "encoder_only"  # VllmConfig: off by default for pooling models
-    settings = {
+    return {
         "max_model_len": mml,
         "block_size": block_size,
-        "model_state": state,
-        "num_speculative_tokens": k if method not in (None, "suffix", "custom_class") else 0,
-        "speculative_method": method if method in SPECULATIVE_METHODS else "eagle",
+        "model_state": KIND_STATE[facts.kind],
+        "num_speculative_tokens": k if method and is_speculator(method) else 0,
+        "speculative_method": method if method and is_speculator(method) else DEFAULT_METHOD,
         "cudagraph_mode": graphs.lab_mode,
         "cudagraph_capture_sizes": graphs.capture_sizes,
         "max_num_seqs": seqs,
@@ -229,13 +284,14 @@ def resolve(
         "draft_decode_fused": bool(k) and backend.supports_draft_decode_metadata_update,
         "sliding_window": 0 if s.get("disable_sliding_window") else facts.sliding_window,
     }
-    notes += list(backend.notes) + list(graphs.notes)
-    notes.append(("runs Model Runner V2: " if runs_mrv2 else "runs Model Runner V1: ") + runner_why)
+
+
+def _runner_notes(facts: ModelFacts, runs_mrv2: bool, runner_why: str) -> list[str]:
+    """Which model runner runs, and since when MRV2 is the default for the architecture."""
     first = first_default(facts)
-    # The eras' rows show MRV2's code; before `first` MRV2 ran only where asked for.
-    notes.append(
+    return [
+        ("runs Model Runner V2: " if runs_mrv2 else "runs Model Runner V1: ") + runner_why,
+        # The eras' rows show MRV2's code; before `first` MRV2 ran only where asked for.
         f"MRV2 became vLLM's default runner for {facts.architecture} in {first or 'no release read here'}: "
-        f"in earlier releases the rows show what V2 did with VLLM_USE_V2_MODEL_RUNNER=1 (V1 ran otherwise)"
-    )
-    return Deployment(line, facts, gpu, str(vllm), series, method, k, backend, graphs, settings, runs_mrv2,
-                      runner_why, tuple(notes))  # fmt: skip
+        f"in earlier releases the rows show what V2 did with VLLM_USE_V2_MODEL_RUNNER=1 (V1 ran otherwise)",
+    ]

@@ -15,6 +15,7 @@ from lab.deployment.models import ModelFacts
 from lab.history import MRV2_DEFAULTS, RELEASES_READ, minor
 from lab.speculators import UNMODELLED_METHODS, is_speculator, speculator
 
+
 def _rule(release: str) -> tuple[str, object]:
     return next((r, rule) for r, rule in reversed(MRV2_DEFAULTS) if minor(r) <= minor(release))
 

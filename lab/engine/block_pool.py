@@ -8,7 +8,7 @@ of the request freed last are the first to be handed out again (checked against 
 run, docs/live.md). Nothing is
 cleared on free: a freed block id stays in any block-table column that still names it.
 vLLM 0.19 and 0.22 put freed blocks at the queue's *tail* instead (``append_n``, FIFO; ``lifo=False``,
-lab/engine/releases.py).
+lab/history.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 Mirrors the order of vllm/v1/worker/gpu/model_runner.py ``GPUModelRunner.execute_model``: update
 request states and block tables, sort the batch, dispatch the CUDA graph, ``prepare_inputs`` (R1),
-``prepare_attn`` (R2, R3), ``gather_block_tables`` (R6), then the speculator's ``propose`` (R4, R5).
+``prepare_attn`` (``gather_block_tables``, R6) and the model state's metadata (R2, R3), then the
+speculator's ``propose`` (R4, R5). What the lab counts beyond vLLM (lab/engine/step_accounting.py
+``StepAccounting``) is taken at those points.
 Both modes are evaluated on the same batch: the mode changes metadata, never scheduling.
 
 Each step ends by handing a ``StepRecord`` (lab/engine/step_record.py) to the observers;
@@ -13,7 +15,6 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Generator
-from functools import partial
 
 import numpy as np
 
@@ -23,20 +24,18 @@ from lab.engine.cudagraph import (
     CudaGraphManager,
     capture_sizes,
     decode_graph_eligible,
-    kernel_visible_max_seq_len,
     uniform_decode_token_count,
 )
 from lab.engine.input_batch import InputBatch, in_batch_order, seq_lens_cpu_upper_bound, sort_batch
 from lab.engine.model_states import MODES, make_model_state
-from lab.engine.oor import StaleLedger, StaleRegion
+from lab.engine.oor import StaleLedger
 from lab.engine.scheduler import Scheduler, SchedulerOutput
 from lab.engine.sliding_window import SlidingWindowGroup, masking_reach
 from lab.engine.speculator import make_speculator
+from lab.engine.step_accounting import StepAccounting
+from lab.engine.step_record import BlockAppend, EngineEnd, RequestAdded, RequestRemoved, StepObserver, StepRecord
 from lab.history import release
 from lab.speculators import speculator
-from lab.engine.step_record import BlockAppend, EngineEnd, RequestAdded, RequestRemoved, StepObserver, StepRecord
-
-_NO_IDS = np.empty(0, dtype=np.int32)
 
 
 class ModelRunner:
@@ -147,111 +146,82 @@ class ModelRunner:
 
     # ---- one step ----------------------------------------------------------------------------
     def execute_model(self, scheduler_output: SchedulerOutput, kv_owner: np.ndarray) -> np.ndarray:
-        """One step, in the order of vllm/v1/worker/gpu/model_runner.py ``execute_model``; returns the
-        drafts accepted per request, in the scheduler's order. ``kv_owner``: the block pool's owners."""
-        out = scheduler_output
+        """One step, in the order of vllm/v1/worker/gpu/model_runner.py ``execute_model`` (and its
+        ``sample_tokens``); returns the drafts accepted per request, in the scheduler's order.
+        ``kv_owner``: the block pool's owners. The lab's own records (lab/engine/step_accounting.py)
+        are taken where vLLM's steps happen, and handed to the observers at the end."""
         # Update the request states.
-        removed = self.finish_requests(out)
-        added = self.add_requests(out)
-        # The blocks the removed requests held, freed since the last step: with this step's new blocks,
-        # every owner change the stale ledger must follow.
-        if not removed:
-            freed = _NO_IDS
-        else:
-            freed = removed[0].block_ids if len(removed) == 1 else np.concatenate([r.block_ids for r in removed])
-        if len(out.req_nums) == 0:  # "No need to run the model."
-            self.stale_ledger.settle(kv_owner, out.new_block_ids, freed)
-            self._notify(StepRecord(out, removed, added, None))
+        removed = self.finish_requests(scheduler_output)
+        added = self.add_requests(scheduler_output)
+        accounting = StepAccounting(self, scheduler_output, kv_owner, removed, added)
+        if len(scheduler_output.req_nums) == 0:
+            # "No need to run the model."
+            self._notify(accounting.idle_step())
             return np.zeros(0, dtype=np.int32)
-        idx_mapping_np = self._inst_req_index[out.inst]  # batch row -> request slot, scheduler order
-        block_append = self.update_requests(out, idx_mapping_np)
+        idx_mapping_np = self._inst_req_index[scheduler_output.inst]  # batch row -> request slot, scheduler order
+        accounting.block_append = self.update_requests(scheduler_output, idx_mapping_np)
 
         # Get the batch descriptor: batch order, then the CUDA-graph dispatch (R8).
-        state = self.gather_batch_req_state(out, idx_mapping_np)
+        state = self.gather_batch_req_state(scheduler_output, idx_mapping_np)
         batch_desc = self.cudagraph_manager.dispatch(*state.dispatch_args)
-        # prepare_inputs (R1), then the attention metadata in both modes (R2, R3; R9 for a FULL replay).
-        batch = self.prepare_inputs(state, batch_desc)
-        attn_metadata = {m: self.model_state.prepare_attn(batch, batch_desc.cg_mode, m) for m in MODES}
-        kernel_max_seq_len = {
-            m: kernel_visible_max_seq_len(batch_desc.cg_mode, attn_metadata[m].max_seq_len, self.max_model_len)
-            for m in MODES
-        }
-        # gather_block_tables (R6): the kernel's input table, stale columns included. The ledger then
-        # moves the stale entries whose blocks changed owner, and takes those the gather uncovered
-        # or overwrote.
+
+        # Prepare the inputs (R1), the block tables (R6, R11), then the attention metadata in both modes
+        # (R2, R3; R9 for a FULL replay).
+        input_batch = self.prepare_inputs(state, batch_desc)
+        self.prepare_attn(input_batch, state)
+        accounting.block_tables_gathered()
+        attn_metadata = {m: self.model_state.prepare_attn(input_batch, batch_desc.cg_mode, m) for m in MODES}
+        accounting.attn_metadata_built(batch_desc, attn_metadata)
+
+        # propose (R4, R5), then the seeded stand-in for rejection sampling of this step's drafts.
+        drafts = self.propose_draft(state, input_batch, batch_desc, attn_metadata)
+        accounting.drafts_proposed()
+        num_accepted = self.rejection_sample(input_batch)
+        accounting.walks_counted(input_batch, drafts)
+
+        # Postprocess results and update request states.
+        self.postprocess(state, input_batch, num_accepted)
+        self._notify(accounting.step_record(state, batch_desc, input_batch, attn_metadata, drafts, num_accepted))
+        return self.in_scheduler_order(state, input_batch.num_reqs, num_accepted)
+
+    def prepare_attn(self, batch: InputBatch, state: _BatchReqState) -> None:
+        """vllm model_runner.py ``prepare_attn``'s ``gather_block_tables`` (R6): the kernel's input table,
+        stale columns included; a sliding-window group gathers too (R11), nulling what its window
+        masks (``num_computed_tokens=`` req_states' GPU view)."""
         self.block_tables.gather_block_tables(batch.idx_mapping_np, batch.num_reqs_after_padding)
-        stale_totals = self.stale_ledger.settle(kv_owner, out.new_block_ids, freed)
-
-        # propose (R4, R5), then the seeded stand-in for rejection sampling.
-        drafts, draft_max_seq_len = [], {}
-        if self.speculator is None:
-            num_accepted = np.zeros(batch.num_reqs, dtype=np.int32)
-        else:
-            msl = {m: attn_metadata[m].max_seq_len for m in MODES}
-            drafts = self.speculator.propose(
-                batch.seq_lens_cpu_upper_bound,
-                batch.num_reqs,
-                batch_desc.cg_mode,
-                batch.num_reqs_after_padding,
-                msl,
-                batch.num_tokens_after_padding,
-                state.dispatch_args[2],
-            )
-            draft_max_seq_len = dict(self.speculator.draft_max_seq_len)
-            num_accepted = self.speculator.verify(self.rng, batch.num_draft_tokens_per_req)
-
-        # What each kernel launch walks: one walk per (pass, mode), the target pass then each draft pass.
-        walk_max_seq_len = [kernel_max_seq_len[m] for m in MODES]
-        # Encoder-only attention reads no block table: its walks have no rows.
-        walk_num_rows = [batch.num_reqs_after_padding if self.model_state.reads_block_table else 0] * len(MODES)
-        for d in drafts:
-            walk_max_seq_len += [d.kernel_max_seq_len[m] for m in MODES]
-            walk_num_rows += [d.num_reqs_padded] * len(MODES)
-        num_blocks = self.block_tables.num_blocks[batch.idx_mapping_np]
-        oor = self.count_out_of_range(
-            num_blocks, batch.num_reqs_after_padding, kv_owner, stale_totals, walk_max_seq_len, walk_num_rows
-        )
-        sliding = {}
-        if self.sliding is not None:  # vllm model_runner.py prepare_attn: num_computed_tokens=req_states' (GPU)
-            nulled = self.sliding.gather(
+        if self.sliding is not None:
+            self.sliding.gather(
                 self.block_tables, batch.idx_mapping_np, batch.num_reqs_after_padding, state.num_computed_tokens_gpu
             )
-            sliding = dict(
-                sliding_nulled_rows=nulled,
-                sliding_nulled=self.sliding.walks(walk_max_seq_len),
-                sliding_gathered=partial(self.sliding.input_table, batch.num_reqs_after_padding),
-            )
 
-        self.postprocess(state, batch, num_accepted)
-        self._notify(
-            StepRecord(
-                out,
-                removed,
-                added,
-                block_append,
-                batch_inst=state.batch_inst,
-                dispatch_args=state.dispatch_args,
-                batch_desc=batch_desc,
-                batch=batch,
-                attn_metadata=attn_metadata,
-                kernel_max_seq_len=kernel_max_seq_len,
-                gathered=partial(self.block_tables.input_table, batch.num_reqs_after_padding),
-                num_blocks=num_blocks,
-                drafts=drafts,
-                draft_max_seq_len=draft_max_seq_len,
-                num_accepted=num_accepted,
-                walk_max_seq_len=walk_max_seq_len,
-                walk_num_rows=walk_num_rows,
-                oor=oor,
-                kv_owner=kv_owner,
-                **sliding,
-            )
+    def propose_draft(self, state: _BatchReqState, batch: InputBatch, batch_desc, attn_metadata: dict) -> list:
+        """The speculator's ``propose`` (R4, R5): one DraftPassMetadata per draft pass, none without one."""
+        if self.speculator is None:
+            return []
+        msl = {m: attn_metadata[m].max_seq_len for m in MODES}
+        return self.speculator.propose(
+            batch.seq_lens_cpu_upper_bound,
+            batch.num_reqs,
+            batch_desc.cg_mode,
+            batch.num_reqs_after_padding,
+            msl,
+            batch.num_tokens_after_padding,
+            state.dispatch_args[2],
         )
-        # Results go back to the scheduler in its own order.
+
+    def rejection_sample(self, batch: InputBatch) -> np.ndarray:
+        """The lab's seeded stand-in for rejection sampling: the drafts accepted per batch row."""
+        if self.speculator is None:
+            return np.zeros(batch.num_reqs, dtype=np.int32)
+        return self.speculator.verify(self.rng, batch.num_draft_tokens_per_req)
+
+    @staticmethod
+    def in_scheduler_order(state: _BatchReqState, num_reqs: int, num_accepted: np.ndarray) -> np.ndarray:
+        """Results go back to the scheduler in its own order."""
         if state.order is None:
             return num_accepted
-        inv = np.empty(batch.num_reqs, dtype=np.int64)
-        inv[state.order] = np.arange(batch.num_reqs)
+        inv = np.empty(num_reqs, dtype=np.int64)
+        inv[state.order] = np.arange(num_reqs)
         return num_accepted[inv]
 
     def finish_requests(self, out: SchedulerOutput) -> list[RequestRemoved]:
@@ -352,19 +322,6 @@ class ModelRunner:
             is_prefilling_np=state.is_prefilling,
             max_query_len=state.max_query_len,
         )
-
-    def count_out_of_range(
-        self, num_blocks, num_reqs_padded, kv_owner, stale_totals, walk_max_seq_len, walk_num_rows
-    ) -> np.ndarray:
-        """The lab's, not vLLM's: what each walk reads past each row's blocks, by class (lab/engine/oor.py;
-        lab/engine/plain.py ``out_of_range_counts`` says it plainly)."""
-        num_reqs = len(num_blocks)
-        # The ledger counts every batch row; rows past the batch hold ids only under vLLM 0.32.
-        if self.block_tables.ids_past(num_reqs):
-            stale_totals = None
-        stale_columns = self.block_tables.stale_columns(num_reqs_padded)
-        region = StaleRegion(stale_columns, num_blocks, self.block_tables.row_hwm, kv_owner, stale_totals)
-        return region.walks(walk_max_seq_len, walk_num_rows, self.block_size)
 
     def postprocess(self, state: _BatchReqState, batch: InputBatch, num_accepted: np.ndarray) -> None:
         """vllm model_runner.py ``postprocess``: rejected drafts roll back, so only the verified token

@@ -16,6 +16,8 @@ from lab.engine.cudagraph import FULL
 from lab.engine.input_batch import InputBatch
 
 MODES = ("baseline", "fixed")
+
+
 @dataclass(frozen=True)
 class AttnMetadata:
     """The fields of vLLM's attention metadata this lab follows."""

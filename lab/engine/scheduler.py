@@ -287,7 +287,7 @@ class Scheduler:
         blocks for their first chunk. A new request's first allocation includes the K lookahead
         slots too (vllm scheduler.py schedule(): ``allocate_slots(..., num_lookahead_tokens=
         effective_lookahead_tokens)``), from 0.32 on; 0.19/0.22 allocate none while
-        ``num_computed_tokens == 0`` (lab/engine/releases.py). None: nobody was admitted."""
+        ``num_computed_tokens == 0`` (lab/history.py). None: nobody was admitted."""
         req, tokens, counts, chunks, inst = [], [], [], [], []
         k0, mml = self.first_allocation_lookahead, self.max_model_len
         room = self.max_num_running_reqs - len(self.running)

@@ -9,7 +9,7 @@ sliding-window group, ``first_pos`` being the request's ``num_computed_tokens`` 
 ``reach`` its group's ``SlidingWindowSpec.num_retained_tokens``. vLLM's reason (its docstring): those
 blocks "may already have been freed by the sliding-window manager and reused, while attention kernels
 can still load them as part of a KV tile that straddles the window start: masked-out NaN in such a
-tile propagates into the output". Releases before 0.33.0 gather every column (lab/engine/releases.py).
+tile propagates into the output". Releases before 0.33.0 gather every column (lab/history.py).
 
 How the lab represents the sliding group (a simplification, docs/rules.md R11): it has the same
 persistent rows, with the same block ids, as the full-attention group. vLLM's hybrid allocator gives

@@ -57,7 +57,6 @@ class TargetDependentARSpeculator:
     prefill) reuses the target's metadata, or replays its own FULL graph; passes 1..K-1 decode one token
     per request under FULL_DECODE_ONLY graphs or eagerly, on the per-step path (``_multi_step_decode``)."""
 
-
     def __init__(
         self,
         num_speculative_tokens: int,
@@ -125,14 +124,12 @@ class Gemma4Speculator(TargetDependentARSpeculator):
     decode metadata once, at step 1, and every decode pass reuses it."""
 
 
-
 class MultiModuleMTPSpeculator(TargetDependentARSpeculator):
     """Multi-module MTP, one module per draft token (vllm spec_decode/multi_module_mtp/speculator.py,
     PR #48892): ``draft_max_seq_len = min(max(ub), max_model_len)``, no +K; one metadata, built with
     ``step=0`` over the target-shaped batch, serves every module. Its graphs: the target's mode, but
     compiled PIECEWISE graphs become FULL_DECODE_ONLY ("Compiled piecewise graphs do not specialize the
     Python module index"), with query length 1 + K (``init_cudagraph_manager``)."""
-
 
     def fixed_draft_max_seq_len(self, seq_lens_cpu_upper_bound: np.ndarray, num_reqs: int) -> int:
         return min(int(seq_lens_cpu_upper_bound[:num_reqs].max()), self.max_model_len)
@@ -167,10 +164,13 @@ class DFlashSpeculator(TargetDependentARSpeculator):
     (``DFlashCudaGraphManager``, captured with ``max_seq_len=max_model_len``) are FULL_DECODE_ONLY when
     the target decodes in FULL graphs, else none ("PIECEWISE cudagraphs are not supported for dflash")."""
 
-
     def __init__(self, num_speculative_tokens, max_model_len, acceptance_rate, decode_cudagraph_manager, record=None):
         super().__init__(
-            num_speculative_tokens, max_model_len, acceptance_rate, decode_cudagraph_manager, record or speculator("dflash")
+            num_speculative_tokens,
+            max_model_len,
+            acceptance_rate,
+            decode_cudagraph_manager,
+            record or speculator("dflash"),
         )
         self.num_query_per_req = self.record.num_query_per_req(num_speculative_tokens)
 
@@ -195,7 +195,6 @@ class DSparkSpeculator(DFlashSpeculator):
     ``num_query_per_req = K``, not 1 + K; everything else is DFlash's."""
 
 
-
 class NoDraftAttentionSpeculator(TargetDependentARSpeculator):
     """n-gram (vllm spec_decode/ngram/speculator.py ``NgramGPUSpeculator``: drafts matched in the token
     history on the GPU, no graphs, ``init_cudagraph_manager`` does nothing) and extract-hidden-states
@@ -203,7 +202,6 @@ class NoDraftAttentionSpeculator(TargetDependentARSpeculator):
     target's hidden states through a cache-only layer with the target's own metadata and drafts the last
     sampled token). Neither runs a draft attention pass that reads the block table: no draft passes,
     no draft_max_seq_len; the target still verifies K drafts a step."""
-
 
     def fixed_draft_max_seq_len(self, seq_lens_cpu_upper_bound: np.ndarray, num_reqs: int) -> int:
         raise ValueError(f"{self.method} runs no draft attention: it has no draft_max_seq_len")
@@ -219,7 +217,6 @@ class StandaloneARSpeculator(TargetDependentARSpeculator):
     shipped; #43991 did not change it. Eager only: pass 0 builds its own metadata (``step=0``, the accepted
     tokens plus one correction slot per request), pass k of 1..K-1 with ``step=k + 1`` ("Include the
     correction token inserted during prefill")."""
-
 
     def fixed_draft_max_seq_len(self, seq_lens_cpu_upper_bound: np.ndarray, num_reqs: int) -> int:
         return self.max_model_len

@@ -139,34 +139,15 @@ def _run(
     kernel = get_kernel(backend, device)  # ValueError naming why it does not run here
     trusting_kernel = get_trusting_kernel(backend, device)
     trace = trace if trace is not None else simulate(scenario)
-    s = trace.scenario
     num_steps = len(trace.steps)
-    if steps is not None:
-        order = list(dict.fromkeys(int(i) for i in steps))  # the given order (a budget cuts it short)
-        timed = sorted(order)
-        if not timed or timed[0] < 0 or timed[-1] >= num_steps:
-            raise ValueError(f"steps must be a non-empty list of step indices in 0..{num_steps - 1}")
-        if seconds is None:
-            order = timed
-    else:
-        timed = [i for i in range(num_steps) if i % every == 0 or i == num_steps - 1]
-        order = timed
+    order = _step_order(num_steps, every, steps, seconds)
 
     gen = torch.Generator().manual_seed(seed)
     log = trace.arrays["block_log"]
     num_blocks = max(2, int(log.max()) + 1 if len(log) else 2)
-    kv = make_kv_cache(num_blocks, s.block_size, cfg, device=device, generator=gen)
+    kv = make_kv_cache(num_blocks, trace.scenario.block_size, cfg, device=device, generator=gen)
     timer = make_timer(device)
-
-    shape2 = (num_steps, len(MODES))
-    arrays = {
-        "kernel_ms": np.full(shape2, np.nan),
-        "kernel_iqr_ms": np.full(shape2, np.nan),
-        "kernel_bytes_real": np.zeros(num_steps, np.int64),
-        "kernel_bytes_walked": np.zeros(shape2, np.int64),
-        "kernel_max_abs_err": np.full(shape2, np.nan),
-        "kernel_trusting_wrong": np.full(shape2, -1, np.int8),
-    }
+    arrays = _empty_kernel_arrays(num_steps)
     check = None if check_steps is None else {int(i) for i in check_steps}
     start = clock()
     done_steps: list[int] = []
@@ -175,40 +156,85 @@ def _run(
         if seconds is not None and done_steps and clock() - start >= seconds:
             break
         done_steps.append(i)
-        st = trace.steps[i]
-        batch = batch_from_step(st, cfg, device=device, generator=gen)
         checking = check is None or i in check
-        ref = sdpa_reference(batch, kv, cfg) if checking else None  # before timing, as it always was
-        msl = st.kernel_max_seq_len
-        outs: dict[str, torch.Tensor] = {}
-
-        def launch(mode, batch=batch, msl=msl, outs=outs):
-            def fn():
-                outs[mode] = kernel(batch, kv, msl[mode], cfg)
-
-            return fn
-
-        res = time_interleaved({m: launch(m) for m in MODES}, timer, warmup=warmup, repeats=repeats)
-        arrays["kernel_bytes_real"][i] = batch.real_bytes(cfg)
-        for j, m in enumerate(MODES):
-            arrays["kernel_ms"][i, j] = max(res[m].median_ms, 1e-6)
-            arrays["kernel_iqr_ms"][i, j] = res[m].iqr_ms
-            arrays["kernel_bytes_walked"][i, j] = batch.walked_bytes(msl[m], cfg)
-        if checking:
-            checked += 1
-            for j, m in enumerate(MODES):
-                arrays["kernel_max_abs_err"][i, j] = max_abs_error(outs[m], ref, batch.num_real_tokens)
-                trusting = trusting_kernel(batch, kv, msl[m], cfg)
-                wrong = is_wrong(trusting, ref, batch.num_real_tokens, TRUSTING_RTOL)
-                arrays["kernel_trusting_wrong"][i, j] = int(wrong)
+        kernels = (kernel, trusting_kernel)
+        _time_one_step(i, trace.steps[i], kernels, kv, cfg, timer, gen, device, warmup, repeats, checking, arrays)
+        checked += checking
         if progress is not None:
             progress(done, len(order))
     elapsed = clock() - start
-    timed = sorted(done_steps)
 
+    run_facts = dict(repeats=repeats, warmup=warmup, every=every, steps=steps, seconds=seconds, command=command)
+    timed = sorted(done_steps)
+    meta = _timings_meta(trace.scenario, backend, device, cfg, timer, run_facts, order, timed, checked, elapsed)
+    trace.attach_kernel_timings(meta, arrays)
+    return trace
+
+
+def _step_order(num_steps: int, every, steps, seconds) -> list[int]:
+    """The step indices to time, in the order they are timed: the given ``steps`` (in their own order
+    under a time budget, so it cuts them short there; sorted otherwise), or every ``every``-th step
+    and the last one."""
+    if steps is None:
+        return [i for i in range(num_steps) if i % every == 0 or i == num_steps - 1]
+    order = list(dict.fromkeys(int(i) for i in steps))  # the given order (a budget cuts it short)
+    timed = sorted(order)
+    if not timed or timed[0] < 0 or timed[-1] >= num_steps:
+        raise ValueError(f"steps must be a non-empty list of step indices in 0..{num_steps - 1}")
+    return order if seconds is not None else timed
+
+
+def _empty_kernel_arrays(num_steps: int) -> dict[str, np.ndarray]:
+    """The per-step (and per-mode) timing arrays, NaN (or -1, 0) where a step is not timed."""
+    shape2 = (num_steps, len(MODES))
+    return {
+        "kernel_ms": np.full(shape2, np.nan),
+        "kernel_iqr_ms": np.full(shape2, np.nan),
+        "kernel_bytes_real": np.zeros(num_steps, np.int64),
+        "kernel_bytes_walked": np.zeros(shape2, np.int64),
+        "kernel_max_abs_err": np.full(shape2, np.nan),
+        "kernel_trusting_wrong": np.full(shape2, -1, np.int8),
+    }
+
+
+def _time_one_step(i, st, kernels, kv, cfg, timer, gen, device, warmup, repeats, checking, arrays) -> None:
+    """Step ``i``'s target pass as one launch, timed in both modes interleaved; when ``checking``, each
+    mode's output against the SDPA reference, and whether the trusting kernel goes wrong."""
+    kernel, trusting_kernel = kernels
+    batch = batch_from_step(st, cfg, device=device, generator=gen)
+    ref = sdpa_reference(batch, kv, cfg) if checking else None  # before timing, as it always was
+    msl = st.kernel_max_seq_len
+    outs: dict[str, torch.Tensor] = {}
+
+    def launch(mode):
+        def fn():
+            outs[mode] = kernel(batch, kv, msl[mode], cfg)
+
+        return fn
+
+    res = time_interleaved({m: launch(m) for m in MODES}, timer, warmup=warmup, repeats=repeats)
+    arrays["kernel_bytes_real"][i] = batch.real_bytes(cfg)
+    for j, m in enumerate(MODES):
+        arrays["kernel_ms"][i, j] = max(res[m].median_ms, 1e-6)
+        arrays["kernel_iqr_ms"][i, j] = res[m].iqr_ms
+        arrays["kernel_bytes_walked"][i, j] = batch.walked_bytes(msl[m], cfg)
+    if not checking:
+        return
+    for j, m in enumerate(MODES):
+        arrays["kernel_max_abs_err"][i, j] = max_abs_error(outs[m], ref, batch.num_real_tokens)
+        trusting = trusting_kernel(batch, kv, msl[m], cfg)
+        wrong = is_wrong(trusting, ref, batch.num_real_tokens, TRUSTING_RTOL)
+        arrays["kernel_trusting_wrong"][i, j] = int(wrong)
+
+
+def _timings_meta(s: Scenario, backend, device, cfg, timer, run_facts: dict, order, timed, checked, elapsed) -> dict:
+    """``trace.timings``' facts: the kernel, device and head shape, what was timed and checked, and
+    the command that reruns it."""
+    repeats, warmup, every, steps = run_facts["repeats"], run_facts["warmup"], run_facts["every"], run_facts["steps"]
+    seconds, command = run_facts["seconds"], run_facts["command"]
     env = environment(device)
     spec = s.to_spec()
-    meta = {
+    return {
         "backend": backend,
         "device": env.pop("device"),
         "device_kind": device,
@@ -237,5 +263,3 @@ def _run(
             + (f"--every {every}" if steps is None else f"--steps {','.join(map(str, timed))}")
         ),
     }
-    trace.attach_kernel_timings(meta, arrays)
-    return trace

@@ -19,9 +19,9 @@ from lab.engine.input_batch import InputBatch
 from lab.engine.model_states import MODES, AttnMetadata
 from lab.engine.oor import StaleRegion
 from lab.engine.scheduler import SchedulerOutput
-from lab.speculators import NO_DRAFT_ATTENTION_METHODS, ONE_PASS_METHODS, draft_pass_step, num_draft_passes
 from lab.engine.speculator import DraftPassMetadata, draft_step_upper_bound
 from lab.engine.step_record import EngineEnd, RequestAdded, RequestRemoved, StepRecord
+from lab.speculators import ONCE_AT_1, draft_pass_step, num_draft_passes, speculator
 from lab.trace.recorder import Recorder
 
 _REQ = re.compile(r"^req-(\d+)")
@@ -99,164 +99,220 @@ def to_step_records(scenario, taps: dict) -> tuple[list[StepRecord], EngineEnd, 
     what only the live run shows (vLLM's own draft windows against R5)."""
     check_modes_agree(taps)
     s = scenario
-    mml, bs = s.max_model_len, s.block_size
     ref = taps["fixed"].steps if "fixed" in taps else next(iter(taps.values())).steps
     by_mode = {m: taps[m].steps for m in taps}
-    active: dict[str, int] = {}  # req_id -> instance
-    slot_of: dict[int, int] = {}
-    next_inst = 0
+    requests = _LiveRequests()
     num_preemptions = 0
     records = []
     checks = {"draft_windows": 0, "draft_window_mismatches": []}
     for i, st in enumerate(ref):
-        removed = []
-        for rid, idx, blocks in st.removed:
-            inst = active.pop(rid)
-            removed.append(RequestRemoved(inst, idx, np.asarray(blocks, dtype=np.int32)))
-        added = []
-        for rid, idx in st.added:
-            if rid in active:
-                raise ValueError(f"step {i}: {rid} added twice")
-            active[rid] = next_inst
-            slot_of[next_inst] = idx
-            added.append(RequestAdded(next_inst, req_num(rid), idx, -1))
-            next_inst += 1
+        removed = requests.remove(st)
+        added = requests.add(i, st)
         num_preemptions += len(st.preempted)
-        out = SchedulerOutput(
-            req_nums=np.zeros(0, np.int64),
-            inst=np.zeros(0, np.int64),
-            num_scheduled_tokens=np.zeros(0, np.int64),
-            num_computed_tokens=np.zeros(0, np.int64),
-            num_draft_tokens=np.zeros(0, np.int64),
-            is_prefilling=np.zeros(0, bool),
-            new_block_counts=np.zeros(0, np.int64),
-            new_block_ids=np.zeros(0, np.int32),
-            scheduler_step=st.scheduler_step,
-        )
+        out = _scheduler_output(st)
         if st.idle:
             records.append(StepRecord(out, removed, added, None))
             continue
-        n, n_pad = st.num_reqs, st.num_reqs_padded
-        req_nums = np.array([req_num(r) for r in st.req_ids], dtype=np.int64)
-        batch_inst = np.array([active[r] for r in st.req_ids], dtype=np.int64)
-        batch = InputBatch(
-            req_nums=req_nums,
-            idx_mapping_np=st.idx_mapping,
-            num_reqs=n,
-            num_reqs_after_padding=n_pad,
-            num_scheduled_tokens=st.num_scheduled_tokens.astype(np.int64),
-            num_tokens=st.num_tokens,
-            num_tokens_after_padding=st.num_tokens_padded,
-            num_computed_tokens_np=st.num_computed_tokens.astype(np.int64),
-            seq_lens_cpu_upper_bound=st.seq_lens_cpu_upper_bound.astype(np.int32),
-            seq_lens=st.seq_lens.astype(np.int32),
-            num_draft_tokens_per_req=st.num_draft_tokens,
-            is_prefilling_np=np.zeros(n, bool),
-            max_query_len=int(st.num_scheduled_tokens.max()),
-        )
-        if set(by_mode) != set(MODES):
-            raise ValueError(f"a live trace needs a run in each mode {MODES}, got {sorted(by_mode)}")
-        msl = {m: by_mode[m][i].max_seq_len for m in MODES}
-        if any(v is None for v in msl.values()):  # nothing is filled in: a missing value is an error
-            raise ValueError(f"step {i}: the target build_attn_metadata call was not recorded ({msl})")
-        attn = {
-            m: AttnMetadata(st.attn_num_reqs or n, st.num_tokens, batch.max_query_len, msl[m], False) for m in MODES
-        }
-        kms = {m: kernel_visible_max_seq_len(st.cg_mode, msl[m], mml) for m in MODES}
-        walk_msl = [kms[m] for m in MODES]
-        walk_rows = [n_pad] * len(MODES)
-        drafts = []
-        if s.num_speculative_tokens and s.speculative_method == "draft_model":
-            drafts = _standalone_ar_passes(s, i, st, by_mode, checks)
-        if s.num_speculative_tokens and s.speculative_method in NO_DRAFT_ATTENTION_METHODS:
-            _no_draft_attention(s, i, by_mode)
-        elif s.num_speculative_tokens and s.speculative_method in (*ONE_PASS_METHODS, "mtp_multi_module"):
-            drafts = _one_metadata_passes(s, i, st, by_mode, checks)
-        elif s.num_speculative_tokens and s.speculative_method != "draft_model":
-            prefill_mode = st.draft_descs[0][0] if st.draft_descs else st.cg_mode
-            drafts.append(
-                DraftPassMetadata(
-                    0,
-                    prefill_mode,
-                    n_pad,
-                    dict(msl),
-                    {m: kernel_visible_max_seq_len(prefill_mode, msl[m], mml) for m in MODES},
-                )
-            )
-            decode_mode = st.draft_descs[1][0] if len(st.draft_descs) > 1 else "NONE"
-            # Gemma4 MTP (advance_draft_positions False) builds the decode metadata once, at step 1, and
-            # every decode pass reuses it (TargetDependentARSpeculator._multi_step_decode): one recorded call.
-            once = s.speculative_method == "gemma4_mtp"
-            calls = min(1, s.num_speculative_tokens - 1) if once else s.num_speculative_tokens - 1
-            # vLLM's own per-pass windows (what _build_attn_metadata gave build_attn_metadata) against R5.
-            for j, (_, nr, ub) in enumerate(st.draft_passes, start=1):
-                if ub is not None:
-                    step = draft_pass_step(s.speculative_method, j)
-                    want = draft_step_upper_bound(st.seq_lens_cpu_upper_bound, n, step, mml, nr)
-                    checks["draft_windows"] += 1
-                    if not np.array_equal(np.asarray(ub)[:nr], want):
-                        checks["draft_window_mismatches"].append(
-                            f"step {i} draft pass {j}: vLLM {np.asarray(ub)[:nr].tolist()}, R5 {want.tolist()}"
-                        )
-            for m in MODES:
-                got = len(by_mode[m][i].draft_passes)
-                if got != calls:
-                    raise ValueError(
-                        f"step {i}: the {m} run recorded {got} draft decode metadata builds, {calls} expected"
-                    )
-            for j in range(1, s.num_speculative_tokens):
-                dm = {}
-                nrp = n
-                for m in MODES:
-                    dm[m], nrp = by_mode[m][i].draft_passes[0 if once else j - 1][:2]
-                drafts.append(
-                    DraftPassMetadata(
-                        j, decode_mode, nrp, dm, {m: kernel_visible_max_seq_len(decode_mode, dm[m], mml) for m in MODES}
-                    )
-                )
-        for d in drafts:
-            walk_msl += [d.kernel_max_seq_len[m] for m in MODES]
-            walk_rows += [d.num_reqs_padded] * len(MODES)
-        owner = np.full(s.total_num_gpu_blocks, FREE, dtype=np.int32)
-        owner[0] = NULL_OWNER
-        for rid, blocks in st.live_blocks.items():
-            owner[np.asarray(blocks, dtype=np.int64)] = active[rid]
-        table = st.block_table
-        region = StaleRegion(table, st.num_blocks.astype(np.int32), _row_hwm(table), owner)
-        oor = region.walks(walk_msl, walk_rows, bs)
-        if st.num_accepted is None:
-            raise ValueError(f"step {i}: sample was not recorded (no acceptance imposed)")
-        num_accepted = st.num_accepted.astype(np.int32)
-        records.append(
-            StepRecord(
-                out,
-                removed,
-                added,
-                None,
-                batch_inst=batch_inst,
-                batch_desc=BatchExecutionDescriptor(st.cg_mode, st.num_tokens_padded, n_pad),
-                batch=batch,
-                attn_metadata=attn,
-                kernel_max_seq_len=kms,
-                gathered=table,
-                num_blocks=st.num_blocks.astype(np.int32),
-                drafts=drafts,
-                num_accepted=num_accepted,
-                walk_max_seq_len=walk_msl,
-                walk_num_rows=walk_rows,
-                oor=oor,
-                kv_owner=owner,
-            )
-        )
-    still = []
-    if ref and active:
-        last_blocks = ref[-1].live_blocks
-        still = [
-            RequestRemoved(inst, slot_of[inst], np.asarray(last_blocks.get(rid, []), dtype=np.int32))
-            for rid, inst in sorted(active.items(), key=lambda kv: kv[1])
-        ]
+        records.append(_step_record(s, i, st, by_mode, requests.active, out, removed, added, checks))
+    still = requests.still_running(ref[-1].live_blocks) if ref else []
     truncated = any(t.truncated for t in taps.values())
     return records, EngineEnd(num_preemptions, truncated, still), checks
+
+
+class _LiveRequests:
+    """The lab's instances of the live run's requests: a request id added again (a preemption's
+    resumption) is a new instance, as in the engine."""
+
+    def __init__(self):
+        self.active: dict[str, int] = {}  # req_id -> instance
+        self.slot_of: dict[int, int] = {}  # instance -> request-state slot
+        self.next_inst = 0
+
+    def remove(self, st) -> list[RequestRemoved]:
+        removed = []
+        for rid, idx, blocks in st.removed:
+            inst = self.active.pop(rid)
+            removed.append(RequestRemoved(inst, idx, np.asarray(blocks, dtype=np.int32)))
+        return removed
+
+    def add(self, i: int, st) -> list[RequestAdded]:
+        added = []
+        for rid, idx in st.added:
+            if rid in self.active:
+                raise ValueError(f"step {i}: {rid} added twice")
+            self.active[rid] = self.next_inst
+            self.slot_of[self.next_inst] = idx
+            added.append(RequestAdded(self.next_inst, req_num(rid), idx, -1))
+            self.next_inst += 1
+        return added
+
+    def still_running(self, last_blocks: dict) -> list[RequestRemoved]:
+        """Requests live at the end, with the blocks the last step saw them hold."""
+        return [
+            RequestRemoved(inst, self.slot_of[inst], np.asarray(last_blocks.get(rid, []), dtype=np.int32))
+            for rid, inst in sorted(self.active.items(), key=lambda kv: kv[1])
+        ]
+
+
+def _scheduler_output(st) -> SchedulerOutput:
+    """The step's SchedulerOutput: only its scheduler step is read from a live one (the batch is in
+    the InputBatch)."""
+    return SchedulerOutput(
+        req_nums=np.zeros(0, np.int64),
+        inst=np.zeros(0, np.int64),
+        num_scheduled_tokens=np.zeros(0, np.int64),
+        num_computed_tokens=np.zeros(0, np.int64),
+        num_draft_tokens=np.zeros(0, np.int64),
+        is_prefilling=np.zeros(0, bool),
+        new_block_counts=np.zeros(0, np.int64),
+        new_block_ids=np.zeros(0, np.int32),
+        scheduler_step=st.scheduler_step,
+    )
+
+
+def _input_batch(st) -> InputBatch:
+    """The recorded batch as vLLM's prepare_inputs built it (R1)."""
+    n = st.num_reqs
+    return InputBatch(
+        req_nums=np.array([req_num(r) for r in st.req_ids], dtype=np.int64),
+        idx_mapping_np=st.idx_mapping,
+        num_reqs=n,
+        num_reqs_after_padding=st.num_reqs_padded,
+        num_scheduled_tokens=st.num_scheduled_tokens.astype(np.int64),
+        num_tokens=st.num_tokens,
+        num_tokens_after_padding=st.num_tokens_padded,
+        num_computed_tokens_np=st.num_computed_tokens.astype(np.int64),
+        seq_lens_cpu_upper_bound=st.seq_lens_cpu_upper_bound.astype(np.int32),
+        seq_lens=st.seq_lens.astype(np.int32),
+        num_draft_tokens_per_req=st.num_draft_tokens,
+        is_prefilling_np=np.zeros(n, bool),
+        max_query_len=int(st.num_scheduled_tokens.max()),
+    )
+
+
+def _step_record(s, i: int, st, by_mode: dict, active: dict, out, removed, added, checks: dict) -> StepRecord:
+    """A scheduled step: the target's metadata in both modes, the draft passes, and what each walk
+    reads out of range (counted the engine's way, lab/engine/oor.py)."""
+    mml, n_pad = s.max_model_len, st.num_reqs_padded
+    batch_inst = np.array([active[r] for r in st.req_ids], dtype=np.int64)
+    batch = _input_batch(st)
+    if set(by_mode) != set(MODES):
+        raise ValueError(f"a live trace needs a run in each mode {MODES}, got {sorted(by_mode)}")
+    msl = {m: by_mode[m][i].max_seq_len for m in MODES}
+    if any(v is None for v in msl.values()):  # nothing is filled in: a missing value is an error
+        raise ValueError(f"step {i}: the target build_attn_metadata call was not recorded ({msl})")
+    attn = {
+        m: AttnMetadata(st.attn_num_reqs or st.num_reqs, st.num_tokens, batch.max_query_len, msl[m], False)
+        for m in MODES
+    }
+    kms = {m: kernel_visible_max_seq_len(st.cg_mode, msl[m], mml) for m in MODES}
+    walk_msl = [kms[m] for m in MODES]
+    walk_rows = [n_pad] * len(MODES)
+    drafts = _draft_passes(s, i, st, by_mode, msl, checks)
+    for d in drafts:
+        walk_msl += [d.kernel_max_seq_len[m] for m in MODES]
+        walk_rows += [d.num_reqs_padded] * len(MODES)
+    owner = _kv_owner(s, st, active)
+    table = st.block_table
+    region = StaleRegion(table, st.num_blocks.astype(np.int32), _row_hwm(table), owner)
+    oor = region.walks(walk_msl, walk_rows, s.block_size)
+    if st.num_accepted is None:
+        raise ValueError(f"step {i}: sample was not recorded (no acceptance imposed)")
+    return StepRecord(
+        out,
+        removed,
+        added,
+        None,
+        batch_inst=batch_inst,
+        batch_desc=BatchExecutionDescriptor(st.cg_mode, st.num_tokens_padded, n_pad),
+        batch=batch,
+        attn_metadata=attn,
+        kernel_max_seq_len=kms,
+        gathered=table,
+        num_blocks=st.num_blocks.astype(np.int32),
+        drafts=drafts,
+        num_accepted=st.num_accepted.astype(np.int32),
+        walk_max_seq_len=walk_msl,
+        walk_num_rows=walk_rows,
+        oor=oor,
+        kv_owner=owner,
+    )
+
+
+def _kv_owner(s, st, active: dict) -> np.ndarray:
+    """The owner instance of every block id at this step (FREE, NULL_OWNER for block 0)."""
+    owner = np.full(s.total_num_gpu_blocks, FREE, dtype=np.int32)
+    owner[0] = NULL_OWNER
+    for rid, blocks in st.live_blocks.items():
+        owner[np.asarray(blocks, dtype=np.int64)] = active[rid]
+    return owner
+
+
+def _draft_passes(s, i: int, st, by_mode: dict, msl: dict, checks: dict) -> list:
+    """The step's draft passes (R4, R5), by how the scenario's speculator builds their metadata."""
+    if not s.num_speculative_tokens:
+        return []
+    # The vLLM class whose propose ran (its record's, lab/speculators.py) says what the hooks recorded.
+    spec = speculator(s.speculative_method)
+    if spec.propose == "StandaloneARSpeculator":
+        return _standalone_ar_passes(s, i, st, by_mode, checks)
+    if not spec.has_draft_attention:
+        _no_draft_attention(s, i, by_mode)
+        return []
+    if spec.one_pass or spec.propose == "MultiModuleMTPSpeculator":
+        return _one_metadata_passes(s, i, st, by_mode, checks)
+    return _target_dependent_ar_passes(s, i, st, by_mode, msl, checks)
+
+
+def _target_dependent_ar_passes(s, i: int, st, by_mode: dict, msl: dict, checks: dict) -> list:
+    """EAGLE, MTP and the like (TargetDependentARSpeculator): the prefill pass reuses the target's
+    metadata, then each decode pass builds its own (Gemma4 MTP: one for all)."""
+    mml, n, n_pad = s.max_model_len, st.num_reqs, st.num_reqs_padded
+    drafts = []
+    prefill_mode = st.draft_descs[0][0] if st.draft_descs else st.cg_mode
+    drafts.append(
+        DraftPassMetadata(
+            0,
+            prefill_mode,
+            n_pad,
+            dict(msl),
+            {m: kernel_visible_max_seq_len(prefill_mode, msl[m], mml) for m in MODES},
+        )
+    )
+    decode_mode = st.draft_descs[1][0] if len(st.draft_descs) > 1 else "NONE"
+    # Gemma4 MTP (advance_draft_positions False) builds the decode metadata once, at step 1, and
+    # every decode pass reuses it (TargetDependentARSpeculator._multi_step_decode): one recorded call.
+    once = speculator(s.speculative_method).draft_steps == ONCE_AT_1
+    calls = min(1, s.num_speculative_tokens - 1) if once else s.num_speculative_tokens - 1
+    _check_draft_decode_windows(s, i, st, checks)
+    for m in MODES:
+        got = len(by_mode[m][i].draft_passes)
+        if got != calls:
+            raise ValueError(f"step {i}: the {m} run recorded {got} draft decode metadata builds, {calls} expected")
+    for j in range(1, s.num_speculative_tokens):
+        dm = {}
+        nrp = n
+        for m in MODES:
+            dm[m], nrp = by_mode[m][i].draft_passes[0 if once else j - 1][:2]
+        drafts.append(
+            DraftPassMetadata(
+                j, decode_mode, nrp, dm, {m: kernel_visible_max_seq_len(decode_mode, dm[m], mml) for m in MODES}
+            )
+        )
+    return drafts
+
+
+def _check_draft_decode_windows(s, i: int, st, checks: dict) -> None:
+    """vLLM's own per-pass windows (what _build_attn_metadata gave build_attn_metadata) against R5."""
+    for j, (_, nr, ub) in enumerate(st.draft_passes, start=1):
+        if ub is not None:
+            step = draft_pass_step(s.speculative_method, j)
+            want = draft_step_upper_bound(st.seq_lens_cpu_upper_bound, st.num_reqs, step, s.max_model_len, nr)
+            checks["draft_windows"] += 1
+            if not np.array_equal(np.asarray(ub)[:nr], want):
+                checks["draft_window_mismatches"].append(
+                    f"step {i} draft pass {j}: vLLM {np.asarray(ub)[:nr].tolist()}, R5 {want.tolist()}"
+                )
 
 
 def _standalone_ar_passes(s, i: int, st, by_mode: dict, checks: dict) -> list:

@@ -26,7 +26,6 @@ from lab.machine import cpu_model
 from lab.speculators import speculator
 
 
-
 def load(device: str = "cpu"):
     """Install the shim, import vLLM and check its version. Returns (vllm module, series)."""
     try:

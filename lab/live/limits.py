@@ -8,12 +8,12 @@ import dataclasses
 import importlib.util
 
 from lab.blocks import cdiv
+from lab.history import LIVE_SERIES, series_before
 from lab.live import cpu_platform
 from lab.live.cpu_platform import CPU_BLOCK_MULTIPLE
 from lab.live.hooks import UnsupportedVersion, series
 from lab.live.models import kv_cache_bytes
 from lab.machine import memory_available_bytes
-from lab.history import LIVE_SERIES, series_before
 from lab.speculators import SPECULATIVE_METHODS, speculator
 
 HOW_TO_RUN = ".venv-vllm-live/bin/python -m lab record --preset NAME   (make venv-vllm-live builds it; docs/live.md)"

@@ -104,7 +104,12 @@ class Tap:
     def end(self) -> LiveStep | None:
         step, self.cur = self.cur, None
         k = self.scenario.num_speculative_tokens
-        if step is not None and len(step.draft_passes) == 1 and k > 2 and release(self.series).draft_decode_metadata_once:
+        if (
+            step is not None
+            and len(step.draft_passes) == 1
+            and k > 2
+            and release(self.series).draft_decode_metadata_once
+        ):
             # 0.19 builds the draft decode metadata once per step (EagleSpeculator.propose) and every one
             # of the K - 1 decode passes (generate_draft) runs with it (lab/history.py).
             step.draft_passes = step.draft_passes * (k - 1)

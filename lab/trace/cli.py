@@ -15,9 +15,9 @@ import sys
 import time
 
 from lab.cli_args import add_scenario_args, scenario_from_args
-from lab.history import ERAS
 from lab.engine.model_states import MODES
 from lab.engine.oor import OOR_CLASSES
+from lab.history import ERAS
 from lab.kernels.cli import set_torch_threads
 from lab.presets import PRESETS
 from lab.trace import Trace

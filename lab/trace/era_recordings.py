@@ -62,9 +62,7 @@ class EraRelease:
 
 
 # The live environment records the newest era; make venv-eras builds the older ones.
-ERA_RELEASES = {
-    s: EraRelease(s, ".venv-vllm-live" if s == LIVE_SERIES else f".venv-era-{s}") for s in ERA_SERIES
-}
+ERA_RELEASES = {s: EraRelease(s, ".venv-vllm-live" if s == LIVE_SERIES else f".venv-era-{s}") for s in ERA_SERIES}
 
 
 def recording_path(series: str, preset: str, root: pathlib.Path = ERA_DIR) -> pathlib.Path:
@@ -108,7 +106,7 @@ def recording(series: str, preset: str):
 
 
 # Slot ids (req_indices) of releases that free request slots in a Python set's order (finish_requests
-# before 0.32; hash-seeded, lab/engine/releases.py): compared and reported, not counted. What a slot holds
+# before 0.32; hash-seeded, lab/history.py): compared and reported, not counted. What a slot holds
 # (the gathered block table, stale columns included, and the out-of-range counts) is still counted.
 SET_ORDER = "0.19/0.22 free request slots in set order (finish_requests), which the engine does not model"
 
@@ -147,7 +145,9 @@ def compare_recording(recording, engine=None):
         f"{rec['vllm']} recording of {rec['preset']}",
         f"embedded engine (vllm={recording.scenario.vllm_version}), {rec['era']}",
         b_era=rec["era"],
-        excused=None if RELEASES[recording.scenario.vllm_version].finish_requests_sorted else {"req_indices": SET_ORDER},
+        excused=None
+        if RELEASES[recording.scenario.vllm_version].finish_requests_sorted
+        else {"req_indices": SET_ORDER},
     )
 
 

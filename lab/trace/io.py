@@ -25,8 +25,8 @@ import numpy as np
 from lab.engine.block_pool import NULL_BLOCK_ID
 from lab.engine.cudagraph import CG_MODE_NAMES
 from lab.engine.oor import OOR_FIELDS
-from lab.speculators import num_draft_passes
 from lab.scenario import RequestSpec, Scenario
+from lab.speculators import num_draft_passes
 from lab.trace.schema import (
     DELTA_ROW_COLUMNS,
     DRAFT_SEQ_LENS_SCHEMA,

@@ -10,9 +10,9 @@ from lab.engine.model_runner import run_engine
 from lab.engine.model_states import MODES
 from lab.engine.oor import NUM_OOR_FIELDS
 from lab.engine.speculator import draft_step_seq_lens
-from lab.speculators import draft_pass_step, num_draft_passes
 from lab.engine.step_record import EngineEnd, RequestRemoved, StepRecord
 from lab.scenario import Scenario
+from lab.speculators import draft_pass_step, num_draft_passes
 from lab.trace.trace import Trace
 
 _ROW_COLUMNS = ("row_inst", "num_computed_tokens", "num_scheduled_tokens", "seq_lens", "num_blocks", "num_accepted")

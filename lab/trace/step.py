@@ -17,12 +17,12 @@ from lab.engine.block_pool import FREE
 from lab.engine.block_table import compute_slot_mappings
 from lab.engine.cudagraph import CG_MODE_NAMES, kernel_visible_max_seq_len
 from lab.engine.input_batch import seq_lens_cpu_upper_bound
-from lab.history import ERAS, MODEL_STATE_FIRST_RELEASE, fixed_in_era, model_state_in_era
 from lab.engine.model_states import MODES
 from lab.engine.oor import OOR_FIELDS, STALE_CLASSES, classify_owners
 from lab.engine.ragged import ragged_ranges
 from lab.engine.sliding_window import history_note as sliding_window_history_note
 from lab.engine.speculator import draft_step_seq_lens, draft_step_upper_bound
+from lab.history import ERAS, MODEL_STATE_FIRST_RELEASE, fixed_in_era, model_state_in_era
 from lab.speculators import draft_pass_step, speculator
 
 if TYPE_CHECKING:

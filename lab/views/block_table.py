@@ -20,6 +20,7 @@ import numpy as np
 
 from lab.blocks import cdiv, walked_columns
 from lab.engine.oor import OOR_CLASSES
+from lab.history import MODE_ERA
 from lab.views.common import (
     CLASS_COLORS,
     MODE_COLORS,
@@ -114,7 +115,7 @@ def _pos(edges: np.ndarray, boundary: int) -> float:
     return k - 0.5 + (boundary - lo) / (hi - lo)
 
 
-_ERA = {"baseline": "before #40654", "fixed": "after #43991"}
+_ERA = MODE_ERA
 _HEATMAP_TOP = 0.78  # paper y of the heatmap's top; the true-scale strip sits above it
 
 

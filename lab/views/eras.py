@@ -14,14 +14,12 @@ import weakref
 
 import numpy as np
 
+from lab.history import ERA_LIST
 from lab.speculators import speculator
 from lab.trace.era_recordings import recorded_releases
 from lab.views.common import check_step, passes_walked
 
-PR_URL = {
-    "#40654": "https://github.com/vllm-project/vllm/pull/40654",
-    "#43991": "https://github.com/vllm-project/vllm/pull/43991",
-}
+PR_URL = {e.pr: e.pr_url for e in ERA_LIST if e.pr}
 ERA_COLORS = {0: "#d62728", 1: "#ff7f0e", 2: "#1f77b4"}  # before #40654, after #40654, after #43991
 
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from lab.history import MODE_ERA
 from lab.views.common import MODE_COLORS, MODES, axis, check_step, figure, panel_title, step_marker, title
 
-_ERA = {"baseline": "before #40654", "fixed": "after #43991"}
+_ERA = MODE_ERA
 
 
 def _ratio(b: float, f: float) -> str:

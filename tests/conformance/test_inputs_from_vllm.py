@@ -101,7 +101,9 @@ def _replaced_record(monkeypatch, method, **changes):
 
     from lab import speculators
 
-    monkeypatch.setitem(speculators.SPECULATORS, method, dataclasses.replace(speculators.SPECULATORS[method], **changes))
+    monkeypatch.setitem(
+        speculators.SPECULATORS, method, dataclasses.replace(speculators.SPECULATORS[method], **changes)
+    )
 
 
 def _advancing_gemma4(monkeypatch):

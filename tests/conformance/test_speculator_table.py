@@ -81,7 +81,9 @@ def test_the_records_rules_are_vllms(record, k):
         spec
     )
     if record.vllm_method == "mtp":  # the "mtp" path init_speculator picks for this draft
-        vllm_path = "gemma4_mtp" if spec.use_gemma4_mtp() else "mtp_multi_module" if spec.use_multi_module_mtp() else "mtp"
+        vllm_path = (
+            "gemma4_mtp" if spec.use_gemma4_mtp() else "mtp_multi_module" if spec.use_multi_module_mtp() else "mtp"
+        )
         assert S.mtp_variant(layers, k, spec.draft_model_config.hf_config.model_type) == vllm_path
         assert vllm_path == record.method or k == 1  # one module and K = 1: vLLM runs plain MTP
 

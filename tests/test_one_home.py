@@ -171,3 +171,25 @@ def test_a_hand_edited_table_is_caught():
     assert edited != text and doc_tables.render(edited) == text
     with pytest.raises(ValueError, match="unknown generated table"):
         doc_tables.render("<!-- generated: nope -->\nx\n<!-- end generated -->")
+
+
+@pytest.mark.parametrize(
+    "spec,method",
+    [
+        ('{"model": "z-lab/Qwen3-8B-DFlash-b16", "num_speculative_tokens": 3}', "dflash"),
+        (
+            '{"method": "draft_model", "model": "yuhuili/EAGLE-LLaMA3-Instruct-8B", "num_speculative_tokens": 3}',
+            "eagle",
+        ),
+        ('{"model": "Qwen/Qwen3-0.6B", "num_speculative_tokens": 3}', "draft_model"),
+        ('{"method": "ngram_gpu", "num_speculative_tokens": 3, "prompt_lookup_max": 4}', "ngram"),
+    ],
+)
+def test_the_deployment_resolver_infers_the_method_as_vllm_does(spec, method):
+    """A regression: the resolver read a DFlash draft's name as a draft model, and an explicit draft_model
+    with an EAGLE head's name as a draft model; vLLM's SpeculativeConfig.__post_init__ detects both
+    (lab/speculators.py infer_method, held to vLLM's source by tests/conformance/test_speculator_table.py)."""
+    from lab.deployment import resolve
+
+    dep = resolve(f"vllm serve Qwen/Qwen3-8B --speculative-config '{spec}'")
+    assert (dep.method, dep.k) == (method, 3)

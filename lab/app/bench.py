@@ -29,9 +29,9 @@ from gradio_client import Client
 
 from lab import Scenario, machine, simulate
 from lab.app.cache import TRACES, scenario_key
-from lab.browser import CHROMIUM, launch
 from lab.app.stepping import PLAY_INTERVAL_S, drawn_id, step_outputs
 from lab.app.ui import DEFAULT_PRESET
+from lab.browser import CHROMIUM, launch
 from lab.views import ALL_VIEWS
 
 SIZES = ((1366, 768), (1600, 1000))  # the screens the targets are for

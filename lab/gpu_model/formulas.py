@@ -67,8 +67,8 @@ def trtllm_gen_decode(
 def lab_split_plan(
     max_seq_len: int, rows: int, q_len: int, num_kv_heads: int, block_size: int, num_sms: int = LAB_SPLIT_SMS
 ) -> dict:
-    """lab/gpu_model/split_plan.py split_plan (the model lab/kernels/split_kv.py runs): CTAs per sequence from max_seq_len; every CTA walks its
-    fixed page range (the lab's model)."""
+    """lab/gpu_model/split_plan.py split_plan (what lab/kernels/split_kv.py runs): CTAs per sequence
+    from max_seq_len; every CTA walks its fixed page range (the lab's model)."""
     if rows < 1:
         return {"ctas_launched": 0, "pages": 0}
     p = split_plan(max(1, max_seq_len), rows, num_kv_heads, block_size, max_query_len=max(1, q_len), num_sms=num_sms)

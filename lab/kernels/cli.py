@@ -1,7 +1,8 @@
 """``python -m lab backends`` and ``python -m lab bench kernels``: which attention backends run here,
-and baseline against fixed kernel time over batch shapes; and ``simulate --backend``. lab/cli.py registers
-``backends`` (and ``simulate``'s kernel flags) with ``lab.kernels.cli.register(sub)``; the ``bench`` command (lab/bench.py) takes its kernel flags from
-``add_bench_args`` and runs ``cmd_bench_kernels``.
+and baseline against fixed kernel time over batch shapes; and ``simulate --backend``. lab/cli.py
+registers ``backends`` (and ``simulate``'s kernel flags) with ``lab.kernels.cli.register(sub)``; the
+``bench`` command (lab/bench.py) takes its kernel flags from ``add_bench_args`` and runs
+``cmd_bench_kernels``.
 
 Importing this module does not import torch (``python -m lab --help`` stays fast): each command
 imports the kernels when it runs.

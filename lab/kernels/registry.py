@@ -242,7 +242,7 @@ def get_kernel(name: str, device: str) -> Callable:
             ok, why = False, str(e)
     if ok and b.needs_vllm_cpu:
         try:
-            vllm_cpu_attn.load()  # imports vLLM (after lab/live/shim.py); a failure is reported, and remembered
+            vllm_cpu_attn.load()  # imports vLLM (after lab/vllm_env.py install); a failure is reported, and remembered
         except vllm_cpu_attn.VllmCpuUnavailable as e:
             ok, why = False, str(e)
     if not ok:

@@ -30,6 +30,7 @@ from lab.gpu_model.split_plan import NUM_SMS_B200, STEP_KV, SplitPlan, split_pla
 from lab.kernels.batch import HeadConfig, PagedBatch
 from lab.kernels.reference import attend_pages, group_queries, scatter_output
 
+
 def combine_partials(parts):
     """Log-sum-exp combine of per-CTA (m, l, acc) partials."""
     ms = torch.stack([p[0] for p in parts])

@@ -27,11 +27,7 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 
-PORTED_SERIES = ("0.19", "0.22")
-
-
-def needs_port(series: str) -> bool:
-    return series in PORTED_SERIES
+from lab.vllm_env import PORTED_SERIES, needs_port  # noqa: F401  (the Triton stub reads them there too)
 
 
 def _noop(*args, **kwargs) -> None:

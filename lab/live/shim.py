@@ -4,4 +4,4 @@ the kernels package does not import this one). The names stay here for lab.live'
 
 from __future__ import annotations
 
-from lab.vllm_env import CPU_ONLY, ENV, install, installed_series  # noqa: F401  (re-exported)
+from lab.vllm_env import install, installed_series  # noqa: F401  (re-exported: lab/live/driver.py, cli.py, eras.py)

@@ -3,7 +3,7 @@ command (argparse has a single ``bench`` parser; its flags are the benchmarks' t
 engine benchmark it runs itself. The kernel benchmark is lab/kernels/bench.py (its flags and command
 in lab/kernels/cli.py), vLLM's own kernels' lab/vllm_kernels/bench.py, the app's lab/app/bench.py (a
 room of sessions: lab/app/room_bench.py), the exported files' lab/export/bench.py, the deployment
-question's lab/deployment/bench.py. lab/cli.py registers the command with ``lab.bench.register(sub)``.
+question's lab/app/deployment_bench.py. lab/cli.py registers the command with ``lab.bench.register(sub)``.
 
     python -m lab bench engine [--steps N] [--reqs N] [--repeat N] [--no-churn]
 
@@ -49,7 +49,7 @@ def cmd_bench(args) -> int:
         run_bench_room(sessions=args.sessions)
         return 0
     if args.what == "deployment":
-        from lab.deployment.bench import run_bench_deployment  # deferred: playwright, the app
+        from lab.app.deployment_bench import run_bench_deployment  # deferred: playwright, the app
 
         run_bench_deployment()
         return 0

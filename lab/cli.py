@@ -29,6 +29,7 @@ python -m lab compare A.json [B.json]         per step and field agreement of tw
 
 Where each command lives (its parser, its command and its printing):
     presets, simulate, show          lab/trace/cli.py      backends            lab/kernels/cli.py
+    simulate --backend …             lab/kernels/cli.py
     export                           lab/export/cli.py
     bench engine|kernels|app         lab/bench.py          conform             lab/conform/cli.py
     record, compare, eras            lab/live/cli.py       sweep, gpu-model    lab/sweep/cli.py

@@ -96,9 +96,9 @@ def browser():
     modules that use it skip where /usr/bin/chromium is missing."""
     from playwright.sync_api import sync_playwright
 
-    from lab.app.bench import CHROMIUM, CHROMIUM_ARGS
+    from lab.browser import launch
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        b = launch(p)
         yield b
         b.close()

@@ -12,7 +12,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 
-from lab.app.bench import CHROMIUM
+from lab.browser import CHROMIUM
 
 ARTIFACTS = pathlib.Path(__file__).parent.parent / "artifacts"
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} missing (make test installs it)")

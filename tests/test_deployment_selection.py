@@ -14,10 +14,6 @@ DSV3 = dict(use_mla=True, head_size=576, num_heads=128)  # kv_lora_rank 512 + ro
 GPT_OSS = dict(use_mla=False, head_size=64, num_heads=64, has_sink=True, has_sliding_window=True)
 
 
-def _valid(choice):
-    return [n for n, r in choice.candidates if not r]
-
-
 @pytest.mark.parametrize(
     "sm, model, kw, vllm_name, lab",
     [

@@ -10,7 +10,7 @@ import pathlib
 
 import pytest
 
-from lab.app.bench import CHROMIUM
+from lab.browser import CHROMIUM
 from lab.cli import main
 from lab.export.bench import open_offline
 from lab.views import ALL_VIEWS

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from lab import Scenario, Trace, simulate
 from lab.engine.oor import OOR_CLASSES
+from lab.random_scenarios import MAX_CAPTURE_SIZE, MAX_CAPTURE_SIZES, PROPERTY_LIMITS, random_scenario_with
 from lab.trace.invariants import simulate_checked
 
 MODES = ("baseline", "fixed")
@@ -27,42 +28,40 @@ REBUILT_TABLES_PER_TRACE = 25
 # ---- the scenario strategy --------------------------------------------------------------------
 
 
+class HypothesisPick:
+    """lab/random_scenarios.py's ``pick``, drawn by Hypothesis (so that a failure shrinks): the one
+    generator of random scenarios decides the fields and their values, this only draws them."""
+
+    def __init__(self, draw):
+        self.draw = draw
+
+    def one_of(self, options):
+        return self.draw(st.sampled_from(options))
+
+    def integer(self, lo: int, hi: int) -> int:
+        return self.draw(st.integers(lo, hi))
+
+    def coin(self) -> bool:
+        return self.draw(st.booleans())
+
+    def requests(self, limits, max_model_len: int):
+        top = min(limits.max_prompt, max_model_len - 1)
+        one = st.tuples(st.integers(0, limits.max_arrival), st.integers(1, top), st.integers(1, limits.max_output))
+        return self.draw(st.lists(one, min_size=1, max_size=limits.max_requests))
+
+    def capture_sizes(self):
+        sizes = st.lists(st.integers(1, MAX_CAPTURE_SIZE), min_size=1, max_size=MAX_CAPTURE_SIZES, unique=True)
+        return self.draw(st.none() | sizes.map(lambda xs: tuple(sorted(xs))))
+
+    def acceptance(self) -> float:
+        return self.draw(st.floats(0.0, 1.0) | st.sampled_from([0.0, 1.0]))
+
+
 @st.composite
 def small_scenarios(draw):
     """Small random scenarios: 1-12 requests, every model state / CUDA-graph mode, K 0..4, optional
     explicit capture sizes, and sometimes a KV cache barely big enough (to force preemption)."""
-    mml = draw(st.sampled_from([256, 512, 1024, 2048]))
-    k = draw(st.integers(0, 4))
-    requests = draw(
-        st.lists(
-            st.tuples(st.integers(0, 20), st.integers(1, min(600, mml - 1)), st.integers(1, 80)),
-            min_size=1,
-            max_size=12,
-        )
-    )
-    capture = draw(
-        st.none() | st.lists(st.integers(1, 32), min_size=1, max_size=5, unique=True).map(lambda xs: tuple(sorted(xs)))
-    )
-    fields = dict(
-        requests=requests,
-        max_model_len=mml,
-        block_size=draw(st.sampled_from([1, 2, 4, 8, 16, 32])),
-        model_state=draw(st.sampled_from(["default", "mamba_hybrid"])),
-        num_speculative_tokens=k,
-        # FULL_AND_PIECEWISE twice as often: FULL replays are where rows get padded.
-        cudagraph_mode=draw(st.sampled_from(["FULL_AND_PIECEWISE", "FULL_AND_PIECEWISE", "PIECEWISE", "NONE"])),
-        cudagraph_capture_sizes=capture,
-        max_num_seqs=draw(st.integers(1, 8)),
-        max_num_batched_tokens=draw(st.integers(max(8, 1 + k), 1024)),
-        acceptance_rate=draw(st.floats(0.0, 1.0) | st.sampled_from([0.0, 1.0])),
-        seed=draw(st.integers(0, 2**32 - 1)),
-        max_num_steps=20_000,  # far above what these scenarios need; a livelock shows as truncated
-    )
-    s = Scenario(**fields)
-    if draw(st.booleans()):
-        smallest = max(s.blocks_per_request(r) for r in s.requests) + 1
-        s = s.replace(num_gpu_blocks=draw(st.integers(smallest, 2 * smallest)))
-    return s
+    return random_scenario_with(HypothesisPick(draw), PROPERTY_LIMITS)
 
 
 # ---- the checks -------------------------------------------------------------------------------

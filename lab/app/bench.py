@@ -31,22 +31,11 @@ from lab import Scenario, machine, simulate
 from lab.app.cache import TRACES, scenario_key
 from lab.app.stepping import PLAY_INTERVAL_S, drawn_id, step_outputs
 from lab.app.ui import DEFAULT_PRESET
+from lab.browser import CHROMIUM, launch
 from lab.views import ALL_VIEWS
 
 SIZES = ((1366, 768), (1600, 1000))  # the screens the targets are for
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 # In the page: click "next" and wait (each animation frame) until the headline, the summary and the
 # figure show the new step: its title (a step's view), its step marker (a trace-wide view), or nothing
 # to check (a figure that names no step, e.g. "no kernel timings").
@@ -141,7 +130,7 @@ def bench_browser(
 
     out: dict = {}
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        browser = launch(p)
         page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
         page.set_default_timeout(120_000)
         for view in views:

@@ -184,7 +184,3 @@ def play_tick(key, step, playing, view="block_table", presenter=False, drawn=Non
     if i >= len(trace.steps) - 1:
         return out + [False, gr.Timer(active=False), gr.Button(value=PLAY)]
     return out + [gr.skip(), gr.skip(), gr.skip()]
-
-
-def pause():
-    return [False, gr.Timer(active=False), gr.Button(value=PLAY)]

@@ -8,7 +8,7 @@ without a GPU:
 - Inputs: the capture sizes from ``VllmConfig._set_cudagraph_sizes`` (compared with the lab's, R8) and
   the request slots from ``GPUModelRunner.finish_requests`` + ``RequestState`` (compared, R6), so the
   suite does not feed the lab's own answers to vLLM (docs/fidelity.md, "What the suite takes from the lab").
-- R8: ``ModelRunner.gather_batch_req_state`` (batch order, uniform decode count) and
+- R8: ``GPUModelRunner.gather_batch_req_state`` (batch order, uniform decode count) and
   ``CudaGraphManager._init_candidates`` / ``dispatch``; the speculator's ``SpeculatorCudaGraphManager``
   for the draft prefill and draft decodes (``dispatch`` + ``specialize_spec_tokens``).
 - R1: ``seq_lens_cpu_upper_bound`` rebuilt as ``prepare_inputs`` does (inline there, so re-stated here).

@@ -11,7 +11,8 @@ from lab.conform.vllm_mrv2 import VLLM_VERSION, VllmMRV2
 from lab.engine.cudagraph import capture_sizes
 from lab.engine.sliding_window import masking_reach
 from lab.presets import list_presets
-from lab.scenario import Scenario, get_preset
+from lab.random_scenarios import SUITE_LIMITS, NumpyPick, random_scenario_with
+from lab.scenario import get_preset
 from lab.speculators import SPECULATIVE_METHODS, speculator
 
 
@@ -35,38 +36,10 @@ def conform(scenario, kernels: bool = True, max_disagreements: int = 20) -> Comp
 
 
 def random_scenario(seed: int):
-    """A small random scenario (seeded), in the spirit of tests/test_properties.py: 1-10 requests, every
-    model state and CUDA-graph mode, K 0..4, sometimes explicit capture sizes, sometimes a KV cache
-    barely big enough to force preemption."""
-    rng = np.random.default_rng(seed)
-    mml = int(rng.choice([256, 512, 1024, 2048]))
-    k = int(rng.integers(0, 5))
-    requests = [
-        (int(rng.integers(0, 15)), int(rng.integers(1, min(400, mml - 1) + 1)), int(rng.integers(1, 41)))
-        for _ in range(int(rng.integers(1, 11)))
-    ]
-    capture = None
-    if rng.random() < 0.5:
-        capture = tuple(sorted(set(int(x) for x in rng.integers(1, 33, size=int(rng.integers(1, 6))))))
-    s = Scenario(
-        requests=requests,
-        max_model_len=mml,
-        block_size=int(rng.choice([1, 2, 4, 8, 16, 32])),
-        model_state=str(rng.choice(["default", "mamba_hybrid"])),
-        num_speculative_tokens=k,
-        cudagraph_mode=str(rng.choice(["FULL_AND_PIECEWISE", "FULL_AND_PIECEWISE", "PIECEWISE", "NONE"])),
-        cudagraph_capture_sizes=capture,
-        max_num_seqs=int(rng.integers(1, 9)),
-        max_num_batched_tokens=int(rng.integers(max(8, 1 + k), 1025)),
-        acceptance_rate=float(rng.choice([0.0, 1.0, rng.random()])),
-        seed=int(rng.integers(0, 2**32)),
-        max_num_steps=5_000,
-        name=f"random-{seed}",
-    )
-    if rng.random() < 0.5:
-        smallest = max(s.blocks_per_request(r) for r in s.requests) + 1
-        s = s.replace(num_gpu_blocks=int(rng.integers(smallest, 2 * smallest + 1)))
-    return s
+    """A small random scenario (seeded): lab/random_scenarios.py's generator, the one the property
+    tests draw from too, at the suite's size (1-10 requests)."""
+    pick = NumpyPick(np.random.default_rng(seed))
+    return random_scenario_with(pick, SUITE_LIMITS, name=f"random-{seed}")
 
 
 def random_speculator_scenario(seed: int):

@@ -18,9 +18,8 @@ from lab.conform.vllm_speculators import VllmDrafts, capture_build_attn_metadata
 from lab.engine.block_table import compute_slot_mappings
 from lab.engine.cudagraph import kernel_visible_max_seq_len
 from lab.engine.model_states import make_model_state
-from lab.history import REFERENCE_RELEASE
+from lab.vllm_env import VLLM_VERSION  # the one reference release (lab/history.py), as the loader names it
 
-VLLM_VERSION = REFERENCE_RELEASE  # lab/history.py
 HOW_TO_RUN = ".venv-vllm/bin/python -m lab conform --preset NAME   (make test builds .venv-vllm; see docs/fidelity.md)"
 
 

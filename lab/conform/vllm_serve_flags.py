@@ -10,7 +10,8 @@ import os
 import sys
 from pathlib import Path
 
-from lab.conform.vllm_mrv2 import VLLM_VERSION, VllmUnavailable
+from lab.conform.vllm_mrv2 import VllmUnavailable
+from lab.vllm_env import VLLM_VERSION
 
 FLAGS_FILE = Path(__file__).resolve().parents[1] / "deployment" / "vllm_serve_flags.json"
 

@@ -17,14 +17,14 @@ import json
 import shlex
 import subprocess
 import sys
-from pathlib import Path
 
 from lab.deployment.answer import Workload, answer
 from lab.deployment.report import deployments_table, format_text, models_table
 from lab.deployment.resolve import DEPLOYMENT_GPUS, resolve
 from lab.history import REFERENCE_RELEASE
+from lab.vllm_env import CONFORMANCE_VENV_PYTHON, REPO
 
-VLLM_PYTHON = Path(__file__).resolve().parents[2] / ".venv-vllm" / "bin" / "python"
+VLLM_PYTHON = CONFORMANCE_VENV_PYTHON  # .venv-vllm of this checkout (lab/vllm_env.py)
 
 
 def register(sub) -> None:
@@ -72,7 +72,7 @@ def check_with_vllm(line: str) -> dict:
         capture_output=True,
         text=True,
         timeout=300,
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=REPO,
         env={"CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin", "VLLM_LOGGING_LEVEL": "ERROR"},
     )
     if res.returncode:

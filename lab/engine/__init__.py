@@ -11,7 +11,7 @@ in the order ``GPUModelRunner.execute_model`` runs (lab/engine/model_runner.py):
 5. cudagraph.py     ``CudaGraphManager.dispatch`` (R8) and what a FULL replay freezes (R9)
 6. model_states.py  ``prepare_attn``: the target ``max_seq_len`` (R2, R3) in both modes, and the eras
 7. block_table.py   ``BlockTables.gather_block_tables`` (R6) and ``compute_slot_mappings`` (R7)
-8. speculator.py    ``EagleSpeculator.propose``: ``draft_max_seq_len`` (R4) and the draft passes (R5)
+8. speculator.py    ``TargetDependentARSpeculator.propose``: ``draft_max_seq_len`` (R4) and the draft passes (R5)
 9. oor.py           out-of-range accounting: what a walk of ``cdiv(max_seq_len, block_size)`` columns reads
                     (``StaleRegion`` per step; ``StaleLedger`` carries the stale entries' classes across steps)
 10. sliding_window.py ``SlidingWindowGroup``: a sliding-window KV group's table, nulled below the window (R11)

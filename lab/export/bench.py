@@ -68,14 +68,14 @@ def bench_one(browser, path: str, clicks: int) -> dict:
 def run_bench_export(presets=None, clicks: int = 20, out_dir: str | None = None) -> list[dict]:
     from playwright.sync_api import sync_playwright
 
-    from lab.app.bench import CHROMIUM, CHROMIUM_ARGS  # the one list of browser flags
+    from lab.browser import launch  # the one list of browser flags
     from lab.export import export_html
 
     out_dir = out_dir or tempfile.mkdtemp(prefix="lab-export-bench-")
     print(f"python -m lab bench export  (Chromium, file://, network off, 1366x768; load {os.getloadavg()[0]:.1f})")
     rows = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        browser = launch(p)
         for name in presets or PRESETS:
             path = os.path.join(out_dir, f"{name}.html")
             t0 = time.perf_counter()

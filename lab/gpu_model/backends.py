@@ -18,7 +18,7 @@ from lab.gpu_model import formulas
 from lab.gpu_model.backends_mla import MLA_AND_FLEX
 from lab.gpu_model.records import KNOWN, LAB, MEASURED, READ, VLLM_KERNELS_SOURCE, Backend, Source
 
-__all__ = ["BACKENDS", "BY_NAME", "KNOWN", "NAMES", "Backend", "Source"]
+__all__ = ["BACKENDS", "BY_NAME", "KERNEL_RECORDS", "KNOWN", "NAMES", "Backend", "Source", "record_of_kernel"]
 
 
 _SAME_PAGES = ("pages: the real lengths' pages, the same in both modes",)
@@ -242,7 +242,7 @@ BACKENDS: tuple[Backend, ...] = (
         (
             Source(
                 "lab",
-                "lab/kernels/split_kv.py",
+                "lab/gpu_model/split_plan.py",
                 "split_plan",
                 "CTAs per sequence from max_seq_len (TRTLLM-gen's formula); each CTA a fixed page range",
                 "verified",
@@ -255,3 +255,28 @@ BACKENDS: tuple[Backend, ...] = (
 
 BY_NAME = {b.name: b for b in BACKENDS}
 NAMES = tuple(BY_NAME)
+
+# Which backend's work each lab kernel does, by (kernel name, device) as lab/kernels/registry.py names
+# its kernels. The table lives here, beside the records, so that a trace's timings find their record
+# (lab/gpu_model/predict.py) without importing the kernels; the registry reads its records from it.
+KERNEL_RECORDS: dict[tuple[str, str], str] = {
+    ("torch-reference", "cpu"): "lab-torch-reference",
+    ("torch-reference", "cuda"): "lab-torch-reference",
+    ("cpp-fused-gather", "cpu"): "lab-torch-reference",
+    ("vllm-cpu", "cpu"): "vllm-cpu",
+    ("torch-split-kv", "cpu"): "lab-torch-split-kv",
+    ("torch-split-kv", "cuda"): "lab-torch-split-kv",
+    ("triton-split-kv", "cpu"): "lab-torch-split-kv",
+    ("triton-split-kv", "cuda"): "lab-torch-split-kv",
+    ("flashinfer-trtllm-gen", "cuda"): "trtllm-gen",
+    ("flashinfer-native", "cuda"): "flashinfer-native",
+    ("flashinfer-xqa", "cuda"): "flashinfer-xqa",
+    ("vllm-triton-unified", "cuda"): "triton-unified",
+    ("vllm-flash-attn", "cuda"): "fa3",
+}
+
+
+def record_of_kernel(kernel: str, device: str) -> Backend | None:
+    """The record of the lab kernel ``kernel`` on ``device`` ("cpu" | "cuda"); None for no such kernel."""
+    name = KERNEL_RECORDS.get((kernel, device))
+    return BY_NAME[name] if name else None

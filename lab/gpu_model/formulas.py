@@ -10,10 +10,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab.blocks import cdiv, walked_columns
+from lab.gpu_model.split_plan import split_plan
 
 TILE_KV = 128  # TRTLLM-gen tileSizeKv / stepKv of the decode kernels (fmhaKernels.cuh)
 FA3_BLOCK_N = 128  # FA3 kBlockN for head_dim 128 decode: assumption (tile_size_fwd_sm90)
-LAB_SPLIT_SMS = 148  # lab/kernels/split_kv.py NUM_SMS_B200: the split's SMs where the GPU has none
+LAB_SPLIT_SMS = 148  # lab/gpu_model/split_plan.py NUM_SMS_B200: the split's SMs where the GPU has none
 
 
 def trtllm_gen_decode(
@@ -66,10 +67,8 @@ def trtllm_gen_decode(
 def lab_split_plan(
     max_seq_len: int, rows: int, q_len: int, num_kv_heads: int, block_size: int, num_sms: int = LAB_SPLIT_SMS
 ) -> dict:
-    """lab/kernels/split_kv.py split_plan: CTAs per sequence from max_seq_len; every CTA walks its
-    fixed page range (the lab's model)."""
-    from lab.kernels.split_kv import split_plan  # split_kv.py imports torch: only this formula needs it
-
+    """lab/gpu_model/split_plan.py split_plan (what lab/kernels/split_kv.py runs): CTAs per sequence
+    from max_seq_len; every CTA walks its fixed page range (the lab's model)."""
     if rows < 1:
         return {"ctas_launched": 0, "pages": 0}
     p = split_plan(max(1, max_seq_len), rows, num_kv_heads, block_size, max_query_len=max(1, q_len), num_sms=num_sms)
@@ -154,7 +153,7 @@ def reference_walk_work(w: StepWork, max_seq_len: int) -> dict:
 
 
 def lab_split_kv_work(w: StepWork, max_seq_len: int) -> dict:
-    """lab/kernels/split_kv.py split_plan over every row (``lab_split_plan``)."""
+    """lab/gpu_model/split_plan.py split_plan over every row (``lab_split_plan``)."""
     st = w.step
     q = max(st.num_scheduled_tokens or [1])
     return lab_split_plan(max_seq_len, st.num_reqs_padded, q, w.num_kv_heads, w.block_size, w.num_sms or LAB_SPLIT_SMS)

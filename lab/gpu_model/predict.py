@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 
 from lab.engine.model_states import MODES
-from lab.gpu_model.backends import BACKENDS, BY_NAME, NAMES, Backend
+from lab.gpu_model.backends import BACKENDS, BY_NAME, NAMES, Backend, record_of_kernel
 from lab.gpu_model.formulas import MLA_BYTES_PER_TOKEN, StepWork
 from lab.gpu_model.gpus import GPU, HeadShape
 
@@ -128,11 +128,4 @@ def _measured(trace, b: Backend, gpu: GPU) -> dict | None:
 
 
 def _record_of_kernel(kernel: str | None, on_gpu: bool) -> Backend | None:
-    # lab.kernels.registry imports torch (and the registry reads lab.gpu_model.backends): only a
-    # trace with kernel timings comes here, and torch made those.
-    from lab.kernels.registry import find
-
-    try:
-        return find(str(kernel), "cuda" if on_gpu else "cpu").record
-    except ValueError:
-        return None
+    return record_of_kernel(str(kernel), "cuda" if on_gpu else "cpu")

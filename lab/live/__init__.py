@@ -4,8 +4,9 @@
     ok, why = available()                  # can vLLM run here? (never imports vllm to answer)
     trace = record(cpu_variant(Scenario.preset("eagle-k3")))   # both modes, from two real runs
 
-Reading order: shim.py (what vLLM needs before import), models.py (tiny configs written on the fly),
-hooks.py (hooked symbols per vLLM version; install/restore), tap.py (what each hook records),
+Reading order: lab/vllm_env.py (what vLLM needs before import; shim.py names it here), models.py
+(tiny configs written on the fly), hooks.py (hooked symbols per vLLM version; install/restore),
+tap.py (what each hook records),
 driver.py (the engine driver), convert.py (StepRecords -> the trace's Recorder -> Trace),
 record_process.py (the app's runner: the recorder in its environment, as a subprocess), cli.py
 (``record``, ``compare``, ``eras``). A live trace is compared with the embedded engine's by

@@ -15,6 +15,7 @@ from lab.live.hooks import UnsupportedVersion, series
 from lab.live.models import kv_cache_bytes
 from lab.machine import memory_available_bytes
 from lab.speculators import SPECULATIVE_METHODS, speculator
+from lab.vllm_env import KV_CACHE_SPACE_GIB  # noqa: F401  (VLLM_CPU_KVCACHE_SPACE: lab/vllm_env.py sets it)
 
 HOW_TO_RUN = ".venv-vllm-live/bin/python -m lab record --preset NAME   (make venv-vllm-live builds it; docs/live.md)"
 
@@ -23,9 +24,6 @@ class LiveUnavailable(RuntimeError):
     """vLLM can't run here: the message says why and what to do."""
 
 
-# VLLM_CPU_KVCACHE_SPACE (lab/live/shim.py): vLLM's CPU worker refuses to start unless this much memory is
-# available (CPUWorker.determine_available_memory); num_gpu_blocks_override then sizes the pool itself.
-KV_CACHE_SPACE_GIB = 1
 # The speculators the live recorder drives (lab/live/driver.py, tiny models in lab/live/models.py): every
 # method= the engine models, each run on vllm-cpu 0.32.0 (docs/live.md, "Every speculator of the census").
 LIVE_METHODS = SPECULATIVE_METHODS

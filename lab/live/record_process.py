@@ -16,9 +16,10 @@ import sys
 import tempfile
 import time
 
+from lab import vllm_env
 from lab.trace import Trace
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
+REPO = vllm_env.REPO
 DEFAULT_TIMEOUT_S = 300
 _STEP = re.compile(r"(baseline|fixed) run, step (\d+)")
 
@@ -28,9 +29,8 @@ class LiveRunError(RuntimeError):
 
 
 def live_python() -> pathlib.Path:
-    """The live environment's interpreter: $LAB_LIVE_PYTHON, else .venv-vllm-live/bin/python of this checkout."""
-    env = os.environ.get("LAB_LIVE_PYTHON")
-    return pathlib.Path(env) if env else REPO / ".venv-vllm-live" / "bin" / "python"
+    """The live environment's interpreter (lab/vllm_env.py live_python)."""
+    return vllm_env.live_python()
 
 
 def status() -> tuple[bool, str]:
@@ -54,7 +54,7 @@ def record_in_subprocess(scenario, progress=None, timeout_s: float = DEFAULT_TIM
     with tempfile.TemporaryDirectory(prefix="lab-live-app-") as tmp:
         out = pathlib.Path(tmp) / "trace.json"
         cmd = [str(live_python()), "-m", "lab", "record", "--spec", scenario.to_spec(), "--out", str(out), "--quiet"]
-        env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        env = vllm_env.with_checkout_on_path(dict(os.environ))
         proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         t0 = time.monotonic()
         tail: list[str] = []

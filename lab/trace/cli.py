@@ -1,6 +1,8 @@
 """``python -m lab presets``, ``simulate`` and ``show``: run a scenario (or load a saved trace) and
 print its steps and totals, and its kernel timings when it has them. lab/cli.py registers the three
 with ``lab.trace.cli.register(sub)``; ``python -m lab record`` prints its trace with ``print_trace``.
+``simulate --backend`` (the kernels timed each step) is the kernels' own: lab/kernels/cli.py adds those
+flags to ``simulate`` and hands ``cmd_simulate`` its timed run, so this package never imports the kernels.
 
     python -m lab presets
     python -m lab simulate --preset NAME | --spec TEXT  [--out trace.json] [--every N] [--quiet]
@@ -10,7 +12,6 @@ with ``lab.trace.cli.register(sub)``; ``python -m lab record`` prints its trace 
 
 from __future__ import annotations
 
-import shlex
 import sys
 import time
 
@@ -18,7 +19,6 @@ from lab.cli_args import add_scenario_args, scenario_from_args
 from lab.engine.model_states import MODES
 from lab.engine.oor import OOR_CLASSES
 from lab.history import ERAS
-from lab.kernels.cli import set_torch_threads
 from lab.presets import PRESETS
 from lab.trace import Trace
 from lab.trace.recorder import simulate
@@ -32,15 +32,6 @@ def register(sub) -> None:
     add_scenario_args(sp, spec_help="a scenario in the grammar (see lab/spec_grammar.py), e.g. 8p1ko64_k=3")
     sp.add_argument("--every", type=int, default=1, help="print every Nth step")
     sp.add_argument("--quiet", action="store_true", help="print only the totals")
-    sp.add_argument(
-        "--backend",
-        help="also run this attention backend each --every steps in both modes "
-        "(python -m lab backends lists them), e.g. torch-reference",
-    )
-    sp.add_argument("--device", default="cpu", help="cpu or cuda (with --backend)")
-    sp.add_argument("--repeats", type=int, default=3, help="timed launches per mode and step (with --backend)")
-    sp.add_argument("--threads", type=int, default=1, help="torch CPU threads (with --backend; default 1)")
-    sp.add_argument("--steps", help="time these steps instead of every --every-th, e.g. 0,10,20 (with --backend)")
     sp.set_defaults(fn=cmd_simulate)
 
     sp = sub.add_parser("show", help="print a saved trace")
@@ -59,54 +50,22 @@ def cmd_presets(args) -> int:
     return 0
 
 
-def cmd_simulate(args) -> int:
+def cmd_simulate(args, timed_run=None) -> int:
+    """Run the scenario and print it. ``timed_run(scenario) -> Trace``: the run that also times the
+    kernels (``--backend``, which lab/kernels/cli.py adds to this command and owns); None: the engine."""
     scenario = scenario_from_args(args)
     t0 = time.perf_counter()
-    if args.backend:
-        from lab.kernels.timed_run import run, text_progress  # imports torch: only with --backend
-
-        set_torch_threads(args.threads)
-        trace = run(
-            scenario,
-            backend=args.backend,
-            device=args.device,
-            every=args.every,
-            progress=None if args.quiet else text_progress(),
-            repeats=args.repeats,
-            command=_live_command(args),
-            steps=_parse_steps(args.steps),
-        )
-    else:
-        trace = simulate(scenario)
+    trace = timed_run(scenario) if timed_run else simulate(scenario)
     dt = time.perf_counter() - t0
     print_trace(trace, every=args.every, show_steps=not args.quiet)
-    if args.backend:
+    if timed_run:
         print()
         print_timings(trace, every=args.every, show_steps=not args.quiet)
-    print(f"{'engine + kernel' if args.backend else 'engine'} time: {dt:.3f} s for {len(trace.steps)} steps")
+    print(f"{'engine + kernel' if timed_run else 'engine'} time: {dt:.3f} s for {len(trace.steps)} steps")
     if args.out:
         trace.save(args.out)
         print(f"trace saved to {args.out}")
     return 0
-
-
-def _parse_steps(text: str | None) -> list[int] | None:
-    if text is None:
-        return None
-    try:
-        return [int(x) for x in text.split(",")]
-    except ValueError:
-        raise ValueError(f"--steps must be step indices separated by commas, e.g. 0,10,20; got {text!r}") from None
-
-
-def _live_command(args) -> str:
-    """The command that reproduces a run with --backend (kept in the trace's timings)."""
-    src = f"--preset {args.preset}" if args.preset else f"--spec {shlex.quote(args.spec)}"
-    which = f"--steps {args.steps}" if args.steps else f"--every {args.every}"
-    return (
-        f"python -m lab simulate {src} --backend {args.backend} --device {args.device} {which} "
-        f"--repeats {args.repeats} --threads {args.threads}"
-    )
 
 
 def cmd_show(args) -> int:

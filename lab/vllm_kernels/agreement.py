@@ -1,5 +1,5 @@
-"""The counted loads against the engine's out-of-range accounting (lab/engine/oor.py,
-``Step.oor_entries``).
+"""The counted loads against the engine's out-of-range accounting (lab/engine/oor.py; a trace step's
+lab/trace/step.py ``Step.oor_entries``).
 
 vLLM's Triton MLA decode and Triton unified attention size their loop from each row's ``seq_lens``:
 the block-table entries they load should be the row's own pages, ``cdiv(seq_len, block_size)``

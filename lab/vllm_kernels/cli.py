@@ -67,13 +67,6 @@ def cmd_bench_vllm_kernels(args) -> int:
     return 0
 
 
-def device_sms(device: str) -> int:
-    """The GPU's own SM count (what vLLM's ``current_platform.num_compute_units()`` gives there)."""
-    import torch
-
-    return torch.cuda.get_device_properties(torch.device(device)).multi_processor_count
-
-
 def register(sub) -> None:
     """``python -m lab vllm-kernels count``: vLLM's own kernel on a trace's steps, counted, into the trace."""
     from lab.cli_args import add_scenario_args

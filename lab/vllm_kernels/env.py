@@ -14,10 +14,8 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
-from lab.history import REFERENCE_RELEASE
+from lab.vllm_env import REPO, VLLM_VERSION, conformance_python, use_triton_interpreter, with_checkout_on_path
 
-VLLM_VERSION = REFERENCE_RELEASE  # the release .venv-vllm installs (lab/history.py)
-REPO = pathlib.Path(__file__).resolve().parents[2]
 HOW_TO_RUN = ".venv-vllm/bin/python -m lab bench vllm-kernels   (make venv-vllm builds .venv-vllm)"
 
 
@@ -43,8 +41,7 @@ def load(device: str | None = None):
         # (vllm/triton_utils/importing.py), as lab/conform/vllm_mrv2.py does.
         if "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1":
             raise VllmKernelsUnavailable("triton was imported before TRITON_INTERPRET=1 was set; start a fresh process")
-        os.environ["TRITON_INTERPRET"] = "1"
-        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+        use_triton_interpreter()
     elif os.environ.get("TRITON_INTERPRET") == "1":
         raise VllmKernelsUnavailable("TRITON_INTERPRET=1 is set: unset it to run the compiled kernels on the GPU")
     try:
@@ -82,9 +79,8 @@ def load(device: str | None = None):
 
 
 def vllm_python() -> pathlib.Path:
-    """The conformance environment's interpreter: $LAB_VLLM_PYTHON, else .venv-vllm/bin/python."""
-    env = os.environ.get("LAB_VLLM_PYTHON")
-    return pathlib.Path(env) if env else REPO / ".venv-vllm" / "bin" / "python"
+    """The conformance environment's interpreter (lab/vllm_env.py conformance_python)."""
+    return conformance_python()
 
 
 def in_vllm_env() -> bool:
@@ -102,10 +98,7 @@ def run_in_vllm_env(argv: list[str], device: str = "cpu") -> int:
     py = vllm_python()
     if not py.exists():
         raise VllmKernelsUnavailable(f"the vLLM environment is missing ({py}); `make venv-vllm` builds it")
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
-    }
+    env = with_checkout_on_path(dict(os.environ))
     if device == "cpu":
         env.update({"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": ""})
     return subprocess.run([str(py), "-m", "lab", *argv], env=env, cwd=str(REPO)).returncode

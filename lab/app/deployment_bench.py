@@ -1,4 +1,5 @@
 """``python -m lab bench deployment``: what a person waits for when they ask the deployment question.
+It times the app's deployment tab, so it lives with the app (lab/app/deployment_tab.py).
 
 - server: ``resolve`` + ``answer`` of each example line of docs/deployments.md, in this process (the
   median of ``repeat`` runs after one warm-up), on the default workload;
@@ -18,6 +19,7 @@ import time
 import numpy as np
 
 from lab import machine
+from lab.browser import CHROMIUM, launch
 from lab.deployment.answer import answer
 from lab.deployment.report import DEPLOYMENTS
 from lab.deployment.resolve import resolve
@@ -40,14 +42,12 @@ def bench_browser(url: str, rounds: int = 2) -> dict:
     """Paste each example line, click Answer, wait for its plain words; the click-to-answer times."""
     from playwright.sync_api import sync_playwright  # deferred: the browser bench only
 
-    from lab.app.bench import CHROMIUM, CHROMIUM_ARGS
-
     expect = {
         line + gpu: answer(resolve(line, gpu))["headline"].partition(": ")[2][:60] for _, line, gpu in DEPLOYMENTS
     }
     times = []
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        browser = launch(p)
         page = browser.new_page(viewport={"width": 1366, "height": 768})
         page.set_default_timeout(120_000)
         page.goto(url)
@@ -84,7 +84,7 @@ def run_bench_deployment(out=None) -> dict:
     for r in server:
         w(f"    {r['deployment']:<38} {r['ms']:7.1f} ms  ({r['steps']} engine steps)\n")
     res = {"server": server}
-    from lab.app.bench import CHROMIUM, _app
+    from lab.app.bench import _app
 
     if os.path.exists(CHROMIUM):
         with _app("eagle-k3", extra=("--no-kernels",)) as (url, _):

@@ -21,13 +21,7 @@ from lab.presets import PRESETS
 # The grammar (lab/spec_grammar.py) reads and writes plain values, so it imports nothing of this module and
 # parse_spec / format_spec below build on it.
 from lab.spec_grammar import DEVICE_CAPABILITIES, SPEC_SETTINGS, VLLM_VERSIONS, read_spec, write_spec
-from lab.speculators import DEFAULT_METHOD, SPECULATIVE_METHODS, is_speculator, speculator
-
-
-def _required_k(method: str) -> int | None:
-    """The only K vLLM takes for ``method`` (None: any; an unknown method is refused by its own rule)."""
-    return speculator(method).required_k if is_speculator(method) else None
-
+from lab.speculators import DEFAULT_METHOD, SPECULATIVE_METHODS, speculator
 
 MODEL_STATES = ("default", "mamba_hybrid", "encoder_decoder", "encoder_only")
 # vllm/config/model.py ModelConfig.is_chunked_prefill_supported: False for encoder-decoder models and for
@@ -360,9 +354,9 @@ SCENARIO_CHECKS: tuple[Check, ...] = (
     (
         # vllm spec_decode/extract_hidden_states.py ExtractHiddenStatesSpeculator.__init__.
         "num_speculative_tokens",
-        lambda s: _required_k(s.speculative_method) in (None, s.num_speculative_tokens),
+        lambda s: speculator(s.speculative_method).required_k in (None, s.num_speculative_tokens),
         lambda s: (
-            f"{s.speculative_method} requires num_speculative_tokens to be {_required_k(s.speculative_method)}, "
+            f"{s.speculative_method} requires num_speculative_tokens to be {speculator(s.speculative_method).required_k}, "
             f"got {s.num_speculative_tokens}"
         ),
     ),

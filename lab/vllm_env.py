@@ -39,7 +39,9 @@ from types import SimpleNamespace
 
 from lab.history import REFERENCE_RELEASE, RELEASES
 
-VLLM_VERSION = REFERENCE_RELEASE  # the conformance reference: every vLLM file and symbol the lab names is this release's
+VLLM_VERSION = (
+    REFERENCE_RELEASE  # the conformance reference: every vLLM file and symbol the lab names is this release's
+)
 REPO = pathlib.Path(__file__).resolve().parents[1]
 CONFORMANCE_VENV_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
 LIVE_VENV_PYTHON = REPO / ".venv-vllm-live" / "bin" / "python"

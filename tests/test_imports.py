@@ -164,7 +164,14 @@ FORBIDDEN = [
 # The one way down each of those rules allows: both read vLLM's history.
 ALLOWED = {("lab.vllm_env", "lab.history"), ("lab.speculators", "lab.history")}
 # What lab/scenario.py (and the grammar beside it) may import: nothing above it.
-SCENARIO_MAY_IMPORT = {"lab.presets", "lab.blocks", "lab.scenario", "lab.spec_grammar", "lab.history", "lab.speculators"}
+SCENARIO_MAY_IMPORT = {
+    "lab.presets",
+    "lab.blocks",
+    "lab.scenario",
+    "lab.spec_grammar",
+    "lab.history",
+    "lab.speculators",
+}
 
 
 def _under(module: str, package: str) -> bool:

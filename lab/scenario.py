@@ -356,8 +356,8 @@ SCENARIO_CHECKS: tuple[Check, ...] = (
         "num_speculative_tokens",
         lambda s: speculator(s.speculative_method).required_k in (None, s.num_speculative_tokens),
         lambda s: (
-            f"{s.speculative_method} requires num_speculative_tokens to be {speculator(s.speculative_method).required_k}, "
-            f"got {s.num_speculative_tokens}"
+            f"{s.speculative_method} requires num_speculative_tokens to be "
+            f"{speculator(s.speculative_method).required_k}, got {s.num_speculative_tokens}"
         ),
     ),
     (

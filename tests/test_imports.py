@@ -283,3 +283,17 @@ if __name__ == "__main__":  # python tests/test_imports.py [--write]: print (or 
         write_architecture_picture()
     else:
         print(architecture_picture())
+
+
+MAX_FUNCTION_LINES = 100
+
+
+def test_no_function_over_100_lines():
+    """A function a person can read at once: split a longer one into named steps."""
+    long = {
+        f"{p.relative_to(LAB.parent)}:{n.lineno} {n.name}": n.end_lineno - n.lineno + 1
+        for p in LAB.rglob("*.py")
+        for n in ast.walk(ast.parse(p.read_text()))
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > MAX_FUNCTION_LINES
+    }
+    assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"

@@ -1,4 +1,5 @@
-"""Sixteen gradio_client sessions at once, each stepping through its own 200-step trace: no error,
+"""Sixteen gradio_client sessions at once, each stepping through its own 80-step trace (3,184 calls in 169 s
+at 200 steps on 2 cores; 80 steps keep every session interleaved with the others): no error,
 and no state leaks from one session into another (each sees only its own scenario)."""
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ SESSIONS = 16
 
 def _spec(j: int) -> str:
     # Session j: j+1 requests that all live for the whole trace, so every step says how many there are.
-    return f"{j + 1}p48o200_mml=4k_cg=piecewise_seed={j}"
+    return f"{j + 1}p48o80_mml=4k_cg=piecewise_seed={j}"
 
 
 @pytest.mark.slow  # a minute: make test runs it, make check does not
-def test_sixteen_sessions_step_through_200_steps(app_url, make_client):
+def test_sixteen_sessions_step_through_80_steps(app_url, make_client):
     n_steps = len(simulate(Scenario.from_spec(_spec(0))).steps)
-    assert n_steps == 200
+    assert n_steps == 80
     errors: list[str] = []
     done = [0] * SESSIONS
     start = threading.Barrier(SESSIONS)

@@ -367,12 +367,12 @@ def _optional_sibling(folder: Path, names: tuple[str, ...], notes: list[str]) ->
     return None
 
 
-def load_config_json(path: str | Path) -> ModelFacts:
+def load_config_json(path: str | Path, name: str | None = None) -> ModelFacts:
     """Read ``config.json`` (or ``<dir>/config.json``) safely into ``ModelFacts``.
 
     JSON only, at most 2 MiB; every problem is a ``ValueError`` naming the file.
     Sibling ``sentence_*_config.json`` / ``tokenizer_config.json`` files are
-    read too, as vLLM reads them for max_model_len.
+    read too, as vLLM reads them for max_model_len. ``name``: the model as the line names it (default: the path).
     """
     path = Path(path)
     file = path / "config.json" if path.is_dir() else path
@@ -384,7 +384,12 @@ def load_config_json(path: str | Path) -> ModelFacts:
     tokenizer = _optional_sibling(file.parent, ("tokenizer_config.json",), notes)
     try:
         return facts_from_config(
-            config, str(path), source=str(file), notes=tuple(notes), encoder_config=encoder, tokenizer_config=tokenizer
+            config,
+            name or str(path),
+            source=str(file),
+            notes=tuple(notes),
+            encoder_config=encoder,
+            tokenizer_config=tokenizer,
         )
     except ValueError as exc:
         raise ValueError(f"{file}: {exc}") from None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from lab.deployment.hf_cache import cached_config, hub_cache_dir
 from lab.deployment.models import ModelFacts, load_config_json, lookup
 from lab.deployment.runner import first_default, model_runner
 from lab.deployment.selection import BackendChoice, GraphChoice, resolve_cudagraph, select_backend
@@ -89,17 +90,24 @@ def release_series(vllm: str) -> str:
 
 
 def _model_facts(line: ServeLine, config_path: str | None) -> ModelFacts:
+    """The model's facts: --config, else the lab's table or a local folder, else its config.json in the
+    local Hugging Face cache (as vLLM reads it offline: lab/deployment/hf_cache.py), named as the line names it."""
     if config_path:
-        return load_config_json(config_path)
+        return load_config_json(config_path, name=line.model)
     if not line.model:
         raise ServeLineError("no model: give it after `vllm serve` (or --model)")
     facts = lookup(line.model)
-    if facts is None:
-        raise ServeLineError(
-            f"model {line.model!r}: not in the lab's table of widely deployed models (docs/deployments.md); "
-            f"give its config.json with --config PATH (or a local model directory as the model)"
-        )
-    return facts
+    if facts is not None:
+        return facts
+    cached = cached_config(line.model, line.settings.get("revision"))
+    if cached is not None:
+        return load_config_json(cached, name=line.model)
+    raise ServeLineError(
+        f"model {line.model!r}: not in the lab's table of widely deployed models (docs/deployments.md) and not in "
+        f"the local Hugging Face cache ({hub_cache_dir()}; HF_HUB_CACHE or HF_HOME moves it): download it there "
+        f"(huggingface-cli download {line.model} config.json), or give its config.json with --config PATH (the app: "
+        f"paste or upload it), or a local model directory as the model"
+    )
 
 
 def _speculator(spec: dict, line: ServeLine, facts: ModelFacts) -> tuple[str | None, int, list[str]]:

@@ -116,6 +116,7 @@ READERS = {
     "performance_mode": _str,
     "disable_sliding_window": _bool,
     "hf_overrides": _json_dict,
+    "revision": _str,  # which cached snapshot's config.json (lab/deployment/hf_cache.py)
 }
 _PREFIXES = (["vllm", "serve"], ["python", "-m", "vllm.entrypoints.openai.api_server"], ["serve"])
 

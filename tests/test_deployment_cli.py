@@ -25,7 +25,7 @@ def test_after_the_double_dash(capsys):
 def test_one_string_and_json(capsys):
     assert main(["deployment", "--json", "--line", " ".join(LINE[:5])]) == 0
     a = json.loads(capsys.readouterr().out)
-    assert a["era"] == "after #43991" and a["deployment"]["speculator"] == "none"
+    assert a["era"] == "after #43991" and a["resolved"]["speculative_method"] is None
     assert {r["era"] for r in a["paths"]} == {"before #40654", "after #40654", "after #43991"}
 
 

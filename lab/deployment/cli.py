@@ -19,6 +19,7 @@ import subprocess
 import sys
 
 from lab.deployment.answer import Workload, answer
+from lab.deployment.answer_json import answer_json
 from lab.deployment.report import deployments_table, format_text, models_table
 from lab.deployment.resolve import DEPLOYMENT_GPUS, resolve
 from lab.history import REFERENCE_RELEASE
@@ -92,8 +93,8 @@ def run(args) -> int:
     a = answer(dep, workload)
     if args.check_with_vllm:
         a["vllm_parser"] = check_with_vllm(line)
-    if args.json:
-        print(json.dumps(a, indent=1, default=str))
+    if args.json:  # fields, numbers as numbers (lab/deployment/answer_json.py SCHEMA, docs/deployments.md)
+        print(json.dumps(answer_json(dep, a), indent=1))
     else:
         sys.stdout.write(format_text(a))
         if args.check_with_vllm:

@@ -1,0 +1,89 @@
+"""``python -m lab deployment --json`` is fields a script reads: every answer of the docs' deployments table
+(and a V1 one) validates against SCHEMA, numbers are numbers, the capture sizes a list, and every field is
+documented in docs/deployments.md."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from lab.cli import main
+from lab.deployment.answer import Workload, answer
+from lab.deployment.answer_json import PATH, RESOLVED, SCHEMA, answer_json
+from lab.deployment.report import DEPLOYMENTS
+from lab.deployment.resolve import resolve
+
+jsonschema = pytest.importorskip("jsonschema")
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "deployments.md"
+SMALL = Workload(2, 256, 8)
+
+
+@pytest.fixture(scope="module")
+def documents():
+    out = []
+    for _, line, gpu in DEPLOYMENTS:
+        dep = resolve(line, gpu, "0.33.0")
+        out.append((line, answer_json(dep, answer(dep, SMALL))))
+    return out
+
+
+def test_every_table_answer_validates(documents):
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    for line, doc in documents:
+        errors = [f"{list(e.path)}: {e.message}" for e in validator.iter_errors(doc)]
+        assert not errors, (line, errors[:3])
+        json.dumps(doc, allow_nan=False)  # plain JSON: no default=str, no NaN
+
+
+def test_fields_not_sentences(documents):
+    line, doc = next((line, d) for line, d in documents if "FULL" in d["resolved"]["cudagraph_mode"])
+    r = doc["resolved"]
+    assert re.fullmatch(r"[A-Z_0-9]+", r["attention_backend"]) and re.fullmatch(r"[A-Z_]+", r["cudagraph_mode"])
+    assert r["cudagraph_capture_sizes"] == sorted(r["cudagraph_capture_sizes"]) and r["cudagraph_capture_sizes"][0] >= 1
+    assert isinstance(r["max_model_len"], int) and isinstance(r["async_scheduling"], bool)
+    target = [p for p in doc["paths"] if p["path"] == "target" and p["exists"]]
+    assert {p["era"] for p in target} == {"before #40654", "after #40654", "after #43991"}
+    old = next(p for p in target if p["era"] == "before #40654")
+    assert old["told"]["max"] == r["max_model_len"] and old["told_is_max_model_len"] is True
+
+
+def test_a_v1_answer_validates():
+    dep = resolve("vllm serve Qwen/Qwen3-8B", "H200", "0.19.1")
+    doc = answer_json(dep, answer(dep, SMALL))
+    jsonschema.validate(doc, SCHEMA)
+    assert doc["resolved"]["vllm"] == "0.19.1"
+
+
+def test_the_cli_prints_the_schema_document(capsys):
+    assert (
+        main(
+            [
+                "deployment",
+                "--json",
+                "--requests",
+                "2",
+                "--prompt-len",
+                "64",
+                "--output-len",
+                "4",
+                "--",
+                "vllm",
+                "serve",
+                "Qwen/Qwen3-8B",
+            ]
+        )
+        == 0
+    )
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, SCHEMA)
+    assert doc["resolved"]["model"] == "Qwen/Qwen3-8B"
+
+
+def test_every_field_is_documented():
+    text = DOCS.read_text()
+    section = text[text.index("## The `--json` answer") :]
+    for name in [*SCHEMA["properties"], *RESOLVED["properties"], *PATH["properties"]]:
+        assert f"`{name}`" in section, name

@@ -21,10 +21,20 @@ import sys
 from lab.deployment.answer import Workload, answer
 from lab.deployment.answer_json import answer_json
 from lab.deployment.report import deployments_table, format_text, models_table
-from lab.deployment.resolve import DEPLOYMENT_GPUS, resolve
-from lab.history import REFERENCE_RELEASE
+from lab.deployment.resolve import DEPLOYMENT_GPUS, release_series, resolve
+from lab.deployment.serve_line import ServeLineError
+from lab.deployment.startup_log import (
+    StartupLog,
+    StartupLogError,
+    compared_with_the_log,
+    read_log_file,
+    read_startup_log,
+    serve_line_of,
+)
+from lab.history import REFERENCE_RELEASE, RELEASES, VLLM_VERSIONS
 from lab.vllm_env import CONFORMANCE_VENV_PYTHON, REPO
 
+MODELLED_RELEASES = f"{RELEASES[VLLM_VERSIONS[-1]].version} to {REFERENCE_RELEASE}"
 VLLM_PYTHON = CONFORMANCE_VENV_PYTHON  # .venv-vllm of this checkout (lab/vllm_env.py)
 
 
@@ -36,9 +46,12 @@ def register(sub) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sp.add_argument("--gpu", default="H200", choices=DEPLOYMENT_GPUS, help="the GPU it serves on (default H200)")
-    sp.add_argument("--vllm", default=REFERENCE_RELEASE, help=f"the vLLM release it runs (default {REFERENCE_RELEASE})")
+    sp.add_argument(
+        "--vllm", help=f"the vLLM release it runs (default {REFERENCE_RELEASE}; with --log, the release the log names)"
+    )
     sp.add_argument("--config", help="the model's config.json (or its folder), for a model not in the lab's table")
     sp.add_argument("--line", help='the serve line as one string ("vllm serve MODEL …")')
+    sp.add_argument("--log", help="a vLLM start-up log: its serve line and release are answered (and compared)")
     sp.add_argument("--requests", type=int, default=16, help="workload: requests arriving together (default 16)")
     sp.add_argument("--prompt-len", type=int, default=2048, help="workload: prompt tokens each (default 2048)")
     sp.add_argument("--output-len", type=int, default=256, help="workload: tokens generated each (default 256)")
@@ -81,22 +94,72 @@ def check_with_vllm(line: str) -> dict:
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
+def _from_log(args) -> tuple[str, str, StartupLog]:
+    """(serve line, release) of ``--log``: the release the log names, unless --vllm says another."""
+    if args.line or args.serve:
+        raise ValueError("give the serve line or --log, not both")
+    log = read_startup_log(read_log_file(args.log))
+    if args.vllm:
+        return serve_line_of(log), args.vllm, log
+    if log.release is None:
+        raise StartupLogError("the log names no vLLM release (no 'vLLM API server version' or engine line): add --vllm")
+    try:
+        release_series(log.release)
+    except ServeLineError:
+        raise StartupLogError(
+            f"the log is vLLM {log.version}; the lab models {MODELLED_RELEASES} (Model Runner V2's eras, "
+            f"docs/eras.md). Its line: {serve_line_of(log)} — add --vllm {REFERENCE_RELEASE} to ask about that line "
+            f"on a modelled release"
+        ) from None
+    return serve_line_of(log), log.release, log
+
+
+def log_text(c: dict) -> str:
+    """The log's own words beside the lab's, for a terminal."""
+    out = ["", f"from the log (vLLM {c['version']}): {c['line']}"]
+    for key in ("attention_backend", "cudagraph_mode", "cudagraph_capture_sizes", "model_runner"):
+        p = c[key]
+        said = "not in the log" if p["log"] is None else ("agrees" if p["agree"] else f"the log says {p['log']}")
+        lab = p["lab"] if key != "cudagraph_capture_sizes" else f"{len(p['lab'])} sizes"
+        out.append(
+            f"  {key:24} lab: {lab}; {said}"
+            if key != "cudagraph_capture_sizes" or p["log"] is None
+            else f"  {key:24} lab: {lab}; " + ("agrees" if p["agree"] else f"the log: {len(p['log'])} sizes")
+        )
+    out += [f"  note: {n}" for n in c["notes"]]
+    return "\n".join(out) + "\n"
+
+
 def run(args) -> int:
     if args.table:
         sys.stdout.write(deployments_table() + "\n" + models_table())
         return 0
-    line = _line(args)
+    log = None
+    if args.log:
+        line, release, log = _from_log(args)
+    else:
+        line, release = _line(args), args.vllm or REFERENCE_RELEASE
     if not line.strip():
         raise ValueError("paste the serve line after --: python -m lab deployment -- vllm serve MODEL …")
-    dep = resolve(line, args.gpu, args.vllm, args.config)
+    dep = resolve(line, args.gpu, release, args.config)
     workload = Workload(args.requests, args.prompt_len, args.output_len, args.spec)
     a = answer(dep, workload)
+    if log is not None:
+        g = dep.graphs
+        a["from_log"] = {
+            "line": line,
+            **compared_with_the_log(
+                log, dep.backend.vllm_name, g.vllm_mode, g.resolved_capture_sizes, "V2" if dep.runs_mrv2 else "V1"
+            ),
+        }
     if args.check_with_vllm:
         a["vllm_parser"] = check_with_vllm(line)
     if args.json:  # fields, numbers as numbers (lab/deployment/answer_json.py SCHEMA, docs/deployments.md)
         print(json.dumps(answer_json(dep, a), indent=1))
     else:
         sys.stdout.write(format_text(a))
+        if log is not None:
+            sys.stdout.write(log_text(a["from_log"]))
         if args.check_with_vllm:
             v = a["vllm_parser"]
             print("vLLM's own parser: " + (f"refused: {v['error']}" if "error" in v else "accepts the line"))

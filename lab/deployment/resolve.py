@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from lab.deployment.hf_cache import cached_config, hub_cache_dir
+from lab.deployment.hf_cache import cached_config, hub_cache_dir, is_repo_id
 from lab.deployment.models import ModelFacts, load_config_json, lookup
 from lab.deployment.runner import first_default, model_runner
 from lab.deployment.selection import BackendChoice, GraphChoice, resolve_cudagraph, select_backend
@@ -102,11 +102,16 @@ def _model_facts(line: ServeLine, config_path: str | None) -> ModelFacts:
     cached = cached_config(line.model, line.settings.get("revision"))
     if cached is not None:
         return load_config_json(cached, name=line.model)
+    if not is_repo_id(line.model):
+        raise ServeLineError(
+            f"model {line.model!r}: a local folder with no config.json on this machine; give its config.json with "
+            f"--config PATH (the app: paste or upload it)"
+        )
     raise ServeLineError(
         f"model {line.model!r}: not in the lab's table of widely deployed models (docs/deployments.md) and not in "
         f"the local Hugging Face cache ({hub_cache_dir()}; HF_HUB_CACHE or HF_HOME moves it): download it there "
         f"(huggingface-cli download {line.model} config.json), or give its config.json with --config PATH (the app: "
-        f"paste or upload it), or a local model directory as the model"
+        f"paste or upload it)"
     )
 
 

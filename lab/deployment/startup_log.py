@@ -1,0 +1,290 @@
+"""A vLLM start-up log read into the serve line it ran and the release it names (``python -m lab deployment
+--log vllm.log``, the Deployment tab's log box), with what vLLM itself said it picked, for the answer to set
+beside the lab's resolution.
+
+The lines read (vLLM's own wording; vllm/entrypoints/utils.py ``log_non_default_args``,
+vllm/v1/engine/core.py ``EngineCore.__init__``, vllm/v1/attention/selector.py, vllm/platforms/cuda.py):
+
+- ``vLLM API server version 0.29.0`` and ``Initializing a V1 LLM engine (v0.29.0) with config: model='…', …``;
+- ``non-default args: {'model': '…', 'max_model_len': 32768, …}`` (a Python literal: ``ast.literal_eval``);
+- ``Using FLASH_ATTN attention backend out of potential backends: […]`` / ``Using AttentionBackendEnum.X backend``;
+- the engine line's ``cudagraph_mode`` and ``cudagraph_capture_sizes``, ``Cudagraph is disabled under eager mode``.
+
+A pasted log is data: read up to ``MAX_LOG_BYTES``, never evaluated beyond Python literals of bounded size,
+every value checked before it becomes a flag. Lines a terminal or a paste wrapped are joined back to the
+record they belong to.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+
+MAX_LOG_BYTES = 8 * 2**20
+MAX_LITERAL_CHARS = 64 * 1024  # a non-default args dict longer than this is not read as a literal
+_RECORD = re.compile(r"^(?:\([^)]{0,80}\)\s+)?(?:INFO|WARNING|DEBUG|ERROR|CRITICAL)\s+\d\d-\d\d\s")
+_ENGINE = re.compile(r"Initializing an? (?:V\d )?LLM engine \(v([^)\s]{1,60})\) with config: (.*)$")
+_ENGINE_VERSION = re.compile(r"Initializing an? (?:V\d )?LLM engine \(v([^)\s]{1,60})\)")
+_API_VERSION = re.compile(r"vLLM API server version ([0-9][^\s]{0,60})")
+_NON_DEFAULT = re.compile(r"non-default args: (\{.*\})\s*$")
+_BACKEND = re.compile(
+    r"(?:Using (?:AttentionBackendEnum\.)?([A-Z][A-Z0-9_]{2,40}) (?:attention )?backend"  # selector / platform
+    r"|Attention backend\(s\) ([A-Z][A-Z0-9_]{2,40}))"  # v1/worker/gpu/spec_decode: the draft's backends
+)
+_RUNNER = re.compile(r"Using (V[12]) Model Runner")
+_GRAPH_MODE = re.compile(r"cudagraph_mode['\"]?:\s*<?(?:CUDAGraphMode\.)?([A-Z_]{4,30})")
+_CAPTURE_SIZES = re.compile(r"cudagraph_capture_sizes['\"]?:\s*\[([\d,\s]{0,20000})\]")
+_RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+
+# non-default args (EngineArgs dests) -> the serve flag that sets them; the only ones the lab's answer reads
+# (lab/deployment/serve_line.py READERS) are carried over.
+FLAGS = {
+    "max_model_len": "--max-model-len",
+    "max_num_seqs": "--max-num-seqs",
+    "max_num_batched_tokens": "--max-num-batched-tokens",
+    "block_size": "--block-size",
+    "kv_cache_dtype": "--kv-cache-dtype",
+    "dtype": "--dtype",
+    "tensor_parallel_size": "--tensor-parallel-size",
+    "attention_backend": "--attention-backend",
+    "speculative_config": "--speculative-config",
+    "compilation_config": "--compilation-config",
+    "attention_config": "--attention-config",
+    "cudagraph_capture_sizes": "--cudagraph-capture-sizes",
+    "max_cudagraph_capture_size": "--max-cudagraph-capture-size",
+    "optimization_level": "-O",
+    "performance_mode": "--performance-mode",
+    "hf_overrides": "--hf-overrides",
+    "revision": "--revision",
+}
+BOOL_FLAGS = {
+    "enforce_eager": ("--enforce-eager", None),
+    "async_scheduling": ("--async-scheduling", "--no-async-scheduling"),
+    "disable_sliding_window": ("--disable-sliding-window", None),
+}
+
+
+class StartupLogError(ValueError):
+    """The text is not a vLLM start-up log the lab can read (said with what is missing)."""
+
+
+@dataclass(frozen=True)
+class StartupLog:
+    version: str | None  # the release the log names ("0.29.0", "0.10.2.dev2+gf5635d62e")
+    model: str | None
+    args: dict  # the flags' values the lab reads (EngineArgs dests)
+    engine: dict  # the engine line's key=value pairs, as text
+    attention_backend: str | None  # the AttentionBackendEnum name vLLM logged
+    cudagraph_mode: str | None
+    capture_sizes: tuple[int, ...] | None
+    model_runner: str | None = None  # "V1" / "V2", from "Using V2 Model Runner"
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def release(self) -> str | None:
+        """The plain release ``X.Y.Z`` of ``version`` (a dev or post build reads as its base)."""
+        m = _RELEASE.match(self.version or "")
+        return ".".join(m.groups()) if m else None
+
+
+def _depth(text: str) -> int:
+    return sum(text.count(c) for c in "([{") - sum(text.count(c) for c in ")]}")
+
+
+def _is_open(record: str) -> bool:
+    """Is this record cut short by a wrapped line? The non-default args dict until its braces close; the
+    engine line until it ends on a closed bracket (its last fields are configs: ``…compilation_config={…}``)."""
+    if "non-default args:" in record:
+        return _depth(record) > 0
+    if "with config:" in record:
+        return _depth(record) > 0 or not record.rstrip().endswith(("}", ")"))
+    return False
+
+
+def _records(text: str) -> list[str]:
+    """The log's records: a line that starts no record is joined to the open record before it."""
+    out: list[str] = []
+    for raw in text.splitlines():
+        line = raw.rstrip("\r")
+        if out and line.strip() and not _RECORD.match(line.lstrip()) and _is_open(out[-1]):
+            out[-1] += line
+        else:
+            out.append(line)
+    return out
+
+
+def split_fields(text: str) -> dict[str, str]:
+    """``a=1, b='x, y', c={…}`` -> {"a": "1", "b": "'x, y'", "c": "{…}"}: commas inside brackets or quotes stay."""
+    fields, depth, quote, start = {}, 0, "", 0
+    for i, ch in enumerate(text + ","):
+        if quote:
+            quote = "" if ch == quote and text[i - 1 : i] != "\\" else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            depth = max(0, depth - 1)
+        elif ch == "," and depth == 0:
+            key, sep, value = text[start:i].partition("=")
+            if sep and re.fullmatch(r"\s*\w{1,60}\s*", key):
+                fields[key.strip()] = value.strip()
+            start = i + 1
+    return fields
+
+
+def _unquote(value: str) -> str:
+    return value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"" else value
+
+
+def _literal(text: str, what: str, notes: list[str]):
+    if len(text) > MAX_LITERAL_CHARS:
+        notes.append(f"{what}: {len(text):,} characters, over the {MAX_LITERAL_CHARS:,} read; not read")
+        return None
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, RecursionError, MemoryError):
+        notes.append(f"{what}: not a Python literal the lab can read; not read")
+        return None
+
+
+def _speculative(value: str) -> dict | None:
+    """``SpeculativeConfig(method='mtp', model='…', num_spec_tokens=3)`` -> the --speculative-config keys."""
+    m = re.fullmatch(r"SpeculativeConfig\((.*)\)", value.strip())
+    if not m:
+        return None
+    f = {k: _unquote(v) for k, v in split_fields(m.group(1)).items()}
+    out = {"method": f.get("method"), "model": f.get("model")}
+    if f.get("num_spec_tokens", "").isdigit():
+        out["num_speculative_tokens"] = int(f["num_spec_tokens"])
+    return {k: v for k, v in out.items() if v not in (None, "None")}
+
+
+def _from_engine(engine: dict[str, str]) -> dict:
+    """The flags the engine line shows (where no non-default args line says them)."""
+    args: dict = {}
+    if engine.get("max_seq_len", "").isdigit():
+        args["max_model_len"] = int(engine["max_seq_len"])
+    if engine.get("tensor_parallel_size", "").isdigit() and int(engine["tensor_parallel_size"]) > 1:
+        args["tensor_parallel_size"] = int(engine["tensor_parallel_size"])
+    if engine.get("enforce_eager") == "True":
+        args["enforce_eager"] = True
+    if engine.get("kv_cache_dtype", "auto") not in ("auto", ""):
+        args["kv_cache_dtype"] = _unquote(engine["kv_cache_dtype"])
+    spec = _speculative(engine.get("speculative_config", ""))
+    if spec:
+        args["speculative_config"] = spec
+    return args
+
+
+def read_startup_log(text: str) -> StartupLog:
+    """The facts of a vLLM start-up log (``StartupLogError`` if it has neither an engine line nor a
+    non-default args line)."""
+    if "\x00" in text:
+        raise StartupLogError("the log has NUL bytes: not a text log")
+    notes: list[str] = []
+    version = model = backend = runner = None
+    engine: dict[str, str] = {}
+    args: dict | None = None
+    for rec in _records(text):
+        if m := _ENGINE.search(rec):
+            version = version or m.group(1)
+            engine = engine or split_fields(m.group(2))
+        elif m := (_ENGINE_VERSION.search(rec) or _API_VERSION.search(rec)):
+            version = version or m.group(1)
+        elif (m := _NON_DEFAULT.search(rec)) and args is None:
+            value = _literal(m.group(1), "the non-default args line", notes)
+            args = value if isinstance(value, dict) else None
+        elif (m := _BACKEND.search(rec)) and backend is None:
+            backend = m.group(1) or m.group(2)
+        elif m := _RUNNER.search(rec):
+            runner = m.group(1)
+    if not engine and args is None:
+        raise StartupLogError(
+            "no vLLM start-up lines found: paste from the top of the log, with the 'non-default args: {…}' line or "
+            "the 'Initializing a V1 LLM engine (v…) with config: …' line"
+        )
+    line = next((r for r in _records(text) if _ENGINE.search(r)), "")
+    mode = _GRAPH_MODE.search(line)
+    sizes = _CAPTURE_SIZES.search(line)
+    if "Cudagraph is disabled under eager mode" in text:
+        mode_name = "NONE"
+    else:
+        mode_name = mode.group(1) if mode else None
+    flags = _from_engine(engine)
+    for key, value in (args or {}).items():
+        if key in FLAGS or key in BOOL_FLAGS:
+            flags[key] = value
+    model = (args or {}).get("model") or (args or {}).get("model_tag") or _unquote(engine.get("model", "")) or None
+    return StartupLog(
+        version=version,
+        model=str(model) if model is not None else None,
+        args=flags,
+        engine=engine,
+        attention_backend=backend,
+        cudagraph_mode=mode_name,
+        capture_sizes=tuple(int(v) for v in sizes.group(1).replace(" ", "").split(",") if v) if sizes else None,
+        model_runner=runner,
+        notes=tuple(notes),
+    )
+
+
+def _flag_words(key: str, value) -> list[str]:
+    if key in BOOL_FLAGS:
+        on, off = BOOL_FLAGS[key]
+        return [on] if value is True else ([off] if value is False and off else [])
+    if isinstance(value, (dict, list)) and key != "cudagraph_capture_sizes":
+        return [FLAGS[key], json.dumps(value)]
+    if isinstance(value, list):
+        return [FLAGS[key], *(str(v) for v in value)]
+    return [FLAGS[key], str(value)]
+
+
+def serve_line_of(log: StartupLog) -> str:
+    """The ``vllm serve`` line the log ran, with the flags the lab reads."""
+    if not log.model:
+        raise StartupLogError("the log names no model (no model= in its engine line or non-default args)")
+    words = ["vllm", "serve", log.model]
+    for key, value in log.args.items():
+        words += _flag_words(key, value)
+    return shlex.join(words)
+
+
+def read_log_file(path: str) -> str:
+    """A log file's text: a regular file, at most MAX_LOG_BYTES (read no further), UTF-8 or replaced."""
+    import os
+    import stat
+
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise StartupLogError(f"--log {path}: cannot read ({exc.strerror})") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise StartupLogError(f"--log {path}: not a regular file")
+    if st.st_size > MAX_LOG_BYTES:
+        raise StartupLogError(f"--log {path}: {st.st_size:,} bytes, over the {MAX_LOG_BYTES:,}-byte limit")
+    with open(path, "rb") as f:
+        return f.read(MAX_LOG_BYTES + 1)[:MAX_LOG_BYTES].decode("utf-8", errors="replace")
+
+
+def compared_with_the_log(
+    log: StartupLog, backend: str, cudagraph_mode: str, capture_sizes: tuple[int, ...], model_runner: str
+) -> dict:
+    """What the log says vLLM picked beside what the lab resolves (None: the log does not say)."""
+
+    def pair(logged, lab):
+        return {"log": logged, "lab": lab, "agree": None if logged is None else logged == lab}
+
+    return {
+        "version": log.version,
+        "attention_backend": pair(log.attention_backend, backend),
+        "cudagraph_mode": pair(log.cudagraph_mode, cudagraph_mode),
+        "cudagraph_capture_sizes": pair(
+            sorted(log.capture_sizes) if log.capture_sizes is not None else None, sorted(capture_sizes)
+        ),
+        "model_runner": pair(log.model_runner, model_runner),
+        "notes": list(log.notes),
+    }

@@ -1,0 +1,139 @@
+"""``python -m lab deployment --log``: real start-up logs pasted in public bug reports (tests/data/startup_logs,
+each with its source link) and one the live environment wrote, read into the line and release they ran;
+answered for a modelled release, said plainly otherwise; hostile logs refused with a clear error."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from lab.cli import main
+from lab.deployment.known_configs import KNOWN_CONFIGS
+from lab.deployment.startup_log import (
+    MAX_LITERAL_CHARS,
+    StartupLogError,
+    read_log_file,
+    read_startup_log,
+    serve_line_of,
+    split_fields,
+)
+
+LOGS = Path(__file__).resolve().parent / "data" / "startup_logs"
+SMALL = ["--requests", "2", "--prompt-len", "128", "--output-len", "4"]
+LLAMA = next(config for name, _, config, _, _ in KNOWN_CONFIGS if name.startswith("meta-llama/"))
+
+# file -> (release, model, the serve line's flags the log carries)
+EXPECTED = {
+    "club3090_1339_v0.29_dflash.log": (
+        "0.29.0",
+        "~/.cache/huggingface/qwen3.8-27b-autoround-int4",
+        ["--attention-backend FLASH_ATTN", "--kv-cache-dtype fp8_e4m3", '"dflash"'],
+    ),
+    "club3090_688_v0.24_mtp.log": (
+        "0.24.0",
+        "~/.cache/huggingface/qwen3.6-27b-fp8",
+        ["--tensor-parallel-size 4", "--kv-cache-dtype fp8", '"num_speculative_tokens": 3'],
+    ),
+    "rank_llm_426_v0.19.log": ("0.19.1", "castorini/rank_vicuna_7b_v1", ["--max-model-len 4096"]),
+    "vllm_omni_3290_v0.20_eager.log": ("0.20.0", "/root/models/Qwen/Qwen3-TTS-12Hz-1.7B-Base", ["--enforce-eager"]),
+    "euroeval_1120_v0.10_gptoss.log": ("0.10.1", "openai/gpt-oss-120b", ["--tensor-parallel-size 2"]),
+    "speculators_166_v0.10_eagle3.log": ("0.10.1", "meta-llama/Meta-Llama-3.1-8B-Instruct", ['"eagle3"']),
+    "vllm_22265_v0.10_gptoss.log": ("0.10.2", "/mnt/models", ["--max-model-len 131072"]),
+    "vllm_30031_v0.12_qwen2.log": ("0.12.0", "/home/nbw/model/Qwen2-0.5B/", ["--max-model-len 32768"]),
+    "vllm_20118_v0.9_opt.log": ("0.9.1", "facebook/opt-125m", ["--max-model-len 2048"]),
+    "vllm_18224_v0.8_smolvlm.log": ("0.8.5", "HuggingFaceTB/SmolVLM-256M-Instruct", ["--enforce-eager"]),
+    "vllm_12529_v0.7_v0engine.log": ("0.7.4", "models/llama3.1-8B-INT8", ["--max-model-len 65536"]),
+    "live_vllm_cpu_0.32_eagle.log": ("0.32.0", None, ["--max-model-len 32768", "--block-size 32", '"eagle"']),
+}
+NO_START_UP_LINES = ["vllm_15277_v0.8_triton_mla.log", "vllm_32936_mrv2_flashinfer.log"]
+
+
+def test_every_log_keeps_its_source():
+    files = sorted(p.name for p in LOGS.glob("*.log"))
+    assert sorted([*EXPECTED, *NO_START_UP_LINES]) == files
+    for name in files:
+        first = (LOGS / name).read_text().splitlines()[0]
+        assert first.startswith("# source: "), name
+    real = [n for n in files if "https://github.com/" in (LOGS / n).read_text().splitlines()[0]]
+    assert len(real) >= 10
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_a_real_log_reads_as_its_line_and_release(name):
+    release, model, flags = EXPECTED[name]
+    log = read_startup_log(read_log_file(str(LOGS / name)))
+    assert log.release == release
+    if model is not None:
+        assert log.model == model
+    line = serve_line_of(log)
+    for flag in flags:
+        assert flag in line, (flag, line)
+
+
+@pytest.mark.parametrize("name", NO_START_UP_LINES)
+def test_a_log_without_start_up_lines_says_what_to_paste(name):
+    with pytest.raises(StartupLogError, match="paste from the top of the log"):
+        read_startup_log(read_log_file(str(LOGS / name)))
+
+
+def test_a_modelled_release_is_answered_and_compared(tmp_path, capsys):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(LLAMA))
+    argv = ["deployment", *SMALL, "--json", "--config", str(config), "--log", str(LOGS / "rank_llm_426_v0.19.log")]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["resolved"]["vllm"] == "0.19.1" and doc["resolved"]["model"] == "castorini/rank_vicuna_7b_v1"
+    assert doc["resolved"]["max_model_len"] == 4096
+    assert doc["from_log"]["version"] == "0.19.1" and doc["from_log"]["attention_backend"]["log"] is None
+
+
+def test_the_live_log_compares_what_vllm_picked(tmp_path, capsys):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(LLAMA))
+    log = str(LOGS / "live_vllm_cpu_0.32_eagle.log")
+    assert main(["deployment", *SMALL, "--config", str(config), "--log", log]) == 0
+    out = capsys.readouterr().out
+    assert "from the log (vLLM 0.32.0)" in out
+    assert "the log says CPU_ATTN" in out  # vLLM's CPU backend, where the lab answers for a GPU
+    assert "cudagraph_mode           lab: NONE; agrees" in out  # --enforce-eager in the log's line
+    assert "model_runner             lab: V2; agrees" in out
+
+
+def test_an_unmodelled_release_is_said_with_its_line(capsys):
+    assert main(["deployment", "--log", str(LOGS / "euroeval_1120_v0.10_gptoss.log")]) == 2
+    err = capsys.readouterr().err
+    assert "the log is vLLM 0.10.1.1; the lab models 0.19.1 to 0.33.0" in err
+    assert "vllm serve openai/gpt-oss-120b --tensor-parallel-size 2" in err and "--vllm 0.33.0" in err
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("hello\nworld\n", "paste from the top of the log"),
+        ("INFO 01-01 00:00:00 [x.py:1] non-default args: {'model': 'a'}\x00", "NUL bytes"),
+        (f"INFO 01-01 00:00:00 [x.py:1] non-default args: {{'model': '{'a' * MAX_LITERAL_CHARS}'}}", "start-up lines"),
+        ("INFO 01-01 00:00:00 [x.py:1] non-default args: {'model': __import__('os').system('x')}", "start-up lines"),
+        ("INFO 01-01 00:00:00 [x.py:1] non-default args: " + "{'a': " * 3000 + "1" + "}" * 3000, "start-up lines"),
+    ],
+)
+def test_hostile_logs_are_refused_plainly(text, message):
+    with pytest.raises(StartupLogError, match=message):
+        read_startup_log(text)
+
+
+def test_a_log_path_that_is_not_a_regular_file_is_refused(tmp_path):
+    with pytest.raises(StartupLogError, match="not a regular file"):
+        read_log_file(str(tmp_path))
+    with pytest.raises(StartupLogError, match="cannot read"):
+        read_log_file(str(tmp_path / "missing.log"))
+
+
+def test_split_fields_keeps_commas_inside_brackets_and_quotes():
+    assert split_fields("a=1, b='x, y', c={'k': [1, 2]}, d=F(p=1, q=2)") == {
+        "a": "1",
+        "b": "'x, y'",
+        "c": "{'k': [1, 2]}",
+        "d": "F(p=1, q=2)",
+    }

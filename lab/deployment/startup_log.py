@@ -19,9 +19,15 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import shlex
+import stat
 from dataclasses import dataclass, field
+
+from lab.deployment.resolve import release_series
+from lab.deployment.serve_line import ServeLineError
+from lab.history import REFERENCE_RELEASE, RELEASES, VLLM_VERSIONS
 
 MAX_LOG_BYTES = 8 * 2**20
 MAX_LITERAL_CHARS = 64 * 1024  # a non-default args dict longer than this is not read as a literal
@@ -253,11 +259,27 @@ def serve_line_of(log: StartupLog) -> str:
     return shlex.join(words)
 
 
+def line_and_release(log: StartupLog, vllm: str | None = None) -> tuple[str, str]:
+    """The serve line the log ran and the release to answer for: ``vllm`` if given, else the log's own,
+    which must be one the lab models (lab/history.py)."""
+    line = serve_line_of(log)
+    if vllm:
+        return line, vllm
+    if log.release is None:
+        raise StartupLogError("the log names no vLLM release (no 'vLLM API server version' or engine line): add --vllm")
+    try:
+        release_series(log.release)
+    except ServeLineError:
+        raise StartupLogError(
+            f"the log is vLLM {log.version}; the lab models {RELEASES[VLLM_VERSIONS[-1]].version} to "
+            f"{REFERENCE_RELEASE} (Model Runner V2's eras, docs/eras.md). Its line: {line} — add --vllm "
+            f"{REFERENCE_RELEASE} to ask about that line on a modelled release"
+        ) from None
+    return line, log.release
+
+
 def read_log_file(path: str) -> str:
     """A log file's text: a regular file, at most MAX_LOG_BYTES (read no further), UTF-8 or replaced."""
-    import os
-    import stat
-
     try:
         st = os.stat(path)
     except OSError as exc:

@@ -215,6 +215,13 @@ def _scheduler_limits(s: dict, g: GPU, facts: ModelFacts, mml: int, notes: list[
     big = g.memory_bytes >= 160 * 2**30
     seqs = s.get("max_num_seqs") or 1024
     tokens = s.get("max_num_batched_tokens") or (16384 if big else 8192)
+    if s.get("performance_mode") == "throughput":
+        # EngineArgs._set_default_max_num_seqs_and_batched_tokens_args: "If throughput mode is set, double
+        # max_num_batched_tokens and max_num_seqs" (each only when not given)
+        seqs *= 1 if s.get("max_num_seqs") else 2
+        tokens *= 1 if s.get("max_num_batched_tokens") else 2
+        notes.append(f"--performance-mode throughput: vLLM doubles the defaults (max_num_seqs {seqs}, "
+                     f"max_num_batched_tokens {tokens:,})")  # fmt: skip
     if KIND_STATE[facts.kind] in ENCODER_STATES and tokens < mml:
         # No chunked prefill for encoder models (SchedulerConfig): a whole prompt fits in one step.
         notes.append(f"max_num_batched_tokens raised to max_model_len ({mml:,}): encoder models are not chunked")
@@ -260,7 +267,21 @@ def _cudagraphs(s: dict, g: GPU, facts: ModelFacts, backend: BackendChoice, k: i
         max_num_batched_tokens=tokens,
         num_speculative_tokens=k,
         use_mla=facts.kind == "mla",
+        optimization_level=_optimization_level(s),
+        pooling=facts.kind == "encoder_only",  # the lab's pooling kind (runner_type "pooling")
+        encoder_decoder=facts.kind == "encoder_decoder",
+        performance_mode=s.get("performance_mode") or "balanced",
     )
+
+
+def _optimization_level(s: dict) -> int:
+    """-O / --optimization-level (vllm/config/vllm.py OptimizationLevel: 0 to 3, default 2)."""
+    level = s.get("optimization_level")
+    if level is None:
+        return 2
+    if str(level) not in ("0", "1", "2", "3"):
+        raise ServeLineError(f"-O {level}: vLLM's optimization levels are 0, 1, 2 and 3")
+    return int(level)
 
 
 def _scenario_settings(s: dict, g: GPU, facts: ModelFacts, series: str, method, k: int, mml: int, seqs: int,
@@ -282,7 +303,11 @@ def _scenario_settings(s: dict, g: GPU, facts: ModelFacts, series: str, method, 
         "vllm_version": series,
         "device_capability": g.sm,
         "draft_decode_fused": bool(k) and backend.supports_draft_decode_metadata_update,
-        "sliding_window": 0 if s.get("disable_sliding_window") else facts.sliding_window,
+        # --disable-hybrid-kv-cache-manager: vllm/v1/core/kv_cache_planning.py unify_hybrid_kv_cache_specs turns
+        # every SlidingWindowSpec into a FullAttentionSpec, so no block is ever nulled (R11)
+        "sliding_window": 0
+        if s.get("disable_sliding_window") or s.get("disable_hybrid_kv_cache_manager")
+        else facts.sliding_window,
     }
 
 

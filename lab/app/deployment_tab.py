@@ -14,7 +14,7 @@ import gradio as gr
 from lab.app.controls import inline_error
 from lab.deployment import ServeLineError, Workload, answer, resolve
 from lab.deployment.report import DEPLOYMENTS, format_markdown
-from lab.deployment.resolve import DEPLOYMENT_GPUS
+from lab.deployment.resolve import APP_GPUS
 from lab.history import DEPLOYMENT_RELEASES, REFERENCE_RELEASE
 
 EXAMPLES = {f"{label} on {gpu}": (line, gpu) for label, line, gpu in DEPLOYMENTS}
@@ -84,7 +84,7 @@ def add_deployment_tab() -> None:
             example = gr.Dropdown(
                 [OWN_LINE, *EXAMPLES], value=DEFAULT_EXAMPLE, label="example", elem_id="dep-example", scale=1
             )
-            gpu = gr.Radio(list(DEPLOYMENT_GPUS), value=first_gpu, label="GPU", elem_id="dep-gpu", scale=1)
+            gpu = gr.Radio(list(APP_GPUS), value=first_gpu, label="GPU", elem_id="dep-gpu", scale=1)
             vllm = gr.Dropdown(
                 list(DEPLOYMENT_RELEASES), value=REFERENCE_RELEASE, label="vLLM release", elem_id="dep-vllm", scale=0
             )

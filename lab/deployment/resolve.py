@@ -19,7 +19,7 @@ from lab.deployment.models import ModelFacts, load_config_json, lookup
 from lab.deployment.runner import first_default, model_runner
 from lab.deployment.selection import BackendChoice, GraphChoice, resolve_cudagraph, select_backend
 from lab.deployment.serve_line import ServeLine, ServeLineError, read_serve_line
-from lab.gpu_model.gpus import GPU, GPUS
+from lab.gpu_model.gpus import GPU, GPUS, SERVING_GPUS
 from lab.history import (
     ERA,
     NO_HYBRID,
@@ -41,7 +41,8 @@ from lab.speculators import (
     speculator,
 )
 
-DEPLOYMENT_GPUS = ("H100", "H200", "B200")
+DEPLOYMENT_GPUS = SERVING_GPUS  # every GPU of lab/gpu_model/gpus.py
+APP_GPUS = ("H100", "H200", "B200")  # the app's choice (its radio) and docs/deployments.md's table
 KIND_STATE = {
     "dense": "default",
     "mla": "default",
@@ -153,7 +154,7 @@ def resolve(
     """Resolve a pasted ``vllm serve`` line on ``gpu`` under release ``vllm``. Raises ServeLineError."""
     line = text if isinstance(text, ServeLine) else read_serve_line(text)
     if gpu not in DEPLOYMENT_GPUS:
-        raise ServeLineError(f"--gpu {gpu}: one of {', '.join(DEPLOYMENT_GPUS)}")
+        raise ServeLineError(f"--gpu {gpu}: not a GPU the lab knows; one of {', '.join(DEPLOYMENT_GPUS)}")
     g: GPU = GPUS[gpu]
     series = release_series(vllm)
     facts = _model_facts(line, config_path)
@@ -211,10 +212,16 @@ def _max_model_len(line: ServeLine, facts: ModelFacts, notes: list[str]) -> int:
 
 def _scheduler_limits(s: dict, g: GPU, facts: ModelFacts, mml: int, notes: list[str]) -> tuple[int, int]:
     """max_num_seqs and max_num_batched_tokens as given, or vLLM's defaults."""
-    # EngineArgs.get_batch_defaults: the OPENAI_API_SERVER column by device memory
-    big = g.memory_bytes >= 160 * 2**30
-    seqs = s.get("max_num_seqs") or 1024
-    tokens = s.get("max_num_batched_tokens") or (16384 if big else 8192)
+    # EngineArgs.get_batch_defaults: the OPENAI_API_SERVER column by device memory; "Setting large
+    # max_num_batched_tokens for A100 reduces throughput" (a device-name check), GB10 (cc 12.1) too
+    if g.memory_bytes >= 160 * 2**30:
+        default_seqs, default_tokens = 1024, 16384
+    elif g.memory_bytes >= 70 * 2**30 and "a100" not in g.device_name.lower() and g.sm != 121:
+        default_seqs, default_tokens = 1024, 8192
+    else:
+        default_seqs, default_tokens = 256, 2048
+    seqs = s.get("max_num_seqs") or default_seqs
+    tokens = s.get("max_num_batched_tokens") or default_tokens
     if s.get("performance_mode") == "throughput":
         # EngineArgs._set_default_max_num_seqs_and_batched_tokens_args: "If throughput mode is set, double
         # max_num_batched_tokens and max_num_seqs" (each only when not given)

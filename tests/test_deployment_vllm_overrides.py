@@ -68,3 +68,43 @@ def test_disabled_hybrid_kv_cache_manager_nulls_no_block():
     line = "vllm serve openai/gpt-oss-20b"
     assert resolve(line).settings["sliding_window"] == 128
     assert resolve(f"{line} --disable-hybrid-kv-cache-manager").settings["sliding_window"] == 0
+
+
+@pytest.mark.parametrize(
+    ("line", "gpu", "reason"),
+    [
+        ("vllm serve openai/gpt-oss-120b --attention-backend FLASH_ATTN", "A100-80GB", "sink not supported"),
+        ("vllm serve Qwen/Qwen3-8B --attention-backend FLASHMLA", "H200", "not valid for this configuration"),
+        ("vllm serve Qwen/Qwen3-8B --max-model-len 64k", "H200", "VLLM_ALLOW_LONG_MAX_MODEL_LEN"),
+    ],
+)
+def test_what_vllm_would_not_start_is_said_so_and_exits_non_zero(line, gpu, reason, capsys):
+    from lab.cli import main
+    from lab.deployment.resolve import VllmRefusal
+
+    with pytest.raises(VllmRefusal, match=reason) as refused:
+        resolve(line, gpu)
+    assert str(refused.value).startswith("vLLM 0.33.0 would not start this: ")
+    assert main(["deployment", "--gpu", gpu, "--line", line]) != 0
+    assert "would not start this" in capsys.readouterr().err
+
+
+def test_every_serving_gpu_resolves_and_an_unknown_one_is_refused_with_the_list():
+    from lab.gpu_model.gpus import GPUS, SERVING_GPUS
+
+    for name in SERVING_GPUS:
+        g = GPUS[name]
+        assert g.sm and g.num_sms and g.memory_bytes and g.bandwidth_gb_s and g.source, name
+        resolve(LLAMA, gpu=name)
+    with pytest.raises(ServeLineError, match="one of A100-40GB, A100-80GB, A10G, L4, L40S, H20, H100"):
+        resolve(LLAMA, gpu="X100")
+
+
+@pytest.mark.parametrize(
+    ("gpu", "seqs", "tokens"),
+    [("A100-80GB", 256, 2048), ("L40S", 256, 2048), ("H20", 1024, 8192), ("B300", 1024, 16384)],
+)
+def test_batch_defaults_follow_memory_and_the_a100_name(gpu, seqs, tokens):
+    # EngineArgs.get_batch_defaults: >= 160 GiB; >= 70 GiB and "a100" not in the device name; else 256/2048
+    s = resolve(LLAMA, gpu=gpu).settings
+    assert (s["max_num_seqs"], s["max_num_batched_tokens"]) == (seqs, tokens)

@@ -72,6 +72,15 @@ class Deployment:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
+class VllmRefusal(ServeLineError):
+    """vLLM would not start this deployment: the message is vLLM's own reason (an invalid
+    ``--attention-backend``, a graph mode the backend cannot run, a ``--max-model-len`` it refuses)."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(f"vLLM {REFERENCE_RELEASE} would not start this: {reason}")
+
+
 def release_series(vllm: str) -> str:
     """The lab series whose bookkeeping replays release ``vllm`` (lab/history.py RELEASE_SERIES: a release
     follows the newest series at or below it, docs/eras.md)."""
@@ -169,8 +178,11 @@ def resolve(
 
     mml = _max_model_len(line, facts, notes)
     seqs, tokens = _scheduler_limits(s, g, facts, mml, notes)
-    backend = _attention_backend(s, g, facts)
-    graphs = _cudagraphs(s, g, facts, backend, k, seqs, tokens)
+    try:  # selection.py raises vLLM's own messages (get_attn_backend_cls, resolve_cudagraph_mode_and_sizes)
+        backend = _attention_backend(s, g, facts)
+        graphs = _cudagraphs(s, g, facts, backend, k, seqs, tokens)
+    except ValueError as refused:
+        raise VllmRefusal(str(refused)) from None
     settings = _scenario_settings(s, g, facts, series, method, k, mml, seqs, tokens, backend, graphs)
     notes += list(backend.notes) + list(graphs.notes)
     notes += _runner_notes(facts, runs_mrv2, runner_why)
@@ -203,7 +215,7 @@ def _max_model_len(line: ServeLine, facts: ModelFacts, notes: list[str]) -> int:
         notes.append(f"--max-model-len not given: vLLM derives {mml:,} from the model's config")
     elif mml > facts.max_model_len and "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" not in line.env:
         # vllm/config/model.py _get_and_verify_max_len: a user value above the derived one is refused
-        raise ServeLineError(
+        raise VllmRefusal(
             f"--max-model-len {mml:,} is longer than {facts.name}'s {facts.max_model_len:,} "
             f"(vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)"
         )

@@ -241,10 +241,22 @@ def _scheduler_limits(s: dict, g: GPU, facts: ModelFacts, mml: int, notes: list[
         tokens *= 1 if s.get("max_num_batched_tokens") else 2
         notes.append(f"--performance-mode throughput: vLLM doubles the defaults (max_num_seqs {seqs}, "
                      f"max_num_batched_tokens {tokens:,})")  # fmt: skip
-    if KIND_STATE[facts.kind] in ENCODER_STATES and tokens < mml:
-        # No chunked prefill for encoder models (SchedulerConfig): a whole prompt fits in one step.
-        notes.append(f"max_num_batched_tokens raised to max_model_len ({mml:,}): encoder models are not chunked")
-        tokens = mml
+    unchunked = KIND_STATE[facts.kind] in ENCODER_STATES  # no chunked prefill for encoder models
+    if not s.get("max_num_batched_tokens"):
+        if unchunked and tokens < mml:  # "If max_model_len is too short, use the default for higher throughput"
+            notes.append(f"max_num_batched_tokens raised to max_model_len ({mml:,}): encoder models are not chunked")
+            tokens = mml
+        tokens = min(seqs * mml, tokens)  # "Ensure max_num_batched_tokens does not exceed model limit"
+    if not s.get("max_num_seqs"):
+        seqs = min(seqs, tokens)
+    # vllm/config/scheduler.py SchedulerConfig.verify_max_model_len
+    if unchunked and tokens < mml:
+        raise VllmRefusal(
+            f"max_num_batched_tokens ({tokens}) is smaller than max_model_len ({mml}). This effectively limits "
+            "the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences."
+        )
+    if tokens < seqs:
+        raise VllmRefusal(f"max_num_batched_tokens ({tokens}) must be greater than or equal to max_num_seqs ({seqs}).")
     return seqs, tokens
 
 

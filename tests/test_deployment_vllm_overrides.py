@@ -108,3 +108,27 @@ def test_batch_defaults_follow_memory_and_the_a100_name(gpu, seqs, tokens):
     # EngineArgs.get_batch_defaults: >= 160 GiB; >= 70 GiB and "a100" not in the device name; else 256/2048
     s = resolve(LLAMA, gpu=gpu).settings
     assert (s["max_num_seqs"], s["max_num_batched_tokens"]) == (seqs, tokens)
+
+
+def test_default_limits_follow_the_given_ones():
+    # EngineArgs._set_default_max_num_seqs_and_batched_tokens_args: a default max_num_seqs is at most
+    # max_num_batched_tokens; a default max_num_batched_tokens is at most max_num_seqs x max_model_len
+    s = resolve(f"{LLAMA} --max-num-batched-tokens 512", gpu="H100").settings
+    assert (s["max_num_seqs"], s["max_num_batched_tokens"]) == (512, 512)
+    w = resolve("vllm serve openai/whisper-large-v3 --max-num-seqs 8", gpu="H100").settings
+    assert w["max_num_batched_tokens"] == 8 * 448
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ("vllm serve BAAI/bge-large-en-v1.5 --max-num-batched-tokens 16", r"is smaller than max_model_len \(512\)"),
+        (f"{LLAMA} --max-num-seqs 256 --max-num-batched-tokens 16", r"greater than or equal to max_num_seqs \(256\)"),
+    ],
+)
+def test_scheduler_config_refusals(line, reason):
+    # vllm/config/scheduler.py SchedulerConfig.verify_max_model_len
+    from lab.deployment.resolve import VllmRefusal
+
+    with pytest.raises(VllmRefusal, match=reason):
+        resolve(line, gpu="H100")

@@ -128,3 +128,17 @@ def compare(dep) -> dict[str, tuple]:
     if dep.graphs.vllm_mode != "NONE":
         out["cudagraph_capture_sizes"] = (list(dep.graphs.resolved_capture_sizes), vllm_sizes(dep, seqs, tokens))
     return out
+
+
+def check_line(line: str, gpu: str) -> dict:
+    """``python -m lab deployment --check-with-vllm``'s resolution half (run in .venv-vllm): the lab's
+    resolution of ``line`` on ``gpu`` against vLLM's pieces, ``{"fields": {name: [lab, vllm]},
+    "disagreements": [name, ...]}``, or ``{"refused": reason}`` where the lab says vLLM would not start it."""
+    from lab.deployment.resolve import VllmRefusal, resolve
+
+    try:
+        dep = resolve(line, gpu)
+    except VllmRefusal as refused:
+        return {"refused": refused.reason}
+    fields = {name: [lab, vllm] for name, (lab, vllm) in compare(dep).items()}
+    return {"fields": fields, "disagreements": [name for name, (lab, vllm) in fields.items() if lab != vllm]}

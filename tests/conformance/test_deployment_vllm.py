@@ -68,3 +68,14 @@ def test_resolution_equals_vllms_pieces_field_by_field():
     print(f"{resolved} lines resolved, {refused} refused, {fields} fields compared, {len(disagreements)} disagreements")
     assert resolved >= 300 and fields >= 900
     assert not disagreements, disagreements[:5]
+
+
+def test_check_line_is_what_check_with_vllm_prints():
+    from lab.conform.vllm_deployment import check_line
+
+    out = check_line("vllm serve meta-llama/Llama-3.1-8B-Instruct -O1 --performance-mode throughput", "A100-80GB")
+    assert out["disagreements"] == []
+    assert out["fields"]["cudagraph_mode(-O)"] == ["PIECEWISE", "PIECEWISE"]
+    assert out["fields"]["max_num_seqs"] == [512, 512]  # 256 doubled (A100: the small tier by name)
+    assert "max_num_batched_tokens" in check_line("vllm serve BAAI/bge-large-en-v1.5 --max-num-batched-tokens 16",
+                                                  "H200")["refused"]  # fmt: skip

@@ -67,19 +67,26 @@ def _line(args) -> str:
     return args.line or shlex.join(words)
 
 
-def check_with_vllm(line: str) -> dict:
+def check_with_vllm(line: str, gpu: str | None = None) -> dict:
     """vLLM 0.33.0's own parser on the line, in .venv-vllm (a subprocess: vLLM and the lab's
-    environment cannot share one)."""
+    environment cannot share one); with ``gpu``, also the resolution against vLLM's configuration
+    pieces (lab/conform/vllm_deployment.py check_line) under "resolution"."""
     if not VLLM_PYTHON.exists():
         return {"error": f"{VLLM_PYTHON} is missing: make venv-vllm builds it"}
     code = (
         "import json, sys; from lab.conform.vllm_serve_flags import vllm_parse; "
         "print(json.dumps(vllm_parse(sys.argv[1:])))"
     )
+    if gpu:
+        code = (
+            "import json, shlex, sys; from lab.conform.vllm_serve_flags import vllm_parse; "
+            "from lab.conform.vllm_deployment import check_line; out = vllm_parse(sys.argv[2:]); "
+            "out['resolution'] = check_line(shlex.join(['vllm', *sys.argv[2:]]), sys.argv[1]); print(json.dumps(out))"
+        )
     words = shlex.split(line)
     words = words[1:] if words[:1] == ["vllm"] else words
     res = subprocess.run(
-        [str(VLLM_PYTHON), "-c", code, *words],
+        [str(VLLM_PYTHON), "-c", code, *([gpu] if gpu else []), *words],
         capture_output=True,
         text=True,
         timeout=300,
@@ -139,7 +146,7 @@ def run(args) -> int:
             ),
         }
     if args.check_with_vllm:
-        a["vllm_parser"] = check_with_vllm(line)
+        a["vllm_parser"] = check_with_vllm(line, args.gpu)
     if args.json:  # fields, numbers as numbers (lab/deployment/answer_json.py SCHEMA, docs/deployments.md)
         print(json.dumps(answer_json(dep, a), indent=1))
     else:
@@ -149,4 +156,7 @@ def run(args) -> int:
         if args.check_with_vllm:
             v = a["vllm_parser"]
             print("vLLM's own parser: " + (f"refused: {v['error']}" if "error" in v else "accepts the line"))
+            if r := v.get("resolution"):  # lab/conform/vllm_deployment.py check_line
+                said = ", ".join(r.get("disagreements", ())) or f"agrees on {', '.join(r.get('fields', ()))}"
+                print("vLLM's configuration code: " + (f"refuses: {r['refused']}" if "refused" in r else said))
     return 0

@@ -83,6 +83,7 @@ DEPLOYMENTS = (
      '\'{"method": "qwen3_next_mtp", "num_speculative_tokens": 2}\'', "H200"),
     ("gpt-oss, sliding windows", "vllm serve openai/gpt-oss-120b", "H200"),
     ("gpt-oss, sliding windows", "vllm serve openai/gpt-oss-120b", "B200"),
+    ("gpt-oss, sliding windows", "vllm serve openai/gpt-oss-120b", "A100-80GB"),
     ("draft model", "vllm serve meta-llama/Llama-3.3-70B-Instruct -tp 4 --speculative-config "
      '\'{"method": "draft_model", "model": "meta-llama/Llama-3.2-1B-Instruct", "num_speculative_tokens": 4}\'', "H200"),
     ("n-gram", "vllm serve Qwen/Qwen3-8B --speculative-config "
@@ -90,6 +91,7 @@ DEPLOYMENTS = (
     ("n-gram, eager", "vllm serve Qwen/Qwen3-8B --enforce-eager --speculative-config "
      '\'{"method": "ngram", "num_speculative_tokens": 4, "prompt_lookup_max": 4}\'', "H200"),
     ("encoder-only embedding", "vllm serve BAAI/bge-large-en-v1.5", "H200"),
+    ("dense, fp8 KV cache", "vllm serve meta-llama/Llama-3.1-8B-Instruct --kv-cache-dtype fp8", "L40S"),
 )  # fmt: skip
 
 

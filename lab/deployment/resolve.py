@@ -20,7 +20,7 @@ from lab.deployment.models import ModelFacts, load_config_json, lookup
 from lab.deployment.runner import first_default, model_runner
 from lab.deployment.selection import BackendChoice, GraphChoice, resolve_cudagraph, select_backend
 from lab.deployment.serve_line import ServeLine, ServeLineError, read_serve_line
-from lab.gpu_model.gpus import GPU, GPUS
+from lab.gpu_model.gpus import GPU, GPUS, SERVING_GPUS
 from lab.history import (
     ERA,
     NO_HYBRID,
@@ -42,7 +42,8 @@ from lab.speculators import (
     speculator,
 )
 
-DEPLOYMENT_GPUS = ("H100", "H200", "B200")
+DEPLOYMENT_GPUS = SERVING_GPUS  # every GPU of lab/gpu_model/gpus.py
+APP_GPUS = ("H100", "H200", "B200")  # the app's choice (its radio) and docs/deployments.md's table
 KIND_STATE = {
     "dense": "default",
     "mla": "default",
@@ -70,6 +71,15 @@ class Deployment:
     runs_mrv2: bool
     runner_why: str  # why that model runner (lab/deployment/runner.py)
     notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+class VllmRefusal(ServeLineError):
+    """vLLM would not start this deployment: the message is vLLM's own reason (an invalid
+    ``--attention-backend``, a graph mode the backend cannot run, a ``--max-model-len`` it refuses)."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        super().__init__(f"vLLM {REFERENCE_RELEASE} would not start this: {reason}")
 
 
 def release_series(vllm: str) -> str:
@@ -166,7 +176,7 @@ def resolve(
     """Resolve a pasted ``vllm serve`` line on ``gpu`` under release ``vllm``. Raises ServeLineError."""
     line = text if isinstance(text, ServeLine) else read_serve_line(text)
     if gpu not in DEPLOYMENT_GPUS:
-        raise ServeLineError(f"--gpu {gpu}: one of {', '.join(DEPLOYMENT_GPUS)}")
+        raise ServeLineError(f"--gpu {gpu}: not a GPU the lab knows; one of {', '.join(DEPLOYMENT_GPUS)}")
     g: GPU = GPUS[gpu]
     series = release_series(vllm)
     facts = _model_facts(line, config_path)
@@ -181,8 +191,11 @@ def resolve(
 
     mml = _max_model_len(line, facts, notes)
     seqs, tokens = _scheduler_limits(s, g, facts, mml, notes)
-    backend = _attention_backend(s, g, facts)
-    graphs = _cudagraphs(s, g, facts, backend, k, seqs, tokens)
+    try:  # selection.py raises vLLM's own messages (get_attn_backend_cls, resolve_cudagraph_mode_and_sizes)
+        backend = _attention_backend(s, g, facts)
+        graphs = _cudagraphs(s, g, facts, backend, k, seqs, tokens)
+    except ValueError as refused:
+        raise VllmRefusal(str(refused)) from None
     settings = _scenario_settings(s, g, facts, series, method, k, mml, seqs, tokens, backend, graphs)
     notes += list(backend.notes) + list(graphs.notes)
     notes += _runner_notes(facts, runs_mrv2, runner_why)
@@ -215,7 +228,7 @@ def _max_model_len(line: ServeLine, facts: ModelFacts, notes: list[str]) -> int:
         notes.append(f"--max-model-len not given: vLLM derives {mml:,} from the model's config")
     elif mml > facts.max_model_len and "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" not in line.env:
         # vllm/config/model.py _get_and_verify_max_len: a user value above the derived one is refused
-        raise ServeLineError(
+        raise VllmRefusal(
             f"--max-model-len {mml:,} is longer than {facts.name}'s {facts.max_model_len:,} "
             f"(vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)"
         )
@@ -224,14 +237,39 @@ def _max_model_len(line: ServeLine, facts: ModelFacts, notes: list[str]) -> int:
 
 def _scheduler_limits(s: dict, g: GPU, facts: ModelFacts, mml: int, notes: list[str]) -> tuple[int, int]:
     """max_num_seqs and max_num_batched_tokens as given, or vLLM's defaults."""
-    # EngineArgs.get_batch_defaults: the OPENAI_API_SERVER column by device memory
-    big = g.memory_bytes >= 160 * 2**30
-    seqs = s.get("max_num_seqs") or 1024
-    tokens = s.get("max_num_batched_tokens") or (16384 if big else 8192)
-    if KIND_STATE[facts.kind] in ENCODER_STATES and tokens < mml:
-        # No chunked prefill for encoder models (SchedulerConfig): a whole prompt fits in one step.
-        notes.append(f"max_num_batched_tokens raised to max_model_len ({mml:,}): encoder models are not chunked")
-        tokens = mml
+    # EngineArgs.get_batch_defaults: the OPENAI_API_SERVER column by device memory; "Setting large
+    # max_num_batched_tokens for A100 reduces throughput" (a device-name check), GB10 (cc 12.1) too
+    if g.memory_bytes >= 160 * 2**30:
+        default_seqs, default_tokens = 1024, 16384
+    elif g.memory_bytes >= 70 * 2**30 and "a100" not in g.device_name.lower() and g.sm != 121:
+        default_seqs, default_tokens = 1024, 8192
+    else:
+        default_seqs, default_tokens = 256, 2048
+    seqs = s.get("max_num_seqs") or default_seqs
+    tokens = s.get("max_num_batched_tokens") or default_tokens
+    if s.get("performance_mode") == "throughput":
+        # EngineArgs._set_default_max_num_seqs_and_batched_tokens_args: "If throughput mode is set, double
+        # max_num_batched_tokens and max_num_seqs" (each only when not given)
+        seqs *= 1 if s.get("max_num_seqs") else 2
+        tokens *= 1 if s.get("max_num_batched_tokens") else 2
+        notes.append(f"--performance-mode throughput: vLLM doubles the defaults (max_num_seqs {seqs}, "
+                     f"max_num_batched_tokens {tokens:,})")  # fmt: skip
+    unchunked = KIND_STATE[facts.kind] in ENCODER_STATES  # no chunked prefill for encoder models
+    if not s.get("max_num_batched_tokens"):
+        if unchunked and tokens < mml:  # "If max_model_len is too short, use the default for higher throughput"
+            notes.append(f"max_num_batched_tokens raised to max_model_len ({mml:,}): encoder models are not chunked")
+            tokens = mml
+        tokens = min(seqs * mml, tokens)  # "Ensure max_num_batched_tokens does not exceed model limit"
+    if not s.get("max_num_seqs"):
+        seqs = min(seqs, tokens)
+    # vllm/config/scheduler.py SchedulerConfig.verify_max_model_len
+    if unchunked and tokens < mml:
+        raise VllmRefusal(
+            f"max_num_batched_tokens ({tokens}) is smaller than max_model_len ({mml}). This effectively limits "
+            "the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences."
+        )
+    if tokens < seqs:
+        raise VllmRefusal(f"max_num_batched_tokens ({tokens}) must be greater than or equal to max_num_seqs ({seqs}).")
     return seqs, tokens
 
 
@@ -273,7 +311,21 @@ def _cudagraphs(s: dict, g: GPU, facts: ModelFacts, backend: BackendChoice, k: i
         max_num_batched_tokens=tokens,
         num_speculative_tokens=k,
         use_mla=facts.kind == "mla",
+        optimization_level=_optimization_level(s),
+        pooling=facts.kind == "encoder_only",  # the lab's pooling kind (runner_type "pooling")
+        encoder_decoder=facts.kind == "encoder_decoder",
+        performance_mode=s.get("performance_mode") or "balanced",
     )
+
+
+def _optimization_level(s: dict) -> int:
+    """-O / --optimization-level (vllm/config/vllm.py OptimizationLevel: 0 to 3, default 2)."""
+    level = s.get("optimization_level")
+    if level is None:
+        return 2
+    if str(level) not in ("0", "1", "2", "3"):
+        raise ServeLineError(f"-O {level}: vLLM's optimization levels are 0, 1, 2 and 3")
+    return int(level)
 
 
 def _scenario_settings(s: dict, g: GPU, facts: ModelFacts, series: str, method, k: int, mml: int, seqs: int,
@@ -295,7 +347,11 @@ def _scenario_settings(s: dict, g: GPU, facts: ModelFacts, series: str, method, 
         "vllm_version": series,
         "device_capability": g.sm,
         "draft_decode_fused": bool(k) and backend.supports_draft_decode_metadata_update,
-        "sliding_window": 0 if s.get("disable_sliding_window") else facts.sliding_window,
+        # --disable-hybrid-kv-cache-manager: vllm/v1/core/kv_cache_planning.py unify_hybrid_kv_cache_specs turns
+        # every SlidingWindowSpec into a FullAttentionSpec, so no block is ever nulled (R11)
+        "sliding_window": 0
+        if s.get("disable_sliding_window") or s.get("disable_hybrid_kv_cache_manager")
+        else facts.sliding_window,
     }
 
 

@@ -33,7 +33,7 @@ from lab.deployment.backend_rules import (
     is_quantized,
     reasons,
 )
-from lab.engine.cudagraph import default_capture_sizes
+from lab.engine.cudagraph import default_capture_sizes, small_capture_sizes
 
 __all__ = [
     "RULES",
@@ -191,6 +191,14 @@ _MODES = {
 _O_LEVEL = {0: "NONE", 1: "PIECEWISE", 2: "FULL_AND_PIECEWISE", 3: "FULL_AND_PIECEWISE"}  # vllm.py OPTIMIZATION_LEVEL_*
 
 
+def _normalize_piecewise(mode: str, compiled: bool) -> str:
+    """VllmConfig._normalize_piecewise_cudagraph_mode: a piecewise mode without VLLM_COMPILE drops its
+    piecewise part (CUDAGraphMode.without_piecewise)."""
+    if not compiled and "PIECEWISE" in _MODES[mode]:
+        return {"PIECEWISE": "NONE", "FULL_AND_PIECEWISE": "FULL_DECODE_ONLY"}[mode]
+    return mode
+
+
 def cudagraph_support(vllm_backend: str, sm: int) -> str:
     """The AttentionCGSupport name of the backend's metadata builder (``get_cudagraph_support``)."""
     if vllm_backend == "FLASH_ATTN":  # flash_attn.py FlashAttentionMetadataBuilder: ALWAYS with FA3/FA4, else
@@ -244,8 +252,13 @@ def resolve_cudagraph(
     num_speculative_tokens: int,
     use_mla: bool = False,
     optimization_level: int = 2,
+    pooling: bool = False,
+    encoder_decoder: bool = False,
+    performance_mode: str = "balanced",
 ) -> GraphChoice:
-    """The CUDAGraphMode MRV2 runs with and its capture sizes. ``optimization_level`` is ``-O`` (default 2)."""
+    """The CUDAGraphMode MRV2 runs with and its capture sizes. ``optimization_level`` is ``-O`` (default 2);
+    ``pooling``: the model has a pooler (``model_config.pooler_config``); ``encoder_decoder``:
+    ``model_config.is_encoder_decoder``; ``performance_mode``: ``--performance-mode``."""
     if use_mla != ("mla" in RULES[vllm_backend].flags):
         raise ValueError(f"{vllm_backend} is {'not ' if use_mla else ''}an MLA backend")
     cc, notes = dict(compilation_config or {}), []
@@ -256,8 +269,16 @@ def resolve_cudagraph(
     compiled = cc.get("mode", 3 if optimization_level > 0 else 0) in (3, "VLLM_COMPILE", "vllm_compile")
     if enforce_eager:  # VllmConfig.__post_init__: "Enforce eager set, disabling torch.compile and CUDAGraphs"
         mode, compiled = "NONE", False
-    if not compiled and "PIECEWISE" in _MODES[mode]:  # VllmConfig._normalize_piecewise_cudagraph_mode
-        mode = {"PIECEWISE": "NONE", "FULL_AND_PIECEWISE": "FULL_DECODE_ONLY"}[mode]  # without_piecewise()
+    mode = _normalize_piecewise(mode, compiled)
+    # VllmConfig.__post_init__ (support_static_graph_mode): "Pooling models do not support full cudagraphs.
+    # Overriding cudagraph_mode to PIECEWISE"; encoder-decoder models: anything but NONE -> FULL_DECODE_ONLY.
+    # Then _normalize_piecewise_cudagraph_mode runs again.
+    if pooling and "FULL" in _MODES[mode]:
+        notes.append(f"pooling model: vLLM overrides cudagraph_mode {mode} -> PIECEWISE (no full cudagraphs)")
+        mode = _normalize_piecewise("PIECEWISE", compiled)
+    elif encoder_decoder and mode not in ("NONE", "FULL_DECODE_ONLY"):
+        notes.append(f"encoder-decoder model: vLLM overrides cudagraph_mode {mode} -> FULL_DECODE_ONLY")
+        mode = "FULL_DECODE_ONLY"
     support = cudagraph_support(vllm_backend, sm)
     # compilation.py CompilationConfig.resolve_cudagraph_mode_and_sizes; compiled, the default splitting ops
     # hold attention (splitting_ops_contain_attention)
@@ -282,10 +303,18 @@ def resolve_cudagraph(
         capture = resolved = tuple(sorted({int(s) for s in sizes if int(s) <= max_num_batched_tokens}))
     elif top is not None:  # the token grid up to min(max, max_num_batched_tokens); no decode sizes appended
         top = min(int(top), max_num_batched_tokens)
-        grid = {s for s in (1, 2, 4) if s <= top} | set(range(8, min(top + 1, 256), 8)) | set(range(256, top + 1, 16))
+        grid = (
+            set(small_capture_sizes(top, performance_mode))
+            | set(range(8, min(top + 1, 256), 8))
+            | set(range(256, top + 1, 16))
+        )
         capture = resolved = tuple(sorted(grid | {max_num_batched_tokens} if max_num_batched_tokens <= top else grid))
     else:  # lab.engine.cudagraph.default_capture_sizes mirrors VllmConfig._set_cudagraph_sizes
-        resolved = tuple(default_capture_sizes(max_num_seqs, max_num_batched_tokens, num_speculative_tokens, sm))
+        resolved = tuple(
+            default_capture_sizes(max_num_seqs, max_num_batched_tokens, num_speculative_tokens, sm, performance_mode)
+        )
+        if performance_mode != "balanced":  # the engine's own default is "balanced": hand it the sizes
+            capture = resolved
     lab_mode = mode if mode in ("FULL_AND_PIECEWISE", "PIECEWISE", "NONE") else "FULL_AND_PIECEWISE"
     if mode == "FULL_DECODE_ONLY":
         notes.append(

@@ -115,6 +115,7 @@ READERS = {
     "optimization_level": _str,
     "performance_mode": _str,
     "disable_sliding_window": _bool,
+    "disable_hybrid_kv_cache_manager": _bool,
     "hf_overrides": _json_dict,
     "revision": _str,  # which cached snapshot's config.json (lab/deployment/hf_cache.py)
 }

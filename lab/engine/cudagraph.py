@@ -43,11 +43,23 @@ def _request_counts(max_reqs: int, ceiling: int) -> list[int]:
     return sorted(set(counts + [max_reqs]))
 
 
+def small_capture_sizes(max_size: int, performance_mode: str = "balanced") -> list[int]:
+    """The sizes below 8 (1..32 under "interactivity"), vllm/config/vllm.py ``_set_cudagraph_sizes``."""
+    if performance_mode == "interactivity":
+        return list(range(1, min(max_size, 32) + 1))
+    return [i for i in (1, 2, 4) if i <= max_size]
+
+
 def default_capture_sizes(
-    max_num_seqs: int, max_num_batched_tokens: int, num_speculative_tokens: int, device_capability: int = 90
+    max_num_seqs: int,
+    max_num_batched_tokens: int,
+    num_speculative_tokens: int,
+    device_capability: int = 90,
+    performance_mode: str = "balanced",
 ) -> list[int]:
     """vLLM's default ``cudagraph_capture_sizes`` (vllm/config/vllm.py ``_set_cudagraph_sizes``, the
-    "balanced" performance mode, no dynamic speculative decoding): the token grid 1, 2, 4, 8…248 by 8,
+    "balanced" performance mode unless asked, no dynamic speculative decoding): the token grid 1, 2, 4 (every
+    size 1..32 under "interactivity": "Fine-grained CUDA graphs at small batch sizes"), 8…248 by 8,
     256… by 16 up to ``min(max_num_seqs × (1+K) × 2, 512 or 1024 on SM100, max_num_batched_tokens)``,
     plus ``max_num_batched_tokens`` when it fits, plus the uniform-decode sizes n × (1+K) ("Coverage
     comes from appending the decode sizes rather than extending the token-strided grid")."""
@@ -62,7 +74,7 @@ def default_capture_sizes(
     elif max_num_seqs <= max_size:
         uniform_decode_sizes = [max_num_seqs]
     max_size = min(max_num_batched_tokens, max_size)
-    sizes = [i for i in (1, 2, 4) if i <= max_size]
+    sizes = small_capture_sizes(max_size, performance_mode)
     if max_size >= 8:
         sizes += list(range(8, min(max_size + 1, 256), 8))
     if max_size >= 256:

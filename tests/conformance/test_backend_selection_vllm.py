@@ -28,6 +28,7 @@ sys.modules.setdefault("vllm._C_stable_libtorch", types.ModuleType("vllm._C_stab
 import torch  # noqa: E402
 
 from lab.deployment.selection import backend_priorities, select_backend  # noqa: E402
+from lab.gpu_model.gpus import GPUS  # noqa: E402
 
 cuda = pytest.importorskip("vllm.platforms.cuda")
 from vllm.platforms import current_platform  # noqa: E402
@@ -42,21 +43,24 @@ _IMPORT_ONLY = re.compile(
 )
 _DT = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
+# Every compute capability of the GPU table (lab/gpu_model/gpus.py), and SM120 (RTX Blackwell)
+SMS = tuple(sorted({g.sm for g in GPUS.values() if g.sm} | {120}))
 CASES = [  # (sm, config for select_backend)
     (sm, dict(use_mla=False, head_size=h, num_heads=32, **kw))
-    for sm in (80, 90, 100, 120)
+    for sm in SMS
     for h, kw in (
         (128, {}),
         (64, dict(has_sink=True, has_sliding_window=True)),
         (256, {}),
         (64, dict(attn_type="encoder_only")),
         (128, dict(kv_cache_dtype="fp8", block_size=32)),
+        (128, dict(kv_cache_dtype="fp8")),  # docs/deployments.md's L40S row
         (96, dict(use_non_causal=True)),
         (40, dict(dtype="float32")),
     )
 ] + [
     (sm, dict(use_mla=True, head_size=576, num_heads=n, **kw))
-    for sm in (80, 90, 100, 120)
+    for sm in SMS
     for n, kw in (
         (128, {}),
         (16, {}),

@@ -88,7 +88,8 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
         headline="programs",
         at_replay=FROZEN,
         decided_by=formulas.derived_decider,
-        decider_line="triton_mla.py TritonMLAImpl.forward_mqa: num_kv_splits = _compute_num_kv_splits(max_seq_len, SMs)",
+        decider_line="triton_mla.py TritonMLAImpl.forward_mqa: num_kv_splits = _compute_num_kv_splits(max_seq_len, "
+        "SMs)",
         claims=_TRITON_MLA_CLAIMS,
         notes=(_MLA_NOTE, "SM90: fourth in vLLM's MLA order (after FlashAttention MLA, FlashMLA, FlashInfer MLA)"),
         pages_per_kv_head=True,

@@ -10,8 +10,8 @@ from lab.engine.cudagraph import capture_sizes
 from lab.engine.model_states import MODES
 from lab.gpu_model.backends import BACKENDS, BY_NAME, NAMES, Backend, record_of_kernel
 from lab.gpu_model.formulas import MLA_BYTES_PER_TOKEN, StepWork
-from lab.gpu_model.records import DECIDERS, REAL_LENGTHS, REFRESHED
 from lab.gpu_model.gpus import GPU, HeadShape
+from lab.gpu_model.records import DECIDERS, REAL_LENGTHS, REFRESHED
 
 
 def backends_for(gpu: GPU) -> list[str]:

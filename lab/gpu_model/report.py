@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from lab.engine.model_states import MODES
 from lab.gpu_model.backends import BACKENDS
+from lab.gpu_model.consumers import on_trace
 from lab.gpu_model.gpus import HeadShape
 from lab.gpu_model.records import PINNED
 
@@ -105,10 +106,28 @@ def format_model(trace, rows: list[dict], shape: HeadShape) -> str:
         f"heads {shape.num_q_heads}/{shape.num_kv_heads} x {shape.head_dim}, {shape.dtype_bytes}-byte K/V; "
         f"target passes only; sums over the trace; predictions, not GPU measurements\n",
         format_summary(rows),
+        _consumer_line(trace),
     ]
     for r in rows:
         out += _backend_lines(r)
     return "\n".join(out) + "\n"
+
+
+def _consumer_line(trace) -> str:
+    """Other consumers of max_seq_len on this trace (lab/gpu_model/consumers.py): TurboQuant's path choice."""
+    tq = on_trace(trace)["turboquant_pure_prefill_steps"]
+    return (
+        f"other consumers: TurboQuant (turboquant_attn.py: max_query_len == max_seq_len takes the pure-prefill "
+        f"path) would take it on {tq['baseline']} steps told max_model_len, {tq['fixed']} told the batch max, "
+        f"of {len(trace.steps)}"
+        + (
+            "; cross-attention is told max(encoder_seq_lens) in every era (consumers.cross_attention_max_seq_len; "
+            "the trace keeps no encoder lengths)"
+            if trace.scenario.model_state == "encoder_decoder"
+            else ""
+        )
+        + "\n"
+    )
 
 
 def _backend_lines(r: dict) -> list[str]:

@@ -48,6 +48,7 @@ class Consumer:
 
 _L = "vllm.model_executor.layers.attention."
 _B = "vllm.v1.attention.backends."
+_W = "vllm.v1.worker.gpu."
 CONSUMERS: tuple[Consumer, ...] = (
     Consumer("TurboQuant", "max_query_len == max_seq_len picks the pure-prefill flash_attn path",
              "vllm/v1/attention/backends/turboquant_attn.py TurboQuantAttentionImpl._prefill_attention",
@@ -61,9 +62,14 @@ CONSUMERS: tuple[Consumer, ...] = (
                     "max_num_blocks = cdiv(common_attn_metadata.max_seq_len, self.block_size)",
                     "the copied width follows the told value plus sink_len"),)),
     Consumer("Sparse-MLA indexer (DeepSeek-V3.2/V4)", "its top-k gets the told value",
-             "vllm/v1/attention/backends/mla/indexer.py, sparse MLA backends", "no: sparse MLA not selected", ()),
+             "vllm/model_executor/layers/sparse_attn_indexer.py sparse_attn_indexer", "no: sparse MLA not selected",
+             (Claim("vllm.model_executor.layers.sparse_attn_indexer:sparse_attn_indexer",
+                    "topk_tokens, attn_metadata_narrowed.max_seq_len, )", "the top-k gets the told value"),)),
     Consumer("TOKENSPEED_MLA", "forward passes max_seq_len=attn_metadata.max_seq_len",
-             "vllm/v1/attention/backends/mla/tokenspeed_mla.py", "no: the package is assumed absent", ()),
+             "vllm/v1/attention/backends/mla/tokenspeed_mla.py TokenspeedMLAImpl.forward_mqa",
+             "no: the package is assumed absent",
+             (Claim(_B + "mla.tokenspeed_mla:", "max_seq_len=attn_metadata.max_seq_len,",
+                    "the kernel gets the told value"),)),
     Consumer("DCP workspace", "max_dcp_context_kv_len = ceil(max_seq_len / (N*I)) * I",
              "vllm/v1/attention/backends/flash_attn.py FlashAttentionMetadataBuilder.build",
              "yes: dcp_context_kv_len (the lab runs no DCP)",
@@ -84,7 +90,9 @@ CONSUMERS: tuple[Consumer, ...] = (
                     "new_metadata.max_seq_len = max_encoder_len", "cross-attention's told value"),)),
     Consumer("Dynamic speculative decoding / adaptive verification", "+num_speculative_tokens of the step; "
              "the upper bound taken before compact_batch", "vllm/v1/worker/gpu/model_runner.py prepare_inputs",
-             "no: K is fixed in a scenario", ()),
+             "no: K is fixed in a scenario",
+             (Claim(_W + "model_runner:GPUModelRunner.prepare_inputs", "adaptive_verification.compact_batch(",
+                    "adaptive verification compacts the batch in prepare_inputs"),)),
 )  # fmt: skip
 
 

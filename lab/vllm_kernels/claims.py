@@ -6,6 +6,7 @@ every claim of lab/gpu_model/ (backend records and rules) through ``check``."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import pathlib
 import re
@@ -26,6 +27,12 @@ def _collapse(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
+@functools.lru_cache(maxsize=64)
+def _parsed(path: pathlib.Path) -> tuple[str, ast.Module]:
+    text = path.read_text()
+    return text, ast.parse(text)
+
+
 def source_of(symbol: str) -> str:
     """The source text of ``symbol`` ("vllm.a.b:Class.method", "vllm.a.b:function" or "vllm.a.b:" for the
     whole module) in the installed wheel."""
@@ -35,10 +42,10 @@ def source_of(symbol: str) -> str:
     path = _vllm_root().joinpath(*module.split(".")[1:]).with_suffix(".py")
     if not path.is_file():
         raise ClaimFailed(f"claim symbol {symbol!r}: no file {path}")
-    text = path.read_text()
+    text, tree = _parsed(path)
     if not qualname:
         return text
-    node: ast.AST = ast.parse(text)
+    node: ast.AST = tree
     for part in qualname.split("."):
         found = [
             n

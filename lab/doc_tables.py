@@ -153,7 +153,22 @@ def eras() -> str:
     return head + "\n".join(rows) + "\n"
 
 
-TABLES = {"speculators": speculators, "speculator_history": speculator_history, "eras": eras}
+def consumers() -> str:
+    """docs/rules.md "Other consumers of max_seq_len": one row per lab/gpu_model/consumers.py record."""
+    from lab.gpu_model.consumers import CONSUMERS
+
+    rows = [
+        "| consumer | what it does with `max_seq_len` | vLLM file and symbol | modelled in the lab |",
+        "|---|---|---|---|",
+    ]
+    for c in CONSUMERS:
+        path, _, symbol = c.vllm.partition(" ")
+        where = f"`{path}`" + (f" `{symbol}`" if symbol else "")
+        rows.append(f"| {c.name} | {c.does} | {where} | {c.modelled} |")
+    return "\n".join(rows) + "\n"
+
+
+TABLES = {"speculators": speculators, "speculator_history": speculator_history, "eras": eras, "consumers": consumers}
 
 
 def render(text: str) -> str:

@@ -145,6 +145,11 @@ def _decode_sees_fix(trace) -> bool:
     )
 
 
+def _has_decode(trace) -> bool:
+    k = trace.scenario.num_speculative_tokens
+    return any(q <= 1 + k for st in trace.steps for q in st.num_scheduled_tokens)
+
+
 def backends_and_work(dep: Deployment, trace) -> tuple[dict, dict | None]:
     """The GPU model on this workload (lab/gpu_model/predict.py): every vLLM backend it knows on the GPU
     for this kind of attention (MLA or not), the chosen one first, as a table; and the chosen one's work."""
@@ -173,8 +178,10 @@ def backends_and_work(dep: Deployment, trace) -> tuple[dict, dict | None]:
         "extra": base - fixed,
         "extra_share": (base - fixed) / fixed if fixed else 0.0,
         "extra_bytes": row["baseline_extra"]["bytes"],
+        # The FULL-decode sentence only where it is true: a workload with decode steps, and a backend whose
+        # prefill rows go to another kernel (FA3 runs one flash_attn_varlen_func for both).
         "on_this_workload": line["on this workload"]
-        if _decode_sees_fix(trace)
+        if _decode_sees_fix(trace) or not _has_decode(trace) or not row["separate_prefill_kernel"]
         else (
             "its decode steps all replay FULL graphs, where the kernel sees max_model_len either way (R9), and the "
             "prefill rows go to a context kernel the lab does not model"

@@ -4,13 +4,50 @@ FlexAttention, beside the GQA ones in lab/gpu_model/backends.py, which lists the
 from __future__ import annotations
 
 from lab.gpu_model import formulas
-from lab.gpu_model.records import ASSUMED, MEASURED, VLLM_KERNELS_SOURCE, Backend, Source
+from lab.gpu_model.records import ASSUMED, FROZEN, MEASURED, REFRESHED, VLLM_KERNELS_SOURCE, Backend, Claim, Source
 
 _MLA = "vllm/v1/attention/backends/mla/"
 _MLA_NOTE = (
     "an MLA model (DeepSeek-V3 latent, bf16: 1152 bytes per token, 16 heads per GPU); {prefill_rows} prefill rows "
 )
 _MLA_NOTE += "take MLA's prefill path: not modelled"
+_M = "vllm.v1.attention.backends.mla."
+_FLEX = "vllm.v1.attention.backends.flex_attention:"
+_TRITON_MLA_CLAIMS = (
+    Claim(_M + "triton_mla:TritonMLAImpl.forward_mqa",
+          "num_kv_splits = _compute_num_kv_splits( attn_metadata.max_seq_len, self._sm_count )",
+          "the split count is computed in forward() from the metadata's max_seq_len: a launch scalar"),
+)  # fmt: skip
+_FA_MLA_CLAIMS = (
+    Claim(_M + "flashattn_mla:FlashAttnMLAMetadataBuilder._build_decode",
+          "and self.max_cudagraph_size is not None and num_decode_tokens <= self.max_cudagraph_size ): "
+          "# NOTE(woosuk)",
+          "FA3's pin, on the decode tokens"),
+    Claim(_M + "flashattn_mla:FlashAttnMLAMetadataBuilder.__init__",
+          "vllm_config.attention_config.flash_attn_max_num_splits_for_cuda_graph",
+          "the pinned count is flash_attn_max_num_splits_for_cuda_graph"),
+)  # fmt: skip
+_FLASHMLA_CLAIMS = (
+    Claim(_M + "flashmla:FlashMLAMetadataBuilder._build_decode",
+          "scheduler_metadata, _ = get_mla_metadata( seq_lens_device, num_q_tokens_per_head_k,",
+          "FlashMLA plans from seq_lens, never max_seq_len"),
+)  # fmt: skip
+_FI_MLA_CLAIMS = (
+    Claim(_M + "flashinfer_mla:FlashInferMLAImpl.forward_mqa", "max_seq_len=attn_metadata.max_seq_len,",
+          "TRTLLM-gen MLA reads max_seq_len in forward(): a launch scalar"),
+)  # fmt: skip
+_FLEX_CLAIMS = (
+    Claim(_FLEX + "FlexAttentionMetadataBuilder.build", "out.block_mask = out._build_block_mask_direct()",
+          "build() builds the block mask on every step, outside the graph"),
+    Claim(_FLEX + "FlexAttentionMetadataBuilder.build", "max_seq_len = common_attn_metadata.max_seq_len",
+          "from the step's own max_seq_len (refreshed at replay)"),
+    Claim(_FLEX + "FlexAttentionMetadata._build_block_mask_direct",
+          "self.doc_ids, : cdiv(self.max_seq_len, self.block_size)",
+          "the gather is cdiv(max_seq_len, block_size) columns wide per query token"),
+    Claim(_FLEX + "FlexAttentionMetadataBuilder.build_for_cudagraph_capture",
+          "common_attn_metadata.max_seq_len = int( common_attn_metadata.seq_lens_cpu_upper_bound.max().item() )",
+          "capture uses the dummy batch's upper bound, not max_model_len"),
+)  # fmt: skip
 _SM90_ORDER = Source(
     "vllm-project/vllm",
     "vllm/platforms/cuda.py",
@@ -49,6 +86,11 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
             _SM90_ORDER,
         ),
         headline="programs",
+        at_replay=FROZEN,
+        decided_by=formulas.derived_decider,
+        decider_line="triton_mla.py TritonMLAImpl.forward_mqa: num_kv_splits = _compute_num_kv_splits(max_seq_len, "
+        "SMs)",
+        claims=_TRITON_MLA_CLAIMS,
         notes=(_MLA_NOTE, "SM90: fourth in vLLM's MLA order (after FlashAttention MLA, FlashMLA, FlashInfer MLA)"),
         pages_per_kv_head=True,
         known=MEASURED,
@@ -59,8 +101,8 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
         "slightly: split bound",
         "FA3 with one latent KV head: max_seqlen_k reaches get_scheduler_metadata and flash_attn_varlen_func "
         "(the split bound, as FA3); pages follow seqused_k",
-        formulas.fa3_work,
-        ("fa3_n_blocks", "pages"),
+        formulas.flashattn_mla_work,
+        ("fa3_n_blocks", "pinned_steps", "pages"),
         (90,),
         (
             Source(
@@ -80,6 +122,11 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
             _SM90_ORDER,
         ),
         headline="fa3_n_blocks",
+        at_replay=FROZEN,
+        decided_by=formulas.flashattn_mla_decided_by,
+        decider_line="flashattn_mla.py FlashAttnMLAMetadataBuilder._build_decode: max_num_splits = 32 if the mode "
+        "has FULL graphs and num_decode_tokens <= max_cudagraph_size, else 0 (FA3's heuristic)",
+        claims=_FA_MLA_CLAIMS,
         notes=(_MLA_NOTE, "SM90: first in vLLM's MLA order"),
         pages_per_kv_head=True,
         attention="MLA",
@@ -102,6 +149,8 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
             _SM90_ORDER,
         ),
         notes=(_MLA_NOTE,),
+        decider_line="flashmla.py FlashMLAMetadataBuilder._build_decode: get_mla_metadata(seq_lens_device, ...)",
+        claims=_FLASHMLA_CLAIMS,
         pages_per_kv_head=True,
         attention="MLA",
     ),
@@ -130,6 +179,10 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
             _SM90_ORDER,
         ),
         headline="ctas_launched",
+        at_replay=FROZEN,
+        decided_by=formulas.derived_decider,
+        decider_line="flashinfer_mla.py FlashInferMLAImpl.forward_mqa: max_seq_len=attn_metadata.max_seq_len",
+        claims=_FI_MLA_CLAIMS,
         notes=(_MLA_NOTE, "SM100: first in vLLM's MLA order"),
         pages_per_kv_head=True,
         known=ASSUMED,
@@ -138,6 +191,7 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
     Backend(
         "flex-attention",
         "yes: block-mask build",
+        "build() rebuilds the mask every step, outside the graph (FULL steps too), from the step's max_seq_len: "
         "_build_block_mask_direct gathers block_table[doc_ids, :cdiv(max_seq_len, block_size)] (one row per query "
         "token) and zeroes the columns past num_blocks; the attention reads the real pages",
         formulas.flex_block_mask_work,
@@ -155,5 +209,11 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
         ),
         headline="mask_entries_gathered",
         known=MEASURED,
+        at_replay=REFRESHED,
+        decided_by=formulas.derived_decider,
+        decider_line="flex_attention.py FlexAttentionMetadataBuilder.build -> _build_block_mask_direct: "
+        "cdiv(max_seq_len, block_size) columns, rebuilt each step from the step's max_seq_len",
+        separate_prefill_kernel=False,
+        claims=_FLEX_CLAIMS,
     ),
 )

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab.blocks import cdiv, walked_columns
+from lab.gpu_model.records import DERIVED, HEURISTIC, PINNED
 from lab.gpu_model.split_plan import split_plan
 
 TILE_KV = 128  # TRTLLM-gen tileSizeKv / stepKv of the decode kernels (fmhaKernels.cuh)
@@ -95,9 +96,14 @@ class StepWork:
     block_size: int
     num_kv_heads: int
     num_sms: int
+    num_actual_tokens: int = 0  # the step's unpadded tokens (CommonAttentionMetadata.num_actual_tokens)
+    num_decode_tokens: int = 0  # the decode rows' tokens (split_decodes_and_prefills)
+    pinned_split_tokens: int = 0  # max_cudagraph_capture_size if the mode has FULL graphs, else 0 (FA3's pin)
 
     @classmethod
-    def of(cls, step, k: int, block_size: int, num_kv_heads: int, num_sms: int) -> StepWork:
+    def of(
+        cls, step, k: int, block_size: int, num_kv_heads: int, num_sms: int, pinned_split_tokens: int = 0
+    ) -> StepWork:
         sched, seq = step.num_scheduled_tokens, step.seq_lens
         # vllm/v1/attention/backends/utils.py split_decodes_and_prefills: query <= decode_threshold (1+K)
         dec = [i for i, q in enumerate(sched) if q <= 1 + k]
@@ -113,10 +119,15 @@ class StepWork:
             block_size,
             num_kv_heads,
             num_sms,
+            int(sum(sched)),
+            int(sum(sched[i] for i in dec)),
+            pinned_split_tokens,
         )
 
     @classmethod
-    def of_draft(cls, step, dpass, q_len: int, block_size: int, num_kv_heads: int, num_sms: int) -> StepWork:
+    def of_draft(
+        cls, step, dpass, q_len: int, block_size: int, num_kv_heads: int, num_sms: int, pinned_split_tokens: int = 0
+    ) -> StepWork:
         """A draft pass as a decode launch: every request one row of ``q_len`` query tokens whose length
         is the pass's ``seq_lens_cpu_upper_bound`` (R5; the trace keeps no exact draft lengths, so the
         upper bound stands for them), then the padded rows at 0."""
@@ -124,7 +135,9 @@ class StepWork:
         real = ub[: step.num_reqs]
         pages = int(cdiv(np.asarray(real, dtype=np.int64), block_size).sum())
         rows = PassRows(dpass.num_reqs_padded, [q_len] * step.num_reqs)
-        return cls(rows, list(ub), q_len, [], pages, block_size, num_kv_heads, num_sms)
+        tokens = step.num_reqs * q_len
+        return cls(rows, list(ub), q_len, [], pages, block_size, num_kv_heads, num_sms, tokens, tokens,
+                   pinned_split_tokens)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -159,10 +172,53 @@ def lab_split_kv_work(w: StepWork, max_seq_len: int) -> dict:
     return lab_split_plan(max_seq_len, st.num_reqs_padded, q, w.num_kv_heads, w.block_size, w.num_sms or LAB_SPLIT_SMS)
 
 
+FA3_PINNED_SPLITS = 32  # vllm/config/attention.py AttentionConfig.flash_attn_max_num_splits_for_cuda_graph
+
+
+def fa3_splits_pinned(w: StepWork) -> bool:
+    """vllm/v1/attention/backends/flash_attn.py FlashAttentionMetadataBuilder.build: max_num_splits is
+    pinned (32) when the configured mode has FULL graphs (``use_full_cuda_graph``, a config property, not the
+    step's graph) and ``num_actual_tokens <= max_cudagraph_size``: PIECEWISE and eager steps too."""
+    return 0 < w.num_actual_tokens <= w.pinned_split_tokens
+
+
+def flashattn_mla_splits_pinned(w: StepWork) -> bool:
+    """mla/flashattn_mla.py FlashAttnMLAMetadataBuilder._build_decode: the same pin, on
+    ``num_decode_tokens <= self.max_cudagraph_size``."""
+    return 0 < w.num_decode_tokens <= w.pinned_split_tokens
+
+
+def fa3_decided_by(w: StepWork) -> str:
+    return PINNED if fa3_splits_pinned(w) else HEURISTIC
+
+
+def flashattn_mla_decided_by(w: StepWork) -> str:
+    return PINNED if flashattn_mla_splits_pinned(w) else HEURISTIC
+
+
+def _fa3_counts(w: StepWork, max_seq_len: int, pinned: bool) -> dict:
+    # On a pinned step FA3 gets num_splits=32 and its heuristic does not run: max_seqlen_k changes nothing.
+    return {
+        "fa3_n_blocks": 0 if pinned else cdiv(max_seq_len, FA3_BLOCK_N),
+        "pinned_steps": int(pinned),
+        "pages": w.real_pages,
+    }
+
+
 def fa3_work(w: StepWork, max_seq_len: int) -> dict:
     """FA3: the KV blocks its split heuristic sees (hopper/flash_api.cpp get_num_splits: num_n_blocks =
-    cdiv(max_seqlen_k, kBlockN)); the pages follow seqused_k (hopper/tile_scheduler.hpp)."""
-    return {"fa3_n_blocks": cdiv(max_seq_len, FA3_BLOCK_N), "pages": w.real_pages}
+    cdiv(max_seqlen_k, kBlockN)) on the steps the heuristic runs (0 where vLLM pins the splits,
+    ``fa3_splits_pinned``); the pages follow seqused_k (hopper/tile_scheduler.hpp)."""
+    return _fa3_counts(w, max_seq_len, fa3_splits_pinned(w))
+
+
+def flashattn_mla_work(w: StepWork, max_seq_len: int) -> dict:
+    """FlashAttention MLA: ``fa3_work`` with the pin on the decode tokens (``flashattn_mla_splits_pinned``)."""
+    return _fa3_counts(w, max_seq_len, flashattn_mla_splits_pinned(w))
+
+
+def derived_decider(w: StepWork) -> str:
+    return DERIVED
 
 
 def real_pages_work(w: StepWork, max_seq_len: int) -> dict:
@@ -215,6 +271,7 @@ def flashinfer_mla_work(w: StepWork, max_seq_len: int) -> dict:
 def flex_block_mask_work(w: StepWork, max_seq_len: int) -> dict:
     """FlexAttention's ``_build_block_mask_direct`` (flex_attention.py): ``block_table[doc_ids,
     :cdiv(max_seq_len, block_size)]``, one row per real query token, then columns past each row's
-    num_blocks set to 0; the attention reads the real pages."""
+    num_blocks set to 0; the attention reads the real pages. ``build`` runs it on every step, outside the
+    graph, from the step's told value (R9: refreshed at replay), so predict passes the metadata value."""
     tokens = int(sum(w.step.num_scheduled_tokens))
     return {"mask_entries_gathered": tokens * walked_columns(max_seq_len, w.block_size), "pages": w.real_pages}

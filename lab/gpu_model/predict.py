@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import math
 
+from lab.engine.cudagraph import capture_sizes
 from lab.engine.model_states import MODES
 from lab.gpu_model.backends import BACKENDS, BY_NAME, NAMES, Backend, record_of_kernel
 from lab.gpu_model.formulas import MLA_BYTES_PER_TOKEN, StepWork
 from lab.gpu_model.gpus import GPU, HeadShape
+from lab.gpu_model.records import DECIDERS, REAL_LENGTHS, REFRESHED
 
 
 def backends_for(gpu: GPU) -> list[str]:
@@ -20,19 +22,22 @@ def backends_for(gpu: GPU) -> list[str]:
 def predict(trace, gpu: GPU, shape: HeadShape | None = None, backends: list[str] | None = None) -> list[dict]:
     """One dict per backend that can run on ``gpu``: verdict, predicted work per mode summed over
     the trace's target passes, baseline extra, sources, and the lab's measurement where one exists.
-    Every formula starts from ``step.kernel_max_seq_len`` (R9), never from the metadata value."""
+    A formula starts from ``step.kernel_max_seq_len`` for a backend that reads max_seq_len at launch (R9:
+    frozen at capture), from ``step.max_seq_len`` for one whose builder refreshes a buffer each step."""
     shape = shape or HeadShape()
     recs = _records(backends or backends_for(gpu))
     s = trace.scenario
+    pin = pinned_split_tokens(s)
     works = [
         (
-            StepWork.of(st, s.num_speculative_tokens, s.block_size, shape.num_kv_heads, gpu.num_sms),
+            StepWork.of(st, s.num_speculative_tokens, s.block_size, shape.num_kv_heads, gpu.num_sms, pin),
             st.kernel_max_seq_len,
+            st.max_seq_len,
         )
         for st in trace.steps
     ]
     acc = _sums(recs, works)
-    prefill_rows = sum(len(w.prefill) for w, _ in works)
+    prefill_rows = sum(len(w.prefill) for w, _, _ in works)
     return [_row(trace, gpu, shape, b, acc[b.name], prefill_rows, _measured(trace, b, gpu)) for b in recs]
 
 
@@ -40,12 +45,18 @@ def predict_draft_pass(trace, gpu: GPU, index: int, q_len: int, shape: HeadShape
                        backends: list[str] | None = None) -> list[dict]:  # fmt: skip
     """``predict`` for draft pass ``index`` of every step that has it: each request one decode row of
     ``q_len`` query tokens (``StepWork.of_draft``), the kernel told the pass's ``kernel_max_seq_len`` (R9)
-    in each mode; the draft model's attention assumed to run the target's backend and head shape."""
+    in each mode (its ``max_seq_len`` for a builder refreshed at replay); the draft model's attention assumed
+    to run the target's backend and head shape."""
     shape = shape or HeadShape()
     recs = _records(backends or backends_for(gpu))
     bs = trace.scenario.block_size
+    pin = pinned_split_tokens(trace.scenario)
     works = [
-        (StepWork.of_draft(st, d, q_len, bs, shape.num_kv_heads, gpu.num_sms), d.kernel_max_seq_len)
+        (
+            StepWork.of_draft(st, d, q_len, bs, shape.num_kv_heads, gpu.num_sms, pin),
+            d.kernel_max_seq_len,
+            d.max_seq_len,
+        )  # fmt: skip
         for st in trace.steps
         for d in st.drafts
         if d.index == index
@@ -61,15 +72,30 @@ def _records(names: list[str]) -> list[Backend]:
     return [BY_NAME[n] for n in names]
 
 
+def pinned_split_tokens(scenario) -> int:
+    """The most tokens a step may have for vLLM to pin FA3's num_splits: ``max_cudagraph_capture_size`` when
+    the configured mode has FULL graphs, else 0 (flash_attn.py FlashAttentionMetadataBuilder.__init__:
+    ``use_full_cuda_graph = cudagraph_mode.has_full_cudagraphs()``; only FULL_AND_PIECEWISE has them here)."""
+    if scenario.cudagraph_mode != "FULL_AND_PIECEWISE":
+        return 0
+    return max(capture_sizes(scenario), default=0)
+
+
 def _sums(recs: list[Backend], works) -> dict:
-    """Each backend's counts in both modes, summed over (StepWork, kernel_max_seq_len by mode) pairs."""
+    """Each backend's counts in both modes, summed over (StepWork, kernel_max_seq_len, max_seq_len by mode)
+    triples, and how many steps each decider (records.DECIDERS) decided its split or grid."""
     acc = {b.name: {m: dict.fromkeys(b.quantities, 0) for m in MODES} for b in recs}
-    for w, kernel in works:
-        for m in MODES:
-            for b in recs:
+    for b in recs:
+        acc[b.name]["decided_by"] = dict.fromkeys(DECIDERS, 0)
+    for w, kernel, told in works:
+        for b in recs:
+            # R9: a launch scalar keeps capture's value under FULL; a refreshed buffer gets the step's own.
+            seen = told if b.at_replay == REFRESHED else kernel
+            for m in MODES:
                 sums = acc[b.name][m]
-                for x, v in b.work(w, kernel[m]).items():
+                for x, v in b.work(w, seen[m]).items():
                     sums[x] += v
+            acc[b.name]["decided_by"][b.decided_by(w) if b.decided_by else REAL_LENGTHS] += 1
     return acc
 
 
@@ -80,6 +106,7 @@ def _row(trace, gpu: GPU, shape: HeadShape, b: Backend, sums: dict, prefill_rows
     # An MLA backend reads one latent vector per token (formulas.MLA_BYTES_PER_TOKEN), whatever the GQA shape.
     per_token = MLA_BYTES_PER_TOKEN if b.attention == "MLA" else shape.kv_bytes_per_token * heads
     pred = {m: {**sums[m], "bytes": sums[m]["pages"] * bs * per_token} for m in MODES}
+    decided = {k: v for k, v in sums["decided_by"].items() if v}
     return {
         "gpu": gpu.name,
         "backend": b.name,
@@ -87,6 +114,10 @@ def _row(trace, gpu: GPU, shape: HeadShape, b: Backend, sums: dict, prefill_rows
         "how": b.how,
         "known": b.known,
         "attention": b.attention,
+        "at_replay": b.at_replay,
+        "decided_by": decided,  # steps per decider of the split count or grid (records.DECIDERS)
+        "decider_line": b.decider_line,
+        "separate_prefill_kernel": b.separate_prefill_kernel,
         "predicted": pred,
         "baseline_extra": {x: pred["baseline"][x] - pred["fixed"][x] for x in pred["baseline"]},
         "notes": [n.format(prefill_rows=prefill_rows) for n in b.notes],

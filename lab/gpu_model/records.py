@@ -1,5 +1,8 @@
 """The record of one attention backend (``Backend``) and its sources (``Source``): the fields of the
-R10 table in lab/gpu_model/backends.py, and how an answer is known (``KNOWN``)."""
+R10 table in lab/gpu_model/backends.py, how an answer is known (``KNOWN``), whether the backend reads
+``max_seq_len`` frozen at capture or refreshed at replay (R9, ``AT_REPLAY``), and the claims about vLLM's
+code each record makes (``Claim``: tests/conformance/test_claims_vllm.py checks every one against the
+installed 0.33.0 wheel, tests/test_claims_registry.py that none goes unchecked)."""
 
 from __future__ import annotations
 
@@ -22,6 +25,29 @@ ASSUMED = "assumed"
 LAB = "the lab's own kernel (measured)"
 KNOWN = (MEASURED, READ, ASSUMED, LAB)
 
+# R9 (docs/rules.md): where a backend reads max_seq_len decides what a FULL replay shows it.
+FROZEN = "frozen at capture"  # a launch scalar read in forward(): a FULL replay keeps capture's value
+REFRESHED = "refreshed at replay"  # build() fills a buffer the graph reads, from the step's own value
+NOT_READ = "not read"  # its work never depends on max_seq_len
+AT_REPLAY = (FROZEN, REFRESHED, NOT_READ)
+
+# Who decides the split count or grid of one step (the prediction's ``decided_by``).
+PINNED = "pinned"  # a constant vLLM sets (FA3's flash_attn_max_num_splits_for_cuda_graph)
+HEURISTIC = "heuristic"  # the kernel's own heuristic, which reads max_seq_len (FA3's num_splits=0)
+DERIVED = "max_seq_len-derived"  # a formula of max_seq_len (Triton MLA, TRTLLM-gen, Flex's mask width)
+REAL_LENGTHS = "real lengths"  # seq_lens only
+DECIDERS = (PINNED, HEURISTIC, DERIVED, REAL_LENGTHS)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One behavioural claim about a vLLM 0.33.0 function: ``symbol`` ("module:Qualified.name"), a ``quote``
+    that must appear in that symbol's source (whitespace collapsed), and what the lab says it means."""
+
+    symbol: str
+    quote: str
+    says: str
+
 
 @dataclass(frozen=True)
 class Backend:
@@ -37,6 +63,11 @@ class Backend:
     pages_per_kv_head: bool = False  # its pages are counted per KV head already (bytes: x1, not x KV heads)
     known: str = READ  # how the R10 answer is known (KNOWN)
     attention: str = "GQA"  # "MLA": an MLA model's backend (bytes per token: formulas.MLA_BYTES_PER_TOKEN)
+    at_replay: str = NOT_READ  # R9: FROZEN (launch scalar) / REFRESHED (buffer filled in build) / NOT_READ
+    decided_by: Callable | None = None  # decided_by(StepWork) -> one of DECIDERS; None: REAL_LENGTHS always
+    decider_line: str = ""  # the vLLM (or lab) line that decides the split count or grid
+    separate_prefill_kernel: bool = True  # prefill rows go to another kernel (False: one varlen kernel)
+    claims: tuple[Claim, ...] = ()  # checked against the wheel (tests/conformance/test_claims_vllm.py)
 
     @property
     def changes_work(self) -> bool:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from lab.engine.model_states import MODES
 from lab.gpu_model.backends import BACKENDS
+from lab.gpu_model.consumers import on_trace
 from lab.gpu_model.gpus import HeadShape
+from lab.gpu_model.records import PINNED
 
 # The quantity that shows each backend's dependence on max_seq_len best (its record's headline).
 HEADLINE = {b.name: b.headline for b in BACKENDS}
@@ -43,6 +45,7 @@ def summary(rows: list[dict]) -> list[dict]:
                 "extra bytes": r["baseline_extra"]["bytes"],
                 "measured": f"{me['baseline_ms']:.2f}/{me['fixed_ms']:.2f} ms" if me else "-",
                 "on this workload": _on_this_workload(r, key),
+                "split decided by": decided_phrase(r),
                 "sources": ", ".join(sorted({src["status"] for src in r["sources"]})),
             }
         )
@@ -55,10 +58,25 @@ def _on_this_workload(r: dict, key: str) -> str:
         return "never changes"
     if r["baseline_extra"][key]:
         return "more work in the baseline"
+    if r["decided_by"] and set(r["decided_by"]) == {PINNED}:
+        # flash_attn.py FlashAttentionMetadataBuilder.build: num_splits pinned, FA3's heuristic never runs.
+        return (
+            "vLLM pins num_splits at 32 (flash_attn_max_num_splits_for_cuda_graph) on every step of this workload: "
+            "max_seqlen_k decides no split"
+        )
     if r["backend"] == "trtllm-gen":
         # formulas.trtllm_gen_decode: numCtasPerSeqKv = min(cdiv(max_seq_len, 2*stepKv), SMs // (q x KV heads x rows))
         return "no extra: rows x KV heads fill the SMs, one CTA per sequence either way"
     return "no extra on this workload"
+
+
+def decided_phrase(r: dict) -> str:
+    """Which vLLM line decided the split count or grid, in words: "pinned", "heuristic",
+    "max_seq_len-derived" or "real lengths", with the steps of each when they differ."""
+    d = r["decided_by"]
+    if len(d) == 1:
+        return next(iter(d))
+    return ", ".join(f"{k} ({v} steps)" for k, v in d.items())
 
 
 def summary_cells(summ: list[dict]) -> list[list[str]]:
@@ -83,22 +101,41 @@ def format_model(trace, rows: list[dict], shape: HeadShape) -> str:
     s = trace.scenario
     n_full = sum(1 for st in trace.steps if st.cudagraph_mode == "FULL")
     out = [
-        f"scenario: {s.to_spec()}  ({len(trace.steps)} steps, {n_full} FULL-graph steps: there the kernel "
-        f"sees max_model_len in both modes, R9)",
+        f"scenario: {s.to_spec()}  ({len(trace.steps)} steps, {n_full} FULL-graph steps: there a launch scalar "
+        f"keeps max_model_len in both modes; a buffer refreshed at replay gets the step's own, R9)",
         f"heads {shape.num_q_heads}/{shape.num_kv_heads} x {shape.head_dim}, {shape.dtype_bytes}-byte K/V; "
         f"target passes only; sums over the trace; predictions, not GPU measurements\n",
         format_summary(rows),
+        _consumer_line(trace),
     ]
     for r in rows:
         out += _backend_lines(r)
     return "\n".join(out) + "\n"
 
 
+def _consumer_line(trace) -> str:
+    """Other consumers of max_seq_len on this trace (lab/gpu_model/consumers.py): TurboQuant's path choice."""
+    tq = on_trace(trace)["turboquant_pure_prefill_steps"]
+    return (
+        f"other consumers: TurboQuant (turboquant_attn.py: max_query_len == max_seq_len takes the pure-prefill "
+        f"path) would take it on {tq['baseline']} steps told max_model_len, {tq['fixed']} told the batch max, "
+        f"of {len(trace.steps)}"
+        + (
+            "; cross-attention is told max(encoder_seq_lens) in every era (consumers.cross_attention_max_seq_len; "
+            "the trace keeps no encoder lengths)"
+            if trace.scenario.model_state == "encoder_decoder"
+            else ""
+        )
+        + "\n"
+    )
+
+
 def _backend_lines(r: dict) -> list[str]:
     """One backend's block of the report: verdict, the table of both modes, measurement, notes, sources."""
     out = [
         f"[{r['gpu']}] {r['backend']} ({r['attention']}): max_seq_len changes the work? "
-        f"{r['max_seq_len_changes_work']} ({r['known']}) - {r['how']}"
+        f"{r['max_seq_len_changes_work']} ({r['known']}) - {r['how']}",
+        f"    max_seq_len {r['at_replay']} (R9); split/grid decided by: {decided_phrase(r)} - {r['decider_line']}",
     ]
     keys = list(r["predicted"]["baseline"])
 

@@ -1,0 +1,107 @@
+"""The other consumers of ``max_seq_len`` in vLLM 0.33.0 (docs/rules.md "Other consumers of max_seq_len"):
+one record each (what it does with the value, the vLLM symbol, whether the lab models it, the claims
+checked against the wheel), and the ones that are a line of arithmetic as pure functions of trace data.
+``on_trace`` applies them to a trace; the gpu-model report (lab/gpu_model/report.py) shows it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lab.blocks import cdiv
+from lab.engine.model_states import MODES
+from lab.gpu_model.records import Claim
+
+
+def static_sink_columns(max_seq_len: int, sink_len: int, block_size: int) -> int:
+    """StaticSinkAttentionBuilder.build: ``max_seq_len += sink_len``, then ``cdiv(max_seq_len, block_size)``
+    block-table columns copied into the sink-prefixed table each step."""
+    return cdiv(max_seq_len + sink_len, block_size)
+
+
+def dcp_context_kv_len(max_seq_len: int, dcp_world_size: int, interleave_size: int = 1) -> int:
+    """FlashAttentionMetadataBuilder.build under DCP: the workspace bound "ceil(L / (N * I)) * I"."""
+    if dcp_world_size < 1 or interleave_size < 1:
+        raise ValueError(f"dcp_world_size and interleave_size must be >= 1, got {dcp_world_size}, {interleave_size}")
+    partitions = dcp_world_size * interleave_size
+    return (max_seq_len + partitions - 1) // partitions * interleave_size
+
+
+def turboquant_pure_prefill(max_query_len: int, max_seq_len: int) -> bool:
+    """TurboQuant's _prefill_attention: ``max_query_len == max_seq_len`` takes the flash_attn fast path
+    ("no request has prior cached KV"): the told value picks the kernel."""
+    return max_query_len == max_seq_len
+
+
+def cross_attention_max_seq_len(encoder_seq_lens) -> int:
+    """CrossAttentionBuilder.build: cross-attention is told ``max(encoder_seq_lens)`` in every era."""
+    return int(max(encoder_seq_lens))
+
+
+@dataclass(frozen=True)
+class Consumer:
+    name: str
+    does: str  # what it does with max_seq_len
+    vllm: str  # file and symbol
+    modelled: str  # "yes: <function>" or "no: <why>"
+    claims: tuple[Claim, ...]
+
+
+_L = "vllm.model_executor.layers.attention."
+_B = "vllm.v1.attention.backends."
+_W = "vllm.v1.worker.gpu."
+CONSUMERS: tuple[Consumer, ...] = (
+    Consumer("TurboQuant", "max_query_len == max_seq_len picks the pure-prefill flash_attn path",
+             "vllm/v1/attention/backends/turboquant_attn.py TurboQuantAttentionImpl._prefill_attention",
+             "yes: turboquant_pure_prefill (the backend itself: no, the lab refuses the dtype)",
+             (Claim(_B + "turboquant_attn:", "attn_metadata.max_query_len == attn_metadata.max_seq_len",
+                    "the told value picks the kernel path"),)),
+    Consumer("StaticSinkAttention", "adds sink_len, copies cdiv(max_seq_len + sink_len, block_size) columns a step",
+             "vllm/model_executor/layers/attention/static_sink_attention.py StaticSinkAttentionBuilder.build",
+             "yes: static_sink_columns (no preset has a sink model)",
+             (Claim(_L + "static_sink_attention:create_static_sink_attention_backend.StaticSinkAttentionBuilder.build",
+                    "max_num_blocks = cdiv(common_attn_metadata.max_seq_len, self.block_size)",
+                    "the copied width follows the told value plus sink_len"),)),
+    Consumer("Sparse-MLA indexer (DeepSeek-V3.2/V4)", "its top-k gets the told value",
+             "vllm/model_executor/layers/sparse_attn_indexer.py sparse_attn_indexer", "no: sparse MLA not selected",
+             (Claim("vllm.model_executor.layers.sparse_attn_indexer:sparse_attn_indexer",
+                    "topk_tokens, attn_metadata_narrowed.max_seq_len, )", "the top-k gets the told value"),)),
+    Consumer("TOKENSPEED_MLA", "forward passes max_seq_len=attn_metadata.max_seq_len",
+             "vllm/v1/attention/backends/mla/tokenspeed_mla.py TokenspeedMLAImpl.forward_mqa",
+             "no: the package is assumed absent",
+             (Claim(_B + "mla.tokenspeed_mla:", "max_seq_len=attn_metadata.max_seq_len,",
+                    "the kernel gets the told value"),)),
+    Consumer("DCP workspace", "max_dcp_context_kv_len = ceil(max_seq_len / (N*I)) * I",
+             "vllm/v1/attention/backends/flash_attn.py FlashAttentionMetadataBuilder.build",
+             "yes: dcp_context_kv_len (the lab runs no DCP)",
+             (Claim(_B + "flash_attn:FlashAttentionMetadataBuilder.build",
+                    "max_dcp_context_kv_len = ( (max_seq_len + num_partitions - 1) // num_partitions ) "
+                    "* self.cp_kv_cache_interleave_size", "the workspace is sized from the told value"),)),
+    Consumer("FlashInfer fp8-KV prefill / TRTLLM prefill", "a block-table slice cdiv(max_prefill_seq_len, page); "
+             "max_kv_len=max_seq_len", "vllm/v1/attention/backends/flashinfer.py FlashInferImpl.forward",
+             "no: prefill kernels not modelled",
+             (Claim(_B + "flashinfer:FlashInferImpl.forward", "max_kv_len=attn_metadata.prefill.max_seq_len,",
+                    "TRTLLM prefill gets the prefill rows' told value"),)),
+    Consumer("Cross-attention (encoder-decoder)", "told max(encoder_seq_lens) in every era; captured with "
+             "max_source_positions",
+             "vllm/model_executor/layers/attention/cross_attention.py CrossAttentionBuilder.build",
+             "yes: cross_attention_max_seq_len (value only)",
+             (Claim(_L + "cross_attention:create_cross_attention_backend.CrossAttentionBuilder.build",
+                    "max_encoder_len = int(new_metadata.encoder_seq_lens_cpu.max()) "
+                    "new_metadata.max_seq_len = max_encoder_len", "cross-attention's told value"),)),
+    Consumer("Dynamic speculative decoding / adaptive verification", "+num_speculative_tokens of the step; "
+             "the upper bound taken before compact_batch", "vllm/v1/worker/gpu/model_runner.py prepare_inputs",
+             "no: K is fixed in a scenario",
+             (Claim(_W + "model_runner:GPUModelRunner.prepare_inputs", "adaptive_verification.compact_batch(",
+                    "adaptive verification compacts the batch in prepare_inputs"),)),
+)  # fmt: skip
+
+
+def on_trace(trace) -> dict:
+    """The modelled consumers on a trace, per mode: the steps whose told value would take TurboQuant's
+    pure-prefill path (``turboquant_pure_prefill`` on the step's max query and told max_seq_len)."""
+    prefill_path = dict.fromkeys(MODES, 0)
+    for st in trace.steps:
+        q = max(st.num_scheduled_tokens or [0])
+        for m in MODES:
+            prefill_path[m] += turboquant_pure_prefill(q, st.max_seq_len[m])
+    return {"turboquant_pure_prefill_steps": prefill_path, "steps": len(trace.steps)}

@@ -1,0 +1,66 @@
+"""Check a claim about vLLM's code against the installed wheel: the source of the named symbol, read by
+AST from the installed file (no vLLM import: a backend whose CUDA extension is missing is read all the
+same), must contain the claim's quote, whitespace collapsed. tests/conformance/test_claims_vllm.py runs
+every claim of lab/gpu_model/ (backend records and rules) through ``check``."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib.util
+import pathlib
+import re
+
+
+class ClaimFailed(AssertionError):
+    pass
+
+
+def _vllm_root() -> pathlib.Path:
+    spec = importlib.util.find_spec("vllm")  # finds the package without running it
+    if spec is None or not spec.submodule_search_locations:
+        raise ClaimFailed("vLLM is not installed here (the claims are checked in .venv-vllm)")
+    return pathlib.Path(next(iter(spec.submodule_search_locations)))
+
+
+def _collapse(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed(path: pathlib.Path) -> tuple[str, ast.Module]:
+    text = path.read_text()
+    return text, ast.parse(text)
+
+
+def source_of(symbol: str) -> str:
+    """The source text of ``symbol`` ("vllm.a.b:Class.method", "vllm.a.b:function" or "vllm.a.b:" for the
+    whole module) in the installed wheel."""
+    module, _, qualname = symbol.partition(":")
+    if not module.startswith("vllm."):
+        raise ClaimFailed(f"claim symbol {symbol!r}: not a vLLM module")
+    path = _vllm_root().joinpath(*module.split(".")[1:]).with_suffix(".py")
+    if not path.is_file():
+        raise ClaimFailed(f"claim symbol {symbol!r}: no file {path}")
+    text, tree = _parsed(path)
+    if not qualname:
+        return text
+    node: ast.AST = tree
+    for part in qualname.split("."):
+        found = [
+            n
+            for n in getattr(node, "body", [])
+            if isinstance(n, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and n.name == part
+        ]
+        if not found:
+            raise ClaimFailed(f"claim symbol {symbol!r}: no {part!r} in {path.name}")
+        node = found[-1]
+    return ast.get_source_segment(text, node) or ""
+
+
+def check(claim) -> None:
+    """Raise ClaimFailed unless ``claim.quote`` is in the source of ``claim.symbol``."""
+    if not claim.quote.strip():
+        raise ClaimFailed(f"claim on {claim.symbol!r} has no quote to check")
+    if _collapse(claim.quote) not in _collapse(source_of(claim.symbol)):
+        raise ClaimFailed(f"{claim.symbol}: quote not found: {claim.quote!r} (the lab says: {claim.says})")

@@ -1,0 +1,55 @@
+"""The hostile corpus of issue 36 (/work/shared/reviews/hostile_probe_2026-12-02.md): inputs one attendee of a
+room could send, each refused with a clear message under a memory or time bound that the old code broke."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from lab.scenario import parse_spec
+
+
+def _peak_rss_mib(code: str, timeout: float = 60) -> tuple[float, str]:
+    """Run ``code`` in a fresh interpreter; its peak RSS in MiB (ru_maxrss) and its stdout."""
+    wrapped = code + "\nimport resource\nprint('RSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
+    out = subprocess.run(
+        [sys.executable, "-c", wrapped], capture_output=True, text=True, timeout=timeout, check=True
+    ).stdout
+    rss = float(out.rsplit("RSS", 1)[1])
+    return rss, out
+
+
+def test_c1_many_full_groups_refused_before_building():
+    # Old code: 12 groups of 1,000,000 built 12 million tuples (2.2 GB) before the Scenario's total check.
+    code = textwrap.dedent(
+        """
+        import resource
+        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        from lab.scenario import parse_spec
+        try:
+            parse_spec("_".join(["1000000p1o1"] * 12))
+        except ValueError as e:
+            print("ERR", e)
+        """
+    )
+    rss, out = _peak_rss_mib(code)
+    assert "more than 1,000,000 requests" in out
+    assert rss < 200, rss
+
+
+@pytest.mark.parametrize("spec", ["p1o1a3000000000", "2p1o1a2147483647+1"])
+def test_m1_arrival_past_int32_is_a_clear_error(spec):
+    with pytest.raises(ValueError, match="arrival steps must be <= 2,147,483,647"):
+        parse_spec(spec)
+
+
+def test_arrival_bound_in_request_checks():
+    s = parse_spec("p1o1a5")
+    import dataclasses
+
+    bad = dataclasses.replace(s.requests[0], arrival_step=2**31)
+    with pytest.raises(ValueError, match=r"2\*\*31"):
+        dataclasses.replace(s, requests=(bad,))

@@ -53,3 +53,49 @@ def test_arrival_bound_in_request_checks():
     bad = dataclasses.replace(s.requests[0], arrival_step=2**31)
     with pytest.raises(ValueError, match=r"2\*\*31"):
         dataclasses.replace(s, requests=(bad,))
+
+
+_BOMB = """
+import base64, json, zlib
+import numpy as np
+from lab.trace.schema import SCHEMA
+doc, blobs = json.load(open("data/eras/0.32/eagle-k3.json")), {{}}
+
+
+def zeros(nbytes):
+    if nbytes not in blobs:
+        z = zlib.compressobj(9)
+        blobs[nbytes] = base64.b64encode(
+            b"".join(z.compress(bytes(2**22)) for _ in range(nbytes // 2**22)) + z.flush()
+        ).decode()
+    return blobs[nbytes]
+
+
+for name in {names}:
+    dtype, item = SCHEMA[name][0], np.dtype(SCHEMA[name][0]).itemsize
+    doc["arrays"][name] = {{**doc["arrays"][name], "shape": [{nbytes} // item], "data": zeros({nbytes})}}
+data = json.dumps(doc).encode()
+print("FILE", len(data))
+import resource
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+from lab.trace import Trace
+try:
+    Trace.from_json_bytes(data, "bomb.json")
+except ValueError as e:
+    print("ERR", e)
+"""
+
+
+@pytest.mark.parametrize(
+    "names, nbytes, message",
+    [
+        # every array declares 64 MiB: old code inflated all 23 (1.4 GiB) before comparing shapes
+        ("list(SCHEMA)", 64 * 2**20, "declares shape"),
+        # the block log alone, consistent with itself (B is its length): old code inflated 384 MiB
+        ("['block_log']", 384 * 2**20, "more than this file may inflate to"),
+    ],
+)
+def test_c2_zip_bomb_refused_before_inflating(names, nbytes, message):
+    rss, out = _peak_rss_mib(_BOMB.format(names=names, nbytes=nbytes))
+    assert message in out, out
+    assert rss < 250, rss

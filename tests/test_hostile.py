@@ -99,3 +99,18 @@ def test_c2_zip_bomb_refused_before_inflating(names, nbytes, message):
     rss, out = _peak_rss_mib(_BOMB.format(names=names, nbytes=nbytes))
     assert message in out, out
     assert rss < 250, rss
+
+
+def test_m1_summary_and_headline_escape_trace_text():
+    # Old code: MarkdownIt("commonmark") passed scenario.name / meta.source through as raw HTML.
+    import json
+
+    from lab.trace import Trace
+    from lab.views.eras import headline_html
+    from lab.views.render import summary_html
+
+    doc = json.load(open("data/eras/0.32/eagle-k3.json"))
+    doc["scenario"]["name"] = doc["meta"]["source"] = '<img src=x onerror="x()"> ![i](http://example.com/i.png)'
+    trace = Trace.from_json_dict(doc, "hostile.json")
+    shown = summary_html(trace, 0) + headline_html(trace, 0)
+    assert "<img" not in shown and "&lt;img" in shown

@@ -114,3 +114,32 @@ def test_m1_summary_and_headline_escape_trace_text():
     trace = Trace.from_json_dict(doc, "hostile.json")
     shown = summary_html(trace, 0) + headline_html(trace, 0)
     assert "<img" not in shown and "&lt;img" in shown
+
+
+@pytest.mark.parametrize("name", ["../../../tests/data/x", "../0.32/eagle-k3", "x" * 5000, None])
+def test_m2_trace_names_are_never_paths(name):
+    # Old code joined scenario.name into data/eras/<series>/<name>.json: a file-existence oracle and a loader.
+    from lab.trace.era_recordings import recorded_releases, recording, recording_path
+
+    assert recorded_releases(name) == {}
+    assert recording("0.32", name) is None
+    with pytest.raises(ValueError, match="presets only"):
+        recording_path("0.32", name)
+
+
+def test_m2_recordings_still_found_by_preset_name():
+    from lab.trace.era_recordings import recorded_releases
+
+    assert recorded_releases("eagle-k3")
+
+
+@pytest.mark.parametrize("recording_meta", ["abc", [1, 2], 3])
+def test_m2_meta_recording_not_an_object_is_a_clear_error(recording_meta):
+    import json
+
+    from lab.trace import Trace, TraceFormatError
+
+    doc = json.load(open("data/eras/0.32/eagle-k3.json"))
+    doc["meta"]["recording"] = recording_meta
+    with pytest.raises(TraceFormatError, match="meta.recording an object"):
+        Trace.from_json_dict(doc, "x.json")

@@ -159,8 +159,12 @@ def from_json_dict(doc, source: str = "trace", max_array_bytes: int = MAX_TOTAL_
         not isinstance(meta["source"], str)
         or not isinstance(meta["truncated"], bool)
         or not (isinstance(meta["num_preemptions"], int) and meta["num_preemptions"] >= 0)
+        or not isinstance(meta.get("recording", {}), dict)
     ):
-        bad("meta.source must be a string, meta.truncated a boolean, meta.num_preemptions an integer >= 0")
+        bad(
+            "meta.source must be a string, meta.truncated a boolean, meta.num_preemptions an integer >= 0, "
+            "meta.recording an object"
+        )
     unknown = (
         set(doc["arrays"])
         - set(SCHEMA)
@@ -175,9 +179,6 @@ def from_json_dict(doc, source: str = "trace", max_array_bytes: int = MAX_TOTAL_
     arrays: dict[str, np.ndarray] = {}
     for name, (dtype, _) in SCHEMA.items():  # _check_declared: each is an object with a checked shape
         arrays[name] = _decode_array(name, doc["arrays"][name], dtype, bad)
-    for name in DELTA_ROW_COLUMNS:
-        if len(arrays[name]) != len(arrays["row_inst"]):
-            bad(f"array {name!r} has {len(arrays[name])} rows, row_inst has {len(arrays['row_inst'])}")
     _check_arrays(arrays, width, len(req_ids), scenario, bad)
     for name in DELTA_ROW_COLUMNS:
         arrays[name] = _delta_decode(arrays[name], arrays["row_inst"])

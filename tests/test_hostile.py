@@ -143,3 +143,30 @@ def test_m2_meta_recording_not_an_object_is_a_clear_error(recording_meta):
     doc["meta"]["recording"] = recording_meta
     with pytest.raises(TraceFormatError, match="meta.recording an object"):
         Trace.from_json_dict(doc, "x.json")
+
+
+def test_m9_out_at_a_fifo_is_refused_and_kept(tmp_path):
+    import os
+    import stat
+
+    from lab.cli import main
+
+    fifo = tmp_path / "out.html"
+    os.mkfifo(fifo)
+    # Old code: the FIFO was replaced by a regular file.
+    assert main(["export", "--preset", "eagle-k3", "--out", str(fifo)]) == 2
+    assert main(["simulate", "--preset", "eagle-k3", "--quiet", "--out", str(fifo)]) == 2
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_input_trace_that_is_not_a_regular_file_is_refused(tmp_path):
+    import os
+
+    from lab.trace import Trace, TraceFormatError
+
+    fifo = tmp_path / "t.json"
+    os.mkfifo(fifo)
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    for path in (fifo, tmp_path / "zero.json", tmp_path):  # old code: hung on the FIFO, read /dev/zero on
+        with pytest.raises(TraceFormatError, match="not a regular file"):
+            Trace.load(path)

@@ -170,3 +170,28 @@ def test_input_trace_that_is_not_a_regular_file_is_refused(tmp_path):
     for path in (fifo, tmp_path / "zero.json", tmp_path):  # old code: hung on the FIFO, read /dev/zero on
         with pytest.raises(TraceFormatError, match="not a regular file"):
             Trace.load(path)
+
+
+@pytest.mark.parametrize(
+    "values, message",
+    [("-1:1:*2", "starts above 0"), ("0:5:*2", "starts above 0"), ("1:10000000:1", "more than 100,000 values")],
+)
+def test_m5_sweep_values_counted_before_made(values, message):
+    # Old code: -1:1:*2 built 100,000 ever larger integers (80 s, +2.5 GB); 1:10000000:1 made 100,001 first.
+    import time
+
+    from lab.sweep.spec import parse_values
+
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=message):
+        parse_values(values, "n")
+    assert time.perf_counter() - t0 < 0.05
+
+
+@pytest.mark.parametrize("template", ["{n:>2000000000}p1o1", "{n!r}p1o1"])
+def test_m5_template_format_specs_refused(template):
+    # Old code: {n:>2000000000} allocated a 2 GB string.
+    from lab.sweep.spec import SweepSpec
+
+    with pytest.raises(ValueError, match="no format spec"):
+        SweepSpec.make(template, ["n=1"])

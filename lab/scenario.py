@@ -14,6 +14,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import lab.spec_grammar as grammar
 from lab.blocks import block_table_width, cdiv
 from lab.history import MODEL_STATE_FIRST_RELEASE, NO_HYBRID, series_before
 from lab.presets import PRESETS
@@ -378,13 +379,13 @@ SCENARIO_CHECKS: tuple[Check, ...] = (
         ),
     ),
     ("requests", lambda s: len(s.requests) >= 1, lambda s: "at least one request is needed"),
-    ("requests", lambda s: len(s.requests) <= 1_000_000, lambda s: "at most 1,000,000 requests"),
+    ("requests", lambda s: len(s.requests) <= grammar.MAX_REQUESTS, lambda s: "at most 1,000,000 requests"),
 )
 
 # Each request r of scenario s, as requests[i].<field>.
 REQUEST_CHECKS: tuple[Check, ...] = (
     *(_integer(attr) for attr in ("arrival_step", "prompt_len", "output_len")),
-    ("arrival_step", lambda r, s: r.arrival_step >= 0, lambda r, s: f"must be >= 0, got {r.arrival_step}"),
+    ("arrival_step", lambda r, _: 0 <= r.arrival_step <= grammar.MAX_ARRIVAL_STEP, lambda *_: "must be in [0, 2**31)"),
     ("prompt_len", lambda r, s: r.prompt_len >= 1, lambda r, s: f"must be >= 1, got {r.prompt_len}"),
     ("output_len", lambda r, s: r.output_len >= 1, lambda r, s: f"must be >= 1, got {r.output_len}"),
     (

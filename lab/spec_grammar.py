@@ -241,6 +241,13 @@ def _fmt_setting(fld: str, v) -> str:
     return str(v)
 
 
+# The most requests one scenario holds (Scenario's "requests" check); read_spec counts groups against it
+# before it builds one tuple, so a short spec cannot allocate gigabytes before the refusal.
+MAX_REQUESTS = 1_000_000
+# Arrival steps are stored as int32 in the engine's and the trace's arrays.
+MAX_ARRIVAL_STEP = 2**31 - 1
+
+
 def read_spec(spec: str) -> tuple[list[tuple[int, int, int]], dict[str, Any]]:
     """The requests, as (arrival_step, prompt_len, output_len) in the order of the spec, and the settings,
     as {Scenario field: value}, of the grammar above. Raises ValueError naming a segment it cannot read;
@@ -253,7 +260,8 @@ def read_spec(spec: str) -> tuple[list[tuple[int, int, int]], dict[str, Any]]:
     if not segments:
         raise ValueError("empty scenario spec: give at least one request group such as 8p1ko128")
     settings: dict = {}
-    requests: list[tuple[int, int, int]] = []
+    groups: list[tuple[int, int, int, int, int]] = []
+    total = 0
     for seg in segments:
         if "=" in seg:
             key, _, value = seg.partition("=")
@@ -271,13 +279,19 @@ def read_spec(spec: str) -> tuple[list[tuple[int, int, int]], dict[str, Any]]:
         count = int(m.group(1)) if m.group(1) else 1
         if count < 1:
             raise ValueError(f"invalid scenario segment {seg!r}: count must be >= 1")
-        if count > 1_000_000:
-            raise ValueError(f"invalid scenario segment {seg!r}: count must be <= 1,000,000")
+        if count > MAX_REQUESTS:
+            raise ValueError(f"invalid scenario segment {seg!r}: count must be <= {MAX_REQUESTS:,}")
+        total += count
+        if total > MAX_REQUESTS:
+            raise ValueError(f"invalid scenario segment {seg!r}: the spec asks for more than {MAX_REQUESTS:,} requests")
         prompt = int(m.group(2)) * (1024 if m.group(3) else 1)
         output = int(m.group(4)) * (1024 if m.group(5) else 1)
         arrival = int(m.group(6)) if m.group(6) else 0
         every = int(m.group(7)) if m.group(7) else 0
-        requests.extend((arrival + i * every, prompt, output) for i in range(count))
+        if arrival + (count - 1) * every > MAX_ARRIVAL_STEP:
+            raise ValueError(f"invalid scenario segment {seg!r}: arrival steps must be <= {MAX_ARRIVAL_STEP:,}")
+        groups.append((count, arrival, every, prompt, output))
+    requests = [(arrival + i * every, p, o) for count, arrival, every, p, o in groups for i in range(count)]
     if not requests:
         raise ValueError("scenario spec has no request group (e.g. 8p1ko128)")
     return requests, {SPEC_SETTINGS[k]: v for k, v in settings.items()}

@@ -106,6 +106,47 @@ def test_served_to_the_room_says_so_and_asks_for_the_password(tmp_path, wait_ser
         with pytest.raises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/lab/steps/run-anything", timeout=5)
         assert e.value.code == 401
+        _the_door_holds(proc, port)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def _the_door_holds(proc, port: int) -> None:
+    """Issue 36 (M7, M8): routes Gradio leaves open are behind the login, guesses wait longer and longer,
+    the open-file limit is raised, the password is not in ps."""
+    import http.cookiejar
+    import urllib.parse
+
+    from lab.app import door
+
+    url = f"http://127.0.0.1:{port}"
+
+    def status(path: str, data: bytes | None = None, opener=None) -> int:
+        try:
+            return (
+                (opener or urllib.request.build_opener())
+                .open(urllib.request.Request(url + path, data=data), timeout=5)
+                .status
+            )
+        except urllib.error.HTTPError as e:
+            return e.code
+
+    # Old code: 200 for /openapi.json, a stream for the heartbeat, answers to reset and cancel.
+    assert status("/openapi.json") == 404
+    assert status("/gradio_api/heartbeat/abc") == 401
+    assert status("/gradio_api/reset", b"{}") == 401 and status("/gradio_api/cancel", b"{}") == 401
+    login = lambda pw: urllib.parse.urlencode({"username": "a", "password": pw}).encode()  # noqa: E731
+    t0 = time.monotonic()
+    codes = [status("/login", login("guess")) for _ in range(20)]
+    # Old code: 20 guesses answered 400 (355 a second); now a wait that doubles after each (429 meanwhile).
+    assert codes[:2] == [400, 429] and codes.count(400) <= 1 + (time.monotonic() - t0) / 0.5, codes
+    time.sleep(door.wait_after(codes.count(400)) + 0.1)
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    assert status("/login", login("room-42"), opener) == 200
+    assert status("/gradio_api/reset", b"{}", opener) != 401  # logged in: Gradio's own answer
+    limits = pathlib.Path(f"/proc/{proc.pid}/limits").read_text()
+    soft, hard = next(line.split()[3:5] for line in limits.splitlines() if line.startswith("Max open files"))
+    assert soft == hard, limits
+    assert b"room-42" not in pathlib.Path(f"/proc/{proc.pid}/cmdline").read_bytes()

@@ -111,6 +111,9 @@ def test_rejects_bad_files(tmp_path, eagle_trace):
     expect(doc, "cannot be decoded")
     doc = json.loads(json.dumps(good))
     doc["arrays"]["max_seq_len"]["shape"] = [3, 2]
+    expect(doc, "declares shape")  # checked on the declared shapes, before any array is inflated
+    doc = json.loads(json.dumps(good))
+    doc["arrays"]["row_inst"]["data"] = doc["arrays"]["inst_req"]["data"]
     expect(doc, "holds")
     doc = json.loads(json.dumps(good))
     _set_array(doc, "row_inst", np.full(len(eagle_trace.arrays["row_inst"]), 10_000))

@@ -54,6 +54,9 @@ def launch(
     timings without a click."""
     import threading
 
+    from starlette.middleware import Middleware
+
+    from lab.app.door import DoorMiddleware, password_check, raise_open_file_limit
     from lab.app.loading import MAX_UPLOAD_BYTES, warm_presets
     from lab.app.room import room_banner
 
@@ -61,6 +64,7 @@ def launch(
     port = port or int(os.environ.get("GRADIO_SERVER_PORT") or 7860)
     from lab.app.steps_data import PAGE_JS, steps_routes
 
+    raise_open_file_limit()  # each browser holds streams open: the soft limit (often 1,024) stopped a room
     demo.queue(default_concurrency_limit=4, max_size=256)
     banner = room_banner(host, port, bool(password))
     if banner:
@@ -69,7 +73,7 @@ def launch(
     if banner if warm is None else warm:
         threading.Thread(target=warm_presets, args=(first,), daemon=True, name="warm-presets").start()
     out = demo.launch(
-        auth=(lambda _user, given: given == password) if password else None,
+        auth=password_check(password) if password else None,
         auth_message="The max_seq_len lab: ask the instructor for the password (any user name)." if password else None,
         server_name=host,
         server_port=port,
@@ -84,7 +88,8 @@ def launch(
         # a block table per step (and a session's traces kept in the browser). Off.
         run_history=False,
         # GET /lab/steps/<key>: the step data the page draws from, routed from the server's first request
-        app_kwargs={"routes": steps_routes()},
+        # FastAPI's own /openapi.json answers without the login (Gradio's /gradio_api/openapi.json asks): off.
+        app_kwargs={"routes": steps_routes(), "middleware": [Middleware(DoorMiddleware)], "openapi_url": None},
     )
     if kernels and first:  # after the routes: the page may ask how it goes as soon as it loads
         from lab.app.background import BACKGROUND
@@ -99,6 +104,28 @@ def launch(
     return out
 
 
+PROMPT = object()  # --password without a value
+
+
+def _password(args) -> str | None:
+    """The room's password: generated, prompted for, or from LAB_PASSWORD (or, shown in ps, the flag)."""
+    import getpass
+
+    from lab.app.door import generated_password
+
+    if args.generate_password:
+        password = generated_password()
+        print(f"The room's password (generated): {password}", flush=True)
+        return password
+    if args.password is PROMPT:
+        return getpass.getpass("Password for the room: ") or None
+    if args.password and args.password != os.environ.get("LAB_PASSWORD"):
+        print(
+            "note: a --password value shows in ps; LAB_PASSWORD or --password alone (a prompt) do not", file=sys.stderr
+        )
+    return args.password or None
+
+
 def main(argv: list[str] | None = None) -> int:
     from lab.app.ui import DEFAULT_PRESET
 
@@ -106,7 +133,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--preset", default=DEFAULT_PRESET, help=f"the preset shown first: {', '.join(PRESETS)}")
     p.add_argument("--host", help="address to bind (default 127.0.0.1, or GRADIO_SERVER_NAME)")
     p.add_argument("--port", type=int, help="port (default 7860, or GRADIO_SERVER_PORT)")
-    p.add_argument("--password", default=os.environ.get("LAB_PASSWORD"), help="ask for this password (or LAB_PASSWORD)")
+    p.add_argument(
+        "--password",
+        nargs="?",
+        const=PROMPT,
+        default=os.environ.get("LAB_PASSWORD"),
+        help="ask attendees for a password: alone, it is prompted for (never in ps); or set LAB_PASSWORD; "
+        "a value given here shows in ps",
+    )
+    p.add_argument("--generate-password", action="store_true", help="make up a password and print it at start")
     p.add_argument(
         "--warm",
         action=argparse.BooleanOptionalAction,
@@ -126,11 +161,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.port is not None and not 1 <= args.port <= 65535:
         print(f"error: --port must be between 1 and 65535, got {args.port}", file=sys.stderr)
         return 2
+    password = _password(args)
     launch(
         build_demo(args.preset),
         args.host,
         args.port,
-        password=args.password or None,
+        password=password,
         warm=args.warm,
         kernels=args.kernels,
     )

@@ -52,7 +52,10 @@
 
   function build() {
     document.title = `max_seq_len lab: ${D.title}`;
-    $("brand").innerHTML = `<b>max_seq_len lab</b> · ${D.title}`;
+    // The title comes from the trace (scenario.name): text, never markup.
+    const brand = document.createElement("b");
+    brand.textContent = "max_seq_len lab";
+    $("brand").replaceChildren(brand, ` · ${D.title}`);
     $("brand").title = D.spec;
     $("step").max = S.last;
     $("stepbox").max = S.last;

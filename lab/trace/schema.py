@@ -22,6 +22,12 @@ FORMAT = "maxseqlen-lab/trace"
 VERSION = 1
 MAX_FILE_BYTES = 256 * 1024 * 1024
 MAX_ARRAY_BYTES = 512 * 1024 * 1024
+# All of a trace's arrays together, checked on their declared shapes before any is inflated: at most
+# MAX_TOTAL_ARRAY_BYTES, and at most MAX_INFLATION times the file (with a floor for small files). The lab's own
+# traces inflate about 5-10x; a zip bomb inflates 800x.
+MAX_TOTAL_ARRAY_BYTES = 1024 * 1024 * 1024
+MAX_INFLATION = 200
+MIN_INFLATION_CAP_BYTES = 64 * 1024 * 1024
 
 # name -> (dtype, shape). The shape letters are the module docstring's.
 SCHEMA = {
@@ -103,6 +109,9 @@ __all__ = [
     "VERSION",
     "MAX_FILE_BYTES",
     "MAX_ARRAY_BYTES",
+    "MAX_INFLATION",
+    "MAX_TOTAL_ARRAY_BYTES",
+    "MIN_INFLATION_CAP_BYTES",
     "SCHEMA",
     "TIMING_SCHEMA",
     "TIMING_META_STR",

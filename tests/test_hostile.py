@@ -1,0 +1,197 @@
+"""The hostile corpus of issue 36 (/work/shared/reviews/hostile_probe_2026-12-02.md): inputs one attendee of a
+room could send, each refused with a clear message under a memory or time bound that the old code broke."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from lab.scenario import parse_spec
+
+
+def _peak_rss_mib(code: str, timeout: float = 60) -> tuple[float, str]:
+    """Run ``code`` in a fresh interpreter; its peak RSS in MiB (ru_maxrss) and its stdout."""
+    wrapped = code + "\nimport resource\nprint('RSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
+    out = subprocess.run(
+        [sys.executable, "-c", wrapped], capture_output=True, text=True, timeout=timeout, check=True
+    ).stdout
+    rss = float(out.rsplit("RSS", 1)[1])
+    return rss, out
+
+
+def test_c1_many_full_groups_refused_before_building():
+    # Old code: 12 groups of 1,000,000 built 12 million tuples (2.2 GB) before the Scenario's total check.
+    code = textwrap.dedent(
+        """
+        import resource
+        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        from lab.scenario import parse_spec
+        try:
+            parse_spec("_".join(["1000000p1o1"] * 12))
+        except ValueError as e:
+            print("ERR", e)
+        """
+    )
+    rss, out = _peak_rss_mib(code)
+    assert "more than 1,000,000 requests" in out
+    assert rss < 200, rss
+
+
+@pytest.mark.parametrize("spec", ["p1o1a3000000000", "2p1o1a2147483647+1"])
+def test_m1_arrival_past_int32_is_a_clear_error(spec):
+    with pytest.raises(ValueError, match="arrival steps must be <= 2,147,483,647"):
+        parse_spec(spec)
+
+
+def test_arrival_bound_in_request_checks():
+    s = parse_spec("p1o1a5")
+    import dataclasses
+
+    bad = dataclasses.replace(s.requests[0], arrival_step=2**31)
+    with pytest.raises(ValueError, match=r"2\*\*31"):
+        dataclasses.replace(s, requests=(bad,))
+
+
+_BOMB = """
+import base64, json, zlib
+import numpy as np
+from lab.trace.schema import SCHEMA
+doc, blobs = json.load(open("data/eras/0.32/eagle-k3.json")), {{}}
+
+
+def zeros(nbytes):
+    if nbytes not in blobs:
+        z = zlib.compressobj(9)
+        blobs[nbytes] = base64.b64encode(
+            b"".join(z.compress(bytes(2**22)) for _ in range(nbytes // 2**22)) + z.flush()
+        ).decode()
+    return blobs[nbytes]
+
+
+for name in {names}:
+    dtype, item = SCHEMA[name][0], np.dtype(SCHEMA[name][0]).itemsize
+    doc["arrays"][name] = {{**doc["arrays"][name], "shape": [{nbytes} // item], "data": zeros({nbytes})}}
+data = json.dumps(doc).encode()
+print("FILE", len(data))
+import resource
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+from lab.trace import Trace
+try:
+    Trace.from_json_bytes(data, "bomb.json")
+except ValueError as e:
+    print("ERR", e)
+"""
+
+
+@pytest.mark.parametrize(
+    "names, nbytes, message",
+    [
+        # every array declares 64 MiB: old code inflated all 23 (1.4 GiB) before comparing shapes
+        ("list(SCHEMA)", 64 * 2**20, "declares shape"),
+        # the block log alone, consistent with itself (B is its length): old code inflated 384 MiB
+        ("['block_log']", 384 * 2**20, "more than this file may inflate to"),
+    ],
+)
+def test_c2_zip_bomb_refused_before_inflating(names, nbytes, message):
+    rss, out = _peak_rss_mib(_BOMB.format(names=names, nbytes=nbytes))
+    assert message in out, out
+    assert rss < 250, rss
+
+
+def test_m1_summary_and_headline_escape_trace_text():
+    # Old code: MarkdownIt("commonmark") passed scenario.name / meta.source through as raw HTML.
+    import json
+
+    from lab.trace import Trace
+    from lab.views.eras import headline_html
+    from lab.views.render import summary_html
+
+    doc = json.load(open("data/eras/0.32/eagle-k3.json"))
+    doc["scenario"]["name"] = doc["meta"]["source"] = '<img src=x onerror="x()"> ![i](http://example.com/i.png)'
+    trace = Trace.from_json_dict(doc, "hostile.json")
+    shown = summary_html(trace, 0) + headline_html(trace, 0)
+    assert "<img" not in shown and "&lt;img" in shown
+
+
+@pytest.mark.parametrize("name", ["../../../tests/data/x", "../0.32/eagle-k3", "x" * 5000, None])
+def test_m2_trace_names_are_never_paths(name):
+    # Old code joined scenario.name into data/eras/<series>/<name>.json: a file-existence oracle and a loader.
+    from lab.trace.era_recordings import recorded_releases, recording, recording_path
+
+    assert recorded_releases(name) == {}
+    assert recording("0.32", name) is None
+    with pytest.raises(ValueError, match="presets only"):
+        recording_path("0.32", name)
+
+
+def test_m2_recordings_still_found_by_preset_name():
+    from lab.trace.era_recordings import recorded_releases
+
+    assert recorded_releases("eagle-k3")
+
+
+@pytest.mark.parametrize("recording_meta", ["abc", [1, 2], 3])
+def test_m2_meta_recording_not_an_object_is_a_clear_error(recording_meta):
+    import json
+
+    from lab.trace import Trace, TraceFormatError
+
+    doc = json.load(open("data/eras/0.32/eagle-k3.json"))
+    doc["meta"]["recording"] = recording_meta
+    with pytest.raises(TraceFormatError, match="meta.recording an object"):
+        Trace.from_json_dict(doc, "x.json")
+
+
+def test_m9_out_at_a_fifo_is_refused_and_kept(tmp_path):
+    import os
+    import stat
+
+    from lab.cli import main
+
+    fifo = tmp_path / "out.html"
+    os.mkfifo(fifo)
+    # Old code: the FIFO was replaced by a regular file.
+    assert main(["export", "--preset", "eagle-k3", "--out", str(fifo)]) == 2
+    assert main(["simulate", "--preset", "eagle-k3", "--quiet", "--out", str(fifo)]) == 2
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_input_trace_that_is_not_a_regular_file_is_refused(tmp_path):
+    import os
+
+    from lab.trace import Trace, TraceFormatError
+
+    fifo = tmp_path / "t.json"
+    os.mkfifo(fifo)
+    (tmp_path / "zero.json").symlink_to("/dev/zero")
+    for path in (fifo, tmp_path / "zero.json", tmp_path):  # old code: hung on the FIFO, read /dev/zero on
+        with pytest.raises(TraceFormatError, match="not a regular file"):
+            Trace.load(path)
+
+
+@pytest.mark.parametrize(
+    "values, message",
+    [("-1:1:*2", "starts above 0"), ("0:5:*2", "starts above 0"), ("1:10000000:1", "more than 100,000 values")],
+)
+def test_m5_sweep_values_counted_before_made(values, message):
+    # Old code: -1:1:*2 built 100,000 ever larger integers (80 s, +2.5 GB); 1:10000000:1 made 100,001 first.
+    import time
+
+    from lab.sweep.spec import parse_values
+
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=message):
+        parse_values(values, "n")
+    assert time.perf_counter() - t0 < 0.05
+
+
+@pytest.mark.parametrize("template", ["{n:>2000000000}p1o1", "{n!r}p1o1"])
+def test_m5_template_format_specs_refused(template):
+    # Old code: {n:>2000000000} allocated a 2 GB string.
+    from lab.sweep.spec import SweepSpec
+
+    with pytest.raises(ValueError, match="no format spec"):
+        SweepSpec.make(template, ["n=1"])

@@ -1,0 +1,45 @@
+"""Issue 36, M1: a trace whose scenario.name and meta.source hold markup, exported and opened offline in
+headless Chromium: the markup shows as text, no script runs and no request leaves the file."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+
+import pytest
+
+from lab.browser import CHROMIUM
+from lab.export import export_html
+from lab.export.bench import open_offline
+from lab.trace import Trace
+
+ARTIFACTS = pathlib.Path(__file__).parent.parent / "artifacts"
+PAYLOAD = "<img src=x onerror=\"window.__xss=1;document.title='XSS'\">"
+
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} missing (make test installs it)")
+
+
+def hostile_trace() -> Trace:
+    doc = json.loads((pathlib.Path(__file__).parent.parent / "data/eras/0.32/eagle-k3.json").read_text())
+    doc["scenario"]["name"] = PAYLOAD
+    doc["meta"]["source"] = PAYLOAD + " ![i](http://example.com/x.png)"
+    return Trace.from_json_dict(doc, "hostile.json")
+
+
+def test_m1_exported_markup_stays_text(browser, tmp_path):
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = tmp_path / "hostile.html"
+    export_html(hostile_trace(), path)
+    log: list[str] = []
+    ctx, page, _ = open_offline(browser, str(path), log=log)
+    try:
+        assert page.evaluate("window.__xss") is None
+        assert page.title() != "XSS"  # the payload would set it
+        assert page.locator("#brand img, #summary img, #headline img").count() == 0
+        assert "<img" in page.locator("#brand").inner_text()  # shown, as text
+        assert "<img" in page.locator("#summary").inner_text()
+        assert log == [], log
+        page.screenshot(path=str(ARTIFACTS / "export-hostile-1366x768.png"))
+    finally:
+        ctx.close()

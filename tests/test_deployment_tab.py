@@ -97,3 +97,11 @@ def test_a_bad_log_or_config_is_said_and_the_answer_stays(client):
     line, _ = EXAMPLES["DeepSeek MTP, MLA on H200"]
     msg, *_ = client.predict(line, "H200", "0.33.0", 2, 256, 8, "", "{not json", api_name="/deployment")
     assert "invalid JSON" in msg
+
+
+@pytest.mark.parametrize("name", [n for n in EXAMPLES if not n.endswith(("H100", "H200", "B200"))])
+def test_every_example_gpu_is_a_choice_of_the_tab(client, name):
+    # The CI failure of 2026-12-04: the A100 and L40S examples were refused by a radio of H100/H200/B200 only.
+    line, gpu = EXAMPLES[name]
+    msg, md, *_ = client.predict(line, gpu, "0.33.0", 16, 2048, 256, api_name="/deployment")
+    assert msg == "" and md.startswith("### "), (msg, md[:200])

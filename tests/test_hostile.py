@@ -11,10 +11,22 @@ import pytest
 
 from lab.scenario import parse_spec
 
+# The interpreter's own peak RSS: VmHWM belongs to the address space exec made. Not ru_maxrss: Linux carries it
+# over fork+exec from the parent (fs/exec.c exec_mmap keeps the old mm's high-water mark in signal->maxrss), so in
+# a pytest process that has grown to 1.5 GB every child "peaked" at 1.5 GB (the CI failure of 2026-12-04).
+_PRINT_PEAK = """
+def _vm_hwm_kib():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmHWM in /proc/self/status")
+print("RSS", _vm_hwm_kib() / 1024)
+"""
+
 
 def _peak_rss_mib(code: str, timeout: float = 60) -> tuple[float, str]:
-    """Run ``code`` in a fresh interpreter; its peak RSS in MiB (ru_maxrss) and its stdout."""
-    wrapped = code + "\nimport resource\nprint('RSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
+    """Run ``code`` in a fresh interpreter; its own peak RSS in MiB (VmHWM) and its stdout."""
+    wrapped = code + "\n" + _PRINT_PEAK
     out = subprocess.run(
         [sys.executable, "-c", wrapped], capture_output=True, text=True, timeout=timeout, check=True
     ).stdout
@@ -26,8 +38,6 @@ def test_c1_many_full_groups_refused_before_building():
     # Old code: 12 groups of 1,000,000 built 12 million tuples (2.2 GB) before the Scenario's total check.
     code = textwrap.dedent(
         """
-        import resource
-        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         from lab.scenario import parse_spec
         try:
             parse_spec("_".join(["1000000p1o1"] * 12))
@@ -76,8 +86,6 @@ for name in {names}:
     doc["arrays"][name] = {{**doc["arrays"][name], "shape": [{nbytes} // item], "data": zeros({nbytes})}}
 data = json.dumps(doc).encode()
 print("FILE", len(data))
-import resource
-base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 from lab.trace import Trace
 try:
     Trace.from_json_bytes(data, "bomb.json")
@@ -195,3 +203,13 @@ def test_m5_template_format_specs_refused(template):
 
     with pytest.raises(ValueError, match="no format spec"):
         SweepSpec.make(template, ["n=1"])
+
+
+def test_peak_rss_is_the_child_own_not_the_parent():
+    # The CI failure of 2026-12-04: ru_maxrss is inherited over fork+exec, so a big pytest process made every
+    # bounded child look 1.5 GB. Hold 300 MiB here; a child that does nothing must still measure small.
+    held = bytearray(300 * 2**20)
+    held[::4096] = b"\1" * len(held[::4096])
+    rss, _ = _peak_rss_mib("pass")
+    assert rss < 100, rss
+    del held

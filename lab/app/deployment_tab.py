@@ -18,7 +18,7 @@ from lab.app.controls import inline_error
 from lab.deployment import ServeLineError, Workload, answer, resolve
 from lab.deployment.models import MAX_CONFIG_BYTES
 from lab.deployment.report import DEPLOYMENTS, format_markdown
-from lab.deployment.resolve import APP_GPUS
+from lab.deployment.resolve import DEPLOYMENT_GPUS
 from lab.deployment.startup_log import MAX_LOG_BYTES, line_and_release, read_startup_log
 from lab.history import DEPLOYMENT_RELEASES, REFERENCE_RELEASE
 
@@ -118,7 +118,8 @@ def add_deployment_tab() -> None:
             example = gr.Dropdown(
                 [OWN_LINE, *EXAMPLES], value=DEFAULT_EXAMPLE, label="example", elem_id="dep-example", scale=1
             )
-            gpu = gr.Radio(list(APP_GPUS), value=first_gpu, label="GPU", elem_id="dep-gpu", scale=1)
+            # every GPU the resolver knows (the examples include A100 and L40S rows): a list, too many for a radio
+            gpu = gr.Dropdown(list(DEPLOYMENT_GPUS), value=first_gpu, label="GPU", elem_id="dep-gpu", scale=0)
             vllm = gr.Dropdown(
                 list(DEPLOYMENT_RELEASES), value=REFERENCE_RELEASE, label="vLLM release", elem_id="dep-vllm", scale=0
             )

@@ -43,7 +43,6 @@ from lab.speculators import (
 )
 
 DEPLOYMENT_GPUS = SERVING_GPUS  # every GPU of lab/gpu_model/gpus.py
-APP_GPUS = ("H100", "H200", "B200")  # the app's choice (its radio) and docs/deployments.md's table
 KIND_STATE = {
     "dense": "default",
     "mla": "default",

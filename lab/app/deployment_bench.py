@@ -109,7 +109,7 @@ def bench_browser(url: str, rounds: int = 2) -> dict:
 def _pick_gpu(page, gpu: str) -> None:
     """Choose ``gpu`` in the tab's GPU dropdown as a person does: open it, click the option."""
     page.locator("#dep-gpu input").click()
-    page.locator("ul[role=listbox] li").get_by_text(gpu, exact=True).click()
+    page.get_by_role("option", name=gpu, exact=True).click()
 
 
 def _paste_log_rounds(page, rounds: int) -> list[float]:

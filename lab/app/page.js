@@ -4,7 +4,23 @@
 // The events that call window.labApp run no Python (lab/app/ui.py): the server is not asked.
 window.labApp = (() => {
   const sets = new Map(); // trace key -> Promise<LabSteps>
-  const state = {timer: null};
+  const state = {timer: null, ticket: 0, pending: 0};
+
+  // While step data is on its way, the brand line says so (body.lab-loading shows #step-loading): a click
+  // made meanwhile is applied when it arrives (go), and the attendee sees why nothing moved yet.
+  function loading(delta) {
+    state.pending = Math.max(0, state.pending + delta);
+    let note = document.querySelector("#step-loading");
+    if (!note && document.querySelector("#brand")) {
+      note = document.createElement("span");
+      note.id = "step-loading";
+      note.setAttribute("role", "status");
+      note.textContent = "loading this trace's steps…";
+      document.querySelector("#brand").appendChild(note);
+    }
+    document.body.classList.toggle("lab-loading", state.pending > 0);
+    if (note) note.style.visibility = state.pending > 0 ? "visible" : "hidden"; // set here: the app's CSS is scoped
+  }
 
   function route(name, key) {
     return new URL(`lab/${name}/${encodeURIComponent(key)}`, location.origin + location.pathname);
@@ -15,6 +31,7 @@ window.labApp = (() => {
   function data(key, fresh) {
     if (!key) return Promise.reject(new Error("no trace yet: run a scenario or upload a trace first"));
     if (!sets.has(key)) {
+      loading(+1);
       const p = fetch(route("steps", key), {cache: "no-cache"})
         .then(async (r) => {
           if (!r.ok) throw new Error(`the step data of this trace did not come (${r.status}): run it again`);
@@ -22,6 +39,7 @@ window.labApp = (() => {
           S.measuring = r.headers.get("X-Lab-Kernels") === "running";
           return S;
         });
+      p.then(() => loading(-1), () => loading(-1));
       p.catch(() => sets.delete(key));
       sets.set(key, p);
       while (sets.size > 8) sets.delete(sets.keys().next().value);
@@ -47,9 +65,19 @@ window.labApp = (() => {
   }
 
   // Step i (clamped) of the session's trace: the figures drawn here; [step, headline, summary] for Gradio.
+  // Every call takes a ticket when it is made. Clicks made while the step data loads all wait for it; when
+  // it arrives each draws what the LAST click asked for, so the figure, the headline and the step box never
+  // show two different steps (a view picked, then a step typed, on a cold preset: issue 37 M1).
   async function go(key, ckey, i, view, presenter) {
+    state.ticket += 1;
     state.shown = {key, ckey, i, view, presenter};
-    const S = await data(key);
+    let S;
+    for (;;) {
+      const ticket = state.ticket;
+      ({key, ckey, i, view, presenter} = state.shown);
+      S = await data(key);
+      if (ticket === state.ticket) break;
+    }
     i = S.clamp(i);
     const draws = [];
     const gd = plotDiv("plot");
@@ -76,20 +104,21 @@ window.labApp = (() => {
   }
 
   // Another view picked: drawn here at this step; its note (markdown) for Gradio.
+  // Its ticket is taken at the click (go), not after the data came: a step typed later still wins.
   async function show(key, ckey, i, view, presenter) {
-    const S = await data(key);
     await go(key, ckey, i, view, presenter);
-    return S.byName[view].note_md;
+    const s = state.shown;
+    return (await data(s.key)).byName[s.view].note_md;
   }
 
   // A tour stop ("step|view"): that step in that view; [step, view, headline, summary, note] for Gradio.
   async function tour(key, ckey, stop, presenter) {
     const m = /^(\d+)\|(\w+)$/.exec(stop || "");
-    const S = await data(key);
-    if (!m || !S.byName[m[2]]) throw new Error(`not a tour stop: ${stop}`);
+    if (!m || !(await data(key)).byName[m[2]]) throw new Error(`not a tour stop: ${stop}`);
     const [i, headline, summary] = await go(key, ckey, Number(m[1]), m[2], presenter);
     document.querySelector("#topbar").scrollIntoView({block: "start"});
-    return [i, m[2], headline, summary, S.byName[m[2]].note_md];
+    const s = state.shown;
+    return [i, s.view, headline, summary, (await data(s.key)).byName[s.view].note_md];
   }
 
   function label(text, aria) {
@@ -154,6 +183,20 @@ window.labApp = (() => {
       const range = document.querySelector("#step input[type=range]");
       if (range) range.dispatchEvent(new Event("input", {bubbles: true}));
     }, 0);
+  });
+
+  // ←/→ step and Space plays anywhere on the page, as in the exported file (lab/export/page.js), unless the
+  // key goes to something that takes text or its own arrows (a box, a list, the slider, a radio).
+  window.addEventListener("keydown", (e) => {
+    const t = e.target;
+    if (e.altKey || e.ctrlKey || e.metaKey || e.shiftKey || e.defaultPrevented) return;
+    if (t.closest && t.closest("input, textarea, select, [contenteditable], [role=listbox], [role=option]")) return;
+    if (e.key === " " && t.closest && t.closest("button")) return; // Space presses the focused button itself
+    const id = {ArrowLeft: "prev", ArrowRight: "next", " ": "play"}[e.key];
+    const b = id && document.querySelector(`#${id}`);
+    if (!b || !b.offsetParent) return; // not on the lab's tab (the deployment tab, say)
+    e.preventDefault();
+    b.click();
   });
 
   // Tab out of a dropdown closes its list: Gradio's key handler reopens it after the blur has closed it

@@ -75,13 +75,18 @@ CSS = """
 .contain > .column, .gradio-container .main > .wrap > .column {gap: 6px !important}
 #brand {font-size: 13px; color: #555; padding: 0 !important; margin: 0; min-height: 0 !important}
 #brand * {margin: 0 !important; padding: 0 !important; line-height: 1.3}
-#topbar {gap: 6px; align-items: end; flex-wrap: nowrap}
+#topbar {gap: 6px; align-items: end; flex-wrap: wrap}
 #topbar > div {min-width: 0 !important}
 #topbar button {flex: 0 0 auto !important; width: auto !important; padding: 4px 12px; min-height: 40px;
   white-space: nowrap; align-self: end; margin-bottom: 6px}
 #topbar > #presenter-box {flex: 0 0 118px !important; min-width: 118px !important; align-self: end}
-#topbar > .form:has(#preset) {min-width: 490px !important; flex-wrap: nowrap}
+#topbar > .form:has(#preset) {flex: 1 1 440px !important; min-width: min(440px, 100%) !important;
+  flex-wrap: nowrap}
+#topbar > #step, #topbar > .form:has(#step) {flex: 1 1 260px !important; min-width: 260px !important}
 #step {padding-top: 0; padding-bottom: 0}
+#step-loading {font-size: 12px; color: #8a5a00; background: #fff4d6; border-radius: 4px; padding: 1px 8px;
+  margin-left: 8px; visibility: hidden}
+#headline {overflow-x: auto}
 #view {margin: 0}
 #view label {padding: 2px 10px}
 #plot, #plot-compare {min-height: 420px}

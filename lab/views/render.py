@@ -19,7 +19,7 @@ WORDS_CSS = """
 #headline .eras {border-collapse: collapse; border: none; margin: 2px 0; font-size: 13px}
 #headline .eras td, #headline .eras th {padding: 0 10px 0 0; line-height: 1.35; border: none; white-space: nowrap;
   text-align: left; background: none}
-#headline .eras th {font-weight: 600; color: #555}
+#headline .eras th {font-weight: 600; color: #555; white-space: normal; vertical-align: bottom}
 .pr-badge {color: #fff !important; border-radius: 9px; padding: 0 7px; font-size: 11px; text-decoration: none;
   background: #1f77b4; white-space: nowrap}
 .pr-badge.pr40654 {background: #e6550d}

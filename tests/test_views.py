@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import plotly.graph_objects as go
 import pytest
@@ -266,8 +268,36 @@ def test_kernels_without_and_with_timings(traces):
     assert t.timed_steps().tolist() == [s.index for s in timed]
     for m in ("baseline", "fixed"):
         assert num["time"][m] == sum(s.timing[m]["ms"] for s in timed)
-    saved = num["time"]["baseline"] - num["time"]["fixed"]
-    assert f"time saved {saved:.3f} ms" in md and "test-device" in md
+    saved = num["time"]["median"]["baseline"] - num["time"]["median"]["fixed"]
+    assert f"median time saved {saved:.3f} ms" in md and "test-device" in md
+    assert num["time"]["spikes"] == 0 and "Timing noise" not in md
+
+
+def _spiky(trace) -> Trace:
+    """A timed trace whose fixed mode has two 150 ms spikes among ~1 ms steps, as a shared CPU gives."""
+    t = _timed(trace)
+    ms = t.arrays["kernel_ms"]
+    ms[5, 1] = ms[9, 0] = 150.0
+    return t
+
+
+def test_kernel_time_is_read_from_medians_with_the_spikes_counted(traces):
+    """Issue 37 M5: the summary's "time saved" was a total ruled by single spikes, and the axis rose to them.
+    Now the medians come first, the totals beside them, the spikes are counted and the per-step axis stops
+    above every step that is not one."""
+    t = _spiky(traces["eagle-k3"])
+    num = summary_numbers(t, 3)
+    timed = t.arrays["kernel_ms"][t.timed_steps()]
+    assert num["time"]["median"]["fixed"] == pytest.approx(float(np.median(timed[:, 1])))
+    assert num["time"]["spikes"] == 2
+    md = summary_markdown(t, 3)
+    assert "median step baseline" in md and "Timing noise: 2 of" in md
+    spec = kernels_spec(t, 3)
+    top = spec["layout"]["yaxis"]["range"][1]
+    assert 3.0 < top < 150, top  # above the 2-3 ms baseline steps, below the spikes
+    assert "2 spikes above the axis" in json.dumps(spec["layout"]["annotations"])
+    # Without spikes the axis is Plotly's own.
+    assert "range" not in kernels_spec(_timed(traces["eagle-k3"]), 3)["layout"]["yaxis"]
 
 
 def test_kernels_note_names_the_shape_and_the_checked_steps(traces):

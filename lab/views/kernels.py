@@ -29,6 +29,9 @@ HOW_TO_TIME = (
     "<b>python -m lab vllm-kernels count --preset eagle-k3 --every 20 --out t.json</b>."
 )
 _FIELDS = ("ms", "iqr_ms", "gbps_real", "gbps_walked")
+# A timed step over SPIKE_FACTOR x its mode's median is a spike: on a shared CPU the scheduler, not the kernel
+# (issue 37 M5: single 100-195 ms steps among 0.6 ms ones set the axis and the totals).
+SPIKE_FACTOR = 10
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -65,6 +68,27 @@ def timing_series(trace) -> dict[str, np.ndarray]:
     return out
 
 
+def spike_steps(ms: np.ndarray) -> np.ndarray:
+    """Rows of ``ms`` (timed steps x modes, ms per launch) where some mode took over SPIKE_FACTOR x its median."""
+    ms = np.asarray(ms, dtype=float).reshape(len(ms), -1)
+    if not len(ms):
+        return np.zeros(0, dtype=int)
+    med = np.nanmedian(ms, axis=0)
+    return np.nonzero(np.any(ms > SPIKE_FACTOR * med, axis=1))[0]
+
+
+def _ms_axis_top(s: dict) -> tuple[float | None, int]:
+    """The per-step panel's top: above every step that is not a spike (their 95th percentile with room);
+    None (Plotly's own range) when nothing is clipped. And how many points lie above it."""
+    ms = np.concatenate([s[f"ms_{m}"] for m in MODES])
+    ms = ms[np.isfinite(ms)]
+    if not len(ms):
+        return None, 0
+    top = float(np.percentile(ms, 95)) * 1.3
+    above = int(np.sum(ms > top))
+    return (top, above) if above and ms.max() > 3 * top else (None, 0)
+
+
 def kernels_spec(trace, index: int) -> dict:
     index = check_step(trace, index)
     if trace.vllm_counts is not None:  # vLLM's own kernel, counted (python -m lab vllm-kernels count)
@@ -77,6 +101,13 @@ def kernels_spec(trace, index: int) -> dict:
     data = []
     for m in MODES:
         data += _mode_traces(x, s, m)
+    top, above = _ms_axis_top(s)
+    ms_axis = axis("ms", domain=[0.55, 1]) | ({"range": [0, top]} if top else {})
+    ms_title = "time per launch (median, IQR bars)" + (
+        f"; {above} spike{'s' if above > 1 else ''} above the axis (this machine's noise, hover the points)"
+        if top
+        else ""
+    )
     return figure(
         data,
         {
@@ -86,12 +117,12 @@ def kernels_spec(trace, index: int) -> dict:
             "shapes": [step_marker(index)],
             "title": _timings_title(trace, info, s),
             "xaxis": axis("step", domain=[0, 0.7], anchor="y2", range=[-0.5, len(x) - 0.5]),
-            "yaxis": axis("ms", domain=[0.55, 1]),
+            "yaxis": ms_axis,
             "yaxis2": axis("GB/s", domain=[0, 0.42]),
             "xaxis2": {"domain": [0.78, 1], "anchor": "y3"},
-            "yaxis3": axis("ms", domain=[0.55, 1], anchor="x2"),
+            "yaxis3": axis("ms", domain=[0.55, 1], anchor="x2") | ({"range": [0, top]} if top else {}),
             "annotations": [
-                panel_title("time per launch (median, IQR bars)", 0, 1),
+                panel_title(ms_title, 0, 1),
                 panel_title("GB/s (solid: real bytes, dotted: walked bytes)", 0, 0.42),
                 panel_title("distribution", 0.78, 1),
             ],
@@ -123,7 +154,7 @@ def _mode_traces(x, s: dict, m: str) -> list[dict]:
             "marker": {"color": c},
             "legendgroup": m,
             "showlegend": False,
-            "boxpoints": False,
+            "boxpoints": "outliers",  # whiskers at 1.5 IQR: a single spike is a point, not the whisker
             "xaxis": "x2",
             "yaxis": "y3",
         },

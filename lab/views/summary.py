@@ -3,8 +3,10 @@ and time saved where the trace has kernel timings."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from lab.views.common import HONESTY, MODES, OOR_CLASSES, check_step, passes_walked
-from lab.views.kernels import measured_how
+from lab.views.kernels import SPIKE_FACTOR, measured_how, spike_steps
 
 
 def _ratio(b: int, f: int) -> str:
@@ -34,9 +36,35 @@ def summary_numbers(trace, index: int) -> dict:
         ms = trace.arrays["kernel_ms"][timed]
         out["time"] = {m: sum(ms[:, j].tolist()) for j, m in enumerate(MODES)}
         out["time"]["steps_timed"] = len(timed)
+        # On a shared CPU a few steps take 100x the rest (the scheduler, not the kernel): the medians speak for
+        # the kernel, the totals are shown beside them with the spikes counted (issue 37 M5).
+        out["time"]["median"] = {m: float(np.median(ms[:, j])) for j, m in enumerate(MODES)}
+        out["time"]["spikes"] = len(spike_steps(ms))
         t = st.timing
         out["step_time"] = None if t is None else {m: t[m]["ms"] for m in MODES}
     return out
+
+
+def _time_line(info: dict, tm: dict) -> str:
+    """Kernel time: the median step of each mode first, then the totals over the timed steps, spikes counted."""
+    if not tm["baseline"]:
+        return ""
+    how = f"; {measured_how(info)}" if measured_how(info) else ""  # the app's background run says so
+    med = tm["median"]
+    saved = med["baseline"] - med["fixed"]
+    share = f" ({saved / med['baseline']:.0%})" if med["baseline"] else ""
+    line = (
+        f"**Kernel time** ({info.get('kernel')}, {info.get('backend')} on {info.get('device')}, "
+        f"{tm['steps_timed']} steps timed{how}): median step baseline {med['baseline']:.3f} ms, fixed "
+        f"{med['fixed']:.3f} ms, median time saved {saved:.3f} ms{share}; all timed steps together: baseline "
+        f"{tm['baseline']:.3f} ms, fixed {tm['fixed']:.3f} ms."
+    )
+    if tm["spikes"]:
+        line += (
+            f" Timing noise: {tm['spikes']} of {tm['steps_timed']} steps took over {SPIKE_FACTOR}× their mode's "
+            "median (this machine, not the kernel): read the medians, or run again on a quiet machine."
+        )
+    return line
 
 
 def summary_markdown(trace, index: int) -> str:
@@ -66,17 +94,7 @@ def summary_markdown(trace, index: int) -> str:
         "",
     ]
     if "time" in num:
-        info = trace.timings or {}
-        tm = num["time"]
-        saved = tm["baseline"] - tm["fixed"]
-        how = f"; {measured_how(info)}" if measured_how(info) else ""  # the app's background run says so
-        lines.append(
-            f"**Kernel time** ({info.get('kernel')}, {info.get('backend')} on {info.get('device')}, "
-            f"{tm['steps_timed']} steps timed{how}): baseline {tm['baseline']:.3f} ms, fixed {tm['fixed']:.3f} ms, "
-            f"time saved {saved:.3f} ms ({saved / tm['baseline']:.0%})."
-            if tm["baseline"]
-            else ""
-        )
+        lines.append(_time_line(trace.timings or {}, num["time"]))
         if num["step_time"]:
             lines.append(
                 f"This step: baseline {num['step_time']['baseline']:.3f} ms, fixed {num['step_time']['fixed']:.3f} ms."

@@ -105,3 +105,15 @@ def test_every_example_gpu_is_a_choice_of_the_tab(client, name):
     line, gpu = EXAMPLES[name]
     msg, md, *_ = client.predict(line, gpu, "0.33.0", 16, 2048, 256, api_name="/deployment")
     assert msg == "" and md.startswith("### "), (msg, md[:200])
+
+
+def test_the_replay_link_opens_a_view_the_app_knows(client):
+    # Issue 37 M3: the link carried tab=Per-request lengths (the view's label), and the app opened on a red
+    # "unknown tab" message in the block-table view, scrolled 1,164 px down.
+    from lab.views import ALL_VIEWS
+
+    line, gpu = EXAMPLES["dense + EAGLE3 on H200"]
+    _, _, _, link, _ = client.predict(line, gpu, "0.33.0", 16, 2048, 256, api_name="/deployment")
+    href = link.split('href="')[1].split('"')[0].replace("&amp;", "&")
+    query = urllib.parse.parse_qs(urllib.parse.urlparse(href).query)
+    assert query["tab"] == ["lengths"] and "lengths" in ALL_VIEWS

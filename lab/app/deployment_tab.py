@@ -9,7 +9,6 @@ from __future__ import annotations
 import html
 import os
 import tempfile
-import urllib.parse
 from contextlib import contextmanager
 
 import gradio as gr
@@ -55,7 +54,7 @@ def deployment_tab(line, gpu, vllm, requests, prompt_len, output_len, log_text="
         text = html.escape(str(e), quote=False)
         msg = inline_error(f"{text}<br>The answer below is still the last one.")
         return msg, gr.skip(), gr.skip(), gr.skip(), gr.skip()
-    url = "?" + urllib.parse.urlencode({"spec": a["replay"]["spec"], "tab": "Per-request lengths"})
+    url = a["replay"]["app"].removeprefix("/")  # relative: the app may sit behind a proxy's path
     link = (
         f'<a class="replay-link" href="{html.escape(url)}" target="_blank" rel="noopener">Open the replay in the '
         f"lab ↗</a> <code>{html.escape(a['replay']['cli'])}</code>"

@@ -192,13 +192,17 @@ def backends_and_work(dep: Deployment, trace) -> tuple[dict, dict | None]:
     return table, work
 
 
+REPLAY_VIEW = "lengths"  # the replay opens on the per-request lengths: the told max_seq_len against the batch's
+
+
 def replay(scenario: Scenario) -> dict:
     """The commands that replay the deployment in the lab: the CLI and the app's URL."""
     spec = scenario.to_spec()
     return {
         "spec": spec,
         "cli": f'python -m lab simulate --spec "{spec}"',
-        "app": "/?" + urllib.parse.urlencode({"spec": spec, "tab": "Per-request lengths"}),
+        # tab= takes a view's name (lab/views ALL_VIEWS), not its label: the label opened on "unknown tab"
+        "app": "/?" + urllib.parse.urlencode({"spec": spec, "tab": REPLAY_VIEW}),
     }
 
 

@@ -17,12 +17,19 @@ from lab.trace.recorder import simulate
 
 
 def register(sub) -> None:
+    what = "one trace as one HTML file that needs no install (every view, every step, play)"
     sp = sub.add_parser(
-        "export", help="one trace as one HTML file that needs no install (every view, every step, play)"
+        "export",
+        help=what,
+        description=what + ": open it offline in any browser, hand it out in a workshop.",
+        usage="python -m lab export (--preset NAME | --spec SPEC | TRACE.json) --out FILE.html\n"
+        "       python -m lab export --all DIR",
+        epilog="--out is required unless --all writes every preset. Example: "
+        "python -m lab export --preset eagle-k3 --out eagle-k3.html",
     )
     add_scenario_args(sp, out=False)
     sp.add_argument("trace", nargs="?", help="a saved trace (.json) instead of --preset/--spec")
-    sp.add_argument("--out", help="the HTML file to write")
+    sp.add_argument("--out", metavar="FILE.html", help="the HTML file to write (required, unless --all)")
     sp.add_argument("--all", metavar="DIR", help="write every preset as DIR/<preset>.html")
     sp.set_defaults(fn=cmd_export)
 

@@ -38,10 +38,18 @@ def status() -> tuple[bool, str]:
     py = live_python()
     if not py.exists():
         return False, (
-            f"the live environment is missing ({py}); `make venv-vllm-live` builds it (about 3 GB, "
+            f"the live environment is missing ({_shown(py)}); `make venv-vllm-live` builds it (about 3 GB, "
             f"~5 min; docs/live.md)"
         )
     return True, ""
+
+
+def _shown(py: pathlib.Path) -> str:
+    """The interpreter as a room's attendees may read it: relative to the checkout, never the server's paths."""
+    try:
+        return str(py.resolve().relative_to(REPO.resolve()))
+    except ValueError:
+        return "the interpreter LAB_LIVE_PYTHON names"
 
 
 def record_in_subprocess(scenario, progress=None, timeout_s: float = DEFAULT_TIMEOUT_S):

@@ -23,9 +23,10 @@ from lab.views.vllm_counts import vllm_counts_spec
 
 HOW_TO_TIME = (
     "This trace has no kernel timings: it comes from the step engine alone.<br>"
-    "Timings come from a live kernel run: pick the runner <b>embedded CPU + kernels</b> and Run,<br>"
-    "or <b>python -m lab simulate --preset stale-block-reuse --backend torch-reference --out t.json</b><br>"
-    "and upload t.json here. What vLLM's own Triton MLA decode launches, counted on the CPU:<br>"
+    "Timings come from a kernel run, in the lab's app (<b>make demo</b>: the runner <b>embedded CPU + kernels</b>,<br>"
+    "then Run) or from a checkout: <b>python -m lab simulate --preset stale-block-reuse --backend "
+    "torch-reference --out t.json</b><br>"
+    "(upload t.json to the app). What vLLM's own Triton MLA decode launches, counted on the CPU:<br>"
     "<b>python -m lab vllm-kernels count --preset eagle-k3 --every 20 --out t.json</b>."
 )
 _FIELDS = ("ms", "iqr_ms", "gbps_real", "gbps_walked")

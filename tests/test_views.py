@@ -455,3 +455,21 @@ def test_kernel_name_in_the_title():
     assert names["vllm-triton-unified"] == "triton_unified_attention.unified_attention"
     assert names["flashinfer-trtllm-gen"] == "decode.trtllm_batch_decode_with_kv_cache"
     assert names["vllm-cpu"] == "vLLM's CPU paged attention"
+
+
+def test_recorded_eras_view_marks_the_current_step(traces):
+    # Issue 37: the Recorded eras view had no step marker; ▶ moved the headline and nothing in the figure.
+    from lab.views.recorded import recorded_spec
+
+    spec = recorded_spec(traces["eagle-k3"], 7)
+    (marker,) = [sh for sh in spec["layout"]["shapes"] if sh.get("name") == "step"]
+    assert marker["x0"] == marker["x1"] == 7
+
+
+def test_k2_draft_decodes_read_pass_1():
+    # Issue 37: K = 2 read "passes 1–1".
+    from lab.scenario import parse_spec
+    from lab.views.eras import drafts_label
+
+    assert drafts_label(parse_spec("4p100o20_k=2")).endswith("(pass 1)")
+    assert drafts_label(parse_spec("4p100o20_k=3")).endswith("(passes 1–2)")

@@ -73,7 +73,8 @@ def drafts_label(scenario) -> str:
         return f"{spec.display_name} passes 0–{k - 1}"
     if spec.one_pass:
         return f"{spec.display_name} query pass ({spec.num_query_per_req(k)} tokens a request)"
-    return f"{spec.display_name} draft decodes (passes 1–{k - 1})"
+    passes = "pass 1" if k == 2 else f"passes 1–{k - 1}"  # K = 2 read "passes 1–1"
+    return f"{spec.display_name} draft decodes ({passes})"
 
 
 def fixed_by(values: list[tuple[int, int] | None], eras: list[str]) -> str | None:

@@ -13,7 +13,7 @@ import numpy as np
 
 from lab.history import ERAS
 from lab.trace import era_recordings as eras
-from lab.views.common import axis, check_step, figure, message_figure, panel_title, paper_note, title
+from lab.views.common import axis, check_step, figure, message_figure, panel_title, paper_note, step_marker, title
 from lab.views.eras import ERA_COLORS
 
 _DOMAINS = {"y": [0.55, 1.0], "y2": [0.0, 0.4]}
@@ -75,6 +75,8 @@ def recorded_spec(trace, index: int) -> dict:
             f"{verdict} · line: the release's own max_seq_len · circles: the engine's value in that era<br>"
             f"recorded scenario (CPU variant): {spec}",
         ),
+        # The current step (the recorded run steps as the trace does): ▶ moves it as in every trace-wide view.
+        "shapes": [step_marker(index)],
         "xaxis": axis("step of the recorded run", anchor="y2" if has_drafts else "y"),
         "yaxis": axis("tokens (log)", domain=_DOMAINS["y"] if has_drafts else [0.0, 1.0], **log_tokens),
         "annotations": [

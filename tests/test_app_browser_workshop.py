@@ -116,3 +116,21 @@ def test_arrow_keys_and_space_step_and_play_anywhere_on_the_page(context, app_ur
     box.press("ArrowRight")
     page.wait_for_timeout(400)
     assert int(box.input_value()) == before
+
+
+def test_closing_the_preset_list_without_choosing_changes_nothing(context, app_url):
+    """Opening the preset list, then clicking elsewhere or tabbing past it, re-ran the preset (step 10 -> 0,
+    the click lost). Now only a chosen preset loads."""
+    page = _page(context, 1366, 768)
+    open_app(page, app_url, "?preset=eagle-k3&step=10")
+    loads = page.evaluate("() => window.__labLoaded || 0")
+    page.locator("#preset input").click()
+    page.get_by_role("option", name="mamba-hybrid").wait_for()
+    page.locator("#headline").click()
+    page.locator("#preset input").focus()
+    page.keyboard.press("Tab")
+    page.wait_for_timeout(2500)
+    assert page.evaluate("() => window.__labLoaded || 0") == loads
+    assert "step 10 of" in page.locator("#headline .hl-line").inner_text()
+    _pick_preset(page, "mamba-hybrid")
+    page.locator("#headline .hl-line").filter(has_text="mamba-hybrid").wait_for()

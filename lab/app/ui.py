@@ -316,9 +316,11 @@ def _wire_loading(demo: gr.Blocks, ui: dict, preset: str) -> None:
         return initial(DEFAULT_VIEW, preset, request, progress)
 
     _loaded_then(ui, demo.load(_initial, None, loaded, api_name="initial_run"))
+    # .select, not .input: Gradio sends .input when the list closes (a click elsewhere, Tab past it) even with
+    # nothing chosen, which re-ran the preset and sent the page back to step 0 (issue 37).
     _loaded_then(
         ui,
-        ui["preset"].input(
+        ui["preset"].select(
             pick_preset, [ui["preset"], ui["runner"], view, presenter, compare_key], loaded, api_name="pick_preset"
         ),
     )

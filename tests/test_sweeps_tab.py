@@ -70,3 +70,24 @@ def test_sweep_past_the_deadline_points_to_the_cli(monkeypatch):
         SMALL, "mml", "2k,4k,8k", "(none)", "", 1, "all_walked_ratio", progress=lambda *a, **k: None
     )
     assert fig is None and "Stopped after" in status and "python -m lab sweep" in status
+
+
+def test_table_cells_read_as_numbers_do():
+    # Issue 37: the table printed 1490000 and a count rounded to 27300000.
+    from lab.app.sweeps_tab import table_cell
+
+    assert table_cell(1490000) == "1,490,000" and table_cell(27312345.0) == "27,312,345"
+    assert table_cell(31.87654) == "31.9" and table_cell(0.123456) == "0.123" and table_cell(1234.5) == "1,234"
+    assert table_cell("full") == "full" and table_cell(None) == ""
+
+
+def test_the_empty_table_names_its_columns(tab_url):
+    # Issue 37: before the first sweep the table's headers read "1 2 3".
+    import urllib.request
+
+    from lab.sweep.table import HEADLINE
+
+    config = json.loads(urllib.request.urlopen(tab_url + "config").read())
+    (table,) = [c for c in config["components"] if c.get("props", {}).get("elem_id") == "sweep-table"]
+    assert table["props"]["value"]["headers"][:2] == ["axis", "seeds"]
+    assert table["props"]["value"]["headers"][2] == HEADLINE[0]

@@ -89,6 +89,18 @@ def sweep_estimate(base, a1, v1, a2, v2, seeds):
     return spec, fits, msg
 
 
+def table_cell(v) -> str:
+    """A summary value as a reader reads it: counts whole with separators (1,490,000, never 1490000 or a count
+    rounded to 27,300,000), ratios and shares to 3 significant digits (16-digit floats read as noise)."""
+    if isinstance(v, bool) or v is None:
+        return "" if v is None else str(v)
+    if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and abs(v) >= 1000):
+        return f"{int(v):,}"
+    if isinstance(v, float):
+        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
+    return str(v)
+
+
 def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, progress=gr.Progress()):  # noqa: B008 (Gradio's way)
     """Run a sweep that fits the app's budget: figure, summary table (mean over seeds), status."""
     spec, fits, msg = sweep_estimate(base, a1, v1, a2, v2, seeds)
@@ -130,8 +142,7 @@ def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, progress=gr.Progress()): 
         fig = heatmap(res.rows, axes[0], axes[1], metric)
     cols = axes + ["seeds"] + list(dict.fromkeys([metric, *HEADLINE]))
     summ = summarize(res.rows, axes, [c for c in cols if c not in axes and c != "seeds"])
-    # Ratios to 3 significant digits: a table of 16-digit floats reads as noise.
-    table = [[float(f"{v:.3g}") if isinstance(v, float) else v for v in (s.get(c) for c in cols)] for s in summ]
+    table = [[table_cell(v) for v in (s.get(c) for c in cols)] for s in summ]
     done = f"{res.computed} points run in {res.seconds:.1f} s ({res.executor}). " + msg
     return fig, {"headers": cols, "data": table}, done
 
@@ -155,7 +166,10 @@ def add_sweeps_tab(base: str = DEFAULT_BASE) -> None:
             run_btn = gr.Button("Run sweep", variant="primary", elem_id="sweep-run", scale=0)
         status = gr.Markdown("", elem_id="sweep-status")
         plot = gr.Plot(label="sweep", elem_id="sweep-plot", show_label=False)
-        table = gr.Dataframe(label="mean over seeds", elem_id="sweep-table", interactive=False)
+        # Headers before the first sweep (Gradio's default headers read "1 2 3").
+        table = gr.Dataframe(
+            headers=["axis", "seeds", *HEADLINE], label="mean over seeds", elem_id="sweep-table", interactive=False
+        )
     inputs = [sw_base, a1, v1, a2, v2, seeds]
     est_btn.click(lambda *a: sweep_estimate(*a)[2], inputs, status, api_name="sweep_estimate")
     run_btn.click(

@@ -53,3 +53,11 @@ def test_the_runners_line_shows_no_server_path(monkeypatch, tmp_path):
     monkeypatch.setenv("LAB_LIVE_PYTHON", str(tmp_path / "elsewhere" / "python"))
     ok, why = record_process.status()
     assert not ok and str(tmp_path) not in why and "LAB_LIVE_PYTHON" in why
+
+
+def test_export_names_an_unknown_preset_before_the_missing_out():
+    # Issue 37: `--preset nope` answered "give --out NAME.html" first.
+    r = subprocess.run(
+        [sys.executable, "-m", "lab", "export", "--preset", "nope"], capture_output=True, text=True, cwd=ROOT
+    )
+    assert r.returncode == 2 and "unknown preset 'nope'" in r.stderr and "--out" not in r.stderr

@@ -50,10 +50,12 @@ def cmd_export(args) -> int:
         for name in PRESETS:
             _write(simulate(get_preset(name)), os.path.join(args.all, f"{name}.html"))
         return 0
-    if not args.out:
-        raise ValueError("give --out NAME.html (or --all DIR)")
     if args.trace and (args.preset or args.spec):
         raise ValueError("give a trace file, --preset or --spec: one of them")
-    trace = Trace.load(args.trace) if args.trace else simulate(scenario_from_args(args))
+    # What to export is checked first: `--preset nope` names the unknown preset, not the missing --out.
+    scenario = None if args.trace else scenario_from_args(args)
+    if not args.out:
+        raise ValueError("give --out NAME.html (or --all DIR)")
+    trace = Trace.load(args.trace) if args.trace else simulate(scenario)
     _write(trace, args.out)
     return 0

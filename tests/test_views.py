@@ -473,3 +473,14 @@ def test_k2_draft_decodes_read_pass_1():
 
     assert drafts_label(parse_spec("4p100o20_k=2")).endswith("(pass 1)")
     assert drafts_label(parse_spec("4p100o20_k=3")).endswith("(passes 1–2)")
+
+
+def test_the_lengths_arrow_says_its_ratio_is_in_tokens(traces):
+    # Issue 37: "246× the batch max" beside the headline's "241×" (entries) for one claim, with no word why.
+    from lab.views.eras import headline_html
+    from lab.views.lengths import lengths_spec
+
+    t = traces["short-decode-long-context"]
+    notes = json.dumps(lengths_spec(t, 20)["layout"]["annotations"], ensure_ascii=False)
+    assert "× the batch max, in tokens)" in notes
+    assert "the block-table entries" in headline_html(t, 20)

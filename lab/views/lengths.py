@@ -115,7 +115,9 @@ def _max_seq_len_lines(by_value: dict, eras: list, x_span: tuple, ymax: float, t
             annotations.append(
                 paper_note(
                     f"↑ {label}{' = max_model_len' if meta == mml else ''} "
-                    f"({meta / max(top, 1):,.0f}× the batch max), off this axis",
+                    # In tokens: the headline's ratio counts block-table entries (whole blocks per row),
+                    # so the two differ a little (246× here, 241× there); the words say which is which.
+                    f"({meta / max(top, 1):,.0f}× the batch max, in tokens), off this axis",
                     0.99,
                     1.0,
                     xanchor="right",

@@ -482,5 +482,5 @@ def test_the_lengths_arrow_says_its_ratio_is_in_tokens(traces):
 
     t = traces["short-decode-long-context"]
     notes = json.dumps(lengths_spec(t, 20)["layout"]["annotations"], ensure_ascii=False)
-    assert "× the batch max, in tokens)" in notes
+    assert "× the batch max, in tokens, off this axis" in notes
     assert "the block-table entries" in headline_html(t, 20)

@@ -114,10 +114,11 @@ def _max_seq_len_lines(by_value: dict, eras: list, x_span: tuple, ymax: float, t
         else:
             annotations.append(
                 paper_note(
-                    f"↑ {label}{' = max_model_len' if meta == mml else ''} "
                     # In tokens: the headline's ratio counts block-table entries (whole blocks per row),
                     # so the two differ a little (246× here, 241× there); the words say which is which.
-                    f"({meta / max(top, 1):,.0f}× the batch max, in tokens), off this axis",
+                    # Two short lines: one long line lost its start (the era's name) in a half-screen figure.
+                    f"↑ {label}{' = max_model_len' if meta == mml else ''}<br>"
+                    f"{meta / max(top, 1):,.0f}× the batch max, in tokens, off this axis",
                     0.99,
                     1.0,
                     xanchor="right",

@@ -120,7 +120,7 @@ BACKENDS: tuple[Backend, ...] = (
         headline="ctas_launched",
         known=READ,
         at_replay=FROZEN,
-        decided_by=formulas.derived_decider,
+        decided_by=formulas.decode_derived_decider,
         decider_line="flashinfer.py FlashInferImpl.forward: trtllm_batch_decode_with_kv_cache(max_seq_len=...) -> "
         "numCtasPerSeqKv = min(cdiv(max_seq_len, 256), SMs // (q x KV heads x rows))",
         claims=_TRTLLM_CLAIMS,

@@ -87,7 +87,7 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
         ),
         headline="programs",
         at_replay=FROZEN,
-        decided_by=formulas.derived_decider,
+        decided_by=formulas.decode_derived_decider,
         decider_line="triton_mla.py TritonMLAImpl.forward_mqa: num_kv_splits = _compute_num_kv_splits(max_seq_len, "
         "SMs)",
         claims=_TRITON_MLA_CLAIMS,
@@ -180,7 +180,7 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
         ),
         headline="ctas_launched",
         at_replay=FROZEN,
-        decided_by=formulas.derived_decider,
+        decided_by=formulas.decode_derived_decider,
         decider_line="flashinfer_mla.py FlashInferMLAImpl.forward_mqa: max_seq_len=attn_metadata.max_seq_len",
         claims=_FI_MLA_CLAIMS,
         notes=(_MLA_NOTE, "SM100: first in vLLM's MLA order"),

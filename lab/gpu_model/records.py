@@ -36,7 +36,8 @@ PINNED = "pinned"  # a constant vLLM sets (FA3's flash_attn_max_num_splits_for_c
 HEURISTIC = "heuristic"  # the kernel's own heuristic, which reads max_seq_len (FA3's num_splits=0)
 DERIVED = "max_seq_len-derived"  # a formula of max_seq_len (Triton MLA, TRTLLM-gen, Flex's mask width)
 REAL_LENGTHS = "real lengths"  # seq_lens only
-DECIDERS = (PINNED, HEURISTIC, DERIVED, REAL_LENGTHS)
+NO_LAUNCH = "no decode launch"  # a decode-only kernel on a step with no decode rows: nothing launched
+DECIDERS = (PINNED, HEURISTIC, DERIVED, REAL_LENGTHS, NO_LAUNCH)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from lab.gpu_model.consumers import (
     dcp_context_kv_len,
     on_trace,
     static_sink_columns,
+    turboquant_prefill_path,
     turboquant_pure_prefill,
 )
 from lab.gpu_model.records import AT_REPLAY, DECIDERS, FROZEN, LAB, NO_LAUNCH, NOT_READ, PINNED, REFRESHED
@@ -121,3 +122,23 @@ def test_a_step_without_decode_rows_launches_no_decode_kernel(name):
     assert r["decided_by"] == {NO_LAUNCH: 1}
     assert all(v == 0 for v in r["predicted"]["baseline"].values()), r["predicted"]
     assert all(v == 0 for v in r["baseline_extra"].values())
+
+
+def test_turboquant_mixed_batch_tells_the_prefill_rows_their_own_bound():
+    """Issue 35, item 6 / audit item 2: TurboQuantAttentionImpl.forward hands the step's told max_seq_len to
+    _prefill_attention only when num_decodes == 0; a mixed batch's prefill rows are told
+    seq_lens_cpu[num_decodes:].max(). Step 3 of this trace is a decode row of 515 and a 100-token first-chunk
+    prompt: the pure-prefill path in both modes (the told 32,768 or 515 do not decide it)."""
+    trace = simulate(Scenario.from_spec("1p512o8_p100o4a3_mml=32k"))
+    st = trace.steps[3]
+    assert st.num_scheduled_tokens == [1, 100] and st.max_seq_len["fixed"] == 515
+    for m in ("baseline", "fixed"):
+        assert turboquant_prefill_path(st.num_scheduled_tokens, st.seq_lens_cpu_upper_bound, st.max_seq_len[m]) == (
+            "mixed: pure prefill"
+        )
+    assert turboquant_prefill_path([1, 1], [516, 101], 516) == "decode"
+    assert turboquant_prefill_path([100, 40], [100, 90], 100) == "pure prefill"
+    assert turboquant_prefill_path([1, 40], [516, 90], 516) == "mixed: continuation"
+    on = on_trace(trace)
+    # step 0 (a lone first chunk): the told value decides; step 3 (mixed): pure prefill in both modes.
+    assert on["turboquant_pure_prefill_steps"] == {"baseline": 1, "fixed": 2} and on["turboquant_mixed_steps"] == 1

@@ -115,11 +115,13 @@ def format_model(trace, rows: list[dict], shape: HeadShape) -> str:
 
 def _consumer_line(trace) -> str:
     """Other consumers of max_seq_len on this trace (lab/gpu_model/consumers.py): TurboQuant's path choice."""
-    tq = on_trace(trace)["turboquant_pure_prefill_steps"]
+    on = on_trace(trace)
+    tq = on["turboquant_pure_prefill_steps"]
     return (
-        f"other consumers: TurboQuant (turboquant_attn.py: max_query_len == max_seq_len takes the pure-prefill "
-        f"path) would take it on {tq['baseline']} steps told max_model_len, {tq['fixed']} told the batch max, "
-        f"of {len(trace.steps)}"
+        f"other consumers: TurboQuant (turboquant_attn.py: with no decode row, max_query_len == max_seq_len takes "
+        f"the pure-prefill path; a mixed batch's prefill rows are told their own upper bound) would take it on "
+        f"{tq['baseline']} steps told max_model_len, {tq['fixed']} told the batch max, of {len(trace.steps)} "
+        f"({on['turboquant_mixed_steps']} mixed, the same in both)"
         + (
             "; cross-attention is told max(encoder_seq_lens) in every era (consumers.cross_attention_max_seq_len; "
             "the trace keeps no encoder lengths)"

@@ -22,6 +22,7 @@ from lab.gpu_model.records import (
     LAB,
     MEASURED,
     READ,
+    REFRESHED,
     VLLM_KERNELS_SOURCE,
     Backend,
     Claim,
@@ -61,7 +62,8 @@ _FA3_CLAIMS = (
           "self.scheduler_metadata[:n] = scheduler_metadata",
           "into a persistent buffer a FULL graph reads"),
     Claim(_FA + "FlashAttentionImpl.forward", "max_seqlen_k = attn_metadata.max_seq_len",
-          "the kernel launch reads max_seqlen_k in forward(): frozen at capture under FULL"),
+          "the launch scalar max_seqlen_k is read in forward(): frozen at capture under FULL (decides no split "
+          "on a pinned step)"),
 )  # fmt: skip
 _UNIFIED_CLAIMS = (
     Claim("vllm.v1.attention.ops.triton_unified_attention:unified_attention", "max_seqlen_k=max_seqlen_k,",
@@ -235,7 +237,11 @@ BACKENDS: tuple[Backend, ...] = (
             "where vLLM sets num_splits=32 (flash_attn_max_num_splits_for_cuda_graph) and max_seqlen_k "
             "changes no split",
         ),
-        at_replay=FROZEN,  # max_seqlen_k is a launch scalar; the scheduler metadata is refreshed, the pin moots it
+        # The split plan is the scheduler metadata build() refreshes each step (_get_scheduler_metadata ->
+        # _store_scheduler_metadata); the launch scalar max_seqlen_k keeps capture's value under FULL, but every
+        # FULL step is within max_cudagraph_size under a mode with FULL graphs: pinned, it decides no split there.
+        at_replay=REFRESHED,
+        frozen_scalar="max_seqlen_k",  # every FULL step is pinned: 32 splits
         decided_by=formulas.fa3_decided_by,
         decider_line="flash_attn.py FlashAttentionMetadataBuilder.build: max_num_splits = 32 if the mode has FULL "
         "graphs and num_actual_tokens <= max_cudagraph_size, else 0 (FA3's heuristic)",

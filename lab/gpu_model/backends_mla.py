@@ -122,7 +122,8 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
             _SM90_ORDER,
         ),
         headline="fa3_n_blocks",
-        at_replay=FROZEN,
+        at_replay=REFRESHED,  # _build_decode refreshes self.scheduler_metadata; the launch scalar is pinned moot
+        frozen_scalar="max_seqlen_k",  # every FULL decode step is pinned: 32 splits
         decided_by=formulas.flashattn_mla_decided_by,
         decider_line="flashattn_mla.py FlashAttnMLAMetadataBuilder._build_decode: max_num_splits = 32 if the mode "
         "has FULL graphs and num_decode_tokens <= max_cudagraph_size, else 0 (FA3's heuristic)",

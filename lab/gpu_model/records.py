@@ -25,7 +25,8 @@ ASSUMED = "assumed"
 LAB = "the lab's own kernel (measured)"
 KNOWN = (MEASURED, READ, ASSUMED, LAB)
 
-# R9 (docs/rules.md): where a backend reads max_seq_len decides what a FULL replay shows it.
+# R9 (docs/rules.md): where the read of max_seq_len that decides a backend's work happens decides what a FULL
+# replay shows it. The one place the answer, the views and the GPU model ask (``Backend.at_replay``, ``seen``).
 FROZEN = "frozen at capture"  # a launch scalar read in forward(): a FULL replay keeps capture's value
 REFRESHED = "refreshed at replay"  # build() fills a buffer the graph reads, from the step's own value
 NOT_READ = "not read"  # its work never depends on max_seq_len
@@ -65,10 +66,17 @@ class Backend:
     known: str = READ  # how the R10 answer is known (KNOWN)
     attention: str = "GQA"  # "MLA": an MLA model's backend (bytes per token: formulas.MLA_BYTES_PER_TOKEN)
     at_replay: str = NOT_READ  # R9: FROZEN (launch scalar) / REFRESHED (buffer filled in build) / NOT_READ
+    frozen_scalar: str = ""  # REFRESHED: a launch scalar that keeps capture's value under FULL but decides no work
     decided_by: Callable | None = None  # decided_by(StepWork) -> one of DECIDERS; None: REAL_LENGTHS always
     decider_line: str = ""  # the vLLM (or lab) line that decides the split count or grid
     separate_prefill_kernel: bool = True  # prefill rows go to another kernel (False: one varlen kernel)
     claims: tuple[Claim, ...] = ()  # checked against the wheel (tests/conformance/test_claims_vllm.py)
+
+    def seen(self, told, kernel):
+        """R9 for this backend: what its work reads of a step, given the metadata's value (``told``) and the
+        launch's (``kernel``, capture's under a FULL replay): the step's own value where its builder refreshes
+        a buffer at replay, the launch's otherwise (a backend that never reads it ignores either)."""
+        return told if self.at_replay == REFRESHED else kernel
 
     @property
     def changes_work(self) -> bool:

@@ -44,11 +44,15 @@ DECIDERS = (PINNED, HEURISTIC, DERIVED, REAL_LENGTHS, NO_LAUNCH)
 @dataclass(frozen=True)
 class Claim:
     """One behavioural claim about a vLLM 0.33.0 function: ``symbol`` ("module:Qualified.name"), a ``quote``
-    that must appear in that symbol's source (whitespace collapsed), and what the lab says it means."""
+    that must appear in that symbol's source (whitespace collapsed), and what the lab says it means. A negative
+    claim (``absent``): ``quote`` is a name the symbol never reads (no load of it, no keyword of that name, by
+    AST). ``id`` names it where a record's field cites it (``Backend.backing``)."""
 
     symbol: str
     quote: str
     says: str
+    id: str = ""
+    absent: bool = False
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,8 @@ class Backend:
     decider_line: str = ""  # the vLLM (or lab) line that decides the split count or grid
     separate_prefill_kernel: bool = True  # prefill rows go to another kernel (False: one varlen kernel)
     claims: tuple[Claim, ...] = ()  # checked against the wheel (tests/conformance/test_claims_vllm.py)
+    # (field, ids) pairs: the claims behind each behavioural field (lab/gpu_model/backend_claims.py ``backed``)
+    backing: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def seen(self, told, kernel):
         """R9 for this backend: what its work reads of a step, given the metadata's value (``told``) and the

@@ -110,7 +110,7 @@ def test_other_consumers_arithmetic_and_on_a_trace(full):
     assert on_trace(trace)["turboquant_pure_prefill_steps"] == {"baseline": 0, "fixed": 1}
 
 
-@pytest.mark.parametrize("name", ["flashattn-mla", "triton-mla", "flashinfer-mla", "trtllm-gen"])
+@pytest.mark.parametrize("name", ["flashattn-mla", "triton-mla", "flashmla", "flashinfer-mla", "trtllm-gen"])
 def test_a_step_without_decode_rows_launches_no_decode_kernel(name):
     """Issue 35, item 3: a prefill-only workload (4p256o1: one step, every row a prompt) has no decode launch
     for a decode-only backend: no split counted, no pages, the decider says so (was: the heuristic's

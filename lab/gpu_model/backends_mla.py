@@ -102,7 +102,7 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
         "flashmla",
         "no",
         "get_mla_metadata plans from seq_lens; max_seq_len is not passed",
-        formulas.real_pages_work,
+        formulas.decode_pages_work,
         ("pages",),
         (90,),  # dense FlashMLA is Hopper-only (vllm/v1/attention/ops/flashmla.py is_flashmla_dense_supported)
         (
@@ -116,6 +116,7 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
             _SM90_ORDER,
         ),
         notes=(_MLA_NOTE,),
+        decided_by=formulas.decode_real_lengths_decider,
         decider_line="flashmla.py FlashMLAMetadataBuilder._build_decode: get_mla_metadata(seq_lens_device, ...)",
         claims=bc.FLASHMLA,
         backing=bc.FLASHMLA_BACKING,

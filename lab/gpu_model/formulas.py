@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab.blocks import cdiv, walked_columns
-from lab.gpu_model.records import DERIVED, HEURISTIC, NO_LAUNCH, PINNED
+from lab.gpu_model.records import DERIVED, HEURISTIC, NO_LAUNCH, PINNED, REAL_LENGTHS
 from lab.gpu_model.split_plan import split_plan
 
 TILE_KV = 128  # TRTLLM-gen tileSizeKv / stepKv of the decode kernels (fmhaKernels.cuh)
@@ -238,6 +238,18 @@ def decode_derived_decider(w: StepWork) -> str:
 def real_pages_work(w: StepWork, max_seq_len: int) -> dict:
     """A backend whose work ignores max_seq_len: the real lengths' pages."""
     return {"pages": w.real_pages}
+
+
+def decode_pages_work(w: StepWork, max_seq_len: int) -> dict:
+    """A decode-only kernel whose work ignores max_seq_len (FlashMLA): its decode rows' pages; nothing on a step
+    without decode rows (MLACommonMetadataBuilder.build: decode metadata only ``if num_decodes > 0``)."""
+    if not w.decode:
+        return {}
+    return {"pages": int(cdiv(np.asarray(w.decode, dtype=np.int64), w.block_size).sum())}
+
+
+def decode_real_lengths_decider(w: StepWork) -> str:
+    return REAL_LENGTHS if w.decode else NO_LAUNCH
 
 
 # ---- MLA (DeepSeek-style latent attention) and FlexAttention ------------------------------------

@@ -7,8 +7,9 @@
 # Flex's refresh: flex_attention.py FlexAttentionMetadataBuilder.build (lab/gpu_model/rule_claims.py R9).
 R9_R10_CAVEAT = (
     "Under a FULL CUDA graph a kernel that reads max_seq_len at launch sees the captured max_model_len in both "
-    "modes (R9, frozen at capture); a builder that refreshes a buffer on every step (FlexAttention's block mask) "
-    "sees the step's own value even then. Whether the change moves kernel work depends on the backend (R10). On "
+    "modes (R9, frozen at capture); a builder that refreshes a buffer on every step (FlexAttention's block mask, "
+    "FA3's scheduler metadata) sees the step's own value even then. Whether the change moves kernel work depends "
+    "on the backend (R10). On "
     "Hopper (H100/H200) vLLM 0.33.0 runs FlashAttention 3 for dense models: vLLM pins num_splits at 32 on every "
     "step of at most max_cudagraph_capture_size tokens whenever the mode has FULL graphs (PIECEWISE and eager "
     "steps too), and only on larger steps does its split heuristic read max_seqlen_k, so the effect is small. For "

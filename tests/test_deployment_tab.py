@@ -24,7 +24,7 @@ def test_a_pasted_line_is_answered_with_a_replay(client):
     msg, md, table, link, _ = client.predict(line, "H200", "0.33.0", 16, 2048, 256, api_name="/deployment")
     assert msg == ""
     assert md.startswith(
-        "### Yes\n\n**the target pass and draft pass 0 told `FLASH_ATTN_MLA` `max_model_len` (163,840)"
+        "### Not on this workload\n\n**the target pass and draft pass 0 told `FLASH_ATTN_MLA` `max_model_len` (163,840)"
     )
     assert "| target | **after #43991** (yours) | batch max" in md
     assert table["data"][0][1] == "flashattn-mla"  # the chosen backend first

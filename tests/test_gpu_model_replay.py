@@ -15,12 +15,11 @@ from lab.gpu_model.consumers import (
     dcp_context_kv_len,
     on_trace,
     static_sink_columns,
+    turboquant_prefill_path,
     turboquant_pure_prefill,
 )
-from lab.gpu_model.records import AT_REPLAY, DECIDERS, FROZEN, LAB, NOT_READ, PINNED, REFRESHED
+from lab.gpu_model.records import AT_REPLAY, DECIDERS, FROZEN, LAB, NO_LAUNCH, NOT_READ, PINNED, REFRESHED
 from lab.gpu_model.report import format_model, summary
-
-FA3 = ("fa3", "flashattn-mla")
 
 
 @pytest.fixture(scope="module")
@@ -45,13 +44,17 @@ def test_gpt_oss_line_no_longer_claims_the_pinned_step():
 
 def test_fa3_pin_follows_the_configured_mode_not_the_step(full):
     trace, rows = full
-    for name in FA3:
-        r = rows[name]
-        # step 0 has 1,024 tokens (> 512, the capture ceiling): the heuristic; the 7 decode steps: pinned.
-        assert r["decided_by"] == {PINNED: 7, "heuristic": 1}
-        assert r["predicted"]["baseline"]["pinned_steps"] == 7
-        want = cdiv(32768, 128) - cdiv(256, 128)  # only the heuristic step counts
-        assert r["baseline_extra"]["fa3_n_blocks"] == want
+    r = rows["fa3"]
+    # step 0 has 1,024 tokens (> 512, the capture ceiling): the heuristic; the 7 decode steps: pinned.
+    assert r["decided_by"] == {PINNED: 7, "heuristic": 1}
+    assert r["predicted"]["baseline"]["pinned_steps"] == 7
+    want = cdiv(32768, 128) - cdiv(256, 128)  # only the heuristic step counts
+    assert r["baseline_extra"]["fa3_n_blocks"] == want
+    # FlashAttention MLA's step 0 has no decode row: MLACommonMetadataBuilder.build builds no decode
+    # metadata, forward_mqa launches nothing (the prefill rows take MLA's prefill path, not modelled).
+    r = rows["flashattn-mla"]
+    assert r["decided_by"] == {PINNED: 7, NO_LAUNCH: 1}
+    assert r["predicted"]["baseline"]["pinned_steps"] == 7 and r["baseline_extra"]["fa3_n_blocks"] == 0
     # A PIECEWISE step within the capture sizes is pinned too when the mode has FULL graphs ...
     small = simulate(Scenario.from_spec("2p200o4_mml=32k"))
     assert small.steps[0].cudagraph_mode == "PIECEWISE" and small.steps[0].num_tokens <= 512
@@ -105,3 +108,37 @@ def test_other_consumers_arithmetic_and_on_a_trace(full):
     trace, _ = full
     # The first-chunk prefill step is told its own length with the batch max, max_model_len in the baseline.
     assert on_trace(trace)["turboquant_pure_prefill_steps"] == {"baseline": 0, "fixed": 1}
+
+
+@pytest.mark.parametrize("name", ["flashattn-mla", "triton-mla", "flashmla", "flashinfer-mla", "trtllm-gen"])
+def test_a_step_without_decode_rows_launches_no_decode_kernel(name):
+    """Issue 35, item 3: a prefill-only workload (4p256o1: one step, every row a prompt) has no decode launch
+    for a decode-only backend: no split counted, no pages, the decider says so (was: the heuristic's
+    cdiv(max_model_len, 128) KV blocks for FlashAttention MLA, "max_seq_len-derived" for the others)."""
+    trace = simulate(Scenario.from_spec("4p256o1_mml=32k"))
+    assert len(trace.steps) == 1 and min(trace.steps[0].num_scheduled_tokens) == 256
+    gpu = GPUS["B200" if name in ("flashinfer-mla", "trtllm-gen") else "H200"]
+    r = predict(trace, gpu, backends=[name])[0]
+    assert r["decided_by"] == {NO_LAUNCH: 1}
+    assert all(v == 0 for v in r["predicted"]["baseline"].values()), r["predicted"]
+    assert all(v == 0 for v in r["baseline_extra"].values())
+
+
+def test_turboquant_mixed_batch_tells_the_prefill_rows_their_own_bound():
+    """Issue 35, item 6 / audit item 2: TurboQuantAttentionImpl.forward hands the step's told max_seq_len to
+    _prefill_attention only when num_decodes == 0; a mixed batch's prefill rows are told
+    seq_lens_cpu[num_decodes:].max(). Step 3 of this trace is a decode row of 515 and a 100-token first-chunk
+    prompt: the pure-prefill path in both modes (the told 32,768 or 515 do not decide it)."""
+    trace = simulate(Scenario.from_spec("1p512o8_p100o4a3_mml=32k"))
+    st = trace.steps[3]
+    assert st.num_scheduled_tokens == [1, 100] and st.max_seq_len["fixed"] == 515
+    for m in ("baseline", "fixed"):
+        assert turboquant_prefill_path(st.num_scheduled_tokens, st.seq_lens_cpu_upper_bound, st.max_seq_len[m]) == (
+            "mixed: pure prefill"
+        )
+    assert turboquant_prefill_path([1, 1], [516, 101], 516) == "decode"
+    assert turboquant_prefill_path([100, 40], [100, 90], 100) == "pure prefill"
+    assert turboquant_prefill_path([1, 40], [516, 90], 516) == "mixed: continuation"
+    on = on_trace(trace)
+    # step 0 (a lone first chunk): the told value decides; step 3 (mixed): pure prefill in both modes.
+    assert on["turboquant_pure_prefill_steps"] == {"baseline": 1, "fixed": 2} and on["turboquant_mixed_steps"] == 1

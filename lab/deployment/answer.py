@@ -18,7 +18,7 @@ import numpy as np
 
 from lab.deployment.resolve import Deployment, release_series
 from lab.gpu_model import BY_NAME, GPUS, HeadShape, backends_for, predict, predict_draft_pass
-from lab.gpu_model.records import LAB
+from lab.gpu_model.records import FROZEN, LAB, NOT_READ, REFRESHED, Backend
 from lab.gpu_model.report import HEADLINE, summary, summary_cells
 from lab.history import ERA, ERAS, MODEL_STATE_FIRST_RELEASE, release
 from lab.scenario import RequestSpec, Scenario
@@ -87,8 +87,31 @@ def _describe(told: list[int], mml: int) -> str:
     return f"batch max {lo:,}" if lo == hi else f"batch max {lo:,}-{hi:,} (median {int(np.median(told)):,})"
 
 
-def _path_rows(trace, mml: int) -> list[dict]:
-    """One row per (path, era): the value told and what the kernel saw."""
+def reads_of(dep: Deployment) -> Backend | None:
+    """The record of the chosen backend (R9 and R10 in one place: lab/gpu_model/records.py ``at_replay``);
+    None: the lab has none, and the rows assume a launch scalar (frozen at capture) and say so."""
+    return BY_NAME.get(dep.backend.lab_backend or "")
+
+
+def _kernel_text(told: list[int], kernel: list[int], mml: int, rec: Backend | None, seen) -> str:
+    """What the chosen backend's work reads of ``max_seq_len`` on a path, in words (R9 for its record)."""
+    full = sum(1 for t, k in zip(told, kernel) if k != t)
+    if rec is not None and rec.at_replay == NOT_READ:
+        return f"not read by {rec.name} (R10)"
+    text = _describe(seen, mml)
+    if rec is not None and rec.at_replay == REFRESHED:
+        text += f" (refreshed at replay by {rec.name}'s builder, FULL steps too)" if full else ""
+        if full and rec.frozen_scalar:
+            text += (
+                f"; its launch scalar {rec.frozen_scalar} keeps max_model_len on {full} FULL steps (deciding no work)"
+            )
+        return text
+    assumed = "" if rec is not None else " (a launch scalar assumed: the lab has no record of this backend)"
+    return text + (f"; {full} of {len(told)} steps see max_model_len under FULL graphs{assumed}" if full else "")
+
+
+def _path_rows(trace, mml: int, rec: Backend | None = None) -> list[dict]:
+    """One row per (path, era): the value told and what the chosen backend's work reads of it (R9 per record)."""
     rows = []
     for era in ERAS:
         v = _values(trace, era)
@@ -100,25 +123,26 @@ def _path_rows(trace, mml: int) -> list[dict]:
             note = v["drafts_note"] or "no draft passes in this era"
             rows.append({"path": "draft passes", "era": era, "told": "-", "kernel": "", "note": note, "values": None})
         for name, (told, kernel) in paths:
-            full = sum(1 for t, k in zip(told, kernel) if k != t)
+            reads = rec is None or rec.at_replay != NOT_READ
+            seen = (rec.seen(told, kernel) if rec else kernel) if reads else None
             rows.append(
                 {
                     "path": name,
                     "era": era,
                     "told": _describe(told, mml),
-                    "kernel": _describe(kernel, mml)
-                    + (f"; {full} of {len(told)} steps see max_model_len under FULL graphs" if full else ""),
+                    "kernel": _kernel_text(told, kernel, mml, rec, seen),
+                    "kernel_reads": rec.at_replay if rec else f"{FROZEN} (assumed)",
                     "note": "",
                     "told_max": max(told),
                     "told_min": min(told),
                     "told_median": int(np.median(told)),
-                    "kernel_max": max(kernel),
-                    "kernel_min": min(kernel),
-                    "kernel_median": int(np.median(kernel)),
+                    "kernel_max": max(seen) if reads else None,
+                    "kernel_min": min(seen) if reads else None,
+                    "kernel_median": int(np.median(seen)) if reads else None,
                     "told_is_mml": all(v == mml for v in told),
-                    "full_graph_steps": full,
+                    "full_graph_steps": sum(1 for t, k in zip(told, seen) if k != t) if reads else 0,
                     "steps": len(told),
-                    "values": (told, kernel),
+                    "values": (told, seen),
                 }
             )
     return rows
@@ -181,7 +205,10 @@ def backends_and_work(dep: Deployment, trace) -> tuple[dict, dict | None]:
         # The FULL-decode sentence only where it is true: a workload with decode steps, and a backend whose
         # prefill rows go to another kernel (FA3 runs one flash_attn_varlen_func for both).
         "on_this_workload": line["on this workload"]
-        if _decode_sees_fix(trace) or not _has_decode(trace) or not row["separate_prefill_kernel"]
+        if _decode_sees_fix(trace)
+        or not _has_decode(trace)
+        or not row["separate_prefill_kernel"]
+        or row["at_replay"] != FROZEN
         else (
             "its decode steps all replay FULL graphs, where the kernel sees max_model_len either way (R9), and the "
             "prefill rows go to a context kernel the lab does not model"
@@ -242,7 +269,7 @@ def answer(dep: Deployment, workload: Workload | None = None) -> dict:
     scenario = scenario_of(dep, workload)
     trace = simulate(scenario)
     mml = scenario.max_model_len
-    rows = _path_rows(trace, mml)
+    rows = _path_rows(trace, mml, reads_of(dep))
     table, work = backends_and_work(dep, trace)
     if work is not None:
         work["drafts"] = draft_work(dep, trace, work["quantity"])
@@ -348,16 +375,17 @@ def _headline(dep, rows, work, era) -> str:
         return f"no: every path is told max_model_len ({mml:,}) in every era"
     last = era if era != ERAS[0] else ERAS[-1]
     head = now + (f"; {later}" if later else "")
+    backend, rec = dep.backend.vllm_name, reads_of(dep)
+    if rec is not None and rec.at_replay == NOT_READ:  # R10 from the record, whether or not it has this GPU
+        return f"no change in work: {head}, but {rec.name} does not size its work from it ({rec.known})"
     if not _kernel_changed(rows, ERAS[0], last):
+        assumed = "" if rec else f", assumed a launch scalar: the lab has no record of {backend}"
         return (
             f"in the metadata only: {head}, but under {dep.graphs.vllm_mode} graphs the kernel sees "
-            f"max_model_len ({mml:,}) in every era (R9)"
+            f"max_model_len ({mml:,}) in every era (R9, {rec.at_replay if rec else FROZEN}{assumed})"
         )
-    backend = dep.backend.vllm_name
     if work is None:
         return f"yes, in what the kernel sees: {head}; the lab has no work model of {backend}"
-    if work["verdict"] == "no":
-        return f"no change in work: {head}, but {work['backend']} does not size its work from it ({work['known']})"
     drafts = [d for d in work["drafts"] if d["extra"] > 0]
     if work["extra"] <= 0 and not drafts:
         return f"not on this workload: {head}; {work['backend']} could follow it, but {work['on_this_workload']}"

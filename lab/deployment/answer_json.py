@@ -59,7 +59,8 @@ PATH = _obj(
         "era": _STR,
         "exists": {"type": "boolean"},
         "told": _VALUES,  # max_seq_len attention metadata is told
-        "kernel": _VALUES,  # what the kernel sees (R9: a FULL replay shows capture's value)
+        "kernel": _VALUES,  # what the chosen backend's work reads (R9 per its record); null: it reads none
+        "kernel_reads": _STR,  # its record's at_replay: frozen at capture / refreshed at replay / not read
         "told_is_max_model_len": {"type": ["boolean", "null"]},
         "full_graph_steps": _INT_OR_NULL,
         "steps": _INT_OR_NULL,
@@ -144,6 +145,7 @@ def path_fields(row: dict) -> dict:
         "exists": row.get("told_max") is not None,
         "told": _values(row, "told"),
         "kernel": _values(row, "kernel"),
+        "kernel_reads": row.get("kernel_reads", ""),
         "told_is_max_model_len": row.get("told_is_mml"),
         "full_graph_steps": row.get("full_graph_steps"),
         "steps": row.get("steps"),

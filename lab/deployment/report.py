@@ -33,7 +33,7 @@ def format_text(a: dict) -> str:
     out += [f"  {k:18} {v}" for k, v in a["deployment"].items()]
     out += ["", f"workload: {a['workload']['spec']} ({a['workload']['steps']} steps)", ""]
     width = max([len("told max_seq_len")] + [len(r["told"]) for r in a["paths"]])
-    out.append(f"  {'path':14} {'era':14} {'told max_seq_len':{width}} kernel sees (R9)")
+    out.append(f"  {'path':14} {'era':14} {'told max_seq_len':{width}} the backend's work reads (R9)")
     for r in a["paths"]:
         mark = " *" if r["era"] == a["era"] else "  "
         out.append(f"{mark}{r['path']:14} {r['era']:14} {r['told']:{width}} {r['kernel'] or r['note']}")
@@ -53,7 +53,7 @@ def format_markdown(a: dict) -> str:
     out = [f"### {verdict[0].upper()}{verdict[1:]}", "", f"**{why}**", ""]
     out += [f"- **{k}**: {v}" for k, v in a["deployment"].items()]
     out += ["", f"Workload `{a['workload']['spec']}` ({a['workload']['steps']} steps).", ""]
-    out += ["| path | era | told `max_seq_len` | the kernel sees (R9) |", "|---|---|---|---|"]
+    out += ["| path | era | told `max_seq_len` | what the backend's work reads (R9) |", "|---|---|---|---|"]
     for r in a["paths"]:
         era = f"**{r['era']}** (yours)" if r["era"] == a["era"] else r["era"]
         out.append(f"| {r['path']} | {era} | {r['told']} | {r['kernel'] or r['note']} |")
@@ -105,6 +105,8 @@ def _short(row: dict | None) -> str:
 def _kernel_short(row: dict | None) -> str:
     if row is None or row.get("told_max") is None:
         return "—"
+    if row.get("kernel_max") is None:  # the backend's record: not read (R10)
+        return "not read by the backend"
     if row["full_graph_steps"]:
         return f"{row['full_graph_steps']} of {row['steps']} steps: max_model_len (FULL)"
     return _short(row) + ", every step"
@@ -115,8 +117,8 @@ def deployments_table(workload: Workload | None = None) -> str:
     workload = workload or Workload()
     out = [
         "| deployment | GPU | backend (lab model) | CUDA graphs | max_seq_len told: before #40654 → 0.33.0 "
-        "| the target's kernel sees (0.33.0) | does the backend's work follow it? | predicted extra, target passes "
-        "| predicted extra, draft passes | answer |",
+        "| what the target's backend reads (0.33.0, R9) | does the backend's work follow it? "
+        "| predicted extra, target passes | predicted extra, draft passes | answer |",
         "|---" * 10 + "|",
     ]
     for label, line, gpu in DEPLOYMENTS:

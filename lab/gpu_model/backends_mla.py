@@ -3,51 +3,15 @@ FlexAttention, beside the GQA ones in lab/gpu_model/backends.py, which lists the
 
 from __future__ import annotations
 
+from lab.gpu_model import backend_claims as bc
 from lab.gpu_model import formulas
-from lab.gpu_model.records import ASSUMED, FROZEN, MEASURED, REFRESHED, VLLM_KERNELS_SOURCE, Backend, Claim, Source
+from lab.gpu_model.records import ASSUMED, FROZEN, MEASURED, REFRESHED, VLLM_KERNELS_SOURCE, Backend, Source
 
 _MLA = "vllm/v1/attention/backends/mla/"
 _MLA_NOTE = (
     "an MLA model (DeepSeek-V3 latent, bf16: 1152 bytes per token, 16 heads per GPU); {prefill_rows} prefill rows "
 )
 _MLA_NOTE += "take MLA's prefill path: not modelled"
-_M = "vllm.v1.attention.backends.mla."
-_FLEX = "vllm.v1.attention.backends.flex_attention:"
-_TRITON_MLA_CLAIMS = (
-    Claim(_M + "triton_mla:TritonMLAImpl.forward_mqa",
-          "num_kv_splits = _compute_num_kv_splits( attn_metadata.max_seq_len, self._sm_count )",
-          "the split count is computed in forward() from the metadata's max_seq_len: a launch scalar"),
-)  # fmt: skip
-_FA_MLA_CLAIMS = (
-    Claim(_M + "flashattn_mla:FlashAttnMLAMetadataBuilder._build_decode",
-          "and self.max_cudagraph_size is not None and num_decode_tokens <= self.max_cudagraph_size ): "
-          "# NOTE(woosuk)",
-          "FA3's pin, on the decode tokens"),
-    Claim(_M + "flashattn_mla:FlashAttnMLAMetadataBuilder.__init__",
-          "vllm_config.attention_config.flash_attn_max_num_splits_for_cuda_graph",
-          "the pinned count is flash_attn_max_num_splits_for_cuda_graph"),
-)  # fmt: skip
-_FLASHMLA_CLAIMS = (
-    Claim(_M + "flashmla:FlashMLAMetadataBuilder._build_decode",
-          "scheduler_metadata, _ = get_mla_metadata( seq_lens_device, num_q_tokens_per_head_k,",
-          "FlashMLA plans from seq_lens, never max_seq_len"),
-)  # fmt: skip
-_FI_MLA_CLAIMS = (
-    Claim(_M + "flashinfer_mla:FlashInferMLAImpl.forward_mqa", "max_seq_len=attn_metadata.max_seq_len,",
-          "TRTLLM-gen MLA reads max_seq_len in forward(): a launch scalar"),
-)  # fmt: skip
-_FLEX_CLAIMS = (
-    Claim(_FLEX + "FlexAttentionMetadataBuilder.build", "out.block_mask = out._build_block_mask_direct()",
-          "build() builds the block mask on every step, outside the graph"),
-    Claim(_FLEX + "FlexAttentionMetadataBuilder.build", "max_seq_len = common_attn_metadata.max_seq_len",
-          "from the step's own max_seq_len (refreshed at replay)"),
-    Claim(_FLEX + "FlexAttentionMetadata._build_block_mask_direct",
-          "self.doc_ids, : cdiv(self.max_seq_len, self.block_size)",
-          "the gather is cdiv(max_seq_len, block_size) columns wide per query token"),
-    Claim(_FLEX + "FlexAttentionMetadataBuilder.build_for_cudagraph_capture",
-          "common_attn_metadata.max_seq_len = int( common_attn_metadata.seq_lens_cpu_upper_bound.max().item() )",
-          "capture uses the dummy batch's upper bound, not max_model_len"),
-)  # fmt: skip
 _SM90_ORDER = Source(
     "vllm-project/vllm",
     "vllm/platforms/cuda.py",
@@ -87,10 +51,11 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
         ),
         headline="programs",
         at_replay=FROZEN,
-        decided_by=formulas.derived_decider,
+        decided_by=formulas.decode_derived_decider,
         decider_line="triton_mla.py TritonMLAImpl.forward_mqa: num_kv_splits = _compute_num_kv_splits(max_seq_len, "
         "SMs)",
-        claims=_TRITON_MLA_CLAIMS,
+        claims=bc.TRITON_MLA,
+        backing=bc.TRITON_MLA_BACKING,
         notes=(_MLA_NOTE, "SM90: fourth in vLLM's MLA order (after FlashAttention MLA, FlashMLA, FlashInfer MLA)"),
         pages_per_kv_head=True,
         known=MEASURED,
@@ -122,11 +87,13 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
             _SM90_ORDER,
         ),
         headline="fa3_n_blocks",
-        at_replay=FROZEN,
+        at_replay=REFRESHED,  # _build_decode refreshes self.scheduler_metadata; the launch scalar is pinned moot
+        frozen_scalar="max_seqlen_k",  # every FULL decode step is pinned: 32 splits
         decided_by=formulas.flashattn_mla_decided_by,
         decider_line="flashattn_mla.py FlashAttnMLAMetadataBuilder._build_decode: max_num_splits = 32 if the mode "
         "has FULL graphs and num_decode_tokens <= max_cudagraph_size, else 0 (FA3's heuristic)",
-        claims=_FA_MLA_CLAIMS,
+        claims=bc.FA_MLA,
+        backing=bc.FA_MLA_BACKING,
         notes=(_MLA_NOTE, "SM90: first in vLLM's MLA order"),
         pages_per_kv_head=True,
         attention="MLA",
@@ -135,7 +102,7 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
         "flashmla",
         "no",
         "get_mla_metadata plans from seq_lens; max_seq_len is not passed",
-        formulas.real_pages_work,
+        formulas.decode_pages_work,
         ("pages",),
         (90,),  # dense FlashMLA is Hopper-only (vllm/v1/attention/ops/flashmla.py is_flashmla_dense_supported)
         (
@@ -149,8 +116,10 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
             _SM90_ORDER,
         ),
         notes=(_MLA_NOTE,),
+        decided_by=formulas.decode_real_lengths_decider,
         decider_line="flashmla.py FlashMLAMetadataBuilder._build_decode: get_mla_metadata(seq_lens_device, ...)",
-        claims=_FLASHMLA_CLAIMS,
+        claims=bc.FLASHMLA,
+        backing=bc.FLASHMLA_BACKING,
         pages_per_kv_head=True,
         attention="MLA",
     ),
@@ -180,9 +149,10 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
         ),
         headline="ctas_launched",
         at_replay=FROZEN,
-        decided_by=formulas.derived_decider,
+        decided_by=formulas.decode_derived_decider,
         decider_line="flashinfer_mla.py FlashInferMLAImpl.forward_mqa: max_seq_len=attn_metadata.max_seq_len",
-        claims=_FI_MLA_CLAIMS,
+        claims=bc.FI_MLA,
+        backing=bc.FI_MLA_BACKING,
         notes=(_MLA_NOTE, "SM100: first in vLLM's MLA order"),
         pages_per_kv_head=True,
         known=ASSUMED,
@@ -214,6 +184,7 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
         decider_line="flex_attention.py FlexAttentionMetadataBuilder.build -> _build_block_mask_direct: "
         "cdiv(max_seq_len, block_size) columns, rebuilt each step from the step's max_seq_len",
         separate_prefill_kernel=False,
-        claims=_FLEX_CLAIMS,
+        claims=bc.FLEX,
+        backing=bc.FLEX_BACKING,
     ),
 )

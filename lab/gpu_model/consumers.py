@@ -32,6 +32,25 @@ def turboquant_pure_prefill(max_query_len: int, max_seq_len: int) -> bool:
     return max_query_len == max_seq_len
 
 
+def turboquant_prefill_path(num_scheduled_tokens, seq_lens_cpu_upper_bound, max_seq_len: int) -> str:
+    """Which path TurboQuantAttentionImpl.forward takes on one step (turboquant_attn.py), the batch reordered
+    decodes first (TurboQuantMetadataBuilder: reorder_batch_threshold 1, ``supports_spec_as_decode=False``):
+    "decode" (max_query_len <= 1: no prefill call); on a pure-prefill batch (``num_decodes == 0``) the told
+    ``max_seq_len`` meets ``max_query_len`` in _prefill_attention ("pure prefill" or "continuation"); on a mixed
+    batch the prefill sub-batch is told ``seq_lens_cpu[num_decodes:].max()``, the upper bound of its own rows,
+    whatever the step was told ("mixed: pure prefill" or "mixed: continuation")."""
+    q = [int(x) for x in num_scheduled_tokens]
+    max_q = max(q, default=0)
+    if max_q <= 1:  # is_prefill = max_query_len > 1
+        return "decode"
+    # utils.py split_decodes_and_prefills(decode_threshold=1): the leading rows of query <= 1.
+    num_decodes = next((i for i, x in enumerate(q) if x > 1), len(q))
+    if num_decodes == 0:
+        return "pure prefill" if turboquant_pure_prefill(max_q, max_seq_len) else "continuation"
+    prefill_max_seq = max(int(x) for x in seq_lens_cpu_upper_bound[num_decodes:])
+    return "mixed: " + ("pure prefill" if turboquant_pure_prefill(max_q, prefill_max_seq) else "continuation")
+
+
 def cross_attention_max_seq_len(encoder_seq_lens) -> int:
     """CrossAttentionBuilder.build: cross-attention is told ``max(encoder_seq_lens)`` in every era."""
     return int(max(encoder_seq_lens))
@@ -50,11 +69,25 @@ _L = "vllm.model_executor.layers.attention."
 _B = "vllm.v1.attention.backends."
 _W = "vllm.v1.worker.gpu."
 CONSUMERS: tuple[Consumer, ...] = (
-    Consumer("TurboQuant", "max_query_len == max_seq_len picks the pure-prefill flash_attn path",
-             "vllm/v1/attention/backends/turboquant_attn.py TurboQuantAttentionImpl._prefill_attention",
-             "yes: turboquant_pure_prefill (the backend itself: no, the lab refuses the dtype)",
-             (Claim(_B + "turboquant_attn:", "attn_metadata.max_query_len == attn_metadata.max_seq_len",
-                    "the told value picks the kernel path"),)),
+    Consumer("TurboQuant", "on a batch with no decode rows (num_decodes == 0), max_query_len == max_seq_len picks "
+             "the pure-prefill flash_attn path; a mixed batch's prefill rows are told their own "
+             "seq_lens_cpu[num_decodes:].max() instead",
+             "vllm/v1/attention/backends/turboquant_attn.py TurboQuantAttentionImpl.forward, _prefill_attention",
+             "yes: turboquant_prefill_path (the backend itself: no, the lab refuses the dtype)",
+             (Claim(_B + "turboquant_attn:TurboQuantAttentionImpl._prefill_attention",
+                    "attn_metadata.max_query_len == attn_metadata.max_seq_len",
+                    "the told value picks the kernel path"),
+              Claim(_B + "turboquant_attn:TurboQuantAttentionImpl.forward",
+                    "elif num_decodes == 0: # Pure prefill batch",
+                    "the step's own metadata reaches _prefill_attention only when no row decodes"),
+              Claim(_B + "turboquant_attn:TurboQuantAttentionImpl.forward",
+                    "prefill_max_seq = int(attn_metadata.seq_lens_cpu[num_decodes:].max())",
+                    "a mixed batch's prefill rows get their own upper bound"),
+              Claim(_B + "turboquant_attn:TurboQuantMetadataBuilder.build",
+                    "seq_lens_cpu=cam.seq_lens_cpu_upper_bound,", "seq_lens_cpu is R1's upper bound"),
+              Claim(_B + "turboquant_attn:TurboQuantMetadataBuilder.__init__",
+                    "self._init_reorder_batch_threshold(1, supports_spec_as_decode=False)",
+                    "decodes are rows of one query token, first in the batch"))),
     Consumer("StaticSinkAttention", "adds sink_len, copies cdiv(max_seq_len + sink_len, block_size) columns a step",
              "vllm/model_executor/layers/attention/static_sink_attention.py StaticSinkAttentionBuilder.build",
              "yes: static_sink_columns (no preset has a sink model)",
@@ -97,11 +130,15 @@ CONSUMERS: tuple[Consumer, ...] = (
 
 
 def on_trace(trace) -> dict:
-    """The modelled consumers on a trace, per mode: the steps whose told value would take TurboQuant's
-    pure-prefill path (``turboquant_pure_prefill`` on the step's max query and told max_seq_len)."""
+    """The modelled consumers on a trace, per mode: the steps on which TurboQuant would take its pure-prefill
+    path (``turboquant_prefill_path``): on a pure-prefill batch the told max_seq_len decides, so the modes can
+    differ; on a mixed batch the prefill rows' own upper bound does, the same in both modes."""
     prefill_path = dict.fromkeys(MODES, 0)
+    mixed = 0
     for st in trace.steps:
-        q = max(st.num_scheduled_tokens or [0])
+        sched, ub = st.num_scheduled_tokens, st.seq_lens_cpu_upper_bound
         for m in MODES:
-            prefill_path[m] += turboquant_pure_prefill(q, st.max_seq_len[m])
-    return {"turboquant_pure_prefill_steps": prefill_path, "steps": len(trace.steps)}
+            path = turboquant_prefill_path(sched, ub, st.max_seq_len[m])
+            prefill_path[m] += path.endswith("pure prefill")
+        mixed += path.startswith("mixed")
+    return {"turboquant_pure_prefill_steps": prefill_path, "turboquant_mixed_steps": mixed, "steps": len(trace.steps)}

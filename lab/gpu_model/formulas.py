@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab.blocks import cdiv, walked_columns
-from lab.gpu_model.records import DERIVED, HEURISTIC, PINNED
+from lab.gpu_model.records import DERIVED, HEURISTIC, NO_LAUNCH, PINNED, REAL_LENGTHS
 from lab.gpu_model.split_plan import split_plan
 
 TILE_KV = 128  # TRTLLM-gen tileSizeKv / stepKv of the decode kernels (fmhaKernels.cuh)
@@ -193,6 +193,8 @@ def fa3_decided_by(w: StepWork) -> str:
 
 
 def flashattn_mla_decided_by(w: StepWork) -> str:
+    if not w.decode:  # MLACommonMetadataBuilder.build: decode metadata only ``if num_decodes > 0``
+        return NO_LAUNCH
     return PINNED if flashattn_mla_splits_pinned(w) else HEURISTIC
 
 
@@ -213,17 +215,41 @@ def fa3_work(w: StepWork, max_seq_len: int) -> dict:
 
 
 def flashattn_mla_work(w: StepWork, max_seq_len: int) -> dict:
-    """FlashAttention MLA: ``fa3_work`` with the pin on the decode tokens (``flashattn_mla_splits_pinned``)."""
-    return _fa3_counts(w, max_seq_len, flashattn_mla_splits_pinned(w))
+    """FlashAttention MLA's decode launch: ``fa3_work`` with the pin on the decode tokens
+    (``flashattn_mla_splits_pinned``) over the decode rows' pages. MLACommonMetadataBuilder.build builds the
+    decode metadata only ``if num_decodes > 0`` (mla_attention.py) and forward_mqa reads only it: a step
+    without decode rows launches no decode kernel (its prefill rows take MLA's prefill path, not modelled)."""
+    if not w.decode:
+        return {}
+    pages = int(cdiv(np.asarray(w.decode, dtype=np.int64), w.block_size).sum())
+    return {**_fa3_counts(w, max_seq_len, flashattn_mla_splits_pinned(w)), "pages": pages}
 
 
 def derived_decider(w: StepWork) -> str:
     return DERIVED
 
 
+def decode_derived_decider(w: StepWork) -> str:
+    """A decode-only kernel whose split follows max_seq_len: nothing is launched on a step with no decode rows
+    (``trtllm_gen_work``, ``triton_mla_work``, ``flashinfer_mla_work`` return nothing there)."""
+    return DERIVED if w.decode else NO_LAUNCH
+
+
 def real_pages_work(w: StepWork, max_seq_len: int) -> dict:
     """A backend whose work ignores max_seq_len: the real lengths' pages."""
     return {"pages": w.real_pages}
+
+
+def decode_pages_work(w: StepWork, max_seq_len: int) -> dict:
+    """A decode-only kernel whose work ignores max_seq_len (FlashMLA): its decode rows' pages; nothing on a step
+    without decode rows (MLACommonMetadataBuilder.build: decode metadata only ``if num_decodes > 0``)."""
+    if not w.decode:
+        return {}
+    return {"pages": int(cdiv(np.asarray(w.decode, dtype=np.int64), w.block_size).sum())}
+
+
+def decode_real_lengths_decider(w: StepWork) -> str:
+    return REAL_LENGTHS if w.decode else NO_LAUNCH
 
 
 # ---- MLA (DeepSeek-style latent attention) and FlexAttention ------------------------------------

@@ -11,7 +11,7 @@ from lab.engine.model_states import MODES
 from lab.gpu_model.backends import BACKENDS, BY_NAME, NAMES, Backend, record_of_kernel
 from lab.gpu_model.formulas import MLA_BYTES_PER_TOKEN, StepWork
 from lab.gpu_model.gpus import GPU, HeadShape
-from lab.gpu_model.records import DECIDERS, REAL_LENGTHS, REFRESHED
+from lab.gpu_model.records import DECIDERS, REAL_LENGTHS
 
 
 def backends_for(gpu: GPU) -> list[str]:
@@ -89,8 +89,7 @@ def _sums(recs: list[Backend], works) -> dict:
         acc[b.name]["decided_by"] = dict.fromkeys(DECIDERS, 0)
     for w, kernel, told in works:
         for b in recs:
-            # R9: a launch scalar keeps capture's value under FULL; a refreshed buffer gets the step's own.
-            seen = told if b.at_replay == REFRESHED else kernel
+            seen = b.seen(told, kernel)  # R9: capture's value under FULL, or the step's own where refreshed
             for m in MODES:
                 sums = acc[b.name][m]
                 for x, v in b.work(w, seen[m]).items():

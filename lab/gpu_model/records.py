@@ -25,7 +25,8 @@ ASSUMED = "assumed"
 LAB = "the lab's own kernel (measured)"
 KNOWN = (MEASURED, READ, ASSUMED, LAB)
 
-# R9 (docs/rules.md): where a backend reads max_seq_len decides what a FULL replay shows it.
+# R9 (docs/rules.md): where the read of max_seq_len that decides a backend's work happens decides what a FULL
+# replay shows it. The one place the answer, the views and the GPU model ask (``Backend.at_replay``, ``seen``).
 FROZEN = "frozen at capture"  # a launch scalar read in forward(): a FULL replay keeps capture's value
 REFRESHED = "refreshed at replay"  # build() fills a buffer the graph reads, from the step's own value
 NOT_READ = "not read"  # its work never depends on max_seq_len
@@ -36,17 +37,22 @@ PINNED = "pinned"  # a constant vLLM sets (FA3's flash_attn_max_num_splits_for_c
 HEURISTIC = "heuristic"  # the kernel's own heuristic, which reads max_seq_len (FA3's num_splits=0)
 DERIVED = "max_seq_len-derived"  # a formula of max_seq_len (Triton MLA, TRTLLM-gen, Flex's mask width)
 REAL_LENGTHS = "real lengths"  # seq_lens only
-DECIDERS = (PINNED, HEURISTIC, DERIVED, REAL_LENGTHS)
+NO_LAUNCH = "no decode launch"  # a decode-only kernel on a step with no decode rows: nothing launched
+DECIDERS = (PINNED, HEURISTIC, DERIVED, REAL_LENGTHS, NO_LAUNCH)
 
 
 @dataclass(frozen=True)
 class Claim:
     """One behavioural claim about a vLLM 0.33.0 function: ``symbol`` ("module:Qualified.name"), a ``quote``
-    that must appear in that symbol's source (whitespace collapsed), and what the lab says it means."""
+    that must appear in that symbol's source (whitespace collapsed), and what the lab says it means. A negative
+    claim (``absent``): ``quote`` is a name the symbol never reads (no load of it, no keyword of that name, by
+    AST). ``id`` names it where a record's field cites it (``Backend.backing``)."""
 
     symbol: str
     quote: str
     says: str
+    id: str = ""
+    absent: bool = False
 
 
 @dataclass(frozen=True)
@@ -64,10 +70,19 @@ class Backend:
     known: str = READ  # how the R10 answer is known (KNOWN)
     attention: str = "GQA"  # "MLA": an MLA model's backend (bytes per token: formulas.MLA_BYTES_PER_TOKEN)
     at_replay: str = NOT_READ  # R9: FROZEN (launch scalar) / REFRESHED (buffer filled in build) / NOT_READ
+    frozen_scalar: str = ""  # REFRESHED: a launch scalar that keeps capture's value under FULL but decides no work
     decided_by: Callable | None = None  # decided_by(StepWork) -> one of DECIDERS; None: REAL_LENGTHS always
     decider_line: str = ""  # the vLLM (or lab) line that decides the split count or grid
     separate_prefill_kernel: bool = True  # prefill rows go to another kernel (False: one varlen kernel)
     claims: tuple[Claim, ...] = ()  # checked against the wheel (tests/conformance/test_claims_vllm.py)
+    # (field, ids) pairs: the claims behind each behavioural field (lab/gpu_model/backend_claims.py ``backed``)
+    backing: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    def seen(self, told, kernel):
+        """R9 for this backend: what its work reads of a step, given the metadata's value (``told``) and the
+        launch's (``kernel``, capture's under a FULL replay): the step's own value where its builder refreshes
+        a buffer at replay, the launch's otherwise (a backend that never reads it ignores either)."""
+        return told if self.at_replay == REFRESHED else kernel
 
     @property
     def changes_work(self) -> bool:

@@ -7,7 +7,7 @@ from lab.engine.model_states import MODES
 from lab.gpu_model.backends import BACKENDS
 from lab.gpu_model.consumers import on_trace
 from lab.gpu_model.gpus import HeadShape
-from lab.gpu_model.records import PINNED
+from lab.gpu_model.records import NO_LAUNCH, PINNED
 
 # The quantity that shows each backend's dependence on max_seq_len best (its record's headline).
 HEADLINE = {b.name: b.headline for b in BACKENDS}
@@ -58,11 +58,15 @@ def _on_this_workload(r: dict, key: str) -> str:
         return "never changes"
     if r["baseline_extra"][key]:
         return "more work in the baseline"
-    if r["decided_by"] and set(r["decided_by"]) == {PINNED}:
+    deciders = set(r["decided_by"])
+    if deciders == {NO_LAUNCH}:  # a decode-only kernel (formulas.decode_derived_decider) on prefill-only steps
+        return "no decode step on this workload: its decode kernel never launches (prefill kernels: not modelled)"
+    if deciders and deciders <= {PINNED, NO_LAUNCH}:
         # flash_attn.py FlashAttentionMetadataBuilder.build: num_splits pinned, FA3's heuristic never runs.
         return (
-            "vLLM pins num_splits at 32 (flash_attn_max_num_splits_for_cuda_graph) on every step of this workload: "
-            "max_seqlen_k decides no split"
+            "vLLM pins num_splits at 32 (flash_attn_max_num_splits_for_cuda_graph) on every step of this workload"
+            + (" with a decode launch" if NO_LAUNCH in deciders else "")
+            + ": max_seqlen_k decides no split"
         )
     if r["backend"] == "trtllm-gen":
         # formulas.trtllm_gen_decode: numCtasPerSeqKv = min(cdiv(max_seq_len, 2*stepKv), SMs // (q x KV heads x rows))
@@ -115,11 +119,13 @@ def format_model(trace, rows: list[dict], shape: HeadShape) -> str:
 
 def _consumer_line(trace) -> str:
     """Other consumers of max_seq_len on this trace (lab/gpu_model/consumers.py): TurboQuant's path choice."""
-    tq = on_trace(trace)["turboquant_pure_prefill_steps"]
+    on = on_trace(trace)
+    tq = on["turboquant_pure_prefill_steps"]
     return (
-        f"other consumers: TurboQuant (turboquant_attn.py: max_query_len == max_seq_len takes the pure-prefill "
-        f"path) would take it on {tq['baseline']} steps told max_model_len, {tq['fixed']} told the batch max, "
-        f"of {len(trace.steps)}"
+        f"other consumers: TurboQuant (turboquant_attn.py: with no decode row, max_query_len == max_seq_len takes "
+        f"the pure-prefill path; a mixed batch's prefill rows are told their own upper bound) would take it on "
+        f"{tq['baseline']} steps told max_model_len, {tq['fixed']} told the batch max, of {len(trace.steps)} "
+        f"({on['turboquant_mixed_steps']} mixed, the same in both)"
         + (
             "; cross-attention is told max(encoder_seq_lens) in every era (consumers.cross_attention_max_seq_len; "
             "the trace keeps no encoder lengths)"

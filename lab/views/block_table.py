@@ -1,7 +1,10 @@
 """The block-table heatmap: every entry of one step's input table (R6) by class, each mode's walk.
 
-A kernel that sizes its work from max_seq_len walks cdiv(kernel_max_seq_len, block_size) columns of
-every row (lab.engine.oor). Entries before a row's num_blocks are valid; past it they are stale:
+A kernel that sizes its work from max_seq_len walks cdiv(max_seq_len, block_size) columns of every row
+(lab.engine.oor), the value it reads as R9 says for its backend record (``walk_record``): the launch's
+``kernel_max_seq_len`` for a launch scalar (frozen at capture), the metadata's ``max_seq_len`` for a buffer
+refreshed at replay. A trace timed by a lab kernel names its backend; otherwise the view assumes the lab's
+reference kernel (a launch scalar) and says so. Entries before a row's num_blocks are valid; past it they are stale:
 the null block, a block a live request holds, a freed block; every entry of a padded row is padded.
 The classes come from ``step.oor_entries`` (rebuilt from the trace alone, the same counts as
 ``step.oor``). With a sliding-window KV group (R11), a row's own entries that vLLM 0.33.0's gather
@@ -20,6 +23,8 @@ import numpy as np
 
 from lab.blocks import cdiv, walked_columns
 from lab.engine.oor import OOR_CLASSES
+from lab.gpu_model.backends import BY_NAME, Backend, record_of_kernel
+from lab.gpu_model.records import NOT_READ
 from lab.history import MODE_ERA
 from lab.views.common import (
     CLASS_COLORS,
@@ -57,6 +62,18 @@ MAX_COL_BINS = 32  # the binned region is uniform; more bins only cost bytes in 
 MAX_ROWS = 96
 
 
+def walk_record(trace) -> tuple[Backend, str]:
+    """The backend record whose walk the view draws (R9: what it reads of a FULL step), and why: the kernel that
+    timed the trace where its record reads max_seq_len; else the lab's reference kernel, assumed."""
+    t = trace.timings or {}
+    on_gpu = str(t.get("device_kind") or t.get("device", "")).startswith("cuda")
+    timed = record_of_kernel(str(t.get("backend")), "cuda" if on_gpu else "cpu") if t else None
+    if timed is not None and timed.at_replay != NOT_READ:
+        return timed, f"the walk of {timed.name}, which timed this trace ({timed.at_replay}, R9)"
+    why = f"{timed.name}, which timed this trace, reads no max_seq_len (R10)" if timed else "the trace names none"
+    return BY_NAME["lab-torch-reference"], f"the walk assumes the lab's reference kernel (a launch scalar, R9): {why}"
+
+
 def block_table_classes(trace, index: int) -> dict[str, np.ndarray]:
     """The target pass's input table of step ``index`` with a class code (index into CLASSES) and an
     owner (index into trace.req_ids, -1 for none) per entry, and the columns each mode walks."""
@@ -66,7 +83,9 @@ def block_table_classes(trace, index: int) -> dict[str, np.ndarray]:
     table = st.block_table
     rows, width = table.shape
     n = st.num_reqs
-    walks = {m: walked_columns(st.kernel_max_seq_len[m], bs) for m in MODES}
+    rec, why = walk_record(trace)
+    seen = {m: rec.seen(st.max_seq_len[m], st.kernel_max_seq_len[m]) for m in MODES}
+    walks = {m: walked_columns(seen[m], bs) for m in MODES}
     cls = np.full((rows, width), _CODE["unwalked"], dtype=np.int8)
     owner = np.full((rows, width), -1, dtype=np.int32)
     nb = np.asarray(st.num_blocks, dtype=np.int64)
@@ -89,7 +108,8 @@ def block_table_classes(trace, index: int) -> dict[str, np.ndarray]:
     live = np.nonzero(c == "live")[0]
     if len(live):
         owner[e["row"][live], e["col"][live]] = [ids[o] for o in e["owner"][live].tolist()]
-    return {"table": table, "cls": cls, "owner": owner, "walks": walks, "num_reqs": n, "num_blocks": nb}
+    return {"table": table, "cls": cls, "owner": owner, "walks": walks, "seen": seen, "walk_record": why,
+            "num_reqs": n, "num_blocks": nb}  # fmt: skip
 
 
 def _col_edges(width: int, exact: int) -> np.ndarray:
@@ -137,7 +157,7 @@ def block_table_spec(trace, index: int) -> dict:
         for name in CLASSES
         if name not in ("unwalked", "nulled") or (cls == _CODE[name]).any()
     ]
-    data += _walk_lines(st, walks, ce, ycat, trace.scenario.block_size)
+    data += _walk_lines(st, d["seen"], walks, ce, ycat, trace.scenario.block_size)
     binned = len(ce) - 1 < width
     shapes, annotations = _scale_break(ce, exact, width) if binned else ([], [])
     data.append(_true_scale_bar(walks))
@@ -145,7 +165,7 @@ def block_table_spec(trace, index: int) -> dict:
     layout = {
         "title": title(
             f"Step {st.index}: input block table, {rows} rows × {width:,} columns, {st.cudagraph_mode} graph",
-            _subtitle(cls, ce, re_, exact, binned),
+            _subtitle(cls, ce, re_, exact, binned) + "; " + d["walk_record"],
         ),
         "xaxis": _column_axis(ce, exact, binned),
         "yaxis": axis(
@@ -285,8 +305,9 @@ def _binned_cells(ce, re_, counts, z, n_exact: int, ncells: int) -> dict:
     }
 
 
-def _walk_lines(st, walks: dict, ce, ycat: list, bs: int) -> list[dict]:
-    """Where each mode's walk stops, and its metadata's walk where a FULL graph walks another width."""
+def _walk_lines(st, seen: dict, walks: dict, ce, ycat: list, bs: int) -> list[dict]:
+    """Where each mode's walk stops (``seen``: the value it reads, R9), and its metadata's walk where a FULL
+    graph walks another width (a launch scalar)."""
     data = []
     same = walks["baseline"] == walks["fixed"]
     for m in MODES:
@@ -294,10 +315,10 @@ def _walk_lines(st, walks: dict, ce, ycat: list, bs: int) -> list[dict]:
         if not (same and m == "fixed"):  # coinciding walks: drawn once, named for both
             x = _pos(ce, w)
             name = (
-                f"baseline = fixed walk: {w:,} columns (kernel sees {st.kernel_max_seq_len[m]:,} in both"
+                f"baseline = fixed walk: {w:,} columns (kernel sees {seen[m]:,} in both"
                 + (f": {st.cudagraph_mode} graph, R9)" if st.cudagraph_mode == "FULL" else ")")
                 if same
-                else f"{m} walk ({_ERA[m]}): {w:,} columns (kernel sees {st.kernel_max_seq_len[m]:,})"
+                else f"{m} walk ({_ERA[m]}): {w:,} columns (kernel sees {seen[m]:,})"
             )
             line = {
                 "color": "#333" if same else MODE_COLORS[m],

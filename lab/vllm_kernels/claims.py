@@ -1,6 +1,7 @@
 """Check a claim about vLLM's code against the installed wheel: the source of the named symbol, read by
 AST from the installed file (no vLLM import: a backend whose CUDA extension is missing is read all the
-same), must contain the claim's quote, whitespace collapsed. tests/conformance/test_claims_vllm.py runs
+same), must contain the claim's quote, whitespace collapsed; a negative claim's symbol must never read the name it
+quotes (``reads_of``: no load, no keyword of that name). tests/conformance/test_claims_vllm.py runs
 every claim of lab/gpu_model/ (backend records and rules) through ``check``."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import functools
 import importlib.util
 import pathlib
 import re
+import textwrap
 
 
 class ClaimFailed(AssertionError):
@@ -58,9 +60,32 @@ def source_of(symbol: str) -> str:
     return ast.get_source_segment(text, node) or ""
 
 
+def reads_of(source: str, name: str) -> list[int]:
+    """The lines (of ``source``, a symbol's text) that read ``name``: a load of the bare name or of an attribute of
+    that name, or a keyword argument of that name (``f(name=...)`` hands the value on). A parameter of that name
+    is not a read; only its use in the body is."""
+    tree = ast.parse(textwrap.dedent(source))
+    out = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name | ast.Attribute) and isinstance(n.ctx, ast.Load):
+            if (n.id if isinstance(n, ast.Name) else n.attr) == name:
+                out.append(n.lineno)
+        elif isinstance(n, ast.keyword) and n.arg == name:
+            out.append(n.value.lineno)
+    return sorted(set(out))
+
+
 def check(claim) -> None:
-    """Raise ClaimFailed unless ``claim.quote`` is in the source of ``claim.symbol``."""
+    """Raise ClaimFailed unless ``claim.quote`` is in the source of ``claim.symbol`` (a negative claim,
+    ``claim.absent``: unless that symbol never reads the name ``claim.quote``, by AST)."""
     if not claim.quote.strip():
         raise ClaimFailed(f"claim on {claim.symbol!r} has no quote to check")
+    if getattr(claim, "absent", False):
+        if not claim.quote.isidentifier():
+            raise ClaimFailed(f"negative claim on {claim.symbol!r}: {claim.quote!r} is not a name")
+        lines = reads_of(source_of(claim.symbol), claim.quote)
+        if lines:
+            raise ClaimFailed(f"{claim.symbol}: reads {claim.quote} (lines {lines} of it); the lab says: {claim.says}")
+        return
     if _collapse(claim.quote) not in _collapse(source_of(claim.symbol)):
         raise ClaimFailed(f"{claim.symbol}: quote not found: {claim.quote!r} (the lab says: {claim.says})")

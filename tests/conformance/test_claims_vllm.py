@@ -30,3 +30,19 @@ def test_a_changed_line_fails():
         check(Claim(pin.symbol, pin.quote.replace("<=", "<"), pin.says))
     with pytest.raises(ClaimFailed, match="no 'nowhere'"):
         check(Claim("vllm.v1.attention.backends.flash_attn:nowhere", "x", "y"))
+
+
+def test_a_negative_claim_fails_where_the_name_is_read():
+    """A negative claim ("X never reads max_seq_len") is checked by AST on the named symbol: it holds for
+    FlashInfer's native decode plan and fails on FA3's builder, which reads it (and on FlashMLA's builder the
+    parameter alone is not a read)."""
+    negative = [c for _, c in CLAIMS if c.absent]
+    assert len(negative) >= 6 and all(c.quote.isidentifier() for c in negative)
+    with pytest.raises(ClaimFailed, match="reads max_seq_len"):
+        check(Claim("vllm.v1.attention.backends.flash_attn:FlashAttentionMetadataBuilder.build", "max_seq_len", "x",
+                    absent=True))  # fmt: skip
+    with pytest.raises(ClaimFailed, match="reads max_seq_len"):  # a keyword hands the value on: a read
+        check(Claim("vllm.v1.attention.backends.mla.triton_mla:TritonMLAImpl.forward_mqa", "max_seq_len", "x",
+                    absent=True))  # fmt: skip
+    with pytest.raises(ClaimFailed, match="not a name"):
+        check(Claim("vllm.v1.attention.backends.flashinfer:fast_plan_decode", "max seq len", "x", absent=True))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import pathlib
 import time
+import urllib.parse
 
 import pytest
 from playwright.sync_api import expect
@@ -62,8 +63,12 @@ def test_paste_read_and_open_the_replay(browser, app_url, size):
     replay = new.value
     replay.set_default_timeout(60_000)
     replay.locator("#plot .main-svg").first.wait_for()
-    spec = replay.locator("#spec textarea, #spec input").first.input_value()
+    spec = urllib.parse.parse_qs(urllib.parse.urlparse(replay.url).query)["spec"][0]
     assert "mml=32000" in spec and "method=eagle3" in spec and "k=3" in spec
+    # Issue 37 M3: on the per-request lengths view, at the top, no "unknown tab" (the link sent the view's label).
+    replay.locator("#plot .gtitle").filter(has_text="per-request lengths").wait_for()
+    assert replay.locator("#view input[value=lengths]").is_checked()
+    assert replay.get_by_text("unknown tab").count() == 0 and replay.evaluate("window.scrollY") < 50
     ctx.close()
 
 

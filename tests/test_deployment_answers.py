@@ -5,6 +5,8 @@ a decode of that one request."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from lab.deployment import ServeLineError, Workload, answer, resolve
@@ -50,8 +52,9 @@ def test_llama_eagle3_on_h200():
     assert after["draft pass 1"]["told"].startswith("batch max 1,003")
     assert _rows(a, A40654)["draft pass 1"]["told"] == "max_model_len (32,000)"
     assert a["headline"].startswith(
-        "yes: the target pass and draft pass 0 told FLASH_ATTN max_model_len (32,000) until 0.20.0 (#40654), "
-        "draft passes 1-2 until 0.23.0 (#43991); since then the batch max; fa3 (slightly: split bound) follows it"
+        "slightly, on 1 of 6 steps (no extra bytes read): the target pass and draft pass 0 told FLASH_ATTN "
+        "max_model_len (32,000) until 0.20.0 (#40654), draft passes 1-2 until 0.23.0 (#43991); since then the "
+        "batch max; fa3 (slightly: split bound) follows it"
     )
 
 
@@ -162,7 +165,7 @@ def test_deployments_vllm_refuses_are_refused(line, gpu, message):
 def test_text_and_markdown_carry_the_replay():
     a = answer(resolve(DEPLOYMENTS[0][1], DEPLOYMENTS[0][2]), ONE)
     assert 'python -m lab simulate --spec "p1000o8_mml=32000_k=3' in format_text(a)
-    assert format_markdown(a).startswith("### Yes\n\n**the target pass")
+    assert format_markdown(a).startswith("### Slightly, on 1 of 6 steps (no extra bytes read)\n\n**the target pass")
 
 
 def test_docs_deployments_md_is_the_labs_table():
@@ -199,7 +202,11 @@ def test_a_model_from_its_config_json(tmp_path):
     assert (dep.model.kind, dep.model.head_size, dep.settings["max_model_len"]) == ("dense", 128, 32768)
     a = answer(dep, ONE)
     assert a["deployment"]["capture sizes"] == "none (no CUDA graphs)"
-    assert a["headline"].startswith("yes: the target pass told FLASH_ATTN max_model_len (32,768) until 0.20.0")
+    assert re.match(
+        r"slightly, on \d+ of \d+ steps \(no extra bytes read\): the target pass told FLASH_ATTN "
+        r"max_model_len \(32,768\) until 0\.20\.0",
+        a["headline"],
+    ), a["headline"]
 
 
 def test_draft_pass_work():
@@ -230,3 +237,17 @@ def test_draft_pass_work():
         ONE,
     )
     assert [(d["path"], d["q_len"]) for d in dflash["work"]["drafts"]] == [("draft pass 0", 8)]
+
+
+def test_the_verdict_says_its_scale_first_never_a_bare_yes():
+    # Issue 37 M4: a bold "Yes" where the kernel saw the change on 5 of 260 steps and no byte more was read.
+    line = "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32768"
+    a = answer(resolve(line, "H200"))
+    w = a["work"]
+    assert 0 < w["steps_changed"] < w["steps"] == a["workload"]["steps"] and w["extra_bytes"] == 0
+    assert a["headline"].startswith(f"slightly, on {w['steps_changed']} of {w['steps']} steps (no extra bytes read)")
+    for dep_line, gpu in [(ln, g) for _, ln, g in DEPLOYMENTS]:
+        head = answer(resolve(dep_line, gpu))["headline"]
+        assert not head.startswith("yes:"), head
+        if head.startswith(("yes", "slightly")):
+            assert re.match(r"(yes|slightly), on [\d,]+ of [\d,]+ steps \(", head), head

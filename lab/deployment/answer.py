@@ -202,6 +202,7 @@ def backends_and_work(dep: Deployment, trace) -> tuple[dict, dict | None]:
         "extra": base - fixed,
         "extra_share": (base - fixed) / fixed if fixed else 0.0,
         "extra_bytes": row["baseline_extra"]["bytes"],
+        "changed_steps": row["changed_steps"],  # counted with the draft passes' in answer()
         # The FULL-decode sentence only where it is true: a workload with decode steps, and a backend whose
         # prefill rows go to another kernel (FA3 runs one flash_attn_varlen_func for both).
         "on_this_workload": line["on this workload"]
@@ -273,6 +274,9 @@ def answer(dep: Deployment, workload: Workload | None = None) -> dict:
     table, work = backends_and_work(dep, trace)
     if work is not None:
         work["drafts"] = draft_work(dep, trace, work["quantity"])
+        # The verdict's scale: the steps where the target's or any draft pass's work differs between the modes.
+        changed = set(work.pop("changed_steps")).union(*(d.pop("changed_steps") for d in work["drafts"]))
+        work["steps_changed"], work["steps"] = len(changed), len(trace.steps)
     era = release(release_series(dep.vllm)).era  # the release's own era (the replay's series may differ)
     old, new = ERAS[0], (era if era != ERAS[0] else ERAS[-1])
     return {
@@ -397,7 +401,16 @@ def _headline(dep, rows, work, era) -> str:
         passes = _paths_phrase([d["path"] for d in drafts])
         where.append(f"{extra:,} more {work['quantity']} in {passes}")
     follows = f"{work['backend']} ({work['verdict']}) follows it"
-    return f"yes: {head}; {follows}: {' and '.join(where)} of this workload ({work['known']})"
+    return f"{_graded(work)}: {head}; {follows}: {' and '.join(where)} of this workload ({work['known']})"
+
+
+def _graded(work: dict) -> str:
+    """The verdict with its scale first, never a bare "yes" (issue 37 M4): "slightly" where no extra byte is
+    read or the backend's own verdict is slight (a split bound), and on how many of the workload's steps."""
+    mib = work["extra_bytes"] / 2**20
+    slight = work["extra_bytes"] <= 0 or str(work["verdict"]).startswith("slightly")
+    read = f"{mib:,.1f} MiB more read" if work["extra_bytes"] > 0 else "no extra bytes read"
+    return f"{'slightly' if slight else 'yes'}, on {work['steps_changed']:,} of {work['steps']:,} steps ({read})"
 
 
 def _draft_q_len(method: str, index: int, k: int) -> int | None:
@@ -423,6 +436,13 @@ def draft_work(dep: Deployment, trace, quantity: str) -> list[dict]:
         row = predict_draft_pass(trace, GPUS[dep.gpu], index, q_len, head_shape(dep), [dep.backend.lab_backend])[0]
         base, fixed = row["predicted"]["baseline"][quantity], row["predicted"]["fixed"][quantity]
         out.append(
-            {"path": f"draft pass {index}", "q_len": q_len, "baseline": base, "fixed": fixed, "extra": base - fixed}
+            {
+                "path": f"draft pass {index}",
+                "q_len": q_len,
+                "baseline": base,
+                "fixed": fixed,
+                "extra": base - fixed,
+                "changed_steps": row["changed_steps"],
+            }
         )
     return out

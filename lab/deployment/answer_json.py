@@ -73,7 +73,15 @@ _NUM = {"type": "number"}
 WORK = {
     "type": ["object", "null"],  # null: the lab has no work model of the chosen backend
     "required": ["backend", "verdict", "quantity", "baseline", "fixed", "extra", "extra_share", "extra_bytes"],
-    "properties": {"baseline": _NUM, "fixed": _NUM, "extra": _NUM, "extra_share": _NUM, "extra_bytes": _NUM},
+    "properties": {
+        "baseline": _NUM,
+        "fixed": _NUM,
+        "extra": _NUM,
+        "extra_share": _NUM,
+        "extra_bytes": _NUM,
+        "steps_changed": _INT,  # steps where the target's or a draft pass's work differs between the modes
+        "steps": _INT,
+    },
 }
 SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",

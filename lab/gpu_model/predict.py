@@ -33,11 +33,12 @@ def predict(trace, gpu: GPU, shape: HeadShape | None = None, backends: list[str]
             StepWork.of(st, s.num_speculative_tokens, s.block_size, shape.num_kv_heads, gpu.num_sms, pin),
             st.kernel_max_seq_len,
             st.max_seq_len,
+            st.index,
         )
         for st in trace.steps
     ]
     acc = _sums(recs, works)
-    prefill_rows = sum(len(w.prefill) for w, _, _ in works)
+    prefill_rows = sum(len(w.prefill) for w, *_ in works)
     return [_row(trace, gpu, shape, b, acc[b.name], prefill_rows, _measured(trace, b, gpu)) for b in recs]
 
 
@@ -56,6 +57,7 @@ def predict_draft_pass(trace, gpu: GPU, index: int, q_len: int, shape: HeadShape
             StepWork.of_draft(st, d, q_len, bs, shape.num_kv_heads, gpu.num_sms, pin),
             d.kernel_max_seq_len,
             d.max_seq_len,
+            st.index,
         )  # fmt: skip
         for st in trace.steps
         for d in st.drafts
@@ -82,18 +84,23 @@ def pinned_split_tokens(scenario) -> int:
 
 
 def _sums(recs: list[Backend], works) -> dict:
-    """Each backend's counts in both modes, summed over (StepWork, kernel_max_seq_len, max_seq_len by mode)
-    triples, and how many steps each decider (records.DECIDERS) decided its split or grid."""
+    """Each backend's counts in both modes, summed over (StepWork, kernel_max_seq_len, max_seq_len by mode,
+    step index) tuples; how many steps each decider (records.DECIDERS) decided its split or grid; and the steps
+    whose work differs between the modes (a verdict's scale: "on 5 of 260 steps")."""
     acc = {b.name: {m: dict.fromkeys(b.quantities, 0) for m in MODES} for b in recs}
     for b in recs:
         acc[b.name]["decided_by"] = dict.fromkeys(DECIDERS, 0)
-    for w, kernel, told in works:
+        acc[b.name]["changed_steps"] = set()
+    for w, kernel, told, index in works:
         for b in recs:
             seen = b.seen(told, kernel)  # R9: capture's value under FULL, or the step's own where refreshed
+            work = {m: b.work(w, seen[m]) for m in MODES}
             for m in MODES:
                 sums = acc[b.name][m]
-                for x, v in b.work(w, seen[m]).items():
+                for x, v in work[m].items():
                     sums[x] += v
+            if work["baseline"] != work["fixed"]:
+                acc[b.name]["changed_steps"].add(index)
             acc[b.name]["decided_by"][b.decided_by(w) if b.decided_by else REAL_LENGTHS] += 1
     return acc
 
@@ -119,6 +126,7 @@ def _row(trace, gpu: GPU, shape: HeadShape, b: Backend, sums: dict, prefill_rows
         "separate_prefill_kernel": b.separate_prefill_kernel,
         "predicted": pred,
         "baseline_extra": {x: pred["baseline"][x] - pred["fixed"][x] for x in pred["baseline"]},
+        "changed_steps": sorted(sums["changed_steps"]),  # the steps whose work differs between the modes
         "notes": [n.format(prefill_rows=prefill_rows) for n in b.notes],
         "sources": [
             {"repo": x.repo, "file": x.file, "function": x.function, "what": x.what, "status": x.status}

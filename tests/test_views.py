@@ -484,3 +484,12 @@ def test_the_lengths_arrow_says_its_ratio_is_in_tokens(traces):
     notes = json.dumps(lengths_spec(t, 20)["layout"]["annotations"], ensure_ascii=False)
     assert "× the batch max, in tokens, off this axis" in notes
     assert "the block-table entries" in headline_html(t, 20)
+
+
+def test_the_timeline_step_line_at_step_0_is_clear_of_the_axis(traces):
+    # Issue 37: at step 0 the timeline's current-step line sat on the y axis and could not be seen.
+    from lab.views.timeline import timeline_spec
+
+    t = traces["eagle-k3"]
+    lo, hi = timeline_spec(t, 0)["layout"]["xaxis"]["range"]
+    assert lo < 0 and hi == len(t.steps) - 0.5

@@ -171,7 +171,8 @@ def _layout(trace, n: int, runs: list, shapes: list) -> dict:
             "black line: the current step"
             + ("" if len(runs) <= MAX_BANDS else f"; {len(runs)} graph-mode runs: bands not drawn"),
         ),
-        "xaxis": axis("step", anchor="y3"),
+        # Half a step of room each side: at step 0 the current-step line sat on the y axis, unseen.
+        "xaxis": axis("step", anchor="y3", range=[-0.5, n - 0.5]),
         # Decades only, written out: plotly's default minor labels ("2", "3" for 20k, 30k) read as tokens.
         "yaxis": axis("tokens (log)", domain=_DOMAINS["y"], type="log", dtick=1, tickformat=","),
         "yaxis2": axis("requests", domain=_DOMAINS["y2"], rangemode="tozero"),

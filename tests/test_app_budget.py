@@ -152,3 +152,38 @@ def test_the_heavy_line_is_the_only_queue_of_heavy_events():
     demo = build_demo("eagle-k3")
     limits = {d.api_name: d.concurrency_limit for d in demo.fns.values() if d.api_name in ("run", "run_sweep")}
     assert limits == {"run": None, "run_sweep": None}, limits
+
+
+def test_one_attendee_cannot_evict_everyone_elses_traces():
+    """m7: fifty runs from one session evicted another session's trace from the 48-entry cache (old code had
+    no owner); M6: the cache counted only array bytes."""
+    from lab.app.cache import TraceCache, trace_bytes
+
+    cache = TraceCache(max_traces=48, max_bytes=10**9, shares=4)
+    theirs = simulate(parse_spec("3p10o4"))
+    cache.put("theirs", theirs, owner="b")
+    cache.put("preset", simulate(parse_spec("2p10o4")), owner=None)
+    for i in range(50):
+        cache.put(f"mine-{i}", simulate(parse_spec(f"p1o2_seed={i}")), owner="a")
+    assert cache.get("theirs") is theirs and cache.get("preset") is not None
+    assert cache.held_by("a")[0] == 12 and cache.get("mine-49") is not None and cache.get("mine-37") is None
+    padded = simulate(parse_spec("p1o2"))
+    padded.meta["pad"] = "x" * 500_000
+    assert trace_bytes(padded) > padded.nbytes() + 500_000
+    small = TraceCache(max_traces=48, max_bytes=4 * 1_000_000, shares=4)
+    small.put("theirs", theirs, owner="b")
+    for i in range(5):
+        small.put(f"pad-{i}", padded, owner="a")  # a's share: 1 MB, so one padded trace at a time
+    assert small.held_by("a")[0] == 1 and small.get("theirs") is theirs
+
+
+def test_the_cache_share_is_per_session_through_the_api(app_url, make_client):
+    from lab.app.cache import TRACES
+
+    a, b = make_client(app_url), make_client(app_url)
+    args = [16384, 16, 0, "default", "PIECEWISE", 0.7, 0, "embedded CPU", "block_table", False, 0]
+    theirs = dict(zip(_api_loaded(), b.predict("eagle-k3", "2p999o3", *args, api_name="/run")))["data_key"]
+    share = TRACES.max_traces // TRACES.shares
+    for i in range(share + 2):
+        a.predict("eagle-k3", f"p{1000 + i}o2", *args, api_name="/run")
+    assert TRACES.held_by(a.session_hash)[0] == share and TRACES.get(theirs) is not None

@@ -213,3 +213,29 @@ def test_peak_rss_is_the_child_own_not_the_parent():
     rss, _ = _peak_rss_mib("pass")
     assert rss < 100, rss
     del held
+
+
+def test_m6_junk_in_meta_is_refused_on_load(tmp_path):
+    """Old code: a 20 MB list in ``meta`` was loaded and kept (four 60 MB uploads held +1 GB of the app's server)."""
+    import json
+
+    doc = json.load(open("data/eras/0.32/eagle-k3.json"))
+    doc["meta"]["pad"] = [0] * 7_000_000
+    path = tmp_path / "pad.json"
+    path.write_text(json.dumps(doc))
+    out = subprocess.run(
+        [sys.executable, "-m", "lab", "show", "--quiet", str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode != 0 and "meta is larger than 1,024 KiB" in out.stderr + out.stdout, out.stderr[-500:]
+
+
+@pytest.mark.parametrize("req_ids", [["req-0"], ["x" * 1000] * 16, [1] * 16])
+def test_m6_req_ids_one_short_string_a_request(req_ids):
+    import json
+
+    from lab.trace import Trace, TraceFormatError
+
+    doc = json.load(open("data/eras/0.32/eagle-k3.json"))
+    doc["req_ids"] = req_ids
+    with pytest.raises(TraceFormatError, match="req_ids must be 16 strings"):
+        Trace.from_json_dict(doc, "x.json")

@@ -186,6 +186,11 @@ def _busy(e: Exception) -> list:
 # ---- running a scenario ----------------------------------------------------------------------
 
 
+def _owner(request) -> str | None:
+    """Whose trace it is in the cache (lab.app.cache: each session's fair share): the session."""
+    return getattr(request, "session_hash", None)
+
+
 def _check_runner(runner: str) -> None:
     runners = {r.name: r for r in runner_availability()}
     if runner not in runners:
@@ -194,10 +199,11 @@ def _check_runner(runner: str) -> None:
         raise gr.Error(f"runner {runner!r} is not available here: {runners[runner].reason}", print_exception=False)
 
 
-def _simulate(scenario: Scenario, runner: str, progress, custom: bool = True) -> tuple[str, Trace, str]:
+def _simulate(scenario: Scenario, runner: str, progress, custom: bool = True, owner=None) -> tuple[str, Trace, str]:
     """The trace of ``scenario`` on ``runner``: cached, or run within the app's step budget (lab.app.budget:
     ``OverBudget`` past it, checked on the declared sizes first). A long run, a kernel or live vLLM run takes a
-    place in the heavy line; another ``custom`` one the light line (lab.app.room; ``Busy`` when full)."""
+    place in the heavy line; another ``custom`` one the light line (lab.app.room; ``Busy`` when full). A trace
+    made is cached as ``owner``'s (the session's share of the cache, lab.app.cache)."""
     _check_runner(runner)
     key = scenario_key(scenario, runner)
     trace = TRACES.get(key) or BACKGROUND.timed(key)  # the second: timed in the background, since evicted
@@ -218,7 +224,7 @@ def _simulate(scenario: Scenario, runner: str, progress, custom: bool = True) ->
         trace = _run_live(scenario, progress) if runner == LIVE_VLLM else simulate(scenario, progress=tick)
         if runner in KERNEL_RUNNERS:
             trace = _run_kernels(trace, *KERNEL_RUNNERS[runner], progress)
-    trace = TRACES.add(key, trace)  # one the background timed meanwhile stays (lab.app.background)
+    trace = TRACES.add(key, trace, owner)  # one the background timed meanwhile stays (lab.app.background)
     STEP_DATA.warm(key)  # the page fetches the step data right after (lab/app/steps_data.py)
     return key, trace, f"ran on {runner}"
 
@@ -281,6 +287,7 @@ def run(
     step=0,
     compare_key=None,
     base=None,
+    request: gr.Request = None,
     progress=gr.Progress(),
 ):
     """Run the scenario on the chosen runner (or reuse the cached trace of the same run). The page stays
@@ -296,7 +303,7 @@ def run(
         )
     _check_runner(runner)  # only an API client can name another (the page offers the available ones)
     try:
-        key, trace, how = _simulate(scenario, runner, progress)
+        key, trace, how = _simulate(scenario, runner, progress, owner=_owner(request))
     except (Busy, OverBudget) as e:
         return _busy(e)
     except ValueError as e:
@@ -330,7 +337,8 @@ def initial(view="block_table", preset_default=None, request: gr.Request = None,
     if q.get("spec"):
         try:  # within the step budget: a link alone must not hold the server (lab.app.budget)
             scenario = parse_spec(q["spec"])
-            loaded, spec_text = _simulate(scenario, EMBEDDED_CPU, progress), format_spec(scenario)
+            loaded = _simulate(scenario, EMBEDDED_CPU, progress, owner=_owner(request))
+            spec_text = format_spec(scenario)
         except (ValueError, Busy) as e:  # OverBudget is a ValueError
             problems.append(f"spec in the address: {e}")
     tab = q.get("tab") or view
@@ -357,7 +365,7 @@ def initial(view="block_table", preset_default=None, request: gr.Request = None,
     return [named[k] for k in LOADED]
 
 
-def upload_trace(path, view="block_table", presenter=False, compare_key=None):
+def upload_trace(path, view="block_table", presenter=False, compare_key=None, request: gr.Request = None):
     """A saved trace: JSON only, size-limited, schema-checked by Trace.from_json_bytes. A wrong file
     is named under the upload; the session keeps its trace."""
 
@@ -394,7 +402,7 @@ def upload_trace(path, view="block_table", presenter=False, compare_key=None):
         # views can't read it as the lab's two modes. Show the engine on its scenario, and the recording
         # in the Recorded eras view, set against the engine in its era.
         try:  # the upload's scenario: within the app's step budget, like a run (lab.app.budget)
-            key, trace, _ = _simulate(trace.scenario, EMBEDDED_CPU, lambda *a, **k: None)
+            key, trace, _ = _simulate(trace.scenario, EMBEDDED_CPU, lambda *a, **k: None, owner=_owner(request))
         except (Busy, OverBudget) as e:
             return refuse(str(e))
         return _loaded(
@@ -410,7 +418,7 @@ def upload_trace(path, view="block_table", presenter=False, compare_key=None):
             f"({html.escape(str(rec.get('era')))}): shown in the Recorded eras view, beside the engine on its "
             f"scenario.",
         )
-    key = TRACES.put(bytes_key(data), trace)
+    key = TRACES.put(bytes_key(data), trace, _owner(request))  # the attendee's share of the cache
     return _loaded(
         key,
         trace,

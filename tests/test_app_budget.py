@@ -187,3 +187,25 @@ def test_the_cache_share_is_per_session_through_the_api(app_url, make_client):
     for i in range(share + 2):
         a.predict("eagle-k3", f"p{1000 + i}o2", *args, api_name="/run")
     assert TRACES.held_by(a.session_hash)[0] == share and TRACES.get(theirs) is not None
+
+
+def test_past_four_waiting_a_heavy_run_is_refused_at_once(app_url, make_client, monkeypatch):
+    """m6: seven kernel runs at once. Old code: /run's concurrency limit (4) kept the rest in Gradio's queue, so
+    the heavy line (1 running, 4 waiting) never refused and all seven ran one after another."""
+    release = threading.Event()
+
+    def slow_kernels(trace, *a):
+        release.wait(60)
+        return trace
+
+    monkeypatch.setattr(loading, "_run_kernels", slow_kernels)
+    args = [16384, 16, 0, "default", "PIECEWISE", 0.7, 0, "embedded CPU + kernels", "block_table", False, 0]
+    jobs = [make_client(app_url).submit("eagle-k3", f"p{2000 + i}o2", *args, api_name="/run") for i in range(7)]
+    deadline, refused = time.time() + 60, []
+    while len(refused) < 2 and time.time() < deadline:
+        refused = [j for j in jobs if j.done() and "busy" in dict(zip(_api_loaded(), j.result()))["status"]]
+        time.sleep(0.2)
+    release.set()
+    assert len(refused) == 2, [j.status() for j in jobs]
+    for j in jobs:
+        j.result(timeout=120)

@@ -71,13 +71,29 @@ def test_a_link_with_a_long_spec_opens_the_preset_and_says_why():
 def test_an_uploaded_recording_is_not_replayed_past_the_budget(tmp_path):
     """An era recording is replayed on the engine after upload; its scenario is the upload's own."""
     doc = json.load(open("data/eras/0.19/eagle-k3.json"))
-    doc["scenario"].update(max_num_steps=300000, requests=[[0, 1, 100_000]], max_model_len=131072, num_gpu_blocks=None)
+    requests = [[0, 1, 100_000]] * len(doc["req_ids"])
+    doc["scenario"].update(max_num_steps=300000, requests=requests, max_model_len=131072, num_gpu_blocks=None)
     path = tmp_path / "long.json"
     path.write_text(json.dumps(doc))
     t0 = time.monotonic()
     out = _out(loading.upload_trace(str(path)))
     assert time.monotonic() - t0 < 15
     assert "engine steps" in out["upload_msg"] and "python -m lab simulate" in out["upload_msg"]
+
+
+def test_many_rows_are_over_the_budget_too():
+    """200 requests decoding 300 tokens: 301 steps, but 60,200 batch rows (the step data grows with them)."""
+    with pytest.raises(OverBudget, match="60,200 batch rows"):
+        check_scenario(parse_spec("200p10o300"), "200p10o300")
+
+
+def test_an_uploaded_trace_over_the_budget_is_refused_with_the_commands(tmp_path):
+    """Old code: any trace under 64 MiB was loaded, and its step data (10-60 ms a step) built on the server."""
+    path = tmp_path / "long.json"
+    simulate(parse_spec("p1o2500")).save(path)
+    out = _out(loading.upload_trace(str(path)))
+    msg = out["upload_msg"]
+    assert "long.json has 2,500 engine steps" in msg and "python -m lab show long.json" in msg
 
 
 def test_the_engine_is_stopped_past_the_budget_when_the_estimate_is_short():
@@ -92,10 +108,11 @@ def test_step_data_is_built_by_one_worker_with_a_bounded_queue(monkeypatch):
     from lab.app import steps_data
     from lab.app.cache import TRACES
 
-    release = threading.Event()
+    release, started = threading.Event(), threading.Event()
     built = []
 
     def slow_payload(trace):
+        started.set()
         release.wait(30)
         built.append(trace)
         return {"steps": len(trace.steps)}
@@ -108,7 +125,9 @@ def test_step_data_is_built_by_one_worker_with_a_bounded_queue(monkeypatch):
     for k in keys:
         TRACES.put(k, trace)
     before = {t.ident for t in threading.enumerate()}
-    for k in keys:
+    cache.warm(keys[0])
+    assert started.wait(30)  # the worker builds the first; three more wait in its queue
+    for k in keys[1:]:
         cache.warm(k)  # past the queue's length: dropped
     new = [t for t in threading.enumerate() if t.ident not in before]
     assert len(new) == 1 and new[0].name == "step-data", new

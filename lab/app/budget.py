@@ -18,6 +18,10 @@ import shlex
 # engine takes about 1 s for it here; the step data the page then steps through (every view at every step,
 # lab/app/steps_data.py) costs 10-60 ms a step, so this also bounds that to about a minute of one core.
 MAX_APP_STEPS = 2_000
+# The batch rows (a request in a step's batch, summed over the steps) one app run may make: about 6.5x the
+# largest preset's (short-decode-long-context, 6,145 rows). The step data grows with them: 64 requests decoding
+# 2,000 tokens (128,000 rows) took 92 s to build and 35 MB compressed.
+MAX_APP_ROWS = 40_000
 # Runs up to this many steps (every preset) run at once; longer ones within MAX_APP_STEPS take a place in
 # the room's line for heavy work (lab.app.room.HEAVY), one at a time.
 MAX_LIGHT_STEPS = 600
@@ -65,23 +69,47 @@ def scenario_steps(scenario) -> int:
     return min(est, scenario.max_num_steps)
 
 
+def scenario_rows(scenario) -> int:
+    """About how many batch rows (a request in a step's batch, summed over the steps) the scenario makes: each
+    request's prefill chunks and decode steps. The step data's cost and size grow with them."""
+    t, mml = scenario.max_num_batched_tokens, scenario.max_model_len
+    return sum(_cdiv(min(r.prompt_len, mml), t) + r.output_len for r in scenario.requests)
+
+
 def cli_instead(spec_text: str) -> str:
-    """The command that runs ``spec_text`` on the user's own machine, and what to do with its trace."""
+    """The commands that run ``spec_text`` on the user's own machine and show its trace."""
     return (
-        f"python -m lab simulate --spec {shlex.quote(spec_text)} --out t.json, then upload t.json here "
-        "(Scenario settings, upload) or run python -m lab show t.json"
+        f"python -m lab simulate --spec {shlex.quote(spec_text)} --out t.json, then python -m lab show t.json, or "
+        "python -m lab export t.json --out t.html (one HTML file that steps by itself in any browser)"
+    )
+
+
+def _over(what: str, steps: int, rows: int) -> str | None:
+    if steps <= MAX_APP_STEPS and rows <= MAX_APP_ROWS:
+        return None
+    return (
+        f"{what} about {steps:,} engine steps and {rows:,} batch rows; the app takes at most {MAX_APP_STEPS:,} steps "
+        f"and {MAX_APP_ROWS:,} rows (requests in a step's batch, summed over the steps) on this shared server."
     )
 
 
 def check_scenario(scenario, spec_text: str) -> int:
-    """The scenario's estimated steps; ``OverBudget`` (naming the command to run instead) past MAX_APP_STEPS."""
+    """The scenario's estimated steps; ``OverBudget`` (naming the commands to run instead) past the budget."""
     steps = scenario_steps(scenario)
-    if steps > MAX_APP_STEPS:
-        raise OverBudget(
-            f"this scenario is about {steps:,} engine steps; the app runs at most {MAX_APP_STEPS:,} on this shared "
-            f"server. Run it on your machine: {cli_instead(spec_text)}"
-        )
+    too_big = _over("this scenario is", steps, scenario_rows(scenario))
+    if too_big:
+        raise OverBudget(f"{too_big} Run it on your machine: {cli_instead(spec_text)}")
     return steps
+
+
+def check_trace(trace, name: str) -> None:
+    """An uploaded trace the app can step (its step data is built on this server): ``OverBudget`` past it."""
+    too_big = _over(f"{name} has", len(trace.steps), int(trace.arrays["row_offsets"][-1]))
+    if too_big:
+        raise OverBudget(
+            f"{too_big.replace('has about', 'has')} Open it on your machine: python -m lab show {shlex.quote(name)}, "
+            f"or python -m lab export {shlex.quote(name)} --out t.html (one HTML file that steps by itself)"
+        )
 
 
 class StepBudget:

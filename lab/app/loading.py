@@ -21,7 +21,7 @@ import gradio as gr
 
 from lab import Scenario, Trace, simulate
 from lab.app.background import BACKGROUND
-from lab.app.budget import MAX_LIGHT_STEPS, OverBudget, StepBudget, check_scenario
+from lab.app.budget import MAX_LIGHT_STEPS, OverBudget, StepBudget, check_scenario, check_trace
 from lab.app.cache import TRACES, bytes_key, scenario_key
 from lab.app.controls import CONTROL_FIELDS, controls_of, inline_error, scenario_from_inputs, spec_error
 from lab.app.room import HEAVY, LIGHT, Busy
@@ -418,6 +418,10 @@ def upload_trace(path, view="block_table", presenter=False, compare_key=None, re
             f"({html.escape(str(rec.get('era')))}): shown in the Recorded eras view, beside the engine on its "
             f"scenario.",
         )
+    try:  # within the app's budget: its step data is built here (lab.app.budget)
+        check_trace(trace, name)
+    except OverBudget as e:
+        return refuse(str(e))
     key = TRACES.put(bytes_key(data), trace, _owner(request))  # the attendee's share of the cache
     return _loaded(
         key,

@@ -13,7 +13,7 @@ import pathlib
 import sys
 import threading
 import weakref
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 
 from fastapi import Request, Response  # gradio's server
 from fastapi.responses import JSONResponse
@@ -49,6 +49,7 @@ class StepDataCache:
         self._done: dict[str, threading.Event] = {}  # queued or being built: set when it is ready
         self._worker: threading.Thread | None = None
         self.computed = 0  # how many payloads were built (a test reads it)
+        self.builds: Counter[str] = Counter()  # and of which key
 
     def _current(self, key: str):
         """``key``'s payload if it was built from the trace the cache holds now (a background kernel run
@@ -130,6 +131,7 @@ class StepDataCache:
         etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
         with self._lock:
             self.computed += 1
+            self.builds[key] += 1
             self._items[key] = (body, etag, weakref.ref(trace))
             self._items.move_to_end(key)
             while len(self._items) > 1 and (

@@ -72,7 +72,7 @@ def test_a_bad_workload_is_said_and_keeps_the_answer(client):
 def test_a_workload_too_big_for_a_shared_server_points_to_the_cli(client):
     line, _ = EXAMPLES["n-gram on H200"]
     msg, *_ = client.predict(line, "H200", "0.33.0", 1024, 100000, 4096, api_name="/deployment")
-    assert "engine steps; the app replays at most 2,000" in msg and "python -m lab deployment --requests 1024" in msg
+    assert "the app replays at most 2,000" in msg and "python -m lab deployment --requests 1024" in msg
 
 
 def test_a_pasted_start_up_log_answers_its_line_and_release(client):

@@ -213,3 +213,68 @@ def test_peak_rss_is_the_child_own_not_the_parent():
     rss, _ = _peak_rss_mib("pass")
     assert rss < 100, rss
     del held
+
+
+def test_m6_junk_in_meta_is_refused_on_load(tmp_path):
+    """Old code: a 20 MB list in ``meta`` was loaded and kept (four 60 MB uploads held +1 GB of the app's server)."""
+    import json
+
+    doc = json.load(open("data/eras/0.32/eagle-k3.json"))
+    doc["meta"]["pad"] = [0] * 7_000_000
+    path = tmp_path / "pad.json"
+    path.write_text(json.dumps(doc))
+    out = subprocess.run(
+        [sys.executable, "-m", "lab", "show", "--quiet", str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode != 0 and "meta is larger than 1,024 KiB" in out.stderr + out.stdout, out.stderr[-500:]
+
+
+@pytest.mark.parametrize("req_ids", [["req-0"], ["x" * 1000] * 16, [1] * 16])
+def test_m6_req_ids_one_short_string_a_request(req_ids):
+    import json
+
+    from lab.trace import Trace, TraceFormatError
+
+    doc = json.load(open("data/eras/0.32/eagle-k3.json"))
+    doc["req_ids"] = req_ids
+    with pytest.raises(TraceFormatError, match="req_ids must be 16 strings"):
+        Trace.from_json_dict(doc, "x.json")
+
+
+_LINE = "vllm serve meta-llama/Llama-3.1-8B-Instruct "
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        ("--speculative-config '" + '{"a":' * 3000 + "1" + "}" * 3000 + "'", "--speculative-config: the JSON is"),
+        ("--compilation-config '" + "[" * 3000 + "]" * 3000 + "'", "--compilation-config: the JSON is nested"),
+        (
+            """--speculative-config '{"method": "eagle3", "model": "x", "num_speculative_tokens": 1e400}'""",
+            "--speculative-config: the number 1e400 is out of range",
+        ),
+        ("--speculative-config.num_speculative_tokens 1e400", "the number 1e400 is out of range"),
+        ("--max-num-seqs 0", "--max-num-seqs 0: max_num_seqs must be at least 1"),
+        ("--max-num-batched-tokens 0", "--max-num-batched-tokens 0: max_num_batched_tokens must be at least 1"),
+    ],
+)
+def test_m3_deployment_lines_that_crashed_or_were_silently_changed(flags, message):
+    """Old code: RecursionError / OverflowError tracebacks (exit 1); --max-num-seqs 0 became 1024 (exit 0)."""
+    cmd = [sys.executable, "-m", "lab", "deployment", "--line", _LINE + flags]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr, out.stderr[-800:]
+
+
+@pytest.mark.parametrize("where", ["busy port", "bad host"])
+def test_m9_app_start_errors_are_one_line(where):
+    """Old code: a raw OSError traceback ("Cannot find empty port in range"), even for a bad host."""
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        args = ["--port", str(busy.getsockname()[1])] if where == "busy port" else ["--host", "999.1.1.1"]
+        out = subprocess.run([sys.executable, "app.py", *args], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr[-800:]
+    assert out.stderr.startswith("error: cannot serve on ") and len(out.stderr.strip().splitlines()) == 1
+    assert ("is in use" if where == "busy port" else "is not an address or host name") in out.stderr

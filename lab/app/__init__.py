@@ -13,6 +13,7 @@ tab in ``lab.app.sweeps_tab``. No model logic here.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 
@@ -161,13 +162,38 @@ def main(argv: list[str] | None = None) -> int:
     if args.port is not None and not 1 <= args.port <= 65535:
         print(f"error: --port must be between 1 and 65535, got {args.port}", file=sys.stderr)
         return 2
+    host = args.host or os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1"
+    port = args.port or int(os.environ.get("GRADIO_SERVER_PORT") or 7860)
+    if (why := _cannot_serve(host, port)) is not None:  # before the demo is built (seconds), and no traceback
+        print(f"error: cannot serve on {host}:{port}: {why}", file=sys.stderr)
+        return 1
     password = _password(args)
-    launch(
-        build_demo(args.preset),
-        args.host,
-        args.port,
-        password=password,
-        warm=args.warm,
-        kernels=args.kernels,
-    )
+    try:
+        launch(build_demo(args.preset), host, port, password=password, warm=args.warm, kernels=args.kernels)
+    except OSError as e:  # taken between the check and the start, or refused by Gradio
+        print(f"error: cannot serve on {host}:{port}: {e}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _cannot_serve(host: str, port: int) -> str | None:
+    """Why ``host``:``port`` cannot be listened on (a busy port, an address that is not this machine's or no
+    address at all), or None. Binds as the server will (SO_REUSEADDR, as uvicorn does)."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (OSError, UnicodeError) as e:
+        return f"{host!r} is not an address or host name here ({getattr(e, 'strerror', None) or e})"
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(address)
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                return f"port {port} is in use (another server, perhaps another app.py): --port picks another"
+            if e.errno == errno.EACCES and port < 1024:
+                return f"{e.strerror} (ports below 1024 need root): --port picks another"
+            return e.strerror or str(e)
+    return None

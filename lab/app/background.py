@@ -69,7 +69,7 @@ class BackgroundKernels:
         the CPU kernel runner for ``budget_s`` seconds."""
         from lab.kernels.app_budget import app_backend, run_for_app  # deferred: torch (seconds to import)
 
-        _lower_priority()
+        lower_priority()
         trace = simulate(scenario)
         app_backend("cpu", KERNEL_BACKEND)  # torch imported, the compiled kernel built: before the line is held
         with self.line.idle_slot():
@@ -78,7 +78,7 @@ class BackgroundKernels:
         return trace
 
 
-def _lower_priority() -> None:
+def lower_priority() -> None:
     # This thread only, and the kernel threads it starts (Linux: a nice value is per thread, inherited):
     # the page's requests come first on a small machine.
     try:

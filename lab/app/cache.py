@@ -1,5 +1,6 @@
 """A process-level LRU cache of traces. Sessions hold only a key (a short string) in their state;
-the traces themselves (MBs each) live here, shared by every session that asks for the same one."""
+the traces themselves (MBs each) live here, shared by every session that asks for the same one, counted by
+their real size and shared fairly between the attendees who put them there."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import threading
 from collections import OrderedDict
 
 from lab import Trace
+from lab.trace.schema import text_bytes
 
 
 def scenario_key(scenario, runner: str) -> str:
@@ -22,26 +24,65 @@ def bytes_key(data: bytes) -> str:
     return "upload-" + hashlib.sha256(data).hexdigest()[:24]
 
 
-class TraceCache:
-    """At most ``max_traces`` traces and ``max_bytes`` of arrays; the least recently used go first."""
+def trace_bytes(trace: Trace) -> int:
+    """What a trace holds: its arrays and its text (``meta`` as JSON, the request ids; lab.trace.schema)."""
+    return trace.nbytes() + text_bytes(trace.meta, trace.req_ids)
 
-    def __init__(self, max_traces: int = 48, max_bytes: int = 2 * 1024**3):
+
+class TraceCache:
+    """At most ``max_traces`` traces and ``max_bytes`` (arrays and text, ``trace_bytes``). A trace put by an
+    attendee (``owner``: the session) counts against that attendee: each holds at most ``max_traces`` /
+    ``shares`` traces and ``max_bytes`` / ``shares`` bytes (past that their own least recently used go), and
+    when the whole cache is full the one who holds the most gives up their least recently used trace. So one
+    attendee's fifty runs or four large uploads cannot evict everyone else's traces. Traces with no owner
+    (presets, shared by everyone) count as one more attendee."""
+
+    def __init__(self, max_traces: int = 48, max_bytes: int = 2 * 1024**3, shares: int = 4):
         self.max_traces = max_traces
         self.max_bytes = max_bytes
+        self.shares = shares
         self._items: OrderedDict[str, Trace] = OrderedDict()
+        self._meta: dict[str, tuple[str | None, int]] = {}  # key -> (owner, bytes)
         self._lock = threading.RLock()  # add() puts under the lock
 
-    def put(self, key: str, trace: Trace) -> str:
+    def _held(self) -> dict[str | None, list[int]]:
+        """Per owner: [traces, bytes]. Called under the lock."""
+        held: dict[str | None, list[int]] = {}
+        for owner, size in self._meta.values():
+            h = held.setdefault(owner, [0, 0])
+            h[0], h[1] = h[0] + 1, h[1] + size
+        return held
+
+    def _evict_one(self, owner, keep: str) -> bool:
+        """``owner``'s least recently used trace other than ``keep``, let go; False if they hold no other."""
+        victim = next((k for k in self._items if k != keep and self._meta[k][0] == owner), None)
+        if victim is None:
+            return False
+        del self._items[victim], self._meta[victim]
+        return True
+
+    def put(self, key: str, trace: Trace, owner: str | None = None) -> str:
         with self._lock:
             self._items[key] = trace
             self._items.move_to_end(key)
-            while len(self._items) > 1 and (
-                len(self._items) > self.max_traces or sum(t.nbytes() for t in self._items.values()) > self.max_bytes
-            ):
-                self._items.popitem(last=False)
+            self._meta[key] = (owner, trace_bytes(trace))
+            share = (max(1, self.max_traces // self.shares), self.max_bytes // self.shares)
+            while owner is not None:  # the attendee's own share first
+                mine = self._held()[owner]
+                if not (mine[0] > share[0] or mine[1] > share[1]) or not self._evict_one(owner, key):
+                    break
+            while len(self._items) > 1:  # then the whole cache: the one who holds the most gives way
+                held = self._held()
+                if len(self._items) <= self.max_traces and sum(h[1] for h in held.values()) <= self.max_bytes:
+                    break
+                for who in sorted(held, key=lambda o: (held[o][1], held[o][0]), reverse=True):
+                    if self._evict_one(who, key):
+                        break
+                else:
+                    break
         return key
 
-    def add(self, key: str, trace: Trace) -> Trace:
+    def add(self, key: str, trace: Trace, owner: str | None = None) -> Trace:
         """``trace`` under ``key`` unless one is there already (a run that finished meanwhile, or one with
         kernel timings measured in the background, lab.app.background): the one kept is returned."""
         with self._lock:
@@ -49,7 +90,7 @@ class TraceCache:
             if kept is not None:
                 self._items.move_to_end(key)
                 return kept
-            self.put(key, trace)
+            self.put(key, trace, owner)
             return trace
 
     def get(self, key: str) -> Trace | None:
@@ -58,6 +99,11 @@ class TraceCache:
             if trace is not None:
                 self._items.move_to_end(key)
             return trace
+
+    def held_by(self, owner: str | None) -> tuple[int, int]:
+        """(traces, bytes) that ``owner`` holds."""
+        with self._lock:
+            return tuple(self._held().get(owner, (0, 0)))
 
     def __len__(self) -> int:
         return len(self._items)

@@ -13,8 +13,10 @@ from contextlib import contextmanager
 
 import gradio as gr
 
+from lab.app.budget import MAX_APP_ROWS, MAX_APP_STEPS, scenario_rows, scenario_steps
 from lab.app.controls import inline_error
 from lab.deployment import ServeLineError, Workload, answer, resolve
+from lab.deployment.answer import scenario_of
 from lab.deployment.models import MAX_CONFIG_BYTES
 from lab.deployment.report import DEPLOYMENTS, format_markdown
 from lab.deployment.resolve import DEPLOYMENT_GPUS
@@ -78,21 +80,20 @@ def _pasted_config(text: str | None):
         yield path
 
 
-# The engine steps the app replays for one answer (about 1 s here; the default workload is about 110): a
-# room shares one server. Larger workloads: python -m lab deployment, which has no limit.
-MAX_APP_STEPS = 2000
-
-
 def _fits_the_app(dep, requests: int, prompt_len: int, output_len: int) -> None:
-    """Refuse a workload whose replay would hold the server: its steps estimated as the prefill chunks
-    (every prompt through max_num_batched_tokens a step) plus the decode steps (one per output token)."""
-    tokens = dep.settings["max_num_batched_tokens"]
-    steps = requests * min(prompt_len, dep.settings["max_model_len"]) // tokens + output_len
-    if steps > MAX_APP_STEPS:
+    """Refuse a workload whose replay would hold the server: its steps and batch rows estimated from the replay's
+    sizes with the line's own batch limits (lab.app.budget: waves of max_num_seqs, prompts and decode tokens
+    through max_num_batched_tokens), against the app's one budget. Larger workloads: python -m lab deployment,
+    which has no limit."""
+    scenario = scenario_of(dep, Workload(requests, prompt_len, output_len))
+    steps, rows = scenario_steps(scenario), scenario_rows(scenario)
+    if steps > MAX_APP_STEPS or rows > MAX_APP_ROWS:
         raise ValueError(
-            f"this workload is about {steps:,} engine steps; the app replays at most {MAX_APP_STEPS:,} an answer. "
-            f"Ask it with python -m lab deployment --requests {requests} --prompt-len {prompt_len} "
-            f"--output-len {output_len} -- vllm serve {dep.line.model} …"
+            f"this workload is about {steps:,} engine steps and {rows:,} batch rows (max_num_seqs "
+            f"{dep.settings['max_num_seqs']:,}, max_num_batched_tokens {dep.settings['max_num_batched_tokens']:,}); "
+            f"the app replays at most {MAX_APP_STEPS:,} steps and {MAX_APP_ROWS:,} rows an answer. Ask it with "
+            f"python -m lab deployment --requests {requests} --prompt-len {prompt_len} --output-len {output_len} "
+            f"-- vllm serve {dep.line.model} …"
         )
 
 

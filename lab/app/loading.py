@@ -15,14 +15,16 @@ from __future__ import annotations
 
 import html
 import os
+from contextlib import nullcontext
 
 import gradio as gr
 
 from lab import Scenario, Trace, simulate
 from lab.app.background import BACKGROUND
+from lab.app.budget import MAX_LIGHT_STEPS, OverBudget, StepBudget, check_scenario, check_trace
 from lab.app.cache import TRACES, bytes_key, scenario_key
 from lab.app.controls import CONTROL_FIELDS, controls_of, inline_error, scenario_from_inputs, spec_error
-from lab.app.room import HEAVY, Busy
+from lab.app.room import HEAVY, LIGHT, Busy
 from lab.app.runner_choices import EMBEDDED_CPU, KERNEL_BACKEND, KERNEL_RUNNERS, LIVE_VLLM, runner_availability
 from lab.app.stepping import (
     PLAY,
@@ -171,15 +173,22 @@ def _loaded_error(**parts) -> list:
 
 
 def _busy(e: Exception) -> list:
-    """The heavy line is full (lab.app.room): said in the status and under the scenario; nothing else moves."""
+    """A full line (lab.app.room) or a run over the app's step budget (lab.app.budget): said in the status and
+    under the scenario (with the command to run instead); nothing else moves."""
+    why = "over this server's step budget (the message under the scenario says what to run instead)"
     return _loaded_error(
-        spec_msg=inline_error(html.escape(str(e), quote=False)),
+        spec_msg=inline_error(html.escape(str(e), quote=False) + "<br>The views still show the last run."),
         settings=gr.Accordion(open=True),
-        status=f"Not run: {e}",
+        status=f"Not run: {why if isinstance(e, OverBudget) else e}",
     )
 
 
 # ---- running a scenario ----------------------------------------------------------------------
+
+
+def _owner(request) -> str | None:
+    """Whose trace it is in the cache (lab.app.cache: each session's fair share): the session."""
+    return getattr(request, "session_hash", None)
 
 
 def _check_runner(runner: str) -> None:
@@ -190,26 +199,32 @@ def _check_runner(runner: str) -> None:
         raise gr.Error(f"runner {runner!r} is not available here: {runners[runner].reason}", print_exception=False)
 
 
-def _simulate(scenario: Scenario, runner: str, progress) -> tuple[str, Trace, str]:
+def _simulate(scenario: Scenario, runner: str, progress, custom: bool = True, owner=None) -> tuple[str, Trace, str]:
+    """The trace of ``scenario`` on ``runner``: cached, or run within the app's step budget (lab.app.budget:
+    ``OverBudget`` past it, checked on the declared sizes first). A long run, a kernel or live vLLM run takes a
+    place in the heavy line; another ``custom`` one the light line (lab.app.room; ``Busy`` when full). A trace
+    made is cached as ``owner``'s (the session's share of the cache, lab.app.cache)."""
     _check_runner(runner)
     key = scenario_key(scenario, runner)
     trace = TRACES.get(key) or BACKGROUND.timed(key)  # the second: timed in the background, since evicted
     if trace is not None:
         return key, TRACES.add(key, trace), "cached run"
+    steps = check_scenario(scenario, format_spec(scenario))
     progress((0, None), desc="engine steps", unit="steps")
 
     def tick(n: int) -> None:
         if n % 64 == 0:
             progress((n, None), desc="engine steps", unit="steps")
 
-    if runner == LIVE_VLLM or runner in KERNEL_RUNNERS:  # heavy: one at a time on this server (lab.app.room)
-        with HEAVY.slot(f"a {runner} run", lambda text: progress((0, None), desc=text)):
-            trace = _run_live(scenario, progress) if runner == LIVE_VLLM else simulate(scenario, progress=tick)
-            if runner in KERNEL_RUNNERS:
-                trace = _run_kernels(trace, *KERNEL_RUNNERS[runner], progress)
-    else:
-        trace = simulate(scenario, progress=tick)
-    trace = TRACES.add(key, trace)  # one the background timed meanwhile stays (lab.app.background)
+    tick = StepBudget(format_spec(scenario), tick)
+    heavy = runner == LIVE_VLLM or runner in KERNEL_RUNNERS or steps > MAX_LIGHT_STEPS
+    what = f"a {runner} run" if steps <= MAX_LIGHT_STEPS else f"a {runner} run of about {steps:,} steps"
+    line = HEAVY if heavy else LIGHT if custom else None
+    with line.slot(what, lambda text: progress((0, None), desc=text)) if line else nullcontext():
+        trace = _run_live(scenario, progress) if runner == LIVE_VLLM else simulate(scenario, progress=tick)
+        if runner in KERNEL_RUNNERS:
+            trace = _run_kernels(trace, *KERNEL_RUNNERS[runner], progress)
+    trace = TRACES.add(key, trace, owner)  # one the background timed meanwhile stays (lab.app.background)
     STEP_DATA.warm(key)  # the page fetches the step data right after (lab/app/steps_data.py)
     return key, trace, f"ran on {runner}"
 
@@ -218,7 +233,7 @@ def warm_presets(first: str | None = None) -> None:
     """Every preset's trace and step data built now, one after another (the opening preset first), so a
     room's first clicks find them in the caches (lab.app.launch does it in the background for a room)."""
     for name in sorted(PRESETS, key=lambda n: n != first):
-        key, _, _ = _simulate(get_preset(name), EMBEDDED_CPU, lambda *a, **k: None)
+        key, _, _ = _simulate(get_preset(name), EMBEDDED_CPU, lambda *a, **k: None, custom=False)
         STEP_DATA.get(key)
 
 
@@ -272,6 +287,7 @@ def run(
     step=0,
     compare_key=None,
     base=None,
+    request: gr.Request = None,
     progress=gr.Progress(),
 ):
     """Run the scenario on the chosen runner (or reuse the cached trace of the same run). The page stays
@@ -287,8 +303,8 @@ def run(
         )
     _check_runner(runner)  # only an API client can name another (the page offers the available ones)
     try:
-        key, trace, how = _simulate(scenario, runner, progress)
-    except Busy as e:
+        key, trace, how = _simulate(scenario, runner, progress, owner=_owner(request))
+    except (Busy, OverBudget) as e:
         return _busy(e)
     except ValueError as e:
         return _loaded_error(spec_msg=spec_error(e), settings=gr.Accordion(open=True), status="Not run.")
@@ -302,7 +318,7 @@ def pick_preset(name, runner, view="block_table", presenter=False, compare_key=N
     except ValueError as e:
         raise gr.Error(str(e), print_exception=False) from None
     try:
-        key, trace, how = _simulate(s, runner or EMBEDDED_CPU, progress)
+        key, trace, how = _simulate(s, runner or EMBEDDED_CPU, progress, custom=False)
     except Busy as e:
         return _busy(e)
     return _loaded(key, trace, PRESETS[name][0], how, view, 0, presenter, compare_key)
@@ -317,19 +333,20 @@ def initial(view="block_table", preset_default=None, request: gr.Request = None,
     if preset not in PRESETS:
         problems.append(f"unknown preset {preset!r} in the address (known: {', '.join(PRESETS)})")
         preset = preset_default if preset_default in PRESETS else "eagle-k3"
-    scenario, spec_text = get_preset(preset), PRESETS[preset][0]
+    scenario, spec_text, loaded = get_preset(preset), PRESETS[preset][0], None
     if q.get("spec"):
-        try:
+        try:  # within the step budget: a link alone must not hold the server (lab.app.budget)
             scenario = parse_spec(q["spec"])
+            loaded = _simulate(scenario, EMBEDDED_CPU, progress, owner=_owner(request))
             spec_text = format_spec(scenario)
-        except ValueError as e:
+        except (ValueError, Busy) as e:  # OverBudget is a ValueError
             problems.append(f"spec in the address: {e}")
     tab = q.get("tab") or view
     if tab not in ALL_VIEWS:
         problems.append(f"unknown tab {tab!r} in the address (tabs: {', '.join(ALL_VIEWS)})")
         tab = "block_table"
     presenter = q.get("presenter", "") in ("1", "true", "yes")
-    key, trace, how = _simulate(scenario, EMBEDDED_CPU, progress)
+    key, trace, how = loaded or _simulate(get_preset(preset), EMBEDDED_CPU, progress, custom=False)
     index = 0
     if q.get("step"):
         try:
@@ -348,7 +365,7 @@ def initial(view="block_table", preset_default=None, request: gr.Request = None,
     return [named[k] for k in LOADED]
 
 
-def upload_trace(path, view="block_table", presenter=False, compare_key=None):
+def upload_trace(path, view="block_table", presenter=False, compare_key=None, request: gr.Request = None):
     """A saved trace: JSON only, size-limited, schema-checked by Trace.from_json_bytes. A wrong file
     is named under the upload; the session keeps its trace."""
 
@@ -384,8 +401,10 @@ def upload_trace(path, view="block_table", presenter=False, compare_key=None):
         # A release's own recording (data/eras): its 'fixed' run is that release as shipped, so the era
         # views can't read it as the lab's two modes. Show the engine on its scenario, and the recording
         # in the Recorded eras view, set against the engine in its era.
-        trace = simulate(trace.scenario)
-        key = TRACES.put(bytes_key(data + b"|engine"), trace)
+        try:  # the upload's scenario: within the app's step budget, like a run (lab.app.budget)
+            key, trace, _ = _simulate(trace.scenario, EMBEDDED_CPU, lambda *a, **k: None, owner=_owner(request))
+        except (Busy, OverBudget) as e:
+            return refuse(str(e))
         return _loaded(
             key,
             trace,
@@ -399,7 +418,11 @@ def upload_trace(path, view="block_table", presenter=False, compare_key=None):
             f"({html.escape(str(rec.get('era')))}): shown in the Recorded eras view, beside the engine on its "
             f"scenario.",
         )
-    key = TRACES.put(bytes_key(data), trace)
+    try:  # within the app's budget: its step data is built here (lab.app.budget)
+        check_trace(trace, name)
+    except OverBudget as e:
+        return refuse(str(e))
+    key = TRACES.put(bytes_key(data), trace, _owner(request))  # the attendee's share of the cache
     return _loaded(
         key,
         trace,
@@ -421,7 +444,7 @@ def set_compare(name, key, step, view, presenter=False, progress=gr.Progress()):
         s = get_preset(name)
     except ValueError as e:
         raise gr.Error(str(e), print_exception=False) from None
-    ckey, other, _ = _simulate(s, EMBEDDED_CPU, progress)
+    ckey, other, _ = _simulate(s, EMBEDDED_CPU, progress, custom=False)
     trace = trace_of(key)
     i = step_of(trace, step)
     return [ckey, compare_plot(ckey, i, view_of(view), presenter), ckey]

@@ -26,13 +26,23 @@ window.labApp = (() => {
     return new URL(`lab/${name}/${encodeURIComponent(key)}`, location.origin + location.pathname);
   }
 
+  // The server builds step data one trace at a time (lab/app/steps_data.py): 503 while its queue is full or
+  // the build takes long; ask again after its Retry-After, for up to about three minutes.
+  async function fetchSteps(key) {
+    for (let t = 0; ; t++) {
+      const r = await fetch(route("steps", key), {cache: "no-cache"});
+      if (r.status !== 503 || t >= 60) return r;
+      await new Promise((ok) => setTimeout(ok, 1000 * Number(r.headers.get("Retry-After") || 3)));
+    }
+  }
+
   // fresh: the trace's data changed on the server (kernel timings measured in the background); a new
   // id, so that a view of the whole trace is drawn again rather than only its marker moved.
   function data(key, fresh) {
     if (!key) return Promise.reject(new Error("no trace yet: run a scenario or upload a trace first"));
     if (!sets.has(key)) {
       loading(+1);
-      const p = fetch(route("steps", key), {cache: "no-cache"})
+      const p = fetchSteps(key)
         .then(async (r) => {
           if (!r.ok) throw new Error(`the step data of this trace did not come (${r.status}): run it again`);
           const S = new LabSteps(await r.json(), fresh ? `${key}@${Date.now()}` : key);

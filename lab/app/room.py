@@ -10,7 +10,10 @@ import socket
 import threading
 from contextlib import contextmanager
 
+from lab.app.budget import MAX_APP_STEPS, MAX_LIGHT_STEPS
+
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+HEAVY_WORK = f"live vLLM, kernels, sweeps and runs over {MAX_LIGHT_STEPS} steps"
 
 
 class Busy(RuntimeError):
@@ -22,11 +25,13 @@ def ordinal(n: int) -> str:
 
 
 class HeavyLine:
-    """At most ``slots`` heavy jobs at once and ``max_waiting`` waiting, first come first served."""
+    """At most ``slots`` jobs at once and ``max_waiting`` waiting, first come first served; ``kind`` and
+    ``who`` name the line in its messages."""
 
-    def __init__(self, slots: int = 1, max_waiting: int = 4):
+    def __init__(self, slots: int = 1, max_waiting: int = 4, kind: str = "heavy", who: str = HEAVY_WORK):
         self.slots = slots
         self.max_waiting = max_waiting
+        self.kind, self.who = kind, who
         self.running = 0
         self._waiting: list[object] = []
         self._cv = threading.Condition()
@@ -39,22 +44,25 @@ class HeavyLine:
         with self._cv:
             if self.running >= self.slots and len(self._waiting) >= self.max_waiting:
                 raise Busy(
-                    f"busy: {self.running} heavy run(s) going and {len(self._waiting)} waiting (live vLLM, kernels, "
-                    f"sweeps share one line on this server). Try {what} again in a few minutes; stepping, views "
-                    "and the embedded CPU runner do not wait."
+                    f"busy: {self.running} {self.kind} run(s) going and {len(self._waiting)} waiting ({self.who} "
+                    f"share one line on this server). Try {what} again in a minute; stepping and views do not wait."
                 )
             self._waiting.append(ticket)
             place = 0
             while self.running >= self.slots or self._waiting[0] is not ticket:
                 n = self._waiting.index(ticket) + 1
                 if progress is not None and n != place:
-                    progress(f"busy, you are {ordinal(n)} in line for {what} (one heavy run at a time here)")
+                    progress(f"busy, you are {ordinal(n)} in line for {what} ({self._at_once} here)")
                 place = n
                 self._cv.wait(timeout=0.5)
             self._waiting.pop(0)
             self.running += 1
         with self._held():
             yield
+
+    @property
+    def _at_once(self) -> str:
+        return f"one {self.kind} run at a time" if self.slots == 1 else f"{self.slots} {self.kind} runs at a time"
 
     @contextmanager
     def idle_slot(self):
@@ -79,7 +87,12 @@ class HeavyLine:
                 self._cv.notify_all()
 
 
+# What takes a place in the heavy line (lab.app.loading, lab.app.sweeps_tab): its events have no concurrency
+# limit of Gradio's (lab.app.ui), so this line is their only queue: past max_waiting one is refused at once.
 HEAVY = HeavyLine()
+# Custom runs on the embedded CPU runner within lab.app.budget.MAX_LIGHT_STEPS (about a second each): two at
+# once (the server's cores), eight waiting, past that refused at once; presets and cached runs skip it.
+LIGHT = HeavyLine(slots=2, max_waiting=8, kind="light", who="custom runs on the embedded CPU runner")
 
 
 def room_banner(host: str, port: int, password: bool) -> str | None:
@@ -98,6 +111,7 @@ def room_banner(host: str, port: int, password: bool) -> str | None:
     )
     return (
         f"The max_seq_len lab is served beyond this machine: {host}:{port} ({where}).\n"
-        f"{guard} Heavy work (live vLLM, kernels, sweeps) runs one at a time, {HEAVY.max_waiting} waiting at most.\n"
+        f"{guard} Heavy work ({HEAVY_WORK}) runs one at a time, {HEAVY.max_waiting} waiting at most, more "
+        f"refused at once; a run past {MAX_APP_STEPS:,} engine steps is refused with the command to run instead.\n"
         "For attendees who cannot reach it or install anything: make export (docs/workshop.md)."
     )

@@ -10,15 +10,16 @@ from __future__ import annotations
 import gzip
 import hashlib
 import pathlib
+import sys
 import threading
 import weakref
-from collections import OrderedDict
+from collections import Counter, OrderedDict, deque
 
 from fastapi import Request, Response  # gradio's server
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 
-from lab.app.background import BACKGROUND
+from lab.app.background import BACKGROUND, lower_priority
 from lab.app.cache import TRACES
 from lab.export.payload import payload_json, step_payload
 
@@ -31,16 +32,24 @@ PAGE_JS = (
 )
 
 
-class StepDataCache:
-    """Payloads (gzip-compressed JSON, with its ETag) by trace key, the most recent ``max_items``; one
-    computation per key however many sessions ask at once."""
+class StepDataBusy(RuntimeError):
+    """The step-data worker's queue is full (or the wait for it ran out): the page asks again later."""
 
-    def __init__(self, max_items: int = 24):
-        self.max_items = max_items
-        self._items: OrderedDict[str, tuple[bytes, str]] = OrderedDict()
-        self._lock = threading.Lock()
-        self._key_locks: dict[str, threading.Lock] = {}
+
+class StepDataCache:
+    """Payloads (gzip-compressed JSON, with its ETag) by trace key, the most recent ``max_items`` and at most
+    ``max_bytes`` of them, built by one worker thread (at a lower priority) from a queue of at most
+    ``max_queued`` keys: one build at a time however many sessions and traces ask, never one a thread."""
+
+    def __init__(self, max_items: int = 24, max_bytes: int = 256 * 2**20, max_queued: int = 8):
+        self.max_items, self.max_bytes, self.max_queued = max_items, max_bytes, max_queued
+        self._items: OrderedDict[str, tuple[bytes, str, weakref.ref]] = OrderedDict()
+        self._lock = threading.Condition()
+        self._queue: deque[str] = deque()
+        self._done: dict[str, threading.Event] = {}  # queued or being built: set when it is ready
+        self._worker: threading.Thread | None = None
         self.computed = 0  # how many payloads were built (a test reads it)
+        self.builds: Counter[str] = Counter()  # and of which key
 
     def _current(self, key: str):
         """``key``'s payload if it was built from the trace the cache holds now (a background kernel run
@@ -51,35 +60,84 @@ class StepDataCache:
         self._items.move_to_end(key)
         return item[:2]
 
-    def get(self, key: str) -> tuple[bytes, str] | None:
+    def nbytes(self) -> int:
+        with self._lock:
+            return sum(len(item[0]) for item in self._items.values())
+
+    def _submit(self, key: str) -> threading.Event:
+        """``key`` queued for the worker (or its build under way); ``StepDataBusy`` when the queue is full.
+        Called under ``_lock``."""
+        if key in self._done:
+            return self._done[key]
+        if len(self._queue) >= self.max_queued:
+            raise StepDataBusy(
+                f"the server is building the step data of {len(self._queue)} other traces; asked again shortly"
+            )
+        self._done[key] = done = threading.Event()
+        self._queue.append(key)
+        if self._worker is None or not self._worker.is_alive():
+            self._worker = threading.Thread(target=self._work, daemon=True, name="step-data")
+            self._worker.start()
+        self._lock.notify_all()
+        return done
+
+    def get(self, key: str, wait_s: float | None = 120.0) -> tuple[bytes, str] | None:
+        """``key``'s payload, built by the worker if need be (waiting at most ``wait_s``); None when the trace
+        is not in the cache; ``StepDataBusy`` when the worker's queue is full or the wait ran out."""
         with self._lock:
             item = self._current(key)
             if item is not None:
                 return item
-            lock = self._key_locks.setdefault(key, threading.Lock())
-        with lock:
-            with self._lock:
-                item = self._current(key)
-                if item is not None:
-                    return item
-            trace = TRACES.get(key)
-            if trace is None:
+            if TRACES.get(key) is None:
                 return None
-            body = gzip.compress(payload_json(step_payload(trace)).encode("utf-8"), 1, mtime=0)
-            etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-            with self._lock:
-                self.computed += 1
-                self._items[key] = (body, etag, weakref.ref(trace))
-                self._items.move_to_end(key)
-                while len(self._items) > self.max_items:
-                    self._items.popitem(last=False)
-                self._key_locks.pop(key, None)
-            return body, etag
+            done = self._submit(key)
+        if not done.wait(wait_s):
+            raise StepDataBusy("the step data is still being built; asked again shortly")
+        with self._lock:
+            return self._current(key)
 
     def warm(self, key: str) -> None:
-        """Build ``key``'s payload in the background (a run or an upload just put the trace in the
-        cache; the page asks for its step data right after)."""
-        threading.Thread(target=self.get, args=(key,), daemon=True, name=f"step-data-{key}").start()
+        """``key``'s payload queued for the worker (a run or an upload just put the trace in the cache; the
+        page asks for its step data right after); dropped when the queue is full (the page asks anyway)."""
+        with self._lock:
+            if self._current(key) is None:
+                try:
+                    self._submit(key)
+                except StepDataBusy:
+                    pass
+
+    def _work(self) -> None:
+        lower_priority()  # the page's requests come first (lab.app.background)
+        while True:
+            with self._lock:
+                while not self._queue:
+                    if not self._lock.wait(timeout=60):
+                        self._worker = None  # idle a minute: the next submit starts a new one
+                        return
+                key = self._queue.popleft()
+            try:
+                self._build(key)
+            except Exception as e:  # noqa: BLE001 (the page is told 404/503 and says so; the worker goes on)
+                print(f"step data of {key}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+            finally:
+                with self._lock:
+                    self._done.pop(key).set()
+
+    def _build(self, key: str) -> None:
+        trace = TRACES.get(key)
+        if trace is None:
+            return
+        body = gzip.compress(payload_json(step_payload(trace)).encode("utf-8"), 1, mtime=0)
+        etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+        with self._lock:
+            self.computed += 1
+            self.builds[key] += 1
+            self._items[key] = (body, etag, weakref.ref(trace))
+            self._items.move_to_end(key)
+            while len(self._items) > 1 and (
+                len(self._items) > self.max_items or sum(len(i[0]) for i in self._items.values()) > self.max_bytes
+            ):
+                self._items.popitem(last=False)
 
 
 STEP_DATA = StepDataCache()
@@ -106,9 +164,12 @@ def steps_routes() -> list[APIRoute]:
             return no
         # Asked before the data is read: a run that ends meanwhile only costs the page one more fetch.
         measuring = BACKGROUND.state(key) == "running"
-        item = STEP_DATA.get(key)
+        try:
+            item = STEP_DATA.get(key)
+        except StepDataBusy as e:  # the page asks again after Retry-After (lab/app/page.js)
+            return Response(status_code=503, content=str(e), media_type="text/plain", headers={"Retry-After": "3"})
         if item is None:
-            return Response(status_code=404, content=f"no trace {key!r} in the server's cache")
+            return Response(status_code=404, content="no such trace in the server's cache", media_type="text/plain")
         body, etag = item
         # The data of a key can change (kernel timings measured in the background): the browser asks
         # again each time (a 304 while it has not), and keeps nothing while they are being measured.

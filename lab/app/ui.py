@@ -333,7 +333,8 @@ def _wire_loading(demo: gr.Blocks, ui: dict, preset: str) -> None:
             [ui["preset"], ui["spec"], *controls, ui["runner"], view, presenter, ui["step"], compare_key, ui["base"]],
             loaded,
             api_name="run",
-            concurrency_limit=4,
+            # No limit of Gradio's: the lines in lab.app.room are the only queue (a full one refuses at once).
+            concurrency_limit=None,
         ),
     )
     _loaded_then(

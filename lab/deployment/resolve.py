@@ -155,7 +155,7 @@ def _speculator(spec: dict, line: ServeLine, facts: ModelFacts) -> tuple[str | N
         raise ServeLineError("--speculative-config: num_speculative_tokens is required for this method")
     try:
         k = int(k)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ServeLineError(f"--speculative-config: num_speculative_tokens must be an integer, got {k!r}") from None
     # init_speculator: use_gemma4_mtp (the MTP draft's model_type gemma4_mtp), use_multi_module_mtp
     # (min(num_nextn_predict_layers, K) > 1).
@@ -244,6 +244,12 @@ def _scheduler_limits(s: dict, g: GPU, facts: ModelFacts, mml: int, notes: list[
         default_seqs, default_tokens = 1024, 8192
     else:
         default_seqs, default_tokens = 256, 2048
+    # vllm/config/scheduler.py SchedulerConfig: both are Field(ge=1), and EngineArgs fills in a default only for
+    # None, so vLLM refuses 0 or a negative value (pydantic: "Input should be greater than or equal to 1").
+    for name in ("max_num_seqs", "max_num_batched_tokens"):
+        if s.get(name) is not None and s[name] < 1:
+            flag = "--" + name.replace("_", "-")
+            raise VllmRefusal(f"{flag} {s[name]}: {name} must be at least 1 (SchedulerConfig's Field(ge=1))")
     seqs = s.get("max_num_seqs") or default_seqs
     tokens = s.get("max_num_batched_tokens") or default_tokens
     if s.get("performance_mode") == "throughput":

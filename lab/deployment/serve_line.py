@@ -61,15 +61,38 @@ def _max_model_len(text: str, flag: str) -> int | None:
     return human_readable_int(text, flag)
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ServeLineError(f"the number {text[:40]} is out of range")
+    return value
+
+
+def _no_constant(name: str):
+    raise ServeLineError(f"{name} is not a JSON number")
+
+
+def _loads(text: str, flag: str):
+    """JSON as vLLM's json.loads reads a flag's value, with what would crash later said here, naming the flag:
+    a nesting too deep for the parser, a number out of range (1e400), NaN/Infinity, an integer too long."""
+    try:
+        return json.loads(text, parse_float=_finite, parse_constant=_no_constant)
+    except json.JSONDecodeError as e:
+        raise ServeLineError(f"{flag}: not valid JSON ({e.msg} at character {e.pos}): {text[:200]!r}") from None
+    except RecursionError:
+        raise ServeLineError(f"{flag}: the JSON is nested too deeply") from None
+    except ServeLineError as e:
+        raise ServeLineError(f"{flag}: {e}") from None
+    except ValueError as e:  # an integer of more than 4,300 digits
+        raise ServeLineError(f"{flag}: not a usable JSON value ({str(e)[:100]})") from None
+
+
 def _json_dict(text, flag: str) -> dict:
     if isinstance(text, dict):
         return text
     if str(text).strip() in ("", "None"):  # vLLM's optional_type: an empty value is no config
         return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ServeLineError(f"{flag}: not valid JSON ({e.msg} at character {e.pos}): {text!r}") from None
+    value = _loads(str(text), flag)
     if not isinstance(value, dict):
         raise ServeLineError(f"{flag}: expects a JSON object like '{{\"key\": value}}', got {text!r}")
     return value
@@ -212,8 +235,10 @@ def _parse(words: list[str], env: tuple[str, ...]) -> ServeLine:
                     raise ServeLineError(f"{name}: needs a value")
                 value, i = words[i], i + 1
             try:
-                parsed = json.loads(value)
-            except json.JSONDecodeError:
+                parsed = _loads(value, name)
+            except ServeLineError as e:
+                if "not valid JSON" not in str(e):
+                    raise
                 parsed = value
             node = dotted.setdefault(spec["dest"], {})
             keys = path.split(".")

@@ -45,6 +45,7 @@ from lab.trace.schema import (
     VERSION,
     VLLM_COUNT_META_STR,
     VLLM_COUNT_SCHEMA,
+    check_text,
 )
 
 # What a file holds, in the order Trace() takes it: (scenario, req_ids, arrays, meta).
@@ -147,8 +148,7 @@ def from_json_dict(doc, source: str = "trace", max_array_bytes: int = MAX_TOTAL_
     except (ValueError, TypeError) as e:
         bad(f"invalid scenario: {e}")
     req_ids = doc["req_ids"]
-    if not all(isinstance(r, str) for r in req_ids):
-        bad("req_ids must be strings")
+    check_text(doc["meta"], req_ids, len(scenario.requests), bad)  # before any array is inflated
     meta = doc["meta"]
     width = meta.get("width")
     if not isinstance(width, int) or not 1 <= width <= 16 * 1024 * 1024:

@@ -15,6 +15,8 @@ requests fit in well under 100 MB. Shapes are written with these letters:
 
 from __future__ import annotations
 
+import json
+
 from lab.engine.model_states import MODES
 from lab.engine.oor import NUM_OOR_FIELDS, OOR_FIELDS
 
@@ -28,6 +30,11 @@ MAX_ARRAY_BYTES = 512 * 1024 * 1024
 MAX_TOTAL_ARRAY_BYTES = 1024 * 1024 * 1024
 MAX_INFLATION = 200
 MIN_INFLATION_CAP_BYTES = 64 * 1024 * 1024
+# A trace's text beside its arrays: ``meta`` (about 1 KB in the lab's own traces, a few KB with a live run's
+# or a recording's) as JSON, and one request id per scenario request, each short ("req-12"). Bounded on load
+# so that a file cannot carry hundreds of MB of junk there (an upload kept in the app's trace cache).
+MAX_META_BYTES = 1024 * 1024
+MAX_REQ_ID_CHARS = 256
 
 # name -> (dtype, shape). The shape letters are the module docstring's.
 SCHEMA = {
@@ -104,6 +111,26 @@ DRAFT_SEQ_LENS_SCHEMA = {
 # then repeat step after step and compress to almost nothing.
 DELTA_ROW_COLUMNS = ("num_computed_tokens", "seq_lens", "num_blocks")
 
+
+def text_bytes(meta: dict, req_ids: list) -> int:
+    """The size of a trace's text beside its arrays: ``meta`` as JSON and the request ids (with Python's
+    per-string overhead): what the app's trace cache counts with the arrays (lab.app.cache)."""
+    try:
+        size = len(json.dumps(meta, default=str))
+    except (RecursionError, ValueError):
+        size = MAX_META_BYTES + 1
+    return size + sum(len(r) + 56 for r in req_ids)
+
+
+def check_text(meta: dict, req_ids: list, num_requests: int, bad) -> None:
+    """``req_ids``: one string a scenario request, each at most MAX_REQ_ID_CHARS; ``meta``: at most
+    MAX_META_BYTES as JSON. ``bad(message)`` raises."""
+    if len(req_ids) != num_requests or not all(isinstance(r, str) and len(r) <= MAX_REQ_ID_CHARS for r in req_ids):
+        bad(f"req_ids must be {num_requests:,} strings (one a request) of at most {MAX_REQ_ID_CHARS} characters")
+    if text_bytes(meta, []) > MAX_META_BYTES:
+        bad(f"meta is larger than {MAX_META_BYTES // 1024:,} KiB as JSON (the lab's own is about 1 KiB)")
+
+
 __all__ = [
     "FORMAT",
     "VERSION",
@@ -112,6 +139,10 @@ __all__ = [
     "MAX_INFLATION",
     "MAX_TOTAL_ARRAY_BYTES",
     "MIN_INFLATION_CAP_BYTES",
+    "MAX_META_BYTES",
+    "MAX_REQ_ID_CHARS",
+    "text_bytes",
+    "check_text",
     "SCHEMA",
     "TIMING_SCHEMA",
     "TIMING_META_STR",

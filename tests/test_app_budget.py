@@ -1,0 +1,230 @@
+"""Issue 36, M3/M4/m6: the app's step budget (lab.app.budget) checked on a scenario's declared sizes before it
+is simulated, the step data built by one bounded worker (lab.app.steps_data), the deployment tab's estimate with
+max_num_seqs, and the heavy line as the only queue of heavy events. Each test failed on the code before."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import types
+
+import pytest
+
+from lab import simulate
+from lab.app import loading
+from lab.app.budget import MAX_APP_STEPS, OverBudget, StepBudget, check_scenario, scenario_steps
+from lab.presets import PRESETS
+from lab.scenario import get_preset, parse_spec
+
+# 300,000 engine steps of one request: four of them at once held a room's server for minutes (probe M3).
+LONG = "p1o16000k_mml=16384k_steps=300000_seqs=1_bs=4096"
+NO_PROGRESS = lambda *a, **k: None  # noqa: E731
+
+
+def _out(result) -> dict:
+    return dict(zip(loading.LOADED, result))
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_the_estimate_bounds_every_preset_and_fits_the_budget(name):
+    s = get_preset(name)
+    assert len(simulate(s).steps) <= scenario_steps(s) <= MAX_APP_STEPS
+
+
+@pytest.mark.parametrize(
+    "spec", ["50p1o1999_seqs=1", "8p4ko100_mml=8k_seqs=2", "64p512o300_mml=4k", "3p100o50a40+30_tokens=64"]
+)
+def test_the_estimate_is_an_upper_bound(spec):
+    s = parse_spec(spec)
+    assert len(simulate(s).steps) <= scenario_steps(s)
+
+
+def test_a_long_run_through_the_api_is_refused_at_once_with_the_command(app_url, make_client):
+    """Old code: /run simulated all 300,000 steps (about a minute here), then built their step data."""
+    c = make_client(app_url)
+    t0 = time.monotonic()
+    args = ["eagle-k3", LONG, 16384 * 1024, 4096, 0, "default", "FULL_AND_PIECEWISE", 0.7, 0, "embedded CPU"]
+    out = dict(zip(_api_loaded(), c.predict(*args, "block_table", False, 0, api_name="/run")))
+    took = time.monotonic() - t0
+    assert "about 300,000 engine steps" in out["spec_msg"] and "python -m lab simulate --spec" in out["spec_msg"]
+    assert out["status"].startswith("Not run: over this server's step budget")
+    assert took < 15, took
+
+
+def _api_loaded():
+    from test_app import LOADED
+
+    return LOADED
+
+
+def test_a_link_with_a_long_spec_opens_the_preset_and_says_why():
+    """Old code: ``/?spec=...steps=150000...`` took 43 s to open (and hours with steps=10000000)."""
+    request = types.SimpleNamespace(query_params={"spec": LONG.replace("300000", "10000000")})
+    t0 = time.monotonic()
+    out = _out(loading.initial("block_table", "eagle-k3", request, NO_PROGRESS))
+    assert time.monotonic() - t0 < 15
+    assert "spec in the address" in out["spec_msg"] and "python -m lab simulate" in out["spec_msg"]
+    assert out["spec"] == PRESETS["eagle-k3"][0]
+
+
+def test_an_uploaded_recording_is_not_replayed_past_the_budget(tmp_path):
+    """An era recording is replayed on the engine after upload; its scenario is the upload's own."""
+    doc = json.load(open("data/eras/0.19/eagle-k3.json"))
+    requests = [[0, 1, 100_000]] * len(doc["req_ids"])
+    doc["scenario"].update(max_num_steps=300000, requests=requests, max_model_len=131072, num_gpu_blocks=None)
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(doc))
+    t0 = time.monotonic()
+    out = _out(loading.upload_trace(str(path)))
+    assert time.monotonic() - t0 < 15
+    assert "engine steps" in out["upload_msg"] and "python -m lab simulate" in out["upload_msg"]
+
+
+def test_many_rows_are_over_the_budget_too():
+    """200 requests decoding 300 tokens: 301 steps, but 60,200 batch rows (the step data grows with them)."""
+    with pytest.raises(OverBudget, match="60,200 batch rows"):
+        check_scenario(parse_spec("200p10o300"), "200p10o300")
+
+
+def test_an_uploaded_trace_over_the_budget_is_refused_with_the_commands(tmp_path):
+    """Old code: any trace under 64 MiB was loaded, and its step data (10-60 ms a step) built on the server."""
+    path = tmp_path / "long.json"
+    simulate(parse_spec("p1o2500")).save(path)
+    out = _out(loading.upload_trace(str(path)))
+    msg = out["upload_msg"]
+    assert "long.json has 2,500 engine steps" in msg and "python -m lab show long.json" in msg
+
+
+def test_the_engine_is_stopped_past_the_budget_when_the_estimate_is_short():
+    with pytest.raises(OverBudget, match="went past 10 engine steps"):
+        simulate(parse_spec("p1o100"), progress=StepBudget("p1o100", limit=10))
+    with pytest.raises(OverBudget, match="python -m lab simulate --spec p1o3000"):
+        check_scenario(parse_spec("p1o3000"), "p1o3000")
+
+
+def test_step_data_is_built_by_one_worker_with_a_bounded_queue(monkeypatch):
+    """Old code: ``STEP_DATA.warm`` started one thread per run (a 300,000-step build slowed everyone for minutes)."""
+    from lab.app import steps_data
+    from lab.app.cache import TRACES
+
+    release, started = threading.Event(), threading.Event()
+    built = []
+
+    def slow_payload(trace):
+        started.set()
+        release.wait(30)
+        built.append(trace)
+        return {"steps": len(trace.steps)}
+
+    monkeypatch.setattr(steps_data, "step_payload", slow_payload)
+    monkeypatch.setattr(steps_data, "payload_json", json.dumps)
+    cache = steps_data.StepDataCache(max_items=24, max_bytes=10**9, max_queued=3)
+    trace = simulate(parse_spec("2p10o4"))
+    keys = [f"budget-test-{i}" for i in range(12)]
+    for k in keys:
+        TRACES.put(k, trace)
+    before = {t.ident for t in threading.enumerate()}
+    cache.warm(keys[0])
+    assert started.wait(30)  # the worker builds the first; three more wait in its queue
+    for k in keys[1:]:
+        cache.warm(k)  # past the queue's length: dropped
+    new = [t for t in threading.enumerate() if t.ident not in before]
+    assert len(new) == 1 and new[0].name == "step-data", new
+    with pytest.raises(steps_data.StepDataBusy):
+        cache.get(keys[-1], wait_s=5)  # queued ones: 3; a fourth is refused at once
+    release.set()
+    assert cache.get(keys[0], wait_s=30) is not None
+    deadline = time.time() + 30
+    while cache.computed < 4 and time.time() < deadline:
+        time.sleep(0.05)
+    assert cache.computed == 4 == len(built)  # the one being built and the three queued; no more
+
+
+def test_step_data_cache_has_a_byte_bound():
+    from lab.app.cache import TRACES
+    from lab.app.steps_data import StepDataCache
+
+    cache = StepDataCache(max_items=24, max_bytes=1)
+    for i, spec in enumerate(("2p10o4", "3p10o4")):
+        TRACES.put(f"bytes-test-{i}", simulate(parse_spec(spec)))
+        assert cache.get(f"bytes-test-{i}", wait_s=60) is not None
+    assert len(cache._items) == 1  # the last one only: each is over the bound
+
+
+def test_the_deployment_tab_counts_max_num_seqs():
+    """Old code: 50 requests x 1 x 1999 with --max-num-seqs 1 were estimated at 1,999 steps (26 s an answer)."""
+    from lab.app.deployment_tab import deployment_tab
+
+    line = "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-num-seqs 1 --max-num-batched-tokens 1000000000000"
+    t0 = time.monotonic()
+    msg, *_ = deployment_tab(line, "H200", "0.33.0", 50, 1, 1999)
+    assert time.monotonic() - t0 < 5
+    assert "about 99,9" in msg and "python -m lab deployment" in msg, msg
+
+
+def test_the_heavy_line_is_the_only_queue_of_heavy_events():
+    """m6: /run and /run_sweep had a concurrency limit of Gradio's (4, 5), so heavy runs waited unseen in
+    Gradio's queue (up to 256) and the heavy line never refused; now they reach the line at once."""
+    from lab.app.ui import build_demo
+
+    demo = build_demo("eagle-k3")
+    limits = {d.api_name: d.concurrency_limit for d in demo.fns.values() if d.api_name in ("run", "run_sweep")}
+    assert limits == {"run": None, "run_sweep": None}, limits
+
+
+def test_one_attendee_cannot_evict_everyone_elses_traces():
+    """m7: fifty runs from one session evicted another session's trace from the 48-entry cache (old code had
+    no owner); M6: the cache counted only array bytes."""
+    from lab.app.cache import TraceCache, trace_bytes
+
+    cache = TraceCache(max_traces=48, max_bytes=10**9, shares=4)
+    theirs = simulate(parse_spec("3p10o4"))
+    cache.put("theirs", theirs, owner="b")
+    cache.put("preset", simulate(parse_spec("2p10o4")), owner=None)
+    for i in range(50):
+        cache.put(f"mine-{i}", simulate(parse_spec(f"p1o2_seed={i}")), owner="a")
+    assert cache.get("theirs") is theirs and cache.get("preset") is not None
+    assert cache.held_by("a")[0] == 12 and cache.get("mine-49") is not None and cache.get("mine-37") is None
+    padded = simulate(parse_spec("p1o2"))
+    padded.meta["pad"] = "x" * 500_000
+    assert trace_bytes(padded) > padded.nbytes() + 500_000
+    small = TraceCache(max_traces=48, max_bytes=4 * 1_000_000, shares=4)
+    small.put("theirs", theirs, owner="b")
+    for i in range(5):
+        small.put(f"pad-{i}", padded, owner="a")  # a's share: 1 MB, so one padded trace at a time
+    assert small.held_by("a")[0] == 1 and small.get("theirs") is theirs
+
+
+def test_the_cache_share_is_per_session_through_the_api(app_url, make_client):
+    from lab.app.cache import TRACES
+
+    a, b = make_client(app_url), make_client(app_url)
+    args = [16384, 16, 0, "default", "PIECEWISE", 0.7, 0, "embedded CPU", "block_table", False, 0]
+    theirs = dict(zip(_api_loaded(), b.predict("eagle-k3", "2p999o3", *args, api_name="/run")))["data_key"]
+    share = TRACES.max_traces // TRACES.shares
+    for i in range(share + 2):
+        a.predict("eagle-k3", f"p{1000 + i}o2", *args, api_name="/run")
+    assert TRACES.held_by(a.session_hash)[0] == share and TRACES.get(theirs) is not None
+
+
+def test_past_four_waiting_a_heavy_run_is_refused_at_once(app_url, make_client, monkeypatch):
+    """m6: seven kernel runs at once. Old code: /run's concurrency limit (4) kept the rest in Gradio's queue, so
+    the heavy line (1 running, 4 waiting) never refused and all seven ran one after another."""
+    release = threading.Event()
+
+    def slow_kernels(trace, *a):
+        release.wait(60)
+        return trace
+
+    monkeypatch.setattr(loading, "_run_kernels", slow_kernels)
+    args = [16384, 16, 0, "default", "PIECEWISE", 0.7, 0, "embedded CPU + kernels", "block_table", False, 0]
+    jobs = [make_client(app_url).submit("eagle-k3", f"p{2000 + i}o2", *args, api_name="/run") for i in range(7)]
+    deadline, refused = time.time() + 60, []
+    while len(refused) < 2 and time.time() < deadline:
+        refused = [j for j in jobs if j.done() and "busy" in dict(zip(_api_loaded(), j.result()))["status"]]
+        time.sleep(0.2)
+    release.set()
+    assert len(refused) == 2, [j.status() for j in jobs]
+    for j in jobs:
+        j.result(timeout=120)

@@ -289,7 +289,18 @@ def _attention_backend(s: dict, g: GPU, facts: ModelFacts) -> BackendChoice:
         use_non_causal=False,
         attn_type="encoder_only" if facts.kind == "encoder_only" else "decoder",
         requested=s.get("attention_backend") or (s.get("attention_config") or {}).get("backend"),
+        use_mm_prefix=uses_mm_prefix(s, facts),
     )
+
+
+def uses_mm_prefix(s: dict, facts: ModelFacts) -> bool:
+    """Attention's use_mm_prefix (vllm/model_executor/layers/attention/attention.py: ModelConfig.is_mm_prefix_lm),
+    off where multimodal inputs are configuration-disabled (vllm/config/model.py
+    _supports_multimodal_for_mm_prefix: --language-model-only, or every modality's --limit-mm-per-prompt 0; the
+    lab takes a limit object whose values are all 0 as every modality's)."""
+    limits = s.get("limit_mm_per_prompt") or {}
+    zero = bool(limits) and all((v.get("count", 1) if isinstance(v, dict) else v) == 0 for v in limits.values())
+    return facts.is_mm_prefix_lm and not (s.get("language_model_only") or zero)
 
 
 def _cudagraphs(s: dict, g: GPU, facts: ModelFacts, backend: BackendChoice, k: int, seqs: int,
@@ -314,6 +325,10 @@ def _cudagraphs(s: dict, g: GPU, facts: ModelFacts, backend: BackendChoice, k: i
         pooling=facts.kind == "encoder_only",  # the lab's pooling kind (runner_type "pooling")
         encoder_decoder=facts.kind == "encoder_decoder",
         performance_mode=s.get("performance_mode") or "balanced",
+        sliding_window=bool(facts.sliding_window) and not s.get("disable_sliding_window"),
+        # a mamba hybrid's GDN / mamba / short-conv builders: AttentionCGSupport.UNIFORM_BATCH
+        # (vllm/v1/attention/backends/gdn_attn.py, mamba_attn.py, short_conv_attn.py _cudagraph_support)
+        other_support="UNIFORM_BATCH" if facts.kind == "mamba_hybrid" else "ALWAYS",
     )
 
 

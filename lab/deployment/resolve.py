@@ -39,7 +39,6 @@ from lab.speculators import (
     infer_method,
     init_speculator_path,
     is_speculator,
-    speculator,
 )
 
 DEPLOYMENT_GPUS = SERVING_GPUS  # every GPU of lab/gpu_model/gpus.py
@@ -148,11 +147,22 @@ def _speculator(spec: dict, line: ServeLine, facts: ModelFacts) -> tuple[str | N
     if method in UNMODELLED_METHODS:
         return method, int(spec.get("num_speculative_tokens") or 0), notes
     k = spec.get("num_speculative_tokens")
-    if k is None and is_speculator(method) and speculator(method).k_from_mtp_layers and facts.num_mtp_layers:
-        k = facts.num_mtp_layers  # "Default to max value defined in draft model config" (n_predict)
-        notes.append(f"num_speculative_tokens not given: vLLM takes the model's {k} MTP layer(s) (n_predict)")
-    if k is None:
-        raise ServeLineError("--speculative-config: num_speculative_tokens is required for this method")
+    if k is None:  # vllm/config/speculative.py SpeculativeConfig
+        if model is None or method not in ("mtp", "dspark"):  # _verify_args
+            raise VllmRefusal(
+                "num_speculative_tokens must be provided with speculative model unless the draft model config "
+                "contains an n_predict parameter."
+            )
+        # __post_init__ on an MTP draft (hf_config_override gives it n_predict) first compares
+        # "self.num_speculative_tokens > 1" while it is still None; a DSpark draft's K is its block size,
+        # which the lab does not read
+        raise VllmRefusal(
+            "TypeError: '>' not supported between instances of 'NoneType' and 'int' (SpeculativeConfig."
+            "__post_init__, an MTP draft without num_speculative_tokens)"
+            if method == "mtp"
+            else "num_speculative_tokens not given: vLLM takes the DSpark draft's block_size, which the lab does "
+            "not read; give num_speculative_tokens"
+        )
     try:
         k = int(k)
     except (TypeError, ValueError):

@@ -313,10 +313,13 @@ def check_line(line: str, gpu: str, config_path: str | None = None) -> dict:
     against vLLM's pieces, ``{"fields": {name: [lab, vllm]}, "disagreements": [name, ...]}``, or
     ``{"refused": reason}`` where the lab says vLLM would not start it."""
     from lab.deployment.resolve import VllmRefusal, resolve
+    from lab.deployment.serve_line import ServeLineError
 
     try:
         dep = resolve(line, gpu, config_path=config_path)
     except VllmRefusal as refused:
         return {"refused": refused.reason}
+    except ServeLineError as unread:  # the lab cannot resolve it (no config): said as such, not as vLLM's parser's
+        return {"error": str(unread)}
     fields = {name: [lab, vllm] for name, (lab, vllm) in compare(dep).items()}
     return {"fields": fields, "disagreements": [name for name, (lab, vllm) in fields.items() if lab != vllm]}

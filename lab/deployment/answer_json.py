@@ -154,7 +154,7 @@ def resolved_fields(dep: Deployment) -> dict:
         "lab_cudagraph_mode": g.lab_mode,
         "cudagraph_capture_sizes": list(g.resolved_capture_sizes),
         "max_model_len": int(s["max_model_len"]),
-        "block_size": int(s["block_size"]),
+        "block_size": int(dep.vllm_block_size or s["block_size"]),  # vLLM's (a GDN hybrid's aligned)
         "max_num_seqs": int(s["max_num_seqs"]),
         "max_num_batched_tokens": int(s["max_num_batched_tokens"]),
         "async_scheduling": bool(s["async_scheduling"]),

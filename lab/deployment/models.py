@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lab.deployment.hybrid_block import GDN_KEYS, gdn_state
 from lab.deployment.known_configs import KNOWN_CONFIGS
 
 KINDS = ("dense", "mla", "mamba_hybrid", "sliding_window", "encoder_only", "encoder_decoder")
@@ -85,7 +86,7 @@ CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
 INT_KEYS = (
     "num_attention_heads", "hidden_size", "head_dim", "kv_lora_rank", "qk_rope_head_dim", "num_nextn_predict_layers",
     "mtp_num_hidden_layers", "num_hidden_layers", "max_window_layers", "hidden_size_per_head", *KV_HEAD_KEYS,
-    *MAX_LEN_KEYS,
+    *MAX_LEN_KEYS, *GDN_KEYS,
 )
 # fmt: on
 
@@ -136,6 +137,7 @@ class ModelFacts:
     num_experts: int = 0  # ModelArchConfigConvertor.get_num_experts: > 0 is ModelConfig.is_moe
     quantized: bool = False  # a quantization_config in the checkpoint (ModelConfig.is_quantized)
     is_mm_prefix_lm: bool = False  # ModelConfig.is_mm_prefix_lm (multimodal inputs on): bidirectional image spans
+    gdn_state: tuple[int, ...] = ()  # a Qwen3-Next-family GDN layer's shape (lab/deployment/hybrid_block.py)
 
     @property
     def is_moe(self) -> bool:
@@ -346,6 +348,7 @@ def facts_from_config(
         num_experts=next((int(text.get(k)) for k in EXPERT_KEYS if text.get(k)), 0),
         quantized=bool(config.get("quantization_config") or raw_text.get("quantization_config")),
         is_mm_prefix_lm=_is_mm_prefix_lm(config, raw_text),
+        gdn_state=gdn_state(text.model_type, text.get),
     )
 
 

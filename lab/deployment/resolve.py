@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lab.deployment.hf_cache import cached_config, hub_cache_dir, is_repo_id
+from lab.deployment.hybrid_block import aligned_block_size
 from lab.deployment.models import ModelFacts, load_config_json, lookup
 from lab.deployment.runner import first_default, model_runner
 from lab.deployment.selection import BackendChoice, GraphChoice, resolve_cudagraph, select_backend
@@ -69,6 +70,7 @@ class Deployment:
     runs_mrv2: bool
     runner_why: str  # why that model runner (lab/deployment/runner.py)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    vllm_block_size: int = 0  # the KV block size vLLM runs (a GDN hybrid's is aligned up); 0: settings["block_size"]
 
 
 class VllmRefusal(ServeLineError):
@@ -207,9 +209,40 @@ def resolve(
         raise VllmRefusal(str(refused)) from None
     settings = _scenario_settings(s, g, facts, series, method, k, mml, seqs, tokens, backend, graphs)
     notes += list(backend.notes) + list(graphs.notes)
+    vllm_block = _hybrid_block_size(s, g, facts, settings["block_size"], k if method else 0, backend, notes)
     notes += _runner_notes(facts, runs_mrv2, runner_why)
     return Deployment(line, facts, gpu, str(vllm), series, method, k, backend, graphs, settings, runs_mrv2,
-                      runner_why, tuple(notes))  # fmt: skip
+                      runner_why, tuple(notes), vllm_block)  # fmt: skip
+
+
+def _hybrid_block_size(s: dict, g: GPU, facts: ModelFacts, block: int, k: int, backend: BackendChoice,
+                       notes: list[str]) -> int:  # fmt: skip
+    """A GDN hybrid's block size after vllm/platforms/interface.py Platform._align_hybrid_block_size
+    (lab/deployment/hybrid_block.py); ``block`` otherwise."""
+    if not facts.gdn_state:
+        if facts.kind == "mamba_hybrid":
+            notes.append("the block alignment to this hybrid's mamba state (_align_hybrid_block_size) is not modelled")
+        return block
+    aligned = aligned_block_size(
+        block,
+        state=facts.gdn_state,
+        num_kv_heads=facts.num_kv_heads,
+        head_size=facts.head_size,
+        dtype=s.get("dtype") if s.get("dtype") not in (None, "auto") else facts.dtype,
+        kv_cache_dtype=s.get("kv_cache_dtype") or "auto",
+        tp=s.get("tensor_parallel_size") or 1,
+        k=k,
+        sm=g.sm,
+        min_kernel_block=backend.kernel_block,
+        prefix_caching=s.get("enable_prefix_caching") is not False,
+    )
+    if aligned != block:
+        notes.append(
+            f"vLLM aligns the attention block size to {aligned} tokens so one page holds a GDN layer's state "
+            f"(Platform._align_hybrid_block_size); the replay keeps {block}-token blocks (the lab's engine takes "
+            "powers of two): page counts differ, max_seq_len does not"
+        )
+    return aligned
 
 
 def _model_runner_and_series(vllm: str, series: str, facts: ModelFacts, line: ServeLine, method, spec_cfg: dict,

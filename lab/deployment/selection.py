@@ -55,6 +55,7 @@ class BackendChoice:
     notes: tuple[str, ...]
     block_size: int = 16  # the KV block size vLLM settles on without --block-size
     supports_draft_decode_metadata_update: bool = False  # the fused draft decode path (drafts=fused)
+    kernel_block: int = 16  # the smallest kernel block size it supports (get_supported_kernel_block_sizes)
 
 
 _LAB = {
@@ -104,7 +105,7 @@ def _choice(name: str, c: Cfg, candidates, source: str, notes: list[str]) -> Bac
     # (FlashAttention's FA4 special cases are not modelled; a mamba hybrid's alignment: resolve.py says so).
     block = c.block or (16 if any(16 % b == 0 for b in blocks) else min(blocks))
     fused = name in _FUSED_DRAFT_DECODE or (name == "FLASHINFER" and lab == "trtllm-gen")
-    return BackendChoice(name, lab, candidates, source, tuple(notes + more), block, fused)
+    return BackendChoice(name, lab, candidates, source, tuple(notes + more), block, fused, min(blocks))
 
 
 def select_backend(

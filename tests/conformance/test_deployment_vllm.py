@@ -56,6 +56,7 @@ FLAGS = (
     ("--max-cudagraph-capture-size", ("64", None, None, None)),
     ("--attention-backend", ("FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION", *(None,) * 8)),
     ("--kv-cache-dtype", ("fp8", "auto", "bfloat16", None, None, None)),
+    ("--block-size", ("16", "32", "64", *(None,) * 7)),
     ("-cc", (*(f'\'{{"cudagraph_mode": "{m}"}}\'' for m in CC_MODES), *(None,) * 6)),
 )
 # Fields where the lab knowingly differs from vLLM (docs/deployments.md "Conformance"): field -> (reason, when).
@@ -69,6 +70,8 @@ def _generated(n: int, seed: int = 34):
         words += [f"{flag} {v}" for flag, values in FLAGS if (v := rng.choice(values))]
         if rng.random() < 0.1:
             words.append("--enforce-eager")
+        if rng.random() < 0.15:
+            words.append("--disable-prefix-caching")
         yield " ".join(words), rng.choice(SERVING_GPUS)
 
 
@@ -123,7 +126,7 @@ def test_resolution_equals_vllms_pieces_field_by_field():
     for d in disagreements[:40]:
         print(d)
     assert resolved >= 300 and fields >= 1500
-    assert {"attention_backend", "cudagraph_mode", "speculator"} <= set(per_field)
+    assert {"attention_backend", "cudagraph_mode", "speculator", "block_size"} <= set(per_field)
     assert not disagreements, disagreements[:5]
 
 

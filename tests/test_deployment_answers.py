@@ -153,7 +153,7 @@ def test_eager_shows_the_metadata_to_the_kernel_at_every_step():
         ("vllm serve Qwen/Qwen3-8B --max-model-len 64k", "H200", "longer than Qwen/Qwen3-8B's 40,960"),
         ("vllm serve Qwen/Qwen3-8B", "A100", "--gpu A100: not a GPU the lab knows; one of A100-40GB, A100-80GB"),
         ("vllm serve BAAI/bge-large-en-v1.5 --spec-method ngram --spec-tokens 2", "H200", "no decode to speculate"),
-        ("vllm serve Qwen/Qwen3-8B --speculative-config.method eagle3", "H200", "num_speculative_tokens is required"),
+        ("vllm serve Qwen/Qwen3-8B --speculative-config.method eagle3", "H200", "tokens must be provided"),
         ("vllm serve Qwen/Qwen3-8B --attention-backend FLASHMLA", "H200", "not valid for this configuration"),
     ],
 )  # fmt: skip

@@ -12,7 +12,7 @@ import pytest
 
 from lab.cli import main
 from lab.deployment.answer import Workload, answer
-from lab.deployment.answer_json import PATH, RESOLVED, SCHEMA, answer_json
+from lab.deployment.answer_json import FROM_LOG, PATH, RESOLUTION, RESOLVED, SCHEMA, answer_json
 from lab.deployment.report import DEPLOYMENTS
 from lab.deployment.resolve import resolve
 
@@ -85,5 +85,43 @@ def test_the_cli_prints_the_schema_document(capsys):
 def test_every_field_is_documented():
     text = DOCS.read_text()
     section = text[text.index("## The `--json` answer") :]
-    for name in [*SCHEMA["properties"], *RESOLVED["properties"], *PATH["properties"]]:
+    for name in [*SCHEMA["properties"], *RESOLVED["properties"], *PATH["properties"], *FROM_LOG["properties"],
+                 *RESOLUTION["properties"], *FROM_LOG["properties"]["model_runner"]["properties"]]:  # fmt: skip
         assert f"`{name}`" in section, name
+
+
+LOGS = Path(__file__).resolve().parent / "data" / "startup_logs"
+
+
+def test_from_log_and_resolution_are_in_the_schema(capsys, monkeypatch):
+    from lab.deployment import cli as deployment_cli
+
+    log = LOGS / "euroeval_1120_v0.10_gptoss.log"  # vLLM 0.10.1: asked about on 0.33.0
+    assert main(["deployment", "--json", "--requests", "2", "--prompt-len", "64", "--output-len", "4",
+                 "--vllm", "0.33.0", "--log", str(log)]) == 0  # fmt: skip
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, SCHEMA)
+    assert doc["from_log"]["line"].startswith("vllm serve") and "agree" in doc["from_log"]["attention_backend"]
+    resolution = {"fields": {"max_num_seqs": [1024, 1024], "cudagraph_mode": ["FULL", "PIECEWISE"]},
+                  "disagreements": ["cudagraph_mode"]}  # fmt: skip
+    monkeypatch.setattr(
+        deployment_cli, "check_with_vllm", lambda *a: {"model": "Qwen/Qwen3-8B", "resolution": resolution}
+    )
+    assert main(["deployment", "--json", "--check-with-vllm", "--requests", "2", "--prompt-len", "64",
+                 "--output-len", "4", "--", "vllm", "serve", "Qwen/Qwen3-8B"]) == 0  # fmt: skip
+    doc = json.loads(capsys.readouterr().out)
+    jsonschema.validate(doc, SCHEMA)
+    with pytest.raises(jsonschema.ValidationError):  # a key outside the schema is refused
+        jsonschema.validate({**doc, "vllm_parser": {"resolution": {**resolution, "why": "x"}}}, SCHEMA)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**doc, "something_else": 1}, SCHEMA)
+
+
+def test_the_docs_say_the_app_offers_every_gpu():
+    # lab/app/deployment_tab.py: the GPU is a dropdown of every GPU of lab/gpu_model/gpus.py (DEPLOYMENT_GPUS)
+    from lab.deployment.resolve import DEPLOYMENT_GPUS
+
+    text = " ".join(DOCS.read_text().split())
+    assert "The app offers H100, H200 and B200 only" not in text
+    assert "the app's GPU is a dropdown of every GPU in lab/gpu_model/gpus.py" in text
+    assert len(DEPLOYMENT_GPUS) > 3

@@ -316,7 +316,7 @@ def describe(dep: Deployment) -> dict:
             else "none (no CUDA graphs)"
         ),
         "max_model_len": f"{dep.settings['max_model_len']:,}",
-        "block_size": str(dep.settings["block_size"]),
+        "block_size": str(dep.vllm_block_size or dep.settings["block_size"]),
         "scheduler": f"max_num_seqs {dep.settings['max_num_seqs']}, max_num_batched_tokens "
         f"{dep.settings['max_num_batched_tokens']:,}, async scheduling "
         f"{'on' if dep.settings['async_scheduling'] else 'off'}",

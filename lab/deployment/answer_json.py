@@ -83,6 +83,39 @@ WORK = {
         "steps": _INT,
     },
 }
+
+
+def _pair(value: dict) -> dict:  # startup_log.compared_with_the_log: the log's value beside the lab's
+    return _obj({"log": {"anyOf": [value, {"type": "null"}]}, "lab": value, "agree": {"type": ["boolean", "null"]}})
+
+
+_SIZES = {"type": "array", "items": _INT}
+FROM_LOG = _obj(  # with --log: what the log says vLLM picked beside what the lab resolves
+    {
+        "line": _STR,  # the serve line read from the log
+        "version": _STR_OR_NULL,  # the vLLM release the log names
+        "attention_backend": _pair(_STR),
+        "cudagraph_mode": _pair(_STR),
+        "cudagraph_capture_sizes": _pair(_SIZES),
+        "model_runner": _pair(_STR),
+        "notes": {"type": "array", "items": _STR},
+    }
+)
+RESOLUTION = {  # with --check-with-vllm and a GPU: lab/conform/vllm_deployment.py check_line
+    "type": "object",
+    "properties": {
+        "fields": {"type": "object", "additionalProperties": {"type": "array", "minItems": 2, "maxItems": 2}},
+        "disagreements": {"type": "array", "items": _STR},  # the fields whose two values differ
+        "refused": _STR,  # the lab says vLLM would not start it: vLLM's reason
+        "error": _STR,  # the lab could not resolve it there
+    },
+    "additionalProperties": False,
+}
+VLLM_PARSER = {  # with --check-with-vllm: vLLM's own parser's namespace (its dests), or its error
+    "type": "object",
+    "properties": {"error": _STR, "resolution": RESOLUTION},
+    "additionalProperties": True,
+}
 SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "$id": SCHEMA_ID,
@@ -102,9 +135,10 @@ SCHEMA = {
             "full_graph_steps": _INT,
             "backends": _obj({"headers": {"type": "array", "items": _STR}, "data": {"type": "array"}}),
         },
-        extra=True,  # keys a flag adds (vllm_parser with --check-with-vllm)
     ),
 }
+# the keys a flag adds: not required
+SCHEMA["properties"].update({"from_log": FROM_LOG, "vllm_parser": VLLM_PARSER})
 
 
 def resolved_fields(dep: Deployment) -> dict:
@@ -129,7 +163,7 @@ def resolved_fields(dep: Deployment) -> dict:
         "lab_cudagraph_mode": g.lab_mode,
         "cudagraph_capture_sizes": list(g.resolved_capture_sizes),
         "max_model_len": int(s["max_model_len"]),
-        "block_size": int(s["block_size"]),
+        "block_size": int(dep.vllm_block_size or s["block_size"]),  # vLLM's (a GDN hybrid's aligned)
         "max_num_seqs": int(s["max_num_seqs"]),
         "max_num_batched_tokens": int(s["max_num_batched_tokens"]),
         "async_scheduling": bool(s["async_scheduling"]),

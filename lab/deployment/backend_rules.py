@@ -35,8 +35,10 @@ def backend_priorities(
     kv_cache_dtype: str = "auto",
     use_non_causal: bool = False,
     head_size: int | None = None,
+    use_mm_prefix: bool = False,
 ) -> tuple[str, ...]:
-    """vllm/platforms/cuda.py _get_backend_priorities (use_mm_prefix False), as AttentionBackendEnum names."""
+    """vllm/platforms/cuda.py _get_backend_priorities, as AttentionBackendEnum names (``use_mm_prefix``: the
+    model is an mm-prefix LM, ModelConfig.is_mm_prefix_lm, whose Triton composites lead on SM90 / SM100)."""
     major = sm // 10
     if use_mla:
         if major == 10:
@@ -61,8 +63,10 @@ def backend_priorities(
         tail.insert(0 if head_size == 512 else 2, "FLASHINFER_MLA_SPARSE_SM90")
         return ("FLASH_ATTN_MLA", "FLASHMLA", "FLASHINFER_MLA", "TRITON_MLA", *tail)
     if major == 10 and not use_non_causal:  # "SM100f defaults to FlashInfer for TRTLLM causal attention"
-        return ("FLASHINFER", "FLASH_ATTN", "TRITON_ATTN", "FLEX_ATTENTION", "TURBOQUANT")
-    return ("FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION", "TURBOQUANT")
+        lead = ("TRITON_FLASHINFER",) if use_mm_prefix else ()
+        return (*lead, "FLASHINFER", "FLASH_ATTN", "TRITON_ATTN", "FLEX_ATTENTION", "TURBOQUANT")
+    lead = ("TRITON_FLASH_ATTN",) if major == 9 and use_mm_prefix else ()
+    return (*lead, "FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION", "TURBOQUANT")
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,7 @@ class Cfg:
     swa: bool
     non_causal: bool
     attn_type: str
+    mm_prefix: bool = False  # use_mm_prefix: ModelConfig.is_mm_prefix_lm (gemma-3 and the other prefix LMs)
 
 
 def fa_version(
@@ -127,8 +132,29 @@ def _fa_blocks(c: Cfg) -> tuple[int, ...]:
 def _fa_combination(c: Cfg) -> str | None:  # flash_attn.py FlashAttentionBackend.supports_combination
     if c.sink and c.sm < 90:
         return "sink not supported on compute capability < 9.0"
+    if c.mm_prefix and is_quantized(c.kv) and c.sm == 90:
+        return "SM90 FP8 KV with mm_prefix requires Triton"
     if is_quantized(c.kv) and not _fa_fp8_ok(c, c.head_size):
         return "FP8 KV cache requires FA3 on SM90, FA4 with head_size=512 on SM90, or FA4 on SM100"
+    if c.mm_prefix and fa_version(c.sm, c.head_size, hd256=True, sink=c.sink, block=c.block) != 4:
+        return (
+            "mm_prefix (PrefixLM bidirectional attention) requires FlashAttention v4, which does not resolve for "
+            "this head_size"
+        )
+    return None
+
+
+def _fa4_supported(c: Cfg) -> bool:  # vllm_flash_attn/flash_attn_interface.py _is_fa4_supported: 9.x, 10.x, 11.x
+    return c.sm // 10 in (9, 10, 11)
+
+
+def _composite_fa(c: Cfg) -> str | None:
+    # triton_flash_attn.py: TritonAttentionBackend (mm-prefix variant) + _FABackend (causal variant, mm_prefix off);
+    # composite.py CompositeAttentionBackend.supports_combination prefixes the child's name
+    if reason := _fa_combination(Cfg(**{**c.__dict__, "mm_prefix": False})):
+        return f"FLASH_ATTN: {reason}"
+    if fa_version(c.sm, c.head_size, hd256=True, sink=c.sink, block=c.block) not in (3, 4):
+        return "FLASH_ATTN: causal route requires FlashAttention v3 or v4"
     return None
 
 
@@ -166,6 +192,7 @@ class _Rule:
     cap: Callable[[int], bool] = lambda sm: True  # supports_compute_capability
     combination: Callable[[Cfg], str | None] = lambda c: None  # supports_combination
     sink: _Check | None = None  # supports_sink where it depends on the GPU
+    mm_prefix: _Check = lambda c: False  # supports_mm_prefix (AttentionBackend's default: False)
 
 
 _SM10 = lambda sm: sm // 10 == 10
@@ -182,6 +209,7 @@ RULES: dict[str, _Rule] = {
         lambda sm: sm >= 80,
         _fa_combination,
         lambda c: fa_version(c.sm) in (3, 4),
+        _fa4_supported,  # supports_mm_prefix: is_fa_version_supported(4)
     ),
     # flashinfer.py FlashInferBackend: kernel blocks [16, 32, 64] (+128..1024 for trtllm-gen GQA; a multiple of
     # 16 passes either way), SM 8.0..12.1, sinks through vllm/utils/flashinfer.py supports_trtllm_attention
@@ -205,10 +233,43 @@ RULES: dict[str, _Rule] = {
         (16,),
         "sink swa nc",
         ATTN_TYPES,
+        mm_prefix=lambda c: True,
     ),
-    # flex_attention.py FlexAttentionBackend: no fp8, no sinks, decoder and encoder-only
+    # flex_attention.py FlexAttentionBackend: no fp8, no sinks, decoder and encoder-only, mm prefix
     "FLEX_ATTENTION": _Rule(
-        _B + "flex_attention.py:FlexAttentionBackend", _F32, _KV_PLAIN, (), (16,), "swa nc", ("decoder", "encoder_only")
+        _B + "flex_attention.py:FlexAttentionBackend",
+        _F32,
+        _KV_PLAIN,
+        (),
+        (16,),
+        "swa nc",
+        ("decoder", "encoder_only"),
+        mm_prefix=lambda c: True,
+    ),
+    # The mm-prefix composites (composite.py create_composite_attention_backend: each supports_* is both
+    # children's; sinks, non-causal and other attention types are AttentionBackend's defaults, so refused).
+    # triton_flash_attn.py TritonFlashAttentionBackend: head 256/512, SM 9.x only (_FABackend)
+    "TRITON_FLASH_ATTN": _Rule(
+        _B + "triton_flash_attn.py:TritonFlashAttentionBackend",
+        _F16,
+        _fa_kv,
+        lambda c: c.head_size in (256, 512) and _fa_head(c),
+        _fa_blocks,
+        "swa",
+        cap=lambda sm: sm // 10 == 9,
+        combination=_composite_fa,
+        mm_prefix=lambda c: True,
+    ),
+    # triton_flashinfer.py TritonFlashInferBackend: head 256/512, kernel block 64, device_major 10
+    "TRITON_FLASHINFER": _Rule(
+        _B + "triton_flashinfer.py:TritonFlashInferBackend",
+        _F16,
+        KV_DTYPES,
+        (256, 512),
+        (64,),
+        "swa",
+        cap=_SM10,
+        mm_prefix=lambda c: True,
     ),
     # turboquant_attn.py TurboQuantAttentionBackend.supports_kv_cache_dtype: turboquant_* caches only
     "TURBOQUANT": _Rule(_B + "turboquant_attn.py:TurboQuantAttentionBackend", _F16, (), (), (16, 32, 64, 128)),
@@ -273,6 +334,8 @@ def reasons(name: str, c: Cfg) -> list[str]:
     blocks = r.blocks(c) if callable(r.blocks) else r.blocks
     if c.block is not None and not any(c.block % b == 0 for b in blocks):  # supports_block_size
         out.append("block_size not supported")
+    if c.mm_prefix and not r.mm_prefix(c):
+        out.append("partial multimodal token full attention not supported")
     if c.use_mla != ("mla" in r.flags):
         out.append("MLA not supported" if c.use_mla else "non-MLA not supported")
     if c.sink and not ("sink" in r.flags or (r.sink is not None and r.sink(c))):

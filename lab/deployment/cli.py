@@ -17,6 +17,7 @@ import json
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 from lab.deployment.answer import Workload, answer
 from lab.deployment.answer_json import answer_json
@@ -30,7 +31,7 @@ from lab.deployment.startup_log import (
     read_startup_log,
 )
 from lab.history import REFERENCE_RELEASE
-from lab.vllm_env import CONFORMANCE_VENV_PYTHON, REPO
+from lab.vllm_env import CONFORMANCE_VENV_PYTHON, REPO, conformance_python
 
 VLLM_PYTHON = CONFORMANCE_VENV_PYTHON  # .venv-vllm of this checkout (lab/vllm_env.py)
 
@@ -67,12 +68,14 @@ def _line(args) -> str:
     return args.line or shlex.join(words)
 
 
-def check_with_vllm(line: str, gpu: str | None = None) -> dict:
+def check_with_vllm(line: str, gpu: str | None = None, config_path: str | None = None) -> dict:
     """vLLM 0.33.0's own parser on the line, in .venv-vllm (a subprocess: vLLM and the lab's
     environment cannot share one); with ``gpu``, also the resolution against vLLM's configuration
-    pieces (lab/conform/vllm_deployment.py check_line) under "resolution"."""
-    if not VLLM_PYTHON.exists():
-        return {"error": f"{VLLM_PYTHON} is missing: make venv-vllm builds it"}
+    pieces (lab/conform/vllm_deployment.py check_line) under "resolution", the model's facts read from
+    ``config_path`` (``--config``, or the config.json found in the local Hugging Face cache) where given."""
+    python = conformance_python()  # .venv-vllm, or $LAB_VLLM_PYTHON
+    if not python.exists():
+        return {"error": f"{python} is missing: make venv-vllm builds it"}
     code = (
         "import json, sys; from lab.conform.vllm_serve_flags import vllm_parse; "
         "print(json.dumps(vllm_parse(sys.argv[1:])))"
@@ -80,13 +83,14 @@ def check_with_vllm(line: str, gpu: str | None = None) -> dict:
     if gpu:
         code = (
             "import json, shlex, sys; from lab.conform.vllm_serve_flags import vllm_parse; "
-            "from lab.conform.vllm_deployment import check_line; out = vllm_parse(sys.argv[2:]); "
-            "out['resolution'] = check_line(shlex.join(['vllm', *sys.argv[2:]]), sys.argv[1]); print(json.dumps(out))"
+            "from lab.conform.vllm_deployment import check_line; out = vllm_parse(sys.argv[3:]); "
+            "out['resolution'] = check_line(shlex.join(['vllm', *sys.argv[3:]]), sys.argv[1], sys.argv[2] or None); "
+            "print(json.dumps(out))"
         )
     words = shlex.split(line)
     words = words[1:] if words[:1] == ["vllm"] else words
     res = subprocess.run(
-        [str(VLLM_PYTHON), "-c", code, *([gpu] if gpu else []), *words],
+        [str(python), "-c", code, *([gpu, config_path or ""] if gpu else []), *words],
         capture_output=True,
         text=True,
         timeout=300,
@@ -96,6 +100,28 @@ def check_with_vllm(line: str, gpu: str | None = None) -> dict:
     if res.returncode:
         return {"error": res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f"exit {res.returncode}"}
     return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def config_file(dep, given: str | None) -> str | None:
+    """The config.json the answer read (``--config``, or the local Hugging Face cache's), for the check in
+    .venv-vllm, whose environment has no cache settings; None for a model of the lab's table."""
+    if given:
+        return given
+    return dep.model.source if dep.model.source and Path(dep.model.source).is_file() else None
+
+
+def resolution_text(r: dict) -> str:
+    """The resolution half of ``--check-with-vllm`` in words: each disagreeing field with both values."""
+    if "refused" in r:
+        return f"refuses: {r['refused']}"
+    if "error" in r:
+        return f"could not check: {r['error']}"
+    if r.get("disagreements"):
+        fields = r.get("fields", {})
+        return "disagrees on: " + "; ".join(
+            f"{name} (lab {fields[name][0]}, vLLM {fields[name][1]})" for name in r["disagreements"]
+        )
+    return f"agrees on {', '.join(r.get('fields', ()))}"
 
 
 def _from_log(args) -> tuple[str, str, StartupLog]:
@@ -146,7 +172,7 @@ def run(args) -> int:
             ),
         }
     if args.check_with_vllm:
-        a["vllm_parser"] = check_with_vllm(line, args.gpu)
+        a["vllm_parser"] = check_with_vllm(line, args.gpu, config_file(dep, args.config))
     if args.json:  # fields, numbers as numbers (lab/deployment/answer_json.py SCHEMA, docs/deployments.md)
         print(json.dumps(answer_json(dep, a), indent=1))
     else:
@@ -157,6 +183,5 @@ def run(args) -> int:
             v = a["vllm_parser"]
             print("vLLM's own parser: " + (f"refused: {v['error']}" if "error" in v else "accepts the line"))
             if r := v.get("resolution"):  # lab/conform/vllm_deployment.py check_line
-                said = ", ".join(r.get("disagreements", ())) or f"agrees on {', '.join(r.get('fields', ()))}"
-                print("vLLM's configuration code: " + (f"refuses: {r['refused']}" if "refused" in r else said))
+                print("vLLM's configuration code: " + resolution_text(r))
     return 0

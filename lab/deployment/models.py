@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lab.deployment.hybrid_block import GDN_KEYS, gdn_state
 from lab.deployment.known_configs import KNOWN_CONFIGS
 
 KINDS = ("dense", "mla", "mamba_hybrid", "sliding_window", "encoder_only", "encoder_decoder")
@@ -85,12 +86,34 @@ CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
 INT_KEYS = (
     "num_attention_heads", "hidden_size", "head_dim", "kv_lora_rank", "qk_rope_head_dim", "num_nextn_predict_layers",
     "mtp_num_hidden_layers", "num_hidden_layers", "max_window_layers", "hidden_size_per_head", *KV_HEAD_KEYS,
-    *MAX_LEN_KEYS,
+    *MAX_LEN_KEYS, *GDN_KEYS,
 )
 # fmt: on
 
 
 EXPERT_KEYS = ("num_experts", "moe_num_experts", "n_routed_experts", "num_local_experts")
+# ModelArchConfigConvertorBase.is_mm_prefix_lm's "fallback to list of known models" (top-level model_type)
+MM_PREFIX_LM_MODEL_TYPES = ("bagel", "gemma3", "molmo2", "moondream3", "paligemma")
+# MODEL_ARCH_CONFIG_CONVERTORS' Gemma4ModelArchConfigConvertor keys
+GEMMA4_CONVERTOR_TYPES = tuple(
+    f"{m}{t}" for m in ("gemma4", "gemma4_unified", "diffusion_gemma") for t in ("", "_text")
+)
+
+
+def _is_mm_prefix_lm(config: dict, text: dict) -> bool:
+    """vllm/transformers_utils/model_arch_config_convertor.py ``is_mm_prefix_lm`` (ModelConfig.is_mm_prefix_lm),
+    multimodal inputs on: Gemma4's and DeepSeek-V4's convertors, CohereAsr's (never), else the config's own
+    ``is_mm_prefix_lm`` or the list of known models."""
+    model_type = config.get("model_type")
+    if model_type in GEMMA4_CONVERTOR_TYPES:
+        return text.get("use_bidirectional_attention") == "vision"
+    if model_type == "deepseek_v4":
+        return (config.get("vision_n_layers") or 0) > 0
+    if model_type == "cohere_asr":
+        return False
+    if "is_mm_prefix_lm" in config:
+        return bool(config["is_mm_prefix_lm"])
+    return model_type in MM_PREFIX_LM_MODEL_TYPES
 
 
 @dataclass(frozen=True)
@@ -113,6 +136,8 @@ class ModelFacts:
     notes: tuple[str, ...] = ()
     num_experts: int = 0  # ModelArchConfigConvertor.get_num_experts: > 0 is ModelConfig.is_moe
     quantized: bool = False  # a quantization_config in the checkpoint (ModelConfig.is_quantized)
+    is_mm_prefix_lm: bool = False  # ModelConfig.is_mm_prefix_lm (multimodal inputs on): bidirectional image spans
+    gdn_state: tuple[int, ...] = ()  # a Qwen3-Next-family GDN layer's shape (lab/deployment/hybrid_block.py)
 
     @property
     def is_moe(self) -> bool:
@@ -322,6 +347,8 @@ def facts_from_config(
         # vllm/transformers_utils/config.py CONFIG_FIELD_ALIASES["num_experts"]
         num_experts=next((int(text.get(k)) for k in EXPERT_KEYS if text.get(k)), 0),
         quantized=bool(config.get("quantization_config") or raw_text.get("quantization_config")),
+        is_mm_prefix_lm=_is_mm_prefix_lm(config, raw_text),
+        gdn_state=gdn_state(text.model_type, text.get),
     )
 
 

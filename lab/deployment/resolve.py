@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lab.deployment.hf_cache import cached_config, hub_cache_dir, is_repo_id
+from lab.deployment.hybrid_block import aligned_block_size
 from lab.deployment.models import ModelFacts, load_config_json, lookup
 from lab.deployment.runner import first_default, model_runner
 from lab.deployment.selection import BackendChoice, GraphChoice, resolve_cudagraph, select_backend
@@ -39,7 +40,6 @@ from lab.speculators import (
     infer_method,
     init_speculator_path,
     is_speculator,
-    speculator,
 )
 
 DEPLOYMENT_GPUS = SERVING_GPUS  # every GPU of lab/gpu_model/gpus.py
@@ -70,6 +70,7 @@ class Deployment:
     runs_mrv2: bool
     runner_why: str  # why that model runner (lab/deployment/runner.py)
     notes: tuple[str, ...] = field(default_factory=tuple)
+    vllm_block_size: int = 0  # the KV block size vLLM runs (a GDN hybrid's is aligned up); 0: settings["block_size"]
 
 
 class VllmRefusal(ServeLineError):
@@ -148,11 +149,22 @@ def _speculator(spec: dict, line: ServeLine, facts: ModelFacts) -> tuple[str | N
     if method in UNMODELLED_METHODS:
         return method, int(spec.get("num_speculative_tokens") or 0), notes
     k = spec.get("num_speculative_tokens")
-    if k is None and is_speculator(method) and speculator(method).k_from_mtp_layers and facts.num_mtp_layers:
-        k = facts.num_mtp_layers  # "Default to max value defined in draft model config" (n_predict)
-        notes.append(f"num_speculative_tokens not given: vLLM takes the model's {k} MTP layer(s) (n_predict)")
-    if k is None:
-        raise ServeLineError("--speculative-config: num_speculative_tokens is required for this method")
+    if k is None:  # vllm/config/speculative.py SpeculativeConfig
+        if model is None or method not in ("mtp", "dspark"):  # _verify_args
+            raise VllmRefusal(
+                "num_speculative_tokens must be provided with speculative model unless the draft model config "
+                "contains an n_predict parameter."
+            )
+        # __post_init__ on an MTP draft (hf_config_override gives it n_predict) first compares
+        # "self.num_speculative_tokens > 1" while it is still None; a DSpark draft's K is its block size,
+        # which the lab does not read
+        raise VllmRefusal(
+            "TypeError: '>' not supported between instances of 'NoneType' and 'int' (SpeculativeConfig."
+            "__post_init__, an MTP draft without num_speculative_tokens)"
+            if method == "mtp"
+            else "num_speculative_tokens not given: vLLM takes the DSpark draft's block_size, which the lab does "
+            "not read; give num_speculative_tokens"
+        )
     try:
         k = int(k)
     except (TypeError, ValueError, OverflowError):
@@ -197,9 +209,40 @@ def resolve(
         raise VllmRefusal(str(refused)) from None
     settings = _scenario_settings(s, g, facts, series, method, k, mml, seqs, tokens, backend, graphs)
     notes += list(backend.notes) + list(graphs.notes)
+    vllm_block = _hybrid_block_size(s, g, facts, settings["block_size"], k if method else 0, backend, notes)
     notes += _runner_notes(facts, runs_mrv2, runner_why)
     return Deployment(line, facts, gpu, str(vllm), series, method, k, backend, graphs, settings, runs_mrv2,
-                      runner_why, tuple(notes))  # fmt: skip
+                      runner_why, tuple(notes), vllm_block)  # fmt: skip
+
+
+def _hybrid_block_size(s: dict, g: GPU, facts: ModelFacts, block: int, k: int, backend: BackendChoice,
+                       notes: list[str]) -> int:  # fmt: skip
+    """A GDN hybrid's block size after vllm/platforms/interface.py Platform._align_hybrid_block_size
+    (lab/deployment/hybrid_block.py); ``block`` otherwise."""
+    if not facts.gdn_state:
+        if facts.kind == "mamba_hybrid":
+            notes.append("the block alignment to this hybrid's mamba state (_align_hybrid_block_size) is not modelled")
+        return block
+    aligned = aligned_block_size(
+        block,
+        state=facts.gdn_state,
+        num_kv_heads=facts.num_kv_heads,
+        head_size=facts.head_size,
+        dtype=s.get("dtype") if s.get("dtype") not in (None, "auto") else facts.dtype,
+        kv_cache_dtype=s.get("kv_cache_dtype") or "auto",
+        tp=s.get("tensor_parallel_size") or 1,
+        k=k,
+        sm=g.sm,
+        min_kernel_block=backend.kernel_block,
+        prefix_caching=s.get("enable_prefix_caching") is not False,
+    )
+    if aligned != block:
+        notes.append(
+            f"vLLM aligns the attention block size to {aligned} tokens so one page holds a GDN layer's state "
+            f"(Platform._align_hybrid_block_size); the replay keeps {block}-token blocks (the lab's engine takes "
+            "powers of two): page counts differ, max_seq_len does not"
+        )
+    return aligned
 
 
 def _model_runner_and_series(vllm: str, series: str, facts: ModelFacts, line: ServeLine, method, spec_cfg: dict,
@@ -295,7 +338,18 @@ def _attention_backend(s: dict, g: GPU, facts: ModelFacts) -> BackendChoice:
         use_non_causal=False,
         attn_type="encoder_only" if facts.kind == "encoder_only" else "decoder",
         requested=s.get("attention_backend") or (s.get("attention_config") or {}).get("backend"),
+        use_mm_prefix=uses_mm_prefix(s, facts),
     )
+
+
+def uses_mm_prefix(s: dict, facts: ModelFacts) -> bool:
+    """Attention's use_mm_prefix (vllm/model_executor/layers/attention/attention.py: ModelConfig.is_mm_prefix_lm),
+    off where multimodal inputs are configuration-disabled (vllm/config/model.py
+    _supports_multimodal_for_mm_prefix: --language-model-only, or every modality's --limit-mm-per-prompt 0; the
+    lab takes a limit object whose values are all 0 as every modality's)."""
+    limits = s.get("limit_mm_per_prompt") or {}
+    zero = bool(limits) and all((v.get("count", 1) if isinstance(v, dict) else v) == 0 for v in limits.values())
+    return facts.is_mm_prefix_lm and not (s.get("language_model_only") or zero)
 
 
 def _cudagraphs(s: dict, g: GPU, facts: ModelFacts, backend: BackendChoice, k: int, seqs: int,
@@ -320,6 +374,10 @@ def _cudagraphs(s: dict, g: GPU, facts: ModelFacts, backend: BackendChoice, k: i
         pooling=facts.kind == "encoder_only",  # the lab's pooling kind (runner_type "pooling")
         encoder_decoder=facts.kind == "encoder_decoder",
         performance_mode=s.get("performance_mode") or "balanced",
+        sliding_window=bool(facts.sliding_window) and not s.get("disable_sliding_window"),
+        # a mamba hybrid's GDN / mamba / short-conv builders: AttentionCGSupport.UNIFORM_BATCH
+        # (vllm/v1/attention/backends/gdn_attn.py, mamba_attn.py, short_conv_attn.py _cudagraph_support)
+        other_support="UNIFORM_BATCH" if facts.kind == "mamba_hybrid" else "ALWAYS",
     )
 
 

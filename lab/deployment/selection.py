@@ -55,6 +55,7 @@ class BackendChoice:
     notes: tuple[str, ...]
     block_size: int = 16  # the KV block size vLLM settles on without --block-size
     supports_draft_decode_metadata_update: bool = False  # the fused draft decode path (drafts=fused)
+    kernel_block: int = 16  # the smallest kernel block size it supports (get_supported_kernel_block_sizes)
 
 
 _LAB = {
@@ -104,7 +105,7 @@ def _choice(name: str, c: Cfg, candidates, source: str, notes: list[str]) -> Bac
     # (FlashAttention's FA4 special cases are not modelled; a mamba hybrid's alignment: resolve.py says so).
     block = c.block or (16 if any(16 % b == 0 for b in blocks) else min(blocks))
     fused = name in _FUSED_DRAFT_DECODE or (name == "FLASHINFER" and lab == "trtllm-gen")
-    return BackendChoice(name, lab, candidates, source, tuple(notes + more), block, fused)
+    return BackendChoice(name, lab, candidates, source, tuple(notes + more), block, fused, min(blocks))
 
 
 def select_backend(
@@ -121,6 +122,7 @@ def select_backend(
     use_non_causal: bool = False,
     attn_type: str = "decoder",
     requested: str | None = None,
+    use_mm_prefix: bool = False,
 ) -> BackendChoice:
     """The attention backend vLLM 0.33.0 runs on a GPU of compute capability ``sm`` (80, 90, 100, 120...)."""
     if sm // 10 not in (8, 9, 10, 12):
@@ -141,6 +143,7 @@ def select_backend(
         has_sliding_window,
         use_non_causal,
         attn_type,
+        use_mm_prefix,
     )
     notes = [
         "kernel packages as the CUDA wheel installs them: flashinfer (+cubins), vllm_flash_attn "
@@ -164,6 +167,7 @@ def select_backend(
         kv_cache_dtype=kv_cache_dtype,
         use_non_causal=use_non_causal,
         head_size=head_size,
+        use_mm_prefix=use_mm_prefix,
     )
     candidates = tuple((n, tuple(reasons(n, c))) for n in names)
     valid = [n for n, r in candidates if not r]
@@ -199,8 +203,12 @@ def _normalize_piecewise(mode: str, compiled: bool) -> str:
     return mode
 
 
-def cudagraph_support(vllm_backend: str, sm: int) -> str:
+def cudagraph_support(vllm_backend: str, sm: int, sliding_window: bool = False) -> str:
     """The AttentionCGSupport name of the backend's metadata builder (``get_cudagraph_support``)."""
+    if vllm_backend in ("TRITON_FLASH_ATTN", "TRITON_FLASHINFER"):
+        # composite.py: the weakest of both children and MMPrefixAttentionRouting.get_cudagraph_support, NEVER
+        # with a sliding-window layer (_has_unclamped_window: no model sets mm_prefix_clamp_sliding_window)
+        return "NEVER" if sliding_window else "UNIFORM_SINGLE_TOKEN_DECODE"
     if vllm_backend == "FLASH_ATTN":  # flash_attn.py FlashAttentionMetadataBuilder: ALWAYS with FA3/FA4, else
         return "ALWAYS" if fa_version(sm) in (3, 4) else "UNIFORM_BATCH"  # UNIFORM_BATCH (FA2)
     # flashinfer.py FlashInferMetadataBuilder.get_cudagraph_support: UNIFORM_BATCH without DCP for causal
@@ -255,10 +263,14 @@ def resolve_cudagraph(
     pooling: bool = False,
     encoder_decoder: bool = False,
     performance_mode: str = "balanced",
+    sliding_window: bool = False,
+    other_support: str = "ALWAYS",
 ) -> GraphChoice:
     """The CUDAGraphMode MRV2 runs with and its capture sizes. ``optimization_level`` is ``-O`` (default 2);
     ``pooling``: the model has a pooler (``model_config.pooler_config``); ``encoder_decoder``:
-    ``model_config.is_encoder_decoder``; ``performance_mode``: ``--performance-mode``."""
+    ``model_config.is_encoder_decoder``; ``performance_mode``: ``--performance-mode``; ``sliding_window``: a
+    sliding-window layer runs on the backend; ``other_support``: the weakest AttentionCGSupport of the model's
+    other KV groups' builders (a mamba hybrid's GDN / mamba layers), which get_attn_cg_support takes too."""
     if use_mla != ("mla" in RULES[vllm_backend].flags):
         raise ValueError(f"{vllm_backend} is {'not ' if use_mla else ''}an MLA backend")
     cc, notes = dict(compilation_config or {}), []
@@ -279,22 +291,11 @@ def resolve_cudagraph(
     elif encoder_decoder and mode not in ("NONE", "FULL_DECODE_ONLY"):
         notes.append(f"encoder-decoder model: vLLM overrides cudagraph_mode {mode} -> FULL_DECODE_ONLY")
         mode = "FULL_DECODE_ONLY"
-    support = cudagraph_support(vllm_backend, sm)
-    # compilation.py CompilationConfig.resolve_cudagraph_mode_and_sizes; compiled, the default splitting ops
-    # hold attention (splitting_ops_contain_attention)
-    if mode != "NONE" and _MODES[mode][1] == "FULL" and support != "ALWAYS":
-        if support == "NEVER":
-            raise ValueError(f"CUDAGraphMode.{mode} is not supported with {vllm_backend} backend")
-        new = "FULL_AND_PIECEWISE" if compiled else "FULL_DECODE_ONLY"
-        notes.append(f"{vllm_backend} ({support}) runs no FULL graph for mixed batches: {mode} -> {new}")
-        mode = new
-    if _MODES[mode][0] == "FULL" and uniform_decode_query_len > 1 and _CG_ORDER.index(support) < 2:
-        new = "PIECEWISE" if compiled else "NONE"
-        notes.append(
-            f"{vllm_backend} ({support}) cannot graph {uniform_decode_query_len}-token decode queries "
-            f"(spec decode): {mode} -> {new}"
-        )
-        mode = new
+    # vllm/v1/worker/gpu/attn_utils.py get_attn_cg_support: the weakest builder of every attention group
+    support = min(cudagraph_support(vllm_backend, sm, sliding_window), other_support, key=_CG_ORDER.index)
+    if support != cudagraph_support(vllm_backend, sm, sliding_window):
+        notes.append(f"the model's other layers' builders support {support} graphs only (get_attn_cg_support)")
+    mode = _downgrade(mode, support, compiled, vllm_backend, uniform_decode_query_len, notes)
     sizes, top = cc.get("cudagraph_capture_sizes"), cc.get("max_cudagraph_capture_size")
     capture: tuple[int, ...] | None = None
     if mode == "NONE":
@@ -336,3 +337,27 @@ def resolve_cudagraph(
         tuple(notes),
         resolved,
     )
+
+
+def _downgrade(mode: str, support: str, compiled: bool, vllm_backend: str, uniform_decode_query_len: int,
+               notes: list[str]) -> str:  # fmt: skip
+    """compilation.py CompilationConfig.resolve_cudagraph_mode_and_sizes's downgrades for the builders'
+    weakest ``support``; compiled, the default splitting ops hold attention (splitting_ops_contain_attention)."""
+    if mode != "NONE" and _MODES[mode][1] == "FULL" and support != "ALWAYS":
+        if support == "NEVER":
+            raise ValueError(f"CUDAGraphMode.{mode} is not supported with {vllm_backend} backend")
+        new = "FULL_AND_PIECEWISE" if compiled else "FULL_DECODE_ONLY"
+        notes.append(f"{vllm_backend} ({support}) runs no FULL graph for mixed batches: {mode} -> {new}")
+        mode = new
+    if _MODES[mode][0] == "FULL" and support == "NEVER":  # "attention is (not) compiled piecewise"
+        new = "PIECEWISE" if compiled else "NONE"
+        notes.append(f"{vllm_backend} (NEVER) runs no FULL graph at all: {mode} -> {new}")
+        mode = new
+    if _MODES[mode][0] == "FULL" and uniform_decode_query_len > 1 and _CG_ORDER.index(support) < 2:
+        new = "PIECEWISE" if compiled else "NONE"
+        notes.append(
+            f"{vllm_backend} ({support}) cannot graph {uniform_decode_query_len}-token decode queries "
+            f"(spec decode): {mode} -> {new}"
+        )
+        mode = new
+    return mode

@@ -141,6 +141,9 @@ READERS = {
     "disable_hybrid_kv_cache_manager": _bool,
     "hf_overrides": _json_dict,
     "revision": _str,  # which cached snapshot's config.json (lab/deployment/hf_cache.py)
+    "language_model_only": _bool,  # text-only serving turns an mm-prefix LM's prefix attention off
+    "limit_mm_per_prompt": _json_dict,
+    "enable_prefix_caching": _bool,  # a hybrid's mamba cache mode, so its block alignment
 }
 _PREFIXES = (["vllm", "serve"], ["python", "-m", "vllm.entrypoints.openai.api_server"], ["serve"])
 

@@ -57,6 +57,10 @@ CASES = [  # (sm, config for select_backend)
         (128, dict(kv_cache_dtype="fp8")),  # docs/deployments.md's L40S row
         (96, dict(use_non_causal=True)),
         (40, dict(dtype="float32")),
+        (128, dict(use_mm_prefix=True, has_sliding_window=True)),  # gemma-3-27b (ModelConfig.is_mm_prefix_lm)
+        (256, dict(use_mm_prefix=True, has_sliding_window=True)),  # gemma-3-4b/12b: the Triton composites
+        (256, dict(use_mm_prefix=True, block_size=64)),
+        (128, dict(use_mm_prefix=True, kv_cache_dtype="fp8")),
     )
 ] + [
     (sm, dict(use_mla=True, head_size=576, num_heads=n, **kw))
@@ -126,6 +130,7 @@ def test_selection_equals_vllms(sm, cfg, at_sm):
         attn_type=cfg.get("attn_type", "decoder"),
         has_sliding_window=cfg.get("has_sliding_window", False),
         use_non_causal=cfg.get("use_non_causal", False),
+        use_mm_prefix=cfg.get("use_mm_prefix", False),
     )
     vllm_order = cuda._get_backend_priorities(
         use_mla=sel.use_mla,
@@ -134,7 +139,7 @@ def test_selection_equals_vllms(sm, cfg, at_sm):
         kv_cache_dtype=sel.kv_cache_dtype,
         use_non_causal=sel.use_non_causal,
         head_size=sel.head_size,
-        use_mm_prefix=False,
+        use_mm_prefix=sel.use_mm_prefix,
     )
     lab_order = backend_priorities(
         sm,
@@ -143,6 +148,7 @@ def test_selection_equals_vllms(sm, cfg, at_sm):
         kv_cache_dtype=sel.kv_cache_dtype,
         use_non_causal=sel.use_non_causal,
         head_size=sel.head_size,
+        use_mm_prefix=sel.use_mm_prefix,
     )
     assert lab_order == tuple(b.name for b in vllm_order)  # (a) the priority list, exactly
     lab = dict(select_backend(sm, **cfg).candidates)

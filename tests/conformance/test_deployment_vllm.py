@@ -27,17 +27,40 @@ MODELS = (
     "BAAI/bge-large-en-v1.5",
     "openai/whisper-large-v3",
     "Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4",
+    "google/gemma-3-27b-it",
     'Qwen/Qwen3-8B --speculative-config \'{"method": "ngram", "num_speculative_tokens": 3}\'',
+    'meta-llama/Llama-3.1-8B-Instruct --speculative-config \'{"method": "eagle3", "model": '
+    '"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}\'',
+    'meta-llama/Llama-3.1-8B-Instruct --speculative-config \'{"method": "eagle", "model": '
+    '"yuhuili/EAGLE-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 2}\'',
+    'meta-llama/Llama-3.1-8B-Instruct --speculative-config \'{"model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", '
+    '"num_speculative_tokens": 4}\'',  # the method inferred from the draft's name
+    'Qwen/Qwen3-8B --speculative-config \'{"method": "dflash", "model": "z-lab/Qwen3-8B-DFlash-b16", '
+    '"num_speculative_tokens": 7}\'',
+    'Qwen/Qwen3-8B --speculative-config \'{"method": "draft_model", "model": "z-lab/Qwen3-8B-DFlash-b16", '
+    '"num_speculative_tokens": 3}\'',
+    'deepseek-ai/DeepSeek-V3 -tp 8 --speculative-config \'{"method": "mtp", "num_speculative_tokens": 1}\'',
+    'deepseek-ai/DeepSeek-V3 -tp 8 --speculative-config \'{"method": "deepseek_mtp", "num_speculative_tokens": 2}\'',
+    'deepseek-ai/DeepSeek-V3 -tp 8 --speculative-config \'{"method": "mtp", "model": "deepseek-ai/DeepSeek-V3"}\'',
+    'Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 --speculative-config \'{"method": "qwen3_next_mtp", '
+    '"num_speculative_tokens": 2}\'',
+    'meta-llama/Llama-3.1-8B-Instruct --speculative-config \'{"method": "draft_model", '
+    '"model": "meta-llama/Llama-3.2-1B-Instruct", "num_speculative_tokens": 4}\'',
 )
+CC_MODES = ("PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE", "NONE")
 FLAGS = (
     ("-O", ("0", "1", "2", "3", None, None)),
     ("--performance-mode", ("interactivity", "throughput", "balanced", None)),
     ("--max-num-seqs", ("8", "64", "256", None, None)),
     ("--max-num-batched-tokens", ("16", "512", "4096", "32768", None, None)),
     ("--max-cudagraph-capture-size", ("64", None, None, None)),
+    ("--attention-backend", ("FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION", *(None,) * 8)),
+    ("--kv-cache-dtype", ("fp8", "auto", "bfloat16", None, None, None)),
+    ("--block-size", ("16", "32", "64", *(None,) * 7)),
+    ("-cc", (*(f'\'{{"cudagraph_mode": "{m}"}}\'' for m in CC_MODES), *(None,) * 6)),
 )
-# Fields where the lab knowingly differs from vLLM (docs/deployments.md "Conformance"): none at present.
-NAMED_EXCEPTIONS: dict[str, str] = {}
+# Fields where the lab knowingly differs from vLLM (docs/deployments.md "Conformance"): field -> (reason, when).
+NAMED_EXCEPTIONS: dict[str, tuple[str, object]] = {}
 
 
 def _generated(n: int, seed: int = 34):
@@ -47,26 +70,63 @@ def _generated(n: int, seed: int = 34):
         words += [f"{flag} {v}" for flag, values in FLAGS if (v := rng.choice(values))]
         if rng.random() < 0.1:
             words.append("--enforce-eager")
+        if rng.random() < 0.15:
+            words.append("--disable-prefix-caching")
         yield " ".join(words), rng.choice(SERVING_GPUS)
 
 
+def _excepted(name: str, line: str, gpu: str, lab, vllm) -> bool:
+    return name in NAMED_EXCEPTIONS and NAMED_EXCEPTIONS[name][1](line, gpu, lab, vllm)
+
+
+def _vllm_refuses(line: str, gpu: str, reason: str) -> bool:
+    """Whether vLLM's own pieces refuse the line the lab refuses: its backend selection or its speculative
+    config (the scheduler's refusals are checked in tests/test_deployment_vllm_overrides.py)."""
+    from lab.conform.vllm_deployment import _spec_dict, vllm_backend
+    from lab.conform.vllm_standins import vllm_speculative
+    from lab.deployment.resolve import _model_facts
+    from lab.deployment.serve_line import read_serve_line
+
+    parsed = read_serve_line(line)
+    facts = _model_facts(parsed, None)
+    if "num_speculative_tokens" in reason:
+        try:
+            vllm_speculative(_spec_dict(parsed.settings), parsed.model, facts, facts.max_model_len)
+        except ValueError:
+            return True
+        return False
+    try:
+        vllm_backend(parsed.settings, facts, gpu)
+    except ValueError:
+        return True
+    return "max_num_batched_tokens" in reason or "max-model-len" in reason  # the scheduler's, not compared here
+
+
 def test_resolution_equals_vllms_pieces_field_by_field():
-    lines = list(_generated(360)) + [(line, gpu) for _, line, gpu in DEPLOYMENTS]
+    lines = list(_generated(420)) + [(line, gpu) for _, line, gpu in DEPLOYMENTS]
     resolved = fields = refused = 0
-    disagreements = []
+    disagreements, per_field = [], {}
     for line, gpu in lines:
         try:
             dep = resolve(line, gpu)
-        except VllmRefusal:
-            refused += 1  # SchedulerConfig.verify_max_model_len's refusals (tests/test_deployment_vllm_overrides.py)
+        except VllmRefusal as r:
+            refused += 1
+            fields += 1
+            if not _vllm_refuses(line, gpu, r.reason):
+                disagreements.append((line, gpu, "refusal", r.reason, "vLLM starts it"))
             continue
         resolved += 1
         for name, (lab, vllm) in compare(dep).items():
             fields += 1
-            if lab != vllm and name not in NAMED_EXCEPTIONS:
+            per_field[name] = per_field.get(name, 0) + 1
+            if lab != vllm and not _excepted(name, line, gpu, lab, vllm):
                 disagreements.append((line, gpu, name, lab, vllm))
     print(f"{resolved} lines resolved, {refused} refused, {fields} fields compared, {len(disagreements)} disagreements")
-    assert resolved >= 300 and fields >= 900
+    print(per_field)
+    for d in disagreements[:40]:
+        print(d)
+    assert resolved >= 300 and fields >= 1500
+    assert {"attention_backend", "cudagraph_mode", "speculator", "block_size"} <= set(per_field)
     assert not disagreements, disagreements[:5]
 
 
@@ -79,3 +139,25 @@ def test_check_line_is_what_check_with_vllm_prints():
     assert out["fields"]["max_num_seqs"] == [512, 512]  # 256 doubled (A100: the small tier by name)
     assert "max_num_batched_tokens" in check_line("vllm serve BAAI/bge-large-en-v1.5 --max-num-batched-tokens 16",
                                                   "H200")["refused"]  # fmt: skip
+
+
+def test_the_pieces_answer_what_vllm_would():
+    """The harness is not vacuous: vLLM's own selector, graph resolution and speculative config answer."""
+    from lab.conform.vllm_deployment import check_line, vllm_backend
+    from lab.conform.vllm_standins import vllm_speculative
+    from lab.deployment.models import KNOWN_MODELS
+
+    gemma = KNOWN_MODELS["google/gemma-3-27b-it"]
+    assert vllm_backend({}, gemma, "H200")[0] == "TRITON_ATTN"  # FLASH_ATTN: mm_prefix needs FA4 (FA3 on SM90)
+    assert vllm_backend({}, gemma, "B200")[0] == "FLASH_ATTN"  # FA4 on SM100
+    with pytest.raises(ValueError, match="partial multimodal token full attention not supported"):
+        vllm_backend({"attention_backend": "TRITON_MLA"}, gemma, "H200")
+    out = check_line('vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 -cc \'{"cudagraph_mode": "FULL"}\'', "H200")
+    assert out["fields"]["cudagraph_mode"] == ["FULL_AND_PIECEWISE", "FULL_AND_PIECEWISE"]  # GDN: UNIFORM_BATCH
+    ds = KNOWN_MODELS["deepseek-ai/DeepSeek-V3"]
+    assert vllm_speculative({"method": "deepseek_mtp", "num_speculative_tokens": 2}, "d", ds, 4096) == ("mtp", 2)
+    with pytest.raises(ValueError, match="num_speculative_tokens must be provided"):
+        vllm_speculative({"method": "mtp"}, "d", ds, 4096)
+    llama = KNOWN_MODELS["meta-llama/Llama-3.1-8B-Instruct"]
+    spec = {"model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 3}
+    assert vllm_speculative(spec, "t", llama, 4096) == ("eagle3", 3)

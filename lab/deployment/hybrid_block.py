@@ -1,0 +1,69 @@
+"""A gated-DeltaNet hybrid's attention block size, aligned up so one attention page holds a layer's mamba
+state, as vLLM 0.33.0 aligns it: vllm/platforms/interface.py ``Platform._align_hybrid_block_size`` (called
+by ``update_block_size_for_backend`` once the model's layers exist), with the state of
+vllm/model_executor/layers/mamba/mamba_utils.py ``MambaStateShapeCalculator.gated_delta_net_state_shape``
+and ``MambaStateDtypeCalculator.gated_delta_net_state_dtype`` (Qwen3NextForCausalLM), the pages of
+vllm/v1/kv_cache_interface.py ``FullAttentionSpec`` / ``MambaSpec``. Only the Qwen3-Next family's GDN layers
+are modelled; another hybrid keeps the backend's block size (and the answer says so)."""
+
+from __future__ import annotations
+
+import math
+
+GDN_MODEL_TYPES = ("qwen3_next",)  # hf_text_config.model_type whose mamba layers are GDN (qwen3_next.py)
+GDN_KEYS = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+            "linear_conv_kernel_dim")  # fmt: skip
+# vllm/v1/attention/backends/gdn_attn.py FLASHINFER_GDN_CHECKPOINT_ALIGNMENT: an align-mode checkpoint of
+# FlashInfer's GDN prefill (qwen_gdn_linear_attn.py get_prefill_checkpoint_alignment)
+FLASHINFER_GDN_CHECKPOINT_ALIGNMENT = 64
+# The CUDA runtime of vLLM 0.33.0's wheel (its METADATA requires nvidia-cutlass-dsl[cu13]): CUDA 13
+CUDA_RUNTIME_MAJOR = 13
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "fp8": 1, "fp8_e4m3": 1, "fp8_e5m2": 1}
+
+
+def gdn_state(model_type: str, get) -> tuple[int, ...]:
+    """The GDN layer shape keys (GDN_KEYS) of a Qwen3-Next-family text config; () for other models."""
+    if model_type not in GDN_MODEL_TYPES or any(get(k) is None for k in GDN_KEYS):
+        return ()
+    return tuple(int(get(k)) for k in GDN_KEYS)
+
+
+def gdn_flashinfer_prefill(sm: int, head_k_dim: int) -> bool:
+    """qwen_gdn_linear_attn.py ``_resolve_gdn_prefill_backend`` ("auto"): FlashInfer on SM 9.0, and on the
+    10.x / 12.x families with head_k_dim 128 and a CUDA 13 runtime; Triton/FLA otherwise."""
+    if sm == 90:
+        return True
+    return sm // 10 in (10, 12) and head_k_dim == 128 and CUDA_RUNTIME_MAJOR >= 13
+
+
+def aligned_block_size(
+    block: int,
+    *,
+    state: tuple[int, ...],
+    num_kv_heads: int,
+    head_size: int,
+    dtype: str,
+    kv_cache_dtype: str,
+    tp: int,
+    k: int,
+    sm: int,
+    min_kernel_block: int,
+    prefix_caching: bool = True,
+) -> int:
+    """The block size after ``_align_hybrid_block_size`` (``block``: the backend's or the user's)."""
+    k_heads, v_heads, k_dim, v_dim, conv_kernel = state
+    kv_bytes = DTYPE_BYTES[dtype if kv_cache_dtype in ("auto", None) else kv_cache_dtype]
+    attn_page_1_token = 2 * max(1, num_kv_heads // tp) * head_size * kv_bytes  # FullAttentionSpec, 1 token
+    model_bytes = DTYPE_BYTES[dtype]  # conv and temporal states: the model dtype (mamba caches "auto")
+    conv = (k_dim * k_heads * 2 + v_dim * v_heads) // tp * (conv_kernel - 1 + k)  # + num_speculative_tokens
+    temporal = v_heads // tp * v_dim * k_dim
+    mamba_page = (conv + temporal) * model_bytes
+    alignment = max(min_kernel_block, block)
+    # MambaModelConfig.verify_and_update_config: prefix caching (on by default for generative hybrids,
+    # ModelConfig.is_prefix_caching_supported) sets mamba_cache_mode "align"; the GDN layers then export
+    # FlashInfer prefill checkpoints on a 64-token grid where FlashInfer's GDN prefill runs
+    if prefix_caching and gdn_flashinfer_prefill(sm, k_dim):
+        alignment = math.lcm(alignment, FLASHINFER_GDN_CHECKPOINT_ALIGNMENT)
+    attn_block = alignment * -(-mamba_page // (alignment * attn_page_1_token))
+    attn_block = min_kernel_block * -(-attn_block // min_kernel_block)
+    return max(block, attn_block)

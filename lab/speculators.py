@@ -84,6 +84,10 @@ class Speculator:
     prefill_lookahead: str = "1"  # VllmConfig num_prefill_lookahead_tokens: "1", "K" or "0"
     one_module_per_token: bool = False  # a draft module (MTP layer) per draft token
     required_k: int | None = None  # the only K vLLM takes
+    # Where vLLM 0.33.0 looks for K when a draft model is given without num_speculative_tokens
+    # (vllm/config/speculative.py SpeculativeConfig._verify_args / __post_init__): "n_predict" (an MTP draft's
+    # hf_config_override), "block_size" (a DSpark draft's); "" where it refuses the line.
+    k_from_draft: str = ""
     parallel_drafting: bool = False  # takes speculative_config parallel_drafting
     aliases: tuple = ()  # other speculative_config.method names for it
     history_note: str = ""  # what the history says of its drafts where the value alone would mislead
@@ -239,7 +243,7 @@ SPECULATOR_LIST = (
                doc_note="`min(…)` from #43991 (0.23.0)", live=LiveNeeds(draft="eagle")),
     Speculator("eagle3", "EAGLE3", "eagle3", "eagle.speculator", "EagleSpeculator", **_TDAR,
                doc_note="`min(…)` from #43991 (0.23.0)", live=LiveNeeds(target="eagle3_target", draft="eagle3")),
-    Speculator("mtp", "MTP", "mtp", "mtp.speculator", "MTPSpeculator", **_TDAR,
+    Speculator("mtp", "MTP", "mtp", "mtp.speculator", "MTPSpeculator", **_TDAR, k_from_draft="n_predict",
                doc_note="`min(…)` from #43991 (0.23.0)", live=LiveNeeds(target="mtp")),
     Speculator("gemma4_mtp", "Gemma4 MTP", "mtp", "gemma4.speculator", "Gemma4Speculator",
                propose="Gemma4Speculator", draft_steps=ONCE_AT_1, first_release="0.23.0",
@@ -265,7 +269,7 @@ SPECULATOR_LIST = (
                "`max_seq_len=max_model_len` (R9)",
                **{**_DFLASH_FAMILY, "live": dataclasses.replace(_DFLASH_FAMILY["live"], draft="dflash")}),
     Speculator("dspark", "DSpark", "dspark", "dspark.speculator", "DSparkSpeculator", propose="DSparkSpeculator",
-               first_release="0.25.0", query_bonus=0, parallel_slots_offset=-1,
+               first_release="0.25.0", query_bonus=0, parallel_slots_offset=-1, k_from_draft="block_size",
                doc_note="a `DFlashSpeculator`: `sample_from_anchor` (its default) makes `num_query_per_req` K",
                **{**_DFLASH_FAMILY, "live": dataclasses.replace(_DFLASH_FAMILY["live"], draft="dspark",
                                                               draft_k_option="block_size")}),

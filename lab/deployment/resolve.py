@@ -40,6 +40,7 @@ from lab.speculators import (
     infer_method,
     init_speculator_path,
     is_speculator,
+    speculator,
 )
 
 DEPLOYMENT_GPUS = SERVING_GPUS  # every GPU of lab/gpu_model/gpus.py
@@ -150,7 +151,8 @@ def _speculator(spec: dict, line: ServeLine, facts: ModelFacts) -> tuple[str | N
         return method, int(spec.get("num_speculative_tokens") or 0), notes
     k = spec.get("num_speculative_tokens")
     if k is None:  # vllm/config/speculative.py SpeculativeConfig
-        if model is None or method not in ("mtp", "dspark"):  # _verify_args
+        k_from = speculator(method).k_from_draft if is_speculator(method) else ""
+        if model is None or not k_from:  # _verify_args
             raise VllmRefusal(
                 "num_speculative_tokens must be provided with speculative model unless the draft model config "
                 "contains an n_predict parameter."
@@ -161,7 +163,7 @@ def _speculator(spec: dict, line: ServeLine, facts: ModelFacts) -> tuple[str | N
         raise VllmRefusal(
             "TypeError: '>' not supported between instances of 'NoneType' and 'int' (SpeculativeConfig."
             "__post_init__, an MTP draft without num_speculative_tokens)"
-            if method == "mtp"
+            if k_from == "n_predict"
             else "num_speculative_tokens not given: vLLM takes the DSpark draft's block_size, which the lab does "
             "not read; give num_speculative_tokens"
         )

@@ -44,7 +44,8 @@ def test_is_mm_prefix_lm_is_derived_as_vllms_convertor():
     ],
 )
 def test_gemma3_backend_per_gpu(gpu, backend):
-    assert resolve(GEMMA, gpu).backend.vllm_name == backend
+    dep = resolve(GEMMA, gpu)
+    assert dep.backend.vllm_name == backend and any("an mm-prefix LM" in n for n in dep.notes)
     # served text-only (--language-model-only) the prefix attention is off: the plain priorities again
     plain = resolve(GEMMA + " --language-model-only", gpu).backend.vllm_name
     assert plain == {"H200": "FLASH_ATTN", "H100": "FLASH_ATTN", "B200": "FLASHINFER"}.get(gpu, plain)

@@ -149,6 +149,11 @@ def select_backend(
         "kernel packages as the CUDA wheel installs them: flashinfer (+cubins), vllm_flash_attn "
         "(FA2/FA3/FA4), _flashmla_C; tokenspeed_mla absent"
     ]
+    if use_mm_prefix:
+        notes.append(
+            "an mm-prefix LM (ModelConfig.is_mm_prefix_lm: image spans attend bidirectionally): backends without "
+            "supports_mm_prefix are invalid, FLASH_ATTN's needs FlashAttention 4 (--language-model-only turns it off)"
+        )
     if requested is not None:  # CudaPlatform.get_attn_backend_cls: a selected backend is validated alone
         name = requested.upper()
         if name not in RULES:  # registry.py _AttentionBackendEnumMeta.__getitem__ (the lab's subset)

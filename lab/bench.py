@@ -28,6 +28,17 @@ def register(sub) -> None:
     sp = sub.add_parser("bench", help="benchmarks")
     sp.add_argument("what", choices=["engine", "kernels", "vllm-kernels", "app", "export", "room", "deployment"])
     sp.add_argument("--sessions", type=int, default=30, help="bench room: attendees at once")
+    sp.add_argument(
+        "--hostile",
+        action="store_true",
+        help="bench room: attackers in the room too (lab/app/room_hostile.py), the server's RSS watched",
+    )
+    sp.add_argument(
+        "--after-s",
+        type=float,
+        default=300.0,
+        help="bench room --hostile: seconds after everyone left to read the server's RSS again",
+    )
     sp.add_argument("--steps", type=int, default=10_000)
     sp.add_argument("--reqs", type=int, default=256)
     sp.add_argument("--repeat", "--repeats", dest="repeat", type=int, default=3)
@@ -46,7 +57,7 @@ def cmd_bench(args) -> int:
     if args.what == "room":
         from lab.app.room_bench import run_bench_room  # deferred: gradio_client
 
-        run_bench_room(sessions=args.sessions)
+        run_bench_room(sessions=args.sessions, hostile=args.hostile, after_s=args.after_s)
         return 0
     if args.what == "deployment":
         from lab.app.deployment_bench import run_bench_deployment  # deferred: playwright, the app

@@ -86,3 +86,31 @@ def test_thirty_sessions_as_the_page_works(app_url):
     stats = result["stats"]
     assert stats["open a preset (server)"]["n"] == 30 and stats["step (in the page, no request)"]["n"] == 150
     assert stats["pick a view (in the page, no request)"]["n"] == 30
+
+
+@pytest.mark.slow  # a minute on 2 cores: make test runs it, make check does not
+def test_hostile_room_bench_refuses_every_attack_and_the_room_carries_on(app_url):
+    """Issue 36: python -m lab bench room --hostile. Beside two attendees, each attack of the hostile probe is
+    sent through the app's API three times: each gets a refusal (or, for markup in a trace, escaped text) in
+    seconds, the attendees see no error, and the server (this process) stays within a memory bound."""
+    import io
+    import os
+
+    from lab.app.room_bench import run_bench_room
+
+    out = io.StringIO()
+    result = run_bench_room(app_url, sessions=2, steps=3, interval=0.1, out=out, hostile=True, after_s=0,
+                            pid=os.getpid())  # fmt: skip
+    assert result["errors"] == [], result["errors"]
+    attacks = result["attacks"]
+    assert len(attacks) == 8 and all(len(v) == 3 for v in attacks.values()), attacks.keys()
+    for name, got in attacks.items():
+        for ms, said in got:
+            assert ms < 30_000, (name, ms)
+            if name.startswith("M1"):
+                assert said == "escaped", said
+            else:
+                assert not said.startswith("answered"), (name, said)
+    rss = result["rss"]
+    assert rss["peak"] - rss["before"] < 1500, rss
+    assert "server RSS:" in out.getvalue() and "attack C2" in out.getvalue()

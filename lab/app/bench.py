@@ -74,9 +74,9 @@ def _free_port() -> int:
 
 
 @contextmanager
-def _app(preset: str, timeout: float = 120.0, extra: tuple[str, ...] = ()):
+def _app(preset: str, timeout: float = 120.0, extra: tuple[str, ...] = (), pids: list | None = None):
     """python app.py in a subprocess (``extra``: more of its flags); yields (url, seconds until the page
-    was served)."""
+    was served). ``pids`` (a list) gets the server's process id, for a bench that watches its memory."""
     port = _free_port()
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     t0 = time.perf_counter()
@@ -86,6 +86,8 @@ def _app(preset: str, timeout: float = 120.0, extra: tuple[str, ...] = ()):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    if pids is not None:
+        pids.append(proc.pid)
     try:
         url = f"http://127.0.0.1:{port}/"
         while True:

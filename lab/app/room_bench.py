@@ -12,6 +12,7 @@ Target (issue 26): thirty sessions stepping once a second, p95 <= 250 ms per ste
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import json
 import sys
@@ -21,6 +22,7 @@ import time
 import numpy as np
 
 from lab import machine
+from lab.app import room_hostile
 from lab.app.deployment_tab import EXAMPLES
 from lab.history import REFERENCE_RELEASE
 from lab.presets import PRESETS
@@ -89,36 +91,55 @@ def _session(url: str, j: int, steps: int, interval: float, start, times: dict, 
 
 
 def run_bench_room(
-    url: str | None = None, sessions: int = 30, steps: int = 20, interval: float = 1.0, out=None, warm_s: float = 30
+    url: str | None = None,
+    sessions: int = 30,
+    steps: int = 20,
+    interval: float = 1.0,
+    out=None,
+    warm_s: float = 30,
+    hostile: bool = False,
+    after_s: float = 300.0,
+    pid: int | None = None,
 ) -> dict:
     """``sessions`` at once against ``url`` (else ``python app.py --warm`` started here, ``warm_s`` seconds
-    before the room arrives, as an instructor starts the server before the session)."""
+    before the room arrives, as an instructor starts the server before the session). ``hostile``: attackers
+    in the room too (lab/app/room_hostile.py), and the server's RSS watched (``pid``) until ``after_s`` seconds
+    after everyone left."""
     w = (out or sys.stdout).write
     if url is None:
         from lab.app.bench import _app  # python app.py in a subprocess
 
         # As a room runs it (app.py --host 0.0.0.0 warms every preset): --warm, here on 127.0.0.1.
-        with _app("eagle-k3", extra=("--warm",)) as (started, _):
+        pids: list[int] = []
+        with _app("eagle-k3", extra=("--warm",), pids=pids) as (started, _):
             time.sleep(warm_s)
-            return run_bench_room(started, sessions, steps, interval, out, warm_s)
+            return run_bench_room(started, sessions, steps, interval, out, warm_s, hostile, after_s, pids[0])
     times: dict[str, list[float]] = {}
     errors: list[str] = []
-    start = threading.Barrier(sessions)
+    todo = room_hostile.attack_list() if hostile else []
+    start = threading.Barrier(sessions + len(todo))
     threads = [
         threading.Thread(target=_session, args=(url, j, steps, interval, start, times, errors), daemon=True)
         for j in range(sessions)
     ]
+    rss = {"before": room_hostile.rss_mib(pid) if pid else None, "after_s": after_s}
     t0 = time.perf_counter()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=900)
+    with room_hostile.RssSampler(pid) if pid else contextlib.nullcontext() as sampler:
+        for t in threads:
+            t.start()
+        attackers, results = room_hostile.run_attackers(url, todo, 3, start) if hostile else ([], {})
+        for t in threads + attackers:
+            t.join(timeout=900)
     w(
-        f"python -m lab bench room --sessions {sessions}  ({steps} steps each, one every {interval:g} s; server "
-        f"warmed for {warm_s:g} s; "
+        f"python -m lab bench room --sessions {sessions}{' --hostile' if hostile else ''}  ({steps} steps each, "
+        f"one every {interval:g} s; server warmed for {warm_s:g} s; "
         f"{machine.describe()}; {time.perf_counter() - t0:.0f} s in all; "
         f"target: p95 <= 250 ms per step)\n"
     )
+    if hostile and pid:
+        time.sleep(after_s)
+        rss.update(peak=sampler.peak, after=room_hostile.rss_mib(pid) or 0.0)
+        room_hostile.report(results, rss, w)
     stats = {}
     for action, xs in times.items():
         stats[action] = {"n": len(xs), "p50_ms": float(np.percentile(xs, 50)), "p95_ms": float(np.percentile(xs, 95))}
@@ -126,4 +147,4 @@ def run_bench_room(
         s = stats[action]
         w(f"  {action:<38} {s['n']:5d}   p50 {s['p50_ms']:7.1f}   p95 {s['p95_ms']:7.1f}   max {s['max_ms']:7.1f} ms\n")
     w(f"  errors: {len(errors)}\n" + "".join(f"    {e}\n" for e in errors[:10]))
-    return {"stats": stats, "errors": errors}
+    return {"stats": stats, "errors": errors, "attacks": results, "rss": rss}

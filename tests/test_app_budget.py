@@ -119,7 +119,7 @@ def test_step_data_is_built_by_one_worker_with_a_bounded_queue(monkeypatch):
 
     monkeypatch.setattr(steps_data, "step_payload", slow_payload)
     monkeypatch.setattr(steps_data, "payload_json", json.dumps)
-    cache = steps_data.StepDataCache(max_items=24, max_bytes=10**9, max_queued=3)
+    cache = steps_data.StepDataCache(max_items=24, max_bytes=10**9, max_queued=3, max_warm=3)
     trace = simulate(parse_spec("2p10o4"))
     keys = [f"budget-test-{i}" for i in range(12)]
     for k in keys:

@@ -90,9 +90,10 @@ class HeavyLine:
 # What takes a place in the heavy line (lab.app.loading, lab.app.sweeps_tab): its events have no concurrency
 # limit of Gradio's (lab.app.ui), so this line is their only queue: past max_waiting one is refused at once.
 HEAVY = HeavyLine()
-# Custom runs on the embedded CPU runner within lab.app.budget.MAX_LIGHT_STEPS (about a second each): two at
-# once (the server's cores), eight waiting, past that refused at once; presets and cached runs skip it.
-LIGHT = HeavyLine(slots=2, max_waiting=8, kind="light", who="custom runs on the embedded CPU runner")
+# Custom runs on the embedded CPU runner within lab.app.budget.MAX_LIGHT_STEPS (under a second each): four at
+# once (Gradio's default concurrency, as before), 24 waiting (a room of thirty clicking Run together), past that
+# refused at once; presets and cached runs skip it. Each waiting run holds one of Gradio's 40 worker threads.
+LIGHT = HeavyLine(slots=4, max_waiting=24, kind="light", who="custom runs on the embedded CPU runner")
 
 
 def room_banner(host: str, port: int, password: bool) -> str | None:

@@ -32,6 +32,17 @@ from lab.views import ALL_VIEWS
 PICK = ("embedded CPU", "block_table", False)
 
 
+def _fetch_steps(httpx, url: str):
+    """As the page does (lab/app/page.js): a 503 (the step-data worker's queue is full) asks again after its
+    Retry-After, for up to about three minutes."""
+    for _ in range(60):
+        r = httpx.get(url, timeout=300)
+        if r.status_code != 503:
+            return r
+        time.sleep(float(r.headers.get("retry-after", 3)))
+    return r
+
+
 def _session(url: str, j: int, steps: int, interval: float, start, times: dict, errors: list) -> None:
     import httpx
     from gradio_client import Client
@@ -50,7 +61,7 @@ def _session(url: str, j: int, steps: int, interval: float, start, times: dict, 
         start.wait(timeout=300)
         loaded = timed("open a preset (server)", lambda: c.predict(preset, *PICK, api_name="/pick_preset"))
         key = loaded[-1]  # data_key: the last of lab.app.loading.LOADED
-        r = timed("fetch the step data (server, once)", lambda: httpx.get(f"{url}lab/steps/{key}", timeout=300))
+        r = timed("fetch the step data (server, once)", lambda: _fetch_steps(httpx, f"{url}lab/steps/{key}"))
         r.raise_for_status()
         data = r.json()
         if data["title"] != preset:

@@ -41,8 +41,9 @@ class StepDataCache:
     ``max_bytes`` of them, built by one worker thread (at a lower priority) from a queue of at most
     ``max_queued`` keys: one build at a time however many sessions and traces ask, never one a thread."""
 
-    def __init__(self, max_items: int = 24, max_bytes: int = 256 * 2**20, max_queued: int = 8):
+    def __init__(self, max_items: int = 24, max_bytes: int = 256 * 2**20, max_queued: int = 16, max_warm: int = 8):
         self.max_items, self.max_bytes, self.max_queued = max_items, max_bytes, max_queued
+        self.max_warm = max_warm  # warm() queues only while fewer wait: the rest is kept for waiting pages
         self._items: OrderedDict[str, tuple[bytes, str, weakref.ref]] = OrderedDict()
         self._lock = threading.Condition()
         self._queue: deque[str] = deque()
@@ -98,9 +99,10 @@ class StepDataCache:
 
     def warm(self, key: str) -> None:
         """``key``'s payload queued for the worker (a run or an upload just put the trace in the cache; the
-        page asks for its step data right after); dropped when the queue is full (the page asks anyway)."""
+        page asks for its step data right after); dropped when ``max_warm`` wait (the page asks anyway,
+        and the rest of the queue is kept for the pages that are waiting)."""
         with self._lock:
-            if self._current(key) is None:
+            if self._current(key) is None and len(self._queue) < self.max_warm:
                 try:
                     self._submit(key)
                 except StepDataBusy:

@@ -278,3 +278,18 @@ def test_m9_app_start_errors_are_one_line(where):
     assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr[-800:]
     assert out.stderr.startswith("error: cannot serve on ") and len(out.stderr.strip().splitlines()) == 1
     assert ("is in use" if where == "busy port" else "is not an address or host name") in out.stderr
+
+
+def test_m1_the_status_shows_a_trace_name_as_text():
+    # The bench room --hostile probe found it: the status (a Markdown component) showed an uploaded trace's
+    # scenario.name as markup ("**<img src=x onerror=…>**"), and "cached run" said nothing to a newcomer.
+    import json
+
+    from lab.app.loading import _status
+    from lab.trace import Trace
+    from lab.views.render import MARKDOWN
+
+    doc = json.load(open("data/eras/0.32/eagle-k3.json"))
+    doc["scenario"]["name"] = '<img src=x onerror="x()"> [a](http://example.com) **b**'
+    shown = MARKDOWN.render(_status(Trace.from_json_dict(doc, "hostile.json"), "uploaded a.json"))
+    assert "<img" not in shown and "&lt;img" in shown and "<a " not in shown and "<strong>b" not in shown

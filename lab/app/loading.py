@@ -46,6 +46,7 @@ from lab.presets import PRESETS
 from lab.scenario import format_spec, get_preset, parse_spec
 from lab.views import ALL_VIEWS, headline_html, tour
 from lab.views.kernels import measured_how
+from lab.views.render import md_text
 
 MAX_UPLOAD_BYTES = 64 * 1024 * 1024
 
@@ -110,11 +111,12 @@ def _status(trace: Trace, how: str) -> str:
             detail.append(f"{k['checked_steps']} of them checked against SDPA")
         detail += [measured_how(k)] if measured_how(k) else []
         kernels += f" ({'; '.join(detail)})." if detail else "."
-    s_name = s.name or "custom scenario"
+    # The status is Markdown: a trace's name and source are data, shown as text (issue 36 M1)
+    s_name = md_text(s.name or "custom scenario")
     # A live recording ran the scenario's CPU variant (lab.live.cpu_variant): the scenario text shows it.
     live = ""
     if "live" in trace.meta:
-        live = f" Live: {trace.meta['source']} ran its CPU variant (in the scenario text)."
+        live = f" Live: {md_text(trace.meta['source'])} ran its CPU variant (in the scenario text)."
         platform = trace.meta["live"].get("platform") if isinstance(trace.meta["live"], dict) else None
         live += (" " + cpu_platform.describe(platform, s.block_size)) if platform else ""
     return (
@@ -208,7 +210,7 @@ def _simulate(scenario: Scenario, runner: str, progress, custom: bool = True, ow
     key = scenario_key(scenario, runner)
     trace = TRACES.get(key) or BACKGROUND.timed(key)  # the second: timed in the background, since evicted
     if trace is not None:
-        return key, TRACES.add(key, trace), "cached run"
+        return key, TRACES.add(key, trace), "already run on this server, shown again"
     steps = check_scenario(scenario, format_spec(scenario))
     progress((0, None), desc="engine steps", unit="steps")
 
@@ -427,7 +429,7 @@ def upload_trace(path, view="block_table", presenter=False, compare_key=None, re
         key,
         trace,
         format_spec(trace.scenario),
-        f"uploaded {name}",
+        f"uploaded {md_text(name)}",
         view,
         0,
         presenter,

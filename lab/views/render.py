@@ -4,6 +4,9 @@ summary (``WORDS_CSS``, under the ids ``#headline`` and ``#summary`` both pages 
 
 from __future__ import annotations
 
+import html
+import re
+
 from markdown_it import MarkdownIt
 
 from lab.views.summary import summary_markdown
@@ -29,6 +32,16 @@ WORDS_CSS = """
 #summary table td, #summary table th {white-space: nowrap; font-variant-numeric: tabular-nums; padding: 2px 10px}
 #summary table td:not(:first-child) {text-align: right}
 """
+
+
+_MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~])")
+
+
+def md_text(text) -> str:
+    """Text from data (a trace's scenario name, its source) shown inside Markdown as exactly that text: HTML
+    escaped (a Markdown component renders tags), then Markdown's punctuation backslashed (no link, no image,
+    no emphasis made from data)."""
+    return _MARKDOWN_SPECIALS.sub(r"\\\1", html.escape(str(text), quote=False))
 
 
 def summary_html(trace, index: int) -> str:

@@ -95,8 +95,7 @@ def _slider(trace: Trace, value: int = 0):
 
 def _status(trace: Trace, how: str) -> str:
     s = trace.scenario
-    # How many steps the kernel runner timed (lab.kernels.app_budget.run_for_app), so nobody reads a sparse
-    # kernel view as the whole run.
+    # How many steps the kernel runner timed (app_budget.run_for_app): a sparse kernel view is not the whole run.
     k = trace.timings
     kernels = ""
     if k:
@@ -104,8 +103,7 @@ def _status(trace: Trace, how: str) -> str:
         kernels = f" Kernels: {k['backend']}, timed {timed} of {len(trace.steps)} steps" + (
             f" in {k['kernel_seconds']:.1f} s" if k.get("kernel_seconds") is not None else ""
         )
-        # The shape the walks were timed with, and how many timed steps were also checked against
-        # SDPA (the app's runner checks one; lab.kernels.app_budget.run_for_app).
+        # The shape the walks were timed with, how many timed steps were also checked against SDPA (one).
         detail = [k["head_config"]] if k.get("head_config") else []
         if k.get("checked_steps") is not None:
             detail.append(f"{k['checked_steps']} of them checked against SDPA")

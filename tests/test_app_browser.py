@@ -451,3 +451,31 @@ def test_step_box_out_of_range_and_named_buttons(page, app_url):
     assert page.get_by_role("button", name="previous step").count() == 1
     assert page.locator("#next").inner_text() != page.locator("#play").inner_text()
     no_error_state(page)
+
+
+def test_a_long_spec_in_the_address_is_refused_inline_and_the_page_steps_after_a_busy_worker(
+    page, app_url, monkeypatch
+):
+    """Issue 36, M3: ``?spec=`` with 10,000,000 steps ran for hours on the old server, for everyone who opened
+    the link; now the page opens on the preset with the commands to run instead under the scenario text. The
+    step data's one worker (lab/app/steps_data.py) answers 503 while its queue is full: the page asks again."""
+    from lab.app import steps_data
+
+    real, calls = steps_data.STEP_DATA.get, []
+
+    def busy_twice(key, *a, **k):
+        calls.append(key)
+        if len(calls) <= 2:
+            raise steps_data.StepDataBusy("the server is building other traces' step data")
+        return real(key, *a, **k)
+
+    monkeypatch.setattr(steps_data.STEP_DATA, "get", busy_twice)
+    t0 = time.monotonic()
+    open_app(page, app_url, "?preset=eagle-k3&spec=p1o16000k_mml%3D16384k_steps%3D10000000_seqs%3D1_bs%3D4096")
+    msg = page.locator("#spec-msg .inline-error")
+    msg.wait_for()
+    assert "python -m lab simulate --spec" in msg.inner_text() and time.monotonic() - t0 < 60
+    page.locator("#next").click()
+    wait_step(page, 1)  # stepped in the page, from step data that came on the third ask
+    assert len(calls) >= 3
+    no_error_state(page)

@@ -27,6 +27,10 @@ os.environ.setdefault("GRADIO_ANALYTICS_CACHE_FREQUENCY", "500")
 os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", "2000")
 
 
+# Events waiting in Gradio's queue (a preset picked, an upload, a comparison, …), past which Gradio answers "queue
+# is full" (docs/app.md). Run and Run sweep are not held there: the lines of lab.app.room are their only queue.
+QUEUE_MAX_SIZE = 256
+
 # lab.app.ui and lab.app.loading are imported in the functions below, not here: any import of a
 # lab.app module runs this file first, which then stays light (no gradio, no layout), and the
 # environment above is set before gradio is first imported.
@@ -66,7 +70,7 @@ def launch(
     from lab.app.steps_data import PAGE_JS, steps_routes
 
     raise_open_file_limit()  # each browser holds streams open: the soft limit (often 1,024) stopped a room
-    demo.queue(default_concurrency_limit=4, max_size=256)
+    demo.queue(default_concurrency_limit=4, max_size=QUEUE_MAX_SIZE)
     banner = room_banner(host, port, bool(password))
     if banner:
         print(banner, flush=True)

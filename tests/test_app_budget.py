@@ -228,3 +228,27 @@ def test_past_four_waiting_a_heavy_run_is_refused_at_once(app_url, make_client, 
     assert len(refused) == 2, [j.status() for j in jobs]
     for j in jobs:
         j.result(timeout=120)
+
+
+def test_idle_attendee_traces_are_let_go_and_presets_stay():
+    # Issue 36 m8: server memory did not come back after attendees left (bench room --hostile: 463 MiB before,
+    # 689 MiB five minutes after). The janitor lets go of the attendees' idle traces and their step data.
+    import time
+
+    from lab.app import janitor
+    from lab.app.cache import TraceCache
+    from lab.scenario import get_preset
+    from lab.trace.recorder import simulate
+
+    trace = simulate(get_preset("eagle-k3"))
+    cache = TraceCache()
+    cache.put("preset", trace)  # no owner: a preset, shared by the room
+    cache.put("mine", trace, owner="session-1")
+    cache.put("recent", trace, owner="session-2")
+    later = time.monotonic() + 200
+    cache.get("recent")
+    assert cache.release_idle(120, now=later - 100) == 0  # nobody idle for 120 s yet
+    cache._used["recent"] = later - 10
+    assert cache.release_idle(120, now=later) == 1
+    assert cache.get("mine") is None and cache.get("preset") is trace and cache.get("recent") is trace
+    assert set(janitor.sweep(idle_s=3600)) == {"traces", "step_data"}  # one pass over the app's own caches

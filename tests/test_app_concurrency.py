@@ -109,8 +109,8 @@ def test_hostile_room_bench_refuses_every_attack_and_the_room_carries_on(app_url
             assert ms < 30_000, (name, ms)
             if name.startswith("M1"):
                 assert said == "escaped", said
-            else:
-                assert not said.startswith("answered"), (name, said)
+            else:  # refused by the lab itself (not by Gradio's input checks, which would mean no attack ran)
+                assert not said.startswith(("answered", "AppError: Value")), (name, said)
     rss = result["rss"]
     assert rss["peak"] - rss["before"] < 1500, rss
     assert "server RSS:" in out.getvalue() and "attack C2" in out.getvalue()

@@ -61,6 +61,7 @@ def launch(
 
     from starlette.middleware import Middleware
 
+    from lab.app import janitor
     from lab.app.door import DoorMiddleware, password_check, raise_open_file_limit
     from lab.app.loading import MAX_UPLOAD_BYTES, warm_presets
     from lab.app.room import room_banner
@@ -77,6 +78,7 @@ def launch(
     first = getattr(demo, "lab_preset", None)
     if banner if warm is None else warm:
         threading.Thread(target=warm_presets, args=(first,), daemon=True, name="warm-presets").start()
+    janitor.start()  # the attendees' idle traces let go: memory comes back after a room leaves
     out = demo.launch(
         auth=password_check(password) if password else None,
         auth_message="The max_seq_len lab: ask the instructor for the password (any user name)." if password else None,

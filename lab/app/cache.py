@@ -8,6 +8,7 @@ import dataclasses
 import hashlib
 import json
 import threading
+import time
 from collections import OrderedDict
 
 from lab import Trace
@@ -43,6 +44,7 @@ class TraceCache:
         self.shares = shares
         self._items: OrderedDict[str, Trace] = OrderedDict()
         self._meta: dict[str, tuple[str | None, int]] = {}  # key -> (owner, bytes)
+        self._used: dict[str, float] = {}  # key -> time.monotonic() of its last put or get
         self._lock = threading.RLock()  # add() puts under the lock
 
     def _held(self) -> dict[str | None, list[int]]:
@@ -59,6 +61,7 @@ class TraceCache:
         if victim is None:
             return False
         del self._items[victim], self._meta[victim]
+        self._used.pop(victim, None)
         return True
 
     def put(self, key: str, trace: Trace, owner: str | None = None) -> str:
@@ -66,6 +69,7 @@ class TraceCache:
             self._items[key] = trace
             self._items.move_to_end(key)
             self._meta[key] = (owner, trace_bytes(trace))
+            self._used[key] = time.monotonic()
             share = (max(1, self.max_traces // self.shares), self.max_bytes // self.shares)
             while owner is not None:  # the attendee's own share first
                 mine = self._held()[owner]
@@ -98,7 +102,18 @@ class TraceCache:
             trace = self._items.get(key)
             if trace is not None:
                 self._items.move_to_end(key)
+                self._used[key] = time.monotonic()
             return trace
+
+    def release_idle(self, idle_s: float, now: float | None = None) -> int:
+        """Let go of the attendees' traces nobody asked for in ``idle_s`` seconds (presets, which no attendee
+        owns, stay: the room shares them); how many went. A room that left gives its memory back (issue 36)."""
+        now = time.monotonic() if now is None else now
+        with self._lock:
+            idle = [k for k in self._items if self._meta[k][0] is not None and now - self._used[k] > idle_s]
+            for k in idle:
+                del self._items[k], self._meta[k], self._used[k]
+            return len(idle)
 
     def held_by(self, owner: str | None) -> tuple[int, int]:
         """(traces, bytes) that ``owner`` holds."""

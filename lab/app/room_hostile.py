@@ -108,10 +108,12 @@ def attacks(folder: str) -> list[tuple[str, object]]:
     line = "vllm serve meta-llama/Llama-3.1-8B-Instruct"
 
     def run_spec(c, spec):
-        controls = c.predict(spec, api_name="/parse_spec")
-        if isinstance(controls, (list, tuple)) and len(controls) >= 9 and "inline-error" in str(controls[-1]):
-            return controls[-1]
-        return c.predict("", spec, *controls[:7], "embedded CPU", "block_table", False, 0, api_name="/run")
+        controls = c.predict(spec, api_name="/parse_spec")  # Enter in the scenario text, as the page does
+        refused = [x for x in controls if isinstance(x, str) and ("inline-error" in x or "⚠" in x)]
+        if refused:
+            return refused[0]
+        # The preset box keeps a preset (the page's); the text and its controls are the attack.
+        return c.predict("eagle-k3", spec, *controls[:7], "embedded CPU", "block_table", False, 0, api_name="/run")
 
     def script_escaped(c):
         out = c.predict(handle_file(script), "block_table", False, api_name="/upload_trace")

@@ -61,6 +61,14 @@ class StepDataCache:
         self._items.move_to_end(key)
         return item[:2]
 
+    def release_stale(self) -> int:
+        """Drop the payloads whose trace the trace cache no longer holds (released or replaced); how many."""
+        with self._lock:
+            stale = [k for k, item in self._items.items() if item[2]() is None or item[2]() is not TRACES.get(k)]
+            for k in stale:
+                del self._items[k]
+            return len(stale)
+
     def nbytes(self) -> int:
         with self._lock:
             return sum(len(item[0]) for item in self._items.values())

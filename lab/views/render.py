@@ -34,7 +34,8 @@ WORDS_CSS = """
 """
 
 
-_MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]()#+\-.!|>~])")
+# What makes markup mid-line (names sit inside a sentence): emphasis, code, links and images, tables, strikes.
+_MARKDOWN_SPECIALS = re.compile(r"([\\`*_\[\]!|~])")
 
 
 def md_text(text) -> str:

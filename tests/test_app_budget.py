@@ -196,6 +196,23 @@ def test_one_attendee_cannot_evict_everyone_elses_traces():
     assert small.held_by("a")[0] == 1 and small.get("theirs") is theirs
 
 
+def test_a_full_room_of_one_trace_attendees_keeps_the_presets():
+    # CI failure (stop 41): after the suite's many sessions filled the cache with one trace each, the presets
+    # (no owner, eleven of them) held the most, so thirty sessions opening presets evicted one another's
+    # preset between /pick_preset and GET /lab/steps (404).
+    from lab.app.cache import TraceCache
+
+    cache = TraceCache(max_traces=48, max_bytes=10**9, shares=4)
+    preset = simulate(parse_spec("2p10o4"))
+    for i in range(11):
+        cache.put(f"preset-{i}", preset, owner=None)
+    for j in range(60):
+        cache.put(f"run-{j}", simulate(parse_spec(f"p1o2_seed={j}")), owner=f"session-{j}")
+    assert len(cache) == 48
+    assert all(cache.get(f"preset-{i}") is preset for i in range(11))
+    assert cache.get("run-59") is not None and cache.get("run-0") is None  # the oldest attendees' traces went
+
+
 def test_the_cache_share_is_per_session_through_the_api(app_url, make_client):
     from lab.app.cache import TRACES
 

@@ -34,9 +34,9 @@ class TraceCache:
     """At most ``max_traces`` traces and ``max_bytes`` (arrays and text, ``trace_bytes``). A trace put by an
     attendee (``owner``: the session) counts against that attendee: each holds at most ``max_traces`` /
     ``shares`` traces and ``max_bytes`` / ``shares`` bytes (past that their own least recently used go), and
-    when the whole cache is full the one who holds the most gives up their least recently used trace. So one
+    when the whole cache is full the attendee who holds the most gives up their least recently used trace. So one
     attendee's fifty runs or four large uploads cannot evict everyone else's traces. Traces with no owner
-    (presets, shared by everyone) count as one more attendee."""
+    (presets, shared by everyone: a fixed few) give way only when no attendee holds a trace."""
 
     def __init__(self, max_traces: int = 48, max_bytes: int = 2 * 1024**3, shares: int = 4):
         self.max_traces = max_traces
@@ -75,11 +75,13 @@ class TraceCache:
                 mine = self._held()[owner]
                 if not (mine[0] > share[0] or mine[1] > share[1]) or not self._evict_one(owner, key):
                     break
-            while len(self._items) > 1:  # then the whole cache: the one who holds the most gives way
+            while len(self._items) > 1:  # then the whole cache: the attendee who holds the most gives way
                 held = self._held()
                 if len(self._items) <= self.max_traces and sum(h[1] for h in held.values()) <= self.max_bytes:
                     break
-                for who in sorted(held, key=lambda o: (held[o][1], held[o][0]), reverse=True):
+                # The presets (no owner) go last: every session opens them, and a room of many attendees holding
+                # one trace each would otherwise evict a preset between its /pick_preset and its step data.
+                for who in sorted(held, key=lambda o: (o is not None, held[o][1], held[o][0]), reverse=True):
                     if self._evict_one(who, key):
                         break
                 else:

@@ -83,6 +83,7 @@ STEP = ["step", "plot", "headline", "summary", "compare_plot"]
 API_NAMES = {
     "/initial_run",
     "/pick_preset",
+    "/back_to_preset",
     "/parse_spec",
     "/run",
     "/upload_trace",
@@ -408,9 +409,9 @@ def test_upload(client, tmp_path, monkeypatch):
         out = named(client.predict(handle_file(str(path)), "block_table", False, api_name="/upload_trace"))
         assert message in out["upload_msg"] and "python -m lab simulate" in out["upload_msg"], path
         assert skipped(out["plot"]) and skipped(out["step"])
-    from lab.app import loading
+    from lab.app import upload
 
-    monkeypatch.setattr(loading, "MAX_UPLOAD_BYTES", 1024)  # the server runs in this process
+    monkeypatch.setattr(upload, "MAX_UPLOAD_BYTES", 1024)  # the server runs in this process
     out = named(client.predict(handle_file(str(good)), "block_table", False, api_name="/upload_trace"))
     assert "uploads are at most" in out["upload_msg"]
     # The session keeps its last good trace and the app keeps serving.
@@ -522,3 +523,26 @@ def test_step_data_is_built_once_per_trace_for_every_session(client, app_url):
     again = httpx.get(url, headers={"If-None-Match": answers[0].headers["etag"]})
     assert again.status_code == 304
     assert httpx.get(f"{app_url}lab/steps/run-nope").status_code == 404
+
+
+def test_a_custom_run_is_named_after_the_preset_it_came_from(client):
+    """Issue 37: a custom run blanked the preset and said "custom scenario"; it is named after the preset it was
+    changed from, says that the eras' recordings are of that preset, and ↩ leads back to it."""
+    changed = list(EAGLE_INPUTS)
+    changed[2] = 16384  # max_model_len changed from the preset's
+    out = _run(client, changed)
+    assert "custom scenario, from eagle-k3" in out["status"], out["status"]
+    assert "Changed from the preset eagle-k3" in out["status"]
+    assert out["preset"] is None  # the views never show a custom scenario under the preset's name
+    # The page's next run has no preset in the box: the session remembers where the scenario came from.
+    again = list(changed)
+    again[0], again[1] = None, out["spec"]
+    again[2] = 8192
+    out = _run(client, again)
+    assert "custom scenario, from eagle-k3" in out["status"], out["status"]
+    back = named(client.predict(api_name="/back_to_preset"))
+    assert back["preset"] == "eagle-k3" and "Changed from" not in back["status"]
+    assert back["spec"] == PRESETS["eagle-k3"][0]
+    # After ↩ a run of the preset's own text is the preset again, not a custom scenario.
+    out = _run(client, EAGLE_INPUTS)
+    assert "custom scenario" not in out["status"] and out["preset"] == "eagle-k3"

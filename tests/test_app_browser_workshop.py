@@ -9,7 +9,7 @@ import os
 import re
 
 import pytest
-from test_app_browser import ARTIFACTS, open_app, wait_step
+from test_app_browser import ARTIFACTS, fill_control, open_app, wait_step
 from test_app_browser_page import figure_step
 
 from lab.browser import CHROMIUM
@@ -134,3 +134,29 @@ def test_closing_the_preset_list_without_choosing_changes_nothing(context, app_u
     assert "step 10 of" in page.locator("#headline .hl-line").inner_text()
     _pick_preset(page, "mamba-hybrid")
     page.locator("#headline .hl-line").filter(has_text="mamba-hybrid").wait_for()
+
+
+@pytest.mark.parametrize("width, height", [(683, 768), (1366, 768)])
+def test_a_custom_run_says_where_it_came_from_and_leads_back(context, app_url, width, height):
+    """A custom run blanked the preset ("custom scenario") and left no way back but the preset list. Now it is
+    named after the preset it was changed from, the status says the eras' recordings are that preset's, and a
+    ↩ button in the top bar (on screen at half a screen too) runs the preset again."""
+    page = _page(context, width, height)
+    open_app(page, app_url, "?preset=eagle-k3")
+    assert not page.locator("#back").is_visible()
+    page.locator("#settings").get_by_text("Scenario settings").click()
+    fill_control(page, "#mml", "16384")
+    page.locator("#run").click()
+    page.locator("#status").filter(has_text="custom scenario, from eagle-k3").wait_for()
+    assert "recordings of the eras are of the preset" in page.locator("#status").inner_text()
+    back = page.locator("#back")
+    back.wait_for()
+    assert "eagle-k3" in back.inner_text()
+    box = back.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= width + 0.5, box
+    page.screenshot(path=str(ARTIFACTS / f"custom-run-{width}x{height}.png"))
+    back.click()
+    page.locator("#headline .hl-line").filter(has_text="eagle-k3").wait_for()
+    page.wait_for_function("() => !document.querySelector('#back') || !document.querySelector('#back').offsetParent")
+    assert page.locator("#preset input").input_value() == "eagle-k3"
+    assert "custom scenario" not in page.locator("#status").inner_text()

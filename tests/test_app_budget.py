@@ -12,7 +12,7 @@ import types
 import pytest
 
 from lab import simulate
-from lab.app import loading
+from lab.app import loading, upload
 from lab.app.budget import MAX_APP_STEPS, OverBudget, StepBudget, check_scenario, scenario_steps
 from lab.presets import PRESETS
 from lab.scenario import get_preset, parse_spec
@@ -76,7 +76,7 @@ def test_an_uploaded_recording_is_not_replayed_past_the_budget(tmp_path):
     path = tmp_path / "long.json"
     path.write_text(json.dumps(doc))
     t0 = time.monotonic()
-    out = _out(loading.upload_trace(str(path)))
+    out = _out(upload.upload_trace(str(path)))
     assert time.monotonic() - t0 < 15
     assert "engine steps" in out["upload_msg"] and "python -m lab simulate" in out["upload_msg"]
 
@@ -91,7 +91,7 @@ def test_an_uploaded_trace_over_the_budget_is_refused_with_the_commands(tmp_path
     """Old code: any trace under 64 MiB was loaded, and its step data (10-60 ms a step) built on the server."""
     path = tmp_path / "long.json"
     simulate(parse_spec("p1o2500")).save(path)
-    out = _out(loading.upload_trace(str(path)))
+    out = _out(upload.upload_trace(str(path)))
     msg = out["upload_msg"]
     assert "long.json has 2,500 engine steps" in msg and "python -m lab show long.json" in msg
 

@@ -262,7 +262,8 @@ def test_hostile_json_gives_the_format_error(tmp_path, name):
     from lab.cli import main
 
     assert main(["show", str(path)]) == 2
-    from lab.app.loading import LOADED, upload_trace
+    from lab.app.loading import LOADED
+    from lab.app.upload import upload_trace
 
     out = dict(zip(LOADED, upload_trace(str(path))))
     assert "hostile.json is not a JSON trace" in out["upload_msg"]

@@ -63,8 +63,9 @@ def launch(
 
     from lab.app import janitor
     from lab.app.door import DoorMiddleware, password_check, raise_open_file_limit
-    from lab.app.loading import MAX_UPLOAD_BYTES, warm_presets
+    from lab.app.loading import warm_presets
     from lab.app.room import room_banner
+    from lab.app.upload import MAX_UPLOAD_BYTES
 
     host = host or os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1"
     port = port or int(os.environ.get("GRADIO_SERVER_PORT") or 7860)

@@ -13,16 +13,16 @@ that only an API client can make wrong (an unknown runner, a step out of range, 
 
 from __future__ import annotations
 
+import dataclasses
 import html
-import os
 from contextlib import nullcontext
 
 import gradio as gr
 
 from lab import Scenario, Trace, simulate
 from lab.app.background import BACKGROUND
-from lab.app.budget import MAX_LIGHT_STEPS, OverBudget, StepBudget, check_scenario, check_trace
-from lab.app.cache import TRACES, bytes_key, scenario_key
+from lab.app.budget import MAX_LIGHT_STEPS, OverBudget, StepBudget, check_scenario
+from lab.app.cache import TRACES, scenario_key
 from lab.app.controls import CONTROL_FIELDS, controls_of, inline_error, scenario_from_inputs, spec_error
 from lab.app.room import HEAVY, LIGHT, Busy
 from lab.app.runner_choices import EMBEDDED_CPU, KERNEL_BACKEND, KERNEL_RUNNERS, LIVE_VLLM, runner_availability
@@ -39,7 +39,6 @@ from lab.app.stepping import (
     view_of,
 )
 from lab.app.steps_data import STEP_DATA
-from lab.history import ERAS
 from lab.live import cpu_platform, cpu_variant
 from lab.live.record_process import LiveRunError, record_in_subprocess
 from lab.presets import PRESETS
@@ -47,8 +46,6 @@ from lab.scenario import format_spec, get_preset, parse_spec
 from lab.views import ALL_VIEWS, headline_html, tour
 from lab.views.kernels import measured_how
 from lab.views.render import md_text
-
-MAX_UPLOAD_BYTES = 64 * 1024 * 1024
 
 # Outputs of everything that loads a trace (run, preset, upload, the page's first load), in order.
 LOADED = (
@@ -76,7 +73,12 @@ LOADED = (
     "presenter",
     "upload",
     "data_key",
+    "origin",
+    "back",
 )
+
+# A run changed from a preset is named after it (its trace is not the preset's: the recordings of the eras are).
+CUSTOM = "custom scenario, from {}"
 
 
 # ---- the outputs of a load -------------------------------------------------------------------
@@ -133,8 +135,18 @@ def _tour_update(trace: Trace):
 
 
 def _loaded(
-    key, trace: Trace, spec_text: str, how: str, view: str, index: int, presenter: bool, compare_key, upload_msg=""
+    key,
+    trace: Trace,
+    spec_text: str,
+    how: str,
+    view: str,
+    index: int,
+    presenter: bool,
+    compare_key,
+    upload_msg="",
+    origin: str | None = None,
 ) -> list:
+    """Every output of a load. ``origin``: the preset a custom run was changed from (its ↩ button leads back)."""
     view = view_of(view)
     index = min(max(index, 0), len(trace.steps) - 1)
     if "live" in trace.meta:  # what ran: the CPU variant of what was asked (lab.live.cpu_variant)
@@ -147,7 +159,7 @@ def _loaded(
         "spec": spec_text,
         "spec_msg": "",
         "upload_msg": upload_msg,
-        "status": _status(trace, how),
+        "status": _status(trace, how) + _custom_note(origin),
         "settings": gr.skip(),
         "headline": headline_html(trace, index),
         "plot": render_view(trace, index, view, presenter),
@@ -163,9 +175,20 @@ def _loaded(
         "presenter": gr.skip(),
         "upload": gr.skip(),
         "data_key": key,  # the page fetches the trace's step data with it (lab/app/steps_data.py)
+        "origin": origin,
+        "back": gr.Button(value=f"↩ {origin}", visible=origin is not None),
     }
     out.update(zip(CONTROL_FIELDS, controls_of(trace.scenario)))
     return [out[k] for k in LOADED]
+
+
+def _custom_note(origin: str | None) -> str:
+    if origin is None:
+        return ""
+    return (
+        f" Changed from the preset {md_text(origin)}: vLLM's recordings of the eras are of the preset "
+        f"(↩ {md_text(origin)} goes back to it)."
+    )
 
 
 def _loaded_error(**parts) -> list:
@@ -287,11 +310,13 @@ def run(
     step=0,
     compare_key=None,
     base=None,
+    origin=None,
     request: gr.Request = None,
     progress=gr.Progress(),
 ):
     """Run the scenario on the chosen runner (or reuse the cached trace of the same run). The page stays
-    on ``step`` (the one it showed), clamped to the new trace's last step."""
+    on ``step`` (the one it showed), clamped to the new trace's last step. A scenario changed from the preset
+    picked (or from the one a custom run came from, ``origin``) is named after it."""
     index = step_number(step)  # clamped to the new trace by _loaded
     try:
         scenario = scenario_from_inputs(preset, spec, (mml, bs, k, state, cg, accept, seed), base)
@@ -302,13 +327,20 @@ def run(
             status="Not run: the scenario text or a control is wrong (see the message under it).",
         )
     _check_runner(runner)  # only an API client can name another (the page offers the available ones)
+    origin = preset if preset in PRESETS else origin if origin in PRESETS else None
+    if origin is not None and get_preset(origin) == scenario:  # back to the preset itself, by hand
+        scenario = get_preset(origin)
+    if scenario.name in PRESETS or origin is None:
+        origin = None  # the preset itself (scenario_from_inputs names it), or text from no preset
+    else:
+        scenario = dataclasses.replace(scenario, name=CUSTOM.format(origin), description="")
     try:
         key, trace, how = _simulate(scenario, runner, progress, owner=_owner(request))
     except (Busy, OverBudget) as e:
         return _busy(e)
     except ValueError as e:
         return _loaded_error(spec_msg=spec_error(e), settings=gr.Accordion(open=True), status="Not run.")
-    return _loaded(key, trace, format_spec(scenario), how, view, index, presenter, compare_key)
+    return _loaded(key, trace, format_spec(scenario), how, view, index, presenter, compare_key, origin=origin)
 
 
 def pick_preset(name, runner, view="block_table", presenter=False, compare_key=None, progress=gr.Progress()):
@@ -363,77 +395,6 @@ def initial(view="block_table", preset_default=None, request: gr.Request = None,
         named["spec_msg"] = inline_error(html.escape("; ".join(problems), quote=False))
         named["settings"] = gr.Accordion(open=True)
     return [named[k] for k in LOADED]
-
-
-def upload_trace(path, view="block_table", presenter=False, compare_key=None, request: gr.Request = None):
-    """A saved trace: JSON only, size-limited, schema-checked by Trace.from_json_bytes. A wrong file
-    is named under the upload; the session keeps its trace."""
-
-    def refuse(text: str) -> list:
-        return _loaded_error(
-            upload_msg=inline_error(
-                html.escape(text, quote=False) + "<br>A trace is the JSON that "
-                "<code>python -m lab simulate --preset eagle-k3 --out t.json</code> or "
-                "this page's download writes. The views still show the last run."
-            ),
-            settings=gr.Accordion(open=True),
-            upload=None,
-        )  # cleared: try another file
-
-    if not path:
-        return refuse("no file uploaded")
-    path = os.fspath(path)
-    name = os.path.basename(path)
-    size = os.path.getsize(path)
-    if size > MAX_UPLOAD_BYTES:
-        return refuse(f"{name} is {size / 2**20:.2f} MiB; uploads are at most {MAX_UPLOAD_BYTES / 2**20:g} MiB")
-    with open(path, "rb") as f:
-        data = f.read()
-    if not name.lower().endswith(".json"):
-        kind = "an image" if data[:4] in (b"\x89PNG", b"GIF8") or data[:3] == b"\xff\xd8\xff" else "not JSON"
-        return refuse(f"{name} is {kind}: uploads take a .json trace")
-    try:
-        trace = Trace.from_json_bytes(data, source=name)
-    except ValueError as e:  # TraceFormatError is a ValueError
-        return refuse(str(e))
-    rec = trace.meta.get("recording")
-    if rec and rec.get("era") != ERAS[-1]:
-        # A release's own recording (data/eras): its 'fixed' run is that release as shipped, so the era
-        # views can't read it as the lab's two modes. Show the engine on its scenario, and the recording
-        # in the Recorded eras view, set against the engine in its era.
-        try:  # the upload's scenario: within the app's step budget, like a run (lab.app.budget)
-            key, trace, _ = _simulate(trace.scenario, EMBEDDED_CPU, lambda *a, **k: None, owner=_owner(request))
-        except (Busy, OverBudget) as e:
-            return refuse(str(e))
-        return _loaded(
-            key,
-            trace,
-            format_spec(trace.scenario),
-            f"the engine on the scenario {rec.get('vllm')} recorded ({name})",
-            "recorded",
-            0,
-            presenter,
-            compare_key,
-            upload_msg=f"{html.escape(name)} is {html.escape(str(rec.get('vllm')))}'s own recording "
-            f"({html.escape(str(rec.get('era')))}): shown in the Recorded eras view, beside the engine on its "
-            f"scenario.",
-        )
-    try:  # within the app's budget: its step data is built here (lab.app.budget)
-        check_trace(trace, name)
-    except OverBudget as e:
-        return refuse(str(e))
-    key = TRACES.put(bytes_key(data), trace, _owner(request))  # the attendee's share of the cache
-    return _loaded(
-        key,
-        trace,
-        format_spec(trace.scenario),
-        f"uploaded {md_text(name)}",
-        view,
-        0,
-        presenter,
-        compare_key,
-        upload_msg=f"Loaded {html.escape(name)}.",
-    )
 
 
 def set_compare(name, key, step, view, presenter=False, progress=gr.Progress()):

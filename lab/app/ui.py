@@ -15,7 +15,7 @@ import gradio as gr
 from lab.app.controls import CONTROL_FIELDS, parse_spec_text
 from lab.app.deployment_tab import add_deployment_tab  # docs/deployments.md
 from lab.app.downloads import download_figures, download_page, download_trace
-from lab.app.loading import LOADED, initial, pick_preset, run, set_compare, upload_trace
+from lab.app.loading import LOADED, initial, pick_preset, run, set_compare
 from lab.app.runner_choices import EMBEDDED_CPU, runner_availability
 from lab.app.stepping import (
     PLAY,
@@ -30,6 +30,7 @@ from lab.app.stepping import (
     toggle_play,
 )
 from lab.app.sweeps_tab import add_sweeps_tab  # the Sweeps tab: docs/sweeps.md
+from lab.app.upload import upload_trace
 from lab.presets import PRESETS
 from lab.scenario import CUDAGRAPH_MODES, MAX_SPECULATIVE_TOKENS, MODEL_STATES, get_preset
 from lab.views import ALL_VIEWS
@@ -142,6 +143,7 @@ def _session_state(preset: str) -> dict:
         "drawn": gr.State(None),  # what the main plot holds (lab.app.stepping.drawn_id)
         "playing": gr.State(False),
         "compare_key": gr.State(None),
+        "origin": gr.State(None),  # the preset a custom run was changed from (lab.app.loading.CUSTOM)
         # The same two keys where the page's script can read them (a State stays on the server).
         "data_key": gr.Textbox(visible=False, elem_id="data-key"),
         "compare_data_key": gr.Textbox(visible=False, elem_id="compare-data-key"),
@@ -161,6 +163,7 @@ def _top_bar(preset: str, offered: list[str]) -> dict:
                 offered, value=EMBEDDED_CPU, label="runner", elem_id="runner", scale=2, min_width=236
             ),
             "run": gr.Button("Run", variant="primary", elem_id="run", scale=0, min_width=60),
+            "back": gr.Button(visible=False, elem_id="back", scale=0, min_width=60),  # ↩ preset, after a custom run
             "prev": gr.Button("◀ prev", elem_id="prev", scale=0, min_width=44),
             "step": gr.Slider(0, 1, value=0, step=1, label="step", elem_id="step", scale=5, min_width=220),
             "next": gr.Button("next ▶", elem_id="next", scale=0, min_width=44),
@@ -324,13 +327,17 @@ def _wire_loading(demo: gr.Blocks, ui: dict, preset: str) -> None:
             pick_preset, [ui["preset"], ui["runner"], view, presenter, compare_key], loaded, api_name="pick_preset"
         ),
     )
+    # ↩ after a custom run: the preset it was changed from, as if picked again.
+    back_in = [ui["origin"], ui["runner"], view, presenter, compare_key]
+    _loaded_then(ui, ui["back"].click(pick_preset, back_in, loaded, api_name="back_to_preset"))
     ui["spec"].submit(parse_spec_text, ui["spec"], [*controls, ui["base"], ui["spec_msg"]], api_name="parse_spec")
     _loaded_then(
         ui,
         ui["run"].click(
             run,
             # step: a run keeps the step shown (clamped to the new trace; lab.app.loading.run)
-            [ui["preset"], ui["spec"], *controls, ui["runner"], view, presenter, ui["step"], compare_key, ui["base"]],
+            [ui["preset"], ui["spec"], *controls, ui["runner"], view, presenter, ui["step"], compare_key, ui["base"]]
+            + [ui["origin"]],
             loaded,
             api_name="run",
             # No limit of Gradio's: the lines in lab.app.room are the only queue (a full one refuses at once).

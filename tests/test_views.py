@@ -271,6 +271,20 @@ def test_kernels_without_and_with_timings(traces):
     saved = num["time"]["median"]["baseline"] - num["time"]["median"]["fixed"]
     assert f"median time saved {saved:.3f} ms" in md and "test-device" in md
     assert num["time"]["spikes"] == 0 and "Timing noise" not in md
+    assert "Within the noise" not in md  # 1.5 ms saved, repeats spread by 0.075-0.3 ms
+
+
+def test_kernel_time_shows_its_spread_and_says_when_the_difference_is_noise(traces):
+    """Issue 37 item 5: the summary gave medians without their spread and never said when the repeats vary more
+    than the modes differ. Now it gives each mode's IQR of repeats and p95 step, and a noise note then."""
+    t = _timed(traces["eagle-k3"])
+    num = summary_numbers(t, 3)
+    timed = t.timed_steps()
+    assert num["time"]["iqr"]["fixed"] == pytest.approx(float(np.median(t.arrays["kernel_iqr_ms"][timed, 1])))
+    assert num["time"]["p95"]["baseline"] == pytest.approx(float(np.percentile(t.arrays["kernel_ms"][timed, 0], 95)))
+    assert "IQR" in summary_markdown(t, 3) and "p95 step" in summary_markdown(t, 3)
+    t.arrays["kernel_iqr_ms"][:] = 5.0  # repeats that vary by 5 ms around a 1.5 ms difference
+    assert "Within the noise: the median difference" in summary_markdown(t, 3)
 
 
 def _spiky(trace) -> Trace:

@@ -40,6 +40,10 @@ def summary_numbers(trace, index: int) -> dict:
         # the kernel, the totals are shown beside them with the spikes counted (issue 37 M5).
         out["time"]["median"] = {m: float(np.median(ms[:, j])) for j, m in enumerate(MODES)}
         out["time"]["spikes"] = len(spike_steps(ms))
+        # The spread: a step's repeats (its IQR, the median over steps) and the steps' own p95 (issue 37 item 5).
+        iqr = trace.arrays["kernel_iqr_ms"][timed]
+        out["time"]["iqr"] = {m: float(np.nanmedian(iqr[:, j])) for j, m in enumerate(MODES)}
+        out["time"]["p95"] = {m: float(np.percentile(ms[:, j], 95)) for j, m in enumerate(MODES)}
         t = st.timing
         out["step_time"] = None if t is None else {m: t[m]["ms"] for m in MODES}
     return out
@@ -53,12 +57,20 @@ def _time_line(info: dict, tm: dict) -> str:
     med = tm["median"]
     saved = med["baseline"] - med["fixed"]
     share = f" ({saved / med['baseline']:.0%})" if med["baseline"] else ""
+    iqr, p95 = tm["iqr"], tm["p95"]
     line = (
         f"**Kernel time** ({info.get('kernel')}, {info.get('backend')} on {info.get('device')}, "
         f"{tm['steps_timed']} steps timed{how}): median step baseline {med['baseline']:.3f} ms, fixed "
-        f"{med['fixed']:.3f} ms, median time saved {saved:.3f} ms{share}; all timed steps together: baseline "
-        f"{tm['baseline']:.3f} ms, fixed {tm['fixed']:.3f} ms."
+        f"{med['fixed']:.3f} ms, median time saved {saved:.3f} ms{share} (spread: a step's repeats vary by "
+        f"{iqr['baseline']:.3f} / {iqr['fixed']:.3f} ms IQR, p95 step {p95['baseline']:.3f} / "
+        f"{p95['fixed']:.3f} ms); all timed steps together: baseline {tm['baseline']:.3f} ms, fixed "
+        f"{tm['fixed']:.3f} ms."
     )
+    if abs(saved) <= max(iqr.values()):
+        line += (
+            f" Within the noise: the median difference ({abs(saved):.3f} ms) is no larger than the repeats' "
+            "spread, so this machine cannot tell the two modes apart here; time again on a quiet machine."
+        )
     if tm["spikes"]:
         line += (
             f" Timing noise: {tm['spikes']} of {tm['steps_timed']} steps took over {SPIKE_FACTOR}× their mode's "

@@ -213,6 +213,27 @@ def test_a_full_room_of_one_trace_attendees_keeps_the_presets():
     assert cache.get("run-59") is not None and cache.get("run-0") is None  # the oldest attendees' traces went
 
 
+def test_a_full_cache_lets_the_longest_idle_attendee_go_not_the_largest_trace():
+    # CI failure (stop 42): sixteen sessions ran after the suite's many one-trace sessions had filled the cache;
+    # the one with the largest trace (13 requests) gave way while it stepped, and its next step found no trace.
+    from lab.app.cache import TraceCache
+
+    cache = TraceCache(max_traces=4, max_bytes=10**9, shares=1)
+    for j in range(3):
+        cache.put(f"left-{j}", simulate(parse_spec(f"p1o2_seed={j}")), owner=f"left-{j}")
+    cache.put("active", simulate(parse_spec("13p48o80")), owner="active")  # the largest, and the newest
+    cache.put("new", simulate(parse_spec("p1o2_seed=9")), owner="newcomer")
+    assert cache.get("active") is not None and cache.get("left-0") is None
+    # Over the byte cap it is still who holds the most bytes.
+    cache = TraceCache(max_traces=10, max_bytes=10**9, shares=1)
+    small, large = simulate(parse_spec("p1o2")), simulate(parse_spec("13p48o80"))
+    cache.put("small", small, owner="a")
+    cache.put("large", large, owner="b")
+    cache.max_bytes = cache.held_by("a")[1] + cache.held_by("b")[1] - 1
+    cache.put("tiny", simulate(parse_spec("p1o1")), owner="c")
+    assert cache.get("large") is None and cache.get("small") is not None
+
+
 def test_the_cache_share_is_per_session_through_the_api(app_url, make_client):
     from lab.app.cache import TRACES
 

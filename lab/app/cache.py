@@ -64,6 +64,18 @@ class TraceCache:
         self._used.pop(victim, None)
         return True
 
+    def _evict_order(self, held: dict, over_bytes: bool) -> list:
+        """Who gives way first when the whole cache is full: over its bytes, who holds the most bytes; over its
+        count, who holds the most traces, and among equals the one idle longest (not the largest: a room of
+        one-trace attendees lost an active session's new, larger trace before a left one's, CI stop 42). The
+        presets (no owner) go last: every session opens them (CI stop 41). Called under the lock."""
+        oldest = {}
+        for k, (o, _) in self._meta.items():
+            oldest[o] = min(oldest.get(o, float("inf")), self._used.get(k, 0.0))
+        if over_bytes:
+            return sorted(held, key=lambda o: (o is not None, held[o][1]), reverse=True)
+        return sorted(held, key=lambda o: (o is not None, held[o][0], -oldest[o]), reverse=True)
+
     def put(self, key: str, trace: Trace, owner: str | None = None) -> str:
         with self._lock:
             self._items[key] = trace
@@ -77,11 +89,10 @@ class TraceCache:
                     break
             while len(self._items) > 1:  # then the whole cache: the attendee who holds the most gives way
                 held = self._held()
-                if len(self._items) <= self.max_traces and sum(h[1] for h in held.values()) <= self.max_bytes:
+                over_bytes = sum(h[1] for h in held.values()) > self.max_bytes
+                if len(self._items) <= self.max_traces and not over_bytes:
                     break
-                # The presets (no owner) go last: every session opens them, and a room of many attendees holding
-                # one trace each would otherwise evict a preset between its /pick_preset and its step data.
-                for who in sorted(held, key=lambda o: (o is not None, held[o][1], held[o][0]), reverse=True):
+                for who in self._evict_order(held, over_bytes):
                     if self._evict_one(who, key):
                         break
                 else:

@@ -86,6 +86,16 @@ def test_kernel_view_on_the_opening_preset_shows_background_timings(page, fresh_
         page.set_viewport_size({"width": w, "height": h})
         page.wait_for_timeout(500)
         page.screenshot(path=str(ARTIFACTS / f"kernels-background-{w}x{h}.png"))
+    # Presenter mode on a projector's 1280x720: the title's three subtitle lines grow with the type; they
+    # overprinted the "time per launch" panel title in a top margin that stayed as it was (issue 37).
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.locator("#presenter input").check()
+    page.wait_for_function("() => document.querySelector('#plot .js-plotly-plot').layout.font?.size > 12")
+    page.wait_for_timeout(500)
+    title_box = page.locator("#plot .gtitle").first.bounding_box()
+    panel_box = page.locator("#plot .annotation").filter(has_text="time per launch").first.bounding_box()
+    assert title_box["y"] + title_box["height"] <= panel_box["y"] + 1, (title_box, panel_box)
+    page.screenshot(path=str(ARTIFACTS / "kernels-presenter-1280x720.png"))
 
 
 # ---- 2: dropdowns: closed by Tab, their text clear of the arrow -------------------------------------

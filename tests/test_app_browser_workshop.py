@@ -160,3 +160,24 @@ def test_a_custom_run_says_where_it_came_from_and_leads_back(context, app_url, w
     page.wait_for_function("() => !document.querySelector('#back') || !document.querySelector('#back').offsetParent")
     assert page.locator("#preset input").input_value() == "eagle-k3"
     assert "custom scenario" not in page.locator("#status").inner_text()
+
+
+@pytest.mark.parametrize("tab, panel", [("recorded", "target max_seq_len"), ("timeline", "batch")])
+def test_presenter_mode_keeps_titles_clear_of_the_panels_at_720(context, app_url, tab, panel):
+    """Presenter mode on a projector's 1280x720: the type grows and so do the title's subtitle lines; in a top
+    margin that stayed as it was they overprinted the first panel's title (issue 37). The margin grows with the
+    type now (lab.views.presenter_layout, lab/export/stepper.js)."""
+    page = _page(context, 1280, 720)
+    open_app(page, app_url, f"?preset=eagle-k3&tab={tab}&presenter=1")
+    page.wait_for_function("() => document.querySelector('#plot .js-plotly-plot').layout.font?.size > 12")
+    page.wait_for_timeout(500)
+    title_box = page.locator("#plot .gtitle").first.bounding_box()
+    panel_box = page.locator("#plot .annotation").filter(has_text=panel).first.bounding_box()
+    assert title_box["y"] + title_box["height"] <= panel_box["y"] + 1, (title_box, panel_box)
+    # Cut to the window, each panel still has room to read (the batch panel was 32 px high, now 59; MIN_FIT).
+    panels = page.evaluate(
+        """() => { const L = document.querySelector('#plot .js-plotly-plot')._fullLayout;
+                   return Object.keys(L).filter(k => /^yaxis\\d*$/.test(k)).map(k => L[k]._length); }"""
+    )
+    assert min(panels) >= 50, panels
+    page.screenshot(path=str(ARTIFACTS / f"presenter-{tab}-1280x720.png"))

@@ -71,7 +71,12 @@ window.labApp = (() => {
   function fit(presenter) {
     const gd = plotDiv("plot");
     const h = maxHeight(gd, presenter);
-    if (gd && gd.layout && h && gd.layout.height > h) return Plotly.relayout(gd, {height: h});
+    if (!gd || !gd.layout || !h) return;
+    // A figure Gradio drew from the server is at its natural height; one LabSteps drew says its own.
+    if (gd.__labSized !== gd.layout) gd.__labNatural = gd.layout.height;
+    gd.__labSized = gd.layout; // relayout changes this object in place; a new figure brings another
+    const want = LabSteps.fitted(gd.layout, gd.__labNatural || gd.layout.height, h);
+    if (gd.layout.height > want) return Plotly.relayout(gd, {height: want});
   }
 
   // Step i (clamped) of the session's trace: the figures drawn here; [step, headline, summary] for Gradio.

@@ -65,7 +65,8 @@ def step_payload(trace, title: str | None = None) -> dict:
         )
     words = [json.dumps([headline_html(trace, i), summary_html(trace, i)]) for i in range(n)]
     s = trace.scenario
-    big = presenter_layout({"data": [], "layout": {"height": 1000}})["layout"]  # presenter mode, as numbers
+    # presenter mode, as numbers: a 1000 px figure with a 100 px top margin
+    big = presenter_layout({"data": [], "layout": {"height": 1000, "margin": {"t": 100}}})["layout"]
     return {
         "format": FORMAT,
         "title": title or s.name or "custom scenario",
@@ -74,7 +75,11 @@ def step_payload(trace, title: str | None = None) -> dict:
         "source": trace.meta.get("source", "unknown"),
         "steps": n,
         "template": json.loads(template_json[0]) if template_json else {},
-        "presenter": {"font_size": big["font"]["size"], "height_scale": big["height"] / 1000},
+        "presenter": {
+            "font_size": big["font"]["size"],
+            "top_scale": big["margin"]["t"] / 100,
+            "height_scale": (big["height"] - (big["margin"]["t"] - 100)) / 1000,
+        },
         "views": views,
         "words": _stream(words),
         "tour": tour(trace),

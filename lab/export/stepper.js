@@ -38,10 +38,22 @@ window.LabSteps = class LabSteps {
     if (presenter) {
       const p = this.D.presenter; // lab.views.presenter_layout, as numbers
       layout.font = Object.assign({}, layout.font, {size: p.font_size});
-      if (layout.height) layout.height = Math.floor(layout.height * p.height_scale);
+      let extra = 0; // the top margin grows as the type does (the title's lines), and the figure with it
+      if (layout.margin && layout.margin.t !== undefined) {
+        extra = Math.round(layout.margin.t * p.top_scale) - layout.margin.t;
+        layout.margin = Object.assign({}, layout.margin, {t: layout.margin.t + extra});
+      }
+      if (layout.height) layout.height = Math.floor(layout.height * p.height_scale) + extra;
     }
-    if (maxHeight && layout.height > maxHeight) layout.height = Math.floor(maxHeight); // e.g. a projector's 720 px
-    return {data: spec.data, layout};
+    const natural = layout.height;
+    // Cut to the window (a projector's 720 px); a figure of stacked panels not below its meta.min_fit share
+    // of its height (lab.views.common.STACKED_MIN_FIT).
+    if (maxHeight && layout.height > maxHeight) layout.height = LabSteps.fitted(layout, natural, maxHeight);
+    return {data: spec.data, layout, natural};
+  }
+  static fitted(layout, natural, maxHeight) {
+    const minFit = (layout.meta && layout.meta.min_fit) || 0;
+    return Math.max(Math.floor(maxHeight), Math.floor(natural * minFit));
   }
   // Move the step marker. Plotly.relayout of a shape recomputes the whole figure (a shape can move the
   // autorange): on a long trace that is every step's bars again. The marker is moved in the drawing
@@ -75,6 +87,8 @@ window.LabSteps = class LabSteps {
         const fig = await this.figure(view, i, presenter, maxHeight);
         await Plotly.react(gd, fig.data, fig.layout, {responsive: true, displaylogo: false});
         gd.__labDrawn = id;
+        gd.__labNatural = fig.natural; // the height before any cut: lab/app/page.js fits from it
+        gd.__labSized = gd.layout;
       }
       if (v.wide) await LabSteps.moveMarker(gd, i);
     };

@@ -119,12 +119,24 @@ def step_marker(index: int, xref: str = "x", yref: str = "paper") -> dict:
     }
 
 
+# A figure of stacked panels cut to a projector's window keeps this share of its height (lab/export/stepper.js):
+# its margins keep their size, so a deeper cut left a panel a few pixels (the timeline's batch panel, issue 37).
+# A one-panel view (the block table) is cut to the window.
+STACKED_MIN_FIT = {"min_fit": 0.75}
+
+
 def presenter_layout(spec: dict, scale: float = 1.35) -> dict:
-    """The same figure for a room: larger type (and a little taller), nothing else changed."""
+    """The same figure for a room: larger type, a little taller, and a top margin grown as the type is (the
+    title and its subtitle lines grow with the font: in a fixed margin they overprinted the panel titles,
+    issue 37); nothing else changed. The exported page does the same (lab/export/stepper.js)."""
     layout = dict(spec["layout"])
     layout["font"] = {**layout.get("font", {}), "size": round(12 * scale)}
+    extra = 0
+    if "t" in layout.get("margin", {}):
+        extra = round(layout["margin"]["t"] * (scale - 1))
+        layout["margin"] = {**layout["margin"], "t": layout["margin"]["t"] + extra}
     if "height" in layout:
-        layout["height"] = int(layout["height"] * 1.15)
+        layout["height"] = int(layout["height"] * 1.15) + extra  # the plot area keeps its share
     return {"data": spec["data"], "layout": layout}
 
 

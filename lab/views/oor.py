@@ -8,6 +8,7 @@ from lab.views.common import (
     CLASS_COLORS,
     MODES,
     OOR_CLASSES,
+    STACKED_MIN_FIT,
     axis,
     bar,
     check_step,
@@ -64,6 +65,7 @@ def oor_spec(trace, index: int, all_passes: bool = True) -> dict:
             "barmode": "stack",
             "bargap": 0,
             "height": 560,
+            "meta": STACKED_MIN_FIT,
             "legend": {"font": {"size": 10}},
             "shapes": [step_marker(index)],
             "title": title(

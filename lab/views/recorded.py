@@ -13,7 +13,17 @@ import numpy as np
 
 from lab.history import ERAS
 from lab.trace import era_recordings as eras
-from lab.views.common import axis, check_step, figure, message_figure, panel_title, paper_note, step_marker, title
+from lab.views.common import (
+    STACKED_MIN_FIT,
+    axis,
+    check_step,
+    figure,
+    message_figure,
+    panel_title,
+    paper_note,
+    step_marker,
+    title,
+)
 from lab.views.eras import ERA_COLORS
 
 _DOMAINS = {"y": [0.55, 1.0], "y2": [0.0, 0.4]}
@@ -64,6 +74,7 @@ def recorded_spec(trace, index: int) -> dict:
     log_tokens = {"type": "log", "dtick": 1, "tickformat": ","}
     layout = {
         "height": 640 if has_drafts else 460,
+        "meta": STACKED_MIN_FIT,
         "hovermode": "x unified",
         "margin": {"r": 250, "b": 110, "t": 125},
         "legend": {"x": 1.01, "xanchor": "left", "y": 1.0, "font": {"size": 10}},

@@ -12,6 +12,7 @@ from lab.views.common import (
     GRAPH_COLORS,
     MODE_COLORS,
     MODES,
+    STACKED_MIN_FIT,
     axis,
     check_step,
     figure,
@@ -160,6 +161,7 @@ def _layout(trace, n: int, runs: list, shapes: list) -> dict:
     legend = {"x": 1.01, "xanchor": "left", "yanchor": "top", "font": {"size": 10}, "tracegroupgap": 2}
     return {
         "height": 700,
+        "meta": STACKED_MIN_FIT,
         "hovermode": "x unified",
         "shapes": shapes,
         "margin": {"r": 260},

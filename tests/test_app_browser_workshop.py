@@ -181,3 +181,40 @@ def test_presenter_mode_keeps_titles_clear_of_the_panels_at_720(context, app_url
     )
     assert min(panels) >= 50, panels
     page.screenshot(path=str(ARTIFACTS / f"presenter-{tab}-1280x720.png"))
+
+
+def _inside(page, pid: str, sel: str) -> list:
+    """The boxes of ``sel`` in plot ``pid`` that run past the plot's left or right edge."""
+    return page.evaluate(
+        """([pid, sel]) => { const p = document.querySelector(`#${pid} .js-plotly-plot`).getBoundingClientRect();
+             return Array.from(document.querySelectorAll(`#${pid} ${sel}`)).map(e => e.getBoundingClientRect())
+               .filter(b => b.width > 0 && (b.left < p.left - 1 || b.right > p.right + 1))
+               .map(b => [Math.round(b.left), Math.round(b.right), Math.round(p.left), Math.round(p.right)]); }""",
+        [pid, sel],
+    )
+
+
+@pytest.mark.parametrize("tab", ["lengths", "block_table"])
+def test_compare_side_by_side_keeps_titles_and_notes_inside_each_half(context, app_url, tab):
+    """Compare side by side at 1366 px: each figure is about 600 px wide; its legend took 280 of them, its
+    subtitle ran past the right edge and the lengths view's era note past the left. Now a narrow figure has its
+    legend below and its subtitle in lines (LabSteps.narrowed); compare off, the wide figure comes back."""
+    page = _page(context, 1366, 768)
+    open_app(page, app_url, f"?preset=eagle-k3&step=10&tab={tab}")
+    page.locator("#settings").get_by_text("Scenario settings").click()
+    page.locator("#compare input").click()
+    page.get_by_role("option", name="mamba-hybrid").click()
+    for pid in ("plot", "plot-compare"):
+        page.wait_for_function(
+            "(id) => document.querySelector(`#${id} .js-plotly-plot`)?.__labNarrow === true", arg=pid
+        )
+    page.wait_for_timeout(500)
+    for pid in ("plot", "plot-compare"):
+        assert _inside(page, pid, ".gtitle") == [], pid
+        assert _inside(page, pid, ".annotation-text") == [], pid
+    page.locator("#plots").screenshot(path=str(ARTIFACTS / f"compare-{tab}-1366x768.png"))
+    page.locator("#compare input").click()
+    page.get_by_role("option", name="none").click()
+    page.wait_for_function("() => document.querySelector('#plot .js-plotly-plot').__labNarrow === false")
+    title_text = page.evaluate("() => document.querySelector('#plot .js-plotly-plot').layout.title.text")
+    assert "</sup><br><sup>" not in title_text

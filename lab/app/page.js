@@ -108,14 +108,40 @@ window.labApp = (() => {
     return [i, words[0], words[1]];
   }
 
-  // After compare is switched on or off, or presenter mode toggled: both plots take their box's width.
-  async function relayout(presenter) {
+  // After compare is switched on or off, or presenter mode toggled: both plots take their box's width, and
+  // are drawn again where that made them narrow or wide (LabSteps.narrowed). ckey: the compared trace's key.
+  async function relayout(presenter, ckey) {
     await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
     for (const id of ["plot", "plot-compare"]) {
       const gd = plotDiv(id);
       if (gd && gd.offsetParent) await Plotly.Plots.resize(gd);
     }
+    const s = state.shown;
+    if (s && ckey !== undefined) s.ckey = ckey || null;
+    if (s && s.key) await go(s.key, s.ckey, s.i, s.view, presenter);
     await fit(presenter);
+  }
+
+  // A plot that became narrow or wide after its drawing (compare on or off, the window resized) is drawn
+  // again, once the boxes settle (LabSteps.narrowed).
+  const resized = new ResizeObserver(() => {
+    const s = state.shown;
+    const stale = ["plot", "plot-compare"].some((id) => {
+      const gd = plotDiv(id);
+      return gd && gd.offsetParent && LabSteps.isNarrow(gd) !== !!gd.__labNarrow;
+    });
+    if (!s || !s.key || !stale) return;
+    clearTimeout(state.redraw);
+    state.redraw = setTimeout(() => go(s.key, s.ckey, s.i, s.view, s.presenter), 150);
+  });
+  function watchWidths() {
+    for (const id of ["plot", "plot-compare"]) {
+      const box = document.getElementById(id);
+      if (box && !box.__labWatched) {
+        resized.observe(box);
+        box.__labWatched = true;
+      }
+    }
   }
 
   // Another view picked: drawn here at this step; its note (markdown) for Gradio.
@@ -257,10 +283,15 @@ window.labApp = (() => {
     label_buttons();
     await showProblem();
     if (!key) return;
+    watchWidths();
     const ready = Promise.all([data(key), ckey ? data(ckey) : null]).catch((e) => console.warn(e));
     for (let t = 0; t < 100 && !(plotDiv("plot") || {}).data; t++) await new Promise((r) => setTimeout(r, 50));
     const gd = plotDiv("plot");
-    if (gd && !presenter) gd.__labDrawn = `${key}|${view}|false|`; // LabSteps.draw's id: a wide view moves its marker
+    // LabSteps.draw's id: a wide view moves its marker. A narrow plot is drawn again (LabSteps.narrowed).
+    if (gd && !presenter && !LabSteps.isNarrow(gd)) {
+      gd.__labDrawn = `${key}|${view}|false||false`;
+      gd.__labNarrow = false;
+    }
     if (presenter) await fit(presenter);
     await ready;
     data(key).then((S) => S.measuring && watch(key), () => null);

@@ -444,7 +444,7 @@ def _wire_compare_and_downloads(ui: dict) -> None:
         [ui["compare"], ui["key"], ui["step"], ui["view"], ui["presenter"]],
         [ui["compare_key"], ui["compare_plot"], ui["compare_data_key"]],
         api_name="compare",
-    ).then(None, ui["presenter"], None, js="(p) => window.labApp.relayout(p)")  # both plots to their boxes
+    ).then(None, [ui["presenter"], ui["compare_data_key"]], None, js="(p, c) => window.labApp.relayout(p, c)")
     ui["dl_trace"].click(download_trace, ui["key"], ui["dl_file"], api_name="download_trace")
     ui["dl_figs"].click(download_figures, [ui["key"], ui["step"]], ui["dl_file"], api_name="download_figures")
     ui["dl_page"].click(download_page, ui["key"], ui["dl_file"], api_name="download_page")

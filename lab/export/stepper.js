@@ -31,10 +31,11 @@ window.LabSteps = class LabSteps {
   async words(i) {
     return JSON.parse((await this.lines("words", this.D.words))[this.clamp(i)]);
   }
-  async figure(view, i, presenter, maxHeight) {
+  async figure(view, i, presenter, maxHeight, narrow) {
     const v = this.byName[view];
     const spec = JSON.parse((await this.lines(view, v.gz))[v.wide ? 0 : this.clamp(i)]);
-    const layout = Object.assign({template: this.D.template}, spec.layout);
+    let layout = Object.assign({template: this.D.template}, spec.layout);
+    if (narrow) layout = LabSteps.narrowed(layout, spec.data);
     if (presenter) {
       const p = this.D.presenter; // lab.views.presenter_layout, as numbers
       layout.font = Object.assign({}, layout.font, {size: p.font_size});
@@ -50,6 +51,53 @@ window.LabSteps = class LabSteps {
     // of its height (lab.views.common.STACKED_MIN_FIT).
     if (maxHeight && layout.height > maxHeight) layout.height = LabSteps.fitted(layout, natural, maxHeight);
     return {data: spec.data, layout, natural};
+  }
+  // A figure in a plot narrower than NARROW_PX (compare side by side at 1366 px, half a screen): its legend
+  // goes below the plot, so the plot area keeps the width its notes were placed for, and its subtitle breaks
+  // at each "; " into lines, the top margin and the height growing by a line each (they ran past the plot's
+  // right edge, and an era's note past its left: issue 37).
+  static NARROW_PX = 720;
+  static isNarrow(gd) {
+    const w = (gd.parentElement || gd).clientWidth; // the box's width: the plot keeps its old one until redrawn
+    return w > 0 && w < LabSteps.NARROW_PX;
+  }
+  static narrowed(layout, data) {
+    const out = Object.assign({}, layout);
+    let grow = {t: 0, b: 0};
+    if (!(layout.legend && layout.legend.orientation === "h")) {
+      // At the figure's foot, below the axis title (rotated tick labels reach past y = -0.2); two entries a row.
+      // traceorder "normal": a legend in groups stacks each group's entries even when horizontal.
+      const entries = (data || []).filter((t) => t.showlegend !== false && t.name).length;
+      grow.b = Math.ceil(entries / 2) * 20 + 10;
+      out.legend = Object.assign({}, layout.legend, {
+        orientation: "h", x: 0, xanchor: "left", yref: "container", y: 0, yanchor: "bottom", traceorder: "normal",
+      });
+    }
+    const text = (layout.title && layout.title.text) || "";
+    const sub = text.indexOf("<sup>");
+    const breaks = sub < 0 ? 0 : (text.slice(sub).match(/; /g) || []).length;
+    if (breaks) {
+      // A title line is 1.3x the title's font (1.4x the figure's). The title hangs from the figure's top (its
+      // first line's baseline a line down: Plotly anchors a title of several lines there), the margin grows by
+      // the added lines.
+      const size = (layout.title.font && layout.title.font.size) || 1.4 * ((layout.font && layout.font.size) || 12);
+      const line = Math.ceil(1.3 * size);
+      grow.t = breaks * line;
+      out.title = Object.assign({}, layout.title, {
+        text: text.slice(0, sub) + text.slice(sub).replace(/; /g, ";</sup><br><sup>"),
+        yref: "container", yanchor: "top",
+      });
+      out.title.__labLine = line;
+    }
+    const margin = Object.assign({t: 100, b: 80}, layout.margin);
+    out.margin = Object.assign({}, layout.margin, {t: margin.t + grow.t, b: margin.b + grow.b});
+    if (layout.height) out.height = layout.height + grow.t + grow.b;
+    if (out.title && out.title.__labLine) {
+      const line = out.title.__labLine;
+      delete out.title.__labLine;
+      out.title.y = 1 - (line + 12) / (out.height || 450);
+    }
+    return out;
   }
   static fitted(layout, natural, maxHeight) {
     const minFit = (layout.meta && layout.meta.min_fit) || 0;
@@ -82,13 +130,15 @@ window.LabSteps = class LabSteps {
     const run = async () => {
       const v = this.byName[view];
       i = this.clamp(i);
-      const id = `${this.id}|${view}|${!!presenter}|${maxHeight || ""}`;
+      const narrow = LabSteps.isNarrow(gd);
+      const id = `${this.id}|${view}|${!!presenter}|${maxHeight || ""}|${narrow}`;
       if (!(v.wide && gd.__labDrawn === id)) {
-        const fig = await this.figure(view, i, presenter, maxHeight);
+        const fig = await this.figure(view, i, presenter, maxHeight, narrow);
         await Plotly.react(gd, fig.data, fig.layout, {responsive: true, displaylogo: false});
         gd.__labDrawn = id;
         gd.__labNatural = fig.natural; // the height before any cut: lab/app/page.js fits from it
         gd.__labSized = gd.layout;
+        gd.__labNarrow = narrow;
       }
       if (v.wide) await LabSteps.moveMarker(gd, i);
     };

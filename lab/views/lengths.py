@@ -53,10 +53,11 @@ def lengths_spec(trace, index: int) -> dict:
             "height": 460,
             "annotations": annotations,
             "margin": {"t": 100},
+            # The counts in the subtitle: the title stays one line in half a screen (compare side by side).
             "title": title(
-                f"Step {st.index}: per-request lengths ({n} requests, padded to {st.num_reqs_padded}), "
-                f"{target_path(trace)}",
-                "true scale (linear from 0); lines: the max_seq_len each era hands to attention",
+                f"Step {st.index}: per-request lengths, {target_path(trace)}",
+                f"{n} requests, padded to {st.num_reqs_padded}; true scale (linear from 0); "
+                "lines: the max_seq_len each era hands to attention",
             ),
             "xaxis": axis("request", tickvals=x[::tick], ticktext=names[::tick]),
             "yaxis": axis("tokens", range=[0, ymax], tickformat=",d"),

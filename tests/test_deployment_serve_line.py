@@ -1,6 +1,8 @@
 """The `vllm serve` line reader (lab/deployment/serve_line.py) on real lines and on bad ones. The
 flag table it checks against is vLLM 0.33.0's own parser's (tests/conformance/test_serve_flags.py)."""
 
+import re
+
 import pytest
 
 from lab.deployment.serve_line import ServeLineError, human_readable_int, read_serve_line, serve_flags
@@ -95,3 +97,29 @@ def test_the_flag_table_is_vllms():
     assert flags["--speculative-config"]["dest"] == flags["-sc"]["dest"] == "speculative_config"
     assert flags["--no-enforce-eager"] == {"dest": "enforce_eager", "takes": "switch", "stores": False}
     assert flags["--cudagraph-capture-sizes"]["takes"] == "list"
+
+
+@pytest.mark.parametrize(
+    "flags, named",
+    [
+        ("-cc.cudagraph_capture_sizes=[0]", "-cc's cudagraph_capture_sizes"),
+        ("-cc.max_cudagraph_capture_size=-1", "-cc's max_cudagraph_capture_size"),
+        ("--max-cudagraph-capture-size 0", "--max-cudagraph-capture-size"),
+        ("--cudagraph-capture-sizes 0 8", "--cudagraph-capture-sizes"),
+        ("-cc.cudagraph_capture_sizes=5", "-cc's cudagraph_capture_sizes"),
+    ],
+)
+def test_a_bad_capture_size_is_refused_naming_its_flag(flags, named):
+    """Issue 36: three capture-size messages named only the scenario's field ("cudagraph_capture_sizes: must be
+    positive integers, got ()"), one for a --max-cudagraph-capture-size."""
+    with pytest.raises(ServeLineError, match=re.escape(named) + ":"):
+        read_serve_line(f"vllm serve Qwen/Qwen3-8B {flags}")
+
+
+def test_capture_sizes_all_above_the_token_budget_are_the_labs_refusal_not_vllms():
+    from lab.deployment.resolve import VllmRefusal, resolve
+
+    line = "vllm serve Qwen/Qwen3-8B -cc.cudagraph_capture_sizes=[100000000]"
+    with pytest.raises(ServeLineError, match="every size is above max_num_batched_tokens") as err:
+        resolve(line, "H100")
+    assert not isinstance(err.value, VllmRefusal)  # the lab cannot model it; vLLM's own answer is not claimed

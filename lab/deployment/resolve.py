@@ -207,6 +207,8 @@ def resolve(
     try:  # selection.py raises vLLM's own messages (get_attn_backend_cls, resolve_cudagraph_mode_and_sizes)
         backend = _attention_backend(s, g, facts)
         graphs = _cudagraphs(s, g, facts, backend, k, seqs, tokens)
+    except ServeLineError:  # the lab's own refusal (a line it cannot model), said as such
+        raise
     except ValueError as refused:
         raise VllmRefusal(str(refused)) from None
     settings = _scenario_settings(s, g, facts, series, method, k, mml, seqs, tokens, backend, graphs)

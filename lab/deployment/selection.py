@@ -33,6 +33,7 @@ from lab.deployment.backend_rules import (
     is_quantized,
     reasons,
 )
+from lab.deployment.serve_line import ServeLineError
 from lab.engine.cudagraph import default_capture_sizes, small_capture_sizes
 
 __all__ = [
@@ -307,6 +308,12 @@ def resolve_cudagraph(
         resolved: tuple[int, ...] = ()
     elif sizes is not None:  # VllmConfig._set_cudagraph_sizes: dedup, drop > max_num_batched_tokens, sort
         capture = resolved = tuple(sorted({int(s) for s in sizes if int(s) <= max_num_batched_tokens}))
+        if not resolved:  # the lab's refusal, not vLLM's (a ServeLineError): its check said only "got ()"
+            raise ServeLineError(
+                f"cudagraph_capture_sizes {sorted(sizes)} (--cudagraph-capture-sizes or -cc): every size is above "
+                f"max_num_batched_tokens {max_num_batched_tokens}, which vLLM drops (VllmConfig._set_cudagraph_sizes):"
+                " no size is left for the lab to capture"
+            )
     elif top is not None:  # the token grid up to min(max, max_num_batched_tokens); no decode sizes appended
         top = min(int(top), max_num_batched_tokens)
         grid = (

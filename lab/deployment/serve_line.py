@@ -288,6 +288,7 @@ def _parse(words: list[str], env: tuple[str, ...]) -> ServeLine:
         raise ServeLineError(f"the model is given twice: {positional[0]!r} and --model {settings['model']!r}")
     settings.pop("model", None)
     _check_pairs(settings, given)
+    _check_capture_sizes(settings, given)
     return ServeLine(model, settings, tuple(dict.fromkeys(ignored)), env, tuple(words))
 
 
@@ -307,3 +308,19 @@ def _check_pairs(settings: dict, given: dict) -> None:
     # EngineArgs.create_engine_config: "attention_backend and attention_config.backend are mutually exclusive"
     if "attention_backend" in settings and ac.get("backend") is not None:
         raise ServeLineError(f"{given['attention_backend']} and --attention-config's backend are mutually exclusive")
+
+
+def _check_capture_sizes(settings: dict, given: dict) -> None:
+    """Capture sizes the lab models (positive integers), refused naming the flag they came from: the scenario's
+    own check named only its field, and a bad --max-cudagraph-capture-size as an empty list (issue 36)."""
+    cc = settings.get("compilation_config") or {}
+    for key in ("cudagraph_capture_sizes", "max_cudagraph_capture_size"):
+        value = settings[key] if key in settings else cc.get(key)
+        if value is None:
+            continue
+        flag = given[key] if key in settings else f"{given.get('compilation_config', '-cc')}'s {key}"
+        if key == "cudagraph_capture_sizes" and not isinstance(value, list):
+            raise ServeLineError(f"{flag}: expects a list of integers like [1, 2, 4, 8], got {value!r}")
+        values = value if isinstance(value, list) else [value]
+        if any(not isinstance(v, int) or isinstance(v, bool) or v < 1 for v in values):
+            raise ServeLineError(f"{flag}: capture sizes are positive integers (the lab models no other): {value!r}")

@@ -13,6 +13,7 @@ from test_app_browser import ARTIFACTS, fill_control, open_app, wait_step
 from test_app_browser_page import figure_step
 
 from lab.browser import CHROMIUM
+from lab.presets import PRESETS
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} missing (make test installs it)")
 
@@ -218,3 +219,23 @@ def test_compare_side_by_side_keeps_titles_and_notes_inside_each_half(context, a
     page.wait_for_function("() => document.querySelector('#plot .js-plotly-plot').__labNarrow === false")
     title_text = page.evaluate("() => document.querySelector('#plot .js-plotly-plot').layout.title.text")
     assert "</sup><br><sup>" not in title_text
+
+
+def test_the_sweep_base_follows_the_preset_picked(context, app_url):
+    """The Sweeps tab's base stayed the opening preset's after another was picked (issue 37); text the attendee
+    typed there stays through the next pick."""
+    page = _page(context, 1366, 768)
+    open_app(page, app_url, "?preset=eagle-k3")
+    _pick_preset(page, "mamba-hybrid")
+    page.locator("#headline .hl-line").filter(has_text="mamba-hybrid").wait_for()
+    page.locator("#sweeps-box").get_by_text("Sweeps · does it matter").click()
+    base = page.locator("#sweep-base textarea")
+    page.wait_for_function(
+        "(s) => document.querySelector('#sweep-base textarea').value === s", arg=PRESETS["mamba-hybrid"][0]
+    )
+    base.fill("4p100o20_mml={mml}")
+    base.press("Tab")
+    _pick_preset(page, "eagle-k3")
+    page.locator("#headline .hl-line").filter(has_text="eagle-k3").wait_for()
+    page.wait_for_timeout(1000)
+    assert base.input_value() == "4p100o20_mml={mml}"

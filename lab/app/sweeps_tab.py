@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from lab.app.deployment_tab import add_deployment_tab
 from lab.app.room import HEAVY, Busy
 from lab.presets import PRESETS
 from lab.spec_grammar import SPEC_SETTINGS
@@ -147,8 +148,19 @@ def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, progress=gr.Progress()): 
     return fig, {"headers": cols, "data": table}, done
 
 
-def add_sweeps_tab(base: str = DEFAULT_BASE) -> None:
-    """Add the Sweeps tab to the open gr.Blocks / gr.Tabs."""
+def follow_the_page(sweep_base: str, pushed: str | None, spec: str):
+    """After a load: the sweep's base becomes the scenario on screen, unless the attendee typed their own base
+    (it ignored the preset picked: issue 37). (the base box, the text last put there from the page)."""
+    if not isinstance(spec, str) or not spec.strip():
+        return gr.skip(), gr.skip()
+    if (sweep_base or "").strip() and sweep_base != pushed:
+        return gr.skip(), gr.skip()  # the attendee's own text stays
+    return spec, spec
+
+
+def add_sweeps_tab(base: str = DEFAULT_BASE) -> dict:
+    """Add the Sweeps tab to the open gr.Blocks / gr.Tabs; its base box and the text last put there from the
+    page (lab.app.ui keeps the base on the scenario shown: ``follow_the_page``)."""
     with gr.Tab("Sweeps", id="sweeps", elem_id="tab-sweeps"):
         gr.Markdown(NOTE, elem_classes=["note"])
         sw_base = gr.Textbox(
@@ -175,3 +187,14 @@ def add_sweeps_tab(base: str = DEFAULT_BASE) -> None:
     run_btn.click(
         run_sweep_tab, inputs + [metric], [plot, table, status], api_name="run_sweep", concurrency_limit=None
     )  # lab.app.room's heavy line is their only queue: past its length one is refused at once
+    return {"sweep_base": sw_base, "sweep_pushed": gr.State(base)}
+
+
+def sweeps_and_deployment(base: str) -> dict:
+    """The Sweeps tab (docs/sweeps.md) and the deployment tab (docs/deployments.md), folded away below the
+    views; the Sweeps base's components (``add_sweeps_tab``)."""
+    with gr.Accordion("Sweeps · does it matter for my deployment?", open=False, elem_id="sweeps-box"):
+        with gr.Tabs():
+            sweeps = add_sweeps_tab(base)
+            add_deployment_tab()
+    return sweeps

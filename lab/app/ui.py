@@ -13,7 +13,6 @@ from __future__ import annotations
 import gradio as gr
 
 from lab.app.controls import CONTROL_FIELDS, parse_spec_text
-from lab.app.deployment_tab import add_deployment_tab  # docs/deployments.md
 from lab.app.downloads import download_figures, download_page, download_trace
 from lab.app.loading import LOADED, initial, pick_preset, run, set_compare
 from lab.app.runner_choices import EMBEDDED_CPU, runner_availability
@@ -29,7 +28,7 @@ from lab.app.stepping import (
     show_view,
     toggle_play,
 )
-from lab.app.sweeps_tab import add_sweeps_tab  # the Sweeps tab: docs/sweeps.md
+from lab.app.sweeps_tab import follow_the_page, sweeps_and_deployment  # the Sweeps tab: docs/sweeps.md
 from lab.app.upload import upload_trace
 from lab.presets import PRESETS
 from lab.scenario import CUDAGRAPH_MODES, MAX_SPECULATIVE_TOKENS, MODEL_STATES, get_preset
@@ -122,7 +121,7 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
         ui.update(_top_bar(preset, [r.name for r in runners if r.available]))
         ui.update(_main_view())
         ui.update(_settings(preset, get_preset(preset), [r for r in runners if not r.available]))
-        _sweeps(preset)
+        ui.update(sweeps_and_deployment(PRESETS[preset][0]))
         ui["timer"] = gr.Timer(PLAY_INTERVAL_S, active=False)
 
         _wire_loading(demo, ui, preset)
@@ -283,14 +282,6 @@ def _files_and_compare() -> dict:
     return files
 
 
-def _sweeps(preset: str) -> None:
-    """The Sweeps tab (docs/sweeps.md) and the deployment tab (docs/deployments.md), folded away."""
-    with gr.Accordion("Sweeps · does it matter for my deployment?", open=False, elem_id="sweeps-box"):
-        with gr.Tabs():
-            add_sweeps_tab(PRESETS[preset][0])
-            add_deployment_tab()
-
-
 # ---- the events -------------------------------------------------------------------------------------------
 def _page_in(ui: dict) -> list:
     """What the page's script (lab/app/page.js) is handed to draw a step: the data keys, step, view, presenter."""
@@ -305,6 +296,8 @@ def _sync(ui: dict, ev):
 def _loaded_then(ui: dict, ev):
     """After a load: the page fetches the trace's step data and draws from it (lab/app/page.js)."""
     ev = ev.then(None, _page_in(ui), None, js="(k, c, s, v, p) => window.labApp.loaded(k, c, s, v, p)")
+    follow = [ui["sweep_base"], ui["sweep_pushed"]]  # the Sweeps base: the scenario on screen
+    ev.then(follow_the_page, [*follow, ui["spec"]], follow, show_progress="hidden", queue=False)
     return _sync(ui, ev)
 
 

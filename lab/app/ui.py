@@ -297,7 +297,7 @@ def _loaded_then(ui: dict, ev):
     """After a load: the page fetches the trace's step data and draws from it (lab/app/page.js)."""
     ev = ev.then(None, _page_in(ui), None, js="(k, c, s, v, p) => window.labApp.loaded(k, c, s, v, p)")
     follow = [ui["sweep_base"], ui["sweep_pushed"]]  # the Sweeps base: the scenario on screen
-    ev.then(follow_the_page, [*follow, ui["spec"]], follow, show_progress="hidden", queue=False)
+    ev.then(follow_the_page, [*follow, ui["spec"]], follow, show_progress="hidden", queue=False, api_name=False)
     return _sync(ui, ev)
 
 

@@ -127,3 +127,79 @@ def test_cli_prints_every_answer(capsys):
     main()
     out = capsys.readouterr().out
     assert all(q in out for q in QIDS)
+
+
+# --- the nudge after two wrong tries ----------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _fresh_tries():
+    """Each test starts with no wrong tries counted (``check`` counts them per kernel)."""
+    from lab.exercises import reset_tries
+
+    reset_tries()
+    yield
+    reset_tries()
+
+
+def _a_wrong_answer(qid):
+    ex = EXERCISES[qid]
+    if ex.kind == "names":
+        return solution(qid)[:-1]
+    return _wrong_numbers(qid)[0]
+
+
+@pytest.mark.parametrize("qid", QIDS)
+def test_every_exercise_has_a_nudge_that_does_not_give_the_answer(qid):
+    nudge = EXERCISES[qid].nudge
+    assert nudge.strip(), qid
+    right = solution(qid)
+    if EXERCISES[qid].kind in ("int", "pr"):
+        assert str(right) not in nudge, (qid, nudge)
+    assert not _gives_away(qid, " " + nudge), (qid, nudge)
+    assert nudge != EXERCISES[qid].hint
+
+
+@pytest.mark.parametrize("qid", QIDS)
+def test_the_nudge_comes_on_the_second_wrong_try_not_the_first(qid):
+    nudge = EXERCISES[qid].nudge
+    first = check(qid, _a_wrong_answer(qid))
+    assert not first and nudge not in first.message, first.message
+    second = check(qid, _a_wrong_answer(qid))
+    assert not second and nudge in second.message, second.message
+    assert not _gives_away(qid, second.message)
+    third = check(qid, _a_wrong_answer(qid))  # it stays while the answer stays wrong
+    assert not third and nudge in third.message
+
+
+def test_wrong_tries_are_counted_per_exercise():
+    check("01.1", solution("01.1") + 1)
+    v = check("01.2", solution("01.2") + 1)  # a first wrong try on 01.2: no nudge yet
+    assert EXERCISES["01.2"].nudge not in v.message
+    v = check("01.1", solution("01.1") + 1)
+    assert EXERCISES["01.1"].nudge in v.message
+
+
+def test_no_answer_yet_is_not_a_wrong_try():
+    check("01.1", None)
+    check("01.1", None)
+    v = check("01.1", solution("01.1") + 1)
+    assert EXERCISES["01.1"].nudge not in v.message
+
+
+@pytest.mark.parametrize("qid", QIDS)
+def test_a_right_answer_after_wrong_tries_is_right_and_resets_the_count(qid):
+    check(qid, _a_wrong_answer(qid))
+    check(qid, _a_wrong_answer(qid))
+    v = check(qid, solution(qid))
+    assert v and v.ok and v.message == f"{qid}: right."
+    v = check(qid, _a_wrong_answer(qid))  # counting starts again: a first wrong try, no nudge
+    assert not v and EXERCISES[qid].nudge not in v.message
+
+
+def test_judge_stays_pure():
+    from lab.exercises.checker import judge
+
+    ex = EXERCISES["01.1"]
+    messages = {judge(ex, solution("01.1") + 1, solution("01.1")).message for _ in range(3)}
+    assert len(messages) == 1 and ex.nudge not in messages.pop()

@@ -7,6 +7,10 @@ A learner answers a question at the end of a notebook and checks it::
     ask("02.3")                 # the question, with the scenario to open
     check("02.3", 12345)        # right, or why not (never the answer)
 
+From the second wrong try on the same exercise, ``check`` adds the exercise's nudge: which lab function,
+field or view the answer is read off. The tries are counted per kernel (``reset_tries`` forgets them); a
+right answer resets its exercise's count; "no answer yet" (None) is not a try.
+
 Every instructor answer is *computed* from the lab (a trace, a trace's history, the kernel registry),
 never typed in: ``solution(qid)`` is the one place the answers live, and the tests use it
 (tests/test_exercises.py checks that each right answer is accepted and that the typical wrong ones
@@ -30,7 +34,7 @@ from lab.exercises import (
     nb06_live,
     nb07_every_path,
 )
-from lab.exercises.checker import Exercise, Trap, Verdict, judge
+from lab.exercises.checker import Exercise, Trap, Verdict, judge, nudged
 
 # The scenarios the notebooks open by name (notebook 06 imports LIVE_SPEC; the notebook tests read
 # KERNEL_SPEC and LIVE_SPEC from here).
@@ -74,12 +78,30 @@ def solution(qid: str):
     return _exercise(qid).solve()
 
 
+# Wrong tries per exercise id, in this kernel (a notebook's session): the second one gets the nudge.
+_WRONG_TRIES: dict[str, int] = {}
+
+
+def reset_tries(qid: str | None = None) -> None:
+    """Forget the wrong tries counted, of one exercise or all."""
+    if qid is None:
+        _WRONG_TRIES.clear()
+    else:
+        _WRONG_TRIES.pop(qid, None)
+
+
 def check(qid: str, answer) -> Verdict:
-    """Is ``answer`` right? Says why not, without giving the answer away."""
+    """Is ``answer`` right? Says why not, without giving the answer away; from the second wrong try on
+    the same exercise, also where to look."""
     ex = _exercise(qid)
     if answer is None or answer is Ellipsis:
         return Verdict(False, f"{qid}: no answer yet: replace the None with yours")
-    return judge(ex, answer, solution(qid))
+    verdict = judge(ex, answer, solution(qid))
+    if verdict.ok:
+        _WRONG_TRIES.pop(qid, None)
+        return verdict
+    _WRONG_TRIES[qid] = _WRONG_TRIES.get(qid, 0) + 1
+    return nudged(verdict, ex) if _WRONG_TRIES[qid] >= 2 else verdict
 
 
 def main() -> None:
@@ -102,5 +124,6 @@ __all__ = [
     "check",
     "main",
     "questions",
+    "reset_tries",
     "solution",
 ]

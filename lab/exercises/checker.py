@@ -4,7 +4,10 @@ their answers are computed from (simulated once each), and how an answer is judg
 gathers them and is what a notebook calls.
 
 A wrong answer gets, in this order: the message of a known mistake it matches (a *trap*: "too high:
-that counts the padded rows too"), else "too high" / "too low" and the question's hint.
+that counts the padded rows too"), else "too high" / "too low" and the question's hint. ``judge`` is pure:
+the same answer always gets the same verdict. ``check`` (lab/exercises/__init__.py) counts the wrong tries
+and, from the second on the same exercise, adds the exercise's *nudge*: where in the lab the answer is
+read off (a function, a field, a view), never the answer.
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ class Exercise:
     solve: Callable[[], Any]
     kind: str = "int"  # "int" | "float" | "names" (of the kernel registry's backends) | "pr"
     hint: str = ""  # said with "too high"/"too low" when no trap matches
+    nudge: str = ""  # from the second wrong try on: where to look (lab function, field, view), never the answer
     traps: tuple[Trap, ...] = field(default=())
     rel_tol: float = 0.0  # for "float"
     decoys: Callable[[], Any] = lambda: ()  # for "names": the backends that are wrong here, named as such
@@ -76,6 +80,13 @@ class Verdict:
         return self.message
 
     __str__ = __repr__
+
+
+def nudged(verdict: Verdict, ex: Exercise) -> Verdict:
+    """``verdict`` with ``ex``'s nudge added (what ``check`` says from the second wrong try on)."""
+    if verdict.ok or not ex.nudge:
+        return verdict
+    return Verdict(False, f"{verdict.message} Where to look: {ex.nudge}")
 
 
 def _pr_number(answer) -> int | None:

@@ -15,6 +15,8 @@ EXERCISES: tuple[Exercise, ...] = (
         "`mixed-long-short`, step 30: what `max_seq_len` does the fixed metadata carry?",
         lambda: step_of(TOUR, 30).max_seq_len["fixed"],
         hint="R2: the fixed prepare_attn takes the largest seq_lens_cpu_upper_bound of the real rows.",
+        nudge="open the preset (simulate(Scenario.preset('mixed-long-short')).steps[30]) and read "
+        "step.max_seq_len['fixed']; the lengths view at that step draws it as the fixed era's solid line.",
         traps=(
             Trap(
                 lambda: trace_of(TOUR).scenario.max_model_len,
@@ -35,6 +37,8 @@ EXERCISES: tuple[Exercise, ...] = (
         "Same step: how many block-table columns does the *fixed* kernel walk in every row?",
         lambda: cdiv(step_of(TOUR, 30).kernel_max_seq_len["fixed"], trace_of(TOUR).scenario.block_size),
         hint="the walk covers cdiv(kernel-visible max_seq_len, block_size) columns.",
+        nudge="step.kernel_max_seq_len['fixed'] of that step and trace.scenario.block_size, through "
+        "lab.blocks.cdiv; the block_table view draws it as the fixed mode's vertical line.",
         traps=(
             Trap(
                 lambda: step_of(TOUR, 30).kernel_max_seq_len["fixed"],
@@ -56,6 +60,8 @@ EXERCISES: tuple[Exercise, ...] = (
         "region (all rows together)?",
         lambda: outside(step_of(TOUR, 30).oor["fixed"]),
         hint="step.oor['fixed'] has the classes; the valid entries are in_range.",
+        nudge="add up step.oor['fixed']['null'], ['live'] and ['free'] of that step (leave out in_range and "
+        "padded); the oor view shows the same classes.",
         traps=(
             Trap(lambda: 0, "too low: every row walks the longest row's width, and most rows are short"),
             Trap(

@@ -18,6 +18,8 @@ EXERCISES: tuple[Exercise, ...] = (
             - max(step_of("eagle-k3", 10).seq_lens[: step_of("eagle-k3", 10).num_reqs])
         ),
         hint="compare the two maxima, not row by row.",
+        nudge="on that step of simulate(Scenario.preset('eagle-k3')): step.max_seq_len['fixed'] minus "
+        "max(step.seq_lens[: step.num_reqs]); the lengths view draws the solid line over the exact-length bars.",
         traps=(
             Trap(
                 lambda: max(
@@ -41,6 +43,9 @@ EXERCISES: tuple[Exercise, ...] = (
             s.kernel_max_seq_len["baseline"] != s.kernel_max_seq_len["fixed"] for s in trace_of(GRAPHS_SPEC).steps
         ),
         hint="R9: compare step.kernel_max_seq_len, not step.max_seq_len.",
+        nudge="simulate(Scenario.from_spec(GRAPHS_SPEC)) and count the steps s of trace.steps with "
+        "s.kernel_max_seq_len['baseline'] != s.kernel_max_seq_len['fixed']; the timeline view's dashed "
+        "kernel line and its FULL bands show where they part.",
         traps=(
             Trap(
                 lambda: sum(s.max_seq_len["baseline"] != s.max_seq_len["fixed"] for s in trace_of(GRAPHS_SPEC).steps),
@@ -59,6 +64,8 @@ EXERCISES: tuple[Exercise, ...] = (
         "read past the valid region of the real requests?",
         lambda: outside(step_of("full-graph-vs-eager", 60).oor["baseline"]),
         hint="the classes of step.oor: null, live, free belong to real rows; padded to padded rows.",
+        nudge="step.oor['baseline'] of that step: null + live + free; in_range and padded stay out (padded "
+        "rows are FULL-graph padding). The oor view splits a step's walk the same way.",
         traps=(
             Trap(
                 lambda: (

@@ -23,6 +23,8 @@ EXERCISES: tuple[Exercise, ...] = (
         "`eagle-k3`, step 10: what `draft_max_seq_len` do draft passes 1 and 2 get in the fixed mode?",
         lambda: step_of("eagle-k3", 10).drafts[1].max_seq_len["fixed"],
         hint="R4: min(max upper bound + K, max_model_len).",
+        nudge="step.drafts[1].max_seq_len['fixed'] of that step (drafts[0] is pass 0, the target's "
+        "metadata); the drafts view draws every pass's draft_max_seq_len.",
         traps=(
             Trap(
                 lambda: step_of("eagle-k3", 10).max_seq_len["fixed"],
@@ -48,6 +50,9 @@ EXERCISES: tuple[Exercise, ...] = (
         "of step 0 get `draft_max_seq_len == max_model_len`?",
         _smallest_k_reaching_mml,
         hint="step 0's upper bound is the prompt; the draft bound is min(that + K, max_model_len).",
+        nudge="try K upward from the smallest: simulate(Scenario.from_spec(NEAR_LIMIT_SPEC.format(k=K))), "
+        "then compare the decode passes of steps[0] (step.drafts past pass zero, .max_seq_len['fixed']) with "
+        "trace.scenario.max_model_len; the drafts view shows when they reach the cap.",
         traps=(
             Trap(lambda: _smallest_k_reaching_mml() + 1, "too high: a smaller K already reaches it"),
             Trap(
@@ -62,6 +67,8 @@ EXERCISES: tuple[Exercise, ...] = (
         "fixed mode, vLLM 0.33.0 as shipped?",
         lambda: step_of("draft-model-k3", 10).drafts[1].max_seq_len["fixed"],
         hint='StandaloneARSpeculator: "doesn\'t do per-batch adjustment; cap at max" (docs/rules.md).',
+        nudge="step.drafts[1].max_seq_len['fixed'] of that step, next to trace.scenario.max_model_len; "
+        "lab/speculators.py's table says which speculators adjust per batch.",
         traps=(
             Trap(
                 lambda: min(

@@ -37,6 +37,8 @@ EXERCISES: tuple[Exercise, ...] = (
             )
         ),
         hint="rows (padded included) x cdiv(that era's kernel max_seq_len, block_size); step.history() has every era.",
+        nudge="step.history()['after #40654']['kernel_max_seq_len'] of that step, cdiv by "
+        "trace.scenario.block_size, times step.num_reqs_padded; docs/eras.md says what each era changed.",
         traps=(
             Trap(
                 lambda: (
@@ -62,6 +64,9 @@ EXERCISES: tuple[Exercise, ...] = (
         _first_fixed_era_for_drafts,
         kind="pr",
         hint="read step.history() era by era on `eagle-k3`, in the drafts.",
+        nudge="simulate(Scenario.preset('eagle-k3')).steps[10].history(): for each era in order, read "
+        "h['drafts'][1:] and their max_seq_len; the first era whose values are not "
+        "trace.scenario.max_model_len is named after the PR (docs/eras.md).",
         traps=(
             Trap(
                 lambda: 40654,
@@ -80,6 +85,9 @@ EXERCISES: tuple[Exercise, ...] = (
         "#43991 than after #40654?",
         lambda: _era_walk("mamba-hybrid", "after #40654") - _era_walk("mamba-hybrid", "after #43991"),
         hint="per step: rows (padded included) x cdiv(the era's kernel max_seq_len, block_size); sum, subtract.",
+        nudge="trace.totals(all_passes=False) of `mamba-hybrid`: ['baseline']['walked'] minus "
+        "['fixed']['walked'] (for this model state the baseline is still the after-#40654 walk); or "
+        "sum each era's walk over trace.steps from step.history().",
         traps=(
             Trap(lambda: 0, "too low: #40654 did not touch MambaHybridModelState, #43991 did"),
             Trap(

@@ -41,6 +41,8 @@ EXERCISES: tuple[Exercise, ...] = (
         lambda: _trusting_wrong_steps("fixed"),
         hint="the trusting kernel is wrong exactly where a real row's walk leaves its valid blocks "
         "(step.oor: null, live, free).",
+        nudge="simulate(Scenario.from_spec(KERNEL_SPEC)) and, over trace.steps, count the steps whose "
+        "step.oor['fixed'] has null + live + free above zero (padded does not count); the oor view shows them.",
         traps=(
             Trap(
                 lambda: 0,
@@ -62,6 +64,8 @@ EXERCISES: tuple[Exercise, ...] = (
         kind="float",
         rel_tol=0.005,
         hint="bytes walked are proportional to entries walked (rows x columns).",
+        nudge="step.oor['baseline']['walked'] / step.oor['fixed']['walked'] at that step of "
+        "simulate(Scenario.from_spec(KERNEL_SPEC)); the block_table view draws both walks.",
         traps=(
             Trap(
                 lambda: (
@@ -80,5 +84,7 @@ EXERCISES: tuple[Exercise, ...] = (
         kind="names",
         decoys=lambda: _cuda_backends(changes_work=True),
         hint="python -m lab backends, or lab.kernels.registry.backends(): max_seq_len_changes_work.",
+        nudge="filter lab.kernels.registry.backends(): the entries with device == 'cuda' and a false "
+        "max_seq_len_changes_work, by their name (docs/kernels.md explains R10).",
     ),
 )

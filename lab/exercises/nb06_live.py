@@ -16,6 +16,9 @@ EXERCISES: tuple[Exercise, ...] = (
         "kernel walk in every row?",
         lambda: cdiv(step_of(LIVE_SPEC, 10).kernel_max_seq_len["fixed"], trace_of(LIVE_SPEC).scenario.block_size),
         hint="cdiv(kernel-visible max_seq_len, block_size), with this run's block size.",
+        nudge="simulate(Scenario.from_spec(LIVE_SPEC)), that step: cdiv(step.kernel_max_seq_len['fixed'], "
+        "trace.scenario.block_size), the block size being the spec's bs= field; the block_table view's "
+        "fixed line sits there.",
         traps=(
             Trap(
                 lambda: cdiv(step_of(LIVE_SPEC, 10).kernel_max_seq_len["fixed"], 16),
@@ -35,6 +38,8 @@ EXERCISES: tuple[Exercise, ...] = (
         f"`{LIVE_SPEC}`: how many columns wide is the persistent block table (R6)?",
         lambda: trace_of(LIVE_SPEC).meta["width"],
         hint="cdiv(max_model_len, block_size), rounded to cover a multiple of 128 tokens.",
+        nudge="trace.meta['width'] of simulate(Scenario.from_spec(LIVE_SPEC)), the persistent table's "
+        "columns; the block_table view's column axis runs to it.",
         traps=(
             Trap(
                 lambda: cdiv(trace_of(LIVE_SPEC).scenario.max_model_len, 16),

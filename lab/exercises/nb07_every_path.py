@@ -21,6 +21,8 @@ EXERCISES: tuple[Exercise, ...] = (
         lambda: step_of("dflash-k7", 10).drafts[0].max_seq_len["fixed"],
         hint="DFlashSpeculator.propose: min(max upper bound + num_query_per_req, max_model_len), and its query is "
         "the bonus token plus K mask tokens.",
+        nudge="step.drafts[0].max_seq_len['fixed'] of that step (pass 0 is DFlash's query pass); the drafts "
+        "view draws it, and lab/speculators.py gives DFlash's num_query_per_req.",
         traps=(
             Trap(lambda: _dflash_ub(10) + 7, "one short: that's Eagle's +K; DFlash's query has the bonus token too"),
             Trap(
@@ -38,6 +40,8 @@ EXERCISES: tuple[Exercise, ...] = (
         "hand the decoder's attention?",
         lambda: step_of(ENCODER_DECODER_SPEC, 4).history()["after #40654"]["max_seq_len"],
         hint="step.history(); 0.22.1's WhisperModelState.prepare_attn (docs/eras.md).",
+        nudge="simulate(Scenario.from_spec(ENCODER_DECODER_SPEC)).steps[4].history()['after #40654'] and "
+        "its 'max_seq_len' key (the era of vLLM 0.22.1).",
         traps=(
             Trap(
                 lambda: trace_of(ENCODER_DECODER_SPEC).scenario.max_model_len,

@@ -195,6 +195,22 @@ def _inside(page, pid: str, sel: str) -> list:
     )
 
 
+def _overlapping(page, pid: str, sel: str) -> list:
+    """The texts of the pairs of ``sel`` in plot ``pid`` whose boxes overlap."""
+    return page.evaluate(
+        """([pid, sel]) => { const es = Array.from(document.querySelectorAll(`#${pid} ${sel}`))
+               .map(e => [e.textContent, e.getBoundingClientRect()]).filter(([, b]) => b.width > 0);
+             const out = [];
+             for (let i = 0; i < es.length; i++) for (let j = i + 1; j < es.length; j++) {
+               const [a, b] = [es[i][1], es[j][1]];
+               if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1)
+                 out.push([es[i][0], es[j][0]]);
+             }
+             return out; }""",
+        [pid, sel],
+    )
+
+
 @pytest.mark.parametrize("tab", ["lengths", "block_table"])
 def test_compare_side_by_side_keeps_titles_and_notes_inside_each_half(context, app_url, tab):
     """Compare side by side at 1366 px: each figure is about 600 px wide; its legend took 280 of them, its
@@ -213,6 +229,9 @@ def test_compare_side_by_side_keeps_titles_and_notes_inside_each_half(context, a
     for pid in ("plot", "plot-compare"):
         assert _inside(page, pid, ".gtitle") == [], pid
         assert _inside(page, pid, ".annotation-text") == [], pid
+    for pid in ("plot", "plot-compare"):  # the scale break's labels and the binned ticks ran into each other
+        assert _overlapping(page, pid, ".annotation-text") == [], pid
+        assert _overlapping(page, pid, ".xtick text") == [], pid
     page.locator("#plots").screenshot(path=str(ARTIFACTS / f"compare-{tab}-1366x768.png"))
     page.locator("#compare input").click()
     page.get_by_role("option", name="none").click()

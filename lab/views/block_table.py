@@ -159,7 +159,7 @@ def block_table_spec(trace, index: int) -> dict:
     ]
     data += _walk_lines(st, d["seen"], walks, ce, ycat, trace.scenario.block_size)
     binned = len(ce) - 1 < width
-    shapes, annotations = _scale_break(ce, exact, width) if binned else ([], [])
+    shapes, annotations = _scale_break(ce, exact) if binned else ([], [])
     data.append(_true_scale_bar(walks))
     n_cells = len(re_) - 1
     layout = {
@@ -334,7 +334,7 @@ def _walk_lines(st, seen: dict, walks: dict, ce, ycat: list, bs: int) -> list[di
     return data
 
 
-def _scale_break(ce, exact: int, width: int) -> tuple[list[dict], list[dict]]:
+def _scale_break(ce, exact: int) -> tuple[list[dict], list[dict]]:
     """The scale break between the exact and the binned columns: a band over the binned region, a
     white-and-dotted line at the break, and their labels."""
     hm_top = _HEATMAP_TOP
@@ -347,14 +347,10 @@ def _scale_break(ce, exact: int, width: int) -> tuple[list[dict], list[dict]]:
         line_shape(xb, xb, 0, hm_top + 0.04, {"color": "black", "width": 1.5, "dash": "dot"}, **refs),
     ]
     annotations = [
+        # Either side of the break, each anchored at it: centred over the binned region, the label ran over
+        # "// scale break" in half a screen (compare side by side, issue 37). The ticks give the range.
         note("<b>// scale break</b>", xb, hm_top + 0.02, **refs, xanchor="right", font={"size": 11}),
-        note(
-            f"binned: 1 cell = {bin_w:,} columns ({exact:,}–{width - 1:,})",
-            (xb + len(ce) - 1.5) / 2,
-            hm_top + 0.02,
-            **refs,
-            font={"size": 11},
-        ),
+        note(f"binned: 1 cell = {bin_w:,} columns", xb + 0.6, hm_top + 0.02, **refs, xanchor="left", font={"size": 11}),
     ]
     return shapes, annotations
 
@@ -387,7 +383,8 @@ def _column_axis(ce, exact: int, binned: bool) -> dict:
     if binned:  # the exact region's last tick stays clear of the first binned one
         tickvals = [t for t in tickvals if t <= exact - 0.6 * tstep] or [0]
         nb = len(ce) - 1 - exact
-        tickvals += list(range(exact, exact + nb, max(1, cdiv(nb, 5))))
+        # Three labels (first, middle, last binned column): five ran into each other in half a screen.
+        tickvals += sorted({exact, exact + (nb - 1) // 2, exact + nb - 1})
     ticktext = [f"{int(ce[t]):,}" for t in tickvals]
     return {
         "title": {"text": "block-table column", "standoff": 4},

@@ -221,3 +221,15 @@ def test_metric_picks_the_figure(tmp_path, capsys):
     assert "out-of-range entries, baseline" in (tmp_path / "figure.html").read_text()
     assert main(["sweep", "--spec", BASE, "--axis", "mml=2k", "--metric", "nope"]) == 2
     assert "not a numeric column" in capsys.readouterr().err
+
+
+def test_a_log_swept_axis_is_ticked_at_the_swept_values():
+    """Issue 37: plotly's own log ticks labelled the minor ticks "2 3 4" between 10k and 100k; the swept values
+    are the ticks now, written out."""
+    from lab.sweep.figures import curves
+
+    values = (8192, 16384, 32768, 65536, 131072)
+    rows = [{"point": i, "mml": v, "seed": 0, "all_walked_ratio": v / 1024} for i, v in enumerate(values)]
+    fig = curves(rows, "mml", ["all_walked_ratio"]).to_dict()
+    assert fig["layout"]["xaxis"]["type"] == "log"
+    assert list(fig["layout"]["xaxis"]["ticktext"]) == ["8,192", "16,384", "32,768", "65,536", "131,072"]

@@ -507,3 +507,22 @@ def test_the_timeline_step_line_at_step_0_is_clear_of_the_axis(traces):
     t = traces["eagle-k3"]
     lo, hi = timeline_spec(t, 0)["layout"]["xaxis"]["range"]
     assert lo < 0 and hi == len(t.steps) - 0.5
+
+
+def test_log_axes_have_at_least_two_labelled_ticks_and_no_minor_labels(traces):
+    """Issue 37: a log axis over a range inside one decade had one tick (dtick=1: decades only) or none; now 1-2-5
+    ticks over the data, decades alone when those are many, each a whole number written out."""
+    from lab.views.common import log_ticks
+
+    assert log_ticks([{"y": [1027, 2058]}]) == [1000, 2000, 5000]
+    assert log_ticks([{"y": [3, 300_000]}]) == [1, 10, 100, 1000, 10_000, 100_000, 1_000_000]
+    in_y2 = [{"y": [5, 7], "yaxis": "y2"}]
+    assert log_ticks(in_y2) == [] and log_ticks(in_y2, "y2") == [5, 10]
+    for name in ("eagle-k3", "short-decode-long-context", "stale-block-reuse"):
+        spec = timeline_spec(traces[name], 0)
+        ys = [v for t in spec["data"] if t.get("yaxis", "y") == "y" for v in np.asarray(t.get("y", []), float) if v > 0]
+        ticks = spec["layout"]["yaxis"]["tickvals"]
+        inside = [v for v in ticks if min(ys) <= v <= max(ys)]
+        assert len(ticks) >= 2 and ticks[0] <= min(ys) and ticks[-1] >= max(ys), (name, ticks)
+        assert inside or len(ticks) == 2, (name, ticks)
+        assert "dtick" not in spec["layout"]["yaxis"]

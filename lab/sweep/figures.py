@@ -59,6 +59,9 @@ def curves(rows: list[dict], axis: str, metrics: list[str], title: str = "") -> 
         height=420,
         legend={"orientation": "h", "y": -0.2},
     )
+    if spread and len(set(xs)) <= 12:  # the swept values as ticks: plotly's own log ticks read "2 3 4" between decades
+        values = sorted(set(xs))
+        fig.update_xaxes(tickvals=values, ticktext=[f"{v:,.0f}" if v == int(v) else f"{v:g}" for v in values])
     return fig
 
 

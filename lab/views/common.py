@@ -119,6 +119,30 @@ def step_marker(index: int, xref: str = "x", yref: str = "paper") -> dict:
     }
 
 
+def log_ticks(traces: list[dict], yaxis: str = "y") -> list[float]:
+    """Tick values for a log axis over the y values of ``traces`` drawn on ``yaxis``: 1-2-5 steps inside the range
+    and one beyond each end, decades alone when those are more than seven. Decades alone (plotly's dtick=1) gave a
+    range inside one decade (1,027 to 2,058) a single tick, or none (issue 37)."""
+    ys = [
+        float(v)
+        for t in traces
+        if t.get("yaxis", "y") == yaxis
+        for v in np.asarray(t.get("y", []), dtype=float).ravel()
+        if np.isfinite(v) and v > 0
+    ]
+    if not ys:
+        return []
+    lo, hi = min(ys), max(ys)
+    steps = [m * 10.0**e for e in range(int(np.floor(np.log10(lo))) - 1, int(np.ceil(np.log10(hi))) + 1)
+             for m in (1, 2, 5)]  # fmt: skip
+    below = [v for v in steps if v <= lo][-1:]
+    above = [v for v in steps if v >= hi][:1]
+    ticks = below + [v for v in steps if lo < v < hi] + above
+    if len(ticks) <= 7:
+        return ticks
+    return [10.0**e for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)]
+
+
 # A figure of stacked panels cut to a projector's window keeps this share of its height (lab/export/stepper.js):
 # its margins keep their size, so a deeper cut left a panel a few pixels (the timeline's batch panel, issue 37).
 # A one-panel view (the block table) is cut to the window.

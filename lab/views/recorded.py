@@ -18,6 +18,7 @@ from lab.views.common import (
     axis,
     check_step,
     figure,
+    log_ticks,
     message_figure,
     panel_title,
     paper_note,
@@ -71,7 +72,7 @@ def recorded_spec(trace, index: int) -> dict:
         else f"the engine DISAGREES with {', '.join(r.vllm_cpu for r, _, _, c in found if not c.agree)}"
     )
     preset = rec0.meta["recording"]["preset"]
-    log_tokens = {"type": "log", "dtick": 1, "tickformat": ","}
+    log_tokens = {"type": "log", "tickformat": ","}  # ticks: log_ticks over each panel's data
     layout = {
         "height": 640 if has_drafts else 460,
         "meta": STACKED_MIN_FIT,
@@ -112,6 +113,9 @@ def recorded_spec(trace, index: int) -> dict:
                 _DOMAINS["y2"][1],
             )
         )
+    layout["yaxis"]["tickvals"] = log_ticks(data)
+    if has_drafts:
+        layout["yaxis2"]["tickvals"] = log_ticks(data, "y2")
     return figure(data, layout)
 
 

@@ -19,6 +19,7 @@ from lab.views.common import (
     graph_runs,
     hline,
     legend_swatch,
+    log_ticks,
     panel_title,
     passes_walked,
     rect_shape,
@@ -80,7 +81,9 @@ def timeline_spec(trace, index: int) -> dict:
         data.append(legend_swatch(f"{mode} graph steps (band)", GRAPH_COLORS[mode]))
         data[-1]["legend"] = "legend"
     shapes.append(step_marker(index))
-    return figure(data, _layout(trace, n, runs, shapes))
+    layout = _layout(trace, n, runs, shapes)
+    layout["yaxis"]["tickvals"] = log_ticks(data)
+    return figure(data, layout)
 
 
 def _max_seq_len_lines(x, e: dict) -> list[dict]:
@@ -175,8 +178,9 @@ def _layout(trace, n: int, runs: list, shapes: list) -> dict:
         ),
         # Half a step of room each side: at step 0 the current-step line sat on the y axis, unseen.
         "xaxis": axis("step", anchor="y3", range=[-0.5, n - 0.5]),
-        # Decades only, written out: plotly's default minor labels ("2", "3" for 20k, 30k) read as tokens.
-        "yaxis": axis("tokens (log)", domain=_DOMAINS["y"], type="log", dtick=1, tickformat=","),
+        # Ticks at 1-2-5 steps over the data (log_ticks), written out: plotly's default minor labels ("2", "3"
+        # for 20k, 30k) read as tokens.
+        "yaxis": axis("tokens (log)", domain=_DOMAINS["y"], type="log", tickformat=","),
         "yaxis2": axis("requests", domain=_DOMAINS["y2"], rangemode="tozero"),
         "yaxis3": axis("entries", domain=_DOMAINS["y3"]),
         "annotations": [

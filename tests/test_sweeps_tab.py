@@ -91,17 +91,3 @@ def test_the_empty_table_names_its_columns(tab_url):
     (table,) = [c for c in config["components"] if c.get("props", {}).get("elem_id") == "sweep-table"]
     assert table["props"]["value"]["headers"][:2] == ["axis", "seeds"]
     assert table["props"]["value"]["headers"][2] == HEADLINE[0]
-
-
-def test_the_sweep_base_follows_the_scenario_on_screen_unless_typed():
-    """Issue 37: the Sweeps base stayed the opening preset's whatever the attendee picked. After a load it is the
-    scenario on screen; text the attendee typed there stays."""
-    import gradio as gr
-
-    from lab.app.sweeps_tab import follow_the_page
-    from lab.presets import PRESETS
-
-    opening, picked = PRESETS["eagle-k3"][0], PRESETS["mamba-hybrid"][0]
-    assert follow_the_page(opening, opening, picked) == (picked, picked)
-    assert follow_the_page("", opening, picked) == (picked, picked)
-    assert follow_the_page("4p100o20_mml={mml}", opening, picked) == (gr.skip(), gr.skip())

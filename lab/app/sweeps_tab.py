@@ -148,19 +148,18 @@ def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, progress=gr.Progress()): 
     return fig, {"headers": cols, "data": table}, done
 
 
-def follow_the_page(sweep_base: str, pushed: str | None, spec: str):
-    """After a load: the sweep's base becomes the scenario on screen, unless the attendee typed their own base
-    (it ignored the preset picked: issue 37). (the base box, the text last put there from the page)."""
-    if not isinstance(spec, str) or not spec.strip():
-        return gr.skip(), gr.skip()
-    if (sweep_base or "").strip() and sweep_base != pushed:
-        return gr.skip(), gr.skip()  # the attendee's own text stays
-    return spec, spec
+# After a load, in the page (no request: stepping and loads must not wait on another POST): the sweep's base
+# becomes the scenario on screen unless the attendee typed their own there (it kept the opening preset's: issue 37).
+# Inputs: the base box, the text last put there from the page, the scenario text; outputs: the first two.
+FOLLOW_THE_PAGE_JS = """(base, pushed, spec) => {
+  const own = (base || "").trim() && base !== pushed;
+  return (spec || "").trim() && !own ? [spec, spec] : [base, pushed];
+}"""
 
 
 def add_sweeps_tab(base: str = DEFAULT_BASE) -> dict:
     """Add the Sweeps tab to the open gr.Blocks / gr.Tabs; its base box and the text last put there from the
-    page (lab.app.ui keeps the base on the scenario shown: ``follow_the_page``)."""
+    page (lab.app.ui keeps the base on the scenario shown: ``FOLLOW_THE_PAGE_JS``)."""
     with gr.Tab("Sweeps", id="sweeps", elem_id="tab-sweeps"):
         gr.Markdown(NOTE, elem_classes=["note"])
         sw_base = gr.Textbox(
@@ -187,7 +186,8 @@ def add_sweeps_tab(base: str = DEFAULT_BASE) -> dict:
     run_btn.click(
         run_sweep_tab, inputs + [metric], [plot, table, status], api_name="run_sweep", concurrency_limit=None
     )  # lab.app.room's heavy line is their only queue: past its length one is refused at once
-    return {"sweep_base": sw_base, "sweep_pushed": gr.State(base)}
+    # A hidden box, not a State: the page's script reads and sets it (a State lives on the server).
+    return {"sweep_base": sw_base, "sweep_pushed": gr.Textbox(base, visible=False, elem_id="sweep-pushed")}
 
 
 def sweeps_and_deployment(base: str) -> dict:

@@ -28,7 +28,7 @@ from lab.app.stepping import (
     show_view,
     toggle_play,
 )
-from lab.app.sweeps_tab import follow_the_page, sweeps_and_deployment  # the Sweeps tab: docs/sweeps.md
+from lab.app.sweeps_tab import FOLLOW_THE_PAGE_JS, sweeps_and_deployment  # the Sweeps tab: docs/sweeps.md
 from lab.app.upload import upload_trace
 from lab.presets import PRESETS
 from lab.scenario import CUDAGRAPH_MODES, MAX_SPECULATIVE_TOKENS, MODEL_STATES, get_preset
@@ -297,7 +297,7 @@ def _loaded_then(ui: dict, ev):
     """After a load: the page fetches the trace's step data and draws from it (lab/app/page.js)."""
     ev = ev.then(None, _page_in(ui), None, js="(k, c, s, v, p) => window.labApp.loaded(k, c, s, v, p)")
     follow = [ui["sweep_base"], ui["sweep_pushed"]]  # the Sweeps base: the scenario on screen
-    ev.then(follow_the_page, [*follow, ui["spec"]], follow, show_progress="hidden", queue=False, api_name=False)
+    ev.then(None, [*follow, ui["spec"]], follow, js=FOLLOW_THE_PAGE_JS, show_progress="hidden", api_name=False)
     return _sync(ui, ev)
 
 

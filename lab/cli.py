@@ -26,6 +26,7 @@ python -m lab deployment -- vllm serve MODEL …  does the change matter for thi
                                               (lab/deployment; docs/deployments.md)
 python -m lab compare A.json [B.json]         per step and field agreement of two traces (B: the
                                               embedded engine on A's scenario when left out)
+python -m lab cheatsheet --out FILE.html      one printable page: rules R1-R11, eras x paths (docs/rules.md)
 
 Where each command lives (its parser, its command and its printing):
     presets, simulate, show          lab/trace/cli.py      backends            lab/kernels/cli.py
@@ -33,7 +34,7 @@ Where each command lives (its parser, its command and its printing):
     export                           lab/export/cli.py
     bench engine|kernels|app         lab/bench.py          conform             lab/conform/cli.py
     record, compare, eras            lab/live/cli.py       sweep, gpu-model    lab/sweep/cli.py
-    deployment                       lab/deployment/cli.py
+    deployment                       lab/deployment/cli.py cheatsheet          lab/cheatsheet.py
     --preset/--spec/--out of every scenario-taking command: lab/cli_args.py
 """
 
@@ -51,7 +52,7 @@ import lab.live.cli
 import lab.sweep.cli
 import lab.trace.cli
 import lab.vllm_kernels.cli
-from lab import bench
+from lab import bench, cheatsheet
 from lab.trace import TraceFormatError
 
 # In the order of `python -m lab --help`.
@@ -65,6 +66,7 @@ COMMAND_MODULES = (
     lab.live.cli,
     lab.sweep.cli,
     lab.deployment.cli,
+    cheatsheet,
 )
 
 

@@ -8,6 +8,8 @@ import gzip
 import json
 import re
 
+import pytest
+
 from lab import simulate
 from lab.cli import main
 from lab.export.payload import FORMAT
@@ -72,3 +74,16 @@ def test_export_sources_and_bad_input(tmp_path, capsys):
     ):
         assert main(argv) == 2, argv
         assert words in capsys.readouterr().err, argv
+
+
+def test_export_help_lists_out_as_required(capsys):
+    """Issue "the workshop path": `--out` sat under "options" as if optional; it is required (unless --all)."""
+    with pytest.raises(SystemExit):
+        main(["export", "--help"])
+    text = capsys.readouterr().out
+    sections = dict(re.findall(r"^(\S[^\n]*):\n((?:  [^\n]*\n?)+)", text, re.M))
+    assert "--out FILE.html" in sections["required (unless --all)"]
+    assert "--out" not in sections["options"] and "[--out" not in text
+    assert "--all DIR" in sections["or instead"]
+    assert main(["export", "--preset", "eagle-k3"]) == 2
+    assert "error: --out FILE.html is required" in capsys.readouterr().err

@@ -13,7 +13,6 @@ from lab.engine.oor import OOR_CLASSES
 from lab.views import (
     ALL_VIEWS,
     HONESTY,
-    HOW_TO_TIME,
     all_specs,
     block_table_classes,
     block_table_figure,
@@ -252,7 +251,7 @@ def test_drafts(traces):
 def test_kernels_without_and_with_timings(traces):
     trace = traces["eagle-k3"]
     text = str(kernels_spec(trace, 3)["layout"]["annotations"])
-    assert "no kernel timings" in text and "--backend torch-reference" in text and HOW_TO_TIME
+    assert "no kernel timings" in text and "--backend torch-reference" in text and "--preset eagle-k3" in text
     t = _timed(trace)
     spec = kernels_spec(t, 3)
     assert "made-up / test-device" in spec["layout"]["title"]["text"]

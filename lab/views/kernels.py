@@ -72,7 +72,10 @@ def measured_how(info: dict | None) -> str:
         return ""
     kind = str(info.get("device_kind", "cpu"))
     where = "this CPU" if kind == "cpu" else f"this GPU ({kind})"
-    return f"measured in the background on {where} with {info.get('backend')} (budget {info.get('time_budget_s'):g} s)"
+    # "budget" was the runner's word: the attendee reads how long this server spent timing, in seconds.
+    return (
+        f"measured in the background on {where} with {info.get('backend')} ({info.get('time_budget_s'):g} s of timing)"
+    )
 
 
 def timing_series(trace) -> dict[str, np.ndarray]:

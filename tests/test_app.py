@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import pickle
 import re
+import sys
 
 import pytest
 from gradio_client import handle_file
@@ -434,6 +435,42 @@ def test_unavailable_runner_says_why():
             loading.run(*DEFAULT_INPUTS[:9], name, progress=lambda *a, **k: None)
     with pytest.raises(gr.Error, match="unknown runner"):
         loading.run(*DEFAULT_INPUTS[:9], "quantum", progress=lambda *a, **k: None)
+
+
+def test_a_runs_progress_and_status_say_what_happens_in_plain_words(monkeypatch):
+    """Issue "the workshop path": the status said "already run on this server, shown again" (and before that
+    "cached run"), the progress "kernel steps" while the figure still showed the last trace. Now the progress
+    says which step of what, and that the views change at the end; the status says this server ran it before."""
+    import types
+
+    from lab.app import loading
+    from lab.app.runner_choices import EMBEDDED_CPU
+
+    said = []
+
+    def progress(value, desc=None, unit=None):
+        said.append(desc)
+
+    scenario = Scenario.from_spec("3p41o37_k=2_seed=9")  # run by no other test: the first time here, it runs
+    _, trace, how = loading._simulate(scenario, EMBEDDED_CPU, progress)
+    assert how == "ran on embedded CPU" and said[0] == "running the step engine"
+    _, _, how = loading._simulate(scenario, EMBEDDED_CPU, progress)
+    assert how == "shown again (this server ran this scenario on embedded CPU before)"
+
+    def run_for_app(trace, device, budget, preferred, progress):
+        progress(12, 40)
+        return trace
+
+    # The kernel runner's own module imports torch: a stand-in reports step 12 of 40.
+    fake = types.ModuleType("lab.kernels.app_budget")
+    fake.run_for_app = run_for_app
+    monkeypatch.setitem(sys.modules, "lab.kernels.app_budget", fake)
+    said.clear()
+    loading._run_kernels(trace, "cpu", 5, progress)
+    assert said == [
+        "timing kernels (the views change when it is done)",
+        "timing kernels: step 12 of at most 40 (the views change when it is done)",
+    ]
 
 
 def test_kernel_runner_times_both_modes(client):

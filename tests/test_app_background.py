@@ -57,7 +57,7 @@ def test_the_page_is_told_while_kernels_are_measured_then_gets_them(app_url, mon
     assert again.status_code == 200 and "x-lab-kernels" not in again.headers  # new data, and no more waiting
     kernels = next(v for v in again.json()["views"] if v["name"] == "kernels")
     title = json.loads(gzip.decompress(base64.b64decode(kernels["gz"])).decode())["layout"]["title"]["text"]
-    assert "measured in the background on this CPU with made-up (budget 3 s)" in title
+    assert "measured in the background on this CPU with made-up (3 s of timing)" in title
     # A session that runs the same scenario now keeps the timed trace, not the engine's.
     kept = TRACES.add(key, simulate(scenario))
     assert kept.timings is not None and kept is BACKGROUND.timed(key)
@@ -130,4 +130,4 @@ def test_trace_cache_add_keeps_the_one_there():
 def test_measured_how():
     assert measured_how(None) == "" and measured_how({"backend": "x"}) == ""
     info = {"measured": "background", "backend": "cpp-fused-gather", "time_budget_s": 3.0, "device_kind": "cpu"}
-    assert measured_how(info) == "measured in the background on this CPU with cpp-fused-gather (budget 3 s)"
+    assert measured_how(info) == "measured in the background on this CPU with cpp-fused-gather (3 s of timing)"

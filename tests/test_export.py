@@ -8,6 +8,8 @@ import gzip
 import json
 import re
 
+import pytest
+
 from lab import simulate
 from lab.cli import main
 from lab.export.payload import FORMAT
@@ -72,3 +74,45 @@ def test_export_sources_and_bad_input(tmp_path, capsys):
     ):
         assert main(argv) == 2, argv
         assert words in capsys.readouterr().err, argv
+
+
+def test_export_help_lists_out_as_required(capsys):
+    """Issue "the workshop path": `--out` sat under "options" as if optional; it is required (unless --all)."""
+    with pytest.raises(SystemExit):
+        main(["export", "--help"])
+    text = capsys.readouterr().out
+    sections = dict(re.findall(r"^(\S[^\n]*):\n((?:  [^\n]*\n?)+)", text, re.M))
+    assert "--out FILE.html" in sections["required (unless --all)"]
+    assert "--out" not in sections["options"] and "[--out" not in text
+    assert "--all DIR" in sections["or instead"]
+    assert main(["export", "--preset", "eagle-k3"]) == 2
+    assert "error: --out FILE.html is required" in capsys.readouterr().err
+
+
+# Words that send a reader to the app's controls: an exported file has none of them (no runner, no Run
+# button, no upload). "Model Runner V2" is vLLM's name, not a control; "a kernel run" is no button.
+APP_ONLY = re.compile(r"(?i:\b(?:click|press|button|runner|upload))|\bRun\b")
+
+
+def _app_only_words(text: str) -> list[str]:
+    return APP_ONLY.findall(text.replace("Model Runner", "ModelRunner"))
+
+
+def test_the_exported_kernel_view_tells_an_offline_reader_what_to_run(tmp_path):
+    """Issue "the workshop path": the kernel view of a trace without timings said "the runner …, then Run" and
+    "upload t.json to the app" in a file that has neither. Now the commands come first; the app is one option,
+    and a line that names its controls says it is in the lab's app. No other view, headline, summary or tour
+    stop of the file sends the reader to the app."""
+    out = tmp_path / "eagle-k3.html"
+    assert main(["export", "--preset", "eagle-k3", "--out", str(out)]) == 0
+    data = payload_of(out.read_text(encoding="utf-8"))
+    views = {v["name"]: v for v in data["views"]}
+    spec = json.loads(inflate(views["kernels"]["gz"])[0])
+    lines = spec["layout"]["annotations"][0]["text"].split("<br>")
+    assert "python -m lab simulate --preset eagle-k3 --backend torch-reference" in lines[1]
+    assert "python -m lab export t.json --out t.html" in lines[2]
+    for line in lines:
+        assert not _app_only_words(line) or "in the lab's app" in line, line
+    others = [v["note"] + "\n".join(inflate(v["gz"])) for name, v in views.items() if name != "kernels"]
+    others += [views["kernels"]["note"], "\n".join(inflate(data["words"])), json.dumps(data["tour"])]
+    assert not [w for text in others for w in _app_only_words(text)]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import plotly.graph_objects as go
@@ -13,7 +14,6 @@ from lab.engine.oor import OOR_CLASSES
 from lab.views import (
     ALL_VIEWS,
     HONESTY,
-    HOW_TO_TIME,
     all_specs,
     block_table_classes,
     block_table_figure,
@@ -252,7 +252,7 @@ def test_drafts(traces):
 def test_kernels_without_and_with_timings(traces):
     trace = traces["eagle-k3"]
     text = str(kernels_spec(trace, 3)["layout"]["annotations"])
-    assert "no kernel timings" in text and "--backend torch-reference" in text and HOW_TO_TIME
+    assert "no kernel timings" in text and "--backend torch-reference" in text and "--preset eagle-k3" in text
     t = _timed(trace)
     spec = kernels_spec(t, 3)
     assert "made-up / test-device" in spec["layout"]["title"]["text"]
@@ -457,6 +457,38 @@ def test_explore_steps_and_picks_views_in_a_widget():
     assert "<b>step 9</b>" in box.children[2].value  # the headline with the three eras
     with pytest.raises(ValueError, match="unknown view"):
         explore(trace, "nope")
+
+
+def test_explore_fits_a_600_px_notebook():
+    """Issue "the workshop path": beside the app, at a 960 px browser, JupyterLab's notebook is about 600 px wide
+    and explore() cut off its step slider and its headline: ipywidgets' CSS gives the slider and the picker 300 px
+    each and the play buttons 148 px, in a row that does not wrap, and the eras table's cells did not wrap. The
+    row now wraps, the slider and picker shrink (flex) to their min-width, and the headline's cells wrap."""
+    from lab.views import explore
+
+    box = explore(simulate(Scenario.preset("eagle-k3")))
+    style, controls, headline = box.children[0], box.children[1], box.children[2]
+    assert controls.layout.width == "100%" and "wrap" in controls.layout.flex_flow
+    c = box.lab_controls
+
+    def px(value) -> int:
+        return int(value.removesuffix("px")) if value and value.endswith("px") else 0
+
+    for name in ("step", "view"):
+        lay = c[name].layout
+        assert lay.width in ("auto", "100%") and lay.flex, name  # not ipywidgets' fixed 300 px
+    play_px = 148  # ipywidgets' --jp-widgets-inline-width-short, the Play widget's width
+    assert play_px + px(c["step"].layout.min_width) + px(c["view"].layout.min_width) <= 600
+    # No widget of the tree asks for a fixed width wider than the notebook.
+    stack = [box]
+    while stack:
+        widget = stack.pop()
+        for key in ("width", "min_width"):
+            assert px(getattr(widget.layout, key, None)) <= 600, (widget, key)
+        stack += list(getattr(widget, "children", ()))
+    assert headline.layout.width == "100%"
+    # The cells wrap, by a rule that outranks WORDS_CSS's "#headline .eras td {white-space: nowrap}".
+    assert re.search(r"\.lab-explore #headline \.eras td[^{]*\{[^}]*white-space: normal", style.value)
 
 
 def test_kernel_name_in_the_title():

@@ -9,7 +9,9 @@ import re
 import subprocess
 import sys
 
-from lab.views.kernels import HOW_TO_TIME
+from lab import simulate
+from lab.scenario import get_preset, parse_spec
+from lab.views.kernels import how_to_time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine"}
@@ -40,8 +42,14 @@ def test_export_help_describes_it_and_says_out_is_required():
 
 
 def test_the_kernel_view_without_timings_reads_right_offline():
-    # An exported file has no runner and no Run button: the message names where they are (the lab's app).
-    assert "in the lab's app" in HOW_TO_TIME and "make demo" in HOW_TO_TIME
+    # An exported file has no runner and no Run button: the message names where they are (the lab's app), and
+    # the commands that time this trace's own scenario.
+    text = how_to_time(simulate(get_preset("stale-block-reuse")))
+    assert "in the lab's app" in text and "make demo" in text
+    assert "python -m lab simulate --preset stale-block-reuse --backend torch-reference" in text
+    assert "--spec 4p1ko64_k=2 --backend" in how_to_time(simulate(parse_spec("4p1ko64_k=2")))
+    custom = how_to_time(simulate(get_preset("eagle-k3").replace(max_model_len=16384)))
+    assert "simulate --preset eagle-k3" not in custom and "simulate --spec" in custom
 
 
 def test_the_runners_line_shows_no_server_path(monkeypatch, tmp_path):

@@ -231,13 +231,13 @@ def _simulate(scenario: Scenario, runner: str, progress, custom: bool = True, ow
     key = scenario_key(scenario, runner)
     trace = TRACES.get(key) or BACKGROUND.timed(key)  # the second: timed in the background, since evicted
     if trace is not None:
-        return key, TRACES.add(key, trace), "already run on this server, shown again"
+        return key, TRACES.add(key, trace), f"shown again (this server ran this scenario on {runner} before)"
     steps = check_scenario(scenario, format_spec(scenario))
-    progress((0, None), desc="engine steps", unit="steps")
+    progress((0, None), desc="running the step engine", unit="steps")
 
     def tick(n: int) -> None:
         if n % 64 == 0:
-            progress((n, None), desc="engine steps", unit="steps")
+            progress((n, None), desc=f"running the step engine: step {n:,}", unit="steps")
 
     tick = StepBudget(format_spec(scenario), tick)
     heavy = runner == LIVE_VLLM or runner in KERNEL_RUNNERS or steps > MAX_LIGHT_STEPS
@@ -267,7 +267,8 @@ def _run_live(scenario, progress) -> Trace:
 
     def report(n: int, run: str = "baseline") -> None:
         which = 1 if run == "baseline" else 2
-        progress((min(n, total), total), desc=f"live vLLM, {run} run ({which} of 2)", unit="steps")
+        shown = min(n, total)
+        progress((shown, total), desc=f"live vLLM, {run} run ({which} of 2): step {shown} of {total}", unit="steps")
 
     report(0)
     try:
@@ -281,14 +282,21 @@ def _run_kernels(trace: Trace, device: str, budget: int, progress) -> Trace:
     time budget is spent (lab.kernels.app_budget.run_for_app: backend, threads, repeats), both modes."""
     from lab.kernels.app_budget import run_for_app  # deferred: the kernel runners import torch (seconds)
 
-    progress((0, None), desc="kernel steps", unit="steps")
+    # The views keep the last trace until the run ends: the words say so, or the figure seems to contradict them.
+    progress((0, None), desc="timing kernels (the views change when it is done)", unit="steps")
     return run_for_app(
         trace,
         device,
         budget,
         preferred=KERNEL_BACKEND,
-        progress=lambda done, total: progress((done, total), desc="kernel steps", unit="steps"),
+        progress=lambda done, total: progress((done, total), desc=kernel_progress(done, total), unit="steps"),
     )
+
+
+def kernel_progress(done: int, total: int) -> str:
+    """The kernel runner's progress: ``done`` of the ``total`` steps that fit its per-step budget; its time
+    budget may end the run before the last ("at most")."""
+    return f"timing kernels: step {done} of at most {total} (the views change when it is done)"
 
 
 # ---- the events that load a trace ------------------------------------------------------------

@@ -24,13 +24,19 @@ def register(sub) -> None:
         description=what + ": open it offline in any browser, hand it out in a workshop.",
         usage="python -m lab export (--preset NAME | --spec SPEC | TRACE.json) --out FILE.html\n"
         "       python -m lab export --all DIR",
-        epilog="--out is required unless --all writes every preset. Example: "
-        "python -m lab export --preset eagle-k3 --out eagle-k3.html",
+        epilog="Example: python -m lab export --preset eagle-k3 --out eagle-k3.html",
     )
-    add_scenario_args(sp, out=False)
-    sp.add_argument("trace", nargs="?", help="a saved trace (.json) instead of --preset/--spec")
-    sp.add_argument("--out", metavar="FILE.html", help="the HTML file to write (required, unless --all)")
-    sp.add_argument("--all", metavar="DIR", help="write every preset as DIR/<preset>.html")
+    # Argument groups, because argparse lists every --option under "options" as if it were optional:
+    # --out has no default and is required, except with --all (which argparse's required= cannot say).
+    source = sp.add_argument_group("what to export (one of them)")
+    source.add_argument("trace", nargs="?", metavar="TRACE.json", help="a saved trace")
+    add_scenario_args(source, out=False)
+    sp.add_argument_group("required (unless --all)").add_argument(
+        "--out", metavar="FILE.html", help="the HTML file to write (no default)"
+    )
+    sp.add_argument_group("or instead").add_argument(
+        "--all", metavar="DIR", help="write every preset as DIR/<preset>.html (no --out)"
+    )
     sp.set_defaults(fn=cmd_export)
 
 
@@ -55,7 +61,7 @@ def cmd_export(args) -> int:
     # What to export is checked first: `--preset nope` names the unknown preset, not the missing --out.
     scenario = None if args.trace else scenario_from_args(args)
     if not args.out:
-        raise ValueError("give --out NAME.html (or --all DIR)")
+        raise ValueError("--out FILE.html is required: the HTML file to write (or --all DIR for every preset)")
     trace = Trace.load(args.trace) if args.trace else simulate(scenario)
     _write(trace, args.out)
     return 0

@@ -17,7 +17,7 @@ from lab.views.common import HONESTY, as_figure, check_step, presenter_layout, s
 from lab.views.drafts import drafts_spec
 from lab.views.eras import era_series, headline_html, path_values
 from lab.views.explore import explore_views
-from lab.views.kernels import HOW_TO_TIME, kernels_spec
+from lab.views.kernels import HOW_TO_TIME, how_to_time, kernels_spec
 from lab.views.lengths import lengths_spec
 from lab.views.oor import oor_spec
 from lab.views.recorded import recorded_spec
@@ -134,6 +134,7 @@ __all__ = [
     "ALL_VIEWS",
     "HONESTY",
     "HOW_TO_TIME",
+    "how_to_time",
     "TRACE_WIDE",
     "all_specs",
     "as_figure",

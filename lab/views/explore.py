@@ -15,6 +15,17 @@ from lab.views.common import as_figure, check_step
 from lab.views.eras import headline_html
 from lab.views.render import WORDS_CSS, note_html
 
+# ipywidgets gives the slider and the picker 300 px each and the play buttons 148 px, in a row that does not
+# wrap; the eras table's cells do not wrap either. Beside the app, at a 960 px browser, JupyterLab's notebook is
+# about 600 px wide and cut off the slider and the headline. So the row wraps, the slider takes what is left
+# (from MIN_SLIDER on), and the headline's cells wrap.
+MIN_SLIDER = "220px"
+# #headline in the selectors: WORDS_CSS's "#headline .eras td" would outrank classes alone.
+EXPLORE_CSS = """
+.lab-explore .lab-headline, .lab-explore .lab-headline > * {min-width: 0; line-height: 1.35}
+.lab-explore #headline .eras td, .lab-explore #headline .hl-line {white-space: normal}
+"""
+
 
 def explore_views(trace, views: dict, view: str = "block_table", step: int = 0):
     """An ipywidgets box over ``views`` (lab.views.ALL_VIEWS: name -> (label, spec function, note)):
@@ -29,16 +40,27 @@ def explore_views(trace, views: dict, view: str = "block_table", step: int = 0):
     step = check_step(trace, step)
     last = len(trace.steps) - 1
     picker = w.Dropdown(
-        options=[(label, name) for name, (label, _, _) in views.items()], value=view, description="view"
+        options=[(label, name) for name, (label, _, _) in views.items()],
+        value=view,
+        description="view",
+        layout=w.Layout(width="auto", flex="0 1 300px", min_width="200px"),
     )
-    slider = w.IntSlider(value=step, min=0, max=max(last, 0), description="step", continuous_update=False)
+    slider = w.IntSlider(
+        value=step,
+        min=0,
+        max=max(last, 0),
+        description="step",
+        continuous_update=False,
+        layout=w.Layout(width="auto", flex=f"1 1 {MIN_SLIDER}", min_width=MIN_SLIDER),
+    )
     play = w.Play(value=step, min=0, max=max(last, 0), interval=500, description="play")
     w.jslink((play, "value"), (slider, "value"))
-    headline = w.HTML()
-    note = w.HTML()
-    out = w.Output()
+    headline = w.HTML(layout=w.Layout(width="100%"))
+    note = w.HTML(layout=w.Layout(width="100%"))
+    out = w.Output(layout=w.Layout(width="100%"))
+    controls = w.HBox([play, slider, picker], layout=w.Layout(width="100%", flex_flow="row wrap"))
     box = w.VBox(
-        [w.HTML(f"<style>{WORDS_CSS}</style>"), w.HBox([play, slider, picker]), headline, out, note],
+        [w.HTML(f"<style>{WORDS_CSS}{EXPLORE_CSS}</style>"), controls, headline, out, note],
         layout=w.Layout(width="100%"),
     )
     box.add_class("lab-explore")

@@ -1,13 +1,17 @@
 """Kernel timings of a live run (trace.timings / step.timing): per step and as distributions, with
 GB/s on the real and on the walked bytes. A trace from the engine alone has none, and says how to
-get them."""
+get them (``how_to_time``)."""
 
 from __future__ import annotations
 
+import html
+import shlex
 import weakref
 
 import numpy as np
 
+from lab.presets import PRESETS
+from lab.scenario import get_preset
 from lab.views.common import (
     MODE_COLORS,
     MODES,
@@ -21,14 +25,33 @@ from lab.views.common import (
 )
 from lab.views.vllm_counts import vllm_counts_spec
 
+# Shown in the app and in an exported file alike (lab/export): what makes a timed trace is a command
+# anyone can run from a checkout; the app's runner is named as one option, "in the lab's app", since an
+# offline reader of the exported page has no runner and no button to press.
 HOW_TO_TIME = (
-    "This trace has no kernel timings: it comes from the step engine alone.<br>"
-    "Timings come from a kernel run, in the lab's app (<b>make demo</b>: the runner <b>embedded CPU + kernels</b>,<br>"
-    "then Run) or from a checkout: <b>python -m lab simulate --preset stale-block-reuse --backend "
-    "torch-reference --out t.json</b><br>"
-    "(upload t.json to the app). What vLLM's own Triton MLA decode launches, counted on the CPU:<br>"
+    "This trace has no kernel timings: it comes from the step engine alone. To time its kernels, from a checkout:<br>"
+    "<b>python -m lab simulate {source} --backend torch-reference --every 10 --out t.json</b><br>"
+    "then <b>python -m lab export t.json --out t.html</b> makes it one HTML file, timed{spec_note}.<br>"
+    "Or in the lab's app (<b>make demo</b>): its runner <b>embedded CPU + kernels</b> times them, or upload t.json.<br>"
+    "What vLLM's own Triton MLA decode launches, counted on the CPU:<br>"
     "<b>python -m lab vllm-kernels count --preset eagle-k3 --every 20 --out t.json</b>."
 )
+# A longer --spec would run past the figure's width: the command then says SPEC and the note says which.
+_SPEC_SHOWN_UP_TO = 40
+
+
+def how_to_time(trace) -> str:
+    """``HOW_TO_TIME`` with the commands that time this trace's own scenario: ``--preset NAME`` for a
+    preset as it stands, else ``--spec`` with its spec."""
+    scenario = trace.scenario
+    spec = scenario.to_spec()
+    if scenario.name in PRESETS and get_preset(scenario.name).to_spec() == spec:
+        return HOW_TO_TIME.format(source=f"--preset {scenario.name}", spec_note="")
+    if len(spec) <= _SPEC_SHOWN_UP_TO:
+        return HOW_TO_TIME.format(source=html.escape(f"--spec {shlex.quote(spec)}"), spec_note="")
+    return HOW_TO_TIME.format(source="--spec SPEC", spec_note=" (SPEC: this trace's scenario, in quotes)")
+
+
 _FIELDS = ("ms", "iqr_ms", "gbps_real", "gbps_walked")
 # A timed step over SPIKE_FACTOR x its mode's median is a spike: on a shared CPU the scheduler, not the kernel
 # (issue 37 M5: single 100-195 ms steps among 0.6 ms ones set the axis and the totals).
@@ -49,7 +72,10 @@ def measured_how(info: dict | None) -> str:
         return ""
     kind = str(info.get("device_kind", "cpu"))
     where = "this CPU" if kind == "cpu" else f"this GPU ({kind})"
-    return f"measured in the background on {where} with {info.get('backend')} (budget {info.get('time_budget_s'):g} s)"
+    # "budget" was the runner's word: the attendee reads how long this server spent timing, in seconds.
+    return (
+        f"measured in the background on {where} with {info.get('backend')} ({info.get('time_budget_s'):g} s of timing)"
+    )
 
 
 def timing_series(trace) -> dict[str, np.ndarray]:
@@ -96,7 +122,7 @@ def kernels_spec(trace, index: int) -> dict:
         return vllm_counts_spec(trace, index)
     info = trace.timings
     if info is None:
-        return message_figure("Kernel timings", HOW_TO_TIME)
+        return message_figure("Kernel timings", how_to_time(trace))
     s = timing_series(trace)
     x = np.arange(len(trace.steps))
     data = []

@@ -35,6 +35,7 @@ from lab.deployment.backend_rules import (
 )
 from lab.deployment.serve_line import ServeLineError
 from lab.engine.cudagraph import default_capture_sizes, small_capture_sizes
+from lab.gpu_model.backends import VLLM_BACKEND_OF
 
 __all__ = [
     "RULES",
@@ -59,14 +60,10 @@ class BackendChoice:
     kernel_block: int = 16  # the smallest kernel block size it supports (get_supported_kernel_block_sizes)
 
 
-_LAB = {
-    "TRITON_ATTN": "triton-unified",
-    "FLEX_ATTENTION": "flex-attention",
-    "TRITON_MLA": "triton-mla",
-    "FLASH_ATTN_MLA": "flashattn-mla",
-    "FLASHMLA": "flashmla",
-    "FLASHINFER_MLA": "flashinfer-mla",
-}
+# The vLLM backends one record models (lab/gpu_model/backends.py VLLM_BACKEND_OF names them); FLASH_ATTN and
+# FLASHINFER depend on the GPU and are picked in _lab_backend.
+_MODELLED_BY = list(VLLM_BACKEND_OF.values())
+_LAB = {vllm: name for name, vllm in VLLM_BACKEND_OF.items() if _MODELLED_BY.count(vllm) == 1}
 
 
 def _lab_backend(name: str, c: Cfg) -> tuple[str | None, list[str]]:

@@ -29,7 +29,18 @@ from lab.gpu_model.records import (
     Source,
 )
 
-__all__ = ["BACKENDS", "BY_NAME", "KERNEL_RECORDS", "KNOWN", "NAMES", "Backend", "Source", "record_of_kernel"]
+__all__ = [
+    "BACKENDS",
+    "BY_NAME",
+    "KERNEL_RECORDS",
+    "KNOWN",
+    "NAMES",
+    "VLLM_BACKEND_OF",
+    "Backend",
+    "Source",
+    "backend_label",
+    "record_of_kernel",
+]
 
 
 _SAME_PAGES = ("pages: the real lengths' pages, the same in both modes",)
@@ -308,6 +319,32 @@ BACKENDS: tuple[Backend, ...] = (
 
 BY_NAME = {b.name: b for b in BACKENDS}
 NAMES = tuple(BY_NAME)
+
+# The vLLM backend (its AttentionBackendEnum name, as --attention-backend and vLLM's start-up log say it)
+# whose work each record models. FLASHINFER has three: its decode kernel depends on the GPU and the head
+# (lab/deployment/selection.py picks one). The lab's own kernels (lab-*) are no vLLM backend.
+VLLM_BACKEND_OF: dict[str, str] = {
+    "trtllm-gen": "FLASHINFER",
+    "flashinfer-xqa": "FLASHINFER",
+    "flashinfer-native": "FLASHINFER",
+    "fa3": "FLASH_ATTN",
+    "triton-unified": "TRITON_ATTN",
+    "vllm-cpu": "CPU_ATTN",
+    "triton-mla": "TRITON_MLA",
+    "flashattn-mla": "FLASH_ATTN_MLA",
+    "flashmla": "FLASHMLA",
+    "flashinfer-mla": "FLASHINFER_MLA",
+    "flex-attention": "FLEX_ATTENTION",
+}
+
+
+def backend_label(name: str) -> str:
+    """How a person reads a record's name: vLLM's name with the lab's model of its work in parentheses,
+    "FLASH_ATTN (fa3)", the one naming ``python -m lab backends`` and the app's deployment tab share; a lab
+    kernel's record keeps its own name."""
+    vllm = VLLM_BACKEND_OF.get(name)
+    return f"{vllm} ({name})" if vllm else name
+
 
 # Which backend's work each lab kernel does, by (kernel name, device) as lab/kernels/registry.py names
 # its kernels. The table lives here, beside the records, so that a trace's timings find their record

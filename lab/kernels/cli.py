@@ -109,7 +109,7 @@ def set_torch_threads(n: int) -> None:
 
 
 def cmd_backends(args) -> int:
-    from lab.gpu_model.backends import BACKENDS
+    from lab.gpu_model.backends import BACKENDS, backend_label
     from lab.kernels.registry import backends  # imports torch
 
     for b in backends():
@@ -122,7 +122,7 @@ def cmd_backends(args) -> int:
         )
     print("\nR10 per backend vLLM runs on a GPU (lab/gpu_model/backends.py; how each answer is known):")
     for r in BACKENDS:
-        print(f"  {r.name} ({r.attention}): {r.verdict} [{r.known}]\n    {r.how}")
+        print(f"  {backend_label(r.name)}, {r.attention}: {r.verdict} [{r.known}]\n    {r.how}")
     print("vLLM's own Triton kernels, both modes, counted: python -m lab bench vllm-kernels (runs in .venv-vllm)")
     return 0
 

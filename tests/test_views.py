@@ -27,6 +27,7 @@ from lab.views import (
     timeline_spec,
 )
 from lab.views.block_table import CLASSES, MAX_COL_BINS, MAX_EXACT_COLS
+from lab.views.common import CLASS_COLORS
 
 
 @pytest.fixture(scope="module")
@@ -507,3 +508,33 @@ def test_the_timeline_step_line_at_step_0_is_clear_of_the_axis(traces):
     t = traces["eagle-k3"]
     lo, hi = timeline_spec(t, 0)["layout"]["xaxis"]["range"]
     assert lo < 0 and hi == len(t.steps) - 0.5
+
+
+def test_block_table_walk_lines_band_and_rows_can_be_read(traces):
+    # Issue "the workshop path": the walk lines were a 1 px line in the live cells' red, the pink band had no
+    # legend entry and every other row went unlabelled (a tour stop named one of those).
+    from lab.views.tour import tour
+
+    trace = traces["short-decode-long-context"]
+    spec = block_table_spec(trace, 1)
+    walks = [t for t in spec["data"] if " walk" in t.get("name", "")]
+    assert len(walks) == 2
+    for w in walks:
+        assert w["line"]["width"] >= 2.5 and w["line"]["color"] not in CLASS_COLORS.values()
+        assert w["line"]["dash"] in ("solid", "longdash")
+    assert walks[0]["line"]["color"] != walks[1]["line"]["color"]
+    # Each line sits on a white casing drawn just before it, which has no legend entry.
+    casings = [t for t in spec["data"] if t.get("showlegend") is False and t.get("mode") == "lines"]
+    assert len(casings) == 2 and all(c["line"]["color"] == "white" for c in casings)
+    # The baseline walk ends on the table's last column: the axis leaves room for the whole line.
+    assert walks[0]["x"][0] < spec["layout"]["xaxis"]["range"][1]
+    names = {t.get("name", "") for t in spec["data"]}
+    band = [sh for sh in spec["layout"]["shapes"] if sh["type"] == "rect"]
+    assert band and any(n.startswith("pink band: binned columns") for n in names)
+    # Every row labelled: 32 rows here; and the row a block-table tour stop names, in eagle-k3.
+    yaxis = spec["layout"]["yaxis"]
+    assert yaxis["tickvals"] == list(trace.steps[1].req_ids) and yaxis["tickfont"]["size"] <= 10
+    eagle = traces["eagle-k3"]
+    stop = next(s for s in tour(eagle) if s["view"] == "block_table" and "live" in s["text"])
+    reader = stop["text"].split(" ")[0]
+    assert reader in block_table_spec(eagle, stop["step"])["layout"]["yaxis"]["tickvals"]

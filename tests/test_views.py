@@ -538,3 +538,20 @@ def test_block_table_walk_lines_band_and_rows_can_be_read(traces):
     stop = next(s for s in tour(eagle) if s["view"] == "block_table" and "live" in s["text"])
     reader = stop["text"].split(" ")[0]
     assert reader in block_table_spec(eagle, stop["step"])["layout"]["yaxis"]["tickvals"]
+
+
+def test_log_axes_have_two_labelled_ticks_inside_their_range(traces):
+    # Issue "the workshop path": a log axis with one tick (decades only, on a range inside a decade), minor
+    # ticks labelled "2 3 4". Every log axis of the views: at least two ticks inside the range, all labelled.
+    from lab.views import recorded_spec
+
+    specs = [timeline_spec(t, 0) for t in traces.values()] + [recorded_spec(traces["eagle-k3"], 0)]
+    log_axes = [a for s in specs for k, a in s["layout"].items() if k.startswith("yaxis") and a.get("type") == "log"]
+    assert len(log_axes) == len(traces) + 2  # the timelines' and the recorded view's two panels
+    for a in log_axes:
+        lo, hi = (10**r for r in a["range"])
+        inside = [v for v in a["tickvals"] if lo <= v <= hi]
+        assert a["tickmode"] == "array" and len(inside) >= 2, a
+        assert len(a["ticktext"]) == len(a["tickvals"]) and all(len(t) > 1 for t in a["ticktext"])
+    stale = timeline_spec(traces["stale-block-reuse"], 0)["layout"]["yaxis"]  # inside 100..10,000: one decade tick
+    assert stale["ticktext"][:4] == ["200", "500", "1,000", "2,000"]

@@ -276,3 +276,35 @@ def rect_shape(x0: float, x1: float, y0: float, y1: float, fillcolor: str, **sty
         "fillcolor": fillcolor,
         "line": {"width": 0},
     }
+
+
+def log_axis(title_text: str, values, **settings) -> dict:
+    """A log axis over the positive values given, with at least two labelled ticks and nothing else labelled:
+    plotly's own ticks left one decade label on a range inside a decade and, with minor labels, read "2 3 4"
+    (tokens?). Ticks: 1-2-5 steps (powers of ten alone over more than three decades); where no two of those
+    fall inside the range, its two ends at the fewest significant digits that tell them apart."""
+    v = np.asarray(values, dtype=float).ravel()
+    v = v[np.isfinite(v) & (v > 0)]
+    lo, hi = (float(v.min()), float(v.max())) if len(v) else (1.0, 10.0)
+    if lo == hi:  # one value on every step: a factor of three each side, so that 1-2-5 steps fall inside
+        lo, hi = lo / 3, hi * 3
+    decades = np.log10(hi) - np.log10(lo)
+    steps = (1,) if decades > 3 else (1, 2, 5)
+    powers = range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)
+    ticks = [m * 10.0**p for p in powers for m in steps if lo <= m * 10.0**p <= hi]
+    digits = 1
+    while len(ticks) < 2:
+        scale = 10.0 ** (np.floor(np.log10(hi)) - digits + 1)
+        ends = [np.ceil(lo / scale) * scale, np.floor(hi / scale) * scale]
+        ticks = ends if ends[0] < ends[1] else []
+        digits += 1
+    pad = max(0.03 * decades, 0.02)  # in decades: the lines at the range's ends are not on its edge
+    return axis(
+        title_text,
+        type="log",
+        tickmode="array",
+        tickvals=ticks,
+        ticktext=[f"{t:,.0f}" if t >= 1 else f"{t:g}" for t in ticks],
+        range=[float(np.log10(lo) - pad), float(np.log10(hi) + pad)],
+        **settings,
+    )

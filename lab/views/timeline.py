@@ -19,6 +19,7 @@ from lab.views.common import (
     graph_runs,
     hline,
     legend_swatch,
+    log_axis,
     panel_title,
     passes_walked,
     rect_shape,
@@ -80,7 +81,8 @@ def timeline_spec(trace, index: int) -> dict:
         data.append(legend_swatch(f"{mode} graph steps (band)", GRAPH_COLORS[mode]))
         data[-1]["legend"] = "legend"
     shapes.append(step_marker(index))
-    return figure(data, _layout(trace, n, runs, shapes))
+    drawn = [e[k] for k in ("target", "target_kernel", "drafts")] + [[mml]]
+    return figure(data, _layout(trace, n, runs, shapes, np.concatenate([np.ravel(v) for v in drawn])))
 
 
 def _max_seq_len_lines(x, e: dict) -> list[dict]:
@@ -156,8 +158,9 @@ def _graph_bands(runs: list) -> list[dict]:
     ]
 
 
-def _layout(trace, n: int, runs: list, shapes: list) -> dict:
-    """Three panels, each with its legend beside it, and their titles."""
+def _layout(trace, n: int, runs: list, shapes: list, token_values: np.ndarray) -> dict:
+    """Three panels, each with its legend beside it, and their titles; ``token_values``: what the log
+    max_seq_len panel draws."""
     legend = {"x": 1.01, "xanchor": "left", "yanchor": "top", "font": {"size": 10}, "tracegroupgap": 2}
     return {
         "height": 700,
@@ -175,8 +178,8 @@ def _layout(trace, n: int, runs: list, shapes: list) -> dict:
         ),
         # Half a step of room each side: at step 0 the current-step line sat on the y axis, unseen.
         "xaxis": axis("step", anchor="y3", range=[-0.5, n - 0.5]),
-        # Decades only, written out: plotly's default minor labels ("2", "3" for 20k, 30k) read as tokens.
-        "yaxis": axis("tokens (log)", domain=_DOMAINS["y"], type="log", dtick=1, tickformat=","),
+        # Ticks from the values drawn (log_axis): decades alone left one label on a range inside a decade.
+        "yaxis": log_axis("tokens (log)", token_values, domain=_DOMAINS["y"]),
         "yaxis2": axis("requests", domain=_DOMAINS["y2"], rangemode="tozero"),
         "yaxis3": axis("entries", domain=_DOMAINS["y3"]),
         "annotations": [

@@ -290,8 +290,13 @@ def log_axis(title_text: str, values, **settings) -> dict:
         lo, hi = lo / 3, hi * 3
     decades = np.log10(hi) - np.log10(lo)
     steps = (1,) if decades > 3 else (1, 2, 5)
-    powers = range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)
-    ticks = [m * 10.0**p for p in powers for m in steps if lo <= m * 10.0**p <= hi]
+    powers = range(int(np.floor(np.log10(lo))) - 1, int(np.ceil(np.log10(hi))) + 2)
+    candidates = [m * 10.0**p for p in powers for m in steps]
+    # A step just outside the values (within a quarter) is a tick too and the range reaches it: the line
+    # at 1,024 tokens gets its 1,000 label beside it.
+    lo = max([c for c in candidates if lo / 1.25 <= c <= lo], default=lo)
+    hi = min([c for c in candidates if hi <= c <= hi * 1.25], default=hi)
+    ticks = [c for c in candidates if lo <= c <= hi]
     digits = 1
     while len(ticks) < 2:
         scale = 10.0 ** (np.floor(np.log10(hi)) - digits + 1)

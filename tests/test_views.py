@@ -19,6 +19,7 @@ from lab.views import (
     block_table_figure,
     block_table_spec,
     drafts_spec,
+    era_series,
     kernels_spec,
     lengths_spec,
     oor_spec,
@@ -213,7 +214,7 @@ def test_timeline_and_oor_follow_the_trace(traces):
     assert {
         "before #40654",
         "after #40654 = after #43991",
-        "draft_max_seq_len before #40654 = after #40654",
+        "draft_max_seq_len before #40654 = after #40654<br>(= target before #40654: dotted over it)",
         "draft_max_seq_len after #43991",
     } <= names
     o = oor_spec(trace, 30)
@@ -554,4 +555,24 @@ def test_log_axes_have_two_labelled_ticks_inside_their_range(traces):
         assert a["tickmode"] == "array" and len(inside) >= 2, a
         assert len(a["ticktext"]) == len(a["tickvals"]) and all(len(t) > 1 for t in a["ticktext"])
     stale = timeline_spec(traces["stale-block-reuse"], 0)["layout"]["yaxis"]  # inside 100..10,000: one decade tick
-    assert stale["ticktext"][:4] == ["200", "500", "1,000", "2,000"]
+    assert {"200", "500", "1,000", "2,000", "5,000"} <= set(stale["ticktext"])
+
+
+def test_timeline_draws_the_draft_lines_over_the_target_lines(traces):
+    # Issue "the workshop path": in eagle-k3 the dotted draft lines lay under the target lines they coincide
+    # with. They come last in their panel, wider, in a shade of their own, at their exact values.
+    trace = traces["eagle-k3"]
+    e = era_series(trace)
+    panel = [t for t in timeline_spec(trace, 0)["data"] if t.get("legend") == "legend" and t.get("mode") == "lines"]
+    drafts = [k for k, t in enumerate(panel) if t["name"].startswith("draft_max_seq_len")]
+    others = [k for k, t in enumerate(panel) if k not in drafts]
+    assert len(drafts) == 2 and min(drafts) > max(others)
+    target_colors = {panel[k]["line"]["color"] for k in others}
+    for k in drafts:
+        line = panel[k]["line"]
+        assert line["dash"] == "dot" and line["width"] > max(panel[j]["line"]["width"] for j in others)
+        assert line["color"] not in target_colors
+    before, after = (panel[k] for k in drafts)
+    assert "(= target before #40654" in before["name"] and "= target" not in after["name"]
+    assert np.array_equal(before["y"], e["target"][:, 0])  # exact values, no offset
+    assert np.array_equal(after["y"], e["drafts"][:, 2])

@@ -236,9 +236,9 @@ def test_drafts(traces):
     exact = st.seq_lens[: st.num_reqs]
     for d, bar in zip(st.drafts, bars):
         ub = d.seq_lens_cpu_upper_bound[: st.num_reqs]
-        # Positions exact+d .. upper bound, half a token each side: visible even when the window is 0.
-        assert [b + h for b, h in zip(bar["base"], bar["y"])] == [u + 0.5 for u in ub]
-        assert [b + 0.5 for b in bar["base"]] == [e + d.index for e in exact]
+        # Tokens exact+d .. upper bound, token t filling [t - 1, t]: visible even when the window is 0.
+        assert [b + h for b, h in zip(bar["base"], bar["y"])] == ub
+        assert [b + 1 for b in bar["base"]] == [e + d.index for e in exact]
         assert min(bar["y"]) >= 1 and len(bar["x"]) == st.num_reqs  # one bar per request
     # Linear, zoomed onto the batch: a token is a visible height.
     lay = spec["layout"]
@@ -576,3 +576,30 @@ def test_timeline_draws_the_draft_lines_over_the_target_lines(traces):
     assert "(= target before #40654" in before["name"] and "= target" not in after["name"]
     assert np.array_equal(before["y"], e["target"][:, 0])  # exact values, no offset
     assert np.array_equal(after["y"], e["drafts"][:, 2])
+
+
+def test_draft_windows_lines_meet_the_bars_and_say_why_passes_rise(traces):
+    # Issue "the workshop path": the lines sat half a token off the bars' edges, and nothing said why a draft
+    # pass's bar rises above the max(upper bound) line.
+    trace = traces["eagle-k3"]
+    st = trace.steps[20]
+    n = st.num_reqs
+    spec = drafts_spec(trace, 20)
+    lay = spec["layout"]
+    target_ub = max(st.seq_lens_cpu_upper_bound[:n])
+    after = st.drafts[-1].max_seq_len["fixed"]
+    assert [(sh["y0"], sh["y1"]) for sh in lay["shapes"]] == [(target_ub, target_ub), (after, after)]
+    pass0 = next(t for t in spec["data"] if t["type"] == "bar")
+    tops = [b + h for b, h in zip(pass0["base"], pass0["y"])]
+    assert max(tops) == target_ub  # the longest request's pass-0 bar ends on the dotted line
+    arrow = next(a for a in lay["annotations"] if a.get("showarrow"))
+    assert (arrow["ay"], arrow["y"]) == (target_ub, after)
+    why = next(a["text"] for a in lay["annotations"] if a["text"].startswith("Why a bar rises"))
+    assert f"the target pass's max(upper bound), {target_ub:,}" in why
+    assert "Passes 0, 1, 2 are built with step = 0, 1, 2" in why
+    assert "DraftModelSpeculator._build_attn_metadata" in why and "min(ub + step, max_model_len)" in why
+    top = max(max(d.seq_lens_cpu_upper_bound[:n]) for d in st.drafts)
+    assert f"draft_max_seq_len = {after:,} is at or above every pass's, {top:,} at most" in why
+    # Multi-module MTP builds every pass at step 0: no bar rises, nothing to say.
+    mtp = simulate(Scenario.preset("mtp-multi-module-k3"))
+    assert not any(a["text"].startswith("Why") for a in drafts_spec(mtp, 5)["layout"]["annotations"])

@@ -498,7 +498,7 @@ def test_the_lengths_arrow_says_its_ratio_is_in_tokens(traces):
 
     t = traces["short-decode-long-context"]
     notes = json.dumps(lengths_spec(t, 20)["layout"]["annotations"], ensure_ascii=False)
-    assert "× the batch max, in tokens, off this axis" in notes
+    assert "× the batch max (" in notes and "), in tokens, off this axis" in notes
     assert "the block-table entries" in headline_html(t, 20)
 
 
@@ -603,3 +603,20 @@ def test_draft_windows_lines_meet_the_bars_and_say_why_passes_rise(traces):
     # Multi-module MTP builds every pass at step 0: no bar rises, nothing to say.
     mtp = simulate(Scenario.preset("mtp-multi-module-k3"))
     assert not any(a["text"].startswith("Why") for a in drafts_spec(mtp, 5)["layout"]["annotations"])
+
+
+def test_the_lengths_arrow_and_the_headline_give_their_ratios_as_two_claims(traces):
+    # Issue "the workshop path": "241×" and "246×" for one claim without saying why. The lengths view's arrow
+    # gives its own ratio (in tokens) and the headline's beside it, each saying what it counts.
+    import re
+
+    from lab.views.eras import headline_html
+
+    for name, step in (("short-decode-long-context", 1), ("eagle-k3", 28)):
+        t = traces[name]
+        head = re.search(r"walks <b>([\d,.]+×)</b> the block-table entries", headline_html(t, step)).group(1)
+        note = next(a["text"] for a in lengths_spec(t, step)["layout"]["annotations"] if "×" in a["text"])
+        tokens = re.search(r"([\d,.]+×) the batch max \(([\d,]+)\), in tokens", note)
+        assert tokens and tokens.group(1) != head  # 256× against 248×, 30× against 29×: both said, and why
+        assert f"the headline's {head} counts block-table entries walked (whole 16-token blocks, " in note
+    assert "target + drafts)" in note and "in tokens; off this zoomed axis" in str(drafts_spec(t, step)["layout"])

@@ -242,7 +242,7 @@ def _top_note(st, eras, after: int, before: int | None, mml: int, far: bool) -> 
         return f"↑ before #43991: no {spec.display_name} speculator in MRV2 (from vLLM {spec.first_release})"
     return (
         f"↑ before #43991 the draft decodes get {before:,} (max_model_len {mml:,}),<br>"
-        f"{before / max(after, 1):,.0f}× this; off this zoomed axis"
+        f"{before / max(after, 1):,.0f}× this, in tokens; off this zoomed axis"
     )
 
 

@@ -19,6 +19,7 @@ from lab.views import (
     block_table_figure,
     block_table_spec,
     drafts_spec,
+    era_series,
     kernels_spec,
     lengths_spec,
     oor_spec,
@@ -27,6 +28,7 @@ from lab.views import (
     timeline_spec,
 )
 from lab.views.block_table import CLASSES, MAX_COL_BINS, MAX_EXACT_COLS
+from lab.views.common import CLASS_COLORS
 
 
 @pytest.fixture(scope="module")
@@ -212,7 +214,7 @@ def test_timeline_and_oor_follow_the_trace(traces):
     assert {
         "before #40654",
         "after #40654 = after #43991",
-        "draft_max_seq_len before #40654 = after #40654",
+        "draft_max_seq_len before #40654 = after #40654<br>(= target before #40654: dotted over it)",
         "draft_max_seq_len after #43991",
     } <= names
     o = oor_spec(trace, 30)
@@ -234,9 +236,9 @@ def test_drafts(traces):
     exact = st.seq_lens[: st.num_reqs]
     for d, bar in zip(st.drafts, bars):
         ub = d.seq_lens_cpu_upper_bound[: st.num_reqs]
-        # Positions exact+d .. upper bound, half a token each side: visible even when the window is 0.
-        assert [b + h for b, h in zip(bar["base"], bar["y"])] == [u + 0.5 for u in ub]
-        assert [b + 0.5 for b in bar["base"]] == [e + d.index for e in exact]
+        # Tokens exact+d .. upper bound, token t filling [t - 1, t]: visible even when the window is 0.
+        assert [b + h for b, h in zip(bar["base"], bar["y"])] == ub
+        assert [b + 1 for b in bar["base"]] == [e + d.index for e in exact]
         assert min(bar["y"]) >= 1 and len(bar["x"]) == st.num_reqs  # one bar per request
     # Linear, zoomed onto the batch: a token is a visible height.
     lay = spec["layout"]
@@ -528,7 +530,7 @@ def test_the_lengths_arrow_says_its_ratio_is_in_tokens(traces):
 
     t = traces["short-decode-long-context"]
     notes = json.dumps(lengths_spec(t, 20)["layout"]["annotations"], ensure_ascii=False)
-    assert "× the batch max, in tokens, off this axis" in notes
+    assert "× the batch max (" in notes and "), in tokens, off this axis" in notes
     assert "the block-table entries" in headline_html(t, 20)
 
 
@@ -541,20 +543,112 @@ def test_the_timeline_step_line_at_step_0_is_clear_of_the_axis(traces):
     assert lo < 0 and hi == len(t.steps) - 0.5
 
 
-def test_log_axes_have_at_least_two_labelled_ticks_and_no_minor_labels(traces):
-    """Issue 37: a log axis over a range inside one decade had one tick (dtick=1: decades only) or none; now 1-2-5
-    ticks over the data, decades alone when those are many, each a whole number written out."""
-    from lab.views.common import log_ticks
+def test_block_table_walk_lines_band_and_rows_can_be_read(traces):
+    # Issue "the workshop path": the walk lines were a 1 px line in the live cells' red, the pink band had no
+    # legend entry and every other row went unlabelled (a tour stop named one of those).
+    from lab.views.tour import tour
 
-    assert log_ticks([{"y": [1027, 2058]}]) == [1000, 2000, 5000]
-    assert log_ticks([{"y": [3, 300_000]}]) == [1, 10, 100, 1000, 10_000, 100_000, 1_000_000]
-    in_y2 = [{"y": [5, 7], "yaxis": "y2"}]
-    assert log_ticks(in_y2) == [] and log_ticks(in_y2, "y2") == [5, 10]
-    for name in ("eagle-k3", "short-decode-long-context", "stale-block-reuse"):
-        spec = timeline_spec(traces[name], 0)
-        ys = [v for t in spec["data"] if t.get("yaxis", "y") == "y" for v in np.asarray(t.get("y", []), float) if v > 0]
-        ticks = spec["layout"]["yaxis"]["tickvals"]
-        inside = [v for v in ticks if min(ys) <= v <= max(ys)]
-        assert len(ticks) >= 2 and ticks[0] <= min(ys) and ticks[-1] >= max(ys), (name, ticks)
-        assert inside or len(ticks) == 2, (name, ticks)
-        assert "dtick" not in spec["layout"]["yaxis"]
+    trace = traces["short-decode-long-context"]
+    spec = block_table_spec(trace, 1)
+    walks = [t for t in spec["data"] if " walk" in t.get("name", "")]
+    assert len(walks) == 2
+    for w in walks:
+        assert w["line"]["width"] >= 2.5 and w["line"]["color"] not in CLASS_COLORS.values()
+        assert w["line"]["dash"] in ("solid", "longdash")
+    assert walks[0]["line"]["color"] != walks[1]["line"]["color"]
+    # Each line sits on a white casing drawn just before it, which has no legend entry.
+    casings = [t for t in spec["data"] if t.get("showlegend") is False and t.get("mode") == "lines"]
+    assert len(casings) == 2 and all(c["line"]["color"] == "white" for c in casings)
+    # The baseline walk ends on the table's last column: the axis leaves room for the whole line.
+    assert walks[0]["x"][0] < spec["layout"]["xaxis"]["range"][1]
+    names = {t.get("name", "") for t in spec["data"]}
+    band = [sh for sh in spec["layout"]["shapes"] if sh["type"] == "rect"]
+    assert band and any(n.startswith("pink band: binned columns") for n in names)
+    # Every row labelled: 32 rows here; and the row a block-table tour stop names, in eagle-k3.
+    yaxis = spec["layout"]["yaxis"]
+    assert yaxis["tickvals"] == list(trace.steps[1].req_ids) and yaxis["tickfont"]["size"] <= 10
+    eagle = traces["eagle-k3"]
+    stop = next(s for s in tour(eagle) if s["view"] == "block_table" and "live" in s["text"])
+    reader = stop["text"].split(" ")[0]
+    assert reader in block_table_spec(eagle, stop["step"])["layout"]["yaxis"]["tickvals"]
+
+
+def test_log_axes_have_two_labelled_ticks_inside_their_range(traces):
+    # Issue "the workshop path": a log axis with one tick (decades only, on a range inside a decade), minor
+    # ticks labelled "2 3 4". Every log axis of the views: at least two ticks inside the range, all labelled.
+    from lab.views import recorded_spec
+
+    specs = [timeline_spec(t, 0) for t in traces.values()] + [recorded_spec(traces["eagle-k3"], 0)]
+    log_axes = [a for s in specs for k, a in s["layout"].items() if k.startswith("yaxis") and a.get("type") == "log"]
+    assert len(log_axes) == len(traces) + 2  # the timelines' and the recorded view's two panels
+    for a in log_axes:
+        lo, hi = (10**r for r in a["range"])
+        inside = [v for v in a["tickvals"] if lo <= v <= hi]
+        assert a["tickmode"] == "array" and len(inside) >= 2, a
+        assert len(a["ticktext"]) == len(a["tickvals"]) and all(len(t) > 1 for t in a["ticktext"])
+    stale = timeline_spec(traces["stale-block-reuse"], 0)["layout"]["yaxis"]  # inside 100..10,000: one decade tick
+    assert {"200", "500", "1,000", "2,000", "5,000"} <= set(stale["ticktext"])
+
+
+def test_timeline_draws_the_draft_lines_over_the_target_lines(traces):
+    # Issue "the workshop path": in eagle-k3 the dotted draft lines lay under the target lines they coincide
+    # with. They come last in their panel, wider, in a shade of their own, at their exact values.
+    trace = traces["eagle-k3"]
+    e = era_series(trace)
+    panel = [t for t in timeline_spec(trace, 0)["data"] if t.get("legend") == "legend" and t.get("mode") == "lines"]
+    drafts = [k for k, t in enumerate(panel) if t["name"].startswith("draft_max_seq_len")]
+    others = [k for k, t in enumerate(panel) if k not in drafts]
+    assert len(drafts) == 2 and min(drafts) > max(others)
+    target_colors = {panel[k]["line"]["color"] for k in others}
+    for k in drafts:
+        line = panel[k]["line"]
+        assert line["dash"] == "dot" and line["width"] > max(panel[j]["line"]["width"] for j in others)
+        assert line["color"] not in target_colors
+    before, after = (panel[k] for k in drafts)
+    assert "(= target before #40654" in before["name"] and "= target" not in after["name"]
+    assert np.array_equal(before["y"], e["target"][:, 0])  # exact values, no offset
+    assert np.array_equal(after["y"], e["drafts"][:, 2])
+
+
+def test_draft_windows_lines_meet_the_bars_and_say_why_passes_rise(traces):
+    # Issue "the workshop path": the lines sat half a token off the bars' edges, and nothing said why a draft
+    # pass's bar rises above the max(upper bound) line.
+    trace = traces["eagle-k3"]
+    st = trace.steps[20]
+    n = st.num_reqs
+    spec = drafts_spec(trace, 20)
+    lay = spec["layout"]
+    target_ub = max(st.seq_lens_cpu_upper_bound[:n])
+    after = st.drafts[-1].max_seq_len["fixed"]
+    assert [(sh["y0"], sh["y1"]) for sh in lay["shapes"]] == [(target_ub, target_ub), (after, after)]
+    pass0 = next(t for t in spec["data"] if t["type"] == "bar")
+    tops = [b + h for b, h in zip(pass0["base"], pass0["y"])]
+    assert max(tops) == target_ub  # the longest request's pass-0 bar ends on the dotted line
+    arrow = next(a for a in lay["annotations"] if a.get("showarrow"))
+    assert (arrow["ay"], arrow["y"]) == (target_ub, after)
+    why = next(a["text"] for a in lay["annotations"] if a["text"].startswith("Why a bar rises"))
+    assert f"the target pass's max(upper bound), {target_ub:,}" in why
+    assert "Passes 0, 1, 2 are built with step = 0, 1, 2" in why
+    assert "DraftModelSpeculator._build_attn_metadata" in why and "min(ub + step, max_model_len)" in why
+    top = max(max(d.seq_lens_cpu_upper_bound[:n]) for d in st.drafts)
+    assert f"draft_max_seq_len = {after:,} is at or above every pass's, {top:,} at most" in why
+    # Multi-module MTP builds every pass at step 0: no bar rises, nothing to say.
+    mtp = simulate(Scenario.preset("mtp-multi-module-k3"))
+    assert not any(a["text"].startswith("Why") for a in drafts_spec(mtp, 5)["layout"]["annotations"])
+
+
+def test_the_lengths_arrow_and_the_headline_give_their_ratios_as_two_claims(traces):
+    # Issue "the workshop path": "241×" and "246×" for one claim without saying why. The lengths view's arrow
+    # gives its own ratio (in tokens) and the headline's beside it, each saying what it counts.
+    import re
+
+    from lab.views.eras import headline_html
+
+    for name, step in (("short-decode-long-context", 1), ("eagle-k3", 28)):
+        t = traces[name]
+        head = re.search(r"walks <b>([\d,.]+×)</b> the block-table entries", headline_html(t, step)).group(1)
+        note = next(a["text"] for a in lengths_spec(t, step)["layout"]["annotations"] if "×" in a["text"])
+        tokens = re.search(r"([\d,.]+×) the batch max \(([\d,]+)\), in tokens", note)
+        assert tokens and tokens.group(1) != head  # 256× against 248×, 30× against 29×: both said, and why
+        assert f"the headline's {head} counts block-table entries walked (whole 16-token blocks, " in note
+    assert "target + drafts)" in note and "in tokens; off this zoomed axis" in str(drafts_spec(t, step)["layout"])

@@ -26,6 +26,7 @@ from lab.engine.oor import OOR_CLASSES
 from lab.gpu_model.backends import BY_NAME, Backend, record_of_kernel
 from lab.gpu_model.records import NOT_READ
 from lab.history import MODE_ERA
+from lab.views.block_table_marks import row_axis, scale_break, walk_lines
 from lab.views.common import (
     CLASS_COLORS,
     MODE_COLORS,
@@ -36,10 +37,7 @@ from lab.views.common import (
     figure,
     hover,
     legend_swatch,
-    line_shape,
-    note,
     paper_note,
-    rect_shape,
     title,
 )
 
@@ -157,9 +155,10 @@ def block_table_spec(trace, index: int) -> dict:
         for name in CLASSES
         if name not in ("unwalked", "nulled") or (cls == _CODE[name]).any()
     ]
-    data += _walk_lines(st, d["seen"], walks, ce, ycat, trace.scenario.block_size)
+    data += walk_lines(st, d["seen"], walks, lambda col: _pos(ce, col), ycat, trace.scenario.block_size)
     binned = len(ce) - 1 < width
-    shapes, annotations = _scale_break(ce, exact) if binned else ([], [])
+    shapes, annotations, band = scale_break(ce, exact, width, _HEATMAP_TOP) if binned else ([], [], [])
+    data += band
     data.append(_true_scale_bar(walks))
     n_cells = len(re_) - 1
     layout = {
@@ -168,15 +167,7 @@ def block_table_spec(trace, index: int) -> dict:
             _subtitle(cls, ce, re_, exact, binned) + "; " + d["walk_record"],
         ),
         "xaxis": _column_axis(ce, exact, binned),
-        "yaxis": axis(
-            "batch row",
-            domain=[0, _HEATMAP_TOP],
-            autorange="reversed",
-            showgrid=False,
-            zeroline=False,
-            type="category",
-            **({} if n_cells <= 40 else {"showticklabels": False}),
-        ),
+        "yaxis": row_axis(ycat, np.isin(z, [_CODE["live"], _CODE["free"]]).any(axis=1), [0, _HEATMAP_TOP]),
         "xaxis2": axis("", anchor="y2", range=[0, width * 1.12], side="top", tickformat=",d", showgrid=True),
         "yaxis2": {"domain": [0.86, 1.0], "anchor": "x2", "tickfont": {"size": 11}},
         "annotations": annotations
@@ -192,7 +183,7 @@ def block_table_spec(trace, index: int) -> dict:
             )
         ],
         "shapes": shapes,
-        "height": max(460, min(760, 300 + 12 * n_cells)),
+        "height": max(460, min(760, 300 + 14 * n_cells)),  # 14 px a row: room for its label
         "legend": {"orientation": "h", "y": -0.2, "yanchor": "top", "font": {"size": 10}},
         "margin": {"t": 110, "b": 120},
     }
@@ -305,56 +296,6 @@ def _binned_cells(ce, re_, counts, z, n_exact: int, ncells: int) -> dict:
     }
 
 
-def _walk_lines(st, seen: dict, walks: dict, ce, ycat: list, bs: int) -> list[dict]:
-    """Where each mode's walk stops (``seen``: the value it reads, R9), and its metadata's walk where a FULL
-    graph walks another width (a launch scalar)."""
-    data = []
-    same = walks["baseline"] == walks["fixed"]
-    for m in MODES:
-        w = walks[m]
-        if not (same and m == "fixed"):  # coinciding walks: drawn once, named for both
-            x = _pos(ce, w)
-            name = (
-                f"baseline = fixed walk: {w:,} columns (kernel sees {seen[m]:,} in both"
-                + (f": {st.cudagraph_mode} graph, R9)" if st.cudagraph_mode == "FULL" else ")")
-                if same
-                else f"{m} walk ({_ERA[m]}): {w:,} columns (kernel sees {seen[m]:,})"
-            )
-            line = {
-                "color": "#333" if same else MODE_COLORS[m],
-                "width": 3,
-                "dash": "solid" if m == "baseline" else "dash",
-            }
-            data.append(_walk_line(x, ycat, name, line))
-        meta_w = walked_columns(st.max_seq_len[m], bs)
-        if meta_w != w:  # a FULL graph: the metadata says one thing, the kernel walks the captured width (R9)
-            xm = _pos(ce, meta_w)
-            name = f"{m} metadata: {meta_w} columns (not what the FULL graph walks)"
-            data.append(_walk_line(xm, ycat, name, {"color": MODE_COLORS[m], "width": 2, "dash": "dot"}))
-    return data
-
-
-def _scale_break(ce, exact: int) -> tuple[list[dict], list[dict]]:
-    """The scale break between the exact and the binned columns: a band over the binned region, a
-    white-and-dotted line at the break, and their labels."""
-    hm_top = _HEATMAP_TOP
-    xb = exact - 0.5
-    bin_w = int(ce[-2] - ce[-3]) if len(ce) > 2 else 1
-    refs = {"xref": "x", "yref": "paper"}
-    shapes = [
-        rect_shape(xb, len(ce) - 1.5, hm_top + 0.005, hm_top + 0.035, "#fde0dd", **refs),
-        line_shape(xb, xb, 0, hm_top + 0.04, {"color": "white", "width": 5}, **refs),
-        line_shape(xb, xb, 0, hm_top + 0.04, {"color": "black", "width": 1.5, "dash": "dot"}, **refs),
-    ]
-    annotations = [
-        # Either side of the break, each anchored at it: centred over the binned region, the label ran over
-        # "// scale break" in half a screen (compare side by side, issue 37). The ticks give the range.
-        note("<b>// scale break</b>", xb, hm_top + 0.02, **refs, xanchor="right", font={"size": 11}),
-        note(f"binned: 1 cell = {bin_w:,} columns", xb + 0.6, hm_top + 0.02, **refs, xanchor="left", font={"size": 11}),
-    ]
-    return shapes, annotations
-
-
 def _true_scale_bar(walks: dict) -> dict:
     """The true-scale strip: columns each era's kernel walks per row, on a linear axis of the whole table."""
     wb, wf = walks["baseline"], walks["fixed"]
@@ -393,8 +334,14 @@ def _column_axis(ce, exact: int, binned: bool) -> dict:
         "tickangle": 0,
         "showgrid": False,
         "zeroline": False,
-        "range": [-0.5, len(ce) - 1.5],
+        # A little room past the first and last cell: a walk line at the table's edge was cut in half there.
+        "range": [-0.5 - _edge_room(len(ce) - 1), len(ce) - 1.5 + _edge_room(len(ce) - 1)],
     }
+
+
+def _edge_room(n_cells: int) -> float:
+    """Room, in cells, for a walk line (and its casing) drawn on the table's edge: about 8 px of a 1,200 px plot."""
+    return max(0.15, 0.007 * n_cells)
 
 
 def _subtitle(cls, ce, re_, exact: int, binned: bool) -> str:
@@ -417,16 +364,3 @@ def _nice(x: float) -> int:
         return 1
     p = 10 ** int(np.floor(np.log10(x)))
     return int(next(m * p for m in (1, 2, 5, 10) if m * p >= x))
-
-
-def _walk_line(x: float, ycat: list, name: str, line: dict) -> dict:
-    """A vertical line across every row at column position ``x``: where one walk stops."""
-    return {
-        "type": "scatter",
-        "x": [x, x],
-        "y": [ycat[0], ycat[-1]],
-        "mode": "lines",
-        "hoverinfo": "name",
-        "name": name,
-        "line": line,
-    }

@@ -119,30 +119,6 @@ def step_marker(index: int, xref: str = "x", yref: str = "paper") -> dict:
     }
 
 
-def log_ticks(traces: list[dict], yaxis: str = "y") -> list[float]:
-    """Tick values for a log axis over the y values of ``traces`` drawn on ``yaxis``: 1-2-5 steps inside the range
-    and one beyond each end, decades alone when those are more than seven. Decades alone (plotly's dtick=1) gave a
-    range inside one decade (1,027 to 2,058) a single tick, or none (issue 37)."""
-    ys = [
-        float(v)
-        for t in traces
-        if t.get("yaxis", "y") == yaxis
-        for v in np.asarray(t.get("y", []), dtype=float).ravel()
-        if np.isfinite(v) and v > 0
-    ]
-    if not ys:
-        return []
-    lo, hi = min(ys), max(ys)
-    steps = [m * 10.0**e for e in range(int(np.floor(np.log10(lo))) - 1, int(np.ceil(np.log10(hi))) + 1)
-             for m in (1, 2, 5)]  # fmt: skip
-    below = [v for v in steps if v <= lo][-1:]
-    above = [v for v in steps if v >= hi][:1]
-    ticks = below + [v for v in steps if lo < v < hi] + above
-    if len(ticks) <= 7:
-        return ticks
-    return [10.0**e for e in range(int(np.floor(np.log10(lo))), int(np.ceil(np.log10(hi))) + 1)]
-
-
 # A figure of stacked panels cut to a projector's window keeps this share of its height (lab/export/stepper.js):
 # its margins keep their size, so a deeper cut left a panel a few pixels (the timeline's batch panel, issue 37).
 # A one-panel view (the block table) is cut to the window.
@@ -300,3 +276,40 @@ def rect_shape(x0: float, x1: float, y0: float, y1: float, fillcolor: str, **sty
         "fillcolor": fillcolor,
         "line": {"width": 0},
     }
+
+
+def log_axis(title_text: str, values, **settings) -> dict:
+    """A log axis over the positive values given, with at least two labelled ticks and nothing else labelled:
+    plotly's own ticks left one decade label on a range inside a decade and, with minor labels, read "2 3 4"
+    (tokens?). Ticks: 1-2-5 steps (powers of ten alone over more than three decades); where no two of those
+    fall inside the range, its two ends at the fewest significant digits that tell them apart."""
+    v = np.asarray(values, dtype=float).ravel()
+    v = v[np.isfinite(v) & (v > 0)]
+    lo, hi = (float(v.min()), float(v.max())) if len(v) else (1.0, 10.0)
+    if lo == hi:  # one value on every step: a factor of three each side, so that 1-2-5 steps fall inside
+        lo, hi = lo / 3, hi * 3
+    decades = np.log10(hi) - np.log10(lo)
+    steps = (1,) if decades > 3 else (1, 2, 5)
+    powers = range(int(np.floor(np.log10(lo))) - 1, int(np.ceil(np.log10(hi))) + 2)
+    candidates = [m * 10.0**p for p in powers for m in steps]
+    # A step just outside the values (within a quarter) is a tick too and the range reaches it: the line
+    # at 1,024 tokens gets its 1,000 label beside it.
+    lo = max([c for c in candidates if lo / 1.25 <= c <= lo], default=lo)
+    hi = min([c for c in candidates if hi <= c <= hi * 1.25], default=hi)
+    ticks = [c for c in candidates if lo <= c <= hi]
+    digits = 1
+    while len(ticks) < 2:
+        scale = 10.0 ** (np.floor(np.log10(hi)) - digits + 1)
+        ends = [np.ceil(lo / scale) * scale, np.floor(hi / scale) * scale]
+        ticks = ends if ends[0] < ends[1] else []
+        digits += 1
+    pad = max(0.03 * decades, 0.02)  # in decades: the lines at the range's ends are not on its edge
+    return axis(
+        title_text,
+        type="log",
+        tickmode="array",
+        tickvals=ticks,
+        ticktext=[f"{t:,.0f}" if t >= 1 else f"{t:g}" for t in ticks],
+        range=[float(np.log10(lo) - pad), float(np.log10(hi) + pad)],
+        **settings,
+    )

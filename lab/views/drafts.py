@@ -44,7 +44,8 @@ def drafts_spec(trace, index: int) -> dict:
             top_note, 0.5, 1.0, yanchor="bottom", font={"size": 12, "color": ERA_COLORS[2] if far else ERA_COLORS[0]}
         )
     )
-    layout = _layout(trace, st, shapes, annotations, (x0, x1), [lo_all - pad, top + pad])
+    annotations += _why_passes_rise(trace, st, target_ub, after, far)
+    layout = _layout(trace, st, shapes, annotations, (x0, x1), [lo_all - 1 - pad, top + pad])
     return figure(data, layout)
 
 
@@ -79,12 +80,14 @@ def _window_bars(trace, st) -> list[dict]:
         # speculator appended since, the same step its metadata adds to the upper bound (R5;
         # lab.speculators.draft_pass_step, DraftPass.seq_lens).
         lo = d.seq_lens[:n]
-        # Token positions lo..ub inclusive: a window of w tokens is drawn w + 1 tall (half a token each side).
+        # Token t (1-based) fills [t - 1, t]: a length is the top edge of its last token, on the axis's tick
+        # and on the lines (which sat half a token off the bars' edges). A window lo..ub is tokens lo..ub, drawn
+        # from lo - 1 to ub: one token tall where it is 0 (exact = upper bound), so every bar shows.
         data.append(
             bar(
                 [r - 0.4 + width * (d.index + 0.5) for r in range(n)],
                 [u - v + 1 for u, v in zip(ub, lo)],
-                base=[v - 0.5 for v in lo],
+                base=[v - 1 for v in lo],
                 width=width * 0.85,
                 marker={
                     "color": PASS_COLORS[min(d.index, len(PASS_COLORS) - 1)],
@@ -103,11 +106,39 @@ def _window_bars(trace, st) -> list[dict]:
     return data
 
 
+def _why_passes_rise(trace, st, target_ub: int, after: int, far: bool) -> list[dict]:
+    """Below the legend: why a draft pass's bar rises above the dotted max(upper bound), which is the target
+    pass's. Each pass's metadata is built with a ``step`` (lab.speculators.draft_pass_step, vLLM 0.33.0's
+    DraftModelSpeculator._build_attn_metadata, R5) that raises its upper bound to min(ub + step, max_model_len):
+    the tokens drafted before it. Nothing said where no pass is built with a step (multi-module MTP)."""
+    sc = trace.scenario
+    spec = speculator(sc.speculative_method)
+    steps = [spec.draft_pass_step(d.index, sc.draft_decode_fused, sc.num_speculative_tokens) for d in st.drafts]
+    if not any(steps):
+        return []
+    passes = ", ".join(str(d.index) for d in st.drafts)
+    which = f"Pass {passes} is" if len(steps) == 1 else f"Passes {passes} are"
+    top = max(max(d.seq_lens_cpu_upper_bound[: st.num_reqs]) for d in st.drafts)
+    cover = (
+        f"draft_max_seq_len = {after:,} is at or above every pass's, {top:,} at most"
+        if after >= top
+        else f"the highest pass's reaches {top:,}, above draft_max_seq_len = {after:,}"
+    )
+    text = (
+        f"Why a bar rises above the dotted line: that is the target pass's max(upper bound), {target_ub:,}. "
+        f"{which} built with step = {', '.join(map(str, steps))}<br>"
+        f"(vLLM DraftModelSpeculator._build_attn_metadata, R5): its upper bound is min(ub + step, max_model_len); "
+        f"{cover}."
+    )
+    return [paper_note(text, 0, -0.42, xanchor="left", yanchor="top", align="left", font={"size": 11})]
+
+
 def _max_lines(x0: float, x1: float, target_ub: int, after: int, far: bool) -> list[dict]:
-    """The dotted max(upper bound) line, and the solid draft_max_seq_len line where it is on the axis."""
-    shapes = [line_shape(x0, x1, target_ub + 0.5, target_ub + 0.5, {"color": "#444", "width": 1.5, "dash": "dot"})]
+    """The dotted max(upper bound) line, and the solid draft_max_seq_len line where it is on the axis: at the
+    values themselves, the top edges of the bars whose upper bound they are."""
+    shapes = [line_shape(x0, x1, target_ub, target_ub, {"color": "#444", "width": 1.5, "dash": "dot"})]
     if not far:
-        shapes.append(line_shape(x0, x1, after + 0.5, after + 0.5, {"color": ERA_COLORS[2], "width": 2.5}))
+        shapes.append(line_shape(x0, x1, after, after, {"color": ERA_COLORS[2], "width": 2.5}))
     return shapes
 
 
@@ -117,7 +148,7 @@ def _line_labels(x1: float, target_ub: int, after: int, eras: list[str], far: bo
         note(
             f"max(upper bound) = {target_ub:,}",
             x1,
-            target_ub + 0.5,
+            target_ub,
             xanchor="right",
             yanchor="top",
             font={"size": 11, "color": "#444"},
@@ -129,7 +160,7 @@ def _line_labels(x1: float, target_ub: int, after: int, eras: list[str], far: bo
             note(
                 f"<b>{eras[-1]}: draft_max_seq_len = {after:,}</b>",
                 x1,
-                after + 0.5,
+                after,
                 xanchor="right",
                 yanchor="bottom",
                 font={"size": 12, "color": ERA_COLORS[2]},
@@ -143,9 +174,9 @@ def _plus_k_bracket(method: str, x0: float, x1: float, target_ub: int, after: in
     xb = x0 + 0.15 * (x1 - x0)
     arrow = {
         "x": xb,
-        "y": after + 0.5,
+        "y": after,
         "ax": xb,
-        "ay": target_ub + 0.5,
+        "ay": target_ub,
         "xref": "x",
         "yref": "y",
         "axref": "x",
@@ -161,7 +192,7 @@ def _plus_k_bracket(method: str, x0: float, x1: float, target_ub: int, after: in
         # The DFlash family adds its query length (1 + K; K for DSpark), the others K.
         f" <b>+{'num_query_per_req' if speculator(method).one_pass else 'K'} = {after - target_ub}</b>",
         xb,
-        (after + target_ub) / 2 + 0.5,
+        (after + target_ub) / 2,
         xanchor="left",
         font={"size": 13, "color": ERA_COLORS[2]},
         bgcolor="rgba(255,255,255,0.8)",
@@ -189,7 +220,7 @@ def _layout(trace, st, shapes: list, annotations: list, x_range: tuple, y_range:
         },
         "shapes": shapes,
         "annotations": annotations,
-        "margin": {"t": 115, "b": 120},
+        "margin": {"t": 115, "b": 150},
         "title": title(
             f"Step {st.index}: draft windows, K = {k}, one bar per request and pass",
             # Each pass's graph is in its legend entry: the subtitle stays short enough for half a page.
@@ -211,7 +242,7 @@ def _top_note(st, eras, after: int, before: int | None, mml: int, far: bool) -> 
         return f"↑ before #43991: no {spec.display_name} speculator in MRV2 (from vLLM {spec.first_release})"
     return (
         f"↑ before #43991 the draft decodes get {before:,} (max_model_len {mml:,}),<br>"
-        f"{before / max(after, 1):,.0f}× this; off this zoomed axis"
+        f"{before / max(after, 1):,.0f}× this, in tokens; off this zoomed axis"
     )
 
 

@@ -126,7 +126,7 @@ def headline_html(trace, index: int) -> str:
         )
     elif wf:
         head += (
-            f"before #40654 the kernel walks <b>{_ratio(wb, wf)}</b> the block-table entries it walks after "
+            f"before #40654 the kernel walks <b>{ratio_text(wb, wf)}</b> the block-table entries it walks after "
             f"#43991 ({wb:,} vs {wf:,}, {passes_walked(trace)})"
         )
     else:
@@ -166,7 +166,8 @@ def headline_html(trace, index: int) -> str:
     return f"<div class='headline'><div class='hl-line'>{head}</div><table class='eras'>{''.join(rows)}</table></div>"
 
 
-def _ratio(b: int, f: int) -> str:
+def ratio_text(b: int, f: int) -> str:
+    """b / f as the headline says it: 248×, 1.3×."""
     r = b / f
     return f"{r:,.0f}×" if r >= 10 else f"{r:.1f}×"
 

@@ -5,8 +5,8 @@ max_model_len of the old metadata is off that axis and said in an arrow."""
 from __future__ import annotations
 
 from lab.blocks import cdiv
-from lab.views.common import axis, check_step, figure, hline, hover, paper_note, title
-from lab.views.eras import ERA_COLORS, path_values, target_path
+from lab.views.common import axis, check_step, figure, hline, hover, paper_note, passes_walked, title
+from lab.views.eras import ERA_COLORS, path_values, ratio_text, target_path
 
 
 def lengths_spec(trace, index: int) -> dict:
@@ -27,7 +27,7 @@ def lengths_spec(trace, index: int) -> dict:
     for k, value in enumerate(target):
         if value is not None:  # None: an era whose MRV2 did not have this model state
             by_value.setdefault(value[0], []).append(eras[k])
-    lines, annotations = _max_seq_len_lines(by_value, eras, (x0, x1), ymax, top, mml)
+    lines, annotations = _max_seq_len_lines(by_value, eras, (x0, x1), ymax, top, mml, _headline_ratio(trace, st))
     data += lines
     kern = {v[1] for v in target if v is not None} - set(by_value)
     for kk in kern:  # a FULL graph: the kernel sees the captured max_model_len in every era (R9)
@@ -52,7 +52,7 @@ def lengths_spec(trace, index: int) -> dict:
             "barmode": "stack",
             "height": 460,
             "annotations": annotations,
-            "margin": {"t": 100},
+            "margin": {"t": 115},  # the arrow note is three lines where it gives the headline's ratio too
             # The counts in the subtitle: the title stays one line in half a screen (compare side by side).
             "title": title(
                 f"Step {st.index}: per-request lengths, {target_path(trace)}",
@@ -103,8 +103,9 @@ def _length_traces(st) -> list[dict]:
     ]
 
 
-def _max_seq_len_lines(by_value: dict, eras: list, x_span: tuple, ymax: float, top: int, mml: int):
-    """Each distinct max_seq_len as a line where it is on the axis, else as an arrow note at the top."""
+def _max_seq_len_lines(by_value: dict, eras: list, x_span: tuple, ymax: float, top: int, mml: int, headline: str):
+    """Each distinct max_seq_len as a line where it is on the axis, else as an arrow note at the top; the
+    old value's note ends with ``headline``, the headline's ratio for the same eras and what it counts."""
     lines, annotations = [], []
     x0, x1 = x_span
     for meta, which in by_value.items():
@@ -115,11 +116,10 @@ def _max_seq_len_lines(by_value: dict, eras: list, x_span: tuple, ymax: float, t
         else:
             annotations.append(
                 paper_note(
-                    # In tokens: the headline's ratio counts block-table entries (whole blocks per row),
-                    # so the two differ a little (246× here, 241× there); the words say which is which.
-                    # Two short lines: one long line lost its start (the era's name) in a half-screen figure.
+                    # Short lines: one long line lost its start (the era's name) in a half-screen figure.
                     f"↑ {label}{' = max_model_len' if meta == mml else ''}<br>"
-                    f"{meta / max(top, 1):,.0f}× the batch max, in tokens, off this axis",
+                    f"{meta / max(top, 1):,.0f}× the batch max ({top:,}), in tokens, off this axis"
+                    + (headline if "before #40654" in which else ""),
                     0.99,
                     1.0,
                     xanchor="right",
@@ -128,3 +128,15 @@ def _max_seq_len_lines(by_value: dict, eras: list, x_span: tuple, ymax: float, t
                 )
             )
     return lines, annotations
+
+
+def _headline_ratio(trace, st) -> str:
+    """The headline's ratio beside this view's, each saying what it counts: this view's divides max_seq_len by the
+    batch max in tokens; the headline's, the block-table entries walked (whole blocks, every row, and the draft
+    passes where there are some), so the two differ (issue 37: 246× here, 241× there, for one claim)."""
+    walked = st.oor_all_passes
+    wb, wf = walked["baseline"]["walked"], walked["fixed"]["walked"]
+    if not wf or trace.scenario.model_state == "encoder_only":
+        return ""
+    counted = f"whole {trace.scenario.block_size}-token blocks, {passes_walked(trace)}"
+    return f";<br>the headline's {ratio_text(wb, wf)} counts block-table entries walked ({counted})"

@@ -18,7 +18,7 @@ from lab.views.common import (
     axis,
     check_step,
     figure,
-    log_ticks,
+    log_axis,
     message_figure,
     panel_title,
     paper_note,
@@ -72,7 +72,6 @@ def recorded_spec(trace, index: int) -> dict:
         else f"the engine DISAGREES with {', '.join(r.vllm_cpu for r, _, _, c in found if not c.agree)}"
     )
     preset = rec0.meta["recording"]["preset"]
-    log_tokens = {"type": "log", "tickformat": ","}  # ticks: log_ticks over each panel's data
     layout = {
         "height": 640 if has_drafts else 460,
         "meta": STACKED_MIN_FIT,
@@ -90,7 +89,8 @@ def recorded_spec(trace, index: int) -> dict:
         # The current step (the recorded run steps as the trace does): ▶ moves it as in every trace-wide view.
         "shapes": [step_marker(index)],
         "xaxis": axis("step of the recorded run", anchor="y2" if has_drafts else "y"),
-        "yaxis": axis("tokens (log)", domain=_DOMAINS["y"] if has_drafts else [0.0, 1.0], **log_tokens),
+        # Ticks from the values drawn (log_axis): decades alone left one label on a range inside a decade.
+        "yaxis": log_axis("tokens (log)", _drawn(data, "y"), domain=_DOMAINS["y"] if has_drafts else [0.0, 1.0]),
         "annotations": [
             panel_title("target max_seq_len, each release as shipped" + _coinciding(found, _target), 0, top),
             paper_note(
@@ -105,7 +105,7 @@ def recorded_spec(trace, index: int) -> dict:
         ],
     }
     if has_drafts:
-        layout["yaxis2"] = axis("tokens (log)", domain=_DOMAINS["y2"], **log_tokens)
+        layout["yaxis2"] = log_axis("tokens (log)", _drawn(data, "y2"), domain=_DOMAINS["y2"])
         layout["annotations"].append(
             panel_title(
                 "Eagle draft decodes (passes 1..K-1): max_seq_len, as shipped" + _coinciding(found, _drafts),
@@ -113,9 +113,6 @@ def recorded_spec(trace, index: int) -> dict:
                 _DOMAINS["y2"][1],
             )
         )
-    layout["yaxis"]["tickvals"] = log_ticks(data)
-    if has_drafts:
-        layout["yaxis2"]["tickvals"] = log_ticks(data, "y2")
     return figure(data, layout)
 
 
@@ -200,3 +197,8 @@ def _coinciding(found: list, series_of) -> str:
             groups.append([(r, y)])
     tied = [" = ".join(r.vllm_cpu for r, _ in g) for g in groups if len(g) > 1]
     return f" ({'; '.join(tied)}: drawn over each other)" if tied else ""
+
+
+def _drawn(data: list[dict], yaxis: str) -> np.ndarray:
+    """Every value the traces on one y axis draw (NaN where a step has none)."""
+    return np.concatenate([np.asarray(t["y"], dtype=float) for t in data if t["yaxis"] == yaxis] or [np.ones(1)])

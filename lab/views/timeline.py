@@ -19,7 +19,7 @@ from lab.views.common import (
     graph_runs,
     hline,
     legend_swatch,
-    log_ticks,
+    log_axis,
     panel_title,
     passes_walked,
     rect_shape,
@@ -30,6 +30,8 @@ from lab.views.common import (
 from lab.views.eras import ERA_COLORS, era_series, target_path
 
 MAX_BANDS = 200
+# The draft lines' colours: a darker shade of each era's (ERA_COLORS), told apart from its target line.
+_DRAFT_COLORS = {0: "#7f0000", 1: "#a63603", 2: "#08306b"}
 # Panel domains (paper y): max_seq_len, batch size, cumulative entries.
 _DOMAINS = {"y": [0.58, 1.0], "y2": [0.36, 0.5], "y3": [0.0, 0.28]}
 
@@ -71,9 +73,10 @@ def timeline_spec(trace, index: int) -> dict:
     n = len(s["num_reqs"])
     x = np.arange(n)
     mml = trace.scenario.max_model_len
-    data = _max_seq_len_lines(x, e)
+    data, drafts = _max_seq_len_lines(x, e)
     data.append(hline(0, max(n - 1, 1), mml, f"max_model_len = {mml:,}", "#7f7f7f", "longdash", width=1))
     data[-1]["legend"] = "legend"
+    data += drafts  # last in the panel: over the target and max_model_len lines they may lie on
     data += _batch_and_entry_lines(x, s, e["eras"])
     runs = graph_runs(s["graph"])
     shapes = _graph_bands(runs)
@@ -81,13 +84,12 @@ def timeline_spec(trace, index: int) -> dict:
         data.append(legend_swatch(f"{mode} graph steps (band)", GRAPH_COLORS[mode]))
         data[-1]["legend"] = "legend"
     shapes.append(step_marker(index))
-    layout = _layout(trace, n, runs, shapes)
-    layout["yaxis"]["tickvals"] = log_ticks(data)
-    return figure(data, layout)
+    drawn = [e[k] for k in ("target", "target_kernel", "drafts")] + [[mml]]
+    return figure(data, _layout(trace, n, runs, shapes, np.concatenate([np.ravel(v) for v in drawn])))
 
 
-def _max_seq_len_lines(x, e: dict) -> list[dict]:
-    """The target's max_seq_len per era, what the kernel sees where it differs, and draft_max_seq_len."""
+def _max_seq_len_lines(x, e: dict) -> tuple[list[dict], list[dict]]:
+    """The target's max_seq_len per era and what the kernel sees where it differs; then draft_max_seq_len."""
     eras = e["eras"]
     data = []
     for g in _same_groups(e["target"]):
@@ -110,12 +112,23 @@ def _max_seq_len_lines(x, e: dict) -> list[dict]:
                     width=1.5,
                 )
             )
-    if np.isfinite(e["drafts"]).any():
-        for g in _same_groups(e["drafts"]):
-            k = g[-1]
-            data.append(
-                _line(x, e["drafts"][:, k], "draft_max_seq_len " + " = ".join(eras[j] for j in g), ERA_COLORS[k], "dot")
-            )
+    return data, _draft_lines(x, e) if np.isfinite(e["drafts"]).any() else []
+
+
+def _draft_lines(x, e: dict) -> list[dict]:
+    """draft_max_seq_len per era, drawn after (over) every target line: in eagle-k3 the drafts before #43991
+    are the target's max_model_len and after it the target's batch max + K, a few tokens off on a log axis, and
+    under the target lines they were not seen. Their exact values, dotted, wider, a darker shade of the era's
+    colour; a legend name says where a draft line is a target line's value on every step."""
+    eras = e["eras"]
+    data = []
+    for g in _same_groups(e["drafts"]):
+        k = g[-1]
+        name = "draft_max_seq_len " + " = ".join(eras[j] for j in g)
+        same = [t for t in _same_groups(e["target"]) if np.array_equal(e["target"][:, t[0]], e["drafts"][:, k])]
+        if same:
+            name += f"<br>(= target {' = '.join(eras[j] for j in same[0])}: dotted over it)"
+        data.append(_line(x, e["drafts"][:, k], name, _DRAFT_COLORS[k], "dot", width=3.5))
     return data
 
 
@@ -159,8 +172,9 @@ def _graph_bands(runs: list) -> list[dict]:
     ]
 
 
-def _layout(trace, n: int, runs: list, shapes: list) -> dict:
-    """Three panels, each with its legend beside it, and their titles."""
+def _layout(trace, n: int, runs: list, shapes: list, token_values: np.ndarray) -> dict:
+    """Three panels, each with its legend beside it, and their titles; ``token_values``: what the log
+    max_seq_len panel draws."""
     legend = {"x": 1.01, "xanchor": "left", "yanchor": "top", "font": {"size": 10}, "tracegroupgap": 2}
     return {
         "height": 700,
@@ -178,9 +192,8 @@ def _layout(trace, n: int, runs: list, shapes: list) -> dict:
         ),
         # Half a step of room each side: at step 0 the current-step line sat on the y axis, unseen.
         "xaxis": axis("step", anchor="y3", range=[-0.5, n - 0.5]),
-        # Ticks at 1-2-5 steps over the data (log_ticks), written out: plotly's default minor labels ("2", "3"
-        # for 20k, 30k) read as tokens.
-        "yaxis": axis("tokens (log)", domain=_DOMAINS["y"], type="log", tickformat=","),
+        # Ticks from the values drawn (log_axis): decades alone left one label on a range inside a decade.
+        "yaxis": log_axis("tokens (log)", token_values, domain=_DOMAINS["y"]),
         "yaxis2": axis("requests", domain=_DOMAINS["y2"], rangemode="tozero"),
         "yaxis3": axis("entries", domain=_DOMAINS["y3"]),
         "annotations": [

@@ -249,6 +249,7 @@ def test_the_sweep_base_follows_the_preset_picked(context, app_url):
     page.locator("#headline .hl-line").filter(has_text="mamba-hybrid").wait_for()
     page.locator("#sweeps-box").get_by_text("Sweeps · does it matter").click()
     base = page.locator("#sweep-base textarea")
+    base.wait_for()  # the accordion open: the box is there to read
     page.wait_for_function(
         "(s) => document.querySelector('#sweep-base textarea').value === s", arg=PRESETS["mamba-hybrid"][0]
     )

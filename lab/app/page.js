@@ -132,7 +132,10 @@ window.labApp = (() => {
     });
     if (!s || !s.key || !stale) return;
     clearTimeout(state.redraw);
-    state.redraw = setTimeout(() => go(s.key, s.ckey, s.i, s.view, s.presenter), 150);
+    state.redraw = setTimeout(() => {
+      const now = state.shown; // read when it fires: a step clicked meanwhile is the one to draw
+      go(now.key, now.ckey, now.i, now.view, now.presenter);
+    }, 150);
   });
   function watchWidths() {
     for (const id of ["plot", "plot-compare"]) {

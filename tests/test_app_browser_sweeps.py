@@ -1,8 +1,9 @@
 """The Sweeps tab in headless Chromium (Debian's /usr/bin/chromium through Playwright; never `playwright
 install`), as an attendee meets it on the workshop path: the sweep's base is the scenario opened from the
-address and follows the next pick once its box is emptied; the table names its columns before the first sweep
-(Gradio's "1 2 3", then "axis ...") and reads in the columns' units after it. Each failed before its fix.
-Screenshots before and after a sweep at 1366x768 and 1600x1000 go to artifacts/ (gitignored)."""
+address, follows a pick without waiting for the step data, and follows again once its box is emptied; the
+table names its columns before the first sweep (Gradio's "1 2 3", then "axis ...") and reads in the columns'
+units after it. Each failed before its fix. Screenshots before and after a sweep at 1366x768 and 1600x1000 go
+to artifacts/ (gitignored)."""
 
 from __future__ import annotations
 
@@ -60,6 +61,30 @@ def test_the_base_follows_the_address_and_an_emptied_box(page, app_url):
     page.locator("#sweep-base textarea").fill("")
     _pick_preset(page, "eagle-k3")
     _base_becomes(page, PRESETS["eagle-k3"][0])
+
+
+# From now on every fetch of a trace's step data waits 10 s, as a cold preset's does on a busy room server.
+SLOW_STEP_DATA = """() => {
+  const fetch0 = window.fetch;
+  window.fetch = (url, opts) => String(url).includes("/lab/steps/")
+    ? new Promise((r) => setTimeout(r, 10000)).then(() => fetch0(url, opts))
+    : fetch0(url, opts);
+}"""
+
+
+def test_the_base_follows_before_the_step_data_came(page, app_url):
+    """The base followed a preset picked only once the page had its step data (seconds for a cold preset on a
+    busy server: an attendee opening Sweeps right after the pick met the old base). Now it follows with the
+    pick's own outputs."""
+    open_app(page, app_url, "?preset=eagle-k3")
+    page.evaluate(SLOW_STEP_DATA)
+    _open_sweeps(page)
+    _pick_preset(page, "short-decode-long-context")
+    page.wait_for_function(
+        "(t) => document.querySelector('#sweep-base textarea').value === t",
+        arg=PRESETS["short-decode-long-context"][0],
+        timeout=5_000,  # well inside the step data's 10 s
+    )
 
 
 @pytest.mark.parametrize("page", [(1366, 768), (1600, 1000)], indirect=True, ids=["1366x768", "1600x1000"])

@@ -76,18 +76,51 @@ def test_table_cells_read_as_numbers_do():
     # Issue 37: the table printed 1490000 and a count rounded to 27300000.
     from lab.app.sweeps_tab import table_cell
 
-    assert table_cell(1490000) == "1,490,000" and table_cell(27312345.0) == "27,312,345"
-    assert table_cell(31.87654) == "31.9" and table_cell(0.123456) == "0.123" and table_cell(1234.5) == "1,234"
-    assert table_cell("full") == "full" and table_cell(None) == ""
+    assert table_cell("all_baseline_oor", 1490000) == "1,490,000"
+    assert table_cell("all_baseline_oor", 27312345.0) == "27,312,345"
+    assert table_cell("mml", 8192) == "8,192" and table_cell("num_steps", 1234.5) == "1,234"
+    assert table_cell("x", 31.87654) == "31.9" and table_cell("x", 0.123456789) == "0.123"
+    assert table_cell("x", 999.7) == "1,000"  # never ".3g"'s 1e+03
+    assert table_cell("cg", "full") == "full" and table_cell("x", None) == ""
 
 
-def test_the_empty_table_names_its_columns(tab_url):
-    # Issue 37: before the first sweep the table's headers read "1 2 3".
+def test_table_cells_carry_their_columns_unit():
+    """The workshop path: ratios read 7.39x, shares as percentages (a share of 1 read as a count of 1), kernel
+    times in ms; a metric no seed had (NaN: a draft metric without drafts) is a dash, never "nan"."""
+    from lab.app.sweeps_tab import table_cell
+
+    assert table_cell("all_walked_ratio", 7.391234) == "7.39×" and table_cell("kernel_ratio", 1.0) == "1×"
+    assert table_cell("fix_reaches_kernel_share", 1.0) == "100%"
+    assert table_cell("full_graph_share", 0.123456789) == "12.3%"
+    assert table_cell("kernel_fixed_ms", 0.123456789) == "0.123 ms"
+    assert table_cell("target_walked_ratio", float("nan")) == "–" and table_cell("x", float("inf")) == "∞"
+    with pytest.raises(TypeError, match="kernel_fixed_ms"):
+        table_cell("kernel_fixed_ms", [1])
+
+
+def test_the_estimate_reads_its_counts_with_separators():
+    from lab.app.sweeps_tab import sweep_estimate
+
+    _, fits, msg = sweep_estimate(SMALL, "mml", "1k:1500k:1k", "(none)", "", 1)
+    assert not fits and msg.startswith("1,500 points (1,500 x 1 seeds), about ") and "1500" not in msg.split("`")[0]
+    _, fits, msg = sweep_estimate(SMALL, "mml", "2k", "(none)", "", 1)
+    assert fits and msg.startswith("1 points (1 x 1 seeds), under 1 s here.")
+
+
+def test_the_empty_table_names_its_columns(tab_url, tab_client):
+    """Issue 37: before the first sweep the table's headers read "1 2 3"; then "axis", in another order than
+    the default sweep's. Now they are the columns the default sweep (axis 1 mml, plot all_walked_ratio) fills."""
     import urllib.request
-
-    from lab.sweep.table import HEADLINE
 
     config = json.loads(urllib.request.urlopen(tab_url + "config").read())
     (table,) = [c for c in config["components"] if c.get("props", {}).get("elem_id") == "sweep-table"]
-    assert table["props"]["value"]["headers"][:2] == ["axis", "seeds"]
-    assert table["props"]["value"]["headers"][2] == HEADLINE[0]
+    _, ran, _ = tab_client.predict(SMALL, "mml", "2k,4k", "(none)", "", 1, "all_walked_ratio", api_name="/run_sweep")
+    assert table["props"]["value"]["headers"] == ran["headers"]
+    assert ran["headers"][:3] == ["mml", "seeds", "all_walked_ratio"]
+
+
+def test_too_big_a_sweep_leaves_an_empty_table_with_its_columns(tab_client):
+    _, table, status = tab_client.predict(
+        SMALL, "bs", "16,32", "mml", "1k:64k:1k", 10, "num_steps", api_name="/run_sweep"
+    )
+    assert "Too big" in status and table["data"] == [] and table["headers"][:4] == ["bs", "mml", "seeds", "num_steps"]

@@ -9,6 +9,8 @@ prints the ``python -m lab sweep`` command that runs it (with a progress bar, re
 
 from __future__ import annotations
 
+import math
+
 import gradio as gr
 
 from lab.app.deployment_tab import add_deployment_tab
@@ -46,6 +48,8 @@ METRICS = [
     "num_steps",
 ]
 DEFAULT_BASE = PRESETS["short-decode-long-context"][0]
+DEFAULT_AXIS = "mml"  # what axis 1 and the plot offer first; the empty table's columns are that sweep's
+DEFAULT_METRIC = "all_walked_ratio"
 NOTE = (
     "**What am I looking at?** One scenario run over one or two axes (values `8k,32k`, a range `8:64:8`, "
     "or a geometric range `4k:128k:*2`) and seeds. Each point is simulated in both modes; the curve is the "
@@ -78,7 +82,7 @@ def sweep_estimate(base, a1, v1, a2, v2, seeds):
     secs = n * SECONDS_PER_POINT / max(1, min(default_workers(), n))
     fits = secs <= APP_BUDGET_S and n <= MAX_APP_POINTS
     msg = (
-        f"{n} points ({n // len(spec.seeds)} x {len(spec.seeds)} seeds), about {secs:.0f} s here. "
+        f"{n:,} points ({n // len(spec.seeds):,} x {len(spec.seeds)} seeds), {_about(secs)} here. "
         + (
             ""
             if fits
@@ -90,16 +94,54 @@ def sweep_estimate(base, a1, v1, a2, v2, seeds):
     return spec, fits, msg
 
 
-def table_cell(v) -> str:
-    """A summary value as a reader reads it: counts whole with separators (1,490,000, never 1490000 or a count
-    rounded to 27,300,000), ratios and shares to 3 significant digits (16-digit floats read as noise)."""
-    if isinstance(v, bool) or v is None:
+def _number(v: int | float) -> str:
+    """Counts whole with separators (1,490,000, never 1490000 or a count rounded to 27,300,000); anything
+    else to 3 significant digits (16-digit floats read as noise). 999.7 goes the count's way: ``.3g``
+    would write it 1e+03."""
+    if isinstance(v, int) or v.is_integer() or abs(v) >= 999.5:
+        return f"{round(v):,}"
+    return f"{v:.3g}"
+
+
+# A column's unit, by how its name ends (lab.sweep.point's metrics): a ratio of walks or times, a share of
+# steps, a kernel time.
+_UNITS = (("_ratio", "{}×"), ("_share", "{}%"), ("_ms", "{} ms"))
+
+
+def table_cell(column: str, v) -> str:
+    """One summary value as a reader reads it, in its column's unit: ``7.39×``, ``100%``, ``0.123 ms``,
+    ``1,491,104``; a metric no seed had (the mean is NaN, e.g. a draft metric without drafts) is a dash."""
+    if v is None or isinstance(v, (bool, str)):
         return "" if v is None else str(v)
-    if isinstance(v, int) or (isinstance(v, float) and v.is_integer() and abs(v) >= 1000):
-        return f"{int(v):,}"
-    if isinstance(v, float):
-        return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.3g}"
-    return str(v)
+    if not isinstance(v, (int, float)):
+        raise TypeError(f"column {column!r}: {v!r} is not a number or a text")
+    if math.isnan(v):
+        return "–"
+    if math.isinf(v):
+        return "∞" if v > 0 else "−∞"
+    for ending, unit in _UNITS:
+        if column.endswith(ending):
+            return unit.format(_number(100 * v if ending == "_share" else v))
+    return _number(v)
+
+
+def _table_metrics(metric: str) -> list[str]:
+    """The summary table's metrics: the plotted one, then the headline ones."""
+    return list(dict.fromkeys([metric, *HEADLINE]))
+
+
+def table_columns(axes: list[str], metric: str) -> list[str]:
+    """The summary table's columns: the axes, the seeds, then its metrics (a table with no sweep yet shows
+    the default sweep's, never Gradio's "1 2 3")."""
+    return [*axes, "seeds", *_table_metrics(metric)]
+
+
+def _no_table(axes: list[str], metric: str) -> dict:
+    return {"headers": table_columns(axes, metric), "data": []}
+
+
+def _about(seconds: float) -> str:
+    return "under 1 s" if seconds < 0.5 else f"about {seconds:,.0f} s"  # never "about 0 s"
 
 
 def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, progress=gr.Progress()):  # noqa: B008 (Gradio's way)
@@ -107,10 +149,11 @@ def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, progress=gr.Progress()): 
     spec, fits, msg = sweep_estimate(base, a1, v1, a2, v2, seeds)
     if spec is None:  # a bad sweep: the figure and the table keep the last one
         return gr.skip(), gr.skip(), msg
-    if not fits:
-        return None, None, msg
     if metric not in METRICS:
         raise gr.Error(f"metric must be one of {METRICS}", print_exception=False)
+    axes = [a.name for a in spec.axes]
+    if not fits:  # an empty table with this sweep's columns
+        return None, _no_table(axes, metric), msg
 
     def report(done, total):
         progress(done / max(total, 1), desc=f"{done}/{total} points")
@@ -127,24 +170,23 @@ def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, progress=gr.Progress()): 
     if res.interrupted:
         return (
             None,
-            None,
+            _no_table(axes, metric),
             (
-                f"**Stopped after {res.seconds:.0f} s** with {len(res.rows)} of {spec.num_points} points: "
+                f"**Stopped after {res.seconds:.0f} s** with {len(res.rows):,} of {spec.num_points:,} points: "
                 f"its scenarios are larger than the estimate assumed. Run it from the command line "
                 f"(progress bar, resumable, `--ray` for a cluster):\n\n`{spec.command('--out sweep-out')}`"
             ),
         )
-    axes = [a.name for a in spec.axes]
     if not axes:
         fig = None
     elif len(axes) == 1:
         fig = curves(res.rows, axes[0], [metric])
     else:
         fig = heatmap(res.rows, axes[0], axes[1], metric)
-    cols = axes + ["seeds"] + list(dict.fromkeys([metric, *HEADLINE]))
-    summ = summarize(res.rows, axes, [c for c in cols if c not in axes and c != "seeds"])
-    table = [[table_cell(v) for v in (s.get(c) for c in cols)] for s in summ]
-    done = f"{res.computed} points run in {res.seconds:.1f} s ({res.executor}). " + msg
+    cols = table_columns(axes, metric)
+    # Formatted here, for the eye; the CLI's results.csv / results.json (lab.sweep.table) keep the raw numbers.
+    table = [[table_cell(c, s.get(c)) for c in cols] for s in summarize(res.rows, axes, _table_metrics(metric))]
+    done = f"{res.computed:,} points run in {res.seconds:.1f} s ({res.executor}). " + msg
     return fig, {"headers": cols, "data": table}, done
 
 
@@ -165,29 +207,35 @@ def add_sweeps_tab(base: str = DEFAULT_BASE) -> dict:
         sw_base = gr.Textbox(
             base, label="Scenario (a spec or a template with {placeholders})", elem_id="sweep-base", max_lines=2
         )
+        # A hidden box, not a State: the page's script reads and sets it (a State lives on the server). Inside
+        # the tab: a box straight under gr.Tabs draws Gradio's warning that Tabs hold only Tab.
+        pushed = gr.Textbox(base, visible=False, elem_id="sweep-pushed")
         with gr.Row():
-            a1 = gr.Dropdown(AXIS_NAMES, value="mml", label="axis 1", allow_custom_value=True, elem_id="sweep-a1")
+            a1 = gr.Dropdown(
+                AXIS_NAMES, value=DEFAULT_AXIS, label="axis 1", allow_custom_value=True, elem_id="sweep-a1"
+            )
             v1 = gr.Textbox("8k:128k:*2", label="values", elem_id="sweep-v1")
             a2 = gr.Dropdown(AXIS_NAMES, value="(none)", label="axis 2", allow_custom_value=True, elem_id="sweep-a2")
             v2 = gr.Textbox("", label="values", elem_id="sweep-v2")
             seeds = gr.Number(1, label="seeds", precision=0, minimum=1, maximum=100, elem_id="sweep-seeds")
-            metric = gr.Dropdown(METRICS, value="all_walked_ratio", label="plot", elem_id="sweep-metric")
+            metric = gr.Dropdown(METRICS, value=DEFAULT_METRIC, label="plot", elem_id="sweep-metric")
         with gr.Row():
             est_btn = gr.Button("Estimate", elem_id="sweep-estimate", scale=0)
             run_btn = gr.Button("Run sweep", variant="primary", elem_id="sweep-run", scale=0)
         status = gr.Markdown("", elem_id="sweep-status")
         plot = gr.Plot(label="sweep", elem_id="sweep-plot", show_label=False)
-        # Headers before the first sweep (Gradio's default headers read "1 2 3").
         table = gr.Dataframe(
-            headers=["axis", "seeds", *HEADLINE], label="mean over seeds", elem_id="sweep-table", interactive=False
+            headers=table_columns([DEFAULT_AXIS], DEFAULT_METRIC),
+            label="mean over seeds",
+            elem_id="sweep-table",
+            interactive=False,
         )
     inputs = [sw_base, a1, v1, a2, v2, seeds]
     est_btn.click(lambda *a: sweep_estimate(*a)[2], inputs, status, api_name="sweep_estimate")
     run_btn.click(
         run_sweep_tab, inputs + [metric], [plot, table, status], api_name="run_sweep", concurrency_limit=None
     )  # lab.app.room's heavy line is their only queue: past its length one is refused at once
-    # A hidden box, not a State: the page's script reads and sets it (a State lives on the server).
-    return {"sweep_base": sw_base, "sweep_pushed": gr.Textbox(base, visible=False, elem_id="sweep-pushed")}
+    return {"sweep_base": sw_base, "sweep_pushed": pushed}
 
 
 def sweeps_and_deployment(base: str) -> dict:

@@ -295,9 +295,10 @@ def _sync(ui: dict, ev):
 
 def _loaded_then(ui: dict, ev):
     """After a load: the page fetches the trace's step data and draws from it (lab/app/page.js)."""
-    ev = ev.then(None, _page_in(ui), None, js="(k, c, s, v, p) => window.labApp.loaded(k, c, s, v, p)")
-    follow = [ui["sweep_base"], ui["sweep_pushed"]]  # the Sweeps base: the scenario on screen
+    # The Sweeps base: the scenario on screen, beside the drawing (after it, it waited for the step data).
+    follow = [ui["sweep_base"], ui["sweep_pushed"]]
     ev.then(None, [*follow, ui["spec"]], follow, js=FOLLOW_THE_PAGE_JS, show_progress="hidden", api_name=False)
+    ev = ev.then(None, _page_in(ui), None, js="(k, c, s, v, p) => window.labApp.loaded(k, c, s, v, p)")
     return _sync(ui, ev)
 
 

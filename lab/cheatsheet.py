@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 
 from lab import doc_tables
-from lab.files import check_output_path
+from lab.files import check_output_path, write_text_atomically
 
 RULES_DOC = pathlib.Path(__file__).resolve().parent.parent / "docs" / "rules.md"
 
@@ -177,13 +177,8 @@ written by <code>python -m lab cheatsheet</code></span></header>
 
 def write_cheatsheet(out: str | os.PathLike, rules_doc: str | os.PathLike | None = None) -> int:
     """Write the page to ``out`` (a new or regular file, replaced atomically); return its size in bytes."""
-    check_output_path(out)
-    text = cheatsheet_html(rules_doc)
-    tmp = f"{os.fspath(out)}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, out)
-    return os.path.getsize(out)
+    check_output_path(out)  # before the page is built
+    return write_text_atomically(out, cheatsheet_html(rules_doc))
 
 
 def register(sub) -> None:

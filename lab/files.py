@@ -25,3 +25,14 @@ def check_output_path(path: str | os.PathLike) -> None:
         return
     if not stat.S_ISREG(st.st_mode):
         raise ValueError(f"--out {os.fspath(path)!r} is not a regular file (a folder, a FIFO or a device): refused")
+
+
+def write_text_atomically(path: str | os.PathLike, text: str) -> int:
+    """Write ``text`` to ``path`` (checked by ``check_output_path``) through a temporary file beside it, so a reader
+    never sees half a file; return the size written in bytes."""
+    check_output_path(path)
+    tmp = f"{os.fspath(path)}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+    return os.path.getsize(path)

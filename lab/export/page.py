@@ -7,7 +7,7 @@ import os
 import pathlib
 
 from lab.export.payload import payload_json, step_payload
-from lab.files import check_output_path
+from lab.files import check_output_path, write_text_atomically
 from lab.views.render import WORDS_CSS
 
 HERE = pathlib.Path(__file__).parent
@@ -58,10 +58,5 @@ def page_html(trace, title: str | None = None) -> str:
 
 def export_html(trace, path: str | os.PathLike, title: str | None = None) -> int:
     """Write the file (atomically); return its size in bytes."""
-    check_output_path(path)
-    text = page_html(trace, title)
-    tmp = f"{os.fspath(path)}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
-    return os.path.getsize(path)
+    check_output_path(path)  # before the page is built
+    return write_text_atomically(path, page_html(trace, title))

@@ -25,7 +25,7 @@ import numpy as np
 from lab.engine.block_pool import NULL_BLOCK_ID
 from lab.engine.cudagraph import CG_MODE_NAMES
 from lab.engine.oor import OOR_FIELDS
-from lab.files import check_output_path, regular_file_size
+from lab.files import check_output_path, regular_file_size, write_text_atomically
 from lab.scenario import RequestSpec, Scenario
 from lab.speculators import num_draft_passes
 from lab.trace.schema import (
@@ -86,12 +86,8 @@ def to_json_dict(trace) -> dict:
 
 
 def save(trace, path: str | os.PathLike) -> None:
-    check_output_path(path)
-    text = json.dumps(to_json_dict(trace), separators=(",", ":"))
-    tmp = f"{os.fspath(path)}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    check_output_path(path)  # before the JSON is built
+    write_text_atomically(path, json.dumps(to_json_dict(trace), separators=(",", ":")))
 
 
 def load(path: str | os.PathLike) -> TraceParts:

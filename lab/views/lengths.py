@@ -5,6 +5,7 @@ max_model_len of the old metadata is off that axis and said in an arrow."""
 from __future__ import annotations
 
 from lab.blocks import cdiv
+from lab.history import ERAS
 from lab.views.common import axis, check_step, figure, hline, hover, paper_note, passes_walked, title
 from lab.views.eras import ERA_COLORS, path_values, ratio_text, target_path
 
@@ -119,7 +120,7 @@ def _max_seq_len_lines(by_value: dict, eras: list, x_span: tuple, ymax: float, t
                     # Short lines: one long line lost its start (the era's name) in a half-screen figure.
                     f"↑ {label}{' = max_model_len' if meta == mml else ''}<br>"
                     f"{meta / max(top, 1):,.0f}× the batch max ({top:,}), in tokens, off this axis"
-                    + (headline if "before #40654" in which else ""),
+                    + (headline if ERAS[0] in which else ""),  # the headline's ratio is the first era's
                     0.99,
                     1.0,
                     xanchor="right",

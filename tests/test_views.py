@@ -652,3 +652,22 @@ def test_the_lengths_arrow_and_the_headline_give_their_ratios_as_two_claims(trac
         assert tokens and tokens.group(1) != head  # 256× against 248×, 30× against 29×: both said, and why
         assert f"the headline's {head} counts block-table entries walked (whole 16-token blocks, " in note
     assert "target + drafts)" in note and "in tokens; off this zoomed axis" in str(drafts_spec(t, step)["layout"])
+
+
+def test_oor_shows_the_live_and_freed_entries_on_their_own_scale(traces):
+    # Issue "the workshop path": in stale-block-reuse the live and freed entries (the preset's point) were
+    # hairlines beside 1.27 M null entries. A panel of their own: their totals, stacked, and their counts.
+    trace = traces["stale-block-reuse"]
+    spec = oor_spec(trace, 24)
+    totals = trace.totals(True)
+    stale = [t for t in spec["data"] if t.get("yaxis") == "y4"]
+    assert [t["name"] for t in stale] == ["live", "free"]
+    for t in stale:
+        assert t["x"] == ["baseline", "fixed"] and t["y"] == [totals[m][t["name"]] for m in ("baseline", "fixed")]
+    assert spec["layout"]["yaxis4"]["rangemode"] == "tozero" and "type" not in spec["layout"]["yaxis4"]
+    texts = [a["text"] for a in spec["layout"]["annotations"] if a.get("yref") == "y4"]
+    assert texts == [f"live {totals[m]['live']:,}<br>free {totals[m]['free']:,}" for m in ("baseline", "fixed")]
+    assert any("live + freed blocks" in a["text"] for a in spec["layout"]["annotations"])
+    # Where nothing live or freed is read, the panel says so.
+    none = oor_spec(traces["short-decode-long-context"], 1)["layout"]["annotations"]
+    assert [a["text"] for a in none if a.get("yref") == "y4"] == ["none", "none"]

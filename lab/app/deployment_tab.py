@@ -21,6 +21,8 @@ from lab.deployment.models import MAX_CONFIG_BYTES
 from lab.deployment.report import DEPLOYMENTS, format_markdown
 from lab.deployment.resolve import DEPLOYMENT_GPUS
 from lab.deployment.startup_log import MAX_LOG_BYTES, line_and_release, read_startup_log
+from lab.deployment.workload import size_problem
+from lab.gpu_model.backends import backend_label
 from lab.history import DEPLOYMENT_RELEASES, REFERENCE_RELEASE
 
 EXAMPLES = {f"{label} on {gpu}": (line, gpu) for label, line, gpu in DEPLOYMENTS}
@@ -33,13 +35,25 @@ NOTE = (
     "every era, and says per path what attention is told, what the kernel sees and what the backend's work "
     "does with it. Predictions, not GPU measurements; `python -m lab deployment -- vllm serve …` prints the same."
 )
+PASTE_LABEL = "…or paste a vLLM start-up log, or a model's config.json"
+CONFIG_LABEL = "config.json (a model outside the table)"
+# The tab takes no --config: a model the lab cannot find is answered from the config.json box (resolve's words).
+CONFIG_HINT = f"paste its config.json into “{CONFIG_LABEL}” (open “{PASTE_LABEL}” below the line)"
+# The workload's boxes: (the size's name in lab.deployment.workload, the box's label, its default).
+SIZES = (("requests", "requests", 16), ("prompt_len", "prompt tokens", 2048), ("output_len", "output tokens", 256))
 
 
 def deployment_tab(line, gpu, vllm, requests, prompt_len, output_len, log_text="", config_text=""):
-    """(message under the line, answer Markdown, backends table, replay link, the line box). A pasted
-    start-up log answers the line and release it ran (the line box then shows that line); a pasted
-    config.json gives a model outside the table. A bad input: the message names it and the other outputs
-    keep what they showed."""
+    """(message under the line, answer Markdown, backends table, replay link, the line box, message under the
+    workload's boxes, the table's notes). A pasted start-up log answers the line and release it ran (the line
+    box then shows that line); a pasted config.json gives a model outside the table. A bad input: the message
+    where it was typed names it and the other outputs keep what they showed (the boxes keep what was typed:
+    none is an output)."""
+    given = (requests, prompt_len, output_len)
+    problems = [p for (name, label, _), v in zip(SIZES, given) if (p := size_problem(name, v, label))]
+    if problems:
+        return _refused(sizes=problems)
+    sizes = [int(v) for v in given]
     try:
         vllm, line_shown = vllm or REFERENCE_RELEASE, gr.skip()
         if (log_text or "").strip():
@@ -47,21 +61,65 @@ def deployment_tab(line, gpu, vllm, requests, prompt_len, output_len, log_text="
                 raise ValueError(f"the pasted log is {len(log_text):,} characters, over the {MAX_LOG_BYTES:,} read")
             line, vllm = line_and_release(read_startup_log(log_text))
             line_shown = line
-        sizes = [int(v) if v is not None else d for v, d in ((requests, 16), (prompt_len, 2048), (output_len, 256))]
         with _pasted_config(config_text) as config_path:
-            dep = resolve(line or "", gpu or "H200", vllm, config_path)
-        _fits_the_app(dep, *sizes)
-        a = answer(dep, Workload(*sizes))
+            dep = resolve(line or "", gpu or "H200", vllm, config_path, config_hint=CONFIG_HINT)
     except (ServeLineError, ValueError, TypeError) as e:
-        text = html.escape(str(e), quote=False)
-        msg = inline_error(f"{text}<br>The answer below is still the last one.")
-        return msg, gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        return _refused(line=[str(e)])
+    try:
+        _fits_the_app(dep, *sizes)
+    except ValueError as e:
+        return _refused(sizes=[str(e)])
+    a = answer(dep, Workload(*sizes))
     url = a["replay"]["app"].removeprefix("/")  # relative: the app may sit behind a proxy's path
     link = (
         f'<a class="replay-link" href="{html.escape(url)}" target="_blank" rel="noopener">Open the replay in the '
         f"lab ↗</a> <code>{html.escape(a['replay']['cli'])}</code>"
     )
-    return "", format_markdown(a), a["backends"], link, line_shown
+    table, table_notes = backends_table(a["backends"])
+    return "", format_markdown(a), table, link, line_shown, "", table_notes
+
+
+def _refused(line: list[str] = (), sizes: list[str] = ()) -> tuple:
+    """The outputs of a refused input: its message under the box it came from (the other box's cleared), the
+    answer, table, link and line box as they were."""
+
+    def message(texts) -> str:
+        lines = "<br>".join(html.escape(t, quote=False) for t in texts)
+        return inline_error(f"{lines}<br>The answer below is still the last one.") if texts else ""
+
+    return message(line), gr.skip(), gr.skip(), gr.skip(), gr.skip(), message(sizes), gr.skip()
+
+
+# The GPU model's summary columns the tab's table shows (lab/gpu_model/report.py summary), under headers short
+# enough for every column to fit 1366 px: the GPU is the answer's own, "measured" times only the lab's kernels,
+# and the sentences (TABLE_NOTES) go in a list under the table, where they read as sentences.
+TABLE_HEADERS = {
+    "backend": "backend",
+    "changes work": "changes work",
+    "known": "how known",
+    "quantity": "counts",
+    "baseline": "told max_model_len",
+    "fixed": "told batch max",
+    "baseline extra": "extra",
+    "extra bytes": "extra bytes",
+}
+TABLE_NOTES = ("on this workload", "split decided by", "sources")
+
+
+def backends_table(backends: dict) -> tuple[dict, str]:
+    """The answer's backends table as the tab shows it: TABLE_HEADERS' columns, each backend by its vLLM name
+    with the lab's record in parentheses (lab/gpu_model/backends.py backend_label, as python -m lab backends);
+    and the list of each one's TABLE_NOTES (HTML, the text escaped)."""
+    if not backends["data"]:  # no backend the GPU model knows on this GPU (its headers are then empty too)
+        return {"headers": list(TABLE_HEADERS.values()), "data": []}, ""
+    column = {h: i for i, h in enumerate(backends["headers"])}
+    rows, notes = [], []
+    for row in backends["data"]:
+        label = backend_label(row[column["backend"]])
+        rows.append([label] + [row[column[h]] for h in list(TABLE_HEADERS)[1:]])
+        said = "; ".join(f"{h}: {row[column[h]]}" for h in TABLE_NOTES)
+        notes.append(f"<li><code>{html.escape(label)}</code>: {html.escape(said, quote=False)}</li>")
+    return {"headers": list(TABLE_HEADERS.values()), "data": rows}, f"<ul class='dep-table-notes'>{''.join(notes)}</ul>"
 
 
 @contextmanager
@@ -125,11 +183,11 @@ def add_deployment_tab() -> None:
             )
         line = gr.Textbox(first_line, label="vllm serve line", lines=2, max_lines=6, elem_id="dep-line")
         # The default example answered when the page is built (about 0.1 s): the tab opens on an answer.
-        _, first_md, first_table, first_link, _ = deployment_tab(
-            first_line, first_gpu, REFERENCE_RELEASE, 16, 2048, 256
+        _, first_md, first_table, first_link, _, _, first_notes = deployment_tab(
+            first_line, first_gpu, REFERENCE_RELEASE, *(default for *_, default in SIZES)
         )
         line_msg = gr.HTML("", elem_id="dep-line-msg")
-        with gr.Accordion("…or paste a vLLM start-up log, or a model's config.json", open=False, elem_id="dep-paste"):
+        with gr.Accordion(PASTE_LABEL, open=False, elem_id="dep-paste"):
             with gr.Row():
                 log_text = gr.Textbox(
                     "",
@@ -138,15 +196,16 @@ def add_deployment_tab() -> None:
                     max_lines=8,
                     elem_id="dep-log",
                 )
-                config_text = gr.Textbox(
-                    "", label="config.json (a model outside the table)", lines=4, max_lines=8, elem_id="dep-config"
-                )
+                config_text = gr.Textbox("", label=CONFIG_LABEL, lines=4, max_lines=8, elem_id="dep-config")
         with gr.Row():
-            # No minimum/maximum: Gradio would refuse a bad size with a toast; the lab's check says it inline.
-            requests = gr.Number(16, label="requests", precision=0, elem_id="dep-requests")
-            prompt = gr.Number(2048, label="prompt tokens", precision=0, elem_id="dep-prompt")
-            output = gr.Number(256, label="output tokens", precision=0, elem_id="dep-output")
+            # No minimum/maximum: Gradio would refuse a bad size with a toast; the lab's check says it inline. No
+            # precision: Gradio would round 2.5 to 2 before the check sees it.
+            requests, prompt, output = (
+                gr.Number(default, label=label, elem_id=f"dep-{name.removesuffix('_len')}")
+                for name, label, default in SIZES
+            )
             run = gr.Button("Answer", variant="primary", elem_id="dep-run", scale=0)
+        sizes_msg = gr.HTML("", elem_id="dep-sizes-msg")
         replay = gr.HTML(first_link, elem_id="dep-replay")
         out = gr.Markdown(first_md, elem_id="dep-answer")
         table = gr.Dataframe(
@@ -154,9 +213,14 @@ def add_deployment_tab() -> None:
             label="every vLLM backend the GPU model knows on this GPU, on this workload",
             elem_id="dep-table",
             interactive=False,
+            # Widths in pixels, 1,080 in all: every column in view at 1366 px (the table has about 1,190), a long cell
+            # wraps, the numbers stay whole; narrower, the table scrolls and the backend's name keeps its width.
+            wrap=True,
+            column_widths=["210px", "150px", "150px", "150px", "110px", "110px", "100px", "100px"],
         )
+        table_notes = gr.HTML(first_notes, elem_id="dep-table-notes")
     inputs = [line, gpu, vllm, requests, prompt, output, log_text, config_text]
-    outputs = [line_msg, out, table, replay, line]
+    outputs = [line_msg, out, table, replay, line, sizes_msg, table_notes]
     example.input(_example, [example, line, gpu, log_text], [line, gpu, log_text], api_name=False).then(
         deployment_tab, inputs, outputs, api_name=False, concurrency_limit=4
     )

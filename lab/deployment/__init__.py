@@ -10,7 +10,8 @@ the answer (and its text, Markdown and table). docs/deployments.md tells the who
     selection.py       select_backend, resolve_cudagraph: the attention backend and CUDA-graph mode vLLM
                        0.33.0 picks (vllm/platforms/cuda.py, vllm/config/)
     resolve.py         resolve: the Deployment (what vLLM would run, the Scenario settings that replay it)
-    answer.py          answer, Workload: per path and era, what attention is told and the kernel sees,
+    workload.py        Workload and the bounds of its sizes (the CLI's and the app's)
+    answer.py          answer: per path and era, what attention is told and the kernel sees,
                        the backend's predicted work, plain words, the replay
     report.py          format_text, format_markdown, deployments_table (docs/deployments.md)
     cli.py             python -m lab deployment -- vllm serve …

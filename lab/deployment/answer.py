@@ -12,11 +12,11 @@ count). Plain words come first.
 from __future__ import annotations
 
 import urllib.parse
-from dataclasses import dataclass
 
 import numpy as np
 
 from lab.deployment.resolve import Deployment, release_series
+from lab.deployment.workload import Workload
 from lab.gpu_model import BY_NAME, GPUS, HeadShape, backends_for, predict, predict_draft_pass
 from lab.gpu_model.records import FROZEN, LAB, NOT_READ, REFRESHED, Backend
 from lab.gpu_model.report import HEADLINE, summary, summary_cells
@@ -27,28 +27,6 @@ from lab.trace.recorder import simulate
 
 # The releases each era's MRV2 shipped in (lab/history.py, docs/eras.md).
 ERA_RELEASES = {e: ERA[e].releases_text for e in ERAS}
-MAX_WORKLOAD_REQUESTS = 1024
-
-
-@dataclass(frozen=True)
-class Workload:
-    """A typical batch: ``requests`` requests of ``prompt_len`` prompt tokens generating ``output_len``,
-    arriving together; or ``spec``, the requests of a lab spec (lab/spec_grammar.py)."""
-
-    requests: int = 16
-    prompt_len: int = 2048
-    output_len: int = 256
-    spec: str | None = None
-
-    def request_specs(self) -> tuple[RequestSpec, ...]:
-        if self.spec:
-            return Scenario.from_spec(self.spec).requests
-        if not (1 <= self.requests <= MAX_WORKLOAD_REQUESTS and self.prompt_len >= 1 and self.output_len >= 1):
-            raise ValueError(
-                f"workload: 1 to {MAX_WORKLOAD_REQUESTS} requests with positive prompt and output lengths, "
-                f"got {self.requests} x p{self.prompt_len} o{self.output_len}"
-            )
-        return (RequestSpec(0, self.prompt_len, self.output_len),) * self.requests
 
 
 def scenario_of(dep: Deployment, workload: Workload) -> Scenario:

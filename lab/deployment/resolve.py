@@ -100,7 +100,12 @@ def release_series(vllm: str) -> str:
     )
 
 
-def _model_facts(line: ServeLine, config_path: str | None) -> ModelFacts:
+# How the message for a model the lab cannot find says to give its config.json, where the CLI shows it; the app's
+# tab, which takes no --config, passes its own words (``resolve(config_hint=...)``).
+CLI_CONFIG_HINT = "give its config.json with --config PATH"
+
+
+def _model_facts(line: ServeLine, config_path: str | None, config_hint: str = CLI_CONFIG_HINT) -> ModelFacts:
     """The model's facts: --config, else the lab's table or a local folder, else its config.json in the
     local Hugging Face cache (as vLLM reads it offline: lab/deployment/hf_cache.py), named as the line names it."""
     if config_path:
@@ -114,15 +119,11 @@ def _model_facts(line: ServeLine, config_path: str | None) -> ModelFacts:
     if cached is not None:
         return load_config_json(cached, name=line.model)
     if not is_repo_id(line.model):
-        raise ServeLineError(
-            f"model {line.model!r}: a local folder with no config.json on this machine; give its config.json with "
-            f"--config PATH (the app: paste or upload it)"
-        )
+        raise ServeLineError(f"model {line.model!r}: a local folder with no config.json on this machine; {config_hint}")
     raise ServeLineError(
         f"model {line.model!r}: not in the lab's table of widely deployed models (docs/deployments.md) and not in "
         f"the local Hugging Face cache ({hub_cache_dir()}; HF_HUB_CACHE or HF_HOME moves it): download it there "
-        f"(huggingface-cli download {line.model} config.json), or give its config.json with --config PATH (the app: "
-        f"paste or upload it)"
+        f"(huggingface-cli download {line.model} config.json), or {config_hint}"
     )
 
 
@@ -184,15 +185,20 @@ def _speculator(spec: dict, line: ServeLine, facts: ModelFacts) -> tuple[str | N
 
 
 def resolve(
-    text: str | ServeLine, gpu: str = "H200", vllm: str = REFERENCE_RELEASE, config_path: str | None = None
+    text: str | ServeLine,
+    gpu: str = "H200",
+    vllm: str = REFERENCE_RELEASE,
+    config_path: str | None = None,
+    config_hint: str = CLI_CONFIG_HINT,
 ) -> Deployment:
-    """Resolve a pasted ``vllm serve`` line on ``gpu`` under release ``vllm``. Raises ServeLineError."""
+    """Resolve a pasted ``vllm serve`` line on ``gpu`` under release ``vllm``. Raises ServeLineError, whose
+    words for a model the lab cannot find end on ``config_hint``: how to give its config.json where it is shown."""
     line = text if isinstance(text, ServeLine) else read_serve_line(text)
     if gpu not in DEPLOYMENT_GPUS:
         raise ServeLineError(f"--gpu {gpu}: not a GPU the lab knows; one of {', '.join(DEPLOYMENT_GPUS)}")
     g: GPU = GPUS[gpu]
     series = release_series(vllm)
-    facts = _model_facts(line, config_path)
+    facts = _model_facts(line, config_path, config_hint)
     s = line.settings
     notes = list(facts.notes)
     spec_cfg = s.get("speculative_config") or {}

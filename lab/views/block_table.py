@@ -157,7 +157,7 @@ def block_table_spec(trace, index: int) -> dict:
     ]
     data += walk_lines(st, d["seen"], walks, lambda col: _pos(ce, col), ycat, trace.scenario.block_size)
     binned = len(ce) - 1 < width
-    shapes, annotations, band = scale_break(ce, exact, width, _HEATMAP_TOP) if binned else ([], [], [])
+    shapes, annotations, band = scale_break(ce, exact, _HEATMAP_TOP) if binned else ([], [], [])
     data += band
     data.append(_true_scale_bar(walks))
     n_cells = len(re_) - 1

@@ -59,7 +59,7 @@ def _walk_line(x: float, ycat: list, name: str, line: dict) -> list[dict]:
     return [casing, {**span, "hoverinfo": "name", "name": name, "line": line}]
 
 
-def scale_break(ce, exact: int, width: int, heatmap_top: float) -> tuple[list[dict], list[dict], list[dict]]:
+def scale_break(ce, exact: int, heatmap_top: float) -> tuple[list[dict], list[dict], list[dict]]:
     """The scale break between the exact and the binned columns: a band over the binned region, a
     white-and-dotted line at the break, their labels, and the band's legend entry."""
     xb = exact - 0.5

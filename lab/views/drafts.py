@@ -44,7 +44,7 @@ def drafts_spec(trace, index: int) -> dict:
             top_note, 0.5, 1.0, yanchor="bottom", font={"size": 12, "color": ERA_COLORS[2] if far else ERA_COLORS[0]}
         )
     )
-    annotations += _why_passes_rise(trace, st, target_ub, after, far)
+    annotations += _why_passes_rise(trace, st, target_ub, after)
     layout = _layout(trace, st, shapes, annotations, (x0, x1), [lo_all - 1 - pad, top + pad])
     return figure(data, layout)
 
@@ -106,7 +106,7 @@ def _window_bars(trace, st) -> list[dict]:
     return data
 
 
-def _why_passes_rise(trace, st, target_ub: int, after: int, far: bool) -> list[dict]:
+def _why_passes_rise(trace, st, target_ub: int, after: int) -> list[dict]:
     """Below the legend: why a draft pass's bar rises above the dotted max(upper bound), which is the target
     pass's. Each pass's metadata is built with a ``step`` (lab.speculators.draft_pass_step, vLLM 0.33.0's
     DraftModelSpeculator._build_attn_metadata, R5) that raises its upper bound to min(ub + step, max_model_len):

@@ -53,7 +53,7 @@ def lengths_spec(trace, index: int) -> dict:
             "barmode": "stack",
             "height": 460,
             "annotations": annotations,
-            "margin": {"t": 115},  # the arrow note is three lines where it gives the headline's ratio too
+            "margin": {"t": 145},  # the arrow note: three lines (the headline's ratio too), clear of the subtitle
             # The counts in the subtitle: the title stays one line in half a screen (compare side by side).
             "title": title(
                 f"Step {st.index}: per-request lengths, {target_path(trace)}",

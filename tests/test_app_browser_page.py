@@ -64,7 +64,9 @@ def test_kernel_view_on_the_opening_preset_shows_background_timings(page, fresh_
     timings by itself (not "no kernel timings"), named as a budgeted background run."""
     open_app(page, fresh_app, "?tab=kernels")
     title = page.locator("#plot .gtitle").filter(has_text=re.compile("measured in the background on this CPU"))
-    title.wait_for(timeout=180_000)
+    # The background run is niced and takes the heavy line only when it is idle: under make test's other lane
+    # a 3 s timing took over 180 s to start twice this session (alone the test takes about 40 s).
+    title.wait_for(timeout=420_000)
     text = title.text_content()
     assert re.search(r"with (cpp-fused-gather|torch-reference) \(\d+(\.\d+)? s of timing\)", text), text
     assert page.locator("#plot text").filter(has_text="no kernel timings").count() == 0

@@ -79,6 +79,7 @@ LOADED = [
     "presenter",
     "upload",
     "data_key",
+    "again_msg",
 ]
 STEP = ["step", "plot", "headline", "summary", "compare_plot"]
 API_NAMES = {
@@ -88,6 +89,7 @@ API_NAMES = {
     "/parse_spec",
     "/run",
     "/upload_trace",
+    "/time_again",
     "/show_step",
     "/next_step",
     "/prev_step",

@@ -75,7 +75,10 @@ LOADED = (
     "data_key",
     "origin",
     "back",
+    "again_msg",
 )
+# The line beside the kernel view's ⟳ time again (lab.app.retime) after a load: what it is for.
+READY = "Timings on a shared CPU vary from run to run: ⟳ time again shows whether the difference holds."
 
 # A run changed from a preset is named after it (its trace is not the preset's: the recordings of the eras are).
 CUSTOM = "custom scenario, from {}"
@@ -145,6 +148,7 @@ def _loaded(
     compare_key,
     upload_msg="",
     origin: str | None = None,
+    again: str = READY,
 ) -> list:
     """Every output of a load. ``origin``: the preset a custom run was changed from (its ↩ button leads back)."""
     view = view_of(view)
@@ -177,6 +181,7 @@ def _loaded(
         "data_key": key,  # the page fetches the trace's step data with it (lab/app/steps_data.py)
         "origin": origin,
         "back": gr.Button(value=f"↩ {origin}", visible=origin is not None),
+        "again_msg": again,
     }
     out.update(zip(CONTROL_FIELDS, controls_of(trace.scenario)))
     return [out[k] for k in LOADED]

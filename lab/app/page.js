@@ -86,6 +86,7 @@ window.labApp = (() => {
   async function go(key, ckey, i, view, presenter) {
     state.ticket += 1;
     state.shown = {key, ckey, i, view, presenter};
+    document.body.dataset.labView = view; // the kernel view's ⟳ time again shows on it only (style.py)
     let S;
     for (;;) {
       const ticket = state.ticket;
@@ -281,6 +282,7 @@ window.labApp = (() => {
 
   async function loaded(key, ckey, i, view, presenter) {
     state.shown = {key, ckey, i, view, presenter};
+    document.body.dataset.labView = view;
     stop();
     mark_short();
     label_buttons();

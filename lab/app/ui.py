@@ -14,7 +14,8 @@ import gradio as gr
 
 from lab.app.controls import CONTROL_FIELDS, parse_spec_text
 from lab.app.downloads import download_figures, download_page, download_trace
-from lab.app.loading import LOADED, initial, pick_preset, run, set_compare
+from lab.app.loading import LOADED, READY, initial, pick_preset, run, set_compare
+from lab.app.retime import time_again
 from lab.app.runner_choices import EMBEDDED_CPU, runner_availability
 from lab.app.stepping import (
     PLAY,
@@ -28,12 +29,12 @@ from lab.app.stepping import (
     show_view,
     toggle_play,
 )
+from lab.app.style import CSS
 from lab.app.sweeps_tab import FOLLOW_THE_PAGE_JS, sweeps_and_deployment  # the Sweeps tab: docs/sweeps.md
 from lab.app.upload import upload_trace
 from lab.presets import PRESETS
 from lab.scenario import CUDAGRAPH_MODES, MAX_SPECULATIVE_TOKENS, MODEL_STATES, get_preset
 from lab.views import ALL_VIEWS
-from lab.views.render import WORDS_CSS
 
 # The opening preset: one that #43991 changes (its draft decodes), beside what #40654 did (its target).
 DEFAULT_PRESET = "eagle-k3"
@@ -68,46 +69,6 @@ SYNC_JS = """
   return [];
 }
 """
-
-CSS = """
-.gradio-container {max-width: 100% !important; padding: 4px 12px !important}
-.gradio-container .main, .gradio-container .wrap {gap: 4px}
-.contain > .column, .gradio-container .main > .wrap > .column {gap: 6px !important}
-#brand {font-size: 13px; color: #555; padding: 0 !important; margin: 0; min-height: 0 !important}
-#brand * {margin: 0 !important; padding: 0 !important; line-height: 1.3}
-#topbar {gap: 6px; align-items: end; flex-wrap: wrap}
-#topbar > div {min-width: 0 !important}
-#topbar button {flex: 0 0 auto !important; width: auto !important; padding: 4px 12px; min-height: 40px;
-  white-space: nowrap; align-self: end; margin-bottom: 6px}
-#topbar > #presenter-box {flex: 0 0 118px !important; min-width: 118px !important; align-self: end}
-#topbar > .form:has(#preset) {flex: 1 1 440px !important; min-width: min(440px, 100%) !important;
-  flex-wrap: nowrap}
-#topbar > #step, #topbar > .form:has(#step) {flex: 1 1 260px !important; min-width: 260px !important}
-#step {padding-top: 0; padding-bottom: 0}
-#step-loading {font-size: 12px; color: #8a5a00; background: #fff4d6; border-radius: 4px; padding: 1px 8px;
-  margin-left: 8px; visibility: hidden}
-#headline {overflow-x: auto}
-#view {margin: 0}
-#view label {padding: 2px 10px}
-#plot, #plot-compare {min-height: 420px}
-#note {font-size: 13px; color: #444}
-.inline-error {color: #9b0018; background: #fdecea; border-left: 4px solid #9b0018; padding: 6px 10px;
-  border-radius: 4px; font-size: 14px}
-body.presenter #settings, body.presenter #below, body.presenter #brand, body.presenter #runner,
-  body.presenter #run {display: none !important}
-body.presenter #headline, body.presenter #headline .hl-line {font-size: 22px !important}
-body.presenter #headline .eras {font-size: 20px !important}
-body.presenter #view label {font-size: 18px !important}
-body.presenter.short #headline, body.presenter.short #headline .hl-line {font-size: 16px !important}
-body.presenter.short #headline .eras {font-size: 15px !important}
-body.presenter.short #view label {font-size: 15px !important}
-#plots > div {min-width: 0 !important; flex: 1 1 0 !important}
-.secondary-wrap:has(> .icon-wrap) > input[role=combobox] {width: calc(100% - 36px) !important; min-width: 0;
-  text-overflow: ellipsis}
-"""
-# The last rule: a dropdown's text ends before its arrow (Gradio lays the arrow over the input's right end).
-# The headline's and the summary's style: lab/views/render.py (the exported file uses it too).
-CSS += WORDS_CSS
 
 
 def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
@@ -186,6 +147,10 @@ def _main_view() -> dict:
             elem_id="view",
         ),
     }
+    # ⟳ time again, above the figure: on the kernel view only (lab/app/style.py); its line compares the runs.
+    with gr.Row(elem_id="again-row"):
+        main["again"] = gr.Button("⟳ time again", elem_id="again", size="md", scale=0, min_width=120)
+        main["again_msg"] = gr.HTML(READY, elem_id="again-msg")
     with gr.Row(elem_id="plots"):
         main["plot"] = gr.Plot(show_label=False, elem_id="plot")
         main["compare_plot"] = gr.Plot(show_label=False, elem_id="plot-compare", visible=False)
@@ -303,7 +268,7 @@ def _loaded_then(ui: dict, ev):
 
 
 def _wire_loading(demo: gr.Blocks, ui: dict, preset: str) -> None:
-    """What loads a trace: the page's first load, a preset picked, Run, an upload (each fills LOADED);
+    """What loads a trace: the page's first load, a preset picked, Run, ⟳ time again, an upload (each fills LOADED);
     Enter in the scenario text fills the controls."""
     loaded = [ui[n] for n in LOADED]
     controls = [ui[f] for f in CONTROL_FIELDS]
@@ -338,6 +303,9 @@ def _wire_loading(demo: gr.Blocks, ui: dict, preset: str) -> None:
             concurrency_limit=None,
         ),
     )
+    again_in = [ui["key"], ui["runner"], view, ui["step"], presenter, compare_key, ui["origin"]]
+    again = ui["again"].click(time_again, again_in, loaded, api_name="time_again", concurrency_limit=None)
+    _loaded_then(ui, again)
     _loaded_then(
         ui,
         ui["upload"].upload(

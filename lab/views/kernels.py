@@ -67,11 +67,14 @@ def kernel_name(kernel) -> str:
 
 
 def measured_how(info: dict | None) -> str:
-    """Where the app timed the kernels by itself (lab.app.background), the words that say so; else ""."""
-    if not info or info.get("measured") != "background":
+    """Where the app timed the kernels by itself (lab.app.background) or again on request (lab.app.retime), the
+    words that say so; else ""."""
+    if not info or info.get("measured") not in ("background", "again"):
         return ""
     kind = str(info.get("device_kind", "cpu"))
     where = "this CPU" if kind == "cpu" else f"this GPU ({kind})"
+    if info["measured"] == "again":  # the kernel view's ⟳ time again (lab.app.retime)
+        return f"timed again in the app (run {info.get('run')}) on {where} with {info.get('backend')}"
     # "budget" was the runner's word: the attendee reads how long this server spent timing, in seconds.
     return (
         f"measured in the background on {where} with {info.get('backend')} ({info.get('time_budget_s'):g} s of timing)"

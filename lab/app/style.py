@@ -1,0 +1,55 @@
+"""The app's CSS (Gradio 6 takes it at launch: lab.app.launch reads ``demo.lab_css``, set by lab.app.ui):
+a compact top bar that wraps from 640 px, presenter mode's larger type, the inline error, and the kernel
+view's ⟳ button shown on that view only (page.js sets ``body[data-lab-view]``)."""
+
+from __future__ import annotations
+
+from lab.views.render import WORDS_CSS
+
+CSS = """
+.gradio-container {max-width: 100% !important; padding: 4px 12px !important}
+.gradio-container .main, .gradio-container .wrap {gap: 4px}
+.contain > .column, .gradio-container .main > .wrap > .column {gap: 6px !important}
+#brand {font-size: 13px; color: #555; padding: 0 !important; margin: 0; min-height: 0 !important}
+#brand * {margin: 0 !important; padding: 0 !important; line-height: 1.3}
+#topbar {gap: 6px; align-items: end; flex-wrap: wrap}
+#topbar > div {min-width: 0 !important}
+#topbar button {flex: 0 0 auto !important; width: auto !important; padding: 4px 12px; min-height: 40px;
+  white-space: nowrap; align-self: end; margin-bottom: 6px}
+#topbar > #presenter-box {flex: 0 0 118px !important; min-width: 118px !important; align-self: end}
+#topbar > .form:has(#preset) {flex: 1 1 440px !important; min-width: min(440px, 100%) !important;
+  flex-wrap: nowrap}
+#topbar > #step, #topbar > .form:has(#step) {flex: 1 1 260px !important; min-width: 260px !important}
+#step {padding-top: 0; padding-bottom: 0}
+#step-loading {font-size: 12px; color: #8a5a00; background: #fff4d6; border-radius: 4px; padding: 1px 8px;
+  margin-left: 8px; visibility: hidden}
+#headline {overflow-x: auto}
+#view {margin: 0}
+#view label {padding: 2px 10px}
+#plot, #plot-compare {min-height: 420px}
+#note {font-size: 13px; color: #444}
+.inline-error {color: #9b0018; background: #fdecea; border-left: 4px solid #9b0018; padding: 6px 10px;
+  border-radius: 4px; font-size: 14px}
+body.presenter #settings, body.presenter #below, body.presenter #brand, body.presenter #runner,
+  body.presenter #run {display: none !important}
+body.presenter #headline, body.presenter #headline .hl-line {font-size: 22px !important}
+body.presenter #headline .eras {font-size: 20px !important}
+body.presenter #view label {font-size: 18px !important}
+body.presenter.short #headline, body.presenter.short #headline .hl-line {font-size: 16px !important}
+body.presenter.short #headline .eras {font-size: 15px !important}
+body.presenter.short #view label {font-size: 15px !important}
+#plots > div {min-width: 0 !important; flex: 1 1 0 !important}
+.secondary-wrap:has(> .icon-wrap) > input[role=combobox] {width: calc(100% - 36px) !important; min-width: 0;
+  text-overflow: ellipsis}
+"""
+# The last rule: a dropdown's text ends before its arrow (Gradio lays the arrow over the input's right end).
+# The headline's and the summary's style: lab/views/render.py (the exported file uses it too).
+CSS += WORDS_CSS
+# The kernel view's ⟳ time again, with its line (lab.app.retime): on that view only (!important: Gradio
+# also adds each rule scoped under .gradio-container, which outranks a body selector).
+CSS += """
+#again-row {display: none; align-items: center; gap: 10px; flex-wrap: wrap}
+body[data-lab-view=kernels] #again-row {display: flex !important}
+#again {flex: 0 0 auto !important; width: auto !important}
+#again-msg {font-size: 13px; color: #333; flex: 1 1 300px}
+"""

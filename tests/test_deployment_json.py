@@ -125,3 +125,23 @@ def test_the_docs_say_the_app_offers_every_gpu():
     assert "The app offers H100, H200 and B200 only" not in text
     assert "the app's GPU is a dropdown of every GPU in lab/gpu_model/gpus.py" in text
     assert len(DEPLOYMENT_GPUS) > 3
+
+
+def test_the_answer_names_backends_as_vllm_does(documents):
+    """The answer's words name vLLM's backend (FLASH_ATTN, TRITON_MLA, ...), the lab's record of its work only
+    beside it in parentheses, "FLASH_ATTN (fa3)" (issue 37: the text said "fa3 follows it", "by fa3's builder",
+    names `lab backends` and vLLM's log do not use); the JSON's work carries both."""
+    from lab.gpu_model.backends import VLLM_BACKEND_OF
+
+    bare = re.compile(r"(?<![(\w-])(" + "|".join(map(re.escape, VLLM_BACKEND_OF)) + r")(?![\w-])")
+    checked = 0
+    for line, doc in documents:
+        work = doc.get("work")
+        if work:
+            assert work["vllm_backend"] == VLLM_BACKEND_OF.get(work["backend"])
+            assert work["label"].startswith(work["vllm_backend"] or work["backend"])
+        texts = [doc["headline"]] + [r["kernel_text"] for r in doc["paths"]]
+        for text in texts:
+            assert not bare.search(text), (line, bare.search(text).group(0), text)
+            checked += 1
+    assert checked > 50

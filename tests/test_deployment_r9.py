@@ -32,7 +32,7 @@ def test_flex_reads_the_step_value_on_full_steps():
     t = _target(a)
     assert a["full_graph_steps"] == 7 and t["kernel_reads"] == REFRESHED and t["full_graph_steps"] == 0
     assert (t["kernel_min"], t["kernel_max"]) == (t["told_min"], t["told_max"]) == (256, 263)
-    assert "under FULL graphs" not in t["kernel"] and "refreshed at replay by flex-attention" in t["kernel"]
+    assert "under FULL graphs" not in t["kernel"] and "refreshed at replay by the FLEX_ATTENTION builder" in t["kernel"]
     assert path_fields(t)["kernel"] == {"min": 256, "median": 259, "max": 263}
 
 
@@ -56,7 +56,7 @@ def test_a_backend_that_never_reads_it_says_so():
     """FLASHINFER on H200 decodes with XQA (its own width-derived max_seq_len): no kernel value, no R9 claim."""
     a = answer(resolve(LLAMA + " --attention-backend FLASHINFER", "H200"), SMALL)
     t = _target(a)
-    assert t["kernel_reads"] == NOT_READ and t["kernel"] == "not read by flashinfer-xqa (R10)"
+    assert t["kernel_reads"] == NOT_READ and t["kernel"] == "not read by FLASHINFER (flashinfer-xqa), R10"
     assert path_fields(t)["kernel"] is None and t["full_graph_steps"] == 0
     assert a["headline"].startswith("no change in work: ") and "does not size its work from it" in a["headline"]
 

@@ -18,6 +18,7 @@ import numpy as np
 from lab.deployment.resolve import Deployment, release_series
 from lab.deployment.workload import Workload
 from lab.gpu_model import BY_NAME, GPUS, HeadShape, backends_for, predict, predict_draft_pass
+from lab.gpu_model.backends import VLLM_BACKEND_OF, backend_label
 from lab.gpu_model.records import FROZEN, LAB, NOT_READ, REFRESHED, Backend
 from lab.gpu_model.report import HEADLINE, summary, summary_cells
 from lab.history import ERA, ERAS, MODEL_STATE_FIRST_RELEASE, release
@@ -75,10 +76,12 @@ def _kernel_text(told: list[int], kernel: list[int], mml: int, rec: Backend | No
     """What the chosen backend's work reads of ``max_seq_len`` on a path, in words (R9 for its record)."""
     full = sum(1 for t, k in zip(told, kernel) if k != t)
     if rec is not None and rec.at_replay == NOT_READ:
-        return f"not read by {rec.name} (R10)"
+        return f"not read by {backend_label(rec.name)}, R10"
     text = _describe(seen, mml)
     if rec is not None and rec.at_replay == REFRESHED:
-        text += f" (refreshed at replay by {rec.name}'s builder, FULL steps too)" if full else ""
+        # vLLM's backend name: the lab's record name (fa3, ...) is its model, not what a user runs (issue 37).
+        builder = VLLM_BACKEND_OF.get(rec.name, rec.name)
+        text += f" (refreshed at replay by the {builder} builder, FULL steps too)" if full else ""
         if full and rec.frozen_scalar:
             text += (
                 f"; its launch scalar {rec.frozen_scalar} keeps max_model_len on {full} FULL steps (deciding no work)"
@@ -170,7 +173,9 @@ def backends_and_work(dep: Deployment, trace) -> tuple[dict, dict | None]:
     key = HEADLINE[name]
     base, fixed = row["predicted"]["baseline"][key], row["predicted"]["fixed"][key]
     work = {
-        "backend": name,
+        "backend": name,  # the lab's record (its model of the work); label: vLLM's name first, "FLASH_ATTN (fa3)"
+        "vllm_backend": VLLM_BACKEND_OF.get(name),
+        "label": backend_label(name),
         "verdict": row["max_seq_len_changes_work"],
         "how": row["how"],
         "known": row["known"],
@@ -359,7 +364,7 @@ def _headline(dep, rows, work, era) -> str:
     head = now + (f"; {later}" if later else "")
     backend, rec = dep.backend.vllm_name, reads_of(dep)
     if rec is not None and rec.at_replay == NOT_READ:  # R10 from the record, whether or not it has this GPU
-        return f"no change in work: {head}, but {rec.name} does not size its work from it ({rec.known})"
+        return f"no change in work: {head}, but {backend_label(rec.name)} does not size its work from it ({rec.known})"
     if not _kernel_changed(rows, ERAS[0], last):
         assumed = "" if rec else f", assumed a launch scalar: the lab has no record of {backend}"
         return (
@@ -370,7 +375,7 @@ def _headline(dep, rows, work, era) -> str:
         return f"yes, in what the kernel sees: {head}; the lab has no work model of {backend}"
     drafts = [d for d in work["drafts"] if d["extra"] > 0]
     if work["extra"] <= 0 and not drafts:
-        return f"not on this workload: {head}; {work['backend']} could follow it, but {work['on_this_workload']}"
+        return f"not on this workload: {head}; {work['label']} could follow it, but {work['on_this_workload']}"
     where = []
     if work["extra"] > 0:
         where.append(f"{work['extra']:,} more {work['quantity']} (+{work['extra_share']:.0%}) in the target passes")
@@ -378,7 +383,7 @@ def _headline(dep, rows, work, era) -> str:
         extra = sum(d["extra"] for d in drafts)
         passes = _paths_phrase([d["path"] for d in drafts])
         where.append(f"{extra:,} more {work['quantity']} in {passes}")
-    follows = f"{work['backend']} ({work['verdict']}) follows it"
+    follows = f"{work['label']} follows it ({work['verdict']})"
     return f"{_graded(work)}: {head}; {follows}: {' and '.join(where)} of this workload ({work['known']})"
 
 

@@ -72,8 +72,12 @@ PATH = _obj(
 _NUM = {"type": "number"}
 WORK = {
     "type": ["object", "null"],  # null: the lab has no work model of the chosen backend
-    "required": ["backend", "verdict", "quantity", "baseline", "fixed", "extra", "extra_share", "extra_bytes"],
+    "required": ["backend", "vllm_backend", "label", "verdict", "quantity", "baseline", "fixed", "extra"]
+    + ["extra_share", "extra_bytes"],
     "properties": {
+        "backend": _STR,  # the lab's record of the work (lab backends' name)
+        "vllm_backend": {"type": ["string", "null"]},  # vLLM's AttentionBackendEnum name; null: a lab kernel
+        "label": _STR,  # how the text names it: "FLASH_ATTN (fa3)"
         "baseline": _NUM,
         "fixed": _NUM,
         "extra": _NUM,

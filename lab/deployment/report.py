@@ -20,7 +20,7 @@ def _work_line(w: dict | None, backend: str) -> str:
     )
     assumed = ". Draft passes: the target's backend and heads assumed, rows at their upper bound" if drafts else ""
     return (
-        f"{w['backend']}: max_seq_len changes its work? {w['verdict']} ({w['known']}). {w['how']}. "
+        f"{w['label']}: max_seq_len changes its work? {w['verdict']} ({w['known']}). {w['how']}. "
         f"{w['quantity']} with max_model_len / with the batch max: target passes {w['baseline']:,} / "
         f"{w['fixed']:,} (extra {w['extra']:,}, {w['extra_bytes'] / 2**20:,.1f} MiB read){drafts}{assumed}; "
         f"predictions, not GPU measurements"

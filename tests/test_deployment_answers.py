@@ -44,7 +44,9 @@ def test_llama_eagle3_on_h200():
     # steps replay FULL graphs captured with max_model_len, but FA3's split plan is the scheduler metadata build()
     # refreshes each step (R9, refreshed at replay): its launch scalar max_seqlen_k alone keeps max_model_len.
     assert after["target"]["told"].startswith("batch max 1,000-")
-    assert after["target"]["kernel"].startswith(after["target"]["told"] + " (refreshed at replay by the FLASH_ATTN builder")
+    assert after["target"]["kernel"].startswith(
+        after["target"]["told"] + " (refreshed at replay by the FLASH_ATTN builder"
+    )
     assert after["target"]["kernel"].endswith("FULL steps (deciding no work)")
     # Draft pass 0 reuses the target metadata; passes 1-2 are told min(max(ub) + K, max_model_len) = 1,003 at
     # step 0 (spec_decode/speculator.py, #43991); before #43991 (0.22.1's eagle/speculator.py) max_model_len.

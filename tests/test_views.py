@@ -556,6 +556,10 @@ def test_block_table_walk_lines_band_and_rows_can_be_read(traces):
         assert w["line"]["width"] >= 2.5 and w["line"]["color"] not in CLASS_COLORS.values()
         assert w["line"]["dash"] in ("solid", "longdash")
     assert walks[0]["line"]["color"] != walks[1]["line"]["color"]
+    # Edge to edge: on an axis of their own over the rows' (0..1, the heatmap's height), not from the first row's
+    # middle to the last's (half a row short at each end).
+    axis = spec["layout"]["yaxis" + walks[0]["yaxis"][1:]]
+    assert all(w["y"] == [0, 1] for w in walks) and axis["range"] == [0, 1] and axis["overlaying"] == "y"
     # Each line sits on a white casing drawn just before it, which has no legend entry.
     casings = [t for t in spec["data"] if t.get("showlegend") is False and t.get("mode") == "lines"]
     assert len(casings) == 2 and all(c["line"]["color"] == "white" for c in casings)

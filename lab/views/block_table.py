@@ -26,7 +26,7 @@ from lab.engine.oor import OOR_CLASSES
 from lab.gpu_model.backends import BY_NAME, Backend, record_of_kernel
 from lab.gpu_model.records import NOT_READ
 from lab.history import MODE_ERA
-from lab.views.block_table_marks import row_axis, scale_break, walk_lines
+from lab.views.block_table_marks import WALK_AXIS, row_axis, scale_break, walk_lines
 from lab.views.common import (
     CLASS_COLORS,
     MODE_COLORS,
@@ -155,7 +155,7 @@ def block_table_spec(trace, index: int) -> dict:
         for name in CLASSES
         if name not in ("unwalked", "nulled") or (cls == _CODE[name]).any()
     ]
-    data += walk_lines(st, d["seen"], walks, lambda col: _pos(ce, col), ycat, trace.scenario.block_size)
+    data += walk_lines(st, d["seen"], walks, lambda col: _pos(ce, col), trace.scenario.block_size)
     binned = len(ce) - 1 < width
     shapes, annotations, band = scale_break(ce, exact, _HEATMAP_TOP) if binned else ([], [], [])
     data += band
@@ -170,6 +170,7 @@ def block_table_spec(trace, index: int) -> dict:
         "yaxis": row_axis(ycat, np.isin(z, [_CODE["live"], _CODE["free"]]).any(axis=1), [0, _HEATMAP_TOP]),
         "xaxis2": axis("", anchor="y2", range=[0, width * 1.12], side="top", tickformat=",d", showgrid=True),
         "yaxis2": {"domain": [0.86, 1.0], "anchor": "x2", "tickfont": {"size": 11}},
+        "yaxis3": WALK_AXIS,
         "annotations": annotations
         + [
             paper_note(

@@ -24,7 +24,7 @@ BINNED_BAND = "#fde0dd"
 MAX_LABELLED_ROWS = 40
 
 
-def walk_lines(st, seen: dict, walks: dict, pos, ycat: list, bs: int) -> list[dict]:
+def walk_lines(st, seen: dict, walks: dict, pos, bs: int) -> list[dict]:
     """Where each mode's walk stops (``seen``: the value it reads, R9), and its metadata's walk where a FULL
     graph walks another width (a launch scalar). ``pos(column)`` is a column boundary's x on the figure."""
     data = []
@@ -43,18 +43,24 @@ def walk_lines(st, seen: dict, walks: dict, pos, ycat: list, bs: int) -> list[di
                 "width": WALK_WIDTH,
                 "dash": "solid" if m == "baseline" else "longdash",
             }
-            data += _walk_line(pos(w), ycat, name, line)
+            data += _walk_line(pos(w), name, line)
         meta_w = walked_columns(st.max_seq_len[m], bs)
         if meta_w != w:  # a FULL graph: the metadata says one thing, the kernel walks the captured width (R9)
             name = f"{m} metadata: {meta_w} columns (not what the FULL graph walks)"
-            data += _walk_line(pos(meta_w), ycat, name, {"color": WALK_COLORS[m], "width": 3, "dash": "dot"})
+            data += _walk_line(pos(meta_w), name, {"color": WALK_COLORS[m], "width": 3, "dash": "dot"})
     return data
 
 
-def _walk_line(x: float, ycat: list, name: str, line: dict) -> list[dict]:
-    """A vertical line across every row at column position ``x`` (where one walk stops), over a white
-    casing that keeps it apart from the cells under it; the casing has no legend entry and no hover."""
-    span = {"type": "scatter", "x": [x, x], "y": [ycat[0], ycat[-1]], "mode": "lines"}
+# The walk lines' own axis over the rows' (``WALK_AXIS``): 0 to 1 is the heatmap's full height, the rows' outer
+# edges. On the row axis a line from the first row to the last stopped half a row short at both ends (issue 37).
+WALK_Y = "y3"
+WALK_AXIS = {"overlaying": "y", "anchor": "x", "range": [0, 1], "visible": False, "fixedrange": True}
+
+
+def _walk_line(x: float, name: str, line: dict) -> list[dict]:
+    """A vertical line across every row at column position ``x`` (where one walk stops), edge to edge, over a
+    white casing that keeps it apart from the cells under it; the casing has no legend entry and no hover."""
+    span = {"type": "scatter", "x": [x, x], "y": [0, 1], "yaxis": WALK_Y, "mode": "lines"}
     casing = {**span, "line": _CASING, "showlegend": False, "hoverinfo": "skip"}
     return [casing, {**span, "hoverinfo": "name", "name": name, "line": line}]
 

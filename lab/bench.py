@@ -52,7 +52,7 @@ def cmd_bench(args) -> int:
     if args.what == "app":
         from lab.app.bench import run_bench_app  # the Gradio app's package: kept out of `python -m lab --help`
 
-        run_bench_app()
+        run_bench_app(room=args.room)
         return 0
     if args.what == "room":
         from lab.app.room_bench import run_bench_room  # deferred: gradio_client

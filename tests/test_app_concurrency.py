@@ -88,6 +88,27 @@ def test_thirty_sessions_as_the_page_works(app_url):
     assert stats["pick a view (in the page, no request)"]["n"] == 30
 
 
+@pytest.mark.slow  # about 40 s
+def test_a_room_goes_on_until_told_to_stop(app_url):
+    """Issue 37 (bench app --room): with a stop event each attendee opens the next preset after its steps,
+    round after round, until the event is set; every round still sees only its own preset."""
+    import io
+    import time
+
+    from lab.app.room_bench import run_bench_room
+
+    stop, got = threading.Event(), {}
+    th = threading.Thread(
+        target=lambda: got.update(run_bench_room(app_url, 2, steps=2, interval=0.1, out=io.StringIO(), stop=stop))
+    )
+    th.start()
+    time.sleep(30)  # a round (open, fetch, ask, two steps) takes a few seconds here: several rounds each
+    stop.set()
+    th.join(timeout=120)
+    assert not th.is_alive() and got["errors"] == []
+    assert got["stats"]["open a preset (server)"]["n"] > 2  # one round each would be 2
+
+
 @pytest.mark.slow  # a minute on 2 cores: make test runs it, make check does not
 def test_hostile_room_bench_refuses_every_attack_and_the_room_carries_on(app_url):
     """Issue 36: python -m lab bench room --hostile. Beside two attendees, each attack of the hostile probe is

@@ -10,16 +10,21 @@
 - server: the handler of a step event (``lab.app.stepping.step_outputs``: the visible view as plotly JSON,
   the headline, the summary) over every step, in this process. p50/p95. The page no longer asks for it
   (it steps from the trace's step data, lab/app/steps_data.py); API clients do.
+- ``--room N``: the app started as a room runs it (``--warm``) and N attendees of ``bench room`` on the same
+  server while the browser is timed, opening preset after preset (lab/app/room_bench.py); their own times
+  are printed too.
 - launch to interactive: ``python app.py`` started until the page is served, and until its first
   run has returned.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from contextlib import contextmanager
@@ -34,7 +39,9 @@ from lab.app.ui import DEFAULT_PRESET
 from lab.browser import CHROMIUM, launch
 from lab.views import ALL_VIEWS
 
-SIZES = ((1366, 768), (1600, 1000))  # the screens the targets are for
+# The screens the targets are for, and half of each (the workshop's app-beside-JupyterLab layout, issue 37).
+WARM_S = 30.0
+SIZES = ((1366, 768), (1600, 1000), (683, 768), (960, 1000))
 
 # In the page: click "next" and wait (each animation frame) until the headline, the summary and the
 # figure show the new step: its title (a step's view), its step marker (a trace-wide view), or nothing
@@ -183,24 +190,52 @@ def bench_launch(url: str, served: float, t0: float) -> dict:
     return {"served_s": served, "interactive_s": time.perf_counter() - t0}
 
 
-def run_bench_app(preset: str | None = None, repeat: int = 2, clicks: int = 40, out=None) -> dict:
+@contextmanager
+def _room(url: str, sessions: int):
+    """``sessions`` attendees (lab/app/room_bench.py) on ``url`` for as long as the block runs; yields a dict
+    that gets their report when they have left."""
+    got: dict = {}
+    if not sessions:
+        yield got
+        return
+    from lab.app.room_bench import run_bench_room  # gradio_client, httpx
+
+    stop, buf = threading.Event(), io.StringIO()
+    time.sleep(WARM_S)  # as bench room: the instructor started the server (--warm) before the room came in
+    th = threading.Thread(
+        target=lambda: got.update(run_bench_room(url, sessions, out=buf, warm_s=WARM_S, stop=stop)), daemon=True
+    )
+    th.start()
+    time.sleep(5)  # the room has arrived (its first presets are being opened) before the first click
+    try:
+        yield got
+    finally:
+        stop.set()
+        th.join(timeout=300)
+        got["report"] = buf.getvalue()
+
+
+def run_bench_app(preset: str | None = None, repeat: int = 2, clicks: int = 40, out=None, room: int = 0) -> dict:
     preset = preset or DEFAULT_PRESET
     w = (out or sys.stdout).write
     views = tuple(ALL_VIEWS)
     w(
         f"python -m lab bench app  (CPU: {machine.describe()}; preset {preset}; targets: click 'next' -> visible "
         f"figure, headline and summary redrawn p95 <= 100 ms in the browser on every view (the page steps by "
-        f"itself), play 5 steps/s, launch to interactive <= 10 s)\n"
+        f"itself), play 5 steps/s, launch to interactive <= 10 s)"
+        + (f"; a room of {room} attendees on the same server meanwhile" if room else "")
+        + "\n"
     )
     results: dict = {"preset": preset, "server": {}, "browser": {}}
     for view in views:
         results["server"][view] = bench_server(preset, view, repeat)
     t0 = time.perf_counter()
-    with _app(preset) as (url, served):
+    with _app(preset, extra=("--warm",) if room else ()) as (url, served):
         results["launch"] = bench_launch(url, served, t0)
-        if os.path.exists(CHROMIUM):
-            for size in SIZES:
-                results["browser"][size] = bench_browser(url, preset, views, clicks, viewport=size)
+        with _room(url, room) as results["room"]:
+            if os.path.exists(CHROMIUM):
+                for size in SIZES:
+                    results["browser"][size] = bench_browser(url, preset, views, clicks, viewport=size)
     w(
         f"  {'view':<12} {'size':>9} {'browser click->redraw p50 / p95 / max':>40}   "
         f"{'server p50 / p95 (API clients only)':>36}\n"
@@ -225,6 +260,8 @@ def run_bench_app(preset: str | None = None, repeat: int = 2, clicks: int = 40, 
         f"{machine.usable_cores()} usable cores; browser figures above 1 per core measure the contention as much "
         f"as the app\n"
     )
+    if room:
+        w(results["room"]["report"])
     la = results["launch"]
     w(
         f"  launch: page served after {la['served_s']:.1f} s, first run drawn (interactive) after "

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import gzip
+import itertools
 import json
 import sys
 import threading
@@ -43,11 +44,26 @@ def _fetch_steps(httpx, url: str):
     return r
 
 
-def _session(url: str, j: int, steps: int, interval: float, start, times: dict, errors: list) -> None:
-    import httpx
+def _session(url: str, j: int, steps: int, interval: float, start, times: dict, errors: list, stop=None) -> None:
+    """One attendee. ``stop`` (a threading.Event, for ``bench app --room``): open the next preset after the
+    steps, round after round, until it is set; without it one round."""
     from gradio_client import Client
 
-    preset = list(PRESETS)[j % len(PRESETS)]
+    try:
+        c = Client(url, verbose=False, ssl_verify=False, analytics_enabled=False)
+        start.wait(timeout=300)
+        for r in itertools.count():
+            _round(c, url, j, r, steps, interval, times, stop)
+            if stop is None or stop.is_set():
+                return
+    except Exception as e:  # noqa: BLE001 (every failure is counted and printed)
+        errors.append(f"session {j}: {type(e).__name__}: {e}")
+
+
+def _round(c, url: str, j: int, r: int, steps: int, interval: float, times: dict, stop) -> None:
+    import httpx
+
+    preset = list(PRESETS)[(j + r) % len(PRESETS)]
     views = list(ALL_VIEWS)
 
     def timed(action: str, fn):
@@ -56,49 +72,48 @@ def _session(url: str, j: int, steps: int, interval: float, start, times: dict, 
         times.setdefault(action, []).append((time.perf_counter() - t0) * 1e3)
         return out
 
-    try:
-        c = Client(url, verbose=False, ssl_verify=False, analytics_enabled=False)
-        start.wait(timeout=300)
-        loaded = timed("open a preset (server)", lambda: c.predict(preset, *PICK, api_name="/pick_preset"))
-        key = loaded[-1]  # data_key: the last of lab.app.loading.LOADED
-        r = timed("fetch the step data (server, once)", lambda: _fetch_steps(httpx, f"{url}lab/steps/{key}"))
-        r.raise_for_status()
-        data = r.json()
-        if data["title"] != preset:
-            raise AssertionError(f"session {j} asked for {preset} and got {data['title']}")
-        streams: dict[str, list[str]] = {}
+    loaded = timed("open a preset (server)", lambda: c.predict(preset, *PICK, api_name="/pick_preset"))
+    # data_key (lab.app.loading.LOADED): the page fetches the step data with it. The client leaves gr.State
+    # outputs out, so its place is not LOADED's; it is the one "run-" key (lab.app.cache.scenario_key).
+    key = next(x for x in loaded if isinstance(x, str) and x.startswith("run-"))
+    r = timed("fetch the step data (server, once)", lambda: _fetch_steps(httpx, f"{url}lab/steps/{key}"))
+    r.raise_for_status()
+    data = r.json()
+    if data["title"] != preset:
+        raise AssertionError(f"session {j} asked for {preset} and got {data['title']}")
+    streams: dict[str, list[str]] = {}
 
-        def page_step(view: str, i: int):
-            v = next(x for x in data["views"] if x["name"] == view)
-            for name, b64 in ((view, v["gz"]), ("words", data["words"])):
-                if name not in streams:
-                    streams[name] = gzip.decompress(base64.b64decode(b64)).decode().split("\n")
-            fig = json.loads(streams[view][0 if v["wide"] else i])
-            headline, _ = json.loads(streams["words"][i])
-            return fig, headline
+    def page_step(view: str, i: int):
+        v = next(x for x in data["views"] if x["name"] == view)
+        for name, b64 in ((view, v["gz"]), ("words", data["words"])):
+            if name not in streams:
+                streams[name] = gzip.decompress(base64.b64decode(b64)).decode().split("\n")
+        fig = json.loads(streams[view][0 if v["wide"] else i])
+        headline, _ = json.loads(streams["words"][i])
+        return fig, headline
 
-        # One deployment question each (lab/app/deployment_tab.py), the examples in turn: a server round trip.
-        line, gpu = list(EXAMPLES.values())[j % len(EXAMPLES)]
-        msg, md, *_ = timed(
-            "ask the deployment question (server)",
-            lambda: c.predict(line, gpu, REFERENCE_RELEASE, 16, 2048, 256, api_name="/deployment"),
-        )
-        if msg or not md.startswith("### "):
-            raise AssertionError(f"session {j}: no deployment answer for {line[:60]}: {msg[:120]}")
-        view, i = "block_table", 0
-        for k in range(1, steps + 1):
-            time.sleep(interval)
-            i = min(i + 1, data["steps"] - 1)
-            _, headline = timed("step (in the page, no request)", lambda v=view, i=i: page_step(v, i))
-            if f"<b>{preset}</b>" not in headline or f"<b>step {i}</b>" not in headline:
-                raise AssertionError(f"session {j} ({preset}) at step {i} was shown {headline[:120]}")
-            if k % 5 == 0:
-                view = views[(k // 5) % len(views)]
-                fig, _ = timed("pick a view (in the page, no request)", lambda v=view, i=i: page_step(v, i))
-                if "layout" not in fig:
-                    raise AssertionError(f"session {j}: no figure for {view}")
-    except Exception as e:  # noqa: BLE001 (every failure is counted and printed)
-        errors.append(f"session {j} ({preset}): {type(e).__name__}: {e}")
+    # One deployment question each (lab/app/deployment_tab.py), the examples in turn: a server round trip.
+    line, gpu = list(EXAMPLES.values())[j % len(EXAMPLES)]
+    msg, md, *_ = timed(
+        "ask the deployment question (server)",
+        lambda: c.predict(line, gpu, REFERENCE_RELEASE, 16, 2048, 256, api_name="/deployment"),
+    )
+    if msg or not md.startswith("### "):
+        raise AssertionError(f"session {j}: no deployment answer for {line[:60]}: {msg[:120]}")
+    view, i = "block_table", 0
+    for k in range(1, steps + 1):
+        if stop is not None and stop.is_set():
+            return
+        time.sleep(interval)
+        i = min(i + 1, data["steps"] - 1)
+        _, headline = timed("step (in the page, no request)", lambda v=view, i=i: page_step(v, i))
+        if f"<b>{preset}</b>" not in headline or f"<b>step {i}</b>" not in headline:
+            raise AssertionError(f"session {j} ({preset}) at step {i} was shown {headline[:120]}")
+        if k % 5 == 0:
+            view = views[(k // 5) % len(views)]
+            fig, _ = timed("pick a view (in the page, no request)", lambda v=view, i=i: page_step(v, i))
+            if "layout" not in fig:
+                raise AssertionError(f"session {j} ({preset}): no figure for {view}")
 
 
 def run_bench_room(
@@ -111,11 +126,13 @@ def run_bench_room(
     hostile: bool = False,
     after_s: float = 300.0,
     pid: int | None = None,
+    stop: threading.Event | None = None,
 ) -> dict:
     """``sessions`` at once against ``url`` (else ``python app.py --warm`` started here, ``warm_s`` seconds
     before the room arrives, as an instructor starts the server before the session). ``hostile``: attackers
     in the room too (lab/app/room_hostile.py), and the server's RSS watched (``pid``) until ``after_s`` seconds
-    after everyone left."""
+    after everyone left. ``stop``: each attendee opens the next preset after its steps until it is set (``bench
+    app --room``: the room goes on while the browser is timed)."""
     w = (out or sys.stdout).write
     if url is None:
         from lab.app.bench import _app  # python app.py in a subprocess
@@ -130,7 +147,7 @@ def run_bench_room(
     todo = room_hostile.attack_list() if hostile else []
     start = threading.Barrier(sessions + len(todo))
     threads = [
-        threading.Thread(target=_session, args=(url, j, steps, interval, start, times, errors), daemon=True)
+        threading.Thread(target=_session, args=(url, j, steps, interval, start, times, errors, stop), daemon=True)
         for j in range(sessions)
     ]
     rss = {"before": room_hostile.rss_mib(pid) if pid else None, "after_s": after_s}

@@ -28,6 +28,7 @@ def register(sub) -> None:
     sp = sub.add_parser("bench", help="benchmarks")
     sp.add_argument("what", choices=["engine", "kernels", "vllm-kernels", "app", "export", "room", "deployment"])
     sp.add_argument("--sessions", type=int, default=30, help="bench room: attendees at once")
+    sp.add_argument("--room", type=int, default=0, help="bench app: this many attendees on the same server meanwhile")
     sp.add_argument(
         "--hostile",
         action="store_true",

@@ -128,3 +128,13 @@ def test_simulate_piped_into_head_exits_0():
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("scenario: stale-block-reuse")
     assert "Error" not in r.stderr and "error" not in r.stderr
+
+
+def test_bench_app_takes_a_room(monkeypatch):
+    # Issue 37's timing (▶ next -> painted with a room of 30 on the same server): --room reaches run_bench_app.
+    import lab.app.bench
+
+    got = {}
+    monkeypatch.setattr(lab.app.bench, "run_bench_app", lambda **kw: got.update(kw))
+    assert main(["bench", "app", "--room", "30"]) == 0
+    assert got == {"room": 30}

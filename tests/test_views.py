@@ -675,3 +675,19 @@ def test_oor_shows_the_live_and_freed_entries_on_their_own_scale(traces):
     # Where nothing live or freed is read, the panel says so.
     none = oor_spec(traces["short-decode-long-context"], 1)["layout"]["annotations"]
     assert [a["text"] for a in none if a.get("yref") == "y4"] == ["none", "none"]
+
+
+def test_oor_draws_the_live_and_freed_entries_per_step_on_their_own_scale(traces):
+    # Issue "the workshop path": per step, stale-block-reuse's live and freed entries were hairlines on top of
+    # thousands of null entries. A line per mode on a panel of its own, under the shared step axis.
+    trace = traces["stale-block-reuse"]
+    spec = oor_spec(trace, 24)
+    lines = [t for t in spec["data"] if t.get("yaxis") == "y5"]
+    assert [t["name"] for t in lines] == ["before #40654: live + freed", "after #43991: live + freed"]
+    for t, m in zip(lines, ("baseline", "fixed"), strict=True):
+        want = [s.oor_all_passes[m]["live"] + s.oor_all_passes[m]["free"] for s in trace.steps]
+        assert list(t["y"]) == want and t["line"]["color"] not in CLASS_COLORS.values()
+    assert max(lines[0]["y"]) > 0 and max(lines[0]["y"]) > max(lines[1]["y"])
+    lay = spec["layout"]
+    assert lay["xaxis"]["anchor"] == "y5" and lay["yaxis5"]["domain"][1] < lay["yaxis2"]["domain"][0]
+    assert lay["shapes"][0]["yref"] == "paper"  # the step marker runs through all three panels

@@ -82,9 +82,10 @@ ALL_VIEWS = {
         "Out-of-range entries",
         oor_spec,
         "Block-table entries a kernel walks past each request's valid blocks, per step and stacked by class "
-        "(null, live, free, padded), target and draft passes together; the totals over the trace; and below "
-        "them the live and freed entries alone, on a scale of their own: another request's KV, which the "
-        "null entries would hide.",
+        "(null, live, free, padded), target and draft passes together, and under them the live and freed "
+        "entries alone per step, a line per mode; the totals over the trace, and below them the live and freed "
+        "totals. Live and freed entries are another request's KV, which the null entries would hide: they get "
+        "a scale of their own.",
     ),
     "recorded": (
         "Recorded eras",

@@ -12,11 +12,8 @@ import numpy as np
 
 from lab.blocks import walked_columns
 from lab.history import MODE_ERA
-from lab.views.common import MODES, legend_swatch, line_shape, note, rect_shape
+from lab.views.common import MODES, WALK_COLORS, legend_swatch, line_shape, note, rect_shape
 
-# Not a class colour (CLASS_COLORS: green, grey, red, orange, purple, white, cyan): black for the walk before
-# #40654, a dark blue for the one after #43991.
-WALK_COLORS = {"baseline": "#000000", "fixed": "#08306b"}
 WALK_WIDTH = 3.5
 _CASING = {"color": "white", "width": WALK_WIDTH + 4}
 BINNED_BAND = "#fde0dd"

@@ -23,6 +23,10 @@ CLASS_COLORS = {
     "unwalked": "#ffffff",
     "nulled": "#17becf",  # R11: a sliding-window group's entry nulled below the window
 }
+# A mode's line drawn over class colours (the block table's walks, the out-of-range view's live + freed line):
+# not a class colour (CLASS_COLORS: green, grey, red, orange, purple, white, cyan): black for the walk before
+# #40654, a dark blue for the one after #43991.
+WALK_COLORS = {"baseline": "#000000", "fixed": "#08306b"}
 GRAPH_COLORS = {"FULL": "#fdd0a2", "PIECEWISE": "#c6dbef", "NONE": "#d9d9d9"}
 
 # R9/R10, said once on the page and in every exported view (the one constant: lab/caveats.py).

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from lab.history import MODE_ERA
 from lab.views.common import (
     CLASS_COLORS,
     MODES,
     OOR_CLASSES,
     STACKED_MIN_FIT,
+    WALK_COLORS,
     axis,
     bar,
     check_step,
@@ -57,7 +59,7 @@ def oor_spec(trace, index: int, all_passes: bool = True) -> dict:
                 hovertemplate=hover("%{x}: " + c + " %{y:,}"),
             )
         )
-    data += _stale_totals(totals)
+    data += _stale_totals(totals) + _stale_per_step(s, pre)
     tb = sum(totals["baseline"][c] for c in OOR_CLASSES)
     tf = sum(totals["fixed"][c] for c in OOR_CLASSES)
     return figure(
@@ -65,7 +67,7 @@ def oor_spec(trace, index: int, all_passes: bool = True) -> dict:
         {
             "barmode": "stack",
             "bargap": 0,
-            "height": 560,
+            "height": 660,
             "meta": STACKED_MIN_FIT,
             "legend": {"font": {"size": 10}},
             "shapes": [step_marker(index)],
@@ -73,9 +75,10 @@ def oor_spec(trace, index: int, all_passes: bool = True) -> dict:
                 f"Out-of-range entries ({passes_walked(trace) if all_passes else 'target pass'}): "
                 f"baseline {tb:,}, fixed {tf:,} over the trace"
             ),
-            "xaxis": axis("step", domain=[0, 0.7], anchor="y2"),
-            "yaxis": axis("entries", domain=[0.55, 1]),
-            "yaxis2": axis("entries", domain=[0, 0.42], matches="y"),  # one scale for both
+            "xaxis": axis("step", domain=[0, 0.7], anchor="y5"),
+            "yaxis": axis("entries", domain=[0.66, 1]),
+            "yaxis2": axis("entries", domain=[0.3, 0.58], matches="y"),  # one scale for both
+            "yaxis5": axis("entries", domain=[0, 0.2], rangemode="tozero"),
             "xaxis2": {"domain": [0.8, 1], "anchor": "y3"},
             # Totals on a linear axis: the ratio is what it looks like; each bar says its number.
             "yaxis3": axis("entries", domain=[0.6, 0.9], anchor="x2", rangemode="tozero"),
@@ -83,7 +86,8 @@ def oor_spec(trace, index: int, all_passes: bool = True) -> dict:
             "yaxis4": axis("entries", domain=[0, 0.26], anchor="x3", rangemode="tozero"),
             "annotations": [
                 panel_title("baseline (before #40654), per step", 0, 1),
-                panel_title(f"fixed (after #43991), per step, same scale: {tf:,} in all", 0, 0.42),
+                panel_title(f"fixed (after #43991), per step, same scale: {tf:,} in all", 0, 0.58),
+                panel_title("live + freed blocks (another request's KV) per step, own scale", 0, 0.2),
                 panel_title("totals (true scale)", 0.8, 1),
                 panel_title("of which live + freed blocks<br>(another request's KV), own scale", 0.8, 0.36),
             ]
@@ -125,6 +129,25 @@ def _stale_totals(totals: dict) -> list[dict]:
             hovertemplate=hover("%{x}: " + c + " %{y:,}"),
         )
         for c in _STALE
+    ]
+
+
+def _stale_per_step(s: dict, pre: str) -> list[dict]:
+    """Each mode's live + freed entries per step as a line on an axis of their own: in the stacks above they
+    are hairlines, and where in the trace they are read is what the step marker is moved against."""
+    return [
+        {
+            "type": "scatter",
+            "mode": "lines",
+            "x": np.arange(len(s["num_reqs"])),
+            "y": sum(s[f"{pre}_{m}_{c}"] for c in _STALE),
+            "name": f"{MODE_ERA[m]}: live + freed",
+            "xaxis": "x",
+            "yaxis": "y5",
+            "line": {"color": WALK_COLORS[m], "width": 2, "shape": "hv"},
+            "hovertemplate": hover(f"step %{{x}}: {m}, live + freed %{{y:,}}"),
+        }
+        for m in MODES
     ]
 
 

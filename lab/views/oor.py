@@ -45,21 +45,9 @@ def oor_spec(trace, index: int, all_passes: bool = True) -> dict:
                     hovertemplate=hover(f"step %{{x}}: {m}, {c} %{{y:,}}"),
                 )
             )
-    for c in OOR_CLASSES:
-        data.append(
-            bar(
-                list(MODES),
-                [totals[m][c] for m in MODES],
-                name=c,
-                xaxis="x2",
-                yaxis="y3",
-                marker={"color": CLASS_COLORS[c]},
-                legendgroup=c,
-                showlegend=False,
-                hovertemplate=hover("%{x}: " + c + " %{y:,}"),
-            )
-        )
-    data += _stale_totals(totals) + _stale_per_step(s, pre)
+    # The totals of every class (true scale), then of the live and freed alone (own scale).
+    data += _total_bars(totals, OOR_CLASSES, "x2", "y3") + _total_bars(totals, _STALE, "x3", "y4")
+    data += _stale_per_step(s, pre)
     tb = sum(totals["baseline"][c] for c in OOR_CLASSES)
     tf = sum(totals["fixed"][c] for c in OOR_CLASSES)
     return figure(
@@ -114,21 +102,21 @@ def oor_spec(trace, index: int, all_passes: bool = True) -> dict:
 _STALE = ("live", "free")
 
 
-def _stale_totals(totals: dict) -> list[dict]:
-    """The live and freed entries' totals per mode, stacked, on an axis of their own."""
+def _total_bars(totals: dict, classes, xaxis: str, yaxis: str) -> list[dict]:
+    """Each mode's totals of ``classes`` over the trace, stacked, on the axes ``xaxis``/``yaxis``."""
     return [
         bar(
             list(MODES),
             [totals[m][c] for m in MODES],
             name=c,
-            xaxis="x3",
-            yaxis="y4",
+            xaxis=xaxis,
+            yaxis=yaxis,
             marker={"color": CLASS_COLORS[c]},
             legendgroup=c,
             showlegend=False,
             hovertemplate=hover("%{x}: " + c + " %{y:,}"),
         )
-        for c in _STALE
+        for c in classes
     ]
 
 

@@ -184,6 +184,29 @@ def test_presenter_mode_keeps_titles_clear_of_the_panels_at_720(context, app_url
     page.screenshot(path=str(ARTIFACTS / f"presenter-{tab}-1280x720.png"))
 
 
+@pytest.mark.parametrize("width, height", [(1280, 720), (1366, 768)])
+def test_presenter_mode_fits_the_opening_block_table_before_any_step(context, app_url, width, height):
+    """Issue 37: presenter mode left the opening block table (the address's first figure, no step taken yet)
+    unfitted at 720 px; test_app_browser's projector test only looks after a click on next."""
+    page = _page(context, width, height)
+    open_app(page, app_url, "?preset=eagle-k3&tab=block_table&presenter=1")
+    page.wait_for_function("() => document.querySelector('#plot .js-plotly-plot').layout.font?.size > 12")
+    page.evaluate("() => window.scrollTo(0, 0)")
+    page.wait_for_function(
+        """(h) => { const svg = document.querySelector('#plot .main-svg');
+                    return svg && svg.getBoundingClientRect().bottom <= h; }""",
+        arg=height,
+        timeout=15_000,
+    )
+    legend = page.locator("#plot .legend").first.bounding_box()
+    assert legend["y"] + legend["height"] <= height, legend
+    assert figure_step(page) == 0 and page.locator("#next").bounding_box()["y"] >= 0
+    # Plotly named every other category of the true-scale bars once the type outgrew their rows ("before
+    # #40654" was missing): both rows named (dtick 1).
+    assert {"before #40654", "after #43991"} <= set(page.locator("#plot .y2tick text").all_text_contents())
+    page.screenshot(path=str(ARTIFACTS / f"presenter-opening-{width}x{height}.png"))
+
+
 def _inside(page, pid: str, sel: str) -> list:
     """The boxes of ``sel`` in plot ``pid`` that run past the plot's left or right edge."""
     return page.evaluate(

@@ -21,18 +21,16 @@ from __future__ import annotations
 
 import io
 import os
-import socket
-import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from contextlib import contextmanager
 
 import numpy as np
 from gradio_client import Client
 
 from lab import Scenario, machine, simulate
+from lab.app.app_process import app_process
 from lab.app.cache import TRACES, scenario_key
 from lab.app.stepping import PLAY_INTERVAL_S, drawn_id, step_outputs
 from lab.app.ui import DEFAULT_PRESET
@@ -72,43 +70,6 @@ _HOW_JS = """() => { const gd = document.querySelector('#plot .js-plotly-plot');
   if (((gd && gd.layout && gd.layout.shapes) || []).some(s => s.name === 'step')) return 'marker';
   const t = document.querySelector('#plot .gtitle');
   return t && /^Step \\d+:/.test(t.textContent) ? 'title' : 'none'; }"""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def _app(preset: str, timeout: float = 120.0, extra: tuple[str, ...] = (), pids: list | None = None):
-    """python app.py in a subprocess (``extra``: more of its flags); yields (url, seconds until the page
-    was served). ``pids`` (a list) gets the server's process id, for a bench that watches its memory."""
-    port = _free_port()
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, os.path.join(root, "app.py"), "--preset", preset, "--port", str(port), *extra],
-        cwd=root,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    if pids is not None:
-        pids.append(proc.pid)
-    try:
-        url = f"http://127.0.0.1:{port}/"
-        while True:
-            try:
-                urllib.request.urlopen(url, timeout=5).read()
-                break
-            except OSError:
-                if proc.poll() is not None or time.perf_counter() - t0 > timeout:
-                    raise RuntimeError("the app did not start") from None
-                time.sleep(0.05)
-        yield url, time.perf_counter() - t0
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def bench_server(preset: str, view: str, repeat: int = 1) -> dict:
@@ -230,7 +191,7 @@ def run_bench_app(preset: str | None = None, repeat: int = 2, clicks: int = 40, 
     for view in views:
         results["server"][view] = bench_server(preset, view, repeat)
     t0 = time.perf_counter()
-    with _app(preset, extra=("--warm",) if room else ()) as (url, served):
+    with app_process(preset, extra=("--warm",) if room else ()) as (url, served):
         results["launch"] = bench_launch(url, served, t0)
         with _room(url, room) as results["room"]:
             if os.path.exists(CHROMIUM):

@@ -147,10 +147,10 @@ def run_bench_deployment(out=None) -> dict:
     w(f"  server: a pasted start-up log ({LOG_FILE.name}) -> answer: p50 {log['p50_ms']:.1f} ms, "
       f"p95 {log['p95_ms']:.1f} ms over {log['answers']}\n")  # fmt: skip
     res = {"server": server, "server_p95_ms": float(np.percentile(every, 95)), "log": log}
-    from lab.app.bench import _app
+    from lab.app.app_process import app_process  # python app.py in a subprocess
 
     if os.path.exists(CHROMIUM):
-        with _app("eagle-k3", extra=("--no-kernels",)) as (url, _):
+        with app_process("eagle-k3", extra=("--no-kernels",)) as (url, _):
             b = bench_browser(url)
         w(
             f"  browser (Chromium, 1366x768): paste, click Answer -> the answer shown: {b['clicks']} clicks, "

@@ -135,11 +135,11 @@ def run_bench_room(
     app --room``: the room goes on while the browser is timed)."""
     w = (out or sys.stdout).write
     if url is None:
-        from lab.app.bench import _app  # python app.py in a subprocess
+        from lab.app.app_process import app_process  # python app.py in a subprocess
 
         # As a room runs it (app.py --host 0.0.0.0 warms every preset): --warm, here on 127.0.0.1.
         pids: list[int] = []
-        with _app("eagle-k3", extra=("--warm",), pids=pids) as (started, _):
+        with app_process("eagle-k3", extra=("--warm",), pids=pids) as (started, _):
             time.sleep(warm_s)
             return run_bench_room(started, sessions, steps, interval, out, warm_s, hostile, after_s, pids[0])
     times: dict[str, list[float]] = {}

@@ -169,7 +169,8 @@ def block_table_spec(trace, index: int) -> dict:
         "xaxis": _column_axis(ce, exact, binned),
         "yaxis": row_axis(ycat, np.isin(z, [_CODE["live"], _CODE["free"]]).any(axis=1), [0, _HEATMAP_TOP]),
         "xaxis2": axis("", anchor="y2", range=[0, width * 1.12], side="top", tickformat=",d", showgrid=True),
-        "yaxis2": {"domain": [0.86, 1.0], "anchor": "x2", "tickfont": {"size": 11}},
+        # dtick 1: both modes named (Plotly names every other category once the type outgrows the rows: presenter).
+        "yaxis2": {"domain": [0.86, 1.0], "anchor": "x2", "tickfont": {"size": 11}, "dtick": 1},
         "yaxis3": WALK_AXIS,
         "annotations": annotations
         + [

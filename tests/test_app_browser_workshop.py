@@ -14,6 +14,7 @@ from test_app_browser_page import figure_step
 
 from lab.browser import CHROMIUM
 from lab.presets import PRESETS
+from lab.views import ALL_VIEWS
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} missing (make test installs it)")
 
@@ -282,3 +283,47 @@ def test_the_sweep_base_follows_the_preset_picked(context, app_url):
     page.locator("#headline .hl-line").filter(has_text="eagle-k3").wait_for()
     page.wait_for_timeout(1000)
     assert base.input_value() == "4p100o20_mml={mml}"
+
+
+# Text of a figure that runs past the plot's left or right edge, and texts (titles, notes, legend entries) that
+# overprint each other.
+_TEXT_CHECK = """() => {
+  const gd = document.querySelector('#plot .js-plotly-plot'), p = gd.getBoundingClientRect();
+  const boxes = (sel) => Array.from(gd.querySelectorAll(sel)).map((e) => [e.textContent.slice(0, 40),
+    e.getBoundingClientRect()]).filter(([, b]) => b.width > 0);
+  const past = boxes('.gtitle, .annotation-text, .legendtext, .xtick text, .ytick text')
+    .filter(([, b]) => b.left < p.left - 1 || b.right > p.right + 1).map(([t]) => t);
+  const es = boxes('.annotation-text, .gtitle, .legendtext'), over = [];
+  for (let i = 0; i < es.length; i++) for (let j = i + 1; j < es.length; j++) {
+    const [a, b] = [es[i][1], es[j][1]];
+    if (a.left < b.right - 2 && b.left < a.right - 2 && a.top < b.bottom - 2 && b.top < a.bottom - 2)
+      over.push([es[i][0], es[j][0]]);
+  }
+  return {past, over}; }"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width, height", [(683, 768), (960, 1000), (1366, 768)])
+@pytest.mark.parametrize("preset", ["eagle-k3", "sliding-window"])
+def test_every_view_keeps_its_text_inside_the_plot_at_any_width(context, app_url, preset, width, height):
+    """Issue 37 at half a screen (683 and 960 px, the app beside JupyterLab) and at 1366: titles, notes and
+    legends ran past the plot's edge (recorded eras' title, the draft windows' "why" note, the out-of-range
+    panel titles, the empty kernel view's message) or overprinted each other (the draft windows' legend on its
+    note); at 1366 the sliding-window block table's subtitle ran 300 px past the edge. LabSteps.narrowed breaks
+    titles and foot notes to the width; the views' long panel titles are in lines."""
+    page = _page(context, width, height)
+    open_app(page, app_url, f"?preset={preset}&step=10&tab=block_table")
+    page.wait_for_function("() => (window.__labSynced || 0) >= 1")
+    bad = {}
+    for name, (label, *_) in ALL_VIEWS.items():
+        page.locator("#view label").filter(has_text=label).click()
+        page.wait_for_function(
+            "(v) => ((document.querySelector('#plot .js-plotly-plot') || {}).__labDrawn || '').includes(`|${v}|`)",
+            arg=name,
+        )
+        page.wait_for_timeout(400)
+        got = page.evaluate(_TEXT_CHECK)
+        if got["past"] or got["over"]:
+            bad[label] = got
+            page.locator("#plot").screenshot(path=str(ARTIFACTS / f"text-{preset}-{label}-{width}.png"))
+    assert not bad, bad

@@ -671,7 +671,7 @@ def test_oor_shows_the_live_and_freed_entries_on_their_own_scale(traces):
     assert spec["layout"]["yaxis4"]["rangemode"] == "tozero" and "type" not in spec["layout"]["yaxis4"]
     texts = [a["text"] for a in spec["layout"]["annotations"] if a.get("yref") == "y4"]
     assert texts == [f"live {totals[m]['live']:,}<br>free {totals[m]['free']:,}" for m in ("baseline", "fixed")]
-    assert any("live + freed blocks" in a["text"] for a in spec["layout"]["annotations"])
+    assert any("of which live + freed" in a["text"] for a in spec["layout"]["annotations"])
     # Where nothing live or freed is read, the panel says so.
     none = oor_spec(traces["short-decode-long-context"], 1)["layout"]["annotations"]
     assert [a["text"] for a in none if a.get("yref") == "y4"] == ["none", "none"]

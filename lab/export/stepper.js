@@ -31,11 +31,11 @@ window.LabSteps = class LabSteps {
   async words(i) {
     return JSON.parse((await this.lines("words", this.D.words))[this.clamp(i)]);
   }
-  async figure(view, i, presenter, maxHeight, narrow) {
+  async figure(view, i, presenter, maxHeight, narrow, width) {
     const v = this.byName[view];
     const spec = JSON.parse((await this.lines(view, v.gz))[v.wide ? 0 : this.clamp(i)]);
     let layout = Object.assign({template: this.D.template}, spec.layout);
-    if (narrow) layout = LabSteps.narrowed(layout, spec.data);
+    if (narrow) layout = LabSteps.narrowed(layout, spec.data, width);
     if (presenter) {
       const p = this.D.presenter; // lab.views.presenter_layout, as numbers
       layout.font = Object.assign({}, layout.font, {size: p.font_size});
@@ -61,37 +61,99 @@ window.LabSteps = class LabSteps {
     const w = (gd.parentElement || gd).clientWidth; // the box's width: the plot keeps its old one until redrawn
     return w > 0 && w < LabSteps.NARROW_PX;
   }
-  static narrowed(layout, data) {
+  // Break an HTML line (no <br>) at spaces into pieces of at most ``chars`` visible characters.
+  static wrapped(line, chars) {
+    const pieces = [];
+    let cur = "", n = 0;
+    for (const word of line.split(" ")) {
+      const len = word.replace(/<[^>]*>/g, "").length;
+      if (cur && n + 1 + len > chars) {
+        pieces.push(cur);
+        cur = word;
+        n = len;
+      } else {
+        n += (cur ? 1 : 0) + len;
+        cur = cur ? `${cur} ${word}` : word;
+      }
+    }
+    return cur ? [...pieces, cur] : pieces;
+  }
+  // Lines of a text at most ``width`` px wide at font ``size`` (a character is about 0.56 of the size): each
+  // <br> line, and each <sup> line at 0.7 of the size, broken at spaces. [text, lines added].
+  static fitText(text, width, size) {
+    let added = 0;
+    // A <br> inside a <sup> (lab.views' subtitles of two lines): each line its own <sup>.
+    text = text.replace(/<sup>([\s\S]*?)<\/sup>/g, (m, inner) => `<sup>${inner.split("<br>").join("</sup><br><sup>")}</sup>`);
+    const lines = text.split("<br>").flatMap((line) => {
+      const sup = /^<sup>(.*)<\/sup>$/.exec(line);
+      const chars = Math.max(20, Math.floor(width / (0.56 * size * (sup ? 0.7 : 1))));
+      const pieces = LabSteps.wrapped(sup ? sup[1] : line, chars);
+      added += pieces.length - 1;
+      return sup ? pieces.map((p) => `<sup>${p}</sup>`) : pieces;
+    });
+    return [lines.join("<br>"), added];
+  }
+  // ``width``: the plot box's, in px.
+  static narrowed(layout, data, width) {
     const out = Object.assign({}, layout);
+    const fontSize = (layout.font && layout.font.size) || 12;
+    width = width || LabSteps.NARROW_PX;
     let grow = {t: 0, b: 0};
-    if (!(layout.legend && layout.legend.orientation === "h")) {
+    // A legend beside the plot, or one under it (the draft windows': three rows at half a screen ran into the
+    // note under it), goes to the very foot.
+    if (!(layout.legend && layout.legend.yref === "container")) {
       // At the figure's foot, below the axis title (rotated tick labels reach past y = -0.2); two entries a row.
       // traceorder "normal": a legend in groups stacks each group's entries even when horizontal.
-      const entries = (data || []).filter((t) => t.showlegend !== false && t.name).length;
-      grow.b = Math.ceil(entries / 2) * 20 + 10;
+      // An entry whose name takes more than half the width (a character about 6.5 px, 40 px of swatch) a row;
+      // the legend's title takes a place in the first row.
+      const names = (data || []).filter((t) => t.showlegend !== false && t.name).map((t) => t.name);
+      const legendTitle = ((layout.legend || {}).title || {}).text;
+      if (legendTitle) names.unshift(legendTitle);
+      const long = (n) => 40 + 6.5 * n.replace(/<[^>]*>/g, "").length > width / 2;
+      const rows = names.reduce((r, n) => r + (long(n) ? 1 : 0.5), 0);
+      grow.b = Math.ceil(rows) * 20 + 10;
       out.legend = Object.assign({}, layout.legend, {
         orientation: "h", x: 0, xanchor: "left", yref: "container", y: 0, yanchor: "bottom", traceorder: "normal",
       });
+      // The right margin kept for a legend beside the plot (recorded eras: 250 px) goes to the plot; not where
+      // more legends stay beside their panels (the timeline's legend2, legend3).
+      if (!layout.legend2 && layout.margin && layout.margin.r > 60 && (layout.legend || {}).x >= 1) {
+        out.margin = Object.assign({}, layout.margin, {r: 30});
+      }
     }
     const text = (layout.title && layout.title.text) || "";
-    const sub = text.indexOf("<sup>");
-    const breaks = sub < 0 ? 0 : (text.slice(sub).match(/; /g) || []).length;
-    if (breaks) {
-      // A title line is 1.3x the title's font (1.4x the figure's). The title hangs from the figure's top (its
-      // first line's baseline a line down: Plotly anchors a title of several lines there), the margin grows by
-      // the added lines.
-      const size = (layout.title.font && layout.title.font.size) || 1.4 * ((layout.font && layout.font.size) || 12);
-      const line = Math.ceil(1.3 * size);
-      grow.t = breaks * line;
-      out.title = Object.assign({}, layout.title, {
-        text: text.slice(0, sub) + text.slice(sub).replace(/; /g, ";</sup><br><sup>"),
-        yref: "container", yanchor: "top",
-      });
-      out.title.__labLine = line;
+    if (text) {
+      // The subtitle's parts in lines at each "; ", then every line broken to the width. A title line is 1.3x
+      // the title's font (1.4x the figure's). The title hangs from the figure's top (its first line's baseline
+      // a line down: Plotly anchors a title of several lines there), the margin grows by the added lines.
+      const size = (layout.title.font && layout.title.font.size) || 1.4 * fontSize;
+      const sub = text.indexOf("<sup>");
+      const parts = sub < 0 ? text : text.slice(0, sub) + text.slice(sub).replace(/; /g, ";</sup><br><sup>");
+      const [fitted] = LabSteps.fitText(parts, width - 24, size);
+      if (fitted !== text) {
+        const line = Math.ceil(1.3 * size);
+        grow.t = (fitted.split("<br>").length - text.split("<br>").length) * line;
+        out.title = Object.assign({}, layout.title, {text: fitted, yref: "container", yanchor: "top"});
+        out.title.__labLine = line;
+      }
     }
-    const margin = Object.assign({t: 100, b: 80}, layout.margin);
-    out.margin = Object.assign({}, layout.margin, {t: margin.t + grow.t, b: margin.b + grow.b});
-    if (layout.height) out.height = layout.height + grow.t + grow.b;
+    // A note at the figure's foot (on the paper, hanging below the plot) broken to the width, the figure grown
+    // by its added lines (the draft windows' "why" note ran past the right edge at half a screen); a message
+    // in the middle of an empty figure (lab.views.common.message_figure) broken in place.
+    out.annotations = (layout.annotations || []).map((a) => {
+      const foot = a.yanchor === "top" && a.y < 0;
+      const message = a.x === 0.5 && a.y === 0.5;
+      if (a.xref !== "paper" || !(foot || message) || typeof a.text !== "string") return a;
+      const size = (a.font && a.font.size) || fontSize;
+      const room = a.xanchor === "left" ? width * (1 - (a.x || 0)) : width;
+      const [fitted, added] = LabSteps.fitText(a.text, room - 24, size);
+      if (foot) grow.b += Math.ceil(added * 1.3 * size);
+      if (message && layout.height) out.height = (out.height || layout.height) + Math.ceil(added * 1.3 * size);
+      return added ? Object.assign({}, a, {text: fitted}) : a;
+    });
+    const margin = Object.assign({t: 100, b: 80}, out.margin);
+    out.margin = Object.assign({}, out.margin, {t: margin.t + grow.t, b: margin.b + grow.b});
+    if (layout.height) out.height = (out.height || layout.height) + grow.t + grow.b;
     if (out.title && out.title.__labLine) {
       const line = out.title.__labLine;
       delete out.title.__labLine;
@@ -133,7 +195,7 @@ window.LabSteps = class LabSteps {
       const narrow = LabSteps.isNarrow(gd);
       const id = `${this.id}|${view}|${!!presenter}|${maxHeight || ""}|${narrow}`;
       if (!(v.wide && gd.__labDrawn === id)) {
-        const fig = await this.figure(view, i, presenter, maxHeight, narrow);
+        const fig = await this.figure(view, i, presenter, maxHeight, narrow, (gd.parentElement || gd).clientWidth);
         await Plotly.react(gd, fig.data, fig.layout, {responsive: true, displaylogo: false});
         gd.__labDrawn = id;
         gd.__labNatural = fig.natural; // the height before any cut: lab/app/page.js fits from it

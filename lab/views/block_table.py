@@ -161,10 +161,14 @@ def block_table_spec(trace, index: int) -> dict:
     data += band
     data.append(_true_scale_bar(walks))
     n_cells = len(re_) - 1
+    # A subtitle over SUBTITLE_CHARS (a sliding window's R11 count) ran past the plot's right edge at 1366 px:
+    # the walk's record on a line of its own, the top margin and the figure a line taller.
+    two_lines = len(_subtitle(cls, ce, re_, exact, binned)) + 2 + len(d["walk_record"]) > SUBTITLE_CHARS
+    extra = SUBTITLE_LINE_PX if two_lines else 0
     layout = {
         "title": title(
             f"Step {st.index}: input block table, {rows} rows × {width:,} columns, {st.cudagraph_mode} graph",
-            _subtitle(cls, ce, re_, exact, binned) + "; " + d["walk_record"],
+            _subtitle(cls, ce, re_, exact, binned) + ("<br>" if two_lines else "; ") + d["walk_record"],
         ),
         "xaxis": _column_axis(ce, exact, binned),
         "yaxis": row_axis(ycat, np.isin(z, [_CODE["live"], _CODE["free"]]).any(axis=1), [0, _HEATMAP_TOP]),
@@ -185,11 +189,17 @@ def block_table_spec(trace, index: int) -> dict:
             )
         ],
         "shapes": shapes,
-        "height": max(460, min(760, 300 + 14 * n_cells)),  # 14 px a row: room for its label
+        "height": max(460, min(760, 300 + 14 * n_cells)) + extra,  # 14 px a row: room for its label
         "legend": {"orientation": "h", "y": -0.2, "yanchor": "top", "font": {"size": 10}},
-        "margin": {"t": 110, "b": 120},
+        "margin": {"t": 110 + extra, "b": 120},
     }
     return figure(data, layout)
+
+
+# The characters of a subtitle line that fit a 1280 px page (a <sup> character is about 5 px; the usual 216
+# fit), and what a second line takes.
+SUBTITLE_CHARS = 240
+SUBTITLE_LINE_PX = 36
 
 
 def _exact_columns(d: dict) -> int:

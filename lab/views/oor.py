@@ -75,9 +75,10 @@ def oor_spec(trace, index: int, all_passes: bool = True) -> dict:
             "annotations": [
                 panel_title("baseline (before #40654), per step", 0, 1),
                 panel_title(f"fixed (after #43991), per step, same scale: {tf:,} in all", 0, 0.58),
-                panel_title("live + freed blocks (another request's KV) per step, own scale", 0, 0.2),
+                # Short: at half a screen (683 px) a longer title ran into the totals column.
+                panel_title("live + freed (another request's KV) per step", 0, 0.2),
                 panel_title("totals (true scale)", 0.8, 1),
-                panel_title("of which live + freed blocks<br>(another request's KV), own scale", 0.8, 0.36),
+                panel_title("of which live + freed,<br>own scale", 0.8, 0.36),
             ]
             + [
                 {

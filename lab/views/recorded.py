@@ -108,7 +108,8 @@ def recorded_spec(trace, index: int) -> dict:
         layout["yaxis2"] = log_axis("tokens (log)", _drawn(data, "y2"), domain=_DOMAINS["y2"])
         layout["annotations"].append(
             panel_title(
-                "Eagle draft decodes (passes 1..K-1): max_seq_len, as shipped" + _coinciding(found, _drafts),
+                # Which lines coincide on a line of its own: on one it ran past the plot at half a screen.
+                "Eagle draft decodes (passes 1..K-1): max_seq_len, as shipped" + _coinciding(found, _drafts, "<br>"),
                 0,
                 _DOMAINS["y2"][1],
             )
@@ -184,7 +185,7 @@ def _recorded_traces(found: list) -> tuple[list[dict], list[str], bool]:
     return data, notes, has_drafts
 
 
-def _coinciding(found: list, series_of) -> str:
+def _coinciding(found: list, series_of, sep: str = " ") -> str:
     """' (0.19.1 = 0.22.1: drawn over each other)' for releases whose recorded lines coincide."""
     groups: list[list] = []
     for r, rec, *_ in found:
@@ -196,7 +197,7 @@ def _coinciding(found: list, series_of) -> str:
         else:
             groups.append([(r, y)])
     tied = [" = ".join(r.vllm_cpu for r, _ in g) for g in groups if len(g) > 1]
-    return f" ({'; '.join(tied)}: drawn over each other)" if tied else ""
+    return f"{sep}({'; '.join(tied)}: drawn over each other)" if tied else ""
 
 
 def _drawn(data: list[dict], yaxis: str) -> np.ndarray:

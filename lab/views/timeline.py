@@ -198,7 +198,8 @@ def _layout(trace, n: int, runs: list, shapes: list, token_values: np.ndarray) -
         "yaxis3": axis("entries", domain=_DOMAINS["y3"]),
         "annotations": [
             panel_title(
-                "max_seq_len per step (solid: target, dotted: draft decodes, dashed: what the kernel sees)",
+                # Two lines: on one it ran past the plot's right edge at half a screen (683 px).
+                "max_seq_len per step<br>(solid: target, dotted: draft decodes, dashed: what the kernel sees)",
                 0,
                 _DOMAINS["y"][1],
             ),

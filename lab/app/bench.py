@@ -37,8 +37,9 @@ from lab.app.ui import DEFAULT_PRESET
 from lab.browser import CHROMIUM, launch
 from lab.views import ALL_VIEWS
 
-# The screens the targets are for, and half of each (the workshop's app-beside-JupyterLab layout, issue 37).
+# As bench room: how long the instructor's server warms (--warm) before the room comes in.
 WARM_S = 30.0
+# The screens the targets are for, and half of each (the workshop's app-beside-JupyterLab layout, issue 37).
 SIZES = ((1366, 768), (1600, 1000), (683, 768), (960, 1000))
 
 # In the page: click "next" and wait (each animation frame) until the headline, the summary and the
@@ -162,7 +163,7 @@ def _room(url: str, sessions: int):
     from lab.app.room_bench import run_bench_room  # gradio_client, httpx
 
     stop, buf = threading.Event(), io.StringIO()
-    time.sleep(WARM_S)  # as bench room: the instructor started the server (--warm) before the room came in
+    time.sleep(WARM_S)
     th = threading.Thread(
         target=lambda: got.update(run_bench_room(url, sessions, out=buf, warm_s=WARM_S, stop=stop)), daemon=True
     )

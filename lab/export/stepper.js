@@ -83,7 +83,7 @@ window.LabSteps = class LabSteps {
   static fitText(text, width, size) {
     let added = 0;
     // A <br> inside a <sup> (lab.views' subtitles of two lines): each line its own <sup>.
-    text = text.replace(/<sup>([\s\S]*?)<\/sup>/g, (m, inner) => `<sup>${inner.split("<br>").join("</sup><br><sup>")}</sup>`);
+    text = text.replace(/<sup>([\s\S]*?)<\/sup>/g, (_, inner) => `<sup>${inner.split("<br>").join("</sup><br><sup>")}</sup>`);
     const lines = text.split("<br>").flatMap((line) => {
       const sup = /^<sup>(.*)<\/sup>$/.exec(line);
       const chars = Math.max(20, Math.floor(width / (0.56 * size * (sup ? 0.7 : 1))));
@@ -148,12 +148,12 @@ window.LabSteps = class LabSteps {
       const room = a.xanchor === "left" ? width * (1 - (a.x || 0)) : width;
       const [fitted, added] = LabSteps.fitText(a.text, room - 24, size);
       if (foot) grow.b += Math.ceil(added * 1.3 * size);
-      if (message && layout.height) out.height = (out.height || layout.height) + Math.ceil(added * 1.3 * size);
+      if (message && out.height) out.height += Math.ceil(added * 1.3 * size); // the plot, not a margin, grows
       return added ? Object.assign({}, a, {text: fitted}) : a;
     });
     const margin = Object.assign({t: 100, b: 80}, out.margin);
     out.margin = Object.assign({}, out.margin, {t: margin.t + grow.t, b: margin.b + grow.b});
-    if (layout.height) out.height = (out.height || layout.height) + grow.t + grow.b;
+    if (out.height) out.height += grow.t + grow.b;
     if (out.title && out.title.__labLine) {
       const line = out.title.__labLine;
       delete out.title.__labLine;

@@ -163,12 +163,13 @@ def block_table_spec(trace, index: int) -> dict:
     n_cells = len(re_) - 1
     # A subtitle over SUBTITLE_CHARS (a sliding window's R11 count) ran past the plot's right edge at 1366 px:
     # the walk's record on a line of its own, the top margin and the figure a line taller.
-    two_lines = len(_subtitle(cls, ce, re_, exact, binned)) + 2 + len(d["walk_record"]) > SUBTITLE_CHARS
+    cells = _subtitle(cls, ce, re_, exact, binned)
+    two_lines = len(cells) + 2 + len(d["walk_record"]) > SUBTITLE_CHARS
     extra = SUBTITLE_LINE_PX if two_lines else 0
     layout = {
         "title": title(
             f"Step {st.index}: input block table, {rows} rows × {width:,} columns, {st.cudagraph_mode} graph",
-            _subtitle(cls, ce, re_, exact, binned) + ("<br>" if two_lines else "; ") + d["walk_record"],
+            cells + ("<br>" if two_lines else "; ") + d["walk_record"],
         ),
         "xaxis": _column_axis(ce, exact, binned),
         "yaxis": row_axis(ycat, np.isin(z, [_CODE["live"], _CODE["free"]]).any(axis=1), [0, _HEATMAP_TOP]),

@@ -75,6 +75,7 @@ def panel_title(text: str, x: float, y: float) -> dict:
         "showarrow": False,
         "xanchor": "left",
         "yanchor": "bottom",
+        "align": "left",  # a title in lines starts each line at the panel's left edge, not centred
         "font": {"size": 12},
     }
 

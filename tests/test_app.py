@@ -464,9 +464,9 @@ def test_a_runs_progress_and_status_say_what_happens_in_plain_words(monkeypatch)
         return trace
 
     # The kernel runner's own module imports torch: a stand-in reports step 12 of 40.
-    fake = types.ModuleType("lab.kernels.app_budget")
+    fake = types.ModuleType("lab.app.kernel_budget")
     fake.run_for_app = run_for_app
-    monkeypatch.setitem(sys.modules, "lab.kernels.app_budget", fake)
+    monkeypatch.setitem(sys.modules, "lab.app.kernel_budget", fake)
     said.clear()
     loading._run_kernels(trace, "cpu", 5, progress)
     assert said == [

@@ -12,7 +12,7 @@ import pytest
 
 from lab.browser import CHROMIUM
 from lab.cli import main
-from lab.export.bench import open_offline
+from lab.browser import open_offline
 from lab.views import ALL_VIEWS
 
 ARTIFACTS = pathlib.Path(__file__).parent.parent / "artifacts"

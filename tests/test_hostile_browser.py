@@ -11,7 +11,7 @@ import pytest
 
 from lab.browser import CHROMIUM
 from lab.export import export_html
-from lab.export.bench import open_offline
+from lab.browser import open_offline
 from lab.trace import Trace
 
 ARTIFACTS = pathlib.Path(__file__).parent.parent / "artifacts"

@@ -550,7 +550,7 @@ def test_registry_gates_on_the_gpu_architecture(monkeypatch):
 
 
 def test_steps_within_budget_and_run_on_given_steps():
-    from lab.kernels.app_budget import step_costs, steps_within_budget
+    from lab.kernels.budget import step_costs, steps_within_budget
 
     trace = lab.simulate(parse_spec("6p300o60a0+5_mml=4k_cg=piecewise"))
     cost = step_costs(trace)
@@ -572,11 +572,11 @@ def test_steps_within_budget_and_run_on_given_steps():
         lab.run(trace.scenario, steps=[0], threads=0)
 
 
-# ---- the app's kernel runner (lab.kernels.app_budget.run_for_app) --------------------------------
+# ---- the app's kernel runner (lab.kernels.kernel_budget.run_for_app) --------------------------------
 
 
 def test_spread_order_samples_the_whole_range_first():
-    from lab.kernels.app_budget import spread_order
+    from lab.kernels.budget import spread_order
 
     steps = list(range(10, 30))
     order = spread_order(steps)
@@ -600,7 +600,7 @@ class Clock:
 
 
 def test_run_with_a_time_budget_stops_and_says_how_many():
-    from lab.kernels.app_budget import spread_order
+    from lab.kernels.budget import spread_order
     from lab.kernels.timed_run import run
 
     trace = lab.simulate(parse_spec("4p40o10_mml=1k_cg=piecewise"))
@@ -618,7 +618,8 @@ def test_run_with_a_time_budget_stops_and_says_how_many():
 
 
 def test_run_for_app_times_fitting_steps_with_the_fastest_backend():
-    from lab.kernels.app_budget import app_backend, app_threads, run_for_app, step_costs
+    from lab.app.kernel_budget import app_backend, app_threads, run_for_app
+    from lab.kernels.budget import step_costs
 
     trace = lab.simulate(parse_spec("6p300o60a0+5_mml=4k_cg=piecewise"))
     cost = step_costs(trace)
@@ -651,19 +652,20 @@ def test_run_for_app_checks_the_cheapest_reference_and_times_the_rest(monkeypatc
     """The app's runner checks APP_CHECK_STEPS steps against SDPA (the cheapest references, timed
     first), times the others only (max_abs_err NaN, trusting_wrong -1: "not checked"), with
     APP_HEAD_CONFIG, and never marks a step it did not time."""
-    from lab.kernels import app_budget, timed_run
+    from lab.app import kernel_budget
+    from lab.kernels import timed_run
 
     trace = lab.simulate(parse_spec("6p300o60a0+5_mml=4k_cg=piecewise"))
     calls = []
     real_reference = timed_run.sdpa_reference
     monkeypatch.setattr(timed_run, "sdpa_reference", lambda b, kv, cfg: calls.append(cfg) or real_reference(b, kv, cfg))
-    out = app_budget.run_for_app(trace, "cpu", 10**12, seconds=5.5, clock=Clock())
+    out = kernel_budget.run_for_app(trace, "cpu", 10**12, seconds=5.5, clock=Clock())
     k, a = out.timings, out.arrays
     timed = [st.index for st in out.steps if st.timing is not None]
-    cheapest = int(np.argmin(app_budget.reference_costs(trace)))
-    assert len(timed) == k["timed_steps"] == 6 and k["checked_steps"] == len(calls) == app_budget.APP_CHECK_STEPS == 1
-    assert k["head_config"] == app_budget.APP_HEAD_CONFIG["cpu"].describe() and calls == [
-        app_budget.APP_HEAD_CONFIG["cpu"]
+    cheapest = int(np.argmin(kernel_budget.reference_costs(trace)))
+    assert len(timed) == k["timed_steps"] == 6 and k["checked_steps"] == len(calls) == kernel_budget.APP_CHECK_STEPS == 1
+    assert k["head_config"] == kernel_budget.APP_HEAD_CONFIG["cpu"].describe() and calls == [
+        kernel_budget.APP_HEAD_CONFIG["cpu"]
     ]
     checked = np.nonzero(np.isfinite(a["kernel_max_abs_err"][:, 0]))[0].tolist()
     assert checked == [cheapest] and cheapest in timed
@@ -673,12 +675,12 @@ def test_run_for_app_checks_the_cheapest_reference_and_times_the_rest(monkeypatc
     untimed = sorted(set(range(len(out.steps))) - set(timed))
     assert np.isnan(a["kernel_ms"][untimed]).all() and (a["kernel_trusting_wrong"][untimed] == -1).all()
     # the order: the checked step, then spread order over the rest
-    order, chk = app_budget.app_order(trace, list(range(len(trace.steps))))
+    order, chk = kernel_budget.app_order(trace, list(range(len(trace.steps))))
     assert chk == [cheapest] and order[0] == cheapest and sorted(order) == list(range(len(trace.steps)))
 
 
 def test_reference_costs_count_query_times_seq_len():
-    from lab.kernels.app_budget import reference_costs
+    from lab.app.kernel_budget import reference_costs
 
     trace = lab.simulate(parse_spec("6p300o60a0+5_mml=4k_cg=piecewise"))
     got = reference_costs(trace)
@@ -694,30 +696,31 @@ def test_run_for_app_offers_and_times_a_quarter_of_every_preset(preset, monkeypa
     status line says how many, with the shape and the checked steps."""
     from lab.app.loading import _status
     from lab.app.runner_choices import EMBEDDED_CPU_KERNELS, KERNEL_RUNNERS
-    from lab.kernels import app_budget, timed_run
+    from lab.app import kernel_budget
+    from lab.kernels import timed_run
 
     def stub(batch, kv, max_seq_len, cfg):
         return torch.zeros((int(batch.query_start_loc[-1]), cfg.num_q_heads, cfg.head_dim))
 
     monkeypatch.setattr(timed_run, "get_kernel", lambda backend, device: stub)
-    monkeypatch.setattr(app_budget, "get_kernel", lambda backend, device: stub)  # app_backend's choice
+    monkeypatch.setattr(kernel_budget, "get_kernel", lambda backend, device: stub)  # app_backend's choice
     monkeypatch.setattr(timed_run, "get_trusting_kernel", lambda backend, device: stub)
     monkeypatch.setattr(
         timed_run, "sdpa_reference", lambda b, kv, cfg: torch.zeros((b.num_real_tokens, cfg.num_q_heads, cfg.head_dim))
     )
     trace = lab.simulate(lab.Scenario.preset(preset))
     device, budget = KERNEL_RUNNERS[EMBEDDED_CPU_KERNELS]
-    out = app_budget.run_for_app(trace, device, budget, clock=lambda: 0.0)
+    out = kernel_budget.run_for_app(trace, device, budget, clock=lambda: 0.0)
     n, m = out.timings["timed_steps"], len(out.steps)
     assert n == out.timings["steps_offered"] and 4 * n >= m, (n, m)
     assert n == sum(st.timing is not None for st in out.steps)
     status = _status(out, "embedded CPU + kernels")
-    assert f"timed {n} of {m} steps" in status and app_budget.APP_HEAD_CONFIG["cpu"].describe() in status
+    assert f"timed {n} of {m} steps" in status and kernel_budget.APP_HEAD_CONFIG["cpu"].describe() in status
     assert "1 of them checked against SDPA" in status
 
 
 def test_app_backend_falls_back_to_the_reference_without_a_compiler(fresh_compiled, monkeypatch):
-    from lab.kernels.app_budget import app_backend
+    from lab.app.kernel_budget import app_backend
 
     monkeypatch.setattr(compiled, "find_compiler", lambda env=None: None)
     assert app_backend("cpu") == "torch-reference"

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from lab.cli import main
-from lab.kernels.bench import Shape, bench_shape, parse_shape
+from lab.kernels.batch import Shape, parse_shape
+from lab.kernels.bench import bench_shape
 from lab.trace import Trace
 
 

@@ -1,7 +1,7 @@
 """Kernel timings measured in the background: the opening preset's trace gets this machine's attention
 kernel timings without anyone picking a runner (lab.app.launch starts it when the server starts).
 
-The run is the kernel runner's own (``lab.kernels.app_budget.run_for_app``: the same backend, head shape
+The run is the kernel runner's own (``lab.app.kernel_budget.run_for_app``: the same backend, head shape
 and step order as "embedded CPU + kernels") with a small time budget, ``BUDGET_S``. Once per trace
 key: never twice at once, and its result replaces the engine's trace in the trace cache under the
 same key, so every session that shows that trace sees the timings (the kernel view names them
@@ -20,7 +20,7 @@ from lab.app.cache import TRACES
 from lab.app.room import HEAVY, HeavyLine
 from lab.app.runner_choices import EMBEDDED_CPU_KERNELS, KERNEL_BACKEND, KERNEL_RUNNERS
 
-BUDGET_S = 3.0  # seconds of timing: a sample of the trace's steps, spread over it (app_budget.spread_order)
+BUDGET_S = 3.0  # seconds of timing: a sample of the trace's steps, spread over it (lab.kernels.budget.spread_order)
 
 
 class BackgroundKernels:
@@ -67,7 +67,7 @@ class BackgroundKernels:
     def measure(self, scenario: Scenario) -> Trace:
         """The engine's trace of ``scenario`` (its own copy: the run attaches its timings to it), timed by
         the CPU kernel runner for ``budget_s`` seconds."""
-        from lab.kernels.app_budget import app_backend, run_for_app  # deferred: torch (seconds to import)
+        from lab.app.kernel_budget import app_backend, run_for_app  # deferred: torch (seconds to import)
 
         lower_priority()
         trace = simulate(scenario)

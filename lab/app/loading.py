@@ -100,7 +100,7 @@ def _slider(trace: Trace, value: int = 0):
 
 def _status(trace: Trace, how: str) -> str:
     s = trace.scenario
-    # How many steps the kernel runner timed (app_budget.run_for_app): a sparse kernel view is not the whole run.
+    # How many steps the kernel runner timed (kernel_budget.run_for_app): a sparse kernel view is not the whole run.
     k = trace.timings
     kernels = ""
     if k:
@@ -284,8 +284,8 @@ def _run_live(scenario, progress) -> Trace:
 
 def _run_kernels(trace: Trace, device: str, budget: int, progress) -> Trace:
     """Attention kernels on the steps that fit the per-step budget, in spread order, until the runner's
-    time budget is spent (lab.kernels.app_budget.run_for_app: backend, threads, repeats), both modes."""
-    from lab.kernels.app_budget import run_for_app  # deferred: the kernel runners import torch (seconds)
+    time budget is spent (lab.kernels.kernel_budget.run_for_app: backend, threads, repeats), both modes."""
+    from lab.app.kernel_budget import run_for_app  # deferred: the kernel runners import torch (seconds)
 
     # The views keep the last trace until the run ends: the words say so, or the figure seems to contradict them.
     progress((0, None), desc="timing kernels (the views change when it is done)", unit="steps")

@@ -4,7 +4,7 @@ line beside the button sets the new medians next to the last ones: on a shared C
 be the scheduler's, and two runs that disagree say so.
 
 No model logic here: the copy is the trace's own JSON (lab.trace.io), the timing is the app's kernel runner
-(lab.app.loading._run_kernels: lab.kernels.app_budget.run_for_app), the numbers the summary's
+(lab.app.loading._run_kernels: lab.app.kernel_budget.run_for_app), the numbers the summary's
 (lab.views.summary.summary_numbers).
 """
 

@@ -12,7 +12,7 @@ EMBEDDED_CUDA = "embedded CUDA"
 LIVE_VLLM = "live vLLM"
 
 # The runners that also launch attention kernels (lab.run): device, and the baseline walk's budget in
-# query-key pairs (lab.kernels.app_budget.steps_within_budget) that keeps a click to seconds on a CPU.
+# query-key pairs (lab.kernels.budget.steps_within_budget) that keeps a click to seconds on a CPU.
 KERNEL_BACKEND = "torch-reference"
 KERNEL_RUNNERS = {EMBEDDED_CPU_KERNELS: ("cpu", 4 * 2**20), EMBEDDED_CUDA: ("cuda", 4 * 2**30)}
 

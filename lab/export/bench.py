@@ -13,6 +13,7 @@ import statistics
 import tempfile
 import time
 
+from lab.browser import open_offline
 from lab.presets import PRESETS
 from lab.scenario import get_preset
 from lab.trace.recorder import simulate
@@ -34,22 +35,6 @@ async (view) => {
 def pct(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
-
-
-def open_offline(browser, path: str, size=(1366, 768), log: list | None = None):
-    """A page with ``path`` opened from disk, the network off, its first figure drawn; and the
-    seconds that took (navigation start to the first figure, as the page measures it). ``log``
-    collects every request that is not to the file itself, and the page's errors."""
-    ctx = browser.new_context(viewport={"width": size[0], "height": size[1]}, offline=True)
-    page = ctx.new_page()
-    if log is not None:
-        ctx.on("request", lambda r: None if r.url.startswith(("file:", "data:", "blob:")) else log.append(r.url))
-        page.on("pageerror", lambda e: log.append(str(e)))
-        page.on("console", lambda m: log.append(m.text) if m.type == "error" else None)
-    page.set_default_timeout(60_000)
-    page.goto("file://" + os.path.abspath(path))
-    page.wait_for_function("() => window.__labFirstFigure")
-    return ctx, page, page.evaluate("window.__labFirstFigure") / 1000
 
 
 def bench_one(browser, path: str, clicks: int) -> dict:

@@ -11,7 +11,7 @@ the timed run (docs/kernels.md; rule R10 in docs/rules.md). Modules:
     registry.py         which kernels run here; each names its backend's R10 record (lab/gpu_model/backends.py)
     timing.py           warm-up, A B A B interleaving, median/IQR, CUDA events + L2 flush
     timed_run.py        lab.run(): the engine's trace + kernels step by step -> timings in the trace
-    app_budget.py       the step budgets and the app's kernel runner (run_for_app): what a budgeted run times
+    budget.py           the step budgets a budgeted run (the app's kernel runner, a sweep) times within
     bench.py            python -m lab bench kernels
 
 Everything here imports torch; ``import lab`` does not (``lab.run`` imports this lazily).

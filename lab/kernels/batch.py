@@ -238,3 +238,60 @@ def sdpa_reference(batch: PagedBatch, kv_cache: torch.Tensor, cfg: HeadConfig) -
         o = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=cfg.scale)
         out[q0:q1] = o.view(H, G, L, D).permute(2, 0, 1, 3).reshape(L, cfg.num_q_heads, D)
     return out
+
+
+# The batch shapes of `python -m lab bench kernels` and `bench vllm-kernels` (one grammar for both).
+SKEWS = ("uniform", "skewed")
+
+
+@dataclass(frozen=True)
+class Shape:
+    batch: int
+    context: int
+    skew: str
+    max_model_len: int
+    block_size: int
+
+    def __post_init__(self):
+        if self.skew not in SKEWS:
+            raise ValueError(f"skew must be one of {SKEWS}, got {self.skew!r}")
+        if min(self.batch, self.context, self.max_model_len, self.block_size) < 1:
+            raise ValueError(f"shape {self} needs positive sizes")
+        if self.context > self.max_model_len:
+            raise ValueError(f"context {self.context} exceeds max_model_len {self.max_model_len}")
+
+    def label(self) -> str:
+        skew = "s" if self.skew == "skewed" else ""
+        return f"{self.batch}x{self.context}{skew}/{self.max_model_len}/{self.block_size}"
+
+    def seq_lens(self) -> np.ndarray:
+        if self.skew == "uniform":
+            return np.full(self.batch, self.context, dtype=np.int64)
+        return np.maximum(1, (np.arange(1, self.batch + 1) * self.context) // self.batch).astype(np.int64)
+
+
+DEFAULT_SHAPES = (
+    Shape(64, 4096, "uniform", 32768, 16),
+    Shape(64, 4096, "skewed", 32768, 16),
+    Shape(16, 4096, "uniform", 131072, 16),
+    Shape(64, 4096, "uniform", 32768, 64),
+)
+
+
+def parse_shape(text: str) -> Shape:
+    """``BATCHxCONTEXT[s]/MAX_MODEL_LEN/BLOCK_SIZE`` (``s``: skewed), k suffix allowed: 64x4k/32k/16."""
+
+    def num(t: str) -> int:
+        t = t.strip().lower()
+        mult = 1024 if t.endswith("k") else 1
+        return int(t[:-1] if mult > 1 else t) * mult
+
+    try:
+        bc, mml, bs = text.split("/")
+        b, c = bc.lower().split("x")
+        skew = "skewed" if c.endswith("s") else "uniform"
+        return Shape(num(b), num(c.rstrip("s")), skew, num(mml), num(bs))
+    except ValueError as e:
+        raise ValueError(
+            f"bad shape {text!r}: expected BATCHxCONTEXT[s]/MAX_MODEL_LEN/BLOCK_SIZE, e.g. 64x4k/32k/16 ({e})"
+        ) from None

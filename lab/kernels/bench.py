@@ -25,71 +25,15 @@ two modes are the same call: their ratio is the noise of the run.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import numpy as np
 import torch
 
 from lab.blocks import cdiv
-from lab.kernels.batch import HeadConfig, make_batch, make_kv_cache
+from lab.kernels.batch import DEFAULT_SHAPES, HeadConfig, Shape, make_batch, make_kv_cache
 from lab.kernels.registry import find, get_kernel, status
 from lab.kernels.timing import copy_bandwidth_gbps, environment, make_timer, time_interleaved
-
-SKEWS = ("uniform", "skewed")
-
-
-@dataclass(frozen=True)
-class Shape:
-    batch: int
-    context: int
-    skew: str
-    max_model_len: int
-    block_size: int
-
-    def __post_init__(self):
-        if self.skew not in SKEWS:
-            raise ValueError(f"skew must be one of {SKEWS}, got {self.skew!r}")
-        if min(self.batch, self.context, self.max_model_len, self.block_size) < 1:
-            raise ValueError(f"shape {self} needs positive sizes")
-        if self.context > self.max_model_len:
-            raise ValueError(f"context {self.context} exceeds max_model_len {self.max_model_len}")
-
-    def label(self) -> str:
-        skew = "s" if self.skew == "skewed" else ""
-        return f"{self.batch}x{self.context}{skew}/{self.max_model_len}/{self.block_size}"
-
-    def seq_lens(self) -> np.ndarray:
-        if self.skew == "uniform":
-            return np.full(self.batch, self.context, dtype=np.int64)
-        return np.maximum(1, (np.arange(1, self.batch + 1) * self.context) // self.batch).astype(np.int64)
-
-
-DEFAULT_SHAPES = (
-    Shape(64, 4096, "uniform", 32768, 16),
-    Shape(64, 4096, "skewed", 32768, 16),
-    Shape(16, 4096, "uniform", 131072, 16),
-    Shape(64, 4096, "uniform", 32768, 64),
-)
-
-
-def parse_shape(text: str) -> Shape:
-    """``BATCHxCONTEXT[s]/MAX_MODEL_LEN/BLOCK_SIZE`` (``s``: skewed), k suffix allowed: 64x4k/32k/16."""
-
-    def num(t: str) -> int:
-        t = t.strip().lower()
-        mult = 1024 if t.endswith("k") else 1
-        return int(t[:-1] if mult > 1 else t) * mult
-
-    try:
-        bc, mml, bs = text.split("/")
-        b, c = bc.lower().split("x")
-        skew = "skewed" if c.endswith("s") else "uniform"
-        return Shape(num(b), num(c.rstrip("s")), skew, num(mml), num(bs))
-    except ValueError as e:
-        raise ValueError(
-            f"bad shape {text!r}: expected BATCHxCONTEXT[s]/MAX_MODEL_LEN/BLOCK_SIZE, e.g. 64x4k/32k/16 ({e})"
-        ) from None
-
 
 def build(shape: Shape, cfg: HeadConfig, device="cpu", seed: int = 0):
     """(batch, kv_cache) for a shape: the own pages of each row, then its stale region."""

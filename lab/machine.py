@@ -1,9 +1,9 @@
 """This machine's facts, read where they are asked for (never assumed): the CPU's model and ISA flags, the
 cores this process may run on, memory available and load. The live recorder's CPU platform rules
-(lab/live/cpu_platform.py), the kernels' thread counts and the benchmarks' headers read them here.
+(lab/real_vllm/live/cpu_platform.py), the kernels' thread counts and the benchmarks' headers read them here.
 
 Nothing here imports torch or vllm; the AMX check vLLM itself makes (``torch.cpu._is_amx_tile_supported``)
-is lab/live/cpu_platform.py's.
+is lab/real_vllm/live/cpu_platform.py's.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The lab's one generator of small random scenarios: ``random_scenario_with(pick, limits)``.
 
 Two kinds of caller draw from it: the conformance suite and the golden and plain-rule tests, seeded
-(``NumpyPick``: lab/conform/suite.py ``random_scenario(seed)``), and the property tests, where
+(``NumpyPick``: lab/real_vllm/conform/suite.py ``random_scenario(seed)``), and the property tests, where
 Hypothesis draws each value so that it can shrink a failure (tests/test_properties.py passes its own
 ``pick``). The structure (which fields vary, over which values) is written once, here; a ``pick``
 only says how one value is drawn, and ``Limits`` how big the scenarios get.

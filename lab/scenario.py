@@ -89,7 +89,7 @@ class Scenario:
     sliding_window: int = 0
     # vLLM's SchedulerConfig.enable_chunked_prefill. False: a waiting prompt that does not fit the step's budget
     # left waits for a later step (Scheduler.schedule). vLLM's CPU platform turns it off for an MLA model on a CPU
-    # without AMX tiles (lab/live/cpu_platform.py); the encoder states run without it whatever this says.
+    # without AMX tiles (lab/real_vllm/live/cpu_platform.py); the encoder states run without it whatever this says.
     enable_chunked_prefill: bool = True
     name: str = field(default="", compare=False)
     description: str = field(default="", compare=False)

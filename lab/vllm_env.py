@@ -26,7 +26,7 @@ Runner V2 on this CPU (docs/live.md):
 - ``VLLM_DISABLE_REQUEST_ID_RANDOMIZATION=1``: the worker sees the lab's request ids as given.
 
 Nothing here imports vllm; ``install`` must run before the first ``import vllm``. The conformance
-loaders (lab/conform/vllm_mrv2.py ``load_vllm``, lab/vllm_kernels/env.py ``load``) take
+loaders (lab/real_vllm/conform/vllm_mrv2.py ``load_vllm``, lab/real_vllm/kernels/env.py ``load``) take
 ``VLLM_VERSION`` from here and ready Triton with ``use_triton_interpreter``.
 """
 
@@ -48,7 +48,7 @@ LIVE_VENV_PYTHON = REPO / ".venv-vllm-live" / "bin" / "python"
 # VLLM_CPU_KVCACHE_SPACE: vLLM's CPU worker refuses to start unless this much memory is available
 # (CPUWorker.determine_available_memory); num_gpu_blocks_override then sizes the pool itself.
 KV_CACHE_SPACE_GIB = 1
-# The vllm-cpu series lab/live/old_cpu.py ports to this CPU (no MRV2 CPU worker: lab/history.py
+# The vllm-cpu series lab/real_vllm/live/old_cpu.py ports to this CPU (no MRV2 CPU worker: lab/history.py
 # Release.cpu_mrv2_worker); their Triton stub must say it is active.
 PORTED_SERIES = tuple(s for s, r in RELEASES.items() if not r.cpu_mrv2_worker)
 
@@ -100,7 +100,7 @@ ENV = {
 
 class _StubCpuDriver:
     """Stands in for a Triton CPU driver: vLLM only checks that one exists. vLLM <= 0.22 keeps Triton
-    only when exactly one driver is *active*, so there the stub says it is (lab/live/old_cpu.py)."""
+    only when exactly one driver is *active*, so there the stub says it is (lab/real_vllm/live/old_cpu.py)."""
 
     active = False
 
@@ -110,7 +110,7 @@ class _StubCpuDriver:
 
 
 def needs_port(series: str) -> bool:
-    """Whether ``series`` is one of the releases lab/live/old_cpu.py ports to this CPU."""
+    """Whether ``series`` is one of the releases lab/real_vllm/live/old_cpu.py ports to this CPU."""
     return series in PORTED_SERIES
 
 
@@ -140,7 +140,7 @@ def install(device: str = "cpu") -> None:
     for mod in ("vllm", "triton"):
         if mod in sys.modules and not (mod == "triton" and os.environ.get("TRITON_INTERPRET") == "1"):
             raise RuntimeError(
-                f"lab.live.shim.install() must run before {mod} is imported: Triton reads "
+                f"lab.vllm_env.install() must run before {mod} is imported: Triton reads "
                 f"TRITON_INTERPRET when it is imported (docs/live.md)"
             )
     for key, value in ENV.items():

@@ -10,7 +10,7 @@ import pytest
 
 os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # the server's and gradio_client's telemetry: off
 os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
-# The app's "live vLLM" runner starts a vLLM recording (lab/live/record_process.py) when the live environment
+# The app's "live vLLM" runner starts a vLLM recording (lab/real_vllm/live/record_process.py) when the live environment
 # exists; the app tests run without it unless a test points LAB_LIVE_PYTHON at it (tests/live).
 os.environ.setdefault("LAB_LIVE_PYTHON", "/nonexistent/.venv-vllm-live/bin/python")
 
@@ -96,7 +96,7 @@ def browser():
     modules that use it skip where /usr/bin/chromium is missing."""
     from playwright.sync_api import sync_playwright
 
-    from lab.browser import launch
+    from lab.commands.bench.browser import launch
 
     with sync_playwright() as p:
         b = launch(p)

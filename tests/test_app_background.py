@@ -16,8 +16,8 @@ from test_views import _timed
 
 from lab import Scenario, simulate
 from lab.app.background import BACKGROUND, BackgroundKernels
-from lab.app.cache import TRACES, TraceCache
-from lab.app.room import HeavyLine
+from lab.app.room.cache import TRACES, TraceCache
+from lab.app.room.line import HeavyLine
 from lab.views.kernels import measured_how
 
 SPEC = "3p40o12_k=2_mml=4k_seed=5"

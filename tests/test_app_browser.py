@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from lab.browser import CHROMIUM
+from lab.commands.bench.browser import CHROMIUM
 from lab.views import ALL_VIEWS
 
 ARTIFACTS = pathlib.Path(__file__).parent.parent / "artifacts"

@@ -13,7 +13,7 @@ import urllib.parse
 import pytest
 from playwright.sync_api import expect
 
-from lab.browser import CHROMIUM
+from lab.commands.bench.browser import CHROMIUM
 
 ARTIFACTS = pathlib.Path(__file__).parent.parent / "artifacts"
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} missing (make test installs it)")

@@ -13,7 +13,7 @@ import sys
 import pytest
 from test_app_browser import ARTIFACTS, SIZES, fill_control, headline, open_app, wait_step
 
-from lab.browser import CHROMIUM
+from lab.commands.bench.browser import CHROMIUM
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} missing (make test installs it)")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

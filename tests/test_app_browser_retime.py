@@ -10,7 +10,7 @@ import time
 import pytest
 from test_app_browser import ARTIFACTS, open_app
 
-from lab.browser import CHROMIUM
+from lab.commands.bench.browser import CHROMIUM
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} missing (make test installs it)")
 

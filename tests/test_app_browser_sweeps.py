@@ -13,7 +13,7 @@ import pytest
 from test_app_browser import ARTIFACTS, open_app
 
 from lab.app.sweeps_tab import DEFAULT_AXIS, DEFAULT_METRIC, table_columns
-from lab.browser import CHROMIUM
+from lab.commands.bench.browser import CHROMIUM
 from lab.presets import PRESETS
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} missing (make test installs it)")

@@ -12,7 +12,7 @@ import pytest
 from test_app_browser import ARTIFACTS, fill_control, open_app, wait_step
 from test_app_browser_page import figure_step
 
-from lab.browser import CHROMIUM
+from lab.commands.bench.browser import CHROMIUM
 from lab.presets import PRESETS
 from lab.views import ALL_VIEWS
 

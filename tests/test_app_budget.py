@@ -1,4 +1,4 @@
-"""Issue 36, M3/M4/m6: the app's step budget (lab.app.budget) checked on a scenario's declared sizes before it
+"""Issue 36, M3/M4/m6: the app's step budget (lab.app.room.budget) checked on a scenario's declared sizes before it
 is simulated, the step data built by one bounded worker (lab.app.steps_data), the deployment tab's estimate with
 max_num_seqs, and the heavy line as the only queue of heavy events. Each test failed on the code before."""
 
@@ -13,7 +13,7 @@ import pytest
 
 from lab import simulate
 from lab.app import loading, upload
-from lab.app.budget import MAX_APP_STEPS, OverBudget, StepBudget, check_scenario, scenario_steps
+from lab.app.room.budget import MAX_APP_STEPS, OverBudget, StepBudget, check_scenario, scenario_steps
 from lab.presets import PRESETS
 from lab.scenario import get_preset, parse_spec
 
@@ -106,7 +106,7 @@ def test_the_engine_is_stopped_past_the_budget_when_the_estimate_is_short():
 def test_step_data_is_built_by_one_worker_with_a_bounded_queue(monkeypatch):
     """Old code: ``STEP_DATA.warm`` started one thread per run (a 300,000-step build slowed everyone for minutes)."""
     from lab.app import steps_data
-    from lab.app.cache import TRACES
+    from lab.app.room.cache import TRACES
 
     release, started = threading.Event(), threading.Event()
     built = []
@@ -142,7 +142,7 @@ def test_step_data_is_built_by_one_worker_with_a_bounded_queue(monkeypatch):
 
 
 def test_step_data_cache_has_a_byte_bound():
-    from lab.app.cache import TRACES
+    from lab.app.room.cache import TRACES
     from lab.app.steps_data import StepDataCache
 
     cache = StepDataCache(max_items=24, max_bytes=1)
@@ -177,7 +177,7 @@ def test_the_heavy_line_is_the_only_queue_of_heavy_events():
 def test_one_attendee_cannot_evict_everyone_elses_traces():
     """m7: fifty runs from one session evicted another session's trace from the 48-entry cache (old code had
     no owner); M6: the cache counted only array bytes."""
-    from lab.app.cache import TraceCache, trace_bytes
+    from lab.app.room.cache import TraceCache, trace_bytes
 
     cache = TraceCache(max_traces=48, max_bytes=10**9, shares=4)
     theirs = simulate(parse_spec("3p10o4"))
@@ -201,7 +201,7 @@ def test_a_full_room_of_one_trace_attendees_keeps_the_presets():
     # CI failure (stop 41): after the suite's many sessions filled the cache with one trace each, the presets
     # (no owner, eleven of them) held the most, so thirty sessions opening presets evicted one another's
     # preset between /pick_preset and GET /lab/steps (404).
-    from lab.app.cache import TraceCache
+    from lab.app.room.cache import TraceCache
 
     cache = TraceCache(max_traces=48, max_bytes=10**9, shares=4)
     preset = simulate(parse_spec("2p10o4"))
@@ -217,7 +217,7 @@ def test_a_full_room_of_one_trace_attendees_keeps_the_presets():
 def test_a_full_cache_lets_the_longest_idle_attendee_go_not_the_largest_trace():
     # CI failure (stop 42): sixteen sessions ran after the suite's many one-trace sessions had filled the cache;
     # the one with the largest trace (13 requests) gave way while it stepped, and its next step found no trace.
-    from lab.app.cache import TraceCache
+    from lab.app.room.cache import TraceCache
 
     cache = TraceCache(max_traces=4, max_bytes=10**9, shares=1)
     for j in range(3):
@@ -236,7 +236,7 @@ def test_a_full_cache_lets_the_longest_idle_attendee_go_not_the_largest_trace():
 
 
 def test_the_cache_share_is_per_session_through_the_api(app_url, make_client):
-    from lab.app.cache import TRACES
+    from lab.app.room.cache import TRACES
 
     a, b = make_client(app_url), make_client(app_url)
     args = [16384, 16, 0, "default", "PIECEWISE", 0.7, 0, "embedded CPU", "block_table", False, 0]
@@ -277,8 +277,8 @@ def test_idle_attendee_traces_are_let_go_and_presets_stay():
     # 689 MiB five minutes after). The janitor lets go of the attendees' idle traces and their step data.
     import time
 
-    from lab.app import janitor
-    from lab.app.cache import TraceCache
+    from lab.app.room import janitor
+    from lab.app.room.cache import TraceCache
     from lab.scenario import get_preset
     from lab.trace.recorder import simulate
 

@@ -79,7 +79,7 @@ def test_thirty_sessions_as_the_page_works(app_url):
     every session sees only its own preset at its own step."""
     import io
 
-    from lab.app.room_bench import run_bench_room
+    from lab.commands.bench.room import run_bench_room
 
     result = run_bench_room(app_url, sessions=30, steps=5, interval=0.2, out=io.StringIO())
     assert result["errors"] == []
@@ -95,7 +95,7 @@ def test_a_room_goes_on_until_told_to_stop(app_url):
     import io
     import time
 
-    from lab.app.room_bench import run_bench_room
+    from lab.commands.bench.room import run_bench_room
 
     stop, got = threading.Event(), {}
     th = threading.Thread(
@@ -117,7 +117,7 @@ def test_hostile_room_bench_refuses_every_attack_and_the_room_carries_on(app_url
     import io
     import os
 
-    from lab.app.room_bench import run_bench_room
+    from lab.commands.bench.room import run_bench_room
 
     out = io.StringIO()
     result = run_bench_room(app_url, sessions=2, steps=3, interval=0.1, out=out, hostile=True, after_s=0,

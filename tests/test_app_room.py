@@ -1,4 +1,4 @@
-"""The app served to a room (lab.app.room): what it says at start beyond 127.0.0.1, its password, and
+"""The app served to a room (lab.app.room.line): what it says at start beyond 127.0.0.1, its password, and
 the one line for heavy work (live vLLM, kernels, sweeps) with "busy, you are n-th in line"."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from lab.app.room import Busy, HeavyLine, ordinal, room_banner
+from lab.app.room.line import Busy, HeavyLine, ordinal, room_banner
 
 ROOT = str(pathlib.Path(__file__).parent.parent)
 
@@ -118,7 +118,7 @@ def _the_door_holds(proc, port: int) -> None:
     import http.cookiejar
     import urllib.parse
 
-    from lab.app import door
+    from lab.app.room import door
 
     url = f"http://127.0.0.1:{port}"
 

@@ -11,9 +11,9 @@ import re
 
 import pytest
 
-from lab import cheatsheet
-from lab.browser import CHROMIUM
-from lab.cli import main
+from lab.commands import cheatsheet
+from lab.commands.bench.browser import CHROMIUM
+from lab.commands.main import main
 from lab.history import ERA_LIST
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -122,7 +122,7 @@ def _pdf_pages(pdf: bytes) -> int:
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} missing (make test installs it)")
 def test_it_prints_on_one_page_and_requests_nothing_else(tmp_path):
     sync_api = pytest.importorskip("playwright.sync_api")
-    from lab.browser import launch
+    from lab.commands.bench.browser import launch
 
     out = tmp_path / "cheatsheet.html"
     cheatsheet.write_cheatsheet(out)

@@ -15,7 +15,7 @@ from lab.gpu_model.backend_claims import LAB_COUNT
 from lab.gpu_model.backends import BACKENDS, BY_NAME
 from lab.gpu_model.consumers import CONSUMERS
 from lab.gpu_model.records import LAB, NOT_READ, Claim
-from lab.gpu_model.rule_claims import RULE_CLAIMS, all_claims
+from lab.real_vllm.claims.rules import RULE_CLAIMS, all_claims
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 SYMBOL = re.compile(r"^vllm(\.[a-z_0-9]+)+:([A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*)?$")

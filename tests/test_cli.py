@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from lab import Trace
-from lab.cli import main
+from lab.commands.main import main
 from lab.presets import PRESETS
 
 ROOT = str(pathlib.Path(__file__).parent.parent)
@@ -62,7 +62,7 @@ def test_bad_input_is_a_clear_error(tmp_path, capsys):
 
 
 def test_every_scenario_command_takes_one_source(capsys):
-    """--preset/--spec come from lab/cli_args.py: one error for both or neither, exit code 2."""
+    """--preset/--spec come from lab/commands/scenario_args.py: one error for both or neither, exit code 2."""
     for cmd in ("simulate", "record"):
         assert main([cmd, "--preset", "eagle-k3", "--spec", "2p10o2"]) == 2
         assert "error: give --preset or --spec, not both" in capsys.readouterr().err
@@ -75,7 +75,7 @@ def test_every_scenario_command_takes_one_source(capsys):
 def test_help_imports_no_heavy_package():
     """`python -m lab --help` stays fast: building every command's parser imports no torch, gradio, vllm."""
     code = (
-        "import sys; from lab.cli import build_parser; build_parser(); "
+        "import sys; from lab.commands.main import build_parser; build_parser(); "
         "print(sorted(m for m in ('torch', 'gradio', 'vllm', 'ray', 'plotly', 'playwright') if m in sys.modules))"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
@@ -132,9 +132,9 @@ def test_simulate_piped_into_head_exits_0():
 
 def test_bench_app_takes_a_room(monkeypatch):
     # Issue 37's timing (▶ next -> painted with a room of 30 on the same server): --room reaches run_bench_app.
-    import lab.app.bench
+    import lab.commands.bench.app
 
     got = {}
-    monkeypatch.setattr(lab.app.bench, "run_bench_app", lambda **kw: got.update(kw))
+    monkeypatch.setattr(lab.commands.bench.app, "run_bench_app", lambda **kw: got.update(kw))
     assert main(["bench", "app", "--room", "30"]) == 0
     assert got == {"room": 30}

@@ -6,7 +6,7 @@ import importlib.util
 
 import pytest
 
-from lab.cli import main
+from lab.commands.main import main
 
 
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is not None, reason="vLLM is importable here")

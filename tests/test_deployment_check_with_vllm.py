@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from lab.cli import main
-from lab.deployment import cli as deployment_cli
+from lab.commands import deployment as deployment_cli
+from lab.commands.main import main
 from lab.deployment.known_configs import KNOWN_CONFIGS
 from lab.deployment.resolve import resolve
 from lab.vllm_env import CONFORMANCE_VENV_PYTHON, conformance_python

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from lab.cli import main
-from lab.deployment.cli import VLLM_PYTHON
+from lab.commands.deployment import VLLM_PYTHON
+from lab.commands.main import main
 
 LINE = ["vllm", "serve", "Qwen/Qwen3-8B", "--max-model-len", "16k", "--speculative-config",
         '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3}']  # fmt: skip

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.cli import main
+from lab.commands.main import main
 from lab.deployment.answer import Workload, answer
 from lab.deployment.answer_json import FROM_LOG, PATH, RESOLUTION, RESOLVED, SCHEMA, answer_json
 from lab.deployment.report import DEPLOYMENTS
@@ -94,7 +94,7 @@ LOGS = Path(__file__).resolve().parent / "data" / "startup_logs"
 
 
 def test_from_log_and_resolution_are_in_the_schema(capsys, monkeypatch):
-    from lab.deployment import cli as deployment_cli
+    from lab.commands import deployment as deployment_cli
 
     log = LOGS / "euroeval_1120_v0.10_gptoss.log"  # vLLM 0.10.1: asked about on 0.33.0
     assert main(["deployment", "--json", "--requests", "2", "--prompt-len", "64", "--output-len", "4",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from lab.cli import main
+from lab.commands.main import main
 from lab.deployment.models import KNOWN_MODELS, facts_from_config
 from lab.deployment.resolve import resolve
 from lab.deployment.selection import backend_priorities, resolve_cudagraph, select_backend

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.cli import main
+from lab.commands.main import main
 from lab.deployment.known_configs import KNOWN_CONFIGS
 from lab.deployment.startup_log import (
     MAX_LITERAL_CHARS,

@@ -79,7 +79,7 @@ def test_disabled_hybrid_kv_cache_manager_nulls_no_block():
     ],
 )
 def test_what_vllm_would_not_start_is_said_so_and_exits_non_zero(line, gpu, reason, capsys):
-    from lab.cli import main
+    from lab.commands.main import main
     from lab.deployment.resolve import VllmRefusal
 
     with pytest.raises(VllmRefusal, match=reason) as refused:

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from lab import simulate
-from lab.conform import random_scenario
 from lab.presets import list_presets
+from lab.real_vllm.conform import random_scenario
 from lab.scenario import get_preset, parse_spec
 
 GOLDEN = pathlib.Path(__file__).parent / "data" / "engine_golden.json"

@@ -19,7 +19,7 @@ from lab.engine.input_batch import in_batch_order, sort_batch
 from lab.engine.model_runner import run_engine
 from lab.engine.oor import OOR_FIELDS, StaleRegion
 from lab.scenario import parse_spec
-from lab.trace.invariants import simulate_checked
+from invariants import simulate_checked
 from lab.trace.recorder import Recorder
 
 

@@ -16,8 +16,8 @@ import pytest
 from lab import simulate
 from lab.engine.block_pool import BlockPool
 from lab.history import ERAS, RELEASES
-from lab.live import eras, hooks, old_cpu
-from lab.live.tap import Tap
+from lab.real_vllm.live import eras, hooks, old_cpu
+from lab.real_vllm.live.tap import Tap
 from lab.scenario import parse_spec
 from lab.speculators import num_draft_passes
 from lab.trace import era_recordings as committed  # the committed recordings (data/eras)

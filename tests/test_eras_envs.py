@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from lab.live import eras
+from lab.real_vllm.live import eras
 from lab.trace import Trace
 from lab.trace import era_recordings as committed  # the committed recordings (data/eras)
 
@@ -49,11 +49,11 @@ def test_release_rerecords_and_agrees_with_its_era(series, tmp_path):
 
 SHIM_CHECK = r"""
 import sys
-from lab.live import shim
-shim.install()
+from lab import vllm_env
+vllm_env.install()
 import torch, vllm
-from lab.live import old_cpu
-from lab.live.hooks import series
+from lab.real_vllm.live import old_cpu
+from lab.real_vllm.live.hooks import series
 ser = series(vllm.__version__)
 import vllm.v1.worker.cpu_worker as w
 import vllm.utils.torch_utils as tu

@@ -11,7 +11,7 @@ import re
 import pytest
 
 from lab import simulate
-from lab.cli import main
+from lab.commands.main import main
 from lab.export.payload import FORMAT
 from lab.scenario import get_preset
 from lab.views import ALL_VIEWS, TRACE_WIDE

@@ -10,9 +10,8 @@ import pathlib
 
 import pytest
 
-from lab.browser import CHROMIUM
-from lab.cli import main
-from lab.browser import open_offline
+from lab.commands.bench.browser import CHROMIUM, open_offline
+from lab.commands.main import main
 from lab.views import ALL_VIEWS
 
 ARTIFACTS = pathlib.Path(__file__).parent.parent / "artifacts"

@@ -102,7 +102,7 @@ def test_measurement_shown_beside_prediction():
 
 
 def test_cli_gpu_model(capsys):
-    from lab.cli import main
+    from lab.commands.main import main
 
     assert main(["gpu-model", "--spec", "2p100o8_mml=4k_cg=piecewise", "--gpu", "H100", "--gpu", "B200"]) == 0
     out = capsys.readouterr().out

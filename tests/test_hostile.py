@@ -157,7 +157,7 @@ def test_m9_out_at_a_fifo_is_refused_and_kept(tmp_path):
     import os
     import stat
 
-    from lab.cli import main
+    from lab.commands.main import main
 
     fifo = tmp_path / "out.html"
     os.mkfifo(fifo)

@@ -9,9 +9,8 @@ import pathlib
 
 import pytest
 
-from lab.browser import CHROMIUM
+from lab.commands.bench.browser import CHROMIUM, open_offline
 from lab.export import export_html
-from lab.browser import open_offline
 from lab.trace import Trace
 
 ARTIFACTS = pathlib.Path(__file__).parent.parent / "artifacts"

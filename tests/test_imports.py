@@ -1,5 +1,5 @@
-"""The shape of lab/: no import cycle between modules or between packages, data flowing one way, no
-module over 450 lines.
+"""The shape of lab/: four rings (the library; real_vllm/, app/, commands/ around it), no import cycle between
+modules or between packages, data flowing one way, no module over 450 lines.
 
 Every ``import``, at module level or inside a function, is an edge (only ``if TYPE_CHECKING:``
 blocks, which never run, are left out). docs/architecture.md draws the packages' layers from this
@@ -79,7 +79,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 def test_the_graph_sees_imports_inside_functions():
     graph = import_graph()
     assert "lab.trace.recorder" in graph["lab"]  # lab/__init__.py: simulate
-    assert "lab.kernels.timed_run" in graph["lab.kernels.cli"]  # imported inside cmd_simulate only
+    assert "lab.kernels.timed_run" in graph["lab.commands.kernels"]  # imported inside cmd_simulate only
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
 
 
@@ -91,15 +91,25 @@ def test_no_import_cycle_in_lab():
 # ---- the graph of packages ---------------------------------------------------------------------
 
 
+# The ring whose packages are drawn one by one: real_vllm/conform/, real_vllm/live/, … are each a node of the
+# picture (each runs in its own interpreter), not one "real_vllm" node. commands/ is one node: its bench/ and its
+# command modules share the argument helpers.
+DRAWN_BY_PACKAGE = ("lab.real_vllm",)
+
+
 def package_of(module: str, packages: set[str]) -> str:
-    """The node a module counts in: its package under lab (``lab.engine`` for lab.engine.oor), or the
+    """The node a module counts in: its package under lab (``lab.engine`` for lab.engine.oor; under the rings of
+    DRAWN_BY_PACKAGE, the package one level down: ``lab.real_vllm.live`` for lab.real_vllm.live.driver), or the
     module itself where it is a top-level one (``lab.scenario``, ``lab``)."""
     parts = module.split(".")
+    if ".".join(parts[:2]) in DRAWN_BY_PACKAGE and ".".join(parts[:3]) in packages:
+        return ".".join(parts[:3])
     return ".".join(parts[:2]) if len(parts) > 2 or module in packages else module
 
 
 def lab_packages() -> set[str]:
-    return {module_name(p) for p in LAB.glob("*/__init__.py")}
+    nested = [p for ring in DRAWN_BY_PACKAGE for p in (LAB.parent / ring.replace(".", "/")).glob("*/__init__.py")]
+    return {module_name(p) for p in [*LAB.glob("*/__init__.py"), *nested]}
 
 
 def package_graph(graph: dict[str, set[str]], packages: set[str]) -> dict[str, set[str]]:
@@ -141,21 +151,21 @@ FORBIDDEN = [
     ("lab.engine", "lab.trace"),  # the engine hands StepRecords to observers; it never builds a trace
     ("lab.engine", "lab.views"),
     ("lab.engine", "lab.kernels"),
-    ("lab.engine", "lab.live"),
+    ("lab.engine", "lab.real_vllm.live"),
     ("lab.engine", "lab.app"),
     ("lab.trace", "lab.views"),
     ("lab.trace", "lab.app"),
-    ("lab.views", "lab.live"),  # the committed era recordings live in lab.trace.era_recordings
+    ("lab.views", "lab.real_vllm.live"),  # the committed era recordings live in lab.trace.era_recordings
     ("lab.views", "lab.app"),
     ("lab.views", "lab.kernels"),
     # The package cycles straightened in the issue "package arrows", so that they cannot come back:
     ("lab.gpu_model", "lab.kernels"),  # the kernels read the GPU model's records, never the other way
-    ("lab.trace", "lab.kernels"),  # simulate --backend is lab/kernels/cli.py's
-    ("lab.kernels", "lab.live"),  # vLLM's pre-import shim is lab/vllm_env.py's
-    ("lab.deployment", "lab.app"),  # the deployment tab's bench is lab/app/deployment_bench.py
-    ("lab.export", "lab.app"),  # the browser flags are lab/browser.py's
+    ("lab.trace", "lab.kernels"),  # simulate --backend is lab/commands/kernels.py's
+    ("lab.kernels", "lab.real_vllm.live"),  # vLLM's pre-import shim is lab/vllm_env.py's
+    ("lab.deployment", "lab.app"),  # the deployment tab's bench is lab/commands/bench/deployment.py
+    ("lab.export", "lab.app"),  # the browser flags are lab/commands/bench/browser.py's
     ("lab.vllm_env", "lab."),  # how vLLM is found and imported: below every package but the history
-    ("lab.browser", "lab."),
+    ("lab.commands.bench.browser", "lab."),
     # The two tables every package reads (issue "One home for each fact"): the history below everything,
     # the speculator table reading only the history.
     ("lab.history", "lab."),
@@ -230,7 +240,7 @@ def layers(graph: dict[str, set[str]]) -> dict[str, int]:
 def _label(node: str, packages: set[str]) -> str:
     if node == "lab":
         return "lab/__init__.py"
-    name = node.removeprefix("lab.")
+    name = node.removeprefix("lab.").replace(".", "/")
     return f"{name}/" if node in packages else f"{name}.py"
 
 
@@ -297,3 +307,103 @@ def test_no_function_over_100_lines():
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > MAX_FUNCTION_LINES
     }
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"
+
+
+# ---- the four rings (docs/architecture.md) ------------------------------------------------------
+# The library (every module outside the three rings below) is what a learner reads: it imports no ring and
+# neither Gradio nor vLLM. real_vllm/ runs in, or launches, a vLLM environment; app/ is the Gradio server;
+# commands/ is every `python -m lab …` command and every bench. Arrows go inward only: commands -> app ->
+# library, commands -> real_vllm -> library.
+RINGS = ("lab.commands", "lab.app", "lab.real_vllm")
+RING_MAY_IMPORT = {"lab.commands": set(RINGS), "lab.app": {"lab.app", "lab.real_vllm"}, "lab.real_vllm": {"lab.real_vllm"}}
+ENTRY = "lab.__main__"  # `python -m lab`: runs lab.commands.main
+# Where `import vllm` may stand below real_vllm/: the kernel registry lists vLLM's CPU attention op as a runnable
+# kernel (lab/kernels/vllm_cpu_attn.py and its adapter).
+VLLM_IMPORTERS_BELOW = {"lab.kernels.vllm_cpu_attn", "lab.kernels.adapters"}
+
+
+def ring_of(module: str) -> str:
+    return next((r for r in RINGS if _under(module, r)), "library")
+
+
+def ring_violations(graph: dict[str, set[str]]) -> list[str]:
+    wrong = []
+    for mod, deps in graph.items():
+        ring = ring_of(mod)
+        allowed = RING_MAY_IMPORT.get(ring, set()) if mod != ENTRY else {"lab.commands"}
+        wrong += [
+            f"{mod} ({ring}) imports {d} ({ring_of(d)})"
+            for d in sorted(deps)
+            if ring_of(d) not in allowed | {"library"}
+        ]
+    return wrong
+
+
+def test_rings_point_inward():
+    wrong = ring_violations(import_graph())
+    assert not wrong, "imports across the rings the wrong way:\n" + "\n".join(wrong)
+
+
+def test_the_ring_check_can_fail():
+    assert ring_violations({"lab.engine.oor": {"lab.app.room.line"}, "lab.app.ui": set(), "lab.app.room.line": set()})
+    assert ring_violations({"lab.real_vllm.live.driver": {"lab.commands.live"}, "lab.commands.live": set()})
+    assert not ring_violations({"lab.commands.live": {"lab.real_vllm.live"}, "lab.real_vllm.live": {"lab.trace"}})
+
+
+def third_party_imports(path: pathlib.Path) -> set[str]:
+    """The top-level names of every package ``path`` imports (inside functions too)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            out.add((node.module or "").split(".")[0])
+    return out
+
+
+def test_vllm_and_gradio_only_in_their_rings():
+    wrong = []
+    for p in LAB.rglob("*.py"):
+        mod, names = module_name(p), third_party_imports(p)
+        if "vllm" in names and ring_of(mod) != "lab.real_vllm" and mod not in VLLM_IMPORTERS_BELOW:
+            wrong.append(f"{mod} imports vllm")
+        if "gradio" in names and ring_of(mod) != "lab.app":
+            wrong.append(f"{mod} imports gradio")
+    assert not wrong, wrong
+
+
+def test_commands_and_benches_only_in_commands():
+    wrong = [
+        module_name(p)
+        for p in LAB.rglob("*.py")
+        if (p.stem == "cli" or "bench" in p.stem) and ring_of(module_name(p)) != "lab.commands"
+    ]
+    assert not wrong, f"a command or bench outside lab/commands/: {wrong}"
+
+
+def is_entry_point(path: pathlib.Path) -> bool:
+    """A module that runs on its own: a package's __init__ or __main__, or one with a ``__name__ == "__main__"``
+    block (``python -m lab.real_vllm.live.record_process``, the app's own subprocesses)."""
+    return path.name in ("__init__.py", "__main__.py") or '__name__ == "__main__"' in path.read_text()
+
+
+def test_no_lab_module_is_only_for_tests():
+    """Every module of lab/ is imported by another one or runs on its own: code only tests use lives in tests/."""
+    graph = import_graph()
+    imported = set().union(*graph.values())
+    paths = {module_name(p): p for p in LAB.rglob("*.py")}
+    unused = sorted(m for m in graph if m not in imported and not is_entry_point(paths[m]))
+    assert not unused, f"modules no lab module imports (move test-only code to tests/): {unused}"
+
+
+def test_no_code_string_crosses_into_lab():
+    """A vLLM environment is entered by a named module (``python -m lab.real_vllm…``), never ``python -c "…lab…"``:
+    a code string is invisible to the import graph above."""
+    wrong = []
+    for p in [*LAB.rglob("*.py"), *(LAB.parent / "scripts").rglob("*.py")]:
+        for node in ast.walk(ast.parse(p.read_text())):
+            if isinstance(node, (ast.List, ast.Tuple, ast.Call)):
+                items = node.elts if not isinstance(node, ast.Call) else node.args
+                if any(isinstance(e, ast.Constant) and e.value == "-c" for e in items):
+                    wrong.append(f"{p.relative_to(LAB.parent)}:{node.lineno}")
+    assert not wrong, f"python -c code strings: {wrong}"

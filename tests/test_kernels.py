@@ -490,7 +490,7 @@ def fresh_vllm_cpu(monkeypatch):
 def test_vllm_cpu_peer_says_clearly_why_it_is_not_available(fresh_vllm_cpu):
     """The peer of bench kernels (vLLM's CPU attention ops): no vLLM, a vLLM that is not a CPU build,
     a CPU build whose ops do not load (here: a stand-in ISA error). Nothing imports vLLM."""
-    from lab.kernels.bench import peer_status
+    from lab.commands.bench.kernels import peer_status
 
     def gone(name):
         raise importlib.metadata.PackageNotFoundError(name)
@@ -663,7 +663,9 @@ def test_run_for_app_checks_the_cheapest_reference_and_times_the_rest(monkeypatc
     k, a = out.timings, out.arrays
     timed = [st.index for st in out.steps if st.timing is not None]
     cheapest = int(np.argmin(kernel_budget.reference_costs(trace)))
-    assert len(timed) == k["timed_steps"] == 6 and k["checked_steps"] == len(calls) == kernel_budget.APP_CHECK_STEPS == 1
+    assert (
+        len(timed) == k["timed_steps"] == 6 and k["checked_steps"] == len(calls) == kernel_budget.APP_CHECK_STEPS == 1
+    )
     assert k["head_config"] == kernel_budget.APP_HEAD_CONFIG["cpu"].describe() and calls == [
         kernel_budget.APP_HEAD_CONFIG["cpu"]
     ]
@@ -694,9 +696,9 @@ def test_run_for_app_offers_and_times_a_quarter_of_every_preset(preset, monkeypa
     step its per-step budget offers: at least a quarter of each preset's steps (what the budget
     lets the runner reach is then a matter of kernel speed: docs/benchmarks.md measures it). The
     status line says how many, with the shape and the checked steps."""
+    from lab.app import kernel_budget
     from lab.app.loading import _status
     from lab.app.runner_choices import EMBEDDED_CPU_KERNELS, KERNEL_RUNNERS
-    from lab.app import kernel_budget
     from lab.kernels import timed_run
 
     def stub(batch, kv, max_seq_len, cfg):

@@ -7,9 +7,9 @@ import json
 import pytest
 import torch
 
-from lab.cli import main
+from lab.commands.bench.kernels import bench_shape
+from lab.commands.main import main
 from lab.kernels.batch import Shape, parse_shape
-from lab.kernels.bench import bench_shape
 from lab.trace import Trace
 
 

@@ -1,6 +1,6 @@
 """One home for each fact: what each speculator is lives in lab/speculators.py and vLLM's history in
 lab/history.py; no other module tests a method's name or writes a release down, and docs' tables are
-written from those two (lab/doc_tables.py). Against vLLM's own code: tests/conformance/test_speculator_table.py."""
+written from those two (lab/commands/doc_tables.py). Against vLLM's own code: tests/conformance/test_speculator_table.py."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import re
 import numpy as np
 import pytest
 
-from lab import doc_tables, history
+from lab import history
 from lab import speculators as S
+from lab.commands import doc_tables
 
 LAB = pathlib.Path(__file__).resolve().parent.parent / "lab"
 TABLE = LAB / "speculators.py"
@@ -127,8 +128,8 @@ def test_each_release_is_in_the_era_its_first_release_opened():
 def test_the_trace_rebuilds_the_table_each_release_gathered(series):
     """A regression: the trace rebuilt 0.19 and 0.22's input tables with 0.33.0's zeroing of dirty rows,
     while the engine (and vLLM before 0.33.0) zero only the padded rows; both now read the release's rule."""
-    from lab.conform.suite import random_scenario
     from lab.engine.model_runner import run_engine
+    from lab.real_vllm.conform.suite import random_scenario
     from lab.trace.recorder import simulate
 
     class Gathered:
@@ -161,7 +162,7 @@ def test_the_table_answers_by_lab_name_and_by_vllms_aliases():
 
 def test_docs_tables_are_the_tables():
     stale = [str(p) for p in doc_tables.pages() if doc_tables.render(p.read_text()) != p.read_text()]
-    assert doc_tables.pages() and not stale, f"run python -m lab.doc_tables: {stale}"
+    assert doc_tables.pages() and not stale, f"run python -m lab.commands.doc_tables: {stale}"
 
 
 def test_a_hand_edited_table_is_caught():

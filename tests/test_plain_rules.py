@@ -13,13 +13,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lab.conform import random_scenario
 from lab.engine import plain
 from lab.engine.model_runner import run_engine
 from lab.engine.oor import OOR_FIELDS
 from lab.engine.scheduler import Scheduler
 from lab.history import release
 from lab.presets import list_presets
+from lab.real_vllm.conform import random_scenario
 from lab.scenario import get_preset, parse_spec
 from lab.trace.recorder import simulate
 

@@ -1,6 +1,6 @@
 """Property tests of the engine: invariants that hold on every step of every small random scenario.
 
-Each scenario is run once through ``lab.trace.invariants.simulate_checked``, which
+Each scenario is run once through ``tests/invariants.py simulate_checked``, which
 also hands back the engine's real gathered input block table of every step; the trace is then
 checked against docs/rules.md (R1-R9 and the out-of-range accounting) step by step.
 """
@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from lab import Scenario, Trace, simulate
 from lab.engine.oor import OOR_CLASSES
 from lab.random_scenarios import MAX_CAPTURE_SIZE, MAX_CAPTURE_SIZES, PROPERTY_LIMITS, random_scenario_with
-from lab.trace.invariants import simulate_checked
+from invariants import simulate_checked
 
 MODES = ("baseline", "fixed")
 # How many steps per trace get the (slow, scan-back) rebuilt block table compared in full.

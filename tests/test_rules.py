@@ -16,7 +16,7 @@ from lab.engine.cudagraph import (
 from lab.engine.input_batch import InputBatch, seq_lens_cpu_upper_bound
 from lab.engine.model_states import DefaultModelState, MambaHybridModelState
 from lab.engine.oor import classify_entries
-from lab.trace.invariants import simulate_checked
+from invariants import simulate_checked
 
 
 def _batch(ub_real, num_reqs_padded, num_sched=None):

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from lab import Scenario, Trace, simulate
-from lab.conform.suite import random_window_scenario
 from lab.engine import plain, sliding_window
 from lab.engine.model_runner import run_engine
 from lab.engine.sliding_window import masking_reach, nulled_entries, num_retained_tokens
 from lab.history import ERAS, release
+from lab.real_vllm.conform.suite import random_window_scenario
 from lab.views.block_table import CLASSES, block_table_classes
 
 SPECS = (

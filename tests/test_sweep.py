@@ -128,7 +128,7 @@ def test_kernel_columns():
 
 
 def test_cli_sweep(tmp_path, capsys):
-    from lab.cli import main
+    from lab.commands.main import main
 
     out = tmp_path / "sw"
     rc = main(
@@ -195,7 +195,7 @@ def test_gpu_model_columns():
 
 
 def test_metric_picks_the_figure(tmp_path, capsys):
-    from lab.cli import main
+    from lab.commands.main import main
     from lab.sweep.point import numeric_columns
 
     assert set(numeric_columns()) <= set(evaluate(BASE))

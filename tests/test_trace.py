@@ -259,7 +259,7 @@ def test_hostile_json_gives_the_format_error(tmp_path, name):
     path.write_bytes(data)
     with pytest.raises(TraceFormatError, match="hostile.json is not a JSON trace"):
         Trace.load(path)
-    from lab.cli import main
+    from lab.commands.main import main
 
     assert main(["show", str(path)]) == 2
     from lab.app.loading import LOADED

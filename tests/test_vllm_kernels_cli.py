@@ -8,8 +8,9 @@ import os
 
 import pytest
 
-from lab.cli import build_parser
-from lab.vllm_kernels import cli, env
+from lab.commands import vllm_kernels as cli
+from lab.commands.main import build_parser
+from lab.real_vllm.kernels import env
 
 
 def test_flags_round_trip_to_the_vllm_environment():

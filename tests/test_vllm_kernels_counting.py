@@ -1,4 +1,4 @@
-"""lab/vllm_kernels/counting.py without vLLM: the interpreter's launches and loads counted on a tiny
+"""lab/real_vllm/kernels/counting.py without vLLM: the interpreter's launches and loads counted on a tiny
 Triton kernel whose loads are known (in a subprocess: TRITON_INTERPRET is read when triton is
 imported), and the compiled-launch recorder (the GPU path) on a stand-in ``JITFunction.run``."""
 
@@ -14,7 +14,7 @@ triton = pytest.importorskip("triton", reason="Triton is in the test extras (mak
 
 CODE = """
 import numpy as np, torch, triton, triton.language as tl
-from lab.vllm_kernels.counting import Counter
+from lab.real_vllm.kernels.counting import Counter
 
 @triton.jit
 def gather(Table, Out, n, W: tl.constexpr):
@@ -49,7 +49,7 @@ def test_the_interpreter_counter_counts_a_known_kernel():
 def test_the_compiled_launch_recorder(monkeypatch):
     from triton.runtime.jit import JITFunction
 
-    from lab.vllm_kernels.counting import Counter
+    from lab.real_vllm.kernels.counting import Counter
 
     calls = []
     monkeypatch.setattr(JITFunction, "run", lambda fn, *a, grid, warmup, **k: calls.append(grid))

@@ -53,7 +53,7 @@ def test_the_kernel_view_without_timings_reads_right_offline():
 
 
 def test_the_runners_line_shows_no_server_path(monkeypatch, tmp_path):
-    from lab.live import record_process
+    from lab.real_vllm.live import record_process
 
     monkeypatch.setenv("LAB_LIVE_PYTHON", str(ROOT / ".venv-missing" / "bin" / "python"))
     ok, why = record_process.status()

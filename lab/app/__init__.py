@@ -4,7 +4,7 @@
 
 The server binds 127.0.0.1 unless told otherwise (``--host``, or Gradio's ``GRADIO_SERVER_NAME``;
 ``--port`` or ``GRADIO_SERVER_PORT``); beyond 127.0.0.1 it says so at start, and ``--password`` (or
-``LAB_PASSWORD``) asks for one (lab.app.room). Analytics are off. Layout in ``lab.app.ui``; the events in
+``LAB_PASSWORD``) asks for one (lab.app.room.line). Analytics are off. Layout in ``lab.app.ui``; the events in
 ``lab.app.controls`` (the scenario text and controls), ``lab.app.loading`` (run, preset, upload,
 first load), ``lab.app.stepping`` (steps, views, tour, play) and ``lab.app.downloads``; the Sweeps
 tab in ``lab.app.sweeps_tab``. No model logic here.
@@ -28,7 +28,7 @@ os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", "2000")
 
 
 # Events waiting in Gradio's queue (a preset picked, an upload, a comparison, …), past which Gradio answers "queue
-# is full" (docs/app.md). Run and Run sweep are not held there: the lines of lab.app.room are their only queue.
+# is full" (docs/app.md). Run and Run sweep are not held there: the lines of lab.app.room.line are their only queue.
 QUEUE_MAX_SIZE = 256
 
 # lab.app.ui and lab.app.loading are imported in the functions below, not here: any import of a
@@ -52,7 +52,7 @@ def launch(
     warm: bool | None = None,
     kernels: bool = True,
 ):
-    """Serve ``demo``. Beyond 127.0.0.1 it says so at start (lab.app.room); ``password`` (any user name)
+    """Serve ``demo``. Beyond 127.0.0.1 it says so at start (lab.app.room.line); ``password`` (any user name)
     is Gradio's auth; ``warm`` (by default: beyond 127.0.0.1) builds every preset's trace and step data in
     the background, so a room's first clicks find them ready; ``kernels`` times the opening preset's
     attention kernels in the background (lab.app.background), so its kernel view has this machine's
@@ -61,10 +61,10 @@ def launch(
 
     from starlette.middleware import Middleware
 
-    from lab.app import janitor
-    from lab.app.door import DoorMiddleware, password_check, raise_open_file_limit
     from lab.app.loading import warm_presets
-    from lab.app.room import room_banner
+    from lab.app.room import janitor
+    from lab.app.room.door import DoorMiddleware, password_check, raise_open_file_limit
+    from lab.app.room.line import room_banner
     from lab.app.upload import MAX_UPLOAD_BYTES
 
     host = host or os.environ.get("GRADIO_SERVER_NAME") or "127.0.0.1"
@@ -101,7 +101,7 @@ def launch(
     )
     if kernels and first:  # after the routes: the page may ask how it goes as soon as it loads
         from lab.app.background import BACKGROUND
-        from lab.app.cache import scenario_key
+        from lab.app.room.cache import scenario_key
         from lab.app.runner_choices import EMBEDDED_CPU
         from lab.scenario import get_preset
 
@@ -119,7 +119,7 @@ def _password(args) -> str | None:
     """The room's password: generated, prompted for, or from LAB_PASSWORD (or, shown in ps, the flag)."""
     import getpass
 
-    from lab.app.door import generated_password
+    from lab.app.room.door import generated_password
 
     if args.generate_password:
         password = generated_password()

@@ -6,7 +6,7 @@ and step order as "embedded CPU + kernels") with a small time budget, ``BUDGET_S
 key: never twice at once, and its result replaces the engine's trace in the trace cache under the
 same key, so every session that shows that trace sees the timings (the kernel view names them
 "measured in the background", lab.views.kernels.measured_how). It holds the room's line for heavy
-work (lab.app.room) only when that line is empty, and never takes a place in it.
+work (lab.app.room.line) only when that line is empty, and never takes a place in it.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import sys
 import threading
 
 from lab import Scenario, Trace, simulate
-from lab.app.cache import TRACES
-from lab.app.room import HEAVY, HeavyLine
+from lab.app.room.cache import TRACES
+from lab.app.room.line import HEAVY, HeavyLine
 from lab.app.runner_choices import EMBEDDED_CPU_KERNELS, KERNEL_BACKEND, KERNEL_RUNNERS
 
 BUDGET_S = 3.0  # seconds of timing: a sample of the trace's steps, spread over it (lab.kernels.budget.spread_order)

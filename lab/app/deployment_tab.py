@@ -13,8 +13,8 @@ from contextlib import contextmanager
 
 import gradio as gr
 
-from lab.app.budget import MAX_APP_ROWS, MAX_APP_STEPS, scenario_rows, scenario_steps
 from lab.app.controls import inline_error
+from lab.app.room.budget import MAX_APP_ROWS, MAX_APP_STEPS, scenario_rows, scenario_steps
 from lab.deployment import ServeLineError, Workload, answer, resolve
 from lab.deployment.answer import scenario_of
 from lab.deployment.models import MAX_CONFIG_BYTES
@@ -140,7 +140,7 @@ def _pasted_config(text: str | None):
 
 def _fits_the_app(dep, requests: int, prompt_len: int, output_len: int) -> None:
     """Refuse a workload whose replay would hold the server: its steps and batch rows estimated from the replay's
-    sizes with the line's own batch limits (lab.app.budget: waves of max_num_seqs, prompts and decode tokens
+    sizes with the line's own batch limits (lab.app.room.budget: waves of max_num_seqs, prompts and decode tokens
     through max_num_batched_tokens), against the app's one budget. Larger workloads: python -m lab deployment,
     which has no limit."""
     scenario = scenario_of(dep, Workload(requests, prompt_len, output_len))

@@ -14,14 +14,12 @@ import time
 
 import numpy as np
 
-from lab.blocks import walked_columns
 from lab.kernels.batch import HeadConfig
-from lab.kernels.budget import spread_order, step_costs, steps_within_budget
+from lab.kernels.budget import spread_order, step_costs
 from lab.kernels.registry import get_kernel
 from lab.kernels.timed_run import run
 from lab.machine import usable_cores
 from lab.trace import Trace
-
 
 # ---- the app's kernel runner ------------------------------------------------------------------
 # What "embedded CPU + kernels" (lab/app) does with a trace: the fastest backend that computes the

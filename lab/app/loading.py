@@ -21,10 +21,10 @@ import gradio as gr
 
 from lab import Scenario, Trace, simulate
 from lab.app.background import BACKGROUND
-from lab.app.budget import MAX_LIGHT_STEPS, OverBudget, StepBudget, check_scenario
-from lab.app.cache import TRACES, scenario_key
 from lab.app.controls import CONTROL_FIELDS, controls_of, inline_error, scenario_from_inputs, spec_error
-from lab.app.room import HEAVY, LIGHT, Busy
+from lab.app.room.budget import MAX_LIGHT_STEPS, OverBudget, StepBudget, check_scenario
+from lab.app.room.cache import TRACES, scenario_key
+from lab.app.room.line import HEAVY, LIGHT, Busy
 from lab.app.runner_choices import EMBEDDED_CPU, KERNEL_BACKEND, KERNEL_RUNNERS, LIVE_VLLM, runner_availability
 from lab.app.stepping import (
     PLAY,
@@ -39,9 +39,9 @@ from lab.app.stepping import (
     view_of,
 )
 from lab.app.steps_data import STEP_DATA
-from lab.live import cpu_platform, cpu_variant
-from lab.live.record_process import LiveRunError, record_in_subprocess
 from lab.presets import PRESETS
+from lab.real_vllm.live import cpu_platform, cpu_variant
+from lab.real_vllm.live.record_process import LiveRunError, record_in_subprocess
 from lab.scenario import format_spec, get_preset, parse_spec
 from lab.views import ALL_VIEWS, headline_html, tour
 from lab.views.kernels import measured_how
@@ -116,7 +116,7 @@ def _status(trace: Trace, how: str) -> str:
         kernels += f" ({'; '.join(detail)})." if detail else "."
     # The status is Markdown: a trace's name and source are data, shown as text (issue 36 M1)
     s_name = md_text(s.name or "custom scenario")
-    # A live recording ran the scenario's CPU variant (lab.live.cpu_variant): the scenario text shows it.
+    # A live recording ran the scenario's CPU variant (lab.real_vllm.live.cpu_variant): the scenario text shows it.
     live = ""
     if "live" in trace.meta:
         live = f" Live: {md_text(trace.meta['source'])} ran its CPU variant (in the scenario text)."
@@ -153,7 +153,7 @@ def _loaded(
     """Every output of a load. ``origin``: the preset a custom run was changed from (its ↩ button leads back)."""
     view = view_of(view)
     index = min(max(index, 0), len(trace.steps) - 1)
-    if "live" in trace.meta:  # what ran: the CPU variant of what was asked (lab.live.cpu_variant)
+    if "live" in trace.meta:  # what ran: the CPU variant of what was asked (lab.real_vllm.live.cpu_variant)
         spec_text = format_spec(trace.scenario)
     out = {
         "key": key,
@@ -201,7 +201,7 @@ def _loaded_error(**parts) -> list:
 
 
 def _busy(e: Exception) -> list:
-    """A full line (lab.app.room) or a run over the app's step budget (lab.app.budget): said in the status and
+    """A full line (lab.app.room.line) or a run over the app's step budget (lab.app.room.budget): said in the status and
     under the scenario (with the command to run instead); nothing else moves."""
     why = "over this server's step budget (the message under the scenario says what to run instead)"
     return _loaded_error(
@@ -215,7 +215,7 @@ def _busy(e: Exception) -> list:
 
 
 def _owner(request) -> str | None:
-    """Whose trace it is in the cache (lab.app.cache: each session's fair share): the session."""
+    """Whose trace it is in the cache (lab.app.room.cache: each session's fair share): the session."""
     return getattr(request, "session_hash", None)
 
 
@@ -228,10 +228,10 @@ def _check_runner(runner: str) -> None:
 
 
 def _simulate(scenario: Scenario, runner: str, progress, custom: bool = True, owner=None) -> tuple[str, Trace, str]:
-    """The trace of ``scenario`` on ``runner``: cached, or run within the app's step budget (lab.app.budget:
+    """The trace of ``scenario`` on ``runner``: cached, or run within the app's step budget (lab.app.room.budget:
     ``OverBudget`` past it, checked on the declared sizes first). A long run, a kernel or live vLLM run takes a
-    place in the heavy line; another ``custom`` one the light line (lab.app.room; ``Busy`` when full). A trace
-    made is cached as ``owner``'s (the session's share of the cache, lab.app.cache)."""
+    place in the heavy line; another ``custom`` one the light line (lab.app.room.line; ``Busy`` when full). A trace
+    made is cached as ``owner``'s (the session's share of the cache, lab.app.room.cache)."""
     _check_runner(runner)
     key = scenario_key(scenario, runner)
     trace = TRACES.get(key) or BACKGROUND.timed(key)  # the second: timed in the background, since evicted
@@ -266,7 +266,7 @@ def warm_presets(first: str | None = None) -> None:
 
 
 def _run_live(scenario, progress) -> Trace:
-    """Real vLLM (lab.live.record_process): the recorder in the live environment, as a subprocess with a time limit."""
+    """Real vLLM (lab.real_vllm.live.record_process): the recorder in the live environment, as a subprocess with a time limit."""
     # The recorder runs the CPU variant twice, baseline then fixed; each run counts its own steps.
     total = len(simulate(cpu_variant(scenario)).steps)
 
@@ -380,7 +380,7 @@ def initial(view="block_table", preset_default=None, request: gr.Request = None,
         preset = preset_default if preset_default in PRESETS else "eagle-k3"
     scenario, spec_text, loaded = get_preset(preset), PRESETS[preset][0], None
     if q.get("spec"):
-        try:  # within the step budget: a link alone must not hold the server (lab.app.budget)
+        try:  # within the step budget: a link alone must not hold the server (lab.app.room.budget)
             scenario = parse_spec(q["spec"])
             loaded = _simulate(scenario, EMBEDDED_CPU, progress, owner=_owner(request))
             spec_text = format_spec(scenario)

@@ -17,10 +17,10 @@ import time
 import gradio as gr
 
 from lab import Trace
-from lab.app.cache import TRACES
 from lab.app.controls import inline_error
 from lab.app.loading import LOADED, _busy, _loaded, _loaded_error, _owner, _run_kernels
-from lab.app.room import HEAVY, Busy
+from lab.app.room.cache import TRACES
+from lab.app.room.line import HEAVY, Busy
 from lab.app.runner_choices import EMBEDDED_CPU_KERNELS, KERNEL_RUNNERS
 from lab.app.stepping import step_number, trace_of
 from lab.app.steps_data import STEP_DATA

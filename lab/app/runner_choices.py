@@ -37,7 +37,7 @@ def _cuda_available() -> bool:
 
 def runner_availability() -> list[Runner]:
     """Every runner the app knows, with whether it can run here and, if not, why."""
-    from lab.live.record_process import status as live_status  # the live recorder runs in its own environment
+    from lab.real_vllm.live.record_process import status as live_status  # the live recorder runs in its own environment
 
     cuda = _cuda_available()
     return [

@@ -1,7 +1,7 @@
 """The session's trace shown at a step, and the events that move through it: the step slider,
 next/previous, another view, a tour stop, play/pause.
 
-A session holds only a key into the trace cache (lab.app.cache); ``trace_of``, ``step_of`` and
+A session holds only a key into the trace cache (lab.app.room.cache); ``trace_of``, ``step_of`` and
 ``view_of`` read it back and raise ``gr.Error`` for what only an API client can get wrong (no
 trace yet, a step out of range, an unknown view). Only the view on screen is drawn and shipped.
 Views that span the whole trace (timeline, out-of-range entries, kernel timings) are not redrawn on
@@ -17,7 +17,7 @@ import gradio as gr
 from gradio.components.plot import PlotData
 
 from lab import Trace
-from lab.app.cache import TRACES
+from lab.app.room.cache import TRACES
 from lab.views import ALL_VIEWS, TRACE_WIDE, headline_html, presenter_layout, spec_json
 from lab.views.render import MARKDOWN, note_markdown, summary_html  # noqa: F401 (the app's modules import them)
 

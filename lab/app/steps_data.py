@@ -20,7 +20,7 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 
 from lab.app.background import BACKGROUND, lower_priority
-from lab.app.cache import TRACES
+from lab.app.room.cache import TRACES
 from lab.export.payload import payload_json, step_payload
 
 ROUTE = "/lab/steps/{key}"
@@ -161,7 +161,9 @@ def steps_routes() -> list[APIRoute]:
 
     def refused(request: Request) -> Response | None:
         app = request.app  # Gradio's App: its auth, tokens and cookie id
-        if app.auth is not None:  # a password asked for (lab.app.room): the page's login cookie, as Gradio checks it
+        if (
+            app.auth is not None
+        ):  # a password asked for (lab.app.room.line): the page's login cookie, as Gradio checks it
             token = request.cookies.get(f"access-token-{app.cookie_id}") or request.cookies.get(
                 f"access-token-unsecure-{app.cookie_id}"
             )

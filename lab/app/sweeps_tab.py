@@ -14,7 +14,7 @@ import math
 import gradio as gr
 
 from lab.app.deployment_tab import add_deployment_tab
-from lab.app.room import HEAVY, Busy
+from lab.app.room.line import HEAVY, Busy
 from lab.presets import PRESETS
 from lab.spec_grammar import SPEC_SETTINGS
 from lab.sweep.executors import default_workers
@@ -159,7 +159,7 @@ def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, progress=gr.Progress()): 
         progress(done / max(total, 1), desc=f"{done}/{total} points")
 
     try:
-        # One heavy run at a time on this server (lab.app.room): a full line says so, in the status.
+        # One heavy run at a time on this server (lab.app.room.line): a full line says so, in the status.
         with HEAVY.slot("a sweep", lambda text: progress(0, desc=text)):
             # the estimate assumes points of the default preset's size; larger ones stop at the deadline
             res = run_sweep(spec, workers=min(2, default_workers()), progress=report, deadline_s=APP_BUDGET_S)
@@ -234,7 +234,7 @@ def add_sweeps_tab(base: str = DEFAULT_BASE) -> dict:
     est_btn.click(lambda *a: sweep_estimate(*a)[2], inputs, status, api_name="sweep_estimate")
     run_btn.click(
         run_sweep_tab, inputs + [metric], [plot, table, status], api_name="run_sweep", concurrency_limit=None
-    )  # lab.app.room's heavy line is their only queue: past its length one is refused at once
+    )  # lab.app.room.line's heavy line is their only queue: past its length one is refused at once
     return {"sweep_base": sw_base, "sweep_pushed": pushed}
 
 

@@ -96,7 +96,7 @@ def build_demo(preset: str = DEFAULT_PRESET) -> gr.Blocks:
 
 # ---- the layout, top to bottom: each builder creates its components in the page's order -------------------
 def _session_state(preset: str) -> dict:
-    """Session state: a key into the process-level trace cache (lab.app.cache), nothing heavier."""
+    """Session state: a key into the process-level trace cache (lab.app.room.cache), nothing heavier."""
     return {
         "key": gr.State(None),
         "base": gr.State(PRESETS[preset][0]),  # the text the controls were last filled from
@@ -299,7 +299,7 @@ def _wire_loading(demo: gr.Blocks, ui: dict, preset: str) -> None:
             + [ui["origin"]],
             loaded,
             api_name="run",
-            # No limit of Gradio's: the lines in lab.app.room are the only queue (a full one refuses at once).
+            # No limit of Gradio's: the lines in lab.app.room.line are the only queue (a full one refuses at once).
             concurrency_limit=None,
         ),
     )

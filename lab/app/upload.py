@@ -10,11 +10,11 @@ import os
 import gradio as gr
 
 from lab import Trace
-from lab.app.budget import OverBudget, check_trace
-from lab.app.cache import TRACES, bytes_key
 from lab.app.controls import inline_error
 from lab.app.loading import _loaded, _loaded_error, _owner, _simulate
-from lab.app.room import Busy
+from lab.app.room.budget import OverBudget, check_trace
+from lab.app.room.cache import TRACES, bytes_key
+from lab.app.room.line import Busy
 from lab.app.runner_choices import EMBEDDED_CPU
 from lab.history import ERAS
 from lab.scenario import format_spec
@@ -59,7 +59,7 @@ def upload_trace(path, view="block_table", presenter=False, compare_key=None, re
         # A release's own recording (data/eras): its 'fixed' run is that release as shipped, so the era
         # views can't read it as the lab's two modes. Show the engine on its scenario, and the recording
         # in the Recorded eras view, set against the engine in its era.
-        try:  # the upload's scenario: within the app's step budget, like a run (lab.app.budget)
+        try:  # the upload's scenario: within the app's step budget, like a run (lab.app.room.budget)
             key, trace, _ = _simulate(trace.scenario, EMBEDDED_CPU, lambda *a, **k: None, owner=_owner(request))
         except (Busy, OverBudget) as e:
             return refuse(str(e))
@@ -76,7 +76,7 @@ def upload_trace(path, view="block_table", presenter=False, compare_key=None, re
             f"({html.escape(str(rec.get('era')))}): shown in the Recorded eras view, beside the engine on its "
             f"scenario.",
         )
-    try:  # within the app's budget: its step data is built here (lab.app.budget)
+    try:  # within the app's budget: its step data is built here (lab.app.room.budget)
         check_trace(trace, name)
     except OverBudget as e:
         return refuse(str(e))

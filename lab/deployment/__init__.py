@@ -4,7 +4,7 @@ Data flows one way: the line -> what vLLM 0.33.0 would run -> a lab Scenario -> 
 the answer (and its text, Markdown and table). docs/deployments.md tells the whole story.
 
     serve_line.py      read_serve_line: the line as vLLM's own parser reads it (vllm_serve_flags.json,
-                       written from that parser by lab/conform/vllm_serve_flags.py)
+                       written from that parser by lab/real_vllm/deployment/serve_flags.py)
     models.py          ModelFacts, facts_from_config, load_config_json, lookup: the model's kind and sizes
                        as vLLM derives them (known_configs.py: the table of widely deployed models)
     selection.py       select_backend, resolve_cudagraph: the attention backend and CUDA-graph mode vLLM

@@ -105,7 +105,7 @@ FROM_LOG = _obj(  # with --log: what the log says vLLM picked beside what the la
         "notes": {"type": "array", "items": _STR},
     }
 )
-RESOLUTION = {  # with --check-with-vllm and a GPU: lab/conform/vllm_deployment.py check_line
+RESOLUTION = {  # with --check-with-vllm and a GPU: lab/real_vllm/deployment/check.py check_line
     "type": "object",
     "properties": {
         "fields": {"type": "object", "additionalProperties": {"type": "array", "minItems": 2, "maxItems": 2}},

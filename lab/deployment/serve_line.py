@@ -6,7 +6,7 @@
 front, ``_`` read as ``-`` in flag names, ``-O3`` as ``--optimization-level 3``, dotted keys such as
 ``--speculative-config.method eagle3`` merged into one JSON value), and checks every flag against the
 table of flags vLLM 0.33.0's own ``vllm serve`` parser accepts (vllm_serve_flags.json, written from
-that parser by lab/conform/vllm_serve_flags.py; a conformance test keeps them equal). An unknown
+that parser by lab/real_vllm/deployment/serve_flags.py; a conformance test keeps them equal). An unknown
 flag, a missing value, bad JSON, a value of the wrong type and the pairs vLLM itself refuses raise
 ``ServeLineError`` naming the flag. The flags that decide attention metadata are returned typed in
 ``ServeLine.settings`` under vLLM's ``dest`` names; the others are kept, by name, in ``ignored``.

@@ -3,7 +3,7 @@
 The runner builds one ``StepRecord`` per scheduler step (idle steps included, with ``batch`` None)
 and calls ``observer.on_step(record)`` on each observer; after the last step it calls
 ``observer.on_finish(end)``. The trace recorder (lab/trace/recorder.py), the invariant checker
-(lab/trace/invariants.py) and conformance (lab/conform/recording.py) are such observers: none of
+(tests/invariants.py) and conformance (lab/real_vllm/conform/recording.py) are such observers: none of
 them reaches into the runner.
 
 Arrays are the runner's own for this step: observers keep what they need and must not write to them

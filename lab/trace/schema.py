@@ -79,7 +79,7 @@ TIMING_SCHEMA = {
 }
 TIMING_META_STR = ("backend", "device", "kernel", "dtype")
 
-# vLLM's own attention kernel run on a trace's decode steps (lab/vllm_kernels/trace_counts.py): what
+# vLLM's own attention kernel run on a trace's decode steps (lab/real_vllm/kernels/trace_counts.py): what
 # the kernel did, counted per step and mode in Triton's interpreter; -1 where a step was not run.
 VLLM_COUNT_SCHEMA = {
     "vllm_programs": ("int64", ("S", 2)),  # programs launched: every launch's grid
@@ -114,7 +114,7 @@ DELTA_ROW_COLUMNS = ("num_computed_tokens", "seq_lens", "num_blocks")
 
 def text_bytes(meta: dict, req_ids: list) -> int:
     """The size of a trace's text beside its arrays: ``meta`` as JSON and the request ids (with Python's
-    per-string overhead): what the app's trace cache counts with the arrays (lab.app.cache)."""
+    per-string overhead): what the app's trace cache counts with the arrays (lab.app.room.cache)."""
     try:
         size = len(json.dumps(meta, default=str))
     except (RecursionError, ValueError):

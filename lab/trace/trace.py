@@ -91,7 +91,7 @@ class Trace:
 
         self._attach("kernel timings", "kernels", TIMING_SCHEMA, io.check_timings, meta, arrays)
 
-    # ---- vLLM's own kernel, counted (lab/vllm_kernels/trace_counts.py) -------------------------
+    # ---- vLLM's own kernel, counted (lab/real_vllm/kernels/trace_counts.py) -------------------------
     @property
     def vllm_counts(self) -> dict | None:
         """What counted vLLM's own kernel on this trace (``kernel``, ``vllm``, ``device``, ``config``,

@@ -1,5 +1,5 @@
 """What vLLM's own attention kernel launched and loaded on a trace's steps, in both modes (the counts
-``python -m lab vllm-kernels count`` attaches; lab/vllm_kernels/trace_counts.py): programs and scratch
+``python -m lab vllm-kernels count`` attaches; lab/real_vllm/kernels/trace_counts.py): programs and scratch
 per counted step, and the ratio over the trace in the title. Counted in Triton's interpreter: what a GPU
 would launch, not a GPU time. The kernel view shows this figure when a trace has the counts."""
 

@@ -13,9 +13,9 @@ if os.environ.get("LAB_REQUIRE_VLLM") != "1":
     pytest.importorskip("vllm", reason="vLLM 0.33.0 lives in .venv-vllm (make test runs this suite there)")
 
 from lab import Scenario  # noqa: E402
-from lab.conform.vllm_config import vllm_capture_sizes  # noqa: E402
-from lab.conform.vllm_mrv2 import VllmMRV2  # noqa: E402
 from lab.engine.cudagraph import CudaGraphManager, capture_sizes  # noqa: E402
+from lab.real_vllm.conform.vllm_config import vllm_capture_sizes  # noqa: E402
+from lab.real_vllm.conform.vllm_mrv2 import VllmMRV2  # noqa: E402
 
 SPECS = [
     f"p8o8_k={k}_seqs={seqs}_tokens={tokens}_sm={sm}{extra}"

@@ -1,6 +1,6 @@
-"""Every claim the lab makes about vLLM 0.33.0's code (lab/gpu_model/rule_claims.py ``all_claims``: the
+"""Every claim the lab makes about vLLM 0.33.0's code (lab/real_vllm/claims/rules.py ``all_claims``: the
 backend records, the rules, the other consumers of max_seq_len) holds in the installed wheel: the quoted
-source is in the named symbol (lab/vllm_kernels/claims.py, by AST). A vLLM upgrade that changes one of
+source is in the named symbol (lab/real_vllm/claims/check.py, by AST). A vLLM upgrade that changes one of
 those lines fails here. Runs in ``.venv-vllm``."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ if os.environ.get("LAB_REQUIRE_VLLM") != "1":
     pytest.importorskip("vllm", reason="vLLM 0.33.0 lives in .venv-vllm (make test runs this suite there)")
 
 from lab.gpu_model.records import Claim  # noqa: E402
-from lab.gpu_model.rule_claims import all_claims  # noqa: E402
-from lab.vllm_kernels.claims import ClaimFailed, check  # noqa: E402
+from lab.real_vllm.claims.check import ClaimFailed, check  # noqa: E402
+from lab.real_vllm.claims.rules import all_claims  # noqa: E402
 
 CLAIMS = all_claims()
 
@@ -46,3 +46,20 @@ def test_a_negative_claim_fails_where_the_name_is_read():
                     absent=True))  # fmt: skip
     with pytest.raises(ClaimFailed, match="not a name"):
         check(Claim("vllm.v1.attention.backends.flashinfer:fast_plan_decode", "max seq len", "x", absent=True))
+
+
+def test_the_claims_command_says_which_fail(monkeypatch, capsys):
+    """``python -m lab claims`` (lab/commands/claims.py) checks every claim here and exits 1 on a wrong one."""
+    import argparse
+
+    from lab.commands import claims as command
+    from lab.real_vllm.claims import rules
+
+    pin = next(c for w, c in CLAIMS if w == "backend fa3" and "num_actual_tokens" in c.quote)
+    wrong = Claim(pin.symbol, pin.quote.replace("<=", "<"), pin.says)
+    monkeypatch.setattr(rules, "all_claims", lambda: [("backend fa3", pin), ("backend fa3", wrong)])
+    assert command.cmd_claims(argparse.Namespace(where="fa3", quiet=False)) == 1
+    out = capsys.readouterr().out
+    assert "holds  backend fa3" in out and "FAILS  backend fa3" in out and "1 of 2 claims hold" in out
+    with pytest.raises(ValueError, match="no claim"):
+        command.cmd_claims(argparse.Namespace(where="nowhere", quiet=True))

@@ -31,7 +31,7 @@ if os.environ.get("LAB_REQUIRE_VLLM") != "1":
     pytest.importorskip("vllm", reason="vLLM 0.33.0 lives in .venv-vllm (make test runs this suite there)")
 
 from lab import Scenario, simulate  # noqa: E402
-from lab import conform as C  # noqa: E402
+from lab.real_vllm import conform as C  # noqa: E402
 
 CASES = C.suite_cases()
 
@@ -126,7 +126,7 @@ def test_a_disagreement_fails_with_step_field_and_values(rule, monkeypatch):
 
 
 def test_cli_prints_the_agreement_table(capsys):
-    from lab.cli import main
+    from lab.commands.main import main
 
     assert main(["conform", "--spec", "3p40o12_k=2_capture=1/2/4_mml=1k_window=16"]) == 0
     out = capsys.readouterr().out
@@ -144,6 +144,6 @@ def test_cli_prints_the_agreement_table(capsys):
 )
 def test_encoder_states(label, scenario, kernels):
     """vLLM's EncoderDecoderModelState and EncoderOnlyModelState prepare_attn on random scenarios
-    (lab/conform/vllm_mrv2.py)."""
+    (lab/real_vllm/conform/vllm_mrv2.py)."""
     cmp = _check(label, scenario, kernels)
     assert cmp.checks["R2"] > 0

@@ -1,5 +1,5 @@
 """The deployment resolver (lab/deployment/resolve.py) against vLLM 0.33.0's own configuration pieces
-(lab/conform/vllm_deployment.py: EngineArgs' batch defaults, OPTIMIZATION_LEVEL_TO_CONFIG,
+(lab/real_vllm/deployment/check.py: EngineArgs' batch defaults, OPTIMIZATION_LEVEL_TO_CONFIG,
 VllmConfig._set_cudagraph_sizes on a stand-in CUDA platform from the GPU table), field by field, on
 seeded generated serve lines over every GPU of the table plus every row of docs/deployments.md. Runs
 in ``.venv-vllm`` (skipped elsewhere, required under LAB_REQUIRE_VLLM=1)."""
@@ -14,10 +14,10 @@ import pytest
 if os.environ.get("LAB_REQUIRE_VLLM") != "1":
     pytest.importorskip("vllm", reason="vLLM 0.33.0 lives in .venv-vllm (make test runs this suite there)")
 
-from lab.conform.vllm_deployment import compare  # noqa: E402
 from lab.deployment.report import DEPLOYMENTS  # noqa: E402
 from lab.deployment.resolve import VllmRefusal, resolve  # noqa: E402
 from lab.gpu_model.gpus import SERVING_GPUS  # noqa: E402
+from lab.real_vllm.deployment.check import compare  # noqa: E402
 
 MODELS = (
     "meta-llama/Llama-3.1-8B-Instruct",
@@ -82,10 +82,10 @@ def _excepted(name: str, line: str, gpu: str, lab, vllm) -> bool:
 def _vllm_refuses(line: str, gpu: str, reason: str) -> bool:
     """Whether vLLM's own pieces refuse the line the lab refuses: its backend selection or its speculative
     config (the scheduler's refusals are checked in tests/test_deployment_vllm_overrides.py)."""
-    from lab.conform.vllm_deployment import _spec_dict, vllm_backend
-    from lab.conform.vllm_standins import vllm_speculative
     from lab.deployment.resolve import _model_facts
     from lab.deployment.serve_line import read_serve_line
+    from lab.real_vllm.conform.vllm_standins import vllm_speculative
+    from lab.real_vllm.deployment.check import _spec_dict, vllm_backend
 
     parsed = read_serve_line(line)
     facts = _model_facts(parsed, None)
@@ -131,7 +131,7 @@ def test_resolution_equals_vllms_pieces_field_by_field():
 
 
 def test_check_line_is_what_check_with_vllm_prints():
-    from lab.conform.vllm_deployment import check_line
+    from lab.real_vllm.deployment.check import check_line
 
     out = check_line("vllm serve meta-llama/Llama-3.1-8B-Instruct -O1 --performance-mode throughput", "A100-80GB")
     assert out["disagreements"] == []
@@ -143,9 +143,9 @@ def test_check_line_is_what_check_with_vllm_prints():
 
 def test_the_pieces_answer_what_vllm_would():
     """The harness is not vacuous: vLLM's own selector, graph resolution and speculative config answer."""
-    from lab.conform.vllm_deployment import check_line, vllm_backend
-    from lab.conform.vllm_standins import vllm_speculative
     from lab.deployment.models import KNOWN_MODELS
+    from lab.real_vllm.conform.vllm_standins import vllm_speculative
+    from lab.real_vllm.deployment.check import check_line, vllm_backend
 
     gemma = KNOWN_MODELS["google/gemma-3-27b-it"]
     assert vllm_backend({}, gemma, "H200")[0] == "TRITON_ATTN"  # FLASH_ATTN: mm_prefix needs FA4 (FA3 on SM90)

@@ -12,9 +12,9 @@ if os.environ.get("LAB_REQUIRE_VLLM") != "1":
     pytest.importorskip("vllm", reason="vLLM 0.33.0 lives in .venv-vllm (make test runs this suite there)")
 
 from lab import Scenario  # noqa: E402
-from lab import conform as C  # noqa: E402
 from lab.engine import cudagraph  # noqa: E402
 from lab.engine.model_runner import ModelRunner  # noqa: E402
+from lab.real_vllm import conform as C  # noqa: E402
 
 
 def test_the_old_rounding_is_caught(monkeypatch):
@@ -57,7 +57,7 @@ def test_fifo_request_slots_are_caught(monkeypatch):
 )
 def test_every_speculator_against_vllms_own(label, scenario, kernels):
     """The census: every speculator the lab models, on random scenarios, against the real vLLM class's
-    propose, init_cudagraph_manager and _build_attn_metadata (lab/conform/vllm_speculators.py)."""
+    propose, init_cudagraph_manager and _build_attn_metadata (lab/real_vllm/conform/vllm_speculators.py)."""
     cmp = C.conform(scenario, kernels=kernels)
     assert cmp.ok, C.format_failure(label, cmp)
     assert cmp.checks["R4"] > 0

@@ -1,4 +1,4 @@
-"""The live recorder's hook table (lab/live/hooks.py) names symbols that exist in vLLM 0.33.0 too
+"""The live recorder's hook table (lab/real_vllm/live/hooks.py) names symbols that exist in vLLM 0.33.0 too
 (the live environment runs 0.32.0; tests/live checks those). Runs in .venv-vllm, skipped elsewhere."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ if os.environ.get("LAB_REQUIRE_VLLM") != "1":
 
 
 def test_every_hooked_symbol_resolves_in_vllm_033():
-    from lab.conform import load_vllm  # the conformance environment's CPU switches, then vllm
-    from lab.live import hooks
+    from lab.real_vllm.conform import load_vllm  # the conformance environment's CPU switches, then vllm
+    from lab.real_vllm.live import hooks
 
     load_vllm()
     import vllm

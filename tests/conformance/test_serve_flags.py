@@ -13,13 +13,13 @@ import pytest
 if os.environ.get("LAB_REQUIRE_VLLM") != "1":
     pytest.importorskip("vllm", reason="vLLM 0.33.0 lives in .venv-vllm (make test runs this suite there)")
 
-from lab.conform.vllm_serve_flags import FLAGS_FILE, vllm_flags, vllm_parse  # noqa: E402
 from lab.deployment.report import DEPLOYMENTS  # noqa: E402
 from lab.deployment.serve_line import READERS, ServeLineError, _flexible, _words, read_serve_line  # noqa: E402
+from lab.real_vllm.deployment.serve_flags import FLAGS_FILE, vllm_flags, vllm_parse  # noqa: E402
 
 
 def test_the_stored_flag_table_is_vllms_parser():
-    # python -m lab.conform.vllm_serve_flags --write rewrites it
+    # python -m lab.real_vllm.deployment.serve_flags --write rewrites it
     assert json.loads(FLAGS_FILE.read_text()) == json.loads(json.dumps(vllm_flags()))
 
 

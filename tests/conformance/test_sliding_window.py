@@ -2,8 +2,8 @@
 
 vLLM's own ``BlockTables`` with a full and a sliding-window group (its ``sliding_window_reach`` taken
 from ``SlidingWindowSpec.num_retained_tokens``) and its ``_gather_block_tables_kernel`` with
-``MASK_SLIDING_WINDOW``, under ``TRITON_INTERPRET=1``, on the lab's steps (lab/conform/vllm_mrv2.py,
-lab/conform/vllm_sliding_window.py). Every rule of the suite runs on these scenarios too.
+``MASK_SLIDING_WINDOW``, under ``TRITON_INTERPRET=1``, on the lab's steps (lab/real_vllm/conform/vllm_mrv2.py,
+lab/real_vllm/conform/vllm_sliding_window.py). Every rule of the suite runs on these scenarios too.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ if os.environ.get("LAB_REQUIRE_VLLM") != "1":
     pytest.importorskip("vllm", reason="vLLM 0.33.0 lives in .venv-vllm (make test runs this suite there)")
 
 from lab import Scenario  # noqa: E402
-from lab import conform as C  # noqa: E402
-from lab.conform.recording import record_engine  # noqa: E402
 from lab.engine import sliding_window  # noqa: E402
+from lab.real_vllm import conform as C  # noqa: E402
+from lab.real_vllm.conform.recording import record_engine  # noqa: E402
 
 WINDOW_CASES = [c for c in C.suite_cases() if c[0].startswith("window")]
 

@@ -1,4 +1,4 @@
-"""vLLM 0.33.0's own Triton attention kernels (lab/vllm_kernels/), run in Triton's interpreter on the
+"""vLLM 0.33.0's own Triton attention kernels (lab/real_vllm/kernels/), run in Triton's interpreter on the
 CPU in both modes: their outputs against SDPA, Triton MLA's split count against vLLM's formula, and
 the loads the interpreter counts against the engine's out-of-range accounting.
 
@@ -16,7 +16,7 @@ import pytest
 if os.environ.get("LAB_REQUIRE_VLLM") != "1":
     pytest.importorskip("vllm", reason="vLLM 0.33.0 lives in .venv-vllm (make test runs this suite there)")
 
-# Before anything imports triton: its interpreter is chosen at import (lab/vllm_kernels/env.py).
+# Before anything imports triton: its interpreter is chosen at import (lab/real_vllm/kernels/env.py).
 os.environ["TRITON_INTERPRET"] = "1"
 os.environ["CUDA_VISIBLE_DEVICES"] = ""
 
@@ -25,7 +25,8 @@ import torch  # noqa: E402
 
 import lab  # noqa: E402
 from lab.gpu_model.formulas import triton_mla_num_kv_splits  # noqa: E402
-from lab.vllm_kernels import agreement, batches, flex, mla, unified  # noqa: E402
+import kernel_agreement as agreement  # noqa: E402
+from lab.real_vllm.kernels import batches, flex, mla, unified  # noqa: E402
 
 MODES = ("baseline", "fixed")
 

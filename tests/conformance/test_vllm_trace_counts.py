@@ -1,4 +1,4 @@
-"""vLLM 0.33.0's own Triton MLA decode counted on a trace's steps (lab/vllm_kernels/trace_counts.py),
+"""vLLM 0.33.0's own Triton MLA decode counted on a trace's steps (lab/real_vllm/kernels/trace_counts.py),
 attached to the trace and saved with it: the split count is vLLM's formula on every counted
 step, the baseline launches at least the fix's programs and scratch, both read the same KV, and no
 entry past a row's num_blocks is loaded. Runs in .venv-vllm (small shapes: the interpreter is slow)."""
@@ -12,13 +12,13 @@ import pytest
 if os.environ.get("LAB_REQUIRE_VLLM") != "1":
     pytest.importorskip("vllm", reason="vLLM 0.33.0 lives in .venv-vllm (make test runs this suite there)")
 
-# Before anything imports triton: its interpreter is chosen at import (lab/vllm_kernels/env.py).
+# Before anything imports triton: its interpreter is chosen at import (lab/real_vllm/kernels/env.py).
 os.environ["TRITON_INTERPRET"] = "1"
 os.environ["CUDA_VISIBLE_DEVICES"] = ""
 
 from lab import Scenario, Trace, simulate  # noqa: E402
-from lab.vllm_kernels.mla import num_kv_splits  # noqa: E402
-from lab.vllm_kernels.trace_counts import count_trace  # noqa: E402
+from lab.real_vllm.kernels.mla import num_kv_splits  # noqa: E402
+from lab.real_vllm.kernels.trace_counts import count_trace  # noqa: E402
 
 
 def test_counts_on_a_trace(tmp_path):

@@ -1,4 +1,4 @@
-"""The app's "live vLLM" runner (lab/live/record_process.py): from the app's environment (gradio), the
+"""The app's "live vLLM" runner (lab/real_vllm/live/record_process.py): from the app's environment (gradio), the
 recorder runs as a subprocess in .venv-vllm-live and hands back a trace the app draws. Runs in .venv
 when the live environment exists next to it (make test builds both); skipped with the reason elsewhere."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from lab.live.record_process import REPO, LiveRunError, record_in_subprocess
+from lab.real_vllm.live.record_process import REPO, LiveRunError, record_in_subprocess
 
 gr = pytest.importorskip("gradio", reason="the app's environment (.venv) has gradio; the live one does not")
 LIVE = REPO / ".venv-vllm-live" / "bin" / "python"
@@ -17,7 +17,7 @@ if not LIVE.exists():
 def test_app_live_runner_draws_a_recorded_trace(monkeypatch):
     monkeypatch.setenv("LAB_LIVE_PYTHON", str(LIVE))
     from lab.app import loading
-    from lab.app.cache import TRACES
+    from lab.app.room.cache import TRACES
 
     steps = []
     out = loading.run(

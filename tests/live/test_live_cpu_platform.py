@@ -1,5 +1,5 @@
 """vLLM's CPU platform on any x86 CPU: what it builds for each live scenario with AMX tiles shown and hidden
-(vLLM's own ``EngineArgs.create_engine_config`` held to lab/live/cpu_platform.py's plan, config only), and
+(vLLM's own ``EngineArgs.create_engine_config`` held to lab/real_vllm/live/cpu_platform.py's plan, config only), and
 the MLA recordings with AMX hidden (the reference CPU_MLA backend, block_size 16, no chunked prefill) and
 forced where the CPU has AMX (AMX_MLA). Runs in the live environment (``.venv-vllm-live``), like
 tests/live/test_live_vllm.py, whose scenarios and recordings it shares."""
@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from lab.live import available
+from lab.real_vllm.live import available
 
 OK, WHY = available()
 if not OK:
@@ -21,9 +21,9 @@ if not OK:
 from test_live_vllm import SCENARIOS, amx_as, recorded  # noqa: E402
 
 from lab import simulate  # noqa: E402
-from lab.live import cpu_platform, cpu_variant  # noqa: E402
-from lab.live.driver import engine_kwargs, load  # noqa: E402
-from lab.live.models import tiny_models  # noqa: E402
+from lab.real_vllm.live import cpu_platform, cpu_variant  # noqa: E402
+from lab.real_vllm.live.driver import engine_kwargs, load  # noqa: E402
+from lab.real_vllm.live.models import tiny_models  # noqa: E402
 from lab.scenario import parse_spec  # noqa: E402
 from lab.trace.diff import compare_traces  # noqa: E402
 

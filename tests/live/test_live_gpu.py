@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from lab.live import available
+from lab.real_vllm.live import available
 
 OK, WHY = available("cuda")
 
@@ -39,7 +39,7 @@ GPU_SCENARIOS = {
 @pytest.mark.parametrize("name", list(GPU_SCENARIOS))
 def test_gpu_recording_agrees_with_the_embedded_engine(name):
     from lab import simulate
-    from lab.live import record
+    from lab.real_vllm.live import record
     from lab.scenario import parse_spec
     from lab.trace.diff import compare_traces
 

@@ -1,4 +1,4 @@
-"""lab.live without vLLM: refusals, the version table, availability, the CLI's errors, compare.
+"""lab.real_vllm.live without vLLM: refusals, the version table, availability, the CLI's errors, compare.
 Runs in every environment (the recordings themselves are tests/live/test_live_vllm.py)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from lab import simulate
-from lab.live import ScenarioRefused, available, check_scenario, cpu_variant, refusals
-from lab.live.hooks import HOOKED, UnsupportedVersion, series
+from lab.real_vllm.live import ScenarioRefused, available, check_scenario, cpu_variant, refusals
+from lab.real_vllm.live.hooks import HOOKED, UnsupportedVersion, series
 from lab.scenario import Scenario, parse_spec
 from lab.trace.diff import FIELDS, compare_traces
 
@@ -20,7 +20,7 @@ NO_VLLM = importlib.util.find_spec("vllm") is None
 
 def test_importing_lab_live_never_imports_vllm():
     code = (
-        "import sys, lab.live, lab.live.driver, lab.live.tap, lab.live.convert, lab.trace.diff, lab.live.cli;"
+        "import sys, lab.real_vllm.live, lab.real_vllm.live.driver, lab.real_vllm.live.tap, lab.real_vllm.live.convert, lab.trace.diff, lab.commands.live;"
         "print('vllm' in sys.modules, 'triton' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
@@ -56,7 +56,7 @@ def test_what_the_cpu_engine_cannot_run_is_refused_with_the_reason():
 
 def test_every_speculator_the_engine_models_is_driven_live_and_later_ones_refused_by_release():
     from lab.history import ERAS
-    from lab.live.limits import LIVE_METHODS
+    from lab.real_vllm.live.limits import LIVE_METHODS
     from lab.speculators import SPECULATOR_LIST, SPECULATORS
 
     assert set(LIVE_METHODS) == set(SPECULATORS)  # tests/live/test_live_vllm.py records each
@@ -100,12 +100,12 @@ def test_compare_engine_with_itself_agrees_and_names_the_first_difference(tmp_pa
     assert r.returncode == 0 and "agree: 100 %" in r.stdout, r.stdout + r.stderr
 
 
-# ---- vLLM's CPU platform on this CPU (lab/live/cpu_platform.py; vLLM's own answer: test_live_cpu_platform.py)
+# ---- vLLM's CPU platform on this CPU (lab/real_vllm/live/cpu_platform.py; vLLM's own answer: test_live_cpu_platform.py)
 
 
 @pytest.mark.parametrize("amx", [False, True])
 def test_an_mla_model_gets_the_block_size_and_budget_of_its_cpu_backend(amx):
-    from lab.live import cpu_platform
+    from lab.real_vllm.live import cpu_platform
 
     s = parse_spec("2p64o12_k=3_method=mtp_mml=4k_bs=32")
     p = cpu_platform.plan(s, amx)
@@ -129,7 +129,7 @@ def test_an_mla_model_gets_the_block_size_and_budget_of_its_cpu_backend(amx):
 
 @pytest.mark.parametrize("amx", [False, True])
 def test_a_dense_model_keeps_cpu_attn_multiples_of_32_with_or_without_amx(amx):
-    from lab.live import cpu_platform
+    from lab.real_vllm.live import cpu_platform
 
     for spec, bs in (("6p192o40_k=3_mml=4k", 32), ("6p192o40_k=3_mml=4k_bs=64", 64), ("p64o4_bs=128", 128)):
         s = parse_spec(spec)
@@ -141,7 +141,7 @@ def test_a_dense_model_keeps_cpu_attn_multiples_of_32_with_or_without_amx(amx):
 def test_this_cpu_is_asked_the_way_vllm_asks_it(monkeypatch):
     import torch
 
-    from lab.live import cpu_platform
+    from lab.real_vllm.live import cpu_platform
 
     s = parse_spec("2p64o12_k=3_method=mtp_mml=4k_bs=32")
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
@@ -152,7 +152,7 @@ def test_this_cpu_is_asked_the_way_vllm_asks_it(monkeypatch):
 
 
 def test_the_tiny_models_are_the_driver_s_and_their_kv_cache_is_counted():
-    from lab.live.models import kv_bytes_per_token, kv_cache_bytes, tiny_models
+    from lab.real_vllm.live.models import kv_bytes_per_token, kv_cache_bytes, tiny_models
 
     assert tiny_models(parse_spec("p64o4_k=3_method=mtp")).uses_mla
     for method in ("eagle", "eagle3", "draft-model", "dflash", "dspark", "gemma4-mtp", "ngram"):
@@ -166,7 +166,7 @@ def test_the_tiny_models_are_the_driver_s_and_their_kv_cache_is_counted():
 
 
 def test_a_kv_cache_this_machine_cannot_hold_is_refused_with_both_sizes(monkeypatch):
-    from lab.live import limits
+    from lab.real_vllm.live import limits
 
     s = cpu_variant(parse_spec("8p512o16_mml=32k"))
     assert not any(w.startswith("memory:") for w in refusals(s))
@@ -178,7 +178,7 @@ def test_a_kv_cache_this_machine_cannot_hold_is_refused_with_both_sizes(monkeypa
 def test_the_app_says_which_backend_and_block_size_vllm_chose_and_nothing_a_trace_invents():
     pytest.importorskip("gradio", reason="the app's environment (.venv) has gradio; the live one does not")
     from lab.app.loading import _status
-    from lab.live.cpu_platform import describe
+    from lab.real_vllm.live.cpu_platform import describe
 
     t = simulate(cpu_variant(parse_spec("2p64o4_k=3_method=mtp_mml=4k"), amx=False))
     t.meta.update(

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from lab.live import available
+from lab.real_vllm.live import available
 
 OK, WHY = available()
 if not OK:
@@ -25,7 +25,7 @@ if not OK:
     pytest.skip(f"live vLLM is not available here ({WHY})", allow_module_level=True)
 
 from lab import Trace, simulate  # noqa: E402
-from lab.live import CpuCannotRun, cpu_platform, cpu_variant, record  # noqa: E402
+from lab.real_vllm.live import CpuCannotRun, cpu_platform, cpu_variant, record  # noqa: E402
 from lab.scenario import parse_spec  # noqa: E402
 from lab.trace.diff import compare_traces  # noqa: E402
 
@@ -61,13 +61,13 @@ _CACHE: dict = {}
 @contextlib.contextmanager
 def amx_as(present: bool | None):
     """This process's CPU as vLLM sees it: with AMX tiles (True), without (False) or as it is (None), by
-    ``torch.cpu._is_amx_tile_supported``, which vLLM's CPU platform and lab/live/cpu_platform.py both ask.
+    ``torch.cpu._is_amx_tile_supported``, which vLLM's CPU platform and lab/real_vllm/live/cpu_platform.py both ask.
     vLLM's cached attention-backend choice is dropped on the way in and out."""
     import torch
 
-    from lab.live.driver import load
+    from lab.real_vllm.live.driver import load
 
-    load()  # lab/live/shim.py before vllm is imported
+    load()  # lab/vllm_env.py install() before vllm is imported
     from vllm.v1.attention import selector
 
     real = torch.cpu._is_amx_tile_supported
@@ -212,7 +212,7 @@ def test_attention_timings_are_vllms_own_forward():
 
 
 def test_hooks_install_and_restore_every_attribute():
-    from lab.live import driver, hooks
+    from lab.real_vllm.live import driver, hooks
 
     vllm, ser = driver.load()
     table = hooks.HOOKED[ser]

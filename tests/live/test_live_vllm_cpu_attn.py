@@ -32,7 +32,7 @@ from lab.kernels.registry import get_kernel  # noqa: E402
 
 @pytest.fixture(scope="module", autouse=True)
 def ops_loaded():
-    """vLLM imported (after lab/live/shim.py) when the first test here runs; a failure is the reason."""
+    """vLLM imported (after lab/vllm_env.py install()) when the first test here runs; a failure is the reason."""
     try:
         vllm_cpu_attn.load()
     except vllm_cpu_attn.VllmCpuUnavailable as e:
@@ -82,8 +82,8 @@ def test_vllm_cpu_layout_follows_the_lab_cache_when_it_changes():
 
 
 def test_bench_kernels_prints_the_peer_ratio(tmp_path):
+    from lab.commands.bench.kernels import run_bench
     from lab.kernels.batch import parse_shape
-    from lab.kernels.bench import run_bench
 
     out, js = io.StringIO(), tmp_path / "b.json"
     rows = run_bench(

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lab.deployment.startup_log import read_startup_log, serve_line_of
-from lab.live import available  # noqa: E402
+from lab.real_vllm.live import available  # noqa: E402
 
 OK, WHY = available()
 if not OK:
@@ -24,7 +24,7 @@ def test_the_live_engines_start_up_log_reads():
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root)}
     res = subprocess.run(
-        [sys.executable, "-m", "lab.live.startup_log", "eagle-k3"],
+        [sys.executable, "-m", "lab.real_vllm.live.startup_log", "eagle-k3"],
         capture_output=True,
         text=True,
         timeout=600,

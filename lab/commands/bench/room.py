@@ -1,0 +1,178 @@
+"""``python -m lab bench room --sessions 30``: a room of attendees on one server, each doing what the
+page does: open a preset (session j opens the j-th preset, round robin), fetch that trace's step data
+once (``GET /lab/steps/<key>``, lab/app/steps_data.py), ask the deployment question once (``/deployment``,
+an example line each), then step once a second, which the page does by
+itself (inflate the view's stream once, parse the step's line: timed here in Python, no request), and
+pick another view every fifth step (in the page too). p50/p95/max per action, and every session checks
+that it only ever sees its own preset (no state leaks between sessions).
+
+Target (issue 26): thirty sessions stepping once a second, p95 <= 250 ms per step.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import gzip
+import itertools
+import json
+import sys
+import threading
+import time
+
+import numpy as np
+
+from lab import machine
+from lab.app.deployment_tab import EXAMPLES
+from lab.commands.bench import room_hostile
+from lab.history import REFERENCE_RELEASE
+from lab.presets import PRESETS
+from lab.views import ALL_VIEWS
+
+# /pick_preset's inputs after the preset's name: runner, view, presenter.
+PICK = ("embedded CPU", "block_table", False)
+
+
+def _fetch_steps(httpx, url: str):
+    """As the page does (lab/app/page.js): a 503 (the step-data worker's queue is full) asks again after its
+    Retry-After, for up to about three minutes."""
+    for _ in range(60):
+        r = httpx.get(url, timeout=300)
+        if r.status_code != 503:
+            return r
+        time.sleep(float(r.headers.get("retry-after", 3)))
+    return r
+
+
+def _session(url: str, j: int, steps: int, interval: float, start, times: dict, errors: list, stop=None) -> None:
+    """One attendee. ``stop`` (a threading.Event, for ``bench app --room``): open the next preset after the
+    steps, round after round, until it is set; without it one round."""
+    from gradio_client import Client
+
+    try:
+        c = Client(url, verbose=False, ssl_verify=False, analytics_enabled=False)
+        start.wait(timeout=300)
+        for r in itertools.count():
+            _round(c, url, j, r, steps, interval, times, stop)
+            if stop is None or stop.is_set():
+                return
+    except Exception as e:  # noqa: BLE001 (every failure is counted and printed)
+        errors.append(f"session {j}: {type(e).__name__}: {e}")
+
+
+def _round(c, url: str, j: int, r: int, steps: int, interval: float, times: dict, stop) -> None:
+    import httpx
+
+    preset = list(PRESETS)[(j + r) % len(PRESETS)]
+    views = list(ALL_VIEWS)
+
+    def timed(action: str, fn):
+        t0 = time.perf_counter()
+        out = fn()
+        times.setdefault(action, []).append((time.perf_counter() - t0) * 1e3)
+        return out
+
+    loaded = timed("open a preset (server)", lambda: c.predict(preset, *PICK, api_name="/pick_preset"))
+    # data_key (lab.app.loading.LOADED): the page fetches the step data with it. The client leaves gr.State
+    # outputs out, so its place is not LOADED's; it is the one "run-" key (lab.app.room.cache.scenario_key).
+    key = next(x for x in loaded if isinstance(x, str) and x.startswith("run-"))
+    r = timed("fetch the step data (server, once)", lambda: _fetch_steps(httpx, f"{url}lab/steps/{key}"))
+    r.raise_for_status()
+    data = r.json()
+    if data["title"] != preset:
+        raise AssertionError(f"session {j} asked for {preset} and got {data['title']}")
+    streams: dict[str, list[str]] = {}
+
+    def page_step(view: str, i: int):
+        v = next(x for x in data["views"] if x["name"] == view)
+        for name, b64 in ((view, v["gz"]), ("words", data["words"])):
+            if name not in streams:
+                streams[name] = gzip.decompress(base64.b64decode(b64)).decode().split("\n")
+        fig = json.loads(streams[view][0 if v["wide"] else i])
+        headline, _ = json.loads(streams["words"][i])
+        return fig, headline
+
+    # One deployment question each (lab/app/deployment_tab.py), the examples in turn: a server round trip.
+    line, gpu = list(EXAMPLES.values())[j % len(EXAMPLES)]
+    msg, md, *_ = timed(
+        "ask the deployment question (server)",
+        lambda: c.predict(line, gpu, REFERENCE_RELEASE, 16, 2048, 256, api_name="/deployment"),
+    )
+    if msg or not md.startswith("### "):
+        raise AssertionError(f"session {j}: no deployment answer for {line[:60]}: {msg[:120]}")
+    view, i = "block_table", 0
+    for k in range(1, steps + 1):
+        if stop is not None and stop.is_set():
+            return
+        time.sleep(interval)
+        i = min(i + 1, data["steps"] - 1)
+        _, headline = timed("step (in the page, no request)", lambda v=view, i=i: page_step(v, i))
+        if f"<b>{preset}</b>" not in headline or f"<b>step {i}</b>" not in headline:
+            raise AssertionError(f"session {j} ({preset}) at step {i} was shown {headline[:120]}")
+        if k % 5 == 0:
+            view = views[(k // 5) % len(views)]
+            fig, _ = timed("pick a view (in the page, no request)", lambda v=view, i=i: page_step(v, i))
+            if "layout" not in fig:
+                raise AssertionError(f"session {j} ({preset}): no figure for {view}")
+
+
+def run_bench_room(
+    url: str | None = None,
+    sessions: int = 30,
+    steps: int = 20,
+    interval: float = 1.0,
+    out=None,
+    warm_s: float = 30,
+    hostile: bool = False,
+    after_s: float = 300.0,
+    pid: int | None = None,
+    stop: threading.Event | None = None,
+) -> dict:
+    """``sessions`` at once against ``url`` (else ``python app.py --warm`` started here, ``warm_s`` seconds
+    before the room arrives, as an instructor starts the server before the session). ``hostile``: attackers
+    in the room too (lab/commands/bench/room_hostile.py), and the server's RSS watched (``pid``) until ``after_s`` seconds
+    after everyone left. ``stop``: each attendee opens the next preset after its steps until it is set (``bench
+    app --room``: the room goes on while the browser is timed)."""
+    w = (out or sys.stdout).write
+    if url is None:
+        from lab.commands.bench.app_process import app_process  # python app.py in a subprocess
+
+        # As a room runs it (app.py --host 0.0.0.0 warms every preset): --warm, here on 127.0.0.1.
+        pids: list[int] = []
+        with app_process("eagle-k3", extra=("--warm",), pids=pids) as (started, _):
+            time.sleep(warm_s)
+            return run_bench_room(started, sessions, steps, interval, out, warm_s, hostile, after_s, pids[0])
+    times: dict[str, list[float]] = {}
+    errors: list[str] = []
+    todo = room_hostile.attack_list() if hostile else []
+    start = threading.Barrier(sessions + len(todo))
+    threads = [
+        threading.Thread(target=_session, args=(url, j, steps, interval, start, times, errors, stop), daemon=True)
+        for j in range(sessions)
+    ]
+    rss = {"before": room_hostile.rss_mib(pid) if pid else None, "after_s": after_s}
+    t0 = time.perf_counter()
+    with room_hostile.RssSampler(pid) if pid else contextlib.nullcontext() as sampler:
+        for t in threads:
+            t.start()
+        attackers, results = room_hostile.run_attackers(url, todo, 3, start) if hostile else ([], {})
+        for t in threads + attackers:
+            t.join(timeout=900)
+    w(
+        f"python -m lab bench room --sessions {sessions}{' --hostile' if hostile else ''}  ({steps} steps each, "
+        f"one every {interval:g} s; server warmed for {warm_s:g} s; "
+        f"{machine.describe()}; {time.perf_counter() - t0:.0f} s in all; "
+        f"target: p95 <= 250 ms per step)\n"
+    )
+    if hostile and pid:
+        time.sleep(after_s)
+        rss.update(peak=sampler.peak, after=room_hostile.rss_mib(pid) or 0.0)
+        room_hostile.report(results, rss, w)
+    stats = {}
+    for action, xs in times.items():
+        stats[action] = {"n": len(xs), "p50_ms": float(np.percentile(xs, 50)), "p95_ms": float(np.percentile(xs, 95))}
+        stats[action]["max_ms"] = float(max(xs))
+        s = stats[action]
+        w(f"  {action:<38} {s['n']:5d}   p50 {s['p50_ms']:7.1f}   p95 {s['p95_ms']:7.1f}   max {s['max_ms']:7.1f} ms\n")
+    w(f"  errors: {len(errors)}\n" + "".join(f"    {e}\n" for e in errors[:10]))
+    return {"stats": stats, "errors": errors, "attacks": results, "rss": rss}

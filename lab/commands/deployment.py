@@ -1,0 +1,176 @@
+"""``python -m lab deployment -- vllm serve MODEL …``: does #40654/#43991 matter for this deployment?
+
+    python -m lab deployment [--gpu H200] [--vllm 0.33.0] [--config PATH]
+        [--requests N --prompt-len P --output-len O | --spec TEXT] [--json] [--check-with-vllm]
+        -- vllm serve MODEL --max-model-len … --speculative-config '{…}' …
+    python -m lab deployment --table            the table of docs/deployments.md
+
+The line may also come as one string (``--line "vllm serve …"``). ``--check-with-vllm`` also hands
+it to vLLM 0.33.0's own parser in .venv-vllm (lab/real_vllm/deployment/serve_flags.py) and says where they
+differ. A bad line: one error line naming the flag, exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from lab.deployment.answer import Workload, answer
+from lab.deployment.answer_json import answer_json
+from lab.deployment.report import deployments_table, format_text, models_table
+from lab.deployment.resolve import DEPLOYMENT_GPUS, resolve
+from lab.deployment.startup_log import (
+    StartupLog,
+    compared_with_the_log,
+    line_and_release,
+    read_log_file,
+    read_startup_log,
+)
+from lab.history import REFERENCE_RELEASE
+from lab.vllm_env import CONFORMANCE_VENV_PYTHON, REPO, conformance_python
+
+VLLM_PYTHON = CONFORMANCE_VENV_PYTHON  # .venv-vllm of this checkout (lab/vllm_env.py)
+
+
+def register(sub) -> None:
+    sp = sub.add_parser(
+        "deployment",
+        help="does #40654/#43991 matter for my deployment? (paste the vllm serve line after --)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sp.add_argument("--gpu", default="H200", choices=DEPLOYMENT_GPUS, help="the GPU it serves on (default H200)")
+    sp.add_argument(
+        "--vllm", help=f"the vLLM release it runs (default {REFERENCE_RELEASE}; with --log, the release the log names)"
+    )
+    sp.add_argument("--config", help="the model's config.json (or its folder), for a model not in the lab's table")
+    sp.add_argument("--line", help='the serve line as one string ("vllm serve MODEL …")')
+    sp.add_argument("--log", help="a vLLM start-up log: its serve line and release are answered (and compared)")
+    sp.add_argument("--requests", type=int, default=16, help="workload: requests arriving together (default 16)")
+    sp.add_argument("--prompt-len", type=int, default=2048, help="workload: prompt tokens each (default 2048)")
+    sp.add_argument("--output-len", type=int, default=256, help="workload: tokens generated each (default 256)")
+    sp.add_argument("--spec", help="workload: the requests of a lab spec instead (e.g. '8p16ko256_32p512o128a0+2')")
+    sp.add_argument("--json", action="store_true", help="print the answer as JSON")
+    sp.add_argument("--check-with-vllm", action="store_true", help="also parse the line with vLLM's own parser")
+    sp.add_argument("--table", action="store_true", help="print docs/deployments.md's two tables")
+    sp.add_argument("serve", nargs=argparse.REMAINDER, help="-- vllm serve MODEL [flags]")
+    sp.set_defaults(fn=run)
+
+
+def _line(args) -> str:
+    words = args.serve[1:] if args.serve[:1] == ["--"] else args.serve
+    if args.line and words:
+        raise ValueError("give the serve line once: after -- or with --line")
+    return args.line or shlex.join(words)
+
+
+def check_with_vllm(line: str, gpu: str | None = None, config_path: str | None = None) -> dict:
+    """vLLM 0.33.0's own parser on the line, in .venv-vllm (a subprocess: vLLM and the lab's
+    environment cannot share one); with ``gpu``, also the resolution against vLLM's configuration
+    pieces (lab/real_vllm/deployment/check.py check_line) under "resolution", the model's facts read from
+    ``config_path`` (``--config``, or the config.json found in the local Hugging Face cache) where given."""
+    python = conformance_python()  # .venv-vllm, or $LAB_VLLM_PYTHON
+    if not python.exists():
+        return {"error": f"{python} is missing: make venv-vllm builds it"}
+    words = shlex.split(line)
+    words = words[1:] if words[:1] == ["vllm"] else words
+    res = subprocess.run(
+        [str(python), "-m", "lab.real_vllm.deployment", *(["--gpu", gpu, "--config", config_path or ""] if gpu else []), "--", *words],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+        env={"CUDA_VISIBLE_DEVICES": "", "PATH": "/usr/bin:/bin", "VLLM_LOGGING_LEVEL": "ERROR"},
+    )
+    if res.returncode:
+        return {"error": res.stderr.strip().splitlines()[-1] if res.stderr.strip() else f"exit {res.returncode}"}
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def config_file(dep, given: str | None) -> str | None:
+    """The config.json the answer read (``--config``, or the local Hugging Face cache's), for the check in
+    .venv-vllm, whose environment has no cache settings; None for a model of the lab's table."""
+    if given:
+        return given
+    return dep.model.source if dep.model.source and Path(dep.model.source).is_file() else None
+
+
+def resolution_text(r: dict) -> str:
+    """The resolution half of ``--check-with-vllm`` in words: each disagreeing field with both values."""
+    if "refused" in r:
+        return f"refuses: {r['refused']}"
+    if "error" in r:
+        return f"could not check: {r['error']}"
+    if r.get("disagreements"):
+        fields = r.get("fields", {})
+        return "disagrees on: " + "; ".join(
+            f"{name} (lab {fields[name][0]}, vLLM {fields[name][1]})" for name in r["disagreements"]
+        )
+    return f"agrees on {', '.join(r.get('fields', ()))}"
+
+
+def _from_log(args) -> tuple[str, str, StartupLog]:
+    """(serve line, release, log) of ``--log``: the release the log names, unless --vllm says another."""
+    if args.line or args.serve:
+        raise ValueError("give the serve line or --log, not both")
+    log = read_startup_log(read_log_file(args.log))
+    line, release = line_and_release(log, args.vllm)
+    return line, release, log
+
+
+def log_text(c: dict) -> str:
+    """The log's own words beside the lab's, for a terminal."""
+    out = ["", f"from the log (vLLM {c['version']}): {c['line']}"]
+    for key in ("attention_backend", "cudagraph_mode", "cudagraph_capture_sizes", "model_runner"):
+        p = c[key]
+        said = "not in the log" if p["log"] is None else ("agrees" if p["agree"] else f"the log says {p['log']}")
+        lab = p["lab"] if key != "cudagraph_capture_sizes" else f"{len(p['lab'])} sizes"
+        out.append(
+            f"  {key:24} lab: {lab}; {said}"
+            if key != "cudagraph_capture_sizes" or p["log"] is None
+            else f"  {key:24} lab: {lab}; " + ("agrees" if p["agree"] else f"the log: {len(p['log'])} sizes")
+        )
+    out += [f"  note: {n}" for n in c["notes"]]
+    return "\n".join(out) + "\n"
+
+
+def run(args) -> int:
+    if args.table:
+        sys.stdout.write(deployments_table() + "\n" + models_table())
+        return 0
+    log = None
+    if args.log:
+        line, release, log = _from_log(args)
+    else:
+        line, release = _line(args), args.vllm or REFERENCE_RELEASE
+    if not line.strip():
+        raise ValueError("paste the serve line after --: python -m lab deployment -- vllm serve MODEL …")
+    dep = resolve(line, args.gpu, release, args.config)
+    workload = Workload(args.requests, args.prompt_len, args.output_len, args.spec)
+    a = answer(dep, workload)
+    if log is not None:
+        g = dep.graphs
+        a["from_log"] = {
+            "line": line,
+            **compared_with_the_log(
+                log, dep.backend.vllm_name, g.vllm_mode, g.resolved_capture_sizes, "V2" if dep.runs_mrv2 else "V1"
+            ),
+        }
+    if args.check_with_vllm:
+        a["vllm_parser"] = check_with_vllm(line, args.gpu, config_file(dep, args.config))
+    if args.json:  # fields, numbers as numbers (lab/deployment/answer_json.py SCHEMA, docs/deployments.md)
+        print(json.dumps(answer_json(dep, a), indent=1))
+    else:
+        sys.stdout.write(format_text(a))
+        if log is not None:
+            sys.stdout.write(log_text(a["from_log"]))
+        if args.check_with_vllm:
+            v = a["vllm_parser"]
+            print("vLLM's own parser: " + (f"refused: {v['error']}" if "error" in v else "accepts the line"))
+            if r := v.get("resolution"):  # lab/real_vllm/deployment/check.py check_line
+                print("vLLM's configuration code: " + resolution_text(r))
+    return 0

@@ -1,0 +1,410 @@
+"""A deployment's resolution asked of vLLM 0.33.0's own configuration code, field by field, on a
+stand-in CUDA platform built from the lab's GPU table (lab/gpu_model/gpus.py, one row a GPU;
+lab/real_vllm/conform/vllm_standins.py).
+
+What runs here is vLLM's code from the installed wheel, each piece alone (the whole
+``EngineArgs.create_engine_config`` does not run on this CPU machine; docs/deployments.md says which
+pieces these are and what is given to them as input):
+
+- ``EngineArgs._set_default_max_num_seqs_and_batched_tokens_args`` with ``EngineArgs.get_batch_defaults``
+  (the platform answers the GPU's memory, name and capability): ``max_num_seqs``, ``max_num_batched_tokens``;
+- ``OPTIMIZATION_LEVEL_TO_CONFIG`` (vllm/config/vllm.py): the graph mode of ``-O`` when nothing overrides it;
+- the attention backend: vllm/platforms/cuda.py ``_get_backend_priorities`` and each backend class's
+  ``validate_configuration`` (``CudaPlatform.get_valid_backends``), or the requested backend alone;
+- the CUDA-graph mode: ``VllmConfig._normalize_piecewise_cudagraph_mode`` and
+  ``CompilationConfig.resolve_cudagraph_mode_and_sizes`` with the builders' ``get_cudagraph_support``;
+- the speculator: ``SpeculativeConfig.__post_init__`` (method and K);
+- ``VllmConfig._set_cudagraph_sizes`` on a real ``CompilationConfig``: the capture sizes, with the line's
+  ``--performance-mode``.
+
+``compare(dep)`` returns ``{field: (lab, vllm)}`` for every field compared; equal pairs are agreements.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from unittest import mock
+
+from lab.deployment.resolve import uses_mm_prefix
+from lab.gpu_model.gpus import GPUS
+from lab.real_vllm.conform.vllm_mrv2 import load_vllm
+from lab.real_vllm.conform.vllm_standins import kernel_packages, standin_cuda, vllm_speculative
+from lab.speculators import is_speculator, speculator
+
+
+def vllm_batch_limits(dep) -> tuple[int, int]:
+    """(max_num_seqs, max_num_batched_tokens) as EngineArgs sets them for ``vllm serve`` (OPENAI_API_SERVER)."""
+    load_vllm()
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.usage.usage_lib import UsageContext
+
+    s = dep.line.settings
+    # Only what the method reads. Encoder models run without chunked prefill (the lab's ENCODER_STATES).
+    args = SimpleNamespace(
+        pipeline_parallel_size=1,
+        tensor_parallel_size=s.get("tensor_parallel_size") or 1,
+        get_batch_defaults=EngineArgs.get_batch_defaults,
+        # an mm-prefix LM's floor for one multimodal item: the registry cannot answer for this stand-in model,
+        # which vLLM's own method takes as "cannot be determined at this stage" (None)
+        _get_min_mm_batched_tokens=EngineArgs._get_min_mm_batched_tokens,
+        max_num_batched_tokens=s.get("max_num_batched_tokens"),
+        max_num_seqs=s.get("max_num_seqs"),
+        performance_mode=s.get("performance_mode") or "balanced",
+        enable_chunked_prefill=dep.model.kind not in ("encoder_only", "encoder_decoder"),
+    )
+    # an mm-prefix LM is a multimodal model (the lab's list, models.py MM_PREFIX_LM_MODEL_TYPES)
+    prefix = uses_mm_prefix(s, dep.model)
+    model_config = SimpleNamespace(
+        max_model_len=dep.settings["max_model_len"], is_multimodal_model=prefix, is_mm_prefix_lm=prefix, model=""
+    )
+    with standin_cuda(dep.gpu):
+        EngineArgs._set_default_max_num_seqs_and_batched_tokens_args(
+            args, UsageContext.OPENAI_API_SERVER, model_config, SimpleNamespace(use_batched_dp_moe=False)
+        )
+    return int(args.max_num_seqs), int(args.max_num_batched_tokens)
+
+
+def vllm_level_mode(level: int) -> str:
+    """The cudagraph_mode vllm/config/vllm.py OPTIMIZATION_LEVEL_TO_CONFIG gives ``-O level``."""
+    load_vllm()
+    from vllm.config.vllm import OPTIMIZATION_LEVEL_TO_CONFIG, OptimizationLevel
+
+    return OPTIMIZATION_LEVEL_TO_CONFIG[OptimizationLevel(level)]["compilation_config"]["cudagraph_mode"].name
+
+
+def vllm_sizes(dep, seqs: int, tokens: int) -> list[int]:
+    """``VllmConfig._set_cudagraph_sizes`` for the deployment (its K, limits, performance mode, GPU)."""
+    load_vllm()
+    from vllm.config import VllmConfig
+    from vllm.config.compilation import CompilationConfig
+
+    s = dep.line.settings
+    given = {}
+    for key in ("cudagraph_capture_sizes", "max_cudagraph_capture_size"):
+        value = s.get(key, (s.get("compilation_config") or {}).get(key))
+        if value is not None:
+            given[key] = list(value) if key == "cudagraph_capture_sizes" else int(value)
+    compilation_config = CompilationConfig(**given)
+    config = SimpleNamespace(
+        model_config=SimpleNamespace(enforce_eager=False),
+        compilation_config=compilation_config,
+        scheduler_config=SimpleNamespace(max_num_seqs=seqs, max_num_batched_tokens=tokens),
+        speculative_config=None,
+        performance_mode=s.get("performance_mode") or "balanced",
+        uniform_decode_query_len=1 + dep.k,
+    )
+    with standin_cuda(dep.gpu):
+        VllmConfig._set_cudagraph_sizes(config)
+    return list(compilation_config.cudagraph_capture_sizes)
+
+
+def _selector_config(s: dict, facts):
+    """vllm/v1/attention/selector.py AttentionSelectorConfig for the model's (first) attention layer."""
+    import torch
+    from vllm.v1.attention.selector import AttentionSelectorConfig
+
+    dtype = s.get("dtype") if s.get("dtype") not in (None, "auto") else facts.dtype
+    return AttentionSelectorConfig(
+        head_size=facts.head_size,
+        dtype=getattr(torch, dtype),
+        kv_cache_dtype=s.get("kv_cache_dtype") or "auto",
+        block_size=s.get("block_size"),
+        use_mla=facts.kind == "mla",
+        has_sink=facts.has_sink,
+        attn_type="encoder_only" if facts.kind == "encoder_only" else "decoder",
+        has_sliding_window=bool(facts.sliding_window) and not s.get("disable_sliding_window"),
+        use_mm_prefix=uses_mm_prefix(s, facts),
+    )
+
+
+def _unavailable(reasons: list[str]) -> bool:
+    """Reasons that only say a kernel package is missing on this CPU machine (flashinfer, _flashmla_C...)."""
+    words = ("ImportError", "ModuleNotFoundError", "OSError", "AssertionError", "not available", "unavailable",
+             "not installed", "requires FlashInfer")  # fmt: skip
+    return bool(reasons) and all(any(w.lower() in r.lower() for w in words) for r in reasons)
+
+
+def vllm_backend(s: dict, facts, gpu: str, lab_verdicts: dict | None = None) -> tuple[str, int]:
+    """(the backend vLLM's selector picks, how many candidates' verdicts were the lab's) on ``gpu``:
+    ``CudaPlatform.get_attn_backend_cls``'s two paths, each backend's ``validate_configuration`` from the wheel.
+    A backend whose package is missing here (flashinfer) keeps the lab's verdict (``lab_verdicts``: name ->
+    reasons). Raises ValueError with vLLM's words where the requested backend is invalid or none is valid."""
+    load_vllm()
+    with kernel_packages(), standin_cuda(gpu) as cap:
+        import vllm.platforms.cuda as cuda
+        from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+        sel = _selector_config(s, facts)
+        heads = max(1, facts.num_attention_heads // (s.get("tensor_parallel_size") or 1))
+        requested = s.get("attention_backend") or (s.get("attention_config") or {}).get("backend")
+        order = (
+            [AttentionBackendEnum[requested.upper()]]
+            if requested
+            else cuda._get_backend_priorities(
+                use_mla=sel.use_mla,
+                device_capability=cap,
+                num_heads=heads,
+                kv_cache_dtype=sel.kv_cache_dtype,
+                use_non_causal=sel.use_non_causal,
+                head_size=sel.head_size,
+                use_mm_prefix=sel.use_mm_prefix,
+            )  # fmt: skip
+        )
+        borrowed, invalid = 0, {}
+        for backend in order:
+            try:
+                reasons = backend.get_class().validate_configuration(device_capability=cap, **sel._asdict())
+            except (ImportError, OSError, AssertionError) as e:  # CUTLASS_MLA allocates a CUDA tensor at import
+                reasons = [f"{type(e).__name__}: {e}"]
+            if _unavailable(reasons):
+                borrowed += 1
+                reasons = list((lab_verdicts or {}).get(backend.name, reasons))
+            if not reasons:
+                return backend.name, borrowed
+            invalid[backend.name] = reasons
+    if requested:
+        raise ValueError(f"Selected backend {order[0]} is not valid for this configuration. Reason: {invalid}")
+    raise ValueError(f"No valid attention backend found. Reasons: {invalid}")
+
+
+def vllm_cg_support(dep) -> str:
+    """The weakest AttentionCGSupport of the deployment's builders (vllm/v1/worker/gpu/attn_utils.py
+    ``get_attn_cg_support``): the attention backend's ``get_cudagraph_support`` and, for a mamba hybrid, the
+    GDN / Mamba2 builder's. FlashAttention's class attribute is computed at import (on this CPU machine:
+    no FA version), so its input ``get_flash_attn_version()`` is asked again on the stand-in; a builder whose
+    package is missing (flashinfer) keeps the lab's value (lab/deployment/selection.py cudagraph_support)."""
+    from lab.deployment.selection import cudagraph_support
+
+    load_vllm()
+    with kernel_packages(), standin_cuda(dep.gpu):
+        from vllm.v1.attention.backend import AttentionCGSupport
+        from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+        name = dep.backend.vllm_name
+        window = dep.settings["sliding_window"] or None
+        config = SimpleNamespace(
+            compilation_config=SimpleNamespace(
+                static_forward_context={"layer": SimpleNamespace(sliding_window=window)}
+            ),
+            parallel_config=SimpleNamespace(decode_context_parallel_size=1),
+        )
+        if name == "FLASH_ATTN":
+            from vllm.v1.attention.backends.fa_utils import get_flash_attn_version
+
+            supports = [
+                AttentionCGSupport.ALWAYS if get_flash_attn_version() in (3, 4) else AttentionCGSupport.UNIFORM_BATCH
+            ]
+        else:
+            try:
+                supports = [
+                    AttentionBackendEnum[name].get_class().get_builder_cls().get_cudagraph_support(config, None)
+                ]
+            except (ImportError, OSError, AssertionError):
+                supports = [AttentionCGSupport[cudagraph_support(name, GPUS[dep.gpu].sm, bool(window))]]
+        if dep.model.kind == "mamba_hybrid":
+            if dep.model.model_type.startswith(("qwen3_next", "qwen3_5")):
+                from vllm.v1.attention.backends.gdn_attn import GDNAttentionMetadataBuilder as builder
+            else:
+                from vllm.v1.attention.backends.mamba2_attn import Mamba2AttentionMetadataBuilder as builder
+            supports.append(builder.get_cudagraph_support(config, None))
+    return min(supports, key=lambda x: x.value).name
+
+
+def vllm_graph_mode(dep, support: str) -> str:
+    """The CUDAGraphMode vLLM runs: the user's mode, else ``-O``'s (OPTIMIZATION_LEVEL_TO_CONFIG);
+    ``VllmConfig._normalize_piecewise_cudagraph_mode``; the model overrides of ``__post_init__`` (inline
+    there, so taken as input: the lab's, docs/deployments.md); then MRV2's
+    ``CompilationConfig.resolve_cudagraph_mode_and_sizes`` with the builders' weakest ``support``. "refused:
+    ..." where vLLM raises."""
+    load_vllm()
+    from vllm.config import ParallelConfig
+    from vllm.config.compilation import CompilationConfig, CompilationMode, CUDAGraphMode
+    from vllm.config.vllm import OPTIMIZATION_LEVEL_TO_CONFIG, OptimizationLevel, VllmConfig
+    from vllm.v1.attention.backend import AttentionCGSupport
+
+    s = dep.line.settings
+    cc = dict(s.get("compilation_config") or {})
+    level = OptimizationLevel(int(s.get("optimization_level") or 2))
+    given = {k: cc[k] for k in ("mode", "cudagraph_mode") if cc.get(k) is not None}
+    if s.get("enforce_eager"):  # "Enforce eager set ... equivalent to setting -cc.mode=none -cc.cudagraph_mode=none"
+        given = {"mode": CompilationMode.NONE, "cudagraph_mode": CUDAGraphMode.NONE}
+    config = CompilationConfig(**given)
+    if config.mode is None:  # VllmConfig.__post_init__: VLLM_COMPILE above -O0 (inline: taken as input)
+        config.mode = CompilationMode.VLLM_COMPILE if level > OptimizationLevel.O0 else CompilationMode.NONE
+    if config.cudagraph_mode is None:  # VllmConfig._apply_optimization_level_defaults
+        config.cudagraph_mode = OPTIMIZATION_LEVEL_TO_CONFIG[level]["compilation_config"]["cudagraph_mode"]
+    root = SimpleNamespace(compilation_config=config)
+    VllmConfig._normalize_piecewise_cudagraph_mode(root, breakable_cudagraph_enabled=False)
+    overridden = [n for n in dep.graphs.notes if n.startswith(("pooling model:", "encoder-decoder model:"))]
+    if overridden:  # the inline __post_init__ overrides (pooling -> PIECEWISE, encoder-decoder -> FULL_DECODE_ONLY)
+        config.cudagraph_mode = CUDAGraphMode[overridden[0].split("-> ")[1].split()[0]]
+        VllmConfig._normalize_piecewise_cudagraph_mode(root, breakable_cudagraph_enabled=False)
+    # "Do this after all the updates to compilation_config.mode" (VllmConfig.__post_init__): the splitting ops
+    # that hold attention, which resolve_cudagraph_mode_and_sizes asks (splitting_ops_contain_attention)
+    config.set_splitting_ops_for_v1(all2all_backend=ParallelConfig.__dataclass_fields__["all2all_backend"].default)
+    try:
+        mode = config.resolve_cudagraph_mode_and_sizes(
+            AttentionCGSupport[support], dep.backend.vllm_name, 1 + dep.k, use_v2_model_runner=True
+        )
+    except ValueError as refused:
+        return f"refused: {refused}"
+    return mode.name
+
+
+def vllm_speculator(dep) -> tuple[str | None, int]:
+    """(vLLM's method name, K) for the line's speculative config (SpeculativeConfig.__post_init__)."""
+    load_vllm()
+    spec = _spec_dict(dep.line.settings)
+    if not spec:
+        return None, 0
+    method, k = vllm_speculative(spec, dep.line.model, dep.model, dep.settings["max_model_len"])
+    return method, int(k)
+
+
+def _spec_dict(s: dict) -> dict:
+    spec = dict(s.get("speculative_config") or {})
+    for dest, key in (("spec_method", "method"), ("spec_model", "model"), ("spec_tokens", "num_speculative_tokens")):
+        if dest in s:  # EngineArgs.create_speculative_config: the shorthands fill the same keys
+            spec[key] = s[dest]
+    return {str(k).replace("-", "_"): v for k, v in spec.items()}
+
+
+def lab_speculator(dep) -> tuple[str | None, int]:
+    """The lab's speculator as vLLM names the method (lab/speculators.py Speculator.vllm_method)."""
+    if not dep.method:
+        return None, 0
+    return (speculator(dep.method).vllm_method if is_speculator(dep.method) else dep.method), dep.k
+
+
+def _or_refusal(piece, *args):
+    """A piece's answer (a backend's name, a (method, K) pair), or "refused: <vLLM's words>"."""
+    try:
+        value = piece(*args)
+    except ValueError as refused:
+        return f"refused: {refused}"
+    return value[0] if piece is vllm_backend else value
+
+
+def compare(dep) -> dict[str, tuple]:
+    """{field: (lab's value, vLLM's value)} for the fields vLLM's pieces answer for ``dep``."""
+    s = dep.line.settings
+    seqs, tokens = vllm_batch_limits(dep)
+    out = {
+        "max_num_seqs": (dep.settings["max_num_seqs"], seqs),
+        "max_num_batched_tokens": (dep.settings["max_num_batched_tokens"], tokens),
+    }
+    verdicts = dict(dep.backend.candidates)
+    out["attention_backend"] = (dep.backend.vllm_name, _or_refusal(vllm_backend, s, dep.model, dep.gpu, verdicts))
+    if s.get("speculative_config") or s.get("spec_method") or s.get("spec_model"):
+        out["speculator"] = (lab_speculator(dep), _or_refusal(vllm_speculator, dep))
+    overridden = s.get("enforce_eager") or (s.get("compilation_config") or {}).get("cudagraph_mode")
+    if s.get("optimization_level") is not None and not overridden and not dep.k and dep.model.kind in ("dense", "mla"):
+        # No model override (pooling, encoder-decoder) and no backend downgrade for these kinds' FULL support.
+        out["cudagraph_mode(-O)"] = (dep.graphs.vllm_mode, vllm_level_mode(int(s["optimization_level"])))
+    support = vllm_cg_support(dep)
+    out["cudagraph_mode"] = (dep.graphs.vllm_mode, vllm_graph_mode(dep, support))
+    if dep.model.gdn_state:  # a GDN hybrid's aligned block size (lab/deployment/hybrid_block.py)
+        out["block_size"] = (dep.vllm_block_size, vllm_block_size(dep))
+    if dep.graphs.vllm_mode != "NONE":
+        out["cudagraph_capture_sizes"] = (list(dep.graphs.resolved_capture_sizes), vllm_sizes(dep, seqs, tokens))
+    return out
+
+
+def check_line(line: str, gpu: str, config_path: str | None = None) -> dict:
+    """``python -m lab deployment --check-with-vllm``'s resolution half (run in .venv-vllm): the lab's
+    resolution of ``line`` on ``gpu`` (``config_path``: the model's config.json, as ``--config`` gives it)
+    against vLLM's pieces, ``{"fields": {name: [lab, vllm]}, "disagreements": [name, ...]}``, or
+    ``{"refused": reason}`` where the lab says vLLM would not start it."""
+    from lab.deployment.resolve import VllmRefusal, resolve
+    from lab.deployment.serve_line import ServeLineError
+
+    try:
+        dep = resolve(line, gpu, config_path=config_path)
+    except VllmRefusal as refused:
+        return {"refused": refused.reason}
+    except ServeLineError as unread:  # the lab cannot resolve it (no config): said as such, not as vLLM's parser's
+        return {"error": str(unread)}
+    fields = {name: [lab, vllm] for name, (lab, vllm) in compare(dep).items()}
+    return {"fields": fields, "disagreements": [name for name, (lab, vllm) in fields.items() if lab != vllm]}
+
+
+def vllm_block_size(dep) -> int:
+    """The KV block size after vLLM's own ``Platform._align_hybrid_block_size`` (vllm/platforms/interface.py)
+    for a GDN hybrid, ``MambaModelConfig.verify_and_update_config`` first (prefix caching -> the "align" mamba
+    cache mode). Stand-ins, because vllm/model_executor/models/qwen3_next.py and its GDN layer module do not
+    import on this CPU machine (compressed_tensors is not installed): the model class answers its state as
+    Qwen3NextForCausalLM's classmethods do, through vLLM's own ``MambaStateShapeCalculator.
+    gated_delta_net_state_shape`` and ``MambaStateDtypeCalculator.gated_delta_net_state_dtype``; the GDN layer's
+    checkpoint alignment (FLASHINFER_GDN_CHECKPOINT_ALIGNMENT where FlashInfer's GDN prefill runs) takes the
+    lab's ``gdn_flashinfer_prefill``; a backend whose package is missing (flashinfer) answers the lab's
+    smallest kernel block."""
+    import torch
+
+    from lab.deployment.hybrid_block import GDN_KEYS, gdn_flashinfer_prefill
+
+    load_vllm()
+    with kernel_packages(), standin_cuda(dep.gpu):
+        from vllm.model_executor.layers.mamba import abstract
+        from vllm.model_executor.layers.mamba.mamba_utils import MambaStateDtypeCalculator, MambaStateShapeCalculator
+        from vllm.model_executor.models import ModelRegistry
+        from vllm.model_executor.models.config import MambaModelConfig
+        from vllm.platforms.interface import Platform
+        from vllm.v1.attention.backends.gdn_attn import FLASHINFER_GDN_CHECKPOINT_ALIGNMENT
+        from vllm.v1.attention.backends.registry import AttentionBackendEnum
+
+        s, m, tp = dep.line.settings, dep.model, dep.line.settings.get("tensor_parallel_size") or 1
+        hf = SimpleNamespace(**dict(zip(GDN_KEYS, m.gdn_state)))
+        model = SimpleNamespace(dtype=getattr(torch, m.dtype), use_mla=False, architecture=m.architecture,
+                                hf_text_config=hf, is_hybrid=True, max_model_len=dep.settings["max_model_len"],
+                                get_num_kv_heads=lambda p: max(1, m.num_kv_heads // tp),
+                                get_head_size=lambda: m.head_size)  # fmt: skip
+        cache = SimpleNamespace(cache_dtype=s.get("kv_cache_dtype") or "auto", block_size=dep.settings["block_size"],
+                                enable_prefix_caching=s.get("enable_prefix_caching") is not False,
+                                mamba_cache_mode="none", mamba_block_size=None, mamba_page_size_padded=None,
+                                mamba_cache_dtype="auto", mamba_ssm_cache_dtype="auto")  # fmt: skip
+        flashinfer = gdn_flashinfer_prefill(GPUS[dep.gpu].sm, hf.linear_key_head_dim)
+
+        class _GDNLayer(abstract.MambaBase):  # qwen_gdn_linear_attn.py: get_prefill_checkpoint_alignment
+            def get_prefill_checkpoint_alignment(self):
+                return FLASHINFER_GDN_CHECKPOINT_ALIGNMENT if cache.mamba_cache_mode == "align" and flashinfer else None
+
+        _GDNLayer.__abstractmethods__ = frozenset()  # nothing else of the layer is asked
+
+        class _Model:  # qwen3_next.py Qwen3NextForCausalLM's two classmethods
+            @staticmethod
+            def get_mamba_state_shape_from_config(c):
+                spec = c.speculative_config.num_speculative_tokens if c.speculative_config else 0
+                return MambaStateShapeCalculator.gated_delta_net_state_shape(
+                    tp, hf.linear_num_key_heads, hf.linear_num_value_heads, hf.linear_key_head_dim,
+                    hf.linear_value_head_dim, hf.linear_conv_kernel_dim, spec)  # fmt: skip
+
+            @staticmethod
+            def get_mamba_state_dtype_from_config(c):
+                return MambaStateDtypeCalculator.gated_delta_net_state_dtype(
+                    c.model_config.dtype, c.cache_config.mamba_cache_dtype, c.cache_config.mamba_ssm_cache_dtype
+                )
+
+        config = SimpleNamespace(model_config=model, cache_config=cache, additional_config={},
+                                 parallel_config=SimpleNamespace(tensor_parallel_size=tp, data_parallel_size=1),
+                                 scheduler_config=SimpleNamespace(enable_chunked_prefill=True),
+                                 speculative_config=SimpleNamespace(num_speculative_tokens=dep.k) if dep.k else None,
+                                 compilation_config=SimpleNamespace(
+                                     static_forward_context={"gdn": object.__new__(_GDNLayer)}))  # fmt: skip
+        MambaModelConfig.verify_and_update_config(config)
+        try:
+            backend = AttentionBackendEnum[dep.backend.vllm_name].get_class()
+        except (ImportError, OSError, AssertionError):
+            backend = SimpleNamespace(get_supported_kernel_block_sizes=lambda *a: [dep.backend.kernel_block],
+                                      customize_spec=lambda spec: spec)  # fmt: skip
+        with (
+            mock.patch.object(Platform, "_find_non_ssm_backends", classmethod(lambda cls, c: [backend])),
+            mock.patch.object(ModelRegistry, "resolve_model_cls", lambda *a, **k: (_Model, m.architecture)),
+        ):
+            Platform._align_hybrid_block_size.__func__(type(current_platform()), config, backend)
+    return int(cache.block_size)
+
+
+def current_platform():
+    from vllm.platforms import current_platform as platform
+
+    return platform

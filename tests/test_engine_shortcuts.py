@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from invariants import simulate_checked
 
 from lab.engine import plain
 from lab.engine.block_pool import FREE, NULL_OWNER
@@ -19,7 +20,6 @@ from lab.engine.input_batch import in_batch_order, sort_batch
 from lab.engine.model_runner import run_engine
 from lab.engine.oor import OOR_FIELDS, StaleRegion
 from lab.scenario import parse_spec
-from invariants import simulate_checked
 from lab.trace.recorder import Recorder
 
 

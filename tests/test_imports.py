@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
 import sys
 import textwrap
 
@@ -312,10 +313,14 @@ def test_no_function_over_100_lines():
 # ---- the four rings (docs/architecture.md) ------------------------------------------------------
 # The library (every module outside the three rings below) is what a learner reads: it imports no ring and
 # neither Gradio nor vLLM. real_vllm/ runs in, or launches, a vLLM environment; app/ is the Gradio server;
-# commands/ is every `python -m lab …` command and every bench. Arrows go inward only: commands -> app ->
-# library, commands -> real_vllm -> library.
+# commands/ is every `python -m lab …` command and every bench. Arrows go inward only: commands -> app (its
+# "live vLLM" runner) -> real_vllm -> library.
 RINGS = ("lab.commands", "lab.app", "lab.real_vllm")
-RING_MAY_IMPORT = {"lab.commands": set(RINGS), "lab.app": {"lab.app", "lab.real_vllm"}, "lab.real_vllm": {"lab.real_vllm"}}
+RING_MAY_IMPORT = {
+    "lab.commands": set(RINGS),
+    "lab.app": {"lab.app", "lab.real_vllm"},
+    "lab.real_vllm": {"lab.real_vllm"},
+}
 ENTRY = "lab.__main__"  # `python -m lab`: runs lab.commands.main
 # Where `import vllm` may stand below real_vllm/: the kernel registry lists vLLM's CPU attention op as a runnable
 # kernel (lab/kernels/vllm_cpu_attn.py and its adapter).
@@ -406,4 +411,6 @@ def test_no_code_string_crosses_into_lab():
                 items = node.elts if not isinstance(node, ast.Call) else node.args
                 if any(isinstance(e, ast.Constant) and e.value == "-c" for e in items):
                     wrong.append(f"{p.relative_to(LAB.parent)}:{node.lineno}")
+    for p in [*(LAB.parent / "scripts").glob("*.sh"), LAB.parent / "Makefile"]:
+        wrong += [f"{p.name}: {m.group(0)}" for m in re.finditer(r"-c ['\"][^'\"]*\blab\b", p.read_text())]
     assert not wrong, f"python -c code strings: {wrong}"

@@ -1,6 +1,6 @@
 """One home for each fact: what each speculator is lives in lab/speculators.py and vLLM's history in
 lab/history.py; no other module tests a method's name or writes a release down, and docs' tables are
-written from those two (lab/commands/doc_tables.py). Against vLLM's own code: tests/conformance/test_speculator_table.py."""
+written from those two (lab/commands/doc_tables.py). Against vLLM's code: tests/conformance/test_speculator_table.py."""
 
 from __future__ import annotations
 

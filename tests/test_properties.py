@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from invariants import simulate_checked
 
 from lab import Scenario, Trace, simulate
 from lab.engine.oor import OOR_CLASSES
 from lab.random_scenarios import MAX_CAPTURE_SIZE, MAX_CAPTURE_SIZES, PROPERTY_LIMITS, random_scenario_with
-from invariants import simulate_checked
 
 MODES = ("baseline", "fixed")
 # How many steps per trace get the (slow, scan-back) rebuilt block table compared in full.

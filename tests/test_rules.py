@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from invariants import simulate_checked
 
 from lab import Scenario, simulate
 from lab.engine.block_pool import BlockPool
@@ -16,7 +17,6 @@ from lab.engine.cudagraph import (
 from lab.engine.input_batch import InputBatch, seq_lens_cpu_upper_bound
 from lab.engine.model_states import DefaultModelState, MambaHybridModelState
 from lab.engine.oor import classify_entries
-from invariants import simulate_checked
 
 
 def _batch(ub_real, num_reqs_padded, num_sched=None):

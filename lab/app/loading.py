@@ -266,7 +266,8 @@ def warm_presets(first: str | None = None) -> None:
 
 
 def _run_live(scenario, progress) -> Trace:
-    """Real vLLM (lab.real_vllm.live.record_process): the recorder in the live environment, as a subprocess with a time limit."""
+    """Real vLLM (lab.real_vllm.live.record_process): the recorder in the live environment, as a subprocess with a
+    time limit."""
     # The recorder runs the CPU variant twice, baseline then fixed; each run counts its own steps.
     total = len(simulate(cpu_variant(scenario)).steps)
 

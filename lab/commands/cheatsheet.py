@@ -89,7 +89,7 @@ def rules_from_doc(rules_doc: str | os.PathLike | None = None) -> list[Rule]:
 
 
 def eras_table() -> list[list[str]]:
-    """The eras x paths table, header first, from its one generator (lab/commands/doc_tables.py, from lab/history.py)."""
+    """The eras x paths table, header first, from its one generator (doc_tables.py, from lab/history.py)."""
     return table_rows(doc_tables.eras())
 
 

@@ -79,7 +79,14 @@ def check_with_vllm(line: str, gpu: str | None = None, config_path: str | None =
     words = shlex.split(line)
     words = words[1:] if words[:1] == ["vllm"] else words
     res = subprocess.run(
-        [str(python), "-m", "lab.real_vllm.deployment", *(["--gpu", gpu, "--config", config_path or ""] if gpu else []), "--", *words],
+        [
+            str(python),
+            "-m",
+            "lab.real_vllm.deployment",
+            *(["--gpu", gpu, "--config", config_path or ""] if gpu else []),
+            "--",
+            *words,
+        ],
         capture_output=True,
         text=True,
         timeout=300,

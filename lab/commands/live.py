@@ -21,10 +21,10 @@ from lab.commands.trace import print_trace
 from lab.real_vllm.live import eras, record
 from lab.real_vllm.live.cpu_platform import describe
 from lab.real_vllm.live.limits import LiveUnavailable, ScenarioRefused, available, cpu_variant, refusals
-from lab.vllm_env import installed_series
 from lab.trace import Trace, era_recordings
 from lab.trace.diff import compare_traces
 from lab.trace.recorder import simulate
+from lab.vllm_env import installed_series
 
 
 def register(sub) -> None:

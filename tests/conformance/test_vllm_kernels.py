@@ -20,12 +20,12 @@ if os.environ.get("LAB_REQUIRE_VLLM") != "1":
 os.environ["TRITON_INTERPRET"] = "1"
 os.environ["CUDA_VISIBLE_DEVICES"] = ""
 
+import kernel_agreement as agreement  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import lab  # noqa: E402
 from lab.gpu_model.formulas import triton_mla_num_kv_splits  # noqa: E402
-import kernel_agreement as agreement  # noqa: E402
 from lab.real_vllm.kernels import batches, flex, mla, unified  # noqa: E402
 
 MODES = ("baseline", "fixed")

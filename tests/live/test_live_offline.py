@@ -20,7 +20,8 @@ NO_VLLM = importlib.util.find_spec("vllm") is None
 
 def test_importing_lab_live_never_imports_vllm():
     code = (
-        "import sys, lab.real_vllm.live, lab.real_vllm.live.driver, lab.real_vllm.live.tap, lab.real_vllm.live.convert, lab.trace.diff, lab.commands.live;"
+        "import sys, lab.real_vllm.live, lab.real_vllm.live.driver, lab.real_vllm.live.tap, lab.real_vllm.live.convert,"
+        " lab.trace.diff, lab.commands.live;"
         "print('vllm' in sys.modules, 'triton' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
@@ -100,7 +101,7 @@ def test_compare_engine_with_itself_agrees_and_names_the_first_difference(tmp_pa
     assert r.returncode == 0 and "agree: 100 %" in r.stdout, r.stdout + r.stderr
 
 
-# ---- vLLM's CPU platform on this CPU (lab/real_vllm/live/cpu_platform.py; vLLM's own answer: test_live_cpu_platform.py)
+# ---- vLLM's CPU platform on this CPU (lab/real_vllm/live/cpu_platform.py; vLLM's answer: test_live_cpu_platform.py)
 
 
 @pytest.mark.parametrize("amx", [False, True])

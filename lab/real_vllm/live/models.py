@@ -238,7 +238,7 @@ class TinyModels:
 
 
 def tiny_models(scenario) -> TinyModels:
-    """Which tiny models run ``scenario`` (lab/real_vllm/live/driver.py builds them; lab/real_vllm/live/cpu_platform.py asks
+    """Which tiny models run ``scenario`` (driver.py builds them; cpu_platform.py asks
     whether the target is MLA). n-gram, extract-hidden-states and MTP have no draft folder."""
     s = scenario
     # What each speculator needs (its draft reads the target's layers or config): its record's LiveNeeds

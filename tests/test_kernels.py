@@ -16,10 +16,11 @@ import torch
 
 import lab
 from lab.blocks import cdiv
+from lab.gpu_model.split_plan import split_plan
 from lab.kernels import compiled, registry, vllm_cpu_attn
 from lab.kernels.batch import HeadConfig, make_batch, make_kv_cache, poison_blocks, sdpa_reference
 from lab.kernels.reference import is_wrong, paged_attention, paged_attention_trusting
-from lab.kernels.split_kv import paged_attention_split_kv, split_plan
+from lab.kernels.split_kv import paged_attention_split_kv
 from lab.kernels.timing import CudaTimer, time_interleaved
 from lab.scenario import parse_spec
 from lab.trace import Trace

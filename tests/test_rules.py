@@ -7,8 +7,9 @@ import pytest
 from invariants import simulate_checked
 
 from lab import Scenario, simulate
+from lab.blocks import block_table_width
 from lab.engine.block_pool import BlockPool
-from lab.engine.block_table import PAD_SLOT_ID, BlockTables, block_table_width
+from lab.engine.block_table import PAD_SLOT_ID, BlockTables
 from lab.engine.cudagraph import (
     CudaGraphManager,
     capture_sizes,

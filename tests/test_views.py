@@ -10,10 +10,10 @@ import plotly.graph_objects as go
 import pytest
 
 from lab import Scenario, Trace, simulate
+from lab.caveats import R9_R10_CAVEAT
 from lab.engine.oor import OOR_CLASSES
 from lab.views import (
     ALL_VIEWS,
-    HONESTY,
     all_specs,
     block_table_classes,
     block_table_figure,
@@ -343,7 +343,7 @@ def test_summary_numbers(traces):
         assert num[m]["total_oor"] == trace.oor_total(m)
         assert num[m]["step_walked"] == st.oor_all_passes[m]["walked"]
     md = summary_markdown(trace, 60)
-    assert f"{num['baseline']['total_oor']:,}" in md and "not measured" in md and HONESTY in md
+    assert f"{num['baseline']['total_oor']:,}" in md and "not measured" in md and R9_R10_CAVEAT in md
 
 
 def test_bad_step_index(traces):

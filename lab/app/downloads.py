@@ -13,8 +13,9 @@ import tempfile
 import plotly.io as pio
 
 from lab import Trace
-from lab.app.stepping import MARKDOWN, step_of, summary_html, trace_of
+from lab.app.stepping import step_of, trace_of
 from lab.views import ALL_VIEWS, all_specs, as_figure, headline_html
+from lab.views.render import MARKDOWN, summary_html
 
 _DOWNLOADS = tempfile.TemporaryDirectory(prefix="maxseqlen-lab-")
 

@@ -26,18 +26,7 @@ from lab.app.room.budget import MAX_LIGHT_STEPS, OverBudget, StepBudget, check_s
 from lab.app.room.cache import TRACES, scenario_key
 from lab.app.room.line import HEAVY, LIGHT, Busy
 from lab.app.runner_choices import EMBEDDED_CPU, KERNEL_BACKEND, KERNEL_RUNNERS, LIVE_VLLM, runner_availability
-from lab.app.stepping import (
-    PLAY,
-    compare_plot,
-    drawn_id,
-    note_of,
-    render_view,
-    step_number,
-    step_of,
-    summary_html,
-    trace_of,
-    view_of,
-)
+from lab.app.stepping import PLAY, compare_plot, drawn_id, note_of, render_view, step_number, step_of, trace_of, view_of
 from lab.app.steps_data import STEP_DATA
 from lab.presets import PRESETS
 from lab.real_vllm.live import cpu_platform, cpu_variant
@@ -45,7 +34,7 @@ from lab.real_vllm.live.record_process import LiveRunError, record_in_subprocess
 from lab.scenario import format_spec, get_preset, parse_spec
 from lab.views import ALL_VIEWS, headline_html, tour
 from lab.views.kernels import measured_how
-from lab.views.render import md_text
+from lab.views.render import md_text, summary_html
 
 # Outputs of everything that loads a trace (run, preset, upload, the page's first load), in order.
 LOADED = (

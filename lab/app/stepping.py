@@ -19,7 +19,7 @@ from gradio.components.plot import PlotData
 from lab import Trace
 from lab.app.room.cache import TRACES
 from lab.views import ALL_VIEWS, TRACE_WIDE, headline_html, presenter_layout, spec_json
-from lab.views.render import MARKDOWN, note_markdown, summary_html  # noqa: F401 (the app's modules import them)
+from lab.views.render import note_markdown, summary_html
 
 PLAY, PAUSE = "▶ play", "❚❚ pause"
 PLAY_INTERVAL_S = 0.2  # 5 steps/s

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.blocks import block_table_width  # noqa: F401  (a row's width, R6)
 from lab.engine.ragged import flat_ranges
 
 PAD_SLOT_ID = -1

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import torch
 
-from lab.gpu_model.split_plan import NUM_SMS_B200, STEP_KV, SplitPlan, split_plan  # noqa: F401  (re-exported)
+from lab.gpu_model.split_plan import NUM_SMS_B200, STEP_KV, SplitPlan, split_plan
 from lab.kernels.batch import HeadConfig, PagedBatch
 from lab.kernels.reference import attend_pages, group_queries, scatter_output
 

@@ -16,8 +16,9 @@ import functools
 import torch
 
 from lab.blocks import cdiv
+from lab.gpu_model.split_plan import NUM_SMS_B200, STEP_KV, SplitPlan, split_plan
 from lab.kernels.batch import HeadConfig, PagedBatch
-from lab.kernels.split_kv import NUM_SMS_B200, STEP_KV, SplitPlan, combine_partials, split_plan
+from lab.kernels.split_kv import combine_partials
 
 
 @functools.cache

@@ -66,8 +66,6 @@ class Trace:
         t = self.totals(all_passes)[mode]
         return sum(t[c] for c in OOR_CLASSES)
 
-    out_of_range = oor_total  # its earlier name, kept for code written against it
-
     def nbytes(self) -> int:
         return sum(a.nbytes for a in self.arrays.values())
 

@@ -12,8 +12,9 @@ notebooks)::
 
 from __future__ import annotations
 
+from lab.caveats import R9_R10_CAVEAT
 from lab.views.block_table import block_table_classes, block_table_spec
-from lab.views.common import HONESTY, as_figure, check_step, presenter_layout, spec_json
+from lab.views.common import as_figure, check_step, presenter_layout, spec_json
 from lab.views.drafts import drafts_spec
 from lab.views.eras import era_series, headline_html, path_values
 from lab.views.explore import explore_views
@@ -76,7 +77,7 @@ ALL_VIEWS = {
         "achieved GB/s on the real bytes and on the bytes the walk reads. Only a trace from a live "
         "kernel run has them; the title names the backend and the device they ran on. A trace counted "
         "with vLLM's own kernel (`python -m lab vllm-kernels count`) shows instead the programs it "
-        "launched and the scratch it allocated per counted step, in both modes. " + HONESTY,
+        "launched and the scratch it allocated per counted step, in both modes. " + R9_R10_CAVEAT,
     ),
     "oor": (
         "Out-of-range entries",
@@ -135,7 +136,6 @@ def explore(trace, view: str = "block_table", step: int = 0):
 
 __all__ = [
     "ALL_VIEWS",
-    "HONESTY",
     "HOW_TO_TIME",
     "how_to_time",
     "TRACE_WIDE",

@@ -7,12 +7,10 @@ import weakref
 import numpy as np
 import plotly.graph_objects as go
 
-from lab.caveats import R9_R10_CAVEAT
 from lab.engine.model_states import MODES
 from lab.engine.oor import OOR_CLASSES
 
 MODE_COLORS = {"baseline": "#d62728", "fixed": "#1f77b4"}
-MODE_LABELS = {"baseline": "baseline (max_model_len, before #40654)", "fixed": "fixed (batch max, after #43991)"}
 # null (the commonest stale class) is a mid grey, not the palest colour: it is what a long walk reads most.
 CLASS_COLORS = {
     "valid": "#2ca02c",
@@ -28,9 +26,6 @@ CLASS_COLORS = {
 # #40654, a dark blue for the one after #43991.
 WALK_COLORS = {"baseline": "#000000", "fixed": "#08306b"}
 GRAPH_COLORS = {"FULL": "#fdd0a2", "PIECEWISE": "#c6dbef", "NONE": "#d9d9d9"}
-
-# R9/R10, said once on the page and in every exported view (the one constant: lab/caveats.py).
-HONESTY = R9_R10_CAVEAT
 
 
 _TEMPLATE: dict | None = None

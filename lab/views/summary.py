@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.views.common import HONESTY, MODES, OOR_CLASSES, check_step, passes_walked
+from lab.caveats import R9_R10_CAVEAT
+from lab.views.common import MODES, OOR_CLASSES, check_step, passes_walked
 from lab.views.kernels import SPIKE_FACTOR, measured_how, spike_steps
 
 
@@ -113,5 +114,5 @@ def summary_markdown(trace, index: int) -> str:
             )
     else:
         lines.append("**Kernel time**: not measured in this trace (no kernel run; see the Kernel timings tab).")
-    lines += ["", f"_{HONESTY}_"]
+    lines += ["", f"_{R9_R10_CAVEAT}_"]
     return "\n".join(lines)

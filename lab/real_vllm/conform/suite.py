@@ -8,7 +8,7 @@ from lab.engine.cudagraph import capture_sizes
 from lab.engine.sliding_window import masking_reach
 from lab.presets import list_presets
 from lab.random_scenarios import SUITE_LIMITS, NumpyPick, random_scenario_with
-from lab.real_vllm.conform.agreement import RULES, Comparison  # noqa: F401  (RULES: the suite's rules, re-exported)
+from lab.real_vllm.conform.agreement import Comparison
 from lab.real_vllm.conform.recording import record_engine
 from lab.real_vllm.conform.vllm_config import vllm_capture_sizes
 from lab.real_vllm.conform.vllm_mrv2 import VLLM_VERSION, VllmMRV2

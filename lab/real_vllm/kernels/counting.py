@@ -20,7 +20,6 @@ each launch's kernel name, grid and argument shapes are recorded, its loads are 
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import os
 from dataclasses import dataclass, field
@@ -174,12 +173,6 @@ class Counter:
 
     def of(self, kernel: str) -> list[Launch]:
         return [x for x in self.launches if x.kernel == kernel]
-
-
-@contextlib.contextmanager
-def counting(watch: dict[str, list[str]] | None = None):
-    with Counter(watch) as c:
-        yield c
 
 
 def median_seconds(fn, repeats: int, device) -> float:

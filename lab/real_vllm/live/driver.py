@@ -150,7 +150,7 @@ def engine_kwargs(scenario, folder: str, device: str = "cpu", series: str = LIVE
         async_scheduling=False,
         seed=s.seed,
     )
-    if old_cpu.needs_port(series):
+    if vllm_env.needs_port(series):
         kwargs["distributed_executor_backend"] = "uni"  # in-process: the hooks see the worker (0.22.1 forces mp)
     if s.num_speculative_tokens:
         # The speculator's record (lab/speculators.py): the method vLLM runs it under (Gemma4 and multi-module

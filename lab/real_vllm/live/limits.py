@@ -15,7 +15,7 @@ from lab.real_vllm.live.cpu_platform import CPU_BLOCK_MULTIPLE
 from lab.real_vllm.live.hooks import UnsupportedVersion, series
 from lab.real_vllm.live.models import kv_cache_bytes
 from lab.speculators import SPECULATIVE_METHODS, speculator
-from lab.vllm_env import KV_CACHE_SPACE_GIB  # noqa: F401  (VLLM_CPU_KVCACHE_SPACE: lab/vllm_env.py sets it)
+from lab.vllm_env import KV_CACHE_SPACE_GIB
 
 HOW_TO_RUN = ".venv-vllm-live/bin/python -m lab record --preset NAME   (make venv-vllm-live builds it; docs/live.md)"
 

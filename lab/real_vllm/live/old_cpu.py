@@ -27,7 +27,7 @@ from __future__ import annotations
 import sys
 from contextlib import contextmanager
 
-from lab.vllm_env import PORTED_SERIES, needs_port  # noqa: F401  (the Triton stub reads them there too)
+from lab.vllm_env import needs_port
 
 
 def _noop(*args, **kwargs) -> None:

@@ -142,55 +142,60 @@ def out_of_range_counts(
     return counts
 
 
-def schedule_running(sched, budget: int):
+def schedule_running(sched, token_budget: int):
     """The running requests' pass of vllm/v1/core/sched/scheduler.py ``Scheduler.schedule``, one
     request at a time in running order: each takes ``min(tokens it needs, budget left)`` (the rest of
     its prefill, or 1 + its drafts when decoding), capped so no position reaches ``max_model_len``,
     and the blocks those tokens and the K lookahead slots need. When the pool runs dry the *last*
     running request is preempted (recompute), until the request fits or preempted itself.
 
-    ``sched``: a ``Scheduler`` (its state is updated). Returns ``(running, num_new_tokens,
-    num_new_blocks, block_id_chunks, budget_left, num_preempted)``, the running requests after the
-    pass and the tokens and blocks each got (0 for those not scheduled)."""
-    mml, k = sched.max_model_len, sched.num_lookahead_tokens
-    slots = sched.draft_slots  # input slots each scheduled request keeps for its drafter (draft_model: 1)
+    ``sched``: a ``Scheduler``, read and asked to preempt and allocate; the pass's new state is returned
+    for it to keep. Returns ``(running, num_new_tokens, num_new_blocks, block_id_chunks, token_budget,
+    input_budget, num_preempted)``: the running requests after the pass and the tokens and blocks each got (0
+    for those not scheduled), the budgets left."""
+    max_model_len, num_lookahead_tokens = sched.max_model_len, sched.num_lookahead_tokens
+    draft_slots = sched.draft_slots  # input slots each scheduled request keeps for its drafter (draft_model: 1)
+    input_budget = sched.input_budget
     running = [int(r) for r in sched.running]
-    scheduled: dict[int, tuple[int, int]] = {}
-    chunks = []
-    preempted = 0
+    scheduled: dict[int, tuple[int, int]] = {}  # request -> (num_new_tokens, num_new_blocks)
+    block_id_chunks = []
+    num_preempted = 0
     i = 0
-    while i < len(running) and budget > 0:
-        if sched.input_budget <= slots and slots:  # vLLM: "if input_budget <= draft_slots: break"
+    while i < len(running) and token_budget > 0:
+        if input_budget <= draft_slots and draft_slots:  # vLLM: "if input_budget <= draft_slots: break"
             break
-        r = running[i]
-        comp = int(sched.num_computed_tokens[r])
-        if comp < sched.prefill_len[r]:
-            need = int(sched.prefill_len[r]) - comp  # the rest of the (chunked) prefill
+        req = running[i]
+        num_computed_tokens = int(sched.num_computed_tokens[req])
+        if num_computed_tokens < sched.prefill_len[req]:
+            num_new_tokens = int(sched.prefill_len[req]) - num_computed_tokens  # the rest of the (chunked) prefill
         else:
-            need = 1 + int(sched.num_spec_tokens[r])  # decode: the sampled token and its drafts
-        n_tok = max(0, min(need, budget, sched.input_budget - slots if slots else budget, mml - 1 - comp))
-        if n_tok == 0:
+            num_new_tokens = 1 + int(sched.num_spec_tokens[req])  # decode: the sampled token and its drafts
+        input_left = input_budget - draft_slots if draft_slots else token_budget
+        # vLLM: min(num_new_tokens, token_budget), then "max_model_len - 1 - request.num_computed_tokens"
+        num_new_tokens = max(0, min(num_new_tokens, token_budget, input_left, max_model_len - 1 - num_computed_tokens))
+        if num_new_tokens == 0:
             i += 1
             continue
-        want = int(sched.blocks_for(comp + n_tok + k))
-        nblk = max(want - int(sched.kv_nb[sched.kv_slot[r]]), 0)
-        while nblk > sched.pool.num_free_blocks:
-            victim = running.pop()  # FCFS: the last running request is preempted
-            sched.preempt_request(victim)
-            preempted += 1
-            if victim == r:
+        # vLLM's KV cache manager: num_required_blocks = cdiv(num_tokens, block_size), less those it holds
+        num_required_blocks = int(sched.blocks_for(num_computed_tokens + num_new_tokens + num_lookahead_tokens))
+        num_new_blocks = max(num_required_blocks - int(sched.kv_nb[sched.kv_slot[req]]), 0)
+        while num_new_blocks > sched.pool.num_free_blocks:
+            preempted_req = running.pop()  # FCFS: the last running request is preempted
+            sched.preempt_request(preempted_req)
+            num_preempted += 1
+            if preempted_req == req:
                 break
         else:
-            if nblk:
-                chunks.append(sched.allocate(int(sched.kv_slot[r]), int(sched.inst[r]), nblk))
-            scheduled[r] = (n_tok, nblk)
-            budget -= n_tok
-            if slots:
-                sched.input_budget -= n_tok + slots
+            if num_new_blocks:
+                block_id_chunks.append(sched.allocate(int(sched.kv_slot[req]), int(sched.inst[req]), num_new_blocks))
+            scheduled[req] = (num_new_tokens, num_new_blocks)
+            token_budget -= num_new_tokens
+            if draft_slots:
+                input_budget -= num_new_tokens + draft_slots
             i += 1
             continue
-        break  # r preempted itself
-    sched.running = np.array(running, dtype=np.int64)
+        break  # req preempted itself
     num_new = np.array([scheduled.get(r, (0, 0))[0] for r in running], dtype=np.int64)
-    counts = np.array([scheduled.get(r, (0, 0))[1] for r in running], dtype=np.int64)
-    return sched.running, num_new, counts, chunks, budget, preempted
+    new_blocks = np.array([scheduled.get(r, (0, 0))[1] for r in running], dtype=np.int64)
+    running_after = np.array(running, dtype=np.int64)
+    return running_after, num_new, new_blocks, block_id_chunks, token_budget, input_budget, num_preempted

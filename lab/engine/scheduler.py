@@ -257,7 +257,8 @@ class Scheduler:
         total_new = int(np.add.reduce(new_blocks))
         # The plain loop when someone must be preempted, or when requests keep input slots for drafting.
         if self.always_plain or self.draft_slots or total_new > self.pool.num_free_blocks:
-            run, num_new, counts, chunks, budget, preempted = schedule_running(self, budget)
+            run, num_new, counts, chunks, budget, self.input_budget, preempted = schedule_running(self, budget)
+            self.running = run
             comp = self.num_computed_tokens[run]
             in_prefill = comp < self.prefill_len[run]
             any_prefill = bool(in_prefill.any())

@@ -35,7 +35,6 @@ from lab.engine.speculator import make_speculator
 from lab.engine.step_accounting import StepAccounting
 from lab.engine.step_record import BlockAppend, EngineEnd, RequestAdded, RequestRemoved, StepObserver, StepRecord
 from lab.history import release
-from lab.speculators import speculator
 
 
 class ModelRunner:
@@ -81,27 +80,7 @@ class ModelRunner:
         )
         self.speculator = None
         if self.num_speculative_tokens:
-            # Each speculator's init_cudagraph_manager (lab/speculators.py Speculator.draft_cudagraph_mode): draft
-            # decodes take query length 1; multi-module MTP's one graph takes the target's 1 + K, the DFlash
-            # family's its num_query_per_req.
-            record = speculator(s.speculative_method)
-            draft_query_len = {
-                "1": 1,
-                "target": self.decode_query_len,
-                "one_pass": record.num_query_per_req(self.num_speculative_tokens),
-            }[record.draft_graph_query]
-            self.speculator = make_speculator(
-                s.speculative_method,
-                self.num_speculative_tokens,
-                s.max_model_len,
-                s.acceptance_rate,
-                CudaGraphManager(
-                    record.draft_cudagraph_mode(s.cudagraph_mode),
-                    self.capture_sizes,
-                    self.max_num_reqs,
-                    draft_query_len,
-                ),
-            )
+            self.speculator = make_speculator(s, self.capture_sizes, self.max_num_reqs, self.decode_query_len)
         self.rng = np.random.default_rng(s.seed)
         self.num_computed_tokens_gpu = np.zeros(self.max_num_reqs, dtype=np.int64)  # exact
         # vllm/v1/worker/gpu/states.py RequestState: free_indices = list(range(max_num_reqs)), pop() to add.

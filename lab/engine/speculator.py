@@ -243,9 +243,18 @@ PROPOSERS = {
 }
 
 
-def make_speculator(method, num_speculative_tokens, max_model_len, acceptance_rate, decode_cudagraph_manager):
-    """The engine's speculator for ``method`` (its record's ``propose`` class)."""
-    record = speculator(method)
-    return PROPOSERS[record.propose](
-        num_speculative_tokens, max_model_len, acceptance_rate, decode_cudagraph_manager, record
+def make_speculator(scenario, capture_sizes, max_num_reqs: int, decode_query_len: int):
+    """The engine's speculator for the scenario's method (its record's ``propose`` class), with the draft
+    passes' own CUDA graph manager, as each vLLM speculator's ``init_cudagraph_manager`` builds it
+    (lab/speculators.py ``Speculator.draft_cudagraph_mode``): draft decodes take query length 1; multi-module
+    MTP's one graph takes the target's 1 + K, the DFlash family's its ``num_query_per_req``."""
+    s = scenario
+    record = speculator(s.speculative_method)
+    k = s.num_speculative_tokens
+    draft_query_len = {"1": 1, "target": decode_query_len, "one_pass": record.num_query_per_req(k)}[
+        record.draft_graph_query
+    ]
+    draft_graphs = CudaGraphManager(
+        record.draft_cudagraph_mode(s.cudagraph_mode), capture_sizes, max_num_reqs, draft_query_len
     )
+    return PROPOSERS[record.propose](k, s.max_model_len, s.acceptance_rate, draft_graphs, record)

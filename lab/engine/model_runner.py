@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Generator
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -246,9 +247,16 @@ class ModelRunner:
         max_query_len = int(np.maximum.reduce(num_scheduled_tokens))
         uniform = not any_prefill and int(np.minimum.reduce(num_scheduled_tokens)) == max_query_len
         state = _BatchReqState(
-            None, out.inst, idx_mapping_np, out.req_nums, num_scheduled_tokens, out.num_computed_tokens,
-            out.num_draft_tokens, out.is_prefilling, any_prefill, max_query_len,
-        )  # fmt: skip
+            batch_inst=out.inst,
+            idx_mapping_np=idx_mapping_np,
+            req_nums=out.req_nums,
+            num_scheduled_tokens=num_scheduled_tokens,
+            num_computed_tokens=out.num_computed_tokens,
+            num_draft_tokens=out.num_draft_tokens,
+            is_prefilling=out.is_prefilling,
+            any_prefill=any_prefill,
+            max_query_len=max_query_len,
+        )
         if not (uniform or self._in_batch_order(out)):
             order = (
                 sort_batch(out.num_draft_tokens > 0, num_scheduled_tokens, self.decode_query_len)
@@ -312,33 +320,38 @@ class ModelRunner:
         self.model_state.postprocess(batch.idx_mapping_np, kept)
 
 
+# The per-request arrays of a _BatchReqState, which reorder() permutes into batch order.
+_PER_REQUEST = (
+    "batch_inst",
+    "idx_mapping_np",
+    "req_nums",
+    "num_scheduled_tokens",
+    "num_computed_tokens",
+    "num_draft_tokens",
+    "is_prefilling",
+)
+
+
+@dataclass(slots=True)
 class _BatchReqState:
     """The scheduled requests in batch order (vllm model_runner.py ``gather_batch_req_state``'s result)."""
 
-    __slots__ = (
-        "order", "batch_inst", "idx_mapping_np", "req_nums", "num_scheduled_tokens", "num_computed_tokens",
-        "num_draft_tokens", "is_prefilling", "any_prefill", "max_query_len", "dispatch_args", "num_computed_tokens_gpu",
-    )  # fmt: skip
-
-    def __init__(self, order, batch_inst, idx_mapping_np, req_nums, num_scheduled_tokens, num_computed_tokens,
-                 num_draft_tokens, is_prefilling, any_prefill, max_query_len):  # fmt: skip
-        self.order = order  # batch row -> position in the scheduler's order (None: the same order)
-        self.batch_inst = batch_inst
-        self.idx_mapping_np = idx_mapping_np
-        self.req_nums = req_nums
-        self.num_scheduled_tokens = num_scheduled_tokens
-        self.num_computed_tokens = num_computed_tokens  # the scheduler's (CPU) view
-        self.num_draft_tokens = num_draft_tokens
-        self.is_prefilling = is_prefilling
-        self.any_prefill = any_prefill
-        self.max_query_len = max_query_len
-        self.dispatch_args = None  # (num_reqs, num_tokens, uniform_token_count)
-        self.num_computed_tokens_gpu = None  # per batch row, read by prepare_inputs
+    batch_inst: np.ndarray
+    idx_mapping_np: np.ndarray
+    req_nums: np.ndarray
+    num_scheduled_tokens: np.ndarray
+    num_computed_tokens: np.ndarray  # the scheduler's (CPU) view
+    num_draft_tokens: np.ndarray
+    is_prefilling: np.ndarray
+    any_prefill: bool
+    max_query_len: int
+    order: np.ndarray | None = None  # batch row -> position in the scheduler's order (None: the same order)
+    dispatch_args: tuple | None = None  # (num_reqs, num_tokens, uniform_token_count)
+    num_computed_tokens_gpu: np.ndarray | None = None  # per batch row, read by prepare_inputs
 
     def reorder(self, order: np.ndarray) -> None:
         self.order = order
-        for name in ("batch_inst", "idx_mapping_np", "req_nums", "num_scheduled_tokens", "num_computed_tokens",
-                     "num_draft_tokens", "is_prefilling"):  # fmt: skip
+        for name in _PER_REQUEST:
             setattr(self, name, getattr(self, name)[order])
 
 

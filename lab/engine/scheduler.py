@@ -49,9 +49,17 @@ class _RunningPass:
         """The requests given tokens (a request left without budget is not in this step)."""
         s = self.num_new > 0
         return _RunningPass(
-            self.req[s], self.num_new[s], self.counts[s], self.chunks, self.budget, self.preempted,
-            self.comp[s], self.in_prefill[s], self.inst[s], self.any_prefill,
-        )  # fmt: skip
+            req=self.req[s],
+            num_new=self.num_new[s],
+            counts=self.counts[s],
+            chunks=self.chunks,
+            budget=self.budget,
+            preempted=self.preempted,
+            comp=self.comp[s],
+            in_prefill=self.in_prefill[s],
+            inst=self.inst[s],
+            any_prefill=self.any_prefill,
+        )
 
 
 class _Admissions:
@@ -262,9 +270,19 @@ class Scheduler:
             comp = self.num_computed_tokens[run]
             in_prefill = comp < self.prefill_len[run]
             any_prefill = bool(in_prefill.any())
-            return _RunningPass(
-                run, num_new, counts, chunks, budget, preempted, comp, in_prefill, self.inst[run], any_prefill
-            ).scheduled_only()
+            plain = _RunningPass(
+                req=run,
+                num_new=num_new,
+                counts=counts,
+                chunks=chunks,
+                budget=budget,
+                preempted=preempted,
+                comp=comp,
+                in_prefill=in_prefill,
+                inst=self.inst[run],
+                any_prefill=any_prefill,
+            )
+            return plain.scheduled_only()
         ids = self.pool.get_new_blocks(total_new) if total_new else _NONE
         rows = _NONE
         if total_new:
@@ -280,7 +298,19 @@ class Scheduler:
                 self.pool.owner[ids] = inst[rows][group]
                 self.kv_nb[slots_has] = cur_has + new_blocks[rows]
         budget -= int(np.add.reduce(num_new))
-        running = _RunningPass(run, num_new, new_blocks, [ids], budget, 0, comp, in_prefill, inst, any_prefill, rows)
+        running = _RunningPass(
+            req=run,
+            num_new=num_new,
+            counts=new_blocks,
+            chunks=[ids],
+            budget=budget,
+            preempted=0,
+            comp=comp,
+            in_prefill=in_prefill,
+            inst=inst,
+            any_prefill=any_prefill,
+            rows=rows,
+        )
         return running if all_scheduled else running.scheduled_only()
 
     def _schedule_waiting(self, budget: int) -> _Admissions | None:

@@ -37,7 +37,17 @@ def test_the_config_path_reaches_the_check(monkeypatch, config_path):
     monkeypatch.setenv("LAB_VLLM_PYTHON", sys.executable)
     monkeypatch.setattr(deployment_cli.subprocess, "run", fake_run)
     deployment_cli.check_with_vllm(" ".join(LINE), "H200", str(config_path))
-    assert seen["argv"][3:6] == ["H200", str(config_path), "serve"]
+    # a named module in .venv-vllm (lab/real_vllm/deployment/__main__.py), never a python -c string
+    assert seen["argv"][1:9] == [
+        "-m",
+        "lab.real_vllm.deployment",
+        "--gpu",
+        "H200",
+        "--config",
+        str(config_path),
+        "--",
+        "serve",
+    ]
 
 
 def test_run_passes_config_and_cached_config(monkeypatch, config_path, tmp_path, capsys):

@@ -351,8 +351,13 @@ def _wire_presenter_and_play(ui: dict) -> None:
     """Presenter mode, the server's view and tour for API clients, and play/pause (in the page, and on
     the server's gr.Timer for API clients)."""
     key, step, view, presenter, drawn, compare_key = (
-        ui["key"], ui["step"], ui["view"], ui["presenter"], ui["drawn"], ui["compare_key"]
-    )  # fmt: skip
+        ui["key"],
+        ui["step"],
+        ui["view"],
+        ui["presenter"],
+        ui["drawn"],
+        ui["compare_key"],
+    )
     plot, headline, summary, compare_plot = ui["plot"], ui["headline"], ui["summary"], ui["compare_plot"]
     playing, timer, play_btn = ui["playing"], ui["timer"], ui["play"]
     # Presenter mode toggled: the server redraws with larger type (then fitted to a small screen).

@@ -11,8 +11,13 @@ from __future__ import annotations
 import math
 
 GDN_MODEL_TYPES = ("qwen3_next",)  # hf_text_config.model_type whose mamba layers are GDN (qwen3_next.py)
-GDN_KEYS = ("linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
-            "linear_conv_kernel_dim")  # fmt: skip
+GDN_KEYS = (
+    "linear_num_key_heads",
+    "linear_num_value_heads",
+    "linear_key_head_dim",
+    "linear_value_head_dim",
+    "linear_conv_kernel_dim",
+)
 # vllm/v1/attention/backends/gdn_attn.py FLASHINFER_GDN_CHECKPOINT_ALIGNMENT: an align-mode checkpoint of
 # FlashInfer's GDN prefill (qwen_gdn_linear_attn.py get_prefill_checkpoint_alignment)
 FLASHINFER_GDN_CHECKPOINT_ALIGNMENT = 64
@@ -67,3 +72,34 @@ def aligned_block_size(
     attn_block = alignment * -(-mamba_page // (alignment * attn_page_1_token))
     attn_block = min_kernel_block * -(-attn_block // min_kernel_block)
     return max(block, attn_block)
+
+
+def deployment_block_size(s: dict, g, facts, block: int, k: int, backend, notes: list[str]) -> int:
+    """A resolved deployment's KV block size (lab/deployment/resolve.py): a GDN hybrid's after
+    ``aligned_block_size``; ``block`` otherwise. ``s``: the line's settings, ``g``: its GPU (a
+    lab.gpu_model.gpus.GPU), ``facts``: the model's ModelFacts, ``backend``: its BackendChoice; ``notes`` gains
+    what the answer says about it."""
+    if not facts.gdn_state:
+        if facts.kind == "mamba_hybrid":
+            notes.append("the block alignment to this hybrid's mamba state (_align_hybrid_block_size) is not modelled")
+        return block
+    aligned = aligned_block_size(
+        block,
+        state=facts.gdn_state,
+        num_kv_heads=facts.num_kv_heads,
+        head_size=facts.head_size,
+        dtype=s.get("dtype") if s.get("dtype") not in (None, "auto") else facts.dtype,
+        kv_cache_dtype=s.get("kv_cache_dtype") or "auto",
+        tp=s.get("tensor_parallel_size") or 1,
+        k=k,
+        sm=g.sm,
+        min_kernel_block=backend.kernel_block,
+        prefix_caching=s.get("enable_prefix_caching") is not False,
+    )
+    if aligned != block:
+        notes.append(
+            f"vLLM aligns the attention block size to {aligned} tokens so one page holds a GDN layer's state "
+            f"(Platform._align_hybrid_block_size); the replay keeps {block}-token blocks (the lab's engine takes "
+            "powers of two): page counts differ, max_seq_len does not"
+        )
+    return aligned

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lab.deployment.hf_cache import cached_config, hub_cache_dir, is_repo_id
-from lab.deployment.hybrid_block import aligned_block_size
+from lab.deployment.hybrid_block import deployment_block_size
 from lab.deployment.models import ModelFacts, load_config_json, lookup
 from lab.deployment.runner import first_default, model_runner
 from lab.deployment.selection import BackendChoice, GraphChoice, resolve_cudagraph, select_backend
@@ -219,44 +219,29 @@ def resolve(
         raise VllmRefusal(str(refused)) from None
     settings = _scenario_settings(s, g, facts, series, method, k, mml, seqs, tokens, backend, graphs)
     notes += list(backend.notes) + list(graphs.notes)
-    vllm_block = _hybrid_block_size(s, g, facts, settings["block_size"], k if method else 0, backend, notes)
+    vllm_block = deployment_block_size(s, g, facts, settings["block_size"], k if method else 0, backend, notes)
     notes += _runner_notes(facts, runs_mrv2, runner_why)
-    return Deployment(line, facts, gpu, str(vllm), series, method, k, backend, graphs, settings, runs_mrv2,
-                      runner_why, tuple(notes), vllm_block)  # fmt: skip
-
-
-def _hybrid_block_size(s: dict, g: GPU, facts: ModelFacts, block: int, k: int, backend: BackendChoice,
-                       notes: list[str]) -> int:  # fmt: skip
-    """A GDN hybrid's block size after vllm/platforms/interface.py Platform._align_hybrid_block_size
-    (lab/deployment/hybrid_block.py); ``block`` otherwise."""
-    if not facts.gdn_state:
-        if facts.kind == "mamba_hybrid":
-            notes.append("the block alignment to this hybrid's mamba state (_align_hybrid_block_size) is not modelled")
-        return block
-    aligned = aligned_block_size(
-        block,
-        state=facts.gdn_state,
-        num_kv_heads=facts.num_kv_heads,
-        head_size=facts.head_size,
-        dtype=s.get("dtype") if s.get("dtype") not in (None, "auto") else facts.dtype,
-        kv_cache_dtype=s.get("kv_cache_dtype") or "auto",
-        tp=s.get("tensor_parallel_size") or 1,
+    return Deployment(
+        line=line,
+        model=facts,
+        gpu=gpu,
+        vllm=str(vllm),
+        series=series,
+        method=method,
         k=k,
-        sm=g.sm,
-        min_kernel_block=backend.kernel_block,
-        prefix_caching=s.get("enable_prefix_caching") is not False,
+        backend=backend,
+        graphs=graphs,
+        settings=settings,
+        runs_mrv2=runs_mrv2,
+        runner_why=runner_why,
+        notes=tuple(notes),
+        vllm_block_size=vllm_block,
     )
-    if aligned != block:
-        notes.append(
-            f"vLLM aligns the attention block size to {aligned} tokens so one page holds a GDN layer's state "
-            f"(Platform._align_hybrid_block_size); the replay keeps {block}-token blocks (the lab's engine takes "
-            "powers of two): page counts differ, max_seq_len does not"
-        )
-    return aligned
 
 
-def _model_runner_and_series(vllm: str, series: str, facts: ModelFacts, line: ServeLine, method, spec_cfg: dict,
-                             notes: list[str]) -> tuple[bool, str, str]:  # fmt: skip
+def _model_runner_and_series(
+    vllm: str, series: str, facts: ModelFacts, line: ServeLine, method, spec_cfg: dict, notes: list[str]
+) -> tuple[bool, str, str]:
     """Whether MRV2 runs (lab/deployment/runner.py) and the lab series that replays the deployment."""
     runs_mrv2, runner_why = model_runner(vllm, facts, line.env, method, spec_cfg)
     if facts.kind == "mamba_hybrid" and series in NO_HYBRID:
@@ -310,8 +295,10 @@ def _scheduler_limits(s: dict, g: GPU, facts: ModelFacts, mml: int, notes: list[
         # max_num_batched_tokens and max_num_seqs" (each only when not given)
         seqs *= 1 if s.get("max_num_seqs") else 2
         tokens *= 1 if s.get("max_num_batched_tokens") else 2
-        notes.append(f"--performance-mode throughput: vLLM doubles the defaults (max_num_seqs {seqs}, "
-                     f"max_num_batched_tokens {tokens:,})")  # fmt: skip
+        notes.append(
+            f"--performance-mode throughput: vLLM doubles the defaults (max_num_seqs {seqs}, "
+            f"max_num_batched_tokens {tokens:,})"
+        )
     unchunked = KIND_STATE[facts.kind] in ENCODER_STATES  # no chunked prefill for encoder models
     if not s.get("max_num_batched_tokens"):
         if unchunked and tokens < mml:  # "If max_model_len is too short, use the default for higher throughput"
@@ -362,8 +349,9 @@ def uses_mm_prefix(s: dict, facts: ModelFacts) -> bool:
     return facts.is_mm_prefix_lm and not (s.get("language_model_only") or zero)
 
 
-def _cudagraphs(s: dict, g: GPU, facts: ModelFacts, backend: BackendChoice, k: int, seqs: int,
-                tokens: int) -> GraphChoice:  # fmt: skip
+def _cudagraphs(
+    s: dict, g: GPU, facts: ModelFacts, backend: BackendChoice, k: int, seqs: int, tokens: int
+) -> GraphChoice:
     """The CUDA-graph mode and capture sizes (lab/deployment/selection.py), the flags over the
     --compilation-config."""
     cc = dict(s.get("compilation_config") or {})
@@ -401,8 +389,19 @@ def _optimization_level(s: dict) -> int:
     return int(level)
 
 
-def _scenario_settings(s: dict, g: GPU, facts: ModelFacts, series: str, method, k: int, mml: int, seqs: int,
-                       tokens: int, backend: BackendChoice, graphs: GraphChoice) -> dict:  # fmt: skip
+def _scenario_settings(
+    s: dict,
+    g: GPU,
+    facts: ModelFacts,
+    series: str,
+    method,
+    k: int,
+    mml: int,
+    seqs: int,
+    tokens: int,
+    backend: BackendChoice,
+    graphs: GraphChoice,
+) -> dict:
     """The lab Scenario fields that replay the deployment (less the requests)."""
     block_size = s.get("block_size") or backend.block_size
     async_default = facts.kind != "encoder_only"  # VllmConfig: off by default for pooling models

@@ -103,7 +103,16 @@ def _choice(name: str, c: Cfg, candidates, source: str, notes: list[str]) -> Bac
     # (FlashAttention's FA4 special cases are not modelled; a mamba hybrid's alignment: resolve.py says so).
     block = c.block or (16 if any(16 % b == 0 for b in blocks) else min(blocks))
     fused = name in _FUSED_DRAFT_DECODE or (name == "FLASHINFER" and lab == "trtllm-gen")
-    return BackendChoice(name, lab, candidates, source, tuple(notes + more), block, fused, min(blocks))
+    return BackendChoice(
+        vllm_name=name,
+        lab_backend=lab,
+        candidates=candidates,
+        source=source,
+        notes=tuple(notes + more),
+        block_size=block,
+        supports_draft_decode_metadata_update=fused,
+        kernel_block=min(blocks),
+    )
 
 
 def select_backend(
@@ -338,18 +347,19 @@ def resolve_cudagraph(
             "padded), where the lab runs them PIECEWISE (requests unpadded)"
         )
     return GraphChoice(
-        mode,
-        lab_mode,
-        capture,
-        "vllm/config/compilation.py:CompilationConfig."
+        vllm_mode=mode,
+        lab_mode=lab_mode,
+        capture_sizes=capture,
+        source="vllm/config/compilation.py:CompilationConfig."
         "resolve_cudagraph_mode_and_sizes (called by vllm/v1/worker/gpu/model_runner.py)",
-        tuple(notes),
-        resolved,
+        notes=tuple(notes),
+        resolved_capture_sizes=resolved,
     )
 
 
-def _downgrade(mode: str, support: str, compiled: bool, vllm_backend: str, uniform_decode_query_len: int,
-               notes: list[str]) -> str:  # fmt: skip
+def _downgrade(
+    mode: str, support: str, compiled: bool, vllm_backend: str, uniform_decode_query_len: int, notes: list[str]
+) -> str:
     """compilation.py CompilationConfig.resolve_cudagraph_mode_and_sizes's downgrades for the builders'
     weakest ``support``; compiled, the default splitting ops hold attention (splitting_ops_contain_attention)."""
     if mode != "NONE" and _MODES[mode][1] == "FULL" and support != "ALWAYS":

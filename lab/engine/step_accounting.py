@@ -39,8 +39,9 @@ class StepAccounting:
     ``step_record``.
     """
 
-    def __init__(self, runner, scheduler_output, kv_owner: np.ndarray, removed: list[RequestRemoved],
-                 added: list[RequestAdded]):  # fmt: skip
+    def __init__(
+        self, runner, scheduler_output, kv_owner: np.ndarray, removed: list[RequestRemoved], added: list[RequestAdded]
+    ):
         self.runner = runner
         self.scheduler_output = scheduler_output
         self.kv_owner = kv_owner  # the block pool's owners
@@ -118,8 +119,9 @@ class StepAccounting:
         region = StaleRegion(stale_columns, self.num_blocks, block_tables.row_hwm, self.kv_owner, stale_totals)
         return region.walks(self.walk_max_seq_len, self.walk_num_rows, self.runner.block_size)
 
-    def step_record(self, state, batch_desc, batch, attn_metadata: dict, drafts: list,
-                    num_accepted: np.ndarray) -> StepRecord:  # fmt: skip
+    def step_record(
+        self, state, batch_desc, batch, attn_metadata: dict, drafts: list, num_accepted: np.ndarray
+    ) -> StepRecord:
         """The step as the runner executed it, for the observers."""
         return StepRecord(
             self.scheduler_output,

@@ -133,16 +133,31 @@ CPU_BACKING = backed(
 
 # ---- MLA (one latent KV head) and FlexAttention --------------------------------------------------------------
 
-MLA_DECODE_ONLY = _c("mla.decode_only", _MLA_BUILD, "decode_metadata = None if num_decodes > 0:",
-                     "the decode metadata (the decode kernel's) exists only on a step with decode rows")  # fmt: skip
-MLA_PREFILL = _c("mla.prefill", _MLA_BUILD, "prefill_metadata = None if num_prefills > 0:",
-                 "prefill rows get their own metadata and path")  # fmt: skip
-SM90_ORDER = _c("cuda.sm90_mla", _CUDA_ORDER,
-                "return [ AttentionBackendEnum.FLASH_ATTN_MLA, AttentionBackendEnum.FLASHMLA, "
-                "AttentionBackendEnum.FLASHINFER_MLA, AttentionBackendEnum.TRITON_MLA,",
-                "the SM90 MLA order")  # fmt: skip
-SM100_ORDER = _c("cuda.sm100_mla", _CUDA_ORDER, "return [ AttentionBackendEnum.FLASHINFER_MLA,",
-                 "the SM100 MLA order starts FLASHINFER_MLA")  # fmt: skip
+MLA_DECODE_ONLY = _c(
+    "mla.decode_only",
+    _MLA_BUILD,
+    "decode_metadata = None if num_decodes > 0:",
+    "the decode metadata (the decode kernel's) exists only on a step with decode rows",
+)
+MLA_PREFILL = _c(
+    "mla.prefill",
+    _MLA_BUILD,
+    "prefill_metadata = None if num_prefills > 0:",
+    "prefill rows get their own metadata and path",
+)
+SM90_ORDER = _c(
+    "cuda.sm90_mla",
+    _CUDA_ORDER,
+    "return [ AttentionBackendEnum.FLASH_ATTN_MLA, AttentionBackendEnum.FLASHMLA, "
+    "AttentionBackendEnum.FLASHINFER_MLA, AttentionBackendEnum.TRITON_MLA,",
+    "the SM90 MLA order",
+)
+SM100_ORDER = _c(
+    "cuda.sm100_mla",
+    _CUDA_ORDER,
+    "return [ AttentionBackendEnum.FLASHINFER_MLA,",
+    "the SM100 MLA order starts FLASHINFER_MLA",
+)
 _MLA_COMMON = (MLA_DECODE_ONLY, MLA_PREFILL)
 TRITON_MLA = (
     _c("triton_mla.forward", _M + "triton_mla:TritonMLAImpl.forward_mqa",

@@ -136,8 +136,9 @@ class StepWork:
         pages = int(cdiv(np.asarray(real, dtype=np.int64), block_size).sum())
         rows = PassRows(dpass.num_reqs_padded, [q_len] * step.num_reqs)
         tokens = step.num_reqs * q_len
-        return cls(rows, list(ub), q_len, [], pages, block_size, num_kv_heads, num_sms, tokens, tokens,
-                   pinned_split_tokens)  # fmt: skip
+        return cls(
+            rows, list(ub), q_len, [], pages, block_size, num_kv_heads, num_sms, tokens, tokens, pinned_split_tokens
+        )
 
 
 @dataclass(frozen=True)

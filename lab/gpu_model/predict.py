@@ -42,8 +42,9 @@ def predict(trace, gpu: GPU, shape: HeadShape | None = None, backends: list[str]
     return [_row(trace, gpu, shape, b, acc[b.name], prefill_rows, _measured(trace, b, gpu)) for b in recs]
 
 
-def predict_draft_pass(trace, gpu: GPU, index: int, q_len: int, shape: HeadShape | None = None,
-                       backends: list[str] | None = None) -> list[dict]:  # fmt: skip
+def predict_draft_pass(
+    trace, gpu: GPU, index: int, q_len: int, shape: HeadShape | None = None, backends: list[str] | None = None
+) -> list[dict]:
     """``predict`` for draft pass ``index`` of every step that has it: each request one decode row of
     ``q_len`` query tokens (``StepWork.of_draft``), the kernel told the pass's ``kernel_max_seq_len`` (R9)
     in each mode (its ``max_seq_len`` for a builder refreshed at replay); the draft model's attention assumed
@@ -58,7 +59,7 @@ def predict_draft_pass(trace, gpu: GPU, index: int, q_len: int, shape: HeadShape
             d.kernel_max_seq_len,
             d.max_seq_len,
             st.index,
-        )  # fmt: skip
+        )
         for st in trace.steps
         for d in st.drafts
         if d.index == index

@@ -106,8 +106,16 @@ def block_table_classes(trace, index: int) -> dict[str, np.ndarray]:
     live = np.nonzero(c == "live")[0]
     if len(live):
         owner[e["row"][live], e["col"][live]] = [ids[o] for o in e["owner"][live].tolist()]
-    return {"table": table, "cls": cls, "owner": owner, "walks": walks, "seen": seen, "walk_record": why,
-            "num_reqs": n, "num_blocks": nb}  # fmt: skip
+    return {
+        "table": table,
+        "cls": cls,
+        "owner": owner,
+        "walks": walks,
+        "seen": seen,
+        "walk_record": why,
+        "num_reqs": n,
+        "num_blocks": nb,
+    }
 
 
 def _col_edges(width: int, exact: int) -> np.ndarray:

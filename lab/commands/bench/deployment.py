@@ -39,9 +39,13 @@ def bench_server(repeat: int = 5) -> list[dict]:
             a = answer(resolve(line, gpu))
             times.append((time.perf_counter() - t0) * 1e3)
         rows.append(
-            {"deployment": f"{label} on {gpu}", "ms": float(np.median(times)), "all_ms": times,
-             "steps": a["workload"]["steps"]}
-        )  # fmt: skip
+            {
+                "deployment": f"{label} on {gpu}",
+                "ms": float(np.median(times)),
+                "all_ms": times,
+                "steps": a["workload"]["steps"],
+            }
+        )
     return rows
 
 
@@ -101,9 +105,15 @@ def bench_browser(url: str, rounds: int = 2) -> dict:
                 times.append((time.perf_counter() - t0) * 1e3)
         pasted = _paste_log_rounds(page, rounds * 3)
         browser.close()
-    return {"clicks": len(times), "p50_ms": float(np.percentile(times, 50)), "p95_ms": float(np.percentile(times, 95)),
-            "max_ms": float(max(times)), "log_pastes": len(pasted), "log_p50_ms": float(np.percentile(pasted, 50)),
-            "log_p95_ms": float(np.percentile(pasted, 95))}  # fmt: skip
+    return {
+        "clicks": len(times),
+        "p50_ms": float(np.percentile(times, 50)),
+        "p95_ms": float(np.percentile(times, 95)),
+        "max_ms": float(max(times)),
+        "log_pastes": len(pasted),
+        "log_p50_ms": float(np.percentile(pasted, 50)),
+        "log_p95_ms": float(np.percentile(pasted, 95)),
+    }
 
 
 def _pick_gpu(page, gpu: str) -> None:
@@ -144,8 +154,10 @@ def run_bench_deployment(out=None) -> dict:
     every = [t for r in server for t in r["all_ms"]]
     w(f"    every answer: p95 {np.percentile(every, 95):.1f} ms over {len(every)} answers\n")
     log = bench_log()
-    w(f"  server: a pasted start-up log ({LOG_FILE.name}) -> answer: p50 {log['p50_ms']:.1f} ms, "
-      f"p95 {log['p95_ms']:.1f} ms over {log['answers']}\n")  # fmt: skip
+    w(
+        f"  server: a pasted start-up log ({LOG_FILE.name}) -> answer: p50 {log['p50_ms']:.1f} ms, "
+        f"p95 {log['p95_ms']:.1f} ms over {log['answers']}\n"
+    )
     res = {"server": server, "server_p95_ms": float(np.percentile(every, 95)), "log": log}
     from lab.commands.bench.app_process import app_process  # python app.py in a subprocess
 

@@ -125,21 +125,21 @@ def attacks(folder: str) -> list[tuple[str, object]]:
         (
             "C2 a zip bomb trace (/upload_trace)",
             lambda c: c.predict(handle_file(bomb), "block_table", False, api_name="/upload_trace"),
-        ),  # fmt: skip
+        ),
         ("M1 markup in a trace's name (/upload_trace)", script_escaped),
         ("M3 ten million steps (/run)", lambda c: run_spec(c, _LONG_RUN)),
         (
             "M4 50 x p1 o1999 (/deployment)",
             lambda c: c.predict(line, "H200", REFERENCE_RELEASE, 50, 1, 1999, "", "", api_name="/deployment"),
-        ),  # fmt: skip
+        ),
         (
             "M5 values -1:1:*2 (/sweep_estimate)",
             lambda c: c.predict("4p100o20", "mml", "-1:1:*2", "(none)", "", 1, api_name="/sweep_estimate"),
-        ),  # fmt: skip
+        ),
         (
             "M5 a 2 GB format spec (/sweep_estimate)",
             lambda c: c.predict("{n:>2000000000}p1o1", "n", "1,2", "(none)", "", 1, api_name="/sweep_estimate"),
-        ),  # fmt: skip
+        ),
         (
             "m3 JSON 3,000 deep (/deployment)",
             lambda c: c.predict(
@@ -153,7 +153,7 @@ def attacks(folder: str) -> list[tuple[str, object]]:
                 "",
                 api_name="/deployment",
             ),
-        ),  # fmt: skip
+        ),
     ]
 
 
@@ -189,8 +189,10 @@ def run_attackers(url: str, todo: list, rounds: int, start) -> tuple[list[thread
 
 def report(results: dict, rss: dict, w) -> None:
     """What each attack got back and how long it took; the server's RSS before, at its peak, after."""
-    w(f"  server RSS: {rss['before']:.0f} MiB before the room, peak {rss['peak']:.0f} MiB during it, "
-      f"{rss['after']:.0f} MiB {rss['after_s']:g} s after everyone left\n")  # fmt: skip
+    w(
+        f"  server RSS: {rss['before']:.0f} MiB before the room, peak {rss['peak']:.0f} MiB during it, "
+        f"{rss['after']:.0f} MiB {rss['after_s']:g} s after everyone left\n"
+    )
     for name, got in results.items():
         worst = max(ms for ms, _ in got)
         w(f"  attack {name:<44} x{len(got)}  worst {worst / 1e3:6.1f} s  -> {got[-1][1][:110]}\n")

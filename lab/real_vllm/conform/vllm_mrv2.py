@@ -130,9 +130,9 @@ class VllmMRV2:
         # EncoderOnlyModelState._build_encoder_attn_metadata: one encoder group whose builder records the
         # CommonAttentionMetadata it is handed (max_seq_len, and the dummy block table it gets).
         self.encoder_metadata: list = []
-        builder = SimpleNamespace(build=lambda common_prefix_len, common_attn_metadata: self.encoder_metadata.append(
-            common_attn_metadata
-        ))  # fmt: skip
+        builder = SimpleNamespace(
+            build=lambda common_prefix_len, common_attn_metadata: self.encoder_metadata.append(common_attn_metadata)
+        )
         ms.encoder_attn_groups = [SimpleNamespace(get_metadata_builder=lambda i: builder, layer_names=["encoder"])]
         ms._dummy_block_table = torch.zeros(self.max_num_reqs, 1, dtype=torch.int32)
         ms._dummy_slot_mapping = torch.zeros(max(s.max_num_batched_tokens, 1), dtype=torch.int64)

@@ -200,9 +200,16 @@ class VllmDrafts:
             # DFlashCudaGraphManager.capture builds its graphs' metadata with max_seq_len=max_model_len.
             with capture_build_attn_metadata(V, self.dcg) as calls:
                 self.dcg._prepare_dflash_inputs_to_capture(
-                    desc.num_reqs, desc.num_tokens, vl.capture_buffers, vl.capture_bt, [],
-                    SimpleNamespace(kv_cache_groups=[]), vl.s.max_model_len, skip_attn=False, causal=True,
-                )  # fmt: skip
+                    desc.num_reqs,
+                    desc.num_tokens,
+                    vl.capture_buffers,
+                    vl.capture_bt,
+                    [],
+                    SimpleNamespace(kv_cache_groups=[]),
+                    vl.s.max_model_len,
+                    skip_attn=False,
+                    causal=True,
+                )
             (cap,) = calls
             kernel = int(cap["max_seq_len"])
         self._pass(rec, cmp, rec.drafts[0], desc, kw, q, kernel)

@@ -145,9 +145,18 @@ def vllm_speculative(spec: dict, target_name: str, facts, max_model_len: int) ->
     for key, value in spec.items():
         object.__setattr__(cfg, key, value)
     hf = target_hf_config(facts)
-    target = _Given(model=target_name, model_weights=None, quantization=None, hf_config=hf,
-                             hf_text_config=hf, using_transformers_backend=lambda: False, hf_overrides=None,
-                             max_model_len=max_model_len, tokenizer=target_name, is_moe=facts.is_moe)  # fmt: skip
+    target = _Given(
+        model=target_name,
+        model_weights=None,
+        quantization=None,
+        hf_config=hf,
+        hf_text_config=hf,
+        using_transformers_backend=lambda: False,
+        hf_overrides=None,
+        max_model_len=max_model_len,
+        tokenizer=target_name,
+        is_moe=facts.is_moe,
+    )
     object.__setattr__(cfg, "target_model_config", target)
     object.__setattr__(cfg, "target_parallel_config", SimpleNamespace(tensor_parallel_size=1))
 
@@ -156,8 +165,9 @@ def vllm_speculative(spec: dict, target_name: str, facts, max_model_len: int) ->
             config = sp.SpeculativeConfig.hf_config_override(target_hf_config(facts))
         else:
             config = _HFConfig(model_type="llama", architectures=["LlamaForCausalLM"])
-        return SimpleNamespace(model=model, hf_config=config, architectures=list(config.architectures),
-                               max_model_len=max_model_len)  # fmt: skip
+        return SimpleNamespace(
+            model=model, hf_config=config, architectures=list(config.architectures), max_model_len=max_model_len
+        )
 
     class _Eagle(_HFConfig):
         def __init__(self, config, method=None, model_type=None):

@@ -119,8 +119,16 @@ def _selector_config(s: dict, facts):
 
 def _unavailable(reasons: list[str]) -> bool:
     """Reasons that only say a kernel package is missing on this CPU machine (flashinfer, _flashmla_C...)."""
-    words = ("ImportError", "ModuleNotFoundError", "OSError", "AssertionError", "not available", "unavailable",
-             "not installed", "requires FlashInfer")  # fmt: skip
+    words = (
+        "ImportError",
+        "ModuleNotFoundError",
+        "OSError",
+        "AssertionError",
+        "not available",
+        "unavailable",
+        "not installed",
+        "requires FlashInfer",
+    )
     return bool(reasons) and all(any(w.lower() in r.lower() for w in words) for r in reasons)
 
 
@@ -148,7 +156,7 @@ def vllm_backend(s: dict, facts, gpu: str, lab_verdicts: dict | None = None) -> 
                 use_non_causal=sel.use_non_causal,
                 head_size=sel.head_size,
                 use_mm_prefix=sel.use_mm_prefix,
-            )  # fmt: skip
+            )
         )
         borrowed, invalid = 0, {}
         for backend in order:
@@ -354,14 +362,26 @@ def vllm_block_size(dep) -> int:
 
         s, m, tp = dep.line.settings, dep.model, dep.line.settings.get("tensor_parallel_size") or 1
         hf = SimpleNamespace(**dict(zip(GDN_KEYS, m.gdn_state)))
-        model = SimpleNamespace(dtype=getattr(torch, m.dtype), use_mla=False, architecture=m.architecture,
-                                hf_text_config=hf, is_hybrid=True, max_model_len=dep.settings["max_model_len"],
-                                get_num_kv_heads=lambda p: max(1, m.num_kv_heads // tp),
-                                get_head_size=lambda: m.head_size)  # fmt: skip
-        cache = SimpleNamespace(cache_dtype=s.get("kv_cache_dtype") or "auto", block_size=dep.settings["block_size"],
-                                enable_prefix_caching=s.get("enable_prefix_caching") is not False,
-                                mamba_cache_mode="none", mamba_block_size=None, mamba_page_size_padded=None,
-                                mamba_cache_dtype="auto", mamba_ssm_cache_dtype="auto")  # fmt: skip
+        model = SimpleNamespace(
+            dtype=getattr(torch, m.dtype),
+            use_mla=False,
+            architecture=m.architecture,
+            hf_text_config=hf,
+            is_hybrid=True,
+            max_model_len=dep.settings["max_model_len"],
+            get_num_kv_heads=lambda p: max(1, m.num_kv_heads // tp),
+            get_head_size=lambda: m.head_size,
+        )
+        cache = SimpleNamespace(
+            cache_dtype=s.get("kv_cache_dtype") or "auto",
+            block_size=dep.settings["block_size"],
+            enable_prefix_caching=s.get("enable_prefix_caching") is not False,
+            mamba_cache_mode="none",
+            mamba_block_size=None,
+            mamba_page_size_padded=None,
+            mamba_cache_dtype="auto",
+            mamba_ssm_cache_dtype="auto",
+        )
         flashinfer = gdn_flashinfer_prefill(GPUS[dep.gpu].sm, hf.linear_key_head_dim)
 
         class _GDNLayer(abstract.MambaBase):  # qwen_gdn_linear_attn.py: get_prefill_checkpoint_alignment
@@ -375,8 +395,14 @@ def vllm_block_size(dep) -> int:
             def get_mamba_state_shape_from_config(c):
                 spec = c.speculative_config.num_speculative_tokens if c.speculative_config else 0
                 return MambaStateShapeCalculator.gated_delta_net_state_shape(
-                    tp, hf.linear_num_key_heads, hf.linear_num_value_heads, hf.linear_key_head_dim,
-                    hf.linear_value_head_dim, hf.linear_conv_kernel_dim, spec)  # fmt: skip
+                    tp,
+                    hf.linear_num_key_heads,
+                    hf.linear_num_value_heads,
+                    hf.linear_key_head_dim,
+                    hf.linear_value_head_dim,
+                    hf.linear_conv_kernel_dim,
+                    spec,
+                )
 
             @staticmethod
             def get_mamba_state_dtype_from_config(c):
@@ -384,18 +410,22 @@ def vllm_block_size(dep) -> int:
                     c.model_config.dtype, c.cache_config.mamba_cache_dtype, c.cache_config.mamba_ssm_cache_dtype
                 )
 
-        config = SimpleNamespace(model_config=model, cache_config=cache, additional_config={},
-                                 parallel_config=SimpleNamespace(tensor_parallel_size=tp, data_parallel_size=1),
-                                 scheduler_config=SimpleNamespace(enable_chunked_prefill=True),
-                                 speculative_config=SimpleNamespace(num_speculative_tokens=dep.k) if dep.k else None,
-                                 compilation_config=SimpleNamespace(
-                                     static_forward_context={"gdn": object.__new__(_GDNLayer)}))  # fmt: skip
+        config = SimpleNamespace(
+            model_config=model,
+            cache_config=cache,
+            additional_config={},
+            parallel_config=SimpleNamespace(tensor_parallel_size=tp, data_parallel_size=1),
+            scheduler_config=SimpleNamespace(enable_chunked_prefill=True),
+            speculative_config=SimpleNamespace(num_speculative_tokens=dep.k) if dep.k else None,
+            compilation_config=SimpleNamespace(static_forward_context={"gdn": object.__new__(_GDNLayer)}),
+        )
         MambaModelConfig.verify_and_update_config(config)
         try:
             backend = AttentionBackendEnum[dep.backend.vllm_name].get_class()
         except (ImportError, OSError, AssertionError):
-            backend = SimpleNamespace(get_supported_kernel_block_sizes=lambda *a: [dep.backend.kernel_block],
-                                      customize_spec=lambda spec: spec)  # fmt: skip
+            backend = SimpleNamespace(
+                get_supported_kernel_block_sizes=lambda *a: [dep.backend.kernel_block], customize_spec=lambda spec: spec
+            )
         with (
             mock.patch.object(Platform, "_find_non_ssm_backends", classmethod(lambda cls, c: [backend])),
             mock.patch.object(ModelRegistry, "resolve_model_cls", lambda *a, **k: (_Model, m.architecture)),

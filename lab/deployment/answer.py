@@ -27,7 +27,7 @@ from lab.speculators import is_speculator, speculator
 from lab.trace.recorder import simulate
 
 # The releases each era's MRV2 shipped in (lab/history.py, docs/eras.md).
-ERA_RELEASES = {e: ERA[e].releases_text for e in ERAS}
+ERA_RELEASES_TEXT = {e: ERA[e].releases_text for e in ERAS}
 
 
 def scenario_of(dep: Deployment, workload: Workload) -> Scenario:

@@ -70,7 +70,10 @@ def backend_priorities(
 
 
 @dataclass(frozen=True)
-class Cfg:
+class SelectorConfig:
+    """What vLLM's attention backend selector is asked (vllm/v1/attention/selector.py ``AttentionSelectorConfig``
+    and the platform's device capability), for one model on one GPU."""
+
     sm: int
     head_size: int
     num_heads: int
@@ -108,7 +111,7 @@ def fa_version(
     return v
 
 
-def _fa_fp8_ok(c: Cfg, head: int | None = None) -> bool:
+def _fa_fp8_ok(c: SelectorConfig, head: int | None = None) -> bool:
     # fa_utils.py flash_attn_supports_kv_cache_dtype: FA3 (or FA4 at head 512) on 9.x, FA4 on 10.x
     if c.kv == "fp8_e5m2":
         return False
@@ -116,7 +119,7 @@ def _fa_fp8_ok(c: Cfg, head: int | None = None) -> bool:
     return (c.sm // 10 == 9 and (v == 3 or (v == 4 and head in (None, 512)))) or (v == 4 and c.sm // 10 == 10)
 
 
-def _fa_blocks(c: Cfg) -> tuple[int, ...]:
+def _fa_blocks(c: SelectorConfig) -> tuple[int, ...]:
     # flash_attn.py FlashAttentionBackend.get_supported_kernel_block_sizes (a real run: vllm_config is set)
     if c.sm // 10 == 9 and c.kv in ("fp8", "fp8_e4m3") and c.head_size == 512:
         return (64,)  # _get_sm90_fa4_fp8_kv_block_size
@@ -129,7 +132,7 @@ def _fa_blocks(c: Cfg) -> tuple[int, ...]:
     return (16,)  # MultipleOf(16)
 
 
-def _fa_combination(c: Cfg) -> str | None:  # flash_attn.py FlashAttentionBackend.supports_combination
+def _fa_combination(c: SelectorConfig) -> str | None:  # flash_attn.py FlashAttentionBackend.supports_combination
     if c.sink and c.sm < 90:
         return "sink not supported on compute capability < 9.0"
     if c.mm_prefix and is_quantized(c.kv) and c.sm == 90:
@@ -144,36 +147,38 @@ def _fa_combination(c: Cfg) -> str | None:  # flash_attn.py FlashAttentionBacken
     return None
 
 
-def _fa4_supported(c: Cfg) -> bool:  # vllm_flash_attn/flash_attn_interface.py _is_fa4_supported: 9.x, 10.x, 11.x
+def _fa4_supported(
+    c: SelectorConfig,
+) -> bool:  # vllm_flash_attn/flash_attn_interface.py _is_fa4_supported: 9.x, 10.x, 11.x
     return c.sm // 10 in (9, 10, 11)
 
 
-def _composite_fa(c: Cfg) -> str | None:
+def _composite_fa(c: SelectorConfig) -> str | None:
     # triton_flash_attn.py: TritonAttentionBackend (mm-prefix variant) + _FABackend (causal variant, mm_prefix off);
     # composite.py CompositeAttentionBackend.supports_combination prefixes the child's name
-    if reason := _fa_combination(Cfg(**{**c.__dict__, "mm_prefix": False})):
+    if reason := _fa_combination(SelectorConfig(**{**c.__dict__, "mm_prefix": False})):
         return f"FLASH_ATTN: {reason}"
     if fa_version(c.sm, c.head_size, hd256=True, sink=c.sink, block=c.block) not in (3, 4):
         return "FLASH_ATTN: causal route requires FlashAttention v3 or v4"
     return None
 
 
-def _fa_kv(c: Cfg) -> bool:  # FlashAttentionBackend.supports_kv_cache_dtype
+def _fa_kv(c: SelectorConfig) -> bool:  # FlashAttentionBackend.supports_kv_cache_dtype
     return c.kv in _KV_FP8 and (not is_quantized(c.kv) or _fa_fp8_ok(c))
 
 
-def _fa_head(c: Cfg) -> bool:  # FlashAttentionBackend.supports_head_size: <= 512 where FA4 runs (9.x..11.x)
+def _fa_head(c: SelectorConfig) -> bool:  # FlashAttentionBackend.supports_head_size: <= 512 where FA4 runs (9.x..11.x)
     return c.head_size % 8 == 0 and (c.head_size <= 256 or (c.sm // 10 in (9, 10, 11) and c.head_size <= 512))
 
 
-def _flashmla_dense(c: Cfg) -> str | None:  # mla/flashmla.py supports_combination -> ops/flashmla.py
+def _flashmla_dense(c: SelectorConfig) -> str | None:  # mla/flashmla.py supports_combination -> ops/flashmla.py
     return None if c.sm // 10 == 9 else "FlashMLA Dense is only supported on Hopper devices."
 
 
 _F16, _F32, _KV_PLAIN = ("float16", "bfloat16"), ("float16", "bfloat16", "float32"), ("auto", "float16", "bfloat16")
 _KV_FP8 = (*_KV_PLAIN, "fp8", "fp8_e4m3")
 _MLA_HEADS = (320, 512, 576)  # MLACommonBackend.get_supported_head_sizes (layers/attention/mla_attention.py)
-_Check = Callable[[Cfg], bool]
+_Check = Callable[[SelectorConfig], bool]
 
 
 @dataclass(frozen=True)
@@ -186,11 +191,11 @@ class _Rule:
     dtypes: tuple[str, ...]  # supported_dtypes
     kv: tuple[str, ...] | _Check  # supported_kv_cache_dtypes / supports_kv_cache_dtype
     head: tuple[int, ...] | _Check  # get_supported_head_sizes (() = any) / supports_head_size
-    blocks: tuple[int, ...] | Callable[[Cfg], tuple[int, ...]]  # get_supported_kernel_block_sizes (bases)
+    blocks: tuple[int, ...] | Callable[[SelectorConfig], tuple[int, ...]]  # get_supported_kernel_block_sizes (bases)
     flags: str = ""
     types: tuple[str, ...] = ("decoder",)  # supports_attn_type
     cap: Callable[[int], bool] = lambda sm: True  # supports_compute_capability
-    combination: Callable[[Cfg], str | None] = lambda c: None  # supports_combination
+    combination: Callable[[SelectorConfig], str | None] = lambda c: None  # supports_combination
     sink: _Check | None = None  # supports_sink where it depends on the GPU
     mm_prefix: _Check = lambda c: False  # supports_mm_prefix (AttentionBackend's default: False)
 
@@ -322,7 +327,7 @@ for _name in _SPARSE_MLA:  # DeepSeek-V3.2 sparse MLA backends (is_sparse): neve
     RULES[_name] = _Rule(_B + "mla/ (sparse MLA: only is_sparse modelled)", _F16, _KV_FP8, (), (1,), "mla sparse")
 
 
-def reasons(name: str, c: Cfg) -> list[str]:
+def reasons(name: str, c: SelectorConfig) -> list[str]:
     """vllm/v1/attention/backend.py AttentionBackend.validate_configuration, in its order and wording."""
     r, out = RULES[name], []
     if not (r.head(c) if callable(r.head) else not r.head or c.head_size in r.head):

@@ -144,7 +144,7 @@ class ModelFacts:
         return self.num_experts > 0
 
 
-class _Cfg:
+class _TextConfig:
     """A config dict read the way a transformers config object answers getattr."""
 
     def __init__(self, raw: dict[str, Any]):
@@ -183,7 +183,7 @@ def _text_config(config: dict[str, Any]) -> dict[str, Any]:
     return sub
 
 
-def _rope_parameters(text: _Cfg) -> list[dict[str, Any]]:
+def _rope_parameters(text: _TextConfig) -> list[dict[str, Any]]:
     """iter_rope_parameters after patch_rope_parameters: one dict per layer type."""
     params = text.get("rope_parameters") or text.get("rope_scaling")
     if not isinstance(params, dict) or not params:
@@ -192,7 +192,9 @@ def _rope_parameters(text: _Cfg) -> list[dict[str, Any]]:
     return [{**p, "rope_type": p.get("rope_type", p.get("type", "default"))} for p in found]
 
 
-def _max_model_len(text: _Cfg, encoder_config: dict | None, tokenizer_config: dict | None, notes: list[str]) -> int:
+def _max_model_len(
+    text: _TextConfig, encoder_config: dict | None, tokenizer_config: dict | None, notes: list[str]
+) -> int:
     derived: float = math.inf
     for key in MAX_LEN_KEYS:
         value = text.get(key)
@@ -219,7 +221,7 @@ def _max_model_len(text: _Cfg, encoder_config: dict | None, tokenizer_config: di
     return int(derived)
 
 
-def _sliding_window(text: _Cfg) -> int:
+def _sliding_window(text: _TextConfig) -> int:
     window = text.get("sliding_window")
     if not window or text.get("use_sliding_window") is False:
         return 0  # 0 means off (config/model.py); Qwen2-style configs drop it
@@ -236,7 +238,7 @@ def _sliding_window(text: _Cfg) -> int:
     return window  # Mistral-style: every layer slides
 
 
-def _num_mtp_layers(text: _Cfg) -> int:
+def _num_mtp_layers(text: _TextConfig) -> int:
     if text.model_type.startswith(("qwen3_5", "qwen4_exp")):
         return text.get("mtp_num_hidden_layers", text.get("num_nextn_predict_layers", 0)) or 0
     if text.get("num_nextn_predict_layers") is not None:
@@ -259,7 +261,7 @@ def _dtype(config: dict, text: dict, kind: str, notes: list[str]) -> str:
     return value
 
 
-def _kind(architecture: str, config: dict, text: _Cfg, use_mla: bool, window: int) -> str:
+def _kind(architecture: str, config: dict, text: _TextConfig, use_mla: bool, window: int) -> str:
     if (
         architecture in ENCODER_DECODER_ARCHITECTURES
         or config.get("is_encoder_decoder")
@@ -305,7 +307,7 @@ def facts_from_config(
     _check_types(config, "")
     if raw_text is not config:
         _check_types(raw_text, "text_config: ")
-    text = _Cfg(raw_text)
+    text = _TextConfig(raw_text)
     out_notes = list(notes)
     heads = text.get("num_attention_heads")
     if not heads:

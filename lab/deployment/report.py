@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from lab.deployment.answer import ERA_RELEASES, Workload, answer
+from lab.deployment.answer import ERA_RELEASES_TEXT, Workload, answer
 from lab.deployment.resolve import resolve
 from lab.history import ERAS
 
@@ -37,7 +37,7 @@ def format_text(a: dict) -> str:
     for r in a["paths"]:
         mark = " *" if r["era"] == a["era"] else "  "
         out.append(f"{mark}{r['path']:14} {r['era']:14} {r['told']:{width}} {r['kernel'] or r['note']}")
-    out.append(f"  (* your release's era: {a['era']}, vLLM {ERA_RELEASES[a['era']]})")
+    out.append(f"  (* your release's era: {a['era']}, vLLM {ERA_RELEASES_TEXT[a['era']]})")
     out += ["", _work_line(a["work"], a["deployment"]["attention backend"].split()[0])]
     out += ["", "replay it:", f"  {a['replay']['cli']}", f"  the app: {a['replay']['app']}"]
     if a["notes"]:

@@ -27,7 +27,7 @@ from lab.deployment.backend_rules import (
     CUDA_PY,
     KV_DTYPES,
     RULES,
-    Cfg,
+    SelectorConfig,
     backend_priorities,
     fa_version,
     is_quantized,
@@ -66,7 +66,7 @@ _MODELLED_BY = list(VLLM_BACKEND_OF.values())
 _LAB = {vllm: name for name, vllm in VLLM_BACKEND_OF.items() if _MODELLED_BY.count(vllm) == 1}
 
 
-def _lab_backend(name: str, c: Cfg) -> tuple[str | None, list[str]]:
+def _lab_backend(name: str, c: SelectorConfig) -> tuple[str | None, list[str]]:
     if name == "FLASH_ATTN":
         v = fa_version(c.sm, c.head_size, hd256=True, sink=c.sink, block=c.block, kv_quant=is_quantized(c.kv))
         note = f"FLASH_ATTN runs FlashAttention {v} here (fa_utils.py get_flash_attn_version)"
@@ -94,7 +94,7 @@ def _lab_backend(name: str, c: Cfg) -> tuple[str | None, list[str]]:
 _FUSED_DRAFT_DECODE = ("FLASH_ATTN", "TRITON_ATTN", "TRITON_MLA")
 
 
-def _choice(name: str, c: Cfg, candidates, source: str, notes: list[str]) -> BackendChoice:
+def _choice(name: str, c: SelectorConfig, candidates, source: str, notes: list[str]) -> BackendChoice:
     lab, more = _lab_backend(name, c)
     r = RULES[name]
     blocks = r.blocks(c) if callable(r.blocks) else r.blocks
@@ -138,7 +138,7 @@ def select_backend(
         raise ValueError(
             f"kv_cache_dtype {kv_cache_dtype!r} / attn_type {attn_type!r}: the lab models {KV_DTYPES} / {ATTN_TYPES}"
         )
-    c = Cfg(
+    c = SelectorConfig(
         sm,
         head_size,
         num_heads,

@@ -111,7 +111,7 @@ def test_loads_agree_with_the_engine_on_stale_block_reuse(traces):
     """The step whose baseline walk reads the most live and free blocks: both kernels load only the
     rows' own pages in both modes; the mode changes Triton MLA's splits, programs and scratch only."""
     st = _stalest_step(traces["stale-block-reuse"])
-    b = batches.batch_from_step(st)
+    b = batches.decode_batch_from_step(st)
     assert agreement.engine_walk(b, "baseline")["live"] + agreement.engine_walk(b, "baseline")["free"] > 0
     kv, q = mla.make_cache(b, mla.SMALL, poison=True), mla.make_query(b, mla.SMALL)
     ref = mla.sdpa_reference(b, kv, q, mla.SMALL)
@@ -133,7 +133,7 @@ def test_a_walk_of_max_seq_len_loads_what_the_engine_counts_and_is_caught(traces
     """Rows claiming cdiv(max_seq_len, block_size) pages: the interpreter's loads past num_blocks,
     by class, equal the engine's out-of-range entries of that walk, and the check reports them."""
     st = _stalest_step(traces["stale-block-reuse"])
-    b = batches.batch_from_step(st)
+    b = batches.decode_batch_from_step(st)
     wrong = agreement.wrong_walk(b, "baseline")
     r = mla.run(wrong, "baseline", mla.SMALL, mla.make_cache(b, mla.SMALL), mla.make_query(b, mla.SMALL))
     assert r["entries_distinct_by_class"] == agreement.engine_walk(b, "baseline")
@@ -146,7 +146,7 @@ def test_loads_agree_with_the_engine_on_a_padded_full_graph_step(traces):
     max_model_len, so one run stands for both; the padded rows launch programs and load nothing."""
     st = next(s for s in traces["full-graph-vs-eager"].steps if s.num_reqs_padded > s.num_reqs)
     assert st.cudagraph_mode == "FULL" and st.kernel_max_seq_len["baseline"] == st.kernel_max_seq_len["fixed"]
-    b = batches.batch_from_step(st)
+    b = batches.decode_batch_from_step(st)
     kv, q = mla.make_cache(b, mla.SMALL, poison=True), mla.make_query(b, mla.SMALL)
     r = mla.run(b, "fixed", mla.SMALL, kv, q, sm_count=132)
     assert agreement.problems(b, r) == []
@@ -178,7 +178,7 @@ def test_flex_gathers_exactly_the_engines_out_of_range_entries(traces):
     engine's walk of its row: in range, null, live and free entries as lab/engine/oor.py counts them;
     then masks every one past num_blocks (the mask keeps only the rows' own blocks)."""
     st = _stalest_step(traces["stale-block-reuse"])
-    b = batches.batch_from_step(st)
+    b = batches.decode_batch_from_step(st)
     cfg = unified.GqaConfig()
     kv, q = unified.make_cache(b, cfg), unified.make_query(b, cfg)
     for mode in MODES:

@@ -78,7 +78,7 @@ def decode_rows(step) -> tuple[np.ndarray, int]:
     return np.flatnonzero(sched == q), q
 
 
-def batch_from_step(step, modes=MODES) -> DecodeBatch | None:
+def decode_batch_from_step(step, modes=MODES) -> DecodeBatch | None:
     """The decode launch of a trace step's target pass, or None when it has no decode row. Rows keep
     the step's order; padded rows (num_reqs .. num_reqs_padded) follow with seq_len 0."""
     rows, q = decode_rows(step)

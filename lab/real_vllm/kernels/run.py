@@ -58,7 +58,7 @@ def step_batches(preset: str, steps: list[int] | None, limit: int) -> list[Decod
         steps = [ok[int(j)] for j in np.linspace(0, len(ok) - 1, min(limit, len(ok)))] if ok else []
     out = []
     for i in dict.fromkeys(steps):
-        b = batches.batch_from_step(trace.steps[i])
+        b = batches.decode_batch_from_step(trace.steps[i])
         if b is not None:
             b.label = f"preset {preset} step {i}"
             out.append(b)

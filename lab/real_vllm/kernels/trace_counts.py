@@ -33,7 +33,7 @@ def count_trace(trace, kernel: str = "mla", sm: int = 132, every: int = 10, conf
     arrays = {name: np.full((n, len(MODES)), -1, dtype=np.int64) for name in VLLM_COUNT_SCHEMA}
     run = 0
     for i in range(0, n, max(1, every)):
-        batch = batches.batch_from_step(trace.steps[i])
+        batch = batches.decode_batch_from_step(trace.steps[i])
         if batch is None:
             continue
         counts = run.run_kernel(kernel, batch, sm if kernel == "mla" else None, cfg)

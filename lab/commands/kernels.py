@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import shlex
 
+from lab.commands.scenario_args import add_kernel_run_args
+
 
 def register(sub) -> None:
     sp = sub.add_parser("backends", help="which attention backends run here, and R10 for each")
@@ -28,9 +30,7 @@ def add_simulate_backend_args(sp) -> None:
         help="also run this attention backend each --every steps in both modes "
         "(python -m lab backends lists them), e.g. torch-reference",
     )
-    sp.add_argument("--device", default="cpu", help="cpu or cuda (with --backend)")
-    sp.add_argument("--repeats", type=int, default=3, help="timed launches per mode and step (with --backend)")
-    sp.add_argument("--threads", type=int, default=1, help="torch CPU threads (with --backend; default 1)")
+    add_kernel_run_args(sp, when="with --backend")
     sp.add_argument("--steps", help="time these steps instead of every --every-th, e.g. 0,10,20 (with --backend)")
     sp.set_defaults(fn=cmd_simulate)
 
@@ -82,14 +82,13 @@ def _live_command(args) -> str:
 def add_bench_args(sp) -> None:
     """The flags of ``python -m lab bench kernels`` (``--repeat`` is the bench command's, shared)."""
     sp.add_argument("--backend", default="torch-reference", help="kernels: the attention backend")
-    sp.add_argument("--device", default="cpu", help="kernels: cpu or cuda")
+    add_kernel_run_args(sp, when="bench kernels", repeats=False)
     sp.add_argument(
         "--shape",
         action="append",
         help="kernels: BATCHxCONTEXT[s]/MAX_MODEL_LEN/BLOCK_SIZE, "
         "s = skewed lengths (repeatable; default: four shapes)",
     )
-    sp.add_argument("--threads", type=int, default=1, help="kernels: torch CPU threads (default 1)")
     sp.add_argument(
         "--dtype",
         default="float32",

@@ -1,6 +1,7 @@
 """The scenario arguments of the command line, declared once for every command that takes a scenario
 (simulate, record, conform, sweep, gpu-model): ``--preset``/``--spec`` and, where the command saves a
-trace, ``--out``; and ``scenario_from_args``, the one place they become a ``Scenario``.
+trace, ``--out``; and ``scenario_from_args``, the one place they become a ``Scenario``. Beside them the
+kernel-run arguments of every command that times kernels (``add_kernel_run_args``).
 
 Bad input is a ``ValueError`` with one clear sentence; lab/commands/main.py's ``main`` prints it as
 ``error: …`` on one line and exits with 2.
@@ -53,3 +54,15 @@ def scenario_from_args(args: argparse.Namespace, default_preset: str | None = No
     if default_preset:
         return get_preset(default_preset)
     raise ValueError("give --preset NAME or --spec TEXT (python -m lab presets lists the presets)")
+
+
+def add_kernel_run_args(parser: argparse.ArgumentParser, *, when: str, repeats: bool = True, threads: bool = True):
+    """``--device``, ``--repeats`` and ``--threads`` of every command that times attention kernels (``simulate
+    --backend``, ``sweep --kernels``, ``bench kernels``), declared once. ``when``: the flag or command they
+    apply with, said in each help; ``bench`` has a ``--repeat`` of its own (``repeats=False``), ``sweep`` no
+    threads of its own (``threads=False``: each point's process keeps torch's)."""
+    parser.add_argument("--device", default="cpu", help=f"cpu or cuda ({when})")
+    if repeats:
+        parser.add_argument("--repeats", type=int, default=3, help=f"timed launches per mode and step ({when})")
+    if threads:
+        parser.add_argument("--threads", type=int, default=1, help=f"torch CPU threads ({when}; default 1)")

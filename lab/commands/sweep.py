@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sys
 
-from lab.commands.scenario_args import add_scenario_args, scenario_from_args
+from lab.commands.scenario_args import add_kernel_run_args, add_scenario_args, scenario_from_args
 from lab.gpu_model import GPUS, HeadShape, format_model, predict
 from lab.sweep.orchestrate import SECONDS_PER_POINT, run_sweep, text_progress
 from lab.sweep.point import numeric_columns
@@ -62,14 +62,13 @@ def register(sub) -> None:
         help="also time this attention backend in both modes "
         "(e.g. torch-reference) on the steps within --kernel-budget",
     )
-    sp.add_argument("--device", default="cpu", help="with --kernels: cpu or cuda")
+    add_kernel_run_args(sp, when="with --kernels", threads=False)
     sp.add_argument(
         "--kernel-budget",
         type=int,
         default=2_000_000,
         help="with --kernels: query-key pairs of baseline walk timed per point (default 2M)",
     )
-    sp.add_argument("--repeats", type=int, default=3, help="with --kernels: timed launches per mode and step")
     sp.add_argument(
         "--gpu-model",
         action="append",

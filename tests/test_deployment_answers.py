@@ -18,7 +18,7 @@ B40654, A40654, A43991 = ERAS
 
 
 def _rows(a, era):
-    return {r["path"]: r for r in a["paths"] if r["era"] == era}
+    return {r.path: r for r in a.paths if r.era == era}
 
 
 def test_llama_eagle3_on_h200():
@@ -30,30 +30,30 @@ def test_llama_eagle3_on_h200():
         ),
         ONE,
     )
-    d = a["deployment"]
+    d = a.resolved_text
     # vllm/platforms/cuda.py _get_backend_priorities, SM 9.x non-MLA: [FLASH_ATTN, FLASHINFER, ...]; FA3 takes
     # head size 128 in bf16 (flash_attn.py FlashAttentionBackend.validate_configuration): FLASH_ATTN first.
     assert d["attention backend"].startswith("FLASH_ATTN (lab model: fa3)")
     # vllm/engine/arg_utils.py get_batch_defaults: >= 70 GiB and not an A100 -> 1024 seqs, 8192 tokens (serve)
     assert "max_num_seqs 1024, max_num_batched_tokens 8,192" in d["scheduler"]
     # human_readable_int: "32k" = 32,000. Before #40654 every path is told max_model_len.
-    assert {r["told"] for r in _rows(a, B40654).values()} == {"max_model_len (32,000)"}
+    assert {r.told_text for r in _rows(a, B40654).values()} == {"max_model_len (32,000)"}
     after = _rows(a, A43991)
     # Step 0 (the prefill): the target is told the batch's seq_lens_cpu_upper_bound max, 1,000
     # (model_states/default.py prepare_attn, #40654); a prefill is a mixed batch, so PIECEWISE graphs. The decode
     # steps replay FULL graphs captured with max_model_len, but FA3's split plan is the scheduler metadata build()
     # refreshes each step (R9, refreshed at replay): its launch scalar max_seqlen_k alone keeps max_model_len.
-    assert after["target"]["told"].startswith("batch max 1,000-")
-    assert after["target"]["kernel"].startswith(
-        after["target"]["told"] + " (refreshed at replay by the FLASH_ATTN builder"
+    assert after["target"].told_text.startswith("batch max 1,000-")
+    assert after["target"].kernel_text.startswith(
+        after["target"].told_text + " (refreshed at replay by the FLASH_ATTN builder"
     )
-    assert after["target"]["kernel"].endswith("FULL steps (deciding no work)")
+    assert after["target"].kernel_text.endswith("FULL steps (deciding no work)")
     # Draft pass 0 reuses the target metadata; passes 1-2 are told min(max(ub) + K, max_model_len) = 1,003 at
     # step 0 (spec_decode/speculator.py, #43991); before #43991 (0.22.1's eagle/speculator.py) max_model_len.
-    assert after["draft pass 0"]["told"] == after["target"]["told"]
-    assert after["draft pass 1"]["told"].startswith("batch max 1,003")
-    assert _rows(a, A40654)["draft pass 1"]["told"] == "max_model_len (32,000)"
-    assert a["headline"].startswith(
+    assert after["draft pass 0"].told_text == after["target"].told_text
+    assert after["draft pass 1"].told_text.startswith("batch max 1,003")
+    assert _rows(a, A40654)["draft pass 1"].told_text == "max_model_len (32,000)"
+    assert a.headline.startswith(
         "slightly, on 1 of 6 steps (no extra bytes read): the target pass and draft pass 0 told FLASH_ATTN "
         "max_model_len (32,000) until 0.20.0 (#40654), draft passes 1-2 until 0.23.0 (#43991); since then the "
         "batch max; FLASH_ATTN (fa3) follows it (slightly: split bound)"
@@ -72,13 +72,13 @@ def test_deepseek_mtp_mla_on_h200_and_b200():
     a = answer(h200, ONE)
     # K=1: the only draft pass reuses the target metadata, fixed with it by #40654
     assert set(_rows(a, A40654)) == {"target", "draft pass 0"}
-    assert a["headline"].startswith(
+    assert a.headline.startswith(
         "not on this workload: the target pass and draft pass 0 told FLASH_ATTN_MLA max_model_len (163,840) until "
         "0.20.0 (#40654)"
     )
     # Step 0 (the prompt) has no decode row: FlashAttention MLA launches no decode kernel there (issue 35 audit,
     # item 3; it used to count the split heuristic's KV blocks); every decode step is pinned at 32 splits.
-    assert a["headline"].endswith("on every step of this workload with a decode launch: max_seqlen_k decides no split")
+    assert a.headline.endswith("on every step of this workload with a decode launch: max_seqlen_k decides no split")
 
 
 def test_qwen3_next_hybrid_mtp():
@@ -92,17 +92,17 @@ def test_qwen3_next_hybrid_mtp():
     a = answer(dep, ONE)
     # MambaHybridModelState.prepare_attn passed max_model_len until #43991 (0.19.1's and 0.22.1's MRV2 refuse
     # hybrids, the lab shows their era's code path): the target changed with the drafts, in 0.23.0.
-    assert _rows(a, A40654)["target"]["told"] == "max_model_len (262,144)"
-    assert _rows(a, A43991)["target"]["told"].startswith("batch max 1,000")
+    assert _rows(a, A40654)["target"].told_text == "max_model_len (262,144)"
+    assert _rows(a, A43991)["target"].told_text.startswith("batch max 1,000")
     # On 0.22.1 MRV2 runs no hybrid (_get_v2_model_runner_unsupported_features: "hybrid/mamba models"): V1, said so;
     # the era is still the release's own (after #40654), the replay uses 0.32's bookkeeping.
     old = resolve(dep.line, "H200", "0.22.1")
     a22 = answer(old, ONE)
-    assert a22["headline"].startswith(
+    assert a22.headline.startswith(
         "not answered: vLLM 0.22.1 runs this deployment on Model Runner V1 (MRV2 runs no hybrid/mamba model"
     )
-    assert (a22["era"], old.series) == (A40654, "0.32")
-    assert "the target pass and draft passes 0-1 told FLASH_ATTN max_model_len (262,144) until 0.23.0" in a["headline"]
+    assert (a22.era, old.series) == (A40654, "0.32")
+    assert "the target pass and draft passes 0-1 told FLASH_ATTN max_model_len (262,144) until 0.23.0" in a.headline
 
 
 def test_gpt_oss_on_b200_sliding_windows_and_sinks():
@@ -115,10 +115,8 @@ def test_gpt_oss_on_b200_sliding_windows_and_sinks():
     a = answer(dep, ONE)
     # One request: its decode steps are uniform batches, FULL graphs captured with max_model_len (R9); its prefill
     # goes to TRTLLM-gen's context kernel (not modelled), so no predicted extra on this workload.
-    assert a["headline"].startswith(
-        "not on this workload: the target pass told FLASHINFER max_model_len (131,072) until"
-    )
-    assert a["headline"].endswith(
+    assert a.headline.startswith("not on this workload: the target pass told FLASHINFER max_model_len (131,072) until")
+    assert a.headline.endswith(
         "its decode steps all replay FULL graphs, where the kernel sees max_model_len either "
         "way (R9), and the prefill rows go to a context kernel the lab does not model"
     )
@@ -133,20 +131,20 @@ def test_encoder_only_embedding_and_v1_fallbacks():
         False,
     )
     a = answer(dep, ONE)
-    assert a["headline"] == (
+    assert a.headline == (
         "no: MRV2's encoder-only model state came in vLLM 0.27.0, after #43991; attention has been told the batch "
         "max since"
     )
     # vllm/config/vllm.py _get_v2_model_runner_unsupported_features: suffix decoding runs Model Runner V1
     v1 = resolve('vllm serve Qwen/Qwen3-8B --speculative-config \'{"method": "suffix"}\'', "H200")
-    assert answer(v1, ONE)["headline"].startswith("not answered: vLLM 0.33.0 runs this deployment on Model Runner V1")
+    assert answer(v1, ONE).headline.startswith("not answered: vLLM 0.33.0 runs this deployment on Model Runner V1")
 
 
 def test_eager_shows_the_metadata_to_the_kernel_at_every_step():
     a = answer(resolve("vllm serve Qwen/Qwen3-8B --enforce-eager", "H200"), ONE)
     # enforce_eager: CUDAGraphMode.NONE (vllm.py __post_init__): no FULL replay hides the fix (R9)
     target = _rows(a, A43991)["target"]
-    assert target["kernel"] == target["told"]
+    assert target.kernel_text == target.told_text
 
 
 @pytest.mark.parametrize(
@@ -203,12 +201,12 @@ def test_a_model_from_its_config_json(tmp_path):
     # head size 4096 / 32 = 128; FLASH_ATTN on SM90; --enforce-eager: no graphs, no capture sizes
     assert (dep.model.kind, dep.model.head_size, dep.settings["max_model_len"]) == ("dense", 128, 32768)
     a = answer(dep, ONE)
-    assert a["deployment"]["capture sizes"] == "none (no CUDA graphs)"
+    assert a.resolved_text["capture sizes"] == "none (no CUDA graphs)"
     assert re.match(
         r"slightly, on \d+ of \d+ steps \(no extra bytes read\): the target pass told FLASH_ATTN "
         r"max_model_len \(32,768\) until 0\.20\.0",
-        a["headline"],
-    ), a["headline"]
+        a.headline,
+    ), a.headline
 
 
 def test_draft_pass_work():
@@ -221,14 +219,14 @@ def test_draft_pass_work():
         ),
         ONE,
     )
-    drafts = eager["work"]["drafts"]
+    drafts = eager.work.drafts
     # Pass 0 reuses the target metadata (its work is the target's again); passes 1-2 decode one token a request.
-    assert [(d["path"], d["q_len"]) for d in drafts] == [("draft pass 1", 1), ("draft pass 2", 1)]
+    assert [(d.path, d.q_len) for d in drafts] == [("draft pass 1", 1), ("draft pass 2", 1)]
     # FA3's split bound sees cdiv(max_seqlen_k, 128) KV blocks a launch (hopper/flash_api.cpp get_num_splits);
     # eager: every launch sees the metadata, max_model_len 32,000 in the baseline -> 250 blocks a step.
-    steps = eager["workload"]["steps"]
-    assert all(d["baseline"] == 250 * steps and d["fixed"] < d["baseline"] for d in drafts)
-    assert "more fa3_n_blocks in draft passes 1-2" in eager["headline"]
+    steps = eager.workload.steps
+    assert all(d.baseline == 250 * steps and d.fixed < d.baseline for d in drafts)
+    assert "more fa3_n_blocks in draft passes 1-2" in eager.headline
     # DFlash's one pass: 1 + K query tokens a request (DFlashSpeculator.__init__: "bonus + N mask")
     dflash = answer(
         resolve(
@@ -238,18 +236,18 @@ def test_draft_pass_work():
         ),
         ONE,
     )
-    assert [(d["path"], d["q_len"]) for d in dflash["work"]["drafts"]] == [("draft pass 0", 8)]
+    assert [(d.path, d.q_len) for d in dflash.work.drafts] == [("draft pass 0", 8)]
 
 
 def test_the_verdict_says_its_scale_first_never_a_bare_yes():
     # Issue 37 M4: a bold "Yes" where the kernel saw the change on 5 of 260 steps and no byte more was read.
     line = "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32768"
     a = answer(resolve(line, "H200"))
-    w = a["work"]
-    assert 0 < w["steps_changed"] < w["steps"] == a["workload"]["steps"] and w["extra_bytes"] == 0
-    assert a["headline"].startswith(f"slightly, on {w['steps_changed']} of {w['steps']} steps (no extra bytes read)")
+    w = a.work
+    assert 0 < w.steps_changed < w.steps == a.workload.steps and w.extra_bytes == 0
+    assert a.headline.startswith(f"slightly, on {w.steps_changed} of {w.steps} steps (no extra bytes read)")
     for dep_line, gpu in [(ln, g) for _, ln, g in DEPLOYMENTS]:
-        head = answer(resolve(dep_line, gpu))["headline"]
+        head = answer(resolve(dep_line, gpu)).headline
         assert not head.startswith("yes:"), head
         if head.startswith(("yes", "slightly")):
             assert re.match(r"(yes|slightly), on [\d,]+ of [\d,]+ steps \(", head), head

@@ -12,6 +12,7 @@ import pytest
 
 from lab.commands import deployment as deployment_cli
 from lab.commands.main import main
+from lab.deployment.answer_types import vllm_parser_from_json
 from lab.deployment.known_configs import KNOWN_CONFIGS
 from lab.deployment.resolve import resolve
 from lab.vllm_env import CONFORMANCE_VENV_PYTHON, conformance_python
@@ -69,9 +70,15 @@ def test_run_passes_config_and_cached_config(monkeypatch, config_path, tmp_path,
 def test_disagreeing_fields_are_said_with_both_values():
     r = {"fields": {"max_num_seqs": [256, 256], "cudagraph_mode": ["FULL", "PIECEWISE"]},
          "disagreements": ["cudagraph_mode"]}  # fmt: skip
-    assert deployment_cli.resolution_text(r) == "disagrees on: cudagraph_mode (lab FULL, vLLM PIECEWISE)"
-    assert deployment_cli.resolution_text({"fields": {"a": [1, 1]}, "disagreements": []}) == "agrees on a"
-    assert deployment_cli.resolution_text({"error": "no model"}) == "could not check: no model"
+
+    def said(resolution: dict) -> str:  # as the check's JSON comes back from .venv-vllm
+        return deployment_cli.resolution_text(vllm_parser_from_json({"resolution": resolution}).resolution)
+
+    assert said(r) == "disagrees on: cudagraph_mode (lab FULL, vLLM PIECEWISE)"
+    assert said({"fields": {"a": [1, 1]}, "disagreements": []}) == "agrees on a"
+    assert said({"error": "no model"}) == "could not check: no model"
+    with pytest.raises(TypeError):  # a key the lab's Resolution does not have: the two sides disagree
+        vllm_parser_from_json({"resolution": {**r, "why": "x"}})
 
 
 def _vllm_python():

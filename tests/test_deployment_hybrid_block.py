@@ -32,7 +32,7 @@ def test_the_block_holds_a_gdn_state(flags, gpu, block):
     assert dep.vllm_block_size == block
     assert dep.settings["block_size"] in (16, 64)  # the replay keeps a power of two (the lab's engine)
     assert any("aligns the attention block size to" in n for n in dep.notes)
-    assert answer_json(dep, answer(dep, Workload(2, 64, 4)))["resolved"]["block_size"] == block
+    assert answer_json(answer(dep, Workload(2, 64, 4)))["resolved"]["block_size"] == block
 
 
 def test_other_models_keep_the_backends_block():

@@ -26,7 +26,7 @@ def documents():
     out = []
     for _, line, gpu in DEPLOYMENTS:
         dep = resolve(line, gpu, "0.33.0")
-        out.append((line, answer_json(dep, answer(dep, SMALL))))
+        out.append((line, answer_json(answer(dep, SMALL))))
     return out
 
 
@@ -52,7 +52,7 @@ def test_fields_not_sentences(documents):
 
 def test_a_v1_answer_validates():
     dep = resolve("vllm serve Qwen/Qwen3-8B", "H200", "0.19.1")
-    doc = answer_json(dep, answer(dep, SMALL))
+    doc = answer_json(answer(dep, SMALL))
     jsonschema.validate(doc, SCHEMA)
     assert doc["resolved"]["vllm"] == "0.19.1"
 

@@ -9,7 +9,7 @@ import pytest
 from lab import Scenario, simulate
 from lab.blocks import walked_columns
 from lab.deployment import Workload, answer, resolve
-from lab.deployment.answer_json import path_fields
+from lab.deployment.answer_types import to_json
 from lab.gpu_model import GPUS, predict
 from lab.gpu_model.records import FROZEN, NOT_READ, REFRESHED
 from lab.gpu_model.report import summary
@@ -20,8 +20,8 @@ SMALL = Workload(2, 256, 8)  # step 0: two 256-token prompts (PIECEWISE); steps 
 LLAMA = "vllm serve meta-llama/Llama-3.1-8B-Instruct"
 
 
-def _target(a: dict) -> dict:
-    return next(r for r in a["paths"] if r["path"] == "target" and r["era"] == ERAS[-1])
+def _target(a):
+    return next(r for r in a.paths if r.path == "target" and r.era == ERAS[-1])
 
 
 def test_flex_reads_the_step_value_on_full_steps():
@@ -30,10 +30,13 @@ def test_flex_reads_the_step_value_on_full_steps():
     7 of 8 steps see max_model_len under FULL graphs")."""
     a = answer(resolve(LLAMA + " --attention-backend FLEX_ATTENTION", "H200"), SMALL)
     t = _target(a)
-    assert a["full_graph_steps"] == 7 and t["kernel_reads"] == REFRESHED and t["full_graph_steps"] == 0
-    assert (t["kernel_min"], t["kernel_max"]) == (t["told_min"], t["told_max"]) == (256, 263)
-    assert "under FULL graphs" not in t["kernel"] and "refreshed at replay by the FLEX_ATTENTION builder" in t["kernel"]
-    assert path_fields(t)["kernel"] == {"min": 256, "median": 259, "max": 263}
+    assert a.full_graph_steps == 7 and t.kernel_reads == REFRESHED and t.full_graph_steps == 0
+    assert (t.kernel.min, t.kernel.max) == (t.told.min, t.told.max) == (256, 263)
+    assert (
+        "under FULL graphs" not in t.kernel_text
+        and "refreshed at replay by the FLEX_ATTENTION builder" in t.kernel_text
+    )
+    assert to_json(t)["kernel"] == {"min": 256, "median": 259, "max": 263}
 
 
 def test_fa3_split_plan_refreshed_its_launch_scalar_frozen():
@@ -41,24 +44,24 @@ def test_fa3_split_plan_refreshed_its_launch_scalar_frozen():
     scalar max_seqlen_k keeps max_model_len under FULL, where every step is pinned at 32 splits."""
     a = answer(resolve(LLAMA, "H200"), SMALL)
     t = _target(a)
-    assert t["kernel_reads"] == REFRESHED and t["kernel_max"] == t["told_max"] == 263
-    assert "its launch scalar max_seqlen_k keeps max_model_len on 7 FULL steps (deciding no work)" in t["kernel"]
+    assert t.kernel_reads == REFRESHED and t.kernel.max == t.told.max == 263
+    assert "its launch scalar max_seqlen_k keeps max_model_len on 7 FULL steps (deciding no work)" in t.kernel_text
 
 
 def test_trtllm_gen_launch_scalar_is_frozen_at_capture():
     a = answer(resolve(LLAMA, "B200"), SMALL)
     t = _target(a)
-    assert t["kernel_reads"] == FROZEN and t["full_graph_steps"] == 7 and t["kernel_max"] == 131072
-    assert "7 of 8 steps see max_model_len under FULL graphs" in t["kernel"]
+    assert t.kernel_reads == FROZEN and t.full_graph_steps == 7 and t.kernel.max == 131072
+    assert "7 of 8 steps see max_model_len under FULL graphs" in t.kernel_text
 
 
 def test_a_backend_that_never_reads_it_says_so():
     """FLASHINFER on H200 decodes with XQA (its own width-derived max_seq_len): no kernel value, no R9 claim."""
     a = answer(resolve(LLAMA + " --attention-backend FLASHINFER", "H200"), SMALL)
     t = _target(a)
-    assert t["kernel_reads"] == NOT_READ and t["kernel"] == "not read by FLASHINFER (flashinfer-xqa), R10"
-    assert path_fields(t)["kernel"] is None and t["full_graph_steps"] == 0
-    assert a["headline"].startswith("no change in work: ") and "does not size its work from it" in a["headline"]
+    assert t.kernel_reads == NOT_READ and t.kernel_text == "not read by FLASHINFER (flashinfer-xqa), R10"
+    assert to_json(t)["kernel"] is None and t.full_graph_steps == 0
+    assert a.headline.startswith("no change in work: ") and "does not size its work from it" in a.headline
 
 
 def test_block_table_view_says_which_backend_its_walk_assumes(monkeypatch):
@@ -86,11 +89,11 @@ def test_no_decode_step_no_decode_kernel_sentence(line, gpu, backend):
     """Item 4: ``--output-len 1`` has no decode step: no "rows x KV heads fill the SMs" (TRTLLM-gen) nor a count of
     FlashAttention MLA's split heuristic; the answer says its decode kernel never launches."""
     a = answer(resolve(line, gpu), Workload(4, 256, 1))
-    assert a["work"]["backend"] == backend and a["work"]["extra"] == 0
-    assert a["headline"].startswith("not on this workload: ")
-    assert a["headline"].endswith("no decode step on this workload: its decode kernel never launches (prefill "
+    assert a.work.backend == backend and a.work.extra == 0
+    assert a.headline.startswith("not on this workload: ")
+    assert a.headline.endswith("no decode step on this workload: its decode kernel never launches (prefill "
                                   "kernels: not modelled)")  # fmt: skip
-    assert "rows x KV heads" not in a["headline"] and "one CTA per sequence" not in a["headline"]
+    assert "rows x KV heads" not in a.headline and "one CTA per sequence" not in a.headline
 
 
 def test_gpu_model_summary_on_a_prefill_only_trace():

@@ -35,11 +35,11 @@ def test_gpt_oss_line_no_longer_claims_the_pinned_step():
     max_seqlen_k changes nothing there; the old model said "yes ... +14 %"."""
     dep = resolve("vllm serve openai/gpt-oss-120b", "H200")
     a = answer(dep, Workload(requests=2, prompt_len=256, output_len=8))
-    assert not a["headline"].startswith("yes"), a["headline"]
-    assert a["work"]["extra"] == 0 and a["work"]["baseline"] == 0
-    assert "pins num_splits at 32" in a["headline"]
+    assert not a.headline.startswith("yes"), a.headline
+    assert a.work.extra == 0 and a.work.baseline == 0
+    assert "pins num_splits at 32" in a.headline
     # Item 4: FA3 has no separate context kernel; the sentence about one is not printed for it.
-    assert "context kernel" not in a["work"]["on_this_workload"]
+    assert "context kernel" not in a.work.on_this_workload
 
 
 def test_fa3_pin_follows_the_configured_mode_not_the_step(full):

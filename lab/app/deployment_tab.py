@@ -17,6 +17,7 @@ from lab.app.controls import inline_error
 from lab.app.room.budget import MAX_APP_ROWS, MAX_APP_STEPS, scenario_rows, scenario_steps
 from lab.deployment import ServeLineError, Workload, answer, resolve
 from lab.deployment.answer import scenario_of
+from lab.deployment.answer_types import BackendTable
 from lab.deployment.models import MAX_CONFIG_BYTES
 from lab.deployment.report import DEPLOYMENTS, format_markdown
 from lab.deployment.resolve import DEPLOYMENT_GPUS
@@ -70,12 +71,12 @@ def deployment_tab(line, gpu, vllm, requests, prompt_len, output_len, log_text="
     except ValueError as e:
         return _refused(sizes=[str(e)])
     a = answer(dep, Workload(*sizes))
-    url = a["replay"]["app"].removeprefix("/")  # relative: the app may sit behind a proxy's path
+    url = a.replay.app.removeprefix("/")  # relative: the app may sit behind a proxy's path
     link = (
         f'<a class="replay-link" href="{html.escape(url)}" target="_blank" rel="noopener">Open the replay in the '
-        f"lab ↗</a> <code>{html.escape(a['replay']['cli'])}</code>"
+        f"lab ↗</a> <code>{html.escape(a.replay.cli)}</code>"
     )
-    table, table_notes = backends_table(a["backends"])
+    table, table_notes = backends_table(a.backends)
     return "", format_markdown(a), table, link, line_shown, "", table_notes
 
 
@@ -106,15 +107,15 @@ TABLE_HEADERS = {
 TABLE_NOTES = ("on this workload", "split decided by", "sources")
 
 
-def backends_table(backends: dict) -> tuple[dict, str]:
+def backends_table(backends: BackendTable) -> tuple[dict, str]:
     """The answer's backends table as the tab shows it: TABLE_HEADERS' columns, each backend by its vLLM name
     with the lab's record in parentheses (lab/gpu_model/backends.py backend_label, as python -m lab backends);
     and the list of each one's TABLE_NOTES (HTML, the text escaped)."""
-    if not backends["data"]:  # no backend the GPU model knows on this GPU (its headers are then empty too)
+    if not backends.data:  # no backend the GPU model knows on this GPU (its headers are then empty too)
         return {"headers": list(TABLE_HEADERS.values()), "data": []}, ""
-    column = {h: i for i, h in enumerate(backends["headers"])}
+    column = {h: i for i, h in enumerate(backends.headers)}
     rows, notes = [], []
-    for row in backends["data"]:
+    for row in backends.data:
         label = backend_label(row[column["backend"]])
         rows.append([label] + [row[column[h]] for h in list(TABLE_HEADERS)[1:]])
         said = "; ".join(f"{h}: {row[column[h]]}" for h in TABLE_NOTES)

@@ -13,6 +13,7 @@ differ. A bad line: one error line naming the flag, exit code 2.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shlex
 import subprocess
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from lab.deployment.answer import Workload, answer
 from lab.deployment.answer_json import answer_json
+from lab.deployment.answer_types import FromLog, Resolution, vllm_parser_from_json
 from lab.deployment.report import deployments_table, format_text, models_table
 from lab.deployment.resolve import DEPLOYMENT_GPUS, resolve
 from lab.deployment.startup_log import (
@@ -106,18 +108,18 @@ def config_file(dep, given: str | None) -> str | None:
     return dep.model.source if dep.model.source and Path(dep.model.source).is_file() else None
 
 
-def resolution_text(r: dict) -> str:
+def resolution_text(r: Resolution) -> str:
     """The resolution half of ``--check-with-vllm`` in words: each disagreeing field with both values."""
-    if "refused" in r:
-        return f"refuses: {r['refused']}"
-    if "error" in r:
-        return f"could not check: {r['error']}"
-    if r.get("disagreements"):
-        fields = r.get("fields", {})
+    if r.refused is not None:
+        return f"refuses: {r.refused}"
+    if r.error is not None:
+        return f"could not check: {r.error}"
+    fields = r.fields or {}
+    if r.disagreements:
         return "disagrees on: " + "; ".join(
-            f"{name} (lab {fields[name][0]}, vLLM {fields[name][1]})" for name in r["disagreements"]
+            f"{name} (lab {fields[name][0]}, vLLM {fields[name][1]})" for name in r.disagreements
         )
-    return f"agrees on {', '.join(r.get('fields', ()))}"
+    return f"agrees on {', '.join(fields)}"
 
 
 def _from_log(args) -> tuple[str, str, StartupLog]:
@@ -129,19 +131,17 @@ def _from_log(args) -> tuple[str, str, StartupLog]:
     return line, release, log
 
 
-def log_text(c: dict) -> str:
+def log_text(c: FromLog) -> str:
     """The log's own words beside the lab's, for a terminal."""
-    out = ["", f"from the log (vLLM {c['version']}): {c['line']}"]
-    for key in ("attention_backend", "cudagraph_mode", "cudagraph_capture_sizes", "model_runner"):
-        p = c[key]
-        said = "not in the log" if p["log"] is None else ("agrees" if p["agree"] else f"the log says {p['log']}")
-        lab = p["lab"] if key != "cudagraph_capture_sizes" else f"{len(p['lab'])} sizes"
-        out.append(
-            f"  {key:24} lab: {lab}; {said}"
-            if key != "cudagraph_capture_sizes" or p["log"] is None
-            else f"  {key:24} lab: {lab}; " + ("agrees" if p["agree"] else f"the log: {len(p['log'])} sizes")
-        )
-    out += [f"  note: {n}" for n in c["notes"]]
+    out = ["", f"from the log (vLLM {c.version}): {c.line}"]
+    for key in ("attention_backend", "cudagraph_mode", "model_runner"):
+        p = getattr(c, key)
+        said = "not in the log" if p.log is None else ("agrees" if p.agree else f"the log says {p.log}")
+        out.append(f"  {key:24} lab: {p.lab}; {said}")
+    sizes = c.cudagraph_capture_sizes
+    said = "not in the log" if sizes.log is None else "agrees" if sizes.agree else f"the log: {len(sizes.log)} sizes"
+    out.insert(4, f"  {'cudagraph_capture_sizes':24} lab: {len(sizes.lab)} sizes; {said}")
+    out += [f"  note: {n}" for n in c.notes]
     return "\n".join(out) + "\n"
 
 
@@ -161,23 +161,22 @@ def run(args) -> int:
     a = answer(dep, workload)
     if log is not None:
         g = dep.graphs
-        a["from_log"] = {
-            "line": line,
-            **compared_with_the_log(
-                log, dep.backend.vllm_name, g.vllm_mode, g.resolved_capture_sizes, "V2" if dep.runs_mrv2 else "V1"
-            ),
-        }
+        runner = "V2" if dep.runs_mrv2 else "V1"
+        from_log = compared_with_the_log(
+            log, line, dep.backend.vllm_name, g.vllm_mode, g.resolved_capture_sizes, runner
+        )
+        a = dataclasses.replace(a, from_log=from_log)
     if args.check_with_vllm:
-        a["vllm_parser"] = check_with_vllm(line, args.gpu, config_file(dep, args.config))
+        parsed = vllm_parser_from_json(check_with_vllm(line, args.gpu, config_file(dep, args.config)))
+        a = dataclasses.replace(a, vllm_parser=parsed)
     if args.json:  # fields, numbers as numbers (lab/deployment/answer_json.py SCHEMA, docs/deployments.md)
-        print(json.dumps(answer_json(dep, a), indent=1))
+        print(json.dumps(answer_json(a), indent=1))
     else:
         sys.stdout.write(format_text(a))
-        if log is not None:
-            sys.stdout.write(log_text(a["from_log"]))
-        if args.check_with_vllm:
-            v = a["vllm_parser"]
-            print("vLLM's own parser: " + (f"refused: {v['error']}" if "error" in v else "accepts the line"))
-            if r := v.get("resolution"):  # lab/real_vllm/deployment/check.py check_line
-                print("vLLM's configuration code: " + resolution_text(r))
+        if a.from_log is not None:
+            sys.stdout.write(log_text(a.from_log))
+        if (v := a.vllm_parser) is not None:
+            print("vLLM's own parser: " + (f"refused: {v.error}" if v.error is not None else "accepts the line"))
+            if v.resolution is not None:  # lab/real_vllm/deployment/check.py check_line
+                print("vLLM's configuration code: " + resolution_text(v.resolution))
     return 0

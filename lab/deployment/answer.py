@@ -15,7 +15,19 @@ import urllib.parse
 
 import numpy as np
 
+from lab.deployment.answer_types import (
+    Answer,
+    BackendTable,
+    DraftWork,
+    PathRow,
+    Replay,
+    Source,
+    Values,
+    Work,
+    WorkloadRun,
+)
 from lab.deployment.resolve import Deployment, release_series
+from lab.deployment.resolved import describe, resolved_fields
 from lab.deployment.workload import Workload
 from lab.gpu_model import BY_NAME, GPUS, HeadShape, backends_for, predict, predict_draft_pass
 from lab.gpu_model.backends import VLLM_BACKEND_OF, backend_label
@@ -23,7 +35,7 @@ from lab.gpu_model.records import FROZEN, LAB, NOT_READ, REFRESHED, Backend
 from lab.gpu_model.report import HEADLINE, summary, summary_cells
 from lab.history import ERA, ERAS, MODEL_STATE_FIRST_RELEASE, release
 from lab.scenario import RequestSpec, Scenario
-from lab.speculators import is_speculator, speculator
+from lab.speculators import speculator
 from lab.trace.recorder import simulate
 
 # The releases each era's MRV2 shipped in (lab/history.py, docs/eras.md).
@@ -91,42 +103,60 @@ def _kernel_text(told: list[int], kernel: list[int], mml: int, rec: Backend | No
     return text + (f"; {full} of {len(told)} steps see max_model_len under FULL graphs{assumed}" if full else "")
 
 
-def _path_rows(trace, mml: int, rec: Backend | None = None) -> list[dict]:
+def _path_rows(trace, mml: int, rec: Backend | None = None) -> tuple[PathRow, ...]:
     """One row per (path, era): the value told and what the chosen backend's work reads of it (R9 per record)."""
     rows = []
     for era in ERAS:
         v = _values(trace, era)
         if v["target"] is None:
-            rows.append({"path": "target", "era": era, "told": "-", "kernel": "", "note": v["note"], "values": None})
+            rows.append(_absent("target", era, v["note"]))
             continue
         paths = [("target", v["target"])] + [(f"draft pass {i}", p) for i, p in sorted(v["drafts"].items())]
         if trace.num_draft_passes and not v["drafts"]:  # a speculator MRV2 did not have in this era
-            note = v["drafts_note"] or "no draft passes in this era"
-            rows.append({"path": "draft passes", "era": era, "told": "-", "kernel": "", "note": note, "values": None})
+            rows.append(_absent("draft passes", era, v["drafts_note"] or "no draft passes in this era"))
         for name, (told, kernel) in paths:
             reads = rec is None or rec.at_replay != NOT_READ
             seen = (rec.seen(told, kernel) if rec else kernel) if reads else None
             rows.append(
-                {
-                    "path": name,
-                    "era": era,
-                    "told": _describe(told, mml),
-                    "kernel": _kernel_text(told, kernel, mml, rec, seen),
-                    "kernel_reads": rec.at_replay if rec else f"{FROZEN} (assumed)",
-                    "note": "",
-                    "told_max": max(told),
-                    "told_min": min(told),
-                    "told_median": int(np.median(told)),
-                    "kernel_max": max(seen) if reads else None,
-                    "kernel_min": min(seen) if reads else None,
-                    "kernel_median": int(np.median(seen)) if reads else None,
-                    "told_is_mml": all(v == mml for v in told),
-                    "full_graph_steps": sum(1 for t, k in zip(told, seen) if k != t) if reads else 0,
-                    "steps": len(told),
-                    "values": (told, seen),
-                }
+                PathRow(
+                    path=name,
+                    era=era,
+                    exists=True,
+                    told=_spread(told),
+                    kernel=_spread(seen) if reads else None,
+                    kernel_reads=rec.at_replay if rec else f"{FROZEN} (assumed)",
+                    told_is_max_model_len=all(v == mml for v in told),
+                    full_graph_steps=sum(1 for t, k in zip(told, seen) if k != t) if reads else 0,
+                    steps=len(told),
+                    told_text=_describe(told, mml),
+                    kernel_text=_kernel_text(told, kernel, mml, rec, seen),
+                    note="",
+                    per_step=(tuple(told), tuple(seen) if reads else ()),
+                )
             )
-    return rows
+    return tuple(rows)
+
+
+def _absent(path: str, era: str, note: str) -> PathRow:
+    """A path the era does not have (a model state or speculator MRV2 did not have then)."""
+    return PathRow(
+        path=path,
+        era=era,
+        exists=False,
+        told=None,
+        kernel=None,
+        kernel_reads="",
+        told_is_max_model_len=None,
+        full_graph_steps=None,
+        steps=None,
+        told_text="-",
+        kernel_text="",
+        note=note,
+    )
+
+
+def _spread(values: list[int]) -> Values:
+    return Values(min=min(values), median=int(np.median(values)), max=max(values))
 
 
 def head_shape(dep: Deployment) -> HeadShape:
@@ -155,9 +185,10 @@ def _has_decode(trace) -> bool:
     return any(q <= 1 + k for st in trace.steps for q in st.num_scheduled_tokens)
 
 
-def backends_and_work(dep: Deployment, trace) -> tuple[dict, dict | None]:
+def backends_and_work(dep: Deployment, trace) -> tuple[BackendTable, Work | None]:
     """The GPU model on this workload (lab/gpu_model/predict.py): every vLLM backend it knows on the GPU
-    for this kind of attention (MLA or not), the chosen one first, as a table; and the chosen one's work."""
+    for this kind of attention (MLA or not), the chosen one first, as a table; and the chosen one's work on the
+    target passes and each draft pass."""
     gpu = GPUS[dep.gpu]
     mla = dep.model.kind == "mla"
     # vLLM's backends only: the lab's own kernels (records known = LAB) are not what a deployment runs.
@@ -165,71 +196,79 @@ def backends_and_work(dep: Deployment, trace) -> tuple[dict, dict | None]:
     rows = predict(trace, gpu, head_shape(dep), backends=names)
     rows.sort(key=lambda r: r["backend"] != dep.backend.lab_backend)
     summ = summary(rows)
-    table = {"headers": list(summ[0]) if summ else [], "data": summary_cells(summ)}
+    table = BackendTable(headers=tuple(summ[0]) if summ else (), data=tuple(map(tuple, summary_cells(summ))))
     name = dep.backend.lab_backend
     if not rows or rows[0]["backend"] != name:
         return table, None
     row, line = rows[0], summ[0]
     key = HEADLINE[name]
     base, fixed = row["predicted"]["baseline"][key], row["predicted"]["fixed"][key]
-    work = {
-        "backend": name,  # the lab's record (its model of the work); label: vLLM's name first, "FLASH_ATTN (fa3)"
-        "vllm_backend": VLLM_BACKEND_OF.get(name),
-        "label": backend_label(name),
-        "verdict": row["max_seq_len_changes_work"],
-        "how": row["how"],
-        "known": row["known"],
-        "quantity": key,
-        "baseline": base,
-        "fixed": fixed,
-        "extra": base - fixed,
-        "extra_share": (base - fixed) / fixed if fixed else 0.0,
-        "extra_bytes": row["baseline_extra"]["bytes"],
-        "changed_steps": row["changed_steps"],  # counted with the draft passes' in answer()
-        # The FULL-decode sentence only where it is true: a workload with decode steps, and a backend whose
-        # prefill rows go to another kernel (FA3 runs one flash_attn_varlen_func for both).
-        "on_this_workload": line["on this workload"]
-        if _decode_sees_fix(trace)
+    drafts = draft_work(dep, trace, key)
+    # The verdict's scale: the steps where the target's or any draft pass's work differs between the modes.
+    changed = set(row["changed_steps"]).union(*(d.changed_steps for d in drafts))
+    # The FULL-decode sentence only where it is true: a workload with decode steps, and a backend whose
+    # prefill rows go to another kernel (FA3 runs one flash_attn_varlen_func for both).
+    says_line = (
+        _decode_sees_fix(trace)
         or not _has_decode(trace)
         or not row["separate_prefill_kernel"]
         or row["at_replay"] != FROZEN
+    )
+    work = Work(
+        backend=name,  # the lab's record (its model of the work); label: vLLM's name first, "FLASH_ATTN (fa3)"
+        vllm_backend=VLLM_BACKEND_OF.get(name),
+        label=backend_label(name),
+        verdict=row["max_seq_len_changes_work"],
+        how=row["how"],
+        known=row["known"],
+        quantity=key,
+        baseline=base,
+        fixed=fixed,
+        extra=base - fixed,
+        extra_share=(base - fixed) / fixed if fixed else 0.0,
+        extra_bytes=row["baseline_extra"]["bytes"],
+        on_this_workload=line["on this workload"]
+        if says_line
         else (
             "its decode steps all replay FULL graphs, where the kernel sees max_model_len either way (R9), and the "
             "prefill rows go to a context kernel the lab does not model"
         ),
-        "sources": row["sources"],
-        "notes": row["notes"],
-    }
+        sources=tuple(Source(**s) for s in row["sources"]),
+        notes=tuple(row["notes"]),
+        drafts=drafts,
+        steps_changed=len(changed),
+        steps=len(trace.steps),
+    )
     return table, work
 
 
 REPLAY_VIEW = "lengths"  # the replay opens on the per-request lengths: the told max_seq_len against the batch's
 
 
-def replay(scenario: Scenario) -> dict:
+def replay(scenario: Scenario) -> Replay:
     """The commands that replay the deployment in the lab: the CLI and the app's URL."""
     spec = scenario.to_spec()
-    return {
-        "spec": spec,
-        "cli": f'python -m lab simulate --spec "{spec}"',
+    return Replay(
+        spec=spec,
+        cli=f'python -m lab simulate --spec "{spec}"',
         # tab= takes a view's name (lab/views ALL_VIEWS), not its label: the label opened on "unknown tab"
-        "app": "/?" + urllib.parse.urlencode({"spec": spec, "tab": REPLAY_VIEW}),
-    }
+        app="/?" + urllib.parse.urlencode({"spec": spec, "tab": REPLAY_VIEW}),
+    )
 
 
-def _path_eras(rows: list[dict], mml: int) -> dict[str, dict[str, str | None]]:
+def _path_eras(rows: tuple[PathRow, ...], mml: int) -> dict[str, dict[str, str | None]]:
     """Per path and era: "old" (told max_model_len at every step), "new" (the batch max), None (no path)."""
     out: dict[str, dict[str, str | None]] = {}
     for r in rows:
-        told = r["values"][0] if r["values"] else None
+        told = r.per_step[0] if r.per_step else None
         state = None if told is None else "old" if all(v == mml for v in told) else "new"
-        out.setdefault(r["path"], dict.fromkeys(ERAS))[r["era"]] = state
+        out.setdefault(r.path, dict.fromkeys(ERAS))[r.era] = state
     return out
 
 
-def _kernel_changed(rows: list[dict], era_a: str, era_b: str) -> bool:
+def _kernel_changed(rows: tuple[PathRow, ...], era_a: str, era_b: str) -> bool:
     """Did the kernel see another max_seq_len in ``era_b`` than in ``era_a`` on any path and step (R9)?"""
-    by = {(r["path"], r["era"]): r["values"] for r in rows}
+    by = {(r.path, r.era): r.per_step for r in rows}
     return any(
         v is not None and by.get((p, era_b)) is not None and v[1] != by[(p, era_b)][1]
         for (p, e), v in by.items()
@@ -247,7 +286,7 @@ def _paths_phrase(paths: list[str]) -> str:
     return " and ".join(target + drafts)
 
 
-def answer(dep: Deployment, workload: Workload | None = None) -> dict:
+def answer(dep: Deployment, workload: Workload | None = None) -> Answer:
     """The answer for a resolved deployment on a workload: plain words, per-path rows, work, replay."""
     workload = workload or Workload()
     scenario = scenario_of(dep, workload)
@@ -255,56 +294,22 @@ def answer(dep: Deployment, workload: Workload | None = None) -> dict:
     mml = scenario.max_model_len
     rows = _path_rows(trace, mml, reads_of(dep))
     table, work = backends_and_work(dep, trace)
-    if work is not None:
-        work["drafts"] = draft_work(dep, trace, work["quantity"])
-        # The verdict's scale: the steps where the target's or any draft pass's work differs between the modes.
-        changed = set(work.pop("changed_steps")).union(*(d.pop("changed_steps") for d in work["drafts"]))
-        work["steps_changed"], work["steps"] = len(changed), len(trace.steps)
     era = release(release_series(dep.vllm)).era  # the release's own era (the replay's series may differ)
     old, new = ERAS[0], (era if era != ERAS[0] else ERAS[-1])
-    return {
-        "deployment": describe(dep),
-        "workload": {"spec": scenario.to_spec(), "steps": len(trace.steps), "requests": len(scenario.requests)},
-        "era": era,
-        "compared": [old, new],
-        "headline": _headline(dep, rows, work, era),
-        "paths": [{k: v for k, v in r.items() if k != "values"} for r in rows],
-        "work": work,
-        "replay": replay(scenario),
-        "notes": list(dep.notes),
-        "full_graph_steps": sum(1 for st in trace.steps if st.cudagraph_mode == "FULL"),
-        "backends": table,
-    }
-
-
-def describe(dep: Deployment) -> dict:
-    """What vLLM would run, in words, each with where it comes from."""
-    b, g, m = dep.backend, dep.graphs, dep.model
-    spec = (
-        "none"
-        if not dep.method
-        else f"{speculator(dep.method).display_name if is_speculator(dep.method) else dep.method}, K={dep.k}"
+    return Answer(
+        headline=_headline(dep, rows, work, era),
+        resolved=resolved_fields(dep),
+        resolved_text=describe(dep),
+        workload=WorkloadRun(spec=scenario.to_spec(), steps=len(trace.steps), requests=len(scenario.requests)),
+        era=era,
+        compared=(old, new),
+        paths=rows,
+        work=work,
+        replay=replay(scenario),
+        notes=tuple(dep.notes),
+        full_graph_steps=sum(1 for st in trace.steps if st.cudagraph_mode == "FULL"),
+        backends=table,
     )
-    return {
-        "model": f"{m.name} ({m.kind.replace('_', '-')}; {m.architecture}); source: {m.source}",
-        "gpu": GPUS[dep.gpu].name,
-        "vllm": dep.vllm,
-        "speculator": spec,
-        "attention backend": f"{b.vllm_name} (lab model: {b.lab_backend or 'none'}); {b.source}",
-        "cuda graphs": f"{g.vllm_mode} (lab: {g.lab_mode}); {g.source}",
-        "capture sizes": (
-            f"{len(g.resolved_capture_sizes)} sizes, {g.resolved_capture_sizes[0]} to {g.resolved_capture_sizes[-1]} "
-            f"tokens ({'given' if g.capture_sizes else 'vLLM default: VllmConfig._set_cudagraph_sizes'})"
-            if g.resolved_capture_sizes
-            else "none (no CUDA graphs)"
-        ),
-        "max_model_len": f"{dep.settings['max_model_len']:,}",
-        "block_size": str(dep.vllm_block_size or dep.settings["block_size"]),
-        "scheduler": f"max_num_seqs {dep.settings['max_num_seqs']}, max_num_batched_tokens "
-        f"{dep.settings['max_num_batched_tokens']:,}, async scheduling "
-        f"{'on' if dep.settings['async_scheduling'] else 'off'}",
-        "model runner": "V2 (MRV2)" if dep.runs_mrv2 else "V1 (not modelled by the lab)",
-    }
 
 
 def _era_change(era: str) -> str:
@@ -340,7 +345,7 @@ def _told_phrase(dep, paths: dict, era: str) -> tuple[str, str]:
     return now, later
 
 
-def _headline(dep, rows, work, era) -> str:
+def _headline(dep: Deployment, rows: tuple[PathRow, ...], work: Work | None, era: str) -> str:
     """The answer in plain words: yes / in the metadata only / no, and why."""
     mml = dep.settings["max_model_len"]
     if not dep.runs_mrv2:
@@ -373,27 +378,27 @@ def _headline(dep, rows, work, era) -> str:
         )
     if work is None:
         return f"yes, in what the kernel sees: {head}; the lab has no work model of {backend}"
-    drafts = [d for d in work["drafts"] if d["extra"] > 0]
-    if work["extra"] <= 0 and not drafts:
-        return f"not on this workload: {head}; {work['label']} could follow it, but {work['on_this_workload']}"
+    drafts = [d for d in work.drafts if d.extra > 0]
+    if work.extra <= 0 and not drafts:
+        return f"not on this workload: {head}; {work.label} could follow it, but {work.on_this_workload}"
     where = []
-    if work["extra"] > 0:
-        where.append(f"{work['extra']:,} more {work['quantity']} (+{work['extra_share']:.0%}) in the target passes")
+    if work.extra > 0:
+        where.append(f"{work.extra:,} more {work.quantity} (+{work.extra_share:.0%}) in the target passes")
     if drafts:
-        extra = sum(d["extra"] for d in drafts)
-        passes = _paths_phrase([d["path"] for d in drafts])
-        where.append(f"{extra:,} more {work['quantity']} in {passes}")
-    follows = f"{work['label']} follows it ({work['verdict']})"
-    return f"{_graded(work)}: {head}; {follows}: {' and '.join(where)} of this workload ({work['known']})"
+        extra = sum(d.extra for d in drafts)
+        passes = _paths_phrase([d.path for d in drafts])
+        where.append(f"{extra:,} more {work.quantity} in {passes}")
+    follows = f"{work.label} follows it ({work.verdict})"
+    return f"{_graded(work)}: {head}; {follows}: {' and '.join(where)} of this workload ({work.known})"
 
 
-def _graded(work: dict) -> str:
+def _graded(work: Work) -> str:
     """The verdict with its scale first, never a bare "yes" (issue 37 M4): "slightly" where no extra byte is
     read or the backend's own verdict is slight (a split bound), and on how many of the workload's steps."""
-    mib = work["extra_bytes"] / 2**20
-    slight = work["extra_bytes"] <= 0 or str(work["verdict"]).startswith("slightly")
-    read = f"{mib:,.1f} MiB more read" if work["extra_bytes"] > 0 else "no extra bytes read"
-    return f"{'slightly' if slight else 'yes'}, on {work['steps_changed']:,} of {work['steps']:,} steps ({read})"
+    mib = work.extra_bytes / 2**20
+    slight = work.extra_bytes <= 0 or str(work.verdict).startswith("slightly")
+    read = f"{mib:,.1f} MiB more read" if work.extra_bytes > 0 else "no extra bytes read"
+    return f"{'slightly' if slight else 'yes'}, on {work.steps_changed:,} of {work.steps:,} steps ({read})"
 
 
 def _draft_q_len(method: str, index: int, k: int) -> int | None:
@@ -408,7 +413,7 @@ def _draft_q_len(method: str, index: int, k: int) -> int | None:
     return 1
 
 
-def draft_work(dep: Deployment, trace, quantity: str) -> list[dict]:
+def draft_work(dep: Deployment, trace, quantity: str) -> tuple[DraftWork, ...]:
     """The chosen backend's ``quantity`` per draft pass in both modes (lab/gpu_model predict_draft_pass)."""
     out = []
     s = trace.scenario
@@ -419,13 +424,13 @@ def draft_work(dep: Deployment, trace, quantity: str) -> list[dict]:
         row = predict_draft_pass(trace, GPUS[dep.gpu], index, q_len, head_shape(dep), [dep.backend.lab_backend])[0]
         base, fixed = row["predicted"]["baseline"][quantity], row["predicted"]["fixed"][quantity]
         out.append(
-            {
-                "path": f"draft pass {index}",
-                "q_len": q_len,
-                "baseline": base,
-                "fixed": fixed,
-                "extra": base - fixed,
-                "changed_steps": row["changed_steps"],
-            }
+            DraftWork(
+                path=f"draft pass {index}",
+                q_len=q_len,
+                baseline=base,
+                fixed=fixed,
+                extra=base - fixed,
+                changed_steps=tuple(row["changed_steps"]),
+            )
         )
-    return out
+    return tuple(out)

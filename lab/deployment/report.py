@@ -6,63 +6,64 @@ from __future__ import annotations
 import re
 
 from lab.deployment.answer import ERA_RELEASES_TEXT, Workload, answer
+from lab.deployment.answer_types import Answer, PathRow, Work
 from lab.deployment.resolve import resolve
 from lab.history import ERAS
 
 
-def _work_line(w: dict | None, backend: str) -> str:
+def _work_line(w: Work | None, backend: str) -> str:
     if w is None:
         return f"{backend}: the lab has no work model of this backend"
     drafts = "".join(
-        f"; {d['path']} ({d['q_len']} query token{'s' if d['q_len'] > 1 else ''} a request): {d['baseline']:,} / "
-        f"{d['fixed']:,} (extra {d['extra']:,})"
-        for d in w.get("drafts", [])
+        f"; {d.path} ({d.q_len} query token{'s' if d.q_len > 1 else ''} a request): {d.baseline:,} / "
+        f"{d.fixed:,} (extra {d.extra:,})"
+        for d in w.drafts
     )
     assumed = ". Draft passes: the target's backend and heads assumed, rows at their upper bound" if drafts else ""
     return (
-        f"{w['label']}: max_seq_len changes its work? {w['verdict']} ({w['known']}). {w['how']}. "
-        f"{w['quantity']} with max_model_len / with the batch max: target passes {w['baseline']:,} / "
-        f"{w['fixed']:,} (extra {w['extra']:,}, {w['extra_bytes'] / 2**20:,.1f} MiB read){drafts}{assumed}; "
+        f"{w.label}: max_seq_len changes its work? {w.verdict} ({w.known}). {w.how}. "
+        f"{w.quantity} with max_model_len / with the batch max: target passes {w.baseline:,} / "
+        f"{w.fixed:,} (extra {w.extra:,}, {w.extra_bytes / 2**20:,.1f} MiB read){drafts}{assumed}; "
         f"predictions, not GPU measurements"
     )
 
 
-def format_text(a: dict) -> str:
+def format_text(a: Answer) -> str:
     """The answer for a terminal: plain words first, then what vLLM would run, then per path and era."""
-    out = [a["headline"], ""]
-    out += [f"  {k:18} {v}" for k, v in a["deployment"].items()]
-    out += ["", f"workload: {a['workload']['spec']} ({a['workload']['steps']} steps)", ""]
-    width = max([len("told max_seq_len")] + [len(r["told"]) for r in a["paths"]])
+    out = [a.headline, ""]
+    out += [f"  {k:18} {v}" for k, v in a.resolved_text.items()]
+    out += ["", f"workload: {a.workload.spec} ({a.workload.steps} steps)", ""]
+    width = max([len("told max_seq_len")] + [len(r.told_text) for r in a.paths])
     out.append(f"  {'path':14} {'era':14} {'told max_seq_len':{width}} the backend's work reads (R9)")
-    for r in a["paths"]:
-        mark = " *" if r["era"] == a["era"] else "  "
-        out.append(f"{mark}{r['path']:14} {r['era']:14} {r['told']:{width}} {r['kernel'] or r['note']}")
-    out.append(f"  (* your release's era: {a['era']}, vLLM {ERA_RELEASES_TEXT[a['era']]})")
-    out += ["", _work_line(a["work"], a["deployment"]["attention backend"].split()[0])]
-    out += ["", "replay it:", f"  {a['replay']['cli']}", f"  the app: {a['replay']['app']}"]
-    if a["notes"]:
-        out += ["", "notes:"] + [f"  - {n}" for n in a["notes"]]
+    for r in a.paths:
+        mark = " *" if r.era == a.era else "  "
+        out.append(f"{mark}{r.path:14} {r.era:14} {r.told_text:{width}} {r.kernel_text or r.note}")
+    out.append(f"  (* your release's era: {a.era}, vLLM {ERA_RELEASES_TEXT[a.era]})")
+    out += ["", _work_line(a.work, a.resolved.attention_backend)]
+    out += ["", "replay it:", f"  {a.replay.cli}", f"  the app: {a.replay.app}"]
+    if a.notes:
+        out += ["", "notes:"] + [f"  - {n}" for n in a.notes]
     return "\n".join(out) + "\n"
 
 
-def format_markdown(a: dict) -> str:
+def format_markdown(a: Answer) -> str:
     """The answer for the app: the plain words, what vLLM would run, the per-path table, the work."""
-    verdict, _, why = a["headline"].partition(": ")
+    verdict, _, why = a.headline.partition(": ")
     # Names with underscores (FLASH_ATTN, max_model_len) as code: Markdown would read them as emphasis.
     why = re.sub(r"\b(\w+_\w+)\b", r"`\1`", why)
     out = [f"### {verdict[0].upper()}{verdict[1:]}", "", f"**{why}**", ""]
-    out += [f"- **{k}**: {v}" for k, v in a["deployment"].items()]
-    out += ["", f"Workload `{a['workload']['spec']}` ({a['workload']['steps']} steps).", ""]
+    out += [f"- **{k}**: {v}" for k, v in a.resolved_text.items()]
+    out += ["", f"Workload `{a.workload.spec}` ({a.workload.steps} steps).", ""]
     out += ["| path | era | told `max_seq_len` | what the backend's work reads (R9) |", "|---|---|---|---|"]
-    for r in a["paths"]:
-        era = f"**{r['era']}** (yours)" if r["era"] == a["era"] else r["era"]
-        out.append(f"| {r['path']} | {era} | {r['told']} | {r['kernel'] or r['note']} |")
-    out += ["", _work_line(a["work"], a["deployment"]["attention backend"].split()[0])]
-    if a["work"]:
-        out += [f"- source [{s['status']}]: {s['repo']} `{s['file']}` {s['function']}" for s in a["work"]["sources"]]
-    out += ["", f"Replay: `{a['replay']['cli']}`"]
-    if a["notes"]:
-        out += ["", "Notes:"] + [f"- {n}" for n in a["notes"]]
+    for r in a.paths:
+        era = f"**{r.era}** (yours)" if r.era == a.era else r.era
+        out.append(f"| {r.path} | {era} | {r.told_text} | {r.kernel_text or r.note} |")
+    out += ["", _work_line(a.work, a.resolved.attention_backend)]
+    if a.work:
+        out += [f"- source [{s.status}]: {s.repo} `{s.file}` {s.function}" for s in a.work.sources]
+    out += ["", f"Replay: `{a.replay.cli}`"]
+    if a.notes:
+        out += ["", "Notes:"] + [f"- {n}" for n in a.notes]
     return "\n".join(out) + "\n"
 
 
@@ -95,20 +96,20 @@ DEPLOYMENTS = (
 )  # fmt: skip
 
 
-def _short(row: dict | None) -> str:
+def _short(row: PathRow | None) -> str:
     """A path row's told value in a cell: "32,000" (max_model_len) or "batch max <= 2,309"; "—": no path."""
-    if row is None or row.get("told_max") is None:
+    if row is None or row.told is None:
         return "—"
-    return f"{row['told_max']:,}" if row["told_is_mml"] else f"batch max <= {row['told_max']:,}"
+    return f"{row.told.max:,}" if row.told_is_max_model_len else f"batch max <= {row.told.max:,}"
 
 
-def _kernel_short(row: dict | None) -> str:
-    if row is None or row.get("told_max") is None:
+def _kernel_short(row: PathRow | None) -> str:
+    if row is None or row.told is None:
         return "—"
-    if row.get("kernel_max") is None:  # the backend's record: not read (R10)
+    if row.kernel is None:  # the backend's record: not read (R10)
         return "not read by the backend"
-    if row["full_graph_steps"]:
-        return f"{row['full_graph_steps']} of {row['steps']} steps: max_model_len (FULL)"
+    if row.full_graph_steps:
+        return f"{row.full_graph_steps} of {row.steps} steps: max_model_len (FULL)"
     return _short(row) + ", every step"
 
 
@@ -124,10 +125,10 @@ def deployments_table(workload: Workload | None = None) -> str:
     for label, line, gpu in DEPLOYMENTS:
         dep = resolve(line, gpu)
         a = answer(dep, workload)
-        old = {r["path"]: r for r in a["paths"] if r["era"] == ERAS[0]}
-        new = [r for r in a["paths"] if r["era"] == ERAS[-1]]
-        told = "; ".join(f"{r['path']}: {_short(old.get(r['path']))} → {_short(r)}" for r in new)
-        w, b, g = a["work"], dep.backend, dep.graphs
+        old = {r.path: r for r in a.paths if r.era == ERAS[0]}
+        new = [r for r in a.paths if r.era == ERAS[-1]]
+        told = "; ".join(f"{r.path}: {_short(old.get(r.path))} → {_short(r)}" for r in new)
+        w, b, g = a.work, dep.backend, dep.graphs
         cells = [
             f"{label}<br>`{line}`",
             gpu,
@@ -135,10 +136,10 @@ def deployments_table(workload: Workload | None = None) -> str:
             g.vllm_mode if g.lab_mode == g.vllm_mode else f"{g.vllm_mode} (lab: {g.lab_mode})",
             told,
             _kernel_short(new[0] if new else None),
-            f"{w['verdict']} ({w['known']})" if w else "no lab model",
-            f"{w['extra']:,} {w['quantity']} (+{w['extra_share']:.0%})" if w else "—",
-            "; ".join(f"{d['path']}: {d['extra']:,}" for d in w["drafts"]) or "—" if w else "—",
-            a["headline"].split(":")[0],
+            f"{w.verdict} ({w.known})" if w else "no lab model",
+            f"{w.extra:,} {w.quantity} (+{w.extra_share:.0%})" if w else "—",
+            "; ".join(f"{d.path}: {d.extra:,}" for d in w.drafts) or "—" if w else "—",
+            a.headline.split(":")[0],
         ]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"

@@ -25,6 +25,7 @@ import shlex
 import stat
 from dataclasses import dataclass, field
 
+from lab.deployment.answer_types import FromLog, LoggedSizes, LoggedText
 from lab.deployment.resolve import release_series
 from lab.deployment.serve_line import ServeLineError
 from lab.history import REFERENCE_RELEASE, RELEASES, VLLM_VERSIONS
@@ -293,20 +294,23 @@ def read_log_file(path: str) -> str:
 
 
 def compared_with_the_log(
-    log: StartupLog, backend: str, cudagraph_mode: str, capture_sizes: tuple[int, ...], model_runner: str
-) -> dict:
-    """What the log says vLLM picked beside what the lab resolves (None: the log does not say)."""
+    log: StartupLog, line: str, backend: str, cudagraph_mode: str, capture_sizes: tuple[int, ...], model_runner: str
+) -> FromLog:
+    """What the log says vLLM picked beside what the lab resolves for ``line`` (None: the log does not say)."""
 
-    def pair(logged, lab):
-        return {"log": logged, "lab": lab, "agree": None if logged is None else logged == lab}
+    def text(logged, lab) -> LoggedText:
+        return LoggedText(log=logged, lab=lab, agree=None if logged is None else logged == lab)
 
-    return {
-        "version": log.version,
-        "attention_backend": pair(log.attention_backend, backend),
-        "cudagraph_mode": pair(log.cudagraph_mode, cudagraph_mode),
-        "cudagraph_capture_sizes": pair(
-            sorted(log.capture_sizes) if log.capture_sizes is not None else None, sorted(capture_sizes)
+    logged_sizes = tuple(sorted(log.capture_sizes)) if log.capture_sizes is not None else None
+    lab_sizes = tuple(sorted(capture_sizes))
+    return FromLog(
+        line=line,
+        version=log.version,
+        attention_backend=text(log.attention_backend, backend),
+        cudagraph_mode=text(log.cudagraph_mode, cudagraph_mode),
+        cudagraph_capture_sizes=LoggedSizes(
+            log=logged_sizes, lab=lab_sizes, agree=None if logged_sizes is None else logged_sizes == lab_sizes
         ),
-        "model_runner": pair(log.model_runner, model_runner),
-        "notes": list(log.notes),
-    }
+        model_runner=text(log.model_runner, model_runner),
+        notes=tuple(log.notes),
+    )

@@ -74,9 +74,7 @@ def bench_browser(url: str, rounds: int = 2) -> dict:
     """Paste each example line, click Answer, wait for its plain words; the click-to-answer times."""
     from playwright.sync_api import sync_playwright  # deferred: the browser bench only
 
-    expect = {
-        line + gpu: answer(resolve(line, gpu))["headline"].partition(": ")[2][:60] for _, line, gpu in DEPLOYMENTS
-    }
+    expect = {line + gpu: answer(resolve(line, gpu)).headline.partition(": ")[2][:60] for _, line, gpu in DEPLOYMENTS}
     times = []
     with sync_playwright() as p:
         browser = launch(p)

@@ -585,3 +585,19 @@ def test_a_custom_run_is_named_after_the_preset_it_came_from(client):
     # After ↩ a run of the preset's own text is the preset again, not a custom scenario.
     out = _run(client, EAGLE_INPUTS)
     assert "custom scenario" not in out["status"] and out["preset"] == "eagle-k3"
+
+
+def test_the_controls_go_by_name():
+    """lab.app.controls.scenario_from_inputs takes the controls by their Scenario field names (review 4, item 5):
+    a control left out or misnamed is a TypeError, not a value read into the wrong field."""
+    from lab.app.controls import CONTROL_FIELDS, controls_of, scenario_from_inputs
+    from lab.scenario import get_preset
+
+    s = get_preset("eagle-k3")
+    named = controls_of(s)
+    assert list(named) == list(CONTROL_FIELDS) and named["max_model_len"] == s.max_model_len
+    assert scenario_from_inputs("eagle-k3", s.to_spec(), named) == s
+    with pytest.raises(TypeError, match="controls by name"):
+        scenario_from_inputs("eagle-k3", s.to_spec(), {k: v for k, v in named.items() if k != "seed"})
+    moved = scenario_from_inputs(None, s.to_spec(), {**named, "block_size": 32})
+    assert moved.block_size == 32 and moved.max_model_len == s.max_model_len

@@ -49,8 +49,9 @@ def spec_error(e: Exception) -> str:
     )
 
 
-def controls_of(s: Scenario) -> list:
-    return [getattr(s, f) for f in CONTROL_FIELDS]
+def controls_of(s: Scenario) -> dict:
+    """Each control's value for a scenario, by its field name."""
+    return {f: getattr(s, f) for f in CONTROL_FIELDS}
 
 
 def _control_value(field: str, v):
@@ -67,7 +68,7 @@ def _control_value(field: str, v):
     return v
 
 
-def scenario_from_inputs(preset: str | None, spec: str, controls, base: str | None = None) -> Scenario:
+def scenario_from_inputs(preset: str | None, spec: str, controls: dict, base: str | None = None) -> Scenario:
     """The scenario the page asks for, without overriding anything the user typed.
 
     ``base`` is the text the controls were last filled from (a run, a preset, Enter in the text).
@@ -76,7 +77,9 @@ def scenario_from_inputs(preset: str | None, spec: str, controls, base: str | No
     error naming both, nothing silently dropped."""
     if not isinstance(spec, str) or not spec.strip():
         raise InputError("the scenario text is empty: pick a preset or write one")
-    values = [_control_value(f, v) for f, v in zip(CONTROL_FIELDS, controls, strict=True)]
+    if set(controls) != set(CONTROL_FIELDS):
+        raise TypeError(f"controls by name: {sorted(CONTROL_FIELDS)}, got {sorted(controls)}")
+    values = [_control_value(f, controls[f]) for f in CONTROL_FIELDS]
     text = parse_spec(spec)
     ref = text
     if isinstance(base, str) and base.strip():
@@ -109,4 +112,4 @@ def parse_spec_text(spec: str):
         s = parse_spec(spec if isinstance(spec, str) else "")
     except ValueError as e:
         return [gr.skip()] * len(CONTROL_FIELDS) + [gr.skip(), spec_error(e)]
-    return [*controls_of(s), spec, f"Parsed: {len(s.requests)} requests, `{format_spec(s)}`. Run to see it."]
+    return [*controls_of(s).values(), spec, f"Parsed: {len(s.requests)} requests, `{format_spec(s)}`. Run to see it."]

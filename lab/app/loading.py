@@ -172,7 +172,7 @@ def _loaded(
         "back": gr.Button(value=f"↩ {origin}", visible=origin is not None),
         "again_msg": again,
     }
-    out.update(zip(CONTROL_FIELDS, controls_of(trace.scenario)))
+    out.update(controls_of(trace.scenario))
     return [out[k] for k in LOADED]
 
 
@@ -300,12 +300,12 @@ def kernel_progress(done: int, total: int) -> str:
 def run(
     preset,
     spec,
-    mml,
-    bs,
-    k,
-    state,
-    cg,
-    accept,
+    max_model_len,
+    block_size,
+    num_speculative_tokens,
+    model_state,
+    cudagraph_mode,
+    acceptance_rate,
     seed,
     runner,
     view="block_table",
@@ -322,7 +322,16 @@ def run(
     picked (or from the one a custom run came from, ``origin``) is named after it."""
     index = step_number(step)  # clamped to the new trace by _loaded
     try:
-        scenario = scenario_from_inputs(preset, spec, (mml, bs, k, state, cg, accept, seed), base)
+        controls = dict(
+            max_model_len=max_model_len,
+            block_size=block_size,
+            num_speculative_tokens=num_speculative_tokens,
+            model_state=model_state,
+            cudagraph_mode=cudagraph_mode,
+            acceptance_rate=acceptance_rate,
+            seed=seed,
+        )
+        scenario = scenario_from_inputs(preset, spec, controls, base)
     except ValueError as e:
         return _loaded_error(
             spec_msg=spec_error(e),

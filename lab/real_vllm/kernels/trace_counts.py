@@ -15,6 +15,7 @@ import numpy as np
 
 from lab.real_vllm.kernels import batches, env, mla, unified
 from lab.real_vllm.kernels.batches import MODES
+from lab.real_vllm.kernels.run import NAMES, run_kernel
 from lab.trace.schema import VLLM_COUNT_SCHEMA
 
 
@@ -36,7 +37,7 @@ def count_trace(trace, kernel: str = "mla", sm: int = 132, every: int = 10, conf
         batch = batches.decode_batch_from_step(trace.steps[i])
         if batch is None:
             continue
-        counts = run.run_kernel(kernel, batch, sm if kernel == "mla" else None, cfg)
+        counts = run_kernel(kernel, batch, sm if kernel == "mla" else None, cfg)
         for j, m in enumerate(MODES):
             c = counts[m]
             arrays["vllm_programs"][i, j] = c["programs"]
@@ -48,10 +49,10 @@ def count_trace(trace, kernel: str = "mla", sm: int = 132, every: int = 10, conf
         run += 1
         if log:
             b, f = counts["baseline"]["programs"], counts["fixed"]["programs"]
-            log(f"step {i}: {run.NAMES[kernel]} programs {b:,} (baseline) / {f:,} (fixed)")
+            log(f"step {i}: {NAMES[kernel]} programs {b:,} (baseline) / {f:,} (fixed)")
     spec = trace.scenario.to_spec()
     meta = {
-        "kernel": run.NAMES[kernel],
+        "kernel": NAMES[kernel],
         "vllm": v.version,
         "device": "Triton interpreter on the CPU (counts as a GPU would launch them; no GPU time)",
         "config": cfg.describe(),

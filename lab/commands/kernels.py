@@ -24,7 +24,7 @@ def register(sub) -> None:
 
 def add_simulate_backend_args(sp) -> None:
     """``simulate --backend …``: the kernels timed each step. The flags and the timed run are this
-    package's; the trace package, below it, runs the engine and prints (lab/commands/trace.py)."""
+    module's; lab/commands/trace.py runs the engine and prints."""
     sp.add_argument(
         "--backend",
         help="also run this attention backend each --every steps in both modes "

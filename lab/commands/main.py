@@ -1,4 +1,4 @@
-"""Command line: ``python -m lab …``. This module builds the parser, has each package register its own
+"""Command line: ``python -m lab …``. This module builds the parser, has each command module register its own
 commands, and runs the one chosen (an error in the input: one line on stderr, exit code 2).
 
 python -m lab presets                         list the presets and what each shows

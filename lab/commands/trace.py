@@ -2,7 +2,7 @@
 print its steps and totals, and its kernel timings when it has them. lab/commands/main.py registers the three
 with ``lab.commands.trace.register(sub)``; ``python -m lab record`` prints its trace with ``print_trace``.
 ``simulate --backend`` (the kernels timed each step) is the kernels' own: lab/commands/kernels.py adds those
-flags to ``simulate`` and hands ``cmd_simulate`` its timed run, so this package never imports the kernels.
+flags to ``simulate`` and hands ``cmd_simulate`` its timed run, so this module never imports the kernels.
 
     python -m lab presets
     python -m lab simulate --preset NAME | --spec TEXT  [--out trace.json] [--every N] [--quiet]

@@ -13,8 +13,12 @@ the answer (and its text, Markdown and table). docs/deployments.md tells the who
     workload.py        Workload and the bounds of its sizes (the CLI's and the app's)
     answer.py          answer: per path and era, what attention is told and the kernel sees,
                        the backend's predicted work, plain words, the replay
+    answer_types.py    Answer and its parts, frozen dataclasses; to_json and json_schema (answer_json.py: --json)
+    resolved.py        what vLLM would run, as fields (Resolved) and in words
     report.py          format_text, format_markdown, deployments_table (docs/deployments.md)
-    cli.py             python -m lab deployment -- vllm serve …
+
+``python -m lab deployment -- vllm serve …`` is lab/commands/deployment.py; the check against vLLM itself
+(``--check-with-vllm``) is lab/real_vllm/deployment/.
 """
 
 from lab.deployment.answer import Workload, answer

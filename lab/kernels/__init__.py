@@ -1,7 +1,8 @@
 """Paged attention kernels on a vLLM-layout KV cache, the kernel registry, the timing harness and
 the timed run (docs/kernels.md; rule R10 in docs/rules.md). Modules:
 
-    batch.py            KV cache layout, one step's launch inputs (PagedBatch), the SDPA ground truth
+    batch.py            KV cache layout, one step's launch inputs (PagedBatch), the SDPA ground truth,
+                        the batch shapes of the kernel benches (Shape, parse_shape)
     reference.py        torch paged attention, walk from max_seq_len, NaN-safe masks; trusting variant
     compiled.py         the C++ fused-gather kernel (paged_decode.cpp), built on first use
     split_kv.py         torch model of TRTLLM-gen's multi-CTA split (R10)
@@ -12,7 +13,6 @@ the timed run (docs/kernels.md; rule R10 in docs/rules.md). Modules:
     timing.py           warm-up, A B A B interleaving, median/IQR, CUDA events + L2 flush
     timed_run.py        lab.run(): the engine's trace + kernels step by step -> timings in the trace
     budget.py           the step budgets a budgeted run (the app's kernel runner, a sweep) times within
-    bench.py            python -m lab bench kernels
 
-Everything here imports torch; ``import lab`` does not (``lab.run`` imports this lazily).
+The benchmark of these kernels is lab/commands/bench/kernels.py. Everything here imports torch; ``import lab`` does not (``lab.run`` imports this lazily).
 """

@@ -8,8 +8,11 @@ copies it.
   classifies out-of-range entries
 - ``mla.py``: Triton MLA decode (``TritonMLAImpl.forward_mqa``); ``unified.py``: Triton unified
   attention; ``flex.py``: FlexAttention's block-mask build and attention
-- ``agreement.py``: the counted loads against the engine's accounting, and a wrong walk
-- ``bench.py`` / ``cli.py``: ``python -m lab bench vllm-kernels``
+- ``run.py``: one kernel on one decode batch in both modes, counted; the batches of a shape or a preset's trace
+- ``trace_counts.py``: a kernel counted on a trace's steps, into the trace (``python -m lab vllm-kernels count``)
+
+``python -m lab bench vllm-kernels`` is lab/commands/bench/vllm_kernels.py; the check of the counted loads against
+the engine's accounting is tests/conformance/kernel_agreement.py.
 
 Importing the package imports neither torch nor vLLM.
 """

@@ -14,5 +14,6 @@ the timed run (docs/kernels.md; rule R10 in docs/rules.md). Modules:
     timed_run.py        lab.run(): the engine's trace + kernels step by step -> timings in the trace
     budget.py           the step budgets a budgeted run (the app's kernel runner, a sweep) times within
 
-The benchmark of these kernels is lab/commands/bench/kernels.py. Everything here imports torch; ``import lab`` does not (``lab.run`` imports this lazily).
+The benchmark of these kernels is lab/commands/bench/kernels.py. Everything here imports torch; ``import lab``
+does not (``lab.run`` imports this lazily).
 """

@@ -31,7 +31,8 @@ from lab.deployment.resolved import describe, resolved_fields
 from lab.deployment.workload import Workload
 from lab.gpu_model import BY_NAME, GPUS, HeadShape, backends_for, predict, predict_draft_pass
 from lab.gpu_model.backends import VLLM_BACKEND_OF, backend_label
-from lab.gpu_model.records import FROZEN, LAB, NOT_READ, REFRESHED, Backend
+from lab.gpu_model.predict import record_for
+from lab.gpu_model.records import FROZEN, LAB, NOT_READ, REFRESHED, UNKNOWN, Backend
 from lab.gpu_model.report import HEADLINE, summary, summary_cells
 from lab.history import ERA, ERAS, MODEL_STATE_FIRST_RELEASE, release
 from lab.scenario import RequestSpec, Scenario
@@ -78,19 +79,25 @@ def _describe(told: list[int], mml: int) -> str:
     return f"batch max {lo:,}" if lo == hi else f"batch max {lo:,}-{hi:,} (median {int(np.median(told)):,})"
 
 
-def reads_of(dep: Deployment) -> Backend | None:
-    """The record of the chosen backend (R9 and R10 in one place: lab/gpu_model/records.py ``at_replay``);
-    None: the lab has none, and the rows assume a launch scalar (frozen at capture) and say so."""
-    return BY_NAME.get(dep.backend.lab_backend or "")
+def reads_of(dep: Deployment, scenario=None) -> Backend | None:
+    """The record of the chosen backend for this deployment's model (R9 and R10 in one place:
+    lab/gpu_model/records.py ``at_replay``; lab/gpu_model/predict.py ``record_for``: FA3 without AOT scheduling is
+    frozen); None: the lab has none, and the rows answer "unknown"."""
+    name = dep.backend.lab_backend or ""
+    return record_for(name, scenario) if name in BY_NAME else None
 
 
 def _kernel_text(told: list[int], kernel: list[int], mml: int, rec: Backend | None, seen) -> str:
     """What the chosen backend's work reads of ``max_seq_len`` on a path, in words (R9 for its record)."""
     full = sum(1 for t, k in zip(told, kernel) if k != t)
-    if rec is not None and rec.at_replay == NOT_READ:
+    if rec is None:  # no record: what the kernel reads is unknown, never an assumed launch scalar (W4)
+        return "unknown: the lab has no record of what this backend reads" + (
+            f" ({full} of {len(told)} steps replay FULL graphs)" if full else ""
+        )
+    if rec.at_replay == NOT_READ:
         return f"not read by {backend_label(rec.name)}, R10"
     text = _describe(seen, mml)
-    if rec is not None and rec.at_replay == REFRESHED:
+    if rec.at_replay == REFRESHED:
         # vLLM's backend name: the lab's record name (fa3, ...) is its model, not what a user runs (issue 37).
         builder = VLLM_BACKEND_OF.get(rec.name, rec.name)
         text += f" (refreshed at replay by the {builder} builder, FULL steps too)" if full else ""
@@ -99,8 +106,7 @@ def _kernel_text(told: list[int], kernel: list[int], mml: int, rec: Backend | No
                 f"; its launch scalar {rec.frozen_scalar} keeps max_model_len on {full} FULL steps (deciding no work)"
             )
         return text
-    assumed = "" if rec is not None else " (a launch scalar assumed: the lab has no record of this backend)"
-    return text + (f"; {full} of {len(told)} steps see max_model_len under FULL graphs{assumed}" if full else "")
+    return text + (f"; {full} of {len(told)} steps see max_model_len under FULL graphs" if full else "")
 
 
 def _path_rows(trace, mml: int, rec: Backend | None = None) -> tuple[PathRow, ...]:
@@ -115,8 +121,8 @@ def _path_rows(trace, mml: int, rec: Backend | None = None) -> tuple[PathRow, ..
         if trace.num_draft_passes and not v["drafts"]:  # a speculator MRV2 did not have in this era
             rows.append(_absent("draft passes", era, v["drafts_note"] or "no draft passes in this era"))
         for name, (told, kernel) in paths:
-            reads = rec is None or rec.at_replay != NOT_READ
-            seen = (rec.seen(told, kernel) if rec else kernel) if reads else None
+            reads = rec is not None and rec.at_replay != NOT_READ  # no record: unknown, no value shown
+            seen = rec.seen(told, kernel) if reads else None
             rows.append(
                 PathRow(
                     path=name,
@@ -124,7 +130,7 @@ def _path_rows(trace, mml: int, rec: Backend | None = None) -> tuple[PathRow, ..
                     exists=True,
                     told=_spread(told),
                     kernel=_spread(seen) if reads else None,
-                    kernel_reads=rec.at_replay if rec else f"{FROZEN} (assumed)",
+                    kernel_reads=rec.at_replay if rec else UNKNOWN,
                     told_is_max_model_len=all(v == mml for v in told),
                     full_graph_steps=sum(1 for t, k in zip(told, seen) if k != t) if reads else 0,
                     steps=len(told),
@@ -292,12 +298,12 @@ def answer(dep: Deployment, workload: Workload | None = None) -> Answer:
     scenario = scenario_of(dep, workload)
     trace = simulate(scenario)
     mml = scenario.max_model_len
-    rows = _path_rows(trace, mml, reads_of(dep))
+    rows = _path_rows(trace, mml, reads_of(dep, scenario))
     table, work = backends_and_work(dep, trace)
     era = release(release_series(dep.vllm)).era  # the release's own era (the replay's series may differ)
     old, new = ERAS[0], (era if era != ERAS[0] else ERAS[-1])
     return Answer(
-        headline=_headline(dep, rows, work, era),
+        headline=_headline(dep, rows, work, era, scenario),
         resolved=resolved_fields(dep),
         resolved_text=describe(dep),
         workload=WorkloadRun(spec=scenario.to_spec(), steps=len(trace.steps), requests=len(scenario.requests)),
@@ -345,7 +351,7 @@ def _told_phrase(dep, paths: dict, era: str) -> tuple[str, str]:
     return now, later
 
 
-def _headline(dep: Deployment, rows: tuple[PathRow, ...], work: Work | None, era: str) -> str:
+def _headline(dep: Deployment, rows: tuple[PathRow, ...], work: Work | None, era: str, scenario=None) -> str:
     """The answer in plain words: yes / in the metadata only / no, and why."""
     mml = dep.settings["max_model_len"]
     if not dep.runs_mrv2:
@@ -367,14 +373,15 @@ def _headline(dep: Deployment, rows: tuple[PathRow, ...], work: Work | None, era
         return f"no: every path is told max_model_len ({mml:,}) in every era"
     last = era if era != ERAS[0] else ERAS[-1]
     head = now + (f"; {later}" if later else "")
-    backend, rec = dep.backend.vllm_name, reads_of(dep)
+    backend, rec = dep.backend.vllm_name, reads_of(dep, scenario)
     if rec is not None and rec.at_replay == NOT_READ:  # R10 from the record, whether or not it has this GPU
         return f"no change in work: {head}, but {backend_label(rec.name)} does not size its work from it ({rec.known})"
+    if rec is None:  # W4: no record of the backend, so no assumed launch scalar either
+        return f"unknown: {head}; the lab has no record of what {backend} reads of it (R9 and R10 unknown)"
     if not _kernel_changed(rows, ERAS[0], last):
-        assumed = "" if rec else f", assumed a launch scalar: the lab has no record of {backend}"
         return (
             f"in the metadata only: {head}, but under {dep.graphs.vllm_mode} graphs the kernel sees "
-            f"max_model_len ({mml:,}) in every era (R9, {rec.at_replay if rec else FROZEN}{assumed})"
+            f"max_model_len ({mml:,}) in every era (R9, {rec.at_replay})"
         )
     if work is None:
         return f"yes, in what the kernel sees: {head}; the lab has no work model of {backend}"

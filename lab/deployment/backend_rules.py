@@ -285,7 +285,10 @@ RULES: dict[str, _Rule] = {
     "FLASHINFER_MLA": _Rule(
         _B + "mla/flashinfer_mla.py:FlashInferMLABackend", _F16, _KV_FP8, _MLA_HEADS, (32, 64), "mla nc", cap=_SM10
     ),
-    # mla/tokenspeed_mla.py TokenspeedMLABackend: fp8 caches only, SM 10.x, needs the tokenspeed_mla package
+    # mla/tokenspeed_mla.py TokenspeedMLABackend: fp8 caches only, SM 10.x, needs the tokenspeed_mla package, which
+    # vLLM 0.33.0's wheel installs on Linux (METADATA: Requires-Dist: tokenspeed-mla==2.0.3; platform_system ==
+    # "Linux"); its DeepSeek-R1 dimension check (qk_nope 128, qk_rope 64, v 128) reads the model config: the lab's
+    # MLA models (DeepSeek-V3, Kimi-K2) have them, taken to pass
     "TOKENSPEED_MLA": _Rule(
         _B + "mla/tokenspeed_mla.py:TokenspeedMLABackend",
         _F16,
@@ -294,7 +297,6 @@ RULES: dict[str, _Rule] = {
         (32, 64),
         "mla nc",
         cap=_SM10,
-        combination=lambda c: "tokenspeed_mla package is not installed (lab assumption)",
     ),
     # mla/cutlass_mla.py CutlassMLABackend: SM 10.x, kernel block 128
     "CUTLASS_MLA": _Rule(

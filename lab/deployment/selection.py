@@ -7,8 +7,8 @@ Backend: ``vllm/platforms/cuda.py`` ``_get_backend_priorities`` orders the backe
 ``RULES`` mirrors each backend's ``supports_*`` overrides for what the lab's inputs can say: dense
 attention (no DeepSeek-V3.2 sparse MLA), no multimodal prefix, DCP/PCP, batch invariance or per-head
 quant scales; KV caches auto/float16/bfloat16/fp8/fp8_e4m3/fp8_e5m2. Kernel packages are as the CUDA
-wheel installs them (flashinfer with its cubins, vllm_flash_attn with FA2/FA3/FA4, _flashmla_C); the
-tokenspeed_mla package (no vLLM dependency) is taken as absent. vLLM's FlashAttention/FlashInfer
+wheel installs them (flashinfer with its cubins, vllm_flash_attn with FA2/FA3/FA4, _flashmla_C, and the
+tokenspeed_mla package, a Linux dependency of the wheel). vLLM's FlashAttention/FlashInfer
 checks ask ``current_platform`` (the GPU it runs on): here that GPU is ``sm``.
 
 CUDA graphs: the mode from --compilation-config, -O and --enforce-eager (``vllm/config/vllm.py``
@@ -154,7 +154,7 @@ def select_backend(
     )
     notes = [
         "kernel packages as the CUDA wheel installs them: flashinfer (+cubins), vllm_flash_attn "
-        "(FA2/FA3/FA4), _flashmla_C; tokenspeed_mla absent"
+        "(FA2/FA3/FA4), _flashmla_C, tokenspeed_mla (a Linux dependency of the wheel)"
     ]
     if use_mm_prefix:
         notes.append(

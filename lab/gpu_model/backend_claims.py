@@ -229,6 +229,28 @@ FI_MLA_BACKING = backed(
     note_0=("mla.decode_only", "mla.prefill"),
     note_1=("cuda.sm100_mla",),
 )
+CUTLASS_MLA = (
+    _c("cutlass_mla.forward_absent", _M + "cutlass_mla:CutlassMLAImpl.forward_mqa", "max_seq_len",
+       "its forward never reads max_seq_len", True),
+    _c("cutlass_mla.decode_absent", _M + "cutlass_mla:CutlassMLAImpl._sm100_cutlass_mla_decode", "max_seq_len",
+       "the kernel wrapper never reads max_seq_len", True),
+    _c("cutlass_mla.kernel", _M + "cutlass_mla:CutlassMLAImpl.forward_mqa",
+       "attn_metadata.decode.seq_lens, attn_metadata.decode.block_table, self._workspace.get_buf(),",
+       "the kernel gets the decode rows' seq_lens and block table"),
+    _c("cutlass_mla.workspace", _M + "cutlass_mla:SM100Workspace.ensure_size",
+       "max_seq_len = attn_metadata.max_query_len",
+       "the workspace is sized from max_query_len (a local that vLLM names max_seq_len)"),
+    _c("cutlass_mla.builder", _M + "cutlass_mla:CutlassMLAMetadataBuilder",
+       "AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE", "FULL graphs for single-token decode only"),
+    *_MLA_COMMON, SM100_ORDER,
+)  # fmt: skip
+CUTLASS_MLA_BACKING = backed(
+    how=("cutlass_mla.forward_absent", "cutlass_mla.decode_absent", "cutlass_mla.kernel", "cutlass_mla.workspace"),
+    decider_line=("cutlass_mla.kernel",),
+    at_replay=("cutlass_mla.forward_absent", "cutlass_mla.decode_absent"),
+    note_0=("mla.decode_only", "mla.prefill"),
+    note_1=("cuda.sm100_mla", "cutlass_mla.builder"),
+)
 FLEX = (
     _c("flex.build", _FLEX + "FlexAttentionMetadataBuilder.build", "out.block_mask = out._build_block_mask_direct()",
        "build() builds the block mask on every step, outside the graph"),

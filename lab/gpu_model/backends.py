@@ -165,26 +165,34 @@ BACKENDS: tuple[Backend, ...] = (
     ),
     Backend(
         "fa3",
-        "slightly: split bound",
-        "max_seqlen_k only bounds the number of splits (grid, scratch); pages follow seqused_k",
+        "slightly: split count",
+        "max_seqlen_k only enters FA3's split heuristic (the split count: grid, scratch); pages follow seqused_k",
         formulas.fa3_work,
-        ("fa3_n_blocks", "pinned_steps", "pages"),
+        ("num_splits", "fa3_n_blocks", "pinned_steps", "pages"),
         (90,),
         (
             Source(
                 "vllm-project/vllm",
                 "vllm/v1/attention/backends/flash_attn.py",
                 "FlashAttentionMetadataBuilder.build",
-                "schedule(): get_scheduler_metadata(max_seqlen_k=max_seq_len, cache_seqlens=seq_lens, "
-                "num_splits=max_num_splits)",
+                "max_num_splits = 32 when pinned, else 0 (FA3's heuristic); with AOT scheduling on, "
+                "get_scheduler_metadata(max_seqlen_k=max_seq_len, num_splits=max_num_splits)",
                 "verified",
             ),
             Source(
                 "vllm-project/flash-attention",
                 "hopper/flash_api.cpp",
                 "get_num_splits",
-                "num_n_blocks = cdiv(max_seqlen_k, kBlockN) -> num_splits_heuristic: an upper bound; dynamic "
-                "splits per batch from seqused_k",
+                "num_n_blocks = cdiv(max_seqlen_k, kBlockN), total m-blocks = h_k x cdiv(max_seqlen_q x h/h_k, "
+                "kBlockM) -> num_splits_heuristic (lab/gpu_model/fa3_splits.py restates it)",
+                "read in a copy",
+            ),
+            Source(
+                "vllm-project/flash-attention",
+                "hopper/heuristics.h",
+                "num_splits_heuristic",
+                "1 split when the m-blocks fill 80% of the SMs, else the fewest splits within 95% of the best wave "
+                "efficiency (restated in lab/gpu_model/fa3_splits.py; tests/test_fa3_splits.py works its values)",
                 "read in a copy",
             ),
             Source(
@@ -194,30 +202,31 @@ BACKENDS: tuple[Backend, ...] = (
                 "a tile is valid only below the row's seqused_k and its dynamic split count",
                 "read in a copy",
             ),
-            Source(
-                "vllm-project/flash-attention",
-                "hopper/heuristics.h",
-                "num_splits_heuristic",
-                "the split bound itself is not reproduced here",
-                "not verified",
-            ),
         ),
-        headline="fa3_n_blocks",
+        headline="num_splits",
+        secondary=("fa3_n_blocks",),
         notes=(
-            "fa3_n_blocks: the KV blocks FA3's split heuristic sees on the steps it runs (sum over steps, "
-            "kBlockN=128 assumed); the split bound it gives is not computed",
+            "num_splits: the split count of each step's launch summed over steps (FA3's heuristic, "
+            "lab/gpu_model/fa3_splits.py, or vLLM's pin of 32); a step counts as changed only where it differs; "
+            "fa3_n_blocks: the KV blocks of 128 the heuristic sees on unpinned steps (secondary: decides no work "
+            "by itself)",
             "pinned_steps: steps of at most max_cudagraph_capture_size tokens under a mode with FULL graphs, "
             "where vLLM sets num_splits=32 (flash_attn_max_num_splits_for_cuda_graph) and max_seqlen_k "
             "changes no split",
+            "the split count shown is the full-attention layers' (a sliding layer's heuristic sees at most its "
+            "window + kBlockM keys)",
         ),
         # The split plan is the scheduler metadata build() refreshes each step (_get_scheduler_metadata ->
-        # _store_scheduler_metadata); the launch scalar max_seqlen_k keeps capture's value under FULL, but every
-        # FULL step is within max_cudagraph_size under a mode with FULL graphs: pinned, it decides no split there.
+        # _store_scheduler_metadata) when AOT scheduling is on; the launch scalar max_seqlen_k keeps capture's value
+        # under FULL, but every FULL step is within max_cudagraph_size under a mode with FULL graphs: pinned, it
+        # decides no split there. With AOT off (more than one sliding-window config: gpt-oss) nothing is refreshed:
+        # lab/gpu_model/predict.py ``at_replay_for`` answers FROZEN for such a model.
         at_replay=REFRESHED,
         frozen_scalar="max_seqlen_k",  # every FULL step is pinned: 32 splits
         decided_by=formulas.fa3_decided_by,
         decider_line="flash_attn.py FlashAttentionMetadataBuilder.build: max_num_splits = 32 if the mode has FULL "
-        "graphs and num_actual_tokens <= max_cudagraph_size, else 0 (FA3's heuristic)",
+        "graphs and num_actual_tokens <= max_cudagraph_size, else 0 (FA3's heuristic: hopper/heuristics.h "
+        "num_splits_heuristic)",
         separate_prefill_kernel=False,
         claims=bc.FA3,
         backing=bc.FA3_BACKING,
@@ -334,6 +343,7 @@ VLLM_BACKEND_OF: dict[str, str] = {
     "flashattn-mla": "FLASH_ATTN_MLA",
     "flashmla": "FLASHMLA",
     "flashinfer-mla": "FLASHINFER_MLA",
+    "cutlass-mla": "CUTLASS_MLA",
     "flex-attention": "FLEX_ATTENTION",
 }
 

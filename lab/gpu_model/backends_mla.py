@@ -63,11 +63,11 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
     ),
     Backend(
         "flashattn-mla",
-        "slightly: split bound",
+        "slightly: split count",
         "FA3 with one latent KV head: max_seqlen_k reaches get_scheduler_metadata and flash_attn_varlen_func "
-        "(the split bound, as FA3); pages follow seqused_k",
+        "(FA3's split heuristic, as FA3); pages follow seqused_k",
         formulas.flashattn_mla_work,
-        ("fa3_n_blocks", "pinned_steps", "pages"),
+        ("num_splits", "fa3_n_blocks", "pinned_steps", "pages"),
         (90,),
         (
             Source(
@@ -81,12 +81,14 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
                 "vllm-project/flash-attention",
                 "hopper/flash_api.cpp",
                 "get_num_splits",
-                "as fa3: the split bound from max_seqlen_k (kBlockN for the MLA head dims assumed 128)",
-                "assumption",
+                "as fa3: the split count from max_seqlen_k; head 64 with V 512 gives FA3's 64 x 64 tile "
+                "(hopper/tile_size.h; lab/gpu_model/fa3_splits.py)",
+                "read in a copy",
             ),
             _SM90_ORDER,
         ),
-        headline="fa3_n_blocks",
+        headline="num_splits",
+        secondary=("fa3_n_blocks",),
         at_replay=REFRESHED,  # _build_decode refreshes self.scheduler_metadata; the launch scalar is pinned moot
         frozen_scalar="max_seqlen_k",  # every FULL decode step is pinned: 32 splits
         decided_by=formulas.flashattn_mla_decided_by,
@@ -120,6 +122,33 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
         decider_line="flashmla.py FlashMLAMetadataBuilder._build_decode: get_mla_metadata(seq_lens_device, ...)",
         claims=bc.FLASHMLA,
         backing=bc.FLASHMLA_BACKING,
+        pages_per_kv_head=True,
+        attention="MLA",
+    ),
+    Backend(
+        "cutlass-mla",
+        "no",
+        "forward_mqa reads no max_seq_len: its workspace is sized from max_query_len, the kernel gets the decode "
+        "rows' seq_lens and block table (num_kv_splits -1: the kernel's own choice from them)",
+        formulas.decode_pages_work,
+        ("pages",),
+        (100,),  # mla/cutlass_mla.py CutlassMLABackend: SM 10.x
+        (
+            Source(
+                "vllm-project/vllm",
+                _MLA + "cutlass_mla.py",
+                "CutlassMLAImpl.forward_mqa / SM100Workspace.ensure_size",
+                "_sm100_cutlass_mla_decode(q_nope, q_pe, cache, decode.seq_lens, decode.block_table, ...); "
+                "workspace from max_query_len",
+                "verified",
+            ),
+        ),
+        notes=(_MLA_NOTE, "SM100: third in vLLM's MLA order (FULL graphs for single-token decode only)"),
+        decided_by=formulas.decode_real_lengths_decider,
+        decider_line="cutlass_mla.py CutlassMLAImpl.forward_mqa: _sm100_cutlass_mla_decode(..., decode.seq_lens, "
+        "decode.block_table, ...)",
+        claims=bc.CUTLASS_MLA,
+        backing=bc.CUTLASS_MLA_BACKING,
         pages_per_kv_head=True,
         attention="MLA",
     ),

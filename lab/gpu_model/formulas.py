@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab.blocks import cdiv, walked_columns
+from lab.gpu_model.fa3_splits import Fa3Launch, fa3_num_splits
 from lab.gpu_model.records import DERIVED, HEURISTIC, NO_LAUNCH, PINNED, REAL_LENGTHS
 from lab.gpu_model.split_plan import split_plan
 
@@ -99,10 +100,20 @@ class StepWork:
     num_actual_tokens: int = 0  # the step's unpadded tokens (CommonAttentionMetadata.num_actual_tokens)
     num_decode_tokens: int = 0  # the decode rows' tokens (split_decodes_and_prefills)
     pinned_split_tokens: int = 0  # max_cudagraph_capture_size if the mode has FULL graphs, else 0 (FA3's pin)
+    num_q_heads: int = 0  # query heads on this GPU (FA3's split heuristic packs them per KV head); 0: 4 per KV head
+    head_dim: int = 128
 
     @classmethod
     def of(
-        cls, step, k: int, block_size: int, num_kv_heads: int, num_sms: int, pinned_split_tokens: int = 0
+        cls,
+        step,
+        k: int,
+        block_size: int,
+        num_kv_heads: int,
+        num_sms: int,
+        pinned_split_tokens: int = 0,
+        num_q_heads: int = 0,
+        head_dim: int = 128,
     ) -> StepWork:
         sched, seq = step.num_scheduled_tokens, step.seq_lens
         # vllm/v1/attention/backends/utils.py split_decodes_and_prefills: query <= decode_threshold (1+K)
@@ -122,11 +133,22 @@ class StepWork:
             int(sum(sched)),
             int(sum(sched[i] for i in dec)),
             pinned_split_tokens,
+            num_q_heads,
+            head_dim,
         )
 
     @classmethod
     def of_draft(
-        cls, step, dpass, q_len: int, block_size: int, num_kv_heads: int, num_sms: int, pinned_split_tokens: int = 0
+        cls,
+        step,
+        dpass,
+        q_len: int,
+        block_size: int,
+        num_kv_heads: int,
+        num_sms: int,
+        pinned_split_tokens: int = 0,
+        num_q_heads: int = 0,
+        head_dim: int = 128,
     ) -> StepWork:
         """A draft pass as a decode launch: every request one row of ``q_len`` query tokens whose length
         is the pass's ``seq_lens_cpu_upper_bound`` (R5; the trace keeps no exact draft lengths, so the
@@ -137,7 +159,19 @@ class StepWork:
         rows = PassRows(dpass.num_reqs_padded, [q_len] * step.num_reqs)
         tokens = step.num_reqs * q_len
         return cls(
-            rows, list(ub), q_len, [], pages, block_size, num_kv_heads, num_sms, tokens, tokens, pinned_split_tokens
+            rows,
+            list(ub),
+            q_len,
+            [],
+            pages,
+            block_size,
+            num_kv_heads,
+            num_sms,
+            tokens,
+            tokens,
+            pinned_split_tokens,
+            num_q_heads,
+            head_dim,
         )
 
 
@@ -199,9 +233,26 @@ def flashattn_mla_decided_by(w: StepWork) -> str:
     return PINNED if flashattn_mla_splits_pinned(w) else HEURISTIC
 
 
-def _fa3_counts(w: StepWork, max_seq_len: int, pinned: bool) -> dict:
-    # On a pinned step FA3 gets num_splits=32 and its heuristic does not run: max_seqlen_k changes nothing.
+def fa3_launch(w: StepWork, max_seq_len: int, mla: bool = False) -> Fa3Launch:
+    """The FA3 launch of one step (lab/gpu_model/fa3_splits.py): the target pass runs every row through one
+    flash_attn_varlen_func (max_seqlen_q = the step's longest query); FlashAttention MLA's decode launch takes the
+    decode rows, MLA_HEADS query heads on one latent KV head, head 64 (qk_rope_head_dim) and V 512 (kv_lora_rank),
+    as FlashAttnMLAMetadataBuilder's get_scheduler_metadata call passes them."""
+    sched = w.step.num_scheduled_tokens
+    if mla:
+        return Fa3Launch(w.q_len, max_seq_len, MLA_HEADS, 1, 64, w.num_sms, w.block_size, len(w.decode), head_dim_v=512)
+    q_heads = w.num_q_heads or 4 * w.num_kv_heads
+    rows = w.step.num_reqs_padded
+    return Fa3Launch(max(sched or [1]), max_seq_len, q_heads, w.num_kv_heads, w.head_dim, w.num_sms, w.block_size, rows)
+
+
+def _fa3_counts(w: StepWork, max_seq_len: int, pinned: bool, mla: bool = False) -> dict:
+    """num_splits: the split count the step's launch runs (vLLM's pin, 32, or FA3's heuristic on max_seq_len:
+    ``fa3_num_splits``), the one FA3 argument max_seq_len can change; fa3_n_blocks: the KV blocks of 128 the
+    heuristic would see, a secondary figure (0 on a pinned step, where no heuristic runs)."""
+    launch = fa3_launch(w, max_seq_len, mla)
     return {
+        "num_splits": fa3_num_splits(launch, FA3_PINNED_SPLITS if pinned else 0),
         "fa3_n_blocks": 0 if pinned else cdiv(max_seq_len, FA3_BLOCK_N),
         "pinned_steps": int(pinned),
         "pages": w.real_pages,
@@ -209,9 +260,9 @@ def _fa3_counts(w: StepWork, max_seq_len: int, pinned: bool) -> dict:
 
 
 def fa3_work(w: StepWork, max_seq_len: int) -> dict:
-    """FA3: the KV blocks its split heuristic sees (hopper/flash_api.cpp get_num_splits: num_n_blocks =
-    cdiv(max_seqlen_k, kBlockN)) on the steps the heuristic runs (0 where vLLM pins the splits,
-    ``fa3_splits_pinned``); the pages follow seqused_k (hopper/tile_scheduler.hpp)."""
+    """FA3: the split count of its launch (hopper/flash_api.cpp get_num_splits, restated in fa3_splits.py) on the
+    steps the heuristic runs, 32 where vLLM pins it (``fa3_splits_pinned``); the pages follow seqused_k
+    (hopper/tile_scheduler.hpp)."""
     return _fa3_counts(w, max_seq_len, fa3_splits_pinned(w))
 
 
@@ -223,7 +274,7 @@ def flashattn_mla_work(w: StepWork, max_seq_len: int) -> dict:
     if not w.decode:
         return {}
     pages = int(cdiv(np.asarray(w.decode, dtype=np.int64), w.block_size).sum())
-    return {**_fa3_counts(w, max_seq_len, flashattn_mla_splits_pinned(w)), "pages": pages}
+    return {**_fa3_counts(w, max_seq_len, flashattn_mla_splits_pinned(w), mla=True), "pages": pages}
 
 
 def derived_decider(w: StepWork) -> str:

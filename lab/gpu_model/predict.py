@@ -4,6 +4,7 @@ from its record's formula (lab/gpu_model/backends.py), and the lab's measurement
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from lab.engine.cudagraph import capture_sizes
@@ -11,7 +12,7 @@ from lab.engine.model_states import MODES
 from lab.gpu_model.backends import BACKENDS, BY_NAME, NAMES, Backend, record_of_kernel
 from lab.gpu_model.formulas import MLA_BYTES_PER_TOKEN, StepWork
 from lab.gpu_model.gpus import GPU, HeadShape
-from lab.gpu_model.records import DECIDERS, REAL_LENGTHS
+from lab.gpu_model.records import DECIDERS, FROZEN, REAL_LENGTHS
 
 
 def backends_for(gpu: GPU) -> list[str]:
@@ -25,12 +26,21 @@ def predict(trace, gpu: GPU, shape: HeadShape | None = None, backends: list[str]
     A formula starts from ``step.kernel_max_seq_len`` for a backend that reads max_seq_len at launch (R9:
     frozen at capture), from ``step.max_seq_len`` for one whose builder refreshes a buffer each step."""
     shape = shape or HeadShape()
-    recs = _records(backends or backends_for(gpu))
+    recs = _records(backends or backends_for(gpu), trace.scenario)
     s = trace.scenario
     pin = pinned_split_tokens(s)
     works = [
         (
-            StepWork.of(st, s.num_speculative_tokens, s.block_size, shape.num_kv_heads, gpu.num_sms, pin),
+            StepWork.of(
+                st,
+                s.num_speculative_tokens,
+                s.block_size,
+                shape.num_kv_heads,
+                gpu.num_sms,
+                pin,
+                shape.num_q_heads,
+                shape.head_dim,
+            ),
             st.kernel_max_seq_len,
             st.max_seq_len,
             st.index,
@@ -50,12 +60,14 @@ def predict_draft_pass(
     in each mode (its ``max_seq_len`` for a builder refreshed at replay); the draft model's attention assumed
     to run the target's backend and head shape."""
     shape = shape or HeadShape()
-    recs = _records(backends or backends_for(gpu))
+    recs = _records(backends or backends_for(gpu), trace.scenario)
     bs = trace.scenario.block_size
     pin = pinned_split_tokens(trace.scenario)
     works = [
         (
-            StepWork.of_draft(st, d, q_len, bs, shape.num_kv_heads, gpu.num_sms, pin),
+            StepWork.of_draft(
+                st, d, q_len, bs, shape.num_kv_heads, gpu.num_sms, pin, shape.num_q_heads, shape.head_dim
+            ),
             d.kernel_max_seq_len,
             d.max_seq_len,
             st.index,
@@ -68,11 +80,39 @@ def predict_draft_pass(
     return [_row(trace, gpu, shape, b, acc[b.name], 0, None) for b in recs]
 
 
-def _records(names: list[str]) -> list[Backend]:
+def _records(names: list[str], scenario=None) -> list[Backend]:
     bad = set(names) - set(NAMES)
     if bad:
         raise ValueError(f"unknown backends {sorted(bad)}; known: {', '.join(NAMES)}")
-    return [BY_NAME[n] for n in names]
+    return [record_for(n, scenario) for n in names]
+
+
+# FA3 with AOT scheduling off: what a FULL replay's launch reads (W1 of docs' fact-check, wave 4).
+_AOT_OFF_NOTE = (
+    "AOT scheduling off (FlashAttentionMetadataBuilder.build: more than one sliding-window config among the "
+    "model's FlashAttention layers): no scheduler metadata is refreshed, FA3 plans at launch from max_seqlen_k, "
+    "which a FULL replay keeps at capture's max_model_len; those FULL steps are pinned at 32 splits, so it decides "
+    "no split there"
+)
+
+
+def fa3_aot_schedule(scenario) -> bool:
+    """Does vLLM's FLASH_ATTN builder keep AOT scheduling (FA3's scheduler metadata built in build(), refreshed at
+    replay)? flash_attn.py FlashAttentionMetadataBuilder.build turns it off on its first build when
+    ``_get_sliding_window_configs`` finds more than one (window) config among the FlashAttentionImpl layers: a
+    scenario with a sliding-window group beside the full one (``Scenario.sliding_window``, gpt-oss and Gemma 3)
+    has two, (w - 1, 0) and (-1, -1). VLLM_BATCH_INVARIANT, which also turns it off, is not a lab input."""
+    return not (scenario is not None and scenario.sliding_window > 0)
+
+
+def record_for(name: str, scenario=None) -> Backend:
+    """The record of backend ``name`` for a scenario's model: FA3's ``at_replay`` is REFRESHED only while AOT
+    scheduling is on (``fa3_aot_schedule``); with it off, nothing refreshes the plan and the launch scalar
+    max_seqlen_k keeps capture's value under FULL (FROZEN). Every other record is the same for every model."""
+    rec = BY_NAME[name]
+    if rec.name == "fa3" and not fa3_aot_schedule(scenario):
+        return dataclasses.replace(rec, at_replay=FROZEN, frozen_scalar="", notes=rec.notes + (_AOT_OFF_NOTE,))
+    return rec
 
 
 def pinned_split_tokens(scenario) -> int:
@@ -100,10 +140,16 @@ def _sums(recs: list[Backend], works) -> dict:
                 sums = acc[b.name][m]
                 for x, v in work[m].items():
                     sums[x] += v
-            if work["baseline"] != work["fixed"]:
+            if _deciding(b, work["baseline"]) != _deciding(b, work["fixed"]):
                 acc[b.name]["changed_steps"].add(index)
             acc[b.name]["decided_by"][b.decided_by(w) if b.decided_by else REAL_LENGTHS] += 1
     return acc
+
+
+def _deciding(b: Backend, counts: dict) -> dict:
+    """The counts that measure work: a step counts as changed only where one of these differs between the modes
+    (FA3: the split count, not the n-blocks its heuristic saw, ``Backend.secondary``)."""
+    return {x: v for x, v in counts.items() if x not in b.secondary}
 
 
 def _row(trace, gpu: GPU, shape: HeadShape, b: Backend, sums: dict, prefill_rows: int, measured) -> dict:

@@ -31,6 +31,7 @@ FROZEN = "frozen at capture"  # a launch scalar read in forward(): a FULL replay
 REFRESHED = "refreshed at replay"  # build() fills a buffer the graph reads, from the step's own value
 NOT_READ = "not read"  # its work never depends on max_seq_len
 AT_REPLAY = (FROZEN, REFRESHED, NOT_READ)
+UNKNOWN = "unknown"  # a backend the lab has no record of: never an assumed launch scalar
 
 # Who decides the split count or grid of one step (the prediction's ``decided_by``).
 PINNED = "pinned"  # a constant vLLM sets (FA3's flash_attn_max_num_splits_for_cuda_graph)
@@ -65,6 +66,9 @@ class Backend:
     sms: tuple[int, ...]  # the GPUs vLLM runs it on (compute capability x 10; 0: the CPU)
     sources: tuple[Source, ...]
     headline: str = "pages"  # the quantity that shows its dependence on max_seq_len best
+    # Quantities reported beside the work but deciding none of it (FA3's fa3_n_blocks): a step whose only
+    # difference between the modes is one of these is not a changed step (lab/gpu_model/predict.py ``_sums``).
+    secondary: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()  # printed under its prediction; "{prefill_rows}" is filled in
     pages_per_kv_head: bool = False  # its pages are counted per KV head already (bytes: x1, not x KV heads)
     known: str = READ  # how the R10 answer is known (KNOWN)

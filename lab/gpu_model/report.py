@@ -7,7 +7,7 @@ from lab.engine.model_states import MODES
 from lab.gpu_model.backends import BACKENDS
 from lab.gpu_model.consumers import on_trace
 from lab.gpu_model.gpus import HeadShape
-from lab.gpu_model.records import NO_LAUNCH, PINNED
+from lab.gpu_model.records import HEURISTIC, NO_LAUNCH, PINNED
 
 # The quantity that shows each backend's dependence on max_seq_len best (its record's headline).
 HEADLINE = {b.name: b.headline for b in BACKENDS}
@@ -58,15 +58,23 @@ def _on_this_workload(r: dict, key: str) -> str:
         return "never changes"
     if r["baseline_extra"][key]:
         return "more work in the baseline"
-    deciders = set(r["decided_by"])
-    if deciders == {NO_LAUNCH}:  # a decode-only kernel (formulas.decode_derived_decider) on prefill-only steps
+    deciders = r["decided_by"]
+    if set(deciders) == {NO_LAUNCH}:  # a decode-only kernel (formulas.decode_derived_decider) on prefill-only steps
         return "no decode step on this workload: its decode kernel never launches (prefill kernels: not modelled)"
-    if deciders and deciders <= {PINNED, NO_LAUNCH}:
+    if deciders and set(deciders) <= {PINNED, NO_LAUNCH}:
         # flash_attn.py FlashAttentionMetadataBuilder.build: num_splits pinned, FA3's heuristic never runs.
         return (
             "vLLM pins num_splits at 32 (flash_attn_max_num_splits_for_cuda_graph) on every step of this workload"
             + (" with a decode launch" if NO_LAUNCH in deciders else "")
             + ": max_seqlen_k decides no split"
+        )
+    if HEURISTIC in deciders and r["backend"] in ("fa3", "flashattn-mla"):
+        # lab/gpu_model/fa3_splits.py: FA3's num_splits_heuristic, run on both modes' max_seqlen_k
+        return (
+            f"FA3's split heuristic gives the same split count with either max_seq_len on its "
+            f"{deciders[HEURISTIC]} steps it decides (the others: vLLM's pin of 32, or no launch)"
+            if len(deciders) > 1
+            else "FA3's split heuristic gives the same split count with either max_seq_len on every step"
         )
     if r["backend"] == "trtllm-gen":
         # formulas.trtllm_gen_decode: numCtasPerSeqKv = min(cdiv(max_seq_len, 2*stepKv), SMs // (q x KV heads x rows))

@@ -93,6 +93,8 @@ def at_sm(monkeypatch):
     monkeypatch.setattr(fai, "FA2_AVAILABLE", True)  # the CUDA wheel ships FA2 and FA3 (FA4 is Python)
     monkeypatch.setattr(fai, "FA3_AVAILABLE", True)
     monkeypatch.setattr(fi, "has_nvidia_artifactory", lambda: True)
+    # the wheel requires tokenspeed-mla on Linux (W3): supports_combination only imports it
+    monkeypatch.setitem(sys.modules, "tokenspeed_mla", types.ModuleType("tokenspeed_mla"))
     import vllm.v1.attention.backends.flash_attn as fa
 
     # fa_utils.is_flash_attn_varlen_func_available: "CUDA and XPU always have flash_attn_varlen_func available";

@@ -89,6 +89,9 @@ def kernel_packages():
         stack.enter_context(
             mock.patch.object(fa, "flash_attn_supports_sinks", fa_utils.flash_attn_supports_sinks, create=True)
         )
+        # vLLM 0.33.0's wheel requires tokenspeed-mla on Linux; TokenspeedMLABackend.supports_combination only
+        # imports it (its kernels are not run here)
+        stack.enter_context(mock.patch.dict(sys.modules, {"tokenspeed_mla": types.ModuleType("tokenspeed_mla")}))
         fi.supports_trtllm_attention.cache_clear()
         try:
             yield

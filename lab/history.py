@@ -74,6 +74,14 @@ PATH_NOTES = {
     ("after #43991", "encoder_decoder"): "`EncoderDecoderModelState` from 0.24.0",
 }
 
+# Paths MRV2 refused in an era: 0.19-0.22's _get_v2_model_runner_unsupported_features appends "hybrid/mamba models"
+# (the 0.20.0 wheel has no model_states/mamba_hybrid.py), so a hybrid model ran on V1 then (docs/eras.md). The
+# history table shows "—" there; the replay's rows for those eras are the lab's restatement of the era's rule.
+REFUSED_IN_ERA = {
+    ("before #40654", "mamba_hybrid"): "MRV2 refused hybrids",
+    ("after #40654", "mamba_hybrid"): "MRV2 refused hybrids",
+}
+
 # The first vLLM release whose MRV2 had each model state that came later (read in the wheels,
 # model_states/): the history gives no value for an era before it. The speculators' first releases are
 # their records' (lab/speculators.py ``Speculator.first_release``).
@@ -81,8 +89,10 @@ MODEL_STATE_FIRST_RELEASE = {"encoder_only": "0.27.0"}
 
 
 def model_state_in_era(model_state: str, era: str) -> bool:
-    """Did MRV2 have this model state in ``era``? encoder-only came with 0.27.0, inside the era after
-    #43991; the mamba-hybrid and encoder-decoder states were there in every era."""
+    """Does the lab replay this model state in ``era``? encoder-only came with 0.27.0, inside the era after
+    #43991. The encoder-decoder state was there in every era; the mamba-hybrid one is replayed in every era too,
+    though MRV2 refused hybrid models before #43991's era (``REFUSED_IN_ERA``): its early rows restate the era's
+    rule for a path vLLM did not run on MRV2."""
     first = MODEL_STATE_FIRST_RELEASE.get(model_state)
     return first is None or ERAS.index(era) >= ERAS.index(era_of_release(first))
 

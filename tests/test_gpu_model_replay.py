@@ -36,7 +36,8 @@ def test_gpt_oss_line_no_longer_claims_the_pinned_step():
     dep = resolve("vllm serve openai/gpt-oss-120b", "H200")
     a = answer(dep, Workload(requests=2, prompt_len=256, output_len=8))
     assert not a.headline.startswith("yes"), a.headline
-    assert a.work.extra == 0 and a.work.baseline == 0
+    # num_splits: every step pinned at 32 in both modes (lab/gpu_model/fa3_splits.py fa3_num_splits)
+    assert a.work.extra == 0 and a.work.baseline == a.work.fixed == 32 * a.work.steps
     assert "pins num_splits at 32" in a.headline
     # Item 4: FA3 has no separate context kernel; the sentence about one is not printed for it.
     assert "context kernel" not in a.work.on_this_workload

@@ -142,7 +142,7 @@ def test_backends_command_lists_every_backend(capsys):
     # vLLM's AttentionBackendEnum names first, the lab's record of the work in parentheses (as the app's tab)
     assert "TRITON_MLA (triton-mla), MLA: yes: splits, scratch, merge [measured on vLLM's own code (CPU)]" in text
     assert "FLASHINFER_MLA (flashinfer-mla), MLA: yes: grid and split [assumed]" in text
-    assert "FLASH_ATTN (fa3), GQA: slightly: split bound" in text and "  lab-torch-reference, GQA: yes" in text
+    assert "FLASH_ATTN (fa3), GQA: slightly: split count" in text and "  lab-torch-reference, GQA: yes" in text
 
 
 def test_simulate_on_given_steps(capsys, tmp_path):

@@ -10,7 +10,7 @@ import pathlib
 import re
 import sys
 
-from lab.history import ERA_LIST, PATH_NOTES, fixed_in_era
+from lab.history import ERA_LIST, PATH_NOTES, REFUSED_IN_ERA, fixed_in_era
 from lab.speculators import (
     CORRECTION,
     NO_PASSES,
@@ -148,7 +148,8 @@ def eras() -> str:
                 else "`max_model_len`"
             )
             note = PATH_NOTES.get((era.name, state if path == "target" else path))
-            cells.append(f"{told} ({note})" if note else told)
+            refused = REFUSED_IN_ERA.get((era.name, state)) if path == "target" else None
+            cells.append(f"— ({refused})" if refused else f"{told} ({note})" if note else told)
         rows.append(f"| {label} ({era.releases_text}) | " + " | ".join(cells) + " |")
     return head + "\n".join(rows) + "\n"
 

@@ -37,22 +37,32 @@ def _c(cid: str, symbol: str, quote: str, says: str, absent: bool = False) -> Cl
 TRTLLM = (
     _c("trtllm.launch", _FI + "FlashInferImpl.forward", "trtllm_batch_decode_with_kv_cache(",
        "the TRTLLM-gen decode kernel is launched from forward()"),
-    _c("trtllm.max_seq_len", _FI + "FlashInferImpl.forward", "max_seq_len=attn_metadata.decode.max_seq_len,",
-       "the decode launch reads the decode metadata's max_seq_len in forward(): a launch scalar"),
+    _c("trtllm.max_seq_len", _FI + "FlashInferImpl.forward",
+       "trtllm_batch_decode_with_kv_cache( query=decode_query, kv_cache=( nvfp4_kv_data if self.is_kvcache_nvfp4 "
+       "else kv_cache_tuple ), workspace_buffer=workspace_buffer, block_tables=block_tables_decode, "
+       "seq_lens=seq_lens_decode, max_seq_len=attn_metadata.decode.max_seq_len,",
+       "the TRTLLM-gen decode call itself reads the decode metadata's max_seq_len in forward(): a launch scalar"),
     _c("trtllm.prefill", _FI + "FlashInferImpl.forward", "max_kv_len=attn_metadata.prefill.max_seq_len,",
-       "TRTLLM prefill gets max_kv_len = the prefill rows' max_seq_len (not modelled)"),
+       "TRTLLM prefill gets max_kv_len = the prefill metadata's max_seq_len (not modelled)"),
+    _c("trtllm.prefill_told", _FI + "FlashInferMetadataBuilder.build",
+       "max_q_len=max_q_len_prefill, max_seq_len=max_seq_len, )",
+       "the prefill metadata's max_seq_len is the whole step's told value, decode rows included (W5)"),
 )  # fmt: skip
 TRTLLM_BACKING = backed(
     how=("trtllm.max_seq_len", "source:TllmGenFmhaKernel::computeCtaAndClusterConfig", "source:fmhaReductionKernel"),
     decider_line=("trtllm.launch", "trtllm.max_seq_len", "source:TllmGenFmhaKernel::computeCtaAndClusterConfig"),
     at_replay=("trtllm.max_seq_len",),
-    note_0=("trtllm.prefill",),
+    note_0=("trtllm.prefill", "trtllm.prefill_told"),
     note_1=(LAB_COUNT,),
 )
 XQA = (
     _c("xqa.launch", _FI + "FlashInferImpl.forward", "flashinfer_xqa_batch_decode_with_kv_cache(",
        "XQA is reached from forward()"),
-    _c("xqa.handed", _FI + "FlashInferImpl.forward", "max_seq_len=attn_metadata.decode.max_seq_len,",
+    _c("xqa.handed", _FI + "FlashInferImpl.forward",
+       "flashinfer_xqa_batch_decode_with_kv_cache( query=decode_query, kv_cache=( nvfp4_kv_data if "
+       "self.is_kvcache_nvfp4 else kv_cache_tuple ), kv_cache_sf=nvfp4_kv_block_scales, "
+       "workspace_buffer=workspace_buffer, block_tables=block_tables_decode, seq_lens=seq_lens_decode, "
+       "max_seq_len=attn_metadata.decode.max_seq_len,",
        "vLLM hands XQA the told value, which FlashInfer's wrapper drops (source: xqa_batch_decode_with_kv_cache)"),
 )  # fmt: skip
 XQA_BACKING = backed(
@@ -86,8 +96,25 @@ FA3 = (
        "max_num_splits = 0 # 0 means use FA3's heuristics, not CG compatible if ( self.use_full_cuda_graph "
        "and self.max_cudagraph_size is not None and num_actual_tokens <= self.max_cudagraph_size ):",
        "every step of at most max_cudagraph_capture_size tokens gets the pinned count; others the heuristic"),
-    _c("fa3.scheduler", _FA + "FlashAttentionMetadataBuilder._get_scheduler_metadata", "max_seqlen_k=max_seq_len,",
-       "the scheduler metadata is built in build() from the step's max_seq_len (refreshed each step)"),
+    _c("fa3.scheduler", _FA + "FlashAttentionMetadataBuilder._get_scheduler_metadata",
+       "if not aot_schedule: return None",
+       "the scheduler metadata is built only with AOT scheduling on (I1): otherwise FA3 plans at launch"),
+    _c("fa3.scheduler_told", _FA + "FlashAttentionMetadataBuilder._get_scheduler_metadata",
+       "max_seqlen_k=max_seq_len,", "with AOT on it is built in build() from the step's max_seq_len, each step"),
+    _c("fa3.aot_off", _FA + "FlashAttentionMetadataBuilder.build",
+       "elif len(sliding_window_configs) > 1: self.aot_schedule = False aot_schedule = False",
+       "more than one sliding-window config turns AOT scheduling off for good (W1)"),
+    _c("fa3.window_configs", _FA + "_get_sliding_window_configs",
+       "if isinstance(impl, FlashAttentionImpl): sliding_window_configs.add(impl.sliding_window)",
+       "the configs are the FlashAttention layers' windows: full and sliding layers give two"),
+    _c("fa3.encoder", _FA + "FlashAttentionImpl._forward_encoder_attention",
+       "max_seqlen_q = attn_metadata.max_query_len max_seqlen_k = attn_metadata.max_query_len",
+       "encoder attention's launch takes max_query_len as max_seqlen_k (I15)"),
+    _c("fa3.encoder_no_read", _FA + "FlashAttentionImpl._forward_encoder_attention", "max_seq_len",
+       "encoder attention never reads max_seq_len", True),
+    _c("fa3.heuristic", _FA + "FlashAttentionMetadataBuilder.build",
+       "max_num_splits = 0 # 0 means use FA3's heuristics",
+       "an unpinned step hands FA3 num_splits 0: its own heuristic decides"),
     _c("fa3.store", _FA + "FlashAttentionMetadataBuilder._store_scheduler_metadata",
        "self.scheduler_metadata[:n] = scheduler_metadata", "into a persistent buffer a FULL graph reads"),
     _c("fa3.launch_scalar", _FA + "FlashAttentionImpl.forward", "max_seqlen_k = attn_metadata.max_seq_len",
@@ -95,11 +122,13 @@ FA3 = (
        "on a pinned step)"),
 )  # fmt: skip
 FA3_BACKING = backed(
-    how=("fa3.scheduler", "source:get_num_splits", "source:VarlenDynamicPersistentTileScheduler"),
-    decider_line=("fa3.pin", "fa3.pin_count", "fa3.default_32"),
-    at_replay=("fa3.scheduler", "fa3.store", "fa3.launch_scalar"),
-    note_0=("fa3.pin", "source:get_num_splits"),
+    how=("fa3.heuristic", "fa3.scheduler_told", "source:get_num_splits", "source:VarlenDynamicPersistentTileScheduler"),
+    decider_line=("fa3.pin", "fa3.pin_count", "fa3.default_32", "fa3.heuristic", "source:num_splits_heuristic"),
+    at_replay=("fa3.scheduler", "fa3.scheduler_told", "fa3.store", "fa3.launch_scalar", "fa3.aot_off",
+               "fa3.window_configs"),
+    note_0=("fa3.pin", "fa3.heuristic", "source:get_num_splits", "source:num_splits_heuristic"),
     note_1=("fa3.pin", "fa3.full_mode", "fa3.default_32"),
+    note_2=("source:get_num_splits",),
 )
 UNIFIED = (
     _c("unified.handed_on", _UA + "unified_attention", "max_seqlen_k=max_seqlen_k,",

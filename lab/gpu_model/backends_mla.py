@@ -26,8 +26,9 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
         "triton-mla",
         "yes: splits, scratch, merge",
         "num_kv_splits = min(next_power_of_2(max_seq_len // 512), 2 x SMs): the stage-1 grid (rows x heads/16 x "
-        "splits), the fp32 partials [rows, H, splits, 513] and the stage-2 merge grow; each split covers "
-        "cdiv(seq_len, splits) of the real length, so the KV read is the same",
+        "splits), the fp32 partials [rows, H, splits, 513] written and read (a view of a workspace reserved at the "
+        "worst case on a GPU runner: the memory is fixed, the region used grows) and the stage-2 merge grow; each "
+        "split covers cdiv(seq_len, splits) of the real length, so the KV read is the same",
         formulas.triton_mla_work,
         ("num_kv_splits", "programs", "scratch_bytes", "pages"),
         (90, 100),

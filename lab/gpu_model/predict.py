@@ -12,7 +12,7 @@ from lab.engine.model_states import MODES
 from lab.gpu_model.backends import BACKENDS, BY_NAME, NAMES, Backend, record_of_kernel
 from lab.gpu_model.formulas import MLA_BYTES_PER_TOKEN, StepWork
 from lab.gpu_model.gpus import GPU, HeadShape
-from lab.gpu_model.records import DECIDERS, FROZEN, REAL_LENGTHS
+from lab.gpu_model.records import DECIDERS, FROZEN, NOT_READ, REAL_LENGTHS
 
 
 def backends_for(gpu: GPU) -> list[str]:
@@ -110,6 +110,18 @@ def record_for(name: str, scenario=None) -> Backend:
     scheduling is on (``fa3_aot_schedule``); with it off, nothing refreshes the plan and the launch scalar
     max_seqlen_k keeps capture's value under FULL (FROZEN). Every other record is the same for every model."""
     rec = BY_NAME[name]
+    if rec.name == "fa3" and scenario is not None and scenario.model_state == "encoder_only":
+        # flash_attn.py FlashAttentionImpl.forward -> _forward_encoder_attention: max_seqlen_k = max_query_len, no
+        # scheduler metadata; max_seq_len is never read (for encoder-only it equals max_query_len anyway). I15.
+        return dataclasses.replace(
+            rec,
+            verdict="no",
+            how="encoder attention: _forward_encoder_attention takes max_seqlen_k = max_query_len; max_seq_len is "
+            "not read",
+            at_replay=NOT_READ,
+            frozen_scalar="",
+            backing=rec.backing + (("how", ("fa3.encoder",)),),
+        )
     if rec.name == "fa3" and not fa3_aot_schedule(scenario):
         return dataclasses.replace(rec, at_replay=FROZEN, frozen_scalar="", notes=rec.notes + (_AOT_OFF_NOTE,))
     return rec

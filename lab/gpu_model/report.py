@@ -71,8 +71,9 @@ def _on_this_workload(r: dict, key: str) -> str:
     if HEURISTIC in deciders and r["backend"] in ("fa3", "flashattn-mla"):
         # lab/gpu_model/fa3_splits.py: FA3's num_splits_heuristic, run on both modes' max_seqlen_k
         return (
-            f"FA3's split heuristic gives the same split count with either max_seq_len on its "
-            f"{deciders[HEURISTIC]} steps it decides (the others: vLLM's pin of 32, or no launch)"
+            f"FA3's split heuristic gives the same split count with either max_seq_len on the "
+            f"{deciders[HEURISTIC]} step{'s' if deciders[HEURISTIC] != 1 else ''} it decides (the others: vLLM's "
+            f"pin of 32, or no decode launch)"
             if len(deciders) > 1
             else "FA3's split heuristic gives the same split count with either max_seq_len on every step"
         )

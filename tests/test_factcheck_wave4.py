@@ -1,0 +1,84 @@
+"""Regression tests for the wave-4 fact-check (../shared/reviews/factcheck_wave4.md): W1, W3, W4, W5, I1-I5, I15.
+W2 (FA3's split count) is tests/test_fa3_splits.py. Each test failed on the code the review read."""
+
+from __future__ import annotations
+
+from lab.deployment import answer, resolve
+from lab.deployment.selection import select_backend
+from lab.gpu_model.backend_claims import FA3, TRTLLM
+from lab.gpu_model.backends import BY_NAME, VLLM_BACKEND_OF
+from lab.gpu_model.consumers import CONSUMERS
+from lab.gpu_model.predict import fa3_aot_schedule, record_for
+from lab.gpu_model.records import FROZEN, NOT_READ, REFRESHED, UNKNOWN
+from lab.scenario import Scenario
+
+
+def test_w1_fa3_without_aot_scheduling_is_frozen():
+    # FlashAttentionMetadataBuilder.build: more than one sliding-window config -> aot_schedule False, no scheduler
+    # metadata; a FULL replay keeps capture's max_seqlen_k. A sliding group beside the full one is two configs.
+    gpt_oss = Scenario.from_spec("4p256o8_mml=32k_window=128")
+    dense = Scenario.from_spec("4p256o8_mml=32k")
+    assert not fa3_aot_schedule(gpt_oss) and fa3_aot_schedule(dense)
+    assert record_for("fa3", gpt_oss).at_replay == FROZEN
+    assert record_for("fa3", dense).at_replay == REFRESHED
+    a = answer(resolve("vllm serve openai/gpt-oss-120b", "H200"))
+    target = next(r for r in a.paths if r.path == "target" and r.era == "after #43991")
+    assert target.kernel_reads == FROZEN and target.full_graph_steps > 0
+    assert "refreshed at replay" not in target.kernel_text
+
+
+def test_i1_the_scheduler_claim_names_the_aot_gate():
+    ids = {c.id: c for c in FA3}
+    assert ids["fa3.scheduler"].quote == "if not aot_schedule: return None"
+    assert "fa3.aot_off" in ids and "fa3.window_configs" in ids
+
+
+def test_w3_tokenspeed_mla_is_installed_with_the_wheel():
+    # METADATA: Requires-Dist: tokenspeed-mla==2.0.3; platform_system == "Linux"
+    c = select_backend(100, use_mla=True, head_size=576, num_heads=128, kv_cache_dtype="fp8", requested="TOKENSPEED_MLA")
+    assert c.vllm_name == "TOKENSPEED_MLA"
+    assert dict(c.candidates)["TOKENSPEED_MLA"] == ()
+
+
+def test_w4_cutlass_mla_reads_no_max_seq_len_and_no_record_is_unknown():
+    rec = BY_NAME["cutlass-mla"]
+    assert rec.at_replay == NOT_READ and rec.verdict == "no" and VLLM_BACKEND_OF["cutlass-mla"] == "CUTLASS_MLA"
+    line = "vllm serve deepseek-ai/DeepSeek-V3 -tp 8 --kv-cache-dtype fp8 --attention-backend "
+    cutlass = answer(resolve(line + "CUTLASS_MLA", "B200"))
+    assert cutlass.headline.startswith("no change in work"), cutlass.headline
+    tokenspeed = answer(resolve(line + "TOKENSPEED_MLA", "B200"))  # no record: never an assumed launch scalar
+    assert tokenspeed.headline.startswith("unknown"), tokenspeed.headline
+    assert {r.kernel_reads for r in tokenspeed.paths if r.exists} == {UNKNOWN}
+    assert all(r.kernel is None for r in tokenspeed.paths)
+
+
+def test_w5_i2_trtllm_prefill_gets_the_steps_told_value():
+    ids = {c.id: c for c in TRTLLM}
+    assert "prefill rows' max_seq_len" not in ids["trtllm.prefill"].says
+    assert "decode rows included" in ids["trtllm.prefill_told"].says
+    fi = next(c for c in CONSUMERS if c.name.startswith("FlashInfer fp8-KV prefill"))
+    assert "decode rows included" in fi.does and "prefill rows' told value" not in " ".join(x.says for x in fi.claims)
+
+
+def test_i3_triton_mla_partials_come_from_a_reserved_workspace():
+    assert "workspace reserved at the worst case" in BY_NAME["triton-mla"].how
+
+
+def test_i4_fa4_head_256_and_rocm_consumers_listed():
+    names = [c.name for c in CONSUMERS]
+    assert "FA4 head 256" in names
+    assert any("ROCm" in n for n in names)
+
+
+def test_i5_history_table_shows_mrv2_refused_hybrids():
+    from lab.commands.doc_tables import eras
+
+    rows = eras().splitlines()
+    assert rows[2].count("— (MRV2 refused hybrids)") == 1 and rows[3].count("— (MRV2 refused hybrids)") == 1
+    assert "refused" not in rows[4]
+
+
+def test_i15_encoder_attention_reads_max_query_len():
+    a = answer(resolve("vllm serve BAAI/bge-large-en-v1.5", "H200"))
+    target = next(r for r in a.paths if r.path == "target" and r.era == "after #43991")
+    assert target.kernel_reads == NOT_READ and a.work.verdict == "no"

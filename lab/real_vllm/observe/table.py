@@ -1,0 +1,136 @@
+"""The observation table: what each attention kernel vLLM 0.33.0 launches is handed, per backend, step kind and mode,
+observed by running vLLM's own metadata builder and forward on this CPU (lab/real_vllm/observe/flash_attn.py and
+the other observers). ``python -m lab.real_vllm.observe --write`` regenerates lab/gpu_model/observed.json (the
+committed table the records read: lab/gpu_model/observed.py); tests/conformance/test_observed_kernels.py
+regenerates it and fails when it differs.
+
+The steps come from a lab engine trace (``SCENARIO``): its first step (a 4 x 2,048-token prefill, over the capture
+sizes, so no graph) and its first decode step (a FULL graph in vLLM). Step kinds:
+- ``capture``: ``build_for_cudagraph_capture`` told max_model_len (R3), then forward: the launch a FULL graph keeps;
+- ``FULL replay``: ``build`` told the step's value (what a builder refreshes into persistent buffers) while the
+  launch replays the capture's arguments;
+- ``no graph``: the prefill step, over the capture sizes, under a mode with FULL graphs (``build`` + forward);
+- ``eager``: the decode step with ``--enforce-eager`` (mode NONE: no pin).
+Modes: ``baseline`` (told max_model_len, before #40654) and ``fixed`` (told the batch max, vLLM 0.33.0).
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from dataclasses import dataclass
+
+from lab.gpu_model.gpus import GPUS
+
+SCENARIO = "4p2048o8_mml=32k"
+OUT = pathlib.Path(__file__).resolve().parents[2] / "gpu_model" / "observed.json"
+MAX_CAPTURE_SIZE = 512  # R8 for this scenario (max_num_seqs 256: 2 x 256, capped at 512)
+
+
+@dataclass(frozen=True)
+class Case:
+    """A backend as a model runs it: vLLM's name, the lab's record it checks, the GPU, heads and windows."""
+
+    backend: str  # AttentionBackendEnum name
+    record: str  # the lab/gpu_model record the observation backs
+    label: str  # what distinguishes this case (AOT on/off, ...)
+    gpu: str
+    model_type: str
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    windows: tuple  # one entry per window config of the model's layers (None: full attention)
+    block_size: int = 16
+    max_model_len: int = 32768
+    max_capture_size: int = MAX_CAPTURE_SIZE
+    max_num_seqs: int = 256
+
+
+CASES = (
+    Case("FLASH_ATTN", "fa3", "FA3, one window config (AOT scheduling on)", "H200", "llama", 32, 8, 128, (None,)),
+    Case(
+        "FLASH_ATTN",
+        "fa3",
+        "FA3, full and sliding layers (AOT scheduling off)",
+        "H200",
+        "gpt_oss",
+        64,
+        8,
+        64,
+        (None, 128),
+    ),
+)
+
+
+def _steps():
+    from lab.real_vllm.observe.record import StepInput
+    from lab.scenario import Scenario
+    from lab.trace.recorder import simulate
+
+    trace = simulate(Scenario.from_spec(SCENARIO))
+    prefill = trace.steps[0]
+    decode = next(st for st in trace.steps if st.cudagraph_mode == "FULL")
+    mml = trace.scenario.max_model_len
+
+    def inp(st):
+        return StepInput.of(st.num_scheduled_tokens, st.seq_lens, trace.scenario.block_size, mml), st.max_seq_len
+
+    return inp(prefill), inp(decode), mml
+
+
+def _pick(calls: list, phase: str, call: str) -> dict | None:
+    """The first layer's call of that kind in that phase (every layer of a case gets the same scalars but the
+    sliding ones' windows, which the table does not carry)."""
+    return next(({k: v for k, v in c.items() if k not in ("phase", "call")} for c in calls if (c["phase"], c["call"]) == (phase, call)), None)  # fmt: skip
+
+
+def observe_case(case: Case) -> list[dict]:
+    """The rows of one case: step kind x mode, what the builder's scheduler call and the launch received."""
+    from lab.real_vllm.observe import flash_attn
+
+    (prefill, told_p), (decode, told_d), mml = _steps()
+    rows = []
+    for mode in ("baseline", "fixed"):
+        full = flash_attn.observe(case, "FULL_AND_PIECEWISE", decode, told_d[mode], mml)
+        big = flash_attn.observe(case, "FULL_AND_PIECEWISE", prefill, told_p[mode], mml)
+        eager = flash_attn.observe(case, "NONE", decode, told_d[mode], mml)
+        kinds = (
+            ("capture", full, "capture", "capture"),
+            ("FULL replay", full, "step", "capture"),  # build refreshes; the graph replays capture's launch
+            ("no graph", big, "step", "step"),
+            ("eager", eager, "step", "step"),
+        )
+        for kind, obs, sched_phase, launch_phase in kinds:
+            rows.append(
+                {
+                    "backend": case.backend,
+                    "record": case.record,
+                    "case": case.label,
+                    "gpu": case.gpu,
+                    "step": kind,
+                    "mode": mode,
+                    "told": mml if kind == "capture" else (told_p if kind == "no graph" else told_d)[mode],
+                    "aot_schedule": obs["aot_schedule"],
+                    "fa_version": obs["fa_version"],
+                    "scheduler": _pick(obs["calls"], sched_phase, "scheduler"),
+                    "launch": _pick(obs["calls"], launch_phase, "launch"),
+                }
+            )
+    return rows
+
+
+def observe_all() -> dict:
+    from lab.real_vllm.conform.vllm_mrv2 import load_vllm
+    from lab.real_vllm.conform.vllm_standins import kernel_packages, standin_cuda
+
+    load_vllm()
+    rows = []
+    for case in CASES:
+        assert case.gpu in GPUS
+        with standin_cuda(case.gpu), kernel_packages():
+            rows += observe_case(case)
+    return {"vllm": "0.33.0", "scenario": SCENARIO, "rows": rows}
+
+
+def render(table: dict) -> str:
+    return json.dumps(table, indent=1, sort_keys=True) + "\n"

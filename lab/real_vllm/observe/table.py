@@ -1,6 +1,5 @@
 """The observation table: what each attention kernel vLLM 0.33.0 launches is handed, per backend, step kind and mode,
-observed by running vLLM's own metadata builder and forward on this CPU (lab/real_vllm/observe/flash_attn.py and
-the other observers). ``python -m lab.real_vllm.observe --write`` regenerates lab/gpu_model/observed.json (the
+observed by running vLLM's own metadata builder and forward on this CPU (lab/real_vllm/observe/dense.py). ``python -m lab.real_vllm.observe --write`` regenerates lab/gpu_model/observed.json (the
 committed table the records read: lab/gpu_model/observed.py); tests/conformance/test_observed_kernels.py
 regenerates it and fails when it differs.
 
@@ -44,6 +43,8 @@ class Case:
     max_model_len: int = 32768
     max_capture_size: int = MAX_CAPTURE_SIZE
     max_num_seqs: int = 256
+    # R8's sizes for this scenario: [1, 2, 4] + range(8, 256, 8) + range(256, 513, 16)
+    capture_sizes: tuple = (1, 2, 4, *range(8, 256, 8), *range(256, MAX_CAPTURE_SIZE + 1, 16))
 
 
 CASES = (
@@ -59,6 +60,7 @@ CASES = (
         64,
         (None, 128),
     ),
+    Case("TRITON_ATTN", "triton-unified", "Triton unified attention", "A100-80GB", "llama", 32, 8, 128, (None,)),
 )
 
 
@@ -86,14 +88,14 @@ def _pick(calls: list, phase: str, call: str) -> dict | None:
 
 def observe_case(case: Case) -> list[dict]:
     """The rows of one case: step kind x mode, what the builder's scheduler call and the launch received."""
-    from lab.real_vllm.observe import flash_attn
+    from lab.real_vllm.observe import dense
 
     (prefill, told_p), (decode, told_d), mml = _steps()
     rows = []
     for mode in ("baseline", "fixed"):
-        full = flash_attn.observe(case, "FULL_AND_PIECEWISE", decode, told_d[mode], mml)
-        big = flash_attn.observe(case, "FULL_AND_PIECEWISE", prefill, told_p[mode], mml)
-        eager = flash_attn.observe(case, "NONE", decode, told_d[mode], mml)
+        full = dense.observe(case, "FULL_AND_PIECEWISE", decode, told_d[mode], mml)
+        big = dense.observe(case, "FULL_AND_PIECEWISE", prefill, told_p[mode], mml)
+        eager = dense.observe(case, "NONE", decode, told_d[mode], mml)
         kinds = (
             ("capture", full, "capture", "capture"),
             ("FULL replay", full, "step", "capture"),  # build refreshes; the graph replays capture's launch

@@ -35,7 +35,9 @@ def test_i1_the_scheduler_claim_names_the_aot_gate():
 
 def test_w3_tokenspeed_mla_is_installed_with_the_wheel():
     # METADATA: Requires-Dist: tokenspeed-mla==2.0.3; platform_system == "Linux"
-    c = select_backend(100, use_mla=True, head_size=576, num_heads=128, kv_cache_dtype="fp8", requested="TOKENSPEED_MLA")
+    c = select_backend(
+        100, use_mla=True, head_size=576, num_heads=128, kv_cache_dtype="fp8", requested="TOKENSPEED_MLA"
+    )
     assert c.vllm_name == "TOKENSPEED_MLA"
     assert dict(c.candidates)["TOKENSPEED_MLA"] == ()
 

@@ -124,8 +124,14 @@ FA3 = (
 FA3_BACKING = backed(
     how=("fa3.heuristic", "fa3.scheduler_told", "source:get_num_splits", "source:VarlenDynamicPersistentTileScheduler"),
     decider_line=("fa3.pin", "fa3.pin_count", "fa3.default_32", "fa3.heuristic", "source:num_splits_heuristic"),
-    at_replay=("fa3.scheduler", "fa3.scheduler_told", "fa3.store", "fa3.launch_scalar", "fa3.aot_off",
-               "fa3.window_configs"),
+    at_replay=(
+        "fa3.scheduler",
+        "fa3.scheduler_told",
+        "fa3.store",
+        "fa3.launch_scalar",
+        "fa3.aot_off",
+        "fa3.window_configs",
+    ),
     note_0=("fa3.pin", "fa3.heuristic", "source:get_num_splits", "source:num_splits_heuristic"),
     note_1=("fa3.pin", "fa3.full_mode", "fa3.default_32"),
     note_2=("source:get_num_splits",),

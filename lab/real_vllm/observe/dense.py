@@ -61,6 +61,7 @@ def _config(case, cudagraph_mode: str, layers: dict):
         get_head_size=lambda: case.head_dim,
         rswa_window=None,
         is_mm_prefix_lm=False,
+        is_diffusion=False,
         max_model_len=case.max_model_len,
     )
     return SimpleNamespace(

@@ -1,5 +1,6 @@
 """The observation table: what each attention kernel vLLM 0.33.0 launches is handed, per backend, step kind and mode,
-observed by running vLLM's own metadata builder and forward on this CPU (lab/real_vllm/observe/dense.py). ``python -m lab.real_vllm.observe --write`` regenerates lab/gpu_model/observed.json (the
+observed by running vLLM's own metadata builder and forward on this CPU (lab/real_vllm/observe/dense.py, mla.py).
+``python -m lab.real_vllm.observe --write`` regenerates lab/gpu_model/observed.json (the
 committed table the records read: lab/gpu_model/observed.py); tests/conformance/test_observed_kernels.py
 regenerates it and fails when it differs.
 
@@ -61,10 +62,29 @@ CASES = (
         (None, 128),
     ),
     Case("TRITON_ATTN", "triton-unified", "Triton unified attention", "A100-80GB", "llama", 32, 8, 128, (None,)),
+    # MLA: DeepSeek-V3 at tensor parallel 8 (16 query heads, one latent KV head of 576)
+    Case("FLASH_ATTN_MLA", "flashattn-mla", "FlashAttention MLA (FA3)", "H200", "deepseek_v3", 16, 1, 576, (None,)),
+    Case("FLASHMLA", "flashmla", "FlashMLA", "H200", "deepseek_v3", 16, 1, 576, (None,), block_size=64),
+    Case("TRITON_MLA", "triton-mla", "Triton MLA", "H200", "deepseek_v3", 16, 1, 576, (None,)),
+    Case(
+        "CUTLASS_MLA", "cutlass-mla", "CUTLASS MLA (SM100)", "B200", "deepseek_v3", 16, 1, 576, (None,), block_size=128
+    ),
 )
+MLA = ("FLASH_ATTN_MLA", "FLASHMLA", "TRITON_MLA", "CUTLASS_MLA")
+
+# The backends vLLM 0.33.0 can select on CUDA that this CPU cannot build, and the line that stops each.
+BLOCKED = {
+    "FLASHINFER": "vllm/v1/attention/backends/flashinfer.py imports the flashinfer package at module level (`from "
+    "flashinfer import ...`), which .venv-vllm does not have (vLLM is installed --no-deps); its builder plans "
+    "through flashinfer's Python wrappers, more than an entry point to record",
+    "FLASHINFER_MLA": "vllm/v1/attention/backends/mla/flashinfer_mla.py line 8: `from flashinfer.decode import "
+    "trtllm_batch_decode_with_kv_cache_mla` (flashinfer not installed here)",
+    "FLEX_ATTENTION": "not observed through this harness: lab/real_vllm/kernels/flex.py runs its block-mask build "
+    "(`python -m lab bench vllm-kernels`)",
+}
 
 
-def _steps():
+def _steps(block_size: int):
     from lab.real_vllm.observe.record import StepInput
     from lab.scenario import Scenario
     from lab.trace.recorder import simulate
@@ -75,7 +95,7 @@ def _steps():
     mml = trace.scenario.max_model_len
 
     def inp(st):
-        return StepInput.of(st.num_scheduled_tokens, st.seq_lens, trace.scenario.block_size, mml), st.max_seq_len
+        return StepInput.of(st.num_scheduled_tokens, st.seq_lens, block_size, mml), st.max_seq_len
 
     return inp(prefill), inp(decode), mml
 
@@ -83,26 +103,33 @@ def _steps():
 def _pick(calls: list, phase: str, call: str) -> dict | None:
     """The first layer's call of that kind in that phase (every layer of a case gets the same scalars but the
     sliding ones' windows, which the table does not carry)."""
-    return next(({k: v for k, v in c.items() if k not in ("phase", "call")} for c in calls if (c["phase"], c["call"]) == (phase, call)), None)  # fmt: skip
+    for c in calls:
+        if (c["phase"], c["call"]) == (phase, call):
+            return {k: v for k, v in c.items() if k not in ("phase", "call")}
+    return None
 
 
 def observe_case(case: Case) -> list[dict]:
-    """The rows of one case: step kind x mode, what the builder's scheduler call and the launch received."""
-    from lab.real_vllm.observe import dense
+    """The rows of one case: step kind x mode, what the builder's scheduler call and the launch received. An MLA
+    case has no "no graph" row: its prefill rows take MLA's prefill path, which is not observed."""
+    from lab.real_vllm.observe import dense, mla
 
-    (prefill, told_p), (decode, told_d), mml = _steps()
+    (prefill, told_p), (decode, told_d), mml = _steps(case.block_size)
+    obs = mla.observe if case.backend in MLA else dense.observe
     rows = []
     for mode in ("baseline", "fixed"):
-        full = dense.observe(case, "FULL_AND_PIECEWISE", decode, told_d[mode], mml)
-        big = dense.observe(case, "FULL_AND_PIECEWISE", prefill, told_p[mode], mml)
-        eager = dense.observe(case, "NONE", decode, told_d[mode], mml)
+        full = obs(case, "FULL_AND_PIECEWISE", decode, told_d[mode], mml)
+        big = None if case.backend in MLA else obs(case, "FULL_AND_PIECEWISE", prefill, told_p[mode], mml)
+        eager = obs(case, "NONE", decode, told_d[mode], mml)
         kinds = (
             ("capture", full, "capture", "capture"),
             ("FULL replay", full, "step", "capture"),  # build refreshes; the graph replays capture's launch
             ("no graph", big, "step", "step"),
             ("eager", eager, "step", "step"),
         )
-        for kind, obs, sched_phase, launch_phase in kinds:
+        for kind, seen, sched_phase, launch_phase in kinds:
+            if seen is None:
+                continue
             rows.append(
                 {
                     "backend": case.backend,
@@ -112,10 +139,10 @@ def observe_case(case: Case) -> list[dict]:
                     "step": kind,
                     "mode": mode,
                     "told": mml if kind == "capture" else (told_p if kind == "no graph" else told_d)[mode],
-                    "aot_schedule": obs["aot_schedule"],
-                    "fa_version": obs["fa_version"],
-                    "scheduler": _pick(obs["calls"], sched_phase, "scheduler"),
-                    "launch": _pick(obs["calls"], launch_phase, "launch"),
+                    "aot_schedule": seen["aot_schedule"],
+                    "fa_version": seen["fa_version"],
+                    "scheduler": _pick(seen["calls"], sched_phase, "scheduler"),
+                    "launch": _pick(seen["calls"], launch_phase, "launch"),
                 }
             )
     return rows
@@ -131,7 +158,7 @@ def observe_all() -> dict:
         assert case.gpu in GPUS
         with standin_cuda(case.gpu), kernel_packages():
             rows += observe_case(case)
-    return {"vllm": "0.33.0", "scenario": SCENARIO, "rows": rows}
+    return {"vllm": "0.33.0", "scenario": SCENARIO, "rows": rows, "blocked": BLOCKED}
 
 
 def render(table: dict) -> str:

@@ -72,7 +72,9 @@ XQA_BACKING = backed(
     note_0=(LAB_COUNT,),
 )
 NATIVE = (
-    _c("native.indptr", _FI + "FlashInferMetadataBuilder", "paged_kv_indptr", "the native plan reads the page indptr"),
+    _c("native.indptr", _FI + "FlashInferMetadataBuilder._compute_flashinfer_kv_metadata",
+       "np.cumsum( num_blocks_np, dtype=np.int32, out=self.paged_kv_indptr.np[1 : num_reqs + 1] )",
+       "the native plan's page indptr is the running sum of each row's real block count"),
     _c("native.plan", _FI + "fast_plan_decode", "max_seq_len", "the decode plan never reads max_seq_len", True),
     _c("native.kv_metadata", _FI + "FlashInferMetadataBuilder._compute_flashinfer_kv_metadata", "max_seq_len",
        "the page indptr/indices/last-page lengths never read max_seq_len", True),
@@ -137,8 +139,11 @@ FA3_BACKING = backed(
     note_2=("source:get_num_splits",),
 )
 UNIFIED = (
-    _c("unified.handed_on", _UA + "unified_attention", "max_seqlen_k=max_seqlen_k,",
-       "max_seqlen_k is only handed on (to the int4 path)"),
+    _c("unified.handed_on", _UA + "unified_attention",
+       "if kv_quant_mode == KVQuantMode.INT4_PER_TOKEN_HEAD:",
+       "the int4 per-token-head cache takes its own kernel, unified_attention_int4, which max_seqlen_k is handed to"),
+    _c("unified.handed_to_int4", _UA + "unified_attention", "max_seqlen_k=max_seqlen_k,",
+       "max_seqlen_k is handed on only in that call (the core kernel's not reading it: unified.kernel)"),
     _c("unified.grid", _UA + "unified_attention",
        "grid = (total_num_q_blocks, num_kv_heads) tile_size = TILE_SIZE_PREFILL else: "
        "grid = (total_num_q_blocks, num_kv_heads, num_par_softmax_segments)",
@@ -146,7 +151,7 @@ UNIFIED = (
     _c("unified.kernel", _UA + "kernel_unified_attention", "max_seqlen_k", "the kernel never reads max_seqlen_k", True),
 )  # fmt: skip
 UNIFIED_BACKING = backed(
-    how=("unified.grid", "unified.kernel", "unified.handed_on"),
+    how=("unified.grid", "unified.kernel", "unified.handed_on", "unified.handed_to_int4"),
     decider_line=("unified.grid",),
     at_replay=("unified.kernel",),
     note_0=(LAB_COUNT,),
@@ -219,7 +224,10 @@ FA_MLA = (
        "and self.max_cudagraph_size is not None and num_decode_tokens <= self.max_cudagraph_size ): # NOTE(woosuk)",
        "FA3's pin, on the decode tokens"),
     _c("fa_mla.pin_count", _M + "flashattn_mla:FlashAttnMLAMetadataBuilder.__init__",
-       "vllm_config.attention_config.flash_attn_max_num_splits_for_cuda_graph",
+       "if self.use_full_cuda_graph and self.fa_aot_schedule:",
+       "the pin needs FULL graphs in the configured mode and FA3's AOT scheduling"),
+    _c("fa_mla.pin_value", _M + "flashattn_mla:FlashAttnMLAMetadataBuilder.__init__",
+       "self.max_num_splits = ( vllm_config.attention_config.flash_attn_max_num_splits_for_cuda_graph )",
        "the pinned count is flash_attn_max_num_splits_for_cuda_graph"),
     _c("fa_mla.scheduler", _M + "flashattn_mla:FlashAttnMLAMetadataBuilder._schedule_decode",
        "max_seqlen_k=max_seq_len,", "the decode scheduler metadata is planned from the step's max_seq_len"),
@@ -231,7 +239,7 @@ FA_MLA = (
 )  # fmt: skip
 FA_MLA_BACKING = backed(
     how=("fa_mla.scheduler", "fa_mla.launch_scalar", "source:get_num_splits"),
-    decider_line=("fa_mla.pin", "fa_mla.pin_count", "mla.decode_only"),
+    decider_line=("fa_mla.pin", "fa_mla.pin_count", "fa_mla.pin_value", "mla.decode_only"),
     at_replay=("fa_mla.scheduler", "fa_mla.store", "fa_mla.launch_scalar"),
     note_0=("mla.decode_only", "mla.prefill"),
     note_1=("cuda.sm90_mla",),
@@ -290,7 +298,7 @@ FLEX = (
     _c("flex.build", _FLEX + "FlexAttentionMetadataBuilder.build", "out.block_mask = out._build_block_mask_direct()",
        "build() builds the block mask on every step, outside the graph"),
     _c("flex.told", _FLEX + "FlexAttentionMetadataBuilder.build", "max_seq_len = common_attn_metadata.max_seq_len",
-       "from the step's own max_seq_len (refreshed at replay)"),
+       "from the step's own max_seq_len"),
     _c("flex.gather", _FLEX + "FlexAttentionMetadata._build_block_mask_direct",
        "self.doc_ids, : cdiv(self.max_seq_len, self.block_size)",
        "the gather is cdiv(max_seq_len, block_size) columns wide per query token"),

@@ -150,8 +150,12 @@ CONSUMERS: tuple[Consumer, ...] = (
     Consumer("Dynamic speculative decoding / adaptive verification", "+num_speculative_tokens of the step; "
              "the upper bound taken before compact_batch", "vllm/v1/worker/gpu/model_runner.py prepare_inputs",
              "no: K is fixed in a scenario",
-             (Claim(_W + "model_runner:GPUModelRunner.prepare_inputs", "adaptive_verification.compact_batch(",
-                    "adaptive verification compacts the batch in prepare_inputs"),)),
+             (Claim(_W + "model_runner:GPUModelRunner.prepare_inputs",
+                    "num_scheduled_tokens_upper_bound = num_scheduled_tokens_np num_admitted_draft_tokens = None "
+                    "if adaptive_verification is not None:",
+                    "the upper bound is taken before adaptive verification compacts the batch"),
+              Claim(_W + "model_runner:GPUModelRunner.prepare_inputs", "adaptive_verification.compact_batch(",
+                    "adaptive verification compacts the batch in prepare_inputs"))),
 )  # fmt: skip
 
 

@@ -85,6 +85,11 @@ RULE_CLAIMS: dict[str, tuple[Claim, ...]] = {
             "rows rounded to cover a multiple of 128 tokens",
         ),
         Claim(
+            "vllm.v1.worker.gpu.model_runner:GPUModelRunner.initialize_kv_cache",
+            "token_alignment=spec.block_table_token_alignment,",
+            "the alignment the runner passes is the KV-cache spec's own",
+        ),
+        Claim(
             "vllm.v1.core.block_pool:BlockPool.free_blocks",
             "self.free_block_queue.prepend_n(",
             "freed blocks go to the head of the free queue",
@@ -152,7 +157,11 @@ RULE_CLAIMS: dict[str, tuple[Claim, ...]] = {
         ),
     ),
     "R10": (
-        Claim("vllm.platforms.cuda:", "AttentionBackendEnum.FLASH_ATTN_MLA,", "the MLA order starts FLASH_ATTN_MLA"),
+        Claim(
+            "vllm.platforms.cuda:_get_backend_priorities",
+            "return [ AttentionBackendEnum.FLASH_ATTN_MLA, AttentionBackendEnum.FLASHMLA,",
+            "the SM90 MLA order starts FLASH_ATTN_MLA, then FLASHMLA",
+        ),
     ),
     "R11": (
         Claim(

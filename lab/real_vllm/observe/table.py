@@ -21,6 +21,7 @@ import pathlib
 from dataclasses import dataclass
 
 from lab.gpu_model.gpus import GPUS
+from lab.history import REFERENCE_RELEASE
 
 SCENARIO = "4p2048o8_mml=32k"
 OUT = pathlib.Path(__file__).resolve().parents[2] / "gpu_model" / "observed.json"
@@ -158,7 +159,7 @@ def observe_all() -> dict:
         assert case.gpu in GPUS
         with standin_cuda(case.gpu), kernel_packages():
             rows += observe_case(case)
-    return {"vllm": "0.33.0", "scenario": SCENARIO, "rows": rows, "blocked": BLOCKED}
+    return {"vllm": REFERENCE_RELEASE, "scenario": SCENARIO, "rows": rows, "blocked": BLOCKED}
 
 
 def render(table: dict) -> str:

@@ -169,7 +169,20 @@ def consumers() -> str:
     return "\n".join(rows) + "\n"
 
 
-TABLES = {"speculators": speculators, "speculator_history": speculator_history, "eras": eras, "consumers": consumers}
+def observed() -> str:
+    """docs/kernels.md "What each kernel is handed, observed": lab/gpu_model/observed.py's table."""
+    from lab.gpu_model.observed import observed_table
+
+    return observed_table()
+
+
+TABLES = {
+    "speculators": speculators,
+    "speculator_history": speculator_history,
+    "eras": eras,
+    "consumers": consumers,
+    "observed": observed,
+}
 
 
 def render(text: str) -> str:

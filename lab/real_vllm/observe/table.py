@@ -137,6 +137,9 @@ def observe_case(case: Case) -> list[dict]:
                     "record": case.record,
                     "case": case.label,
                     "gpu": case.gpu,
+                    # query heads, KV heads, head size of the launch (MLA: its FA3 call's 64 + latent V 512)
+                    "heads": [case.num_heads, case.num_kv_heads, 64 if case.backend in MLA else case.head_dim],
+                    "block_size": case.block_size,
                     "step": kind,
                     "mode": mode,
                     "told": mml if kind == "capture" else (told_p if kind == "no graph" else told_d)[mode],

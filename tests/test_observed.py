@@ -1,0 +1,65 @@
+"""The records follow the observations (lab/gpu_model/observed.py over lab/gpu_model/observed.json, which
+tests/conformance/test_observed_kernels.py regenerates from vLLM 0.33.0's own code): each observed backend's R9
+answer (``at_replay``) is what the observation shows, and FA3's split count is what its heuristic gives for what
+the launch received."""
+
+from __future__ import annotations
+
+from lab.gpu_model import observed
+from lab.gpu_model.backends import BY_NAME
+from lab.gpu_model.predict import record_for
+from lab.gpu_model.records import FROZEN, NOT_READ, REFRESHED
+from lab.scenario import Scenario
+
+_AOT_OFF = Scenario.from_spec("4p2048o8_mml=32k_window=128")  # full and sliding layers: two window configs
+
+
+def _record(record: str, case: str):
+    return record_for(record, _AOT_OFF if "AOT scheduling off" in case else None)
+
+
+def test_every_observed_record_answers_r9_as_observed():
+    seen = observed.cases()
+    assert len(seen) >= 7
+    for record, case in seen:
+        got, rec = observed.at_replay_observed(record, case), _record(record, case)
+        if rec.at_replay == NOT_READ and got != NOT_READ:
+            # handed but not read by the kernel: only a negative claim on the kernel may say so (triton-unified)
+            assert any(c.absent for c in rec.claims), (record, case, got)
+            continue
+        assert rec.at_replay == got, (record, case, rec.at_replay, got)
+
+
+def test_a_full_replay_launch_never_follows_the_mode():
+    for record, case in observed.cases():
+        assert not observed.launch_follows_on_full_replay(record, case), (record, case)
+
+
+def test_r9_answers_observed():
+    got = {(r, c): observed.at_replay_observed(r, c) for r, c in observed.cases()}
+    fa3 = {c: v for (r, c), v in got.items() if r == "fa3"}
+    assert fa3["FA3, one window config (AOT scheduling on)"] == REFRESHED
+    assert fa3["FA3, full and sliding layers (AOT scheduling off)"] == FROZEN  # W1
+    assert got[("triton-mla", "Triton MLA")] == FROZEN
+    assert got[("cutlass-mla", "CUTLASS MLA (SM100)")] == NOT_READ  # W4
+    assert got[("flashmla", "FlashMLA")] == NOT_READ
+    assert got[("flashattn-mla", "FlashAttention MLA (FA3)")] == REFRESHED
+
+
+def test_fa3_split_from_what_the_launch_received():
+    def split(case_word, step, mode):
+        r = next(r for r in observed.rows("fa3") if case_word in r["case"] and (r["step"], r["mode"]) == (step, mode))
+        return observed.fa3_split(r)
+
+    # the 2,048-token prefill fills the SMs: 1 split with either told value (W2)
+    assert split("one window", "no graph", "baseline") == split("one window", "no graph", "fixed") == 1
+    # a 4-row decode, eager: 8 KV heads, 16 splits either way for head 128 ...
+    assert split("one window", "eager", "baseline") == split("one window", "eager", "fixed") == 16
+    # ... but for gpt-oss's head 64 (kBlockN 160 not causal) 2,049 keys are 13 blocks: 13 splits against 16
+    assert (split("sliding", "eager", "baseline"), split("sliding", "eager", "fixed")) == (16, 13)
+    # FULL steps: vLLM's pin, 32, whatever the launch's frozen max_seqlen_k
+    assert split("one window", "FULL replay", "fixed") == 32
+
+
+def test_observed_backends_have_records():
+    assert {r for r, _ in observed.cases()} <= set(BY_NAME)

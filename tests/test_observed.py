@@ -22,6 +22,8 @@ def test_every_observed_record_answers_r9_as_observed():
     seen = observed.cases()
     assert len(seen) >= 7
     for record, case in seen:
+        if not record:  # observed, but no work record (TOKENSPEED_MLA): the deployment answer says "unknown"
+            continue
         got, rec = observed.at_replay_observed(record, case), _record(record, case)
         if rec.at_replay == NOT_READ and got != NOT_READ:
             # handed but not read by the kernel: only a negative claim on the kernel may say so (triton-unified)
@@ -62,4 +64,7 @@ def test_fa3_split_from_what_the_launch_received():
 
 
 def test_observed_backends_have_records():
-    assert {r for r, _ in observed.cases()} <= set(BY_NAME)
+    assert {r for r, _ in observed.cases()} - {""} <= set(BY_NAME)
+    # TOKENSPEED_MLA: handed max_seq_len at launch, frozen at capture under FULL (observed); what its kernel does
+    # with it is not read, so it has no work record
+    assert observed.at_replay_observed("", "TokenSpeed MLA (SM100, fp8 cache)") == FROZEN

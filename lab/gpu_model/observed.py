@@ -118,8 +118,8 @@ def observed_table() -> str:
             if base is None:
                 continue
             out.append(
-                f"| {base['backend']} ({record}) | {case} | {step} | {base['told']:,} → {fixed['told']:,} | "
-                f"{_handed(base)} | {_handed(fixed)} | {r9} |"
+                f"| {base['backend']} ({record or 'no record'}) | {case} | {step} | "
+                f"{base['told']:,} → {fixed['told']:,} | {_handed(base)} | {_handed(fixed)} | {r9} |"
             )
     blocked = load().get("blocked", {})
     out.append("")

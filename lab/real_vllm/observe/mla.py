@@ -50,6 +50,14 @@ BACKENDS = {
             "vllm._custom_ops:sm100_cutlass_mla_decode": "launch",
         },
     ),
+    # the tokenspeed_mla package (a Linux dependency of the wheel, not installed here): its decode kernel is the
+    # entry point; get_num_sm answers the GPU's SMs and warmup_compile_prefill (a JIT warm-up) does nothing
+    "TOKENSPEED_MLA": (
+        _M + "tokenspeed_mla",
+        "TokenspeedMLAMetadataBuilder",
+        "TokenspeedMLAImpl",
+        {"tokenspeed_mla:tokenspeed_mla_decode": "launch"},
+    ),
 }
 
 
@@ -102,7 +110,7 @@ def _one():
     return torch.ones(1, dtype=torch.float32)
 
 
-def _impl(cls, case):
+def _impl(cls, case, kv_cache_dtype: str):
     return cls(
         case.num_heads,
         KV_LORA_RANK + ROPE,
@@ -110,7 +118,7 @@ def _impl(cls, case):
         1,
         None,
         None,
-        "auto",
+        kv_cache_dtype,
         None,
         "decoder",
         None,
@@ -122,6 +130,29 @@ def _impl(cls, case):
         v_head_dim=V_DIM,
         kv_b_proj=None,
     )
+
+
+def _tokenspeed(stack, vllm_config, sms: int) -> None:
+    """TOKENSPEED_MLA's setting: an fp8 cache (its impl refuses others), the package's helpers, and a workspace
+    manager on the CPU (gpu_worker.py init_workspace_manager does this on a GPU runner), for this call only."""
+    import sys
+
+    import torch
+    import vllm.v1.worker.workspace as ws
+
+    vllm_config.cache_config.cache_dtype = "fp8"
+    # With an fp8 cache the builder asks the MLA prefill selector whether prefill queries may be fp8
+    # (MLACommonMetadataBuilder.determine_prefill_query_data_type): a prefill-path choice, not observed here, whose
+    # selector needs the prefill kernels' packages; answered "no"
+    import vllm.model_executor.layers.attention.mla_attention as mla_attention
+
+    stack.enter_context(mock.patch.object(mla_attention, "backend_supports_prefill_query_quantization", lambda: False))
+    pkg = sys.modules["tokenspeed_mla"]  # kernel_packages() put the wheel's dependency there
+    stack.enter_context(mock.patch.object(pkg, "get_num_sm", lambda device=None: sms, create=True))
+    stack.enter_context(mock.patch.object(pkg, "warmup_compile_prefill", lambda **kw: None, create=True))
+    stack.enter_context(mock.patch.object(ws, "_manager", ws.WorkspaceManager(torch.device("cpu"))))
+    # growing the workspace empties the accelerator's allocator cache first: there is none on this CPU
+    stack.enter_context(mock.patch.object(torch.accelerator, "empty_cache", lambda: None))
 
 
 def observe(case, cudagraph_mode: str, step, told: int, capture_told: int) -> dict:
@@ -151,6 +182,9 @@ def observe(case, cudagraph_mode: str, step, told: int, capture_told: int) -> di
             return torch.zeros(q.shape[0], q.shape[1], KV_LORA_RANK), torch.zeros(q.shape[1], q.shape[0])
         if case.backend == "FLASHMLA":
             return torch.zeros(*q.shape[:-1], KV_LORA_RANK), torch.zeros(q.shape[0], q.shape[2], q.shape[1])
+        if case.backend == "TOKENSPEED_MLA":  # (o, lse) when it returns the LSE, else o
+            o = torch.zeros(*q.shape[:-1], KV_LORA_RANK)
+            return (o, torch.zeros(*q.shape[:-1])) if kw.get("return_lse") else o
         return None
 
     sms = GPUS[case.gpu].num_sms
@@ -189,8 +223,15 @@ def observe(case, cudagraph_mode: str, step, told: int, capture_told: int) -> di
         layers = {}
         vllm_config = _config(case, cudagraph_mode, layers)
         vllm_config.model_config.dtype = torch.bfloat16
+        # the MLA prefill selector reads the model's MLA dimensions (DeepSeek-V3's)
+        vllm_config.model_config.hf_text_config = SimpleNamespace(
+            model_type=case.model_type, qk_nope_head_dim=NOPE, qk_rope_head_dim=ROPE, v_head_dim=V_DIM,
+            kv_lora_rank=KV_LORA_RANK,
+        )  # fmt: skip
+        if case.backend == "TOKENSPEED_MLA":
+            _tokenspeed(stack, vllm_config, sms)
         stack.enter_context(set_current_vllm_config(vllm_config))
-        impl = _impl(getattr(m, impl_name), case)
+        impl = _impl(getattr(m, impl_name), case, "fp8" if case.backend == "TOKENSPEED_MLA" else "auto")
         layers["model.layers.0.self_attn.attn"] = layer = _layer(impl, case)
         spec = MLAAttentionSpec(block_size=case.block_size, num_kv_heads=1, head_size=KV_LORA_RANK + ROPE,
                                 dtype=torch.bfloat16)  # fmt: skip
@@ -202,9 +243,9 @@ def observe(case, cudagraph_mode: str, step, told: int, capture_told: int) -> di
             rec.phase = phase
             meta = build(common_metadata(step, value, case.block_size, case.max_model_len))
             tokens = sum(step.query_lens)
-            q = torch.zeros(tokens, case.num_heads, KV_LORA_RANK + ROPE, dtype=torch.bfloat16)
-            cache = torch.zeros(int(step.block_table.max()) + 1, case.block_size, KV_LORA_RANK + ROPE,
-                                dtype=torch.bfloat16)  # fmt: skip
+            dtype = torch.float8_e4m3fn if case.backend == "TOKENSPEED_MLA" else torch.bfloat16
+            q = torch.zeros(tokens, case.num_heads, KV_LORA_RANK + ROPE, dtype=dtype)
+            cache = torch.zeros(int(step.block_table.max()) + 1, case.block_size, KV_LORA_RANK + ROPE, dtype=dtype)
             impl.forward_mqa(q, cache, meta, layer)
         out["aot_schedule"] = getattr(builder, "aot_schedule", None)
     out["fa_version"] = None

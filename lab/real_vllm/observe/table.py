@@ -33,7 +33,7 @@ class Case:
     """A backend as a model runs it: vLLM's name, the lab's record it checks, the GPU, heads and windows."""
 
     backend: str  # AttentionBackendEnum name
-    record: str  # the lab/gpu_model record the observation backs
+    record: str  # the lab/gpu_model record the observation backs ("": none, the deployment answer says "unknown")
     label: str  # what distinguishes this case (AOT on/off, ...)
     gpu: str
     model_type: str
@@ -70,8 +70,20 @@ CASES = (
     Case(
         "CUTLASS_MLA", "cutlass-mla", "CUTLASS MLA (SM100)", "B200", "deepseek_v3", 16, 1, 576, (None,), block_size=128
     ),
+    Case(
+        "TOKENSPEED_MLA",
+        "",
+        "TokenSpeed MLA (SM100, fp8 cache)",
+        "B200",
+        "deepseek_v3",
+        16,
+        1,
+        576,
+        (None,),
+        block_size=64,
+    ),  # fmt: skip
 )
-MLA = ("FLASH_ATTN_MLA", "FLASHMLA", "TRITON_MLA", "CUTLASS_MLA")
+MLA = ("FLASH_ATTN_MLA", "FLASHMLA", "TRITON_MLA", "CUTLASS_MLA", "TOKENSPEED_MLA")
 
 # The backends vLLM 0.33.0 can select on CUDA that this CPU cannot build, and the line that stops each.
 BLOCKED = {

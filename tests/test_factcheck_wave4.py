@@ -84,3 +84,27 @@ def test_i15_encoder_attention_reads_max_query_len():
     a = answer(resolve("vllm serve BAAI/bge-large-en-v1.5", "H200"))
     target = next(r for r in a.paths if r.path == "target" and r.era == "after #43991")
     assert target.kernel_reads == NOT_READ and a.work.verdict == "no"
+
+
+def test_i9_fa3_pins_with_the_builder_time_mode():
+    # GPUModelRunner.initialize_kv_cache builds the attention builders (FlashAttentionMetadataBuilder.__init__ reads
+    # cudagraph_mode.has_full_cudagraphs()) before resolve_cudagraph_mode_and_sizes downgrades the mode: a FULL mode
+    # downgraded to PIECEWISE (spec decode with a UNIFORM_SINGLE_TOKEN_DECODE builder elsewhere) still pins FA3.
+    from lab.deployment.selection import resolve_cudagraph
+    from lab.gpu_model.predict import pinned_split_tokens
+
+    g = resolve_cudagraph(
+        None,
+        enforce_eager=False,
+        vllm_backend="FLASH_ATTN",
+        uniform_decode_query_len=3,
+        sm=90,
+        max_num_seqs=256,
+        max_num_batched_tokens=8192,
+        num_speculative_tokens=2,
+        other_support="UNIFORM_SINGLE_TOKEN_DECODE",
+    )
+    assert (g.vllm_mode, g.builder_mode) == ("PIECEWISE", "FULL_AND_PIECEWISE")
+    piecewise = Scenario.from_spec("4p256o8_mml=32k_cg=piecewise")
+    assert pinned_split_tokens(piecewise) == 0
+    assert pinned_split_tokens(piecewise, g.builder_mode) == 512

@@ -199,7 +199,7 @@ def backends_and_work(dep: Deployment, trace) -> tuple[BackendTable, Work | None
     mla = dep.model.kind == "mla"
     # vLLM's backends only: the lab's own kernels (records known = LAB) are not what a deployment runs.
     names = [n for n in backends_for(gpu) if (BY_NAME[n].attention == "MLA") == mla and BY_NAME[n].known != LAB]
-    rows = predict(trace, gpu, head_shape(dep), backends=names)
+    rows = predict(trace, gpu, head_shape(dep), backends=names, builder_mode=dep.graphs.builder_mode or None)
     rows.sort(key=lambda r: r["backend"] != dep.backend.lab_backend)
     summ = summary(rows)
     table = BackendTable(headers=tuple(summ[0]) if summ else (), data=tuple(map(tuple, summary_cells(summ))))
@@ -428,7 +428,9 @@ def draft_work(dep: Deployment, trace, quantity: str) -> tuple[DraftWork, ...]:
         q_len = _draft_q_len(s.speculative_method, index, s.num_speculative_tokens)
         if q_len is None:
             continue
-        row = predict_draft_pass(trace, GPUS[dep.gpu], index, q_len, head_shape(dep), [dep.backend.lab_backend])[0]
+        row = predict_draft_pass(
+            trace, GPUS[dep.gpu], index, q_len, head_shape(dep), [dep.backend.lab_backend], dep.graphs.builder_mode
+        )[0]
         base, fixed = row["predicted"]["baseline"][quantity], row["predicted"]["fixed"][quantity]
         out.append(
             DraftWork(

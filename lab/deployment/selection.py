@@ -258,6 +258,10 @@ class GraphChoice:
     source: str
     notes: tuple[str, ...]
     resolved_capture_sizes: tuple[int, ...] = ()  # the sizes vLLM captures; () without graphs
+    # The mode the attention builders read in __init__: GPUModelRunner.initialize_kv_cache runs init_attn_backend
+    # before resolve_cudagraph_mode_and_sizes, so FA3's pin (use_full_cuda_graph) sees the mode before the
+    # downgrade (factcheck wave 4, I9); "": as vllm_mode
+    builder_mode: str = ""
 
 
 def resolve_cudagraph(
@@ -307,6 +311,7 @@ def resolve_cudagraph(
     support = min(cudagraph_support(vllm_backend, sm, sliding_window), other_support, key=_CG_ORDER.index)
     if support != cudagraph_support(vllm_backend, sm, sliding_window):
         notes.append(f"the model's other layers' builders support {support} graphs only (get_attn_cg_support)")
+    builder_mode = mode  # what the builders' __init__ reads (GraphChoice.builder_mode)
     mode = _downgrade(mode, support, compiled, vllm_backend, uniform_decode_query_len, notes)
     sizes, top = cc.get("cudagraph_capture_sizes"), cc.get("max_cudagraph_capture_size")
     capture: tuple[int, ...] | None = None
@@ -354,6 +359,7 @@ def resolve_cudagraph(
         "resolve_cudagraph_mode_and_sizes (called by vllm/v1/worker/gpu/model_runner.py)",
         notes=tuple(notes),
         resolved_capture_sizes=resolved,
+        builder_mode=builder_mode,
     )
 
 

@@ -20,7 +20,9 @@ def backends_for(gpu: GPU) -> list[str]:
     return [b.name for b in BACKENDS if gpu.sm in b.sms]
 
 
-def predict(trace, gpu: GPU, shape: HeadShape | None = None, backends: list[str] | None = None) -> list[dict]:
+def predict(
+    trace, gpu: GPU, shape: HeadShape | None = None, backends: list[str] | None = None, builder_mode: str | None = None
+) -> list[dict]:
     """One dict per backend that can run on ``gpu``: verdict, predicted work per mode summed over
     the trace's target passes, baseline extra, sources, and the lab's measurement where one exists.
     A formula starts from ``step.kernel_max_seq_len`` for a backend that reads max_seq_len at launch (R9:
@@ -28,7 +30,7 @@ def predict(trace, gpu: GPU, shape: HeadShape | None = None, backends: list[str]
     shape = shape or HeadShape()
     recs = _records(backends or backends_for(gpu), trace.scenario)
     s = trace.scenario
-    pin = pinned_split_tokens(s)
+    pin = pinned_split_tokens(s, builder_mode)
     works = [
         (
             StepWork.of(
@@ -53,7 +55,13 @@ def predict(trace, gpu: GPU, shape: HeadShape | None = None, backends: list[str]
 
 
 def predict_draft_pass(
-    trace, gpu: GPU, index: int, q_len: int, shape: HeadShape | None = None, backends: list[str] | None = None
+    trace,
+    gpu: GPU,
+    index: int,
+    q_len: int,
+    shape: HeadShape | None = None,
+    backends: list[str] | None = None,
+    builder_mode: str | None = None,
 ) -> list[dict]:
     """``predict`` for draft pass ``index`` of every step that has it: each request one decode row of
     ``q_len`` query tokens (``StepWork.of_draft``), the kernel told the pass's ``kernel_max_seq_len`` (R9)
@@ -62,7 +70,7 @@ def predict_draft_pass(
     shape = shape or HeadShape()
     recs = _records(backends or backends_for(gpu), trace.scenario)
     bs = trace.scenario.block_size
-    pin = pinned_split_tokens(trace.scenario)
+    pin = pinned_split_tokens(trace.scenario, builder_mode)
     works = [
         (
             StepWork.of_draft(
@@ -127,11 +135,14 @@ def record_for(name: str, scenario=None) -> Backend:
     return rec
 
 
-def pinned_split_tokens(scenario) -> int:
+def pinned_split_tokens(scenario, builder_mode: str | None = None) -> int:
     """The most tokens a step may have for vLLM to pin FA3's num_splits: ``max_cudagraph_capture_size`` when
     the configured mode has FULL graphs, else 0 (flash_attn.py FlashAttentionMetadataBuilder.__init__:
-    ``use_full_cuda_graph = cudagraph_mode.has_full_cudagraphs()``; only FULL_AND_PIECEWISE has them here)."""
-    if scenario.cudagraph_mode != "FULL_AND_PIECEWISE":
+    ``use_full_cuda_graph = cudagraph_mode.has_full_cudagraphs()``; only FULL_AND_PIECEWISE has them here).
+    ``builder_mode``: the CUDAGraphMode the builders saw in __init__, before the worker's downgrade (a deployment's
+    ``GraphChoice.builder_mode``: I9); a FULL mode downgraded to PIECEWISE still pins."""
+    full = "FULL" in builder_mode if builder_mode else scenario.cudagraph_mode == "FULL_AND_PIECEWISE"
+    if not full:
         return 0
     return max(capture_sizes(scenario), default=0)
 

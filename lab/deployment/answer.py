@@ -106,7 +106,8 @@ def _kernel_text(told: list[int], kernel: list[int], mml: int, rec: Backend | No
                 f"; its launch scalar {rec.frozen_scalar} keeps max_model_len on {full} FULL steps (deciding no work)"
             )
         return text
-    return text + (f"; {full} of {len(told)} steps see max_model_len under FULL graphs" if full else "")
+    pinned = f" (its {rec.frozen_scalar}, pinned there: deciding no work)" if rec.frozen_scalar else ""
+    return text + (f"; {full} of {len(told)} steps see max_model_len under FULL graphs{pinned}" if full else "")
 
 
 def _path_rows(trace, mml: int, rec: Backend | None = None) -> tuple[PathRow, ...]:

@@ -131,7 +131,7 @@ def record_for(name: str, scenario=None) -> Backend:
             backing=rec.backing + (("how", ("fa3.encoder",)),),
         )
     if rec.name == "fa3" and not fa3_aot_schedule(scenario):
-        return dataclasses.replace(rec, at_replay=FROZEN, frozen_scalar="", notes=rec.notes + (_AOT_OFF_NOTE,))
+        return dataclasses.replace(rec, at_replay=FROZEN, notes=rec.notes + (_AOT_OFF_NOTE,))
     return rec
 
 

@@ -74,7 +74,9 @@ class Backend:
     known: str = READ  # how the R10 answer is known (KNOWN)
     attention: str = "GQA"  # "MLA": an MLA model's backend (bytes per token: formulas.MLA_BYTES_PER_TOKEN)
     at_replay: str = NOT_READ  # R9: FROZEN (launch scalar) / REFRESHED (buffer filled in build) / NOT_READ
-    frozen_scalar: str = ""  # REFRESHED: a launch scalar that keeps capture's value under FULL but decides no work
+    # A launch scalar that keeps capture's value under FULL but decides no work there (FA3: every FULL step is pinned
+    # at 32 splits), whether the record is REFRESHED (its plan refreshed in build()) or FROZEN (FA3 without AOT)
+    frozen_scalar: str = ""
     decided_by: Callable | None = None  # decided_by(StepWork) -> one of DECIDERS; None: REAL_LENGTHS always
     decider_line: str = ""  # the vLLM (or lab) line that decides the split count or grid
     separate_prefill_kernel: bool = True  # prefill rows go to another kernel (False: one varlen kernel)

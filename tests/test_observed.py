@@ -63,6 +63,15 @@ def test_fa3_split_from_what_the_launch_received():
     assert split("one window", "FULL replay", "fixed") == 32
 
 
+def test_fa4_head_256_slices_the_table_it_walks():
+    # I4, observed: FlashAttentionImpl.forward's fa4_hd256 branch hands the kernel block_table[:, :cdiv(max_seqlen_k,
+    # 128)] and max_seqlen_k rounded up to whole pages; under FULL it keeps capture's width
+    rs = {(r["step"], r["mode"]): r["launch"] for r in observed.rows("") if "head 256" in r["case"]}
+    assert rs[("eager", "baseline")]["block_table_width"] == 256 and rs[("eager", "fixed")]["block_table_width"] == 17
+    assert rs[("eager", "fixed")]["max_seqlen_k"] == 17 * 128 and rs[("eager", "fixed")]["num_splits"] == 1
+    assert rs[("FULL replay", "fixed")]["block_table_width"] == 256
+
+
 def test_observed_backends_have_records():
     assert {r for r, _ in observed.cases()} - {""} <= set(BY_NAME)
     # TOKENSPEED_MLA: handed max_seq_len at launch, frozen at capture under FULL (observed); what its kernel does

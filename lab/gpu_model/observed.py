@@ -76,7 +76,8 @@ def fa3_split(row: dict) -> int | None:
     """The split count FA3 runs for an observed FLASH_ATTN launch: vLLM's pin where the launch got num_splits > 0,
     else FA3's heuristic on the launch's max_seqlen_q and max_seqlen_k (derived: FA3's C++ is not run here)."""
     launch = row.get("launch") or {}
-    if row["backend"] not in ("FLASH_ATTN", "FLASH_ATTN_MLA") or "max_seqlen_k" not in launch:
+    fa3 = row["backend"] == "FLASH_ATTN_MLA" or (row["backend"] == "FLASH_ATTN" and row["fa_version"] == 3)
+    if not fa3 or "max_seqlen_k" not in launch:
         return None
     h, hk, d = row["heads"]
     dv = 512 if row["backend"] == "FLASH_ATTN_MLA" else 0

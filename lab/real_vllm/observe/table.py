@@ -62,6 +62,21 @@ CASES = (
         64,
         (None, 128),
     ),
+    Case("FLASH_ATTN", "", "FA2 (SM80: no FA3)", "A100-80GB", "llama", 32, 8, 128, (None,)),
+    Case("FLASH_ATTN", "", "FA4 (SM100)", "B200", "llama", 32, 8, 128, (None,)),
+    # the hd256 kernel's page is FA4_HD256_PAGE_SIZE (128): FlashAttentionBackend.get_preferred_block_size
+    Case(
+        "FLASH_ATTN",
+        "",
+        "FA4, head 256 (SM100: the hd256 kernel)",
+        "B200",
+        "qwen3_next",
+        16,
+        2,
+        256,
+        (None,),
+        block_size=128,
+    ),
     Case("TRITON_ATTN", "triton-unified", "Triton unified attention", "A100-80GB", "llama", 32, 8, 128, (None,)),
     # MLA: DeepSeek-V3 at tensor parallel 8 (16 query heads, one latent KV head of 576)
     Case("FLASH_ATTN_MLA", "flashattn-mla", "FlashAttention MLA (FA3)", "H200", "deepseek_v3", 16, 1, 576, (None,)),

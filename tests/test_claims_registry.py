@@ -139,3 +139,15 @@ def test_every_consumer_has_a_row_and_checked_claims():
 def test_count_of_checked_claims():
     claims = all_claims()
     assert len(claims) >= 50 and all(_checkable(c) for _, c in claims)
+
+
+def test_the_model_variants_of_a_record_are_backed():
+    """lab/gpu_model/predict.py ``record_for``: FA3 without AOT scheduling (two window configs) and FA3's encoder
+    attention change a record's R9 answer; each variant's fields cite their claims too."""
+    from lab.gpu_model.predict import record_for
+    from lab.scenario import Scenario
+
+    specs = ("4p256o8_mml=32k_window=128", "p64o1_mml=512_state=encoder-only")
+    variants = [record_for("fa3", Scenario.from_spec(s)) for s in specs]
+    assert [v.at_replay for v in variants] == ["frozen at capture", NOT_READ]
+    assert unbacked(variants) == []

@@ -128,10 +128,12 @@ def record_for(name: str, scenario=None) -> Backend:
             "not read",
             at_replay=NOT_READ,
             frozen_scalar="",
-            backing=rec.backing + (("how", ("fa3.encoder",)),),
+            backing=tuple((f, ids) for f, ids in rec.backing if f not in ("how", "at_replay"))
+            + (("how", ("fa3.encoder",)), ("at_replay", ("fa3.encoder_no_read",))),
         )
     if rec.name == "fa3" and not fa3_aot_schedule(scenario):
-        return dataclasses.replace(rec, at_replay=FROZEN, notes=rec.notes + (_AOT_OFF_NOTE,))
+        backing = rec.backing + ((f"note_{len(rec.notes)}", ("fa3.aot_off", "fa3.window_configs")),)
+        return dataclasses.replace(rec, at_replay=FROZEN, notes=rec.notes + (_AOT_OFF_NOTE,), backing=backing)
     return rec
 
 

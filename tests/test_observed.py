@@ -77,3 +77,12 @@ def test_observed_backends_have_records():
     # TOKENSPEED_MLA: handed max_seq_len at launch, frozen at capture under FULL (observed); what its kernel does
     # with it is not read, so it has no work record
     assert observed.at_replay_observed("", "TokenSpeed MLA (SM100, fp8 cache)") == FROZEN
+
+
+def test_fused_draft_pass_inside_a_full_graph_keeps_capture():
+    # AttentionMetadataBuilder.update_draft_decode_metadata runs once at capture inside a FULL draft graph: FA3's
+    # re-plan there gets max_model_len in both modes (its split pinned); eager draft passes get the pass's value
+    rs = {(r["step"], r["mode"]): r for r in observed.rows("fa3") if "one window" in r["case"]}
+    assert rs[("draft pass, FULL graph", "fixed")]["scheduler"]["max_seqlen_k"] == 32768
+    assert rs[("draft pass, FULL graph", "fixed")]["scheduler"]["num_splits"] == 32
+    assert rs[("draft pass, eager", "fixed")]["scheduler"]["max_seqlen_k"] == rs[("draft pass, eager", "fixed")]["told"]

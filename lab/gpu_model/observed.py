@@ -23,7 +23,7 @@ from lab.gpu_model.gpus import GPUS
 from lab.gpu_model.records import FROZEN, NOT_READ, REFRESHED
 
 PATH = pathlib.Path(__file__).with_name("observed.json")
-STEPS = ("capture", "FULL replay", "no graph", "eager")
+STEPS = ("capture", "FULL replay", "no graph", "eager", "draft pass, FULL graph", "draft pass, eager")
 
 
 @cache

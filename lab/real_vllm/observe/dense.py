@@ -140,6 +140,15 @@ def observe(case, cudagraph_mode: str, step, told: int, capture_told: int) -> di
             out[f"{phase}_max_num_splits"] = getattr(meta, "max_num_splits", None)
             for layer in layers.values():
                 _forward(layer, meta, step, case)
+            if getattr(builder, "supports_draft_decode_metadata_update", False):
+                # the fused draft path (spec_decode/speculator.py _update_draft_decode_metadata): the builder
+                # re-plans the metadata of draft passes 1..K-1 in place, then the draft decode launches. Inside a
+                # FULL draft graph this call is recorded at capture and replayed (AttentionMetadataBuilder.
+                # update_draft_decode_metadata: "runs once at capture and never again in Python").
+                rec.phase = f"{phase} draft"
+                builder.update_draft_decode_metadata(meta)
+                for layer in layers.values():
+                    _forward(layer, meta, step, case)
         out["aot_schedule"] = getattr(builder, "aot_schedule", None)
     out["calls"] = rec.calls
     return out

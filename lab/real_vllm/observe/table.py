@@ -10,7 +10,10 @@ sizes, so no graph) and its first decode step (a FULL graph in vLLM). Step kinds
 - ``FULL replay``: ``build`` told the step's value (what a builder refreshes into persistent buffers) while the
   launch replays the capture's arguments;
 - ``no graph``: the prefill step, over the capture sizes, under a mode with FULL graphs (``build`` + forward);
-- ``eager``: the decode step with ``--enforce-eager`` (mode NONE: no pin).
+- ``eager``: the decode step with ``--enforce-eager`` (mode NONE: no pin);
+- ``draft pass, FULL graph`` / ``draft pass, eager``: the fused draft path's ``update_draft_decode_metadata`` on
+  that metadata, then the draft decode launch (a FULL draft graph records both at capture; eager runs them on the
+  step's metadata). Builders without the fused path have no draft rows.
 Modes: ``baseline`` (told max_model_len, before #40654) and ``fixed`` (told the batch max, vLLM 0.33.0).
 """
 
@@ -154,9 +157,12 @@ def observe_case(case: Case) -> list[dict]:
             ("FULL replay", full, "step", "capture"),  # build refreshes; the graph replays capture's launch
             ("no graph", big, "step", "step"),
             ("eager", eager, "step", "step"),
+            # draft passes 1..K-1 on the fused path (told the pass's value here: the step's, for the record)
+            ("draft pass, FULL graph", full, "capture draft", "capture draft"),
+            ("draft pass, eager", eager, "step draft", "step draft"),
         )
         for kind, seen, sched_phase, launch_phase in kinds:
-            if seen is None:
+            if seen is None or not _pick(seen["calls"], launch_phase, "launch"):
                 continue
             rows.append(
                 {
@@ -169,7 +175,9 @@ def observe_case(case: Case) -> list[dict]:
                     "block_size": case.block_size,
                     "step": kind,
                     "mode": mode,
-                    "told": mml if kind == "capture" else (told_p if kind == "no graph" else told_d)[mode],
+                    "told": mml
+                    if kind in ("capture", "draft pass, FULL graph")
+                    else (told_p if kind == "no graph" else told_d)[mode],
                     "aot_schedule": seen["aot_schedule"],
                     "fa_version": seen["fa_version"],
                     "scheduler": _pick(seen["calls"], sched_phase, "scheduler"),

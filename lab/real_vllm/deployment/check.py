@@ -211,7 +211,9 @@ def vllm_cg_support(dep) -> str:
                     AttentionBackendEnum[name].get_class().get_builder_cls().get_cudagraph_support(config, None)
                 ]
             except (ImportError, OSError, AssertionError):
-                supports = [AttentionCGSupport[cudagraph_support(name, GPUS[dep.gpu].sm, bool(window))]]
+                supports = [
+                    AttentionCGSupport[cudagraph_support(name, GPUS[dep.gpu].sm, bool(window), dep.model.head_size)]
+                ]
         if dep.model.kind == "mamba_hybrid":
             if dep.model.model_type.startswith(("qwen3_next", "qwen3_5")):
                 from vllm.v1.attention.backends.gdn_attn import GDNAttentionMetadataBuilder as builder

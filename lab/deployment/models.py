@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lab.deployment.hybrid_block import GDN_KEYS, gdn_state
+from lab.deployment.hybrid_block import GDN_KEYS, MAMBA2_KEYS, gdn_state, mamba2_state
 from lab.deployment.known_configs import KNOWN_CONFIGS
 from lab.deployment.text_config import TextConfig as _TextConfig
 from lab.deployment.text_config import text_config as _text_config
@@ -76,7 +76,8 @@ KV_HEAD_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query
 INT_KEYS = (
     "num_attention_heads", "hidden_size", "head_dim", "kv_lora_rank", "qk_rope_head_dim", "num_nextn_predict_layers",
     "mtp_num_hidden_layers", "num_hidden_layers", "max_window_layers", "hidden_size_per_head", *KV_HEAD_KEYS,
-    *MAX_LEN_KEYS, *GDN_KEYS,
+    *MAX_LEN_KEYS, *GDN_KEYS, "mamba_expand",
+    *sorted({k for keys in MAMBA2_KEYS.values() for k in keys} - {"mamba_d_head"}),  # Granite's may be "auto"
 )
 # fmt: on
 # The keys whose transformers class default applies where a config.json leaves them out (transformers_defaults.json).
@@ -139,6 +140,7 @@ class ModelFacts:
     quantized: bool = False  # a quantization_config in the checkpoint (ModelConfig.is_quantized)
     is_mm_prefix_lm: bool = False  # ModelConfig.is_mm_prefix_lm (multimodal inputs on): bidirectional image spans
     gdn_state: tuple[int, ...] = ()  # a Qwen3-Next-family GDN layer's shape (lab/deployment/hybrid_block.py)
+    mamba2_state: tuple = ()  # a Nemotron-H / Granite 4.0 Mamba2 layer's (lab/deployment/hybrid_block.py)
     # the config.json read, as parsed: what --check-with-vllm hands vLLM's own config code (never these facts)
     config: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
@@ -328,6 +330,7 @@ def facts_from_config(
         quantized=bool(config.get("quantization_config") or raw_text.get("quantization_config")),
         is_mm_prefix_lm=_is_mm_prefix_lm(config, raw_text),
         gdn_state=gdn_state(text.model_type, text.get),
+        mamba2_state=mamba2_state(text.model_type, text.get),
         config=config,
     )
 

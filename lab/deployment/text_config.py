@@ -37,8 +37,12 @@ class TextConfig:
         self.defaults = cls.get("defaults", {})
 
     def get(self, key: str, default: Any = None) -> Any:
-        key = self.aliases.get(key, key)
-        return self.raw[key] if key in self.raw else self.defaults.get(key, default)
+        target = self.aliases.get(key, key)
+        if target in self.raw:
+            return self.raw[target]
+        if key in self.raw:  # PretrainedConfig.__setattr__ stores an attribute_map name under its target
+            return self.raw[key]
+        return self.defaults.get(target, default)
 
 
 def text_config(config: dict[str, Any]) -> dict[str, Any]:

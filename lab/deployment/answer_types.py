@@ -185,6 +185,10 @@ class FromLog:
     cudagraph_capture_sizes: LoggedSizes
     model_runner: LoggedText
     notes: tuple[str, ...]
+    # "Setting attention block size to N tokens" (a hybrid's alignment; else the log does not say)
+    block_size: LoggedText | None = optional()
+    max_model_len: LoggedText | None = optional()  # the engine line's max_seq_len
+    enable_chunked_prefill: LoggedText | None = optional()  # the engine line's
 
 
 @dataclass(frozen=True)

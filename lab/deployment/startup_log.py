@@ -234,7 +234,12 @@ def read_startup_log(text: str) -> StartupLog:
             backend = m.group(1) or m.group(2)
         elif m := _RUNNER.search(rec):
             runner = m.group(1)
-    if not engine and args is None:
+    if not engine and args is None and model and version:  # the banner alone: the model and release, no flags
+        notes.append(
+            "the log names its model and release in the start-up banner but has no 'non-default args' or engine "
+            "line: the flags it ran with are not read (vLLM's defaults are answered)"
+        )
+    elif not engine and args is None:
         raise StartupLogError(
             "no vLLM start-up lines found: paste from the top of the log, with the 'non-default args: {…}' line or "
             "the 'Initializing a V1 LLM engine (v…) with config: …' line"

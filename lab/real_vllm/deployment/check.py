@@ -42,8 +42,7 @@ def vllm_batch_limits(dep) -> tuple[int, int]:
     from vllm.usage.usage_lib import UsageContext
 
     s = dep.line.settings
-    # Only what the method reads. Encoder models run without chunked prefill (the lab's ENCODER_STATES).
-    args = SimpleNamespace(
+    args = SimpleNamespace(  # only what the method reads
         pipeline_parallel_size=1,
         tensor_parallel_size=s.get("tensor_parallel_size") or 1,
         get_batch_defaults=EngineArgs.get_batch_defaults,
@@ -53,7 +52,7 @@ def vllm_batch_limits(dep) -> tuple[int, int]:
         max_num_batched_tokens=s.get("max_num_batched_tokens"),
         max_num_seqs=s.get("max_num_seqs"),
         performance_mode=s.get("performance_mode") or "balanced",
-        enable_chunked_prefill=dep.model.kind not in ("encoder_only", "encoder_decoder"),
+        enable_chunked_prefill=dep.settings["enable_chunked_prefill"],  # the switch, else the model's (an input)
     )
     # an mm-prefix LM is a multimodal model (the lab's list, models.py MM_PREFIX_LM_MODEL_TYPES)
     prefix = uses_mm_prefix(s, dep.model)
@@ -316,7 +315,8 @@ def compare(dep) -> dict[str, tuple]:
     if s.get("speculative_config") or s.get("spec_method") or s.get("spec_model"):
         out["speculator"] = (lab_speculator(dep), _or_refusal(vllm_speculator, dep))
     overridden = s.get("enforce_eager") or (s.get("compilation_config") or {}).get("cudagraph_mode")
-    if s.get("optimization_level") is not None and not overridden and not dep.k and dep.model.kind in ("dense", "mla"):
+    plain = dep.model.kind in ("dense", "mla") and dep.runner_type == "generate"
+    if s.get("optimization_level") is not None and not overridden and not dep.k and plain:
         # No model override (pooling, encoder-decoder) and no backend downgrade for these kinds' FULL support.
         out["cudagraph_mode(-O)"] = (dep.graphs.vllm_mode, vllm_level_mode(int(s["optimization_level"])))
     support = vllm_cg_support(dep)

@@ -322,8 +322,11 @@ def method_from_draft_name(model: str | None) -> str:
     """The method vLLM infers when ``speculative_config`` names a draft but no method
     (vllm/config/speculative.py ``SpeculativeConfig.__post_init__``): ngram for the model "ngram" or
     "[ngram]"; otherwise a draft model, whose name then decides (DRAFT_NAME_WORDS, first match), and the
-    rest stays draft_model. (vLLM also reads the draft's architectures and model_type, which a serve line
-    does not carry.)"""
+    rest stays draft_model. vLLM also reads the draft's config, which a serve line does not carry and the lab
+    does not read here: ``dflash`` for a ``MuseGlimmerAssistantModel`` architecture; ``dspark`` for
+    ``Qwen3DSparkModel``, ``Qwen3OmniDSparkModel``, ``MuseSparkDSparkModel``, ``Gemma4DSparkModel`` or a qwen3
+    ``DSparkDraftModel``; ``mtp`` for a draft whose model_type is one of ``MTPModelTypes`` (or a transformers MTP
+    draft). Such a draft named without those words is answered as draft_model (factcheck wave 4, I14)."""
     name = str(model or "").lower()
     if name in ("ngram", "[ngram]"):
         return "ngram"

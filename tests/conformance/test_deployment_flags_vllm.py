@@ -93,3 +93,16 @@ def test_chunked_prefill_refusal_is_vllms():
         line = "vllm serve Qwen/Qwen3-8B --max-model-len 8192 --disable-chunked-prefill --max-num-batched-tokens 4096"
         resolve(line, "H200")
     assert lab_words.value.reason.split(". ")[0] in str(vllm_words.value)
+
+
+def test_the_draft_config_inferences_the_lab_names_are_vllms():
+    """I14: method_from_draft_name's docstring lists what SpeculativeConfig.__post_init__ infers from the draft's
+    config, which the lab does not read; each name is in vLLM's source."""
+    from vllm.config import speculative
+
+    from lab.speculators import method_from_draft_name
+
+    source = inspect.getsource(speculative.SpeculativeConfig.__post_init__)
+    for name in ("MuseGlimmerAssistantModel", "Qwen3DSparkModel", "Gemma4DSparkModel", "DSparkDraftModel"):
+        assert name in source and name in method_from_draft_name.__doc__, name
+    assert "in get_args(MTPModelTypes)" in source and "MTPModelTypes" in method_from_draft_name.__doc__

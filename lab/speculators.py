@@ -368,6 +368,11 @@ def draft_model_type(model_type: str | None) -> str | None:
     return "gemma4_mtp" if model_type in ("gemma4_assistant", "gemma4_unified_assistant") else model_type
 
 
+def reads_draft_type(method: str) -> bool:
+    """Whether ``init_speculator``'s path for ``method`` depends on the draft's model_type (mtp: Gemma4's MTP)."""
+    return method == "mtp"
+
+
 def init_speculator_path(method: str, num_mtp_layers: int | None, k: int, draft_type: str | None) -> str:
     """The lab's name for the path vllm/v1/worker/gpu/spec_decode/__init__.py ``init_speculator`` picks:
     for "mtp", Gemma4's, the multi-module or the plain one (``mtp_variant``); any other method is its own.

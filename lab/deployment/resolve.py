@@ -42,6 +42,7 @@ from lab.speculators import (
     infer_method,
     init_speculator_path,
     is_speculator,
+    reads_draft_type,
     speculator,
     vllm_method,
 )
@@ -183,7 +184,7 @@ def _speculator(spec: dict, line: ServeLine, facts: ModelFacts) -> tuple[str | N
 def _draft_type(model: str | None, facts: ModelFacts, method: str, notes: list[str]) -> str | None:
     """The draft's model_type: the target's where the draft is the target (no draft model given), else its config
     from the lab's table or the local Hugging Face cache; None (and a note) where neither has it."""
-    if method != "mtp" or model is None:
+    if not reads_draft_type(method) or model is None:
         return facts.model_type
     known = KNOWN_MODELS.get(str(model))
     cached = None if known or not is_repo_id(str(model)) else cached_config(str(model))

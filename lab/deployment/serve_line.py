@@ -216,12 +216,14 @@ def read_serve_line(text: str) -> ServeLine:
     return _parse(_flexible(words), tuple(env))
 
 
-def _dotted_value(text: str):
+def _dotted_value(text: str, key: str):
     """A dotted key's value as FlexibleArgumentParser.parse_args reads it: JSON, else a human-readable integer
-    ("--config.field 80g"), else the text itself."""
+    ("--config.field 80g"), else the text itself. JSON that would crash later (1e400, NaN) is refused here."""
     try:
-        return _loads(text, "")
-    except ServeLineError:
+        return _loads(text, key)
+    except ServeLineError as e:
+        if "not valid JSON" not in str(e):
+            raise
         try:
             return human_readable_int(text, "")
         except ServeLineError:
@@ -259,7 +261,7 @@ def _dotted(words: list[str]) -> list[str]:
             value, i = words[i], i + 1
         parsed = json.dumps(value.split(",")) if key.endswith("+") else value
         base, *path = key.removesuffix("+").split(".")
-        node: object = _dotted_value(parsed)
+        node: object = _dotted_value(parsed, key)
         for k in reversed(path):
             node = {k: node}
         _merge(objects.setdefault(base, {}), node)  # type: ignore[arg-type]
@@ -281,6 +283,39 @@ def _option(name: str) -> str:
         if matches:
             raise ServeLineError(f"ambiguous option: {name} could match {', '.join(matches[:8])}")
     raise ServeLineError(f"{name}: not a `vllm serve` flag in vLLM 0.33.0{_suggest(name)}")
+
+
+def value_class(value: str) -> str:
+    """The class of a flag value vLLM's parser was asked about for every flag (serve_flags.py PROBES)."""
+    text = str(value).strip()
+    if text[:1] in "{[":
+        try:
+            json.loads(text)
+            return "json"
+        except ValueError:
+            return "text"
+    if re.fullmatch(r"-?\d+", text):
+        return "int"
+    if re.fullmatch(r"\d+(\.\d+)?[kKmMgGtT]", text):
+        return "suffixed"
+    try:
+        float(text)
+        return "float"
+    except ValueError:
+        return "text"
+
+
+def _check_value(base: str, spec: dict, value) -> None:
+    """A value vLLM's parser would refuse for a flag the answer does not read: not one of its choices, or of a
+    class its type does not take (vllm_serve_flags.json: ``choices``, ``accepts``; a flag whose type took none of
+    the probes, such as --port's range check, is not checked)."""
+    for v in value if isinstance(value, list) else [value]:
+        if v is True:  # an optional value left out: argparse stores the flag's const
+            continue
+        if "choices" in spec and str(v) not in spec["choices"]:
+            raise ServeLineError(f"{base}: invalid choice {str(v)[:80]!r} (choose from {', '.join(spec['choices'])})")
+        if spec.get("accepts") and value_class(v) not in spec["accepts"]:
+            raise ServeLineError(f"{base}: vLLM's parser does not take {str(v)[:80]!r} here (a {value_class(v)})")
 
 
 def _is_value(word: str) -> bool:
@@ -330,6 +365,8 @@ def _parse(words: list[str], env: tuple[str, ...]) -> ServeLine:
         # parse_args only warns "Found duplicate keys" for a flag given twice; argparse keeps the last value
         raw[dest], given[dest] = value, base
         if dest not in READERS:
+            if takes != "switch":
+                _check_value(base, spec, value)
             ignored.append(base)
     if len(positional) > 1:
         raise ServeLineError(f"one model only: unexpected words {' '.join(positional[1:])!r}")

@@ -125,3 +125,36 @@ def test_repeated_and_dotted_spellings(parser, words):
     assert "error" not in theirs, theirs
     quoted = [f"'{w}'" if ("{" in w or " " in w) else w for w in words]
     _same_meaning(quoted, theirs)
+
+
+# values of each class, other than the ones the table was written with (serve_flags.py PROBES)
+CLASS_VALUES = ("7", "3k", "2.5", '{"a": 1}', "abc", "-3")
+
+
+def test_values_are_refused_where_vllms_parser_refuses_them(parser):
+    """For every value-taking flag the answer does not read: a value of each class, and for a flag with choices one
+    of them and one that is not, is accepted by the lab exactly where vLLM's parser accepts it."""
+    flags = serve_flags()
+    checked, disagreements, named = 0, [], set()
+    for opt, spec in flags.items():
+        if spec["takes"] == "switch" or spec["dest"] in READERS or not opt.startswith("--"):
+            continue
+        if not spec.get("choices") and not spec.get("accepts"):
+            continue  # a type that took none of the probes (a range check): not checked by the lab
+        values = [spec["choices"][0], "not-a-choice"] if spec.get("choices") else CLASS_VALUES
+        for value in values:
+            theirs = "error" not in _vllm(parser, [f"{opt}={value}"])
+            try:
+                read_serve_line(f"vllm serve m '{opt}={value}'")
+                ours = True
+            except ServeLineError:
+                ours = False
+            checked += 1
+            if ours != theirs and ours and value.startswith("{") and spec.get("accepts") == ["json"]:
+                named.add(opt)  # NAMED EXCEPTION: a config object's keys are its class's; the lab checks JSON only
+            elif ours != theirs:
+                disagreements.append((opt, value, ours, theirs))
+    print(checked, "values checked;", len(disagreements), "disagreements;", len(named), "named exceptions")
+    assert checked > 1000 and not disagreements, disagreements[:10]
+    # docs/deployments.md names the exception: the config-object flags the answer does not read
+    assert all(flags[opt]["accepts"] == ["json"] for opt in named) and len(named) <= 22

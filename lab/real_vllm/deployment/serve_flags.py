@@ -51,8 +51,27 @@ def vllm_flags() -> dict:
             flags[opt] = {"dest": action.dest, "takes": "switch", "stores": stored}
             continue
         takes = {"+": "list", "*": "list", "?": "optional"}.get(action.nargs, "value")
-        flags[opt] = {"dest": action.dest, "takes": takes}
+        flags[opt] = {"dest": action.dest, "takes": takes, **_values_taken(parser, opt, action)}
     return {"vllm_version": VLLM_VERSION, "flags": dict(sorted(flags.items()))}
+
+
+# One value of each class a flag's type may take (lab/deployment/serve_line.py VALUE_CLASSES reads them back).
+PROBES = {"int": "1", "suffixed": "1k", "float": "1.5", "json": "{}", "text": "x"}
+
+
+def _values_taken(parser, opt: str, action) -> dict:
+    """What the flag's type and choices take: ``choices`` (as strings) where argparse checks them, else
+    ``accepts``, the value classes (PROBES) vLLM's parser takes for it, each asked by parsing it."""
+    if action.choices is not None:
+        return {"choices": sorted(str(c) for c in action.choices)}
+    accepts = []
+    for name, value in PROBES.items():
+        try:
+            parser.parse_args([opt, value])
+        except (SystemExit, Exception):
+            continue
+        accepts.append(name)
+    return {"accepts": accepts}
 
 
 def vllm_parse(argv: list[str], parser=None) -> dict:

@@ -48,7 +48,7 @@ Grammar (underscore- or whitespace-separated segments, in any order)::
     drafts     step | fused                               draft_decode_fused       (default step: the per-step
                                                           draft decode path of vLLM's CPU backend; fused:
                                                           FlashAttention/Triton/TRTLLM-gen, built once)
-    sm         80 | 89 | 90 | 100 | 103 | 120            device_capability        (default 90, H100/H200;
+    sm         80 | 86 | 89 | 90 | 100 | 103 | 120       device_capability        (default 90, H100/H200;
                                                           100 = B200: vLLM's CUDA-graph capture
                                                           ceiling is 1024 tokens there, 512 elsewhere)
     window     tokens, k allowed; 0 = none                sliding_window           (default 0: a model
@@ -98,7 +98,7 @@ from lab.speculators import METHOD_ALIASES, SPECULATIVE_METHODS, UNMODELLED_METH
 
 # The GPUs' compute capabilities ``sm=`` takes (vLLM's DeviceCapability.to_int(): 90 = 9.0), and so
 # Scenario.device_capability's.
-DEVICE_CAPABILITIES = (80, 89, 90, 100, 103, 120)
+DEVICE_CAPABILITIES = (80, 86, 89, 90, 100, 103, 120)  # 86: A10G, RTX 3090/A6000 (Ampere GA10x)
 # key -> Scenario field; the order here is the order write_spec writes them in.
 SPEC_SETTINGS = {
     "mml": "max_model_len",

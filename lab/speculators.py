@@ -322,8 +322,11 @@ def method_from_draft_name(model: str | None) -> str:
     """The method vLLM infers when ``speculative_config`` names a draft but no method
     (vllm/config/speculative.py ``SpeculativeConfig.__post_init__``): ngram for the model "ngram" or
     "[ngram]"; otherwise a draft model, whose name then decides (DRAFT_NAME_WORDS, first match), and the
-    rest stays draft_model. (vLLM also reads the draft's architectures and model_type, which a serve line
-    does not carry.)"""
+    rest stays draft_model. vLLM also reads the draft's config, which a serve line does not carry and the lab
+    does not read here: ``dflash`` for a ``MuseGlimmerAssistantModel`` architecture; ``dspark`` for
+    ``Qwen3DSparkModel``, ``Qwen3OmniDSparkModel``, ``MuseSparkDSparkModel``, ``Gemma4DSparkModel`` or a qwen3
+    ``DSparkDraftModel``; ``mtp`` for a draft whose model_type is one of ``MTPModelTypes`` (or a transformers MTP
+    draft). Such a draft named without those words is answered as draft_model (factcheck wave 4, I14)."""
     name = str(model or "").lower()
     if name in ("ngram", "[ngram]"):
         return "ngram"
@@ -352,17 +355,37 @@ def infer_method(method: str | None, model: str | None) -> str:
     return method_from_draft_name(model) if method == "draft_model" else method
 
 
-def init_speculator_path(method: str, num_mtp_layers: int | None, k: int, model_type: str) -> str:
+def vllm_method(method: str | None, model: str | None) -> str:
+    """``speculative_config.method`` as vLLM holds it after ``SpeculativeConfig.__post_init__``: what
+    ``infer_method`` gives, except that vLLM keeps ``ngram_gpu`` as itself (config/speculative.py NgramGPUTypes: the
+    V1 runner tells it from the CPU ``ngram``; MRV2 runs both as NgramGPUSpeculator)."""
+    return "ngram_gpu" if method == "ngram_gpu" else infer_method(method, model)
+
+
+def draft_model_type(model_type: str | None) -> str | None:
+    """The draft's model_type after ``SpeculativeConfig.hf_config_override``: a Gemma4 assistant checkpoint
+    ("gemma4_assistant", "gemma4_unified_assistant") is renamed "gemma4_mtp"; any other keeps its own."""
+    return "gemma4_mtp" if model_type in ("gemma4_assistant", "gemma4_unified_assistant") else model_type
+
+
+def reads_draft_type(method: str) -> bool:
+    """Whether ``init_speculator``'s path for ``method`` depends on the draft's model_type (mtp: Gemma4's MTP)."""
+    return method == "mtp"
+
+
+def init_speculator_path(method: str, num_mtp_layers: int | None, k: int, draft_type: str | None) -> str:
     """The lab's name for the path vllm/v1/worker/gpu/spec_decode/__init__.py ``init_speculator`` picks:
-    for "mtp", Gemma4's, the multi-module or the plain one (``mtp_variant``); any other method is its own."""
-    return mtp_variant(num_mtp_layers, k, model_type) if method == "mtp" else method
+    for "mtp", Gemma4's, the multi-module or the plain one (``mtp_variant``); any other method is its own.
+    ``draft_type``: the draft's model_type (``draft_model_type``), None where its config is not known."""
+    return mtp_variant(num_mtp_layers, k, draft_type) if method == "mtp" else method
 
 
-def mtp_variant(num_mtp_layers: int | None, k: int, model_type: str) -> str:
+def mtp_variant(num_mtp_layers: int | None, k: int, draft_type: str | None) -> str:
     """Which MRV2 "mtp" path a deployment runs (vllm/v1/worker/gpu/spec_decode/__init__.py
-    ``init_speculator``): ``use_gemma4_mtp`` (the MTP draft's model_type gemma4_mtp) is Gemma4's;
+    ``init_speculator``): ``SpeculativeConfig.use_gemma4_mtp`` (method "mtp" and the **draft's** model_type, after
+    ``hf_config_override``, "gemma4_mtp": a Gemma4 target drafting with itself is not) is Gemma4's;
     ``use_multi_module_mtp`` (``min(num_nextn_predict_layers, K) > 1``) the multi-module one; else mtp."""
-    if model_type.startswith("gemma4"):
+    if draft_model_type(draft_type) == "gemma4_mtp":
         return "gemma4_mtp"
     if min(num_mtp_layers or 1, k) > 1:
         return "mtp_multi_module"

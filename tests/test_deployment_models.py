@@ -104,8 +104,37 @@ def test_rope_factor_applied_and_default_length():
     base = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64, "num_attention_heads": 4}
     linear = {**base, "max_position_embeddings": 4096, "rope_scaling": {"type": "linear", "factor": 2.0}}
     assert facts_from_config(linear, "x").max_model_len == 8192
+    # LlamaConfig's max_position_embeddings default (transformers), so no "assumes" note
     facts = facts_from_config(base, "x")
-    assert facts.max_model_len == 2048 and any("2048" in n for n in facts.notes)
+    assert facts.max_model_len == 2048 and not any("assumes 2048" in n for n in facts.notes)
+    # a model_type transformers has no class for: vLLM's own fallback
+    facts = facts_from_config({**base, "model_type": "my_own"}, "x")
+    assert facts.max_model_len == 2048 and any("assumes 2048" in n for n in facts.notes)
+
+
+def test_a_key_the_file_leaves_out_takes_its_transformers_class_default():
+    """Issue 47: gemma-3-12b-it's config.json (huggingface.co/google/gemma-3-12b-it) has no head_dim in its
+    text_config; transformers' Gemma3TextConfig defaults it to 256, which vLLM reads (not 3840 / 16 = 240)."""
+    config = {
+        "architectures": ["Gemma3ForConditionalGeneration"],
+        "model_type": "gemma3",
+        "text_config": {
+            "hidden_size": 3840,
+            "intermediate_size": 15360,
+            "model_type": "gemma3_text",
+            "num_attention_heads": 16,
+            "num_hidden_layers": 48,
+            "num_key_value_heads": 8,
+            "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+            "sliding_window": 1024,
+        },
+        "torch_dtype": "bfloat16",
+    }
+    facts = facts_from_config(config, "google/gemma-3-12b-it")
+    assert (facts.head_size, facts.max_model_len, facts.sliding_window) == (256, 131072, 1024)
+    # without model_type, the wrapper's sub_configs["text_config"] class (Gemma3TextConfig) still answers
+    del config["text_config"]["model_type"]
+    assert facts_from_config(config, "g").head_size == 256
 
 
 def _write(tmp_path, content, name="config.json"):
@@ -139,7 +168,7 @@ def test_load_good_file_and_directory(tmp_path):
         ("{not json", "invalid JSON at line 1"),
         ("[1, 2]", "top level must be a JSON object"),
         ('{"model_type": "llama"}', "'architectures'"),
-        ('{"architectures": ["LlamaForCausalLM"], "model_type": "llama"}', "'num_attention_heads'"),
+        ('{"architectures": ["MyForCausalLM"], "model_type": "my_own"}', "'num_attention_heads'"),  # no class default
         ('{"architectures": ["X"], "model_type": "llama", "num_attention_heads": "32"}', "must be an integer"),
         (pickle.dumps({"architectures": ["X"]}), "pickle"),
         ("[" * 200_000 + "]" * 200_000, "nested too deeply"),  # no raw RecursionError

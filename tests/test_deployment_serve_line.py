@@ -75,7 +75,8 @@ def test_human_readable_int_matches_vllm():
         ("vllm serve m --max-model-len", r"--max-model-len: needs a value"),
         ("vllm serve m --max-model-len banana", r"'banana' is not an integer"),
         ("vllm serve m --enforce-eager=yes", r"a switch, it takes no value"),
-        ("vllm serve m --enforce-eager --no-enforce-eager", r"given twice with different values"),
+        ("vllm serve m --max-num 3", r"ambiguous option: --max-num could match --max-num-active-seqs"),
+        ("vllm serve m --speculative-config.method", r"--speculative-config.method: needs a value"),
         ("vllm serve m other", r"one model only"),
         ("vllm serve m --model n", r"the model is given twice"),
         ("vllm bench serve m", r"only `vllm serve` lines"),
@@ -91,12 +92,34 @@ def test_bad_lines_are_refused_naming_the_flag(text, message):
         read_serve_line(text)
 
 
+def test_spellings_vllms_parser_accepts_are_read_with_its_meaning():
+    """Issue 47: EnableDisableAction's hidden --no-enable-*/--no-disable-* spellings, argparse's abbreviations, a
+    flag given twice (vLLM only warns; the last wins), dotted keys replacing an earlier JSON value of the same flag,
+    ``key+ a,b`` lists and human-readable integers in a dotted value (vllm/utils/argparse_utils.py parse_args)."""
+    assert read_serve_line("vllm serve m --no-enable-prefix-caching").settings["enable_prefix_caching"] is False
+    assert read_serve_line("vllm serve m --no-enable-chunked-prefill").settings["enable_chunked_prefill"] is False
+    assert read_serve_line("vllm serve m --disable-chunked-prefill").settings["enable_chunked_prefill"] is False
+    assert read_serve_line("vllm serve m --max-model 4k").settings["max_model_len"] == 4000
+    assert read_serve_line("vllm serve m --enforce-eager --no-enforce-eager").settings["enforce_eager"] is False
+    assert read_serve_line("vllm serve m --max-model-len 4k --max-model-len 8k").settings["max_model_len"] == 8000
+    line = read_serve_line(
+        'vllm serve m --speculative-config \'{"method": "eagle", "num_speculative_tokens": 3}\' '
+        "--speculative-config.model foo --hf-overrides.max_position_embeddings 32k --hf-overrides.architectures+ A,B"
+    )
+    assert line.settings["speculative_config"] == {"model": "foo"}
+    assert line.settings["hf_overrides"] == {"max_position_embeddings": 32000, "architectures": ["A", "B"]}
+
+
 def test_the_flag_table_is_vllms():
     flags = serve_flags()
     assert len(flags) > 400
     assert flags["--speculative-config"]["dest"] == flags["-sc"]["dest"] == "speculative_config"
     assert flags["--no-enforce-eager"] == {"dest": "enforce_eager", "takes": "switch", "stores": False}
     assert flags["--cudagraph-capture-sizes"]["takes"] == "list"
+    # the hidden spellings of vllm/utils/argparse_utils.py EnableDisableAction, "still accepted"
+    assert flags["--no-enable-prefix-caching"] == {"dest": "enable_prefix_caching", "takes": "switch", "stores": False}
+    assert flags["--no-disable-sliding-window"]["stores"] is False
+    assert sum(opt.startswith(("--no-enable-", "--no-disable-")) for opt in flags) == 50
 
 
 @pytest.mark.parametrize(

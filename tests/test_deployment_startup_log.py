@@ -46,8 +46,19 @@ EXPECTED = {
     "vllm_18224_v0.8_smolvlm.log": ("0.8.5", "HuggingFaceTB/SmolVLM-256M-Instruct", ["--enforce-eager"]),
     "vllm_12529_v0.7_v0engine.log": ("0.7.4", "models/llama3.1-8B-INT8", ["--max-model-len 65536"]),
     "live_vllm_cpu_0.32_eagle.log": ("0.32.0", None, ["--max-model-len 32768", "--block-size 32", '"eagle"']),
+    # issue 47: the start-up banner's version and model (vllm/entrypoints/common/startup.py), RTX 3090s
+    "club3090_642_v0.24_banner_rtx3090.log": ("0.24.0", "~/.cache/huggingface/qwen3.6-27b-autoround-int4", []),
+    "club3090_104_v0.20.2_mtp_rtx3090.log": (
+        "0.20.2",
+        "~/.cache/huggingface/qwen3.6-27b-autoround-int4",
+        ["--tensor-parallel-size 2", "--kv-cache-dtype fp8_e5m2", '"mtp"', "--max-num-seqs 2"],
+    ),
 }
-NO_START_UP_LINES = ["vllm_15277_v0.8_triton_mla.log", "vllm_32936_mrv2_flashinfer.log"]
+NO_START_UP_LINES = [
+    "vllm_15277_v0.8_triton_mla.log",
+    "vllm_32936_mrv2_flashinfer.log",
+    "club3090_1047_a6000_blocksize.log",
+]
 
 
 def test_every_log_keeps_its_source():
@@ -57,7 +68,7 @@ def test_every_log_keeps_its_source():
         first = (LOGS / name).read_text().splitlines()[0]
         assert first.startswith("# source: "), name
     real = [n for n in files if "https://github.com/" in (LOGS / n).read_text().splitlines()[0]]
-    assert len(real) >= 10
+    assert len(real) >= 13
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -137,3 +148,38 @@ def test_split_fields_keeps_commas_inside_brackets_and_quotes():
         "c": "{'k': [1, 2]}",
         "d": "F(p=1, q=2)",
     }
+
+
+def test_the_whole_log_is_read():
+    """Issue 47: the banner's release (a log naming its release only there was "names no vLLM release"), the worker's
+    graph-mode downgrade (the last wins over the engine line's configured mode), a hybrid's aligned block size and
+    the KV-cache size; compared field by field with the lab's resolution, and an older release said plainly."""
+    from lab.deployment import resolve
+    from lab.deployment.startup_log import compared_with_the_log
+
+    banner = read_startup_log(read_log_file(str(LOGS / "club3090_642_v0.24_banner_rtx3090.log")))
+    assert banner.release == "0.24.0" and any("start-up banner" in n for n in banner.notes)
+    block = LOGS / "club3090_1047_a6000_blocksize.log"
+    text = (
+        "INFO 01-01 00:00:00 [x.py:1] \x1b[1m \u2584\u2584 \u2584\u2588 \u2588  version \x1b[0m0.33.0\n"
+        "INFO 01-01 00:00:00 [x.py:1] non-default args: {'model': 'openai/gpt-oss-20b', 'max_model_len': 8192}\n"
+        + "\n".join(block.read_text().splitlines()[1:])
+        + "\nWARNING 01-01 00:00:01 [compilation.py:1] CUDAGraphMode.FULL_AND_PIECEWISE is not supported with "
+        "TRITON_ATTN backend (support: AttentionCGSupport.UNIFORM_BATCH); setting cudagraph_mode=PIECEWISE\n"
+        "INFO 01-01 00:00:02 [kv_cache_utils.py:1] GPU KV cache size: 171,904 tokens, Maximum concurrency for "
+        "8,192 tokens per request: 20.98x\n"
+    )
+    log = read_startup_log(text)
+    assert (log.release, log.block_size, log.kv_cache_tokens, log.cudagraph_mode) == (
+        "0.33.0",
+        1568,
+        171904,
+        "PIECEWISE",
+    )
+    line = serve_line_of(log)
+    c = compared_with_the_log(log, line, resolve(line, "A10G"))
+    assert c.cudagraph_mode.log == "PIECEWISE" and c.cudagraph_mode.agree is False  # the lab: FULL_AND_PIECEWISE
+    assert c.block_size.log == "1568" and c.block_size.agree is False
+    assert any("171,904 tokens" in n for n in c.notes)
+    older = compared_with_the_log(log, line, resolve(line, "A10G", "0.24.0"))
+    assert any("vLLM 0.24.0: the lab resolves its model runner" in n for n in older.notes)

@@ -134,8 +134,11 @@ def _from_log(args) -> tuple[str, str, StartupLog]:
 def log_text(c: FromLog) -> str:
     """The log's own words beside the lab's, for a terminal."""
     out = ["", f"from the log (vLLM {c.version}): {c.line}"]
-    for key in ("attention_backend", "cudagraph_mode", "model_runner"):
+    for key in ("attention_backend", "cudagraph_mode", "model_runner", "block_size", "max_model_len",
+                "enable_chunked_prefill"):  # fmt: skip
         p = getattr(c, key)
+        if p is None:
+            continue
         said = "not in the log" if p.log is None else ("agrees" if p.agree else f"the log says {p.log}")
         out.append(f"  {key:24} lab: {p.lab}; {said}")
     sizes = c.cudagraph_capture_sizes
@@ -160,12 +163,7 @@ def run(args) -> int:
     workload = Workload(args.requests, args.prompt_len, args.output_len, args.spec)
     a = answer(dep, workload)
     if log is not None:
-        g = dep.graphs
-        runner = "V2" if dep.runs_mrv2 else "V1"
-        from_log = compared_with_the_log(
-            log, line, dep.backend.vllm_name, g.vllm_mode, g.resolved_capture_sizes, runner
-        )
-        a = dataclasses.replace(a, from_log=from_log)
+        a = dataclasses.replace(a, from_log=compared_with_the_log(log, line, dep))
     if args.check_with_vllm:
         parsed = vllm_parser_from_json(check_with_vllm(line, args.gpu, config_file(dep, args.config)))
         a = dataclasses.replace(a, vllm_parser=parsed)

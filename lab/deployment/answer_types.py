@@ -129,6 +129,9 @@ class Resolved:
     max_num_batched_tokens: int
     async_scheduling: bool
     model_runner: Literal["V1", "V2"]
+    no_effect_flags: tuple[str, ...] = ()  # flags of the line vLLM reads that change nothing the answer shows
+    runner_type: Literal["generate", "pooling"] = "generate"  # ModelConfig.runner_type (--runner, --convert)
+    enable_chunked_prefill: bool = True
 
 
 @dataclass(frozen=True)
@@ -182,6 +185,10 @@ class FromLog:
     cudagraph_capture_sizes: LoggedSizes
     model_runner: LoggedText
     notes: tuple[str, ...]
+    # "Setting attention block size to N tokens" (a hybrid's alignment; else the log does not say)
+    block_size: LoggedText | None = optional()
+    max_model_len: LoggedText | None = optional()  # the engine line's max_seq_len
+    enable_chunked_prefill: LoggedText | None = optional()  # the engine line's
 
 
 @dataclass(frozen=True)

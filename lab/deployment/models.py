@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lab.deployment.hybrid_block import GDN_KEYS, gdn_state
+from lab.deployment.hybrid_block import GDN_KEYS, MAMBA2_KEYS, gdn_state, mamba2_state
 from lab.deployment.known_configs import KNOWN_CONFIGS
+from lab.deployment.text_config import TextConfig as _TextConfig
+from lab.deployment.text_config import text_config as _text_config
 
 KINDS = ("dense", "mla", "mamba_hybrid", "sliding_window", "encoder_only", "encoder_decoder")
 MAX_CONFIG_BYTES = 2 * 1024 * 1024
@@ -71,24 +73,24 @@ MAX_LEN_KEYS = (
 ROPE_TYPES_ALREADY_SCALED = ("su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling")
 # CONFIG_FIELD_ALIASES["total_num_kv_heads"] (transformers_utils/config.py).
 KV_HEAD_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num", "num_attention_groups")
-# Transformers configuration classes' attribute_map, for the names read here.
-ATTRIBUTE_MAPS: dict[str, dict[str, str]] = {
-    "whisper": {"num_attention_heads": "encoder_attention_heads", "num_key_value_heads": "encoder_attention_heads",
-                "hidden_size": "d_model"},
-    "gpt2": {"num_attention_heads": "n_head", "hidden_size": "n_embd", "max_position_embeddings": "n_positions"},
-}
-# Class defaults that a config.json may leave out (Gemma3TextConfig in
-# transformers: max_position_embeddings=131072, sliding_window=4096, every 6th
-# layer full attention via sliding_window_pattern=6).
-CLASS_DEFAULTS: dict[str, dict[str, Any]] = {
-    "gemma3_text": {"max_position_embeddings": 131072, "sliding_window": 4096, "sliding_window_pattern": 6},
-}
 INT_KEYS = (
     "num_attention_heads", "hidden_size", "head_dim", "kv_lora_rank", "qk_rope_head_dim", "num_nextn_predict_layers",
     "mtp_num_hidden_layers", "num_hidden_layers", "max_window_layers", "hidden_size_per_head", *KV_HEAD_KEYS,
-    *MAX_LEN_KEYS, *GDN_KEYS,
+    *MAX_LEN_KEYS, *GDN_KEYS, "mamba_expand",
+    *sorted({k for keys in MAMBA2_KEYS.values() for k in keys} - {"mamba_d_head"}),  # Granite's may be "auto"
 )
 # fmt: on
+# The keys whose transformers class default applies where a config.json leaves them out (transformers_defaults.json).
+READ_KEYS = (
+    *INT_KEYS,
+    "sliding_window",
+    "use_sliding_window",
+    "sliding_window_pattern",
+    "layer_types",
+    "is_causal",
+    "is_encoder_decoder",
+    "original_max_position_embeddings",
+)  # fmt: skip
 
 
 EXPERT_KEYS = ("num_experts", "moe_num_experts", "n_routed_experts", "num_local_experts")
@@ -138,24 +140,13 @@ class ModelFacts:
     quantized: bool = False  # a quantization_config in the checkpoint (ModelConfig.is_quantized)
     is_mm_prefix_lm: bool = False  # ModelConfig.is_mm_prefix_lm (multimodal inputs on): bidirectional image spans
     gdn_state: tuple[int, ...] = ()  # a Qwen3-Next-family GDN layer's shape (lab/deployment/hybrid_block.py)
+    mamba2_state: tuple = ()  # a Nemotron-H / Granite 4.0 Mamba2 layer's (lab/deployment/hybrid_block.py)
+    # the config.json read, as parsed: what --check-with-vllm hands vLLM's own config code (never these facts)
+    config: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @property
     def is_moe(self) -> bool:
         return self.num_experts > 0
-
-
-class _TextConfig:
-    """A config dict read the way a transformers config object answers getattr."""
-
-    def __init__(self, raw: dict[str, Any]):
-        self.raw = raw
-        self.model_type = raw.get("model_type", "")
-        self.aliases = ATTRIBUTE_MAPS.get(self.model_type, {})
-        self.defaults = CLASS_DEFAULTS.get(self.model_type, {})
-
-    def get(self, key: str, default: Any = None) -> Any:
-        key = self.aliases.get(key, key)
-        return self.raw[key] if key in self.raw else self.defaults.get(key, default)
 
 
 def _check_types(raw: dict[str, Any], where: str) -> None:
@@ -169,18 +160,6 @@ def _check_types(raw: dict[str, Any], where: str) -> None:
     layer_types = raw.get("layer_types")
     if layer_types is not None and not (isinstance(layer_types, list) and all(isinstance(t, str) for t in layer_types)):
         raise ValueError(f"{where}key 'layer_types' must be a list of strings")
-
-
-def _text_config(config: dict[str, Any]) -> dict[str, Any]:
-    """get_hf_text_config: the text sub-config of a multimodal wrapper."""
-    sub = config.get("text_config")
-    if sub is None:
-        return config
-    if not isinstance(sub, dict):
-        raise ValueError(f"key 'text_config' must be an object, got {type(sub).__name__}")
-    if "num_attention_heads" not in sub and sub.get("model_type") not in CLASS_DEFAULTS:
-        raise ValueError("key 'text_config.num_attention_heads' is missing")
-    return sub
 
 
 def _rope_parameters(text: _TextConfig) -> list[dict[str, Any]]:
@@ -351,6 +330,8 @@ def facts_from_config(
         quantized=bool(config.get("quantization_config") or raw_text.get("quantization_config")),
         is_mm_prefix_lm=_is_mm_prefix_lm(config, raw_text),
         gdn_state=gdn_state(text.model_type, text.get),
+        mamba2_state=mamba2_state(text.model_type, text.get),
+        config=config,
     )
 
 

@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 
 from lab.deployment.hf_cache import cached_config, hub_cache_dir, is_repo_id
 from lab.deployment.hybrid_block import deployment_block_size
-from lab.deployment.models import ModelFacts, load_config_json, lookup
+from lab.deployment.kv_transfer import kv_transfer
+from lab.deployment.models import KNOWN_MODELS, ModelFacts, load_config_json, lookup
 from lab.deployment.runner import first_default, model_runner
+from lab.deployment.scheduling import VllmRefusal, async_scheduling, chunked_prefill, runner_type, scheduler_limits
 from lab.deployment.selection import BackendChoice, GraphChoice, resolve_cudagraph, select_backend
 from lab.deployment.serve_line import ServeLine, ServeLineError, read_serve_line
 from lab.gpu_model.gpus import GPU, GPUS, SERVING_GPUS
@@ -32,7 +34,7 @@ from lab.history import (
     VLLM_VERSIONS,
     minor,
 )
-from lab.scenario import ENCODER_STATES, MAX_SPECULATIVE_TOKENS
+from lab.scenario import MAX_SPECULATIVE_TOKENS
 from lab.speculators import (
     DEFAULT_METHOD,
     UNMODELLED_METHODS,
@@ -40,7 +42,9 @@ from lab.speculators import (
     infer_method,
     init_speculator_path,
     is_speculator,
+    reads_draft_type,
     speculator,
+    vllm_method,
 )
 
 DEPLOYMENT_GPUS = SERVING_GPUS  # every GPU of lab/gpu_model/gpus.py
@@ -72,15 +76,8 @@ class Deployment:
     runner_why: str  # why that model runner (lab/deployment/runner.py)
     notes: tuple[str, ...] = field(default_factory=tuple)
     vllm_block_size: int = 0  # the KV block size vLLM runs (a GDN hybrid's is aligned up); 0: settings["block_size"]
-
-
-class VllmRefusal(ServeLineError):
-    """vLLM would not start this deployment: the message is vLLM's own reason (an invalid
-    ``--attention-backend``, a graph mode the backend cannot run, a ``--max-model-len`` it refuses)."""
-
-    def __init__(self, reason: str):
-        self.reason = reason
-        super().__init__(f"vLLM {REFERENCE_RELEASE} would not start this: {reason}")
+    runner_type: str = "generate"  # ModelConfig.runner_type: "generate" or "pooling"
+    vllm_method: str | None = None  # speculative_config.method as vLLM holds it ("ngram_gpu" stays itself)
 
 
 def release_series(vllm: str) -> str:
@@ -174,7 +171,7 @@ def _speculator(spec: dict, line: ServeLine, facts: ModelFacts) -> tuple[str | N
         raise ServeLineError(f"--speculative-config: num_speculative_tokens must be an integer, got {k!r}") from None
     # init_speculator: use_gemma4_mtp (the MTP draft's model_type gemma4_mtp), use_multi_module_mtp
     # (min(num_nextn_predict_layers, K) > 1).
-    method = init_speculator_path(method, facts.num_mtp_layers, k, facts.model_type)
+    method = init_speculator_path(method, facts.num_mtp_layers, k, _draft_type(model, facts, method, notes))
     if not is_speculator(method):
         raise ServeLineError(f"--speculative-config: method {method!r} is not one vLLM {REFERENCE_RELEASE} knows")
     if not 1 <= k <= MAX_SPECULATIVE_TOKENS:
@@ -182,6 +179,22 @@ def _speculator(spec: dict, line: ServeLine, facts: ModelFacts) -> tuple[str | N
             f"--speculative-config: num_speculative_tokens {k}: the lab models 1 to {MAX_SPECULATIVE_TOKENS}"
         )
     return method, k, notes
+
+
+def _draft_type(model: str | None, facts: ModelFacts, method: str, notes: list[str]) -> str | None:
+    """The draft's model_type: the target's where the draft is the target (no draft model given), else its config
+    from the lab's table or the local Hugging Face cache; None (and a note) where neither has it."""
+    if not reads_draft_type(method) or model is None:
+        return facts.model_type
+    known = KNOWN_MODELS.get(str(model))
+    cached = None if known or not is_repo_id(str(model)) else cached_config(str(model))
+    if known or cached:
+        return (known or load_config_json(cached)).model_type
+    notes.append(
+        f"the MTP draft {model!r}: its config.json is not read here (not in the lab's table or the local Hugging "
+        "Face cache), so its model_type, which makes Gemma4's MTP (gemma4_mtp), is not known: plain MTP assumed"
+    )
+    return None
 
 
 def resolve(
@@ -208,16 +221,24 @@ def resolve(
     if facts.kind == "encoder_only" and method:
         raise ServeLineError("--speculative-config: an encoder-only (pooling) model has no decode to speculate")
 
+    pooling = runner_type(s, facts) == "pooling"
+    hma, connector_piecewise = kv_transfer(s, facts, notes)
     mml = _max_model_len(line, facts, notes)
-    seqs, tokens = _scheduler_limits(s, g, facts, mml, notes)
+    chunked = chunked_prefill(s, facts, pooling, notes)
+    seqs, tokens = scheduler_limits(s, g, mml, chunked, notes)
     try:  # selection.py raises vLLM's own messages (get_attn_backend_cls, resolve_cudagraph_mode_and_sizes)
         backend = _attention_backend(s, g, facts)
-        graphs = _cudagraphs(s, g, facts, backend, k, seqs, tokens)
+        graphs = _cudagraphs(s, g, facts, backend, k, seqs, tokens, pooling, connector_piecewise)
     except ServeLineError:  # the lab's own refusal (a line it cannot model), said as such
         raise
     except ValueError as refused:
         raise VllmRefusal(str(refused)) from None
     settings = _scenario_settings(s, g, facts, series, method, k, mml, seqs, tokens, backend, graphs)
+    vllm_method_name = _vllm_method(spec_cfg, s) if method else None
+    settings["async_scheduling"] = async_scheduling(s, pooling, runs_mrv2, vllm_method_name, notes)
+    settings["enable_chunked_prefill"] = chunked
+    if hma is False:  # no hybrid KV cache manager: every SlidingWindowSpec becomes a FullAttentionSpec (no R11)
+        settings["sliding_window"] = 0
     notes += list(backend.notes) + list(graphs.notes)
     vllm_block = deployment_block_size(s, g, facts, settings["block_size"], k if method else 0, backend, notes)
     notes += _runner_notes(facts, runs_mrv2, runner_why)
@@ -236,14 +257,25 @@ def resolve(
         runner_why=runner_why,
         notes=tuple(notes),
         vllm_block_size=vllm_block,
+        runner_type="pooling" if pooling else "generate",
+        vllm_method=vllm_method_name,
     )
+
+
+def _vllm_method(spec: dict, s: dict) -> str:
+    """The method vLLM holds for the line's speculative config (its shorthands included)."""
+    spec = {str(k).replace("-", "_"): v for k, v in spec.items()}
+    return vllm_method(s.get("spec_method", spec.get("method")), s.get("spec_model", spec.get("model")))
 
 
 def _model_runner_and_series(
     vllm: str, series: str, facts: ModelFacts, line: ServeLine, method, spec_cfg: dict, notes: list[str]
 ) -> tuple[bool, str, str]:
     """Whether MRV2 runs (lab/deployment/runner.py) and the lab series that replays the deployment."""
-    runs_mrv2, runner_why = model_runner(vllm, facts, line.env, method, spec_cfg)
+    try:
+        runs_mrv2, runner_why = model_runner(vllm, facts, line.env, method, spec_cfg)
+    except ValueError as refused:  # an environment value vLLM cannot read
+        raise VllmRefusal(str(refused)) from None
     if facts.kind == "mamba_hybrid" and series in NO_HYBRID:
         # 0.19.1/0.22.1 _get_v2_model_runner_unsupported_features: "hybrid/mamba models" (lab/history.py)
         runs_mrv2, runner_why = (
@@ -270,52 +302,6 @@ def _max_model_len(line: ServeLine, facts: ModelFacts, notes: list[str]) -> int:
             f"(vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)"
         )
     return mml
-
-
-def _scheduler_limits(s: dict, g: GPU, facts: ModelFacts, mml: int, notes: list[str]) -> tuple[int, int]:
-    """max_num_seqs and max_num_batched_tokens as given, or vLLM's defaults."""
-    # EngineArgs.get_batch_defaults: the OPENAI_API_SERVER column by device memory; "Setting large
-    # max_num_batched_tokens for A100 reduces throughput" (a device-name check), GB10 (cc 12.1) too
-    if g.memory_bytes >= 160 * 2**30:
-        default_seqs, default_tokens = 1024, 16384
-    elif g.memory_bytes >= 70 * 2**30 and "a100" not in g.device_name.lower() and g.sm != 121:
-        default_seqs, default_tokens = 1024, 8192
-    else:
-        default_seqs, default_tokens = 256, 2048
-    # vllm/config/scheduler.py SchedulerConfig: both are Field(ge=1), and EngineArgs fills in a default only for
-    # None, so vLLM refuses 0 or a negative value (pydantic: "Input should be greater than or equal to 1").
-    for name in ("max_num_seqs", "max_num_batched_tokens"):
-        if s.get(name) is not None and s[name] < 1:
-            flag = "--" + name.replace("_", "-")
-            raise VllmRefusal(f"{flag} {s[name]}: {name} must be at least 1 (SchedulerConfig's Field(ge=1))")
-    seqs = s.get("max_num_seqs") or default_seqs
-    tokens = s.get("max_num_batched_tokens") or default_tokens
-    if s.get("performance_mode") == "throughput":
-        # EngineArgs._set_default_max_num_seqs_and_batched_tokens_args: "If throughput mode is set, double
-        # max_num_batched_tokens and max_num_seqs" (each only when not given)
-        seqs *= 1 if s.get("max_num_seqs") else 2
-        tokens *= 1 if s.get("max_num_batched_tokens") else 2
-        notes.append(
-            f"--performance-mode throughput: vLLM doubles the defaults (max_num_seqs {seqs}, "
-            f"max_num_batched_tokens {tokens:,})"
-        )
-    unchunked = KIND_STATE[facts.kind] in ENCODER_STATES  # no chunked prefill for encoder models
-    if not s.get("max_num_batched_tokens"):
-        if unchunked and tokens < mml:  # "If max_model_len is too short, use the default for higher throughput"
-            notes.append(f"max_num_batched_tokens raised to max_model_len ({mml:,}): encoder models are not chunked")
-            tokens = mml
-        tokens = min(seqs * mml, tokens)  # "Ensure max_num_batched_tokens does not exceed model limit"
-    if not s.get("max_num_seqs"):
-        seqs = min(seqs, tokens)
-    # vllm/config/scheduler.py SchedulerConfig.verify_max_model_len
-    if unchunked and tokens < mml:
-        raise VllmRefusal(
-            f"max_num_batched_tokens ({tokens}) is smaller than max_model_len ({mml}). This effectively limits "
-            "the maximum sequence length to max_num_batched_tokens and makes vLLM reject longer sequences."
-        )
-    if tokens < seqs:
-        raise VllmRefusal(f"max_num_batched_tokens ({tokens}) must be greater than or equal to max_num_seqs ({seqs}).")
-    return seqs, tokens
 
 
 def _attention_backend(s: dict, g: GPU, facts: ModelFacts) -> BackendChoice:
@@ -350,7 +336,15 @@ def uses_mm_prefix(s: dict, facts: ModelFacts) -> bool:
 
 
 def _cudagraphs(
-    s: dict, g: GPU, facts: ModelFacts, backend: BackendChoice, k: int, seqs: int, tokens: int
+    s: dict,
+    g: GPU,
+    facts: ModelFacts,
+    backend: BackendChoice,
+    k: int,
+    seqs: int,
+    tokens: int,
+    pooling: bool,
+    connector_piecewise: bool,
 ) -> GraphChoice:
     """The CUDA-graph mode and capture sizes (lab/deployment/selection.py), the flags over the
     --compilation-config."""
@@ -369,13 +363,15 @@ def _cudagraphs(
         num_speculative_tokens=k,
         use_mla=facts.kind == "mla",
         optimization_level=_optimization_level(s),
-        pooling=facts.kind == "encoder_only",  # the lab's pooling kind (runner_type "pooling")
+        pooling=pooling,  # a pooler (runner_type "pooling"): "Pooling models do not support full cudagraphs"
         encoder_decoder=facts.kind == "encoder_decoder",
         performance_mode=s.get("performance_mode") or "balanced",
         sliding_window=bool(facts.sliding_window) and not s.get("disable_sliding_window"),
         # a mamba hybrid's GDN / mamba / short-conv builders: AttentionCGSupport.UNIFORM_BATCH
         # (vllm/v1/attention/backends/gdn_attn.py, mamba_attn.py, short_conv_attn.py _cudagraph_support)
         other_support="UNIFORM_BATCH" if facts.kind == "mamba_hybrid" else "ALWAYS",
+        head_size=facts.head_size,
+        connector_piecewise=connector_piecewise,
     )
 
 
@@ -404,7 +400,6 @@ def _scenario_settings(
 ) -> dict:
     """The lab Scenario fields that replay the deployment (less the requests)."""
     block_size = s.get("block_size") or backend.block_size
-    async_default = facts.kind != "encoder_only"  # VllmConfig: off by default for pooling models
     return {
         "max_model_len": mml,
         "block_size": block_size,
@@ -415,7 +410,6 @@ def _scenario_settings(
         "cudagraph_capture_sizes": graphs.capture_sizes,
         "max_num_seqs": seqs,
         "max_num_batched_tokens": tokens,
-        "async_scheduling": s["async_scheduling"] if s.get("async_scheduling") is not None else async_default,
         "vllm_version": series,
         "device_capability": g.sm,
         "draft_decode_fused": bool(k) and backend.supports_draft_decode_metadata_update,

@@ -15,7 +15,8 @@ def describe(dep: Deployment) -> dict:
     spec = (
         "none"
         if not dep.method
-        else f"{speculator(dep.method).display_name if is_speculator(dep.method) else dep.method}, K={dep.k}"
+        else f"{speculator(dep.method).display_name if is_speculator(dep.method) else dep.method}"
+        f"{f' ({dep.vllm_method})' if dep.vllm_method and dep.vllm_method != dep.method else ''}, K={dep.k}"
     )
     return {
         "model": f"{m.name} ({m.kind.replace('_', '-')}; {m.architecture}); source: {m.source}",
@@ -34,9 +35,18 @@ def describe(dep: Deployment) -> dict:
         "block_size": str(dep.vllm_block_size or dep.settings["block_size"]),
         "scheduler": f"max_num_seqs {dep.settings['max_num_seqs']}, max_num_batched_tokens "
         f"{dep.settings['max_num_batched_tokens']:,}, async scheduling "
-        f"{'on' if dep.settings['async_scheduling'] else 'off'}",
-        "model runner": "V2 (MRV2)" if dep.runs_mrv2 else "V1 (not modelled by the lab)",
-    }
+        f"{'on' if dep.settings['async_scheduling'] else 'off'}, chunked prefill "
+        f"{'on' if dep.settings['enable_chunked_prefill'] else 'off'}",
+        "model runner": ("V2 (MRV2)" if dep.runs_mrv2 else "V1 (not modelled by the lab)")
+        + f", runner {dep.runner_type}",
+    } | (
+        {
+            "other flags": f"{', '.join(dep.line.ignored)}: read by vLLM, no effect here (they decide no attention "
+            "metadata, graphs, block size, scheduler limit or runner)"
+        }
+        if dep.line.ignored
+        else {}
+    )
 
 
 def resolved_fields(dep: Deployment) -> Resolved:
@@ -53,7 +63,7 @@ def resolved_fields(dep: Deployment) -> Resolved:
         compute_capability=GPUS[dep.gpu].sm,
         vllm=dep.vllm,
         lab_series=dep.series,
-        speculative_method=dep.method,
+        speculative_method=dep.vllm_method if dep.method else None,
         num_speculative_tokens=dep.k if dep.method else 0,
         attention_backend=b.vllm_name,
         lab_kernel=b.lab_backend,
@@ -66,4 +76,7 @@ def resolved_fields(dep: Deployment) -> Resolved:
         max_num_batched_tokens=int(s["max_num_batched_tokens"]),
         async_scheduling=bool(s["async_scheduling"]),
         model_runner="V2" if dep.runs_mrv2 else "V1",
+        no_effect_flags=dep.line.ignored,
+        runner_type=dep.runner_type,
+        enable_chunked_prefill=bool(s["enable_chunked_prefill"]),
     )

@@ -56,8 +56,15 @@ def model_runner(
         )
     forced = {e.split("=", 1)[1] for e in env if e.split("=", 1)[0] == "VLLM_USE_V2_MODEL_RUNNER"}
     if forced:  # the variable decides before anything else
-        on = forced.pop() in ("1", "true", "True")
-        return on, f"VLLM_USE_V2_MODEL_RUNNER={'1' if on else '0'} ({where})"
+        value = forced.pop()
+        try:  # vllm/envs.py maybe_convert_bool: bool(int(value)), so "2" is on and "true" raises
+            on = bool(int(value))
+        except ValueError:
+            raise ValueError(
+                f"VLLM_USE_V2_MODEL_RUNNER={value}: vLLM reads it as bool(int(value)) (vllm/envs.py "
+                f"maybe_convert_bool): invalid literal for int() with base 10: {value!r}"
+            ) from None
+        return on, f"VLLM_USE_V2_MODEL_RUNNER={value} ({where})"
     if method in UNMODELLED_METHODS:
         return False, f"speculative method '{method}' ({where}: _get_v2_model_runner_unsupported_features)"
     record = speculator(method) if method and is_speculator(method) else None

@@ -215,8 +215,13 @@ def _normalize_piecewise(mode: str, compiled: bool) -> str:
     return mode
 
 
-def cudagraph_support(vllm_backend: str, sm: int, sliding_window: bool = False) -> str:
+def cudagraph_support(vllm_backend: str, sm: int, sliding_window: bool = False, head_size: int | None = None) -> str:
     """The AttentionCGSupport name of the backend's metadata builder (``get_cudagraph_support``)."""
+    if vllm_backend == "FLASHINFER" and (sm == 90 or sm // 10 == 12) and head_size is not None:
+        # FlashInferMetadataBuilder.get_cudagraph_support: on an XQA architecture (9.0, 12.x) a head size XQA cannot
+        # take (_is_xqa_head_dim_supported: 16..256, a multiple of 16) has no uniform batch
+        if not (16 <= head_size <= 256 and head_size % 16 == 0):
+            return "UNIFORM_SINGLE_TOKEN_DECODE"
     if vllm_backend in ("TRITON_FLASH_ATTN", "TRITON_FLASHINFER"):
         # composite.py: the weakest of both children and MMPrefixAttentionRouting.get_cudagraph_support, NEVER
         # with a sliding-window layer (_has_unclamped_window: no model sets mm_prefix_clamp_sliding_window)
@@ -264,6 +269,25 @@ class GraphChoice:
     builder_mode: str = ""
 
 
+def _model_overrides(
+    mode: str, compiled: bool, pooling: bool, encoder_decoder: bool, connector_piecewise: bool, notes: list[str]
+) -> str:
+    """VllmConfig.__post_init__ (support_static_graph_mode): "Pooling models do not support full cudagraphs.
+    Overriding cudagraph_mode to PIECEWISE"; encoder-decoder models: anything but NONE -> FULL_DECODE_ONLY; a KV
+    connector whose requires_piecewise_for_cudagraph is true: FULL -> PIECEWISE. Then
+    _normalize_piecewise_cudagraph_mode runs again."""
+    if pooling and "FULL" in _MODES[mode]:
+        notes.append(f"pooling model: vLLM overrides cudagraph_mode {mode} -> PIECEWISE (no full cudagraphs)")
+        mode = _normalize_piecewise("PIECEWISE", compiled)
+    elif encoder_decoder and mode not in ("NONE", "FULL_DECODE_ONLY"):
+        notes.append(f"encoder-decoder model: vLLM overrides cudagraph_mode {mode} -> FULL_DECODE_ONLY")
+        mode = "FULL_DECODE_ONLY"
+    if connector_piecewise and "FULL" in _MODES[mode]:  # "KV connector %s requires PIECEWISE CUDA graph mode"
+        notes.append(f"--kv-transfer-config: the KV connector requires PIECEWISE graphs ({mode} -> PIECEWISE)")
+        mode = _normalize_piecewise("PIECEWISE", compiled)
+    return mode
+
+
 def resolve_cudagraph(
     compilation_config: dict | None,
     *,
@@ -281,12 +305,14 @@ def resolve_cudagraph(
     performance_mode: str = "balanced",
     sliding_window: bool = False,
     other_support: str = "ALWAYS",
+    head_size: int | None = None,
+    connector_piecewise: bool = False,
 ) -> GraphChoice:
     """The CUDAGraphMode MRV2 runs with and its capture sizes. ``optimization_level`` is ``-O`` (default 2);
     ``pooling``: the model has a pooler (``model_config.pooler_config``); ``encoder_decoder``:
     ``model_config.is_encoder_decoder``; ``performance_mode``: ``--performance-mode``; ``sliding_window``: a
     sliding-window layer runs on the backend; ``other_support``: the weakest AttentionCGSupport of the model's
-    other KV groups' builders (a mamba hybrid's GDN / mamba layers), which get_attn_cg_support takes too."""
+    other KV groups' builders (a mamba hybrid's GDN / mamba layers); ``connector_piecewise``: a KV connector's."""
     if use_mla != ("mla" in RULES[vllm_backend].flags):
         raise ValueError(f"{vllm_backend} is {'not ' if use_mla else ''}an MLA backend")
     cc, notes = dict(compilation_config or {}), []
@@ -298,18 +324,11 @@ def resolve_cudagraph(
     if enforce_eager:  # VllmConfig.__post_init__: "Enforce eager set, disabling torch.compile and CUDAGraphs"
         mode, compiled = "NONE", False
     mode = _normalize_piecewise(mode, compiled)
-    # VllmConfig.__post_init__ (support_static_graph_mode): "Pooling models do not support full cudagraphs.
-    # Overriding cudagraph_mode to PIECEWISE"; encoder-decoder models: anything but NONE -> FULL_DECODE_ONLY.
-    # Then _normalize_piecewise_cudagraph_mode runs again.
-    if pooling and "FULL" in _MODES[mode]:
-        notes.append(f"pooling model: vLLM overrides cudagraph_mode {mode} -> PIECEWISE (no full cudagraphs)")
-        mode = _normalize_piecewise("PIECEWISE", compiled)
-    elif encoder_decoder and mode not in ("NONE", "FULL_DECODE_ONLY"):
-        notes.append(f"encoder-decoder model: vLLM overrides cudagraph_mode {mode} -> FULL_DECODE_ONLY")
-        mode = "FULL_DECODE_ONLY"
+    mode = _model_overrides(mode, compiled, pooling, encoder_decoder, connector_piecewise, notes)
     # vllm/v1/worker/gpu/attn_utils.py get_attn_cg_support: the weakest builder of every attention group
-    support = min(cudagraph_support(vllm_backend, sm, sliding_window), other_support, key=_CG_ORDER.index)
-    if support != cudagraph_support(vllm_backend, sm, sliding_window):
+    own = cudagraph_support(vllm_backend, sm, sliding_window, head_size)
+    support = min(own, other_support, key=_CG_ORDER.index)
+    if support != own:
         notes.append(f"the model's other layers' builders support {support} graphs only (get_attn_cg_support)")
     builder_mode = mode  # what the builders' __init__ reads (GraphChoice.builder_mode)
     mode = _downgrade(mode, support, compiled, vllm_backend, uniform_decode_query_len, notes)

@@ -144,6 +144,10 @@ READERS = {
     "language_model_only": _bool,  # text-only serving turns an mm-prefix LM's prefix attention off
     "limit_mm_per_prompt": _json_dict,
     "enable_prefix_caching": _bool,  # a hybrid's mamba cache mode, so its block alignment
+    "enable_chunked_prefill": _bool,  # the scheduler's limits (and vLLM's refusal without it)
+    "runner": _str,  # "pooling": graph mode and async scheduling
+    "convert": _str,  # a generative model adapted for pooling runs the pooling runner
+    "kv_transfer_config": _json_dict,  # a connector without SupportsHMA: no hybrid KV cache, PIECEWISE graphs
 }
 _PREFIXES = (["vllm", "serve"], ["python", "-m", "vllm.entrypoints.openai.api_server"], ["serve"])
 
@@ -212,76 +216,160 @@ def read_serve_line(text: str) -> ServeLine:
     return _parse(_flexible(words), tuple(env))
 
 
-def _parse(words: list[str], env: tuple[str, ...]) -> ServeLine:
-    flags = serve_flags()
-    raw: dict[str, object] = {}
-    given: dict[str, str] = {}  # dest -> the flag that set it
-    dotted: dict[str, dict] = {}
-    positional: list[str] = []
-    ignored: list[str] = []
+def _dotted_value(text: str, key: str):
+    """A dotted key's value as FlexibleArgumentParser.parse_args reads it: JSON, else a human-readable integer
+    ("--config.field 80g"), else the text itself. JSON that would crash later (1e400, NaN) is refused here."""
+    try:
+        return _loads(text, key)
+    except ServeLineError as e:
+        if "not valid JSON" not in str(e):
+            raise
+        try:
+            return human_readable_int(text, "")
+        except ServeLineError:
+            return text
+
+
+def _merge(original: dict, update: dict) -> None:
+    # parse_args' recursive_dict_update: dicts merge, lists extend, anything else is replaced
+    for k, v in update.items():
+        if isinstance(v, dict) and isinstance(original.get(k), dict):
+            _merge(original[k], v)
+        elif isinstance(v, list) and isinstance(original.get(k), list):
+            original[k] += v
+        else:
+            original[k] = v
+
+
+def _dotted(words: list[str]) -> list[str]:
+    """FlexibleArgumentParser.parse_args' dotted keys: every ``-x.a.b value`` (``-x.a.b+ v1,v2`` appends to a
+    list) is taken out and merged into one JSON object per ``-x``, put back at the end of the line as
+    ``-x '{…}'``: so it replaces an earlier ``-x '{…}'`` of the same flag (argparse keeps the last)."""
+    out: list[str] = []
+    objects: dict[str, dict] = {}
     i = 0
     while i < len(words):
         word = words[i]
         i += 1
-        if not word.startswith("-") or re.fullmatch(r"-\d+(\.\d+)?", word):
+        if not (word.startswith("-") and "." in word) or ("=" in word and "." not in word.split("=", 1)[0]):
+            out.append(word)
+            continue
+        key, eq, value = word.partition("=")
+        if not eq:
+            if i >= len(words):
+                raise ServeLineError(f"{key}: needs a value")
+            value, i = words[i], i + 1
+        parsed = json.dumps(value.split(",")) if key.endswith("+") else value
+        base, *path = key.removesuffix("+").split(".")
+        node: object = _dotted_value(parsed, key)
+        for k in reversed(path):
+            node = {k: node}
+        _merge(objects.setdefault(base, {}), node)  # type: ignore[arg-type]
+    for base, obj in objects.items():
+        out += [base, json.dumps(obj)]
+    return out
+
+
+def _option(name: str) -> str:
+    """The option string argparse takes ``name`` for: itself, or the one flag it abbreviates (vLLM's parser keeps
+    argparse's allow_abbrev: ``--max-model`` is ``--max-model-len``); two or more is vLLM's "ambiguous option"."""
+    flags = serve_flags()
+    if name in flags:
+        return name
+    if name.startswith("--") and len(name) > 2:
+        matches = [opt for opt in flags if opt.startswith(name)]
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            raise ServeLineError(f"ambiguous option: {name} could match {', '.join(matches[:8])}")
+    raise ServeLineError(f"{name}: not a `vllm serve` flag in vLLM 0.33.0{_suggest(name)}")
+
+
+def value_class(value: str) -> str:
+    """The class of a flag value vLLM's parser was asked about for every flag (serve_flags.py PROBES)."""
+    text = str(value).strip()
+    if text[:1] in "{[":
+        try:
+            json.loads(text)
+            return "json"
+        except ValueError:
+            return "text"
+    if re.fullmatch(r"-?\d+", text):
+        return "int"
+    if re.fullmatch(r"\d+(\.\d+)?[kKmMgGtT]", text):
+        return "suffixed"
+    try:
+        float(text)
+        return "float"
+    except ValueError:
+        return "text"
+
+
+def _check_value(base: str, spec: dict, value) -> None:
+    """A value vLLM's parser would refuse for a flag the answer does not read: not one of its choices, or of a
+    class its type does not take (vllm_serve_flags.json: ``choices``, ``accepts``; a flag whose type took none of
+    the probes, such as --port's range check, is not checked)."""
+    for v in value if isinstance(value, list) else [value]:
+        if v is True:  # an optional value left out: argparse stores the flag's const
+            continue
+        if "choices" in spec and str(v) not in spec["choices"]:
+            raise ServeLineError(f"{base}: invalid choice {str(v)[:80]!r} (choose from {', '.join(spec['choices'])})")
+        if spec.get("accepts") and value_class(v) not in spec["accepts"]:
+            raise ServeLineError(f"{base}: vLLM's parser does not take {str(v)[:80]!r} here (a {value_class(v)})")
+
+
+def _is_value(word: str) -> bool:
+    # argparse takes a word as a value unless it looks like an option (a negative number does not: no vLLM flag
+    # looks like one)
+    return not word.startswith("-") or bool(re.fullmatch(r"-\d+(\.\d+)?|-\.\d+", word))
+
+
+def _parse(words: list[str], env: tuple[str, ...]) -> ServeLine:
+    flags = serve_flags()
+    raw: dict[str, object] = {}
+    given: dict[str, str] = {}  # dest -> the flag that set it (the last: argparse keeps the last value)
+    positional: list[str] = []
+    ignored: list[str] = []
+    words = _dotted(words)
+    i = 0
+    while i < len(words):
+        word = words[i]
+        i += 1
+        if _is_value(word):
             positional.append(word)
             continue
         name, eq, value = word.partition("=")
-        base, dot, path = name.partition(".")
-        spec = flags.get(base)
-        if spec is None:
-            raise ServeLineError(f"{base}: not a `vllm serve` flag in vLLM 0.33.0{_suggest(base)}")
+        base = _option(name)
+        spec = flags[base]
         takes = spec["takes"]
-        if dot:  # --speculative-config.method eagle3: one key of a JSON-valued flag
-            if not eq:
-                if i >= len(words):
-                    raise ServeLineError(f"{name}: needs a value")
-                value, i = words[i], i + 1
-            try:
-                parsed = _loads(value, name)
-            except ServeLineError as e:
-                if "not valid JSON" not in str(e):
-                    raise
-                parsed = value
-            node = dotted.setdefault(spec["dest"], {})
-            keys = path.split(".")
-            for k in keys[:-1]:
-                node = node.setdefault(k, {})
-            node[keys[-1]] = parsed
-            given.setdefault(spec["dest"], base)
-            continue
         if takes == "switch":
             if eq:
                 raise ServeLineError(f"{base}: a switch, it takes no value (got {value!r})")
             value = spec["stores"]
         elif takes == "list":
             values = [value] if eq else []
-            while not eq and i < len(words) and not words[i].startswith("-"):
+            while not eq and i < len(words) and _is_value(words[i]):
                 values.append(words[i])
                 i += 1
             if not values:
                 raise ServeLineError(f"{base}: needs one or more values")
             value = values
         elif not eq:
-            if i < len(words) and (not words[i].startswith("-") or re.fullmatch(r"-\d+(\.\d+)?", words[i])):
+            if i < len(words) and _is_value(words[i]):
                 value, i = words[i], i + 1
             elif takes == "optional":
                 value = True
             else:
                 raise ServeLineError(f"{base}: needs a value")
         dest = spec["dest"]
-        if dest in raw and raw[dest] != value:
-            raise ServeLineError(
-                f"{given[dest]} and {base}: given twice with different values ({raw[dest]!r}, {value!r})"
-            )
+        # parse_args only warns "Found duplicate keys" for a flag given twice; argparse keeps the last value
         raw[dest], given[dest] = value, base
         if dest not in READERS:
+            if takes != "switch":
+                _check_value(base, spec, value)
             ignored.append(base)
     if len(positional) > 1:
         raise ServeLineError(f"one model only: unexpected words {' '.join(positional[1:])!r}")
-    for dest, value in dotted.items():
-        merged = _json_dict(raw.get(dest, {}), given[dest])
-        raw[dest] = {**merged, **value}
     settings = {dest: READERS[dest](v, given.get(dest, dest)) for dest, v in raw.items() if dest in READERS}
     model = positional[0] if positional else settings.pop("model", None)
     if positional and "model" in settings:

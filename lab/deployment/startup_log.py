@@ -26,7 +26,7 @@ import stat
 from dataclasses import dataclass, field
 
 from lab.deployment.answer_types import FromLog, LoggedSizes, LoggedText
-from lab.deployment.resolve import release_series
+from lab.deployment.resolve import Deployment, release_series
 from lab.deployment.serve_line import ServeLineError
 from lab.history import REFERENCE_RELEASE, RELEASES, VLLM_VERSIONS
 
@@ -45,6 +45,15 @@ _RUNNER = re.compile(r"Using (V[12]) Model Runner")
 _GRAPH_MODE = re.compile(r"cudagraph_mode['\"]?:\s*<?(?:CUDAGraphMode\.)?([A-Z_]{4,30})")
 _CAPTURE_SIZES = re.compile(r"cudagraph_capture_sizes['\"]?:\s*\[([\d,\s]{0,20000})\]")
 _RELEASE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+# vllm/entrypoints/common/startup.py: the start-up banner's "version X" and "model Y" beside the block-letter logo
+# (its colour codes, ESC [ … m, stripped first)
+_ANSI = re.compile(r"\x1b\[[0-9;]{0,20}m")
+_BANNER_VERSION = re.compile(r"[█▄▀].*\bversion\s+([0-9][^\s]{0,60})")
+_BANNER_MODEL = re.compile(r"[█▄▀].*\bmodel\s+(\S{1,400})")
+# config/compilation.py resolve_cudagraph_mode_and_sizes: "…; setting cudagraph_mode=PIECEWISE …" (the last wins)
+_DOWNGRADE = re.compile(r"setting cudagraph_mode=([A-Z_]{4,30})")
+_BLOCK_SIZE = re.compile(r"Setting attention block size to (\d{1,7}) tokens")  # platforms/interface.py
+_KV_CACHE = re.compile(r"KV cache size: ([\d,]{1,20}) tokens")  # v1/core/kv_cache_utils.py
 
 # non-default args (EngineArgs dests) -> the serve flag that sets them; the only ones the lab's answer reads
 # (lab/deployment/serve_line.py READERS) are carried over.
@@ -89,6 +98,9 @@ class StartupLog:
     capture_sizes: tuple[int, ...] | None
     model_runner: str | None = None  # "V1" / "V2", from "Using V2 Model Runner"
     notes: tuple[str, ...] = field(default_factory=tuple)
+    block_size: int | None = None  # "Setting attention block size to N tokens" (a hybrid's alignment)
+    kv_cache_tokens: int | None = None  # "GPU KV cache size: N tokens"
+    downgrades: tuple[str, ...] = ()  # the lines where the worker changed the graph mode
 
     @property
     def release(self) -> str | None:
@@ -196,7 +208,20 @@ def read_startup_log(text: str) -> StartupLog:
     version = model = backend = runner = None
     engine: dict[str, str] = {}
     args: dict | None = None
-    for rec in _records(text):
+    block = kv_tokens = None
+    downgrades: list[str] = []
+    for raw in _records(text):
+        rec = _ANSI.sub("", raw)
+        if m := _BANNER_VERSION.search(rec):
+            version = version or m.group(1)
+        elif m := _BANNER_MODEL.search(rec):
+            model = model or m.group(1)
+        if m := _DOWNGRADE.search(rec):
+            downgrades.append(rec.split("] ", 1)[-1].strip()[:300])
+        if m := _BLOCK_SIZE.search(rec):
+            block = int(m.group(1))
+        if m := _KV_CACHE.search(rec):
+            kv_tokens = int(m.group(1).replace(",", ""))
         if m := _ENGINE.search(rec):
             version = version or m.group(1)
             engine = engine or split_fields(m.group(2))
@@ -209,7 +234,12 @@ def read_startup_log(text: str) -> StartupLog:
             backend = m.group(1) or m.group(2)
         elif m := _RUNNER.search(rec):
             runner = m.group(1)
-    if not engine and args is None:
+    if not engine and args is None and model and version:  # the banner alone: the model and release, no flags
+        notes.append(
+            "the log names its model and release in the start-up banner but has no 'non-default args' or engine "
+            "line: the flags it ran with are not read (vLLM's defaults are answered)"
+        )
+    elif not engine and args is None:
         raise StartupLogError(
             "no vLLM start-up lines found: paste from the top of the log, with the 'non-default args: {…}' line or "
             "the 'Initializing a V1 LLM engine (v…) with config: …' line"
@@ -219,13 +249,16 @@ def read_startup_log(text: str) -> StartupLog:
     sizes = _CAPTURE_SIZES.search(line)
     if "Cudagraph is disabled under eager mode" in text:
         mode_name = "NONE"
+    elif downgrades:  # the worker's resolution comes after the engine line's configured mode
+        mode_name = _DOWNGRADE.search(downgrades[-1]).group(1)
     else:
         mode_name = mode.group(1) if mode else None
     flags = _from_engine(engine)
     for key, value in (args or {}).items():
         if key in FLAGS or key in BOOL_FLAGS:
             flags[key] = value
-    model = (args or {}).get("model") or (args or {}).get("model_tag") or _unquote(engine.get("model", "")) or None
+    named = (args or {}).get("model") or (args or {}).get("model_tag") or _unquote(engine.get("model", ""))
+    model = named or model or None
     return StartupLog(
         version=version,
         model=str(model) if model is not None else None,
@@ -236,6 +269,9 @@ def read_startup_log(text: str) -> StartupLog:
         capture_sizes=tuple(int(v) for v in sizes.group(1).replace(" ", "").split(",") if v) if sizes else None,
         model_runner=runner,
         notes=tuple(notes),
+        block_size=block,
+        kv_cache_tokens=kv_tokens,
+        downgrades=tuple(downgrades),
     )
 
 
@@ -293,24 +329,44 @@ def read_log_file(path: str) -> str:
         return f.read(MAX_LOG_BYTES + 1)[:MAX_LOG_BYTES].decode("utf-8", errors="replace")
 
 
-def compared_with_the_log(
-    log: StartupLog, line: str, backend: str, cudagraph_mode: str, capture_sizes: tuple[int, ...], model_runner: str
-) -> FromLog:
-    """What the log says vLLM picked beside what the lab resolves for ``line`` (None: the log does not say)."""
+def compared_with_the_log(log: StartupLog, line: str, dep: Deployment) -> FromLog:
+    """Every value the log says vLLM resolved beside the lab's resolution ``dep`` of ``line``, field by field
+    (``log`` None: the log does not say it)."""
 
     def text(logged, lab) -> LoggedText:
-        return LoggedText(log=logged, lab=lab, agree=None if logged is None else logged == lab)
+        logged = None if logged is None else str(logged)
+        return LoggedText(log=logged, lab=str(lab), agree=None if logged is None else logged == str(lab))
 
+    g = dep.graphs
     logged_sizes = tuple(sorted(log.capture_sizes)) if log.capture_sizes is not None else None
-    lab_sizes = tuple(sorted(capture_sizes))
+    lab_sizes = tuple(sorted(g.resolved_capture_sizes))
+    chunked = log.engine.get("enable_chunked_prefill")
+    notes = list(log.notes)
+    if log.kv_cache_tokens is not None:
+        notes.append(
+            f"the log's KV cache holds {log.kv_cache_tokens:,} tokens: the lab does not model the KV cache's size "
+            "(vLLM measures free memory after loading the weights)"
+        )
+    notes += [f"the log: {d}" for d in log.downgrades]
+    if dep.vllm != REFERENCE_RELEASE:
+        notes.append(
+            f"vLLM {dep.vllm}: the lab resolves its model runner and replays MRV2's bookkeeping of that release "
+            f"(lab/history.py); the backend, graph mode, capture sizes, block size and scheduler limits follow vLLM "
+            f"{REFERENCE_RELEASE}'s rules, which that release may not have had"
+        )
     return FromLog(
         line=line,
         version=log.version,
-        attention_backend=text(log.attention_backend, backend),
-        cudagraph_mode=text(log.cudagraph_mode, cudagraph_mode),
+        attention_backend=text(log.attention_backend, dep.backend.vllm_name),
+        cudagraph_mode=text(log.cudagraph_mode, g.vllm_mode),
         cudagraph_capture_sizes=LoggedSizes(
             log=logged_sizes, lab=lab_sizes, agree=None if logged_sizes is None else logged_sizes == lab_sizes
         ),
-        model_runner=text(log.model_runner, model_runner),
-        notes=tuple(log.notes),
+        model_runner=text(log.model_runner, "V2" if dep.runs_mrv2 else "V1"),
+        notes=tuple(notes),
+        block_size=text(log.block_size, dep.vllm_block_size or dep.settings["block_size"]),
+        max_model_len=text(log.engine.get("max_seq_len"), dep.settings["max_model_len"]),
+        enable_chunked_prefill=text(
+            chunked if chunked in ("True", "False") else None, bool(dep.settings["enable_chunked_prefill"])
+        ),
     )

@@ -11,7 +11,8 @@ class GPU:
     sm: int  # compute capability x 10 (80 Ampere, 89 Ada, 90 Hopper, 100/103 Blackwell); 0 for a CPU
     num_sms: int
     note: str = ""
-    # Device memory as torch reports it (nvidia-smi's MiB total x 2**20): vLLM sizes its scheduler defaults from
+    # Device memory as NVML reports it (nvidia-smi's MiB total x 2**20; vllm/platforms/cuda.py NvmlCudaPlatform.
+    # get_device_total_memory reads pynvml's nvmlDeviceGetMemoryInfo total): vLLM sizes its scheduler defaults from
     # it (vllm/engine/arg_utils.py EngineArgs.get_batch_defaults: >= 160 GiB, >= 70 GiB unless "a100" in the name).
     memory_bytes: int = 0
     device_name: str = ""  # torch.cuda.get_device_name, what vLLM's get_device_name returns

@@ -32,9 +32,9 @@ def standin_cuda(gpu: str):
     answers = {
         "get_device_total_memory": classmethod(lambda _c, device_id=0: g.memory_bytes),
         "get_device_name": classmethod(lambda _c, device_id=0: g.device_name),
+        # Platform.is_device_capability / is_device_capability_family / has_device_capability (interface.py) read
+        # this, each in both its forms ((9, 0) and 90): no stand-in of theirs (factcheck wave 4, I8)
         "get_device_capability": classmethod(lambda _c, device_id=0: cap),
-        "is_device_capability": classmethod(lambda _c, c, device_id=0: tuple(c) == (g.sm // 10, g.sm % 10)),
-        "is_device_capability_family": classmethod(lambda _c, c, device_id=0: c // 10 == g.sm // 10),
         "is_cpu": lambda _self: False,
         "is_tpu": lambda _self: False,
     }

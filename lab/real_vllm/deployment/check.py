@@ -8,6 +8,8 @@ pieces these are and what is given to them as input):
 
 - ``EngineArgs._set_default_max_num_seqs_and_batched_tokens_args`` with ``EngineArgs.get_batch_defaults``
   (the platform answers the GPU's memory, name and capability): ``max_num_seqs``, ``max_num_batched_tokens``;
+- the model: the config.json the lab read, as vLLM's config code reads it (model_config.py), field by field; the
+  selector below is handed that view, not the lab's facts;
 - ``OPTIMIZATION_LEVEL_TO_CONFIG`` (vllm/config/vllm.py): the graph mode of ``-O`` when nothing overrides it;
 - the attention backend: vllm/platforms/cuda.py ``_get_backend_priorities`` and each backend class's
   ``validate_configuration`` (``CudaPlatform.get_valid_backends``), or the requested backend alone;
@@ -29,6 +31,7 @@ from lab.deployment.resolve import uses_mm_prefix
 from lab.gpu_model.gpus import GPUS
 from lab.real_vllm.conform.vllm_mrv2 import load_vllm
 from lab.real_vllm.conform.vllm_standins import kernel_packages, standin_cuda, vllm_speculative
+from lab.real_vllm.deployment.model_config import lab_model_view, vllm_model_view, with_view
 from lab.speculators import is_speculator, speculator
 
 
@@ -39,8 +42,7 @@ def vllm_batch_limits(dep) -> tuple[int, int]:
     from vllm.usage.usage_lib import UsageContext
 
     s = dep.line.settings
-    # Only what the method reads. Encoder models run without chunked prefill (the lab's ENCODER_STATES).
-    args = SimpleNamespace(
+    args = SimpleNamespace(  # only what the method reads
         pipeline_parallel_size=1,
         tensor_parallel_size=s.get("tensor_parallel_size") or 1,
         get_batch_defaults=EngineArgs.get_batch_defaults,
@@ -50,7 +52,7 @@ def vllm_batch_limits(dep) -> tuple[int, int]:
         max_num_batched_tokens=s.get("max_num_batched_tokens"),
         max_num_seqs=s.get("max_num_seqs"),
         performance_mode=s.get("performance_mode") or "balanced",
-        enable_chunked_prefill=dep.model.kind not in ("encoder_only", "encoder_decoder"),
+        enable_chunked_prefill=dep.settings["enable_chunked_prefill"],  # the switch, else the model's (an input)
     )
     # an mm-prefix LM is a multimodal model (the lab's list, models.py MM_PREFIX_LM_MODEL_TYPES)
     prefix = uses_mm_prefix(s, dep.model)
@@ -208,7 +210,9 @@ def vllm_cg_support(dep) -> str:
                     AttentionBackendEnum[name].get_class().get_builder_cls().get_cudagraph_support(config, None)
                 ]
             except (ImportError, OSError, AssertionError):
-                supports = [AttentionCGSupport[cudagraph_support(name, GPUS[dep.gpu].sm, bool(window))]]
+                supports = [
+                    AttentionCGSupport[cudagraph_support(name, GPUS[dep.gpu].sm, bool(window), dep.model.head_size)]
+                ]
         if dep.model.kind == "mamba_hybrid":
             if dep.model.model_type.startswith(("qwen3_next", "qwen3_5")):
                 from vllm.v1.attention.backends.gdn_attn import GDNAttentionMetadataBuilder as builder
@@ -301,12 +305,18 @@ def compare(dep) -> dict[str, tuple]:
         "max_num_seqs": (dep.settings["max_num_seqs"], seqs),
         "max_num_batched_tokens": (dep.settings["max_num_batched_tokens"], tokens),
     }
+    # The model as vLLM reads the same config.json (transformers' or vLLM's class, its convertor), compared field by
+    # field; vLLM's selector below is handed vLLM's view, never the lab's facts (issue 47: the check was circular)
+    view = vllm_model_view(dep.model.config)
+    out |= {f"model.{key}": (lab, view[key]) for key, lab in lab_model_view(dep.model).items()}
     verdicts = dict(dep.backend.candidates)
-    out["attention_backend"] = (dep.backend.vllm_name, _or_refusal(vllm_backend, s, dep.model, dep.gpu, verdicts))
+    vllm_pick = _or_refusal(vllm_backend, s, with_view(dep.model, view), dep.gpu, verdicts)
+    out["attention_backend"] = (dep.backend.vllm_name, vllm_pick)
     if s.get("speculative_config") or s.get("spec_method") or s.get("spec_model"):
         out["speculator"] = (lab_speculator(dep), _or_refusal(vllm_speculator, dep))
     overridden = s.get("enforce_eager") or (s.get("compilation_config") or {}).get("cudagraph_mode")
-    if s.get("optimization_level") is not None and not overridden and not dep.k and dep.model.kind in ("dense", "mla"):
+    plain = dep.model.kind in ("dense", "mla") and dep.runner_type == "generate"
+    if s.get("optimization_level") is not None and not overridden and not dep.k and plain:
         # No model override (pooling, encoder-decoder) and no backend downgrade for these kinds' FULL support.
         out["cudagraph_mode(-O)"] = (dep.graphs.vllm_mode, vllm_level_mode(int(s["optimization_level"])))
     support = vllm_cg_support(dep)

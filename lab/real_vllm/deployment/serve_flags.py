@@ -35,29 +35,50 @@ def serve_parser():
 
 
 def vllm_flags() -> dict:
-    """Every option string of ``vllm serve``: its ``dest`` and whether it takes one value, a list
+    """Every option string ``vllm serve`` accepts: its ``dest`` and whether it takes one value, a list
     (``nargs='+'``/``'*'``), an optional one (``nargs='?'``) or none (a switch: the value it stores,
-    read by parsing it alone)."""
+    read by parsing it alone). The strings are the parser's own lookup table (``_option_string_actions``), not
+    each action's ``option_strings``: vllm/utils/argparse_utils.py ``_register_action`` cuts an
+    ``EnableDisableAction``'s list down to the visible ones, while its ``--no-enable-*`` / ``--no-disable-*``
+    spellings stay registered, "still accepted for backwards compatibility, but ... hidden from help"."""
     parser = serve_parser()
     flags = {}
-    for action in parser._actions:
-        if not action.option_strings or action.dest == "help":
+    for opt, action in parser._option_string_actions.items():
+        if action.dest == "help":
             continue
         if action.nargs == 0:
-            for opt in action.option_strings:
-                stored = getattr(parser.parse_args([opt]), action.dest)
-                flags[opt] = {"dest": action.dest, "takes": "switch", "stores": stored}
+            stored = getattr(parser.parse_args([opt]), action.dest)
+            flags[opt] = {"dest": action.dest, "takes": "switch", "stores": stored}
             continue
         takes = {"+": "list", "*": "list", "?": "optional"}.get(action.nargs, "value")
-        for opt in action.option_strings:
-            flags[opt] = {"dest": action.dest, "takes": takes}
+        flags[opt] = {"dest": action.dest, "takes": takes, **_values_taken(parser, opt, action)}
     return {"vllm_version": VLLM_VERSION, "flags": dict(sorted(flags.items()))}
 
 
-def vllm_parse(argv: list[str]) -> dict:
+# One value of each class a flag's type may take (lab/deployment/serve_line.py VALUE_CLASSES reads them back).
+PROBES = {"int": "1", "suffixed": "1k", "float": "1.5", "json": "{}", "text": "x"}
+
+
+def _values_taken(parser, opt: str, action) -> dict:
+    """What the flag's type and choices take: ``choices`` (as strings) where argparse checks them, else
+    ``accepts``, the value classes (PROBES) vLLM's parser takes for it, each asked by parsing it."""
+    if action.choices is not None:
+        return {"choices": sorted(str(c) for c in action.choices)}
+    accepts = []
+    for name, value in PROBES.items():
+        try:
+            parser.parse_args([opt, value])
+        except (SystemExit, Exception):
+            continue
+        accepts.append(name)
+    return {"accepts": accepts}
+
+
+def vllm_parse(argv: list[str], parser=None) -> dict:
     """vLLM's parser on ``argv`` (the part after ``vllm``, starting with ``serve``): the parsed
-    namespace as plain values, or ``{"error": message}`` where argparse refuses the line."""
-    parser = serve_parser()
+    namespace as plain values, or ``{"error": message}`` where argparse refuses the line. ``parser``: one
+    ``serve_parser()`` to reuse (building it takes most of a second)."""
+    parser = parser or serve_parser()
     try:
         ns = parser.parse_args(argv[1:] if argv[:1] == ["serve"] else argv)
     except SystemExit as e:

@@ -263,6 +263,14 @@ SCENARIO_CHECKS: tuple[Check, ...] = (
         lambda s: f"must be strictly increasing, got {s.cudagraph_capture_sizes!r}",
     ),
     (
+        # the engine's dispatch table holds one entry per token count up to the largest size (lab/cost.py)
+        "cudagraph_capture_sizes",
+        lambda s: not s.cudagraph_capture_sizes or max(s.cudagraph_capture_sizes) <= grammar.MAX_CAPTURE_SIZE,
+        lambda s: (
+            f"sizes up to {grammar.MAX_CAPTURE_SIZE:,} tokens (the lab's limit), got {max(s.cudagraph_capture_sizes):,}"
+        ),
+    ),
+    (
         "max_num_seqs",
         lambda s: 1 <= s.max_num_seqs <= 4096,
         lambda s: f"must be between 1 and 4096, got {s.max_num_seqs}",

@@ -9,12 +9,16 @@ prints the ``python -m lab sweep`` command that runs it (with a progress bar, re
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import math
 
 import gradio as gr
 
 from lab.app.deployment_tab import add_deployment_tab
+from lab.app.room.budget import OverBudget, check_spec_text, over_budget
 from lab.app.room.line import HEAVY, Busy
+from lab.cost import scenario_cost
 from lab.presets import PRESETS
 from lab.spec_grammar import SPEC_SETTINGS
 from lab.sweep.executors import default_workers
@@ -79,19 +83,56 @@ def sweep_estimate(base, a1, v1, a2, v2, seeds):
     except (ValueError, TypeError) as e:
         return None, False, f"**Not run**: {e}. For example: axis `mml`, values `8k:128k:*2`, or `2k,4k`."
     n = spec.num_points
-    secs = n * SECONDS_PER_POINT / max(1, min(default_workers(), n))
-    fits = secs <= APP_BUDGET_S and n <= MAX_APP_POINTS
+    point_over = None
+    if n <= MAX_APP_POINTS:
+        try:
+            engine_s, point_over = points_cost(spec)
+        except ValueError as e:  # a point the grammar or the Scenario refuses
+            return None, False, f"**Not run**: {e}."
+        secs = engine_s / max(1, min(default_workers(), n))
+    else:
+        secs = n * SECONDS_PER_POINT / max(1, min(default_workers(), n))
+    fits = secs <= APP_BUDGET_S and n <= MAX_APP_POINTS and point_over is None
+    too_big = (
+        f"**Too big for the app** ({point_over})"
+        if point_over
+        else f"**Too big for the app** (more than {APP_BUDGET_S:.0f} s or {MAX_APP_POINTS} points)"
+    )
     msg = (
-        f"{n:,} points ({n // len(spec.seeds):,} x {len(spec.seeds)} seeds), {_about(secs)} here. "
+        f"{n:,} points ({n // len(spec.seeds):,} x {len(spec.seeds)} seeds)"
+        + (". " if point_over else f", {_about(secs)} here. ")
         + (
             ""
             if fits
-            else f"**Too big for the app** (more than {APP_BUDGET_S:.0f} s or {MAX_APP_POINTS} points): "
-            f"run it from the command line, with a progress bar, resumable, on Ray with `--ray`:"
+            else f"{too_big}: run it from the command line, with a progress bar, resumable, on Ray with `--ray`:"
         )
         + f"\n\n`{spec.command('--out sweep-out')}`"
     )
     return spec, fits, msg
+
+
+def points_cost(spec: SweepSpec) -> tuple[float, str | None]:
+    """Every point's cost from its sizes (lab/cost.py, the model the app's runs are budgeted with), before any
+    runs: the engine-seconds of the whole sweep here (each point in both modes), or why a point is over the
+    app's budget (its text's request groups are checked before its requests are made). A base of a million
+    steps a point was estimated "under 1 s" from the point count alone, then held the heavy line 262 s
+    (hostile probe 2026-12-07, C3)."""
+    total = 0.0
+    for combo in itertools.product(*[a.values for a in spec.axes]):
+        values = {a.name: v for a, v in zip(spec.axes, combo)}
+        for seed in spec.seeds:
+            text = spec.text_for(values, seed)
+            try:
+                check_spec_text(text)
+                cost = scenario_cost(spec.scenario_for(values, seed))
+            except OverBudget as e:
+                return total, f"point `{text}`: {str(e).split(' Run it on')[0]}"
+            # A point builds no views: its block tables are the engine's own, which the Scenario bounds
+            # (MAX_BLOCK_TABLE_ENTRIES); its steps and rows are the app's budget.
+            if too_big := over_budget(f"point `{text}` is", dataclasses.replace(cost, width=1)):
+                return total, too_big
+            total += 2 * cost.engine_seconds  # lab.sweep.point.evaluate runs both modes
+    return total, None
 
 
 def _number(v: int | float) -> str:
@@ -161,7 +202,7 @@ def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, progress=gr.Progress()): 
     try:
         # One heavy run at a time on this server (lab.app.room.line): a full line says so, in the status.
         with HEAVY.slot("a sweep", lambda text: progress(0, desc=text)):
-            # the estimate assumes points of the default preset's size; larger ones stop at the deadline
+            # every point within the app's budget (points_cost): the deadline is a backstop
             res = run_sweep(spec, workers=min(2, default_workers()), progress=report, deadline_s=APP_BUDGET_S)
     except Busy as e:
         return gr.skip(), gr.skip(), f"**Not run**: {e}"

@@ -105,14 +105,23 @@ def release_series(vllm: str) -> str:
 CLI_CONFIG_HINT = "give its config.json with --config PATH"
 
 
-def _model_facts(line: ServeLine, config_path: str | None, config_hint: str = CLI_CONFIG_HINT) -> ModelFacts:
-    """The model's facts: --config, else the lab's table or a local folder, else its config.json in the
-    local Hugging Face cache (as vLLM reads it offline: lab/deployment/hf_cache.py), named as the line names it."""
+def _model_facts(
+    line: ServeLine, config_path: str | None, config_hint: str = CLI_CONFIG_HINT, local_paths: bool = True
+) -> ModelFacts:
+    """The model's facts: --config, else the lab's table or (``local_paths``) a local folder, else its config.json
+    in the local Hugging Face cache (as vLLM reads it offline: lab/deployment/hf_cache.py), named as the line names
+    it. Without ``local_paths`` (the app, a server for others) the model is an id only: never a path opened, and
+    the refusal says nothing of what exists on the server (hostile probe 2026-12-07, M2)."""
     if config_path:
         return load_config_json(config_path, name=line.model)
     if not line.model:
         raise ServeLineError("no model: give it after `vllm serve` (or --model)")
-    facts = lookup(line.model)
+    if not local_paths and not is_repo_id(line.model):
+        raise ServeLineError(
+            "the model is looked up here by its Hugging Face id (org/name) only, never as a path on this server; "
+            + config_hint
+        )
+    facts = lookup(line.model, local_paths=local_paths)
     if facts is not None:
         return facts
     cached = cached_config(line.model, line.settings.get("revision"))
@@ -120,10 +129,15 @@ def _model_facts(line: ServeLine, config_path: str | None, config_hint: str = CL
         return load_config_json(cached, name=line.model)
     if not is_repo_id(line.model):
         raise ServeLineError(f"model {line.model!r}: a local folder with no config.json on this machine; {config_hint}")
+    where = f"the local Hugging Face cache ({hub_cache_dir()}; HF_HUB_CACHE or HF_HOME moves it)"
     raise ServeLineError(
         f"model {line.model!r}: not in the lab's table of widely deployed models (docs/deployments.md) and not in "
-        f"the local Hugging Face cache ({hub_cache_dir()}; HF_HUB_CACHE or HF_HOME moves it): download it there "
-        f"(huggingface-cli download {line.model} config.json), or {config_hint}"
+        + (
+            f"{where}: download it there (huggingface-cli download {line.model} config.json), or "
+            if local_paths
+            else "this server's Hugging Face cache; "
+        )
+        + config_hint
     )
 
 
@@ -190,15 +204,17 @@ def resolve(
     vllm: str = REFERENCE_RELEASE,
     config_path: str | None = None,
     config_hint: str = CLI_CONFIG_HINT,
+    local_paths: bool = True,
 ) -> Deployment:
     """Resolve a pasted ``vllm serve`` line on ``gpu`` under release ``vllm``. Raises ServeLineError, whose
-    words for a model the lab cannot find end on ``config_hint``: how to give its config.json where it is shown."""
+    words for a model the lab cannot find end on ``config_hint``: how to give its config.json where it is shown.
+    ``local_paths=False`` (the app): the model is looked up by id only, never opened as a path."""
     line = text if isinstance(text, ServeLine) else read_serve_line(text)
     if gpu not in DEPLOYMENT_GPUS:
         raise ServeLineError(f"--gpu {gpu}: not a GPU the lab knows; one of {', '.join(DEPLOYMENT_GPUS)}")
     g: GPU = GPUS[gpu]
     series = release_series(vllm)
-    facts = _model_facts(line, config_path, config_hint)
+    facts = _model_facts(line, config_path, config_hint, local_paths)
     s = line.settings
     notes = list(facts.notes)
     spec_cfg = s.get("speculative_config") or {}

@@ -149,6 +149,13 @@ def from_json_dict(doc, source: str = "trace", max_array_bytes: int = MAX_TOTAL_
     width = meta.get("width")
     if not isinstance(width, int) or not 1 <= width <= 16 * 1024 * 1024:
         bad("meta.width must be a positive integer")
+    # The recorder writes the scenario's own width (lab.trace.recorder); a larger one declared is what the views
+    # would allocate for every row of every step (a 10 KB upload claiming 16M columns cost 2.6 GB, probe C2).
+    if width != scenario.max_num_blocks_per_req:
+        bad(
+            f"meta.width {width:,} is not the scenario's block-table width {scenario.max_num_blocks_per_req:,} "
+            "(cdiv(max_model_len, block_size))"
+        )
     meta = {"source": "unknown", "cudagraph_capture_sizes": [], "num_preemptions": 0, "truncated": False, **meta}
     sizes = meta["cudagraph_capture_sizes"]
     if not (isinstance(sizes, list) and all(isinstance(x, int) and x > 0 for x in sizes)):

@@ -134,7 +134,8 @@ def scenario_steps(scenario) -> int:
 def scenario_rows(scenario) -> int:
     """About how many batch rows the scenario makes: each request's prefill chunks and decode steps."""
     t, mml = max(scenario.max_num_batched_tokens, 1), scenario.max_model_len
-    return sum(cdiv(min(r.prompt_len, mml), t) + r.output_len for r in scenario.requests)
+    rows = sum(cdiv(min(r.prompt_len, mml), t) + r.output_len for r in scenario.requests)
+    return min(rows, scenario.max_num_steps * scenario.max_num_seqs)  # a run stops after max_num_steps
 
 
 def scenario_cost(scenario) -> Cost:
@@ -154,10 +155,14 @@ def spec_floor(spec: str) -> Cost:
     may still change them, and the built scenario is checked again (``scenario_cost``) once its requests are known
     to be few. ValueError for a text the grammar cannot read."""
     from lab.scenario import MAX_SPECULATIVE_TOKENS
+
+    max_seqs = 4096  # the Scenario's own bound on max_num_seqs
     from lab.spec_grammar import read_groups
 
-    groups, _ = read_groups(spec)
+    groups, settings = read_groups(spec)
     rows = sum(count * cdiv(max(output, 1), 1 + MAX_SPECULATIVE_TOKENS) for count, _, _, _, output in groups)
+    if isinstance(settings.get("max_num_steps"), int):  # a run stopped after steps= holds fewer
+        rows = min(rows, settings["max_num_steps"] * max_seqs)
     return Cost(steps=0, rows=rows, width=1)
 
 

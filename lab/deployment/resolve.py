@@ -106,38 +106,30 @@ CLI_CONFIG_HINT = "give its config.json with --config PATH"
 
 
 def _model_facts(
-    line: ServeLine, config_path: str | None, config_hint: str = CLI_CONFIG_HINT, local_paths: bool = True
+    line: ServeLine, config_path: str | None, hint: str = CLI_CONFIG_HINT, paths: bool = True
 ) -> ModelFacts:
-    """The model's facts: --config, else the lab's table or (``local_paths``) a local folder, else its config.json
-    in the local Hugging Face cache (as vLLM reads it offline: lab/deployment/hf_cache.py), named as the line names
-    it. Without ``local_paths`` (the app, a server for others) the model is an id only: never a path opened, and
-    the refusal says nothing of what exists on the server (hostile probe 2026-12-07, M2)."""
+    """The model's facts: --config, else the lab's table or (``paths``) a local folder, else its config.json in
+    the local Hugging Face cache (as vLLM reads it offline: lab/deployment/hf_cache.py), named as the line names it.
+    Without ``paths`` (the app) the model is an id only: no path opened, no word of what the server holds (M2)."""
     if config_path:
         return load_config_json(config_path, name=line.model)
     if not line.model:
         raise ServeLineError("no model: give it after `vllm serve` (or --model)")
-    if not local_paths and not is_repo_id(line.model):
-        raise ServeLineError(
-            "the model is looked up here by its Hugging Face id (org/name) only, never as a path on this server; "
-            + config_hint
-        )
-    facts = lookup(line.model, local_paths=local_paths)
+    if not paths and not is_repo_id(line.model):
+        raise ServeLineError(f"the model is looked up here by its Hugging Face id (org/name) only; {hint}")
+    facts = lookup(line.model, local_paths=paths)
     if facts is not None:
         return facts
     cached = cached_config(line.model, line.settings.get("revision"))
     if cached is not None:
         return load_config_json(cached, name=line.model)
     if not is_repo_id(line.model):
-        raise ServeLineError(f"model {line.model!r}: a local folder with no config.json on this machine; {config_hint}")
-    where = f"the local Hugging Face cache ({hub_cache_dir()}; HF_HUB_CACHE or HF_HOME moves it)"
+        raise ServeLineError(f"model {line.model!r}: a local folder with no config.json on this machine; {hint}")
+    where = f"the local Hugging Face cache ({hub_cache_dir()}; HF_HUB_CACHE or HF_HOME moves it): download it there"
     raise ServeLineError(
         f"model {line.model!r}: not in the lab's table of widely deployed models (docs/deployments.md) and not in "
-        + (
-            f"{where}: download it there (huggingface-cli download {line.model} config.json), or "
-            if local_paths
-            else "this server's Hugging Face cache; "
-        )
-        + config_hint
+        + (f"{where} (huggingface-cli download {line.model} config.json), or " if paths else "this server's cache; ")
+        + hint
     )
 
 

@@ -276,3 +276,176 @@ def test_m1_deployment_inputs_are_said_under_the_box(line, config, said):
     out = deployment_tab(line, "H200", "0.33.0", 16, 2048, 256, "", config)  # old code raised: Gradio's error state
     msg = out[0] or out[5]
     assert "inline-error" in msg and said in msg, msg
+
+
+# ---- M1: start-up logs in linear time -------------------------------------------------------------------------------
+
+
+def _plain_records(text: str) -> list[str]:
+    """The plain statement of lab.deployment.startup_log._records: join a line to the open record (``_is_open`` of
+    the whole record so far) when it starts no record of its own."""
+    from lab.deployment.startup_log import _RECORD, _is_open
+
+    out: list[str] = []
+    for raw in text.splitlines():
+        line = raw.rstrip("\r")
+        if out and line.strip() and not _RECORD.match(line.lstrip()) and _is_open(out[-1]):
+            out[-1] += line
+        else:
+            out.append(line)
+    return out
+
+
+def test_m1_records_are_joined_as_the_plain_rule_says():
+    import glob
+
+    from lab.deployment.startup_log import _records
+
+    logs = [open(p).read() for p in sorted(glob.glob("tests/data/startup_logs/*.log"))]
+    head = "INFO 01-01 00:00:00 [u.py:1] "
+    logs += [
+        head + "non-default args: {'model': 'x',\n'a': 1,\n'b': [1,\n2]}\n" + head + "next\nloose line\n",
+        head + "Initializing a V1 LLM engine (v0.33.0) with config: model='x', c={\n'a': 1}\nmore\n" + head + "x",
+        head + "Initializing a V1 LLM engine (v0.33.0) with config: model='x'\ncontinued, d=(1\n)\n\n" + head + "y",
+    ]
+    assert len(logs) >= 6
+    for text in logs:
+        assert _records(text) == _plain_records(text)
+
+
+@pytest.mark.parametrize(
+    "log",
+    [
+        "INFO 01-01 00:00:00 [u.py:1] non-default args: {'model': 'x',\n" + "'a': 1,\n" * 160_000,  # 380 s before
+        "INFO 01-01 00:00:00 [u.py:1] Initializing a V1 LLM engine (v0.33.0) with config: a={\n" + "x\n" * 160_000,
+        "INFO 01-01 00:00:00 [u.py:1] " + "non-default args: {" * 80_000,  # 77 s of regex backtracking before
+    ],
+)
+def test_m1_a_long_open_record_is_read_in_linear_time(log):
+    from lab.deployment.startup_log import StartupLogError, read_startup_log
+
+    t0 = time.perf_counter()
+    try:
+        read_startup_log(log)
+    except (StartupLogError, ValueError):
+        pass
+    assert time.perf_counter() - t0 < 5
+
+
+# ---- M7: an upload's lists and numbers counted before it is parsed ------------------------------------------------
+
+
+@pytest.mark.parametrize("junk", [b"[]", b"{}", b"1"])  # each repeated: junk,junk,...
+def test_m7_an_upload_of_lists_or_numbers_is_refused_before_parsing(junk):
+    # Old code: json.loads of 60 MiB of [[],[],...] took +1.5 GB, then said "top level must be a JSON object".
+    code = f"""
+    from lab.trace import Trace
+    data = b'{{"a": [' + {junk!r} + b"," * 8_000_000 + {junk!r} + b"]}}"  # 16-24 MB, as the probe's 60 MiB
+    try:
+        Trace.from_json_bytes(data, source="junk.json", max_requests=40_000)
+    except ValueError as e:
+        print("ERR", e)
+    """
+    rss, secs, out = _child(code)
+    assert "holds more lists or numbers than a trace of 40,000 requests" in out, out
+    assert rss < 250 and secs < 5, (rss, secs)
+
+
+# ---- M3, M4: the step-data route never parks a thread; small builds first; one attendee's queue -----------------
+
+
+def test_m3_step_data_is_answered_at_once_while_it_is_built(monkeypatch):
+    import threading
+
+    from lab.app import steps_data
+    from lab.app.room.cache import TRACES
+    from lab.scenario import get_preset
+    from lab.trace.recorder import simulate
+
+    cache = steps_data.StepDataCache()
+    release = threading.Event()
+    real_build = cache._build
+    monkeypatch.setattr(cache, "_build", lambda key: (release.wait(30), real_build(key)))
+    TRACES.put("run-hostile-m3", simulate(get_preset("eagle-k3")))
+    t0 = time.perf_counter()
+    for _ in range(45):  # old code: each waited 120 s on one of the server's 40 threads
+        with pytest.raises(steps_data.StepDataPending):
+            cache.poll("run-hostile-m3")
+    assert time.perf_counter() - t0 < 1 and list(cache._queue) == ["run-hostile-m3"] or cache._done
+    release.set()
+    assert cache.get("run-hostile-m3", wait_s=60) is not None
+    assert cache.poll("run-hostile-m3") is not None and cache.builds["run-hostile-m3"] == 1
+
+
+def test_m4_small_builds_pass_large_ones_and_one_attendee_queues_two_at_most(monkeypatch):
+    import threading
+
+    from lab.app import steps_data
+    from lab.app.room.cache import TRACES
+    from lab.scenario import get_preset
+    from lab.trace.recorder import simulate
+
+    cache = steps_data.StepDataCache()
+    gate, order = threading.Event(), []
+    monkeypatch.setattr(cache, "_build", lambda key: (gate.wait(30), order.append(key)))
+    small, large = simulate(get_preset("draft-model-k3")), simulate(get_preset("short-decode-long-context"))
+    for key, trace in (("run-m4-first", small), ("run-m4-large", large), ("run-m4-small", small)):
+        TRACES.put(key, trace)
+    cache.warm("run-m4-first")  # taken by the worker at once (it waits at the gate)
+    time.sleep(0.2)
+    cache.warm("run-m4-large", owner="login-a")
+    cache.warm("run-m4-small", owner="login-b")
+    for key in ("run-m4-third", "run-m4-fourth"):
+        TRACES.put(key, small)
+    with pytest.raises(steps_data.StepDataPending):
+        cache.poll("run-m4-third", owner="login-a")  # login-a's second queued build
+    with pytest.raises(steps_data.StepDataBusy, match="your other traces"):
+        cache.poll("run-m4-fourth", owner="login-a")  # a third waits until one is built
+    gate.set()
+    cache.get("run-m4-large", wait_s=30)
+    assert order.index("run-m4-small") < order.index("run-m4-large"), order
+
+
+# ---- M5, M6: the attendee is the login; one place in the heavy line each ------------------------------------------
+
+
+def test_m5_the_attendee_is_the_login_not_the_session():
+    from lab.app.room.attendee import attendee
+
+    token = {"access-token-unsecure-abc": "t0k3n"}
+    assert attendee(token, "session-1") == attendee(token, "session-2") != "t0k3n"
+    assert attendee({}, "session-1") == "session-1"
+
+
+def test_m6_one_attendee_holds_one_place_in_the_heavy_line():
+    import threading
+
+    from lab.app.room.line import Busy, HeavyLine
+
+    line, going, done = HeavyLine(), threading.Event(), threading.Event()
+
+    def hold():
+        with line.slot("a run", attendee="login-a"):
+            going.set()
+            done.wait(10)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    going.wait(5)
+    with pytest.raises(Busy, match="you already have 1 heavy run"):
+        with line.slot("timing again", attendee="login-a"):
+            pass
+    ran = []
+
+    def other():
+        with line.slot("b", attendee="login-b"):
+            ran.append("login-b")
+
+    waiting = threading.Thread(target=other)
+    waiting.start()  # another attendee still gets a place
+    time.sleep(0.3)
+    assert len(line._waiting) == 1
+    done.set()
+    t.join(5)
+    waiting.join(5)
+    assert ran == ["login-b"] and line._places == {} and line.running == 0

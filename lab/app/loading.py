@@ -22,6 +22,7 @@ import gradio as gr
 from lab import Scenario, Trace, simulate
 from lab.app.background import BACKGROUND
 from lab.app.controls import CONTROL_FIELDS, controls_of, inline_error, parse_app_spec, scenario_from_inputs, spec_error
+from lab.app.room.attendee import attendee_of
 from lab.app.room.budget import MAX_LIGHT_STEPS, OverBudget, StepBudget, check_scenario
 from lab.app.room.cache import TRACES, scenario_key
 from lab.app.room.line import HEAVY, LIGHT, Busy
@@ -204,8 +205,9 @@ def _busy(e: Exception) -> list:
 
 
 def _owner(request) -> str | None:
-    """Whose trace it is in the cache (lab.app.room.cache: each session's fair share): the session."""
-    return getattr(request, "session_hash", None)
+    """Whose trace it is in the cache and whose place in a line (lab.app.room.cache, .line: each attendee's fair
+    share): the attendee's login (lab.app.room.attendee), not the session."""
+    return attendee_of(request)
 
 
 def _check_runner(runner: str) -> None:
@@ -238,12 +240,12 @@ def _simulate(scenario: Scenario, runner: str, progress, custom: bool = True, ow
     heavy = runner == LIVE_VLLM or runner in KERNEL_RUNNERS or steps > MAX_LIGHT_STEPS
     what = f"a {runner} run" if steps <= MAX_LIGHT_STEPS else f"a {runner} run of about {steps:,} steps"
     line = HEAVY if heavy else LIGHT if custom else None
-    with line.slot(what, lambda text: progress((0, None), desc=text)) if line else nullcontext():
+    with line.slot(what, lambda text: progress((0, None), desc=text), owner) if line else nullcontext():
         trace = _run_live(scenario, progress) if runner == LIVE_VLLM else simulate(scenario, progress=tick)
         if runner in KERNEL_RUNNERS:
             trace = _run_kernels(trace, *KERNEL_RUNNERS[runner], progress)
     trace = TRACES.add(key, trace, owner)  # one the background timed meanwhile stays (lab.app.background)
-    STEP_DATA.warm(key)  # the page fetches the step data right after (lab/app/steps_data.py)
+    STEP_DATA.warm(key, owner)  # the page fetches the step data right after (lab/app/steps_data.py)
     return key, trace, f"ran on {runner}"
 
 

@@ -16,6 +16,7 @@ import math
 import gradio as gr
 
 from lab.app.deployment_tab import add_deployment_tab
+from lab.app.room.attendee import attendee_of
 from lab.app.room.budget import OverBudget, check_spec_text, over_budget
 from lab.app.room.line import HEAVY, Busy
 from lab.cost import scenario_cost
@@ -185,7 +186,7 @@ def _about(seconds: float) -> str:
     return "under 1 s" if seconds < 0.5 else f"about {seconds:,.0f} s"  # never "about 0 s"
 
 
-def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, progress=gr.Progress()):  # noqa: B008 (Gradio's way)
+def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, request: gr.Request = None, progress=gr.Progress()):  # noqa: B008
     """Run a sweep that fits the app's budget: figure, summary table (mean over seeds), status."""
     spec, fits, msg = sweep_estimate(base, a1, v1, a2, v2, seeds)
     if spec is None:  # a bad sweep: the figure and the table keep the last one
@@ -201,7 +202,7 @@ def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, progress=gr.Progress()): 
 
     try:
         # One heavy run at a time on this server (lab.app.room.line): a full line says so, in the status.
-        with HEAVY.slot("a sweep", lambda text: progress(0, desc=text)):
+        with HEAVY.slot("a sweep", lambda text: progress(0, desc=text), attendee_of(request)):
             # every point within the app's budget (points_cost): the deadline is a backstop
             res = run_sweep(spec, workers=min(2, default_workers()), progress=report, deadline_s=APP_BUDGET_S)
     except Busy as e:

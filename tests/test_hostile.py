@@ -221,7 +221,7 @@ def test_m6_junk_in_meta_is_refused_on_load(tmp_path):
 
     doc = json.load(open("data/eras/0.32/eagle-k3.json"))
     for pad, said in (
-        ([0] * 7_000_000, "holds more lists or numbers than a trace"),  # counted before parsing (probe 12-07, M7)
+        ([0] * 7_000_000, "more lists or numbers than 1,000,000 requests"),  # counted before parsing (probe 12-07, M7)
         ("x" * 7_000_000, "meta is larger than 1,024 KiB"),
     ):
         doc["meta"]["pad"] = pad

@@ -347,7 +347,7 @@ def test_m7_an_upload_of_lists_or_numbers_is_refused_before_parsing(junk):
         print("ERR", e)
     """
     rss, secs, out = _child(code)
-    assert "holds more lists or numbers than a trace of 40,000 requests" in out, out
+    assert "is not a JSON trace: more lists or numbers than 40,000 requests" in out, out
     assert rss < 250 and secs < 5, (rss, secs)
 
 

@@ -114,7 +114,7 @@ def from_json_bytes(data: bytes | str, source: str = "trace", max_requests: int 
         raise TraceFormatError(f"{source} is larger than {MAX_FILE_BYTES // 2**20} MiB")
     # Before parsing: outside the base64 arrays a trace has about a list and 3 commas a request ("[]," x 20M: +1.5 GB)
     if data.count(b"[") + data.count(b"{") > max_requests + 10_000 or data.count(b",") > 4 * max_requests + 100_000:
-        raise TraceFormatError(f"{source} holds more lists or numbers than a trace of {max_requests:,} requests")
+        raise TraceFormatError(f"{source} is not a JSON trace: more lists or numbers than {max_requests:,} requests")
     if data[:2] == b"\x80\x04" or data[:1] in (b"\x80",):
         raise TraceFormatError(f"{source} looks like a pickle; traces are JSON only and pickles are never loaded")
     try:

@@ -107,7 +107,7 @@ def attacks(folder: str, url: str) -> list[tuple[str, object, str]]:
             "by its Hugging Face id",
         ),
         ("M3 45 GETs of a key being built", lambda c: _steps_flood(c, url), "GET /config 200"),
-        ("M7 24 MB of [] (/upload_trace)", lambda c: upload(c, lists), "more lists or numbers"),
+        ("M7 24 MB of [] (/upload_trace)", lambda c: upload(c, lists), "more lists or numbers than"),
         (
             "m1 --max-num-seqs 300 digits (/deployment)",
             lambda c: _deployment(c, f"{_LINE} --max-num-seqs {'1' * 300}0.5t"),

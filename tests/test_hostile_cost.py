@@ -449,3 +449,29 @@ def test_m6_one_attendee_holds_one_place_in_the_heavy_line():
     t.join(5)
     waiting.join(5)
     assert ran == ["login-b"] and line._places == {} and line.running == 0
+
+
+# ---- M4: a build Python cannot stop is stopped by the operating system ---------------------------------------------
+
+
+def test_m4_step_data_is_built_in_a_process_with_a_wall_time_and_a_memory_limit():
+    from lab.app.room.build_worker import BuildFailed, BuildProcess, build_in_process
+    from lab.scenario import get_preset
+    from lab.trace.recorder import simulate
+
+    trace = simulate(get_preset("draft-model-k3"))
+    builds = BuildProcess()
+    try:
+        assert builds.build(trace) == build_in_process(trace)  # the same bytes (and so the same ETag)
+    finally:
+        builds.close()
+    slow = BuildProcess(wall_s=0.2)  # the process is still importing: killed at the deadline
+    with pytest.raises(BuildFailed, match="took over 0.2 s"):
+        slow.build(trace)
+    assert slow._proc is None and slow.started == 1
+    small = BuildProcess(max_bytes=200 * 2**20)  # too little to build anything: refused, the server goes on
+    try:
+        with pytest.raises((BuildFailed, ValueError)):
+            small.build(trace)
+    finally:
+        small.close()

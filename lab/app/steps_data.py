@@ -7,7 +7,6 @@ asked only for what must be computed (a run, an upload, another view's figure fr
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import pathlib
 import sys
@@ -22,9 +21,9 @@ from fastapi.routing import APIRoute
 from lab.app.background import BACKGROUND, lower_priority
 from lab.app.room.attendee import attendee
 from lab.app.room.budget import over_budget
+from lab.app.room.build_worker import BuildProcess
 from lab.app.room.cache import TRACES
 from lab.cost import Cost, trace_cost
-from lab.export.payload import payload_json, step_payload
 
 ROUTE = "/lab/steps/{key}"
 KERNELS_ROUTE = "/lab/kernels/{key}"
@@ -168,7 +167,7 @@ class StepDataCache:
         # Every trace in the cache passed the app's budget (a run, an upload); a build past it is never started.
         if too_big := over_budget("this trace has", _cost(trace)):
             raise ValueError(too_big)
-        body = gzip.compress(payload_json(step_payload(trace)).encode("utf-8"), 1, mtime=0)
+        body = BUILDS.build(trace)  # in a process of its own, with a wall time and a memory limit
         etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
         with self._lock:
             self.computed += 1
@@ -191,6 +190,7 @@ def _build_seconds(key: str) -> float:
     return 0.0 if trace is None else _cost(trace).step_data_seconds
 
 
+BUILDS = BuildProcess()
 STEP_DATA = StepDataCache()
 
 

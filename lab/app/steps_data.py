@@ -38,6 +38,10 @@ class StepDataBusy(RuntimeError):
     """The step-data worker's queue is full (or the wait for it ran out): the page asks again later."""
 
 
+class StepDataFailed(RuntimeError):
+    """The build of this trace's step data failed (its process ran out of time or memory): not tried again."""
+
+
 class StepDataPending(RuntimeError):
     """The step data is queued or being built: the page asks again after a moment (202, Retry-After)."""
 
@@ -56,6 +60,7 @@ class StepDataCache:
         self._done: dict[str, threading.Event] = {}  # queued or being built: set when it is ready
         self._owners: dict[str, str] = {}  # a queued key -> the attendee who asked first (lab.app.room.attendee)
         self.max_per_attendee = 2  # queued builds one attendee may have waiting (probe 2026-12-07, M4)
+        self._failed: OrderedDict[str, str] = OrderedDict()  # key -> why its build failed (the last 64)
         self._worker: threading.Thread | None = None
         self.computed = 0  # how many payloads were built (a test reads it)
         self.builds: Counter[str] = Counter()  # and of which key
@@ -127,6 +132,8 @@ class StepDataCache:
                 return item
             if TRACES.get(key) is None:
                 return None
+            if key in self._failed:
+                raise StepDataFailed(self._failed[key])
             self._submit(key, owner)
         raise StepDataPending("the step data is being built; ask again in a moment")
 
@@ -154,8 +161,12 @@ class StepDataCache:
                 self._owners.pop(key, None)
             try:
                 self._build(key)
-            except Exception as e:  # noqa: BLE001 (the page is told 404/503 and says so; the worker goes on)
+            except Exception as e:  # noqa: BLE001 (the page is told 422 and says so; the worker goes on)
                 print(f"step data of {key}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+                with self._lock:
+                    self._failed[key] = str(e)[:300]
+                    while len(self._failed) > 64:
+                        self._failed.popitem(last=False)
             finally:
                 with self._lock:
                     self._done.pop(key).set()
@@ -221,6 +232,8 @@ def steps_routes() -> list[APIRoute]:
             item = STEP_DATA.poll(key, attendee(request.cookies))
         except StepDataPending as e:  # answered at once; the page asks again after Retry-After (lab/app/page.js)
             return Response(status_code=202, content=str(e), media_type="text/plain", headers={"Retry-After": "2"})
+        except StepDataFailed as e:  # the page says the data did not come (lab/app/page.js)
+            return Response(status_code=422, content=str(e), media_type="text/plain")
         except StepDataBusy as e:
             return Response(status_code=503, content=str(e), media_type="text/plain", headers={"Retry-After": "3"})
         if item is None:

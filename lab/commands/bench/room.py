@@ -24,7 +24,7 @@ import numpy as np
 
 from lab import machine
 from lab.app.deployment_tab import EXAMPLES
-from lab.commands.bench import room_hostile
+from lab.commands.bench import room_hostile, room_hostile_cost
 from lab.history import REFERENCE_RELEASE
 from lab.presets import PRESETS
 from lab.views import ALL_VIEWS
@@ -144,7 +144,7 @@ def run_bench_room(
             return run_bench_room(started, sessions, steps, interval, out, warm_s, hostile, after_s, pids[0])
     times: dict[str, list[float]] = {}
     errors: list[str] = []
-    todo = room_hostile.attack_list(url) if hostile else []
+    todo = room_hostile.attack_list() + room_hostile_cost.attack_list(url) if hostile else []
     start = threading.Barrier(sessions + len(todo))
     threads = [
         threading.Thread(target=_session, args=(url, j, steps, interval, start, times, errors, stop), daemon=True)

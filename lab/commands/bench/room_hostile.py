@@ -173,15 +173,9 @@ def _attacker(url: str, todo: list, rounds: int, start, results: dict) -> None:
             results.setdefault(name, []).append(((time.perf_counter() - t0) * 1e3, said))
 
 
-def attack_list(url: str | None = None) -> list[tuple[str, object]]:
-    """The attacks, their files written to a fresh temporary folder; with ``url``, the probe of 2026-12-07's too
-    (lab/commands/bench/room_hostile_cost.py)."""
-    folder = tempfile.mkdtemp(prefix="lab-hostile-")
-    if url is None:
-        return attacks(folder)
-    from lab.commands.bench.room_hostile_cost import attacks as cost_attacks
-
-    return attacks(folder) + [(name, fn) for name, fn, _ in cost_attacks(folder, url)]
+def attack_list() -> list[tuple[str, object]]:
+    """The attacks, their files written to a fresh temporary folder."""
+    return attacks(tempfile.mkdtemp(prefix="lab-hostile-"))
 
 
 def run_attackers(url: str, todo: list, rounds: int, start) -> tuple[list[threading.Thread], dict]:

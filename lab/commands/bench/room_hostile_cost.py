@@ -126,6 +126,13 @@ def attacks(folder: str, url: str) -> list[tuple[str, object, str]]:
     ]
 
 
+def attack_list(url: str) -> list[tuple[str, object]]:
+    """The attacks as ``bench room --hostile`` sends them among the attendees (lab/commands/bench/room.py)."""
+    import tempfile
+
+    return [(name, fn) for name, fn, _ in attacks(tempfile.mkdtemp(prefix="lab-hostile-"), url)]
+
+
 def refusals(url: str, pid: int | None, folder: str, settle_s: float = 2.0, auth=None) -> list[dict]:
     """Each attack once, one after another: what it said (the first 160 characters, no markup), whether that is
     the refusal expected, seconds, and the server's RSS (MiB) before, at its peak during it and ``settle_s``

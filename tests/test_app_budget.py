@@ -113,14 +113,13 @@ def test_step_data_is_built_by_one_worker_with_a_bounded_queue(monkeypatch):
     release, started = threading.Event(), threading.Event()
     built = []
 
-    def slow_payload(trace):
+    def slow_build(trace):  # the build process's (lab/app/room/build_worker.py), here in the test's thread
         started.set()
         release.wait(30)
         built.append(trace)
-        return {"steps": len(trace.steps)}
+        return json.dumps({"steps": len(trace.steps)}).encode()
 
-    monkeypatch.setattr(steps_data, "step_payload", slow_payload)
-    monkeypatch.setattr(steps_data, "payload_json", json.dumps)
+    monkeypatch.setattr(steps_data.BUILDS, "build", slow_build)
     cache = steps_data.StepDataCache(max_items=24, max_bytes=10**9, max_queued=3, max_warm=3)
     trace = simulate(parse_spec("2p10o4"))
     keys = [f"budget-test-{i}" for i in range(12)]

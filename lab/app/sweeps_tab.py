@@ -19,7 +19,7 @@ from lab.app.deployment_tab import add_deployment_tab
 from lab.app.room.attendee import attendee_of
 from lab.app.room.budget import OverBudget, check_spec_text, over_budget
 from lab.app.room.line import HEAVY, Busy
-from lab.cost import scenario_cost
+from lab.cost import scenario_cost, spec_floor
 from lab.presets import PRESETS
 from lab.spec_grammar import SPEC_SETTINGS
 from lab.sweep.executors import default_workers
@@ -30,6 +30,9 @@ from lab.sweep.table import HEADLINE, summarize
 
 APP_BUDGET_S = 60.0  # engine-seconds a sweep may take in the app
 MAX_APP_POINTS = 400
+# The batch rows a whole sweep's points may make in the app (ten runs' worth, lab.app.room.budget.MAX_APP_ROWS): its
+# points' texts are counted against it before any point's requests are made.
+MAX_SWEEP_ROWS = 400_000
 # The axes the two dropdowns offer: the grammar keys (lab.scenario.SPEC_SETTINGS) in the grammar's
 # order, less these (the dropdowns allow custom values: a key left out can still be typed in).
 _NOT_OFFERED = (
@@ -114,25 +117,35 @@ def sweep_estimate(base, a1, v1, a2, v2, seeds):
 
 def points_cost(spec: SweepSpec) -> tuple[float, str | None]:
     """Every point's cost from its sizes (lab/cost.py, the model the app's runs are budgeted with), before any
-    runs: the engine-seconds of the whole sweep here (each point in both modes), or why a point is over the
-    app's budget (its text's request groups are checked before its requests are made). A base of a million
+    runs: the engine-seconds of the whole sweep here (each point in both modes, each seed), or why a point or the
+    whole is over the app's budget. The texts' request groups are checked first, all of them, before any point's
+    requests are made (``MAX_SWEEP_ROWS``), then each point once (its seeds cost the same). A base of a million
     steps a point was estimated "under 1 s" from the point count alone, then held the heavy line 262 s
     (hostile probe 2026-12-07, C3)."""
+    combos = [{a.name: v for a, v in zip(spec.axes, c)} for c in itertools.product(*[a.values for a in spec.axes])]
+    seed = spec.seeds[0]
+    try:
+        floor = sum(spec_floor(spec.text_for(values, seed)).rows for values in combos) * len(spec.seeds)
+    except ValueError:
+        floor = 0  # a text the grammar cannot read: the point's parse below says why
+    if floor > MAX_SWEEP_ROWS:
+        return (
+            0.0,
+            f"its points make at least {floor:,} batch rows in all, over the {MAX_SWEEP_ROWS:,} a sweep may here",
+        )
     total = 0.0
-    for combo in itertools.product(*[a.values for a in spec.axes]):
-        values = {a.name: v for a, v in zip(spec.axes, combo)}
-        for seed in spec.seeds:
-            text = spec.text_for(values, seed)
-            try:
-                check_spec_text(text)
-                cost = scenario_cost(spec.scenario_for(values, seed))
-            except OverBudget as e:
-                return total, f"point `{text}`: {str(e).split(' Run it on')[0]}"
-            # A point builds no views: its block tables are the engine's own, which the Scenario bounds
-            # (MAX_BLOCK_TABLE_ENTRIES); its steps and rows are the app's budget.
-            if too_big := over_budget(f"point `{text}` is", dataclasses.replace(cost, width=1)):
-                return total, too_big
-            total += 2 * cost.engine_seconds  # lab.sweep.point.evaluate runs both modes
+    for values in combos:
+        text = spec.text_for(values, seed)
+        try:
+            check_spec_text(text)
+            cost = scenario_cost(spec.scenario_for(values, seed))
+        except OverBudget as e:
+            return total, f"point `{text}`: {str(e).split(' Run it on')[0]}"
+        # A point builds no views: its block tables are the engine's own, which the Scenario bounds
+        # (MAX_BLOCK_TABLE_ENTRIES); its steps and rows are the app's budget.
+        if too_big := over_budget(f"point `{text}` is", dataclasses.replace(cost, width=1)):
+            return total, too_big
+        total += 2 * cost.engine_seconds * len(spec.seeds)  # lab.sweep.point.evaluate runs both modes
     return total, None
 
 

@@ -160,6 +160,10 @@ def test_c3_a_sweep_point_over_the_budget_is_refused_by_the_estimate():
     assert not fits and "Too big for the app" in msg and "point `1p1o16000k" in msg and "under 1 s" not in msg
     spec, fits, msg = sweep_estimate("4p100o20", "mml", "8k:32k:*2", "", "", 2)
     assert fits and "6 points" in msg
+    # 400 points of 30,000 requests: counted from their texts, none parsed (12M requests would take minutes)
+    t0 = time.perf_counter()
+    spec, fits, msg = sweep_estimate("30000p1o1", "mml", "1k:400k:1k", "", "", 1)
+    assert time.perf_counter() - t0 < 1 and not fits and "over the 400,000 a sweep may here" in msg
 
 
 # ---- M8: files -------------------------------------------------------------------------------------------------------

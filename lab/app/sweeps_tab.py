@@ -124,10 +124,16 @@ def points_cost(spec: SweepSpec) -> tuple[float, str | None]:
     (hostile probe 2026-12-07, C3)."""
     combos = [{a.name: v for a, v in zip(spec.axes, c)} for c in itertools.product(*[a.values for a in spec.axes])]
     seed = spec.seeds[0]
-    try:
-        floor = sum(spec_floor(spec.text_for(values, seed)).rows for values in combos) * len(spec.seeds)
-    except ValueError:
-        floor = 0  # a text the grammar cannot read: the point's parse below says why
+    floor = 0
+    for values in combos:
+        text = spec.text_for(values, seed)
+        try:
+            check_spec_text(text)  # OverBudget for a point whose groups alone are over a run's budget
+            floor += spec_floor(text).rows * len(spec.seeds)
+        except OverBudget as e:
+            return 0.0, f"point `{text}`: {str(e).split(' Run it on')[0]}"
+        except ValueError:
+            pass  # a text the grammar cannot read: the point's parse below says why
     if floor > MAX_SWEEP_ROWS:
         return (
             0.0,
@@ -136,11 +142,7 @@ def points_cost(spec: SweepSpec) -> tuple[float, str | None]:
     total = 0.0
     for values in combos:
         text = spec.text_for(values, seed)
-        try:
-            check_spec_text(text)
-            cost = scenario_cost(spec.scenario_for(values, seed))
-        except OverBudget as e:
-            return total, f"point `{text}`: {str(e).split(' Run it on')[0]}"
+        cost = scenario_cost(spec.scenario_for(values, seed))
         # A point builds no views: its block tables are the engine's own, which the Scenario bounds
         # (MAX_BLOCK_TABLE_ENTRIES); its steps and rows are the app's budget.
         if too_big := over_budget(f"point `{text}` is", dataclasses.replace(cost, width=1)):

@@ -92,6 +92,15 @@ def test_the_presets_fit_the_app_budget():
         assert APP.over(scenario_cost(get_preset(name))) == [], name
 
 
+def test_every_deployment_example_is_answered_at_the_default_workload():
+    # the budget's block-table entries once refused the Qwen3-Next + MTP example (67.4M entries) in the room bench
+    from lab.app.deployment_tab import EXAMPLES, SIZES, deployment_tab
+
+    for name, (line, gpu) in EXAMPLES.items():
+        out = deployment_tab(line, gpu, "0.33.0", *(default for *_, default in SIZES))
+        assert not out[0] and not out[5], (name, out[0] or out[5])
+
+
 def test_c2_an_upload_declaring_a_wider_table_than_its_scenario_is_refused():
     # Old code checked only 1 <= meta.width <= 16M: a 10 KB upload claiming 16M columns cost 2.6 GB.
     code = """

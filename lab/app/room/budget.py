@@ -20,10 +20,11 @@ MAX_APP_STEPS = 2_000
 # largest preset's (short-decode-long-context, 6,145 rows). The step data grows with them: 64 requests decoding
 # 2,000 tokens (128,000 rows) took 92 s to build and 35 MB compressed.
 MAX_APP_ROWS = 40_000
-# The block-table entries (rows x width) one app run's views may read: about 1.3x the largest preset's
-# (short-decode-long-context, 6,176 rows x 8,192 columns = 50.6M, whose step data builds in seconds). A
-# 1,991-step scenario of 3,982 rows x 1M columns (4G entries) took 507 s to build (hostile probe 2026-12-07, C2).
-MAX_APP_CELLS = 64 * 2**20
+# The block-table entries (rows x width) one app run's views may read: about 2.7x the largest preset's
+# (short-decode-long-context, 6,176 rows x 8,192 columns = 50.6M, whose step data builds in about 11 s here), and
+# room for every deployment example's replay at the tab's default workload (Qwen3-Next + MTP: 4,112 x 16,384 =
+# 67.4M). A 1,991-step scenario of 3,982 rows x 1M columns (4.2G entries) took 507 s to build (probe 2026-12-07, C2).
+MAX_APP_CELLS = 128 * 2**20
 APP = Budget(steps=MAX_APP_STEPS, rows=MAX_APP_ROWS, cells=MAX_APP_CELLS)
 # Runs up to this many steps (every preset) run at once; longer ones within MAX_APP_STEPS take a place in
 # the room's line for heavy work (lab.app.room.line.HEAVY), one at a time.

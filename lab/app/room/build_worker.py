@@ -107,11 +107,11 @@ def _read_message(fd: int, deadline: float) -> bytes:
 
 
 def _serve(max_bytes: int) -> None:
-    """The process: its memory limited, its priority lowered, one trace in, its step data (or why not) out."""
+    """The process: its memory limited, one trace in, its step data (or why not) out. Its priority is the step-data
+    thread's that started it (lab.app.background.lower_priority: nice 10, inherited), below the server's."""
     import resource
 
     resource.setrlimit(resource.RLIMIT_AS, (max_bytes, max_bytes))
-    os.nice(5)  # the server's own requests come first (a thread of its own had 10: lab.app.background)
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # a print anywhere goes to stderr, never into a reply
     requests = sys.stdin.buffer

@@ -197,7 +197,8 @@ def _why_no_chunked_prefill(s: Scenario) -> str:
 
 def _capture_sizes_ok(s: Scenario) -> bool:
     sizes = s.cudagraph_capture_sizes
-    return sizes is None or (len(sizes) > 0 and all(isinstance(x, int) and x >= 1 for x in sizes))
+    top = grammar.MAX_CAPTURE_SIZE  # the engine's dispatch table has an entry per token count up to the largest
+    return sizes is None or (len(sizes) > 0 and all(isinstance(x, int) and 1 <= x <= top for x in sizes))
 
 
 def _block_table_entries(s: Scenario) -> int:
@@ -252,7 +253,7 @@ SCENARIO_CHECKS: tuple[Check, ...] = (
     (
         "cudagraph_capture_sizes",
         _capture_sizes_ok,
-        lambda s: f"must be positive integers, got {s.cudagraph_capture_sizes!r}",
+        lambda s: f"must be integers from 1 to {grammar.MAX_CAPTURE_SIZE:,}, got {s.cudagraph_capture_sizes!r}",
     ),
     (
         "cudagraph_capture_sizes",

@@ -244,6 +244,8 @@ def _fmt_setting(fld: str, v) -> str:
 # The most requests one scenario holds (Scenario's "requests" check); read_spec counts groups against it
 # before it builds one tuple, so a short spec cannot allocate gigabytes before the refusal.
 MAX_REQUESTS = 1_000_000
+# The largest CUDA-graph capture size the lab models (lab/cost.py says why: vLLM's default grid stops at 512).
+MAX_CAPTURE_SIZE = 65_536
 # Arrival steps are stored as int32 in the engine's and the trace's arrays.
 MAX_ARRIVAL_STEP = 2**31 - 1
 
@@ -252,6 +254,15 @@ def read_spec(spec: str) -> tuple[list[tuple[int, int, int]], dict[str, Any]]:
     """The requests, as (arrival_step, prompt_len, output_len) in the order of the spec, and the settings,
     as {Scenario field: value}, of the grammar above. Raises ValueError naming a segment it cannot read;
     the values are checked by the Scenario built from them."""
+    groups, settings = read_groups(spec)
+    requests = [(arrival + i * every, p, o) for count, arrival, every, p, o in groups for i in range(count)]
+    return requests, settings
+
+
+def read_groups(spec: str) -> tuple[list[tuple[int, int, int, int, int]], dict[str, Any]]:
+    """``read_spec`` before the requests are made: the request groups as (count, arrival, every, prompt_len,
+    output_len), and the settings. What a text costs is known from them (lab.cost.spec_floor) in microseconds,
+    where making ``1000000p1o1``'s requests takes seconds."""
     if not isinstance(spec, str):
         raise ValueError(f"a scenario spec must be a string, got {type(spec).__name__}")
     if len(spec) > 100_000:
@@ -291,10 +302,9 @@ def read_spec(spec: str) -> tuple[list[tuple[int, int, int]], dict[str, Any]]:
         if arrival + (count - 1) * every > MAX_ARRIVAL_STEP:
             raise ValueError(f"invalid scenario segment {seg!r}: arrival steps must be <= {MAX_ARRIVAL_STEP:,}")
         groups.append((count, arrival, every, prompt, output))
-    requests = [(arrival + i * every, p, o) for count, arrival, every, p, o in groups for i in range(count)]
-    if not requests:
+    if not groups:
         raise ValueError("scenario spec has no request group (e.g. 8p1ko128)")
-    return requests, {SPEC_SETTINGS[k]: v for k, v in settings.items()}
+    return groups, {SPEC_SETTINGS[k]: v for k, v in settings.items()}
 
 
 def _group_requests(reqs) -> list[tuple[int, Any, int]]:

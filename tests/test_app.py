@@ -548,13 +548,14 @@ def test_step_data_is_built_once_per_trace_for_every_session(client, app_url):
     import httpx
 
     from lab.app.steps_data import STEP_DATA
+    from lab.commands.bench.room import fetch_steps
     from lab.export.payload import FORMAT
 
     key = _run(client, EAGLE_INPUTS)["data_key"]
     before = STEP_DATA.builds[key]  # per key: the one worker may be building other tests' traces meanwhile
     url = f"{app_url}lab/steps/{key}"
-    with ThreadPoolExecutor(30) as pool:
-        answers = list(pool.map(lambda _: httpx.get(url, timeout=120), range(30)))
+    with ThreadPoolExecutor(30) as pool:  # each asks again after a 202 (being built), as the page does
+        answers = list(pool.map(lambda _: fetch_steps(httpx, url), range(30)))
     assert all(r.status_code == 200 for r in answers)
     assert STEP_DATA.builds[key] - before <= 1
     data = answers[0].json()

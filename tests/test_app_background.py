@@ -18,6 +18,7 @@ from lab import Scenario, simulate
 from lab.app.background import BACKGROUND, BackgroundKernels
 from lab.app.room.cache import TRACES, TraceCache
 from lab.app.room.line import HeavyLine
+from lab.commands.bench.room import fetch_steps
 from lab.views.kernels import measured_how
 
 SPEC = "3p40o12_k=2_mml=4k_seed=5"
@@ -47,13 +48,13 @@ def test_the_page_is_told_while_kernels_are_measured_then_gets_them(app_url, mon
     monkeypatch.setattr(BACKGROUND, "measure", measure)
     assert BACKGROUND.start(key, scenario) and not BACKGROUND.start(key, scenario)  # never twice
     url = f"{app_url}lab/steps/{key}"
-    r = httpx.get(url, timeout=60)
+    r = fetch_steps(httpx, url)  # a 202 while it is built, as the page sees it
     assert r.headers["x-lab-kernels"] == "running" and "no-store" in r.headers["cache-control"]
     assert httpx.get(f"{app_url}lab/kernels/{key}").json() == {"kernels": "running"}
     release.set()
     _until(lambda: BACKGROUND.state(key) == "done")
     assert httpx.get(f"{app_url}lab/kernels/{key}").json() == {"kernels": "done"} and len(calls) == 1
-    again = httpx.get(url, timeout=60, headers={"If-None-Match": r.headers["etag"]})
+    again = fetch_steps(httpx, url, headers={"If-None-Match": r.headers["etag"]})
     assert again.status_code == 200 and "x-lab-kernels" not in again.headers  # new data, and no more waiting
     kernels = next(v for v in again.json()["views"] if v["name"] == "kernels")
     title = json.loads(gzip.decompress(base64.b64decode(kernels["gz"])).decode())["layout"]["title"]["text"]

@@ -461,7 +461,7 @@ def test_a_long_spec_in_the_address_is_refused_inline_and_the_page_steps_after_a
     step data's one worker (lab/app/steps_data.py) answers 503 while its queue is full: the page asks again."""
     from lab.app import steps_data
 
-    real, calls = steps_data.STEP_DATA.get, []
+    real, calls = steps_data.STEP_DATA.poll, []
 
     def busy_twice(key, *a, **k):
         calls.append(key)
@@ -469,7 +469,7 @@ def test_a_long_spec_in_the_address_is_refused_inline_and_the_page_steps_after_a
             raise steps_data.StepDataBusy("the server is building other traces' step data")
         return real(key, *a, **k)
 
-    monkeypatch.setattr(steps_data.STEP_DATA, "get", busy_twice)
+    monkeypatch.setattr(steps_data.STEP_DATA, "poll", busy_twice)
     t0 = time.monotonic()
     open_app(page, app_url, "?preset=eagle-k3&spec=p1o16000k_mml%3D16384k_steps%3D10000000_seqs%3D1_bs%3D4096")
     msg = page.locator("#spec-msg .inline-error")

@@ -47,7 +47,8 @@ def test_a_long_run_through_the_api_is_refused_at_once_with_the_command(app_url,
     args = ["eagle-k3", LONG, 16384 * 1024, 4096, 0, "default", "FULL_AND_PIECEWISE", 0.7, 0, "embedded CPU"]
     out = dict(zip(_api_loaded(), c.predict(*args, "block_table", False, 0, api_name="/run")))
     took = time.monotonic() - t0
-    assert "about 300,000 engine steps" in out["spec_msg"] and "python -m lab simulate --spec" in out["spec_msg"]
+    # refused on its request groups before the requests are made (lab.cost.spec_floor): 16M decode tokens
+    assert "1,024,000 batch rows" in out["spec_msg"] and "python -m lab simulate --spec" in out["spec_msg"]
     assert out["status"].startswith("Not run: over this server's step budget")
     assert took < 15, took
 
@@ -73,6 +74,7 @@ def test_an_uploaded_recording_is_not_replayed_past_the_budget(tmp_path):
     doc = json.load(open("data/eras/0.19/eagle-k3.json"))
     requests = [[0, 1, 100_000]] * len(doc["req_ids"])
     doc["scenario"].update(max_num_steps=300000, requests=requests, max_model_len=131072, num_gpu_blocks=None)
+    doc["meta"]["width"] = 131072 // doc["scenario"]["block_size"]  # the scenario's own (lab.trace.io checks it)
     path = tmp_path / "long.json"
     path.write_text(json.dumps(doc))
     t0 = time.monotonic()
@@ -111,14 +113,13 @@ def test_step_data_is_built_by_one_worker_with_a_bounded_queue(monkeypatch):
     release, started = threading.Event(), threading.Event()
     built = []
 
-    def slow_payload(trace):
+    def slow_build(trace):  # the build process's (lab/app/room/build_worker.py), here in the test's thread
         started.set()
         release.wait(30)
         built.append(trace)
-        return {"steps": len(trace.steps)}
+        return json.dumps({"steps": len(trace.steps)}).encode()
 
-    monkeypatch.setattr(steps_data, "step_payload", slow_payload)
-    monkeypatch.setattr(steps_data, "payload_json", json.dumps)
+    monkeypatch.setattr(steps_data.BUILDS, "build", slow_build)
     cache = steps_data.StepDataCache(max_items=24, max_bytes=10**9, max_queued=3, max_warm=3)
     trace = simulate(parse_spec("2p10o4"))
     keys = [f"budget-test-{i}" for i in range(12)]

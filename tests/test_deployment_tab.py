@@ -97,7 +97,7 @@ def test_the_sizes_bounds_are_the_clis():
 def test_a_workload_too_big_for_a_shared_server_points_to_the_cli(client):
     line, _ = EXAMPLES["n-gram on H200"]
     *_, msg, _ = client.predict(line, "H200", "0.33.0", 1024, 100000, 4096, api_name="/deployment")
-    assert "the app replays at most 2,000" in msg and "python -m lab deployment --requests 1024" in msg
+    assert "over the 2,000 engine steps" in msg and "python -m lab deployment --requests 1024" in msg
 
 
 def test_an_unknown_model_points_to_the_tabs_config_box_and_the_cli_to_config(client):

@@ -220,13 +220,17 @@ def test_m6_junk_in_meta_is_refused_on_load(tmp_path):
     import json
 
     doc = json.load(open("data/eras/0.32/eagle-k3.json"))
-    doc["meta"]["pad"] = [0] * 7_000_000
-    path = tmp_path / "pad.json"
-    path.write_text(json.dumps(doc))
-    out = subprocess.run(
-        [sys.executable, "-m", "lab", "show", "--quiet", str(path)], capture_output=True, text=True, timeout=120
-    )
-    assert out.returncode != 0 and "meta is larger than 1,024 KiB" in out.stderr + out.stdout, out.stderr[-500:]
+    for pad, said in (
+        ([0] * 7_000_000, "more lists or numbers than 1,000,000 requests"),  # counted before parsing (probe 12-07, M7)
+        ("x" * 7_000_000, "meta is larger than 1,024 KiB"),
+    ):
+        doc["meta"]["pad"] = pad
+        path = tmp_path / "pad.json"
+        path.write_text(json.dumps(doc))
+        out = subprocess.run(
+            [sys.executable, "-m", "lab", "show", "--quiet", str(path)], capture_output=True, text=True, timeout=120
+        )
+        assert out.returncode != 0 and said in out.stderr + out.stdout, out.stderr[-500:]
 
 
 @pytest.mark.parametrize("req_ids", [["req-0"], ["x" * 1000] * 16, [1] * 16])

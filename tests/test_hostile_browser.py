@@ -42,3 +42,23 @@ def test_m1_exported_markup_stays_text(browser, tmp_path):
         page.screenshot(path=str(ARTIFACTS / "export-hostile-1366x768.png"))
     finally:
         ctx.close()
+
+
+@pytest.mark.parametrize("name", ["<!--<script>", "</script><script>window.__xss=1</script>", "<!-- -->&amp;"])
+def test_m3_a_name_that_opens_a_comment_or_ends_the_data_leaves_the_page_drawing(browser, tmp_path, name):
+    """Hostile probe 2026-12-07, m3: a trace named ``<!--<script>`` put the data block in the HTML parser's
+    double-escaped state, the page's own scripts became data, and the file never drew (open_offline waits for the
+    first figure: it timed out)."""
+    doc = json.loads((pathlib.Path(__file__).parent.parent / "data/eras/0.32/eagle-k3.json").read_text())
+    doc["scenario"]["name"] = doc["meta"]["source"] = name
+    path = tmp_path / "comment.html"
+    export_html(Trace.from_json_dict(doc, "comment.json"), path)
+    log: list[str] = []
+    ctx, page, _ = open_offline(browser, str(path), log=log)
+    try:
+        assert page.evaluate("window.__xss") is None and log == [], log
+        assert name in page.locator("#brand").inner_text()  # the name shown as text
+        page.locator("#next").click()
+        page.wait_for_function("() => document.querySelector('#stepbox').value === '1'")
+    finally:
+        ctx.close()

@@ -65,7 +65,7 @@ def test_sweep_past_the_deadline_points_to_the_cli(monkeypatch):
     import lab.app.sweeps_tab as tab
 
     monkeypatch.setattr(tab, "APP_BUDGET_S", 0.0)  # every sweep overruns: stopped after its first point
-    monkeypatch.setattr(tab, "SECONDS_PER_POINT", 0.0)  # ... though the estimate lets it start
+    monkeypatch.setattr(tab, "points_cost", lambda spec: (0.0, None))  # ... though the estimate lets it start
     fig, table, status = tab.run_sweep_tab(
         SMALL, "mml", "2k,4k,8k", "(none)", "", 1, "all_walked_ratio", progress=lambda *a, **k: None
     )

@@ -12,6 +12,7 @@ import html
 import gradio as gr
 
 from lab import Scenario
+from lab.app.room.budget import check_spec_text
 from lab.presets import PRESETS
 from lab.scenario import format_spec, get_preset, parse_spec
 from lab.spec_grammar import SPEC_SETTINGS
@@ -68,6 +69,13 @@ def _control_value(field: str, v):
     return v
 
 
+def parse_app_spec(spec: str, **overrides):
+    """``parse_spec`` on this server: the text's request groups within the app's budget first
+    (lab.app.room.budget.check_spec_text, ``OverBudget``), before a single request is made."""
+    check_spec_text(spec)
+    return parse_spec(spec, **overrides)
+
+
 def scenario_from_inputs(preset: str | None, spec: str, controls: dict, base: str | None = None) -> Scenario:
     """The scenario the page asks for, without overriding anything the user typed.
 
@@ -80,11 +88,11 @@ def scenario_from_inputs(preset: str | None, spec: str, controls: dict, base: st
     if set(controls) != set(CONTROL_FIELDS):
         raise TypeError(f"controls by name: {sorted(CONTROL_FIELDS)}, got {sorted(controls)}")
     values = [_control_value(f, controls[f]) for f in CONTROL_FIELDS]
-    text = parse_spec(spec)
+    text = parse_app_spec(spec)
     ref = text
     if isinstance(base, str) and base.strip():
         try:
-            ref = parse_spec(base)
+            ref = parse_app_spec(base)
         except ValueError:
             ref = text
     overrides = {}
@@ -109,7 +117,7 @@ def scenario_from_inputs(preset: str | None, spec: str, controls: dict, base: st
 def parse_spec_text(spec: str):
     """Enter in the scenario text: the controls it implies, and the text becomes the controls' base."""
     try:
-        s = parse_spec(spec if isinstance(spec, str) else "")
+        s = parse_app_spec(spec if isinstance(spec, str) else "")
     except ValueError as e:
         return [gr.skip()] * len(CONTROL_FIELDS) + [gr.skip(), spec_error(e)]
     return [*controls_of(s).values(), spec, f"Parsed: {len(s.requests)} requests, `{format_spec(s)}`. Run to see it."]

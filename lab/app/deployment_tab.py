@@ -14,7 +14,8 @@ from contextlib import contextmanager
 import gradio as gr
 
 from lab.app.controls import inline_error
-from lab.app.room.budget import MAX_APP_ROWS, MAX_APP_STEPS, scenario_rows, scenario_steps
+from lab.app.room.budget import over_budget
+from lab.cost import scenario_cost
 from lab.deployment import ServeLineError, Workload, answer, resolve
 from lab.deployment.answer import scenario_of
 from lab.deployment.answer_types import BackendTable
@@ -63,14 +64,23 @@ def deployment_tab(line, gpu, vllm, requests, prompt_len, output_len, log_text="
             line, vllm = line_and_release(read_startup_log(log_text))
             line_shown = line
         with _pasted_config(config_text) as config_path:
-            dep = resolve(line or "", gpu or "H200", vllm, config_path, config_hint=CONFIG_HINT)
+            # By id only: a model named as a path is never opened on this server (resolve's local_paths).
+            dep = resolve(line or "", gpu or "H200", vllm, config_path, config_hint=CONFIG_HINT, local_paths=False)
     except (ServeLineError, ValueError, TypeError) as e:
         return _refused(line=[str(e)])
-    try:
+    except (RecursionError, OverflowError, MemoryError, ArithmeticError) as e:
+        return _refused(line=[_unreadable(e)])
+    try:  # the replay's cost before it is built (lab/cost.py, the app's budget)
         _fits_the_app(dep, *sizes)
     except ValueError as e:
         return _refused(sizes=[str(e)])
-    a = answer(dep, Workload(*sizes))
+    try:
+        a = answer(dep, Workload(*sizes))
+    except (ValueError, TypeError, RecursionError, OverflowError, ArithmeticError) as e:
+        # e.g. a pasted config.json whose hidden_size is 0 (lab.gpu_model's HeadShape refuses it)
+        return _refused(
+            line=[f"the lab cannot answer this deployment: {e}" if isinstance(e, ValueError) else _unreadable(e)]
+        )
     url = a.replay.app.removeprefix("/")  # relative: the app may sit behind a proxy's path
     link = (
         f'<a class="replay-link" href="{html.escape(url)}" target="_blank" rel="noopener">Open the replay in the '
@@ -139,20 +149,24 @@ def _pasted_config(text: str | None):
         yield path
 
 
+def _unreadable(e: BaseException) -> str:
+    """A line, log or config the lab's readers could not hold (nesting past Python's recursion limit, a number
+    past a float): said under the box, never Gradio's error state, never the value itself."""
+    why = {"RecursionError": "nested too deeply", "OverflowError": "a number too large"}.get(type(e).__name__)
+    return f"the lab cannot read this input: {why or type(e).__name__}. Shorten or simplify it."
+
+
 def _fits_the_app(dep, requests: int, prompt_len: int, output_len: int) -> None:
-    """Refuse a workload whose replay would hold the server: its steps and batch rows estimated from the replay's
-    sizes with the line's own batch limits (lab.app.room.budget: waves of max_num_seqs, prompts and decode tokens
-    through max_num_batched_tokens), against the app's one budget. Larger workloads: python -m lab deployment,
-    which has no limit."""
+    """Refuse a workload whose replay would hold the server: its cost (lab/cost.py: steps, batch rows and
+    block-table entries, from the replay's sizes with the line's own batch limits) against the app's one budget,
+    before the scenario is simulated. Larger workloads: python -m lab deployment, which has no limit."""
     scenario = scenario_of(dep, Workload(requests, prompt_len, output_len))
-    steps, rows = scenario_steps(scenario), scenario_rows(scenario)
-    if steps > MAX_APP_STEPS or rows > MAX_APP_ROWS:
+    too_big = over_budget("this workload is", scenario_cost(scenario))
+    if too_big:
         raise ValueError(
-            f"this workload is about {steps:,} engine steps and {rows:,} batch rows (max_num_seqs "
-            f"{dep.settings['max_num_seqs']:,}, max_num_batched_tokens {dep.settings['max_num_batched_tokens']:,}); "
-            f"the app replays at most {MAX_APP_STEPS:,} steps and {MAX_APP_ROWS:,} rows an answer. Ask it with "
-            f"python -m lab deployment --requests {requests} --prompt-len {prompt_len} --output-len {output_len} "
-            f"-- vllm serve {dep.line.model} …"
+            f"{too_big} (max_num_seqs {dep.settings['max_num_seqs']:,}, max_num_batched_tokens "
+            f"{dep.settings['max_num_batched_tokens']:,}). Ask it with python -m lab deployment --requests "
+            f"{requests} --prompt-len {prompt_len} --output-len {output_len} -- vllm serve {dep.line.model} …"
         )
 
 

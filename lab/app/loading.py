@@ -21,7 +21,8 @@ import gradio as gr
 
 from lab import Scenario, Trace, simulate
 from lab.app.background import BACKGROUND
-from lab.app.controls import CONTROL_FIELDS, controls_of, inline_error, scenario_from_inputs, spec_error
+from lab.app.controls import CONTROL_FIELDS, controls_of, inline_error, parse_app_spec, scenario_from_inputs, spec_error
+from lab.app.room.attendee import attendee_of
 from lab.app.room.budget import MAX_LIGHT_STEPS, OverBudget, StepBudget, check_scenario
 from lab.app.room.cache import TRACES, scenario_key
 from lab.app.room.line import HEAVY, LIGHT, Busy
@@ -31,7 +32,7 @@ from lab.app.steps_data import STEP_DATA
 from lab.presets import PRESETS
 from lab.real_vllm.live import cpu_platform, cpu_variant
 from lab.real_vllm.live.record_process import LiveRunError, record_in_subprocess
-from lab.scenario import format_spec, get_preset, parse_spec
+from lab.scenario import format_spec, get_preset
 from lab.views import ALL_VIEWS, headline_html, tour
 from lab.views.kernels import measured_how
 from lab.views.render import md_text, summary_html
@@ -204,8 +205,9 @@ def _busy(e: Exception) -> list:
 
 
 def _owner(request) -> str | None:
-    """Whose trace it is in the cache (lab.app.room.cache: each session's fair share): the session."""
-    return getattr(request, "session_hash", None)
+    """Whose trace it is in the cache and whose place in a line (lab.app.room.cache, .line: each attendee's fair
+    share): the attendee's login (lab.app.room.attendee), not the session."""
+    return attendee_of(request)
 
 
 def _check_runner(runner: str) -> None:
@@ -222,11 +224,12 @@ def _simulate(scenario: Scenario, runner: str, progress, custom: bool = True, ow
     place in the heavy line; another ``custom`` one the light line (lab.app.room.line; ``Busy`` when full). A trace
     made is cached as ``owner``'s (the session's share of the cache, lab.app.room.cache)."""
     _check_runner(runner)
+    # The budget before the key: a key of a million requests is itself seconds of work (probe 2026-12-07, C4).
+    steps = check_scenario(scenario, format_spec(scenario))
     key = scenario_key(scenario, runner)
     trace = TRACES.get(key) or BACKGROUND.timed(key)  # the second: timed in the background, since evicted
     if trace is not None:
         return key, TRACES.add(key, trace), f"shown again (this server ran this scenario on {runner} before)"
-    steps = check_scenario(scenario, format_spec(scenario))
     progress((0, None), desc="running the step engine", unit="steps")
 
     def tick(n: int) -> None:
@@ -237,12 +240,12 @@ def _simulate(scenario: Scenario, runner: str, progress, custom: bool = True, ow
     heavy = runner == LIVE_VLLM or runner in KERNEL_RUNNERS or steps > MAX_LIGHT_STEPS
     what = f"a {runner} run" if steps <= MAX_LIGHT_STEPS else f"a {runner} run of about {steps:,} steps"
     line = HEAVY if heavy else LIGHT if custom else None
-    with line.slot(what, lambda text: progress((0, None), desc=text)) if line else nullcontext():
+    with line.slot(what, lambda text: progress((0, None), desc=text), owner) if line else nullcontext():
         trace = _run_live(scenario, progress) if runner == LIVE_VLLM else simulate(scenario, progress=tick)
         if runner in KERNEL_RUNNERS:
             trace = _run_kernels(trace, *KERNEL_RUNNERS[runner], progress)
     trace = TRACES.add(key, trace, owner)  # one the background timed meanwhile stays (lab.app.background)
-    STEP_DATA.warm(key)  # the page fetches the step data right after (lab/app/steps_data.py)
+    STEP_DATA.warm(key, owner)  # the page fetches the step data right after (lab/app/steps_data.py)
     return key, trace, f"ran on {runner}"
 
 
@@ -332,6 +335,8 @@ def run(
             seed=seed,
         )
         scenario = scenario_from_inputs(preset, spec, controls, base)
+    except OverBudget as e:  # the text's request groups alone are over the budget (lab.app.room.budget)
+        return _busy(e)
     except ValueError as e:
         return _loaded_error(
             spec_msg=spec_error(e),
@@ -380,7 +385,7 @@ def initial(view="block_table", preset_default=None, request: gr.Request = None,
     scenario, spec_text, loaded = get_preset(preset), PRESETS[preset][0], None
     if q.get("spec"):
         try:  # within the step budget: a link alone must not hold the server (lab.app.room.budget)
-            scenario = parse_spec(q["spec"])
+            scenario = parse_app_spec(q["spec"])
             loaded = _simulate(scenario, EMBEDDED_CPU, progress, owner=_owner(request))
             spec_text = format_spec(scenario)
         except (ValueError, Busy) as e:  # OverBudget is a ValueError

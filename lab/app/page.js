@@ -26,12 +26,12 @@ window.labApp = (() => {
     return new URL(`lab/${name}/${encodeURIComponent(key)}`, location.origin + location.pathname);
   }
 
-  // The server builds step data one trace at a time (lab/app/steps_data.py): 503 while its queue is full or
-  // the build takes long; ask again after its Retry-After, for up to about three minutes.
+  // The server builds step data one trace at a time (lab/app/steps_data.py): 202 while it is queued or being
+  // built, 503 while its queue is full; ask again after its Retry-After, for up to about three minutes.
   async function fetchSteps(key) {
     for (let t = 0; ; t++) {
       const r = await fetch(route("steps", key), {cache: "no-cache"});
-      if (r.status !== 503 || t >= 60) return r;
+      if ((r.status !== 503 && r.status !== 202) || t >= 90) return r;
       await new Promise((ok) => setTimeout(ok, 1000 * Number(r.headers.get("Retry-After") || 3)));
     }
   }

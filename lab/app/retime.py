@@ -42,7 +42,7 @@ def time_again(
     runner = runner if runner in KERNEL_RUNNERS else EMBEDDED_CPU_KERNELS
     copy = Trace.from_json_dict(trace.to_json_dict())  # its own arrays: the run attaches timings to them
     try:
-        with HEAVY.slot("timing the kernels again", lambda text: progress((0, None), desc=text)):
+        with HEAVY.slot("timing the kernels again", lambda text: progress((0, None), desc=text), _owner(request)):
             timed = _run_kernels(copy, *KERNEL_RUNNERS[runner], progress)
     except Busy as e:
         out = dict(zip(LOADED, _busy(e)))
@@ -52,7 +52,7 @@ def time_again(
     timed.meta["kernels"].update(measured="again", run=before + 1)
     new_key = "again-" + hashlib.sha256(f"{key}|{time.time_ns()}".encode()).hexdigest()[:24]
     TRACES.put(new_key, timed, _owner(request))
-    STEP_DATA.warm(new_key)  # the page fetches the step data right after (lab/app/steps_data.py)
+    STEP_DATA.warm(new_key, _owner(request))  # the page fetches the step data right after (lab/app/steps_data.py)
     how = f"timed again on {runner} (run {before + 1} of this trace's kernels)"
     origin = origin if origin in PRESETS and timed.scenario.name not in PRESETS else None
     spec = format_spec(timed.scenario)

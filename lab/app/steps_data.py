@@ -7,7 +7,6 @@ asked only for what must be computed (a run, an upload, another view's figure fr
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import pathlib
 import sys
@@ -20,8 +19,11 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 
 from lab.app.background import BACKGROUND, lower_priority
+from lab.app.room.attendee import attendee
+from lab.app.room.budget import over_budget
+from lab.app.room.build_worker import BuildProcess
 from lab.app.room.cache import TRACES
-from lab.export.payload import payload_json, step_payload
+from lab.cost import Cost, trace_cost
 
 ROUTE = "/lab/steps/{key}"
 KERNELS_ROUTE = "/lab/kernels/{key}"
@@ -36,6 +38,14 @@ class StepDataBusy(RuntimeError):
     """The step-data worker's queue is full (or the wait for it ran out): the page asks again later."""
 
 
+class StepDataFailed(RuntimeError):
+    """The build of this trace's step data failed (its process ran out of time or memory): not tried again."""
+
+
+class StepDataPending(RuntimeError):
+    """The step data is queued or being built: the page asks again after a moment (202, Retry-After)."""
+
+
 class StepDataCache:
     """Payloads (gzip-compressed JSON, with its ETag) by trace key, the most recent ``max_items`` and at most
     ``max_bytes`` of them, built by one worker thread (at a lower priority) from a queue of at most
@@ -48,6 +58,9 @@ class StepDataCache:
         self._lock = threading.Condition()
         self._queue: deque[str] = deque()
         self._done: dict[str, threading.Event] = {}  # queued or being built: set when it is ready
+        self._owners: dict[str, str] = {}  # a queued key -> the attendee who asked first (lab.app.room.attendee)
+        self.max_per_attendee = 2  # queued builds one attendee may have waiting (probe 2026-12-07, M4)
+        self._failed: OrderedDict[str, str] = OrderedDict()  # key -> why its build failed (the last 64)
         self._worker: threading.Thread | None = None
         self.computed = 0  # how many payloads were built (a test reads it)
         self.builds: Counter[str] = Counter()  # and of which key
@@ -73,16 +86,20 @@ class StepDataCache:
         with self._lock:
             return sum(len(item[0]) for item in self._items.values())
 
-    def _submit(self, key: str) -> threading.Event:
-        """``key`` queued for the worker (or its build under way); ``StepDataBusy`` when the queue is full.
-        Called under ``_lock``."""
+    def _submit(self, key: str, owner: str | None = None) -> threading.Event:
+        """``key`` queued for the worker (or its build under way); ``StepDataBusy`` when the queue is full or
+        ``owner`` already has ``max_per_attendee`` keys queued. Called under ``_lock``."""
         if key in self._done:
             return self._done[key]
         if len(self._queue) >= self.max_queued:
             raise StepDataBusy(
                 f"the server is building the step data of {len(self._queue)} other traces; asked again shortly"
             )
+        if owner is not None and sum(self._owners.get(k) == owner for k in self._queue) >= self.max_per_attendee:
+            raise StepDataBusy("your other traces' step data is being built first; asked again shortly")
         self._done[key] = done = threading.Event()
+        if owner is not None:
+            self._owners[key] = owner
         self._queue.append(key)
         if self._worker is None or not self._worker.is_alive():
             self._worker = threading.Thread(target=self._work, daemon=True, name="step-data")
@@ -105,14 +122,29 @@ class StepDataCache:
         with self._lock:
             return self._current(key)
 
-    def warm(self, key: str) -> None:
+    def poll(self, key: str, owner: str | None = None) -> tuple[bytes, str] | None:
+        """``key``'s payload now, never waiting (the route: a request that waited held one of the server's
+        threads, and 45 of them stalled every page's ``GET /config`` for 115 s, probe M3); None when the trace is
+        not in the cache; ``StepDataPending`` once it is queued for the worker, ``StepDataBusy`` when it cannot be."""
+        with self._lock:
+            item = self._current(key)
+            if item is not None:
+                return item
+            if TRACES.get(key) is None:
+                return None
+            if key in self._failed:
+                raise StepDataFailed(self._failed[key])
+            self._submit(key, owner)
+        raise StepDataPending("the step data is being built; ask again in a moment")
+
+    def warm(self, key: str, owner: str | None = None) -> None:
         """``key``'s payload queued for the worker (a run or an upload just put the trace in the cache; the
         page asks for its step data right after); dropped when ``max_warm`` wait (the page asks anyway,
         and the rest of the queue is kept for the pages that are waiting)."""
         with self._lock:
             if self._current(key) is None and len(self._queue) < self.max_warm:
                 try:
-                    self._submit(key)
+                    self._submit(key, owner)
                 except StepDataBusy:
                     pass
 
@@ -124,11 +156,17 @@ class StepDataCache:
                     if not self._lock.wait(timeout=60):
                         self._worker = None  # idle a minute: the next submit starts a new one
                         return
-                key = self._queue.popleft()
+                key = min(self._queue, key=_build_seconds)  # small builds pass large ones (probe M4)
+                self._queue.remove(key)
+                self._owners.pop(key, None)
             try:
                 self._build(key)
-            except Exception as e:  # noqa: BLE001 (the page is told 404/503 and says so; the worker goes on)
+            except Exception as e:  # noqa: BLE001 (the page is told 422 and says so; the worker goes on)
                 print(f"step data of {key}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
+                with self._lock:
+                    self._failed[key] = str(e)[:300]
+                    while len(self._failed) > 64:
+                        self._failed.popitem(last=False)
             finally:
                 with self._lock:
                     self._done.pop(key).set()
@@ -137,7 +175,10 @@ class StepDataCache:
         trace = TRACES.get(key)
         if trace is None:
             return
-        body = gzip.compress(payload_json(step_payload(trace)).encode("utf-8"), 1, mtime=0)
+        # Every trace in the cache passed the app's budget (a run, an upload); a build past it is never started.
+        if too_big := over_budget("this trace has", _cost(trace)):
+            raise ValueError(too_big)
+        body = BUILDS.build(trace)  # in a process of its own, with a wall time and a memory limit
         etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
         with self._lock:
             self.computed += 1
@@ -150,6 +191,17 @@ class StepDataCache:
                 self._items.popitem(last=False)
 
 
+def _cost(trace) -> Cost:
+    return trace_cost(len(trace.steps), int(trace.arrays["row_offsets"][-1]), int(trace.width))
+
+
+def _build_seconds(key: str) -> float:
+    """About how long ``key``'s step data takes to build (lab/cost.py); a trace gone from the cache costs 0."""
+    trace = TRACES.get(key)
+    return 0.0 if trace is None else _cost(trace).step_data_seconds
+
+
+BUILDS = BuildProcess()
 STEP_DATA = StepDataCache()
 
 
@@ -177,8 +229,12 @@ def steps_routes() -> list[APIRoute]:
         # Asked before the data is read: a run that ends meanwhile only costs the page one more fetch.
         measuring = BACKGROUND.state(key) == "running"
         try:
-            item = STEP_DATA.get(key)
-        except StepDataBusy as e:  # the page asks again after Retry-After (lab/app/page.js)
+            item = STEP_DATA.poll(key, attendee(request.cookies))
+        except StepDataPending as e:  # answered at once; the page asks again after Retry-After (lab/app/page.js)
+            return Response(status_code=202, content=str(e), media_type="text/plain", headers={"Retry-After": "2"})
+        except StepDataFailed as e:  # the page says the data did not come (lab/app/page.js)
+            return Response(status_code=422, content=str(e), media_type="text/plain")
+        except StepDataBusy as e:
             return Response(status_code=503, content=str(e), media_type="text/plain", headers={"Retry-After": "3"})
         if item is None:
             return Response(status_code=404, content="no such trace in the server's cache", media_type="text/plain")

@@ -9,12 +9,17 @@ prints the ``python -m lab sweep`` command that runs it (with a progress bar, re
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import math
 
 import gradio as gr
 
 from lab.app.deployment_tab import add_deployment_tab
+from lab.app.room.attendee import attendee_of
+from lab.app.room.budget import OverBudget, check_spec_text, over_budget
 from lab.app.room.line import HEAVY, Busy
+from lab.cost import scenario_cost, spec_floor
 from lab.presets import PRESETS
 from lab.spec_grammar import SPEC_SETTINGS
 from lab.sweep.executors import default_workers
@@ -25,6 +30,9 @@ from lab.sweep.table import HEADLINE, summarize
 
 APP_BUDGET_S = 60.0  # engine-seconds a sweep may take in the app
 MAX_APP_POINTS = 400
+# The batch rows a whole sweep's points may make in the app (ten runs' worth, lab.app.room.budget.MAX_APP_ROWS): its
+# points' texts are counted against it before any point's requests are made.
+MAX_SWEEP_ROWS = 400_000
 # The axes the two dropdowns offer: the grammar keys (lab.scenario.SPEC_SETTINGS) in the grammar's
 # order, less these (the dropdowns allow custom values: a key left out can still be typed in).
 _NOT_OFFERED = (
@@ -79,19 +87,68 @@ def sweep_estimate(base, a1, v1, a2, v2, seeds):
     except (ValueError, TypeError) as e:
         return None, False, f"**Not run**: {e}. For example: axis `mml`, values `8k:128k:*2`, or `2k,4k`."
     n = spec.num_points
-    secs = n * SECONDS_PER_POINT / max(1, min(default_workers(), n))
-    fits = secs <= APP_BUDGET_S and n <= MAX_APP_POINTS
+    point_over = None
+    if n <= MAX_APP_POINTS:
+        try:
+            engine_s, point_over = points_cost(spec)
+        except ValueError as e:  # a point the grammar or the Scenario refuses
+            return None, False, f"**Not run**: {e}."
+        secs = engine_s / max(1, min(default_workers(), n))
+    else:
+        secs = n * SECONDS_PER_POINT / max(1, min(default_workers(), n))
+    fits = secs <= APP_BUDGET_S and n <= MAX_APP_POINTS and point_over is None
+    too_big = (
+        f"**Too big for the app** ({point_over})"
+        if point_over
+        else f"**Too big for the app** (more than {APP_BUDGET_S:.0f} s or {MAX_APP_POINTS} points)"
+    )
     msg = (
-        f"{n:,} points ({n // len(spec.seeds):,} x {len(spec.seeds)} seeds), {_about(secs)} here. "
+        f"{n:,} points ({n // len(spec.seeds):,} x {len(spec.seeds)} seeds)"
+        + (". " if point_over else f", {_about(secs)} here. ")
         + (
             ""
             if fits
-            else f"**Too big for the app** (more than {APP_BUDGET_S:.0f} s or {MAX_APP_POINTS} points): "
-            f"run it from the command line, with a progress bar, resumable, on Ray with `--ray`:"
+            else f"{too_big}: run it from the command line, with a progress bar, resumable, on Ray with `--ray`:"
         )
         + f"\n\n`{spec.command('--out sweep-out')}`"
     )
     return spec, fits, msg
+
+
+def points_cost(spec: SweepSpec) -> tuple[float, str | None]:
+    """Every point's cost from its sizes (lab/cost.py, the model the app's runs are budgeted with), before any
+    runs: the engine-seconds of the whole sweep here (each point in both modes, each seed), or why a point or the
+    whole is over the app's budget. The texts' request groups are checked first, all of them, before any point's
+    requests are made (``MAX_SWEEP_ROWS``), then each point once (its seeds cost the same). A base of a million
+    steps a point was estimated "under 1 s" from the point count alone, then held the heavy line 262 s
+    (hostile probe 2026-12-07, C3)."""
+    combos = [{a.name: v for a, v in zip(spec.axes, c)} for c in itertools.product(*[a.values for a in spec.axes])]
+    seed = spec.seeds[0]
+    floor = 0
+    for values in combos:
+        text = spec.text_for(values, seed)
+        try:
+            check_spec_text(text)  # OverBudget for a point whose groups alone are over a run's budget
+            floor += spec_floor(text).rows * len(spec.seeds)
+        except OverBudget as e:
+            return 0.0, f"point `{text}`: {str(e).split(' Run it on')[0]}"
+        except ValueError:
+            pass  # a text the grammar cannot read: the point's parse below says why
+    if floor > MAX_SWEEP_ROWS:
+        return (
+            0.0,
+            f"its points make at least {floor:,} batch rows in all, over the {MAX_SWEEP_ROWS:,} a sweep may here",
+        )
+    total = 0.0
+    for values in combos:
+        text = spec.text_for(values, seed)
+        cost = scenario_cost(spec.scenario_for(values, seed))
+        # A point builds no views: its block tables are the engine's own, which the Scenario bounds
+        # (MAX_BLOCK_TABLE_ENTRIES); its steps and rows are the app's budget.
+        if too_big := over_budget(f"point `{text}` is", dataclasses.replace(cost, width=1)):
+            return total, too_big
+        total += 2 * cost.engine_seconds * len(spec.seeds)  # lab.sweep.point.evaluate runs both modes
+    return total, None
 
 
 def _number(v: int | float) -> str:
@@ -144,7 +201,7 @@ def _about(seconds: float) -> str:
     return "under 1 s" if seconds < 0.5 else f"about {seconds:,.0f} s"  # never "about 0 s"
 
 
-def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, progress=gr.Progress()):  # noqa: B008 (Gradio's way)
+def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, request: gr.Request = None, progress=gr.Progress()):  # noqa: B008
     """Run a sweep that fits the app's budget: figure, summary table (mean over seeds), status."""
     spec, fits, msg = sweep_estimate(base, a1, v1, a2, v2, seeds)
     if spec is None:  # a bad sweep: the figure and the table keep the last one
@@ -160,8 +217,8 @@ def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, progress=gr.Progress()): 
 
     try:
         # One heavy run at a time on this server (lab.app.room.line): a full line says so, in the status.
-        with HEAVY.slot("a sweep", lambda text: progress(0, desc=text)):
-            # the estimate assumes points of the default preset's size; larger ones stop at the deadline
+        with HEAVY.slot("a sweep", lambda text: progress(0, desc=text), attendee_of(request)):
+            # every point within the app's budget (points_cost): the deadline is a backstop
             res = run_sweep(spec, workers=min(2, default_workers()), progress=report, deadline_s=APP_BUDGET_S)
     except Busy as e:
         return gr.skip(), gr.skip(), f"**Not run**: {e}"

@@ -12,7 +12,7 @@ import gradio as gr
 from lab import Trace
 from lab.app.controls import inline_error
 from lab.app.loading import _loaded, _loaded_error, _owner, _simulate
-from lab.app.room.budget import OverBudget, check_trace
+from lab.app.room.budget import MAX_APP_ROWS, OverBudget, check_trace
 from lab.app.room.cache import TRACES, bytes_key
 from lab.app.room.line import Busy
 from lab.app.runner_choices import EMBEDDED_CPU
@@ -51,7 +51,8 @@ def upload_trace(path, view="block_table", presenter=False, compare_key=None, re
         kind = "an image" if data[:4] in (b"\x89PNG", b"GIF8") or data[:3] == b"\xff\xd8\xff" else "not JSON"
         return refuse(f"{name} is {kind}: uploads take a .json trace")
     try:
-        trace = Trace.from_json_bytes(data, source=name)
+        # parsed within the app's budget: each request is at least one batch row (lab.app.room.budget)
+        trace = Trace.from_json_bytes(data, source=name, max_requests=MAX_APP_ROWS)
     except ValueError as e:  # TraceFormatError is a ValueError
         return refuse(str(e))
     rec = trace.meta.get("recording")

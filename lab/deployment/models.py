@@ -413,8 +413,9 @@ KNOWN_MODELS: dict[str, ModelFacts] = {
 }
 
 
-def lookup(model: str) -> ModelFacts | None:
-    """KNOWN_MODELS by HF id (case-insensitive), else a local config.json path; None if neither.
+def lookup(model: str, local_paths: bool = True) -> ModelFacts | None:
+    """KNOWN_MODELS by HF id (case-insensitive), else (``local_paths``) a local config.json path; None if neither.
+    A server for others (the app) passes ``local_paths=False``: a pasted line never names a file it opens.
 
     A local config that is present but bad raises the ``ValueError`` from ``load_config_json``.
     """
@@ -422,6 +423,8 @@ def lookup(model: str) -> ModelFacts | None:
     for name, facts in KNOWN_MODELS.items():
         if name.lower() == wanted:
             return facts
+    if not local_paths:
+        return None
     path = Path(model).expanduser()
     if path.is_file() or (path / "config.json").is_file():
         return load_config_json(path)

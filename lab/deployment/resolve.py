@@ -102,25 +102,31 @@ def release_series(vllm: str) -> str:
 CLI_CONFIG_HINT = "give its config.json with --config PATH"
 
 
-def _model_facts(line: ServeLine, config_path: str | None, config_hint: str = CLI_CONFIG_HINT) -> ModelFacts:
-    """The model's facts: --config, else the lab's table or a local folder, else its config.json in the
-    local Hugging Face cache (as vLLM reads it offline: lab/deployment/hf_cache.py), named as the line names it."""
+def _model_facts(
+    line: ServeLine, config_path: str | None, hint: str = CLI_CONFIG_HINT, paths: bool = True
+) -> ModelFacts:
+    """The model's facts: --config, else the lab's table or (``paths``) a local folder, else its config.json in
+    the local Hugging Face cache (as vLLM reads it offline: lab/deployment/hf_cache.py), named as the line names it.
+    Without ``paths`` (the app) the model is an id only: no path opened, no word of what the server holds (M2)."""
     if config_path:
         return load_config_json(config_path, name=line.model)
     if not line.model:
         raise ServeLineError("no model: give it after `vllm serve` (or --model)")
-    facts = lookup(line.model)
+    if not paths and not is_repo_id(line.model):
+        raise ServeLineError(f"the model is looked up here by its Hugging Face id (org/name) only; {hint}")
+    facts = lookup(line.model, local_paths=paths)
     if facts is not None:
         return facts
     cached = cached_config(line.model, line.settings.get("revision"))
     if cached is not None:
         return load_config_json(cached, name=line.model)
     if not is_repo_id(line.model):
-        raise ServeLineError(f"model {line.model!r}: a local folder with no config.json on this machine; {config_hint}")
+        raise ServeLineError(f"model {line.model!r}: a local folder with no config.json on this machine; {hint}")
+    where = f"the local Hugging Face cache ({hub_cache_dir()}; HF_HUB_CACHE or HF_HOME moves it): download it there"
     raise ServeLineError(
         f"model {line.model!r}: not in the lab's table of widely deployed models (docs/deployments.md) and not in "
-        f"the local Hugging Face cache ({hub_cache_dir()}; HF_HUB_CACHE or HF_HOME moves it): download it there "
-        f"(huggingface-cli download {line.model} config.json), or {config_hint}"
+        + (f"{where} (huggingface-cli download {line.model} config.json), or " if paths else "this server's cache; ")
+        + hint
     )
 
 
@@ -203,15 +209,17 @@ def resolve(
     vllm: str = REFERENCE_RELEASE,
     config_path: str | None = None,
     config_hint: str = CLI_CONFIG_HINT,
+    local_paths: bool = True,
 ) -> Deployment:
     """Resolve a pasted ``vllm serve`` line on ``gpu`` under release ``vllm``. Raises ServeLineError, whose
-    words for a model the lab cannot find end on ``config_hint``: how to give its config.json where it is shown."""
+    words for a model the lab cannot find end on ``config_hint``: how to give its config.json where it is shown.
+    ``local_paths=False`` (the app): the model is looked up by id only, never opened as a path."""
     line = text if isinstance(text, ServeLine) else read_serve_line(text)
     if gpu not in DEPLOYMENT_GPUS:
         raise ServeLineError(f"--gpu {gpu}: not a GPU the lab knows; one of {', '.join(DEPLOYMENT_GPUS)}")
     g: GPU = GPUS[gpu]
     series = release_series(vllm)
-    facts = _model_facts(line, config_path, config_hint)
+    facts = _model_facts(line, config_path, config_hint, local_paths)
     s = line.settings
     notes = list(facts.notes)
     spec_cfg = s.get("speculative_config") or {}

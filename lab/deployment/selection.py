@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lab.cost import capture_size_problem
 from lab.deployment.backend_rules import (
     ATTN_TYPES,
     CUDA_PY,
@@ -346,6 +347,8 @@ def resolve_cudagraph(
             )
     elif top is not None:  # the token grid up to min(max, max_num_batched_tokens); no decode sizes appended
         top = min(int(top), max_num_batched_tokens)
+        if too_big := capture_size_problem(top):  # before the grid is built (lab/cost.py)
+            raise ServeLineError(f"max_cudagraph_capture_size (-cc or --max-cudagraph-capture-size): {too_big}")
         grid = (
             set(small_capture_sizes(top, performance_mode))
             | set(range(8, min(top + 1, 256), 8))

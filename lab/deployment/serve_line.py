@@ -44,7 +44,10 @@ def human_readable_int(text: str, flag: str) -> int:
     if m:
         number, suffix = m.groups()
         if suffix.islower():
-            return int(float(number) * 1000 ** ("kmgt".index(suffix) + 1))
+            value = float(number) * 1000 ** ("kmgt".index(suffix) + 1)
+            if value == float("inf"):  # 300 digits and a suffix: int() of an infinite float raised OverflowError
+                raise ServeLineError(f"{flag}: {text[:40]!r}… is too large a number")
+            return int(value)
         if "." in number:
             raise ServeLineError(f"{flag} {text}: no decimals with a binary suffix; did you mean {text.lower()}?")
         return int(number) * 1024 ** ("KMGT".index(suffix) + 1)

@@ -86,6 +86,13 @@ def step_payload(trace, title: str | None = None) -> dict:
     }
 
 
+# Every character that can end or change the state of an HTML <script> element's data ("<" opens "</script" and
+# "<!--", which put the parser in the double-escaped state: a trace named "<!--<script>" turned the page's own
+# scripts into data and the page never drew, hostile probe 2026-12-07 m3), and the two line separators older
+# JavaScript parsers end a string on; each as its JSON \\u escape, which JSON.parse reads back as the character.
+_SCRIPT_UNSAFE = {ord(c): f"\\u{ord(c):04x}" for c in "<>&\u2028\u2029"}
+
+
 def payload_json(payload: dict) -> str:
-    """The payload as JSON safe inside an HTML ``<script>`` element."""
-    return json.dumps(payload, separators=(",", ":")).replace("</", "<\\/")
+    """The payload as JSON safe inside an HTML ``<script>`` element: no ``<``, ``>`` or ``&`` in it at all."""
+    return json.dumps(payload, separators=(",", ":")).translate(_SCRIPT_UNSAFE)

@@ -218,6 +218,16 @@ class SweepSpec:
         return n
 
     def scenario_for(self, values: dict, seed: int) -> Scenario:
+        text = self.text_for(values, seed)
+        try:
+            return parse_spec(text)
+        except ValueError as e:
+            shown = ", ".join(f"{k}={_fmt(v)}" for k, v in values.items())
+            raise ValueError(f"point {shown or '(base)'} seed={seed}: {e}") from None
+
+    def text_for(self, values: dict, seed: int) -> str:
+        """The scenario text of one point, before it is parsed (what it costs can be told from it first:
+        lab.cost.spec_floor)."""
         holes = set(_placeholders(self.base))
         text = self.base.format(**{k: _fmt(v) for k, v in values.items() if k in holes}) if holes else self.base
         for name, v in values.items():
@@ -227,12 +237,7 @@ class SweepSpec:
             if key == "cg" and isinstance(v, str):
                 v = v.lower()
             text = _set_segment(text, key, v)
-        text = _set_segment(text, "seed", seed)
-        try:
-            return parse_spec(text)
-        except ValueError as e:
-            shown = ", ".join(f"{k}={_fmt(v)}" for k, v in values.items())
-            raise ValueError(f"point {shown or '(base)'} seed={seed}: {e}") from None
+        return _set_segment(text, "seed", seed)
 
     def points(self) -> list[Point]:
         if self.num_points > MAX_POINTS:

@@ -27,6 +27,7 @@ from lab.engine.cudagraph import CG_MODE_NAMES
 from lab.engine.oor import OOR_FIELDS
 from lab.files import check_output_path, regular_file_size, write_text_atomically
 from lab.scenario import RequestSpec, Scenario
+from lab.spec_grammar import MAX_REQUESTS
 from lab.speculators import num_draft_passes
 from lab.trace.schema import (
     DELTA_ROW_COLUMNS,
@@ -106,11 +107,14 @@ def load(path: str | os.PathLike) -> TraceParts:
     return from_json_bytes(data, source=path)
 
 
-def from_json_bytes(data: bytes | str, source: str = "trace") -> TraceParts:
+def from_json_bytes(data: bytes | str, source: str = "trace", max_requests: int = MAX_REQUESTS) -> TraceParts:
     if isinstance(data, str):
         data = data.encode("utf-8")
     if len(data) > MAX_FILE_BYTES:
         raise TraceFormatError(f"{source} is larger than {MAX_FILE_BYTES // 2**20} MiB")
+    # Before parsing: outside the base64 arrays a trace has about a list and 3 commas a request ("[]," x 20M: +1.5 GB)
+    if data.count(b"[") + data.count(b"{") > max_requests + 10_000 or data.count(b",") > 4 * max_requests + 100_000:
+        raise TraceFormatError(f"{source} is not a JSON trace: more lists or numbers than {max_requests:,} requests")
     if data[:2] == b"\x80\x04" or data[:1] in (b"\x80",):
         raise TraceFormatError(f"{source} looks like a pickle; traces are JSON only and pickles are never loaded")
     try:
@@ -149,6 +153,8 @@ def from_json_dict(doc, source: str = "trace", max_array_bytes: int = MAX_TOTAL_
     width = meta.get("width")
     if not isinstance(width, int) or not 1 <= width <= 16 * 1024 * 1024:
         bad("meta.width must be a positive integer")
+    if width != scenario.max_num_blocks_per_req:  # the recorder's; the views allocate it a row (C2: 16M, 2.6 GB)
+        bad(f"meta.width {width:,} is not the scenario's block-table width {scenario.max_num_blocks_per_req:,}")
     meta = {"source": "unknown", "cudagraph_capture_sizes": [], "num_preemptions": 0, "truncated": False, **meta}
     sizes = meta["cudagraph_capture_sizes"]
     if not (isinstance(sizes, list) and all(isinstance(x, int) and x > 0 for x in sizes)):

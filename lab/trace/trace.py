@@ -229,8 +229,8 @@ class Trace:
         return cls(*io.load(path))
 
     @classmethod
-    def from_json_bytes(cls, data: bytes | str, source: str = "trace") -> Trace:
-        return cls(*io.from_json_bytes(data, source))
+    def from_json_bytes(cls, data: bytes | str, source: str = "trace", max_requests: int | None = None) -> Trace:
+        return cls(*io.from_json_bytes(data, source, *([max_requests] if max_requests else [])))
 
     @classmethod
     def from_json_dict(cls, doc, source: str = "trace") -> Trace:

@@ -28,37 +28,67 @@ class HeavyLine:
     """At most ``slots`` jobs at once and ``max_waiting`` waiting, first come first served; ``kind`` and
     ``who`` name the line in its messages."""
 
-    def __init__(self, slots: int = 1, max_waiting: int = 4, kind: str = "heavy", who: str = HEAVY_WORK):
+    def __init__(
+        self, slots: int = 1, max_waiting: int = 4, kind: str = "heavy", who: str = HEAVY_WORK, per_attendee: int = 1
+    ):
         self.slots = slots
         self.max_waiting = max_waiting
         self.kind, self.who = kind, who
+        self.per_attendee = per_attendee  # places (going or waiting) one attendee may hold (probe 2026-12-07, M6)
         self.running = 0
         self._waiting: list[object] = []
+        self._places: dict[str, int] = {}  # attendee -> places held, going or waiting
         self._cv = threading.Condition()
 
     @contextmanager
-    def slot(self, what: str, progress=None):
+    def slot(self, what: str, progress=None, attendee: str | None = None):
         """Hold a slot for ``what`` (e.g. "a sweep"); ``progress(text)`` is told the place in line while
-        waiting. Raises ``Busy`` at once when the line is full."""
+        waiting. Raises ``Busy`` at once when the line is full, or when ``attendee`` (lab.app.room.attendee)
+        already holds ``per_attendee`` places in it: five sessions looping ⟳ time again kept everyone else out."""
         ticket = object()
         with self._cv:
+            if attendee is not None and self._places.get(attendee, 0) >= self.per_attendee:
+                raise Busy(
+                    f"busy: you already have {self._places[attendee]} {self.kind} run(s) going or waiting, the most "
+                    f"one attendee may on this server. Try {what} again when it is done."
+                )
             if self.running >= self.slots and len(self._waiting) >= self.max_waiting:
                 raise Busy(
                     f"busy: {self.running} {self.kind} run(s) going and {len(self._waiting)} waiting ({self.who} "
                     f"share one line on this server). Try {what} again in a minute; stepping and views do not wait."
                 )
+            if attendee is not None:
+                self._places[attendee] = self._places.get(attendee, 0) + 1
             self._waiting.append(ticket)
-            place = 0
-            while self.running >= self.slots or self._waiting[0] is not ticket:
-                n = self._waiting.index(ticket) + 1
-                if progress is not None and n != place:
-                    progress(f"busy, you are {ordinal(n)} in line for {what} ({self._at_once} here)")
-                place = n
-                self._cv.wait(timeout=0.5)
+        try:
+            self._wait_turn(ticket, what, progress)
+            with self._held():
+                yield
+        finally:
+            if attendee is not None:
+                with self._cv:
+                    left = self._places.pop(attendee) - 1
+                    if left:
+                        self._places[attendee] = left
+
+    def _wait_turn(self, ticket, what: str, progress) -> None:
+        """Wait until ``ticket`` is first in line and a slot is free, then take the slot; a wait that ends in an
+        exception (the event cancelled) leaves the line."""
+        with self._cv:
+            try:
+                place = 0
+                while self.running >= self.slots or self._waiting[0] is not ticket:
+                    n = self._waiting.index(ticket) + 1
+                    if progress is not None and n != place:
+                        progress(f"busy, you are {ordinal(n)} in line for {what} ({self._at_once} here)")
+                    place = n
+                    self._cv.wait(timeout=0.5)
+            except BaseException:
+                self._waiting.remove(ticket)
+                self._cv.notify_all()
+                raise
             self._waiting.pop(0)
             self.running += 1
-        with self._held():
-            yield
 
     @property
     def _at_once(self) -> str:
@@ -93,7 +123,7 @@ HEAVY = HeavyLine()
 # Custom runs on the embedded CPU runner within lab.app.room.budget.MAX_LIGHT_STEPS (under a second each): four at
 # once (Gradio's default concurrency, as before), 24 waiting (a room of thirty clicking Run together), past that
 # refused at once; presets and cached runs skip it. Each waiting run holds one of Gradio's 40 worker threads.
-LIGHT = HeavyLine(slots=4, max_waiting=24, kind="light", who="custom runs on the embedded CPU runner")
+LIGHT = HeavyLine(slots=4, max_waiting=24, kind="light", who="custom runs on the embedded CPU runner", per_attendee=2)
 
 
 def room_banner(host: str, port: int, password: bool) -> str | None:

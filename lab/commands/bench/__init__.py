@@ -35,6 +35,11 @@ def register(sub) -> None:
         help="bench room: attackers in the room too (lab/commands/bench/room_hostile.py), the server's RSS watched",
     )
     sp.add_argument(
+        "--refusals",
+        action="store_true",
+        help="bench room: each attack of the 2026-12-07 probe once on a fresh server, its refusal time and the RSS",
+    )
+    sp.add_argument(
         "--after-s",
         type=float,
         default=300.0,
@@ -55,6 +60,10 @@ def cmd_bench(args) -> int:
 
         run_bench_app(room=args.room)
         return 0
+    if args.what == "room" and args.refusals:
+        from lab.commands.bench.room_hostile_cost import run_refusals  # deferred: gradio_client
+
+        return 0 if all(r["refused"] for r in run_refusals()) else 1
     if args.what == "room":
         from lab.commands.bench.room import run_bench_room  # deferred: gradio_client
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from lab import machine
 from lab.app.deployment_tab import EXAMPLES
-from lab.commands.bench import room_hostile
+from lab.commands.bench import room_hostile, room_hostile_cost
 from lab.history import REFERENCE_RELEASE
 from lab.presets import PRESETS
 from lab.views import ALL_VIEWS
@@ -33,12 +33,12 @@ from lab.views import ALL_VIEWS
 PICK = ("embedded CPU", "block_table", False)
 
 
-def _fetch_steps(httpx, url: str):
-    """As the page does (lab/app/page.js): a 503 (the step-data worker's queue is full) asks again after its
-    Retry-After, for up to about three minutes."""
-    for _ in range(60):
-        r = httpx.get(url, timeout=300)
-        if r.status_code != 503:
+def fetch_steps(httpx, url: str, tries: int = 90, **kwargs):
+    """As the page does (lab/app/page.js): a 202 (the step data is being built) or a 503 (the step-data worker's
+    queue is full) asks again after its Retry-After, for up to about three minutes."""
+    for _ in range(tries):
+        r = httpx.get(url, timeout=60, **kwargs)
+        if r.status_code not in (202, 503):
             return r
         time.sleep(float(r.headers.get("retry-after", 3)))
     return r
@@ -76,7 +76,7 @@ def _round(c, url: str, j: int, r: int, steps: int, interval: float, times: dict
     # data_key (lab.app.loading.LOADED): the page fetches the step data with it. The client leaves gr.State
     # outputs out, so its place is not LOADED's; it is the one "run-" key (lab.app.room.cache.scenario_key).
     key = next(x for x in loaded if isinstance(x, str) and x.startswith("run-"))
-    r = timed("fetch the step data (server, once)", lambda: _fetch_steps(httpx, f"{url}lab/steps/{key}"))
+    r = timed("fetch the step data (server, once)", lambda: fetch_steps(httpx, f"{url}lab/steps/{key}"))
     r.raise_for_status()
     data = r.json()
     if data["title"] != preset:
@@ -144,7 +144,7 @@ def run_bench_room(
             return run_bench_room(started, sessions, steps, interval, out, warm_s, hostile, after_s, pids[0])
     times: dict[str, list[float]] = {}
     errors: list[str] = []
-    todo = room_hostile.attack_list() if hostile else []
+    todo = room_hostile.attack_list() + room_hostile_cost.attack_list(url) if hostile else []
     start = threading.Barrier(sessions + len(todo))
     threads = [
         threading.Thread(target=_session, args=(url, j, steps, interval, start, times, errors, stop), daemon=True)

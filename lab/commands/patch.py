@@ -1,0 +1,149 @@
+"""``python -m lab patch``: change vLLM 0.33.0's own MRV2 code and see what the change does (docs/patch.md).
+
+    python -m lab patch --diff FILE | --edited PATH [--target vllm/v1/worker/gpu/...]  --preset NAME | --spec TEXT
+                        [--out TRACE.json] [--upstream DIR | --no-upstream] [--kernels]
+
+The patch is applied to copies of the wheel's files (lab/real_vllm/patch/diff.py), vLLM's MRV2 objects run
+the scenario in ``.venv-vllm`` with the patched modules imported in place of the wheel's and again without
+them (lab/real_vllm/patch/runner.py), the lab judges the difference (judge.py), writes the trace labelled
+"vLLM 0.33.0 + patch <id>" (patched_trace.py) and, for upstream, the ``git format-patch`` text and a test in
+vLLM's own style run both ways (upstream.py). Exit 0: the verdict is clean; 1: a finding (or the patched
+code raised: vLLM's traceback is printed); 2: the patch was refused.
+"""
+
+from __future__ import annotations
+
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from lab.commands.scenario_args import add_scenario_args, scenario_from_args
+from lab.real_vllm.patch import runner, upstream
+from lab.real_vllm.patch.diff import MAX_DIFF_BYTES, PATCHABLE, PatchError, apply_patch, diff_from_edited
+from lab.real_vllm.patch.judge import judge
+from lab.real_vllm.patch.patched_trace import draft_walked, patched_trace
+from lab.trace.recorder import simulate
+
+RED, BOLD, END = "\033[31;1m", "\033[1m", "\033[0m"
+
+
+def register(sub) -> None:
+    sp = sub.add_parser("patch", help="apply a patch to vLLM 0.33.0's MRV2 code, run it, judge it (needs .venv-vllm)")
+    src = sp.add_mutually_exclusive_group(required=True)
+    src.add_argument("--diff", help="a unified diff (git diff) against vLLM 0.33.0, paths a/vllm/v1/worker/gpu/...")
+    src.add_argument("--edited", help="an edited copy of one vLLM 0.33.0 module under vllm/v1/worker/gpu/")
+    sp.add_argument("--target", help="with --edited: the module it replaces, e.g. " + PATCHABLE + "…/speculator.py")
+    add_scenario_args(sp)
+    sp.add_argument(
+        "--upstream", metavar="DIR", help="write the format-patch and vLLM-style test here (default: ./patch-ID)"
+    )
+    sp.add_argument("--no-upstream", action="store_true", help="skip the format-patch and the generated test")
+    sp.add_argument("--kernels", action="store_true", help="also run R6/R7 (vLLM's Triton kernels, interpreted: slow)")
+    sp.set_defaults(fn=run)
+
+
+def _read(path: str) -> str:
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"{path}: no such file")
+    if p.stat().st_size > MAX_DIFF_BYTES * 4:
+        raise ValueError(f"{path} is larger than {MAX_DIFF_BYTES * 4 // 1024} KiB")
+    return p.read_text()
+
+
+def load_diff(args, vllm_dir: Path) -> str:
+    """The diff of ``--diff FILE``, or made from ``--edited PATH`` against the wheel's ``--target``."""
+    if args.diff:
+        return _read(args.diff)
+    target = args.target or (PATCHABLE + args.edited.split(PATCHABLE, 1)[1] if PATCHABLE in args.edited else None)
+    if not target:
+        raise ValueError(f"--edited needs --target {PATCHABLE}… (the module the edited copy replaces)")
+    if not target.startswith(PATCHABLE) or ".." in target.split("/"):
+        raise PatchError(f"--target {target!r}: only modules under {PATCHABLE} can be patched")
+    original = vllm_dir / target[len("vllm/") :]
+    if not original.is_file():
+        raise PatchError(f"{target} is not a file of the installed vLLM 0.33.0")
+    return diff_from_edited(original.read_text(), _read(args.edited), target)
+
+
+def run(args, out=None) -> int:
+    w = (out or sys.stdout).write
+    scenario = scenario_from_args(args)
+    spec = scenario.to_spec()
+    try:
+        vllm_dir = runner.vllm_dir()
+        applied = apply_patch(load_diff(args, vllm_dir), vllm_dir)
+    except PatchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    w(f"{applied.label}: {', '.join(applied.paths)}\non {spec}: running vLLM's MRV2 code with and without it …\n")
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            base_f = pool.submit(runner.run_harness, spec, None, args.kernels)
+            patched_f = pool.submit(runner.run_harness, spec, applied, args.kernels)
+            base, patched = base_f.result(), patched_f.result()
+    except runner.PatchRunError as e:
+        print(f"error: the patched vLLM raised (vLLM's traceback, your patch's lines included):\n{e}", file=sys.stderr)
+        return 1
+    verdict = judge(base, patched, scenario)
+    meta = {
+        "label": applied.label,
+        "patch_id": applied.patch_id,
+        "paths": list(applied.paths),
+        "diff": applied.diff,
+        "verdict": verdict.to_json(),
+    }
+    trace = patched_trace(scenario, patched, meta)
+    w(format_verdict(verdict, colour=(out or sys.stdout).isatty()) + "\n")
+    w(format_walked(simulate(scenario), trace) + "\n")
+    if args.out:
+        trace.save(args.out)
+        w(
+            f"trace: {args.out} ({trace.meta['source']}); the app opens it (Upload) beside the unpatched "
+            f"`python -m lab simulate --spec '{spec}'`\n"
+        )
+    if not args.no_upstream:
+        w(write_upstream(applied, Path(args.upstream or f"patch-{applied.short}")) + "\n")
+    return 0 if verdict.ok else 1
+
+
+def format_verdict(verdict, colour: bool = False) -> str:
+    """The findings, correctness bugs first (in red on a terminal), then a few draft passes."""
+    lines = []
+    for f in verdict.sorted():
+        text = f"  {f.kind:<10} {f.text}"
+        lines.append(f"{RED}{text}{END}" if colour and f.kind == "bug" else text)
+    if verdict.passes:
+        lines.append("  draft passes (step.pass: unpatched -> told | needs | rule min(max ub + K, mml)):")
+        shown = sorted(verdict.passes, key=lambda p: (p.told >= p.need, p.step, p.index))[:6]
+        lines += [f"    {p.step}.{p.index}: {p.before} -> {p.told} | {p.need} | {p.rule}  {p.verdict}" for p in shown]
+    return "\n".join(lines)
+
+
+def format_walked(unpatched, patched) -> str:
+    before, after = int(draft_walked(unpatched).sum()), int(draft_walked(patched).sum())
+    pct = f" ({100 * (after - before) / before:+.0f}%)" if before else ""
+    return f"block-table entries the draft passes walk, whole run: {before:,} unpatched -> {after:,} patched{pct}"
+
+
+def write_upstream(applied, where: Path) -> str:
+    """The format-patch and the generated test in ``where``; the test run on vLLM 0.33.0 and patched."""
+    where.mkdir(parents=True, exist_ok=True)
+    (where / f"0001-{applied.short}.patch").write_text(applied.format_patch)
+    test = where / Path(upstream.TEST_PATH).name
+    test.write_text(upstream.test_text(applied.label))
+    with ThreadPoolExecutor(2) as pool:
+        shipped = pool.submit(runner.run_pytest, test, None)
+        fixed = pool.submit(runner.run_pytest, test, applied)
+        (ok0, _), (ok1, out1) = shipped.result(), fixed.result()
+    as_shipped = "passed (it should fail: the test does not see the bug)" if ok0 else "failed, as it must"
+    as_shipped = "passed (it should fail: the test does not see the bug)" if ok0 else "failed, as it must"
+    lines = [
+        f"upstream: {where / f'0001-{applied.short}.patch'} (git format-patch against vLLM 0.33.0)",
+        f"          {test} (for vLLM's {upstream.TEST_PATH})",
+        f"          on vLLM 0.33.0 as shipped: {as_shipped}",
+        f"          with the patch:            {'passed' if ok1 else 'FAILED'}",
+    ]
+    if not ok1:
+        lines.append("\n".join("            " + x for x in out1.splitlines()[-12:]))
+    return "\n".join(lines)

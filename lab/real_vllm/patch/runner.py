@@ -1,0 +1,79 @@
+"""Starts the ``.venv-vllm`` side of a patch (``python -m lab.real_vllm.patch``) from the lab's own
+environment: a subprocess with this checkout on its path, the overlay's directory and files named on its
+command line. The patched code runs there only, never in the caller's process (the app's included)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from lab.real_vllm.patch.diff import AppliedPatch, PatchError, added_lines
+from lab.vllm_env import REPO, conformance_python, with_checkout_on_path
+
+TIMEOUT_S = 600
+
+
+class PatchRunError(RuntimeError):
+    """The patched code failed: ``str(e)`` is vLLM's traceback, as the user's error."""
+
+
+def _env() -> dict[str, str]:
+    keep = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "PYTHONPATH", "TMPDIR", "LANG")}
+    return with_checkout_on_path({**keep, "CUDA_VISIBLE_DEVICES": "", "VLLM_LOGGING_LEVEL": "ERROR"})
+
+
+def _python() -> str:
+    python = conformance_python()
+    if not python.exists():
+        raise PatchError(f"{python} is missing: the patched vLLM runs in the conformance environment (make venv-vllm)")
+    return str(python)
+
+
+def _overlay_args(applied: AppliedPatch | None) -> list[str]:
+    if applied is None:
+        return []
+    return ["--overlay", str(applied.overlay), *(a for p in applied.paths for a in ("--path", p))]
+
+
+def vllm_dir() -> Path:
+    """The installed vllm package of the conformance environment (found without importing it)."""
+    res = subprocess.run(
+        [_python(), "-m", "lab.real_vllm.patch", "locate"], capture_output=True, text=True, timeout=120,
+        cwd=REPO, env=_env(),
+    )  # fmt: skip
+    where = res.stdout.strip()
+    if res.returncode or not where:
+        raise PatchError(f"vLLM is not installed in {_python()}: {res.stderr.strip()[-300:]}")
+    return Path(where)
+
+
+def run_harness(spec: str, applied: AppliedPatch | None, kernels: bool = False) -> dict:
+    """vLLM's values on the scenario ``spec`` (lab/real_vllm/patch/harness.py), with the patch or without."""
+    with tempfile.TemporaryDirectory(prefix="lab-patch-run-") as tmp:
+        out = Path(tmp) / "run.json"
+        cmd = [_python(), "-m", "lab.real_vllm.patch", "run", "--spec", spec, "--out", str(out)]
+        cmd += _overlay_args(applied)
+        if applied is not None:
+            cmd += ["--added", json.dumps(added_lines(applied.diff))]
+        if kernels:
+            cmd.append("--kernels")
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=REPO, env=_env())
+        if out.exists():
+            data = json.loads(out.read_text())
+            if "error" in data:
+                raise PatchRunError(data["error"])
+            if res.returncode == 0:
+                return data
+        tail = "\n".join(res.stderr.strip().splitlines()[-25:])
+        raise RuntimeError(f"the harness failed in {_python()} (exit {res.returncode}):\n{tail}")
+
+
+def run_pytest(test_file: Path, applied: AppliedPatch | None) -> tuple[bool, str]:
+    """The generated test run in ``.venv-vllm``, with the overlay or on the wheel as shipped: (passed, output)."""
+    cmd = [_python(), "-m", "lab.real_vllm.patch", "pytest", *_overlay_args(applied), "--", str(test_file)]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=test_file.parent, env=_env())
+    lines = [x for x in (res.stdout + res.stderr).splitlines() if x.strip()]
+    return res.returncode == 0, "\n".join(lines[-40:])

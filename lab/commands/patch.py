@@ -77,10 +77,11 @@ def run(args, out=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     w(f"{applied.label}: {', '.join(applied.paths)}\non {spec}: running vLLM's MRV2 code with and without it …\n")
+    test = None if args.no_upstream else upstream_files(applied, Path(args.upstream or f"patch-{applied.short}"))
     try:
         with ThreadPoolExecutor(2) as pool:
-            base_f = pool.submit(runner.run_harness, spec, None, args.kernels)
-            patched_f = pool.submit(runner.run_harness, spec, applied, args.kernels)
+            base_f = pool.submit(runner.run_harness, spec, None, args.kernels, test)
+            patched_f = pool.submit(runner.run_harness, spec, applied, args.kernels, test)
             base, patched = base_f.result(), patched_f.result()
     except runner.PatchRunError as e:
         print(f"error: the patched vLLM raised (vLLM's traceback, your patch's lines included):\n{e}", file=sys.stderr)
@@ -102,8 +103,8 @@ def run(args, out=None) -> int:
             f"trace: {args.out} ({trace.meta['source']}); the app opens it (Upload) beside the unpatched "
             f"`python -m lab simulate --spec '{spec}'`\n"
         )
-    if not args.no_upstream:
-        w(write_upstream(applied, Path(args.upstream or f"patch-{applied.short}")) + "\n")
+    if test is not None:
+        w(format_upstream(test, base["pytest"], patched["pytest"]) + "\n")
     return 0 if verdict.ok else 1
 
 
@@ -126,24 +127,25 @@ def format_walked(unpatched, patched) -> str:
     return f"block-table entries the draft passes walk, whole run: {before:,} unpatched -> {after:,} patched{pct}"
 
 
-def write_upstream(applied, where: Path) -> str:
-    """The format-patch and the generated test in ``where``; the test run on vLLM 0.33.0 and patched."""
+def upstream_files(applied, where: Path) -> Path:
+    """Write the format-patch and the generated test in ``where``; returns the test's path."""
     where.mkdir(parents=True, exist_ok=True)
     (where / f"0001-{applied.short}.patch").write_text(applied.format_patch)
     test = where / Path(upstream.TEST_PATH).name
     test.write_text(upstream.test_text(applied.label))
-    with ThreadPoolExecutor(2) as pool:
-        shipped = pool.submit(runner.run_pytest, test, None)
-        fixed = pool.submit(runner.run_pytest, test, applied)
-        (ok0, _), (ok1, out1) = shipped.result(), fixed.result()
-    as_shipped = "passed (it should fail: the test does not see the bug)" if ok0 else "failed, as it must"
-    as_shipped = "passed (it should fail: the test does not see the bug)" if ok0 else "failed, as it must"
+    return test
+
+
+def format_upstream(test: Path, shipped: dict, fixed: dict) -> str:
+    """The generated test's two results: on vLLM 0.33.0 as shipped (it must fail) and patched (it must pass)."""
+    patch_file = next(test.parent.glob("0001-*.patch"))
+    as_shipped = "passed (it should fail: it does not see the bug)" if shipped["passed"] else "failed, as it must"
     lines = [
-        f"upstream: {where / f'0001-{applied.short}.patch'} (git format-patch against vLLM 0.33.0)",
+        f"upstream: {patch_file} (git format-patch against vLLM 0.33.0)",
         f"          {test} (for vLLM's {upstream.TEST_PATH})",
         f"          on vLLM 0.33.0 as shipped: {as_shipped}",
-        f"          with the patch:            {'passed' if ok1 else 'FAILED'}",
+        f"          with the patch:            {'passed' if fixed['passed'] else 'FAILED'}",
     ]
-    if not ok1:
-        lines.append("\n".join("            " + x for x in out1.splitlines()[-12:]))
+    if not fixed["passed"]:
+        lines.append("\n".join("            " + x for x in fixed["output"].splitlines()[-12:]))
     return "\n".join(lines)

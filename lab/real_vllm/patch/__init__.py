@@ -6,7 +6,7 @@
   and the proof that the lines the patch added ran.
 - ``harness.py``: the conformance harness on a scenario, every value vLLM produces kept (and the
   standalone draft model's whole ``propose``).
-- ``__main__.py``: the ``.venv-vllm`` side (``run``, ``pytest``, ``locate``); ``runner.py`` starts it.
+- ``__main__.py``: the ``.venv-vllm`` side (``run``, ``locate``); ``runner.py`` starts it.
 - ``judge.py``: the verdict (per draft pass told vs needed vs the rule, R3's capture, every other field
   against unpatched 0.33.0), ``patched_trace.py``: the Trace labelled with the patch,
   ``upstream.py``: the test in vLLM's own style that the lab runs both ways.

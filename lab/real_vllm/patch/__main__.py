@@ -1,12 +1,11 @@
 """``python -m lab.real_vllm.patch`` in ``.venv-vllm``: the side of ``python -m lab patch`` that runs vLLM.
 
     python -m lab.real_vllm.patch locate                       # where the installed vllm package is
-    python -m lab.real_vllm.patch run --spec SPEC --out F.json [--overlay DIR --path P ... --added JSON]
-    python -m lab.real_vllm.patch pytest [--overlay DIR --path P ...] -- TEST_FILE [pytest args]
+    python -m lab.real_vllm.patch run --spec SPEC --out F.json [--overlay DIR --path P ... --added JSON] [--pytest T]
 
 ``run`` writes the harness's values (lab/real_vllm/patch/harness.py) as JSON, or ``{"error": …}`` with
-vLLM's traceback when the patched code raised (exit 3); ``pytest`` runs a test file with the overlay
-installed first (the test itself imports only vLLM).
+vLLM's traceback when the patched code raised (exit 3), and with ``--pytest`` the generated test's result
+from the same process (the overlay installed first; the test itself imports only vLLM).
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -54,42 +52,42 @@ def _run(args) -> int:
         return 3
     out["seconds"] = round(time.perf_counter() - t0, 2)
     out["proof"] = proof.report() if proof else {}
+    if args.pytest:  # the generated test, in this process: the same overlay, vLLM imported once
+        out["pytest"] = _pytest_here(args.pytest)
     Path(args.out).write_text(json.dumps(out))
     return 0
 
 
-def _pytest(args) -> int:
-    os.environ["TRITON_INTERPRET"] = "1"  # vLLM's Triton kernels on CPU tensors (lab/vllm_env.py)
-    os.environ["CUDA_VISIBLE_DEVICES"] = ""
-    _overlay(args)
+def _pytest_here(test_file: str) -> dict:
+    import contextlib
+    import io
+
     import pytest
 
-    return int(pytest.main(["-q", "-p", "no:cacheprovider", *args.rest]))
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+        rc = pytest.main(["-q", "-p", "no:cacheprovider", "--rootdir", str(Path(test_file).parent), test_file])
+    lines = [x for x in buf.getvalue().splitlines() if x.strip()]
+    return {"passed": int(rc) == 0, "output": "\n".join(lines[-40:])}
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m lab.real_vllm.patch")
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("locate")
-    for name in ("run", "pytest"):
-        sp = sub.add_parser(name)
-        sp.add_argument("--overlay")
-        sp.add_argument("--path", action="append", default=[])
-        if name == "run":
-            sp.add_argument("--spec", required=True)
-            sp.add_argument("--out", required=True)
-            sp.add_argument("--added")
-            sp.add_argument("--kernels", action="store_true")
-        else:
-            sp.add_argument("rest", nargs=argparse.REMAINDER)
+    sp = sub.add_parser("run")
+    sp.add_argument("--overlay")
+    sp.add_argument("--path", action="append", default=[])
+    sp.add_argument("--spec", required=True)
+    sp.add_argument("--out", required=True)
+    sp.add_argument("--added")
+    sp.add_argument("--kernels", action="store_true")
+    sp.add_argument("--pytest", help="then run this test file here, with the same overlay")
     args = p.parse_args(argv)
     if args.cmd == "locate":
         spec = importlib.util.find_spec("vllm")  # finds the package without importing it
         print(Path(spec.origin).parent if spec and spec.origin else "")
         return 0 if spec else 2
-    if args.cmd == "pytest":
-        args.rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
-        return _pytest(args)
     return _run(args)
 
 

@@ -50,8 +50,11 @@ def vllm_dir() -> Path:
     return Path(where)
 
 
-def run_harness(spec: str, applied: AppliedPatch | None, kernels: bool = False) -> dict:
-    """vLLM's values on the scenario ``spec`` (lab/real_vllm/patch/harness.py), with the patch or without."""
+def run_harness(
+    spec: str, applied: AppliedPatch | None, kernels: bool = False, pytest_file: Path | None = None
+) -> dict:
+    """vLLM's values on the scenario ``spec`` (lab/real_vllm/patch/harness.py), with the patch or without;
+    with ``pytest_file``, that test run in the same process too (``"pytest"``: passed, output)."""
     with tempfile.TemporaryDirectory(prefix="lab-patch-run-") as tmp:
         out = Path(tmp) / "run.json"
         cmd = [_python(), "-m", "lab.real_vllm.patch", "run", "--spec", spec, "--out", str(out)]
@@ -60,6 +63,8 @@ def run_harness(spec: str, applied: AppliedPatch | None, kernels: bool = False) 
             cmd += ["--added", json.dumps(added_lines(applied.diff))]
         if kernels:
             cmd.append("--kernels")
+        if pytest_file is not None:
+            cmd += ["--pytest", str(pytest_file)]
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=REPO, env=_env())
         if out.exists():
             data = json.loads(out.read_text())
@@ -69,11 +74,3 @@ def run_harness(spec: str, applied: AppliedPatch | None, kernels: bool = False) 
                 return data
         tail = "\n".join(res.stderr.strip().splitlines()[-25:])
         raise RuntimeError(f"the harness failed in {_python()} (exit {res.returncode}):\n{tail}")
-
-
-def run_pytest(test_file: Path, applied: AppliedPatch | None) -> tuple[bool, str]:
-    """The generated test run in ``.venv-vllm``, with the overlay or on the wheel as shipped: (passed, output)."""
-    cmd = [_python(), "-m", "lab.real_vllm.patch", "pytest", *_overlay_args(applied), "--", str(test_file)]
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=test_file.parent, env=_env())
-    lines = [x for x in (res.stdout + res.stderr).splitlines() if x.strip()]
-    return res.returncode == 0, "\n".join(lines[-40:])

@@ -19,7 +19,14 @@ from pathlib import Path
 
 from lab.commands.scenario_args import add_scenario_args, scenario_from_args
 from lab.real_vllm.patch import runner, upstream
-from lab.real_vllm.patch.diff import MAX_DIFF_BYTES, PATCHABLE, PatchError, apply_patch, diff_from_edited
+from lab.real_vllm.patch.diff import (
+    MAX_DIFF_BYTES,
+    PATCHABLE,
+    PatchError,
+    apply_patch,
+    diff_from_edited,
+    patched_paths,
+)
 from lab.real_vllm.patch.judge import judge
 from lab.real_vllm.patch.patched_trace import draft_walked, patched_trace
 from lab.trace.recorder import simulate
@@ -54,7 +61,7 @@ def _read(path: str) -> str:
 def load_diff(args, vllm_dir: Path) -> str:
     """The diff of ``--diff FILE``, or made from ``--edited PATH`` against the wheel's ``--target``."""
     if args.diff:
-        return _read(args.diff)
+        return _read(args.diff)  # checked (patched_paths) before vLLM is looked for
     target = args.target or (PATCHABLE + args.edited.split(PATCHABLE, 1)[1] if PATCHABLE in args.edited else None)
     if not target:
         raise ValueError(f"--edited needs --target {PATCHABLE}… (the module the edited copy replaces)")
@@ -71,6 +78,8 @@ def run(args, out=None) -> int:
     scenario = scenario_from_args(args)
     spec = scenario.to_spec()
     try:
+        if args.diff:
+            patched_paths(_read(args.diff))  # a refused path is said before anything runs
         vllm_dir = runner.vllm_dir()
         applied = apply_patch(load_diff(args, vllm_dir), vllm_dir)
     except PatchError as e:

@@ -158,6 +158,7 @@ def apply_patch(diff: str, vllm_dir: Path, workdir: Path | None = None, subject:
     match is a ``PatchError`` naming it) and commit it; the work tree is the overlay."""
     paths = patched_paths(diff)
     repo = Path(workdir or tempfile.mkdtemp(prefix="lab-patch-"))
+    repo.mkdir(parents=True, exist_ok=True)
     if _git(repo, "init", "-q").returncode:
         raise PatchError("git is needed to apply a patch (git init failed)")
     for path in paths:

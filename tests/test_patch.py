@@ -125,7 +125,7 @@ def test_overlay_imports_the_patched_file_and_proves_the_added_line_ran(tmp_path
         with proof:
             mod = importlib.import_module("labpatchdemo.mod")
             assert mod.f() == 42 and mod.f() == 42
-        assert proof.report()["labpatchdemo/mod.py"] == {"added": [2, 3], "ran": {2: 2, 3: 2}}
+        assert proof.report()["labpatchdemo/mod.py"] == {"added": [2, 3], "ran": [[2, 2], [3, 2]]}
         with pytest.raises(RuntimeError, match="imported before the overlay"):
             ov.install(tmp_path / "overlay", ["labpatchdemo/mod.py"])
     finally:
@@ -166,7 +166,7 @@ def _run(told, ub=40, exact=None, capture=MML, extra=()):
     values = [[0, "R2", "max_seq_len", ub], [0, "R4", "draft_max_seq_len", max(told)], *extra]
     values += [[0, "R5", f"draft pass {p} max_seq_len", t] for p, t in enumerate(told)]
     values.append(["config", "R3", "capture max_seq_len (probe)", capture])
-    return {"values": values, "passes": passes, "proof": {"f.py": {"added": [3], "ran": {3: 1}}}}
+    return {"values": values, "passes": passes, "proof": {"f.py": {"added": [3], "ran": [[3, 1]]}}}
 
 
 BASE = _run([MML] * K)
@@ -222,7 +222,7 @@ def test_no_clamp_and_capture_changed():
 
 def test_a_patch_whose_lines_never_ran_tested_nothing():
     run = _run([43, 43, 43])
-    run["proof"] = {"f.py": {"added": [3], "ran": {}}}
+    run["proof"] = {"f.py": {"added": [3], "ran": []}}
     assert any(f.text.startswith("the patch's added lines never ran") for f in judge(BASE, run, SCEN).findings)
 
 

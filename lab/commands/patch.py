@@ -19,6 +19,7 @@ from pathlib import Path
 
 from lab.commands.scenario_args import add_scenario_args, scenario_from_args
 from lab.real_vllm.patch import runner, upstream
+from lab.real_vllm.patch.checker import check_fix
 from lab.real_vllm.patch.diff import (
     MAX_DIFF_BYTES,
     PATCHABLE,
@@ -39,6 +40,11 @@ def register(sub) -> None:
     src = sp.add_mutually_exclusive_group(required=True)
     src.add_argument("--diff", help="a unified diff (git diff) against vLLM 0.33.0, paths a/vllm/v1/worker/gpu/...")
     src.add_argument("--edited", help="an edited copy of one vLLM 0.33.0 module under vllm/v1/worker/gpu/")
+    src.add_argument(
+        "--exercise",
+        metavar="FILE",
+        help="notebook 08's check: FILE holds your lines for StandaloneARSpeculator.propose",
+    )
     sp.add_argument("--target", help="with --edited: the module it replaces, e.g. " + PATCHABLE + "…/speculator.py")
     add_scenario_args(sp)
     sp.add_argument(
@@ -75,6 +81,12 @@ def load_diff(args, vllm_dir: Path) -> str:
 
 def run(args, out=None) -> int:
     w = (out or sys.stdout).write
+    if args.exercise:  # notebook 08's checker, on its own scenario unless one is given
+        report = check_fix(
+            _read(args.exercise), **({"spec": scenario_from_args(args).to_spec()} if args.preset or args.spec else {})
+        )
+        w(str(report) + "\n")
+        return 0 if report.right else 1
     scenario = scenario_from_args(args)
     spec = scenario.to_spec()
     try:

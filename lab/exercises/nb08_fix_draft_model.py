@@ -16,9 +16,12 @@ from __future__ import annotations
 import difflib
 import textwrap
 
-# Two requests run to within K of max_model_len (the clamp matters), one short one; block size 4 so the
+from lab.exercises.checker import Exercise, Trap, step_of, trace_of
+
+# One request runs to within K of max_model_len (the clamp matters), one short one; block size 4 so the
 # walked entries show the fix; async scheduling, so exact lengths trail the upper bounds after rejections.
-SPEC = "p20o8_2p40o30_mml=72_bs=4_k=3_method=draft-model"
+# Five steps: each check is two short vLLM runs.
+SPEC = "p8o3_p30o8_mml=40_bs=4_k=3_method=draft-model"
 TARGET = "vllm/v1/worker/gpu/spec_decode/standalone_ar/speculator.py"
 # The attendee's lines go right after this line of StandaloneARSpeculator.propose (num_reqs is known there).
 ANCHOR = "        skip_attn = dummy_run and skip_attn_for_dummy_run\n"
@@ -83,3 +86,26 @@ def fix_diff(original: str, lines: str) -> str:
 def hint_for(finding_text: str) -> str | None:
     """The hint of the mistake a finding names (None: no hint for it)."""
     return next((hint for start, hint in HINTS.items() if finding_text.startswith(start)), None)
+
+
+def _max_ub(index: int) -> int:
+    st = step_of(SPEC, index)
+    return max(st.seq_lens_cpu_upper_bound[: st.num_reqs])
+
+
+EXERCISES: tuple[Exercise, ...] = (
+    Exercise(
+        "08.1",
+        f"Spec `{SPEC}`, step 1: with the fix, what `max_seq_len` is the standalone draft model's last draft pass "
+        "(pass 2) told?",
+        lambda: min(_max_ub(1) + trace_of(SPEC).scenario.num_speculative_tokens, trace_of(SPEC).scenario.max_model_len),
+        hint="R4 as TargetDependentARSpeculator.propose has it since #43991: the batch's max upper bound plus K, "
+        "clamped to max_model_len.",
+        nudge="max(step.seq_lens_cpu_upper_bound) of step 1, then R4; the draft passes view draws each pass's window.",
+        traps=(
+            Trap(lambda: _max_ub(1), "too low: the + K is forgotten; the drafts go past the upper bound"),
+            Trap(lambda: _max_ub(1) + 2, "one short: the correction token of the draft prefill is a step too"),
+            Trap(lambda: trace_of(SPEC).scenario.max_model_len, "that's what vLLM 0.33.0 tells it unpatched"),
+        ),
+    ),
+)

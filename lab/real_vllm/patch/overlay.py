@@ -85,10 +85,10 @@ class LineProof:
         return False
 
     def report(self) -> dict:
-        """Per file: the added lines, and which ran (with counts)."""
+        """Per file: the added lines, and which ran: [line, times] pairs (JSON keeps them as numbers)."""
         out = {}
         for path, lines in self.wanted.values():
-            ran = {line: self.hits[(path, line)] for line in sorted(lines) if self.hits[(path, line)]}
+            ran = [[line, self.hits[(path, line)]] for line in sorted(lines) if self.hits[(path, line)]]
             out[path] = {"added": sorted(lines), "ran": ran}
         return out
 

@@ -232,10 +232,9 @@ def check_proof(verdict: Verdict, proof: dict) -> None:
         return
     for path, lines in ran.items():
         if lines:
-            first = min(lines)
+            first, times = min(lines)
             verdict.add(
-                "ran",
-                f"the patch ran: {path} line {first} ran {lines[first]:,} time(s) ({len(lines)} added line(s) ran)",
+                "ran", f"the patch ran: {path} line {first} ran {times:,} time(s) ({len(lines)} added line(s) ran)"
             )
 
 

@@ -255,15 +255,16 @@ def test_recount_reproduces_the_engines_out_of_range_counts():
 def test_patched_trace_carries_the_values_the_label_and_fewer_walked_entries():
     scenario = parse_spec(ex.SPEC)
     unpatched = simulate(scenario)
+    k, mml = scenario.num_speculative_tokens, scenario.max_model_len
     passes = [
-        {"step": s, "pass": p, "told": min(int(max(st.seq_lens_cpu_upper_bound)) + K, MML)}
+        {"step": s, "pass": p, "told": min(int(max(st.seq_lens_cpu_upper_bound)) + k, mml)}
         for s, st in enumerate(unpatched.steps)
-        for p in range(K)
+        for p in range(k)
     ]
     trace = patched_trace(scenario, {"values": [], "passes": passes}, {"label": "vLLM 0.33.0 + patch abcdef1"})
     assert trace.meta["source"] == "vLLM 0.33.0 + patch abcdef1"
-    assert trace.steps[0].drafts[0].max_seq_len["fixed"] == passes[0]["told"] < MML
-    assert unpatched.steps[0].drafts[0].max_seq_len["fixed"] == MML
+    assert trace.steps[0].drafts[0].max_seq_len["fixed"] == passes[0]["told"] < mml
+    assert unpatched.steps[0].drafts[0].max_seq_len["fixed"] == mml
     walked = trace.meta["patch"]["walked"]
     assert walked["after"] < walked["before"] and draft_walked(trace).sum() < draft_walked(unpatched).sum()
     back = type(trace).from_json_bytes(_json(trace))

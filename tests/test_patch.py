@@ -287,3 +287,36 @@ def test_the_command_refuses_a_path_before_running_anything(tmp_path, capsys):
     assert "'..' and unnormalised paths are refused" in capsys.readouterr().err
     assert main(["patch", "--diff", str(tmp_path / "none.diff"), "--spec", "p20o8"]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_notebook_checker_names_the_mistake_and_hints_from_the_second_wrong_try(monkeypatch, tmp_path):
+    from lab.real_vllm.patch import checker
+
+    wheel = tmp_path / "vllm"
+    (wheel / ex.TARGET[len("vllm/") :]).parent.mkdir(parents=True)
+    (wheel / ex.TARGET[len("vllm/") :]).write_text("def propose():\n" + ex.ANCHOR + "        pass\n")
+    checker._wheel.cache_clear()
+    checker._unpatched.cache_clear()
+    monkeypatch.setattr(checker.runner, "vllm_dir", lambda: wheel)
+    scenario = parse_spec(ex.SPEC)
+    k, mml = scenario.num_speculative_tokens, scenario.max_model_len
+    runs = {kind: _run([t] * k, ub=20, capture=mml) for kind, t in ((None, mml), ("wrong", 20), ("right", 20 + k))}
+    monkeypatch.setattr(
+        checker.runner, "run_harness", lambda spec, applied: runs[None if applied is None else state["kind"]]
+    )
+    monkeypatch.setattr(checker, "patched_trace", lambda *a: None)
+    monkeypatch.setattr(checker, "simulate", lambda s: None)
+    monkeypatch.setattr(checker, "draft_walked", lambda t: np.zeros(1))
+    state = {"kind": "wrong"}
+    checker.reset_tries()
+    assert "Write your fix first" in str(checker.check_fix(None))
+    first = checker.check_fix("self.draft_max_seq_len = 1\n")
+    assert not first.right and str(first).startswith("CORRECTNESS BUG") and "Hint:" not in str(first)
+    assert "the + step forgotten" in str(first)
+    second = checker.check_fix("self.draft_max_seq_len = 1\n")
+    assert "Hint: Count what the last draft pass reads" in str(second)
+    assert '<span style="color:#b00020"><b>CORRECTNESS BUG' in second._repr_markdown_()
+    state["kind"] = "right"
+    assert checker.check_fix("self.draft_max_seq_len = 2\n").right
+    checker._wheel.cache_clear()
+    checker._unpatched.cache_clear()

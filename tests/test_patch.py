@@ -320,3 +320,15 @@ def test_notebook_checker_names_the_mistake_and_hints_from_the_second_wrong_try(
     assert checker.check_fix("self.draft_max_seq_len = 2\n").right
     checker._wheel.cache_clear()
     checker._unpatched.cache_clear()
+
+
+def test_the_patched_trace_is_labelled_in_the_summary_and_the_export():
+    from lab.export.page import page_html
+    from lab.views.summary import summary_markdown
+
+    scenario = parse_spec(ex.SPEC)
+    label = "vLLM 0.33.0 + patch 1234abc"
+    trace = patched_trace(scenario, {"values": [], "passes": []}, {"label": label, "diff": "+<script>x</script>\n"})
+    assert f"source: {label}" in summary_markdown(trace, 0)
+    page = page_html(trace)
+    assert label in page and "<script>x</script>" not in page  # the diff is data: never in the page as markup

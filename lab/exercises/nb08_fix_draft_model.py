@@ -18,10 +18,10 @@ import textwrap
 
 from lab.exercises.checker import Exercise, Trap, step_of, trace_of
 
-# One request runs to within K of max_model_len (the clamp matters), one short one; block size 4 so the
+# A short request alone for 5 steps, then one that runs to within K of max_model_len (the clamp); block size 4 so the
 # walked entries show the fix; async scheduling, so exact lengths trail the upper bounds after rejections.
-# Five steps: each check is two short vLLM runs.
-SPEC = "p8o3_p30o8_mml=40_bs=4_k=3_method=draft-model"
+# Ten steps: each check is two short vLLM runs.
+SPEC = "p8o16_p52o10a5_mml=64_bs=4_k=3_method=draft-model"
 TARGET = "vllm/v1/worker/gpu/spec_decode/standalone_ar/speculator.py"
 # The attendee's lines go right after this line of StandaloneARSpeculator.propose (num_reqs is known there).
 ANCHOR = "        skip_attn = dummy_run and skip_attn_for_dummy_run\n"

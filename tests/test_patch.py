@@ -332,3 +332,15 @@ def test_the_patched_trace_is_labelled_in_the_summary_and_the_export():
     assert f"source: {label}" in summary_markdown(trace, 0)
     page = page_html(trace)
     assert label in page and "<script>x</script>" not in page  # the diff is data: never in the page as markup
+
+
+def test_the_app_never_takes_a_patch(tmp_path):
+    from lab.app.upload import upload_trace
+
+    for name in ("fix.diff", "fix.json"):  # whatever it is called
+        path = tmp_path / name
+        path.write_text((PATCHES / "draft_model_fix.diff").read_text())
+        out = upload_trace(str(path))
+        text = " ".join(str(x) for x in out)
+        assert f"{name} is a patch: a patch is code and this server never runs one" in text
+        assert "python -m lab patch --diff" in text

@@ -344,3 +344,23 @@ def test_the_app_never_takes_a_patch(tmp_path):
         text = " ".join(str(x) for x in out)
         assert f"{name} is a patch: a patch is code and this server never runs one" in text
         assert "python -m lab patch --diff" in text
+
+
+def test_edited_copy_on_the_command_line(tmp_path):
+    from types import SimpleNamespace
+
+    from lab.commands.patch import load_diff
+
+    wheel = _wheel(tmp_path)
+    edited = tmp_path / "mine" / "vllm/v1/worker/gpu/spec_decode/x.py"  # the target read off the path
+    edited.parent.mkdir(parents=True)
+    edited.write_text("a = 3\n\n\ndef f():\n    return a\n")
+    d = load_diff(SimpleNamespace(diff=None, edited=str(edited), target=None), wheel)
+    assert patched_paths(d) == [MOD] and "+a = 3\n" in d
+    loose = tmp_path / "x_edited.py"
+    loose.write_text("a = 4\n")
+    with pytest.raises(ValueError, match="--edited needs --target"):
+        load_diff(SimpleNamespace(diff=None, edited=str(loose), target=None), wheel)
+    with pytest.raises(PatchError, match="only modules under"):
+        load_diff(SimpleNamespace(diff=None, edited=str(loose), target="vllm/config/x.py"), wheel)
+    assert "+a = 4\n" in load_diff(SimpleNamespace(diff=None, edited=str(loose), target=MOD), wheel)

@@ -51,6 +51,7 @@ def register(sub) -> None:
         "--upstream", metavar="DIR", help="write the format-patch and vLLM-style test here (default: ./patch-ID)"
     )
     sp.add_argument("--no-upstream", action="store_true", help="skip the format-patch and the generated test")
+    sp.add_argument("--subject", help="the format-patch's subject line (default: the files it changes)")
     sp.add_argument("--kernels", action="store_true", help="also run R6/R7 (vLLM's Triton kernels, interpreted: slow)")
     sp.set_defaults(fn=run)
 
@@ -93,7 +94,7 @@ def run(args, out=None) -> int:
         if args.diff:
             patched_paths(_read(args.diff))  # a refused path is said before anything runs
         vllm_dir = runner.vllm_dir()
-        applied = apply_patch(load_diff(args, vllm_dir), vllm_dir)
+        applied = apply_patch(load_diff(args, vllm_dir), vllm_dir, subject=args.subject)
     except PatchError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -202,6 +202,7 @@ def test_told_less_than_needed_is_said_first_as_a_correctness_bug():
         ),
         ([40, 41, 42], 40, None, "the standalone draft model's extra correction slot ignored: pass p"),
         ([41, 41, 41], 40, 38, "the draft's own lengths used"),
+        ([41, 41, 42], 40, 38, "below the rule: 2 draft pass(es)"),
         ([72, 72, 72], 40, None, "not fixed"),
     ],
 )

@@ -62,6 +62,8 @@ HINTS = {
     "TargetDependentARSpeculator.propose.",
     "the draft's own lengths used": "input_batch.seq_lens lives on the GPU; the CPU knows "
     "seq_lens_cpu_upper_bound without a sync (R1).",
+    "below the rule": "Each pass must be told at least min(max upper bound + step, max_model_len): the upper "
+    "bound, not this run's lengths, is what the CPU can promise.",
     "not fixed": "Set self.draft_max_seq_len in propose, per batch, before the draft prefill builds its metadata.",
     "capture changed": "Leave capture alone: a FULL graph replays the value it was captured with (R3).",
     "collateral change": "Change only what the draft passes are told: the steps, the lengths and the batch stay "

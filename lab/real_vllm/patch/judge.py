@@ -32,6 +32,7 @@ FINDING_STARTS = (
     "capture changed",
     "collateral change",
     "not fixed",
+    "below the rule",
     "no clamp to max_model_len",
     "the + step forgotten",
     "the standalone draft model's extra correction slot ignored",
@@ -166,6 +167,15 @@ def check_passes(verdict: Verdict, base: dict, patched: dict, k: int, max_model_
             f"{b.step} pass {b.index}: told {b.told}, a request there is {b.need} tokens long. A kernel sized "
             f"from max_seq_len would skip that request's last KV: wrong drafts, not a faster step.",
         )
+    below = [c for c in verdict.passes if c.need <= c.told < c.low]
+    if below and not _own_lengths(patched, k, max_model_len):
+        b = below[0]
+        verdict.add(
+            "mistake",
+            f"below the rule: {len(below)} draft pass(es) told less than min(max upper bound + step, max_model_len), "
+            f"first step {b.step} pass {b.index}: told {b.told}, the rule gives {b.low}; enough for this run's "
+            f"lengths only",
+        )
     if above:
         a = above[0]
         verdict.add(
@@ -193,7 +203,6 @@ def _name_mistakes(verdict: Verdict, patched: dict, k: int, mml: int) -> None:
         )
     unclamped = [p for p in passes if p["max_ub"] + k < mml]
     offsets = {p["told"] - p["max_ub"] for p in unclamped}
-    own = [p for p in unclamped if max(p["target_seq_lens"]) < p["max_ub"]]
     if unclamped and offsets == {0}:
         verdict.add(
             "mistake",
@@ -212,13 +221,19 @@ def _name_mistakes(verdict: Verdict, patched: dict, k: int, mml: int) -> None:
             "the standalone draft model's extra correction slot ignored: pass p told max upper bound + p "
             "(EAGLE's numbering); the standalone draft model's pass p runs at step p + 1",
         )
-    if own and all(p["told"] == min(max(p["target_seq_lens"]) + k, mml) for p in own):
+    if _own_lengths(patched, k, mml):
         verdict.add(
             "mistake",
             "the draft's own lengths used: told max(seq_lens) + K, the exact lengths on the GPU (a device-to-host "
             "sync every step, and no bound on what the CPU schedules); the rule reads the CPU's "
             "seq_lens_cpu_upper_bound",
         )
+
+
+def _own_lengths(patched: dict, k: int, mml: int) -> bool:
+    """Told max(exact lengths) + K where the exact lengths trail the upper bound (and not the rule)."""
+    own = [p for p in patched["passes"] if p["max_ub"] + k < mml and max(p["target_seq_lens"]) < p["max_ub"]]
+    return bool(own) and all(p["told"] == min(max(p["target_seq_lens"]) + k, mml) for p in own)
 
 
 def check_proof(verdict: Verdict, proof: dict) -> None:

@@ -147,6 +147,16 @@ def test_the_users_traceback_names_the_wheel_path(tmp_path):
     shown = ov.user_traceback(info.value, over)
     assert 'File "vllm/m.py", line 2, in f' in shown and "RuntimeError: boom" in shown
     assert ov.user_traceback(ValueError("lab's own"), over) is None
+    bad = over / "vllm" / "bad.py"
+    bad.write_text("def f(:\n")
+    try:
+        compile(bad.read_text(), str(bad.resolve()), "exec")
+    except SyntaxError as e:
+        try:
+            raise ImportError("vLLM is not importable") from e  # as the harness's loader re-raises it
+        except ImportError as outer:
+            shown = ov.user_traceback(outer, over)
+    assert 'File "vllm/bad.py", line 1' in shown and "SyntaxError" in shown
 
 
 # ---- the verdict on made-up runs ------------------------------------------------------------------

@@ -99,8 +99,12 @@ def user_traceback(exc: BaseException, overlay: Path) -> str | None:
     import traceback
 
     root = str(overlay.resolve()) + "/"
-    frames = traceback.extract_tb(exc.__traceback__)
-    if not any(f.filename.startswith(root) for f in frames):
-        return None
-    text = "".join(traceback.format_exception(exc))
-    return text.replace(root, "")
+    chain, e = [], exc
+    while e is not None and e not in chain:  # the cause too: vLLM's loader re-raises an import error
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    for e in chain:
+        in_patch = isinstance(e, SyntaxError) and str(e.filename or "").startswith(root)
+        if in_patch or any(f.filename.startswith(root) for f in traceback.extract_tb(e.__traceback__)):
+            return "".join(traceback.format_exception(exc)).replace(root, "")
+    return None

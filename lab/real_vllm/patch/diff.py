@@ -152,7 +152,9 @@ def _git(repo: Path, *args: str, stdin: str | None = None) -> subprocess.Complet
     )
 
 
-def apply_patch(diff: str, vllm_dir: Path, workdir: Path | None = None, subject: str | None = None) -> AppliedPatch:
+def apply_patch(
+    diff: str, vllm_dir: Path, workdir: Path | None = None, subject: str | None = None, release: str = "vLLM 0.33.0"
+) -> AppliedPatch:
     """Copy the wheel's files the patch names (``vllm_dir``: the installed package) into a scratch git
     repository, commit them as vLLM 0.33.0, apply the patch there (``git apply``: a hunk that does not
     match is a ``PatchError`` naming it) and commit it; the work tree is the overlay."""
@@ -164,16 +166,16 @@ def apply_patch(diff: str, vllm_dir: Path, workdir: Path | None = None, subject:
     for path in paths:
         src = vllm_dir / path[len("vllm/") :]
         if not src.is_file():
-            raise PatchError(f"{path} is not a file of the installed vLLM 0.33.0")
+            raise PatchError(f"{path} is not a file of the installed {release}")
         dst = repo / path
         dst.parent.mkdir(parents=True, exist_ok=True)
         dst.write_bytes(src.read_bytes())
     _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "vLLM 0.33.0 (the installed wheel's files)")
+    _git(repo, "commit", "-q", "-m", f"{release} (the installed wheel's files)")
     applied = _git(repo, "apply", "--whitespace=nowarn", "-", stdin=diff if diff.endswith("\n") else diff + "\n")
     if applied.returncode:
         why = applied.stderr.strip().replace(str(repo) + "/", "") or "git apply failed"
-        raise PatchError(f"the patch does not apply to vLLM 0.33.0: {why}")
+        raise PatchError(f"the patch does not apply to {release}: {why}")
     pid = _git(repo, "patch-id", "--stable", stdin=diff).stdout.split()
     _git(repo, "add", "-A")
     title = subject or f"[MRV2] {', '.join(posixpath.basename(p) for p in paths)}: patched in the max_seq_len lab"

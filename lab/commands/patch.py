@@ -204,7 +204,7 @@ def live_compare(applied, spec: str) -> str:
     ours = {(st.index, d.index): d.max_seq_len["fixed"] for st in harness.steps for d in st.drafts}
     differ = [(key, told[key], ours.get(key)) for key in told if ours.get(key) != told[key]]
     line = (
-        f"live: {live.meta.get('source')}, patched ({live_patch.label} on 0.32.0's files), ran {variant.to_spec()}: "
+        f"live: {live.meta.get('source')}, patched ({live_patch.label}), ran {variant.to_spec()}: "
         f"{len(told) - len(differ)} of {len(told)} draft passes told what the harness's patched vLLM 0.33.0 tells"
     )
     if differ:

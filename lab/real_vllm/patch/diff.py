@@ -15,6 +15,7 @@ import difflib
 import os
 import posixpath
 import re
+import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -136,6 +137,10 @@ class AppliedPatch:
     @property
     def short(self) -> str:
         return self.patch_id[:7]
+
+    def remove(self) -> None:
+        """Delete the scratch repository (once the runs that import from it are done)."""
+        shutil.rmtree(self.overlay, ignore_errors=True)
 
     @property
     def label(self) -> str:

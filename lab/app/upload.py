@@ -47,6 +47,12 @@ def upload_trace(path, view="block_table", presenter=False, compare_key=None, re
         return refuse(f"{name} is {size / 2**20:.2f} MiB; uploads are at most {MAX_UPLOAD_BYTES / 2**20:g} MiB")
     with open(path, "rb") as f:
         data = f.read()
+    if data.lstrip()[:11] in (b"diff --git ",) or (data.startswith((b"--- ", b"From ")) and b"\n+++ " in data):
+        # A patch is code (docs/patch.md): the app never runs one, for a room or on a laptop.
+        return refuse(
+            f"{name} is a patch: a patch is code and this server never runs one. Run it on your own machine with "
+            f"python -m lab patch --diff {name} --spec SPEC --out patched.json, then upload the trace it writes"
+        )
     if not name.lower().endswith(".json"):
         kind = "an image" if data[:4] in (b"\x89PNG", b"GIF8") or data[:3] == b"\xff\xd8\xff" else "not JSON"
         return refuse(f"{name} is {kind}: uploads take a .json trace")

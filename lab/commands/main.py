@@ -49,6 +49,7 @@ from lab.commands import (
     export,
     kernels,
     live,
+    patch,
     sweep,
     trace,
     vllm_kernels,
@@ -56,7 +57,20 @@ from lab.commands import (
 from lab.trace import TraceFormatError
 
 # In the order of `python -m lab --help`.
-COMMAND_MODULES = (trace, export, kernels, vllm_kernels, bench, conform, claims, live, sweep, deployment, cheatsheet)
+COMMAND_MODULES = (
+    trace,
+    export,
+    kernels,
+    vllm_kernels,
+    bench,
+    conform,
+    claims,
+    patch,
+    live,
+    sweep,
+    deployment,
+    cheatsheet,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

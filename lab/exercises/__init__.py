@@ -17,7 +17,7 @@ never typed in: ``solution(qid)`` is the one place the answers live, and the tes
 get their message). Instructors can print them all with ``python -m lab.exercises``.
 
 The package: checker.py is the machinery (Exercise, Trap, the traces, how an answer is judged);
-nb01_tour.py … nb07_every_path.py hold each notebook's exercises and the scenarios they name; this module
+nb01_tour.py … nb08_fix_draft_model.py hold each notebook's exercises and the scenarios they name; this module
 gathers them into ``EXERCISES``.
 """
 
@@ -33,6 +33,7 @@ from lab.exercises import (
     nb05_kernels,
     nb06_live,
     nb07_every_path,
+    nb08_fix_draft_model,
 )
 from lab.exercises.checker import Exercise, Trap, Verdict, judge, nudged
 
@@ -52,6 +53,7 @@ NOTEBOOK_MODULES = (
     nb05_kernels,
     nb06_live,
     nb07_every_path,
+    nb08_fix_draft_model,
 )
 EXERCISES: dict[str, Exercise] = {e.id: e for notebook in NOTEBOOK_MODULES for e in notebook.EXERCISES}
 

@@ -3,7 +3,7 @@ resolves them from the serve line and the model (paths under ``vllm/``):
 
 - ``--runner`` / ``--convert``: config/model.py ``ModelConfig._get_runner_type`` (``--convert`` other than
   auto/none makes the pooling runner) and its refusals of a runner the model cannot run;
-- chunked prefill: engine/arg_utils.py ``_set_default_chunked_prefill_and_prefix_caching_args`` (the default is
+- chunked prefill: vllm/engine/arg_utils.py ``_set_default_chunked_prefill_and_prefix_caching_args`` (the default is
   ``ModelConfig.is_chunked_prefill_supported``) and config/scheduler.py ``SchedulerConfig.verify_max_model_len``
   (without chunked prefill, ``max_num_batched_tokens < max_model_len`` is refused);
 - the limits: ``EngineArgs.get_batch_defaults`` and ``_set_default_max_num_seqs_and_batched_tokens_args``;

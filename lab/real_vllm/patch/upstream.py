@@ -4,7 +4,7 @@ spec_decode/``, the SPDX header, vLLM's classes only, no ``lab`` import) that ru
 draft pass's ``max_seq_len`` against what its requests need and ``min(max upper bound + K,
 max_model_len)``. The lab runs it on vLLM 0.33.0 as shipped (it must fail: every pass is told
 ``max_model_len``) and with the patch's overlay (it must pass), in ``.venv-vllm``
-(lab/real_vllm/patch/runner.py ``run_pytest``).
+(lab/real_vllm/patch/runner.py ``run_harness`` with ``pytest_file``).
 
 The batches it uses are given (``TestBatch``): upper bounds well under ``max_model_len``, one against it
 (the clamp), one with a request whose exact length trails its upper bound (the draft's own lengths).

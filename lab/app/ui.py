@@ -38,7 +38,7 @@ from lab.views import ALL_VIEWS
 
 # The opening preset: one that #43991 changes (its draft decodes), beside what #40654 did (its target).
 DEFAULT_PRESET = "eagle-k3"
-DEFAULT_VIEW = "block_table"
+DEFAULT_VIEW = "hero"  # the claim in one picture opens the app (issue 49)
 BRAND = (
     "<b>max_seq_len lab</b> · what vLLM PRs <a href='https://github.com/vllm-project/vllm/pull/40654' "
     "target='_blank'>#40654</a> and <a href='https://github.com/vllm-project/vllm/pull/43991' "

@@ -9,23 +9,15 @@ import plotly.graph_objects as go
 
 from lab.engine.model_states import MODES
 from lab.engine.oor import OOR_CLASSES
+from lab.views.palette import CLASS_COLOR, GRAPH_COLOR, MODE_COLOR
 
-MODE_COLORS = {"baseline": "#d62728", "fixed": "#1f77b4"}
-# null (the commonest stale class) is a mid grey, not the palest colour: it is what a long walk reads most.
-CLASS_COLORS = {
-    "valid": "#2ca02c",
-    "null": "#9e9e9e",
-    "live": "#d62728",
-    "free": "#ff7f0e",
-    "padded": "#9467bd",
-    "unwalked": "#ffffff",
-    "nulled": "#17becf",  # R11: a sliding-window group's entry nulled below the window
-}
-# A mode's line drawn over class colours (the block table's walks, the out-of-range view's live + freed line):
-# not a class colour (CLASS_COLORS: green, grey, red, orange, purple, white, cyan): black for the walk before
-# #40654, a dark blue for the one after #43991.
-WALK_COLORS = {"baseline": "#000000", "fixed": "#08306b"}
-GRAPH_COLORS = {"FULL": "#fdd0a2", "PIECEWISE": "#c6dbef", "NONE": "#d9d9d9"}
+# Every colour comes from lab/views/palette.py (one colour per era everywhere). A mode's line drawn over class
+# colours (the block table's walks, the out-of-range view's live + freed line) is its era's colour: no class
+# colour is an era's (tests/test_views.py checks both).
+MODE_COLORS = MODE_COLOR
+CLASS_COLORS = CLASS_COLOR
+WALK_COLORS = MODE_COLOR
+GRAPH_COLORS = GRAPH_COLOR
 
 
 _TEMPLATE: dict | None = None

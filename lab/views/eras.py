@@ -14,13 +14,15 @@ import weakref
 
 import numpy as np
 
-from lab.history import ERA_LIST
+from lab.history import ERA_LIST, ERAS
 from lab.speculators import speculator
 from lab.trace.era_recordings import recorded_releases
 from lab.views.common import check_step, passes_walked
+from lab.views.palette import ERA_COLOR
 
 PR_URL = {e.pr: e.pr_url for e in ERA_LIST if e.pr}
-ERA_COLORS = {0: "#d62728", 1: "#ff7f0e", 2: "#1f77b4"}  # before #40654, after #40654, after #43991
+# By era index (before #40654, after #40654, after #43991): the palette's colours (lab/views/palette.py).
+ERA_COLORS = {k: ERA_COLOR[e] for k, e in enumerate(ERAS)}
 
 
 def era_names(step) -> list[str]:

@@ -118,3 +118,20 @@ def test_the_headline_badges_take_the_era_colours(traces):
     for era in ERAS[1:]:
         pr = era.split("#")[1]
         assert re.search(rf"\.pr-badge\.pr{pr} \{{background: {ERA_COLOR[era]}\}}", WORDS_CSS)
+
+
+def test_lengths_carries_the_claim_in_a_strip_and_shows_the_r1_gap(traces):
+    # ux review 5 minor 14: the claim was a red sentence over 32 equal bars; R1's 1-3 tokens were invisible.
+    from lab.views import lengths_spec
+
+    t = traces["eagle-k3"]
+    st = t.steps[20]
+    spec = lengths_spec(t, 20)
+    strip = next(d for d in spec["data"] if d.get("yaxis") == "y2")
+    hist = st.history()
+    assert strip["y"] == list(ERAS) and strip["x"] == [hist[e]["max_seq_len"] for e in ERAS]
+    assert strip["marker"]["color"] == [ERA_COLOR[e] for e in ERAS]
+    assert spec["layout"]["xaxis2"]["rangemode"] == "tozero"  # true scale: linear from 0
+    gap = next(d for d in spec["data"] if d.get("yaxis") == "y3")
+    want = [u - e for u, e in zip(st.seq_lens_cpu_upper_bound[: st.num_reqs], st.seq_lens[: st.num_reqs])]
+    assert gap["y"] == want and max(want) > 0

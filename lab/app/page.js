@@ -221,6 +221,42 @@ window.labApp = (() => {
     document.body.classList.toggle("short", window.innerHeight < 820);
   }
   window.addEventListener("resize", mark_short);
+
+  // Half a laptop (683 px, the workshop's side-by-side layout): below NARROW_PAGE_PX the page is compact
+  // (lab/app/style.py, body.narrow): one control row (◀ step ▶ play and the keys' hint), the runner, Run and
+  // presenter behind "⋯ more", the headline one line that opens its era table on a click, the view picker one
+  // scrolling row; the figure's top within the first 450 px at 683x768 (issue 49, ux review 5 major A).
+  const NARROW_PAGE_PX = 800;
+  function mark_narrow() {
+    document.body.classList.toggle("narrow", window.innerWidth < NARROW_PAGE_PX);
+  }
+  window.addEventListener("resize", mark_narrow);
+  function add_compact_controls() {
+    const bar = document.querySelector("#topbar");
+    if (!bar || document.querySelector("#keys-hint")) return;
+    const hint = document.createElement("span");
+    hint.id = "keys-hint";
+    hint.textContent = "← → step · space plays";
+    hint.title = "anywhere on the page: ← previous step, → next step, Space play / pause";
+    const more = document.createElement("button");
+    more.id = "more";
+    more.type = "button";
+    more.textContent = "⋯ more";
+    more.title = "runner, Run and presenter mode";
+    more.setAttribute("aria-expanded", "false");
+    more.addEventListener("click", () => {
+      const open = document.body.classList.toggle("lab-more");
+      more.setAttribute("aria-expanded", String(open));
+    });
+    bar.appendChild(hint);
+    bar.appendChild(more);
+  }
+  // The headline's one line opens (and closes) its era table at half a laptop.
+  document.addEventListener("click", (e) => {
+    if (e.target.closest && e.target.closest("#headline .hl-line") && !e.target.closest("a")) {
+      document.body.classList.toggle("hl-open");
+    }
+  });
   // The slider's ↺ sets its value back to 0 without an input event: send one, so the page redraws step 0.
   document.addEventListener("click", (e) => {
     if (!e.target.closest || !e.target.closest("#step .reset-button")) return;
@@ -285,6 +321,8 @@ window.labApp = (() => {
     document.body.dataset.labView = view;
     stop();
     mark_short();
+    mark_narrow();
+    add_compact_controls();
     label_buttons();
     await showProblem();
     if (!key) return;

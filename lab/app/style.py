@@ -42,6 +42,35 @@ body.presenter.short #view label {font-size: 15px !important}
 .secondary-wrap:has(> .icon-wrap) > input[role=combobox] {width: calc(100% - 36px) !important; min-width: 0;
   text-overflow: ellipsis}
 """
+# Half a laptop (body.narrow, set by lab/app/page.js below 800 px: Gradio's CSS scoping leaves no @media rule
+# working): one compact control row, the rest folded (issue 49). The keys' hint shows at every width.
+CSS += """
+#keys-hint {font-size: 12px; color: #555; align-self: center; white-space: nowrap}
+#more {display: none; font-size: 13px; border: 1px solid #ccc; border-radius: 6px; background: #f7f7f7;
+  padding: 2px 10px; align-self: center}
+body.narrow #brand {white-space: nowrap !important; overflow: hidden !important; text-overflow: ellipsis;
+  font-size: 12px !important}
+body.narrow #brand * {display: inline !important}
+body.narrow #more {display: inline-block !important}
+body.narrow:not(.lab-more) #runner, body.narrow:not(.lab-more) #run,
+  body.narrow:not(.lab-more) #presenter-box {display: none !important}
+body.narrow #topbar {row-gap: 2px !important}
+body.narrow #topbar > .form:has(#preset) {flex: 1 1 160px !important; min-width: 160px !important;
+  max-width: 300px !important; order: 9}
+body.narrow #keys-hint, body.narrow #more, body.narrow #run, body.narrow #back, body.narrow #presenter-box {order: 10}
+body.narrow #preset {padding: 0 !important}
+body.narrow #preset .label-wrap, body.narrow #preset [data-testid=block-info] {display: none !important}
+body.narrow #topbar > #step, body.narrow #topbar > .form:has(#step) {flex: 1 1 180px !important;
+  min-width: 180px !important}
+body.narrow #topbar button {min-height: 34px !important; margin-bottom: 2px !important; padding: 2px 8px !important}
+body.narrow #headline .hl-line {white-space: nowrap; overflow: hidden; text-overflow: ellipsis; cursor: pointer}
+body.narrow #headline .hl-line::before {content: "▸ "; color: #1f77b4}
+body.narrow.hl-open #headline .hl-line {white-space: normal}
+body.narrow.hl-open #headline .hl-line::before {content: "▾ "}
+body.narrow:not(.hl-open) #headline .eras {display: none !important}
+body.narrow #view .wrap {flex-wrap: nowrap !important; overflow-x: auto !important}
+body.narrow #view label {white-space: nowrap !important; font-size: 12px !important; padding: 1px 6px !important}
+"""
 # The last rule: a dropdown's text ends before its arrow (Gradio lays the arrow over the input's right end).
 # The headline's and the summary's style: lab/views/render.py (the exported file uses it too).
 CSS += WORDS_CSS

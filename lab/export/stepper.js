@@ -57,6 +57,10 @@ window.LabSteps = class LabSteps {
   // at each "; " into lines, the top margin and the height growing by a line each (they ran past the plot's
   // right edge, and an era's note past its left: issue 37).
   static NARROW_PX = 720;
+  // Plotly's toolbar without its "Share chart…" upload to Plotly Cloud (on by default in plotly.js): the
+  // exported file works with no network and uploads nothing (ux review 5 minor 9).
+  static CONFIG = {responsive: true, displaylogo: false, showSendToCloud: false, showLink: false,
+    modeBarButtonsToRemove: ["sendChartToCloud"]};
   static isNarrow(gd) {
     const w = (gd.parentElement || gd).clientWidth; // the box's width: the plot keeps its old one until redrawn
     return w > 0 && w < LabSteps.NARROW_PX;
@@ -127,9 +131,12 @@ window.LabSteps = class LabSteps {
       // the title's font (1.4x the figure's). The title hangs from the figure's top (its first line's baseline
       // a line down: Plotly anchors a title of several lines there), the margin grows by the added lines.
       const size = (layout.title.font && layout.title.font.size) || 1.4 * fontSize;
+      // The subtitle goes behind a "?" at the figure's top right (its words on hover): at half a laptop's
+      // width its lines pushed the figure below the fold (issue 49, ux review 5 major A).
       const sub = text.indexOf("<sup>");
-      const parts = sub < 0 ? text : text.slice(0, sub) + text.slice(sub).replace(/; /g, ";</sup><br><sup>");
-      const [fitted] = LabSteps.fitText(parts, width - 24, size);
+      const head = sub < 0 ? text : text.slice(0, sub).replace(/(<br>)+$/, "");
+      if (sub >= 0) out.annotations = (out.annotations || layout.annotations || []).concat([LabSteps.whatIs(text.slice(sub))]);
+      const [fitted] = LabSteps.fitText(head, width - 48, size);
       if (fitted !== text) {
         const line = Math.ceil(1.3 * size);
         grow.t = (fitted.split("<br>").length - text.split("<br>").length) * line;
@@ -140,7 +147,7 @@ window.LabSteps = class LabSteps {
     // A note at the figure's foot (on the paper, hanging below the plot) broken to the width, the figure grown
     // by its added lines (the draft windows' "why" note ran past the right edge at half a screen); a message
     // in the middle of an empty figure (lab.views.common.message_figure) broken in place.
-    out.annotations = (layout.annotations || []).map((a) => {
+    out.annotations = (out.annotations || layout.annotations || []).map((a) => {
       const foot = a.yanchor === "top" && a.y < 0;
       const message = a.x === 0.5 && a.y === 0.5;
       if (a.xref !== "paper" || !(foot || message) || typeof a.text !== "string") return a;
@@ -160,6 +167,15 @@ window.LabSteps = class LabSteps {
       out.title.y = 1 - (line + 12) / (out.height || 450);
     }
     return out;
+  }
+  // The "?" that holds a narrow figure's subtitle: its words show on hover (and on a tap).
+  static whatIs(subtitle) {
+    const words = subtitle.replace(/<\/?sup>/g, "").replace(/<br>/g, " ").replace(/; /g, ";<br>");
+    return {
+      text: "<b> ? </b>", hovertext: words, name: "subtitle", xref: "paper", yref: "container", x: 1, y: 1,
+      xanchor: "right", yanchor: "top", showarrow: false, bgcolor: "#eef3fa", bordercolor: "#1f77b4",
+      borderwidth: 1, borderpad: 3, font: {size: 13, color: "#1f77b4"}, hoverlabel: {align: "left"},
+    };
   }
   static fitted(layout, natural, maxHeight) {
     const minFit = (layout.meta && layout.meta.min_fit) || 0;
@@ -196,7 +212,7 @@ window.LabSteps = class LabSteps {
       const id = `${this.id}|${view}|${!!presenter}|${maxHeight || ""}|${narrow}`;
       if (!(v.wide && gd.__labDrawn === id)) {
         const fig = await this.figure(view, i, presenter, maxHeight, narrow, (gd.parentElement || gd).clientWidth);
-        await Plotly.react(gd, fig.data, fig.layout, {responsive: true, displaylogo: false});
+        await Plotly.react(gd, fig.data, fig.layout, LabSteps.CONFIG);
         gd.__labDrawn = id;
         gd.__labNatural = fig.natural; // the height before any cut: lab/app/page.js fits from it
         gd.__labSized = gd.layout;

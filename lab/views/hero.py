@@ -166,41 +166,43 @@ def hero_spec(trace, index: int) -> dict:
     has_drafts = any(w["drafts"] for w in walks)
     widest = max([w["columns"] for w in walks] + [w["drafts"]["columns"] for w in walks if w["drafts"]] + [1])
     for k, w in enumerate(walks):
-        y = -k * _ROW_GAP * (1.5 if has_drafts else 1)
+        y = -k * _ROW_GAP * (2.1 if has_drafts else 1.3)
         data += _segments(w, y, 0.5, w["era"], show)
         shapes.append(_frame(w["columns"], y, 0.5, w["era"]))
         ticks.append(y)
-        labels.append(f"<span style='color:{ERA_COLOR[w['era']]}'><b>{w['era']}</b></span>")
+        c = ERA_COLOR[w["era"]]
+        told = f"{w['meta']:,} tokens" + (f"<br>kernel sees {w['kernel']:,}" if w["kernel"] != w["meta"] else "")
+        labels.append(f"<span style='color:{c}'><b>{w['era']}</b><br>{told}</span>")
+        notes += _live_arrow(w, y)
         ratio = _ratio(w["columns"], last["columns"]) if last else ""
-        told = f"max_seq_len {w['meta']:,}" + (f", kernel sees {w['kernel']:,}" if w["kernel"] != w["meta"] else "")
+        # Short notes: at half a laptop the bar's note has a third of the plot's width.
         notes.append(
             note(
-                f"<b>{w['columns']:,} columns</b> a row"
-                + (f" (<b>{ratio}</b> after #43991's)" if ratio and w is not last else "")
-                + f" · {told}",
+                f"<b>{w['columns']:,} columns</b>" + (f" (<b>{ratio}</b>)" if ratio and w is not last else ""),
                 w["columns"],
                 y,
                 xanchor="left",
                 xshift=6,
-                font={"size": 12, "color": ERA_COLOR[w["era"]]},
+                font={"size": 12, "color": c},
+                hovertext=f"{w['era']}: the kernel walks {w['columns']:,} columns of every row"
+                + (f", {ratio} the columns it walks after #43991" if ratio and w is not last else ""),
             )
         )
         d = w["drafts"]
         if d:
-            yd = y - _DRAFT_DY * 1.5
+            yd = y - _DRAFT_DY * 1.9
             data += _segments(d, yd, 0.22, f"{w['era']}, draft pass {d['pass']}", show)
             shapes.append(_frame(d["columns"], yd, 0.22, w["era"], "dot"))
             ticks.append(yd)
-            labels.append(f"<span style='color:{ERA_COLOR[w['era']]}'>drafts</span>")
+            labels.append(f"<span style='color:{c}'>drafts {d['meta']:,}</span>")
             notes.append(
                 note(
-                    f"drafts: {d['columns']:,} columns (draft_max_seq_len {d['meta']:,}"
-                    + (f" = max(upper bound) {d['max_upper_bound']:,} <b>+ K {d['slack']}</b>)" if d["slack"] else ")"),
+                    f"{d['columns']:,} columns" + (f" · <b>+K = {d['slack']}</b> tokens" if d["slack"] else ""),
                     d["columns"],
                     yd,
                     xanchor="left",
                     xshift=6,
-                    font={"size": 11, "color": ERA_COLOR[w["era"]]},
+                    font={"size": 11, "color": c},
                 )
             )
             if d["slack"]:
@@ -217,8 +219,8 @@ def hero_spec(trace, index: int) -> dict:
                 f"cdiv(kernel-visible max_seq_len, {bs}); a bar is split by what its walked entries hold",
             ),
             "barmode": "overlay",
-            "height": 300 + (90 if has_drafts else 0),
-            "margin": {"t": 70, "l": 120, "r": 20, "b": 40},
+            "height": 340 + (90 if has_drafts else 0),
+            "margin": {"t": 70, "l": 112, "r": 20, "b": 40},
             "xaxis": axis(
                 "block-table columns walked per row (linear from 0)",
                 range=[0, widest * 1.55],
@@ -235,9 +237,32 @@ def hero_spec(trace, index: int) -> dict:
             },
             "shapes": shapes,
             "annotations": notes,
-            "legend": {"orientation": "h", "y": -0.22, "yanchor": "top", "font": {"size": 10}},
+            "legend": {"orientation": "h", "y": -0.3, "yanchor": "top", "font": {"size": 10}},
         },
     )
+
+
+def _live_arrow(w: dict, y: float) -> list[dict]:
+    """Another request's KV in a walk (live entries) is a sliver at true scale: an arrow names it."""
+    parts = w["parts"]
+    if not parts["live"]:
+        return []
+    total = sum(parts.values())
+    x = w["columns"] * (parts["valid"] + parts["live"] / 2) / total
+    return [
+        {
+            "x": x,
+            "y": y,
+            "text": f"{parts['live']:,} live entries: another request's KV",
+            "showarrow": True,
+            "arrowhead": 2,
+            "ax": 30,
+            "ay": 26,
+            "xanchor": "left",
+            "font": {"size": 11, "color": CLASS_COLOR["live"]},
+            "arrowcolor": CLASS_COLOR["live"],
+        }
+    ]
 
 
 def _slack_bar(d: dict, y: float, bs: int) -> dict:

@@ -22,6 +22,7 @@ from lab.views import ALL_VIEWS
 ARTIFACTS = pathlib.Path(__file__).parent.parent / "artifacts"
 # What each view must draw: a text of its figure.
 EXPECT = {
+    "hero": "what the kernel walks in each era",
     "block_table": "input block table",
     "lengths": "per-request lengths",
     "timeline": "Timeline of",

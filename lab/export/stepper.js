@@ -161,6 +161,8 @@ window.LabSteps = class LabSteps {
     const margin = Object.assign({t: 100, b: 80}, out.margin);
     out.margin = Object.assign({}, out.margin, {t: margin.t + grow.t, b: margin.b + grow.b});
     if (out.height) out.height += grow.t + grow.b;
+    // The "?" hangs at the figure's top right, over the top margin (a paper y of 1 is the plot area's top).
+    for (const a of out.annotations) if (a.name === "subtitle") a.yshift = Math.max(0, out.margin.t - 30);
     if (out.title && out.title.__labLine) {
       const line = out.title.__labLine;
       delete out.title.__labLine;
@@ -172,8 +174,8 @@ window.LabSteps = class LabSteps {
   static whatIs(subtitle) {
     const words = subtitle.replace(/<\/?sup>/g, "").replace(/<br>/g, " ").replace(/; /g, ";<br>");
     return {
-      text: "<b> ? </b>", hovertext: words, name: "subtitle", xref: "paper", yref: "container", x: 1, y: 1,
-      xanchor: "right", yanchor: "top", showarrow: false, bgcolor: "#eef3fa", bordercolor: "#1f77b4",
+      text: "<b> ? </b>", hovertext: words, name: "subtitle", xref: "paper", yref: "paper", x: 1, y: 1,
+      xanchor: "right", yanchor: "bottom", showarrow: false, bgcolor: "#eef3fa", bordercolor: "#1f77b4",
       borderwidth: 1, borderpad: 3, font: {size: 13, color: "#1f77b4"}, hoverlabel: {align: "left"},
     };
   }

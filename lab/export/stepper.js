@@ -162,7 +162,14 @@ window.LabSteps = class LabSteps {
     out.margin = Object.assign({}, out.margin, {t: margin.t + grow.t, b: margin.b + grow.b});
     if (out.height) out.height += grow.t + grow.b;
     // The "?" hangs at the figure's top right, over the top margin (a paper y of 1 is the plot area's top).
-    for (const a of out.annotations) if (a.name === "subtitle") a.yshift = Math.max(0, out.margin.t - 30);
+    // At the figure's right edge, past any right margin (a paper x of 1 is the plot area's right edge, under a
+    // long title where a legend sits beside the plot); the title is fitted 48 px short of that edge.
+    const m = Object.assign({l: 80, r: 80}, out.margin);
+    for (const a of out.annotations) {
+      if (a.name !== "subtitle") continue;
+      a.yshift = Math.max(0, out.margin.t - 30);
+      a.x = 1 + (m.r - 4) / Math.max(1, width - m.l - m.r);
+    }
     if (out.title && out.title.__labLine) {
       const line = out.title.__labLine;
       delete out.title.__labLine;

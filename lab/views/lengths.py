@@ -63,7 +63,7 @@ def lengths_spec(trace, index: int) -> dict:
                 if max(gap[0]["y"], default=0)
                 else [paper_note("upper bound = exact on every row (no drafts)", 0.5, 0.08)]
             ),
-            "margin": {"t": 100},
+            "margin": {"t": 130},  # the title, then the strip's label and its tick labels
             # The counts in the subtitle: the title stays one line in half a screen (compare side by side).
             "title": title(
                 f"Step {st.index}: per-request lengths, {target_path(trace)}",

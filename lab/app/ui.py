@@ -283,7 +283,11 @@ def _wire_loading(demo: gr.Blocks, ui: dict, preset: str) -> None:
     _loaded_then(
         ui,
         ui["preset"].select(
-            pick_preset, [ui["preset"], ui["runner"], view, presenter, compare_key], loaded, api_name="pick_preset"
+            pick_preset,
+            [ui["preset"], ui["runner"], view, presenter, compare_key],
+            loaded,
+            api_name="pick_preset",
+            show_progress_on=ui["headline"],
         ),
     )
     # ↩ after a custom run: the preset it was changed from, as if picked again.
@@ -301,10 +305,15 @@ def _wire_loading(demo: gr.Blocks, ui: dict, preset: str) -> None:
             api_name="run",
             # No limit of Gradio's: the lines in lab.app.room.line are the only queue (a full one refuses at once).
             concurrency_limit=None,
+            # The progress ("timing kernels: step 30 of at most 54") on the headline alone: on every output it
+            # was printed over the preset, the slider, the radios and a blanked figure (ux review 5 minor 1).
+            show_progress_on=ui["headline"],
         ),
     )
     again_in = [ui["key"], ui["runner"], view, ui["step"], presenter, compare_key, ui["origin"]]
-    again = ui["again"].click(time_again, again_in, loaded, api_name="time_again", concurrency_limit=None)
+    again = ui["again"].click(
+        time_again, again_in, loaded, api_name="time_again", concurrency_limit=None, show_progress_on=ui["headline"]
+    )
     _loaded_then(ui, again)
     _loaded_then(
         ui,

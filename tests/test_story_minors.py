@@ -29,3 +29,17 @@ def test_a_run_shows_its_progress_on_the_headline_only():
     deps = {d.get("api_name"): d for d in demo.config["dependencies"]}
     for name in ("run", "time_again", "pick_preset"):
         assert deps[name]["show_progress_on"] == [headline], name
+
+
+def test_the_headline_says_1_request_and_colours_each_era_column():
+    from lab.history import ERAS
+    from lab.views import headline_html
+    from lab.views.palette import ERA_COLOR
+    from lab.views.render import WORDS_CSS
+
+    trace = simulate(Scenario.from_spec("1p100o20_mml=2k_cg=piecewise"))
+    html = headline_html(trace, 3)
+    assert "1 request ·" in html and "1 requests" not in html
+    for k, era in enumerate(ERAS):
+        assert f"<th class='era-{k}'>" in html
+        assert f".era-{k} {{border-top: 3px solid {ERA_COLOR[era]}" in WORDS_CSS

@@ -164,6 +164,11 @@ def passes_walked(trace) -> str:
     return "target + drafts" if trace.num_draft_passes else "target pass"
 
 
+def requests(n: int) -> str:
+    """ "1 request", "16 requests" (the headline said "1 requests", ux review 5)."""
+    return f"{n:,} request" + ("" if n == 1 else "s")
+
+
 def check_step(trace, index) -> int:
     """The step index as an int, or ValueError naming the valid range."""
     n = len(trace.steps)

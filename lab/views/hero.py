@@ -18,7 +18,7 @@ from __future__ import annotations
 from lab.blocks import walked_columns
 from lab.history import ERAS
 from lab.speculators import speculator
-from lab.views.common import axis, check_step, figure, hover, legend_swatch, message_figure, note, title
+from lab.views.common import axis, check_step, figure, hover, legend_swatch, message_figure, note, requests, title
 from lab.views.palette import CLASS_COLOR, ERA_COLOR, SLACK_PATTERN
 
 # What a walked entry holds, in the order the bar draws it: the request's own KV first, then the stale classes
@@ -215,7 +215,7 @@ def hero_spec(trace, index: int) -> dict:
         {
             "title": title(
                 f"Step {st.index}: what the kernel walks in each era, at true scale",
-                f"{st.num_reqs} requests · {st.cudagraph_mode} graph · columns of every block-table row = "
+                f"{requests(st.num_reqs)} · {st.cudagraph_mode} graph · columns of every block-table row = "
                 f"cdiv(kernel-visible max_seq_len, {bs}); a bar is split by what its walked entries hold",
             ),
             "barmode": "overlay",

@@ -248,7 +248,8 @@ window.labApp = (() => {
       const open = document.body.classList.toggle("lab-more");
       more.setAttribute("aria-expanded", String(open));
     });
-    bar.appendChild(hint);
+    // Under the step slider, beside ◀ ▶ and play: in the bar's row it pushed presenter onto a row of its own.
+    (document.querySelector("#step") || bar).appendChild(hint);
     bar.appendChild(more);
   }
   // The headline's one line opens (and closes) its era table at half a laptop.
@@ -337,9 +338,26 @@ window.labApp = (() => {
     }
     if (presenter) await fit(presenter);
     await ready;
+    keepInPlace();
     data(key).then((S) => S.measuring && watch(key), () => null);
     window.__labLoaded = (window.__labLoaded || 0) + 1;
   }
 
-  return {data, go, show, tour, toggle, stop, loaded, relayout, fit, state};
+  // A knob's background run lands without moving what the attendee looks at: the figure's top is noted when
+  // the knob changes (anchor) and, once the new trace is drawn, the page scrolls by however far a grown
+  // headline or top bar pushed it (issue 49).
+  function anchor(...args) {
+    const gd = plotDiv("plot");
+    state.anchor = gd ? gd.getBoundingClientRect().top : null;
+    return args;
+  }
+  function keepInPlace() {
+    const gd = plotDiv("plot");
+    if (state.anchor === null || state.anchor === undefined || !gd) return;
+    const moved = gd.getBoundingClientRect().top - state.anchor;
+    state.anchor = null;
+    if (Math.abs(moved) > 1) window.scrollBy(0, moved);
+  }
+
+  return {data, go, show, tour, toggle, stop, loaded, relayout, fit, state, anchor};
 })();

@@ -42,10 +42,21 @@ body.presenter.short #view label {font-size: 15px !important}
 .secondary-wrap:has(> .icon-wrap) > input[role=combobox] {width: calc(100% - 36px) !important; min-width: 0;
   text-overflow: ellipsis}
 """
+# The knobs beside the figure (lab/app/knobs.py) and their answer for the step on screen.
+CSS += """
+#plots > #knobs {flex: 0 0 230px !important; gap: 4px !important; font-size: 13px}
+#knobs-head {font-size: 12.5px; color: #444}
+#whatif {font-size: 12px; line-height: 1.3}
+#whatif .wi-row {margin: 2px 0}
+#whatif .wi-head {color: #444}
+#whatif .wi-foot {color: #777; font-size: 11px}
+#whatif .wi-refused {color: #9b0018}
+body.narrow:not(.lab-more) #knobs {display: none !important}
+"""
 # Half a laptop (body.narrow, set by lab/app/page.js below 800 px: Gradio's CSS scoping leaves no @media rule
 # working): one compact control row, the rest folded (issue 49). The keys' hint shows at every width.
 CSS += """
-#keys-hint {font-size: 12px; color: #555; align-self: center; white-space: nowrap}
+#keys-hint {display: block; font-size: 11px; color: #555; white-space: nowrap; padding-top: 1px}
 #more {display: none; font-size: 13px; border: 1px solid #ccc; border-radius: 6px; background: #f7f7f7;
   padding: 2px 10px; align-self: center}
 body.narrow #brand {white-space: nowrap !important; overflow: hidden !important; text-overflow: ellipsis;

@@ -48,6 +48,7 @@ def era_css() -> str:
         c = ERA_COLOR[era]
         # !important: the headline's table rule (border: none) is more specific than a class.
         rules.append(f".era-{k} {{border-top: 3px solid {c} !important; color: {c} !important}}")
+        rules.append(f".era-dot-{k} {{color: {c} !important}}")
         pr = era.split("#", 1)[1] if "#" in era else None
         if pr:
             rules.append(f".pr-badge.pr{pr} {{background: {c}}}")

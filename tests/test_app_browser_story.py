@@ -132,3 +132,36 @@ def test_a_knob_answers_for_the_step_at_once_then_the_run_lands_where_the_attend
                    i.dispatchEvent(new Event('input', {bubbles: true})); }"""
     )
     page.locator("#whatif").filter(has_text="not run").wait_for()
+
+
+_MARKS = """() => { const L = document.querySelector('#plot .js-plotly-plot').layout;
+  return {notes: (L.annotations || []).filter((a) => a.name === 'tour').map((a) => a.text),
+          frames: (L.shapes || []).filter((s) => s.name === 'tour').length}; }"""
+
+
+def test_the_tour_is_a_story_told_on_the_figure(context, app_url):
+    """ux review 5 minor 17: the tour's sentence sat in a side panel below the fold and marked nothing ("req-7
+    reads req-8's live blocks" on a 5 px cell at column 71). Now each chapter draws its sentence on the figure
+    at what it names, scrolls to the figure, and ▶ continue opens the next chapter."""
+    page = _page(context, 1366, 768)
+    open_app(page, app_url, "?preset=eagle-k3&step=5&tab=timeline")
+    page.locator("#tour label").first.click()
+    page.wait_for_function(
+        "() => ((document.querySelector('#plot .js-plotly-plot') || {}).__labDrawn || '').includes('|hero|')"
+    )
+    page.wait_for_function(f"() => ({_MARKS})().notes.length > 0")
+    assert "the claim" in page.evaluate(_MARKS)["notes"][0]
+    assert -5 <= page.evaluate("() => document.querySelector('#plot').getBoundingClientRect().top") <= 120
+    page.locator("#tour-next").click()  # chapter 2: step 0, the lengths view's strip
+    page.wait_for_function("() => document.querySelector('#plot .js-plotly-plot').__labDrawn.includes('|lengths|')")
+    page.wait_for_function(f"() => ({_MARKS})().notes.some((t) => t.includes('before #40654'))")
+    # The live blocks' chapter frames the cells it names.
+    page.locator("#tour label").filter(has_text="req-7").click()
+    wait_step(page, 43)
+    page.wait_for_function(f"() => ({_MARKS})().frames === 1")
+    assert "req-7" in page.evaluate(_MARKS)["notes"][0]
+    page.screenshot(path=str(ARTIFACTS / "story-tour-live-1366x768.png"))
+    # The next step takes the chapter's marks off.
+    page.locator("#next").click()
+    wait_step(page, 44)
+    page.wait_for_function(f"() => ({_MARKS})().notes.length === 0 && ({_MARKS})().frames === 0")

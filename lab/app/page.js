@@ -161,7 +161,12 @@ window.labApp = (() => {
     const m = /^(\d+)\|(\w+)$/.exec(stop || "");
     if (!m || !(await data(key)).byName[m[2]]) throw new Error(`not a tour stop: ${stop}`);
     const [i, headline, summary] = await go(key, ckey, Number(m[1]), m[2], presenter);
-    document.querySelector("#topbar").scrollIntoView({block: "start"});
+    // The chapter's sentence on the figure, at what it names; the page scrolls to the figure (issue 49).
+    const chapters = (await data(key)).D.tour || [];
+    const at = chapters.findIndex((t) => `${t.step}|${t.view}` === stop);
+    const gd = plotDiv("plot");
+    if (at >= 0 && gd) await LabSteps.mark(gd, chapters[at].mark, at + 1 < chapters.length ? continueTour : null);
+    (document.querySelector("#plot") || document.querySelector("#topbar")).scrollIntoView({block: "start"});
     const s = state.shown;
     return [i, s.view, headline, summary, (await data(s.key)).byName[s.view].note_md];
   }
@@ -205,6 +210,25 @@ window.labApp = (() => {
     const refused = status && status.innerText.trim().startsWith("Not run");
     if (msg && (refused || !state.loadedOnce)) msg.scrollIntoView({block: "center"});
     state.loadedOnce = true;
+  }
+
+  // ▶ continue: the next chapter of the tour (the radio after the one picked; the first where none is).
+  function continueTour() {
+    const labels = Array.from(document.querySelectorAll("#tour label"));
+    const now = labels.findIndex((l) => l.querySelector("input:checked"));
+    const next = labels[now + 1];
+    if (next) next.click();
+  }
+  function add_continue() {
+    const box = document.querySelector("#tour");
+    if (!box || document.querySelector("#tour-next")) return;
+    const b = document.createElement("button");
+    b.id = "tour-next";
+    b.type = "button";
+    b.textContent = "▶ continue the story";
+    b.title = "the next chapter of the guided tour, drawn on the figure";
+    b.addEventListener("click", continueTour);
+    box.prepend(b);
   }
 
   // Names for the top bar's glyph buttons (a screen reader otherwise reads "◀" and "▶").
@@ -324,6 +348,7 @@ window.labApp = (() => {
     mark_short();
     mark_narrow();
     add_compact_controls();
+    add_continue();
     label_buttons();
     await showProblem();
     if (!key) return;

@@ -51,6 +51,8 @@ CSS += """
 #whatif .wi-head {color: #444}
 #whatif .wi-foot {color: #777; font-size: 11px}
 #whatif .wi-refused {color: #9b0018}
+#tour-next {font-weight: 600; border: 1px solid #b8860b; border-radius: 6px; padding: 3px 12px; background: #fffbe6;
+  margin: 0 0 6px 0; cursor: pointer}
 body.narrow:not(.lab-more) #knobs {display: none !important}
 """
 # Half a laptop (body.narrow, set by lab/app/page.js below 800 px: Gradio's CSS scoping leaves no @media rule

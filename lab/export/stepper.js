@@ -36,6 +36,7 @@ window.LabSteps = class LabSteps {
     const spec = JSON.parse((await this.lines(view, v.gz))[v.wide ? 0 : this.clamp(i)]);
     let layout = Object.assign({template: this.D.template}, spec.layout);
     if (narrow) layout = LabSteps.narrowed(layout, spec.data, width);
+    else if (width && LabSteps.subtitleTooWide(layout, width)) layout = LabSteps.subtitleBehind(layout, width);
     if (presenter) {
       const p = this.D.presenter; // lab.views.presenter_layout, as numbers
       layout.font = Object.assign({}, layout.font, {size: p.font_size});
@@ -96,6 +97,26 @@ window.LabSteps = class LabSteps {
       return sup ? pieces.map((p) => `<sup>${p}</sup>`) : pieces;
     });
     return [lines.join("<br>"), added];
+  }
+  // A wide figure whose subtitle is longer than its box (the block table beside the knobs at 1366 px): the
+  // subtitle goes behind the "?" as at half a screen; nothing else changes.
+  static subtitleTooWide(layout, width) {
+    const text = (layout.title && layout.title.text) || "";
+    const sub = text.indexOf("<sup>");
+    if (sub < 0) return false;
+    const size = 1.4 * ((layout.font && layout.font.size) || 12);
+    return LabSteps.fitText(text.slice(sub), width - 24, size)[1] > 0;
+  }
+  static subtitleBehind(layout, width) {
+    const text = layout.title.text;
+    const sub = text.indexOf("<sup>");
+    const out = Object.assign({}, layout, {title: Object.assign({}, layout.title, {text: text.slice(0, sub).replace(/(<br>)+$/, "")})});
+    const m = Object.assign({l: 80, r: 80, t: 100}, layout.margin);
+    const q = LabSteps.whatIs(text.slice(sub));
+    q.yshift = Math.max(0, m.t - 30);
+    q.x = 1 + (m.r - 4) / Math.max(1, width - m.l - m.r);
+    out.annotations = (layout.annotations || []).concat([q]);
+    return out;
   }
   // ``width``: the plot box's, in px.
   static narrowed(layout, data, width) {
@@ -212,6 +233,28 @@ window.LabSteps = class LabSteps {
     s.x0 = s.x1 = i;
     if (full.shapes && full.shapes[k]) full.shapes[k].x0 = full.shapes[k].x1 = i;
   }
+  // A chapter of the tour drawn on the figure (lab/views/tour_marks.py: shapes and annotations named "tour"), or
+  // the marks taken off (mark null: the next step). onContinue: a click on the chapter's box, "▶ continue",
+  // opens the next chapter.
+  static async mark(gd, mark, onContinue) {
+    if (!gd || !gd.layout) return;
+    const keep = (a) => (a || []).filter((x) => x.name !== "tour");
+    const had = (gd.layout.shapes || []).concat(gd.layout.annotations || []).some((x) => x.name === "tour");
+    if (!mark && !had) return;
+    const notes = ((mark && mark.annotations) || []).map((a) =>
+      onContinue ? Object.assign({}, a, {text: `${a.text}<br><b>▶ continue</b>`, captureevents: true}) : a);
+    gd.__labContinue = onContinue || null;
+    if (!gd.__labContinueWired && gd.on) {
+      gd.on("plotly_clickannotation", (ev) => {
+        if (ev.annotation && ev.annotation.name === "tour" && gd.__labContinue) gd.__labContinue();
+      });
+      gd.__labContinueWired = true;
+    }
+    await Plotly.relayout(gd, {
+      shapes: keep(gd.layout.shapes).concat((mark && mark.shapes) || []),
+      annotations: keep(gd.layout.annotations).concat(notes),
+    });
+  }
   // Draw step i of a view into the plot gd; draws into one plot run one after another, in call order.
   draw(gd, view, i, presenter, maxHeight) {
     const run = async () => {
@@ -228,6 +271,7 @@ window.LabSteps = class LabSteps {
         gd.__labNarrow = narrow;
       }
       if (v.wide) await LabSteps.moveMarker(gd, i);
+      await LabSteps.mark(gd, null); // a chapter's marks are of its own step: off at the next draw
     };
     gd.__labQueue = (gd.__labQueue || Promise.resolve()).then(run, run);
     return gd.__labQueue;

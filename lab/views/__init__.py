@@ -46,9 +46,10 @@ ALL_VIEWS = {
         block_table_spec,
         "The input block table of this step (R6): one row per batch row, one column per block. "
         "Green entries are the request's valid blocks; past `num_blocks` a row keeps whatever an "
-        "earlier step left there: the null block (grey), a block a live request holds now (red), a "
-        "freed block (orange); padded rows (purple) come from FULL-graph padding. The vertical lines "
-        "are the columns each mode's kernel walks, `cdiv(kernel-visible max_seq_len, block_size)`. "
+        "earlier step left there: the null block (grey), a block a live request holds now (magenta), a "
+        "freed block (pale magenta); padded rows (khaki) come from FULL-graph padding. The vertical lines "
+        "are the columns each era's kernel walks, in the era's colour (before #40654 red, after #43991 blue), "
+        "`cdiv(kernel-visible max_seq_len, block_size)`. "
         "Wide tables are binned past the interesting columns (the title says how); hover any cell. "
         "With a sliding window (`window=`, R11), cyan entries are valid here but block 0 in the "
         "sliding-window group's table: vLLM 0.33.0 nulls what lies wholly below each request's window.",

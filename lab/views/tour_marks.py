@@ -9,6 +9,7 @@ over the figure when the stop is opened and take them off at the next step. A pu
 
 from __future__ import annotations
 
+import html
 import textwrap
 
 from lab.blocks import walked_columns
@@ -20,7 +21,8 @@ _BOX = {"bgcolor": "#fffbe6", "bordercolor": TOUR_COLOR, "borderwidth": 1.5, "bo
 
 
 def _words(text: str, width: int = 56) -> str:
-    return "<br>".join(textwrap.wrap(text, width))
+    """The sentence in lines, escaped: it holds names from the trace (request ids), drawn as plotly's HTML."""
+    return "<br>".join(html.escape(line, quote=False) for line in textwrap.wrap(text, width))
 
 
 def _note(text: str, x, y, xref: str, yref: str, ax: float = -60, ay: float = -50, arrow: bool = True) -> dict:

@@ -92,37 +92,42 @@ def _draft_walk(trace, st, own: list, modes: list[str], hist_drafts: list[dict])
     }
 
 
-def _segments(walk: dict, y: float, width: float, era: str, show: set) -> list[dict]:
+def _segments(walk: dict, y: float, width: float, era: str, acc: dict) -> None:
     """One walk's bar: a segment per part, each as long as its share of the walked entries, outlined in the
-    era's colour by the caller's frame."""
+    era's colour by the caller's frame. Segments go into ``acc``, one bar trace per part for every walk (a
+    trace per segment cost the page a redraw of about 30 traces a step)."""
     total = sum(walk["parts"].values()) or 1
-    x0, data = 0.0, []
+    x0 = 0.0
     for part in PARTS:
         n = walk["parts"][part]
         if not n:
             continue
         length = walk["columns"] * n / total
-        data.append(
+        t = acc.setdefault(
+            part,
             {
                 "type": "bar",
                 "orientation": "h",
-                "x": [length],
-                "base": [x0],
-                "y": [y],
-                "width": width,
+                "x": [],
+                "base": [],
+                "y": [],
+                "width": [],
                 "name": _PART_NAME[part],
                 "legendgroup": part,
-                "showlegend": part not in show,
                 "marker": {"color": CLASS_COLOR[part], "line": {"width": 0}},
-                "customdata": [[n, total]],
+                "customdata": [],
                 "hovertemplate": hover(
-                    f"{era}: {_PART_NAME[part]}<br>%{{customdata[0]:,}} of %{{customdata[1]:,}} entries walked"
+                    f"%{{customdata[2]}}: {_PART_NAME[part]}<br>%{{customdata[0]:,}} of %{{customdata[1]:,}} "
+                    "entries walked"
                 ),
-            }
+            },
         )
-        show.add(part)
+        t["x"].append(length)
+        t["base"].append(x0)
+        t["y"].append(y)
+        t["width"].append(width)
+        t["customdata"].append([n, total, era])
         x0 += length
-    return data
 
 
 def _frame(columns: int, y: float, width: float, era: str, dash: str = "solid") -> dict:
@@ -161,13 +166,13 @@ def hero_spec(trace, index: int) -> dict:
     data: list[dict] = []
     shapes: list[dict] = []
     notes: list[dict] = []
-    show: set = set()
+    acc: dict = {}
     ticks, labels = [], []
     has_drafts = any(w["drafts"] for w in walks)
     widest = max([w["columns"] for w in walks] + [w["drafts"]["columns"] for w in walks if w["drafts"]] + [1])
     for k, w in enumerate(walks):
         y = -k * _ROW_GAP * (2.1 if has_drafts else 1.3)
-        data += _segments(w, y, 0.5, w["era"], show)
+        _segments(w, y, 0.5, w["era"], acc)
         shapes.append(_frame(w["columns"], y, 0.5, w["era"]))
         ticks.append(y)
         c = ERA_COLOR[w["era"]]
@@ -191,7 +196,7 @@ def hero_spec(trace, index: int) -> dict:
         d = w["drafts"]
         if d:
             yd = y - _DRAFT_DY * 1.9
-            data += _segments(d, yd, 0.22, f"{w['era']}, draft pass {d['pass']}", show)
+            _segments(d, yd, 0.22, f"{w['era']}, draft pass {d['pass']}", acc)
             shapes.append(_frame(d["columns"], yd, 0.22, w["era"], "dot"))
             ticks.append(yd)
             labels.append(f"<span style='color:{c}'>drafts {d['meta']:,}</span>")
@@ -208,7 +213,8 @@ def hero_spec(trace, index: int) -> dict:
             if d["slack"]:
                 data.append(_slack_bar(d, yd, bs))
     if walks:
-        data += [legend_swatch(_PART_NAME[p], CLASS_COLOR[p], p) for p in PARTS if p not in show]
+        data = [acc[p] for p in PARTS if p in acc] + data
+        data += [legend_swatch(_PART_NAME[p], CLASS_COLOR[p], p) for p in PARTS if p not in acc]
     y_lo = min(ticks, default=0) - 0.6
     return figure(
         data,

@@ -43,3 +43,21 @@ def test_the_headline_says_1_request_and_colours_each_era_column():
     for k, era in enumerate(ERAS):
         assert f"<th class='era-{k}'>" in html
         assert f".era-{k} {{border-top: 3px solid {ERA_COLOR[era]}" in WORDS_CSS
+
+
+def test_notebook_figures_offer_no_share_to_plotly_cloud(recwarn):
+    # Minor 9: the notebooks' (and the exported file's) toolbar offered "Share chart…", an upload to Plotly Cloud.
+    import pathlib
+
+    import plotly.io as pio
+
+    from lab.views import hero_figure
+
+    trace = simulate(Scenario.from_spec("4p100o20_mml=2k_cg=piecewise"))
+    pio.renderers.default = "plotly_mimetype"
+    bundle = hero_figure(trace, 3)._repr_mimebundle_()
+    config = bundle["application/vnd.plotly.v1+json"]["config"]
+    assert "sendChartToCloud" in config["modeBarButtonsToRemove"]
+    assert not [w for w in recwarn if "config" in str(w.message)]  # a notebook cell shows no warning
+    stepper = (pathlib.Path(__file__).resolve().parent.parent / "lab" / "export" / "stepper.js").read_text()
+    assert "showSendToCloud: false" in stepper and 'modeBarButtonsToRemove: ["sendChartToCloud"]' in stepper

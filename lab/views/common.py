@@ -35,9 +35,31 @@ def figure(data: list[dict], layout: dict) -> dict:
     return {"data": data, "layout": {"template": _TEMPLATE, **layout}}
 
 
+# plotly.js's toolbar without "Share chart…", an upload to Plotly Cloud that is on by default (ux review 5 minor 9);
+# the pages' twin is LabSteps.CONFIG (lab/export/stepper.js).
+# (plotly.py's list of config keys lacks showSendToCloud and warns on it: the button is removed by name instead.)
+PLOT_CONFIG = {
+    "displaylogo": False,
+    "showLink": False,
+    "modeBarButtonsToRemove": ["sendChartToCloud"],
+}
+
+
+class LabFigure(go.Figure):
+    """A plotly Figure shown in a notebook with the lab's toolbar (PLOT_CONFIG)."""
+
+    def _repr_mimebundle_(self, include=None, exclude=None, validate=True, **kwargs):
+        kwargs.setdefault("config", PLOT_CONFIG)
+        return super()._repr_mimebundle_(include, exclude, validate, **kwargs)
+
+    def show(self, *args, **kwargs):
+        kwargs.setdefault("config", PLOT_CONFIG)
+        return super().show(*args, **kwargs)
+
+
 def as_figure(spec: dict) -> go.Figure:
     """A plotly Figure of a spec (for notebooks, ``.show()``, ``.write_html()``)."""
-    return go.Figure(spec, _validate=False)
+    return LabFigure(spec, _validate=False)
 
 
 def spec_json(spec: dict) -> str:

@@ -37,10 +37,10 @@ def figure(data: list[dict], layout: dict) -> dict:
 
 # plotly.js's toolbar without "Share chart…", an upload to Plotly Cloud that is on by default (ux review 5 minor 9);
 # the pages' twin is LabSteps.CONFIG (lab/export/stepper.js).
-# (plotly.py's list of config keys lacks showSendToCloud and warns on it: the button is removed by name instead.)
+# (plotly.py's list of config keys lacks showSendToCloud and showLink and warns on them: the button is removed
+# by name instead.)
 PLOT_CONFIG = {
     "displaylogo": False,
-    "showLink": False,
     "modeBarButtonsToRemove": ["sendChartToCloud"],
 }
 

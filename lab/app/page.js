@@ -112,6 +112,8 @@ window.labApp = (() => {
   // After compare is switched on or off, or presenter mode toggled: both plots take their box's width, and
   // are drawn again where that made them narrow or wide (LabSteps.narrowed). ckey: the compared trace's key.
   async function relayout(presenter, ckey) {
+    // Compare side by side: the two figures take the row; the knobs step aside (style.py, body.comparing).
+    if (ckey !== undefined) document.body.classList.toggle("comparing", !!ckey);
     await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
     for (const id of ["plot", "plot-compare"]) {
       const gd = plotDiv(id);
@@ -251,8 +253,12 @@ window.labApp = (() => {
   // presenter behind "⋯ more", the headline one line that opens its era table on a click, the view picker one
   // scrolling row; the figure's top within the first 450 px at 683x768 (issue 49, ux review 5 major A).
   const NARROW_PAGE_PX = 800;
+  // Below KNOBS_BESIDE_PX the knobs go above the figure as a row: beside it they left the figure under
+  // LabSteps.NARROW_PX at 960 px.
+  const KNOBS_BESIDE_PX = 1200;
   function mark_narrow() {
     document.body.classList.toggle("narrow", window.innerWidth < NARROW_PAGE_PX);
+    document.body.classList.toggle("knobs-above", window.innerWidth < KNOBS_BESIDE_PX);
   }
   window.addEventListener("resize", mark_narrow);
   function add_compact_controls() {

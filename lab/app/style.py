@@ -44,7 +44,13 @@ body.presenter.short #view label {font-size: 15px !important}
 """
 # The knobs beside the figure (lab/app/knobs.py) and their answer for the step on screen.
 CSS += """
+#plots {flex-wrap: wrap}
 #plots > #knobs {flex: 0 0 230px !important; gap: 4px !important; font-size: 13px}
+body.comparing #knobs {display: none !important}
+body.knobs-above #plots > #knobs {flex: 1 1 100% !important; order: -1; flex-direction: row !important;
+  flex-wrap: wrap; align-items: end}
+body.knobs-above #knobs > * {flex: 0 0 auto !important; min-width: 0 !important}
+body.knobs-above #knobs #whatif, body.knobs-above #knobs #knobs-head {flex: 1 1 260px !important}
 #knobs-head {font-size: 12.5px; color: #444}
 #whatif {font-size: 12px; line-height: 1.3}
 #whatif .wi-row {margin: 2px 0}

@@ -50,9 +50,9 @@ def _refused(why: str) -> str:
     return f"<div class='whatif wi-refused'>not run: {html.escape(why)}</div>"
 
 
-def knob_values(k, cg_mode, max_model_len):
-    """The settings' controls after a load, copied into the knobs (and the knobs into the controls before a run)."""
-    return k, cg_mode, max_model_len
+# The settings' controls after a load, copied into the knobs (and the knobs into the controls before a run), in
+# the page: no request.
+COPY_JS = "(k, cg, mml) => [k, cg, mml]"
 
 
 def add_knobs() -> dict:
@@ -87,9 +87,7 @@ def wire_knobs(ui: dict, run_in: list, loaded: list, loaded_then) -> None:
             show_progress="hidden",
             js="(...a) => window.labApp.anchor(...a)",  # the figure's place, kept when the run lands (page.js)
         )
-        copied = answered.then(
-            knob_values, knobs, [ui[f] for f in KNOB_FIELDS], queue=False, show_progress="hidden", api_name=False
-        )
+        copied = answered.then(None, knobs, [ui[f] for f in KNOB_FIELDS], js=COPY_JS, show_progress="hidden")
         background = copied.then(
             run,
             run_in,

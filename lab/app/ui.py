@@ -14,7 +14,7 @@ import gradio as gr
 
 from lab.app.controls import CONTROL_FIELDS, parse_spec_text
 from lab.app.downloads import download_figures, download_page, download_trace
-from lab.app.knobs import KNOB_FIELDS, add_knobs, knob_values, wire_knobs
+from lab.app.knobs import COPY_JS, KNOB_FIELDS, add_knobs, wire_knobs
 from lab.app.loading import LOADED, READY, initial, pick_preset, run, set_compare
 from lab.app.retime import time_again
 from lab.app.runner_choices import EMBEDDED_CPU, runner_availability
@@ -264,10 +264,10 @@ def _loaded_then(ui: dict, ev):
     """After a load: the page fetches the trace's step data and draws from it (lab/app/page.js); the knobs
     beside the figure show the scenario's values."""
     ev.then(
-        knob_values,
+        None,
         [ui[f] for f in KNOB_FIELDS],
         [ui["knob_k"], ui["knob_cg"], ui["knob_mml"]],
-        queue=False,
+        js=COPY_JS,  # in the page: no request (stepping and loading ask the server nothing more)
         show_progress="hidden",
         api_name=False,
     )

@@ -253,12 +253,21 @@ window.labApp = (() => {
   // presenter behind "⋯ more", the headline one line that opens its era table on a click, the view picker one
   // scrolling row; the figure's top within the first 450 px at 683x768 (issue 49, ux review 5 major A).
   const NARROW_PAGE_PX = 800;
-  // Below KNOBS_BESIDE_PX the knobs go above the figure as a row: beside it they left the figure under
-  // LabSteps.NARROW_PX at 960 px.
+  // Below KNOBS_BESIDE_PX the knobs are behind "⋯ more" and, opened, above the figure: beside it they left the
+  // figure under LabSteps.NARROW_PX at 960 px.
   const KNOBS_BESIDE_PX = 1200;
   function mark_narrow() {
     document.body.classList.toggle("narrow", window.innerWidth < NARROW_PAGE_PX);
-    document.body.classList.toggle("knobs-above", window.innerWidth < KNOBS_BESIDE_PX);
+    const above = window.innerWidth < KNOBS_BESIDE_PX;
+    document.body.classList.toggle("knobs-above", above);
+    // Set on the element (the app's scoped CSS outranks a body-class rule on this one).
+    const knobs = document.querySelector("#knobs");
+    if (knobs) {
+      for (const [k, v] of [["flex", "1 1 100%"], ["order", "-1"], ["flex-direction", "row"], ["flex-wrap", "wrap"]]) {
+        if (above) knobs.style.setProperty(k, v, "important");
+        else knobs.style.removeProperty(k);
+      }
+    }
   }
   window.addEventListener("resize", mark_narrow);
   function add_compact_controls() {
@@ -272,7 +281,7 @@ window.labApp = (() => {
     more.id = "more";
     more.type = "button";
     more.textContent = "⋯ more";
-    more.title = "runner, Run and presenter mode";
+    more.title = "runner, Run, presenter mode and the what-if knobs";
     more.setAttribute("aria-expanded", "false");
     more.addEventListener("click", () => {
       const open = document.body.classList.toggle("lab-more");

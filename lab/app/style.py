@@ -44,13 +44,11 @@ body.presenter.short #view label {font-size: 15px !important}
 """
 # The knobs beside the figure (lab/app/knobs.py) and their answer for the step on screen.
 CSS += """
-#plots {flex-wrap: wrap}
+#plots {flex-wrap: wrap !important}
 #plots > #knobs {flex: 0 0 230px !important; gap: 4px !important; font-size: 13px}
 body.comparing #knobs {display: none !important}
-body.knobs-above #plots > #knobs {flex: 1 1 100% !important; order: -1; flex-direction: row !important;
-  flex-wrap: wrap; align-items: end}
-body.knobs-above #knobs > * {flex: 0 0 auto !important; min-width: 0 !important}
-body.knobs-above #knobs #whatif, body.knobs-above #knobs #knobs-head {flex: 1 1 260px !important}
+body.knobs-above:not(.lab-more) #knobs {display: none !important}
+body.knobs-above #more {display: inline-block !important}
 #knobs-head {font-size: 12.5px; color: #444}
 #whatif {font-size: 12px; line-height: 1.3}
 #whatif .wi-row {margin: 2px 0}
@@ -59,7 +57,6 @@ body.knobs-above #knobs #whatif, body.knobs-above #knobs #knobs-head {flex: 1 1 
 #whatif .wi-refused {color: #9b0018}
 #tour-next {font-weight: 600; border: 1px solid #b8860b; border-radius: 6px; padding: 3px 12px; background: #fffbe6;
   margin: 0 0 6px 0; cursor: pointer}
-body.narrow:not(.lab-more) #knobs {display: none !important}
 """
 # Half a laptop (body.narrow, set by lab/app/page.js below 800 px: Gradio's CSS scoping leaves no @media rule
 # working): one compact control row, the rest folded (issue 49). The keys' hint shows at every width.

@@ -46,7 +46,7 @@ body.presenter.short #view label {font-size: 15px !important}
 CSS += """
 #plots {flex-wrap: wrap !important}
 #plots > #knobs {flex: 0 0 230px !important; gap: 4px !important; font-size: 13px}
-body.comparing #knobs {display: none !important}
+body.comparing #knobs, body.presenter #knobs {display: none !important}
 body.knobs-above:not(.lab-more) #knobs {display: none !important}
 body.knobs-above #more {display: inline-block !important}
 #knobs-head {font-size: 12.5px; color: #444}

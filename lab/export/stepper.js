@@ -36,7 +36,6 @@ window.LabSteps = class LabSteps {
     const spec = JSON.parse((await this.lines(view, v.gz))[v.wide ? 0 : this.clamp(i)]);
     let layout = Object.assign({template: this.D.template}, spec.layout);
     if (narrow) layout = LabSteps.narrowed(layout, spec.data, width);
-    else if (width && LabSteps.subtitleTooWide(layout, width)) layout = LabSteps.subtitleBehind(layout, width);
     if (presenter) {
       const p = this.D.presenter; // lab.views.presenter_layout, as numbers
       layout.font = Object.assign({}, layout.font, {size: p.font_size});
@@ -47,6 +46,8 @@ window.LabSteps = class LabSteps {
       }
       if (layout.height) layout.height = Math.floor(layout.height * p.height_scale) + extra;
     }
+    // After presenter mode's type: a subtitle wider than its box goes behind the "?".
+    if (!narrow && width && LabSteps.subtitleTooWide(layout, width)) layout = LabSteps.subtitleBehind(layout, width);
     const natural = layout.height;
     // Cut to the window (a projector's 720 px); a figure of stacked panels not below its meta.min_fit share
     // of its height (lab.views.common.STACKED_MIN_FIT).

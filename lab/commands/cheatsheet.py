@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from lab.commands import doc_tables
 from lab.files import check_output_path, write_text_atomically
 from lab.history import ERAS
-from lab.views.palette import CLASS_COLOR, ERA_COLOR
 
 RULES_DOC = pathlib.Path(__file__).resolve().parents[2] / "docs" / "rules.md"
 
@@ -146,6 +145,7 @@ _CELL_W, _CELL_H, _LEFT, _TOP = 24, 20, 74, 28
 
 def _hatch(x: float, y: float, w: float, h: float, colour: str) -> str:
     """A hatched box drawn with lines (no pattern: a url() reference is what the page never holds)."""
+
     lines = "".join(
         f'<line x1="{x}" y1="{y + k}" x2="{x + w}" y2="{y + k - w}" stroke="{colour}" stroke-width="1.5"/>'
         for k in range(w, h + 1, 6)
@@ -157,6 +157,8 @@ def walk_svg() -> str:
     """One drawing of the walk (inline SVG, no fetch): valid / stale cells, the walk before #40654 (to the
     table's end: cdiv(max_model_len, block_size)), the walk after #43991 (to the longest row: cdiv(batch max,
     block_size)) and the drafts' +K past it, in the palette's colours; a key under it."""
+    from lab.views.palette import CLASS_COLOR, ERA_COLOR  # deferred: lab.views imports plotly, which vLLM's envs lack
+
     fix = max(n for n, _ in _WALK_ROWS)
     out = []
     for r, (n, stale) in enumerate(_WALK_ROWS):
@@ -251,6 +253,8 @@ code{background:none;padding:0}
 
 def _era_heads() -> str:
     """Each era's row starts with a bar of its colour (the app's, the views')."""
+    from lab.views.palette import ERA_COLOR  # deferred: lab.views imports plotly, which vLLM's envs lack
+
     return "".join(f"td.era-{k}{{border-left:6px solid {ERA_COLOR[e]}}}" for k, e in enumerate(ERAS))
 
 

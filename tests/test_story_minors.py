@@ -61,3 +61,18 @@ def test_notebook_figures_offer_no_share_to_plotly_cloud(recwarn):
     assert not [w for w in recwarn if "config" in str(w.message)]  # a notebook cell shows no warning
     stepper = (pathlib.Path(__file__).resolve().parent.parent / "lab" / "export" / "stepper.js").read_text()
     assert "showSendToCloud: false" in stepper and 'modeBarButtonsToRemove: ["sendChartToCloud"]' in stepper
+
+
+def test_the_cli_imports_without_plotly():
+    # vLLM's live environment has no plotly: `python -m lab record` there failed once the cheat sheet imported the
+    # palette (lab.views imports plotly) at module level.
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parent.parent
+    code = "import sys; sys.modules['plotly'] = None; import lab.commands.main"
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -76,3 +76,18 @@ def test_the_cli_imports_without_plotly():
     env = {**os.environ, "PYTHONPATH": str(root)}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_deployment_tab_refuses_an_unknown_model_without_the_servers_path(tmp_path, monkeypatch):
+    # Minor 8: the tab told an attendee to `huggingface-cli download` into the server's cache, printed as an
+    # absolute path they cannot act on; the paste route comes first now, and no server path is printed.
+    import pytest
+
+    from lab.app.deployment_tab import CONFIG_HINT
+    from lab.deployment.resolve import ServeLineError, resolve
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    with pytest.raises(ServeLineError) as e:
+        resolve("vllm serve acme/nowhere-7b", "H200", config_hint=CONFIG_HINT)
+    text = str(e.value)
+    assert str(tmp_path) not in text and "huggingface-cli" not in text and text.index(CONFIG_HINT) >= 0

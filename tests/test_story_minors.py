@@ -91,3 +91,22 @@ def test_the_deployment_tab_refuses_an_unknown_model_without_the_servers_path(tm
         resolve("vllm serve acme/nowhere-7b", "H200", config_hint=CONFIG_HINT)
     text = str(e.value)
     assert str(tmp_path) not in text and "huggingface-cli" not in text and text.index(CONFIG_HINT) >= 0
+
+
+def test_the_kernel_summary_gives_no_totals_that_spikes_decide():
+    # Minor 13: "median time saved 59%" then "all timed steps together: baseline 1,500 ms, fixed 1,686 ms".
+    from lab.views.summary import _time_line
+
+    tm = {
+        "baseline": 1500.0,
+        "fixed": 1686.0,
+        "steps_timed": 40,
+        "median": {"baseline": 0.77, "fixed": 0.31},
+        "iqr": {"baseline": 0.01, "fixed": 0.01},
+        "p95": {"baseline": 1.0, "fixed": 0.5},
+        "spikes": 3,
+    }
+    info = {"kernel": "k", "backend": "b", "device": "cpu"}
+    line = _time_line(info, tm)
+    assert "1500.000" not in line and "1686.000" not in line and "no totals" in line
+    assert "all timed steps together" in _time_line(info, {**tm, "spikes": 0})

@@ -84,6 +84,7 @@ LOADED = [
 STEP = ["step", "plot", "headline", "summary", "compare_plot"]
 API_NAMES = {
     "/initial_run",
+    "/whatif",
     "/pick_preset",
     "/back_to_preset",
     "/parse_spec",
@@ -602,3 +603,11 @@ def test_the_controls_go_by_name():
         scenario_from_inputs("eagle-k3", s.to_spec(), {k: v for k, v in named.items() if k != "seed"})
     moved = scenario_from_inputs(None, s.to_spec(), {**named, "block_size": 32})
     assert moved.block_size == 32 and moved.max_model_len == s.max_model_len
+
+
+def test_whatif_answers_for_the_step_from_the_library(client):
+    # Issue 49: the knobs beside the figure; the session's trace (pick_preset) at step 20 with K = 5.
+    client.predict("eagle-k3", "embedded CPU", "hero", False, api_name="/pick_preset")
+    html = client.predict(20, 5, "PIECEWISE", 32768, api_name="/whatif")
+    assert "step 20 held" in html and "drafts told 1,088" in html
+    assert "not run" in client.predict(20, 3, "PIECEWISE", 64, api_name="/whatif")

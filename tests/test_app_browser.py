@@ -22,6 +22,7 @@ from lab.views import ALL_VIEWS
 ARTIFACTS = pathlib.Path(__file__).parent.parent / "artifacts"
 # What each view must draw: a text of its figure.
 EXPECT = {
+    "hero": "what the kernel walks in each era",
     "block_table": "input block table",
     "lengths": "per-request lengths",
     "timeline": "Timeline of",
@@ -424,9 +425,12 @@ def test_compare_side_by_side_halves_both_and_names_the_other(page, app_url):
     page.get_by_role("option", name="none", exact=True).click()
     page.wait_for_function(
         """() => { const svg = document.querySelector('#plot .main-svg');
-                   return svg && svg.getBoundingClientRect().width > 0.9 * document.querySelector('#plots')
-                     .getBoundingClientRect().width; }"""
+                   const knobs = document.querySelector('#knobs');  // beside the figure again (issue 49)
+                   const beside = knobs && knobs.offsetParent ? knobs.getBoundingClientRect().width : 0;
+                   return svg && svg.getBoundingClientRect().width > 0.9 * (document.querySelector('#plots')
+                     .getBoundingClientRect().width - beside); }"""
     )
+    assert page.locator("#knobs").is_visible()
 
 
 def test_step_box_out_of_range_and_named_buttons(page, app_url):

@@ -47,11 +47,31 @@ def test_every_rule_and_every_era_is_on_the_page(page):
 
 
 def test_each_rule_reads_as_docs_rules_md_words_it(page):
+    # One line a rule (issue 49, ux review 5 minor 20): the rule's first sentence in the doc's own words, cut
+    # near RULE_CHARS where longer; docs/rules.md keeps the whole rule.
     text = " ".join(_page_text(page).split())
     rules = cheatsheet.rules_from_doc()
     assert [r.id for r in rules] == RULE_IDS
     for rule in rules:
-        assert " ".join(_plain(rule.text).split()) in text, rule.id
+        line = cheatsheet.rule_line(rule.text)
+        assert rule.text.startswith(line.removesuffix(" …")), rule.id
+        assert len(line) <= cheatsheet.RULE_CHARS + 2, rule.id
+        assert " ".join(_plain(line).split()) in text, rule.id
+    assert cheatsheet.rule_line("`a. b` is x. Then y.") == "`a. b` is x."
+
+
+def test_the_card_draws_the_walk_in_the_eras_colours_and_prints_readably(page):
+    from lab.history import ERAS
+    from lab.views.palette import CLASS_COLOR, ERA_COLOR
+
+    svg = re.search(r"<svg class=\"walk\".*?</svg>", page, flags=re.S).group(0)
+    for colour in (ERA_COLOR[ERAS[0]], ERA_COLOR[ERAS[-1]], CLASS_COLOR["valid"], CLASS_COLOR["null"]):
+        assert colour in svg, colour
+    assert "+K" in svg and "before #40654" in svg and "after #43991" in svg
+    printed = re.search(r"@media print\{.*?body\{[^}]*font-size:([\d.]+)pt", page, flags=re.S)
+    assert float(printed.group(1)) >= 9  # was 6.8 pt
+    for k, era in enumerate(ERAS):
+        assert f"td.era-{k}{{border-left:6px solid {ERA_COLOR[era]}}}" in page
 
 
 def test_the_page_fetches_nothing_and_runs_nothing(page):

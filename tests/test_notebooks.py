@@ -193,3 +193,23 @@ def test_a_cell_over_its_budget_fails(tmp_path):
     nbformat.write(nb, path)
     with pytest.raises(nbclient.exceptions.CellTimeoutError):
         execute(path)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_opens_with_what_you_learn_need_and_how_long(path):
+    # Issue 49 (ux review 5): the notebooks opened with long prose and no "you will learn / you need / time".
+    import json
+    import re
+
+    first = next(c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "markdown")
+    text = "".join(first["source"])
+    assert "**You will learn:**" in text and "**You need:**" in text, path.name
+    assert re.search(r"\*\*About \d+ minutes\*\*", text), path.name
+
+
+def test_notebook_01_opens_on_the_claim_in_one_picture():
+    import json
+
+    cells = json.loads((NOTEBOOK_DIR / "01_tour.ipynb").read_text())["cells"]
+    figures = [c for c in cells if c["cell_type"] == "code" and "_figure(" in "".join(c["source"])]
+    assert "hero_figure(" in "".join(figures[0]["source"])

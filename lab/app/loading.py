@@ -393,7 +393,7 @@ def initial(view="block_table", preset_default=None, request: gr.Request = None,
     tab = q.get("tab") or view
     if tab not in ALL_VIEWS:
         problems.append(f"unknown tab {tab!r} in the address (tabs: {', '.join(ALL_VIEWS)})")
-        tab = "block_table"
+        tab = view
     presenter = q.get("presenter", "") in ("1", "true", "yes")
     key, trace, how = loaded or _simulate(get_preset(preset), EMBEDDED_CPU, progress, custom=False)
     index = 0

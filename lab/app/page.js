@@ -112,6 +112,8 @@ window.labApp = (() => {
   // After compare is switched on or off, or presenter mode toggled: both plots take their box's width, and
   // are drawn again where that made them narrow or wide (LabSteps.narrowed). ckey: the compared trace's key.
   async function relayout(presenter, ckey) {
+    // Compare side by side: the two figures take the row; the knobs step aside (style.py, body.comparing).
+    if (ckey !== undefined) document.body.classList.toggle("comparing", !!ckey);
     await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
     for (const id of ["plot", "plot-compare"]) {
       const gd = plotDiv(id);
@@ -161,7 +163,12 @@ window.labApp = (() => {
     const m = /^(\d+)\|(\w+)$/.exec(stop || "");
     if (!m || !(await data(key)).byName[m[2]]) throw new Error(`not a tour stop: ${stop}`);
     const [i, headline, summary] = await go(key, ckey, Number(m[1]), m[2], presenter);
-    document.querySelector("#topbar").scrollIntoView({block: "start"});
+    // The chapter's sentence on the figure, at what it names; the page scrolls to the figure (issue 49).
+    const chapters = (await data(key)).D.tour || [];
+    const at = chapters.findIndex((t) => `${t.step}|${t.view}` === stop);
+    const gd = plotDiv("plot");
+    if (at >= 0 && gd) await LabSteps.mark(gd, chapters[at].mark, at + 1 < chapters.length ? continueTour : null);
+    (document.querySelector("#plot") || document.querySelector("#topbar")).scrollIntoView({block: "start"});
     const s = state.shown;
     return [i, s.view, headline, summary, (await data(s.key)).byName[s.view].note_md];
   }
@@ -207,6 +214,25 @@ window.labApp = (() => {
     state.loadedOnce = true;
   }
 
+  // ▶ continue: the next chapter of the tour (the radio after the one picked; the first where none is).
+  function continueTour() {
+    const labels = Array.from(document.querySelectorAll("#tour label"));
+    const now = labels.findIndex((l) => l.querySelector("input:checked"));
+    const next = labels[now + 1];
+    if (next) next.click();
+  }
+  function add_continue() {
+    const box = document.querySelector("#tour");
+    if (!box || document.querySelector("#tour-next")) return;
+    const b = document.createElement("button");
+    b.id = "tour-next";
+    b.type = "button";
+    b.textContent = "▶ continue the story";
+    b.title = "the next chapter of the guided tour, drawn on the figure";
+    b.addEventListener("click", continueTour);
+    box.prepend(b);
+  }
+
   // Names for the top bar's glyph buttons (a screen reader otherwise reads "◀" and "▶").
   function label_buttons() {
     for (const [id, name] of [["prev", "previous step"], ["next", "next step"], ["play", "play (5 steps a second)"]]) {
@@ -221,6 +247,56 @@ window.labApp = (() => {
     document.body.classList.toggle("short", window.innerHeight < 820);
   }
   window.addEventListener("resize", mark_short);
+
+  // Half a laptop (683 px, the workshop's side-by-side layout): below NARROW_PAGE_PX the page is compact
+  // (lab/app/style.py, body.narrow): one control row (◀ step ▶ play and the keys' hint), the runner, Run and
+  // presenter behind "⋯ more", the headline one line that opens its era table on a click, the view picker one
+  // scrolling row; the figure's top within the first 450 px at 683x768 (issue 49, ux review 5 major A).
+  const NARROW_PAGE_PX = 800;
+  // Below KNOBS_BESIDE_PX the knobs are behind "⋯ more" and, opened, above the figure: beside it they left the
+  // figure under LabSteps.NARROW_PX at 960 px.
+  const KNOBS_BESIDE_PX = 1200;
+  function mark_narrow() {
+    document.body.classList.toggle("narrow", window.innerWidth < NARROW_PAGE_PX);
+    const above = window.innerWidth < KNOBS_BESIDE_PX;
+    document.body.classList.toggle("knobs-above", above);
+    // Set on the element (the app's scoped CSS outranks a body-class rule on this one).
+    const knobs = document.querySelector("#knobs");
+    if (knobs) {
+      for (const [k, v] of [["flex", "1 1 100%"], ["order", "-1"], ["flex-direction", "row"], ["flex-wrap", "wrap"]]) {
+        if (above) knobs.style.setProperty(k, v, "important");
+        else knobs.style.removeProperty(k);
+      }
+    }
+  }
+  window.addEventListener("resize", mark_narrow);
+  function add_compact_controls() {
+    const bar = document.querySelector("#topbar");
+    if (!bar || document.querySelector("#keys-hint")) return;
+    const hint = document.createElement("span");
+    hint.id = "keys-hint";
+    hint.textContent = "← → step · space plays";
+    hint.title = "anywhere on the page: ← previous step, → next step, Space play / pause";
+    const more = document.createElement("button");
+    more.id = "more";
+    more.type = "button";
+    more.textContent = "⋯ more";
+    more.title = "runner, Run, presenter mode and the what-if knobs";
+    more.setAttribute("aria-expanded", "false");
+    more.addEventListener("click", () => {
+      const open = document.body.classList.toggle("lab-more");
+      more.setAttribute("aria-expanded", String(open));
+    });
+    // Under the step slider, beside ◀ ▶ and play: in the bar's row it pushed presenter onto a row of its own.
+    (document.querySelector("#step") || bar).appendChild(hint);
+    bar.appendChild(more);
+  }
+  // The headline's one line opens (and closes) its era table at half a laptop.
+  document.addEventListener("click", (e) => {
+    if (e.target.closest && e.target.closest("#headline .hl-line") && !e.target.closest("a")) {
+      document.body.classList.toggle("hl-open");
+    }
+  });
   // The slider's ↺ sets its value back to 0 without an input event: send one, so the page redraws step 0.
   document.addEventListener("click", (e) => {
     if (!e.target.closest || !e.target.closest("#step .reset-button")) return;
@@ -285,6 +361,9 @@ window.labApp = (() => {
     document.body.dataset.labView = view;
     stop();
     mark_short();
+    mark_narrow();
+    add_compact_controls();
+    add_continue();
     label_buttons();
     await showProblem();
     if (!key) return;
@@ -299,9 +378,26 @@ window.labApp = (() => {
     }
     if (presenter) await fit(presenter);
     await ready;
+    keepInPlace();
     data(key).then((S) => S.measuring && watch(key), () => null);
     window.__labLoaded = (window.__labLoaded || 0) + 1;
   }
 
-  return {data, go, show, tour, toggle, stop, loaded, relayout, fit, state};
+  // A knob's background run lands without moving what the attendee looks at: the figure's top is noted when
+  // the knob changes (anchor) and, once the new trace is drawn, the page scrolls by however far a grown
+  // headline or top bar pushed it (issue 49).
+  function anchor(...args) {
+    const gd = plotDiv("plot");
+    state.anchor = gd ? gd.getBoundingClientRect().top : null;
+    return args;
+  }
+  function keepInPlace() {
+    const gd = plotDiv("plot");
+    if (state.anchor === null || state.anchor === undefined || !gd) return;
+    const moved = gd.getBoundingClientRect().top - state.anchor;
+    state.anchor = null;
+    if (Math.abs(moved) > 1) window.scrollBy(0, moved);
+  }
+
+  return {data, go, show, tour, toggle, stop, loaded, relayout, fit, state, anchor};
 })();

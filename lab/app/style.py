@@ -42,6 +42,51 @@ body.presenter.short #view label {font-size: 15px !important}
 .secondary-wrap:has(> .icon-wrap) > input[role=combobox] {width: calc(100% - 36px) !important; min-width: 0;
   text-overflow: ellipsis}
 """
+# The knobs beside the figure (lab/app/knobs.py) and their answer for the step on screen.
+CSS += """
+#plots {flex-wrap: wrap !important}
+#plots > #knobs {flex: 0 0 230px !important; gap: 4px !important; font-size: 13px}
+body.comparing #knobs, body.presenter #knobs {display: none !important}
+body.knobs-above:not(.lab-more) #knobs {display: none !important}
+body.knobs-above #more {display: inline-block !important}
+#knobs-head {font-size: 12.5px; color: #444}
+#whatif {font-size: 12px; line-height: 1.3}
+#whatif .wi-row {margin: 2px 0}
+#whatif .wi-head {color: #444}
+#whatif .wi-foot {color: #777; font-size: 11px}
+#whatif .wi-refused {color: #9b0018}
+#tour-next {font-weight: 600; border: 1px solid #b8860b; border-radius: 6px; padding: 3px 12px; background: #fffbe6;
+  margin: 0 0 6px 0; cursor: pointer}
+"""
+# Half a laptop (body.narrow, set by lab/app/page.js below 800 px: Gradio's CSS scoping leaves no @media rule
+# working): one compact control row, the rest folded (issue 49). The keys' hint shows at every width.
+CSS += """
+#keys-hint {display: block; font-size: 11px; color: #555; white-space: nowrap; padding-top: 1px}
+#more {display: none; font-size: 13px; border: 1px solid #ccc; border-radius: 6px; background: #f7f7f7;
+  padding: 2px 10px; align-self: center}
+body.narrow #brand {white-space: nowrap !important; overflow: hidden !important; text-overflow: ellipsis;
+  font-size: 12px !important}
+body.narrow #brand * {display: inline !important}
+body.narrow #more {display: inline-block !important}
+body.narrow:not(.lab-more) #runner, body.narrow:not(.lab-more) #run,
+  body.narrow:not(.lab-more) #presenter-box {display: none !important}
+body.narrow #topbar {row-gap: 2px !important}
+body.narrow #topbar > .form:has(#preset) {flex: 1 1 160px !important; min-width: 160px !important;
+  max-width: 300px !important; order: 9}
+body.narrow #keys-hint, body.narrow #more, body.narrow #run, body.narrow #back, body.narrow #presenter-box {order: 10}
+body.narrow #preset {padding: 0 !important}
+body.narrow #preset .label-wrap, body.narrow #preset [data-testid=block-info] {display: none !important}
+body.narrow #topbar > #step, body.narrow #topbar > .form:has(#step) {flex: 1 1 180px !important;
+  min-width: 180px !important}
+body.narrow #topbar button {min-height: 34px !important; margin-bottom: 2px !important; padding: 2px 8px !important}
+body.narrow #headline .hl-line {white-space: nowrap; overflow: hidden; text-overflow: ellipsis; cursor: pointer}
+body.narrow #headline .hl-line::before {content: "▸ "; color: #1f77b4}
+body.narrow.hl-open #headline .hl-line {white-space: normal}
+body.narrow.hl-open #headline .hl-line::before {content: "▾ "}
+body.narrow:not(.hl-open) #headline .eras {display: none !important}
+body.narrow #view .wrap {flex-wrap: nowrap !important; overflow-x: auto !important}
+body.narrow #view label {white-space: nowrap !important; font-size: 12px !important; padding: 1px 6px !important}
+"""
 # The last rule: a dropdown's text ends before its arrow (Gradio lays the arrow over the input's right end).
 # The headline's and the summary's style: lab/views/render.py (the exported file uses it too).
 CSS += WORDS_CSS

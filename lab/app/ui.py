@@ -14,6 +14,7 @@ import gradio as gr
 
 from lab.app.controls import CONTROL_FIELDS, parse_spec_text
 from lab.app.downloads import download_figures, download_page, download_trace
+from lab.app.knobs import COPY_JS, KNOB_FIELDS, add_knobs, wire_knobs
 from lab.app.loading import LOADED, READY, initial, pick_preset, run, set_compare
 from lab.app.retime import time_again
 from lab.app.runner_choices import EMBEDDED_CPU, runner_availability
@@ -38,7 +39,7 @@ from lab.views import ALL_VIEWS
 
 # The opening preset: one that #43991 changes (its draft decodes), beside what #40654 did (its target).
 DEFAULT_PRESET = "eagle-k3"
-DEFAULT_VIEW = "block_table"
+DEFAULT_VIEW = "hero"  # the claim in one picture opens the app (issue 49)
 BRAND = (
     "<b>max_seq_len lab</b> · what vLLM PRs <a href='https://github.com/vllm-project/vllm/pull/40654' "
     "target='_blank'>#40654</a> and <a href='https://github.com/vllm-project/vllm/pull/43991' "
@@ -153,6 +154,7 @@ def _main_view() -> dict:
         main["again_msg"] = gr.HTML(READY, elem_id="again-msg")
     with gr.Row(elem_id="plots"):
         main["plot"] = gr.Plot(show_label=False, elem_id="plot")
+        main.update(add_knobs())  # K, CUDA graphs, max_model_len beside the figure (lab/app/knobs.py)
         main["compare_plot"] = gr.Plot(show_label=False, elem_id="plot-compare", visible=False)
     with gr.Row(elem_id="below"):
         with gr.Column(scale=3):
@@ -259,7 +261,16 @@ def _sync(ui: dict, ev):
 
 
 def _loaded_then(ui: dict, ev):
-    """After a load: the page fetches the trace's step data and draws from it (lab/app/page.js)."""
+    """After a load: the page fetches the trace's step data and draws from it (lab/app/page.js); the knobs
+    beside the figure show the scenario's values."""
+    ev.then(
+        None,
+        [ui[f] for f in KNOB_FIELDS],
+        [ui["knob_k"], ui["knob_cg"], ui["knob_mml"]],
+        js=COPY_JS,  # in the page: no request (stepping and loading ask the server nothing more)
+        show_progress="hidden",
+        api_name=False,
+    )
     # The Sweeps base: the scenario on screen, beside the drawing (after it, it waited for the step data).
     follow = [ui["sweep_base"], ui["sweep_pushed"]]
     ev.then(None, [*follow, ui["spec"]], follow, js=FOLLOW_THE_PAGE_JS, show_progress="hidden", api_name=False)
@@ -283,28 +294,39 @@ def _wire_loading(demo: gr.Blocks, ui: dict, preset: str) -> None:
     _loaded_then(
         ui,
         ui["preset"].select(
-            pick_preset, [ui["preset"], ui["runner"], view, presenter, compare_key], loaded, api_name="pick_preset"
+            pick_preset,
+            [ui["preset"], ui["runner"], view, presenter, compare_key],
+            loaded,
+            api_name="pick_preset",
+            show_progress_on=ui["headline"],
         ),
     )
     # ↩ after a custom run: the preset it was changed from, as if picked again.
     back_in = [ui["origin"], ui["runner"], view, presenter, compare_key]
     _loaded_then(ui, ui["back"].click(pick_preset, back_in, loaded, api_name="back_to_preset"))
     ui["spec"].submit(parse_spec_text, ui["spec"], [*controls, ui["base"], ui["spec_msg"]], api_name="parse_spec")
+    # step: a run keeps the step shown (clamped to the new trace; lab.app.loading.run)
+    run_in = [ui["preset"], ui["spec"], *controls, ui["runner"], view, presenter, ui["step"], compare_key, ui["base"]]
+    run_in += [ui["origin"]]
     _loaded_then(
         ui,
         ui["run"].click(
             run,
-            # step: a run keeps the step shown (clamped to the new trace; lab.app.loading.run)
-            [ui["preset"], ui["spec"], *controls, ui["runner"], view, presenter, ui["step"], compare_key, ui["base"]]
-            + [ui["origin"]],
+            run_in,
             loaded,
             api_name="run",
             # No limit of Gradio's: the lines in lab.app.room.line are the only queue (a full one refuses at once).
             concurrency_limit=None,
+            # The progress ("timing kernels: step 30 of at most 54") on the headline alone: on every output it
+            # was printed over the preset, the slider, the radios and a blanked figure (ux review 5 minor 1).
+            show_progress_on=ui["headline"],
         ),
     )
+    wire_knobs(ui, run_in, loaded, _loaded_then)
     again_in = [ui["key"], ui["runner"], view, ui["step"], presenter, compare_key, ui["origin"]]
-    again = ui["again"].click(time_again, again_in, loaded, api_name="time_again", concurrency_limit=None)
+    again = ui["again"].click(
+        time_again, again_in, loaded, api_name="time_again", concurrency_limit=None, show_progress_on=ui["headline"]
+    )
     _loaded_then(ui, again)
     _loaded_then(
         ui,

@@ -122,11 +122,17 @@ def _model_facts(
         return load_config_json(cached, name=line.model)
     if not is_repo_id(line.model):
         raise ServeLineError(f"model {line.model!r}: a local folder with no config.json on this machine; {hint}")
+    if not paths:
+        # The app's tab, maybe served to a room: the attendee can paste a config.json but cannot download into the
+        # server's cache, whose path is the server's business (ux review 5 minor 8).
+        raise ServeLineError(
+            f"model {line.model!r}: not in the lab's table of widely deployed models (docs/deployments.md) nor in "
+            f"this server's Hugging Face cache: {hint} (the model's config.json, from its Hugging Face page)"
+        )
     where = f"the local Hugging Face cache ({hub_cache_dir()}; HF_HUB_CACHE or HF_HOME moves it): download it there"
     raise ServeLineError(
         f"model {line.model!r}: not in the lab's table of widely deployed models (docs/deployments.md) and not in "
-        + (f"{where} (huggingface-cli download {line.model} config.json), or " if paths else "this server's cache; ")
-        + hint
+        f"{where} (huggingface-cli download {line.model} config.json), or {hint}"
     )
 
 

@@ -50,9 +50,13 @@ EXERCISES: tuple[Exercise, ...] = (
         "of step 0 get `draft_max_seq_len == max_model_len`?",
         _smallest_k_reaching_mml,
         hint="step 0's upper bound is the prompt; the draft bound is min(that + K, max_model_len).",
-        nudge="try K upward from the smallest: simulate(Scenario.from_spec(NEAR_LIMIT_SPEC.format(k=K))), "
-        "then compare the decode passes of steps[0] (step.drafts past pass zero, .max_seq_len['fixed']) with "
-        "trace.scenario.max_model_len; the drafts view shows when they reach the cap.",
+        # The spec's own text, not a name the notebook does not import; K from 2: K = 1 has no decode pass, so
+        # steps[0].drafts[1] raised IndexError (ux review 5 minor 4).
+        nudge='try K = 2, 3, … in turn: simulate(Scenario.from_spec(f"'
+        + NEAR_LIMIT_SPEC.replace("{k}", "{K}")
+        + '")), '
+        "then compare the decode passes of steps[0] (step.drafts[1:], empty for K = 1; their "
+        ".max_seq_len['fixed']) with trace.scenario.max_model_len; the drafts view shows when they reach the cap.",
         traps=(
             Trap(lambda: _smallest_k_reaching_mml() + 1, "too high: a smaller K already reaches it"),
             Trap(

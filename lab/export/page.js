@@ -68,16 +68,22 @@
       b.addEventListener("click", () => setView(v.name));
       $("views").appendChild(b);
     }
-    for (const t of D.tour) {
+    // The tour: chapters whose sentence is drawn on the figure (lab/views/tour_marks.py); the box's
+    // "▶ continue" opens the next one, and the page scrolls to the figure (issue 49).
+    const chapter = async (k) => {
+      const t = D.tour[k];
+      if (!t) return;
+      if (S.byName[t.view]) state.view = t.view;
+      await go(t.step);
+      await LabSteps.mark($("plot"), t.mark, k + 1 < D.tour.length ? () => chapter(k + 1) : null);
+      $("plot").scrollIntoView({block: "start"});
+    };
+    D.tour.forEach((t, k) => {
       const b = document.createElement("button");
-      b.textContent = `step ${t.step}: ${t.text}`;
-      b.addEventListener("click", () => {
-        if (S.byName[t.view]) state.view = t.view;
-        go(t.step);
-        $("bar").scrollIntoView({block: "start"});
-      });
+      b.textContent = `${k + 1}. step ${t.step}: ${t.text}`;
+      b.addEventListener("click", () => chapter(k));
       $("tour").appendChild(b);
-    }
+    });
     $("prev").addEventListener("click", () => go(state.step - 1));
     $("next").addEventListener("click", () => go(state.step + 1));
     $("play").addEventListener("click", () => setPlaying(!state.timer));

@@ -46,6 +46,8 @@ window.LabSteps = class LabSteps {
       }
       if (layout.height) layout.height = Math.floor(layout.height * p.height_scale) + extra;
     }
+    // After presenter mode's type: a subtitle wider than its box goes behind the "?".
+    if (!narrow && width && LabSteps.subtitleTooWide(layout, width)) layout = LabSteps.subtitleBehind(layout, width);
     const natural = layout.height;
     // Cut to the window (a projector's 720 px); a figure of stacked panels not below its meta.min_fit share
     // of its height (lab.views.common.STACKED_MIN_FIT).
@@ -57,6 +59,10 @@ window.LabSteps = class LabSteps {
   // at each "; " into lines, the top margin and the height growing by a line each (they ran past the plot's
   // right edge, and an era's note past its left: issue 37).
   static NARROW_PX = 720;
+  // Plotly's toolbar without its "Share chart…" upload to Plotly Cloud (on by default in plotly.js): the
+  // exported file works with no network and uploads nothing (ux review 5 minor 9).
+  static CONFIG = {responsive: true, displaylogo: false, showSendToCloud: false, showLink: false,
+    modeBarButtonsToRemove: ["sendChartToCloud"]};
   static isNarrow(gd) {
     const w = (gd.parentElement || gd).clientWidth; // the box's width: the plot keeps its old one until redrawn
     return w > 0 && w < LabSteps.NARROW_PX;
@@ -93,6 +99,26 @@ window.LabSteps = class LabSteps {
     });
     return [lines.join("<br>"), added];
   }
+  // A wide figure whose subtitle is longer than its box (the block table beside the knobs at 1366 px): the
+  // subtitle goes behind the "?" as at half a screen; nothing else changes.
+  static subtitleTooWide(layout, width) {
+    const text = (layout.title && layout.title.text) || "";
+    const sub = text.indexOf("<sup>");
+    if (sub < 0) return false;
+    const size = 1.4 * ((layout.font && layout.font.size) || 12);
+    return LabSteps.fitText(text.slice(sub), width - 24, size)[1] > 0;
+  }
+  static subtitleBehind(layout, width) {
+    const text = layout.title.text;
+    const sub = text.indexOf("<sup>");
+    const out = Object.assign({}, layout, {title: Object.assign({}, layout.title, {text: text.slice(0, sub).replace(/(<br>)+$/, "")})});
+    const m = Object.assign({l: 80, r: 80, t: 100}, layout.margin);
+    const q = LabSteps.whatIs(text.slice(sub));
+    q.yshift = Math.max(0, m.t - 30);
+    q.x = 1 + (m.r - 4) / Math.max(1, width - m.l - m.r);
+    out.annotations = (layout.annotations || []).concat([q]);
+    return out;
+  }
   // ``width``: the plot box's, in px.
   static narrowed(layout, data, width) {
     const out = Object.assign({}, layout);
@@ -127,9 +153,12 @@ window.LabSteps = class LabSteps {
       // the title's font (1.4x the figure's). The title hangs from the figure's top (its first line's baseline
       // a line down: Plotly anchors a title of several lines there), the margin grows by the added lines.
       const size = (layout.title.font && layout.title.font.size) || 1.4 * fontSize;
+      // The subtitle goes behind a "?" at the figure's top right (its words on hover): at half a laptop's
+      // width its lines pushed the figure below the fold (issue 49, ux review 5 major A).
       const sub = text.indexOf("<sup>");
-      const parts = sub < 0 ? text : text.slice(0, sub) + text.slice(sub).replace(/; /g, ";</sup><br><sup>");
-      const [fitted] = LabSteps.fitText(parts, width - 24, size);
+      const head = sub < 0 ? text : text.slice(0, sub).replace(/(<br>)+$/, "");
+      if (sub >= 0) out.annotations = (out.annotations || layout.annotations || []).concat([LabSteps.whatIs(text.slice(sub))]);
+      const [fitted] = LabSteps.fitText(head, width - 48, size);
       if (fitted !== text) {
         const line = Math.ceil(1.3 * size);
         grow.t = (fitted.split("<br>").length - text.split("<br>").length) * line;
@@ -140,7 +169,7 @@ window.LabSteps = class LabSteps {
     // A note at the figure's foot (on the paper, hanging below the plot) broken to the width, the figure grown
     // by its added lines (the draft windows' "why" note ran past the right edge at half a screen); a message
     // in the middle of an empty figure (lab.views.common.message_figure) broken in place.
-    out.annotations = (layout.annotations || []).map((a) => {
+    out.annotations = (out.annotations || layout.annotations || []).map((a) => {
       const foot = a.yanchor === "top" && a.y < 0;
       const message = a.x === 0.5 && a.y === 0.5;
       if (a.xref !== "paper" || !(foot || message) || typeof a.text !== "string") return a;
@@ -154,12 +183,30 @@ window.LabSteps = class LabSteps {
     const margin = Object.assign({t: 100, b: 80}, out.margin);
     out.margin = Object.assign({}, out.margin, {t: margin.t + grow.t, b: margin.b + grow.b});
     if (out.height) out.height += grow.t + grow.b;
+    // The "?" hangs at the figure's top right, over the top margin (a paper y of 1 is the plot area's top).
+    // At the figure's right edge, past any right margin (a paper x of 1 is the plot area's right edge, under a
+    // long title where a legend sits beside the plot); the title is fitted 48 px short of that edge.
+    const m = Object.assign({l: 80, r: 80}, out.margin);
+    for (const a of out.annotations) {
+      if (a.name !== "subtitle") continue;
+      a.yshift = Math.max(0, out.margin.t - 30);
+      a.x = 1 + (m.r - 4) / Math.max(1, width - m.l - m.r);
+    }
     if (out.title && out.title.__labLine) {
       const line = out.title.__labLine;
       delete out.title.__labLine;
       out.title.y = 1 - (line + 12) / (out.height || 450);
     }
     return out;
+  }
+  // The "?" that holds a narrow figure's subtitle: its words show on hover (and on a tap).
+  static whatIs(subtitle) {
+    const words = subtitle.replace(/<\/?sup>/g, "").replace(/<br>/g, " ").replace(/; /g, ";<br>");
+    return {
+      text: "<b> ? </b>", hovertext: words, name: "subtitle", xref: "paper", yref: "paper", x: 1, y: 1,
+      xanchor: "right", yanchor: "bottom", showarrow: false, bgcolor: "#eef3fa", bordercolor: "#1f77b4",
+      borderwidth: 1, borderpad: 3, font: {size: 13, color: "#1f77b4"}, hoverlabel: {align: "left"},
+    };
   }
   static fitted(layout, natural, maxHeight) {
     const minFit = (layout.meta && layout.meta.min_fit) || 0;
@@ -187,6 +234,28 @@ window.LabSteps = class LabSteps {
     s.x0 = s.x1 = i;
     if (full.shapes && full.shapes[k]) full.shapes[k].x0 = full.shapes[k].x1 = i;
   }
+  // A chapter of the tour drawn on the figure (lab/views/tour_marks.py: shapes and annotations named "tour"), or
+  // the marks taken off (mark null: the next step). onContinue: a click on the chapter's box, "▶ continue",
+  // opens the next chapter.
+  static async mark(gd, mark, onContinue) {
+    if (!gd || !gd.layout) return;
+    const keep = (a) => (a || []).filter((x) => x.name !== "tour");
+    const had = (gd.layout.shapes || []).concat(gd.layout.annotations || []).some((x) => x.name === "tour");
+    if (!mark && !had) return;
+    const notes = ((mark && mark.annotations) || []).map((a) =>
+      onContinue ? Object.assign({}, a, {text: `${a.text}<br><b>▶ continue</b>`, captureevents: true}) : a);
+    gd.__labContinue = onContinue || null;
+    if (!gd.__labContinueWired && gd.on) {
+      gd.on("plotly_clickannotation", (ev) => {
+        if (ev.annotation && ev.annotation.name === "tour" && gd.__labContinue) gd.__labContinue();
+      });
+      gd.__labContinueWired = true;
+    }
+    await Plotly.relayout(gd, {
+      shapes: keep(gd.layout.shapes).concat((mark && mark.shapes) || []),
+      annotations: keep(gd.layout.annotations).concat(notes),
+    });
+  }
   // Draw step i of a view into the plot gd; draws into one plot run one after another, in call order.
   draw(gd, view, i, presenter, maxHeight) {
     const run = async () => {
@@ -196,13 +265,14 @@ window.LabSteps = class LabSteps {
       const id = `${this.id}|${view}|${!!presenter}|${maxHeight || ""}|${narrow}`;
       if (!(v.wide && gd.__labDrawn === id)) {
         const fig = await this.figure(view, i, presenter, maxHeight, narrow, (gd.parentElement || gd).clientWidth);
-        await Plotly.react(gd, fig.data, fig.layout, {responsive: true, displaylogo: false});
+        await Plotly.react(gd, fig.data, fig.layout, LabSteps.CONFIG);
         gd.__labDrawn = id;
         gd.__labNatural = fig.natural; // the height before any cut: lab/app/page.js fits from it
         gd.__labSized = gd.layout;
         gd.__labNarrow = narrow;
       }
       if (v.wide) await LabSteps.moveMarker(gd, i);
+      await LabSteps.mark(gd, null); // a chapter's marks are of its own step: off at the next draw
     };
     gd.__labQueue = (gd.__labQueue || Promise.resolve()).then(run, run);
     return gd.__labQueue;

@@ -18,6 +18,7 @@ from lab.views.common import as_figure, check_step, presenter_layout, spec_json
 from lab.views.drafts import drafts_spec
 from lab.views.eras import era_series, headline_html, path_values
 from lab.views.explore import explore_views
+from lab.views.hero import hero_spec
 from lab.views.kernels import HOW_TO_TIME, how_to_time, kernels_spec
 from lab.views.lengths import lengths_spec
 from lab.views.oor import oor_spec
@@ -28,14 +29,27 @@ from lab.views.tour import tour
 
 # name -> (tab title, spec function, "what am I looking at")
 ALL_VIEWS = {
+    "hero": (
+        "The claim in one picture",
+        hero_spec,
+        "What the kernel walks on this step in each era of vLLM's history, at true scale: one bar per era "
+        "(before #40654 red, after #40654 orange, after #43991 blue, the same colours in every view), as long as "
+        "the block-table columns the kernel walks in every row, `cdiv(kernel-visible max_seq_len, block_size)`. "
+        "Each bar is split by what its walked entries hold: the request's own KV (valid, green), stale entries "
+        "past the row's `num_blocks` (another request's live block, a freed block, the null block) and padded "
+        "rows. Where draft passes build their own metadata (Eagle/MTP), a thinner bar under each era shows "
+        "theirs; after #43991 it is `max(upper bound) + K` (the hatched +K). Under a FULL CUDA graph the kernel "
+        "sees the captured `max_model_len` in every era (R9): the bars are then equal.",
+    ),
     "block_table": (
         "Block table",
         block_table_spec,
         "The input block table of this step (R6): one row per batch row, one column per block. "
         "Green entries are the request's valid blocks; past `num_blocks` a row keeps whatever an "
-        "earlier step left there: the null block (grey), a block a live request holds now (red), a "
-        "freed block (orange); padded rows (purple) come from FULL-graph padding. The vertical lines "
-        "are the columns each mode's kernel walks, `cdiv(kernel-visible max_seq_len, block_size)`. "
+        "earlier step left there: the null block (grey), a block a live request holds now (magenta), a "
+        "freed block (pale magenta); padded rows (khaki) come from FULL-graph padding. The vertical lines "
+        "are the columns each era's kernel walks, in the era's colour (before #40654 red, after #43991 blue), "
+        "`cdiv(kernel-visible max_seq_len, block_size)`. "
         "Wide tables are binned past the interesting columns (the title says how); hover any cell. "
         "With a sliding window (`window=`, R11), cyan entries are valid here but block 0 in the "
         "sliding-window group's table: vLLM 0.33.0 nulls what lies wholly below each request's window.",
@@ -120,6 +134,7 @@ def _figure_of(spec_fn):
     return fig
 
 
+hero_figure = _figure_of(hero_spec)
 block_table_figure = _figure_of(block_table_spec)
 lengths_figure = _figure_of(lengths_spec)
 timeline_figure = _figure_of(timeline_spec)

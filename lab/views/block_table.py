@@ -211,6 +211,14 @@ SUBTITLE_CHARS = 240
 SUBTITLE_LINE_PX = 36
 
 
+def column_position(trace, index: int):
+    """col -> x on step ``index``'s heatmap (a column boundary; binned columns fall inside their bin), for
+    what is drawn over the figure afterwards (the tour's marks, lab/views/tour_marks.py)."""
+    d = block_table_classes(trace, index)
+    ce = _col_edges(d["cls"].shape[1], _exact_columns(d))
+    return lambda col: _pos(ce, col)
+
+
 def _exact_columns(d: dict) -> int:
     """How many leading columns are drawn one per cell: up to the last non-null entry, the fixed walk and
     the valid blocks, plus a margin; all of them where the table is narrow enough."""

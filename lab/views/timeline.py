@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lab.history import ERAS
 from lab.views.common import (
     GRAPH_COLORS,
     MODE_COLORS,
@@ -28,10 +29,11 @@ from lab.views.common import (
     title,
 )
 from lab.views.eras import ERA_COLORS, era_series, target_path
+from lab.views.palette import ERA_DARK
 
 MAX_BANDS = 200
 # The draft lines' colours: a darker shade of each era's (ERA_COLORS), told apart from its target line.
-_DRAFT_COLORS = {0: "#7f0000", 1: "#a63603", 2: "#08306b"}
+_DRAFT_COLORS = {k: ERA_DARK[e] for k, e in enumerate(ERAS)}
 # Panel domains (paper y): max_seq_len, batch size, cumulative entries.
 _DOMAINS = {"y": [0.58, 1.0], "y2": [0.36, 0.5], "y3": [0.0, 0.28]}
 
@@ -94,6 +96,11 @@ def _max_seq_len_lines(x, e: dict) -> tuple[list[dict], list[dict]]:
     data = []
     for g in _same_groups(e["target"]):
         k = g[-1]
+        # Coinciding eras: a wide translucent band in each earlier era's colour under the line, so an era keeps
+        # its colour where its value is another's (ux review 5 minor 15: removing state=mamba moved only words).
+        for j in g[:-1]:
+            band = _line(x, e["target"][:, k], f"{eras[j]} (band: = {eras[k]})", ERA_COLORS[j], width=10)
+            data.append({**band, "opacity": 0.4, "hoverinfo": "skip"})
         data.append(
             _line(x, e["target"][:, k], " = ".join(eras[j] for j in g), ERA_COLORS[k], width=2.5 if k == 2 else 2)
         )

@@ -15,8 +15,9 @@ from lab.history import ERAS, MODEL_STATE_FIRST_RELEASE, model_state_in_era
 from lab.speculators import speculator
 from lab.views.common import series
 from lab.views.eras import era_series, target_path
+from lab.views.tour_marks import stop_mark
 
-MAX_STOPS = 5
+MAX_STOPS = 8  # a story of 6-8 chapters (issue 49), each continued with ▶
 
 
 def first_draft_step(trace) -> int | None:
@@ -43,13 +44,15 @@ class _Stops(list):
 
 
 def tour(trace) -> list[dict]:
-    """[{"step", "view", "text"}], in step order, at most MAX_STOPS, at least the opening step."""
+    """[{"step", "view", "text", "mark"}]: the claim in one picture first, then in step order; at most
+    MAX_STOPS, at least the opening step. ``mark``: the sentence drawn on the figure (tour_marks.py)."""
     n = len(trace.steps)
     if n == 0:
         return []
     s = series(trace)
     e = era_series(trace)
     stops = _Stops()
+    _hero_stop(trace, stops)
     _opening_stop(trace, stops)
     # The mamba target path: #40654 changed nothing there, #43991 did.
     if trace.scenario.model_state == "mamba_hybrid" and n:
@@ -71,14 +74,35 @@ def tour(trace) -> list[dict]:
             "a FULL CUDA graph: the kernel sees the captured max_model_len in every era (R9); the "
             "fix moves the metadata only.",
         )
-    _costliest_step_stop(s, stops)
+    if not any(t["view"] == "hero" for t in stops):  # the hero's chapter tells the costliest step already
+        _costliest_step_stop(s, stops)
     timed = trace.timed_steps().tolist()
     if timed:
         stops.add(timed[len(timed) // 2], "kernels", f"a timed step ({len(timed)} of {n} steps were timed).")
     stops.add(n - 1, "timeline", "every step at once: the cumulative entries each era's walk reads.")
     first, rest = stops[:1], stops[1:]
     keep = first + rest[: MAX_STOPS - 2] + ([rest[-1]] if len(rest) > MAX_STOPS - 2 else [])
-    return sorted(keep, key=lambda t: t["step"])
+    keep = sorted(keep, key=lambda t: (t["view"] != "hero", t["step"]))  # the story opens on the claim
+    for t in keep:  # the narration drawn on the figure (lab/views/tour_marks.py)
+        t["mark"] = stop_mark(trace, t)
+    return keep
+
+
+def _hero_stop(trace, stops: _Stops) -> None:
+    """Chapter 1: the claim in one picture, at the step where the old walk costs most against the fix."""
+    s = series(trace)
+    ratio = s["all_baseline_walked"] / np.maximum(s["all_fixed_walked"], 1)
+    k = int(np.argmax(ratio))
+    if ratio[k] <= 1:
+        return
+    stops.append(
+        {
+            "step": k,
+            "view": "hero",
+            "text": f"the claim: before #40654 the kernel walks {ratio[k]:,.0f}× the block-table entries it walks "
+            "after #43991 on this step; the red bar is that walk, at true scale.",
+        }
+    )
 
 
 def _opening_stop(trace, stops: _Stops) -> None:
@@ -96,7 +120,7 @@ def _opening_stop(trace, stops: _Stops) -> None:
             f"the {target_path(trace)} came with vLLM {MODEL_STATE_FIRST_RELEASE[state]} and is told the batch "
             f"max from the start: {st0.max_seq_len['fixed']:,} tokens."
         )
-    stops.add(0, "lengths", opening)
+    stops.add(0, "lengths", opening, shared=True)
 
 
 def _draft_stops(trace, e: dict, stops: _Stops) -> None:
@@ -168,6 +192,9 @@ def _stale_block_stops(trace, s: dict, stops: _Stops) -> None:
             f"{reader} reads {what} past its valid ones (the walk to max_model_len reads "
             f"{nlive:,} live {'entry' if nlive == 1 else 'entries'} here).",
         )
+        if stops and stops[-1]["step"] == k:  # what the mark frames: the row and its live columns
+            stops[-1]["row"] = row
+            stops[-1]["cols"] = sorted({int(c) for c in ent["col"][live][ent["row"][live] == row].tolist()})
     k = stops.first(s["oor_baseline_free"] > 0)
     if k is not None:
         nfree = int(s["oor_baseline_free"][k])

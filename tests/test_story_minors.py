@@ -88,7 +88,7 @@ def test_the_deployment_tab_refuses_an_unknown_model_without_the_servers_path(tm
 
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
     with pytest.raises(ServeLineError) as e:
-        resolve("vllm serve acme/nowhere-7b", "H200", config_hint=CONFIG_HINT)
+        resolve("vllm serve acme/nowhere-7b", "H200", config_hint=CONFIG_HINT, local_paths=False)  # as the tab calls it
     text = str(e.value)
     assert str(tmp_path) not in text and "huggingface-cli" not in text and text.index(CONFIG_HINT) >= 0
 

@@ -56,7 +56,7 @@ def stop_mark(trace, stop: dict) -> dict:
     if view == "lengths":
         # The strip's bar of the era the sentence opens with (before #40654), at its end.
         told = st.history()[ERAS[0]]["max_seq_len"]
-        if told is not None and "before #40654" in text:
+        if told is not None and ERAS[0] in text:
             return {"shapes": [], "annotations": [_note(text, told, ERAS[0], "x2", "y2", ax=-120, ay=70)]}
     if view == "block_table" and stop.get("row") is not None and len(st.block_table) <= MAX_ROWS:
         return _cells_mark(trace, stop)

@@ -6,6 +6,7 @@ names the vLLM 0.33.0 rule (file: function) it checks.
 
 import json
 import pickle
+from pathlib import Path
 
 import pytest
 
@@ -115,21 +116,7 @@ def test_rope_factor_applied_and_default_length():
 def test_a_key_the_file_leaves_out_takes_its_transformers_class_default():
     """Issue 47: gemma-3-12b-it's config.json (huggingface.co/google/gemma-3-12b-it) has no head_dim in its
     text_config; transformers' Gemma3TextConfig defaults it to 256, which vLLM reads (not 3840 / 16 = 240)."""
-    config = {
-        "architectures": ["Gemma3ForConditionalGeneration"],
-        "model_type": "gemma3",
-        "text_config": {
-            "hidden_size": 3840,
-            "intermediate_size": 15360,
-            "model_type": "gemma3_text",
-            "num_attention_heads": 16,
-            "num_hidden_layers": 48,
-            "num_key_value_heads": 8,
-            "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
-            "sliding_window": 1024,
-        },
-        "torch_dtype": "bfloat16",
-    }
+    config = json.loads((Path(__file__).parent / "data/configs/gemma-3-12b-it.json").read_text())
     facts = facts_from_config(config, "google/gemma-3-12b-it")
     assert (facts.head_size, facts.max_model_len, facts.sliding_window) == (256, 131072, 1024)
     # without model_type, the wrapper's sub_configs["text_config"] class (Gemma3TextConfig) still answers

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -24,21 +25,7 @@ from lab.real_vllm.deployment.model_config import lab_model_view, vllm_model_vie
 
 # gemma-3-12b-it's published config.json (huggingface.co/google/gemma-3-12b-it; the keys that decide attention):
 # no head_dim, which Gemma3TextConfig defaults to 256 (3840 / 16 would be 240).
-GEMMA3_12B = {
-    "architectures": ["Gemma3ForConditionalGeneration"],
-    "model_type": "gemma3",
-    "text_config": {
-        "hidden_size": 3840,
-        "intermediate_size": 15360,
-        "model_type": "gemma3_text",
-        "num_attention_heads": 16,
-        "num_hidden_layers": 48,
-        "num_key_value_heads": 8,
-        "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
-        "sliding_window": 1024,
-    },
-    "torch_dtype": "bfloat16",
-}
+GEMMA3_12B = json.loads((Path(__file__).parents[1] / "data/configs/gemma-3-12b-it.json").read_text())
 # Configs that leave the fields the lab reads to their class defaults (each small, as a user's might be).
 DEFAULTED = {
     "gemma-3-12b-it": GEMMA3_12B,

@@ -291,6 +291,15 @@ def test_m1_deployment_inputs_are_said_under_the_box(line, config, said):
     assert "inline-error" in msg and said in msg, msg
 
 
+def test_m1_the_cli_says_a_dotted_key_nested_too_deeply(capsys):
+    """The 5,000-deep dotted -cc key: the CLI printed a RecursionError traceback (json.dumps of the merged key)."""
+    from lab.commands.main import main
+
+    line = f"{_LINE} -cc{'.a' * 5000} 1".split()
+    assert main(["deployment", "--gpu", "H100", "--", *line]) == 2
+    assert "nested too deeply" in capsys.readouterr().err
+
+
 # ---- M1: start-up logs in linear time -------------------------------------------------------------------------------
 
 

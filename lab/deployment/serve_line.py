@@ -267,9 +267,15 @@ def _dotted(words: list[str]) -> list[str]:
         node: object = _dotted_value(parsed, key)
         for k in reversed(path):
             node = {k: node}
-        _merge(objects.setdefault(base, {}), node)  # type: ignore[arg-type]
+        try:
+            _merge(objects.setdefault(base, {}), node)  # type: ignore[arg-type]
+        except RecursionError:
+            raise ServeLineError(f"{key[:80]}…: a dotted key nested too deeply") from None
     for base, obj in objects.items():
-        out += [base, json.dumps(obj)]
+        try:
+            out += [base, json.dumps(obj)]
+        except RecursionError:  # a key thousands of dots deep: said here, not a traceback (hostile probe m1)
+            raise ServeLineError(f"{base}: a dotted key nested too deeply") from None
     return out
 
 

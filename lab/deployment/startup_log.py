@@ -80,6 +80,8 @@ BOOL_FLAGS = {
     "enforce_eager": ("--enforce-eager", None),
     "async_scheduling": ("--async-scheduling", "--no-async-scheduling"),
     "disable_sliding_window": ("--disable-sliding-window", None),
+    # read by the answer since issue 47 (the token budget and vLLM's refusal without chunked prefill)
+    "enable_chunked_prefill": ("--enable-chunked-prefill", "--no-enable-chunked-prefill"),
 }
 
 

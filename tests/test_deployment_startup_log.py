@@ -66,6 +66,16 @@ EXPECTED = {
         "~/.cache/huggingface/qwen3.6-35b-a3b-autoround-int4",
         ["--tensor-parallel-size 2", "--kv-cache-dtype fp8_e4m3", "--max-num-seqs 1", "--enable-chunked-prefill"],
     ),
+    "club3090_1322_v0.29_rtx5090_dflash.log": (
+        "0.29.0",
+        "~/.cache/huggingface/qwen3.8-27b-autoround-int4",
+        ["--attention-backend FLASH_ATTN", "--kv-cache-dtype bfloat16", '"dflash"', "--enable-chunked-prefill"],
+    ),
+    "club3090_92_v0.20.2_dflash.log": (
+        "0.20.2",
+        "~/.cache/huggingface/qwen3.6-27b-autoround-int4",
+        ["--max-model-len 185000", '"num_speculative_tokens": 5', "--tensor-parallel-size 2"],
+    ),
     "spark_vllm_docker_200_v0.20_mtp_gb10.log": (
         "0.20.1",
         "Qwen/Qwen3.6-35B-A3B-FP8",
@@ -90,7 +100,7 @@ def test_every_log_keeps_its_source():
         first = (LOGS / name).read_text().splitlines()[0]
         assert first.startswith("# source: "), name
     real = [n for n in files if "https://github.com/" in (LOGS / n).read_text().splitlines()[0]]
-    assert len(real) >= 21
+    assert len(real) >= 23
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -105,10 +115,27 @@ def test_a_real_log_reads_as_its_line_and_release(name):
         assert flag in line, (flag, line)
 
 
+# what each such excerpt says vLLM resolved, named back in the refusal (r2c; "" where the lab reads none of its lines:
+# 0.8's "Using Triton MLA backend on V1 engine." predates the backend-enum wording)
+SAYS = {
+    "vllm_15277_v0.8_triton_mla.log": "",
+    "vllm_32936_mrv2_flashinfer.log": "graph mode PIECEWISE",
+    "club3090_1047_a6000_blocksize.log": "block size 1,568",
+    "vllm_55096_qwen38_h100_blocksize.log": "attention backend FLASH_ATTN, block size 544",
+    "vllm_45288_fa2_backend.log": "attention backend FLASH_ATTN",
+    "vllm_49011_rtx5090_kvcache.log": "KV cache tokens 1,823,372",
+}
+
+
 @pytest.mark.parametrize("name", NO_START_UP_LINES)
 def test_a_log_without_start_up_lines_says_what_to_paste(name):
-    with pytest.raises(StartupLogError, match="paste from the top of the log"):
+    with pytest.raises(StartupLogError, match="paste from the top of the log") as refused:
         read_startup_log(read_log_file(str(LOGS / name)))
+    said = str(refused.value)
+    if SAYS[name]:
+        assert f"(the lines pasted say: {SAYS[name]}; without the line they ran" in said
+    else:
+        assert "the lines pasted say" not in said
 
 
 def test_a_modelled_release_is_answered_and_compared(tmp_path, capsys):
@@ -217,6 +244,8 @@ PER_FIELD = {
     "vllm_44180_v0.22_qwen3omni_h20.log": ("32768", *[None] * 7, "a local folder with no config.json"),
     # the engine line is cut before max_seq_len: the line's --max-model-len comes from the non-default args
     "club3090_851_v0.25_rtx5090.log": (None, *[None] * 7, "a local folder with no config.json"),
+    "club3090_1322_v0.29_rtx5090_dflash.log": (None, *[None] * 7, "a local folder with no config.json"),
+    "club3090_92_v0.20.2_dflash.log": ("185000", *[None] * 7, "a local folder with no config.json"),
     "spark_vllm_docker_200_v0.20_mtp_gb10.log": ("65536", *[None] * 7, "not in the lab's table"),
 }
 

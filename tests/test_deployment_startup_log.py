@@ -53,11 +53,43 @@ EXPECTED = {
         "~/.cache/huggingface/qwen3.6-27b-autoround-int4",
         ["--tensor-parallel-size 2", "--kv-cache-dtype fp8_e5m2", '"mtp"', "--max-num-seqs 2"],
     ),
+    # r2c: releases 0.19 to 0.25 from public reports (H20, 2x RTX 5090, DGX Spark GB10; VL, omni, MoE, MTP)
+    "vllm_39033_v0.19_qwen25vl.log": ("0.19.1", "Qwen/Qwen2.5-VL-3B-Instruct", ["--max-model-len 128000"]),
+    "vllm_44683_v0.21_qwen2vl.log": ("0.21.1", "/mnt/data0/LLM/Qwen2-VL-2B-Instruct/", ["--max-model-len 32768"]),
+    "vllm_44180_v0.22_qwen3omni_h20.log": (
+        "0.22.0",
+        "/opt/tiger/vllm/Qwen3-Omni-30B-A3B-Thinking",
+        ["--max-model-len 32768"],
+    ),
+    "club3090_851_v0.25_rtx5090.log": (
+        "0.25.1",
+        "~/.cache/huggingface/qwen3.6-35b-a3b-autoround-int4",
+        ["--tensor-parallel-size 2", "--kv-cache-dtype fp8_e4m3", "--max-num-seqs 1", "--enable-chunked-prefill"],
+    ),
+    "club3090_1322_v0.29_rtx5090_dflash.log": (
+        "0.29.0",
+        "~/.cache/huggingface/qwen3.8-27b-autoround-int4",
+        ["--attention-backend FLASH_ATTN", "--kv-cache-dtype bfloat16", '"dflash"', "--enable-chunked-prefill"],
+    ),
+    "club3090_92_v0.20.2_dflash.log": (
+        "0.20.2",
+        "~/.cache/huggingface/qwen3.6-27b-autoround-int4",
+        ["--max-model-len 185000", '"num_speculative_tokens": 5', "--tensor-parallel-size 2"],
+    ),
+    "spark_vllm_docker_200_v0.20_mtp_gb10.log": (
+        "0.20.1",
+        "Qwen/Qwen3.6-35B-A3B-FP8",
+        ["--max-model-len 65536", "--kv-cache-dtype fp8", '"method": "mtp"', '"num_speculative_tokens": 2'],
+    ),
 }
 NO_START_UP_LINES = [
     "vllm_15277_v0.8_triton_mla.log",
     "vllm_32936_mrv2_flashinfer.log",
     "club3090_1047_a6000_blocksize.log",
+    # r2c: resolved-value lines (backend, FA version, block size, KV-cache size) with no start-up line above them
+    "vllm_55096_qwen38_h100_blocksize.log",
+    "vllm_45288_fa2_backend.log",
+    "vllm_49011_rtx5090_kvcache.log",
 ]
 
 
@@ -68,7 +100,7 @@ def test_every_log_keeps_its_source():
         first = (LOGS / name).read_text().splitlines()[0]
         assert first.startswith("# source: "), name
     real = [n for n in files if "https://github.com/" in (LOGS / n).read_text().splitlines()[0]]
-    assert len(real) >= 13
+    assert len(real) >= 23
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -83,10 +115,27 @@ def test_a_real_log_reads_as_its_line_and_release(name):
         assert flag in line, (flag, line)
 
 
+# what each such excerpt says vLLM resolved, named back in the refusal (r2c; "" where the lab reads none of its lines:
+# 0.8's "Using Triton MLA backend on V1 engine." predates the backend-enum wording)
+SAYS = {
+    "vllm_15277_v0.8_triton_mla.log": "",
+    "vllm_32936_mrv2_flashinfer.log": "graph mode PIECEWISE",
+    "club3090_1047_a6000_blocksize.log": "block size 1,568",
+    "vllm_55096_qwen38_h100_blocksize.log": "attention backend FLASH_ATTN, block size 544",
+    "vllm_45288_fa2_backend.log": "attention backend FLASH_ATTN",
+    "vllm_49011_rtx5090_kvcache.log": "KV cache tokens 1,823,372",
+}
+
+
 @pytest.mark.parametrize("name", NO_START_UP_LINES)
 def test_a_log_without_start_up_lines_says_what_to_paste(name):
-    with pytest.raises(StartupLogError, match="paste from the top of the log"):
+    with pytest.raises(StartupLogError, match="paste from the top of the log") as refused:
         read_startup_log(read_log_file(str(LOGS / name)))
+    said = str(refused.value)
+    if SAYS[name]:
+        assert f"(the lines pasted say: {SAYS[name]}; without the line they ran" in said
+    else:
+        assert "the lines pasted say" not in said
 
 
 def test_a_modelled_release_is_answered_and_compared(tmp_path, capsys):
@@ -183,3 +232,50 @@ def test_the_whole_log_is_read():
     assert any("171,904 tokens" in n for n in c.notes)
     older = compared_with_the_log(log, line, resolve(line, "A10G", "0.24.0"))
     assert any("vLLM 0.24.0: the lab resolves its model runner" in n for n in older.notes)
+
+
+# r2c: what each newer public log says vLLM resolved, field by field (None: the excerpt does not say it), and what
+# the lab answers for it. None of these models is in the lab's table and no log states its config.json, so the lab
+# refuses the line with the --config route and compares no field: "cannot say", never a guess.
+# file -> (max_seq_len, backend, graph mode, capture sizes, block size, KV-cache tokens, runner, chunked, the refusal)
+PER_FIELD = {
+    "vllm_39033_v0.19_qwen25vl.log": ("128000", *[None] * 7, "not in the lab's table"),
+    "vllm_44683_v0.21_qwen2vl.log": ("32768", *[None] * 7, "a local folder with no config.json"),
+    "vllm_44180_v0.22_qwen3omni_h20.log": ("32768", *[None] * 7, "a local folder with no config.json"),
+    # the engine line is cut before max_seq_len: the line's --max-model-len comes from the non-default args
+    "club3090_851_v0.25_rtx5090.log": (None, *[None] * 7, "a local folder with no config.json"),
+    "club3090_1322_v0.29_rtx5090_dflash.log": (None, *[None] * 7, "a local folder with no config.json"),
+    "club3090_92_v0.20.2_dflash.log": ("185000", *[None] * 7, "a local folder with no config.json"),
+    "spark_vllm_docker_200_v0.20_mtp_gb10.log": ("65536", *[None] * 7, "not in the lab's table"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PER_FIELD))
+def test_a_newer_public_log_is_read_field_by_field_and_its_unknown_model_refused(name, capsys):
+    *fields, refusal = PER_FIELD[name]
+    log = read_startup_log(read_log_file(str(LOGS / name)))
+    said = (
+        log.engine.get("max_seq_len"),
+        log.attention_backend,
+        log.cudagraph_mode,
+        log.capture_sizes,
+        log.block_size,
+        log.kv_cache_tokens,
+        log.model_runner,
+        log.engine.get("enable_chunked_prefill"),
+    )
+    assert said == tuple(fields)
+    assert main(["deployment", "--gpu", "H20", "--log", str(LOGS / name)]) == 2
+    err = capsys.readouterr().err
+    assert refusal in err and "--config" in err and log.model in err
+
+
+def test_the_non_default_args_chunked_prefill_switch_is_carried_to_the_line():
+    """The lab's answer reads --enable-chunked-prefill (issue 47, item 4): a log's 'enable_chunked_prefill': True/False
+    in its non-default args reaches the line (before, it was dropped and vLLM's default answered)."""
+    log = read_startup_log(read_log_file(str(LOGS / "club3090_851_v0.25_rtx5090.log")))
+    assert log.args["enable_chunked_prefill"] is True and serve_line_of(log).endswith("--enable-chunked-prefill")
+    off = read_startup_log(
+        "INFO 01-01 00:00:00 [x.py:1] non-default args: {'model': 'm', 'enable_chunked_prefill': False}"
+    )
+    assert serve_line_of(off) == "vllm serve m --no-enable-chunked-prefill"

@@ -80,6 +80,8 @@ BOOL_FLAGS = {
     "enforce_eager": ("--enforce-eager", None),
     "async_scheduling": ("--async-scheduling", "--no-async-scheduling"),
     "disable_sliding_window": ("--disable-sliding-window", None),
+    # read by the answer since issue 47 (the token budget and vLLM's refusal without chunked prefill)
+    "enable_chunked_prefill": ("--enable-chunked-prefill", "--no-enable-chunked-prefill"),
 }
 
 
@@ -262,9 +264,24 @@ def read_startup_log(text: str) -> StartupLog:
             "line: the flags it ran with are not read (vLLM's defaults are answered)"
         )
     elif not engine and args is None:
+        seen = [
+            f"{what} {value:,}" if isinstance(value, int) else f"{what} {value}"
+            for what, value in (
+                ("attention backend", backend),
+                ("block size", block),
+                ("KV cache tokens", kv_tokens),
+                ("graph mode", _DOWNGRADE.search(downgrades[-1]).group(1) if downgrades else None),
+            )
+            if value is not None
+        ]
         raise StartupLogError(
             "no vLLM start-up lines found: paste from the top of the log, with the 'non-default args: {…}' line or "
             "the 'Initializing a V1 LLM engine (v…) with config: …' line"
+            + (
+                f" (the lines pasted say: {', '.join(seen)}; without the line they ran, the lab has nothing to resolve)"
+                if seen
+                else ""
+            )
         )
     line = next((r for r in _records(text) if _ENGINE.search(r)), "")
     mode = _GRAPH_MODE.search(line)

@@ -30,7 +30,7 @@ def kernel_text(told: list[int], kernel: list[int], mml: int, rec: Backend | Han
     """What the chosen backend's work reads of ``max_seq_len`` on a path, in words (R9 for its record)."""
     full = sum(1 for t, k in zip(told, kernel) if k != t)
     if isinstance(rec, Handed):  # no record, but observed: what the launch is handed, R9 observed
-        return _observed_text(told, seen, values_text(seen, mml), rec)
+        return _observed_text(told, seen, mml, rec)
     if rec is None:  # no record: what the kernel reads is unknown, never an assumed launch scalar (W4)
         return "unknown: the lab has no record of what this backend reads" + (
             f" ({full} of {len(told)} steps replay FULL graphs)" if full else ""
@@ -77,13 +77,13 @@ def _where(h: Handed) -> str:
     return f"observed on the {h.gpu} stand-in: docs/kernels.md"
 
 
-def _observed_text(told: list[int], seen: list[int], described: str, h: Handed) -> str:
+def _observed_text(told: list[int], seen: list[int] | None, mml: int, h: Handed) -> str:
     """A path row's "what the backend's work reads" for an observed backend: the value its launch is handed (R9
-    observed; ``described``: the values in words) and that what the kernel does with it is not modelled."""
+    observed) and that what the kernel does with it is not modelled."""
     if h.at_replay == NOT_READ:
-        return f"not handed by {_kernel(h)}'s launch (observed)"
+        return f"no launch argument of {_kernel(h)} follows it (observed)"
     full = sum(1 for t, k in zip(told, seen) if k != t)
-    text = described + f" (handed to the launch as {_args(h)}, observed"
+    text = values_text(seen, mml) + f" (handed to the launch as {_args(h)}, observed"
     if full:
         text += f"; {full} of {len(told)} steps see max_model_len under FULL graphs, {h.at_replay}"
     return text + "; what the kernel does with it is not modelled)"

@@ -34,7 +34,7 @@ def test_an_observed_backend_without_a_record_is_answered_from_the_observation(l
     assert dep.backend.lab_backend is None and dep.backend.observed_case == case
     a = answer(dep)
     assert a.headline.startswith("yes, in what the kernel is handed (observed): "), a.headline
-    assert "not modelled (R10 unknown)" in a.headline and f"receives it as {arg}" in a.headline.replace(",", "")
+    assert "not modelled (R10 unknown)" in a.headline and f"to the kernel's launch as {arg}" in a.headline
     assert "assumed" not in a.headline and f"R9 {FROZEN}" in a.headline
     assert f"observed on the {observed.handed('', case).gpu} stand-in" in a.headline
     target = next(r for r in a.paths if r.path == "target" and r.era == a.era)
@@ -89,6 +89,9 @@ def test_hidden_by_full_graphs_is_in_the_metadata_only():
     # answer's "in the metadata only", with R9 as observed
     dep = resolve(QWEN, "A100-80GB")
     words = observed_headline(dep, "HEAD", kernel_changed=False)
-    assert words.startswith("in the metadata only: HEAD, but under FULL_AND_PIECEWISE graphs FLASH_ATTN (FA2)")
+    assert words.startswith(
+        "in the metadata only: HEAD, but under FULL_AND_PIECEWISE graphs FLASH_ATTN (FA2) hands the kernel "
+        "max_model_len (40,960)"
+    )
     assert f"R9, {FROZEN}, observed on the A100-80GB stand-in" in words
     assert observed_headline(resolve(QWEN, "H200"), "HEAD", kernel_changed=True) is None  # FA3: a record

@@ -81,7 +81,7 @@ def _observed_text(told: list[int], seen: list[int] | None, mml: int, h: Handed)
     """A path row's "what the backend's work reads" for an observed backend: the value its launch is handed (R9
     observed) and that what the kernel does with it is not modelled."""
     if h.at_replay == NOT_READ:
-        return f"no launch argument of {_kernel(h)} follows it (observed)"
+        return f"no launch argument {_kernel(h)} hands the kernel follows it (observed)"
     full = sum(1 for t, k in zip(told, seen) if k != t)
     text = values_text(seen, mml) + f" (handed to the launch as {_args(h)}, observed"
     if full:
@@ -99,16 +99,16 @@ def observed_headline(dep: Deployment, head: str, kernel_changed: bool) -> str |
     name, graph_mode, mml = _kernel(h), dep.graphs.vllm_mode, dep.settings["max_model_len"]
     if h.at_replay == NOT_READ:
         return (
-            f"no change in what the kernel is handed (observed): {head}, but no argument {name}'s launch receives "
-            f"follows it ({_where(h)}); what the kernel does is not modelled"
+            f"no change in what the kernel is handed (observed): {head}, but no argument {name} hands the kernel's "
+            f"launch follows it ({_where(h)}); what the kernel does is not modelled"
         )
     if not kernel_changed:
         return (
-            f"in the metadata only: {head}, but under {graph_mode} graphs {name}'s launch is handed max_model_len "
+            f"in the metadata only: {head}, but under {graph_mode} graphs {name} hands the kernel max_model_len "
             f"({mml:,}) in every era (R9, {h.at_replay}, {_where(h)})"
         )
     return (
-        f"yes, in what the kernel is handed (observed): {head}; {name}'s launch receives it as {_args(h)} "
+        f"yes, in what the kernel is handed (observed): {head}; {name} hands it to the kernel's launch as {_args(h)} "
         f"({h.steps_text()}: R9 {h.at_replay}, {_where(h)}); what {_short(h)} does with it "
         f"is not modelled (R10 unknown)"
     )

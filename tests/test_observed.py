@@ -22,7 +22,7 @@ def test_every_observed_record_answers_r9_as_observed():
     seen = observed.cases()
     assert len(seen) >= 7
     for record, case in seen:
-        if not record:  # observed, but no work record (TOKENSPEED_MLA): the deployment answer says "unknown"
+        if not record:  # observed, but no work record (FA2, FA4, TOKENSPEED_MLA): tests/test_observed_answers.py
             continue
         got, rec = observed.at_replay_observed(record, case), _record(record, case)
         if rec.at_replay == NOT_READ and got != NOT_READ:

@@ -26,13 +26,14 @@ from lab.deployment.answer_types import (
     Work,
     WorkloadRun,
 )
+from lab.deployment.kernel_reads import Handed, handed_of, kernel_text, observed_headline, values_text
 from lab.deployment.resolve import Deployment, release_series
 from lab.deployment.resolved import describe, resolved_fields
 from lab.deployment.workload import Workload
 from lab.gpu_model import BY_NAME, GPUS, HeadShape, backends_for, predict, predict_draft_pass
 from lab.gpu_model.backends import VLLM_BACKEND_OF, backend_label
 from lab.gpu_model.predict import record_for
-from lab.gpu_model.records import FROZEN, LAB, NOT_READ, REFRESHED, UNKNOWN, Backend
+from lab.gpu_model.records import FROZEN, LAB, NOT_READ, UNKNOWN, Backend
 from lab.gpu_model.report import HEADLINE, summary, summary_cells
 from lab.history import ERA, ERAS, MODEL_STATE_FIRST_RELEASE, release
 from lab.scenario import RequestSpec, Scenario
@@ -72,13 +73,6 @@ def _values(trace, era: str) -> dict:
     return {"target": (target, kernel), "drafts": drafts, "note": "", "drafts_note": drafts_note}
 
 
-def _describe(told: list[int], mml: int) -> str:
-    if all(v == mml for v in told):
-        return f"max_model_len ({mml:,})"
-    lo, hi = min(told), max(told)
-    return f"batch max {lo:,}" if lo == hi else f"batch max {lo:,}-{hi:,} (median {int(np.median(told)):,})"
-
-
 def reads_of(dep: Deployment, scenario=None) -> Backend | None:
     """The record of the chosen backend for this deployment's model (R9 and R10 in one place:
     lab/gpu_model/records.py ``at_replay``; lab/gpu_model/predict.py ``record_for``: FA3 without AOT scheduling is
@@ -87,30 +81,7 @@ def reads_of(dep: Deployment, scenario=None) -> Backend | None:
     return record_for(name, scenario) if name in BY_NAME else None
 
 
-def _kernel_text(told: list[int], kernel: list[int], mml: int, rec: Backend | None, seen) -> str:
-    """What the chosen backend's work reads of ``max_seq_len`` on a path, in words (R9 for its record)."""
-    full = sum(1 for t, k in zip(told, kernel) if k != t)
-    if rec is None:  # no record: what the kernel reads is unknown, never an assumed launch scalar (W4)
-        return "unknown: the lab has no record of what this backend reads" + (
-            f" ({full} of {len(told)} steps replay FULL graphs)" if full else ""
-        )
-    if rec.at_replay == NOT_READ:
-        return f"not read by {backend_label(rec.name)}, R10"
-    text = _describe(seen, mml)
-    if rec.at_replay == REFRESHED:
-        # vLLM's backend name: the lab's record name (fa3, ...) is its model, not what a user runs (issue 37).
-        builder = VLLM_BACKEND_OF.get(rec.name, rec.name)
-        text += f" (refreshed at replay by the {builder} builder, FULL steps too)" if full else ""
-        if full and rec.frozen_scalar:
-            text += (
-                f"; its launch scalar {rec.frozen_scalar} keeps max_model_len on {full} FULL steps (deciding no work)"
-            )
-        return text
-    pinned = f" (its {rec.frozen_scalar}, pinned there: deciding no work)" if rec.frozen_scalar else ""
-    return text + (f"; {full} of {len(told)} steps see max_model_len under FULL graphs{pinned}" if full else "")
-
-
-def _path_rows(trace, mml: int, rec: Backend | None = None) -> tuple[PathRow, ...]:
+def _path_rows(trace, mml: int, rec: Backend | Handed | None = None) -> tuple[PathRow, ...]:
     """One row per (path, era): the value told and what the chosen backend's work reads of it (R9 per record)."""
     rows = []
     for era in ERAS:
@@ -135,8 +106,8 @@ def _path_rows(trace, mml: int, rec: Backend | None = None) -> tuple[PathRow, ..
                     told_is_max_model_len=all(v == mml for v in told),
                     full_graph_steps=sum(1 for t, k in zip(told, seen) if k != t) if reads else 0,
                     steps=len(told),
-                    told_text=_describe(told, mml),
-                    kernel_text=_kernel_text(told, kernel, mml, rec, seen),
+                    told_text=values_text(told, mml),
+                    kernel_text=kernel_text(told, kernel, mml, rec, seen),
                     note="",
                     per_step=(tuple(told), tuple(seen) if reads else ()),
                 )
@@ -299,7 +270,7 @@ def answer(dep: Deployment, workload: Workload | None = None) -> Answer:
     scenario = scenario_of(dep, workload)
     trace = simulate(scenario)
     mml = scenario.max_model_len
-    rows = _path_rows(trace, mml, reads_of(dep, scenario))
+    rows = _path_rows(trace, mml, reads_of(dep, scenario) or handed_of(dep))
     table, work = backends_and_work(dep, trace)
     era = release(release_series(dep.vllm)).era  # the release's own era (the replay's series may differ)
     old, new = ERAS[0], (era if era != ERAS[0] else ERAS[-1])
@@ -377,8 +348,10 @@ def _headline(dep: Deployment, rows: tuple[PathRow, ...], work: Work | None, era
     backend, rec = dep.backend.vllm_name, reads_of(dep, scenario)
     if rec is not None and rec.at_replay == NOT_READ:  # R10 from the record, whether or not it has this GPU
         return f"no change in work: {head}, but {backend_label(rec.name)} does not size its work from it ({rec.known})"
-    if rec is None:  # W4: no record of the backend, so no assumed launch scalar either
-        return f"unknown: {head}; the lab has no record of what {backend} reads of it (R9 and R10 unknown)"
+    if rec is None:  # W4: no record; its launch observed (R9 observed, R10 not modelled), else never assumed
+        return observed_headline(dep, head, _kernel_changed(rows, ERAS[0], last)) or (
+            f"unknown: {head}; the lab has no record of what {backend} reads of it (R9 and R10 unknown)"
+        )
     if not _kernel_changed(rows, ERAS[0], last):
         return (
             f"in the metadata only: {head}, but under {dep.graphs.vllm_mode} graphs the kernel sees "

@@ -37,6 +37,7 @@ from lab.deployment.backend_rules import (
 from lab.deployment.serve_line import ServeLineError
 from lab.engine.cudagraph import default_capture_sizes, small_capture_sizes
 from lab.gpu_model.backends import VLLM_BACKEND_OF
+from lab.gpu_model.observed import case_for
 
 __all__ = [
     "RULES",
@@ -59,6 +60,8 @@ class BackendChoice:
     block_size: int = 16  # the KV block size vLLM settles on without --block-size
     supports_draft_decode_metadata_update: bool = False  # the fused draft decode path (drafts=fused)
     kernel_block: int = 16  # the smallest kernel block size it supports (get_supported_kernel_block_sizes)
+    # With no record: the observation table's case it runs (lab/gpu_model/observed.py case_for); "": none
+    observed_case: str = ""
 
 
 # The vLLM backends one record models (lab/gpu_model/backends.py VLLM_BACKEND_OF names them); FLASH_ATTN and
@@ -67,9 +70,13 @@ _MODELLED_BY = list(VLLM_BACKEND_OF.values())
 _LAB = {vllm: name for name, vllm in VLLM_BACKEND_OF.items() if _MODELLED_BY.count(vllm) == 1}
 
 
+def _fa(c: SelectorConfig) -> int:
+    return fa_version(c.sm, c.head_size, hd256=True, sink=c.sink, block=c.block, kv_quant=is_quantized(c.kv))
+
+
 def _lab_backend(name: str, c: SelectorConfig) -> tuple[str | None, list[str]]:
     if name == "FLASH_ATTN":
-        v = fa_version(c.sm, c.head_size, hd256=True, sink=c.sink, block=c.block, kv_quant=is_quantized(c.kv))
+        v = _fa(c)
         note = f"FLASH_ATTN runs FlashAttention {v} here (fa_utils.py get_flash_attn_version)"
         return ("fa3", [note]) if v == 3 else (None, [note + f"; the lab has no record of FA{v}"])
     if name == "FLASHINFER":
@@ -103,6 +110,9 @@ def _choice(name: str, c: SelectorConfig, candidates, source: str, notes: list[s
     # CacheConfig.DEFAULT_BLOCK_SIZE (16) where the backend supports it, else its smallest kernel block size
     # (FlashAttention's FA4 special cases are not modelled; a mamba hybrid's alignment: resolve.py says so).
     block = c.block or (16 if any(16 % b == 0 for b in blocks) else min(blocks))
+    observed = "" if lab else case_for(name, _fa(c) if name == "FLASH_ATTN" else None, c.head_size)
+    if observed:
+        more.append(f"what vLLM hands its kernel is observed (lab/gpu_model/observed.json: {observed})")
     fused = name in _FUSED_DRAFT_DECODE or (name == "FLASHINFER" and lab == "trtllm-gen")
     return BackendChoice(
         vllm_name=name,
@@ -113,6 +123,7 @@ def _choice(name: str, c: SelectorConfig, candidates, source: str, notes: list[s
         block_size=block,
         supports_draft_decode_metadata_update=fused,
         kernel_block=min(blocks),
+        observed_case=observed,
     )
 
 

@@ -101,8 +101,8 @@ CONSUMERS: tuple[Consumer, ...] = (
     Consumer("TOKENSPEED_MLA", "forward passes max_seq_len=attn_metadata.max_seq_len to tokenspeed_mla_decode "
              "(a launch scalar: frozen at capture under FULL)",
              "vllm/v1/attention/backends/mla/tokenspeed_mla.py TokenspeedMLAImpl.forward_mqa",
-             "no: the tokenspeed_mla kernel (a Linux dependency of the wheel) is not read; the deployment answer "
-             "says \"unknown\"",
+             "no: no work model; what its launch is handed is observed (docs/kernels.md), what the tokenspeed_mla "
+             "kernel (a Linux dependency of the wheel) does with it is not; the deployment answer says both",
              (Claim(_B + "mla.tokenspeed_mla:TokenspeedMLAImpl.forward_mqa",
                     "seq_lens=seq_lens, max_seq_len=attn_metadata.max_seq_len,",
                     "the kernel gets the told value"),)),
@@ -127,7 +127,8 @@ CONSUMERS: tuple[Consumer, ...] = (
     Consumer("FA4 head 256", "num_pages = cdiv(max_seqlen_k, FA4_HD256_PAGE_SIZE) slices the block table the "
              "kernel walks; max_seqlen_k is the launch scalar (frozen at capture under FULL)",
              "vllm/v1/attention/backends/flash_attn.py FlashAttentionImpl.forward (fa4_hd256)",
-             "no: the lab has no FA4 record",
+             "no: no work model; what its launch is handed is observed (docs/kernels.md), what FA4 does with it is "
+             "not; the deployment answer says both",
              (Claim(_B + "flash_attn:FlashAttentionImpl.forward",
                     "num_pages = cdiv(max_seqlen_k, FA4_HD256_PAGE_SIZE)",
                     "the table width follows the launch's max_seqlen_k"),

@@ -7,7 +7,10 @@
   the mode is not read;
 - ``fa3_split`` for an FA3 launch handed ``num_splits=0``: the split count FA3's heuristic gives for what the launch
   received (lab/gpu_model/fa3_splits.py: derived from the observation, not observed);
-- ``observed_table``: the table docs/kernels.md shows (lab/commands/doc_tables.py).
+- ``observed_table``: the table docs/kernels.md shows (lab/commands/doc_tables.py);
+- ``case_for`` / ``handed``: for a backend the lab has no record of (FA2, FA4, TOKENSPEED_MLA), the observed case
+  a deployment runs and what its launch is handed per step kind (R9 observed; what the kernel does with it, R10,
+  is not modelled: lab/deployment/observed_answer.py says so).
 tests/test_observed.py checks each record (lab/gpu_model/backends.py) against it; tests/conformance/
 test_observed_kernels.py regenerates it from the wheel.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+from dataclasses import dataclass
 from functools import cache
 
 from lab.gpu_model.fa3_splits import Fa3Launch, fa3_num_splits
@@ -126,3 +130,67 @@ def observed_table() -> str:
     out.append("")
     out += [f"- not observed here: **{name}**: {why}" for name, why in blocked.items()]
     return "\n".join(out) + "\n"
+
+
+# The step kinds a FULL graph replays (the launch keeps capture's arguments there, R9).
+FULL_STEPS = ("FULL replay", "draft pass, FULL graph")
+_NOT_DERIVED = ("batch_size", "num_batches", "sm_count", "max_seqlen_q", "scheduler_metadata")
+
+
+@dataclass(frozen=True)
+class Handed:
+    """What one observed backend case's launch is handed of ``max_seq_len``: ``follows``, the launch arguments
+    that take the step's own value on an eager step; ``per_step``, per step kind observed, whether the launch got
+    the step's value ("step") or capture's ("capture"); ``at_replay``, R9 as the observation gives it."""
+
+    backend: str  # vLLM's name
+    case: str
+    gpu: str  # the stand-in GPU it was observed on
+    at_replay: str
+    follows: tuple[str, ...]
+    per_step: tuple[tuple[str, str], ...]
+
+    def seen(self, told, kernel):
+        """R9 observed, as ``Backend.seen``: the step's own value where a builder refreshes it at replay, the
+        launch's (capture's under a FULL replay) otherwise."""
+        return told if self.at_replay == REFRESHED else kernel
+
+    def steps_text(self) -> str:
+        """ "the step's own value on no graph / eager / draft pass, eager; capture's on FULL replay / ..." """
+        by = {w: [s for s, v in self.per_step if v == w] for w in ("step", "capture")}
+        says = {"step": "the step's own value", "capture": "capture's"}
+        parts = [f"{says[w]} on {' / '.join(s)}" for w, s in by.items() if s]
+        return "; ".join(parts)
+
+
+def _follows(base: dict | None, fixed: dict | None) -> tuple[str, ...]:
+    base, fixed = base or {}, fixed or {}
+    keys = sorted(set(base) | set(fixed))
+    return tuple(k for k in keys if k not in _NOT_DERIVED and base.get(k) != fixed.get(k))
+
+
+def handed(record: str, case: str) -> Handed:
+    """``Handed`` for one observed case (the eager step decides which launch arguments derive from max_seq_len)."""
+    rs = rows(record, case)
+    follows = _follows(_row(rs, "eager", "baseline")["launch"], _row(rs, "eager", "fixed")["launch"])
+    per_step = []
+    for step in STEPS:
+        base, fixed = _row(rs, step, "baseline"), _row(rs, step, "fixed")
+        if base is None or step == "capture":  # capture: both modes are told max_model_len
+            continue
+        per_step.append((step, "step" if _follows(base["launch"], fixed["launch"]) else "capture"))
+    return Handed(rs[0]["backend"], case, rs[0]["gpu"], at_replay_observed(record, case), follows, tuple(per_step))
+
+
+def case_for(backend: str, fa_version: int | None = None, head: int | None = None) -> str:
+    """The observed case (with no lab record) a deployment of vLLM's ``backend`` runs: FLASH_ATTN by its FA version
+    (vllm/v1/attention/backends/fa_utils.py get_flash_attn_version; the builder's and forward's Python path follows
+    the version, not the GPU); FA4's head-256 kernel (uses_fa4_hd256_kernel) only for head 256. "" where none."""
+    found = []
+    for record, case in cases():
+        r = rows(record, case)[0]
+        if not record and r["backend"] == backend and r.get("fa_version") == fa_version:
+            found.append((r["heads"][2], case))
+    exact = [c for h, c in found if h == head]
+    rest = [c for h, c in found if h != 256]  # the head-256 kernel is its own case
+    return (exact or rest or [""])[0]

@@ -1,0 +1,114 @@
+"""What the chosen backend's work reads of ``max_seq_len`` on a deployment's path, in words (``kernel_text``): R9 as
+its record says (lab/gpu_model/records.py ``at_replay``), or, for a backend the lab has no record of but whose launch
+was observed (FA2 on Ampere/Ada, FA4 on Blackwell, FA4's head-256 kernel, TOKENSPEED_MLA), what the kernel is handed
+per step kind and R9 from the observation table (lab/gpu_model/observed.py: vLLM 0.33.0's own builder and forward
+run with the kernel entry points recorded); R10 (what that kernel does with it) is not modelled, and the answer says
+so (``observed_headline``). A backend with neither a record nor an observation stays "unknown"
+(lab/deployment/answer.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from lab.deployment.resolve import Deployment
+from lab.gpu_model.backends import VLLM_BACKEND_OF, backend_label
+from lab.gpu_model.observed import Handed, handed
+from lab.gpu_model.records import NOT_READ, REFRESHED, Backend
+
+__all__ = ["Handed", "handed_of", "kernel_text", "observed_headline", "values_text"]
+
+
+def values_text(told: list[int], mml: int) -> str:
+    """Values of max_seq_len in words: "max_model_len (40,960)", "batch max 2,048-2,303 (median 2,183)"."""
+    if all(v == mml for v in told):
+        return f"max_model_len ({mml:,})"
+    lo, hi = min(told), max(told)
+    return f"batch max {lo:,}" if lo == hi else f"batch max {lo:,}-{hi:,} (median {int(np.median(told)):,})"
+
+
+def kernel_text(told: list[int], kernel: list[int], mml: int, rec: Backend | Handed | None, seen) -> str:
+    """What the chosen backend's work reads of ``max_seq_len`` on a path, in words (R9 for its record)."""
+    full = sum(1 for t, k in zip(told, kernel) if k != t)
+    if isinstance(rec, Handed):  # no record, but observed: what the launch is handed, R9 observed
+        return _observed_text(told, seen, mml, rec)
+    if rec is None:  # no record: what the kernel reads is unknown, never an assumed launch scalar (W4)
+        return "unknown: the lab has no record of what this backend reads" + (
+            f" ({full} of {len(told)} steps replay FULL graphs)" if full else ""
+        )
+    if rec.at_replay == NOT_READ:
+        return f"not read by {backend_label(rec.name)}, R10"
+    text = values_text(seen, mml)
+    if rec.at_replay == REFRESHED:
+        # vLLM's backend name: the lab's record name (fa3, ...) is its model, not what a user runs (issue 37).
+        builder = VLLM_BACKEND_OF.get(rec.name, rec.name)
+        text += f" (refreshed at replay by the {builder} builder, FULL steps too)" if full else ""
+        if full and rec.frozen_scalar:
+            text += (
+                f"; its launch scalar {rec.frozen_scalar} keeps max_model_len on {full} FULL steps (deciding no work)"
+            )
+        return text
+    pinned = f" (its {rec.frozen_scalar}, pinned there: deciding no work)" if rec.frozen_scalar else ""
+    return text + (f"; {full} of {len(told)} steps see max_model_len under FULL graphs{pinned}" if full else "")
+
+
+def handed_of(dep: Deployment) -> Handed | None:
+    """The observed case of the chosen backend where the lab has no record of it (None: a record, or no
+    observation)."""
+    b = dep.backend
+    return handed("", b.observed_case) if b.observed_case and b.lab_backend is None else None
+
+
+def _short(h: Handed) -> str:
+    """The observed kernel in a word: "FA2", "FA4's head-256 kernel", "TokenSpeed MLA" (from the case's name)."""
+    name = h.case.split(" (")[0]
+    return name.replace(", head ", "'s head-") + " kernel" if ", head " in name else name
+
+
+def _kernel(h: Handed) -> str:
+    """ "FLASH_ATTN (FA2)": vLLM's backend name and the kernel it runs."""
+    return f"{h.backend} ({_short(h)})"
+
+
+def _args(h: Handed) -> str:
+    return ", ".join(h.follows) or "no argument derived from max_seq_len"
+
+
+def _where(h: Handed) -> str:
+    return f"observed on the {h.gpu} stand-in: docs/kernels.md"
+
+
+def _observed_text(told: list[int], seen: list[int] | None, mml: int, h: Handed) -> str:
+    """A path row's "what the backend's work reads" for an observed backend: the value its launch is handed (R9
+    observed) and that what the kernel does with it is not modelled."""
+    if h.at_replay == NOT_READ:
+        return f"no launch argument {_kernel(h)} hands the kernel follows it (observed)"
+    full = sum(1 for t, k in zip(told, seen) if k != t)
+    text = values_text(seen, mml) + f" (handed to the launch as {_args(h)}, observed"
+    if full:
+        text += f"; {full} of {len(told)} steps see max_model_len under FULL graphs, {h.at_replay}"
+    return text + "; what the kernel does with it is not modelled)"
+
+
+def observed_headline(dep: Deployment, head: str, kernel_changed: bool) -> str | None:
+    """The plain words for an observed backend without a record, in the answer's verdicts (docs/deployments.md;
+    ``kernel_changed``: a launch is handed another value in the user's era than before #40654). None: the backend
+    was not observed."""
+    h = handed_of(dep)
+    if h is None:
+        return None
+    name, graph_mode, mml = _kernel(h), dep.graphs.vllm_mode, dep.settings["max_model_len"]
+    if h.at_replay == NOT_READ:
+        return (
+            f"no change in what the kernel is handed (observed): {head}, but no argument {name} hands the kernel's "
+            f"launch follows it ({_where(h)}); what the kernel does is not modelled"
+        )
+    if not kernel_changed:
+        return (
+            f"in the metadata only: {head}, but under {graph_mode} graphs {name} hands the kernel max_model_len "
+            f"({mml:,}) in every era (R9, {h.at_replay}, {_where(h)})"
+        )
+    return (
+        f"yes, in what the kernel is handed (observed): {head}; {name} hands it to the kernel's launch as {_args(h)} "
+        f"({h.steps_text()}: R9 {h.at_replay}, {_where(h)}); what {_short(h)} does with it "
+        f"is not modelled (R10 unknown)"
+    )

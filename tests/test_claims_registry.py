@@ -200,7 +200,7 @@ def test_a_call_claim_is_tied_to_its_call():
         "    trtllm_batch_decode_with_kv_cache(q, seq_lens=s)\n"
         "    trtllm_batch_decode_with_kv_cache_mla(q, max_seq_len=m.decode.max_seq_len)\n"
     )
-    claim = Claim("vllm.a:forward", "max_seq_len=m.decode.max_seq_len", "says", call="trtllm_batch_decode_with_kv_cache")
+    claim = Claim("vllm.a:forward", "max_seq_len=m.decode.max_seq_len", "x", call="trtllm_batch_decode_with_kv_cache")
     with pytest.raises(ClaimFailed, match="is not handed"):
         check(claim, source=source)
     check(dataclasses.replace(claim, call="flashinfer_xqa_batch_decode_with_kv_cache"), source=source)

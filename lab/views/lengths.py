@@ -5,10 +5,24 @@ max_model_len of the old metadata is off that axis and said in an arrow."""
 from __future__ import annotations
 
 from lab.blocks import cdiv
+from lab.deployment.handed import handed_for, not_observed_text
 from lab.history import ERAS
 from lab.views.common import axis, check_step, figure, hline, hover, paper_note, passes_walked, title
 from lab.views.eras import ERA_COLORS, path_values, ratio_text, target_path
 from lab.views.palette import ERA_COLOR
+
+
+def _handed_text(trace, st, target: list[tuple[int, int | None]]) -> str:
+    """What the chosen backend's launch receives on this step, as observed (lab/deployment/handed.py): the era's
+    line itself, or, under a FULL graph, capture's value in every era (R9); "not observed" where it is not."""
+    h = handed_for(trace.scenario)
+    if h is None:
+        return "↑ " + not_observed_text(trace.scenario)
+    off_line = sorted({h for m, h in target if h != m})
+    if off_line:
+        values = " / ".join(f"{v:,}" for v in off_line)
+        return f"↑ {st.cudagraph_mode} graph: {h.backend}'s launch is handed {h.key} = {values} in every era (observed)"
+    return f"↑ {st.cudagraph_mode}: {h.backend}'s launch is handed {h.key} = each era's line (observed)"
 
 
 def lengths_spec(trace, index: int) -> dict:
@@ -31,18 +45,17 @@ def lengths_spec(trace, index: int) -> dict:
             by_value.setdefault(value[0], []).append(eras[k])
     lines, annotations = _max_seq_len_lines(by_value, eras, (x0, x1), ymax, top, mml, _headline_ratio(trace, st))
     data += lines
-    kern = {v[1] for v in target if v is not None} - set(by_value)
-    for kk in kern:  # a FULL graph: the kernel sees the captured max_model_len in every era (R9)
-        annotations.append(
-            paper_note(
-                f"↑ {st.cudagraph_mode} graph: the kernel sees {kk:,} in every era (R9)",
-                0.01,
-                _NOTE_Y,
-                xanchor="left",
-                yanchor="top",
-                font={"size": 12, "color": "#7f7f7f"},
-            )
+    kern = {v[1] for v in target if v is not None and v[1] is not None} - set(by_value)
+    annotations.append(
+        paper_note(
+            _handed_text(trace, st, [v for v in target if v is not None]),
+            0.01,
+            _NOTE_Y,
+            xanchor="left",
+            yanchor="top",
+            font={"size": 12, "color": "#7f7f7f"},
         )
+    )
     if mml not in by_value and mml not in kern:
         annotations.append(
             paper_note(f"max_model_len = {mml:,}", 0.5, _NOTE_Y, yanchor="top", font={"size": 11, "color": "#7f7f7f"})

@@ -42,7 +42,8 @@ def _full_step(trace) -> int:
 
 
 def _notes(spec) -> str:
-    return " ".join(a.get("text", "") for a in spec["layout"]["annotations"])
+    """The figure's words: its title (where the lengths view says what the launch gets) and its notes."""
+    return " ".join([spec["layout"]["title"]["text"]] + [a.get("text", "") for a in spec["layout"]["annotations"]])
 
 
 def test_the_chosen_backend_and_its_observed_case():
@@ -82,7 +83,7 @@ def test_the_value_comes_from_the_observation(monkeypatch, h200):
 def test_views_draw_the_observed_value(h200):
     k = _full_step(h200)
     mml = h200.scenario.max_model_len
-    assert f"FLASH_ATTN's launch is handed max_seqlen_k = {mml:,} in every era (observed)" in _notes(
+    assert f"FLASH_ATTN's launch gets max_seqlen_k {mml:,} in every era (observed)" in _notes(
         lengths_spec(h200, k)
     )
     by_name = {t["name"]: t for t in timeline_spec(h200, k)["data"]}

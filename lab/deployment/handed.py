@@ -113,9 +113,4 @@ def not_observed_text(scenario) -> str:
     """What the views say where the chosen backend has no observation."""
     name, version = chosen_backend(scenario)
     which = f"{name} (FA{version})" if version else name
-    why = (
-        "its module needs a package not installed where the observations run"
-        if name in observed.load().get("blocked", {})
-        else "no observed case of it for this model"
-    )
-    return f"what {which} is handed: not observed ({why}; docs/kernels.md)"
+    return f"what {which} is handed: not observed (docs/kernels.md says why)"

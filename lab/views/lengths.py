@@ -17,12 +17,12 @@ def _handed_text(trace, st, target: list[tuple[int, int | None]]) -> str:
     line itself, or, under a FULL graph, capture's value in every era (R9); "not observed" where it is not."""
     h = handed_for(trace.scenario)
     if h is None:
-        return "↑ " + not_observed_text(trace.scenario)
+        return not_observed_text(trace.scenario)
     off_line = sorted({h for m, h in target if h != m})
     if off_line:
         values = " / ".join(f"{v:,}" for v in off_line)
-        return f"↑ {st.cudagraph_mode} graph: {h.backend}'s launch is handed {h.key} = {values} in every era (observed)"
-    return f"↑ {st.cudagraph_mode}: {h.backend}'s launch is handed {h.key} = each era's line (observed)"
+        return f"{st.cudagraph_mode} graph: {h.backend}'s launch gets {h.key} {values} in every era (observed)"
+    return f"{st.cudagraph_mode} graph: {h.backend}'s launch gets {h.key} = each era's line (observed)"
 
 
 def lengths_spec(trace, index: int) -> dict:
@@ -46,16 +46,6 @@ def lengths_spec(trace, index: int) -> dict:
     lines, annotations = _max_seq_len_lines(by_value, eras, (x0, x1), ymax, top, mml, _headline_ratio(trace, st))
     data += lines
     kern = {v[1] for v in target if v is not None and v[1] is not None} - set(by_value)
-    annotations.append(
-        paper_note(
-            _handed_text(trace, st, [v for v in target if v is not None]),
-            0.01,
-            _NOTE_Y,
-            xanchor="left",
-            yanchor="top",
-            font={"size": 12, "color": "#7f7f7f"},
-        )
-    )
     if mml not in by_value and mml not in kern:
         annotations.append(
             paper_note(f"max_model_len = {mml:,}", 0.5, _NOTE_Y, yanchor="top", font={"size": 11, "color": "#7f7f7f"})
@@ -76,12 +66,13 @@ def lengths_spec(trace, index: int) -> dict:
                 if max(gap[0]["y"], default=0)
                 else [paper_note("upper bound = exact on every row (no drafts)", 0.5, 0.08)]
             ),
-            "margin": {"t": 130},  # the title, then the strip's label and its tick labels
+            "margin": {"t": 150},  # the title (three lines), then the strip's label and its tick labels
             # The counts in the subtitle: the title stays one line in half a screen (compare side by side).
             "title": title(
                 f"Step {st.index}: per-request lengths, {target_path(trace)}",
                 f"{n} requests, padded to {st.num_reqs_padded}; true scale (linear from 0); "
-                "lines: the max_seq_len each era hands to attention",
+                "lines: the max_seq_len each era hands to attention<br>"
+                + _handed_text(trace, st, [v for v in target if v is not None]),
             ),
             "xaxis": axis("request", tickvals=x[::tick], ticktext=names[::tick], anchor="y3"),
             "yaxis": axis("tokens", range=[0, ymax], tickformat=",d", domain=[0.24, _NOTE_Y - 0.15]),

@@ -83,9 +83,7 @@ def test_the_value_comes_from_the_observation(monkeypatch, h200):
 def test_views_draw_the_observed_value(h200):
     k = _full_step(h200)
     mml = h200.scenario.max_model_len
-    assert f"FLASH_ATTN's launch gets max_seqlen_k {mml:,} in every era (observed)" in _notes(
-        lengths_spec(h200, k)
-    )
+    assert f"FLASH_ATTN's launch gets max_seqlen_k {mml:,} in every era (observed)" in _notes(lengths_spec(h200, k))
     by_name = {t["name"]: t for t in timeline_spec(h200, k)["data"]}
     line = by_name["handed (observed): after #40654 = after #43991"]
     want = [step_handed(handed_for(h200.scenario), s.cudagraph_mode, s.max_seq_len["fixed"], mml) for s in h200.steps]
@@ -108,3 +106,22 @@ def test_views_say_not_observed(b200):
     assert not re.search(r"kernel sees", head)
     full = [t["text"] for t in tour(b200) if "FULL CUDA graph" in t["text"]]
     assert full and all("not observed" in t and "max_model_len in every era" not in t for t in full)
+
+
+@pytest.mark.parametrize("preset", ["eagle-k3", "full-graph-vs-eager"])
+def test_fa3_observed_agrees_with_the_traces_r9(preset):
+    """For FLASH_ATTN (FA3) the observation gives what the trace's R9 rule says (capture's value under FULL, the
+    step's own otherwise), target and draft passes alike: the eras view's handed values equal
+    ``kernel_max_seq_len`` there, now read from the observation."""
+    trace = simulate(Scenario.preset(preset))
+    assert handed_for(trace.scenario).backend == "FLASH_ATTN"
+    for st in trace.steps[:40]:
+        vals = eras_view.path_values(st)
+        hist = st.history()
+        for era, v in zip(hist, vals["target"], strict=True):
+            if v is not None:
+                assert v[1] == hist[era]["kernel_max_seq_len"]
+        for era, v in zip(hist, vals.get("drafts", []), strict=False):
+            own = [d for d in hist[era]["drafts"] if d["max_seq_len"] is not None]
+            if v is not None and own:
+                assert v[1] <= max(d["kernel_max_seq_len"] for d in own)

@@ -151,3 +151,59 @@ def test_the_model_variants_of_a_record_are_backed():
     variants = [record_for("fa3", Scenario.from_spec(s)) for s in specs]
     assert [v.at_replay for v in variants] == ["frozen at capture", NOT_READ]
     assert unbacked(variants) == []
+
+
+def names_only(claims) -> list[str]:
+    """The positive claims whose check a name alone would pass (factcheck_wave4 §6): a quote that is a bare name,
+    an attribute path or a callee ("f(" / "a.f("), a keyword fragment ("kw=expr,") not tied to a call, or a call
+    claim with no argument to check."""
+    import ast
+
+    out = []
+    for where, c in claims:
+        quote = " ".join(c.quote.split())
+        if c.absent:
+            continue
+        if c.call:
+            try:
+                wanted = ast.parse(f"_({quote})", mode="eval").body
+            except SyntaxError:
+                wanted = None
+            if wanted is None or not (wanted.args or wanted.keywords):
+                out.append(f"{where}: call {c.call} with no argument")
+        elif re.fullmatch(r"[\w.]+\(?", quote) or re.fullmatch(r"\w+=[^=\s(][^\s]*,?", quote):
+            out.append(f"{where}: {quote!r}")
+    return out
+
+
+def test_no_claim_checks_a_name_only():
+    """Every positive claim pins behaviour, not a name: an argument handed to a launch is a call claim
+    (lab/real_vllm/claims/check.py ``check_call``), tied to that call by AST."""
+    assert names_only(all_claims()) == []
+    assert names_only([("x", Claim("vllm.a:f", "trtllm_batch_decode_with_kv_cache(", "says"))])
+    assert names_only([("x", Claim("vllm.a:f", "max_seq_len=attn_metadata.decode.max_seq_len,", "says"))])
+    assert names_only([("x", Claim("vllm.a:f", " ", "says", call="g"))])
+
+
+def test_a_call_claim_is_tied_to_its_call():
+    """``check_call`` on a source where two launches sit side by side (as XQA and TRTLLM-gen do in
+    FlashInferImpl.forward): the keyword handed to one does not satisfy a claim on the other."""
+    import pytest
+
+    from lab.real_vllm.claims.check import ClaimFailed, check
+
+    source = (
+        "def forward(self, m):\n"
+        "    if xqa:\n"
+        "        flashinfer_xqa_batch_decode_with_kv_cache(q, max_seq_len=m.decode.max_seq_len)\n"
+        "        return\n"
+        "    trtllm_batch_decode_with_kv_cache(q, seq_lens=s)\n"
+        "    trtllm_batch_decode_with_kv_cache_mla(q, max_seq_len=m.decode.max_seq_len)\n"
+    )
+    claim = Claim("vllm.a:forward", "max_seq_len=m.decode.max_seq_len", "x", call="trtllm_batch_decode_with_kv_cache")
+    with pytest.raises(ClaimFailed, match="is not handed"):
+        check(claim, source=source)
+    check(dataclasses.replace(claim, call="flashinfer_xqa_batch_decode_with_kv_cache"), source=source)
+    check(dataclasses.replace(claim, quote="q, seq_lens=s"), source=source)  # positionals in order, then keywords
+    with pytest.raises(ClaimFailed, match="no call to"):
+        check(dataclasses.replace(claim, call="xqa"), source=source)

@@ -195,7 +195,7 @@ def test_timeline_and_oor_follow_the_trace(traces):
     trace = traces["full-graph-vs-eager"]
     spec = timeline_spec(trace, 30)
     by_name = {t["name"]: t for t in spec["data"]}
-    assert list(by_name["kernel sees: after #40654 = after #43991"]["y"]) == [
+    assert list(by_name["handed (observed): after #40654 = after #43991"]["y"]) == [
         s.kernel_max_seq_len["fixed"] for s in trace.steps
     ]
     assert list(by_name["after #40654 = after #43991"]["y"]) == [s.max_seq_len["fixed"] for s in trace.steps]

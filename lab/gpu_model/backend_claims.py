@@ -30,40 +30,32 @@ _MLA_BUILD = "vllm.model_executor.layers.attention.mla_attention:MLACommonMetada
 _CUDA_ORDER = "vllm.platforms.cuda:_get_backend_priorities"
 
 
-def _c(cid: str, symbol: str, quote: str, says: str, absent: bool = False) -> Claim:
-    return Claim(symbol, quote, says, id=cid, absent=absent)
+def _c(cid: str, symbol: str, quote: str, says: str, absent: bool = False, call: str = "") -> Claim:
+    return Claim(symbol, quote, says, id=cid, absent=absent, call=call)
 
 
 TRTLLM = (
-    _c("trtllm.launch", _FI + "FlashInferImpl.forward", "trtllm_batch_decode_with_kv_cache(",
-       "the TRTLLM-gen decode kernel is launched from forward()"),
-    _c("trtllm.max_seq_len", _FI + "FlashInferImpl.forward",
-       "trtllm_batch_decode_with_kv_cache( query=decode_query, kv_cache=( nvfp4_kv_data if self.is_kvcache_nvfp4 "
-       "else kv_cache_tuple ), workspace_buffer=workspace_buffer, block_tables=block_tables_decode, "
-       "seq_lens=seq_lens_decode, max_seq_len=attn_metadata.decode.max_seq_len,",
-       "the TRTLLM-gen decode call itself reads the decode metadata's max_seq_len in forward(): a launch scalar"),
-    _c("trtllm.prefill", _FI + "FlashInferImpl.forward", "max_kv_len=attn_metadata.prefill.max_seq_len,",
-       "TRTLLM prefill gets max_kv_len = the prefill metadata's max_seq_len (not modelled)"),
-    _c("trtllm.prefill_told", _FI + "FlashInferMetadataBuilder.build",
-       "max_q_len=max_q_len_prefill, max_seq_len=max_seq_len, )",
-       "the prefill metadata's max_seq_len is the whole step's told value, decode rows included (W5)"),
+    _c("trtllm.max_seq_len", _FI + "FlashInferImpl.forward", "max_seq_len=attn_metadata.decode.max_seq_len",
+       "forward() launches the TRTLLM-gen decode kernel and that call itself reads the decode metadata's "
+       "max_seq_len: a launch scalar", call="trtllm_batch_decode_with_kv_cache"),
+    _c("trtllm.prefill", _FI + "FlashInferImpl.forward", "max_kv_len=attn_metadata.prefill.max_seq_len",
+       "TRTLLM prefill gets max_kv_len = the prefill metadata's max_seq_len (not modelled)",
+       call="trtllm_batch_context_with_kv_cache"),
+    _c("trtllm.prefill_told", _FI + "FlashInferMetadataBuilder.build", "max_seq_len=max_seq_len",
+       "the prefill metadata's max_seq_len is the whole step's told value, decode rows included (W5)",
+       call="TRTLLMPrefill"),
 )  # fmt: skip
 TRTLLM_BACKING = backed(
     how=("trtllm.max_seq_len", "source:TllmGenFmhaKernel::computeCtaAndClusterConfig", "source:fmhaReductionKernel"),
-    decider_line=("trtllm.launch", "trtllm.max_seq_len", "source:TllmGenFmhaKernel::computeCtaAndClusterConfig"),
+    decider_line=("trtllm.max_seq_len", "source:TllmGenFmhaKernel::computeCtaAndClusterConfig"),
     at_replay=("trtllm.max_seq_len",),
     note_0=("trtllm.prefill", "trtllm.prefill_told"),
     note_1=(LAB_COUNT,),
 )
 XQA = (
-    _c("xqa.launch", _FI + "FlashInferImpl.forward", "flashinfer_xqa_batch_decode_with_kv_cache(",
-       "XQA is reached from forward()"),
-    _c("xqa.handed", _FI + "FlashInferImpl.forward",
-       "flashinfer_xqa_batch_decode_with_kv_cache( query=decode_query, kv_cache=( nvfp4_kv_data if "
-       "self.is_kvcache_nvfp4 else kv_cache_tuple ), kv_cache_sf=nvfp4_kv_block_scales, "
-       "workspace_buffer=workspace_buffer, block_tables=block_tables_decode, seq_lens=seq_lens_decode, "
-       "max_seq_len=attn_metadata.decode.max_seq_len,",
-       "vLLM hands XQA the told value, which FlashInfer's wrapper drops (source: xqa_batch_decode_with_kv_cache)"),
+    _c("xqa.handed", _FI + "FlashInferImpl.forward", "max_seq_len=attn_metadata.decode.max_seq_len",
+       "forward() reaches XQA and hands it the told value, which FlashInfer's wrapper drops "
+       "(source: xqa_batch_decode_with_kv_cache)", call="flashinfer_xqa_batch_decode_with_kv_cache"),
 )  # fmt: skip
 XQA_BACKING = backed(
     how=("xqa.handed", "source:xqa_batch_decode_with_kv_cache", "source:xqa"),
@@ -102,7 +94,8 @@ FA3 = (
        "if not aot_schedule: return None",
        "the scheduler metadata is built only with AOT scheduling on (I1): otherwise FA3 plans at launch"),
     _c("fa3.scheduler_told", _FA + "FlashAttentionMetadataBuilder._get_scheduler_metadata",
-       "max_seqlen_k=max_seq_len,", "with AOT on it is built in build() from the step's max_seq_len, each step"),
+       "max_seqlen_k=max_seq_len", "with AOT on it is built in build() from the step's max_seq_len, each step",
+       call="get_scheduler_metadata"),
     _c("fa3.aot_off", _FA + "FlashAttentionMetadataBuilder.build",
        "elif len(sliding_window_configs) > 1: self.aot_schedule = False aot_schedule = False",
        "more than one sliding-window config turns AOT scheduling off for good (W1)"),
@@ -142,8 +135,9 @@ UNIFIED = (
     _c("unified.handed_on", _UA + "unified_attention",
        "if kv_quant_mode == KVQuantMode.INT4_PER_TOKEN_HEAD:",
        "the int4 per-token-head cache takes its own kernel, unified_attention_int4, which max_seqlen_k is handed to"),
-    _c("unified.handed_to_int4", _UA + "unified_attention", "max_seqlen_k=max_seqlen_k,",
-       "max_seqlen_k is handed on only in that call (the core kernel's not reading it: unified.kernel)"),
+    _c("unified.handed_to_int4", _UA + "unified_attention", "max_seqlen_k=max_seqlen_k",
+       "max_seqlen_k is handed on only in that call (the core kernel's not reading it: unified.kernel)",
+       call="unified_attention_int4"),
     _c("unified.grid", _UA + "unified_attention",
        "grid = (total_num_q_blocks, num_kv_heads) tile_size = TILE_SIZE_PREFILL else: "
        "grid = (total_num_q_blocks, num_kv_heads, num_par_softmax_segments)",
@@ -230,11 +224,13 @@ FA_MLA = (
        "self.max_num_splits = ( vllm_config.attention_config.flash_attn_max_num_splits_for_cuda_graph )",
        "the pinned count is flash_attn_max_num_splits_for_cuda_graph"),
     _c("fa_mla.scheduler", _M + "flashattn_mla:FlashAttnMLAMetadataBuilder._schedule_decode",
-       "max_seqlen_k=max_seq_len,", "the decode scheduler metadata is planned from the step's max_seq_len"),
+       "max_seqlen_k=max_seq_len", "the decode scheduler metadata is planned from the step's max_seq_len",
+       call="get_scheduler_metadata"),
     _c("fa_mla.store", _M + "flashattn_mla:FlashAttnMLAMetadataBuilder._build_decode",
        "self.scheduler_metadata[:n] = scheduler_metadata", "into a persistent buffer a FULL graph reads"),
     _c("fa_mla.launch_scalar", _M + "flashattn_mla:FlashAttnMLAImpl.forward_mqa",
-       "max_seqlen_k=attn_metadata.decode.max_seq_len,", "the launch scalar: frozen at capture under FULL"),
+       "max_seqlen_k=attn_metadata.decode.max_seq_len", "the launch scalar: frozen at capture under FULL",
+       call="flash_attn_varlen_func"),
     *_MLA_COMMON, SM90_ORDER,
 )  # fmt: skip
 FA_MLA_BACKING = backed(
@@ -261,8 +257,8 @@ FLASHMLA_BACKING = backed(
     note_0=("mla.decode_only", "mla.prefill"),
 )
 FI_MLA = (
-    _c("fi_mla.forward", _M + "flashinfer_mla:FlashInferMLAImpl.forward_mqa", "max_seq_len=attn_metadata.max_seq_len,",
-       "TRTLLM-gen MLA reads max_seq_len in forward(): a launch scalar"),
+    _c("fi_mla.forward", _M + "flashinfer_mla:FlashInferMLAImpl.forward_mqa", "max_seq_len=attn_metadata.max_seq_len",
+       "TRTLLM-gen MLA reads max_seq_len in forward(): a launch scalar", call="trtllm_batch_decode_with_kv_cache_mla"),
     *_MLA_COMMON, SM100_ORDER,
 )  # fmt: skip
 FI_MLA_BACKING = backed(
@@ -284,7 +280,8 @@ CUTLASS_MLA = (
        "max_seq_len = attn_metadata.max_query_len",
        "the workspace is sized from max_query_len (a local that vLLM names max_seq_len)"),
     _c("cutlass_mla.builder", _M + "cutlass_mla:CutlassMLAMetadataBuilder",
-       "AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE", "FULL graphs for single-token decode only"),
+       "_cudagraph_support: ClassVar[AttentionCGSupport] = ( AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE )",
+       "FULL graphs for single-token decode only"),
     *_MLA_COMMON, SM100_ORDER,
 )  # fmt: skip
 CUTLASS_MLA_BACKING = backed(

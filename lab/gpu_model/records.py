@@ -47,13 +47,16 @@ class Claim:
     """One behavioural claim about a vLLM 0.33.0 function: ``symbol`` ("module:Qualified.name"), a ``quote``
     that must appear in that symbol's source (whitespace collapsed), and what the lab says it means. A negative
     claim (``absent``): ``quote`` is a name the symbol never reads (no load of it, no keyword of that name, by
-    AST). ``id`` names it where a record's field cites it (``Backend.backing``)."""
+    AST). A call claim (``call``: the callee as written, "f" or "obj.f"): ``quote`` is an argument list
+    ("a, kw=expr") that every call to ``call`` in the symbol receives, by AST, so a keyword handed to another call
+    beside it cannot satisfy it. ``id`` names it where a record's field cites it (``Backend.backing``)."""
 
     symbol: str
     quote: str
     says: str
     id: str = ""
     absent: bool = False
+    call: str = ""
 
 
 @dataclass(frozen=True)

@@ -61,15 +61,18 @@ ALL_VIEWS = {
         "`seq_lens_cpu_upper_bound` (R1, what the CPU knows), beside the exact `seq_lens` after "
         "verification, on a linear axis from 0. The solid lines are the `max_seq_len` each era puts in the "
         "metadata (R2), one per distinct value; a value far above the batch (the old `max_model_len`) is "
-        "written in an arrow note at the top instead, off the axis. Under a FULL CUDA graph a grey note "
-        "says the kernel sees the captured `max_model_len` in every era (R9), whatever the metadata says.",
+        "written in an arrow note at the top instead, off the axis. A grey note says what the chosen backend's "
+        "launch gets, as observed by running vLLM 0.33.0's own backend: under a FULL CUDA graph capture's "
+        '`max_model_len` in every era (R9), else each era\'s line; a backend with no observation is "not observed".',
     ),
     "timeline": (
         "Timeline",
         timeline_spec,
         "All steps: the target's `max_seq_len` per era as solid lines, and a dashed line for what the "
-        "kernel sees where it differs from the metadata: on FULL-graph steps the captured `max_model_len` "
-        "(R9), so there the fix moves the metadata, not the kernel. Dotted lines: the draft passes' "
+        "chosen backend's launch is handed (observed in vLLM 0.33.0's own backend) where it differs from the "
+        "metadata: on FULL-graph steps capture's `max_model_len` (R9), so there the fix moves the metadata, not "
+        "the launch; a backend with no observation gets a legend entry saying so and no line. Dotted lines: "
+        "the draft passes' "
         "`draft_max_seq_len`. Bands: the CUDA-graph mode (FULL / PIECEWISE / NONE); below, the batch size "
         "and the cumulative block-table entries walked and out of range. The black line is the current step.",
     ),

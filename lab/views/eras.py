@@ -14,6 +14,7 @@ import weakref
 
 import numpy as np
 
+from lab.deployment.handed import handed_for, not_observed_text, step_handed
 from lab.history import ERA_LIST, ERAS
 from lab.speculators import speculator
 from lab.trace.era_recordings import recorded_releases
@@ -38,32 +39,40 @@ def target_path(trace) -> str:
     }.get(trace.scenario.model_state, "default-model target")
 
 
-def path_values(step) -> dict[str, list[tuple[int, int] | None]]:
-    """{path: [(metadata, kernel-visible) per era]}: the target pass, and the draft passes that build
-    their own metadata (their largest value; Eagle/MTP's pass 0 reuses the target's) when there are
-    any; None in an era whose MRV2 did not have the scenario's speculator."""
+def path_values(step) -> dict[str, list[tuple[int, int | None] | None]]:
+    """{path: [(metadata, handed) per era]}: the target pass, and the draft passes that build their own metadata
+    (their largest value; Eagle/MTP's pass 0 reuses the target's) when there are any; None in an era whose MRV2
+    did not have the scenario's speculator. ``handed``: what the chosen backend's launch receives on a pass of
+    that kind, as observed (lab/deployment/handed.py); None where that backend is not observed."""
     hist = step.history()
     eras = list(hist)
+    scenario = step._t.scenario
+    handed, mml = handed_for(scenario), scenario.max_model_len
+
+    def pair(told: int, kind: str) -> tuple[int, int | None]:
+        return told, step_handed(handed, kind, told, mml)
+
     # None in an era whose MRV2 did not have the model state (encoder-only before 0.27.0).
     out = {
         "target": [
-            None if hist[e]["max_seq_len"] is None else (hist[e]["max_seq_len"], hist[e]["kernel_max_seq_len"])
-            for e in eras
+            None if hist[e]["max_seq_len"] is None else pair(hist[e]["max_seq_len"], step.cudagraph_mode) for e in eras
         ]
     }
-    spec = speculator(step._t.scenario.speculative_method)
-    own = [d.index for d in step.drafts if not spec.reuses_target_metadata_at(d.index)]
+    spec = speculator(scenario.speculative_method)
+    own = [d for d in step.drafts if not spec.reuses_target_metadata_at(d.index)]
     if own:
         out["drafts"] = [
-            (
-                max(hist[e]["drafts"][i]["max_seq_len"] for i in own),
-                max(hist[e]["drafts"][i]["kernel_max_seq_len"] for i in own),
-            )
+            _largest([pair(hist[e]["drafts"][d.index]["max_seq_len"], f"draft:{d.cudagraph_mode}") for d in own])
             if hist[e]["drafts"]
             else None
             for e in eras
         ]
     return out
+
+
+def _largest(pairs: list[tuple[int, int | None]]) -> tuple[int, int | None]:
+    handed = [h for _, h in pairs]
+    return max(m for m, _ in pairs), None if None in handed else max(handed)
 
 
 def drafts_label(scenario) -> str:
@@ -87,14 +96,22 @@ def fixed_by(values: list[tuple[int, int] | None], eras: list[str]) -> str | Non
     return None
 
 
-def _fmt(meta: int, kernel: int, graph: str) -> str:
+def _fmt(meta: int, handed: int | None, graph: str, who: str) -> str:
     s = f"{meta:,}"
-    if kernel != meta:
+    if handed is not None and handed != meta:
         s += (
-            f" <span class='kernel-sees' title='under a {graph} CUDA graph the kernel sees the captured "
-            f"max_model_len (R9)'>(kernel sees {kernel:,})</span>"
+            f" <span class='kernel-sees' title='observed: under a {graph} CUDA graph {html.escape(who)} is handed "
+            f"capture&#39;s value (R9)'>(handed {handed:,})</span>"
         )
     return s
+
+
+def handed_note(scenario) -> str:
+    """The headline's line on what the chosen backend's launch receives: the observed case, or "not observed"."""
+    h = handed_for(scenario)
+    if h is None:
+        return html.escape(not_observed_text(scenario))
+    return f"handed: {html.escape(h.label)}, as observed in vLLM 0.33.0's own backend"
 
 
 def _badge(pr: str) -> str:
@@ -115,7 +132,8 @@ def headline_html(trace, index: int) -> str:
     eras = era_names(st)
     vals = path_values(st)
     t = [v for v in vals["target"] if v is not None]  # the eras that had this target path
-    ratio = t[0][1] / t[-1][1] if t[-1][1] else float("inf")
+    seen = [v[0] if v[1] is None else v[1] for v in t]  # what the launch is handed (the told value: not observed)
+    ratio = seen[0] / seen[-1] if seen[-1] else float("inf")
     walked = st.oor_all_passes
     wb, wf = walked["baseline"]["walked"], walked["fixed"]["walked"]
     head = (
@@ -133,11 +151,14 @@ def headline_html(trace, index: int) -> str:
         )
     else:
         head += f"before #40654 the kernel walks {wb:,} block-table entries, after #43991 none"
-    if st.cudagraph_mode == "FULL" and t[0][1] == t[-1][1]:
-        head += " · <i>FULL graph: the kernel sees max_model_len in every era (R9)</i>"
+    if st.cudagraph_mode == "FULL" and t[0][1] is not None and t[0][1] == t[-1][1]:
+        head += f" · <i>FULL graph: the launch is handed {t[0][1]:,} in every era (R9, observed)</i>"
     elif ratio == 1 and t[0][0] == t[-1][0] and "drafts" not in vals and len(t) == len(eras):
         head += " · <i>this step's batch max equals max_model_len</i>"
     labels = {"target": target_path(trace), "drafts": drafts_label(s) if s.num_speculative_tokens else ""}
+    handed = handed_for(s)
+    who = handed.backend if handed else ""
+    head += f"<div class='hl-handed'>{handed_note(s)}</div>"
     recorded = recorded_releases(s.name)
 
     def era_header(e: str) -> str:
@@ -163,9 +184,8 @@ def headline_html(trace, index: int) -> str:
             meta, kern = value
             badge = _badge(pr) if pr and eras[k] == f"after {pr}" else ""
             note = f" <i class='path-note'>{html.escape(note)}</i>" if note else ""
-            cells.append(
-                f"<td>{_fmt(meta, kern, st.cudagraph_mode if path == 'target' else 'draft')} {badge}{note}</td>"
-            )
+            graph = st.cudagraph_mode if path == "target" else "draft"
+            cells.append(f"<td>{_fmt(meta, kern, graph, who)} {badge}{note}</td>")
         rows.append(f"<tr><td>{labels[path]}</td>{''.join(cells)}</tr>")
     return f"<div class='headline'><div class='hl-line'>{head}</div><table class='eras'>{''.join(rows)}</table></div>"
 
@@ -187,15 +207,16 @@ def era_series(trace) -> dict:
         return cached
     n = len(trace.steps)
     eras = era_names(trace.steps[0]) if n else []
-    out = {"eras": eras}
+    # The legend's words where the chosen backend is not observed (the timeline draws no handed value then).
+    out = {"eras": eras, "handed": not_observed_text(trace.scenario) if handed_for(trace.scenario) is None else ""}
     for k in ("target", "target_kernel", "drafts", "drafts_kernel"):
         out[k] = np.full((n, len(eras)), np.nan)
     for st in trace.steps:
         v = path_values(st)
         out["target"][st.index] = [x[0] if x else np.nan for x in v["target"]]
-        out["target_kernel"][st.index] = [x[1] if x else np.nan for x in v["target"]]
+        out["target_kernel"][st.index] = [np.nan if x is None or x[1] is None else x[1] for x in v["target"]]
         if "drafts" in v:
             out["drafts"][st.index] = [x[0] if x else np.nan for x in v["drafts"]]
-            out["drafts_kernel"][st.index] = [x[1] if x else np.nan for x in v["drafts"]]
+            out["drafts_kernel"][st.index] = [np.nan if x is None or x[1] is None else x[1] for x in v["drafts"]]
     _SERIES[trace] = out
     return out

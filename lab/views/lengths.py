@@ -5,10 +5,24 @@ max_model_len of the old metadata is off that axis and said in an arrow."""
 from __future__ import annotations
 
 from lab.blocks import cdiv
+from lab.deployment.handed import handed_for, not_observed_text
 from lab.history import ERAS
 from lab.views.common import axis, check_step, figure, hline, hover, paper_note, passes_walked, title
 from lab.views.eras import ERA_COLORS, path_values, ratio_text, target_path
 from lab.views.palette import ERA_COLOR
+
+
+def _handed_text(trace, st, target: list[tuple[int, int | None]]) -> str:
+    """What the chosen backend's launch receives on this step, as observed (lab/deployment/handed.py): the era's
+    line itself, or, under a FULL graph, capture's value in every era (R9); "not observed" where it is not."""
+    h = handed_for(trace.scenario)
+    if h is None:
+        return not_observed_text(trace.scenario)
+    off_line = sorted({h for m, h in target if h != m})
+    if off_line:
+        values = " / ".join(f"{v:,}" for v in off_line)
+        return f"{st.cudagraph_mode} graph: {h.backend}'s launch gets {h.key} {values} in every era (observed)"
+    return f"{st.cudagraph_mode} graph: {h.backend}'s launch gets {h.key} = each era's line (observed)"
 
 
 def lengths_spec(trace, index: int) -> dict:
@@ -31,18 +45,7 @@ def lengths_spec(trace, index: int) -> dict:
             by_value.setdefault(value[0], []).append(eras[k])
     lines, annotations = _max_seq_len_lines(by_value, eras, (x0, x1), ymax, top, mml, _headline_ratio(trace, st))
     data += lines
-    kern = {v[1] for v in target if v is not None} - set(by_value)
-    for kk in kern:  # a FULL graph: the kernel sees the captured max_model_len in every era (R9)
-        annotations.append(
-            paper_note(
-                f"↑ {st.cudagraph_mode} graph: the kernel sees {kk:,} in every era (R9)",
-                0.01,
-                _NOTE_Y,
-                xanchor="left",
-                yanchor="top",
-                font={"size": 12, "color": "#7f7f7f"},
-            )
-        )
+    kern = {v[1] for v in target if v is not None and v[1] is not None} - set(by_value)
     if mml not in by_value and mml not in kern:
         annotations.append(
             paper_note(f"max_model_len = {mml:,}", 0.5, _NOTE_Y, yanchor="top", font={"size": 11, "color": "#7f7f7f"})
@@ -63,12 +66,13 @@ def lengths_spec(trace, index: int) -> dict:
                 if max(gap[0]["y"], default=0)
                 else [paper_note("upper bound = exact on every row (no drafts)", 0.5, 0.08)]
             ),
-            "margin": {"t": 130},  # the title, then the strip's label and its tick labels
+            "margin": {"t": 150},  # the title (three lines), then the strip's label and its tick labels
             # The counts in the subtitle: the title stays one line in half a screen (compare side by side).
             "title": title(
                 f"Step {st.index}: per-request lengths, {target_path(trace)}",
                 f"{n} requests, padded to {st.num_reqs_padded}; true scale (linear from 0); "
-                "lines: the max_seq_len each era hands to attention",
+                "lines: the max_seq_len each era hands to attention<br>"
+                + _handed_text(trace, st, [v for v in target if v is not None]),
             ),
             "xaxis": axis("request", tickvals=x[::tick], ticktext=names[::tick], anchor="y3"),
             "yaxis": axis("tokens", range=[0, ymax], tickformat=",d", domain=[0.24, _NOTE_Y - 0.15]),

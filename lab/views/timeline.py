@@ -104,7 +104,9 @@ def _max_seq_len_lines(x, e: dict) -> tuple[list[dict], list[dict]]:
         data.append(
             _line(x, e["target"][:, k], " = ".join(eras[j] for j in g), ERA_COLORS[k], width=2.5 if k == 2 else 2)
         )
-    if not np.array_equal(e["target_kernel"], e["target"], equal_nan=True):
+    if np.isnan(e["target_kernel"]).all():  # the chosen backend is not observed: no value drawn (handed.py)
+        data.append(legend_swatch(e["handed"], "#ffffff"))
+    elif not np.array_equal(e["target_kernel"], e["target"], equal_nan=True):
         for g in _same_groups(e["target_kernel"]):
             k = g[-1]
             if np.array_equal(e["target_kernel"][:, k], e["target"][:, k], equal_nan=True):
@@ -113,7 +115,7 @@ def _max_seq_len_lines(x, e: dict) -> tuple[list[dict], list[dict]]:
                 _line(
                     x,
                     e["target_kernel"][:, k],
-                    "kernel sees: " + " = ".join(eras[j] for j in g),
+                    "handed (observed): " + " = ".join(eras[j] for j in g),
                     ERA_COLORS[k],
                     "dash",
                     width=1.5,
@@ -206,7 +208,7 @@ def _layout(trace, n: int, runs: list, shapes: list, token_values: np.ndarray) -
         "annotations": [
             panel_title(
                 # Two lines: on one it ran past the plot's right edge at half a screen (683 px).
-                "max_seq_len per step<br>(solid: target, dotted: draft decodes, dashed: what the kernel sees)",
+                "max_seq_len per step<br>(solid: target, dotted: draft decodes, dashed: what the launch is handed)",
                 0,
                 _DOMAINS["y"][1],
             ),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lab.deployment.handed import CAPTURE, handed_for, not_observed_text
 from lab.history import ERAS, MODEL_STATE_FIRST_RELEASE, model_state_in_era
 from lab.speculators import speculator
 from lab.views.common import series
@@ -68,12 +69,7 @@ def tour(trace) -> list[dict]:
     _stale_block_stops(trace, s, stops)
     k = stops.first(s["graph"] == "FULL")
     if k is not None:
-        stops.add(
-            k,
-            "lengths",
-            "a FULL CUDA graph: the kernel sees the captured max_model_len in every era (R9); the "
-            "fix moves the metadata only.",
-        )
+        stops.add(k, "lengths", _full_graph_text(trace))
     if not any(t["view"] == "hero" for t in stops):  # the hero's chapter tells the costliest step already
         _costliest_step_stop(s, stops)
     timed = trace.timed_steps().tolist()
@@ -86,6 +82,19 @@ def tour(trace) -> list[dict]:
     for t in keep:  # the narration drawn on the figure (lab/views/tour_marks.py)
         t["mark"] = stop_mark(trace, t)
     return keep
+
+
+def _full_graph_text(trace) -> str:
+    """The FULL-graph stop: what the chosen backend's launch is handed there, as observed, or "not observed"."""
+    h = handed_for(trace.scenario)
+    if h is None:
+        return f"a FULL CUDA graph: {not_observed_text(trace.scenario)}; the fix moves the metadata."
+    return (
+        f"a FULL CUDA graph: {h.backend}'s launch is handed {h.key} = capture's max_model_len in every era "
+        "(R9, observed in vLLM 0.33.0's own backend); the fix moves the metadata only."
+        if h.origin.get("FULL replay") == CAPTURE
+        else f"a FULL CUDA graph: {h.backend}'s launch is handed {h.key} = the step's value (observed)."
+    )
 
 
 def _hero_stop(trace, stops: _Stops) -> None:

@@ -86,13 +86,15 @@ RULE_CLAIMS: dict[str, tuple[Claim, ...]] = {
         ),
         Claim(
             "vllm.v1.worker.gpu.model_runner:GPUModelRunner.initialize_kv_cache",
-            "token_alignment=spec.block_table_token_alignment,",
+            "token_alignment=spec.block_table_token_alignment",
             "the alignment the runner passes is the KV-cache spec's own",
+            call="get_block_table_width",
         ),
         Claim(
             "vllm.v1.core.block_pool:BlockPool.free_blocks",
-            "self.free_block_queue.prepend_n(",
-            "freed blocks go to the head of the free queue",
+            "blocks_to_evict_first",
+            "freed blocks without a prefix-cache hash go to the head of the free queue (reused first)",
+            call="self.free_block_queue.prepend_n",
         ),
         Claim(
             "vllm.config.vllm:VllmConfig.num_lookahead_tokens",

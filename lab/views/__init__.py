@@ -36,10 +36,10 @@ ALL_VIEWS = {
         "(before #40654 red, after #40654 orange, after #43991 blue, the same colours in every view), as long as "
         "the block-table columns the kernel walks in every row, `cdiv(kernel-visible max_seq_len, block_size)`. "
         "Each bar is split by what its walked entries hold: the request's own KV (valid, green), stale entries "
-        "past the row's `num_blocks` (another request's live block, a freed block, the null block) and padded "
+        "past the row's own blocks (another request's live block, a freed block, the null block) and padded "
         "rows. Where draft passes build their own metadata (Eagle/MTP), a thinner bar under each era shows "
         "theirs; after #43991 it is `max(upper bound) + K` (the hatched +K). Under a FULL CUDA graph the kernel "
-        "sees the captured `max_model_len` in every era (R9): the bars are then equal.",
+        "sees the captured max_model_len in every era (R9): the bars are then equal.",
     ),
     "block_table": (
         "Block table",

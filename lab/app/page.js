@@ -47,6 +47,7 @@ window.labApp = (() => {
           if (!r.ok) throw new Error(`the step data of this trace did not come (${r.status}): run it again`);
           const S = new LabSteps(await r.json(), fresh ? `${key}@${Date.now()}` : key);
           S.measuring = r.headers.get("X-Lab-Kernels") === "running";
+          S.timed = r.headers.get("X-Lab-Kernels") === "done";
           return S;
         });
       p.then(() => loading(-1), () => loading(-1));
@@ -356,6 +357,17 @@ window.labApp = (() => {
     if (state.watching === key) state.watching = null;
   }
 
+  // Timed in the background before this page's step data came: the server drew the page's first kernel figure
+  // from the engine's trace, without the timings; draw it again, once, from the data that has them.
+  async function retimed(key) {
+    if (state.retimed === key) return;
+    state.retimed = key;
+    sets.delete(key);
+    await data(key, true);
+    const s = state.shown;
+    if (s && s.key === key) await go(s.key, s.ckey, s.i, s.view, s.presenter);
+  }
+
   async function loaded(key, ckey, i, view, presenter) {
     state.shown = {key, ckey, i, view, presenter};
     document.body.dataset.labView = view;
@@ -379,7 +391,9 @@ window.labApp = (() => {
     if (presenter) await fit(presenter);
     await ready;
     keepInPlace();
-    data(key).then((S) => S.measuring && watch(key), () => null);
+    const S = await data(key).catch(() => null);
+    if (S && S.measuring) watch(key);
+    else if (S && S.timed && view === "kernels") await retimed(key);
     window.__labLoaded = (window.__labLoaded || 0) + 1;
   }
 

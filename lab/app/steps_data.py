@@ -227,7 +227,8 @@ def steps_routes() -> list[APIRoute]:
         if (no := refused(request)) is not None:
             return no
         # Asked before the data is read: a run that ends meanwhile only costs the page one more fetch.
-        measuring = BACKGROUND.state(key) == "running"
+        background = BACKGROUND.state(key)
+        measuring = background == "running"
         try:
             item = STEP_DATA.poll(key, attendee(request.cookies))
         except StepDataPending as e:  # answered at once; the page asks again after Retry-After (lab/app/page.js)
@@ -242,8 +243,10 @@ def steps_routes() -> list[APIRoute]:
         # The data of a key can change (kernel timings measured in the background): the browser asks
         # again each time (a 304 while it has not), and keeps nothing while they are being measured.
         headers = {"ETag": etag, "Cache-Control": "private, no-store" if measuring else "private, no-cache"}
-        if measuring:
-            headers["X-Lab-Kernels"] = "running"  # the page then asks /lab/kernels/<key> (lab/app/page.js)
+        if background in ("running", "done"):
+            # running: the page then asks /lab/kernels/<key>; done: this data has the timings, which the
+            # server's first figure of the page may not have had (lab/app/page.js ``retimed``)
+            headers["X-Lab-Kernels"] = background
         if request.headers.get("if-none-match") == etag:
             return Response(status_code=304, headers=headers)
         return Response(body, media_type="application/json", headers={**headers, "Content-Encoding": "gzip"})

@@ -52,6 +52,13 @@ def mode_words(trace) -> dict[str, str]:
     return {"baseline": "baseline", "fixed": "patched" if patch_label(trace) else "fixed"}
 
 
+def patched_line(trace, what: str) -> str:
+    """A line a view without a mode of its own adds for a patched trace ("<br>this trace: vLLM 0.33.0 + patch
+    7368942" and ``what``), else ""."""
+    label = patch_label(trace)
+    return f"<br>this trace: <b>{label}</b>{what}" if label else ""
+
+
 def era_label(trace, era: str) -> str:
     """An era as the views name it: the era whose values are the ``fixed`` mode's is the patch's in a
     patched trace (the middle era, after #40654, keeps its name: its drafts are the baseline's, and its

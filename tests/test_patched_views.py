@@ -13,7 +13,7 @@ import pytest
 
 from lab.trace import Trace
 from lab.trace.names import era_label, mode_names, patch_label
-from lab.views import ALL_VIEWS, all_specs, headline_html, spec_json, summary_markdown
+from lab.views import ALL_VIEWS, all_specs, headline_html, spec_json, summary_markdown, tour
 
 DATA = Path(__file__).resolve().parent / "data" / "patched_draft_model_fix.json"
 LABEL = "vLLM 0.33.0 + patch 7368942"
@@ -49,7 +49,9 @@ def test_every_figure_of_a_patched_trace_names_the_patch_never_plain_fixed(patch
         text = _texts(all_specs(patched, index)[view])
         assert LABEL in text, f"{view}, step {index}: the patch is not named"
         plain = PLAIN.search(text)
-        assert plain is None, f"{view}, step {index}: the patched mode named plainly: …{text[plain.start() - 80 : plain.end() + 40]}…"
+        assert plain is None, (
+            f"{view}, step {index}: the patched mode named plainly: …{text[plain.start() - 80 : plain.end() + 40]}…"
+        )
 
 
 def test_the_headline_and_the_summary_name_the_patch(patched):
@@ -57,6 +59,17 @@ def test_the_headline_and_the_summary_name_the_patch(patched):
         for html in (headline_html(patched, index), summary_markdown(patched, index)):
             assert LABEL in html
             assert PLAIN.search(html) is None, html
+
+
+def test_the_tour_names_the_patch(patched):
+    stops = tour(patched)
+    text = " ".join(t["text"] for t in stops)
+    assert LABEL in text and PLAIN.search(text) is None, text
+    drafts = next(t["text"] for t in stops if t["view"] == "drafts")
+    assert (
+        drafts.startswith("the draft-model passes are told 11 in " + LABEL)
+        and "as shipped: max_model_len = 64" in drafts
+    )
 
 
 def test_a_trace_whose_patch_label_is_not_the_labs_is_refused():

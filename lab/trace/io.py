@@ -29,7 +29,6 @@ from lab.files import check_output_path, regular_file_size, write_text_atomicall
 from lab.scenario import RequestSpec, Scenario
 from lab.spec_grammar import MAX_REQUESTS
 from lab.speculators import num_draft_passes
-from lab.trace.names import check_patch_meta
 from lab.trace.schema import (
     DELTA_ROW_COLUMNS,
     DRAFT_SEQ_LENS_SCHEMA,
@@ -170,10 +169,6 @@ def from_json_dict(doc, source: str = "trace", max_array_bytes: int = MAX_TOTAL_
             "meta.source must be a string, meta.truncated a boolean, meta.num_preemptions an integer >= 0, "
             "meta.recording an object"
         )
-    try:
-        check_patch_meta(meta)  # a patched trace's label names its mode in every view (lab/trace/names.py)
-    except ValueError as e:
-        bad(str(e))
     unknown = (
         set(doc["arrays"])
         - set(SCHEMA)

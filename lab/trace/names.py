@@ -36,7 +36,7 @@ def check_patch_meta(meta: dict) -> str | None:
 
 
 def patch_label(trace) -> str | None:
-    """"vLLM 0.33.0 + patch 7368942" for a patched trace, None for any other."""
+    """The label of a patched trace ("vLLM 0.33.0 + patch 7368942"), None for any other."""
     return check_patch_meta(trace.meta)
 
 
@@ -57,6 +57,12 @@ def patched_line(trace, what: str) -> str:
     7368942" and ``what``), else ""."""
     label = patch_label(trace)
     return f"<br>this trace: <b>{label}</b>{what}" if label else ""
+
+
+def era_phrase(trace, era: str) -> str:
+    """An era in a sentence: "after #43991", or "in vLLM 0.33.0 + patch 7368942" for a patched trace's."""
+    label = era_label(trace, era)
+    return era if label == era else f"in {label}"
 
 
 def era_label(trace, era: str) -> str:

@@ -11,8 +11,8 @@ import weakref
 import numpy as np
 
 from lab.presets import PRESETS
-from lab.trace.names import patched_line
 from lab.scenario import get_preset
+from lab.trace.names import patched_line
 from lab.views.common import (
     MODE_COLORS,
     MODES,

@@ -86,7 +86,7 @@ def recorded_spec(trace, index: int) -> dict:
             # Two lines: the recorded spec on one line of its own is not cut at 1366 px.
             f"{verdict} · line: the release's own max_seq_len · circles: the engine's value in that era<br>"
             f"recorded scenario (CPU variant): {spec}"
-            + patched_line(trace, ": the recordings and the engine's circles are vLLM as shipped").replace("<br>", " · "),
+            + patched_line(trace, ": the recordings, the circles are vLLM as shipped").replace("<br>", " · "),
         ),
         # The current step (the recorded run steps as the trace does): ▶ moves it as in every trace-wide view.
         "shapes": [step_marker(index)],

@@ -57,7 +57,7 @@ def test_a_patched_trace_is_named_by_its_patch_beside_its_scenario_unpatched(bro
         page.locator("#plot .main-svg").filter(has_text="+ patch 7368942").first.wait_for()
         page.wait_for_timeout(800)
         page.evaluate("() => document.querySelector('#headline').scrollIntoView()")
-        page.screenshot(path=str(ARTIFACTS / f"patched-compare-{width}x768.png"), full_page=True)
+        page.screenshot(path=str(ARTIFACTS / f"patched-compare-{width}x768.png"))
     finally:
         ctx.close()
 

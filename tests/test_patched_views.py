@@ -77,3 +77,12 @@ def test_a_trace_whose_patch_label_is_not_the_labs_is_refused():
     doc["meta"]["patch"]["label"] = "<b onmouseover=alert(1)>x</b>"
     with pytest.raises(ValueError, match="meta.patch must be an object whose label reads"):
         Trace.from_json_dict(doc)
+
+
+def test_lab_show_names_the_patch_and_drops_the_as_shipped_note(capsys):
+    from lab.commands.main import main
+
+    assert main(["show", str(DATA)]) == 0
+    out = capsys.readouterr().out
+    assert f"f: patched ({LABEL})" in out and "baseline/patched" in out
+    assert "still max_model_len" not in out  # vLLM as shipped's note, beside the patch's values

@@ -9,6 +9,7 @@ import json
 import pickle
 import re
 import sys
+from pathlib import Path
 
 import pytest
 from gradio_client import handle_file
@@ -348,6 +349,23 @@ def test_compare_side_by_side(client):
     assert out["visible"] is True and "mamba-hybrid target" in plot_of(out["value"])["layout"]["title"]["text"]
     assert "Step 10" in plot_of(out["value"])["layout"]["title"]["text"]
     assert client.predict("none", 10, "lengths", False, api_name="/compare")[0]["visible"] is False
+
+
+def test_compare_a_patched_trace_with_its_scenario_unpatched(client):
+    """Beside a patched trace (python -m lab patch), its own scenario unpatched: named so, its figure keeps
+    "after #43991" where the patched one names the patch; beside a trace that is not patched, refused."""
+    from lab.app.loading import UNPATCHED
+
+    _run(client, EAGLE_INPUTS)
+    with pytest.raises(Exception, match="the trace shown is not patched"):
+        client.predict(UNPATCHED, 1, "hero", False, api_name="/compare")
+    patched = Path(__file__).parent / "data" / "patched_draft_model_fix.json"
+    out = named(client.predict(handle_file(str(patched)), "hero", False, api_name="/upload_trace"))
+    assert "vLLM 0.33.0 + patch 7368942" in out["headline"] and "+ patch 7368942" in out["plot"]["plot"]
+    comp, _ = client.predict(UNPATCHED, 1, "hero", False, api_name="/compare")
+    assert comp["visible"] is True and comp["label"] == "beside it: custom scenario (unpatched)"
+    text = comp["value"]["plot"]
+    assert "after #43991" in text and "patch 7368942" not in text
 
 
 def test_presenter_mode_draws_larger_type(client):

@@ -33,6 +33,7 @@ from lab.presets import PRESETS
 from lab.real_vllm.live import cpu_platform, cpu_variant
 from lab.real_vllm.live.record_process import LiveRunError, record_in_subprocess
 from lab.scenario import format_spec, get_preset
+from lab.trace.names import patch_label
 from lab.views import ALL_VIEWS, headline_html, tour
 from lab.views.kernels import measured_how
 from lab.views.render import md_text, summary_html
@@ -414,15 +415,25 @@ def initial(view="block_table", preset_default=None, request: gr.Request = None,
     return [named[k] for k in LOADED]
 
 
-def set_compare(name, key, step, view, presenter=False, progress=gr.Progress()):
-    """Side by side: another preset's trace at the same step (clamped to its length), same view."""
+# The compare choice beside a patched trace (python -m lab patch, docs/patch.md): its own scenario, unpatched.
+UNPATCHED = "this scenario, unpatched vLLM 0.33.0"
+
+
+def set_compare(name, key, step, view, presenter=False, progress=gr.Progress(), request: gr.Request = None):
+    """Side by side: another preset's trace, or beside a patched trace its scenario unpatched (the engine's
+    trace: what unpatched vLLM 0.33.0 does, value for value, the conformance suite), at the same step (clamped
+    to its length), same view."""
     if not name or name == "none":
         return [None, gr.Plot(value=None, visible=False), ""]
-    try:
-        s = get_preset(name)
-    except ValueError as e:
-        raise gr.Error(str(e), print_exception=False) from None
-    ckey, other, _ = _simulate(s, EMBEDDED_CPU, progress, custom=False)
     trace = trace_of(key)
+    try:
+        if name == UNPATCHED and not patch_label(trace):
+            raise ValueError(
+                "the trace shown is not patched: upload one python -m lab patch … --out patched.json wrote"
+            )
+        s = trace.scenario if name == UNPATCHED else get_preset(name)
+        ckey, other, _ = _simulate(s, EMBEDDED_CPU, progress, custom=name == UNPATCHED, owner=_owner(request))
+    except (ValueError, Busy, OverBudget) as e:
+        raise gr.Error(str(e), print_exception=False) from None
     i = step_of(trace, step)
     return [ckey, compare_plot(ckey, i, view_of(view), presenter), ckey]

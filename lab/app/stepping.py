@@ -18,6 +18,7 @@ from gradio.components.plot import PlotData
 
 from lab import Trace
 from lab.app.room.cache import TRACES
+from lab.trace.names import patch_label
 from lab.views import ALL_VIEWS, TRACE_WIDE, headline_html, presenter_layout, spec_json
 from lab.views.render import note_markdown, summary_html
 
@@ -91,7 +92,8 @@ def compare_plot(compare_key, index: int, view: str, presenter: bool):
     return gr.Plot(
         value=render_view(other, min(index, len(other.steps) - 1), view, presenter),
         visible=True,
-        label=f"beside it: {other.scenario.name or 'custom scenario'}",  # names the right-hand trace
+        # Names the right-hand trace, and whether it is patched (lab/trace/names.py).
+        label=f"beside it: {other.scenario.name or 'custom scenario'} ({patch_label(other) or 'unpatched'})",
         show_label=True,
     )
 

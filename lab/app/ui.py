@@ -15,7 +15,7 @@ import gradio as gr
 from lab.app.controls import CONTROL_FIELDS, parse_spec_text
 from lab.app.downloads import download_figures, download_page, download_trace
 from lab.app.knobs import COPY_JS, KNOB_FIELDS, add_knobs, wire_knobs
-from lab.app.loading import LOADED, READY, initial, pick_preset, run, set_compare
+from lab.app.loading import LOADED, READY, UNPATCHED, initial, pick_preset, run, set_compare
 from lab.app.retime import time_again
 from lab.app.runner_choices import EMBEDDED_CPU, runner_availability
 from lab.app.stepping import (
@@ -240,10 +240,10 @@ def _files_and_compare() -> dict:
             files["dl_file"] = gr.File(label="download", interactive=False, elem_id="dl-file", height=90)
         with gr.Column():
             files["compare"] = gr.Dropdown(
-                ["none", *PRESETS],
+                ["none", *PRESETS, UNPATCHED],
                 value="none",
                 label="compare side by side with",
-                info="another preset on the same step slider, same view",
+                info="another preset, or beside a patched trace its scenario unpatched; same step, same view",
                 elem_id="compare",
             )
     return files

@@ -21,6 +21,7 @@ from lab.engine.oor import OOR_CLASSES
 from lab.history import ERAS
 from lab.presets import PRESETS
 from lab.trace import Trace
+from lab.trace.names import mode_words, patch_label
 from lab.trace.recorder import simulate
 
 
@@ -106,7 +107,9 @@ def print_trace(trace: Trace, every: int = 1, out=None, show_steps: bool = True)
         f"  {len(trace.steps)} steps, {len(s.requests)} requests, {trace.meta.get('num_preemptions', 0)} preemptions, "
         f"block-table width {trace.width}; source: {trace.meta.get('source', '?')}\n\n"
     )
+    patched = patch_label(trace)
     if show_steps:
+        w(f"b: baseline (before #40654), f: {mode_words(trace)['fixed']} ({patched})\n" if patched else "")
         w(
             f"{'step':>5} {'reqs':>4} {'pad':>4} {'tokens':>6} {'graph':<9} "
             f"{'max_seq_len b/f':>17} {'kernel sees b/f':>17} {'out-of-range b/f':>19}\n"
@@ -126,7 +129,8 @@ def print_trace(trace: Trace, every: int = 1, out=None, show_steps: bool = True)
                     f"{'':>5} drafts: {len(st.drafts)} passes, last {d.cudagraph_mode}, draft_max_seq_len "
                     f"{d.max_seq_len['baseline']}/{d.max_seq_len['fixed']}, kernel sees "
                     f"{d.kernel_max_seq_len['baseline']}/{d.kernel_max_seq_len['fixed']}"
-                    + (f" ({note})" if (note := st.history()[ERAS[-1]].get("drafts_note")) else "")
+                    # a patched trace's drafts are the patch's, not vLLM's as shipped the note speaks of
+                    + (f" ({note})" if (note := st.history()[ERAS[-1]].get("drafts_note")) and not patched else "")
                     + "\n"
                 )
         w("\n")
@@ -145,7 +149,8 @@ def print_totals(trace: Trace, out=None) -> None:
         t = trace.totals(all_passes)
         b, f = t["baseline"], t["fixed"]
         w(f"totals over {label}: block-table entries\n")
-        w(f"  {'':<12} {'baseline':>16} {'fixed':>16} {'baseline/fixed':>15}\n")
+        fixed = mode_words(trace)["fixed"]  # "patched" for a patched trace (lab/trace/names.py)
+        w(f"  {'':<12} {'baseline':>16} {fixed:>16} {'baseline/' + fixed:>15}\n")
         for key in ("walked", "in_range") + OOR_CLASSES:
             ratio = f"{b[key] / f[key]:.1f}x" if f[key] else ("-" if not b[key] else "inf")
             w(f"  {key:<12} {_fmt(b[key]):>16} {_fmt(f[key]):>16} {ratio:>15}\n")

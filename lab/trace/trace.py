@@ -14,6 +14,7 @@ from lab.engine.sliding_window import masking_reach, nulled_entries
 from lab.history import release
 from lab.scenario import Scenario
 from lab.trace import io
+from lab.trace.names import check_patch_meta
 from lab.trace.schema import SLIDING_WINDOW_SCHEMA, TIMING_SCHEMA, VLLM_COUNT_SCHEMA
 from lab.trace.step import StepList, by_mode
 
@@ -33,6 +34,7 @@ class Trace:
         self.req_ids = list(req_ids)
         self.arrays = arrays
         self.meta = dict(meta)
+        check_patch_meta(self.meta)  # a file's patch label is what names a mode in every view (lab/trace/names.py)
         self.steps = StepList(self)
 
     @property

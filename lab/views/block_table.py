@@ -25,7 +25,7 @@ from lab.blocks import cdiv, walked_columns
 from lab.engine.oor import OOR_CLASSES
 from lab.gpu_model.backends import BY_NAME, Backend, record_of_kernel
 from lab.gpu_model.records import NOT_READ
-from lab.history import MODE_ERA
+from lab.trace.names import mode_names, mode_words
 from lab.views.block_table_marks import WALK_AXIS, row_axis, scale_break, walk_lines
 from lab.views.common import (
     CLASS_COLORS,
@@ -141,7 +141,6 @@ def _pos(edges: np.ndarray, boundary: int) -> float:
     return k - 0.5 + (boundary - lo) / (hi - lo)
 
 
-_ERA = MODE_ERA
 _HEATMAP_TOP = 0.78  # paper y of the heatmap's top; the true-scale strip sits above it
 
 
@@ -163,11 +162,12 @@ def block_table_spec(trace, index: int) -> dict:
         for name in CLASSES
         if name not in ("unwalked", "nulled") or (cls == _CODE[name]).any()
     ]
-    data += walk_lines(st, d["seen"], walks, lambda col: _pos(ce, col), trace.scenario.block_size)
+    names, words = mode_names(trace), mode_words(trace)
+    data += walk_lines(st, d["seen"], walks, lambda col: _pos(ce, col), trace.scenario.block_size, names, words)
     binned = len(ce) - 1 < width
     shapes, annotations, band = scale_break(ce, exact, _HEATMAP_TOP) if binned else ([], [], [])
     data += band
-    data.append(_true_scale_bar(walks))
+    data.append(_true_scale_bar(walks, names))
     n_cells = len(re_) - 1
     # A subtitle over SUBTITLE_CHARS (a sliding window's R11 count) ran past the plot's right edge at 1366 px:
     # the walk's record on a line of its own, the top margin and the figure a line taller.
@@ -325,14 +325,14 @@ def _binned_cells(ce, re_, counts, z, n_exact: int, ncells: int) -> dict:
     }
 
 
-def _true_scale_bar(walks: dict) -> dict:
+def _true_scale_bar(walks: dict, names: dict) -> dict:
     """The true-scale strip: columns each era's kernel walks per row, on a linear axis of the whole table."""
     wb, wf = walks["baseline"], walks["fixed"]
     same = wb == wf
     ratio = f"{wb / wf:,.0f}× fewer" if wf and wb / wf >= 10 else (f"{wb / wf:.1f}× fewer" if wf else "")
     return bar(
         [wf, wb],
-        [_ERA["fixed"], _ERA["baseline"]],
+        [names["fixed"], names["baseline"]],
         orientation="h",
         xaxis="x2",
         yaxis="y2",

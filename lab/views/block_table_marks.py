@@ -11,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from lab.blocks import walked_columns
-from lab.history import MODE_ERA
 from lab.views.common import MODES, WALK_COLORS, legend_swatch, line_shape, note, rect_shape
 
 WALK_WIDTH = 3.5
@@ -21,19 +20,20 @@ BINNED_BAND = "#fde0dd"
 MAX_LABELLED_ROWS = 40
 
 
-def walk_lines(st, seen: dict, walks: dict, pos, bs: int) -> list[dict]:
+def walk_lines(st, seen: dict, walks: dict, pos, bs: int, names: dict, words: dict) -> list[dict]:
     """Where each mode's walk stops (``seen``: the value it reads, R9), and its metadata's walk where a FULL
-    graph walks another width (a launch scalar). ``pos(column)`` is a column boundary's x on the figure."""
+    graph walks another width (a launch scalar). ``pos(column)`` is a column boundary's x on the figure;
+    ``names``/``words``: each mode's era and word (lab.trace.names: a patched trace's fixed mode by its patch)."""
     data = []
     same = walks["baseline"] == walks["fixed"]
     for m in MODES:
         w = walks[m]
         if not (same and m == "fixed"):  # coinciding walks: drawn once, named for both
             name = (
-                f"baseline = fixed walk: {w:,} columns (kernel sees {seen[m]:,} in both"
+                f"baseline = {words['fixed']} walk: {w:,} columns (kernel sees {seen[m]:,} in both"
                 + (f": {st.cudagraph_mode} graph, R9)" if st.cudagraph_mode == "FULL" else ")")
                 if same
-                else f"{m} walk ({MODE_ERA[m]}): {w:,} columns (kernel sees {seen[m]:,})"
+                else f"{words[m]} walk ({names[m]}): {w:,} columns (kernel sees {seen[m]:,})"
             )
             line = {
                 "color": WALK_COLORS["baseline" if same else m],
@@ -43,7 +43,7 @@ def walk_lines(st, seen: dict, walks: dict, pos, bs: int) -> list[dict]:
             data += _walk_line(pos(w), name, line)
         meta_w = walked_columns(st.max_seq_len[m], bs)
         if meta_w != w:  # a FULL graph: the metadata says one thing, the kernel walks the captured width (R9)
-            name = f"{m} metadata: {meta_w} columns (not what the FULL graph walks)"
+            name = f"{words[m]} metadata: {meta_w} columns (not what the FULL graph walks)"
             data += _walk_line(pos(meta_w), name, {"color": WALK_COLORS[m], "width": 3, "dash": "dot"})
     return data
 

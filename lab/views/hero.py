@@ -18,6 +18,7 @@ from __future__ import annotations
 from lab.blocks import walked_columns
 from lab.history import ERAS
 from lab.speculators import speculator
+from lab.trace.names import era_label
 from lab.views.common import axis, check_step, figure, hover, legend_swatch, message_figure, note, requests, title
 from lab.views.palette import CLASS_COLOR, ERA_COLOR, SLACK_PATTERN
 
@@ -53,6 +54,7 @@ def era_walks(trace, index: int) -> list[dict]:
         modes = st.era_modes(era)
         row = {
             "era": era,
+            "label": era_label(trace, era),  # a patched trace's fixed era by its patch
             "meta": h["max_seq_len"],
             "kernel": h["kernel_max_seq_len"],
             "columns": walked_columns(h["kernel_max_seq_len"], bs),
@@ -172,12 +174,13 @@ def hero_spec(trace, index: int) -> dict:
     widest = max([w["columns"] for w in walks] + [w["drafts"]["columns"] for w in walks if w["drafts"]] + [1])
     for k, w in enumerate(walks):
         y = -k * _ROW_GAP * (2.1 if has_drafts else 1.3)
-        _segments(w, y, 0.5, w["era"], acc)
+        _segments(w, y, 0.5, w["label"], acc)
         shapes.append(_frame(w["columns"], y, 0.5, w["era"]))
         ticks.append(y)
         c = ERA_COLOR[w["era"]]
         told = f"{w['meta']:,} tokens" + (f"<br>kernel sees {w['kernel']:,}" if w["kernel"] != w["meta"] else "")
-        labels.append(f"<span style='color:{c}'><b>{w['era']}</b><br>{told}</span>")
+        name = w["label"].replace(" + ", "<br>+ ")  # a patch's label on two lines beside the bar
+        labels.append(f"<span style='color:{c}'><b>{name}</b><br>{told}</span>")
         notes += _live_arrow(w, y)
         ratio = _ratio(w["columns"], last["columns"]) if last else ""
         # Short notes: at half a laptop the bar's note has a third of the plot's width.
@@ -189,14 +192,14 @@ def hero_spec(trace, index: int) -> dict:
                 xanchor="left",
                 xshift=6,
                 font={"size": 12, "color": c},
-                hovertext=f"{w['era']}: the kernel walks {w['columns']:,} columns of every row"
-                + (f", {ratio} the columns it walks after #43991" if ratio and w is not last else ""),
+                hovertext=f"{w['label']}: the kernel walks {w['columns']:,} columns of every row"
+                + (f", {ratio} the columns it walks in {last['label']}" if ratio and w is not last else ""),
             )
         )
         d = w["drafts"]
         if d:
             yd = y - _DRAFT_DY * 1.9
-            _segments(d, yd, 0.22, f"{w['era']}, draft pass {d['pass']}", acc)
+            _segments(d, yd, 0.22, f"{w['label']}, draft pass {d['pass']}", acc)
             shapes.append(_frame(d["columns"], yd, 0.22, w["era"], "dot"))
             ticks.append(yd)
             labels.append(f"<span style='color:{c}'>drafts {d['meta']:,}</span>")

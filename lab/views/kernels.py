@@ -12,6 +12,7 @@ import numpy as np
 
 from lab.presets import PRESETS
 from lab.scenario import get_preset
+from lab.trace.names import patched_line
 from lab.views.common import (
     MODE_COLORS,
     MODES,
@@ -125,7 +126,7 @@ def kernels_spec(trace, index: int) -> dict:
         return vllm_counts_spec(trace, index)
     info = trace.timings
     if info is None:
-        return message_figure("Kernel timings", how_to_time(trace))
+        return message_figure("Kernel timings", how_to_time(trace) + patched_line(trace, ", not timed"))
     s = timing_series(trace)
     x = np.arange(len(trace.steps))
     data = []

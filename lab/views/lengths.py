@@ -7,6 +7,7 @@ from __future__ import annotations
 from lab.blocks import cdiv
 from lab.deployment.handed import handed_for, not_observed_text
 from lab.history import ERAS
+from lab.trace.names import era_label
 from lab.views.common import axis, check_step, figure, hline, hover, paper_note, passes_walked, title
 from lab.views.eras import ERA_COLORS, path_values, ratio_text, target_path
 from lab.views.palette import ERA_COLOR
@@ -43,7 +44,8 @@ def lengths_spec(trace, index: int) -> dict:
     for k, value in enumerate(target):
         if value is not None:  # None: an era whose MRV2 did not have this model state
             by_value.setdefault(value[0], []).append(eras[k])
-    lines, annotations = _max_seq_len_lines(by_value, eras, (x0, x1), ymax, top, mml, _headline_ratio(trace, st))
+    shown = {e: era_label(trace, e) for e in eras}  # a patched trace's fixed era by its patch
+    lines, annotations = _max_seq_len_lines(by_value, eras, shown, (x0, x1), ymax, top, mml, _headline_ratio(trace, st))
     data += lines
     kern = {v[1] for v in target if v is not None and v[1] is not None} - set(by_value)
     if mml not in by_value and mml not in kern:
@@ -51,7 +53,7 @@ def lengths_spec(trace, index: int) -> dict:
             paper_note(f"max_model_len = {mml:,}", 0.5, _NOTE_Y, yanchor="top", font={"size": 11, "color": "#7f7f7f"})
         )
     tick = max(1, cdiv(n, 24))
-    data += _era_strip(eras, target)
+    data += _era_strip(eras, target, shown)
     gap = _r1_gap(st)
     data += gap
     return figure(
@@ -96,7 +98,7 @@ _STRIP_BOTTOM = 0.86  # paper y of the strip's bottom
 _NOTE_Y = _STRIP_BOTTOM - 0.03
 
 
-def _era_strip(eras: list[str], target: list) -> list[dict]:
+def _era_strip(eras: list[str], target: list, shown: dict) -> list[dict]:
     """The true-scale strip: the max_seq_len each era hands to attention, one bar per era in its colour, on a
     linear token axis from 0 (the old max_model_len against the batch max is seen, not read)."""
     have = [(e, v) for e, v in zip(eras, target, strict=True) if v is not None]
@@ -105,7 +107,7 @@ def _era_strip(eras: list[str], target: list) -> list[dict]:
             "type": "bar",
             "orientation": "h",
             "x": [v[0] for _, v in have],
-            "y": [e for e, _ in have],
+            "y": [shown[e] for e, _ in have],
             "xaxis": "x2",
             "yaxis": "y2",
             "marker": {"color": [ERA_COLOR[e] for e, _ in have]},
@@ -187,14 +189,16 @@ def _length_traces(st) -> list[dict]:
     ]
 
 
-def _max_seq_len_lines(by_value: dict, eras: list, x_span: tuple, ymax: float, top: int, mml: int, headline: str):
+def _max_seq_len_lines(
+    by_value: dict, eras: list, shown: dict, x_span: tuple, ymax: float, top: int, mml: int, headline: str
+):
     """Each distinct max_seq_len as a line where it is on the axis, else as an arrow note at the top; the
     old value's note ends with ``headline``, the headline's ratio for the same eras and what it counts."""
     lines, annotations = [], []
     x0, x1 = x_span
     for meta, which in by_value.items():
         k = eras.index(which[-1])
-        label = f"max_seq_len {' = '.join(which)}: {meta:,}"
+        label = f"max_seq_len {' = '.join(shown[e] for e in which)}: {meta:,}"
         if meta <= ymax:
             lines.append(hline(x0, x1, meta, label, ERA_COLORS[k], width=2.5))
         else:

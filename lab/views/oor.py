@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.history import MODE_ERA
+from lab.trace.names import mode_names, mode_words
 from lab.views.common import (
     CLASS_COLORS,
     MODES,
@@ -30,6 +30,7 @@ def oor_spec(trace, index: int, all_passes: bool = True) -> dict:
     pre = "all" if all_passes else "oor"
     x = np.arange(len(s["num_reqs"]))
     totals = trace.totals(all_passes)
+    names, words = mode_names(trace), mode_words(trace)  # a patched trace's fixed mode by its patch
     data = []
     for yaxis, m in (("y", "baseline"), ("y2", "fixed")):
         for c in OOR_CLASSES:
@@ -42,12 +43,12 @@ def oor_spec(trace, index: int, all_passes: bool = True) -> dict:
                     marker={"color": CLASS_COLORS[c], "line": {"width": 0}},
                     legendgroup=c,
                     showlegend=m == "baseline",
-                    hovertemplate=hover(f"step %{{x}}: {m}, {c} %{{y:,}}"),
+                    hovertemplate=hover(f"step %{{x}}: {words[m]}, {c} %{{y:,}}"),
                 )
             )
     # The totals of every class (true scale), then of the live and freed alone (own scale).
-    data += _total_bars(totals, OOR_CLASSES, "x2", "y3") + _total_bars(totals, _STALE, "x3", "y4")
-    data += _stale_per_step(s, pre)
+    data += _total_bars(totals, OOR_CLASSES, "x2", "y3", words) + _total_bars(totals, _STALE, "x3", "y4", words)
+    data += _stale_per_step(s, pre, names, words)
     tb = sum(totals["baseline"][c] for c in OOR_CLASSES)
     tf = sum(totals["fixed"][c] for c in OOR_CLASSES)
     return figure(
@@ -61,7 +62,7 @@ def oor_spec(trace, index: int, all_passes: bool = True) -> dict:
             "shapes": [step_marker(index)],
             "title": title(
                 f"Out-of-range entries ({passes_walked(trace) if all_passes else 'target pass'}): "
-                f"baseline {tb:,}, fixed {tf:,} over the trace"
+                f"baseline {tb:,}, {words['fixed']} {tf:,} over the trace"
             ),
             "xaxis": axis("step", domain=[0, 0.7], anchor="y5"),
             "yaxis": axis("entries", domain=[0.66, 1]),
@@ -73,8 +74,8 @@ def oor_spec(trace, index: int, all_passes: bool = True) -> dict:
             "xaxis3": {"domain": [0.8, 1], "anchor": "y4"},
             "yaxis4": axis("entries", domain=[0, 0.26], anchor="x3", rangemode="tozero"),
             "annotations": [
-                panel_title("baseline (before #40654), per step", 0, 1),
-                panel_title(f"fixed (after #43991), per step, same scale: {tf:,} in all", 0, 0.58),
+                panel_title(f"baseline ({names['baseline']}), per step", 0, 1),
+                panel_title(f"{words['fixed']} ({names['fixed']}), per step, same scale: {tf:,} in all", 0, 0.58),
                 # Short: at half a screen (683 px) a longer title ran into the totals column.
                 panel_title("live + freed (another request's KV) per step", 0, 0.2),
                 panel_title("totals (true scale)", 0.8, 1),
@@ -82,7 +83,7 @@ def oor_spec(trace, index: int, all_passes: bool = True) -> dict:
             ]
             + [
                 {
-                    "x": m,
+                    "x": words[m],
                     "y": t,
                     "xref": "x2",
                     "yref": "y3",
@@ -93,7 +94,7 @@ def oor_spec(trace, index: int, all_passes: bool = True) -> dict:
                 }
                 for m, t in (("baseline", tb), ("fixed", tf))
             ]
-            + _stale_counts(totals),
+            + _stale_counts(totals, words),
         },
     )
 
@@ -103,11 +104,11 @@ def oor_spec(trace, index: int, all_passes: bool = True) -> dict:
 _STALE = ("live", "free")
 
 
-def _total_bars(totals: dict, classes, xaxis: str, yaxis: str) -> list[dict]:
+def _total_bars(totals: dict, classes, xaxis: str, yaxis: str, words: dict) -> list[dict]:
     """Each mode's totals of ``classes`` over the trace, stacked, on the axes ``xaxis``/``yaxis``."""
     return [
         bar(
-            list(MODES),
+            [words[m] for m in MODES],
             [totals[m][c] for m in MODES],
             name=c,
             xaxis=xaxis,
@@ -121,7 +122,7 @@ def _total_bars(totals: dict, classes, xaxis: str, yaxis: str) -> list[dict]:
     ]
 
 
-def _stale_per_step(s: dict, pre: str) -> list[dict]:
+def _stale_per_step(s: dict, pre: str, names: dict, words: dict) -> list[dict]:
     """Each mode's live + freed entries per step as a line on an axis of their own: in the stacks above they
     are hairlines, and where in the trace they are read is what the step marker is moved against."""
     return [
@@ -130,21 +131,21 @@ def _stale_per_step(s: dict, pre: str) -> list[dict]:
             "mode": "lines",
             "x": np.arange(len(s["num_reqs"])),
             "y": sum(s[f"{pre}_{m}_{c}"] for c in _STALE),
-            "name": f"{MODE_ERA[m]}: live + freed",
+            "name": f"{names[m]}: live + freed",
             "xaxis": "x",
             "yaxis": "y5",
             "line": {"color": WALK_COLORS[m], "width": 2, "shape": "hv"},
-            "hovertemplate": hover(f"step %{{x}}: {m}, live + freed %{{y:,}}"),
+            "hovertemplate": hover(f"step %{{x}}: {words[m]}, live + freed %{{y:,}}"),
         }
         for m in MODES
     ]
 
 
-def _stale_counts(totals: dict) -> list[dict]:
+def _stale_counts(totals: dict, words: dict) -> list[dict]:
     """Each mode's live and freed counts in words above its stack (a stack of 0 says "none")."""
     return [
         {
-            "x": m,
+            "x": words[m],
             "y": sum(totals[m][c] for c in _STALE),
             "xref": "x3",
             "yref": "y4",

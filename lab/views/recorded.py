@@ -13,6 +13,7 @@ import numpy as np
 
 from lab.history import ERAS
 from lab.trace import era_recordings as eras
+from lab.trace.names import patched_line
 from lab.views.common import (
     STACKED_MIN_FIT,
     axis,
@@ -84,7 +85,8 @@ def recorded_spec(trace, index: int) -> dict:
             + ")",
             # Two lines: the recorded spec on one line of its own is not cut at 1366 px.
             f"{verdict} · line: the release's own max_seq_len · circles: the engine's value in that era<br>"
-            f"recorded scenario (CPU variant): {spec}",
+            f"recorded scenario (CPU variant): {spec}"
+            + patched_line(trace, ": the recordings, the circles are vLLM as shipped").replace("<br>", " · "),
         ),
         # The current step (the recorded run steps as the trace does): ▶ moves it as in every trace-wide view.
         "shapes": [step_marker(index)],
@@ -133,7 +135,8 @@ def _no_recording_figure(trace) -> dict:
         "The eras are recorded from vLLM itself for the presets:<br>"
         + listed
         + "<br>pick one of them (data/eras; make eras records them, docs/eras.md)."
-        + why,
+        + why
+        + patched_line(trace, ": a recording is of vLLM as shipped"),
     )
 
 

@@ -31,6 +31,7 @@ WORDS_CSS = """
 #summary table {font-size: 13px}
 #summary table td, #summary table th {white-space: nowrap; font-variant-numeric: tabular-nums; padding: 2px 10px}
 #summary table td:not(:first-child) {text-align: right}
+#summary table th {white-space: normal}  /* a patched trace's column is named by its patch: wraps */
 """ + era_css()
 
 

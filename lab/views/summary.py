@@ -6,14 +6,16 @@ from __future__ import annotations
 import numpy as np
 
 from lab.caveats import R9_R10_CAVEAT
+from lab.trace.names import mode_names, mode_words
 from lab.views.common import MODES, OOR_CLASSES, check_step, passes_walked
 from lab.views.kernels import SPIKE_FACTOR, measured_how, spike_steps
 
 
-def _ratio(b: int, f: int) -> str:
-    """baseline / fixed as a reader says it: 1.3×, 30×, 244,408×; "none after" when fixed is 0."""
+def _ratio(b: int, f: int, fixed: str = "fixed") -> str:
+    """baseline / fixed as a reader says it: 1.3×, 30×, 244,408×; "fixed: none" when fixed is 0 (``fixed``: the
+    mode's word, "patched" for a patched trace)."""
     if not f:
-        return "–" if not b else "fixed: none"
+        return "–" if not b else f"{fixed}: none"
     r = b / f
     return f"{r:,.0f}×" if r >= 10 else f"{r:.1f}×"
 
@@ -91,18 +93,20 @@ def summary_markdown(trace, index: int) -> str:
     s = trace.scenario
     num = summary_numbers(trace, index)
     b, f = num["baseline"], num["fixed"]
+    names, words = mode_names(trace), mode_words(trace)  # a patched trace's fixed mode by its patch
     lines = [
         f"**{s.name or 'custom scenario'}** `{s.to_spec()}` — {len(trace.steps)} steps, "
         f"source: {trace.meta.get('source', '?')}",
         "",
         f"**Step {st.index}** ({st.num_reqs} requests, {st.cudagraph_mode} graph): max_seq_len baseline "
-        f"{st.max_seq_len['baseline']:,} / fixed {st.max_seq_len['fixed']:,}; the kernel sees "
+        f"{st.max_seq_len['baseline']:,} / {words['fixed']} {st.max_seq_len['fixed']:,}; the kernel sees "
         f"{st.kernel_max_seq_len['baseline']:,} / {st.kernel_max_seq_len['fixed']:,}.",
         "",
-        f"| block-table entries ({passes_walked(trace)}) | baseline: before #40654 | fixed: after #43991 | ratio |",
+        f"| block-table entries ({passes_walked(trace)}) | baseline: {names['baseline']} "
+        f"| {words['fixed']}: {names['fixed']} | ratio |",
         "|---|---:|---:|---:|",
         *(
-            f"| {label} | {b[key]:,} | {f[key]:,} | {_ratio(b[key], f[key])} |"
+            f"| {label} | {b[key]:,} | {f[key]:,} | {_ratio(b[key], f[key], words['fixed'])} |"
             for label, key in (
                 ("walked, this step", "step_walked"),
                 ("out of range, this step", "step_oor"),
@@ -116,7 +120,8 @@ def summary_markdown(trace, index: int) -> str:
         lines.append(_time_line(trace.timings or {}, num["time"]))
         if num["step_time"]:
             lines.append(
-                f"This step: baseline {num['step_time']['baseline']:.3f} ms, fixed {num['step_time']['fixed']:.3f} ms."
+                f"This step: baseline {num['step_time']['baseline']:.3f} ms, {words['fixed']} "
+                f"{num['step_time']['fixed']:.3f} ms."
             )
     else:
         lines.append("**Kernel time**: not measured in this trace (no kernel run; see the Kernel timings tab).")

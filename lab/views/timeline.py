@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.history import ERAS
+from lab.trace.names import era_label, mode_names
 from lab.views.common import (
     GRAPH_COLORS,
     MODE_COLORS,
@@ -72,6 +73,7 @@ def timeline_spec(trace, index: int) -> dict:
     index = check_step(trace, index)
     s = series(trace)
     e = era_series(trace)
+    e = {**e, "eras": [era_label(trace, k) for k in e["eras"]]}  # the names drawn: a patched era by its patch
     n = len(s["num_reqs"])
     x = np.arange(n)
     mml = trace.scenario.max_model_len
@@ -79,7 +81,7 @@ def timeline_spec(trace, index: int) -> dict:
     data.append(hline(0, max(n - 1, 1), mml, f"max_model_len = {mml:,}", "#7f7f7f", "longdash", width=1))
     data[-1]["legend"] = "legend"
     data += drafts  # last in the panel: over the target and max_model_len lines they may lie on
-    data += _batch_and_entry_lines(x, s, e["eras"])
+    data += _batch_and_entry_lines(x, s, mode_names(trace))
     runs = graph_runs(s["graph"])
     shapes = _graph_bands(runs)
     for mode in sorted(set(s["graph"].tolist())):
@@ -141,7 +143,7 @@ def _draft_lines(x, e: dict) -> list[dict]:
     return data
 
 
-def _batch_and_entry_lines(x, s: dict, eras: list) -> list[dict]:
+def _batch_and_entry_lines(x, s: dict, names: dict) -> list[dict]:
     """The batch size panel (num_reqs, padded) and the cumulative walked and out-of-range entries panel."""
     data = [
         _line(x, s["num_reqs"], "num_reqs", "#2ca02c", yaxis="y2", legend="legend2"),
@@ -149,7 +151,6 @@ def _batch_and_entry_lines(x, s: dict, eras: list) -> list[dict]:
             x, s["num_reqs_padded"], "num_reqs_padded (graph padding)", "#9467bd", "dash", yaxis="y2", legend="legend2"
         ),
     ]
-    names = {"baseline": eras[0] if eras else "baseline", "fixed": eras[-1] if eras else "fixed"}
     for m in MODES:
         data.append(
             _line(

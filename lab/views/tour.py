@@ -14,6 +14,7 @@ import numpy as np
 from lab.deployment.handed import CAPTURE, handed_for, not_observed_text
 from lab.history import ERAS, MODEL_STATE_FIRST_RELEASE, model_state_in_era
 from lab.speculators import speculator
+from lab.trace.names import era_phrase, patch_label
 from lab.views.common import series
 from lab.views.eras import era_series, target_path
 from lab.views.tour_marks import stop_mark
@@ -71,7 +72,7 @@ def tour(trace) -> list[dict]:
     if k is not None:
         stops.add(k, "lengths", _full_graph_text(trace))
     if not any(t["view"] == "hero" for t in stops):  # the hero's chapter tells the costliest step already
-        _costliest_step_stop(s, stops)
+        _costliest_step_stop(s, stops, era_phrase(trace, ERAS[-1]))
     timed = trace.timed_steps().tolist()
     if timed:
         stops.add(timed[len(timed) // 2], "kernels", f"a timed step ({len(timed)} of {n} steps were timed).")
@@ -109,7 +110,7 @@ def _hero_stop(trace, stops: _Stops) -> None:
             "step": k,
             "view": "hero",
             "text": f"the claim: before #40654 the kernel walks {ratio[k]:,.0f}× the block-table entries it walks "
-            "after #43991 on this step; the red bar is that walk, at true scale.",
+            f"{era_phrase(trace, ERAS[-1])} on this step; the red bar is that walk, at true scale.",
         }
     )
 
@@ -153,10 +154,10 @@ def _draft_stops(trace, e: dict, stops: _Stops) -> None:
         stops.add(
             k,
             "drafts",
-            f"draft decodes get max(upper bound) + K = {ub:,} + {K} = {after:,} after #43991{then}."
+            f"draft decodes get max(upper bound) + K = {ub:,} + {K} = {after:,} {era_phrase(trace, ERAS[-1])}{then}."
             if after < mml
             else f"draft decodes get min(max(upper bound) + K, max_model_len) = min({ub:,} + {K}, {mml:,}) "
-            f"= {after:,} after #43991{then}.",
+            f"= {after:,} {era_phrase(trace, ERAS[-1])}{then}.",
             shared=True,
         )
     # Speculators with their own rule (docs/rules.md, "The speculators"): said at their first draft step.
@@ -164,7 +165,12 @@ def _draft_stops(trace, e: dict, stops: _Stops) -> None:
         st = trace.steps[k]
         ub = max(st.seq_lens_cpu_upper_bound[: st.num_reqs])
         K = trace.scenario.num_speculative_tokens
-        if spec.draft_bound is None:  # the standalone draft model: max_model_len always
+        if spec.draft_bound is None and patch_label(trace):  # a patch changed what they are told
+            text = (
+                f"the draft-model passes are told {int(e['drafts'][k, 2]):,} {era_phrase(trace, ERAS[-1])} "
+                f"(vLLM 0.33.0 as shipped: max_model_len = {mml:,}), while the batch's longest upper bound is {ub:,}."
+            )
+        elif spec.draft_bound is None:  # the standalone draft model: max_model_len always
             text = (
                 f"the draft-model passes are still told max_model_len = {int(e['drafts'][k, 2]):,} after "
                 f"#43991 (StandaloneARSpeculator), while the batch's longest upper bound is {ub:,}."
@@ -215,7 +221,7 @@ def _stale_block_stops(trace, s: dict, stops: _Stops) -> None:
         )
 
 
-def _costliest_step_stop(s: dict, stops: _Stops) -> None:
+def _costliest_step_stop(s: dict, stops: _Stops, after: str) -> None:
     """The costliest step for the old walk: the most entries walked before #40654 per entry after #43991."""
     ratio = s["all_baseline_walked"] / np.maximum(s["all_fixed_walked"], 1)
     order = [int(i) for i in np.argsort(-ratio, kind="stable") if int(i) not in {t["step"] for t in stops}]
@@ -224,7 +230,7 @@ def _costliest_step_stop(s: dict, stops: _Stops) -> None:
         stops.add(
             k,
             "block_table",
-            f"before #40654 the kernel walks {ratio[k]:,.0f}× the block-table entries it walks after #43991."
+            f"before #40654 the kernel walks {ratio[k]:,.0f}× the block-table entries it walks {after}."
             if ratio[k] >= 10
-            else f"before #40654 the kernel walks {ratio[k]:.1f}× the block-table entries it walks after #43991.",
+            else f"before #40654 the kernel walks {ratio[k]:.1f}× the block-table entries it walks {after}.",
         )

@@ -124,11 +124,12 @@ def test_hostile_room_bench_refuses_every_attack_and_the_room_carries_on(app_url
                             pid=os.getpid())  # fmt: skip
     assert result["errors"] == [], result["errors"]
     attacks = result["attacks"]
-    assert len(attacks) == 8 and all(len(v) == 3 for v in attacks.values()), attacks.keys()
+    # probe 4's 8 attacks (room_hostile) and probe 5's 12 on what the work costs (room_hostile_cost, issue 50)
+    assert len(attacks) == 8 + 12 and all(len(v) == 3 for v in attacks.values()), attacks.keys()
     for name, got in attacks.items():
         for ms, said in got:
             assert ms < 30_000, (name, ms)
-            if name.startswith("M1"):
+            if name == "M1 markup in a trace's name (/upload_trace)":
                 assert said == "escaped", said
             else:  # refused by the lab itself (not by Gradio's input checks, which would mean no attack ran)
                 assert not said.startswith(("answered", "AppError: Value")), (name, said)

@@ -82,6 +82,7 @@ body.narrow #topbar button {min-height: 34px !important; margin-bottom: 2px !imp
 body.narrow #headline .hl-line {white-space: nowrap; overflow: hidden; text-overflow: ellipsis; cursor: pointer}
 body.narrow #headline .hl-line::before {content: "▸ "; color: #1f77b4}
 body.narrow.hl-open #headline .hl-line {white-space: normal}
+body.narrow:not(.hl-open) #headline .hl-handed {display: none}
 body.narrow.hl-open #headline .hl-line::before {content: "▾ "}
 body.narrow:not(.hl-open) #headline .eras {display: none !important}
 body.narrow #view .wrap {flex-wrap: nowrap !important; overflow-x: auto !important}

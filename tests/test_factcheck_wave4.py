@@ -1,4 +1,5 @@
-"""Regression tests for the wave-4 fact-check (../shared/reviews/factcheck_wave4.md): W1, W3, W4, W5, I1-I5, I15.
+"""Regression tests for the wave-4 fact-check of issue 46: W1, W3, W4, W5, I1-I5, I15 (what each claim now says:
+docs/rules.md and docs/kernels.md).
 W2 (FA3's split count) is tests/test_fa3_splits.py. Each test failed on the code the review read."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The hostile corpus of issue 36 (/work/shared/reviews/hostile_probe_2026-12-02.md): inputs one attendee of a
+"""The hostile corpus of issue 36 (docs/app.md, the room's limits): inputs one attendee of a
 room could send, each refused with a clear message under a memory or time bound that the old code broke."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The hostile probe of 2026-12-07 (/work/shared/reviews/hostile_probe_2026-12-07.md), the defects that one short
+"""The hostile probe of 2026-12-07 (issue 50; the room's limits are in docs/app.md), the defects that one short
 input caused: each refused on its declared sizes (lab/cost.py) before anything is built, under a memory and time
 bound that the old code broke; files never written through a symlink; trace text escaped in the exported page;
 no path read from a pasted line in the app; every deployment input answered under its box."""

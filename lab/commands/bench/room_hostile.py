@@ -1,5 +1,5 @@
 """``python -m lab bench room --hostile``: the room bench (lab/commands/bench/room.py) with attackers in the room
-(issue 36, /work/shared/reviews' hostile probe): while the attendees open presets, fetch step data and ask the
+(issue 36's hostile probe; docs/app.md): while the attendees open presets, fetch step data and ask the
 deployment question, other clients send what one attendee could send through the app's own API. Each attack
 is sent ``rounds`` times; the bench prints what the server answered and how long it took, the server's peak
 RSS during the attack, its RSS before the room and ``after_s`` seconds after everyone left, and the attendees'

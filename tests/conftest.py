@@ -102,3 +102,15 @@ def browser():
         b = launch(p)
         yield b
         b.close()
+
+
+@pytest.fixture
+def context(browser):
+    """A browser context of its own for a test that sizes each page it opens (tests/test_app_browser.py
+    ``sized_page``); the screenshots go to artifacts/."""
+    from pathlib import Path
+
+    (Path(__file__).parent.parent / "artifacts").mkdir(exist_ok=True)
+    ctx = browser.new_context(viewport={"width": 1366, "height": 768})
+    yield ctx
+    ctx.close()

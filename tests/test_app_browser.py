@@ -37,6 +37,14 @@ pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM
 
 
 @pytest.fixture
+def sized_page(context, width: int, height: int):
+    """A page of ``context`` (the conftest fixture) at ``width`` x ``height``."""
+    pg = context.new_page()
+    pg.set_viewport_size({"width": width, "height": height})
+    pg.set_default_timeout(60_000)
+    return pg
+
+
 def page(browser):
     ARTIFACTS.mkdir(exist_ok=True)
     ctx = browser.new_context(viewport={"width": 1366, "height": 768})

@@ -8,25 +8,11 @@ import os
 
 import pytest
 from test_app_browser import ARTIFACTS, open_app, wait_step
+from test_app_browser import sized_page as _page
 
 from lab.commands.bench.browser import CHROMIUM
 
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} missing (make test installs it)")
-
-
-@pytest.fixture
-def context(browser):
-    ARTIFACTS.mkdir(exist_ok=True)
-    ctx = browser.new_context(viewport={"width": 683, "height": 768})
-    yield ctx
-    ctx.close()
-
-
-def _page(context, width: int, height: int):
-    pg = context.new_page()
-    pg.set_viewport_size({"width": width, "height": height})
-    pg.set_default_timeout(60_000)
-    return pg
 
 
 def _top(page, sel: str) -> float:

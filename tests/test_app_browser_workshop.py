@@ -10,6 +10,7 @@ import re
 
 import pytest
 from test_app_browser import ARTIFACTS, fill_control, open_app, wait_step
+from test_app_browser import sized_page as _page
 from test_app_browser_page import figure_step
 
 from lab.commands.bench.browser import CHROMIUM
@@ -28,21 +29,6 @@ SLOW_STEP_DATA = """
     : fetch0(url, opts);
 })();
 """
-
-
-@pytest.fixture
-def context(browser):
-    ARTIFACTS.mkdir(exist_ok=True)
-    ctx = browser.new_context(viewport={"width": 1366, "height": 768})
-    yield ctx
-    ctx.close()
-
-
-def _page(context, width: int, height: int):
-    pg = context.new_page()
-    pg.set_viewport_size({"width": width, "height": height})
-    pg.set_default_timeout(60_000)
-    return pg
 
 
 def _pick_preset(page, name: str) -> None:

@@ -36,7 +36,6 @@ SIZES = {"small": (1366, 768), "large": (1600, 1000)}
 pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"{CHROMIUM} missing (make test installs it)")
 
 
-@pytest.fixture
 def sized_page(context, width: int, height: int):
     """A page of ``context`` (the conftest fixture) at ``width`` x ``height``."""
     pg = context.new_page()
@@ -45,6 +44,7 @@ def sized_page(context, width: int, height: int):
     return pg
 
 
+@pytest.fixture
 def page(browser):
     ARTIFACTS.mkdir(exist_ok=True)
     ctx = browser.new_context(viewport={"width": 1366, "height": 768})

@@ -295,4 +295,4 @@ def test_idle_attendee_traces_are_let_go_and_presets_stay():
     cache._used["recent"] = later - 10
     assert cache.release_idle(120, now=later) == 1
     assert cache.get("mine") is None and cache.get("preset") is trace and cache.get("recent") is trace
-    assert set(janitor.sweep(idle_s=3600)) == {"traces", "step_data"}  # one pass over the app's own caches
+    assert set(janitor.sweep(idle_s=3600)) == {"traces", "step_data", "downloads"}  # one pass over the app's own caches

@@ -30,6 +30,11 @@ os.environ.setdefault("GRADIO_ANALYTICS_MAX_EVENTS", "2000")
 # Events waiting in Gradio's queue (a preset picked, an upload, a comparison, …), past which Gradio answers "queue
 # is full" (docs/app.md). Run and Run sweep are not held there: the lines of lab.app.room.line are their only queue.
 QUEUE_MAX_SIZE = 256
+# Gradio's login form (OAuth2PasswordRequestForm) refuses an empty user name with 422: the lab takes any other
+# (an attendee is their login, lab.app.room.attendee, not their name; hostile probe 2026-12-07, m8).
+AUTH_MESSAGE = (
+    "The max_seq_len lab: ask the instructor for the password, and type any name (not empty) as the user name."
+)
 
 # lab.app.ui and lab.app.loading are imported in the functions below, not here: any import of a
 # lab.app module runs this file first, which then stays light (no gradio, no layout), and the
@@ -82,7 +87,7 @@ def launch(
     janitor.start()  # the attendees' idle traces let go: memory comes back after a room leaves
     out = demo.launch(
         auth=password_check(password) if password else None,
-        auth_message="The max_seq_len lab: ask the instructor for the password (any user name)." if password else None,
+        auth_message=AUTH_MESSAGE if password else None,
         server_name=host,
         server_port=port,
         max_file_size=MAX_UPLOAD_BYTES,

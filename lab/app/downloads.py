@@ -1,7 +1,9 @@
 """The session's downloads: its trace as JSON, every view of its current step as one self-contained
 HTML page, and the whole trace as one HTML file that steps by itself (lab/export). Files are written
 once per trace key into a temporary directory that lives as long as the server, named after the
-scenario (and the step)."""
+scenario (and the step). The room's janitor (lab.app.room.janitor) removes them after ``KEEP_S``: Gradio has
+copied each into its own cache by then (``delete_cache`` in lab.app.ui cleans that one), and a session's figures,
+written again at each click, came to 1.4 MiB a call, kept for the server's life (hostile probe 2026-12-07, m6)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import html
 import os
 import re
 import tempfile
+import time
 
 import plotly.io as pio
 
@@ -18,6 +21,29 @@ from lab.views import ALL_VIEWS, all_specs, as_figure, headline_html
 from lab.views.render import MARKDOWN, summary_html
 
 _DOWNLOADS = tempfile.TemporaryDirectory(prefix="maxseqlen-lab-")
+KEEP_S = 600.0  # Gradio copies a handler's file into its cache as it answers: minutes are ample
+
+
+def release_old(keep_s: float = KEEP_S, now: float | None = None) -> int:
+    """Remove the download files written more than ``keep_s`` seconds ago, and the folders left empty; how many
+    files went. A file asked for again is written again (every download is built from the cached trace)."""
+    now = time.time() if now is None else now
+    gone = 0
+    for folder, _dirs, files in os.walk(_DOWNLOADS.name, topdown=False):
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                if now - os.lstat(path).st_mtime > keep_s:
+                    os.unlink(path)
+                    gone += 1
+            except FileNotFoundError:  # removed meanwhile
+                pass
+        if folder != _DOWNLOADS.name:
+            try:
+                os.rmdir(folder)  # only an empty one
+            except OSError:
+                pass
+    return gone
 
 
 def _slug(trace: Trace) -> str:
@@ -31,6 +57,7 @@ def download_trace(key) -> str:
     if not os.path.exists(path):
         os.makedirs(os.path.dirname(path), exist_ok=True)
         trace.save(path)
+    os.utime(path)  # asked for now: the janitor keeps it another KEEP_S
     return path
 
 
@@ -70,4 +97,5 @@ def download_page(key) -> str:
     if not os.path.exists(path):
         os.makedirs(os.path.dirname(path), exist_ok=True)
         export_html(trace, path)
+    os.utime(path)  # asked for now: the janitor keeps it another KEEP_S
     return path

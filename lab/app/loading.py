@@ -230,7 +230,8 @@ def _simulate(scenario: Scenario, runner: str, progress, custom: bool = True, ow
     key = scenario_key(scenario, runner)
     trace = TRACES.get(key) or BACKGROUND.timed(key)  # the second: timed in the background, since evicted
     if trace is not None:
-        return key, TRACES.add(key, trace), f"shown again (this server ran this scenario on {runner} before)"
+        # shown to ``owner`` too: their page may fetch its step data (TraceCache.may_read)
+        return key, TRACES.add(key, trace, owner), f"shown again (this server ran this scenario on {runner} before)"
     progress((0, None), desc="running the step engine", unit="steps")
 
     def tick(n: int) -> None:

@@ -201,6 +201,7 @@ def _build_seconds(key: str) -> float:
     return 0.0 if trace is None else _cost(trace).step_data_seconds
 
 
+NO_SUCH_TRACE = "no such trace in the server's cache"
 BUILDS = BuildProcess()
 STEP_DATA = StepDataCache()
 
@@ -227,10 +228,13 @@ def steps_routes() -> list[APIRoute]:
         if (no := refused(request)) is not None:
             return no
         # Asked before the data is read: a run that ends meanwhile only costs the page one more fetch.
+        who = attendee(request.cookies)
+        if not TRACES.may_read(key, who):  # another attendee's run: the same answer as no run at all
+            return Response(status_code=404, content=NO_SUCH_TRACE, media_type="text/plain")
         background = BACKGROUND.state(key)
         measuring = background == "running"
         try:
-            item = STEP_DATA.poll(key, attendee(request.cookies))
+            item = STEP_DATA.poll(key, who)
         except StepDataPending as e:  # answered at once; the page asks again after Retry-After (lab/app/page.js)
             return Response(status_code=202, content=str(e), media_type="text/plain", headers={"Retry-After": "2"})
         except StepDataFailed as e:  # the page says the data did not come (lab/app/page.js)
@@ -238,7 +242,7 @@ def steps_routes() -> list[APIRoute]:
         except StepDataBusy as e:
             return Response(status_code=503, content=str(e), media_type="text/plain", headers={"Retry-After": "3"})
         if item is None:
-            return Response(status_code=404, content="no such trace in the server's cache", media_type="text/plain")
+            return Response(status_code=404, content=NO_SUCH_TRACE, media_type="text/plain")
         body, etag = item
         # The data of a key can change (kernel timings measured in the background): the browser asks
         # again each time (a 304 while it has not), and keeps nothing while they are being measured.
@@ -255,6 +259,8 @@ def steps_routes() -> list[APIRoute]:
         """The background kernel run of ``key`` (lab.app.background): running, done, failed or none."""
         if (no := refused(request)) is not None:
             return no
+        # No owner check: only the opening preset is timed in the background, and its trace is in no cache yet
+        # while it runs.
         return JSONResponse({"kernels": BACKGROUND.state(key)}, headers={"Cache-Control": "no-store"})
 
     return [APIRoute(ROUTE, steps, methods=["GET"]), APIRoute(KERNELS_ROUTE, kernels, methods=["GET"])]

@@ -34,8 +34,10 @@ from lab.trace.schema import (
     DRAFT_SEQ_LENS_SCHEMA,
     FORMAT,
     MAX_ARRAY_BYTES,
+    MAX_DESCRIPTION_CHARS,
     MAX_FILE_BYTES,
     MAX_INFLATION,
+    MAX_NAME_CHARS,
     MAX_TOTAL_ARRAY_BYTES,
     MIN_INFLATION_CAP_BYTES,
     SCHEMA,
@@ -443,7 +445,9 @@ def scenario_from_dict(d: dict) -> Scenario:
         if not isinstance(fields["cudagraph_capture_sizes"], list):
             raise ValueError("cudagraph_capture_sizes must be a list")
         fields["cudagraph_capture_sizes"] = tuple(fields["cudagraph_capture_sizes"])
-    for key in ("name", "description"):
+    for key, limit in (("name", MAX_NAME_CHARS), ("description", MAX_DESCRIPTION_CHARS)):
         if key in fields and not isinstance(fields[key], str):
             raise ValueError(f"{key} must be a string")
+        if len(fields.get(key, "")) > limit:
+            raise ValueError(f"{key} has {len(fields[key]):,} characters; at most {limit:,}")
     return Scenario(**fields)

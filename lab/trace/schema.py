@@ -35,6 +35,10 @@ MIN_INFLATION_CAP_BYTES = 64 * 1024 * 1024
 # so that a file cannot carry hundreds of MB of junk there (an upload kept in the app's trace cache).
 MAX_META_BYTES = 1024 * 1024
 MAX_REQ_ID_CHARS = 256
+# A scenario's name and description (the presets': at most 25 and 341 characters). The name is repeated in every
+# step's headline of the step data: a 10M-character name cost 21 s and 230 MiB (hostile probe 2026-12-07, m9).
+MAX_NAME_CHARS = 200
+MAX_DESCRIPTION_CHARS = 4000
 
 # name -> (dtype, shape). The shape letters are the module docstring's.
 SCHEMA = {
@@ -141,6 +145,8 @@ __all__ = [
     "MIN_INFLATION_CAP_BYTES",
     "MAX_META_BYTES",
     "MAX_REQ_ID_CHARS",
+    "MAX_NAME_CHARS",
+    "MAX_DESCRIPTION_CHARS",
     "text_bytes",
     "check_text",
     "SCHEMA",

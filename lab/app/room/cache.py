@@ -45,6 +45,7 @@ class TraceCache:
         self._items: OrderedDict[str, Trace] = OrderedDict()
         self._meta: dict[str, tuple[str | None, int]] = {}  # key -> (owner, bytes)
         self._used: dict[str, float] = {}  # key -> time.monotonic() of its last put or get
+        self._readers: dict[str, set] = {}  # key -> the other attendees shown it (the same run asked for again)
         self._lock = threading.RLock()  # add() puts under the lock
 
     def _held(self) -> dict[str | None, list[int]]:
@@ -62,6 +63,7 @@ class TraceCache:
             return False
         del self._items[victim], self._meta[victim]
         self._used.pop(victim, None)
+        self._readers.pop(victim, None)
         return True
 
     def _evict_order(self, held: dict, over_bytes: bool) -> list:
@@ -106,6 +108,8 @@ class TraceCache:
             kept = self._items.get(key)
             if kept is not None:
                 self._items.move_to_end(key)
+                if owner is not None and owner != self._meta[key][0]:
+                    self._readers.setdefault(key, set()).add(owner)
                 return kept
             self.put(key, trace, owner)
             return trace
@@ -126,7 +130,19 @@ class TraceCache:
             idle = [k for k in self._items if self._meta[k][0] is not None and now - self._used[k] > idle_s]
             for k in idle:
                 del self._items[k], self._meta[k], self._used[k]
+                self._readers.pop(k, None)
             return len(idle)
+
+    def may_read(self, key: str, who: str | None) -> bool:
+        """Whether ``who`` may fetch ``key``'s step data: a preset (no owner), its owner, an attendee who was
+        shown it, or anyone where there is no login (``who`` None). A run's key can be derived offline from its
+        scenario (lab.app.room.cache.scenario_key), so the route checks who asks (hostile probe 2026-12-07, m7).
+        An absent key is not readable: the caller answers the same 404 either way."""
+        with self._lock:
+            if key not in self._items:
+                return False
+            owner = self._meta[key][0]
+            return who is None or owner is None or owner == who or who in self._readers.get(key, ())
 
     def held_by(self, owner: str | None) -> tuple[int, int]:
         """(traces, bytes) that ``owner`` holds."""

@@ -6,10 +6,13 @@ Gradio (6.x) checks its login on its data routes (``Depends(login_check)``) but 
 ``/gradio_api/heartbeat/<session>`` (a stream that stays open: 1,100 of them stopped a server under a
 1,024 open-file limit), ``/gradio_api/reset`` and ``/gradio_api/cancel``; and its ``/login`` has no rate
 limit (355 guesses a second were measured). ``DoorMiddleware`` is a plain ASGI middleware handed to the
-server's FastAPI app when it is made (``app_kwargs={"middleware": ...}``, lab.app.launch)."""
+server's FastAPI app when it is made (``app_kwargs={"middleware": ...}``, lab.app.launch). It also bounds every
+request's body, with or without a password: a 100 MB pasted log cost 335 MiB before the app's own 8 MiB check
+(hostile probe 2026-12-07, m5)."""
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import resource
 import secrets
@@ -23,6 +26,26 @@ LOGIN_PATHS = ("/login", "/login/")
 FIRST_WAIT_S = 0.5  # after the first failed login; doubles with each further failure
 MAX_WAIT_S = 60.0
 MAX_CLIENTS_TRACKED = 10_000
+# Logins of one client answered at once; more wait their turn. A room behind one address (the docs' reverse proxy,
+# a NAT) logs in together: 30 correct logins at once lost 13 to 429 when each counted as failed before its answer
+# (hostile probe 2026-12-07, m4). Parallel wrong guesses: at most this many before the first failures' wait.
+LOGIN_IN_FLIGHT = 8
+UPLOAD_PATH = "/gradio_api/upload"
+BODY_SLACK_BYTES = 2**20  # multipart boundaries and headers, JSON around a pasted text
+
+
+def max_body_bytes(path: str) -> int:
+    """The largest request body the server reads on ``path``: an upload (lab.app.upload.MAX_UPLOAD_BYTES), else
+    twice the largest text the app takes (a start-up log, lab.deployment.startup_log.MAX_LOG_BYTES, JSON-quoted)."""
+    from lab.app.upload import MAX_UPLOAD_BYTES
+    from lab.deployment.startup_log import MAX_LOG_BYTES
+
+    largest = MAX_UPLOAD_BYTES if path.startswith(UPLOAD_PATH) else 2 * MAX_LOG_BYTES
+    return largest + BODY_SLACK_BYTES
+
+
+class BodyTooLarge(Exception):
+    """A body past ``max_body_bytes`` while it streams in (no Content-Length)."""
 
 
 def password_check(password: str):
@@ -60,10 +83,26 @@ class DoorMiddleware:
     def __init__(self, app):
         self.app = app
         self.failures: OrderedDict[str, tuple[int, float]] = OrderedDict()  # client -> (failures, next allowed)
+        self.logging_in: dict[str, list] = {}  # client -> [its logins answered at once, its logins here]
 
     async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        path = scope.get("path", "")
+        limit = max_body_bytes(path)
+        if _declared_length(scope) > limit:
+            return await _answer(send, 413, f"request body over {limit // 2**20} MiB")
+        started = {}
+        try:
+            return await self._guarded(scope, _bounded(receive, limit), _watched(send, started))
+        except BodyTooLarge:
+            if started:  # the app answered before it read all of the body: nothing more to say
+                return None
+            return await _answer(send, 413, f"request body over {limit // 2**20} MiB")
+
+    async def _guarded(self, scope, receive, send):
         server = scope.get("app")
-        if scope["type"] != "http" or getattr(server, "auth", None) is None:
+        if getattr(server, "auth", None) is None:
             return await self.app(scope, receive, send)
         path = scope.get("path", "")
         if path.startswith(UNGUARDED_PREFIXES) and not _logged_in(scope, server):
@@ -71,29 +110,78 @@ class DoorMiddleware:
         if path not in LOGIN_PATHS or scope.get("method") != "POST":
             return await self.app(scope, receive, send)
         client = (scope.get("client") or ("?",))[0]
+        turn = self.logging_in.setdefault(client, [asyncio.Semaphore(LOGIN_IN_FLIGHT), 0])
+        turn[1] += 1
+        try:
+            async with turn[0]:  # parallel guesses wait here, and find the first failures' wait when it is theirs
+                return await self._login(client, scope, receive, send)
+        finally:
+            turn[1] -= 1
+            if turn[1] == 0:  # no login of this client in flight or waiting
+                self.logging_in.pop(client, None)
+
+    async def _login(self, client: str, scope, receive, send):
+        """One login: refused while the client must wait; a failure (not 200) counted when it is answered."""
         failures, allowed_at = self.failures.get(client, (0, 0.0))
         now = time.monotonic()
         if now < allowed_at:
             wait = allowed_at - now
-            return await _answer(send, 429, f"too many failed logins: wait {wait:.0f} s", {"retry-after": wait})
-        # Counted before the answer: parallel guesses from one client wait as if they had failed.
-        self._note(client, failures + 1, now)
+            return await _answer(send, 429, f"too many failed logins: wait {_seconds(wait)}", {"retry-after": wait})
         status = {}
-
-        async def watch(message):
-            if message["type"] == "http.response.start":
-                status["code"] = message["status"]
-            await send(message)
-
-        await self.app(scope, receive, watch)
+        await self.app(scope, receive, _watched(send, status))
         if status.get("code") == 200:
             self.failures.pop(client, None)
+        else:
+            failures, _ = self.failures.get(client, (0, 0.0))
+            self._note(client, failures + 1, time.monotonic())
 
     def _note(self, client: str, failures: int, now: float) -> None:
         self.failures[client] = (failures, now + wait_after(failures))
         self.failures.move_to_end(client)
         while len(self.failures) > MAX_CLIENTS_TRACKED:
             self.failures.popitem(last=False)
+
+
+def _seconds(wait: float) -> str:
+    """A wait as a person reads it: "0.4 s" under a second (not "0 s", probe m2), else whole seconds."""
+    return f"{wait:.1f} s" if wait < 1 else f"{wait:.0f} s"
+
+
+def _declared_length(scope) -> int:
+    """The request's Content-Length (0 without one; an unreadable one counts as too large)."""
+    for name, value in scope.get("headers", []):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return 2**62
+    return 0
+
+
+def _bounded(receive, limit: int):
+    """``receive`` that raises ``BodyTooLarge`` once more than ``limit`` bytes of body came."""
+    seen = [0]
+
+    async def bounded():
+        message = await receive()
+        if message.get("type") == "http.request":
+            seen[0] += len(message.get("body", b""))
+            if seen[0] > limit:
+                raise BodyTooLarge
+        return message
+
+    return bounded
+
+
+def _watched(send, status: dict):
+    """``send`` that notes the answer's status code in ``status["code"]``."""
+
+    async def watched(message):
+        if message["type"] == "http.response.start":
+            status["code"] = message["status"]
+        await send(message)
+
+    return watched
 
 
 def _logged_in(scope, server) -> bool:

@@ -1,7 +1,8 @@
 """The room's janitor: memory given back after attendees leave (issue 36). Every ``PERIOD_S`` seconds it lets go
 of the attendees' traces nobody asked for in ``ATTENDEE_IDLE_S`` (lab.app.room.cache TraceCache.release_idle; the
 presets stay), of the step data built from them (lab.app.steps_data), collects, and asks glibc to hand the
-freed heap back to the system (``malloc_trim``; a no-op elsewhere). An attendee who comes back after that
+freed heap back to the system (``malloc_trim``; a no-op elsewhere), and removes old download files
+(lab.app.downloads.release_old). An attendee who comes back after that
 waits for one run again (about a second for a preset-sized scenario)."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import ctypes
 import gc
 import threading
 
+from lab.app.downloads import release_old
 from lab.app.room.cache import TRACES
 from lab.app.steps_data import STEP_DATA
 
@@ -29,10 +31,11 @@ def sweep(idle_s: float = ATTENDEE_IDLE_S) -> dict:
     """One pass: what was let go."""
     traces = TRACES.release_idle(idle_s)
     payloads = STEP_DATA.release_stale()
+    downloads = release_old()
     if traces or payloads:
         gc.collect()
         _malloc_trim()
-    return {"traces": traces, "step_data": payloads}
+    return {"traces": traces, "step_data": payloads, "downloads": downloads}
 
 
 def start(period_s: float = PERIOD_S, idle_s: float = ATTENDEE_IDLE_S) -> threading.Thread:

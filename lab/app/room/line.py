@@ -136,7 +136,7 @@ def room_banner(host: str, port: int, password: bool) -> str | None:
         names = []
     where = ", ".join(f"http://{n}:{port}/" for n in names if not n.startswith("127.")) or f"port {port}"
     guard = (
-        "A password is asked for (any user name)."
+        "A password is asked for (any user name that is not empty)."
         if password
         else "No password: anyone who can reach this machine can use it (--password, or LAB_PASSWORD, asks for one)."
     )

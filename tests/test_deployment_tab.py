@@ -134,6 +134,12 @@ def test_a_bad_log_or_config_is_said_and_the_answer_stays(client):
     line, _ = EXAMPLES["DeepSeek MTP, MLA on H200"]
     msg, *_ = client.predict(line, "H200", "0.33.0", 2, 256, 8, "", "{not json", api_name="/deployment")
     assert "invalid JSON" in msg
+    # probe 2026-12-07 m2: a 5,000-digit number gave Python's "Exceeds the limit (4300 digits) … use
+    # sys.set_int_max_str_digits()", and the message named the server's temporary file
+    huge = '{"hidden_size": ' + "9" * 5000 + "}"
+    msg, *_ = client.predict(line, "H200", "0.33.0", 2, 256, 8, "", huge, api_name="/deployment")
+    assert "the pasted config.json: a number of thousands of digits" in msg
+    assert "set_int_max_str_digits" not in msg and "/tmp" not in msg and "lab-config-" not in msg
 
 
 @pytest.mark.parametrize("name", [n for n in EXAMPLES if not n.endswith(("H100", "H200", "B200"))])

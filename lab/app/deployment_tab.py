@@ -146,7 +146,12 @@ def _pasted_config(text: str | None):
         path = os.path.join(folder, "config.json")
         with open(path, "w", encoding="utf-8") as f:
             f.write(text)
-        yield path
+        try:
+            yield path
+        except ValueError as e:  # said of what was pasted, never with the server's temporary path
+            if path not in str(e):
+                raise
+            raise ValueError(str(e).replace(path, "the pasted config.json")) from None
 
 
 def _unreadable(e: BaseException) -> str:

@@ -355,6 +355,8 @@ def _read_json(path: Path) -> Any:
         raise ValueError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     except RecursionError:  # as lab/trace/io.py: a nesting too deep for the parser, said plainly
         raise ValueError(f"{path}: JSON nested too deeply to be a model config") from None
+    except ValueError:  # Python's 4,300-digit limit on int(): said as what it is, not as sys.set_int_max_str_digits
+        raise ValueError(f"{path}: a number of thousands of digits, not a model config's") from None
 
 
 # fmt: off

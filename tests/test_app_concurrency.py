@@ -136,3 +136,27 @@ def test_hostile_room_bench_refuses_every_attack_and_the_room_carries_on(app_url
     rss = result["rss"]
     assert rss["peak"] - rss["before"] < 1500, rss
     assert "server RSS:" in out.getvalue() and "attack C2" in out.getvalue()
+
+
+@pytest.mark.slow  # about a minute on 2 cores
+def test_a_room_with_custom_runs_loses_nothing_while_greedy_attendees_loop(app_url, monkeypatch):
+    """Issue 50's "done when" as a bench (python -m lab bench room --custom --greedy): each attendee also runs a
+    scenario of their own and fetches its step data, and finds it still on the server at the end of its round;
+    the greedy attendees loop until the honest ones are done. Here they loop the deployment question (the bench's
+    own three, a 1,910-step run, kernel timing again and a 1.3 MB log, take minutes: their numbers are in the
+    closing note of issue 50, not in make test)."""
+    import io
+
+    from lab.commands.bench import room_custom
+    from lab.commands.bench.room import run_bench_room
+
+    assert len({room_custom.custom_spec(j, 0) for j in range(30)}) == 30  # never another attendee's cached run
+    assert 1.2e6 < len(room_custom.LONG_LOG.encode()) < 1.4e6  # the probe's 1.3 MB log
+    ask = lambda c, i: c.predict("vllm serve Qwen/Qwen3-8B", "H100", "0.33.0", 2, 256, 8, api_name="/deployment")  # noqa: E731
+    monkeypatch.setattr(room_custom, "GREEDY", {"a deployment question in a loop": ask})
+    out = io.StringIO()
+    result = run_bench_room(app_url, sessions=3, steps=2, interval=0.1, out=out, custom=True, greedy=True)
+    assert result["errors"] == [] and result["lost"] == [], (result["errors"], result["lost"])
+    assert result["stats"]["custom run's step data (server)"]["n"] == 3
+    assert result["greedy"]["a deployment question in a loop"][0] >= 1
+    assert "custom runs lost from the server's cache by the end of their round: 0" in out.getvalue()

@@ -40,6 +40,16 @@ def register(sub) -> None:
         help="bench room: each attack of the 2026-12-07 probe once on a fresh server, its refusal time and the RSS",
     )
     sp.add_argument(
+        "--custom",
+        action="store_true",
+        help="bench room: each attendee also runs a scenario of its own and checks the server kept it",
+    )
+    sp.add_argument(
+        "--greedy",
+        action="store_true",
+        help="bench room: three attendees load the server on purpose meanwhile (lab/commands/bench/room_custom.py)",
+    )
+    sp.add_argument(
         "--after-s",
         type=float,
         default=300.0,
@@ -67,7 +77,9 @@ def cmd_bench(args) -> int:
     if args.what == "room":
         from lab.commands.bench.room import run_bench_room  # deferred: gradio_client
 
-        run_bench_room(sessions=args.sessions, hostile=args.hostile, after_s=args.after_s)
+        run_bench_room(
+            sessions=args.sessions, hostile=args.hostile, after_s=args.after_s, custom=args.custom, greedy=args.greedy
+        )
         return 0
     if args.what == "deployment":
         from lab.commands.bench.deployment import run_bench_deployment  # deferred: playwright, the app

@@ -6,7 +6,9 @@ itself (inflate the view's stream once, parse the step's line: timed here in Pyt
 pick another view every fifth step (in the page too). p50/p95/max per action, and every session checks
 that it only ever sees its own preset (no state leaks between sessions).
 
-Target (issue 26): thirty sessions stepping once a second, p95 <= 250 ms per step.
+Target (issue 26): thirty sessions stepping once a second, p95 <= 250 ms per step. ``--custom``: each attendee also
+runs a scenario of their own and checks at the end that the server kept it; ``--greedy``: three attendees load the
+server on purpose meanwhile (lab/commands/bench/room_custom.py).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import numpy as np
 
 from lab import machine
 from lab.app.deployment_tab import EXAMPLES
-from lab.commands.bench import room_hostile, room_hostile_cost
+from lab.commands.bench import room_custom, room_hostile, room_hostile_cost
 from lab.history import REFERENCE_RELEASE
 from lab.presets import PRESETS
 from lab.views import ALL_VIEWS
@@ -44,27 +46,27 @@ def fetch_steps(httpx, url: str, tries: int = 90, **kwargs):
     return r
 
 
-def _session(url: str, j: int, steps: int, interval: float, start, times: dict, errors: list, stop=None) -> None:
+def _session(url: str, j: int, steps: int, interval: float, start, times: dict, errors: list, stop=None, lost=None):
     """One attendee. ``stop`` (a threading.Event, for ``bench app --room``): open the next preset after the
-    steps, round after round, until it is set; without it one round."""
+    steps, round after round, until it is set; without it one round. ``lost`` (a list): run a scenario of one's own
+    too, and note there the runs the server no longer has at the end of the round."""
     from gradio_client import Client
 
     try:
         c = Client(url, verbose=False, ssl_verify=False, analytics_enabled=False)
         start.wait(timeout=300)
         for r in itertools.count():
-            _round(c, url, j, r, steps, interval, times, stop)
+            _round(c, url, j, r, steps, interval, times, stop, lost)
             if stop is None or stop.is_set():
                 return
     except Exception as e:  # noqa: BLE001 (every failure is counted and printed)
         errors.append(f"session {j}: {type(e).__name__}: {e}")
 
 
-def _round(c, url: str, j: int, r: int, steps: int, interval: float, times: dict, stop) -> None:
+def _round(c, url: str, j: int, r: int, steps: int, interval: float, times: dict, stop, lost=None) -> None:
     import httpx
 
     preset = list(PRESETS)[(j + r) % len(PRESETS)]
-    views = list(ALL_VIEWS)
 
     def timed(action: str, fn):
         t0 = time.perf_counter()
@@ -76,9 +78,9 @@ def _round(c, url: str, j: int, r: int, steps: int, interval: float, times: dict
     # data_key (lab.app.loading.LOADED): the page fetches the step data with it. The client leaves gr.State
     # outputs out, so its place is not LOADED's; it is the one "run-" key (lab.app.room.cache.scenario_key).
     key = next(x for x in loaded if isinstance(x, str) and x.startswith("run-"))
-    r = timed("fetch the step data (server, once)", lambda: fetch_steps(httpx, f"{url}lab/steps/{key}"))
-    r.raise_for_status()
-    data = r.json()
+    resp = timed("fetch the step data (server, once)", lambda: fetch_steps(httpx, f"{url}lab/steps/{key}"))
+    resp.raise_for_status()
+    data = resp.json()
     if data["title"] != preset:
         raise AssertionError(f"session {j} asked for {preset} and got {data['title']}")
     streams: dict[str, list[str]] = {}
@@ -100,6 +102,17 @@ def _round(c, url: str, j: int, r: int, steps: int, interval: float, times: dict
     )
     if msg or not md.startswith("### "):
         raise AssertionError(f"session {j}: no deployment answer for {line[:60]}: {msg[:120]}")
+    own = None if lost is None else room_custom.custom_run(c, url, j, r, timed, fetch_steps)
+    try:
+        _steps(data, page_step, timed, preset, j, steps, interval, stop)
+    finally:
+        if own is not None and not room_custom.still_there(url, own):
+            lost.append(f"session {j}: its run {room_custom.custom_spec(j, r)} ({own})")
+
+
+def _steps(data: dict, page_step, timed, preset: str, j: int, steps: int, interval: float, stop) -> None:
+    """Step once every ``interval`` seconds in the page (no request), another view every fifth step."""
+    views = list(ALL_VIEWS)
     view, i = "block_table", 0
     for k in range(1, steps + 1):
         if stop is not None and stop.is_set():
@@ -127,12 +140,15 @@ def run_bench_room(
     after_s: float = 300.0,
     pid: int | None = None,
     stop: threading.Event | None = None,
+    custom: bool = False,
+    greedy: bool = False,
 ) -> dict:
     """``sessions`` at once against ``url`` (else ``python app.py --warm`` started here, ``warm_s`` seconds
     before the room arrives, as an instructor starts the server before the session). ``hostile``: attackers
     in the room too (lab/commands/bench/room_hostile.py), and the server's RSS watched (``pid``) until ``after_s``
     seconds after everyone left. ``stop``: each attendee opens the next preset after its steps until it is set (``bench
-    app --room``: the room goes on while the browser is timed)."""
+    app --room``: the room goes on while the browser is timed). ``custom``, ``greedy``: see
+    lab/commands/bench/room_custom.py."""
     w = (out or sys.stdout).write
     if url is None:
         from lab.commands.bench.app_process import app_process  # python app.py in a subprocess
@@ -141,25 +157,35 @@ def run_bench_room(
         pids: list[int] = []
         with app_process("eagle-k3", extra=("--warm",), pids=pids) as (started, _):
             time.sleep(warm_s)
-            return run_bench_room(started, sessions, steps, interval, out, warm_s, hostile, after_s, pids[0])
+            return run_bench_room(
+                started, sessions, steps, interval, out, warm_s, hostile, after_s, pids[0], None, custom, greedy
+            )
     times: dict[str, list[float]] = {}
     errors: list[str] = []
+    lost: list[str] | None = [] if custom else None
     todo = room_hostile.attack_list() + room_hostile_cost.attack_list(url) if hostile else []
     start = threading.Barrier(sessions + len(todo))
     threads = [
-        threading.Thread(target=_session, args=(url, j, steps, interval, start, times, errors, stop), daemon=True)
+        threading.Thread(target=_session, args=(url, j, steps, interval, start, times, errors, stop, lost), daemon=True)
         for j in range(sessions)
     ]
+    done, greedy_counts = threading.Event(), {}
     rss = {"before": room_hostile.rss_mib(pid) if pid else None, "after_s": after_s}
     t0 = time.perf_counter()
     with room_hostile.RssSampler(pid) if pid else contextlib.nullcontext() as sampler:
         for t in threads:
             t.start()
+        loaders = room_custom.start_greedy(url, done, greedy_counts) if greedy else []
         attackers, results = room_hostile.run_attackers(url, todo, 3, start) if hostile else ([], {})
         for t in threads + attackers:
             t.join(timeout=900)
+        done.set()
+        for t in loaders:
+            t.join(timeout=300)
     w(
-        f"python -m lab bench room --sessions {sessions}{' --hostile' if hostile else ''}  ({steps} steps each, "
+        f"python -m lab bench room --sessions {sessions}"
+        + "".join(f" --{flag}" for flag, on in (("hostile", hostile), ("custom", custom), ("greedy", greedy)) if on)
+        + f"  ({steps} steps each, "
         f"one every {interval:g} s; server warmed for {warm_s:g} s; "
         f"{machine.describe()}; {time.perf_counter() - t0:.0f} s in all; "
         f"target: p95 <= 250 ms per step)\n"
@@ -175,4 +201,9 @@ def run_bench_room(
         s = stats[action]
         w(f"  {action:<38} {s['n']:5d}   p50 {s['p50_ms']:7.1f}   p95 {s['p95_ms']:7.1f}   max {s['max_ms']:7.1f} ms\n")
     w(f"  errors: {len(errors)}\n" + "".join(f"    {e}\n" for e in errors[:10]))
-    return {"stats": stats, "errors": errors, "attacks": results, "rss": rss}
+    if custom:
+        w(f"  custom runs lost from the server's cache by the end of their round: {len(lost)}\n")
+        w("".join(f"    {e}\n" for e in lost[:10]))
+    for name, (n, took) in greedy_counts.items():
+        w(f"  greedy attendee, {name}: {n} requests, {took:.0f} s in all\n")
+    return {"stats": stats, "errors": errors, "attacks": results, "rss": rss, "lost": lost, "greedy": greedy_counts}

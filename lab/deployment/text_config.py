@@ -26,6 +26,17 @@ def transformers_classes() -> dict[str, dict]:
     return json.loads(DEFAULTS_FILE.read_text())["model_types"]
 
 
+# Attributes a configuration class's __post_init__ sets whatever the file says (transformers'
+# Zamba2Config.__post_init__: the shared attention block is twice the hidden size wide, and the Mamba2 head is
+# derived from the expansion); vLLM's zamba2.py and get_head_size read them
+POST_INIT = {
+    "zamba2": {
+        "attention_head_dim": lambda get: 2 * get("hidden_size") // get("num_attention_heads"),
+        "mamba_headdim": lambda get: int(get("mamba_expand") * get("hidden_size")) // get("n_mamba_heads"),
+    },
+}
+
+
 class TextConfig:
     """A config dict read the way a transformers config object answers getattr."""
 
@@ -38,6 +49,12 @@ class TextConfig:
 
     def get(self, key: str, default: Any = None) -> Any:
         target = self.aliases.get(key, key)
+        derive = POST_INIT.get(self.model_type, {}).get(target)
+        if derive is not None:
+            try:
+                return derive(self.get)
+            except (TypeError, ZeroDivisionError):  # a key it needs is missing or zero
+                return default
         if target in self.raw:
             return self.raw[target]
         if key in self.raw:  # PretrainedConfig.__setattr__ stores an attribute_map name under its target

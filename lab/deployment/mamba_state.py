@@ -47,8 +47,10 @@ SHORT_CONV_KEYS = {"lfm2": ("conv_dim", "conv_L_cache"), "lfm2_moe": ("hidden_si
 # Granite's and Falcon-H1's mamba_d_head may be "auto"; Zamba2's mamba_headdim is derived (text_config.py)
 STATE_INT_KEYS = tuple(
     sorted(
-        ({k for table in (MAMBA2_KEYS, MAMBA1_KEYS, SHORT_CONV_KEYS) for keys in table.values() for k in keys}
-         | {*GDN_KEYS, "mamba_expand", "mamba_d_ssm"})
+        (
+            {k for table in (MAMBA2_KEYS, MAMBA1_KEYS, SHORT_CONV_KEYS) for keys in table.values() for k in keys}
+            | {*GDN_KEYS, "mamba_expand", "mamba_d_ssm"}
+        )
         - {"mamba_d_head", "mamba_headdim"}
     )
 )

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lab.deployment.mamba_state import STATE_INT_KEYS, mamba_state
 from lab.deployment.known_configs import KNOWN_CONFIGS
+from lab.deployment.mamba_state import STATE_INT_KEYS, mamba_state
 from lab.deployment.text_config import TextConfig as _TextConfig
 from lab.deployment.text_config import text_config as _text_config
 

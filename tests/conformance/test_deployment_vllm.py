@@ -48,6 +48,7 @@ MODELS = (
     '"num_speculative_tokens": 2}\'',
     'meta-llama/Llama-3.1-8B-Instruct --speculative-config \'{"method": "draft_model", '
     '"model": "meta-llama/Llama-3.2-1B-Instruct", "num_speculative_tokens": 4}\'',
+    "ai21labs/AI21-Jamba-1.5-Mini",  # a Mamba1 hybrid: its block aligned to 80 and more (issue 47)
 )
 CC_MODES = ("PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE", "NONE")
 FLAGS = (

@@ -102,8 +102,7 @@ ZAMBA2_27B = {
 }
 # LFM2-1.2B's dimensions (the LFM2.5-1.2B config a public quantisation log prints: hidden and conv_dim 2048,
 # conv_L_cache 3, 32 query / 8 KV heads, 6 attention layers of 16)
-_LFM2_LAYERS = ["conv", "conv", "full_attention", "conv", "conv", "full_attention", "conv", "conv",
-                "full_attention", "conv", "full_attention", "conv", "full_attention", "conv", "full_attention", "conv"]
+_LFM2_LAYERS = ["conv", "conv", "full_attention"] * 3 + ["conv", "full_attention"] * 3 + ["conv"]
 LFM2_12B = {
     "architectures": ["Lfm2ForCausalLM"],
     "model_type": "lfm2",

@@ -31,7 +31,7 @@ from lab.deployment.resolve import uses_mm_prefix
 from lab.gpu_model.gpus import GPUS
 from lab.real_vllm.conform.vllm_mrv2 import load_vllm
 from lab.real_vllm.conform.vllm_standins import kernel_packages, standin_cuda, vllm_speculative
-from lab.real_vllm.deployment.hybrid_check import vllm_block_size
+from lab.real_vllm.deployment.hybrid_check import checkable, vllm_block_size
 from lab.real_vllm.deployment.model_config import lab_model_view, vllm_model_view, with_view
 from lab.speculators import is_speculator, speculator
 
@@ -322,7 +322,7 @@ def compare(dep) -> dict[str, tuple]:
         out["cudagraph_mode(-O)"] = (dep.graphs.vllm_mode, vllm_level_mode(int(s["optimization_level"])))
     support = vllm_cg_support(dep)
     out["cudagraph_mode"] = (dep.graphs.vllm_mode, vllm_graph_mode(dep, support))
-    if dep.model.mamba_state:  # a hybrid's aligned block size (lab/deployment/hybrid_block.py, hybrid_check.py)
+    if dep.model.mamba_state and checkable(dep.model.architecture):  # a hybrid's block (hybrid_block.py)
         out["block_size"] = (dep.vllm_block_size, vllm_block_size(dep))
     if dep.graphs.vllm_mode != "NONE":
         out["cudagraph_capture_sizes"] = (list(dep.graphs.resolved_capture_sizes), vllm_sizes(dep, seqs, tokens))

@@ -70,6 +70,13 @@ def _model_class(architecture: str):
     return ModelRegistry._try_load_model_cls(architecture)
 
 
+def checkable(architecture: str) -> bool:
+    """Whether vLLM's answer can be asked here: a GDN stand-in, or a model module that imports on this machine
+    (lfm2_vl.py needs torchvision, nano_nemotron_vl.py more)."""
+    load_vllm()
+    return architecture in GDN_ARCHITECTURES or _model_class(architecture) is not None
+
+
 def _vllm_config(dep, hf, text, cache):
     import torch
 
@@ -138,7 +145,11 @@ def vllm_block_size(dep) -> int:
 
             class _GDNLayer(abstract.MambaBase):  # qwen_gdn_linear_attn.py: get_prefill_checkpoint_alignment
                 def get_prefill_checkpoint_alignment(self):
-                    return FLASHINFER_GDN_CHECKPOINT_ALIGNMENT if cache.mamba_cache_mode == "align" and flashinfer else None
+                    return (
+                        FLASHINFER_GDN_CHECKPOINT_ALIGNMENT
+                        if cache.mamba_cache_mode == "align" and flashinfer
+                        else None
+                    )
 
             _GDNLayer.__abstractmethods__ = frozenset()  # nothing else of the layer is asked
             config.compilation_config.static_forward_context["gdn"] = object.__new__(_GDNLayer)

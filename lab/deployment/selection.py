@@ -319,6 +319,7 @@ def resolve_cudagraph(
     other_support: str = "ALWAYS",
     head_size: int | None = None,
     connector_piecewise: bool = False,
+    sizes_rule: str = "0.33.0",
 ) -> GraphChoice:
     """The CUDAGraphMode MRV2 runs with and its capture sizes. ``optimization_level`` is ``-O`` (default 2);
     ``pooling``: the model has a pooler (``model_config.pooler_config``); ``encoder_decoder``:
@@ -365,13 +366,16 @@ def resolve_cudagraph(
             | set(range(8, min(top + 1, 256), 8))
             | set(range(256, top + 1, 16))
         )
-        capture = resolved = tuple(sorted(grid | {max_num_batched_tokens} if max_num_batched_tokens <= top else grid))
-    else:  # lab.engine.cudagraph.default_capture_sizes mirrors VllmConfig._set_cudagraph_sizes
+        appends = max_num_batched_tokens <= top and sizes_rule != "0.19.1"  # 0.19.1 appends no off-stride size
+        capture = resolved = tuple(sorted(grid | {max_num_batched_tokens} if appends else grid))
+    else:  # lab.engine.cudagraph.default_capture_sizes mirrors VllmConfig._set_cudagraph_sizes (of ``sizes_rule``)
         resolved = tuple(
-            default_capture_sizes(max_num_seqs, max_num_batched_tokens, num_speculative_tokens, sm, performance_mode)
+            default_capture_sizes(
+                max_num_seqs, max_num_batched_tokens, num_speculative_tokens, sm, performance_mode, sizes_rule
+            )
         )
-        if performance_mode != "balanced":  # the engine's own default is "balanced": hand it the sizes
-            capture = resolved
+        if performance_mode != "balanced" or sizes_rule != "0.33.0":  # the engine's own default is 0.33.0's
+            capture = resolved  # "balanced": hand it the sizes
     lab_mode = mode if mode in ("FULL_AND_PIECEWISE", "PIECEWISE", "NONE") else "FULL_AND_PIECEWISE"
     if mode == "FULL_DECODE_ONLY":
         notes.append(

@@ -47,5 +47,28 @@ def test_the_answer_says_which_releases_rules_it_follows():
         "0.19.1", "0.22.1", "0.22.1", "0.33.0", "0.33.0"
     ]  # fmt: skip
     notes = resolve(QWEN, "B200", vllm="0.22.1").notes
-    assert any("as vLLM 0.22.1 wrote them" in n and "graph mode and block size follow 0.33.0" in n for n in notes)
+    assert any("as vLLM 0.22.1 wrote them" in n and "graph mode and block size: 0.33.0" in n for n in notes)
     assert not any("wrote them" in n for n in resolve(QWEN, "B200").notes)
+
+
+@pytest.mark.parametrize(
+    "gpu, vllm, backend",
+    [
+        # 0.33.0 on SM100: FLASHINFER has no mm prefix, FLASH_ATTN's FA4 does (TRITON_FLASHINFER is refused with
+        # gemma-3's unclamped sliding window); 0.19.1 / 0.22.1: only TRITON_ATTN and FLEX_ATTENTION declare it
+        ("B200", "0.33.0", "FLASH_ATTN"),
+        ("B200", "0.19.1", "TRITON_ATTN"),
+        ("B200", "0.22.1", "TRITON_ATTN"),
+        ("H100", "0.22.1", "TRITON_ATTN"),
+        ("A100-80GB", "0.22.1", "TRITON_ATTN"),
+    ],
+)
+def test_an_mm_prefix_lm_takes_its_releases_backend(gpu, vllm, backend):
+    dep = resolve("vllm serve google/gemma-3-27b-it --max-model-len 8192", gpu, vllm=vllm)
+    assert dep.backend.vllm_name == backend
+
+
+def test_a_plain_model_keeps_its_backend_in_every_release():
+    for vllm in ("0.19.1", "0.22.1", "0.33.0"):
+        assert resolve(QWEN, "H100", vllm=vllm).backend.vllm_name == "FLASH_ATTN"
+        assert resolve(QWEN, "B200", vllm=vllm).backend.vllm_name == "FLASHINFER"

@@ -249,7 +249,7 @@ def resolve(
     chunked = chunked_prefill(s, facts, pooling, notes)
     seqs, tokens = scheduler_limits(s, g, mml, chunked, notes, rules := rules_release(str(vllm)))
     try:  # selection.py raises vLLM's own messages (get_attn_backend_cls, resolve_cudagraph_mode_and_sizes)
-        backend = _attention_backend(s, g, facts)
+        backend = _attention_backend(s, g, facts, rules)
         graphs = _cudagraphs(s, g, facts, backend, k, seqs, tokens, pooling, connector_piecewise, rules)
     except ServeLineError:  # the lab's own refusal (a line it cannot model), said as such
         raise
@@ -326,7 +326,7 @@ def _max_model_len(line: ServeLine, facts: ModelFacts, notes: list[str]) -> int:
     return mml
 
 
-def _attention_backend(s: dict, g: GPU, facts: ModelFacts) -> BackendChoice:
+def _attention_backend(s: dict, g: GPU, facts: ModelFacts, rule: str = "0.33.0") -> BackendChoice:
     """The attention backend vLLM picks for the model on the GPU (lab/deployment/selection.py)."""
     tp = s.get("tensor_parallel_size") or 1
     heads = max(1, facts.num_attention_heads // tp)
@@ -344,6 +344,7 @@ def _attention_backend(s: dict, g: GPU, facts: ModelFacts) -> BackendChoice:
         attn_type="encoder_only" if facts.kind == "encoder_only" else "decoder",
         requested=s.get("attention_backend") or (s.get("attention_config") or {}).get("backend"),
         use_mm_prefix=uses_mm_prefix(s, facts),
+        rule=rule,  # an older release's priorities and mm-prefix support (scheduling.py rules_release)
     )
 
 

@@ -95,8 +95,9 @@ def scheduler_limits(s: dict, g: GPU, mml: int, chunked: bool, notes: list[str],
             raise VllmRefusal(f"{flag} {s[name]}: {name} must be at least 1 (SchedulerConfig's Field(ge=1))")
     if rule != "0.33.0":
         notes.append(
-            f"batch defaults and capture sizes as vLLM {rule} wrote them (EngineArgs.get_batch_defaults, "
-            f"VllmConfig._set_cudagraph_sizes); the backend, graph mode and block size follow {REFERENCE_RELEASE}'s"
+            f"batch defaults, capture sizes, backend priorities and mm-prefix support as vLLM {rule} wrote them "
+            "(EngineArgs.get_batch_defaults, VllmConfig._set_cudagraph_sizes, _get_backend_priorities, "
+            f"supports_mm_prefix); each backend's other checks, the graph mode and block size: {REFERENCE_RELEASE}'s"
         )
     seqs = s.get("max_num_seqs") or default_seqs
     tokens = s.get("max_num_batched_tokens") or default_tokens

@@ -27,6 +27,7 @@ from lab.deployment.backend_rules import (
     ATTN_TYPES,
     CUDA_PY,
     KV_DTYPES,
+    OLDER_MM_PREFIX,
     RULES,
     SelectorConfig,
     backend_priorities,
@@ -142,8 +143,10 @@ def select_backend(
     attn_type: str = "decoder",
     requested: str | None = None,
     use_mm_prefix: bool = False,
+    rule: str = "0.33.0",
 ) -> BackendChoice:
-    """The attention backend vLLM 0.33.0 runs on a GPU of compute capability ``sm`` (80, 90, 100, 120...)."""
+    """The attention backend vLLM 0.33.0 runs on a GPU of compute capability ``sm`` (80, 90, 100, 120...); ``rule``
+    "0.19.1" / "0.22.1": those releases' priorities and mm-prefix support (backend_rules.py OLDER_MM_PREFIX)."""
     if sm // 10 not in (8, 9, 10, 12):
         raise ValueError(f"SM {sm}: the lab models SM 8.x, 9.x, 10.x and 12.x")
     if kv_cache_dtype not in KV_DTYPES or attn_type not in ATTN_TYPES:
@@ -171,7 +174,9 @@ def select_backend(
     if use_mm_prefix:
         notes.append(
             "an mm-prefix LM (ModelConfig.is_mm_prefix_lm: image spans attend bidirectionally): backends without "
-            "supports_mm_prefix are invalid, FLASH_ATTN's needs FlashAttention 4 (--language-model-only turns it off)"
+            "supports_mm_prefix are invalid, "
+            + ("FLASH_ATTN's needs FlashAttention 4" if rule == "0.33.0" else f"vLLM {rule}: only {OLDER_MM_PREFIX}")
+            + " (--language-model-only turns it off)"
         )
     if requested is not None:  # CudaPlatform.get_attn_backend_cls: a selected backend is validated alone
         name = requested.upper()
@@ -179,7 +184,7 @@ def select_backend(
             raise ValueError(
                 f"Unknown attention backend: '{requested}'. Valid options (modelled by the lab) are: {', '.join(RULES)}"
             )
-        if invalid := reasons(name, c):
+        if invalid := _reasons(name, c, rule):
             raise ValueError(
                 f"Selected backend AttentionBackendEnum.{name} is not valid for this configuration. Reason: {invalid}"
             )
@@ -192,8 +197,9 @@ def select_backend(
         use_non_causal=use_non_causal,
         head_size=head_size,
         use_mm_prefix=use_mm_prefix,
+        rule=rule,
     )
-    candidates = tuple((n, tuple(reasons(n, c))) for n in names)
+    candidates = tuple((n, tuple(_reasons(n, c, rule))) for n in names)
     valid = [n for n, r in candidates if not r]
     if not valid:
         listed = ", ".join(f"{n}: [{', '.join(r)}]" for n, r in candidates)
@@ -225,6 +231,14 @@ def _normalize_piecewise(mode: str, compiled: bool) -> str:
     if not compiled and "PIECEWISE" in _MODES[mode]:
         return {"PIECEWISE": "NONE", "FULL_AND_PIECEWISE": "FULL_DECODE_ONLY"}[mode]
     return mode
+
+
+def _reasons(name: str, c: SelectorConfig, rule: str) -> list[str]:
+    """``reasons``, with an older release's mm-prefix support (only TRITON_ATTN and FLEX_ATTENTION declare it)."""
+    if rule == "0.33.0" or not c.mm_prefix:
+        return reasons(name, c)
+    out = reasons(name, SelectorConfig(**{**c.__dict__, "mm_prefix": False}))
+    return out + ([] if name in OLDER_MM_PREFIX else ["partial multimodal token full attention not supported"])
 
 
 def cudagraph_support(vllm_backend: str, sm: int, sliding_window: bool = False, head_size: int | None = None) -> str:

@@ -390,11 +390,13 @@ def compared_with_the_log(log: StartupLog, line: str, dep: Deployment) -> FromLo
     notes += [f"the log: {d}" for d in log.downgrades]
     if dep.vllm != REFERENCE_RELEASE:
         rule = rules_release(dep.vllm)  # the release whose batch defaults and capture sizes apply (scheduling.py)
-        own = f"its scheduler limits and capture sizes follow vLLM {rule}'s; " if rule != REFERENCE_RELEASE else ""
+        own = (
+            "" if rule == REFERENCE_RELEASE else f"scheduler limits, capture sizes, backend priorities: vLLM {rule}'s; "
+        )
         notes.append(
             f"vLLM {dep.vllm}: the lab resolves its model runner and replays MRV2's bookkeeping of that release "
-            f"(lab/history.py); {own}the backend, graph mode and block size follow vLLM {REFERENCE_RELEASE}'s rules, "
-            "which that release may not have had"
+            f"(lab/history.py); {own}the backends' checks, graph mode and block size follow vLLM "
+            f"{REFERENCE_RELEASE}'s rules, which that release may not have had"
             + ("" if own else ", and so do the capture sizes and scheduler limits")
         )
     return FromLog(

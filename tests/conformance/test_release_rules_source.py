@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import inspect
 import os
 import textwrap
 from pathlib import Path
@@ -142,3 +143,48 @@ def test_the_capture_sizes_are_the_releases(series, seqs, tokens, k, mode):
     src = _source(series)
     lab = default_capture_sizes(seqs, tokens, k, 100, mode, RULES[series])  # SM100: 512 there too
     assert lab == _release_sizes(src, seqs, tokens, k, mode)
+
+
+class _Enum:
+    """AttentionBackendEnum as _get_backend_priorities reads it: each member answers its own name."""
+
+    def __getattr__(self, name):
+        return name
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+@pytest.mark.parametrize("sm", [80, 86, 89, 90, 100, 103])
+def test_the_backend_priorities_are_the_releases(series, sm):
+    from lab.deployment.backend_rules import backend_priorities
+
+    src = _source(series)
+    namespace = {"AttentionBackendEnum": _Enum(), "is_quantized_kv_cache": lambda d: d.startswith("fp8")}
+    tree = ast.parse((src / "platforms" / "cuda.py").read_text())
+    node = next(f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == "_get_backend_priorities")
+    node.returns, node.decorator_list = None, []  # its functools.cache aside
+    for a in node.args.args:
+        a.annotation = None
+    exec(compile(ast.unparse(node), "cuda.py", "exec"), namespace)  # noqa: S102 - the release's own text
+    cap = SimpleNamespace(major=sm // 10, minor=sm % 10)
+    fn = namespace["_get_backend_priorities"]
+    # an mm-prefix LM: a release that takes use_mm_prefix is told so (0.19.1 and 0.22.1 take none)
+    mm = {"use_mm_prefix": True} if "use_mm_prefix" in inspect.signature(fn).parameters else {}
+    release = tuple(fn(False, cap, **mm))
+    assert backend_priorities(sm, use_mla=False, use_mm_prefix=True, rule=RULES[series]) == release
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+def test_only_these_backends_declare_mm_prefix_support(series):
+    from lab.deployment.backend_rules import OLDER_MM_PREFIX
+
+    src = _source(series)
+    declaring = set()
+    for path in sorted((src / "v1" / "attention" / "backends").glob("*.py")):
+        for cls in (c for c in ast.parse(path.read_text()).body if isinstance(c, ast.ClassDef)):
+            for f in cls.body:
+                if isinstance(f, ast.FunctionDef) and f.name == "supports_mm_prefix":
+                    returns = [n.value for n in ast.walk(f) if isinstance(n, ast.Return)]
+                    if any(isinstance(v, ast.Constant) and v.value is True for v in returns):
+                        declaring.add(path.stem)
+    # the CUDA backends among them (rocm_* run on ROCm only), by their AttentionBackendEnum names
+    assert {s.upper() for s in declaring if not s.startswith("rocm")} == set(OLDER_MM_PREFIX)

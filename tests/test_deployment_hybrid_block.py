@@ -115,6 +115,13 @@ def test_the_other_hybrids_are_aligned_to_their_own_state(tmp_path):
     assert _with_config(tmp_path, QWEN3_5, "", "H100").vllm_block_size == 576
     # --mamba-ssm-cache-dtype wins over the config ("Using the user-specified value"): bf16 -> 320
     assert _with_config(tmp_path, QWEN3_5, " --mamba-ssm-cache-dtype bfloat16", "H100").vllm_block_size == 320
+    # OLMo-Hybrid: OlmoHybridConfig fills 30 GDN heads of 96 (keys) / 192 (values): conv (11,520, 3) + ssm
+    # (30, 192, 96) in bf16 = 1,175,040 bytes against 2 x 30 x 128 x 2 = 15,360 a token; its GDN layer exports no
+    # prefill checkpoints, so no 64-token grid on H100: 16 x cdiv(1,175,040, 245,760) = 80
+    olmo = {"architectures": ["OlmoHybridForCausalLM"], "model_type": "olmo_hybrid", "hidden_size": 3840,
+            "num_hidden_layers": 32, "num_attention_heads": 30, "torch_dtype": "bfloat16"}  # fmt: skip
+    dep = _with_config(tmp_path, olmo, "", "H100")
+    assert dep.model.mamba_state == ("gdn_plain", 30, 30, 96, 192, 4, "auto") and dep.vllm_block_size == 80
 
 
 def test_a_mamba_cache_dtype_vllm_does_not_take_is_refused():
@@ -122,3 +129,14 @@ def test_a_mamba_cache_dtype_vllm_does_not_take_is_refused():
 
     with pytest.raises(ServeLineError, match="invalid choice 'int4'"):
         resolve(JAMBA + " --mamba-cache-dtype int4", "H100")
+
+
+def test_a_tensor_parallel_size_that_splits_a_head_is_refused_as_vllm_refuses_it(tmp_path):
+    """ModelConfig.verify_with_parallel_config (the hybrid conformance met it: OLMo-Hybrid's 30 heads at TP 4)."""
+    from lab.deployment.resolve import VllmRefusal
+
+    config = {"architectures": ["OlmoHybridForCausalLM"], "model_type": "olmo_hybrid", "hidden_size": 3840,
+              "num_hidden_layers": 32, "num_attention_heads": 30, "torch_dtype": "bfloat16"}  # fmt: skip
+    with pytest.raises(VllmRefusal, match=r"Total number of attention heads \(30\) must be divisible by tensor"):
+        _with_config(tmp_path, config, " -tp 4", "H100")
+    assert _with_config(tmp_path, config, " -tp 2", "H100").model.num_attention_heads == 30

@@ -8,7 +8,7 @@ vllm/v1/kv_cache_interface.py ``MambaSpec.page_size_bytes``, the sum of each sta
 Four layouts cover the hybrids modelled here:
 
 - ``gdn``: ``gated_delta_net_state_shape`` (qwen3_next.py, qwen3_5.py; their GDN layer may export prefill checkpoints,
-  lab/deployment/hybrid_block.py);
+  lab/deployment/hybrid_block.py); ``gdn_plain``: the same state in olmo_hybrid.py, whose layer exports none;
 - ``mamba2``: ``mamba2_state_shape`` (nemotron_h.py, granitemoehybrid.py, falcon_h1.py, zamba2.py);
 - ``mamba1``: ``mamba1_state_shape`` (jamba.py);
 - ``short_conv``: ``short_conv_state_shape`` (lfm2.py, lfm2_moe.py).
@@ -27,8 +27,10 @@ GDN_KEYS = (
     "linear_conv_kernel_dim",
 )
 # hf_text_config.model_type of the models whose mamba layers are vLLM's QwenGatedDeltaNetAttention
-# (qwen3_next.py, qwen3_5.py: the same GDN layer, the same checkpoint rule)
+# (qwen3_next.py, qwen3_5.py: the same GDN layer, the same checkpoint rule): layout "gdn"
 GDN_MODEL_TYPES = ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text")
+# olmo_hybrid.py: OlmoHybridGatedDeltaNetAttention, the same state and no prefill checkpoints: layout "gdn_plain"
+GDN_PLAIN_MODEL_TYPES = ("olmo_hybrid",)
 # hf_config keys of each Mamba2 hybrid's get_mamba_state_shape_from_config: (num_heads, head_dim, n_groups,
 # state_size, conv_kernel). The intermediate size: nemotron_h.py mamba_num_heads * mamba_head_dim;
 # granitemoehybrid.py and zamba2.py mamba_expand * hidden_size; falcon_h1.py mamba_d_ssm, or that product where
@@ -74,10 +76,11 @@ def _ssm_dtype(model_type: str, get) -> str:
 def mamba_state(model_type: str, get) -> tuple:
     """A hybrid's mamba layer state from its (text) config (``get``: lab/deployment/text_config.py); () where the
     model is not one of the layouts above or its config leaves a needed key out."""
-    if model_type in GDN_MODEL_TYPES:
+    if model_type in GDN_MODEL_TYPES + GDN_PLAIN_MODEL_TYPES:
         if any(get(k) is None for k in GDN_KEYS):
             return ()
-        return ("gdn", *(int(get(k)) for k in GDN_KEYS), _ssm_dtype(model_type, get))
+        layout = "gdn" if model_type in GDN_MODEL_TYPES else "gdn_plain"
+        return (layout, *(int(get(k)) for k in GDN_KEYS), _ssm_dtype(model_type, get))
     if model_type in MAMBA2_KEYS:
         keys = MAMBA2_KEYS[model_type]
         if any(get(k) is None for k in keys):
@@ -110,7 +113,7 @@ def state_shapes(state: tuple, tp: int, k: int) -> list[tuple[tuple[int, ...], s
     """(shape, "conv" | "ssm") of each state tensor of one layer at tensor parallel ``tp`` with ``k`` speculative
     tokens (MambaStateShapeCalculator; the conv state's orientation does not change its size)."""
     layout = state[0]
-    if layout == "gdn":  # gated_delta_net_state_shape (qwen3_next.py / qwen3_5.py pass num_spec)
+    if layout in ("gdn", "gdn_plain"):  # gated_delta_net_state_shape (qwen3_next/qwen3_5/olmo_hybrid pass num_spec)
         k_heads, v_heads, k_dim, v_dim, conv_kernel = state[1:6]
         conv_dim = k_dim * k_heads * 2 + v_dim * v_heads
         return [((conv_dim // tp, conv_kernel - 1 + k), "conv"), ((v_heads // tp, v_dim, k_dim), "ssm")]

@@ -28,6 +28,7 @@ from lab.deployment.scheduling import (
     rules_release,
     runner_type,
     scheduler_limits,
+    verify_tensor_parallel,
 )
 from lab.deployment.selection import BackendChoice, GraphChoice, resolve_cudagraph, select_backend
 from lab.deployment.serve_line import ServeLine, ServeLineError, read_serve_line
@@ -245,6 +246,7 @@ def resolve(
 
     pooling = runner_type(s, facts) == "pooling"
     hma, connector_piecewise = kv_transfer(s, facts, notes)
+    verify_tensor_parallel(s, facts)
     mml = _max_model_len(line, facts, notes)
     chunked = chunked_prefill(s, facts, pooling, notes)
     seqs, tokens = scheduler_limits(s, g, mml, chunked, notes, rules := rules_release(str(vllm)))

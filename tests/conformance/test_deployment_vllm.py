@@ -107,6 +107,11 @@ def _vllm_refuses(line: str, gpu: str, reason: str) -> bool:
         except ValueError:
             return True
         return False
+    if "must be divisible by tensor parallel size" in reason:  # ModelConfig.verify_with_parallel_config
+        from lab.real_vllm.deployment.model_config import vllm_model_view
+
+        heads = vllm_model_view(facts.config)["num_attention_heads"]
+        return heads % (parsed.settings.get("tensor_parallel_size") or 1) != 0
     if "Embedding models do not support" in reason:  # config/model.py ModelConfig.__post_init__, quoted
         return "--runner generate" in line and facts.kind == "encoder_only"
     if "num_speculative_tokens" in reason:

@@ -152,6 +152,15 @@ QWEN3_5 = {
         "layer_types": (["linear_attention"] * 3 + ["full_attention"]) * 8,
     },
 }
+# OlmoHybridConfig's own defaults (hidden 3840, 30 heads); its __post_init__ fills the GDN dims (30 heads of 96 / 192)
+OLMO_HYBRID = {
+    "architectures": ["OlmoHybridForCausalLM"],
+    "model_type": "olmo_hybrid",
+    "hidden_size": 3840,
+    "num_hidden_layers": 32,
+    "num_attention_heads": 30,
+    "torch_dtype": "bfloat16",
+}
 CONFIGS = {
     "nemotron_h": NEMOTRON_NANO_9B,
     "granitemoehybrid": GRANITE_4,
@@ -223,7 +232,7 @@ GPUS = ("H100", "A100-80GB", "B200", "L4")
 
 def _lines(tmp_path):
     paths = {}
-    for name, config in {**CONFIGS, "qwen3_5": QWEN3_5}.items():
+    for name, config in {**CONFIGS, "qwen3_5": QWEN3_5, "olmo_hybrid": OLMO_HYBRID}.items():
         paths[name] = tmp_path / f"{name}.json"
         paths[name].write_text(json.dumps(config))
     for i, flags in enumerate(HYBRID_FLAGS):
@@ -242,7 +251,8 @@ def test_the_block_size_is_vllms_for_every_hybrid_layout(tmp_path):
     for line, gpu, path in _lines(tmp_path):
         try:
             dep = resolve(line, gpu, config_path=path)
-        except VllmRefusal:
+        except VllmRefusal as refused:  # vLLM's too: ModelConfig.verify_with_parallel_config (OLMo's 30 heads, TP 4)
+            assert "must be divisible by tensor parallel size" in refused.reason, (line, refused.reason)
             continue
         fields = compare(dep)
         assert "block_size" in fields, line
@@ -253,9 +263,9 @@ def test_the_block_size_is_vllms_for_every_hybrid_layout(tmp_path):
             aligned.add(dep.model.model_type)
         disagreements += [(line, gpu, name, lab, vllm) for name, (lab, vllm) in fields.items() if lab != vllm]
     assert not disagreements, disagreements[:6]
-    assert seen == {"gdn", "mamba1", "mamba2", "short_conv"}
+    assert seen == {"gdn", "gdn_plain", "mamba1", "mamba2", "short_conv"}
     # LFM2's short-conv page (2,048 x 2 x 2 bytes at TP 1) fits in 16 tokens of its attention page: no change
-    assert {"jamba", "nemotron_h", "granitemoehybrid", "falcon_h1", "zamba2", "qwen3_5"} <= aligned
+    assert {"jamba", "nemotron_h", "granitemoehybrid", "falcon_h1", "zamba2", "qwen3_5", "olmo_hybrid"} <= aligned
     assert {"lfm2", "lfm2_moe"} <= modelled - aligned
 
 

@@ -10,11 +10,12 @@ and Qwen3.5's ssm cache dtype rules) and ``HybridAttentionMambaModelConfig.verif
 machine (jamba.py, falcon_h1.py, zamba2.py, lfm2.py, lfm2_moe.py, nemotron_h.py, granitemoehybrid.py), and the
 backend class's kernel block sizes and ``customize_spec``.
 
-Stand-ins, each named: qwen3_next.py and qwen3_5.py do not import here (compressed_tensors is not installed), so a GDN
-model class answers its state as their classmethods do, through vLLM's own ``MambaStateShapeCalculator.
-gated_delta_net_state_shape`` and ``MambaStateDtypeCalculator.gated_delta_net_state_dtype`` on the text config; the
-GDN layer's checkpoint alignment (FLASHINFER_GDN_CHECKPOINT_ALIGNMENT where FlashInfer's GDN prefill runs) takes the
-lab's ``gdn_flashinfer_prefill``; a backend whose package is missing (flashinfer) answers the lab's smallest kernel
+Stand-ins, each named: qwen3_next.py, qwen3_5.py and olmo_hybrid.py do not import here (compressed_tensors is not
+installed), so a GDN model class answers its state as their classmethods do, through vLLM's own
+``MambaStateShapeCalculator.gated_delta_net_state_shape`` and ``MambaStateDtypeCalculator.
+gated_delta_net_state_dtype`` on the text config; the Qwen GDN layer's checkpoint alignment
+(FLASHINFER_GDN_CHECKPOINT_ALIGNMENT where FlashInfer's GDN prefill runs) takes the lab's ``gdn_flashinfer_prefill``
+(OLMo-Hybrid's layer exports none); a backend whose package is missing (flashinfer) answers the lab's smallest kernel
 block. ``_find_non_ssm_backends`` answers the deployment's backend (the layers are not built)."""
 
 from __future__ import annotations
@@ -28,12 +29,16 @@ from lab.real_vllm.conform.vllm_standins import kernel_packages, standin_cuda
 from lab.real_vllm.deployment.model_config import hf_config
 
 GDN_ARCHITECTURES = ("Qwen3NextForCausalLM", "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM",
-                     "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration")  # fmt: skip
+                     "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+                     "OlmoHybridForCausalLM")  # fmt: skip
+# QwenGatedDeltaNetAttention's models: their layer exports FlashInfer prefill checkpoints (OLMo-Hybrid's does not)
+CHECKPOINTING = GDN_ARCHITECTURES[:-1]
 
 
 def _gdn_model():
-    """qwen3_next.py / qwen3_5.py's two classmethods, through vLLM's calculators (those modules do not import
-    here); both read the GDN keys of ``hf_text_config``."""
+    """qwen3_next.py / qwen3_5.py / olmo_hybrid.py's two classmethods, through vLLM's calculators (those modules
+    do not import here); they read the GDN keys of ``hf_text_config`` (olmo_hybrid.py: ``hf_config``, the same
+    object for it)."""
     from vllm.model_executor.layers.mamba.mamba_utils import MambaStateDtypeCalculator, MambaStateShapeCalculator
 
     class _Model:
@@ -140,7 +145,7 @@ def vllm_block_size(dep) -> int:
             kv_cache_dtype_skip_layers=None,
         )
         config = _vllm_config(dep, hf, text, cache)
-        if m.architecture in GDN_ARCHITECTURES:
+        if m.architecture in CHECKPOINTING:
             flashinfer = gdn_flashinfer_prefill(GPUS[dep.gpu].sm, text.linear_key_head_dim)
 
             class _GDNLayer(abstract.MambaBase):  # qwen_gdn_linear_attn.py: get_prefill_checkpoint_alignment

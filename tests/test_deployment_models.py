@@ -30,6 +30,8 @@ EXPECTED = {
     "openai/gpt-oss-20b": ("sliding_window", 64, 131072),
     # "gemma3" in model_type skips the linear factor 8; 131072 is Gemma3TextConfig's default.
     "google/gemma-3-27b-it": ("sliding_window", 128, 131072),
+    # JambaForCausalLM is IsHybrid (jamba.py); head 4096 // 32; max_position_embeddings 262144.
+    "ai21labs/AI21-Jamba-1.5-Mini": ("mamba_hybrid", 128, 262144),
     # BertModel -> bert.py ENCODER_ONLY; max_position_embeddings 512.
     "BAAI/bge-large-en-v1.5": ("encoder_only", 64, 512),
     # encoder_config max_seq_length replaces the derived length (_get_and_verify_max_len).

@@ -36,10 +36,15 @@ def backend_priorities(
     use_non_causal: bool = False,
     head_size: int | None = None,
     use_mm_prefix: bool = False,
+    rule: str = "0.33.0",
 ) -> tuple[str, ...]:
     """vllm/platforms/cuda.py _get_backend_priorities, as AttentionBackendEnum names (``use_mm_prefix``: the
-    model is an mm-prefix LM, ModelConfig.is_mm_prefix_lm, whose Triton composites lead on SM90 / SM100)."""
+    model is an mm-prefix LM, ModelConfig.is_mm_prefix_lm, whose Triton composites lead on SM90 / SM100).
+    ``rule`` "0.19.1" / "0.22.1": those releases' lists for a non-MLA model (OLDER_MM_PREFIX)."""
     major = sm // 10
+    if rule != "0.33.0" and not use_mla:  # no Triton composite, no non-causal branch; TURBOQUANT from 0.22.1
+        first = ("FLASHINFER", "FLASH_ATTN") if major == 10 else ("FLASH_ATTN", "FLASHINFER")
+        return (*first, "TRITON_ATTN", "FLEX_ATTENTION", *(("TURBOQUANT",) if rule == "0.22.1" else ()))
     if use_mla:
         if major == 10:
             if is_quantized(kv_cache_dtype):  # "Prefer FlashInfer for fp8 kv cache"
@@ -200,6 +205,9 @@ class _Rule:
     mm_prefix: _Check = lambda c: False  # supports_mm_prefix (AttentionBackend's default: False)
 
 
+# vLLM 0.19.1 and 0.22.1 (read in their wheels): the backends whose supports_mm_prefix is True on CUDA
+# (triton_attn.py, flex_attention.py; rocm_* aside); an mm-prefix LM takes no other
+OLDER_MM_PREFIX = ("TRITON_ATTN", "FLEX_ATTENTION")
 _SM10 = lambda sm: sm // 10 == 10
 RULES: dict[str, _Rule] = {
     # flash_attn.py FlashAttentionBackend: SM >= 8.0, sinks where FA3/FA4 runs, every attention type

@@ -176,6 +176,18 @@ KNOWN_CONFIGS: tuple[Row, ...] = (
         {},
     ),
     (
+        "ai21labs/AI21-Jamba-1.5-Mini",
+        _GH
+        + "sdpython/experimental-experiment experimental_experiment/torch_models/llm_model_helper.py "
+        + "(get_ai21_jamba_15_mini: the Hub file's keys, quoted whole)",
+        _published("ai21labs__AI21-Jamba-1.5-Mini.json"),
+        (
+            "that copy sets use_mamba_kernels false ('maybe another test to add'); vLLM does not read the key",
+            "1 attention layer in 8 (attn_layer_period 8), Mamba1 layers otherwise",
+        ),
+        {},
+    ),
+    (
         "BAAI/bge-large-en-v1.5",
         _GH + "arshargithub/reference_doc_processing_rag models/bge-large-en-v1.5/config.json",
         _published("BAAI__bge-large-en-v1.5.json"),

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lab.deployment.hybrid_block import GDN_KEYS, MAMBA2_KEYS, gdn_state, mamba2_state
 from lab.deployment.known_configs import KNOWN_CONFIGS
+from lab.deployment.mamba_state import STATE_INT_KEYS, mamba_state
 from lab.deployment.text_config import TextConfig as _TextConfig
 from lab.deployment.text_config import text_config as _text_config
 
@@ -76,13 +76,16 @@ KV_HEAD_KEYS = ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query
 INT_KEYS = (
     "num_attention_heads", "hidden_size", "head_dim", "kv_lora_rank", "qk_rope_head_dim", "num_nextn_predict_layers",
     "mtp_num_hidden_layers", "num_hidden_layers", "max_window_layers", "hidden_size_per_head", *KV_HEAD_KEYS,
-    *MAX_LEN_KEYS, *GDN_KEYS, "mamba_expand",
-    *sorted({k for keys in MAMBA2_KEYS.values() for k in keys} - {"mamba_d_head"}),  # Granite's may be "auto"
+    *MAX_LEN_KEYS, *STATE_INT_KEYS,
 )
 # fmt: on
-# The keys whose transformers class default applies where a config.json leaves them out (transformers_defaults.json).
+# vllm/transformers_utils/config.py CONFIG_FIELD_ALIASES["num_experts"]
+EXPERT_KEYS = ("num_experts", "moe_num_experts", "n_routed_experts", "num_local_experts")
+# The keys whose transformers class default applies where a config.json leaves them out (transformers_defaults.json;
+# NemotronHConfig's n_routed_experts=8 makes vLLM count experts in a config that lists none).
 READ_KEYS = (
     *INT_KEYS,
+    *EXPERT_KEYS,
     "sliding_window",
     "use_sliding_window",
     "sliding_window_pattern",
@@ -93,7 +96,6 @@ READ_KEYS = (
 )  # fmt: skip
 
 
-EXPERT_KEYS = ("num_experts", "moe_num_experts", "n_routed_experts", "num_local_experts")
 # ModelArchConfigConvertorBase.is_mm_prefix_lm's "fallback to list of known models" (top-level model_type)
 MM_PREFIX_LM_MODEL_TYPES = ("bagel", "gemma3", "molmo2", "moondream3", "paligemma")
 # MODEL_ARCH_CONFIG_CONVERTORS' Gemma4ModelArchConfigConvertor keys
@@ -139,8 +141,7 @@ class ModelFacts:
     num_experts: int = 0  # ModelArchConfigConvertor.get_num_experts: > 0 is ModelConfig.is_moe
     quantized: bool = False  # a quantization_config in the checkpoint (ModelConfig.is_quantized)
     is_mm_prefix_lm: bool = False  # ModelConfig.is_mm_prefix_lm (multimodal inputs on): bidirectional image spans
-    gdn_state: tuple[int, ...] = ()  # a Qwen3-Next-family GDN layer's shape (lab/deployment/hybrid_block.py)
-    mamba2_state: tuple = ()  # a Nemotron-H / Granite 4.0 Mamba2 layer's (lab/deployment/hybrid_block.py)
+    mamba_state: tuple = ()  # a hybrid's mamba layer state (lab/deployment/mamba_state.py); () where not modelled
     # the config.json read, as parsed: what --check-with-vllm hands vLLM's own config code (never these facts)
     config: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
@@ -329,8 +330,7 @@ def facts_from_config(
         num_experts=next((int(text.get(k)) for k in EXPERT_KEYS if text.get(k)), 0),
         quantized=bool(config.get("quantization_config") or raw_text.get("quantization_config")),
         is_mm_prefix_lm=_is_mm_prefix_lm(config, raw_text),
-        gdn_state=gdn_state(text.model_type, text.get),
-        mamba2_state=mamba2_state(text.model_type, text.get),
+        mamba_state=mamba_state(text.model_type, text.get) if kind == "mamba_hybrid" else (),
         config=config,
     )
 

@@ -20,7 +20,16 @@ from lab.deployment.hybrid_block import deployment_block_size
 from lab.deployment.kv_transfer import kv_transfer
 from lab.deployment.models import KNOWN_MODELS, ModelFacts, load_config_json, lookup
 from lab.deployment.runner import first_default, model_runner
-from lab.deployment.scheduling import VllmRefusal, async_scheduling, chunked_prefill, runner_type, scheduler_limits
+from lab.deployment.scheduling import (
+    VllmRefusal,
+    async_scheduling,
+    chunked_prefill,
+    optimization_level,
+    rules_release,
+    runner_type,
+    scheduler_limits,
+    verify_tensor_parallel,
+)
 from lab.deployment.selection import BackendChoice, GraphChoice, resolve_cudagraph, select_backend
 from lab.deployment.serve_line import ServeLine, ServeLineError, read_serve_line
 from lab.gpu_model.gpus import GPU, GPUS, SERVING_GPUS
@@ -237,12 +246,13 @@ def resolve(
 
     pooling = runner_type(s, facts) == "pooling"
     hma, connector_piecewise = kv_transfer(s, facts, notes)
+    verify_tensor_parallel(s, facts)
     mml = _max_model_len(line, facts, notes)
     chunked = chunked_prefill(s, facts, pooling, notes)
-    seqs, tokens = scheduler_limits(s, g, mml, chunked, notes)
+    seqs, tokens = scheduler_limits(s, g, mml, chunked, notes, rules := rules_release(str(vllm)))
     try:  # selection.py raises vLLM's own messages (get_attn_backend_cls, resolve_cudagraph_mode_and_sizes)
-        backend = _attention_backend(s, g, facts)
-        graphs = _cudagraphs(s, g, facts, backend, k, seqs, tokens, pooling, connector_piecewise)
+        backend = _attention_backend(s, g, facts, rules)
+        graphs = _cudagraphs(s, g, facts, backend, k, seqs, tokens, pooling, connector_piecewise, rules)
     except ServeLineError:  # the lab's own refusal (a line it cannot model), said as such
         raise
     except ValueError as refused:
@@ -318,7 +328,7 @@ def _max_model_len(line: ServeLine, facts: ModelFacts, notes: list[str]) -> int:
     return mml
 
 
-def _attention_backend(s: dict, g: GPU, facts: ModelFacts) -> BackendChoice:
+def _attention_backend(s: dict, g: GPU, facts: ModelFacts, rule: str = "0.33.0") -> BackendChoice:
     """The attention backend vLLM picks for the model on the GPU (lab/deployment/selection.py)."""
     tp = s.get("tensor_parallel_size") or 1
     heads = max(1, facts.num_attention_heads // tp)
@@ -336,6 +346,7 @@ def _attention_backend(s: dict, g: GPU, facts: ModelFacts) -> BackendChoice:
         attn_type="encoder_only" if facts.kind == "encoder_only" else "decoder",
         requested=s.get("attention_backend") or (s.get("attention_config") or {}).get("backend"),
         use_mm_prefix=uses_mm_prefix(s, facts),
+        rule=rule,  # an older release's priorities and mm-prefix support (scheduling.py rules_release)
     )
 
 
@@ -359,6 +370,7 @@ def _cudagraphs(
     tokens: int,
     pooling: bool,
     connector_piecewise: bool,
+    sizes_rule: str = "0.33.0",
 ) -> GraphChoice:
     """The CUDA-graph mode and capture sizes (lab/deployment/selection.py), the flags over the
     --compilation-config."""
@@ -376,7 +388,7 @@ def _cudagraphs(
         max_num_batched_tokens=tokens,
         num_speculative_tokens=k,
         use_mla=facts.kind == "mla",
-        optimization_level=_optimization_level(s),
+        optimization_level=optimization_level(s),
         pooling=pooling,  # a pooler (runner_type "pooling"): "Pooling models do not support full cudagraphs"
         encoder_decoder=facts.kind == "encoder_decoder",
         performance_mode=s.get("performance_mode") or "balanced",
@@ -386,17 +398,8 @@ def _cudagraphs(
         other_support="UNIFORM_BATCH" if facts.kind == "mamba_hybrid" else "ALWAYS",
         head_size=facts.head_size,
         connector_piecewise=connector_piecewise,
+        sizes_rule=sizes_rule,  # an older release's _set_cudagraph_sizes (scheduling.py rules_release)
     )
-
-
-def _optimization_level(s: dict) -> int:
-    """-O / --optimization-level (vllm/config/vllm.py OptimizationLevel: 0 to 3, default 2)."""
-    level = s.get("optimization_level")
-    if level is None:
-        return 2
-    if str(level) not in ("0", "1", "2", "3"):
-        raise ServeLineError(f"-O {level}: vLLM's optimization levels are 0, 1, 2 and 3")
-    return int(level)
 
 
 def _scenario_settings(

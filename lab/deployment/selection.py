@@ -27,6 +27,7 @@ from lab.deployment.backend_rules import (
     ATTN_TYPES,
     CUDA_PY,
     KV_DTYPES,
+    OLDER_MM_PREFIX,
     RULES,
     SelectorConfig,
     backend_priorities,
@@ -142,8 +143,10 @@ def select_backend(
     attn_type: str = "decoder",
     requested: str | None = None,
     use_mm_prefix: bool = False,
+    rule: str = "0.33.0",
 ) -> BackendChoice:
-    """The attention backend vLLM 0.33.0 runs on a GPU of compute capability ``sm`` (80, 90, 100, 120...)."""
+    """The attention backend vLLM 0.33.0 runs on a GPU of compute capability ``sm`` (80, 90, 100, 120...); ``rule``
+    "0.19.1" / "0.22.1": those releases' priorities and mm-prefix support (backend_rules.py OLDER_MM_PREFIX)."""
     if sm // 10 not in (8, 9, 10, 12):
         raise ValueError(f"SM {sm}: the lab models SM 8.x, 9.x, 10.x and 12.x")
     if kv_cache_dtype not in KV_DTYPES or attn_type not in ATTN_TYPES:
@@ -171,7 +174,9 @@ def select_backend(
     if use_mm_prefix:
         notes.append(
             "an mm-prefix LM (ModelConfig.is_mm_prefix_lm: image spans attend bidirectionally): backends without "
-            "supports_mm_prefix are invalid, FLASH_ATTN's needs FlashAttention 4 (--language-model-only turns it off)"
+            "supports_mm_prefix are invalid, "
+            + ("FLASH_ATTN's needs FlashAttention 4" if rule == "0.33.0" else f"vLLM {rule}: only {OLDER_MM_PREFIX}")
+            + " (--language-model-only turns it off)"
         )
     if requested is not None:  # CudaPlatform.get_attn_backend_cls: a selected backend is validated alone
         name = requested.upper()
@@ -179,7 +184,7 @@ def select_backend(
             raise ValueError(
                 f"Unknown attention backend: '{requested}'. Valid options (modelled by the lab) are: {', '.join(RULES)}"
             )
-        if invalid := reasons(name, c):
+        if invalid := _reasons(name, c, rule):
             raise ValueError(
                 f"Selected backend AttentionBackendEnum.{name} is not valid for this configuration. Reason: {invalid}"
             )
@@ -192,8 +197,9 @@ def select_backend(
         use_non_causal=use_non_causal,
         head_size=head_size,
         use_mm_prefix=use_mm_prefix,
+        rule=rule,
     )
-    candidates = tuple((n, tuple(reasons(n, c))) for n in names)
+    candidates = tuple((n, tuple(_reasons(n, c, rule))) for n in names)
     valid = [n for n, r in candidates if not r]
     if not valid:
         listed = ", ".join(f"{n}: [{', '.join(r)}]" for n, r in candidates)
@@ -225,6 +231,14 @@ def _normalize_piecewise(mode: str, compiled: bool) -> str:
     if not compiled and "PIECEWISE" in _MODES[mode]:
         return {"PIECEWISE": "NONE", "FULL_AND_PIECEWISE": "FULL_DECODE_ONLY"}[mode]
     return mode
+
+
+def _reasons(name: str, c: SelectorConfig, rule: str) -> list[str]:
+    """``reasons``, with an older release's mm-prefix support (only TRITON_ATTN and FLEX_ATTENTION declare it)."""
+    if rule == "0.33.0" or not c.mm_prefix:
+        return reasons(name, c)
+    out = reasons(name, SelectorConfig(**{**c.__dict__, "mm_prefix": False}))
+    return out + ([] if name in OLDER_MM_PREFIX else ["partial multimodal token full attention not supported"])
 
 
 def cudagraph_support(vllm_backend: str, sm: int, sliding_window: bool = False, head_size: int | None = None) -> str:
@@ -319,6 +333,7 @@ def resolve_cudagraph(
     other_support: str = "ALWAYS",
     head_size: int | None = None,
     connector_piecewise: bool = False,
+    sizes_rule: str = "0.33.0",
 ) -> GraphChoice:
     """The CUDAGraphMode MRV2 runs with and its capture sizes. ``optimization_level`` is ``-O`` (default 2);
     ``pooling``: the model has a pooler (``model_config.pooler_config``); ``encoder_decoder``:
@@ -365,13 +380,16 @@ def resolve_cudagraph(
             | set(range(8, min(top + 1, 256), 8))
             | set(range(256, top + 1, 16))
         )
-        capture = resolved = tuple(sorted(grid | {max_num_batched_tokens} if max_num_batched_tokens <= top else grid))
-    else:  # lab.engine.cudagraph.default_capture_sizes mirrors VllmConfig._set_cudagraph_sizes
+        appends = max_num_batched_tokens <= top and sizes_rule != "0.19.1"  # 0.19.1 appends no off-stride size
+        capture = resolved = tuple(sorted(grid | {max_num_batched_tokens} if appends else grid))
+    else:  # lab.engine.cudagraph.default_capture_sizes mirrors VllmConfig._set_cudagraph_sizes (of ``sizes_rule``)
         resolved = tuple(
-            default_capture_sizes(max_num_seqs, max_num_batched_tokens, num_speculative_tokens, sm, performance_mode)
+            default_capture_sizes(
+                max_num_seqs, max_num_batched_tokens, num_speculative_tokens, sm, performance_mode, sizes_rule
+            )
         )
-        if performance_mode != "balanced":  # the engine's own default is "balanced": hand it the sizes
-            capture = resolved
+        if performance_mode != "balanced" or sizes_rule != "0.33.0":  # the engine's own default is 0.33.0's
+            capture = resolved  # "balanced": hand it the sizes
     lab_mode = mode if mode in ("FULL_AND_PIECEWISE", "PIECEWISE", "NONE") else "FULL_AND_PIECEWISE"
     if mode == "FULL_DECODE_ONLY":
         notes.append(

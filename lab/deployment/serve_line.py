@@ -147,6 +147,8 @@ READERS = {
     "language_model_only": _bool,  # text-only serving turns an mm-prefix LM's prefix attention off
     "limit_mm_per_prompt": _json_dict,
     "enable_prefix_caching": _bool,  # a hybrid's mamba cache mode, so its block alignment
+    "mamba_cache_dtype": _str,  # a hybrid's mamba state page, so its block alignment (mamba_state.py)
+    "mamba_ssm_cache_dtype": _str,
     "enable_chunked_prefill": _bool,  # the scheduler's limits (and vLLM's refusal without it)
     "runner": _str,  # "pooling": graph mode and async scheduling
     "convert": _str,  # a generative model adapted for pooling runs the pooling runner
@@ -377,6 +379,8 @@ def _parse(words: list[str], env: tuple[str, ...]) -> ServeLine:
             if takes != "switch":
                 _check_value(base, spec, value)
             ignored.append(base)
+        elif dest in ("mamba_cache_dtype", "mamba_ssm_cache_dtype"):  # read: their choices, as vLLM's parser checks
+            _check_value(base, spec, value)
     if len(positional) > 1:
         raise ServeLineError(f"one model only: unexpected words {' '.join(positional[1:])!r}")
     settings = {dest: READERS[dest](v, given.get(dest, dest)) for dest, v in raw.items() if dest in READERS}

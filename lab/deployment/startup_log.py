@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from lab.deployment.answer_types import FromLog, LoggedSizes, LoggedText
 from lab.deployment.resolve import Deployment, release_series
+from lab.deployment.scheduling import rules_release
 from lab.deployment.serve_line import ServeLineError
 from lab.history import REFERENCE_RELEASE, RELEASES, VLLM_VERSIONS
 
@@ -388,10 +389,15 @@ def compared_with_the_log(log: StartupLog, line: str, dep: Deployment) -> FromLo
         )
     notes += [f"the log: {d}" for d in log.downgrades]
     if dep.vllm != REFERENCE_RELEASE:
+        rule = rules_release(dep.vllm)  # the release whose batch defaults and capture sizes apply (scheduling.py)
+        own = (
+            "" if rule == REFERENCE_RELEASE else f"scheduler limits, capture sizes, backend priorities: vLLM {rule}'s; "
+        )
         notes.append(
             f"vLLM {dep.vllm}: the lab resolves its model runner and replays MRV2's bookkeeping of that release "
-            f"(lab/history.py); the backend, graph mode, capture sizes, block size and scheduler limits follow vLLM "
+            f"(lab/history.py); {own}the backends' checks, graph mode and block size follow vLLM "
             f"{REFERENCE_RELEASE}'s rules, which that release may not have had"
+            + ("" if own else ", and so do the capture sizes and scheduler limits")
         )
     return FromLog(
         line=line,

@@ -26,6 +26,26 @@ def transformers_classes() -> dict[str, dict]:
     return json.loads(DEFAULTS_FILE.read_text())["model_types"]
 
 
+# Attributes a configuration class's __post_init__ sets (each function takes the TextConfig): transformers'
+# Zamba2Config derives the shared attention's head (twice the hidden size wide) and the Mamba2 head whatever the file
+# says; OlmoHybridConfig fills the GDN dims a file leaves out. vLLM's zamba2.py, olmo_hybrid.py and get_head_size
+# read them.
+POST_INIT = {
+    "zamba2": {
+        "attention_head_dim": lambda t: 2 * t.get("hidden_size") // t.get("num_attention_heads"),
+        "mamba_headdim": lambda t: int(t.get("mamba_expand") * t.get("hidden_size")) // t.get("n_mamba_heads"),
+    },
+    "olmo_hybrid": {
+        "linear_num_key_heads": lambda t: t.raw.get("linear_num_key_heads") or t.get("num_attention_heads"),
+        "linear_num_value_heads": lambda t: t.raw.get("linear_num_value_heads") or t.get("num_attention_heads"),
+        "linear_key_head_dim": lambda t: (
+            t.raw.get("linear_key_head_dim") or int(0.75 * t.get("hidden_size") / t.get("linear_num_key_heads"))
+        ),
+        "linear_value_head_dim": lambda t: t.raw.get("linear_value_head_dim") or 2 * t.get("linear_key_head_dim"),
+    },
+}
+
+
 class TextConfig:
     """A config dict read the way a transformers config object answers getattr."""
 
@@ -38,6 +58,12 @@ class TextConfig:
 
     def get(self, key: str, default: Any = None) -> Any:
         target = self.aliases.get(key, key)
+        derive = POST_INIT.get(self.model_type, {}).get(target)
+        if derive is not None:
+            try:
+                return derive(self)
+            except (TypeError, ZeroDivisionError):  # a key it needs is missing or zero
+                return default
         if target in self.raw:
             return self.raw[target]
         if key in self.raw:  # PretrainedConfig.__setattr__ stores an attribute_map name under its target

@@ -48,6 +48,7 @@ MODELS = (
     '"num_speculative_tokens": 2}\'',
     'meta-llama/Llama-3.1-8B-Instruct --speculative-config \'{"method": "draft_model", '
     '"model": "meta-llama/Llama-3.2-1B-Instruct", "num_speculative_tokens": 4}\'',
+    "ai21labs/AI21-Jamba-1.5-Mini",  # a Mamba1 hybrid: its block aligned to 80 and more (issue 47)
 )
 CC_MODES = ("PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE", "NONE")
 FLAGS = (
@@ -106,6 +107,11 @@ def _vllm_refuses(line: str, gpu: str, reason: str) -> bool:
         except ValueError:
             return True
         return False
+    if "must be divisible by tensor parallel size" in reason:  # ModelConfig.verify_with_parallel_config
+        from lab.real_vllm.deployment.model_config import vllm_model_view
+
+        heads = vllm_model_view(facts.config)["num_attention_heads"]
+        return heads % (parsed.settings.get("tensor_parallel_size") or 1) != 0
     if "Embedding models do not support" in reason:  # config/model.py ModelConfig.__post_init__, quoted
         return "--runner generate" in line and facts.kind == "encoder_only"
     if "num_speculative_tokens" in reason:

@@ -18,6 +18,7 @@ pieces these are and what is given to them as input):
 - the speculator: ``SpeculativeConfig.__post_init__`` (method and K);
 - ``VllmConfig._set_cudagraph_sizes`` on a real ``CompilationConfig``: the capture sizes, with the line's
   ``--performance-mode``.
+- a hybrid's block size: the model's config rules and ``Platform._align_hybrid_block_size`` (hybrid_check.py).
 
 ``compare(dep)`` returns ``{field: (lab, vllm)}`` for every field compared; equal pairs are agreements.
 """
@@ -25,12 +26,12 @@ pieces these are and what is given to them as input):
 from __future__ import annotations
 
 from types import SimpleNamespace
-from unittest import mock
 
 from lab.deployment.resolve import uses_mm_prefix
 from lab.gpu_model.gpus import GPUS
 from lab.real_vllm.conform.vllm_mrv2 import load_vllm
 from lab.real_vllm.conform.vllm_standins import kernel_packages, standin_cuda, vllm_speculative
+from lab.real_vllm.deployment.hybrid_check import checkable, vllm_block_size
 from lab.real_vllm.deployment.model_config import lab_model_view, vllm_model_view, with_view
 from lab.speculators import is_speculator, speculator
 
@@ -321,7 +322,7 @@ def compare(dep) -> dict[str, tuple]:
         out["cudagraph_mode(-O)"] = (dep.graphs.vllm_mode, vllm_level_mode(int(s["optimization_level"])))
     support = vllm_cg_support(dep)
     out["cudagraph_mode"] = (dep.graphs.vllm_mode, vllm_graph_mode(dep, support))
-    if dep.model.gdn_state:  # a GDN hybrid's aligned block size (lab/deployment/hybrid_block.py)
+    if dep.model.mamba_state and checkable(dep.model.architecture):  # a hybrid's block (hybrid_block.py)
         out["block_size"] = (dep.vllm_block_size, vllm_block_size(dep))
     if dep.graphs.vllm_mode != "NONE":
         out["cudagraph_capture_sizes"] = (list(dep.graphs.resolved_capture_sizes), vllm_sizes(dep, seqs, tokens))
@@ -344,107 +345,3 @@ def check_line(line: str, gpu: str, config_path: str | None = None) -> dict:
         return {"error": str(unread)}
     fields = {name: [lab, vllm] for name, (lab, vllm) in compare(dep).items()}
     return {"fields": fields, "disagreements": [name for name, (lab, vllm) in fields.items() if lab != vllm]}
-
-
-def vllm_block_size(dep) -> int:
-    """The KV block size after vLLM's own ``Platform._align_hybrid_block_size`` (vllm/platforms/interface.py)
-    for a GDN hybrid, ``MambaModelConfig.verify_and_update_config`` first (prefix caching -> the "align" mamba
-    cache mode). Stand-ins, because vllm/model_executor/models/qwen3_next.py and its GDN layer module do not
-    import on this CPU machine (compressed_tensors is not installed): the model class answers its state as
-    Qwen3NextForCausalLM's classmethods do, through vLLM's own ``MambaStateShapeCalculator.
-    gated_delta_net_state_shape`` and ``MambaStateDtypeCalculator.gated_delta_net_state_dtype``; the GDN layer's
-    checkpoint alignment (FLASHINFER_GDN_CHECKPOINT_ALIGNMENT where FlashInfer's GDN prefill runs) takes the
-    lab's ``gdn_flashinfer_prefill``; a backend whose package is missing (flashinfer) answers the lab's
-    smallest kernel block."""
-    import torch
-
-    from lab.deployment.hybrid_block import GDN_KEYS, gdn_flashinfer_prefill
-
-    load_vllm()
-    with kernel_packages(), standin_cuda(dep.gpu):
-        from vllm.model_executor.layers.mamba import abstract
-        from vllm.model_executor.layers.mamba.mamba_utils import MambaStateDtypeCalculator, MambaStateShapeCalculator
-        from vllm.model_executor.models import ModelRegistry
-        from vllm.model_executor.models.config import MambaModelConfig
-        from vllm.platforms.interface import Platform
-        from vllm.v1.attention.backends.gdn_attn import FLASHINFER_GDN_CHECKPOINT_ALIGNMENT
-        from vllm.v1.attention.backends.registry import AttentionBackendEnum
-
-        s, m, tp = dep.line.settings, dep.model, dep.line.settings.get("tensor_parallel_size") or 1
-        hf = SimpleNamespace(**dict(zip(GDN_KEYS, m.gdn_state)))
-        model = SimpleNamespace(
-            dtype=getattr(torch, m.dtype),
-            use_mla=False,
-            architecture=m.architecture,
-            hf_text_config=hf,
-            is_hybrid=True,
-            max_model_len=dep.settings["max_model_len"],
-            get_num_kv_heads=lambda p: max(1, m.num_kv_heads // tp),
-            get_head_size=lambda: m.head_size,
-        )
-        cache = SimpleNamespace(
-            cache_dtype=s.get("kv_cache_dtype") or "auto",
-            block_size=dep.settings["block_size"],
-            enable_prefix_caching=s.get("enable_prefix_caching") is not False,
-            mamba_cache_mode="none",
-            mamba_block_size=None,
-            mamba_page_size_padded=None,
-            mamba_cache_dtype="auto",
-            mamba_ssm_cache_dtype="auto",
-        )
-        flashinfer = gdn_flashinfer_prefill(GPUS[dep.gpu].sm, hf.linear_key_head_dim)
-
-        class _GDNLayer(abstract.MambaBase):  # qwen_gdn_linear_attn.py: get_prefill_checkpoint_alignment
-            def get_prefill_checkpoint_alignment(self):
-                return FLASHINFER_GDN_CHECKPOINT_ALIGNMENT if cache.mamba_cache_mode == "align" and flashinfer else None
-
-        _GDNLayer.__abstractmethods__ = frozenset()  # nothing else of the layer is asked
-
-        class _Model:  # qwen3_next.py Qwen3NextForCausalLM's two classmethods
-            @staticmethod
-            def get_mamba_state_shape_from_config(c):
-                spec = c.speculative_config.num_speculative_tokens if c.speculative_config else 0
-                return MambaStateShapeCalculator.gated_delta_net_state_shape(
-                    tp,
-                    hf.linear_num_key_heads,
-                    hf.linear_num_value_heads,
-                    hf.linear_key_head_dim,
-                    hf.linear_value_head_dim,
-                    hf.linear_conv_kernel_dim,
-                    spec,
-                )
-
-            @staticmethod
-            def get_mamba_state_dtype_from_config(c):
-                return MambaStateDtypeCalculator.gated_delta_net_state_dtype(
-                    c.model_config.dtype, c.cache_config.mamba_cache_dtype, c.cache_config.mamba_ssm_cache_dtype
-                )
-
-        config = SimpleNamespace(
-            model_config=model,
-            cache_config=cache,
-            additional_config={},
-            parallel_config=SimpleNamespace(tensor_parallel_size=tp, data_parallel_size=1),
-            scheduler_config=SimpleNamespace(enable_chunked_prefill=True),
-            speculative_config=SimpleNamespace(num_speculative_tokens=dep.k) if dep.k else None,
-            compilation_config=SimpleNamespace(static_forward_context={"gdn": object.__new__(_GDNLayer)}),
-        )
-        MambaModelConfig.verify_and_update_config(config)
-        try:
-            backend = AttentionBackendEnum[dep.backend.vllm_name].get_class()
-        except (ImportError, OSError, AssertionError):
-            backend = SimpleNamespace(
-                get_supported_kernel_block_sizes=lambda *a: [dep.backend.kernel_block], customize_spec=lambda spec: spec
-            )
-        with (
-            mock.patch.object(Platform, "_find_non_ssm_backends", classmethod(lambda cls, c: [backend])),
-            mock.patch.object(ModelRegistry, "resolve_model_cls", lambda *a, **k: (_Model, m.architecture)),
-        ):
-            Platform._align_hybrid_block_size.__func__(type(current_platform()), config, backend)
-    return int(cache.block_size)
-
-
-def current_platform():
-    from vllm.platforms import current_platform as platform
-
-    return platform

@@ -34,10 +34,8 @@ from lab.trace.schema import (
     DRAFT_SEQ_LENS_SCHEMA,
     FORMAT,
     MAX_ARRAY_BYTES,
-    MAX_DESCRIPTION_CHARS,
     MAX_FILE_BYTES,
     MAX_INFLATION,
-    MAX_NAME_CHARS,
     MAX_TOTAL_ARRAY_BYTES,
     MIN_INFLATION_CAP_BYTES,
     SCHEMA,
@@ -48,6 +46,7 @@ from lab.trace.schema import (
     VERSION,
     VLLM_COUNT_META_STR,
     VLLM_COUNT_SCHEMA,
+    check_scenario_text,
     check_text,
 )
 
@@ -445,9 +444,5 @@ def scenario_from_dict(d: dict) -> Scenario:
         if not isinstance(fields["cudagraph_capture_sizes"], list):
             raise ValueError("cudagraph_capture_sizes must be a list")
         fields["cudagraph_capture_sizes"] = tuple(fields["cudagraph_capture_sizes"])
-    for key, limit in (("name", MAX_NAME_CHARS), ("description", MAX_DESCRIPTION_CHARS)):
-        if key in fields and not isinstance(fields[key], str):
-            raise ValueError(f"{key} must be a string")
-        if len(fields.get(key, "")) > limit:
-            raise ValueError(f"{key} has {len(fields[key]):,} characters; at most {limit:,}")
+    check_scenario_text(fields)
     return Scenario(**fields)

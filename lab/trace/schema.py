@@ -135,6 +135,15 @@ def check_text(meta: dict, req_ids: list, num_requests: int, bad) -> None:
         bad(f"meta is larger than {MAX_META_BYTES // 1024:,} KiB as JSON (the lab's own is about 1 KiB)")
 
 
+def check_scenario_text(fields: dict) -> None:
+    """A scenario's ``name`` and ``description``: strings of at most MAX_NAME_CHARS / MAX_DESCRIPTION_CHARS."""
+    for key, limit in (("name", MAX_NAME_CHARS), ("description", MAX_DESCRIPTION_CHARS)):
+        if key in fields and not isinstance(fields[key], str):
+            raise ValueError(f"{key} must be a string")
+        if len(fields.get(key, "")) > limit:
+            raise ValueError(f"{key} has {len(fields[key]):,} characters; at most {limit:,}")
+
+
 __all__ = [
     "FORMAT",
     "VERSION",
@@ -149,6 +158,7 @@ __all__ = [
     "MAX_DESCRIPTION_CHARS",
     "text_bytes",
     "check_text",
+    "check_scenario_text",
     "SCHEMA",
     "TIMING_SCHEMA",
     "TIMING_META_STR",

@@ -109,6 +109,14 @@ def step_handed(handed: Handed | None, kind: str, told: int | None, max_model_le
     return handed.value((DRAFT_KIND if draft else STEP_KIND)[mode], told, max_model_len)
 
 
+def sized_by(handed: Handed | None, kind: str, told: int, max_model_len: int) -> tuple[int, bool]:
+    """The max_seq_len a view sizes a pass's walk by (hero, block table, summary, the headline's walk ratio): what
+    the launch is observed to be handed (``step_handed``), and True; where that is not observed, the metadata's
+    told value, and False (the view says "not observed" beside it). Never the trace's modelled launch scalar."""
+    v = step_handed(handed, kind, told, max_model_len)
+    return (told, False) if v is None else (v, True)
+
+
 def not_observed_text(scenario) -> str:
     """What the views say where the chosen backend has no observation."""
     name, version = chosen_backend(scenario)

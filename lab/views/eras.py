@@ -21,6 +21,7 @@ from lab.trace.era_recordings import recorded_releases
 from lab.trace.names import era_label, patch_label
 from lab.views.common import check_step, passes_walked, requests
 from lab.views.palette import ERA_COLOR
+from lab.views.walks import step_walked
 
 PR_URL = {e.pr: e.pr_url for e in ERA_LIST if e.pr}
 # By era index (before #40654, after #40654, after #43991): the palette's colours (lab/views/palette.py).
@@ -111,7 +112,7 @@ def handed_note(scenario) -> str:
     """The headline's line on what the chosen backend's launch receives: the observed case, or "not observed"."""
     h = handed_for(scenario)
     if h is None:
-        return html.escape(not_observed_text(scenario))
+        return html.escape(not_observed_text(scenario)) + "; walks sized by the metadata's max_seq_len"
     return f"handed: {html.escape(h.label)}, as observed in vLLM 0.33.0's own backend"
 
 
@@ -135,7 +136,7 @@ def headline_html(trace, index: int) -> str:
     t = [v for v in vals["target"] if v is not None]  # the eras that had this target path
     seen = [v[0] if v[1] is None else v[1] for v in t]  # what the launch is handed (the told value: not observed)
     ratio = seen[0] / seen[-1] if seen[-1] else float("inf")
-    walked = st.oor_all_passes
+    walked = step_walked(trace, st)  # each walk sized by what the launch is handed (lab/views/walks.py)
     wb, wf = walked["baseline"]["walked"], walked["fixed"]["walked"]
     last = html.escape(era_label(trace, ERAS[-1]))  # a patched trace's fixed era by its patch
     head = (

@@ -31,6 +31,7 @@ from lab.views.common import (
 )
 from lab.views.eras import ERA_COLORS, era_series, target_path
 from lab.views.palette import ERA_DARK
+from lab.views.walks import handed_series
 
 MAX_BANDS = 200
 # The draft lines' colours: a darker shade of each era's (ERA_COLORS), told apart from its target line.
@@ -71,7 +72,7 @@ def _line(x, y, name, color, dash="solid", yaxis="y", legend="legend", width=2) 
 
 def timeline_spec(trace, index: int) -> dict:
     index = check_step(trace, index)
-    s = series(trace)
+    s = {**series(trace), **handed_series(trace)}  # walks sized by what the launch is handed
     e = era_series(trace)
     e = {**e, "eras": [era_label(trace, k) for k in e["eras"]]}  # the names drawn: a patched era by its patch
     n = len(s["num_reqs"])

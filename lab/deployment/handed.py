@@ -117,8 +117,8 @@ def sized_by(handed: Handed | None, kind: str, told: int, max_model_len: int) ->
     return (told, False) if v is None else (v, True)
 
 
-def not_observed_text(scenario) -> str:
-    """What the views say where the chosen backend has no observation."""
+def not_observed_text(scenario, why: bool = True) -> str:
+    """What the views say where the chosen backend has no observation (``why``: where to read why, if room)."""
     name, version = chosen_backend(scenario)
     which = f"{name} (FA{version})" if version else name
-    return f"what {which} is handed: not observed (docs/kernels.md says why)"
+    return f"what {which} is handed: not observed" + (" (docs/kernels.md says why)" if why else "")

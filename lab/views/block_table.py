@@ -210,9 +210,9 @@ def block_table_spec(trace, index: int) -> dict:
     return figure(data, layout)
 
 
-# The characters of a subtitle line that fit a 1280 px page (a <sup> character is about 5 px; the usual 216
-# fit), and what a second line takes.
-SUBTITLE_CHARS = 240
+# The characters of a subtitle line that fit the figure at 1366 px beside the what-if knobs (about 960 px: a <sup>
+# character is about 5 px; a 234-character line was cut at about 190), and what a second line takes.
+SUBTITLE_CHARS = 180
 SUBTITLE_LINE_PX = 36
 
 

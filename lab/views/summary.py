@@ -95,7 +95,7 @@ def _handed_line(trace, st) -> str:
     """What the target's launch is handed on this step in each mode, as observed, or "not observed"."""
     h = handed_for(trace.scenario)
     if h is None:
-        return f"{not_observed_text(trace.scenario)}: the walks below are sized by the metadata's max_seq_len."
+        return f"{not_observed_text(trace.scenario)}; the walks below are sized by the metadata's max_seq_len."
     b, f = (pass_walk(trace, st, m).value for m in MODES)
     return f"{h.backend}'s launch is handed {h.key} {b:,} / {f:,} (observed in vLLM 0.33.0's own backend)."
 

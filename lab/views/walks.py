@@ -136,5 +136,5 @@ def sized_text(trace) -> str:
     """What the walks are sized by, in words: the chosen backend's observed launch argument, or "not observed"."""
     h = handed_for(trace.scenario)
     if h is None:
-        return f"{not_observed_text(trace.scenario)}; walks sized by the metadata's max_seq_len"
-    return f"walks sized by what {h.backend}'s launch is handed ({h.key}, observed in vLLM 0.33.0's own backend)"
+        return f"{not_observed_text(trace.scenario, why=False)}; walks sized by the metadata's max_seq_len"
+    return f"walks sized by what {h.backend}'s launch is handed ({h.key}, observed)"

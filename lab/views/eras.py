@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from lab.deployment.handed import handed_for, not_observed_text, step_handed
+from lab.deployment.handed import handed_for, not_observed_text, scheduler_text, step_handed, step_scheduler
 from lab.history import ERA_LIST, ERAS
 from lab.speculators import speculator
 from lab.trace.era_recordings import recorded_releases
@@ -193,7 +193,26 @@ def headline_html(trace, index: int) -> str:
             graph = st.cudagraph_mode if path == "target" else "draft"
             cells.append(f"<td>{_fmt(meta, kern, graph, who)} {badge}{note}</td>")
         rows.append(f"<tr><td>{labels[path]}</td>{''.join(cells)}</tr>")
+    rows += _scheduler_row(st, handed, s.max_model_len)
     return f"<div class='headline'><div class='hl-line'>{head}</div><table class='eras'>{''.join(rows)}</table></div>"
+
+
+def _scheduler_row(st, handed, mml: int) -> list[str]:
+    """FA3's scheduler metadata on a line of its own: the max_seqlen_k its get_scheduler_metadata call is handed
+    on this step's target pass in each era, as observed (lab/deployment/handed.py ``step_scheduler``), or "none"
+    where the builder turned AOT scheduling off; no line where the chosen backend is not FA3."""
+    if handed is None or handed.scheduler is None:
+        return []
+    hist = st.history()
+    head = f"<td title='{html.escape(scheduler_text(handed))}'>FA3 scheduler metadata</td>"
+    if not handed.scheduler.aot:
+        why = html.escape(scheduler_text(handed).split(": ", 1)[1])
+        return [f"<tr class='hl-sched'>{head}<td colspan='{len(hist)}' class='no-path'>none: <i>{why}</i></td></tr>"]
+    cells = []
+    for h in hist.values():
+        v = step_scheduler(handed, st.cudagraph_mode, h["max_seq_len"], mml)
+        cells.append("<td class='no-path'>—</td>" if v is None else f"<td>{v:,}</td>")
+    return [f"<tr class='hl-sched'>{head}{''.join(cells)}</tr>"]
 
 
 def ratio_text(b: int, f: int) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.caveats import R9_R10_CAVEAT
-from lab.deployment.handed import handed_for, not_observed_text
+from lab.deployment.handed import handed_for, not_observed_text, scheduler_text, step_scheduler
 from lab.trace.names import mode_names, mode_words
 from lab.views.common import MODES, check_step, passes_walked
 from lab.views.kernels import SPIKE_FACTOR, measured_how, spike_steps
@@ -100,6 +100,16 @@ def _handed_line(trace, st) -> str:
     return f"{h.backend}'s launch is handed {h.key} {b:,} / {f:,} (observed in vLLM 0.33.0's own backend)."
 
 
+def _scheduler_line(trace, st) -> list[str]:
+    """FA3's scheduler metadata on this step, per mode, on a line of its own (lab/deployment/handed.py); none where
+    the chosen backend is not FA3."""
+    h = handed_for(trace.scenario)
+    mml = trace.scenario.max_model_len
+    values = tuple(step_scheduler(h, st.cudagraph_mode, st.max_seq_len[m], mml) for m in MODES)
+    text = scheduler_text(h, values if None not in values else (), st.cudagraph_mode)
+    return ["", text[0].upper() + text[1:] + "."] if text else []
+
+
 def summary_markdown(trace, index: int) -> str:
     st = trace.steps[check_step(trace, index)]
     s = trace.scenario
@@ -112,6 +122,7 @@ def summary_markdown(trace, index: int) -> str:
         "",
         f"**Step {st.index}** ({st.num_reqs} requests, {st.cudagraph_mode} graph): max_seq_len baseline "
         f"{st.max_seq_len['baseline']:,} / {words['fixed']} {st.max_seq_len['fixed']:,}; {_handed_line(trace, st)}",
+        *_scheduler_line(trace, st),
         "",
         f"| block-table entries ({passes_walked(trace)}) | baseline: {names['baseline']} "
         f"| {words['fixed']}: {names['fixed']} | ratio |",

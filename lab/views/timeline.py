@@ -37,6 +37,8 @@ from lab.views.walks import handed_series
 MAX_BANDS = 200
 # The draft lines' colours: a darker shade of each era's (ERA_COLORS), told apart from its target line.
 _DRAFT_COLORS = {k: ERA_DARK[e] for k, e in enumerate(ERAS)}
+# FA3's scheduler metadata line: a colour no era, draft or band has (it lies on the after-#43991 line, dash-dotted).
+SCHEDULER_COLOR = "#17becf"
 # Panel domains (paper y): max_seq_len, batch size, cumulative entries.
 _DOMAINS = {"y": [0.58, 1.0], "y2": [0.36, 0.5], "y3": [0.0, 0.28]}
 
@@ -148,7 +150,7 @@ def _scheduler_line(trace, x, graph, e: dict) -> list[dict]:
         for t, g in zip(told, graph.tolist(), strict=True)
     ]
     name = f"FA3 scheduler metadata, {e['eras'][-1]} (observed)"
-    return [_line(x, y, name, ERA_DARK[ERAS[-1]], "dashdot", width=1.5)]
+    return [_line(x, y, name, SCHEDULER_COLOR, "dashdot", width=2)]
 
 
 def _draft_lines(x, e: dict) -> list[dict]:

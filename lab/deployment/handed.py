@@ -64,6 +64,7 @@ def _value(origin: dict, kind: str, told: int, max_model_len: int) -> int | None
 # vLLM 0.33.0's installed source by tests/conformance/test_claims_vllm.py and test_fa3_scheduler_vllm.py): the call
 # is made only with AOT scheduling on, from the step's max_seq_len, stored where a FULL graph reads it; more than one
 # sliding-window config turns it off; num_splits is pinned on steps a FULL graph can take.
+AOT_OFF = "AOT scheduling off: more than one sliding-window config (observed)"  # the short form, for a table cell
 SCHEDULER_CLAIMS = (
     "fa3.scheduler",
     "fa3.scheduler_told",

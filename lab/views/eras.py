@@ -14,7 +14,7 @@ import weakref
 
 import numpy as np
 
-from lab.deployment.handed import handed_for, not_observed_text, scheduler_text, step_handed, step_scheduler
+from lab.deployment.handed import AOT_OFF, handed_for, not_observed_text, scheduler_text, step_handed, step_scheduler
 from lab.history import ERA_LIST, ERAS
 from lab.speculators import speculator
 from lab.trace.era_recordings import recorded_releases
@@ -206,8 +206,8 @@ def _scheduler_row(st, handed, mml: int) -> list[str]:
     hist = st.history()
     head = f"<td title='{html.escape(scheduler_text(handed))}'>FA3 scheduler metadata</td>"
     if not handed.scheduler.aot:
-        why = html.escape(scheduler_text(handed).split(": ", 1)[1])
-        return [f"<tr class='hl-sched'>{head}<td colspan='{len(hist)}' class='no-path'>none: <i>{why}</i></td></tr>"]
+        # Short: a long cell across the eras widened the table; the label's hover gives the whole sentence.
+        return [f"<tr class='hl-sched'>{head}<td colspan='{len(hist)}' class='no-path'>none: <i>{AOT_OFF}</i></td></tr>"]
     cells = []
     for h in hist.values():
         v = step_scheduler(handed, st.cudagraph_mode, h["max_seq_len"], mml)

@@ -207,7 +207,9 @@ def _scheduler_row(st, handed, mml: int) -> list[str]:
     head = f"<td title='{html.escape(scheduler_text(handed))}'>FA3 scheduler metadata</td>"
     if not handed.scheduler.aot:
         # Short: a long cell across the eras widened the table; the label's hover gives the whole sentence.
-        return [f"<tr class='hl-sched'>{head}<td colspan='{len(hist)}' class='no-path'>none: <i>{AOT_OFF}</i></td></tr>"]
+        return [
+            f"<tr class='hl-sched'>{head}<td colspan='{len(hist)}' class='no-path'>none: <i>{AOT_OFF}</i></td></tr>"
+        ]
     cells = []
     for h in hist.values():
         v = step_scheduler(handed, st.cudagraph_mode, h["max_seq_len"], mml)

@@ -74,7 +74,9 @@ ALL_VIEWS = {
         "All steps: the target's `max_seq_len` per era as solid lines, and a dashed line for what the "
         "chosen backend's launch is handed (observed in vLLM 0.33.0's own backend) where it differs from the "
         "metadata: on FULL-graph steps capture's `max_model_len` (R9), so there the fix moves the metadata, not "
-        "the launch; a backend with no observation gets a legend entry saying so and no line. Dotted lines: "
+        "the launch; a backend with no observation gets a legend entry saying so and no line. Where FA3 is the "
+        "backend, a dash-dotted line is its scheduler metadata's `max_seqlen_k` after #43991 (observed: the step's "
+        "value, FULL steps too), or a legend entry says AOT scheduling is off. Dotted lines: "
         "the draft passes' "
         "`draft_max_seq_len`. Bands: the CUDA-graph mode (FULL / PIECEWISE / NONE); below, the batch size "
         "and the cumulative block-table entries walked and out of range. The black line is the current step.",

@@ -65,13 +65,15 @@ def test_a_backend_that_never_reads_it_says_so():
 
 
 def test_block_table_view_says_which_backend_its_walk_assumes(monkeypatch):
-    """A trace with no timings: the reference kernel's walk (a launch scalar), said in the subtitle. A trace timed
+    """A trace with no timings: the walk of what the chosen backend's launch is observed to be handed (H200: FA3's
+    max_seqlen_k, capture's under a FULL graph), said in the subtitle; no launch scalar assumed. A trace timed
     by vLLM's FlashAttention kernel (record fa3, refreshed at replay): the walk of the step's own value."""
     trace = simulate(Scenario.from_spec("4p256o8_mml=32k"))
     st = next(s for s in trace.steps if s.cudagraph_mode == "FULL")
     d = block_table_classes(trace, st.index)
-    assert "assumes the lab's reference kernel" in d["walk_record"] and "the trace names none" in d["walk_record"]
-    assert d["walks"]["fixed"] == walked_columns(st.kernel_max_seq_len["fixed"], 16) == 2048
+    assert "walks sized by what FLASH_ATTN's launch is handed (max_seqlen_k, observed" in d["walk_record"]
+    assert "assumes" not in d["walk_record"]
+    assert d["walks"]["fixed"] == walked_columns(32768, 16) == 2048
     timed = {"backend": "vllm-flash-attn", "device_kind": "cuda:0", "device": "NVIDIA H200"}
     monkeypatch.setattr(type(trace), "timings", property(lambda self: timed))
     d = block_table_classes(trace, st.index)
@@ -79,6 +81,7 @@ def test_block_table_view_says_which_backend_its_walk_assumes(monkeypatch):
     assert d["walks"]["fixed"] == walked_columns(st.max_seq_len["fixed"], 16) < 2048
     timed["backend"], timed["device_kind"] = "vllm-cpu", "cpu"
     assert "vllm-cpu, which timed this trace, reads no max_seq_len" in block_table_classes(trace, 0)["walk_record"]
+    assert "walks sized by what FLASH_ATTN's launch is handed" in block_table_classes(trace, 0)["walk_record"]
 
 
 @pytest.mark.parametrize(

@@ -34,6 +34,7 @@ body.presenter #settings, body.presenter #below, body.presenter #brand, body.pre
   body.presenter #run {display: none !important}
 body.presenter #headline, body.presenter #headline .hl-line {font-size: 22px !important}
 body.presenter #headline .eras {font-size: 20px !important}
+body.presenter #headline .eras tr.hl-sched {display: none}
 body.presenter #view label {font-size: 18px !important}
 body.presenter.short #headline, body.presenter.short #headline .hl-line {font-size: 16px !important}
 body.presenter.short #headline .eras {font-size: 15px !important}

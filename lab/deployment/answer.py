@@ -26,7 +26,7 @@ from lab.deployment.answer_types import (
     Work,
     WorkloadRun,
 )
-from lab.deployment.kernel_reads import Handed, handed_of, kernel_text, observed_headline, values_text
+from lab.deployment.kernel_reads import Handed, fa2_split_text, handed_of, kernel_text, observed_headline, values_text
 from lab.deployment.resolve import Deployment, release_series
 from lab.deployment.resolved import describe, resolved_fields
 from lab.deployment.workload import Workload
@@ -274,8 +274,11 @@ def answer(dep: Deployment, workload: Workload | None = None) -> Answer:
     table, work = backends_and_work(dep, trace)
     era = release(release_series(dep.vllm)).era  # the release's own era (the replay's series may differ)
     old, new = ERAS[0], (era if era != ERAS[0] else ERAS[-1])
+    # FA2 (no record, observed): its split-KV count on this workload's pure decode launches, R10 as FA2 decides it.
+    seen = {e: list(r.per_step[1]) for e in (old, new) for r in rows if r.path == "target" and r.era == e and r.exists}
+    r10 = fa2_split_text(dep, trace, head_shape(dep), seen) if len(seen) == 2 and all(seen.values()) else ""
     return Answer(
-        headline=_headline(dep, rows, work, era, scenario),
+        headline=_headline(dep, rows, work, era, scenario, r10),
         resolved=resolved_fields(dep),
         resolved_text=describe(dep),
         workload=WorkloadRun(spec=scenario.to_spec(), steps=len(trace.steps), requests=len(scenario.requests)),
@@ -323,8 +326,11 @@ def _told_phrase(dep, paths: dict, era: str) -> tuple[str, str]:
     return now, later
 
 
-def _headline(dep: Deployment, rows: tuple[PathRow, ...], work: Work | None, era: str, scenario=None) -> str:
-    """The answer in plain words: yes / in the metadata only / no, and why."""
+def _headline(
+    dep: Deployment, rows: tuple[PathRow, ...], work: Work | None, era: str, scenario=None, r10: str = ""
+) -> str:
+    """The answer in plain words: yes / in the metadata only / no, and why (``r10``: what an observed backend
+    without a record does with the value, where the lab models it: FA2's split count)."""
     mml = dep.settings["max_model_len"]
     if not dep.runs_mrv2:
         return (
@@ -349,7 +355,7 @@ def _headline(dep: Deployment, rows: tuple[PathRow, ...], work: Work | None, era
     if rec is not None and rec.at_replay == NOT_READ:  # R10 from the record, whether or not it has this GPU
         return f"no change in work: {head}, but {backend_label(rec.name)} does not size its work from it ({rec.known})"
     if rec is None:  # W4: no record; its launch observed (R9 observed, R10 not modelled), else never assumed
-        return observed_headline(dep, head, _kernel_changed(rows, ERAS[0], last)) or (
+        return observed_headline(dep, head, _kernel_changed(rows, ERAS[0], last), r10) or (
             f"unknown: {head}; the lab has no record of what {backend} reads of it (R9 and R10 unknown)"
         )
     if not _kernel_changed(rows, ERAS[0], last):

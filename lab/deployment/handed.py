@@ -39,6 +39,10 @@ class Handed:
     case: str  # the observed case (observed.json "case")
     key: str  # the launch argument drawn ("max_seqlen_k", ...)
     origin: dict[str, str | int]  # observed step kind -> TOLD / CAPTURE / the value observed
+    # FA3 only (None for any other backend): FA3's scheduler metadata as observed (``Scheduler``); for an FA3 case
+    # whose builder made no get_scheduler_metadata call on any step (AOT scheduling off, W1), a Scheduler with no
+    # observed step kind.
+    scheduler: Scheduler | None = None
 
     @property
     def label(self) -> str:
@@ -46,10 +50,53 @@ class Handed:
 
     def value(self, kind: str, told: int, max_model_len: int) -> int | None:
         """What the launch is handed on a step of ``kind`` told ``told``; None where that kind was not observed."""
-        o = self.origin.get(kind)
-        if o is None:
-            return None
-        return told if o == TOLD else max_model_len if o == CAPTURE else int(o)
+        return _value(self.origin, kind, told, max_model_len)
+
+
+def _value(origin: dict, kind: str, told: int, max_model_len: int) -> int | None:
+    o = origin.get(kind)
+    if o is None:
+        return None
+    return told if o == TOLD else max_model_len if o == CAPTURE else int(o)
+
+
+# The claims behind what the scheduler line says of vLLM's code (lab/gpu_model/backend_claims.py; each is checked in
+# vLLM 0.33.0's installed source by tests/conformance/test_claims_vllm.py and test_fa3_scheduler_vllm.py): the call
+# is made only with AOT scheduling on, from the step's max_seq_len, stored where a FULL graph reads it; more than one
+# sliding-window config turns it off; num_splits is pinned on steps a FULL graph can take.
+AOT_OFF = "AOT scheduling off: more than one sliding-window config (observed)"  # the short form, for a table cell
+SCHEDULER_CLAIMS = (
+    "fa3.scheduler",
+    "fa3.scheduler_told",
+    "fa3.store",
+    "fa3.aot_off",
+    "fa3.window_configs",
+    "fa3.pin",
+    "fa3.pin_count",
+    "fa3.default_32",
+)
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """FA3's scheduler metadata, as observed: the ahead-of-time ``get_scheduler_metadata`` call
+    ``FlashAttentionMetadataBuilder.build`` makes (vllm/v1/attention/backends/flash_attn.py
+    ``_get_scheduler_metadata``: ``max_seqlen_k=max_seq_len``, the step's metadata value; under FULL graphs
+    ``_store_scheduler_metadata`` copies it into the persistent buffer the graph reads), which ``build`` turns off
+    where the model's layers have more than one sliding-window config (``len(sliding_window_configs) > 1``).
+    Per observed step kind: where the call's ``max_seqlen_k`` came from (``TOLD`` / ``CAPTURE`` / a value) and the
+    ``num_splits`` it was handed (vLLM's pin, or 0: FA3's own heuristic). Empty: no call observed (AOT off)."""
+
+    origin: dict[str, str | int]
+    num_splits: dict[str, int]
+
+    @property
+    def aot(self) -> bool:
+        return bool(self.origin)
+
+    def value(self, kind: str, told: int, max_model_len: int) -> int | None:
+        """The call's max_seqlen_k on a step of ``kind`` told ``told``; None where no call was observed there."""
+        return _value(self.origin, kind, told, max_model_len)
 
 
 def chosen_backend(scenario) -> tuple[str, int | None]:
@@ -72,10 +119,10 @@ def _case_for(scenario) -> tuple[str, str | None]:
     return name, None
 
 
-def _origin(row: dict, capture_told: int, key: str) -> str | int:
-    """Where a launch's value came from. Inside a FULL graph capture's value wins a tie: a draft pass captured in
-    the graph is re-planned at capture, told max_model_len (lab/gpu_model/observed.py, the fused draft pass)."""
-    value = row["launch"][key]
+def _origin(row: dict, capture_told: int, value: int) -> str | int:
+    """Where an observed value of a step came from. Inside a FULL graph capture's value wins a tie: a draft pass
+    captured in the graph is re-planned at capture, told max_model_len (lab/gpu_model/observed.py, the fused draft
+    pass)."""
     if value == capture_told and "FULL" in row["step"]:
         return CAPTURE
     if value == row["told"]:
@@ -97,7 +144,15 @@ def _handed(device_capability: int, model_state: str, sliding: bool) -> Handed |
     rs = [r for r in observed.rows(case=case) if r["mode"] == "fixed"]  # told the batch max: TOLD and CAPTURE differ
     capture = next(r for r in rs if r["step"] == "capture")
     key = next(k for k in LENGTH_KEYS if k in capture["launch"])
-    return Handed(name, case, key, {r["step"]: _origin(r, capture["told"], key) for r in rs if r["launch"]})
+    origin = {r["step"]: _origin(r, capture["told"], r["launch"][key]) for r in rs if r["launch"]}
+    scheduler = None
+    if capture.get("fa_version") == 3:  # FA3's builder is the one with the AOT scheduler call (aot_schedule)
+        sched = [r for r in rs if r.get("scheduler")]
+        scheduler = Scheduler(
+            {r["step"]: _origin(r, capture["told"], r["scheduler"]["max_seqlen_k"]) for r in sched},
+            {r["step"]: int(r["scheduler"]["num_splits"]) for r in sched},
+        )
+    return Handed(name, case, key, origin, scheduler)
 
 
 def step_handed(handed: Handed | None, kind: str, told: int | None, max_model_len: int) -> int | None:
@@ -109,8 +164,52 @@ def step_handed(handed: Handed | None, kind: str, told: int | None, max_model_le
     return handed.value((DRAFT_KIND if draft else STEP_KIND)[mode], told, max_model_len)
 
 
-def not_observed_text(scenario) -> str:
-    """What the views say where the chosen backend has no observation."""
+def step_scheduler(handed: Handed | None, kind: str, told: int | None, max_model_len: int) -> int | None:
+    """FA3's scheduler metadata's max_seqlen_k on a pass of ``kind`` (as ``step_handed``) told ``told``: None where
+    the backend is not FA3, no call was observed (AOT scheduling off) or the pass did not run."""
+    if handed is None or handed.scheduler is None or told is None:
+        return None
+    draft, _, mode = kind.rpartition(":")
+    return handed.scheduler.value((DRAFT_KIND if draft else STEP_KIND)[mode], told, max_model_len)
+
+
+def scheduler_text(handed: Handed | None, values: tuple[int, ...] = (), kind: str = "") -> str:
+    """FA3's scheduler metadata in words, for a line of its own ("" where the backend is not FA3): what it was
+    observed to be handed on each step kind, or, given ``values`` (its max_seqlen_k on a target pass of ``kind``,
+    per mode), those values."""
+    if handed is None or handed.scheduler is None:
+        return ""
+    sched = handed.scheduler
+    if not sched.aot:
+        return (
+            "no FA3 scheduler metadata: FlashAttentionMetadataBuilder.build turns AOT scheduling off for more than "
+            "one sliding-window config (observed: no get_scheduler_metadata call)"
+        )
+    if not values:
+        capture = [k for k, o in sched.origin.items() if o == CAPTURE]
+        return (
+            "FA3 scheduler metadata: the step's value, FULL replays too"
+            + (f"; capture's on {' / '.join(capture)}" if capture else "")
+            + " (observed)"
+        )
+    pin = sched.num_splits.get(STEP_KIND.get(kind, ""), 0)
+    return (
+        f"FA3 scheduler metadata (get_scheduler_metadata in FlashAttentionMetadataBuilder.build) is handed "
+        f"max_seqlen_k {' / '.join(f'{v:,}' for v in values)} (observed)"
+        + (f", num_splits {pin} (vLLM's pin under FULL graphs)" if pin and kind == "FULL" else "")
+    )
+
+
+def sized_by(handed: Handed | None, kind: str, told: int, max_model_len: int) -> tuple[int, bool]:
+    """The max_seq_len a view sizes a pass's walk by (hero, block table, summary, the headline's walk ratio): what
+    the launch is observed to be handed (``step_handed``), and True; where that is not observed, the metadata's
+    told value, and False (the view says "not observed" beside it). Never the trace's modelled launch scalar."""
+    v = step_handed(handed, kind, told, max_model_len)
+    return (told, False) if v is None else (v, True)
+
+
+def not_observed_text(scenario, why: bool = True) -> str:
+    """What the views say where the chosen backend has no observation (``why``: where to read why, if room)."""
     name, version = chosen_backend(scenario)
     which = f"{name} (FA{version})" if version else name
-    return f"what {which} is handed: not observed (docs/kernels.md says why)"
+    return f"what {which} is handed: not observed" + (" (docs/kernels.md says why)" if why else "")

@@ -12,10 +12,12 @@ import numpy as np
 
 from lab.deployment.resolve import Deployment
 from lab.gpu_model.backends import VLLM_BACKEND_OF, backend_label
+from lab.gpu_model.fa2_splits import Fa2Launch, fa2_num_splits
+from lab.gpu_model.gpus import GPUS, HeadShape
 from lab.gpu_model.observed import Handed, handed
 from lab.gpu_model.records import NOT_READ, REFRESHED, Backend
 
-__all__ = ["Handed", "handed_of", "kernel_text", "observed_headline", "values_text"]
+__all__ = ["Handed", "fa2_split_text", "handed_of", "kernel_text", "observed_headline", "values_text"]
 
 
 def values_text(told: list[int], mml: int) -> str:
@@ -89,10 +91,46 @@ def _observed_text(told: list[int], seen: list[int] | None, mml: int, h: Handed)
     return text + "; what the kernel does with it is not modelled)"
 
 
-def observed_headline(dep: Deployment, head: str, kernel_changed: bool) -> str | None:
+def fa2_split_text(dep: Deployment, trace, heads: HeadShape, seen: dict[str, list[int]]) -> str:
+    """What FA2 does with max_seqlen_k on this workload (R10 for FA2; "" where FA2 is not the kernel): its split-KV
+    count (lab/gpu_model/fa2_splits.py) on the target's pure decode launches, before #40654 against the user's era
+    (``seen``: per era, what each step's launch is handed). A FULL replay keeps capture's count (FA2 decides it on
+    the host, at capture); a sliding layer, a prefill or a speculative decode (more than one query token a row)
+    never splits."""
+    h = handed_of(dep)
+    if h is None or not h.case.startswith("FA2"):
+        return ""
+    eras = list(seen)
+    gpu, counts, full = GPUS[dep.gpu], [], 0
+    for st, a, b in zip(trace.steps, seen[eras[0]], seen[eras[-1]], strict=True):
+        if max(st.num_scheduled_tokens, default=0) != 1:
+            continue
+        if st.cudagraph_mode == "FULL":
+            full += 1
+            continue
+        q, kv, d = heads.num_q_heads, heads.num_kv_heads, heads.head_dim
+        counts.append(tuple(fa2_num_splits(Fa2Launch(1, v, q, kv, d, gpu.num_sms, st.num_reqs)) for v in (a, b)))
+    where = "FA2's split-KV count (flash_api.cpp num_splits_heuristic, lab/gpu_model/fa2_splits.py)"
+    if not counts:
+        return (
+            f"{where} is capture's in every era: each of its {full} pure-decode launches replays a FULL graph"
+            if full
+            else f"{where} does not apply: no pure-decode launch on this workload (no other launch splits)"
+        )
+    changed = [c for c in counts if c[0] != c[1]]
+    if not changed:
+        return f"{where} is the same with either value on its {len(counts)} eager pure-decode launches"
+    old, new = (sorted({c[k] for c in changed}) for k in (0, 1))
+    return (
+        f"{where} differs on {len(changed)} of its {len(counts)} eager pure-decode launches "
+        f"({'/'.join(map(str, old))} splits before #40654, {'/'.join(map(str, new))} in {eras[-1]})"
+    )
+
+
+def observed_headline(dep: Deployment, head: str, kernel_changed: bool, r10: str = "") -> str | None:
     """The plain words for an observed backend without a record, in the answer's verdicts (docs/deployments.md;
-    ``kernel_changed``: a launch is handed another value in the user's era than before #40654). None: the backend
-    was not observed."""
+    ``kernel_changed``: a launch is handed another value in the user's era than before #40654; ``r10``: what the
+    kernel does with it where the lab models that, FA2's split count). None: the backend was not observed."""
     h = handed_of(dep)
     if h is None:
         return None
@@ -109,6 +147,6 @@ def observed_headline(dep: Deployment, head: str, kernel_changed: bool) -> str |
         )
     return (
         f"yes, in what the kernel is handed (observed): {head}; {name} hands it to the kernel's launch as {_args(h)} "
-        f"({h.steps_text()}: R9 {h.at_replay}, {_where(h)}); what {_short(h)} does with it "
-        f"is not modelled (R10 unknown)"
+        f"({h.steps_text()}: R9 {h.at_replay}, {_where(h)}); "
+        + (r10 or f"what {_short(h)} does with it is not modelled (R10 unknown)")
     )

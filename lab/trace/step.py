@@ -302,12 +302,16 @@ class Step:
         """Target pass plus every draft pass."""
         return self._t._oor_dict(self.index, slice(None))
 
-    def oor_entries(self, mode: str, pass_index: int = 0, table: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    def oor_entries(
+        self, mode: str, pass_index: int = 0, table: np.ndarray | None = None, max_seq_len: int | None = None
+    ) -> dict[str, np.ndarray]:
         """Every out-of-range entry one walk of this step reads, as columns: ``row`` (batch row),
         ``col``, ``block`` (the id found there), ``class`` (null/live/free/padded) and ``owner``
         (the req_id holding that block, "" unless live). ``pass_index`` 0 is the target pass,
         1 + d the draft pass d. Rebuilt from the trace alone (block log, instance lifetimes);
-        ``table``, this step's ``block_table`` when the caller has it already, saves rebuilding it."""
+        ``table``, this step's ``block_table`` when the caller has it already, saves rebuilding it.
+        ``max_seq_len``: the value the walk is sized by where a view draws another than the trace's
+        kernel-visible one (what the backend is observed to be handed: lab/views/walks.py)."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if pass_index == 0:
@@ -315,6 +319,7 @@ class Step:
         else:
             d = self.drafts[pass_index - 1]
             msl, rows = d.kernel_max_seq_len[mode], d.num_reqs_padded
+        msl = msl if max_seq_len is None else max_seq_len
         t = self._t
         w = walked_columns(msl, t.scenario.block_size)
         n = self.num_reqs

@@ -34,12 +34,14 @@ ALL_VIEWS = {
         hero_spec,
         "What the kernel walks on this step in each era of vLLM's history, at true scale: one bar per era "
         "(before #40654 red, after #40654 orange, after #43991 blue, the same colours in every view), as long as "
-        "the block-table columns the kernel walks in every row, `cdiv(kernel-visible max_seq_len, block_size)`. "
+        "the block-table columns the kernel walks in every row, `cdiv(max_seq_len, block_size)` of what the chosen "
+        "backend's launch is handed, as observed in vLLM 0.33.0's own backend (the metadata's value, said "
+        '"not observed", where that backend is not observed). '
         "Each bar is split by what its walked entries hold: the request's own KV (valid, green), stale entries "
         "past the row's own blocks (another request's live block, a freed block, the null block) and padded "
         "rows. Where draft passes build their own metadata (Eagle/MTP), a thinner bar under each era shows "
-        "theirs; after #43991 it is `max(upper bound) + K` (the hatched +K). Under a FULL CUDA graph the kernel "
-        "sees the captured max_model_len in every era (R9): the bars are then equal.",
+        "theirs; after #43991 it is `max(upper bound) + K` (the hatched +K). Under a FULL CUDA graph FlashAttention's "
+        "launch is observed to be handed the captured max_model_len in every era (R9): the bars are then equal.",
     ),
     "block_table": (
         "Block table",
@@ -49,7 +51,8 @@ ALL_VIEWS = {
         "earlier step left there: the null block (grey), a block a live request holds now (magenta), a "
         "freed block (pale magenta); padded rows (khaki) come from FULL-graph padding. The vertical lines "
         "are the columns each era's kernel walks, in the era's colour (before #40654 red, after #43991 blue), "
-        "`cdiv(kernel-visible max_seq_len, block_size)`. "
+        "`cdiv(max_seq_len, block_size)` of what the chosen backend's launch is observed to be handed (the subtitle "
+        'says which, or "not observed"). '
         "Wide tables are binned past the interesting columns (the title says how); hover any cell. "
         "With a sliding window (`window=`, R11), cyan entries are valid here but block 0 in the "
         "sliding-window group's table: vLLM 0.33.0 nulls what lies wholly below each request's window.",
@@ -71,7 +74,9 @@ ALL_VIEWS = {
         "All steps: the target's `max_seq_len` per era as solid lines, and a dashed line for what the "
         "chosen backend's launch is handed (observed in vLLM 0.33.0's own backend) where it differs from the "
         "metadata: on FULL-graph steps capture's `max_model_len` (R9), so there the fix moves the metadata, not "
-        "the launch; a backend with no observation gets a legend entry saying so and no line. Dotted lines: "
+        "the launch; a backend with no observation gets a legend entry saying so and no line. Where FA3 is the "
+        "backend, a dash-dotted line is its scheduler metadata's `max_seqlen_k` after #43991 (observed: the step's "
+        "value, FULL steps too), or a legend entry says AOT scheduling is off. Dotted lines: "
         "the draft passes' "
         "`draft_max_seq_len`. Bands: the CUDA-graph mode (FULL / PIECEWISE / NONE); below, the batch size "
         "and the cumulative block-table entries walked and out of range. The black line is the current step.",

@@ -1,11 +1,12 @@
 """The block-table heatmap: every entry of one step's input table (R6) by class, each mode's walk.
 
 A kernel that sizes its work from max_seq_len walks cdiv(max_seq_len, block_size) columns of every row
-(lab.engine.oor), the value it reads as R9 says for its backend record (``walk_record``): the launch's
-``kernel_max_seq_len`` for a launch scalar (frozen at capture), the metadata's ``max_seq_len`` for a buffer
-refreshed at replay. A trace timed by a lab kernel names its backend; otherwise the view assumes the lab's
-reference kernel (a launch scalar) and says so. Entries before a row's num_blocks are valid; past it they are stale:
-the null block, a block a live request holds, a freed block; every entry of a padded row is padded.
+(lab.engine.oor). A trace timed by a kernel that reads max_seq_len draws that kernel's walk, the value it reads
+as R9 says for its backend record (``walk_record``). Otherwise the walk is sized by what the scenario's chosen
+backend's launch is observed to be handed (lab/views/walks.py: lab/deployment/handed.py), or, where that backend is
+not observed, by the metadata's value, and the subtitle says "not observed"; no launch scalar is assumed.
+Entries before a row's num_blocks are valid; past it they are stale: the null block, a block a live request holds,
+a freed block; every entry of a padded row is padded.
 The classes come from ``step.oor_entries`` (rebuilt from the trace alone, the same counts as
 ``step.oor``). With a sliding-window KV group (R11), a row's own entries that vLLM 0.33.0's gather
 nulls in the sliding group's table are ``nulled`` (``step.sliding_nulled``): the full group's table,
@@ -23,7 +24,7 @@ import numpy as np
 
 from lab.blocks import cdiv, walked_columns
 from lab.engine.oor import OOR_CLASSES
-from lab.gpu_model.backends import BY_NAME, Backend, record_of_kernel
+from lab.gpu_model.backends import Backend, record_of_kernel
 from lab.gpu_model.records import NOT_READ
 from lab.trace.names import mode_names, mode_words
 from lab.views.block_table_marks import WALK_AXIS, row_axis, scale_break, walk_lines
@@ -40,6 +41,7 @@ from lab.views.common import (
     paper_note,
     title,
 )
+from lab.views.walks import pass_walk, sized_text
 
 # The out-of-range classes between what a walk reads and what it does not; then R11's nulled entries.
 CLASSES = ("valid", *OOR_CLASSES, "unwalked", "nulled")
@@ -60,16 +62,16 @@ MAX_COL_BINS = 32  # the binned region is uniform; more bins only cost bytes in 
 MAX_ROWS = 96
 
 
-def walk_record(trace) -> tuple[Backend, str]:
+def walk_record(trace) -> tuple[Backend | None, str]:
     """The backend record whose walk the view draws (R9: what it reads of a FULL step), and why: the kernel that
-    timed the trace where its record reads max_seq_len; else the lab's reference kernel, assumed."""
+    timed the trace where its record reads max_seq_len; else None, the walk of what the launch is handed."""
     t = trace.timings or {}
     on_gpu = str(t.get("device_kind") or t.get("device", "")).startswith("cuda")
     timed = record_of_kernel(str(t.get("backend")), "cuda" if on_gpu else "cpu") if t else None
     if timed is not None and timed.at_replay != NOT_READ:
         return timed, f"the walk of {timed.name}, which timed this trace ({timed.at_replay}, R9)"
-    why = f"{timed.name}, which timed this trace, reads no max_seq_len (R10)" if timed else "the trace names none"
-    return BY_NAME["lab-torch-reference"], f"the walk assumes the lab's reference kernel (a launch scalar, R9): {why}"
+    why = f" ({timed.name}, which timed this trace, reads no max_seq_len, R10)" if timed else ""
+    return None, sized_text(trace) + why
 
 
 def block_table_classes(trace, index: int) -> dict[str, np.ndarray]:
@@ -82,7 +84,10 @@ def block_table_classes(trace, index: int) -> dict[str, np.ndarray]:
     rows, width = table.shape
     n = st.num_reqs
     rec, why = walk_record(trace)
-    seen = {m: rec.seen(st.max_seq_len[m], st.kernel_max_seq_len[m]) for m in MODES}
+    seen = {
+        m: pass_walk(trace, st, m).value if rec is None else rec.seen(st.max_seq_len[m], st.kernel_max_seq_len[m])
+        for m in MODES
+    }
     walks = {m: walked_columns(seen[m], bs) for m in MODES}
     cls = np.full((rows, width), _CODE["unwalked"], dtype=np.int8)
     owner = np.full((rows, width), -1, dtype=np.int32)
@@ -97,7 +102,7 @@ def block_table_classes(trace, index: int) -> dict[str, np.ndarray]:
     cls[n:] = _CODE["padded"]
     # The widest walk classifies every entry it reaches; entries past it are never read.
     widest = max(MODES, key=lambda m: walks[m])
-    e = st.oor_entries(widest, table=table)
+    e = st.oor_entries(widest, table=table, max_seq_len=seen[widest])
     c = e["class"]
     codes = np.full(len(c), _CODE["null"], dtype=np.int8)
     for name in ("live", "free", "padded"):
@@ -205,9 +210,9 @@ def block_table_spec(trace, index: int) -> dict:
     return figure(data, layout)
 
 
-# The characters of a subtitle line that fit a 1280 px page (a <sup> character is about 5 px; the usual 216
-# fit), and what a second line takes.
-SUBTITLE_CHARS = 240
+# The characters of a subtitle line that fit the figure at 1366 px beside the what-if knobs (about 960 px: a <sup>
+# character is about 5 px; a 234-character line was cut at about 190), and what a second line takes.
+SUBTITLE_CHARS = 180
 SUBTITLE_LINE_PX = 36
 
 

@@ -30,10 +30,10 @@ def walk_lines(st, seen: dict, walks: dict, pos, bs: int, names: dict, words: di
         w = walks[m]
         if not (same and m == "fixed"):  # coinciding walks: drawn once, named for both
             name = (
-                f"baseline = {words['fixed']} walk: {w:,} columns (kernel sees {seen[m]:,} in both"
+                f"baseline = {words['fixed']} walk: {w:,} columns (sized by {seen[m]:,} in both"
                 + (f": {st.cudagraph_mode} graph, R9)" if st.cudagraph_mode == "FULL" else ")")
                 if same
-                else f"{words[m]} walk ({names[m]}): {w:,} columns (kernel sees {seen[m]:,})"
+                else f"{words[m]} walk ({names[m]}): {w:,} columns (sized by {seen[m]:,})"
             )
             line = {
                 "color": WALK_COLORS["baseline" if same else m],

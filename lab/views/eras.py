@@ -14,13 +14,14 @@ import weakref
 
 import numpy as np
 
-from lab.deployment.handed import handed_for, not_observed_text, step_handed
+from lab.deployment.handed import AOT_OFF, handed_for, not_observed_text, scheduler_text, step_handed, step_scheduler
 from lab.history import ERA_LIST, ERAS
 from lab.speculators import speculator
 from lab.trace.era_recordings import recorded_releases
 from lab.trace.names import era_label, patch_label
 from lab.views.common import check_step, passes_walked, requests
 from lab.views.palette import ERA_COLOR
+from lab.views.walks import step_walked
 
 PR_URL = {e.pr: e.pr_url for e in ERA_LIST if e.pr}
 # By era index (before #40654, after #40654, after #43991): the palette's colours (lab/views/palette.py).
@@ -111,7 +112,7 @@ def handed_note(scenario) -> str:
     """The headline's line on what the chosen backend's launch receives: the observed case, or "not observed"."""
     h = handed_for(scenario)
     if h is None:
-        return html.escape(not_observed_text(scenario))
+        return html.escape(not_observed_text(scenario)) + "; walks sized by the metadata's max_seq_len"
     return f"handed: {html.escape(h.label)}, as observed in vLLM 0.33.0's own backend"
 
 
@@ -135,7 +136,7 @@ def headline_html(trace, index: int) -> str:
     t = [v for v in vals["target"] if v is not None]  # the eras that had this target path
     seen = [v[0] if v[1] is None else v[1] for v in t]  # what the launch is handed (the told value: not observed)
     ratio = seen[0] / seen[-1] if seen[-1] else float("inf")
-    walked = st.oor_all_passes
+    walked = step_walked(trace, st)  # each walk sized by what the launch is handed (lab/views/walks.py)
     wb, wf = walked["baseline"]["walked"], walked["fixed"]["walked"]
     last = html.escape(era_label(trace, ERAS[-1]))  # a patched trace's fixed era by its patch
     head = (
@@ -192,7 +193,28 @@ def headline_html(trace, index: int) -> str:
             graph = st.cudagraph_mode if path == "target" else "draft"
             cells.append(f"<td>{_fmt(meta, kern, graph, who)} {badge}{note}</td>")
         rows.append(f"<tr><td>{labels[path]}</td>{''.join(cells)}</tr>")
+    rows += _scheduler_row(st, handed, s.max_model_len)
     return f"<div class='headline'><div class='hl-line'>{head}</div><table class='eras'>{''.join(rows)}</table></div>"
+
+
+def _scheduler_row(st, handed, mml: int) -> list[str]:
+    """FA3's scheduler metadata on a line of its own: the max_seqlen_k its get_scheduler_metadata call is handed
+    on this step's target pass in each era, as observed (lab/deployment/handed.py ``step_scheduler``), or "none"
+    where the builder turned AOT scheduling off; no line where the chosen backend is not FA3."""
+    if handed is None or handed.scheduler is None:
+        return []
+    hist = st.history()
+    head = f"<td title='{html.escape(scheduler_text(handed))}'>FA3 scheduler metadata</td>"
+    if not handed.scheduler.aot:
+        # Short: a long cell across the eras widened the table; the label's hover gives the whole sentence.
+        return [
+            f"<tr class='hl-sched'>{head}<td colspan='{len(hist)}' class='no-path'>none: <i>{AOT_OFF}</i></td></tr>"
+        ]
+    cells = []
+    for h in hist.values():
+        v = step_scheduler(handed, st.cudagraph_mode, h["max_seq_len"], mml)
+        cells.append("<td class='no-path'>—</td>" if v is None else f"<td>{v:,}</td>")
+    return [f"<tr class='hl-sched'>{head}{''.join(cells)}</tr>"]
 
 
 def ratio_text(b: int, f: int) -> str:

@@ -2,9 +2,11 @@
 
 One bar per era of vLLM's history (before #40654, after #40654, after #43991), in that era's colour
 (lab/views/palette.py), as long as the columns of every block-table row the kernel walks in that era:
-``cdiv(kernel-visible max_seq_len, block_size)`` (lab.blocks.walked_columns; R9 decides what the kernel sees).
+``cdiv(max_seq_len, block_size)`` (lab.blocks.walked_columns) of what the chosen backend's launch is observed to be
+handed on a step of that kind (lab/views/walks.py: lab/deployment/handed.py; the metadata's value, said "not
+observed", where that backend is not observed).
 The axis is linear from 0, so 2,048 columns against 64 is seen, not read. Each bar is split by what the walked
-entries hold (``step.oor`` of the mode that era used, lab.trace.step ``era_modes``): the requests' own KV
+entries hold (the walk of the mode that era used, lab.trace.step ``era_modes``): the requests' own KV
 (valid), then the stale entries past a row's num_blocks (live: another request's blocks; free; the null block)
 and padded rows, each part as long as its share of the walked entries. Where the step has draft passes that
 build their own metadata (Eagle/MTP decodes, R5), a thinner bar under each era's shows their walk, and after
@@ -15,12 +17,12 @@ A pure function of (trace, step): it reads the public trace API only.
 
 from __future__ import annotations
 
-from lab.blocks import walked_columns
 from lab.history import ERAS
 from lab.speculators import speculator
 from lab.trace.names import era_label
 from lab.views.common import axis, check_step, figure, hover, legend_swatch, message_figure, note, requests, title
 from lab.views.palette import CLASS_COLOR, ERA_COLOR, SLACK_PATTERN
+from lab.views.walks import pass_walk, sized_text, walk_counts
 
 # What a walked entry holds, in the order the bar draws it: the request's own KV first, then the stale classes
 # that are another request's KV, then what is only wasted work.
@@ -39,10 +41,10 @@ _DRAFT_DY = 0.42  # the drafts' bar sits this far under its era's target bar
 
 def era_walks(trace, index: int) -> list[dict]:
     """Per era (oldest first) of step ``index``: the target walk's columns and entry counts per PARTS, the
-    metadata's and the kernel-visible max_seq_len, and the drafts' walk where the step has draft passes that
-    build their own metadata (None otherwise). An era whose MRV2 lacked the model state is left out."""
+    metadata's max_seq_len and what the walk is sized by (``kernel``: what the launch is observed to be handed;
+    ``observed`` False: not observed, the metadata's value), and the drafts' walk where the step has draft passes
+    that build their own metadata (None otherwise). An era whose MRV2 lacked the model state is left out."""
     st = trace.steps[check_step(trace, index)]
-    bs = trace.scenario.block_size
     hist = st.history()
     spec = speculator(trace.scenario.speculative_method)
     own = [d for d in st.drafts if not spec.reuses_target_metadata_at(d.index)]
@@ -52,13 +54,15 @@ def era_walks(trace, index: int) -> list[dict]:
         if h["max_seq_len"] is None:
             continue
         modes = st.era_modes(era)
+        w = pass_walk(trace, st, modes[0])
         row = {
             "era": era,
             "label": era_label(trace, era),  # a patched trace's fixed era by its patch
             "meta": h["max_seq_len"],
-            "kernel": h["kernel_max_seq_len"],
-            "columns": walked_columns(h["kernel_max_seq_len"], bs),
-            "parts": _parts(st.oor[modes[0]]),
+            "kernel": w.value,
+            "observed": w.observed,
+            "columns": w.columns,
+            "parts": _parts(walk_counts(trace, st, modes[0])),
             "drafts": None,
         }
         if own and len(modes) > 1:
@@ -75,11 +79,12 @@ def _parts(oor: dict) -> dict[str, int]:
 def _draft_walk(trace, st, own: list, modes: list[str], hist_drafts: list[dict]) -> dict:
     """The widest of the draft passes with their own metadata in one era, and its slack over the batch's largest
     upper bound (the +K of ``min(max(ub) + K, max_model_len)``, R5) where the era's value carries one."""
-    bs, mml = trace.scenario.block_size, trace.scenario.max_model_len
-    best = max(own, key=lambda d: hist_drafts[d.index]["kernel_max_seq_len"])
+    mml = trace.scenario.max_model_len
+    walk = {d.index: pass_walk(trace, st, modes[1 + d.index], 1 + d.index) for d in own}
+    best = max(own, key=lambda d: walk[d.index].value)
     mode = modes[1 + best.index]
     value = hist_drafts[best.index]["max_seq_len"]
-    kernel = hist_drafts[best.index]["kernel_max_seq_len"]
+    kernel = walk[best.index].value
     # The target pass's largest upper bound: R5's max(ub) + K (the Draft windows view brackets the same +K).
     ub = max(st.seq_lens_cpu_upper_bound[: st.num_reqs], default=0)
     slack = value - ub if ub < value < mml and kernel == value else 0
@@ -87,8 +92,8 @@ def _draft_walk(trace, st, own: list, modes: list[str], hist_drafts: list[dict])
         "pass": best.index,
         "meta": value,
         "kernel": kernel,
-        "columns": walked_columns(kernel, bs),
-        "parts": _parts(best.oor[mode]),
+        "columns": walk[best.index].columns,
+        "parts": _parts(walk_counts(trace, st, mode, 1 + best.index)),
         "max_upper_bound": ub,
         "slack": slack,
     }
@@ -178,7 +183,7 @@ def hero_spec(trace, index: int) -> dict:
         shapes.append(_frame(w["columns"], y, 0.5, w["era"]))
         ticks.append(y)
         c = ERA_COLOR[w["era"]]
-        told = f"{w['meta']:,} tokens" + (f"<br>kernel sees {w['kernel']:,}" if w["kernel"] != w["meta"] else "")
+        told = f"{w['meta']:,} tokens" + (f"<br>handed {w['kernel']:,}" if w["kernel"] != w["meta"] else "")
         name = w["label"].replace(" + ", "<br>+ ")  # a patch's label on two lines beside the bar
         labels.append(f"<span style='color:{c}'><b>{name}</b><br>{told}</span>")
         notes += _live_arrow(w, y)
@@ -225,11 +230,11 @@ def hero_spec(trace, index: int) -> dict:
             "title": title(
                 f"Step {st.index}: what the kernel walks in each era, at true scale",
                 f"{requests(st.num_reqs)} · {st.cudagraph_mode} graph · columns of every block-table row = "
-                f"cdiv(kernel-visible max_seq_len, {bs}); a bar is split by what its walked entries hold",
+                f"cdiv(max_seq_len, {bs}); a bar is split by what its walked entries hold<br>{sized_text(trace)}",
             ),
             "barmode": "overlay",
             "height": 340 + (90 if has_drafts else 0),
-            "margin": {"t": 70, "l": 112, "r": 20, "b": 40},
+            "margin": {"t": 84, "l": 112, "r": 20, "b": 40},  # the title's third line: what the walks are sized by
             "xaxis": axis(
                 "block-table columns walked per row (linear from 0)",
                 range=[0, widest * 1.55],

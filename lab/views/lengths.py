@@ -11,6 +11,7 @@ from lab.trace.names import era_label
 from lab.views.common import axis, check_step, figure, hline, hover, paper_note, passes_walked, title
 from lab.views.eras import ERA_COLORS, path_values, ratio_text, target_path
 from lab.views.palette import ERA_COLOR
+from lab.views.walks import step_walked
 
 
 def _handed_text(trace, st, target: list[tuple[int, int | None]]) -> str:
@@ -222,7 +223,7 @@ def _headline_ratio(trace, st) -> str:
     """The headline's ratio beside this view's, each saying what it counts: this view's divides max_seq_len by the
     batch max in tokens; the headline's, the block-table entries walked (whole blocks, every row, and the draft
     passes where there are some), so the two differ (issue 37: 246× here, 241× there, for one claim)."""
-    walked = st.oor_all_passes
+    walked = step_walked(trace, st)  # the headline's: walks sized by what the launch is handed
     wb, wf = walked["baseline"]["walked"], walked["fixed"]["walked"]
     if not wf or trace.scenario.model_state == "encoder_only":
         return ""

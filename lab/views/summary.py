@@ -1,14 +1,17 @@
 """The summary figures of a trace and one step, as Markdown: walked entries, out-of-range entries,
-and time saved where the trace has kernel timings."""
+and time saved where the trace has kernel timings. Walks are sized by what the chosen backend's launch is observed
+to be handed (lab/views/walks.py), or the metadata's value where that backend is not observed, said so."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from lab.caveats import R9_R10_CAVEAT
+from lab.deployment.handed import handed_for, not_observed_text, scheduler_text, step_scheduler
 from lab.trace.names import mode_names, mode_words
-from lab.views.common import MODES, OOR_CLASSES, check_step, passes_walked
+from lab.views.common import MODES, check_step, passes_walked
 from lab.views.kernels import SPIKE_FACTOR, measured_how, spike_steps
+from lab.views.walks import pass_walk, step_walked, trace_walked
 
 
 def _ratio(b: int, f: int, fixed: str = "fixed") -> str:
@@ -21,16 +24,16 @@ def _ratio(b: int, f: int, fixed: str = "fixed") -> str:
 
 
 def summary_numbers(trace, index: int) -> dict:
-    """Walked and out-of-range entries (all passes) for the step and the trace, and kernel time per
-    mode where timed."""
+    """Walked and out-of-range entries (all passes) for the step and the trace, each walk sized as
+    lab/views/walks.py says, and kernel time per mode where timed."""
     st = trace.steps[check_step(trace, index)]
-    step, total = st.oor_all_passes, trace.totals(True)
+    step, total = step_walked(trace, st), trace_walked(trace)
     out = {
         m: {
             "step_walked": step[m]["walked"],
-            "step_oor": sum(step[m][c] for c in OOR_CLASSES),
+            "step_oor": step[m]["oor"],
             "total_walked": total[m]["walked"],
-            "total_oor": sum(total[m][c] for c in OOR_CLASSES),
+            "total_oor": total[m]["oor"],
         }
         for m in MODES
     }
@@ -88,6 +91,25 @@ def _time_line(info: dict, tm: dict) -> str:
     return line
 
 
+def _handed_line(trace, st) -> str:
+    """What the target's launch is handed on this step in each mode, as observed, or "not observed"."""
+    h = handed_for(trace.scenario)
+    if h is None:
+        return f"{not_observed_text(trace.scenario)}; the walks below are sized by the metadata's max_seq_len."
+    b, f = (pass_walk(trace, st, m).value for m in MODES)
+    return f"{h.backend}'s launch is handed {h.key} {b:,} / {f:,} (observed in vLLM 0.33.0's own backend)."
+
+
+def _scheduler_line(trace, st) -> list[str]:
+    """FA3's scheduler metadata on this step, per mode, on a line of its own (lab/deployment/handed.py); none where
+    the chosen backend is not FA3."""
+    h = handed_for(trace.scenario)
+    mml = trace.scenario.max_model_len
+    values = tuple(step_scheduler(h, st.cudagraph_mode, st.max_seq_len[m], mml) for m in MODES)
+    text = scheduler_text(h, values if None not in values else (), st.cudagraph_mode)
+    return ["", text[0].upper() + text[1:] + "."] if text else []
+
+
 def summary_markdown(trace, index: int) -> str:
     st = trace.steps[check_step(trace, index)]
     s = trace.scenario
@@ -99,8 +121,8 @@ def summary_markdown(trace, index: int) -> str:
         f"source: {trace.meta.get('source', '?')}",
         "",
         f"**Step {st.index}** ({st.num_reqs} requests, {st.cudagraph_mode} graph): max_seq_len baseline "
-        f"{st.max_seq_len['baseline']:,} / {words['fixed']} {st.max_seq_len['fixed']:,}; the kernel sees "
-        f"{st.kernel_max_seq_len['baseline']:,} / {st.kernel_max_seq_len['fixed']:,}.",
+        f"{st.max_seq_len['baseline']:,} / {words['fixed']} {st.max_seq_len['fixed']:,}; {_handed_line(trace, st)}",
+        *_scheduler_line(trace, st),
         "",
         f"| block-table entries ({passes_walked(trace)}) | baseline: {names['baseline']} "
         f"| {words['fixed']}: {names['fixed']} | ratio |",

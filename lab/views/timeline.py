@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lab.deployment.handed import handed_for, scheduler_text, step_scheduler
 from lab.history import ERAS
 from lab.trace.names import era_label, mode_names
 from lab.views.common import (
@@ -31,10 +32,13 @@ from lab.views.common import (
 )
 from lab.views.eras import ERA_COLORS, era_series, target_path
 from lab.views.palette import ERA_DARK
+from lab.views.walks import handed_series
 
 MAX_BANDS = 200
 # The draft lines' colours: a darker shade of each era's (ERA_COLORS), told apart from its target line.
 _DRAFT_COLORS = {k: ERA_DARK[e] for k, e in enumerate(ERAS)}
+# FA3's scheduler metadata line: a colour no era, draft or band has (it lies on the after-#43991 line, dash-dotted).
+SCHEDULER_COLOR = "#17becf"
 # Panel domains (paper y): max_seq_len, batch size, cumulative entries.
 _DOMAINS = {"y": [0.58, 1.0], "y2": [0.36, 0.5], "y3": [0.0, 0.28]}
 
@@ -71,13 +75,14 @@ def _line(x, y, name, color, dash="solid", yaxis="y", legend="legend", width=2) 
 
 def timeline_spec(trace, index: int) -> dict:
     index = check_step(trace, index)
-    s = series(trace)
+    s = {**series(trace), **handed_series(trace)}  # walks sized by what the launch is handed
     e = era_series(trace)
     e = {**e, "eras": [era_label(trace, k) for k in e["eras"]]}  # the names drawn: a patched era by its patch
     n = len(s["num_reqs"])
     x = np.arange(n)
     mml = trace.scenario.max_model_len
     data, drafts = _max_seq_len_lines(x, e)
+    data += _scheduler_line(trace, x, s["graph"], e)
     data.append(hline(0, max(n - 1, 1), mml, f"max_model_len = {mml:,}", "#7f7f7f", "longdash", width=1))
     data[-1]["legend"] = "legend"
     data += drafts  # last in the panel: over the target and max_model_len lines they may lie on
@@ -124,6 +129,28 @@ def _max_seq_len_lines(x, e: dict) -> tuple[list[dict], list[dict]]:
                 )
             )
     return data, _draft_lines(x, e) if np.isfinite(e["drafts"]).any() else []
+
+
+def _scheduler_line(trace, x, graph, e: dict) -> list[dict]:
+    """FA3's scheduler metadata, a line of its own: the max_seqlen_k its get_scheduler_metadata call is handed on
+    each step after #43991 (the last era), as observed (lab/deployment/handed.py ``step_scheduler``); a legend entry
+    where the builder turned AOT scheduling off; nothing where the chosen backend is not FA3."""
+    h = handed_for(trace.scenario)
+    text = scheduler_text(h)
+    if not text:
+        return []
+    if not h.scheduler.aot:
+        return [
+            {**legend_swatch(text.split(": ", 1)[0] + " (AOT scheduling off, observed)", "#ffffff"), "legend": "legend"}
+        ]
+    mml = trace.scenario.max_model_len
+    told = e["target"][:, -1]
+    y = [
+        None if np.isnan(t) else step_scheduler(h, str(g), int(t), mml)
+        for t, g in zip(told, graph.tolist(), strict=True)
+    ]
+    name = f"FA3 scheduler metadata, {e['eras'][-1]} (observed)"
+    return [_line(x, y, name, SCHEDULER_COLOR, "dashdot", width=2)]
 
 
 def _draft_lines(x, e: dict) -> list[dict]:

@@ -18,6 +18,7 @@ from lab.trace.names import era_phrase, patch_label
 from lab.views.common import series
 from lab.views.eras import era_series, target_path
 from lab.views.tour_marks import stop_mark
+from lab.views.walks import handed_series
 
 MAX_STOPS = 8  # a story of 6-8 chapters (issue 49), each continued with ▶
 
@@ -51,7 +52,7 @@ def tour(trace) -> list[dict]:
     n = len(trace.steps)
     if n == 0:
         return []
-    s = series(trace)
+    s = {**series(trace), **handed_series(trace)}  # walks sized by what the launch is handed
     e = era_series(trace)
     stops = _Stops()
     _hero_stop(trace, stops)
@@ -100,7 +101,7 @@ def _full_graph_text(trace) -> str:
 
 def _hero_stop(trace, stops: _Stops) -> None:
     """Chapter 1: the claim in one picture, at the step where the old walk costs most against the fix."""
-    s = series(trace)
+    s = {**series(trace), **handed_series(trace)}  # walks sized by what the launch is handed
     ratio = s["all_baseline_walked"] / np.maximum(s["all_fixed_walked"], 1)
     k = int(np.argmax(ratio))
     if ratio[k] <= 1:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import html
 import textwrap
 
-from lab.blocks import walked_columns
 from lab.history import ERAS
 from lab.views.block_table import MAX_ROWS, column_position
+from lab.views.walks import pass_walk
 
 TOUR_COLOR = "#b8860b"  # dark goldenrod: no era's and no class's colour
 _BOX = {"bgcolor": "#fffbe6", "bordercolor": TOUR_COLOR, "borderwidth": 1.5, "borderpad": 5, "align": "left"}
@@ -51,7 +51,7 @@ def stop_mark(trace, stop: dict) -> dict:
     st = trace.steps[k]
     if view == "hero":
         # The old era's bar: its end, where the walk stops (y of the first era's bar is 0 in the hero).
-        cols = walked_columns(st.history()[ERAS[0]]["kernel_max_seq_len"], trace.scenario.block_size)
+        cols = pass_walk(trace, st, st.era_modes(ERAS[0])[0]).columns  # the hero's bar (lab/views/walks.py)
         return {"shapes": [], "annotations": [_note(text, cols, 0, "x", "y", ax=-80, ay=60)]}
     if view == "lengths":
         # The strip's bar of the era the sentence opens with (before #40654), at its end.
@@ -62,7 +62,7 @@ def stop_mark(trace, stop: dict) -> dict:
         return _cells_mark(trace, stop)
     if view == "block_table":
         pos = column_position(trace, k)
-        wb = walked_columns(st.kernel_max_seq_len["baseline"], trace.scenario.block_size)
+        wb = pass_walk(trace, st, "baseline").columns
         return {"shapes": [], "annotations": [_note(text, pos(wb), 0.5, "x", "paper", ax=-140, ay=0)]}
     if view == "timeline":
         # The cumulative panel (y3): the old era's walk at the last step.

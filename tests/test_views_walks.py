@@ -1,0 +1,171 @@
+"""The hero, the step summary, the block table and the headline's walk ratio size each walk by what the chosen
+backend's launch is observed to be handed (lab/views/walks.py through lab/deployment/handed.py), not by the trace's
+modelled ``kernel_max_seq_len``; where the backend is not observed (FLASHINFER on SM100) they say "not observed" and
+size the walk by the metadata's value. A rewritten observation is followed by every one of them (and by the tour and
+the timeline's walk counts), so nothing is assumed from R9 alone."""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import pytest
+
+from lab import Scenario, simulate
+from lab.blocks import walked_columns
+from lab.deployment import handed as handed_mod
+from lab.deployment.handed import handed_for
+from lab.gpu_model import observed
+from lab.history import ERAS
+from lab.views import block_table_spec, hero_spec, timeline_spec
+from lab.views.block_table import block_table_classes
+from lab.views.common import MODES, OOR_CLASSES
+from lab.views.eras import headline_html, ratio_text
+from lab.views.hero import era_walks
+from lab.views.summary import summary_markdown, summary_numbers
+from lab.views.tour import tour
+from lab.views.walks import count_walk, pass_walk, step_walked, trace_walked
+
+PRESET = "full-graph-vs-eager"
+FA3_ON = "FA3, one window config (AOT scheduling on)"
+
+
+def _trace(sm: int = 90, preset: str = PRESET):
+    return simulate(Scenario.preset(preset).replace(device_capability=sm))
+
+
+def _step(trace, mode: str) -> int:
+    return next(s.index for s in trace.steps if s.cudagraph_mode == mode and s.max_seq_len["fixed"] < 4096)
+
+
+@pytest.fixture
+def rewritten(monkeypatch):
+    """The observation table with FA3 (AOT on)'s launches rewritten, and handed.py's cache cleared around it."""
+
+    def rewrite(value_of):
+        table = copy.deepcopy(observed.load())
+        for r in table["rows"]:
+            if r["case"] == FA3_ON and r["launch"] and "max_seqlen_k" in r["launch"]:
+                r["launch"]["max_seqlen_k"] = value_of(r)
+        monkeypatch.setattr(observed, "load", lambda: table)
+        handed_mod._handed.cache_clear()
+
+    yield rewrite
+    handed_mod._handed.cache_clear()
+
+
+@pytest.mark.parametrize("preset", ["eagle-k3", "stale-block-reuse", PRESET])
+def test_a_walk_counted_again_equals_the_engines_counts(preset):
+    """The plain recount (``count_walk``: Step.oor_entries at a given width, walked and in-range by arithmetic)
+    gives the engine's stored counts at the trace's own width, every pass and mode of every step checked."""
+    trace = _trace(90, preset)
+    for st in trace.steps[:50]:
+        for p in range(1 + trace.num_draft_passes):
+            one = st if p == 0 else st.drafts[p - 1]
+            for m in MODES:
+                assert count_walk(trace, st, m, p, one.kernel_max_seq_len[m]) == one.oor[m], (st.index, p, m)
+
+
+def test_fa3_views_equal_the_trace_where_the_observation_agrees_with_r9():
+    """FA3 on H200: what its launch is observed to be handed is R9's value, so the walks equal the stored ones."""
+    trace = _trace(90, "eagle-k3")
+    for st in trace.steps[:40]:
+        stored = st.oor_all_passes
+        want = {m: {"walked": stored[m]["walked"], "oor": sum(stored[m][c] for c in OOR_CLASSES)} for m in MODES}
+        assert step_walked(trace, st) == want
+        for m in MODES:
+            assert pass_walk(trace, st, m).value == st.kernel_max_seq_len[m]
+    assert trace_walked(trace) == {
+        m: {"walked": trace.totals(True)[m]["walked"], "oor": trace.oor_total(m)} for m in MODES
+    }
+
+
+def test_every_walk_view_follows_a_rewritten_observation(rewritten):
+    """Rewrite FA3's observation so its launch keeps capture's max_model_len on every step kind (eager too): the
+    hero's bars, the block table's walks, the summary's counts and sentence, the headline's ratio, the tour's and
+    the timeline's walk counts all follow it. On today's code they followed the trace's modelled R9 instead."""
+    assert any("before #40654 the kernel walks" in t["text"] for t in tour(_trace(90)))  # as observed: it does
+    rewritten(lambda r: 32768 if r["mode"] == "fixed" else r["launch"]["max_seqlen_k"])
+    trace = _trace(90)
+    h = handed_for(trace.scenario)
+    assert h.origin["eager"] == h.origin["no graph"] == 32768 == trace.scenario.max_model_len  # a value of its own
+    mml, bs = trace.scenario.max_model_len, trace.scenario.block_size
+    k = _step(trace, "NONE")
+    st = trace.steps[k]
+    assert st.kernel_max_seq_len["fixed"] < mml  # the trace's R9: an eager step sees its own value
+    # The hero: every era's bar walks max_model_len's columns, labelled with what the launch is handed.
+    walks = era_walks(trace, k)
+    assert all(w["columns"] == walked_columns(mml, bs) and w["observed"] for w in walks)
+    recount = count_walk(trace, st, "fixed", 0, mml)
+    assert walks[-1]["parts"]["valid"] == recount["in_range"] and walks[-1]["parts"]["null"] == recount["null"]
+    spec = hero_spec(trace, k)
+    ticks = " ".join(spec["layout"]["yaxis"]["ticktext"])
+    assert f"handed {mml:,}" in ticks
+    assert (
+        "walks sized by what FLASH_ATTN's launch is handed (max_seqlen_k, observed" in spec["layout"]["title"]["text"]
+    )
+    # The block table: both walks at max_model_len.
+    d = block_table_classes(trace, k)
+    assert d["walks"] == {"baseline": walked_columns(mml, bs), "fixed": walked_columns(mml, bs)}
+    assert "sized by 32,768 in both" in str(block_table_spec(trace, k)["data"])
+    # The summary: the sentence and the counts.
+    md = summary_markdown(trace, k)
+    assert f"FLASH_ATTN's launch is handed max_seqlen_k {mml:,} / {mml:,} (observed" in md
+    num = summary_numbers(trace, k)
+    assert num["baseline"]["step_walked"] == num["fixed"]["step_walked"] == st.num_reqs_padded * walked_columns(mml, bs)
+    assert num["fixed"]["total_walked"] > trace.totals(True)["fixed"]["walked"]
+    # The headline: the same walk in both modes on this step.
+    assert "the kernel walks <b>1.0×</b>" in headline_html(trace, k)
+    # The timeline's cumulative walk, and the tour: no step walks more before #40654 than after #43991 now.
+    line = next(t for t in timeline_spec(trace, k)["data"] if t["name"].startswith("walked, after"))
+    assert line["y"][-1] == num["fixed"]["total_walked"]
+    assert not any("before #40654 the kernel walks" in t["text"] for t in tour(trace))
+
+
+def test_a_rewritten_full_replay_moves_every_walk_view(rewritten):
+    """The other way: FA3's FULL replay rewritten to receive the step's own value. On a FULL step the hero's fixed
+    bar, the block table's fixed walk, the summary and the headline's ratio follow the batch max, not capture's
+    max_model_len (the trace's R9)."""
+    rewritten(lambda r: r["told"])
+    trace = _trace(90)
+    mml, bs = trace.scenario.max_model_len, trace.scenario.block_size
+    k = _step(trace, "FULL")
+    st = trace.steps[k]
+    told = st.max_seq_len["fixed"]
+    assert st.kernel_max_seq_len["fixed"] == mml and told < mml
+    last = era_walks(trace, k)[-1]
+    assert last["columns"] == walked_columns(told, bs) and last["kernel"] == told
+    recount = count_walk(trace, st, "fixed", 0, told)
+    assert last["parts"] == {"valid": recount["in_range"], **{c: recount[c] for c in OOR_CLASSES}}
+    assert "handed" not in " ".join(hero_spec(trace, k)["layout"]["yaxis"]["ticktext"])
+    assert block_table_classes(trace, k)["walks"]["fixed"] == walked_columns(told, bs)
+    md = summary_markdown(trace, k)
+    assert f"handed max_seqlen_k {mml:,} / {told:,} (observed" in md
+    wb, wf = (st.num_reqs_padded * walked_columns(v, bs) for v in (mml, told))
+    assert summary_numbers(trace, k)["fixed"]["step_walked"] == wf
+    assert f"walks <b>{ratio_text(wb, wf)}</b>" in headline_html(trace, k) and f"({wb:,} vs {wf:,}" in headline_html(
+        trace, k
+    )
+
+
+def test_not_observed_is_said_and_the_walk_is_the_metadatas():
+    """SM100: vLLM picks FLASHINFER, not observed here. Every walk view says so and sizes the walk by the
+    metadata's value (never the trace's assumed launch scalar: under a FULL graph that was max_model_len)."""
+    trace = _trace(100)
+    bs = trace.scenario.block_size
+    k = _step(trace, "FULL")
+    st = trace.steps[k]
+    told = st.max_seq_len["fixed"]
+    walks = era_walks(trace, k)
+    assert walks[-1]["columns"] == walked_columns(told, bs) and not walks[-1]["observed"]
+    title = hero_spec(trace, k)["layout"]["title"]["text"]
+    assert "what FLASHINFER is handed: not observed" in title and "walks sized by the metadata" in title
+    assert "handed" not in " ".join(hero_spec(trace, k)["layout"]["yaxis"]["ticktext"])
+    d = block_table_classes(trace, k)
+    assert "FLASHINFER is handed: not observed" in d["walk_record"] and d["walks"]["fixed"] == walked_columns(told, bs)
+    md = summary_markdown(trace, k)
+    assert "what FLASHINFER is handed: not observed" in md and not re.search(r"kernel sees|launch is handed", md)
+    head = headline_html(trace, k)
+    assert "walks sized by the metadata's max_seq_len" in head
+    assert f"({st.num_reqs_padded * walked_columns(st.max_seq_len['baseline'], bs):,} vs " in head
+    assert ERAS[0] in head

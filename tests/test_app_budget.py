@@ -110,16 +110,17 @@ def test_step_data_is_built_by_one_worker_with_a_bounded_queue(monkeypatch):
     from lab.app import steps_data
     from lab.app.room.cache import TRACES
 
-    release, started = threading.Event(), threading.Event()
+    release, building = threading.Event(), []
     built = []
 
     def slow_build(trace):  # the build process's (lab/app/room/build_worker.py), here in the test's thread
-        started.set()
+        building.append(trace)
         release.wait(30)
         built.append(trace)
         return json.dumps({"steps": len(trace.steps)}).encode()
 
-    monkeypatch.setattr(steps_data.BUILDS, "build", slow_build)
+    for process in steps_data.PROCESSES.values():
+        monkeypatch.setattr(process, "build", slow_build)
     cache = steps_data.StepDataCache(max_items=24, max_bytes=10**9, max_queued=3, max_warm=3)
     trace = simulate(parse_spec("2p10o4"))
     keys = [f"budget-test-{i}" for i in range(12)]
@@ -127,19 +128,22 @@ def test_step_data_is_built_by_one_worker_with_a_bounded_queue(monkeypatch):
         TRACES.put(k, trace)
     before = {t.ident for t in threading.enumerate()}
     cache.warm(keys[0])
-    assert started.wait(30)  # the worker builds the first; three more wait in its queue
-    for k in keys[1:]:
-        cache.warm(k)  # past the queue's length: dropped
+    cache.warm(keys[1])
+    deadline = time.time() + 30
+    while len(building) < 2 and time.time() < deadline:  # a lane builds the first, the other lane the second
+        time.sleep(0.05)
+    for k in keys[2:]:
+        cache.warm(k)  # three wait in the queue; past the queue's length: dropped
     new = [t for t in threading.enumerate() if t.ident not in before]
-    assert len(new) == 1 and new[0].name == "step-data", new
+    assert sorted(t.name for t in new) == ["step-data", "step-data-small"], new  # one thread a lane, no more
     with pytest.raises(steps_data.StepDataBusy):
         cache.get(keys[-1], wait_s=5)  # queued ones: 3; a fourth is refused at once
     release.set()
     assert cache.get(keys[0], wait_s=30) is not None
     deadline = time.time() + 30
-    while cache.computed < 4 and time.time() < deadline:
+    while cache.computed < 5 and time.time() < deadline:
         time.sleep(0.05)
-    assert cache.computed == 4 == len(built)  # the one being built and the three queued; no more
+    assert cache.computed == 5 == len(built)  # the two being built and the three queued; no more
 
 
 def test_step_data_cache_has_a_byte_bound():

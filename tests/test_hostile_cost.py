@@ -387,7 +387,7 @@ def test_m3_step_data_is_answered_at_once_while_it_is_built(monkeypatch):
     cache = steps_data.StepDataCache()
     release = threading.Event()
     real_build = cache._build
-    monkeypatch.setattr(cache, "_build", lambda key: (release.wait(30), real_build(key)))
+    monkeypatch.setattr(cache, "_build", lambda key, *lane: (release.wait(30), real_build(key, *lane)))
     TRACES.put("run-hostile-m3", simulate(get_preset("eagle-k3")))
     t0 = time.perf_counter()
     for _ in range(45):  # old code: each waited 120 s on one of the server's 40 threads
@@ -407,9 +407,9 @@ def test_m4_small_builds_pass_large_ones_and_one_attendee_queues_two_at_most(mon
     from lab.scenario import get_preset
     from lab.trace.recorder import simulate
 
-    cache = steps_data.StepDataCache()
+    cache = steps_data.StepDataCache(lanes=("all",))  # one lane: its order and the per-attendee bound
     gate, order = threading.Event(), []
-    monkeypatch.setattr(cache, "_build", lambda key: (gate.wait(30), order.append(key)))
+    monkeypatch.setattr(cache, "_build", lambda key, *lane: (gate.wait(30), order.append(key)))
     small, large = simulate(get_preset("draft-model-k3")), simulate(get_preset("short-decode-long-context"))
     for key, trace in (("run-m4-first", small), ("run-m4-large", large), ("run-m4-small", small)):
         TRACES.put(key, trace)
@@ -426,6 +426,45 @@ def test_m4_small_builds_pass_large_ones_and_one_attendee_queues_two_at_most(mon
     gate.set()
     cache.get("run-m4-large", wait_s=30)
     assert order.index("run-m4-small") < order.index("run-m4-large"), order
+
+
+def test_a_small_build_does_not_wait_behind_a_large_one(monkeypatch):
+    """bench room --greedy: with one lane, the room's small custom runs waited for another attendee's 1,910-step
+    build (28 s here); the small lane builds them meanwhile."""
+    import threading
+
+    from lab.app import steps_data
+    from lab.app.room.cache import TRACES
+    from lab.scenario import get_preset
+    from lab.trace.recorder import simulate
+
+    cache = steps_data.StepDataCache()
+    gate, order = threading.Event(), []
+
+    def build(key, builds=None):
+        if key == "run-lanes-large":
+            gate.wait(30)  # a long build holds its lane
+        order.append((key, builds is steps_data.SMALL_BUILDS))
+
+    monkeypatch.setattr(cache, "_build", build)
+    large, small = simulate(get_preset("short-decode-long-context")), simulate(get_preset("draft-model-k3"))
+    assert (
+        steps_data._cost(large).step_data_seconds
+        > steps_data.SMALL_BUILD_S
+        >= steps_data._cost(small).step_data_seconds
+    )
+    TRACES.put("run-lanes-large", large)
+    TRACES.put("run-lanes-small", small)
+    cache.warm("run-lanes-large")
+    time.sleep(0.3)  # the "all" lane holds the large one
+    cache.warm("run-lanes-small")
+    deadline = time.time() + 20
+    while not order and time.time() < deadline:
+        time.sleep(0.05)
+    assert order == [("run-lanes-small", True)]  # built by the small lane while the large one still builds
+    gate.set()
+    cache.get("run-lanes-large", wait_s=30)
+    assert order[-1] == ("run-lanes-large", False)
 
 
 # ---- M5, M6: the attendee is the login; one place in the heavy line each ------------------------------------------

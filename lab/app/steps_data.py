@@ -48,11 +48,14 @@ class StepDataPending(RuntimeError):
 
 class StepDataCache:
     """Payloads (gzip-compressed JSON, with its ETag) by trace key, the most recent ``max_items`` and at most
-    ``max_bytes`` of them, built by one worker thread (at a lower priority) from a queue of at most
-    ``max_queued`` keys: one build at a time however many sessions and traces ask, never one a thread."""
+    ``max_bytes`` of them, built by a worker thread a lane (LANES, at a lower priority) from one queue of at most
+    ``max_queued`` keys: two builds at a time at most however many sessions and traces ask, never one a thread."""
 
-    def __init__(self, max_items: int = 24, max_bytes: int = 256 * 2**20, max_queued: int = 16, max_warm: int = 8):
+    def __init__(
+        self, max_items=24, max_bytes=256 * 2**20, max_queued=16, max_warm=8, lanes: tuple[str, ...] = ("all", "small")
+    ):
         self.max_items, self.max_bytes, self.max_queued = max_items, max_bytes, max_queued
+        self.lanes = lanes  # of LANES: the first builds every key
         self.max_warm = max_warm  # warm() queues only while fewer wait: the rest is kept for waiting pages
         self._items: OrderedDict[str, tuple[bytes, str, weakref.ref]] = OrderedDict()
         self._lock = threading.Condition()
@@ -61,7 +64,7 @@ class StepDataCache:
         self._owners: dict[str, str] = {}  # a queued key -> the attendee who asked first (lab.app.room.attendee)
         self.max_per_attendee = 2  # queued builds one attendee may have waiting (probe 2026-12-07, M4)
         self._failed: OrderedDict[str, str] = OrderedDict()  # key -> why its build failed (the last 64)
-        self._worker: threading.Thread | None = None
+        self._workers: dict[str, threading.Thread] = {}  # lane -> its worker thread (LANES)
         self.computed = 0  # how many payloads were built (a test reads it)
         self.builds: Counter[str] = Counter()  # and of which key
 
@@ -101,9 +104,13 @@ class StepDataCache:
         if owner is not None:
             self._owners[key] = owner
         self._queue.append(key)
-        if self._worker is None or not self._worker.is_alive():
-            self._worker = threading.Thread(target=self._work, daemon=True, name="step-data")
-            self._worker.start()
+        for lane in self.lanes if _build_seconds(key) <= SMALL_BUILD_S else self.lanes[:1]:
+            worker = self._workers.get(lane)
+            if worker is None or not worker.is_alive():
+                self._workers[lane] = worker = threading.Thread(
+                    target=self._work, args=(lane,), daemon=True, name=f"step-data-{lane}".removesuffix("-all")
+                )
+                worker.start()
         self._lock.notify_all()
         return done
 
@@ -148,19 +155,25 @@ class StepDataCache:
                 except StepDataBusy:
                     pass
 
-    def _work(self) -> None:
+    def _eligible(self, lane: str) -> list[str]:
+        """The queued keys ``lane`` builds: all of them, or those estimated at most SMALL_BUILD_S. Under ``_lock``."""
+        if lane == "all":
+            return list(self._queue)
+        return [k for k in self._queue if _build_seconds(k) <= SMALL_BUILD_S]
+
+    def _work(self, lane: str = "all") -> None:
         lower_priority()  # the page's requests come first (lab.app.background)
         while True:
             with self._lock:
-                while not self._queue:
+                while not (ready := self._eligible(lane)):
                     if not self._lock.wait(timeout=60):
-                        self._worker = None  # idle a minute: the next submit starts a new one
+                        self._workers.pop(lane, None)  # idle a minute: the next submit starts a new one
                         return
-                key = min(self._queue, key=_build_seconds)  # small builds pass large ones (probe M4)
+                key = min(ready, key=_build_seconds)  # small builds pass large ones (probe M4)
                 self._queue.remove(key)
                 self._owners.pop(key, None)
             try:
-                self._build(key)
+                self._build(key, PROCESSES[lane])
             except Exception as e:  # noqa: BLE001 (the page is told 422 and says so; the worker goes on)
                 print(f"step data of {key}: {type(e).__name__}: {e}", file=sys.stderr, flush=True)
                 with self._lock:
@@ -171,14 +184,14 @@ class StepDataCache:
                 with self._lock:
                     self._done.pop(key).set()
 
-    def _build(self, key: str) -> None:
+    def _build(self, key: str, builds: BuildProcess | None = None) -> None:
         trace = TRACES.get(key)
         if trace is None:
             return
         # Every trace in the cache passed the app's budget (a run, an upload); a build past it is never started.
         if too_big := over_budget("this trace has", _cost(trace)):
             raise ValueError(too_big)
-        body = BUILDS.build(trace)  # in a process of its own, with a wall time and a memory limit
+        body = (builds or BUILDS).build(trace)  # in a process of its own, with a wall time and a memory limit
         etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
         with self._lock:
             self.computed += 1
@@ -202,7 +215,14 @@ def _build_seconds(key: str) -> float:
 
 
 NO_SUCH_TRACE = "no such trace in the server's cache"
+# Two lanes, each one build at a time in a process of its own: "all" builds every key, smallest first; "small" only
+# those estimated (lab/cost.py) at most SMALL_BUILD_S, so that a page's small run never waits behind a large build
+# (with one lane, a room's custom runs waited for another attendee's 1,910-step build: bench room --greedy).
+LANES = ("all", "small")
+SMALL_BUILD_S = 2.0
 BUILDS = BuildProcess()
+SMALL_BUILDS = BuildProcess()
+PROCESSES = {"all": BUILDS, "small": SMALL_BUILDS}
 STEP_DATA = StepDataCache()
 
 

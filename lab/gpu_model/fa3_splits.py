@@ -7,15 +7,15 @@ walks follow ``seqused_k`` (the real lengths).
 Read in vllm-project/flash-attention (vLLM's fork; the CUDA wheel ships it compiled, so it cannot be run here), at
 commit c3f5c9c1 on the fork's main line:
 - ``hopper/heuristics.h`` ``num_splits_heuristic`` and ``use_one_mma_wg``;
-- ``hopper/tile_size.h`` ``tile_size_fwd_sm90`` (CMake defines no ``FLASHATTENTION_DISABLE_FP8_TWO_LEVEL_ACCUMULATION``:
-  fp8 takes the two-level-accumulation tiles);
-- ``hopper/flash_api.cpp`` ``get_num_splits``, ``get_pagedkv_tma``, ``mha_fwd_get_scheduler_metadata`` and ``mha_fwd``
-  (the causal and window clean-up before them).
-These four are the same on every commit of the fork's main line stored here, from 5824e6e2 (heuristics.h) and
-3292b778 (tile_size.h) through 617264c1. The wheel's own commit is not stored: its ``_vllm_fa2_C`` schema is
-c3f5c9c1's or later, both .so files use the stable ABI (28e862d2, f3e1a4f7) and its FA4 Python is newer than
-617264c1 (docs/kernels.md, "Which flash-attention"). Side branches differ (lwilkinson/juice's 682c5c1e: 95 % of the
-best efficiency, a 15 % penalty, ``<= 8`` n-blocks with 32 m-blocks -> 1); this module followed it until issue 46.
+- ``hopper/tile_size.h`` ``tile_size_fwd_sm90`` (the fork's CMakeLists.txt, which vLLM's build uses, defines no
+  ``FLASHATTENTION_DISABLE_FP8_TWO_LEVEL_ACCUMULATION``: fp8 takes the two-level-accumulation tiles);
+- ``hopper/flash_api.cpp`` ``get_num_splits``, ``get_pagedkv_tma``, ``mha_fwd_get_scheduler_metadata`` and
+  ``mha_fwd`` (the causal and window clean-up before them).
+The rule is the same on every main-line commit stored, c3f5c9c1 through 617264c1 (heuristics.h unchanged since
+5824e6e2, tile_size.h since 3292b778). The wheel's own commit is not stored: its FA2 schema is c3f5c9c1's or later,
+both .so files use the stable ABI (28e862d2, f3e1a4f7) and its FA4 Python is newer than 617264c1 (docs/kernels.md
+"Which flash-attention"). Side branches differ (lwilkinson/juice's 682c5c1e: 95 % of the best efficiency, a 15 %
+penalty, ``<= 8`` n-blocks with 32 m-blocks -> 1); this module followed that branch until issue 46.
 """
 
 from __future__ import annotations

@@ -55,10 +55,12 @@ def test_fa3_split_from_what_the_launch_received():
 
     # the 2,048-token prefill fills the SMs: 1 split with either told value (W2)
     assert split("one window", "no graph", "baseline") == split("one window", "no graph", "fixed") == 1
-    # a 4-row decode, eager: 8 KV heads, 16 splits either way for head 128 ...
-    assert split("one window", "eager", "baseline") == split("one window", "eager", "fixed") == 16
-    # ... but for gpt-oss's head 64 (kBlockN 160 not causal) 2,049 keys are 13 blocks: 13 splits against 16
-    assert (split("sliding", "eager", "baseline"), split("sliding", "eager", "fixed")) == (16, 13)
+    # a 4-row decode, eager: 8 KV heads, head 128 (one-warpgroup tile 64 x 128): 15 splits told 32,768, 14 told
+    # 2,049 (issue 46: the side branch's rule said 16 either way) ...
+    assert (split("one window", "eager", "baseline"), split("one window", "eager", "fixed")) == (15, 14)
+    # ... and for gpt-oss's head 64 (one warpgroup, not causal: 64 x 192) 2,049 keys are 11 blocks: 10 splits
+    # against 15
+    assert (split("sliding", "eager", "baseline"), split("sliding", "eager", "fixed")) == (15, 10)
     # FULL steps: vLLM's pin, 32, whatever the launch's frozen max_seqlen_k
     assert split("one window", "FULL replay", "fixed") == 32
 

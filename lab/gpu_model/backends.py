@@ -191,8 +191,9 @@ BACKENDS: tuple[Backend, ...] = (
                 "vllm-project/flash-attention",
                 "hopper/heuristics.h",
                 "num_splits_heuristic",
-                "1 split when the m-blocks fill 80% of the SMs, else the fewest splits within 95% of the best wave "
-                "efficiency (restated in lab/gpu_model/fa3_splits.py; tests/test_fa3_splits.py works its values)",
+                "1 split when the m-blocks fill 80% of the SMs or the KV is at most 4 blocks, else the fewest "
+                "splits within 85% of the best wave efficiency (the fork's main line, c3f5c9c1; restated in "
+                "lab/gpu_model/fa3_splits.py; tests/test_fa3_splits.py works its values)",
                 "read in a copy",
             ),
             Source(

@@ -5,11 +5,12 @@ model groups query heads over KV heads: a pure decode launch. There it picks the
 (vLLM's told ``max_seq_len``), the rows and the KV heads. Every other launch runs unsplit.
 
 Read in vllm-project/flash-attention (vLLM's fork) at c3f5c9c1 ("Fully yank dropout in vllm fork of FA2"),
-``csrc/flash_attn/flash_api.cpp``: ``num_splits_heuristic``, ``set_params_splitkv`` and ``mha_varlen_fwd``. That is
-the source vLLM 0.33.0's wheel was built from as far as the wheel shows: the op schema compiled into
-``vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so`` ("varlen_fwd(... bool return_softmax, int num_splits, Tensor? gen)")
-is c3f5c9c1's (its parent 3286005c declares ``Generator? gen``, its child 28e862d2 moves to the stable ABI);
-tests/conformance/test_fa2_splits_vllm.py reads that schema from the installed wheel.
+``csrc/flash_attn/flash_api.cpp``: ``num_splits_heuristic``, ``set_params_splitkv`` and ``mha_varlen_fwd``. The op
+schema compiled into ``vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so`` ("varlen_fwd(... bool return_softmax, int
+num_splits, Tensor? gen)") first appears at c3f5c9c1 (its parent 3286005c declares ``Generator? gen``); the .so uses
+the stable ABI its child 28e862d2 brought, so the wheel is built from a later main-line commit (docs/kernels.md
+"Which flash-attention"), whose split logic is c3f5c9c1's on every stored commit through 617264c1 (only the ABI
+types changed). tests/conformance/test_fa2_splits_vllm.py reads that schema from the installed wheel.
 
 In ``mha_varlen_fwd``: ``seqlenq_ngroups_swapped = max_seqlen_q == 1 && num_heads > num_heads_k && window_size_left
 < 0 && window_size_right < 0 && head_size % 8 == 0 && !alibi`` (decided before the window clean-up, so a sliding

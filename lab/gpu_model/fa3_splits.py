@@ -4,18 +4,18 @@ FA3's heuristics``), and FA3's C++ then picks the split count from ``max_seqlen_
 ``max_seqlen_q`` and the heads. This is the only place ``max_seq_len`` can change FA3's work: the pages each split
 walks follow ``seqused_k`` (the real lengths).
 
-Read in vllm-project/flash-attention (vLLM's fork; the CUDA wheel ships it compiled, so it cannot be run here):
-- ``hopper/heuristics.h`` ``num_splits_heuristic`` (stored copy at commit 682c5c1e);
-- ``hopper/flash_api.cpp`` ``get_num_splits``, ``get_pagedkv_tma`` and ``mha_fwd_get_scheduler_metadata`` /
-  ``mha_fwd`` (the causal and window clean-up before it; stored copy at commit 01ed8aa9);
-- ``hopper/tile_size.h`` ``tile_size_fwd_sm90`` (stored copy at commit 02d073b0).
-The commit vLLM 0.33.0 pins could not be read here (the wheel holds the compiled ``_vllm_fa3_C.abi3.so`` only; a
-vLLM ``cmake/external_projects/vllm_flash_attn.cmake`` read pins 6f27a054, not stored), and the fork's copies
-differ between commits (an older ``num_splits_heuristic`` keeps splits at 85 % of the best efficiency, a newer one
-at 95 % with a penalty under 4 blocks a split; a newer ``get_num_splits`` picks a one-warpgroup tile for head 128
-when the packed query fits 64 rows). These functions follow the copies named above. ``use_one_mma_wg`` is left
-out: it changes only ``kBlockM``, and only where ``seqlen_q x (h / h_k) <= 64``, where the m-block count is 1 with
-either tile.
+Read in vllm-project/flash-attention (vLLM's fork; the CUDA wheel ships it compiled, so it cannot be run here), at
+commit c3f5c9c1 on the fork's main line:
+- ``hopper/heuristics.h`` ``num_splits_heuristic`` and ``use_one_mma_wg``;
+- ``hopper/tile_size.h`` ``tile_size_fwd_sm90`` (the fork's CMakeLists.txt, which vLLM's build uses, defines no
+  ``FLASHATTENTION_DISABLE_FP8_TWO_LEVEL_ACCUMULATION``: fp8 takes the two-level-accumulation tiles);
+- ``hopper/flash_api.cpp`` ``get_num_splits``, ``get_pagedkv_tma``, ``mha_fwd_get_scheduler_metadata`` and
+  ``mha_fwd`` (the causal and window clean-up before them).
+The rule is the same on every main-line commit stored, c3f5c9c1 through 617264c1 (heuristics.h unchanged since
+5824e6e2, tile_size.h since 3292b778). The wheel's own commit is not stored: its FA2 schema is c3f5c9c1's or later,
+both .so files use the stable ABI (28e862d2, f3e1a4f7) and its FA4 Python is newer than 617264c1 (docs/kernels.md
+"Which flash-attention"). Side branches differ (lwilkinson/juice's 682c5c1e: 95 % of the best efficiency, a 15 %
+penalty, ``<= 8`` n-blocks with 32 m-blocks -> 1); this module followed that branch until issue 46.
 """
 
 from __future__ import annotations
@@ -47,8 +47,20 @@ def round_up_headdimv(head_dim_v: int) -> int:
     return 512
 
 
+def use_one_mma_wg(head_dim: int, max_seqlen_q: int, qhead_per_khead: int, local: bool) -> bool:
+    """heuristics.h use_one_mma_wg: the decode tile of one MMA warpgroup on SM90, for head 64 or 128 exactly (the
+    unrounded size), no window, and a packed query (``max_seqlen_q`` x query heads per KV head) of at most 64 rows."""
+    return head_dim in (64, 128) and not local and max_seqlen_q * qhead_per_khead <= 64
+
+
 def tile_size_sm90(
-    head_dim: int, head_dim_v: int, causal: bool, local: bool, element_size: int = 2, paged_kv_non_tma: bool = False
+    head_dim: int,
+    head_dim_v: int,
+    causal: bool,
+    local: bool,
+    element_size: int = 2,
+    paged_kv_non_tma: bool = False,
+    one_mma_wg: bool = False,
 ) -> tuple[int, int]:
     """tile_size.h tile_size_fwd_sm90: (kBlockM, kBlockN) of the forward kernel, for a rounded head size
     (v column-major and softcap off, as vLLM's calls have them)."""
@@ -57,24 +69,30 @@ def tile_size_sm90(
             if head_dim_v == 512:
                 return 64, 64
             if head_dim_v == 256:
-                return 128, 112
+                return 128, 96
+            if one_mma_wg:
+                return 64, 192
             return 192, 128 if causal else (160 if local or paged_kv_non_tma else 192)
         if head_dim <= 96:
             return 192, 128 if local or paged_kv_non_tma else 144
         if head_dim <= 128:
-            return 128, 128 if causal or local or paged_kv_non_tma else 176
+            if one_mma_wg:
+                return 64, 128 if causal or local or paged_kv_non_tma else 176
+            return 128, 128 if causal or local or paged_kv_non_tma else 160
         if head_dim <= 192:
-            return 128, 96 if paged_kv_non_tma or local else (128 if head_dim_v <= 128 else 112)
+            return 128, 96 if paged_kv_non_tma or local else (128 if head_dim_v <= 128 else 96)
         return 128, 64 if local else 80
-    # fp8 (e4m3) queries and cache
+    # fp8 (e4m3): the decode tiles, else the prefill tiles of two-level accumulation
+    if one_mma_wg:
+        return 64, 128 if head_dim <= 96 else 96
     if head_dim <= 64:
-        return 192, 160
-    if head_dim <= 96:
         return 192, 128
+    if head_dim <= 96:
+        return 128, 128
     if head_dim <= 128:
-        return 128, 160 if paged_kv_non_tma else 224
+        return 128, 192
     if head_dim <= 192:
-        return 128, 128 if paged_kv_non_tma and local else 160
+        return 128, 96
     return 128, 64 if local else 128
 
 
@@ -86,27 +104,25 @@ def num_splits_heuristic(
     size_one_kv_head: int,
     causal_or_local: bool,
     max_splits: int,
-    min_n_blocks: int = 4,
 ) -> int:
     """heuristics.h num_splits_heuristic, in words: a launch that already nearly fills the GPU (m-blocks at least
     80 % of the SMs) takes 1 split, unless one KV head overflows L2 and the queries pass over it twice (never for
-    causal or local attention); a short KV (at most 4 blocks, or at most 8 with 32 m-blocks) takes 1; otherwise the
-    smallest split count whose wave efficiency reaches 95 % of the best, a count leaving fewer than ``min_n_blocks``
-    blocks a split being charged 15 %."""
+    causal or local attention); a short KV (at most 4 blocks) takes 1; otherwise the smallest split count whose wave
+    efficiency reaches 85 % of the best (heuristics.h: "we also don't want too many splits as that would incur more
+    HBM reads/writes")."""
     if total_mblocks >= np.float32(0.8) * num_sms:
         if size_one_kv_head > L2_BYTES and num_m_blocks >= 2 * num_sms and not causal_or_local:
             return min(cdiv(size_one_kv_head, L2_BYTES), max_splits)
         return 1
-    if num_n_blocks <= 4 or (num_n_blocks <= 8 and total_mblocks >= 32):
+    if num_n_blocks <= 4:
         return 1
     top = min(max_splits, num_sms, num_n_blocks)
     eff = []
     for s in range(1, top + 1):  # in float32, as the C++ computes it
         waves = np.float32(total_mblocks * s) / np.float32(num_sms)
-        e = waves / np.ceil(waves)  # the share of the last wave's SMs kept busy
-        eff.append(np.float32(e * 0.85) if num_n_blocks // s < min_n_blocks else e)
+        eff.append(waves / np.ceil(waves))  # the share of the last wave's SMs kept busy
     best = float(max(eff))
-    return next(s for s, e in enumerate(eff, 1) if float(e) >= 0.95 * best)
+    return next(s for s, e in enumerate(eff, 1) if float(e) >= 0.85 * best)
 
 
 @dataclass(frozen=True)
@@ -152,10 +168,11 @@ def fa3_split_inputs(x: Fa3Launch) -> dict:
     dv = d if dv_raw == x.head_dim else round_up_headdimv(dv_raw)
     elem = 1 if x.fp8 else 2
     # get_pagedkv_tma: TMA paging only when a page holds whole kBlockN tiles and the packed query exceeds kBlockM
-    tma_m, tma_n = tile_size_sm90(d, dv, is_causal, is_local, elem, paged_kv_non_tma=False)
     ratio = x.num_heads // x.num_kv_heads
+    one_wg = use_one_mma_wg(x.head_dim, x.max_seqlen_q, ratio, is_local)
+    tma_m, tma_n = tile_size_sm90(d, dv, is_causal, is_local, elem, False, one_wg)
     tma = not is_local and x.page_size % tma_n == 0 and x.max_seqlen_q * ratio > tma_m
-    block_m, block_n = tile_size_sm90(d, dv, is_causal, is_local, elem, paged_kv_non_tma=not tma)
+    block_m, block_n = tile_size_sm90(d, dv, is_causal, is_local, elem, not tma, one_wg)
     loaded = x.max_seqlen_k if not is_local else max(0, min(x.max_seqlen_k, wr + wl + 1 + block_m))
     num_m_blocks = cdiv(x.max_seqlen_q * ratio, block_m)
     return {

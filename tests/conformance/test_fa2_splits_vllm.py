@@ -1,7 +1,8 @@
 """lab/gpu_model/fa2_splits.py restates FA2's split-KV as vllm-project/flash-attention c3f5c9c1 writes it; this checks,
 in vLLM 0.33.0's installed wheel, that this is the FA2 the wheel carries and that vLLM leaves the split to it:
-- the op schema compiled into ``vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so`` is c3f5c9c1's (``int num_splits`` and
-  ``Tensor? gen``), with its 4-int ``num_splits_heuristic`` and the paged-KV check of its non-decode branch;
+- the op schema compiled into ``vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so`` is c3f5c9c1's or a later main-line
+  commit's (``int num_splits`` and ``Tensor? gen``; the stable ABI: tests/conformance/test_fa3_splits_vllm.py), with
+  its 4-int ``num_splits_heuristic`` and the paged-KV check of its non-decode branch;
 - the Python interface hands FA2 ``num_splits`` as the caller passes it;
 - ``FlashAttentionMetadataBuilder`` pins ``max_num_splits`` only with AOT scheduling, which only FA3 has.
 Runs in ``.venv-vllm``."""
@@ -32,7 +33,7 @@ SCHEMA = (
 
 def test_the_wheels_fa2_is_the_source_restated():
     blob = SO.read_bytes()
-    assert SCHEMA in blob  # c3f5c9c1's schema: its parent says "Generator? gen", its child the stable ABI
+    assert SCHEMA in blob  # c3f5c9c1's schema and later (its parent says "Generator? gen")
     assert b"_ZN5flash20num_splits_heuristicEiiii" in blob  # flash::num_splits_heuristic(int, int, int, int)
     assert b"num_splits > 1 is not supported for varlen paged KV" in blob
     assert b"num_splits > 128 not supported" in blob

@@ -215,6 +215,10 @@ NO_HYBRID = tuple(s for s, r in RELEASES.items() if not r.runs_hybrid)
 OLDEST_HYBRID_SERIES = min((s for s, r in RELEASES.items() if r.runs_hybrid), key=minor)
 # The newest release the lab follows: vLLM 0.33.0, whose code the conformance suite runs.
 REFERENCE_RELEASE = RELEASES[VLLM_VERSIONS[0]].version
+# The releases whose own rules the deployment answer and the capture-size list restate, each read in its wheel
+# (lab/deployment/scheduling.py rules_release: a release takes the newest of them at or below it).
+RULES_0_19, RULES_0_22 = "0.19.1", "0.22.1"
+RULE_RELEASES = (RULES_0_19, RULES_0_22, REFERENCE_RELEASE)
 
 
 def release(series: str) -> Release:

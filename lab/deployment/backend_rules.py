@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from lab.history import REFERENCE_RELEASE, RULES_0_22
+
 CUDA_PY, _B = "vllm/platforms/cuda.py", "vllm/v1/attention/backends/"
 _SPARSE_MLA = (
     "FLASHINFER_MLA_SPARSE",
@@ -36,15 +38,15 @@ def backend_priorities(
     use_non_causal: bool = False,
     head_size: int | None = None,
     use_mm_prefix: bool = False,
-    rule: str = "0.33.0",
+    rule: str = REFERENCE_RELEASE,
 ) -> tuple[str, ...]:
     """vllm/platforms/cuda.py _get_backend_priorities, as AttentionBackendEnum names (``use_mm_prefix``: the
     model is an mm-prefix LM, ModelConfig.is_mm_prefix_lm, whose Triton composites lead on SM90 / SM100).
     ``rule`` "0.19.1" / "0.22.1": those releases' lists for a non-MLA model (OLDER_MM_PREFIX)."""
     major = sm // 10
-    if rule != "0.33.0" and not use_mla:  # no Triton composite, no non-causal branch; TURBOQUANT from 0.22.1
+    if rule != REFERENCE_RELEASE and not use_mla:  # no Triton composite, no non-causal branch; TURBOQUANT from 0.22.1
         first = ("FLASHINFER", "FLASH_ATTN") if major == 10 else ("FLASH_ATTN", "FLASHINFER")
-        return (*first, "TRITON_ATTN", "FLEX_ATTENTION", *(("TURBOQUANT",) if rule == "0.22.1" else ()))
+        return (*first, "TRITON_ATTN", "FLEX_ATTENTION", *(("TURBOQUANT",) if rule == RULES_0_22 else ()))
     if use_mla:
         if major == 10:
             if is_quantized(kv_cache_dtype):  # "Prefer FlashInfer for fp8 kv cache"

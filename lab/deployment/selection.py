@@ -39,6 +39,7 @@ from lab.deployment.serve_line import ServeLineError
 from lab.engine.cudagraph import default_capture_sizes, small_capture_sizes
 from lab.gpu_model.backends import VLLM_BACKEND_OF
 from lab.gpu_model.observed import case_for
+from lab.history import REFERENCE_RELEASE, RULES_0_19
 
 __all__ = [
     "RULES",
@@ -143,7 +144,7 @@ def select_backend(
     attn_type: str = "decoder",
     requested: str | None = None,
     use_mm_prefix: bool = False,
-    rule: str = "0.33.0",
+    rule: str = REFERENCE_RELEASE,
 ) -> BackendChoice:
     """The attention backend vLLM 0.33.0 runs on a GPU of compute capability ``sm`` (80, 90, 100, 120...); ``rule``
     "0.19.1" / "0.22.1": those releases' priorities and mm-prefix support (backend_rules.py OLDER_MM_PREFIX)."""
@@ -175,7 +176,11 @@ def select_backend(
         notes.append(
             "an mm-prefix LM (ModelConfig.is_mm_prefix_lm: image spans attend bidirectionally): backends without "
             "supports_mm_prefix are invalid, "
-            + ("FLASH_ATTN's needs FlashAttention 4" if rule == "0.33.0" else f"vLLM {rule}: only {OLDER_MM_PREFIX}")
+            + (
+                "FLASH_ATTN's needs FlashAttention 4"
+                if rule == REFERENCE_RELEASE
+                else f"vLLM {rule}: only {OLDER_MM_PREFIX}"
+            )
             + " (--language-model-only turns it off)"
         )
     if requested is not None:  # CudaPlatform.get_attn_backend_cls: a selected backend is validated alone
@@ -235,7 +240,7 @@ def _normalize_piecewise(mode: str, compiled: bool) -> str:
 
 def _reasons(name: str, c: SelectorConfig, rule: str) -> list[str]:
     """``reasons``, with an older release's mm-prefix support (only TRITON_ATTN and FLEX_ATTENTION declare it)."""
-    if rule == "0.33.0" or not c.mm_prefix:
+    if rule == REFERENCE_RELEASE or not c.mm_prefix:
         return reasons(name, c)
     out = reasons(name, SelectorConfig(**{**c.__dict__, "mm_prefix": False}))
     return out + ([] if name in OLDER_MM_PREFIX else ["partial multimodal token full attention not supported"])
@@ -333,7 +338,7 @@ def resolve_cudagraph(
     other_support: str = "ALWAYS",
     head_size: int | None = None,
     connector_piecewise: bool = False,
-    sizes_rule: str = "0.33.0",
+    sizes_rule: str = REFERENCE_RELEASE,
 ) -> GraphChoice:
     """The CUDAGraphMode MRV2 runs with and its capture sizes. ``optimization_level`` is ``-O`` (default 2);
     ``pooling``: the model has a pooler (``model_config.pooler_config``); ``encoder_decoder``:
@@ -380,7 +385,7 @@ def resolve_cudagraph(
             | set(range(8, min(top + 1, 256), 8))
             | set(range(256, top + 1, 16))
         )
-        appends = max_num_batched_tokens <= top and sizes_rule != "0.19.1"  # 0.19.1 appends no off-stride size
+        appends = max_num_batched_tokens <= top and sizes_rule != RULES_0_19  # 0.19.1 appends no off-stride size
         capture = resolved = tuple(sorted(grid | {max_num_batched_tokens} if appends else grid))
     else:  # lab.engine.cudagraph.default_capture_sizes mirrors VllmConfig._set_cudagraph_sizes (of ``sizes_rule``)
         resolved = tuple(
@@ -388,7 +393,7 @@ def resolve_cudagraph(
                 max_num_seqs, max_num_batched_tokens, num_speculative_tokens, sm, performance_mode, sizes_rule
             )
         )
-        if performance_mode != "balanced" or sizes_rule != "0.33.0":  # the engine's own default is 0.33.0's
+        if performance_mode != "balanced" or sizes_rule != REFERENCE_RELEASE:  # the engine's own default is 0.33.0's
             capture = resolved  # "balanced": hand it the sizes
     lab_mode = mode if mode in ("FULL_AND_PIECEWISE", "PIECEWISE", "NONE") else "FULL_AND_PIECEWISE"
     if mode == "FULL_DECODE_ONLY":

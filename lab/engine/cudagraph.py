@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from lab.blocks import cdiv
+from lab.history import REFERENCE_RELEASE, RULE_RELEASES, RULES_0_19
 
 FULL = "FULL"
 PIECEWISE = "PIECEWISE"
@@ -54,7 +55,7 @@ def small_capture_sizes(max_size: int, performance_mode: str = "balanced") -> li
 # 0.19.1 and 0.22.1: the ceiling is 512 on every GPU and a speculative decode scales the token grid
 # ("self.scheduler_config.max_num_seqs * decode_query_len * 2, 512"), no decode sizes appended; 0.22.1 appends
 # max_num_batched_tokens when it fits, 0.19.1 does not. 0.33.0: the rule below.
-SIZE_RULES = ("0.19.1", "0.22.1", "0.33.0")
+SIZE_RULES = RULE_RELEASES
 
 
 def older_capture_sizes(
@@ -67,7 +68,7 @@ def older_capture_sizes(
         sizes += list(range(8, min(max_size + 1, 256), 8))
     if max_size >= 256:
         sizes += list(range(256, max_size + 1, 16))
-    if rule != "0.19.1" and max_num_batched_tokens <= max_size:  # 0.22.1: "ensure max_num_tokens is captured"
+    if rule != RULES_0_19 and max_num_batched_tokens <= max_size:  # 0.22.1: "ensure max_num_tokens is captured"
         sizes.append(max_num_batched_tokens)
     return sorted(set(sizes))
 
@@ -78,7 +79,7 @@ def default_capture_sizes(
     num_speculative_tokens: int,
     device_capability: int = 90,
     performance_mode: str = "balanced",
-    rule: str = "0.33.0",
+    rule: str = REFERENCE_RELEASE,
 ) -> list[int]:
     """vLLM's default ``cudagraph_capture_sizes`` (vllm/config/vllm.py ``_set_cudagraph_sizes``, the
     "balanced" performance mode unless asked, no dynamic speculative decoding): the token grid 1, 2, 4 (every
@@ -86,7 +87,7 @@ def default_capture_sizes(
     256… by 16 up to ``min(max_num_seqs × (1+K) × 2, 512 or 1024 on SM100, max_num_batched_tokens)``,
     plus ``max_num_batched_tokens`` when it fits, plus the uniform-decode sizes n × (1+K) ("Coverage
     comes from appending the decode sizes rather than extending the token-strided grid")."""
-    if rule != "0.33.0":
+    if rule != REFERENCE_RELEASE:
         return older_capture_sizes(rule, max_num_seqs, max_num_batched_tokens, num_speculative_tokens, performance_mode)
     ceiling = default_max_graph_size(device_capability)
     decode_query_len = 1 + num_speculative_tokens

@@ -70,7 +70,10 @@ def _round(c, url: str, j: int, r: int, steps: int, interval: float, times: dict
 
     def timed(action: str, fn):
         t0 = time.perf_counter()
-        out = fn()
+        try:
+            out = fn()
+        except Exception as e:  # said with the action it broke (a timeout of which request?)
+            raise RuntimeError(f"{action} ({preset}): {type(e).__name__}: {e}") from e
         times.setdefault(action, []).append((time.perf_counter() - t0) * 1e3)
         return out
 
@@ -80,6 +83,8 @@ def _round(c, url: str, j: int, r: int, steps: int, interval: float, times: dict
     key = next(x for x in loaded if isinstance(x, str) and x.startswith("run-"))
     resp = timed("fetch the step data (server, once)", lambda: fetch_steps(httpx, f"{url}lab/steps/{key}"))
     resp.raise_for_status()
+    if resp.status_code != 200:  # still 202 (being built) or 503 (queue full) after every try
+        raise AssertionError(f"session {j}: {preset}'s step data not there after three minutes ({resp.status_code})")
     data = resp.json()
     if data["title"] != preset:
         raise AssertionError(f"session {j} asked for {preset} and got {data['title']}")
@@ -102,7 +107,7 @@ def _round(c, url: str, j: int, r: int, steps: int, interval: float, times: dict
     )
     if msg or not md.startswith("### "):
         raise AssertionError(f"session {j}: no deployment answer for {line[:60]}: {msg[:120]}")
-    own = None if lost is None else room_custom.custom_run(c, url, j, r, timed, fetch_steps)
+    own = None if lost is None else room_custom.custom_run(c, url, j, r, timed, fetch_steps, preset)
     try:
         _steps(data, page_step, timed, preset, j, steps, interval, stop)
     finally:

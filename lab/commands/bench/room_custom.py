@@ -32,17 +32,23 @@ def run_key(out) -> str | None:
     return next((o for o in out if isinstance(o, str) and o.startswith("run-")), None)
 
 
-def custom_run(c, url: str, j: int, r: int, timed, fetch_steps) -> str:
-    """Attendee ``j`` runs their own scenario and fetches its step data, as the page does; the run's key."""
+def custom_run(c, url: str, j: int, r: int, timed, fetch_steps, preset: str = "eagle-k3") -> str:
+    """Attendee ``j``, on ``preset``, types their own scenario, presses Enter (the controls follow the text) and Run,
+    then fetches its step data, as the page does; the run's key."""
     import httpx
 
-    out = timed("custom run (server)", lambda: c.predict("eagle-k3", custom_spec(j, r), *CONTROLS, api_name="/run"))
+    spec = custom_spec(j, r)
+    controls = c.predict(spec, api_name="/parse_spec")[:7]  # max_model_len … seed, as Enter fills them
+    run = (spec, *controls, *CONTROLS[7:])
+    out = timed("custom run (server)", lambda: c.predict(preset, *run, api_name="/run"))
     key = run_key(out)
     if key is None:
         said = next((o for o in out if isinstance(o, str) and "inline-error" in o), "no key")
         raise AssertionError(f"session {j}: custom run {custom_spec(j, r)} not run: {said[:160]}")
     resp = timed("custom run's step data (server)", lambda: fetch_steps(httpx, f"{url}lab/steps/{key}"))
     resp.raise_for_status()
+    if resp.status_code != 200:
+        raise AssertionError(f"session {j}: its run's step data not there after three minutes ({resp.status_code})")
     return key
 
 

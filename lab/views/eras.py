@@ -20,6 +20,7 @@ from lab.speculators import speculator
 from lab.trace.era_recordings import recorded_releases
 from lab.trace.names import era_label, patch_label
 from lab.views.common import check_step, passes_walked, requests
+from lab.views.glossary import gloss_html
 from lab.views.palette import ERA_COLOR
 
 PR_URL = {e.pr: e.pr_url for e in ERA_LIST if e.pr}
@@ -192,7 +193,8 @@ def headline_html(trace, index: int) -> str:
             graph = st.cudagraph_mode if path == "target" else "draft"
             cells.append(f"<td>{_fmt(meta, kern, graph, who)} {badge}{note}</td>")
         rows.append(f"<tr><td>{labels[path]}</td>{''.join(cells)}</tr>")
-    return f"<div class='headline'><div class='hl-line'>{head}</div><table class='eras'>{''.join(rows)}</table></div>"
+    table = f"<table class='eras'>{''.join(rows)}</table>"
+    return gloss_html(f"<div class='headline'><div class='hl-line'>{head}</div>{table}</div>")  # jargon on hover
 
 
 def ratio_text(b: int, f: int) -> str:

@@ -1,0 +1,80 @@
+"""Issue 49 (helper s3b): ux review 5's jargon on hover and minors 13, 18, 19, 22, each with a test that failed
+before its change."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from lab import Scenario, simulate
+
+
+def _titles(markup: str) -> dict[str, str]:
+    """{the words shown: the hover} of every glossary hover in ``markup``."""
+    found = re.findall(r"<abbr class='gloss' title='([^']*)'>(.*?)</abbr>", markup)
+    return {re.sub(r"<[^>]+>|`", "", words): html.unescape(title) for title, words in found}
+
+
+def test_the_glossary_is_read_from_docs_and_names_each_term_of_the_issue():
+    # Item 5: "jargon (upper bound, num_blocks, null block, FULL graph, R9) explained on hover", one home each.
+    from lab.views.glossary import GLOSSARY_DOC, glossary
+
+    names = [t.name for t in glossary()]
+    assert names == ["upper bound", "num_blocks", "null block", "FULL graph", "R9"]
+    doc = GLOSSARY_DOC.read_text()
+    for t in glossary():
+        assert t.meaning and t.meaning.replace("`", "") in doc.replace("`", "")
+
+
+def test_the_notes_explain_their_jargon_on_hover_in_the_app_and_the_export():
+    from lab.views import ALL_VIEWS
+    from lab.views.glossary import glossary
+    from lab.views.render import note_html, note_markdown
+
+    meaning = {t.name: t.meaning for t in glossary()}
+    label, _, note = ALL_VIEWS["block_table"]
+    for rendered in (note_markdown(label, note), note_html(label, note)):
+        got = _titles(rendered)
+        assert got["num_blocks"] == meaning["num_blocks"]
+        assert got["null block"] == meaning["null block"]
+        assert got["FULL-graph"] == meaning["FULL graph"]
+    # each term once a note, the first use; a longer code span is left whole (a tag in it would print as text)
+    label, _, note = ALL_VIEWS["hero"]
+    md = note_markdown(label, note)
+    assert md.count("class='gloss'") == len(_titles(md)) and "`max(upper bound) + K`" in md
+    assert "`<abbr" not in md
+    assert set(_titles(md)) >= {"null block", "FULL CUDA graph", "R9"}
+    assert "upper bound" in _titles(note_markdown(*ALL_VIEWS["drafts"][::2]))
+
+
+def test_the_headline_explains_a_full_graph_and_r9_on_hover_but_leaves_links_and_attributes_alone():
+    from lab.views import headline_html
+    from lab.views.glossary import gloss_html, glossary
+
+    trace = simulate(Scenario.from_spec("4p100o20_mml=2k_cg=full"))
+    st = next(s for s in trace.steps if s.cudagraph_mode == "FULL")
+    got = _titles(headline_html(trace, st.index))
+    meaning = {t.name: t.meaning for t in glossary()}
+    assert got["FULL graph"] == meaning["FULL graph"]
+    # a link's words and an attribute's value are never wrapped
+    out = gloss_html("<a href='x' title='the R9 rule'>R9</a> <span title='a FULL graph'>null block</span> R9")
+    assert out.startswith("<a href='x' title='the R9 rule'>R9</a> <span title='a FULL graph'><abbr")
+    assert out.endswith("R9</abbr>")
+    assert gloss_html("seq_lens_cpu_upper_bound and fa3_num_blocks") == "seq_lens_cpu_upper_bound and fa3_num_blocks"
+
+
+def test_the_exported_page_carries_the_same_hovers():
+    from lab.export.payload import step_payload
+    from lab.views.glossary import glossary
+
+    meaning = {t.name: t.meaning for t in glossary()}
+    payload = step_payload(simulate(Scenario.from_spec("4p100o20_mml=2k_cg=full")))
+    note = next(v for v in payload["views"] if v["name"] == "block_table")["note"]
+    assert _titles(note)["null block"] == meaning["null block"]
+
+
+def test_docs_app_points_at_the_glossary():
+    import pathlib
+
+    app = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "app.md").read_text()
+    assert "[glossary.md](glossary.md)" in app and "Jargon on hover" in app

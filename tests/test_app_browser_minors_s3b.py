@@ -38,3 +38,28 @@ def test_the_jargon_is_explained_on_hover_in_the_headline_and_the_note(context, 
     )
     assert style == ["help", "dotted"]
     page.screenshot(path=str(ARTIFACTS / f"s3b-gloss-{width}x768.png"))
+
+
+def test_a_custom_run_keeps_the_top_bar_one_row_at_1366(context, app_url):
+    """ux review 5, minor 18: after a custom run the "↩ full-graph-vs-eager" button pushed ▶ play and presenter
+    onto a second row; the figure moved down about 70 px and the slider moved under the pointer."""
+    page = _page(context, 1366, 768)
+    open_app(page, app_url, "?preset=full-graph-vs-eager&step=3&tab=timeline")
+    # the bar's row: where ▶ play, presenter and the slider are, and where the bar ends (the headline under it
+    # grows with its own words: "custom scenario, from …")
+    where = """() => Object.fromEntries(['#play', '#presenter-box', '#step', '#topbar'].map((s) =>
+        [s, Math.round(document.querySelector(s).getBoundingClientRect().bottom)]))"""
+    before = page.evaluate(where)
+    page.locator("#settings").get_by_text("Scenario settings").click()
+    page.locator("#cg").get_by_text("PIECEWISE", exact=True).click()
+    page.locator("#run").click()
+    page.locator("#status").filter(has_text="custom scenario, from full-graph-vs-eager").wait_for(timeout=180_000)
+    back = page.locator("#back")
+    back.wait_for()
+    page.evaluate("() => window.scrollTo(0, 0)")
+    after = page.evaluate(where)
+    page.screenshot(path=str(ARTIFACTS / "s3b-custom-run-1366x768.png"))
+    assert after == before, (before, after)
+    assert back.inner_text().strip() == "↩"
+    back.hover()
+    assert back.get_attribute("title") == "back to the preset full-graph-vs-eager"

@@ -78,3 +78,11 @@ def test_docs_app_points_at_the_glossary():
 
     app = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "app.md").read_text()
     assert "[glossary.md](glossary.md)" in app and "Jargon on hover" in app
+
+
+def test_the_back_button_is_an_icon_that_names_its_preset_in_a_class():
+    # Minor 18: "↩ full-graph-vs-eager" wrapped the top bar at 1366; the name is now the hover (page.js reads it).
+    from lab.app.loading import back_class
+
+    assert back_class("full-graph-vs-eager") == "back-to-full-graph-vs-eager"
+    assert back_class("a b<'>") == "back-to-ab"

@@ -292,6 +292,15 @@ window.labApp = (() => {
     (document.querySelector("#step") || bar).appendChild(hint);
     bar.appendChild(more);
   }
+  // ↩ after a custom run is an icon (a name in it wrapped the top bar at 1366, minor 18): its class names the
+  // preset it leads back to (lab/app/loading.py back_class), said on hover and to a screen reader.
+  const backTitle = (e) => {
+    const b = e.target.closest && e.target.closest("#back");
+    const c = b && [...b.classList].find((x) => x.startsWith("back-to-"));
+    if (c) b.title = "back to the preset " + c.slice(8), b.setAttribute("aria-label", b.title);
+  };
+  document.addEventListener("pointerover", backTitle);
+  document.addEventListener("focusin", backTitle);
   // The headline's one line opens (and closes) its era table at half a laptop.
   document.addEventListener("click", (e) => {
     if (e.target.closest && e.target.closest("#headline .hl-line") && !e.target.closest("a")) {

@@ -63,3 +63,73 @@ def test_a_custom_run_keeps_the_top_bar_one_row_at_1366(context, app_url):
     assert back.inner_text().strip() == "↩"
     back.hover()
     assert back.get_attribute("title") == "back to the preset full-graph-vs-eager"
+
+
+# Every <text> of a plotly figure drawn in a box ``w`` px wide (JupyterLab's output area): [text, left, right]
+# of those reaching past the box, and of the figure's own width.
+_CUT = """async ([bundle, w]) => {
+  const box = document.createElement('div');
+  box.style.width = w + 'px';
+  document.body.replaceChildren(box);
+  await Plotly.newPlot(box, bundle.data, bundle.layout, bundle.config);
+  const r = box.getBoundingClientRect();
+  const cut = [...box.querySelectorAll('svg text')].filter((t) => t.textContent.trim()).map((t) => {
+    const b = t.getBoundingClientRect();
+    return [t.textContent.slice(0, 60), Math.round(b.left - r.left), Math.round(b.right - r.left)];
+  }).filter(([, l, right]) => l < -1 || right > w + 1);
+  return [cut, Math.round(box.querySelector('svg').getBoundingClientRect().width)];
+}"""
+
+
+@pytest.mark.parametrize("width", [900, 560])
+def test_notebook_figures_fit_the_output_area(browser, width):
+    """ux review 5, minor 19: in JupyterLab the block table's subtitle ended "(a la…" and the draft windows' foot
+    note "…1,083 at m", even at 1366 px; at half a laptop the block table's last tick was cut at "8,19". Each
+    view's figure, as a notebook shows it (its mimebundle), drawn in plotly.js in an output area of ``width``."""
+    import plotly.io as pio
+    from plotly.offline import get_plotlyjs
+
+    from lab import Scenario, simulate
+    from lab.presets import PRESETS
+    from lab.views import ALL_VIEWS, as_figure
+
+    pio.renderers.default = "plotly_mimetype"
+    page = browser.new_page(viewport={"width": width + 100, "height": 900})
+    page.set_content("<html><body></body></html>")
+    page.add_script_tag(content=get_plotlyjs())
+    cut = {}
+    for preset, step in (("eagle-k3", 20), ("stale-block-reuse", 24)):
+        trace = simulate(Scenario.from_spec(PRESETS[preset][0]))
+        for name, (_, fn, _) in ALL_VIEWS.items():
+            bundle = as_figure(fn(trace, step))._repr_mimebundle_()["application/vnd.plotly.v1+json"]
+            texts, drawn = page.evaluate(_CUT, [bundle, width])
+            assert drawn == width, (name, drawn)  # the figure takes the output area's width, no more
+            if texts:
+                cut[f"{preset}/{name}"] = texts
+            if preset == "eagle-k3" and name in ("block_table", "drafts", "lengths"):
+                page.screenshot(path=str(ARTIFACTS / f"s3b-notebook-{name}-{width}.png"), full_page=True)
+    page.close()
+    assert not cut, cut
+
+
+def test_explores_headline_keeps_every_era_column_in_a_narrow_output_area(browser):
+    """ux review 5, minor 19: at 683 px with JupyterLab's file browser open, explore()'s headline lost its
+    "after #43991" column past the output area's right edge."""
+    from lab import Scenario, simulate
+    from lab.presets import PRESETS
+    from lab.views import headline_html
+    from lab.views.explore import EXPLORE_CSS
+    from lab.views.render import WORDS_CSS
+
+    trace = simulate(Scenario.from_spec(PRESETS["eagle-k3"][0]))
+    page = browser.new_page(viewport={"width": 683, "height": 768})
+    page.set_content(
+        f"<style>{WORDS_CSS}{EXPLORE_CSS}</style><div class='lab-explore' style='width: 260px'>"
+        f"<div class='lab-headline'><div id='headline'>{headline_html(trace, 20)}</div></div></div>"
+    )
+    rights = page.evaluate(
+        "() => [...document.querySelectorAll('#headline .eras th')].map((t) => t.getBoundingClientRect().right)"
+    )
+    page.screenshot(path=str(ARTIFACTS / "s3b-explore-headline-260.png"))
+    page.close()
+    assert len(rights) == 4 and max(rights) <= 8 + 260 + 1, rights

@@ -86,3 +86,25 @@ def test_the_back_button_is_an_icon_that_names_its_preset_in_a_class():
 
     assert back_class("full-graph-vs-eager") == "back-to-full-graph-vs-eager"
     assert back_class("a b<'>") == "back-to-ab"
+
+
+def test_notebook_figures_break_their_words_and_follow_the_output_area():
+    # Minor 19: the notebook's figure keeps the lab's toolbar, follows the output area, and its subtitle is broken.
+    import plotly.io as pio
+
+    from lab.presets import PRESETS
+    from lab.views import ALL_VIEWS, as_figure
+    from lab.views.notebook_fit import NOTEBOOK_TEXT_PX, fit_text
+
+    pio.renderers.default = "plotly_mimetype"
+    spec = ALL_VIEWS["block_table"][1](simulate(Scenario.from_spec(PRESETS["eagle-k3"][0])), 20)
+    bundle = as_figure(spec)._repr_mimebundle_()["application/vnd.plotly.v1+json"]
+    assert bundle["config"]["responsive"] is True
+    title = bundle["layout"]["title"]["text"]
+    assert title.count("<br>") > spec["layout"]["title"]["text"].count("<br>")
+    assert bundle["layout"]["margin"]["t"] > spec["layout"]["margin"]["t"]
+    assert "<sup>" not in spec["layout"]["title"]["text"].split("<br>")[0]
+    # the words are the figure's own, only broken at spaces
+    strip = lambda t: t.replace("<br>", " ").replace("<sup>", "").replace("</sup>", "")  # noqa: E731
+    assert strip(title).split() == strip(spec["layout"]["title"]["text"]).split()
+    assert fit_text("a b c", NOTEBOOK_TEXT_PX, 12) == ("a b c", 0)

@@ -133,3 +133,37 @@ def test_explores_headline_keeps_every_era_column_in_a_narrow_output_area(browse
     page.screenshot(path=str(ARTIFACTS / "s3b-explore-headline-260.png"))
     page.close()
     assert len(rights) == 4 and max(rights) <= 8 + 260 + 1, rights
+
+
+# The bottom of the scale break's labels and the top of the heatmap (its plot area), in px.
+_BREAK = """async (spec) => {
+  const box = document.createElement('div');
+  box.style.width = '1000px';
+  document.body.replaceChildren(box);
+  await Plotly.newPlot(box, spec.data, spec.layout);
+  const labels = [...box.querySelectorAll('.annotation')].filter((a) => /scale break|binned: 1 cell/.test(a.textContent));
+  const heat = box.querySelector('.draglayer .xy .nsewdrag').getBoundingClientRect();
+  return [labels.map((a) => a.getBoundingClientRect().bottom), heat.top];
+}"""
+
+
+@pytest.mark.parametrize("preset, step", [("stale-block-reuse", 24), ("eagle-k3", 20)])
+def test_the_scale_break_labels_stand_above_the_cells(browser, preset, step):
+    """ux review 5, minor 22: the "// scale break" label overprinted the first row's cells (a live cell of
+    stale-block-reuse at step 24)."""
+    import json
+
+    from plotly.offline import get_plotlyjs
+
+    from lab import Scenario, simulate
+    from lab.presets import PRESETS
+    from lab.views import block_table_spec, spec_json
+
+    spec = json.loads(spec_json(block_table_spec(simulate(Scenario.from_spec(PRESETS[preset][0])), step)))
+    page = browser.new_page(viewport={"width": 1100, "height": 800})
+    page.set_content("<html><body></body></html>")
+    page.add_script_tag(content=get_plotlyjs())
+    bottoms, heat_top = page.evaluate(_BREAK, spec)
+    page.screenshot(path=str(ARTIFACTS / f"s3b-scale-break-{preset}.png"))
+    page.close()
+    assert len(bottoms) == 2 and max(bottoms) <= heat_top + 0.5, (bottoms, heat_top)

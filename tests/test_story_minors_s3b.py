@@ -108,3 +108,13 @@ def test_notebook_figures_break_their_words_and_follow_the_output_area():
     strip = lambda t: t.replace("<br>", " ").replace("<sup>", "").replace("</sup>", "")  # noqa: E731
     assert strip(title).split() == strip(spec["layout"]["title"]["text"]).split()
     assert fit_text("a b c", NOTEBOOK_TEXT_PX, 12) == ("a b c", 0)
+
+
+def test_the_timelines_step_0_line_stands_off_the_y_axis():
+    # Minor 22: at steps 0-1 the timeline's current-step line hid on the y axis (a long trace: 0.5 of 160 steps).
+    from lab.views import timeline_spec
+
+    for spec in ("4p100o20_mml=2k_cg=piecewise", "12p500o150_mml=32k"):
+        trace = simulate(Scenario.from_spec(spec))
+        lo, hi = timeline_spec(trace, 0)["layout"]["xaxis"]["range"]
+        assert (0 - lo) / (hi - lo) >= 0.014, (spec, lo, hi, len(trace.steps))

@@ -141,7 +141,8 @@ _BREAK = """async (spec) => {
   box.style.width = '1000px';
   document.body.replaceChildren(box);
   await Plotly.newPlot(box, spec.data, spec.layout);
-  const labels = [...box.querySelectorAll('.annotation')].filter((a) => /scale break|binned: 1 cell/.test(a.textContent));
+  const labels = [...box.querySelectorAll('.annotation')]
+    .filter((a) => /scale break|binned: 1 cell/.test(a.textContent));
   const heat = box.querySelector('.draglayer .xy .nsewdrag').getBoundingClientRect();
   return [labels.map((a) => a.getBoundingClientRect().bottom), heat.top];
 }"""

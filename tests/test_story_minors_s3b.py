@@ -118,3 +118,64 @@ def test_the_timelines_step_0_line_stands_off_the_y_axis():
         trace = simulate(Scenario.from_spec(spec))
         lo, hi = timeline_spec(trace, 0)["layout"]["xaxis"]["range"]
         assert (0 - lo) / (hi - lo) >= 0.014, (spec, lo, hi, len(trace.steps))
+
+
+def _tm(**kw):
+    tm = {
+        "baseline": 1500.0,
+        "fixed": 1686.0,
+        "steps_timed": 40,
+        "median": {"baseline": 0.77, "fixed": 0.31},
+        "iqr": {"baseline": 0.0, "fixed": 0.0},
+        "p95": {"baseline": 1.0, "fixed": 0.5},
+        "spikes": 0,
+    }
+    return {**tm, **kw}
+
+
+def test_the_kernel_totals_never_show_the_fix_slower_than_the_medians_say():
+    # Minor 13: "median time saved 0.457 ms (59%)", then "all timed steps together: baseline 1500.097 ms, fixed
+    # 1685.666 ms" on a run where no step was 10x its median: the sums of a noisy run turned the order round.
+    from lab.views.summary import _time_line
+
+    info = {"kernel": "k", "backend": "b", "device": "cpu", "repeats": 3}
+    line = _time_line(info, _tm())
+    assert "1500.000" not in line and "1686.000" not in line
+    assert "no totals" in line and "noise" in line and "fixed is faster" in line
+    agree = _time_line(info, _tm(baseline=1686.0, fixed=1500.0))
+    assert "all timed steps together: baseline 1686.000 ms, fixed 1500.000 ms" in agree
+
+
+def test_one_repeat_a_step_says_so_instead_of_a_zero_spread():
+    # Minor 13: "a step's repeats vary by 0.000 / 0.000 ms IQR" on a run of one repeat a step.
+    from lab.views.summary import _time_line
+
+    one = _time_line({"kernel": "k", "backend": "b", "device": "cpu", "repeats": 1}, _tm())
+    assert "0.000 / 0.000 ms IQR" not in one and "one launch a step" in one
+    three = _time_line({"kernel": "k", "backend": "b", "device": "cpu", "repeats": 3}, _tm())
+    assert "a step's 3 repeats vary by 0.000 / 0.000 ms IQR" in three
+
+
+def test_the_kernel_view_tells_its_series_apart_and_suggests_this_traces_own_count():
+    # Minor 13: "ms per launch" and "GB/s on real bytes" had the same legend glyph; 571 joined points read as a
+    # thicket; the no-timings note of stale-block-reuse suggested counting eagle-k3.
+    import numpy as np
+
+    from lab.presets import PRESETS
+    from lab.scenario import get_preset
+    from lab.views.kernels import MAX_JOINED, _mode_traces, how_to_time
+
+    n = MAX_JOINED + 1
+    s = {f"{f}_baseline": np.linspace(1, 2, n) for f in ("ms", "iqr_ms", "gbps_real", "gbps_walked")}
+    traces = {t.get("name"): t for t in _mode_traces(np.arange(n), s, "baseline")}
+    ms, real = traces["baseline ms per launch"], traces["baseline GB/s on real bytes"]
+    assert ms["marker"].get("symbol", "circle") != real["marker"].get("symbol", "circle")
+    assert ms["mode"] == real["mode"] == "markers"
+    few = {k: v[:10] for k, v in s.items()}
+    assert {t["mode"] for t in _mode_traces(np.arange(10), few, "baseline") if t["type"] == "scatter"} == {
+        "lines+markers"
+    }
+    stale = simulate(get_preset("stale-block-reuse"))
+    assert "stale-block-reuse" in PRESETS
+    note = how_to_time(stale)
+    assert "vllm-kernels count --preset stale-block-reuse" in note and "eagle-k3" not in note

@@ -168,3 +168,22 @@ def test_the_scale_break_labels_stand_above_the_cells(browser, preset, step):
     page.screenshot(path=str(ARTIFACTS / f"s3b-scale-break-{preset}.png"))
     page.close()
     assert len(bottoms) == 2 and max(bottoms) <= heat_top + 0.5, (bottoms, heat_top)
+
+
+@pytest.mark.parametrize("width", [1366, 683])
+def test_the_new_chapters_draw_their_sentence_at_what_they_name(context, app_url, width):
+    """Item 3: the story has 6-8 chapters; the ones every trace has now (the most out-of-range entries, R1's
+    largest gap) open their view at their step and draw their sentence with an arrow on the figure."""
+    from test_app_browser_story import _MARKS
+
+    page = _page(context, width, 768)
+    open_app(page, app_url, "?preset=eagle-k3&step=5&tab=timeline")
+    assert page.locator("#tour label").count() == 8
+    for words, view, opens in (("most out-of-range entries", "oor", "the old walk"), ("R1:", "lengths", "R1:")):
+        page.locator("#tour label").filter(has_text=words).click()
+        page.wait_for_function(
+            f"() => ((document.querySelector('#plot .js-plotly-plot') || {{}}).__labDrawn || '').includes('|{view}|')",
+            timeout=120_000,
+        )
+        page.wait_for_function(f"() => ({_MARKS})().notes.some((t) => t.startsWith({opens!r}))", timeout=60_000)
+        page.screenshot(path=str(ARTIFACTS / f"s3b-chapter-{view}-{width}x768.png"))

@@ -179,3 +179,43 @@ def test_the_kernel_view_tells_its_series_apart_and_suggests_this_traces_own_cou
     assert "stale-block-reuse" in PRESETS
     note = how_to_time(stale)
     assert "vllm-kernels count --preset stale-block-reuse" in note and "eagle-k3" not in note
+
+
+def test_every_presets_story_has_6_to_8_chapters_each_drawn_and_read_off_the_trace():
+    # Item 3: "a linear story of 6-8 chapters"; the presets had 3-6. Each chapter's sentence is computed from the
+    # trace (checked here against the trace's own series) and draws its mark on its view.
+    import numpy as np
+
+    from lab.presets import PRESETS
+    from lab.views import ALL_VIEWS, tour
+    from lab.views.common import series
+
+    for name, (spec, _) in PRESETS.items():
+        trace = simulate(Scenario.from_spec(spec))
+        story = tour(trace)
+        assert 6 <= len(story) <= 8, (name, [(t["step"], t["view"]) for t in story])
+        assert story[0]["view"] == "hero" and [t["step"] for t in story[1:]] == sorted(t["step"] for t in story[1:])
+        assert len({(t["step"], t["view"]) for t in story}) == len(story)
+        for t in story:
+            assert t["view"] in ALL_VIEWS and "at" not in t
+            assert [a["name"] for a in t["mark"]["annotations"]] == ["tour"], (name, t)
+        s = series(trace)
+        classes = ("null", "live", "free", "padded")
+        total = sum(s[f"all_baseline_{c}"] for c in classes)
+        for t in story:
+            if t["view"] == "oor":
+                assert t["step"] == int(np.argmax(total)) and f"{int(total.max()):,} (" in t["text"]
+                assert t["mark"]["annotations"][0]["x"] == t["step"]
+            if t["text"].startswith("R1:"):
+                gaps = [
+                    max(np.asarray(st.seq_lens_cpu_upper_bound[: st.num_reqs]) - np.asarray(st.seq_lens[: st.num_reqs]))
+                    for st in trace.steps
+                ]
+                assert f" {max(gaps)} token" in t["text"] and gaps[t["step"]] == max(gaps)
+            if t["text"].startswith("the largest batch"):
+                assert f"{int(s['num_reqs'].max())} request" in t["text"]
+                assert s["num_reqs"][t["step"]] == s["num_reqs"].max()
+            if t["text"].startswith("where the fix matters least"):
+                ratio = s["all_baseline_walked"] / np.maximum(s["all_fixed_walked"], 1)
+                walks = s["all_fixed_walked"] > 0
+                assert ratio[t["step"]] == ratio[walks].min()

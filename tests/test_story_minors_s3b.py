@@ -219,3 +219,25 @@ def test_every_presets_story_has_6_to_8_chapters_each_drawn_and_read_off_the_tra
                 ratio = s["all_baseline_walked"] / np.maximum(s["all_fixed_walked"], 1)
                 walks = s["all_fixed_walked"] > 0
                 assert ratio[t["step"]] == ratio[walks].min()
+
+
+def test_a_chapter_is_drawn_in_the_notebook_as_in_the_app():
+    # Item 3 ("in the app, the export and the notebooks"): the notebooks had no marks; chapter_figure draws one.
+    import json
+    import pathlib
+
+    import pytest
+
+    from lab.views import chapter_figure, tour
+
+    trace = simulate(Scenario.from_spec("4p100o20_mml=2k_cg=piecewise"))
+    story = tour(trace)
+    for n, t in enumerate(story):
+        fig = chapter_figure(trace, n)
+        notes = [a.text for a in fig.layout.annotations if a.name == "tour"]
+        assert notes == [a["text"] for a in t["mark"]["annotations"]]
+        assert len([s for s in fig.layout.shapes if s.name == "tour"]) == len(t["mark"]["shapes"])
+    with pytest.raises(ValueError, match="chapter"):
+        chapter_figure(trace, len(story))
+    nb = json.loads((pathlib.Path(__file__).resolve().parents[1] / "notebooks" / "01_tour.ipynb").read_text())
+    assert any("chapter_figure(stale" in "".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")

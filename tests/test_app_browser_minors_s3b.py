@@ -187,3 +187,16 @@ def test_the_new_chapters_draw_their_sentence_at_what_they_name(context, app_url
         )
         page.wait_for_function(f"() => ({_MARKS})().notes.some((t) => t.startsWith({opens!r}))", timeout=60_000)
         page.screenshot(path=str(ARTIFACTS / f"s3b-chapter-{view}-{width}x768.png"))
+
+
+def test_a_chapters_box_does_not_stretch_its_figures_axis(context, app_url):
+    """The out-of-range chapter (step 1 of eagle-k3) put its box left of the point: plotly's autorange grew the
+    step axis to -60 to hold it, and the 56 steps took half the panel."""
+    from test_app_browser_story import _MARKS
+
+    page = _page(context, 1366, 768)
+    open_app(page, app_url, "?preset=eagle-k3&step=5&tab=timeline")
+    page.locator("#tour label").filter(has_text="most out-of-range entries").click()
+    page.wait_for_function(f"() => ({_MARKS})().notes.some((t) => t.startsWith('the old walk'))", timeout=120_000)
+    lo = page.evaluate("() => document.querySelector('#plot .js-plotly-plot')._fullLayout.xaxis.range[0]")
+    assert lo > -2, lo

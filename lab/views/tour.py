@@ -124,7 +124,8 @@ def _r1_gap_stop(trace, stops: _Stops) -> None:
             shared=True,
         )
         if stops and stops[-1]["step"] == k:
-            stops[-1]["at"] = (row, g, "x", "y3")  # its bar in the R1 gap panel
+            n = trace.steps[k].num_reqs  # the box on the side with room: an axis that autoranges grows to hold it
+            stops[-1]["at"] = (row, g, "x", "y3", 1 if row < n / 2 else -1)  # its bar in the R1 gap panel
 
 
 def _oor_peak_stop(s: dict, stops: _Stops, after: str) -> None:
@@ -143,7 +144,8 @@ def _oor_peak_stop(s: dict, stops: _Stops, after: str) -> None:
         shared=True,
     )
     if stops and stops[-1]["step"] == k:
-        stops[-1]["at"] = (k, int(total[k]), "x", "y")  # the top of its stack in the per-step panel
+        side = 1 if k < len(total) / 2 else -1  # the box on the side with room (the x axis autoranges to hold it)
+        stops[-1]["at"] = (k, int(total[k]), "x", "y", side)  # the top of its stack in the per-step panel
 
 
 def _least_stop(trace, s: dict, stops: _Stops, after: str) -> None:

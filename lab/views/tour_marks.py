@@ -49,9 +49,9 @@ def stop_mark(trace, stop: dict) -> dict:
     nothing the sentence points to."""
     view, k, text = stop["view"], stop["step"], stop["text"]
     st = trace.steps[k]
-    if stop.get("at") is not None:  # the stop names its point: (x, y, xref, yref) in the view's axes
-        x, y, xref, yref = stop["at"]
-        return {"shapes": [], "annotations": [_note(text, x, y, xref, yref, ax=-120, ay=-60)]}
+    if stop.get("at") is not None:  # the stop names its point: (x, y, xref, yref, side of the box) in its axes
+        x, y, xref, yref, side = stop["at"]
+        return {"shapes": [], "annotations": [_note(text, x, y, xref, yref, ax=side * 200, ay=-40)]}
     if view == "hero":
         # The old era's bar: its end, where the walk stops (y of the first era's bar is 0 in the hero).
         cols = walked_columns(st.history()[ERAS[0]]["kernel_max_seq_len"], trace.scenario.block_size)

@@ -200,3 +200,22 @@ def test_a_chapters_box_does_not_stretch_its_figures_axis(context, app_url):
     page.wait_for_function(f"() => ({_MARKS})().notes.some((t) => t.startsWith('the old walk'))", timeout=120_000)
     lo = page.evaluate("() => document.querySelector('#plot .js-plotly-plot')._fullLayout.xaxis.range[0]")
     assert lo > -2, lo
+
+
+def test_the_scenario_text_has_no_empty_gap_under_it_until_a_message_comes(context, app_url):
+    """ux review 5, minor 22: an empty message box and its gaps left 50 px between the scenario text and its
+    controls; a refused scenario still shows its message there."""
+    page = _page(context, 1366, 768)
+    open_app(page, app_url, "?preset=eagle-k3")
+    page.locator("#settings").get_by_text("Scenario settings").click()
+    page.locator("#mml").wait_for()
+    gap = page.evaluate(
+        "() => document.querySelector('#mml').getBoundingClientRect().top"
+        " - document.querySelector('#spec').getBoundingClientRect().bottom"
+    )
+    assert gap <= 24, gap
+    page.locator("#spec textarea").fill("this is not a scenario")
+    page.locator("#spec textarea").press("Enter")
+    page.locator("#spec-msg .inline-error").wait_for(timeout=120_000)
+    assert page.locator("#spec-msg").is_visible()
+    page.screenshot(path=str(ARTIFACTS / "s3b-settings-1366x768.png"))

@@ -241,3 +241,10 @@ def test_a_chapter_is_drawn_in_the_notebook_as_in_the_app():
         chapter_figure(trace, len(story))
     nb = json.loads((pathlib.Path(__file__).resolve().parents[1] / "notebooks" / "01_tour.ipynb").read_text())
     assert any("chapter_figure(stale" in "".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+
+
+def test_the_summarys_caveat_explains_its_jargon_on_hover():
+    from lab.views.render import summary_html
+
+    got = _titles(summary_html(simulate(Scenario.from_spec("4p100o20_mml=2k_cg=full")), 3))
+    assert "R9" in got and any(k.startswith("FULL") for k in got), got

@@ -50,8 +50,8 @@ def md_text(text) -> str:
 
 def summary_html(trace, index: int) -> str:
     """The summary (``summary_markdown``) rendered: an HTML component redraws faster in the app's
-    page than a Markdown one, which parses and sanitises on every step."""
-    return f"<div class='summary'>{MARKDOWN.render(summary_markdown(trace, index))}</div>"
+    page than a Markdown one, which parses and sanitises on every step. Its jargon is explained on hover."""
+    return gloss_html(f"<div class='summary'>{MARKDOWN.render(summary_markdown(trace, index))}</div>")
 
 
 def note_markdown(label: str, note: str) -> str:

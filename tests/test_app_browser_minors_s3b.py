@@ -219,3 +219,24 @@ def test_the_scenario_text_has_no_empty_gap_under_it_until_a_message_comes(conte
     page.locator("#spec-msg .inline-error").wait_for(timeout=120_000)
     assert page.locator("#spec-msg").is_visible()
     page.screenshot(path=str(ARTIFACTS / "s3b-settings-1366x768.png"))
+
+
+def test_bold_words_draw_every_letter_in_one_weight(context, app_url):
+    """ux review 5, minor 22: Gradio's SemiBold (weight 600) is a 5 kB subset; bold words drew some capitals
+    from the regular face ("FLᴀSHINFER"). Weight 600 now draws the bundled Bold face, every letter of it."""
+    page = _page(context, 1366, 768)
+    open_app(page, app_url, "?preset=eagle-k3")
+    widths = page.evaluate(
+        """async () => {
+      const ref = new FontFace('LabBoldRef', "url('static/fonts/SourceSansPro/SourceSansPro-Bold.woff2')");
+      document.fonts.add(await ref.load());
+      await document.fonts.load("600 40px 'Source Sans Pro'", "FLASHINFER CTA");
+      const w = (text, family, weight) => { const s = document.createElement('span');
+        s.style.cssText = `font-family: ${family}; font-weight: ${weight}; font-size: 40px; position: absolute`;
+        s.textContent = text; document.body.appendChild(s); const r = s.getBoundingClientRect().width; s.remove();
+        return r; };
+      const both = (c) => [c, w(c.repeat(10), "'Source Sans Pro'", 600), w(c.repeat(10), "LabBoldRef", 400)];
+      return [..."ACFHILNRST"].map(both);
+    }"""
+    )
+    assert all(abs(a - b) < 0.5 for _, a, b in widths), widths

@@ -300,6 +300,14 @@ window.labApp = (() => {
     if (c) b.title = "back to the preset " + c.slice(8), b.setAttribute("aria-label", b.title);
   };
   document.addEventListener("pointerover", backTitle);
+  // Gradio's bundled Source Sans Pro SemiBold (its weight 600) is a 5 kB subset: bold words drew some capitals
+  // from the regular face, lighter ("FLᴀSHINFER", "CTᴀ": ux review 5, minor 22). Weight 600 takes the bundled
+  // Bold face, declared after the theme's so it wins (the theme's URL, relative to the page).
+  const semibold = document.createElement("style");
+  semibold.id = "lab-semibold";
+  semibold.textContent = "@font-face {font-family: 'Source Sans Pro'; font-weight: 600; font-style: normal; " +
+    "src: url('static/fonts/SourceSansPro/SourceSansPro-Bold.woff2') format('woff2')}";
+  document.head.appendChild(semibold);
   document.addEventListener("focusin", backTitle);
   // The headline's one line opens (and closes) its era table at half a laptop.
   document.addEventListener("click", (e) => {

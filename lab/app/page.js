@@ -292,6 +292,23 @@ window.labApp = (() => {
     (document.querySelector("#step") || bar).appendChild(hint);
     bar.appendChild(more);
   }
+  // ↩ after a custom run is an icon (a name in it wrapped the top bar at 1366, minor 18): its class names the
+  // preset it leads back to (lab/app/loading.py back_class), said on hover and to a screen reader.
+  const backTitle = (e) => {
+    const b = e.target.closest && e.target.closest("#back");
+    const c = b && [...b.classList].find((x) => x.startsWith("back-to-"));
+    if (c) b.title = "back to the preset " + c.slice(8), b.setAttribute("aria-label", b.title);
+  };
+  document.addEventListener("pointerover", backTitle);
+  // Gradio's bundled Source Sans Pro SemiBold (its weight 600) is a 5 kB subset: bold words drew some capitals
+  // from the regular face, lighter ("FLᴀSHINFER", "CTᴀ": ux review 5, minor 22). Weight 600 takes the bundled
+  // Bold face, declared after the theme's so it wins (the theme's URL, relative to the page).
+  const semibold = document.createElement("style");
+  semibold.id = "lab-semibold";
+  semibold.textContent = "@font-face {font-family: 'Source Sans Pro'; font-weight: 600; font-style: normal; " +
+    "src: url('static/fonts/SourceSansPro/SourceSansPro-Bold.woff2') format('woff2')}";
+  document.head.appendChild(semibold);
+  document.addEventListener("focusin", backTitle);
   // The headline's one line opens (and closes) its era table at half a laptop.
   document.addEventListener("click", (e) => {
     if (e.target.closest && e.target.closest("#headline .hl-line") && !e.target.closest("a")) {

@@ -20,6 +20,11 @@ CSS = """
 #topbar > .form:has(#preset) {flex: 1 1 440px !important; min-width: min(440px, 100%) !important;
   flex-wrap: nowrap}
 #topbar > #step, #topbar > .form:has(#step) {flex: 1 1 260px !important; min-width: 260px !important}
+/* The scenario text's message box takes no room until it holds a message (empty, it left a 50 px gap: minor 22) */
+#spec-msg:not(:has(.inline-error)) {display: none !important}
+/* ↩ after a custom run: an icon, and the slider gives up 30 px, so ▶ play and presenter stay on the row (minor 18) */
+#topbar > #back {padding: 4px 8px !important; min-width: 34px !important}
+#topbar:has(> #back) > .form:has(#step) {flex-basis: 230px !important; min-width: 230px !important}
 #step {padding-top: 0; padding-bottom: 0}
 #step-loading {font-size: 12px; color: #8a5a00; background: #fff4d6; border-radius: 4px; padding: 1px 8px;
   margin-left: 8px; visibility: hidden}

@@ -124,7 +124,7 @@ def _top_bar(preset: str, offered: list[str]) -> dict:
                 offered, value=EMBEDDED_CPU, label="runner", elem_id="runner", scale=2, min_width=236
             ),
             "run": gr.Button("Run", variant="primary", elem_id="run", scale=0, min_width=60),
-            "back": gr.Button(visible=False, elem_id="back", scale=0, min_width=60),  # ↩ preset, after a custom run
+            "back": gr.Button(visible=False, elem_id="back", scale=0, min_width=34),  # ↩ preset, after a custom run
             "prev": gr.Button("◀ prev", elem_id="prev", scale=0, min_width=44),
             "step": gr.Slider(0, 1, value=0, step=1, label="step", elem_id="step", scale=5, min_width=220),
             "next": gr.Button("next ▶", elem_id="next", scale=0, min_width=44),

@@ -152,6 +152,20 @@ oor_figure = _figure_of(oor_spec)
 recorded_figure = _figure_of(recorded_spec)
 
 
+def chapter_figure(trace, chapter: int):
+    """Chapter ``chapter`` (from 0) of the trace's story (``tour``) as a Figure: its view at its step with the
+    sentence drawn on it at what it names, the marks the app and the exported file draw (lab/views/tour_marks.py)."""
+    story = tour(trace)
+    if not 0 <= chapter < len(story):
+        raise ValueError(f"chapter {chapter} of a story of {len(story)} chapters (0-{len(story) - 1})")
+    t = story[chapter]
+    spec = ALL_VIEWS[t["view"]][1](trace, t["step"])
+    layout = dict(spec["layout"])
+    layout["annotations"] = [*(layout.get("annotations") or []), *t["mark"]["annotations"]]
+    layout["shapes"] = [*(layout.get("shapes") or []), *t["mark"]["shapes"]]
+    return as_figure({"data": spec["data"], "layout": layout})
+
+
 def explore(trace, view: str = "block_table", step: int = 0):
     """In Jupyter: a step slider (with play) and a view picker over every view (lab/views/explore.py)."""
     return explore_views(trace, ALL_VIEWS, view, step)
@@ -173,5 +187,6 @@ __all__ = [
     "path_values",
     "presenter_layout",
     "tour",
+    "chapter_figure",
     "explore",
 ] + [f"{n}_{k}" for n in ALL_VIEWS for k in ("spec", "figure")]

@@ -62,6 +62,9 @@ def _walk_line(x: float, name: str, line: dict) -> list[dict]:
     return [casing, {**span, "hoverinfo": "name", "name": name, "line": line}]
 
 
+_SMALL = {"size": 11}
+
+
 def scale_break(ce, exact: int, heatmap_top: float) -> tuple[list[dict], list[dict], list[dict]]:
     """The scale break between the exact and the binned columns: a band over the binned region, a
     white-and-dotted line at the break, their labels, and the band's legend entry."""
@@ -76,14 +79,17 @@ def scale_break(ce, exact: int, heatmap_top: float) -> tuple[list[dict], list[di
     annotations = [
         # Either side of the break, each anchored at it: centred over the binned region, the label ran over
         # "// scale break" in half a screen (compare side by side, issue 37). The ticks give the range.
-        note("<b>// scale break</b>", xb, heatmap_top + 0.02, **refs, xanchor="right", font={"size": 11}),
+        # Standing on the band, above the heatmap: centred on the band they overprinted the first row's cells
+        # (a live cell of stale-block-reuse at step 24: ux review 5, minor 22).
+        note("<b>// scale break</b>", xb, heatmap_top + 0.005, **refs, xanchor="right", yanchor="bottom", font=_SMALL),
         note(
             f"binned: 1 cell = {bin_w:,} columns",
             xb + 0.6,
-            heatmap_top + 0.02,
+            heatmap_top + 0.005,
             **refs,
             xanchor="left",
-            font={"size": 11},
+            yanchor="bottom",
+            font=_SMALL,
         ),
     ]
     swatch = legend_swatch(f"pink band: binned columns (1 cell = {bin_w:,})", BINNED_BAND)

@@ -9,6 +9,7 @@ import plotly.graph_objects as go
 
 from lab.engine.model_states import MODES
 from lab.engine.oor import OOR_CLASSES
+from lab.views.notebook_fit import notebook_layout
 from lab.views.palette import CLASS_COLOR, GRAPH_COLOR, MODE_COLOR
 
 # Every colour comes from lab/views/palette.py (one colour per era everywhere). A mode's line drawn over class
@@ -39,22 +40,31 @@ def figure(data: list[dict], layout: dict) -> dict:
 # the pages' twin is LabSteps.CONFIG (lab/export/stepper.js).
 # (plotly.py's list of config keys lacks showSendToCloud and showLink and warns on them: the button is removed
 # by name instead.)
+# responsive: the figure follows its output area's width (ux review 5 minor 19: cut on the right in JupyterLab).
 PLOT_CONFIG = {
     "displaylogo": False,
     "modeBarButtonsToRemove": ["sendChartToCloud"],
+    "responsive": True,
 }
 
 
 class LabFigure(go.Figure):
-    """A plotly Figure shown in a notebook with the lab's toolbar (PLOT_CONFIG)."""
+    """A plotly Figure shown in a notebook with the lab's toolbar (PLOT_CONFIG), its words broken to the output
+    area's width (lab.views.notebook_fit; the figure itself is left as built)."""
+
+    def _fitted(self) -> go.Figure:
+        spec = self.to_plotly_json()
+        return go.Figure(
+            {"data": spec["data"], "layout": notebook_layout(spec["layout"], data=spec["data"])}, _validate=False
+        )
 
     def _repr_mimebundle_(self, include=None, exclude=None, validate=True, **kwargs):
         kwargs.setdefault("config", PLOT_CONFIG)
-        return super()._repr_mimebundle_(include, exclude, validate, **kwargs)
+        return go.Figure._repr_mimebundle_(self._fitted(), include, exclude, validate, **kwargs)
 
     def show(self, *args, **kwargs):
         kwargs.setdefault("config", PLOT_CONFIG)
-        return super().show(*args, **kwargs)
+        return go.Figure.show(self._fitted(), *args, **kwargs)
 
 
 def as_figure(spec: dict) -> go.Figure:

@@ -20,6 +20,7 @@ from lab.speculators import speculator
 from lab.trace.era_recordings import recorded_releases
 from lab.trace.names import era_label, patch_label
 from lab.views.common import check_step, passes_walked, requests
+from lab.views.glossary import gloss_html
 from lab.views.palette import ERA_COLOR
 from lab.views.walks import step_walked
 
@@ -194,7 +195,8 @@ def headline_html(trace, index: int) -> str:
             cells.append(f"<td>{_fmt(meta, kern, graph, who)} {badge}{note}</td>")
         rows.append(f"<tr><td>{labels[path]}</td>{''.join(cells)}</tr>")
     rows += _scheduler_row(st, handed, s.max_model_len)
-    return f"<div class='headline'><div class='hl-line'>{head}</div><table class='eras'>{''.join(rows)}</table></div>"
+    table = f"<table class='eras'>{''.join(rows)}</table>"
+    return gloss_html(f"<div class='headline'><div class='hl-line'>{head}</div>{table}</div>")  # jargon on hover
 
 
 def _scheduler_row(st, handed, mml: int) -> list[str]:

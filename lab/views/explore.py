@@ -18,12 +18,16 @@ from lab.views.render import WORDS_CSS, note_html
 # ipywidgets gives the slider and the picker 300 px each and the play buttons 148 px, in a row that does not
 # wrap; the eras table's cells do not wrap either. Beside the app, at a 960 px browser, JupyterLab's notebook is
 # about 600 px wide and cut off the slider and the headline. So the row wraps, the slider takes what is left
-# (from MIN_SLIDER on), and the headline's cells wrap.
+# (from MIN_SLIDER on), and the headline's cells wrap; its era table shares the output area's width among its
+# columns (at half a laptop with JupyterLab's file browser open it lost its "after #43991" column: minor 19).
 MIN_SLIDER = "220px"
 # #headline in the selectors: WORDS_CSS's "#headline .eras td" would outrank classes alone.
 EXPLORE_CSS = """
 .lab-explore .lab-headline, .lab-explore .lab-headline > * {min-width: 0; line-height: 1.35}
 .lab-explore #headline .eras td, .lab-explore #headline .hl-line {white-space: normal}
+.lab-explore #headline .eras {width: 100%; table-layout: fixed}
+.lab-explore #headline .eras td, .lab-explore #headline .eras th {overflow-wrap: anywhere}
+.lab-explore #headline .pr-badge {white-space: normal}
 """
 
 

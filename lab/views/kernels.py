@@ -35,7 +35,7 @@ HOW_TO_TIME = (
     "then <b>python -m lab export t.json --out t.html</b> makes it one HTML file, timed{spec_note}.<br>"
     "Or in the lab's app (<b>make demo</b>): its runner <b>embedded CPU + kernels</b> times them, or upload t.json.<br>"
     "What vLLM's own Triton MLA decode launches, counted on the CPU:<br>"
-    "<b>python -m lab vllm-kernels count --preset eagle-k3 --every 20 --out t.json</b>."
+    "<b>python -m lab vllm-kernels count {source} --every 20 --out t.json</b>."
 )
 # A longer --spec would run past the figure's width: the command then says SPEC and the note says which.
 _SPEC_SHOWN_UP_TO = 40
@@ -57,6 +57,8 @@ _FIELDS = ("ms", "iqr_ms", "gbps_real", "gbps_walked")
 # A timed step over SPIKE_FACTOR x its mode's median is a spike: on a shared CPU the scheduler, not the kernel
 # (issue 37 M5: single 100-195 ms steps among 0.6 ms ones set the axis and the totals).
 SPIKE_FACTOR = 10
+_DIAMOND = {"size": 6, "symbol": "diamond"}
+MAX_JOINED = 120  # timed steps a line joins; past it each step is a marker alone
 _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -165,12 +167,14 @@ def _mode_traces(x, s: dict, m: str) -> list[dict]:
     """One mode's traces: ms per launch with IQR bars, its distribution, GB/s on the real and walked bytes."""
     c = MODE_COLORS[m]
     ms = s[f"ms_{m}"]
+    # Hundreds of joined points read as a thicket (stale-block-reuse: 571): markers alone past MAX_JOINED.
+    joined = "lines+markers" if np.isfinite(ms).sum() <= MAX_JOINED else "markers"
     return [
         {
             "type": "scatter",
             "x": x,
             "y": ms,
-            "mode": "lines+markers",
+            "mode": joined,
             "name": f"{m} ms per launch",
             "marker": {"size": 7},
             "connectgaps": True,
@@ -189,7 +193,10 @@ def _mode_traces(x, s: dict, m: str) -> list[dict]:
             "xaxis": "x2",
             "yaxis": "y3",
         },
-        _gbps_line(x, s[f"gbps_real_{m}"], f"{m} GB/s on real bytes", m, {"size": 6}, {"color": c}),
+        # A diamond: with the ms line's circle the two legend entries looked alike (ux review 5, minor 13).
+        _gbps_line(
+            x, s[f"gbps_real_{m}"], f"{m} GB/s on real bytes", m, {"size": 6, "symbol": "diamond"}, {"color": c}
+        ),
         _gbps_line(
             x,
             s[f"gbps_walked_{m}"],
@@ -207,7 +214,7 @@ def _gbps_line(x, y, name: str, m: str, marker: dict, line: dict) -> dict:
         "type": "scatter",
         "x": x,
         "y": y,
-        "mode": "lines+markers",
+        "mode": "lines+markers" if np.isfinite(np.asarray(y, dtype=float)).sum() <= MAX_JOINED else "markers",
         "yaxis": "y2",
         "connectgaps": True,
         "marker": marker,

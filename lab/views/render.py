@@ -9,6 +9,7 @@ import re
 
 from markdown_it import MarkdownIt
 
+from lab.views.glossary import gloss_html, gloss_markdown
 from lab.views.palette import era_css
 from lab.views.summary import summary_markdown
 
@@ -24,6 +25,7 @@ WORDS_CSS = """
 #headline .eras td, #headline .eras th {padding: 0 10px 0 0; line-height: 1.35; border: none; white-space: nowrap;
   text-align: left; background: none}
 #headline .eras th {font-weight: 600; color: #555; white-space: normal; vertical-align: bottom}
+abbr.gloss {text-decoration: underline dotted #999; cursor: help}
 .pr-badge {color: #fff !important; border-radius: 9px; padding: 0 7px; font-size: 11px; text-decoration: none;
   white-space: nowrap}
 .kernel-sees {color: #777; font-size: 12px}
@@ -48,15 +50,16 @@ def md_text(text) -> str:
 
 def summary_html(trace, index: int) -> str:
     """The summary (``summary_markdown``) rendered: an HTML component redraws faster in the app's
-    page than a Markdown one, which parses and sanitises on every step."""
-    return f"<div class='summary'>{MARKDOWN.render(summary_markdown(trace, index))}</div>"
+    page than a Markdown one, which parses and sanitises on every step. Its jargon is explained on hover."""
+    return gloss_html(f"<div class='summary'>{MARKDOWN.render(summary_markdown(trace, index))}</div>")
 
 
 def note_markdown(label: str, note: str) -> str:
-    """A view's "What am I looking at?" note (markdown: the app's note box)."""
-    return f"**What am I looking at? ({label})** {note}"
+    """A view's "What am I looking at?" note (markdown: the app's note box), its jargon explained on hover
+    (docs/glossary.md)."""
+    return gloss_markdown(f"**What am I looking at? ({label})** {note}")
 
 
 def note_html(label: str, note: str) -> str:
-    """A view's "What am I looking at?" note as HTML."""
-    return MARKDOWN.render(note_markdown(label, note))
+    """A view's "What am I looking at?" note as HTML (rendered without raw HTML, then its jargon glossed)."""
+    return gloss_html(MARKDOWN.render(f"**What am I looking at? ({label})** {note}"))

@@ -43,6 +43,9 @@ SCHEDULER_COLOR = "#17becf"
 _DOMAINS = {"y": [0.58, 1.0], "y2": [0.36, 0.5], "y3": [0.0, 0.28]}
 
 
+STEP_0_GAP = 0.015  # the x axis's start left of step 0, a share of the steps
+
+
 def _same_groups(cols: np.ndarray) -> list[list[int]]:
     """Columns (eras) grouped by equal series over the whole trace, in era order; an era whose series is
     NaN on every step (MRV2 had no such path then: a later speculator or model state) is left out."""
@@ -227,8 +230,9 @@ def _layout(trace, n: int, runs: list, shapes: list, token_values: np.ndarray) -
             "black line: the current step"
             + ("" if len(runs) <= MAX_BANDS else f"; {len(runs)} graph-mode runs: bands not drawn"),
         ),
-        # Half a step of room each side: at step 0 the current-step line sat on the y axis, unseen.
-        "xaxis": axis("step", anchor="y3", range=[-0.5, n - 0.5]),
+        # Step 0 kept off the y axis (by 1.5% of the width): at -0.5 its current-step line hid on the axis line
+        # in a long trace (ux review 5, minor 22).
+        "xaxis": axis("step", anchor="y3", range=[-max(0.5, STEP_0_GAP * n), n - 0.5]),
         # Ticks from the values drawn (log_axis): decades alone left one label on a range inside a decade.
         "yaxis": log_axis("tokens (log)", token_values, domain=_DOMAINS["y"]),
         "yaxis2": axis("requests", domain=_DOMAINS["y2"], rangemode="tozero"),

@@ -1,10 +1,11 @@
-"""A guided tour of a trace: 3–5 bookmarked steps, each with the view to open and one sentence.
+"""A guided tour of a trace: a story of 6–8 chapters, each a step, the view to open and one sentence.
 
 Found in the trace, not written per preset: the first step, the step where the old metadata costs
 most, the first step whose walk reads another request's live blocks (and whose), freed blocks, a
 FULL-graph step, the draft windows at the first step that has draft passes (``first_draft_step``; it
 may be the opening step, then both are stops, each in its own view), the mamba path #40654 left
-behind, the kernel timings.
+behind, the kernel timings; and in every trace R1's largest gap (speculative decoding), the step with the most
+out-of-range entries, the step where the fix matters least, the largest batch, and every step at once.
 """
 
 from __future__ import annotations
@@ -77,13 +78,108 @@ def tour(trace) -> list[dict]:
     timed = trace.timed_steps().tolist()
     if timed:
         stops.add(timed[len(timed) // 2], "kernels", f"a timed step ({len(timed)} of {n} steps were timed).")
+    # Chapters every trace has (issue 49: a story of 6-8 chapters; 3-6 found on the presets), each read off it.
+    after = era_phrase(trace, ERAS[-1])
+    _r1_gap_stop(trace, stops)
+    _oor_peak_stop(s, stops, after)
+    _least_stop(trace, s, stops, after)
+    _largest_batch_stop(s, stops, after)
     stops.add(n - 1, "timeline", "every step at once: the cumulative entries each era's walk reads.")
     first, rest = stops[:1], stops[1:]
     keep = first + rest[: MAX_STOPS - 2] + ([rest[-1]] if len(rest) > MAX_STOPS - 2 else [])
-    keep = sorted(keep, key=lambda t: (t["view"] != "hero", t["step"]))  # the story opens on the claim
+    keep = first + sorted(keep[1:], key=lambda t: t["step"])  # the story opens on the claim, then in step order
     for t in keep:  # the narration drawn on the figure (lab/views/tour_marks.py)
         t["mark"] = stop_mark(trace, t)
+        t.pop("at", None)
     return keep
+
+
+def _ratio_words(r: float) -> str:
+    return f"{r:,.0f}×" if r >= 10 else f"{r:.1f}×"
+
+
+def _best(order, stops: _Stops, view: str) -> int | None:
+    """The first step of ``order`` (the most of something first), unless it is a stop in ``view`` already: a
+    chapter says "the most" only of the step that has it (it may share its step with another view's chapter)."""
+    k = int(order[0]) if len(order) else None
+    return None if k is None or any(t["step"] == k and t["view"] == view for t in stops) else k
+
+
+def _r1_gap_stop(trace, stops: _Stops) -> None:
+    """R1 in the lengths view: the request whose CPU upper bound runs furthest past its exact length (the
+    drafts it still counts); only where some request has a gap (speculative decoding)."""
+    best = (0, None, None)
+    for st in trace.steps:
+        n = st.num_reqs
+        gap = np.asarray(st.seq_lens_cpu_upper_bound[:n]) - np.asarray(st.seq_lens[:n])
+        if n and gap.max() > best[0]:
+            best = (int(gap.max()), st.index, int(gap.argmax()))
+    g, k, row = best
+    if k is not None:
+        who = trace.steps[k].req_ids[row]
+        stops.add(
+            k,
+            "lengths",
+            f"R1: {who}'s upper bound is {g} token{'s' if g > 1 else ''} above its exact length, the most in the "
+            "trace: the CPU still counts drafts the GPU may have rejected; the upper bound is what attention is told.",
+            shared=True,
+        )
+        if stops and stops[-1]["step"] == k:
+            n = trace.steps[k].num_reqs  # the box on the side with room: an axis that autoranges grows to hold it
+            stops[-1]["at"] = (row, g, "x", "y3", 1 if row < n / 2 else -1)  # its bar in the R1 gap panel
+
+
+def _oor_peak_stop(s: dict, stops: _Stops, after: str) -> None:
+    """The out-of-range view at the step whose old walk reads the most entries past the rows' own blocks."""
+    classes = ("null", "live", "free", "padded")
+    total = sum(s[f"all_baseline_{c}"] for c in classes)
+    k = _best(np.argsort(-total, kind="stable"), stops, "oor")
+    if k is None or total[k] <= 0:
+        return
+    parts = ", ".join(f"{c} {int(s[f'all_baseline_{c}'][k]):,}" for c in classes if s[f"all_baseline_{c}"][k])
+    fixed = int(sum(s[f"all_fixed_{c}"][k] for c in classes))
+    stops.add(
+        k,
+        "oor",
+        f"the old walk's most out-of-range entries in one step: {int(total[k]):,} ({parts}); {after}: {fixed:,}.",
+        shared=True,
+    )
+    if stops and stops[-1]["step"] == k:
+        side = 1 if k < len(total) / 2 else -1  # the box on the side with room (the x axis autoranges to hold it)
+        stops[-1]["at"] = (k, int(total[k]), "x", "y", side)  # the top of its stack in the per-step panel
+
+
+def _least_stop(trace, s: dict, stops: _Stops, after: str) -> None:
+    """The claim in one picture where the fix matters least: the step whose old walk is the fewest times the
+    new (the batch's longest request nearest max_model_len)."""
+    ratio = s["all_baseline_walked"] / np.maximum(s["all_fixed_walked"], 1)
+    walks = np.nonzero(s["all_fixed_walked"] > 0)[0]
+    k = _best(walks[np.argsort(ratio[walks], kind="stable")], stops, "hero")
+    if k is None:
+        return
+    st = trace.steps[k]
+    stops.add(
+        k,
+        "hero",
+        f"where the fix matters least: the batch max is {int(st.max_seq_len['fixed']):,} tokens of max_model_len "
+        f"{trace.scenario.max_model_len:,}, and the old walk is {_ratio_words(ratio[k])} the entries {after}.",
+        shared=True,
+    )
+
+
+def _largest_batch_stop(s: dict, stops: _Stops, after: str) -> None:
+    """The block table at the largest batch: every row walks to max_model_len before #40654."""
+    k = _best(np.argsort(-s["num_reqs"], kind="stable"), stops, "block_table")
+    if k is None:
+        return
+    n, b, f = int(s["num_reqs"][k]), int(s["all_baseline_walked"][k]), int(s["all_fixed_walked"][k])
+    stops.add(
+        k,
+        "block_table",
+        f"the largest batch, {n} request{'s' if n > 1 else ''}: before #40654 the walk covers {b:,} block-table "
+        f"entries, {after} {f:,}.",
+        shared=True,
+    )
 
 
 def _full_graph_text(trace) -> str:

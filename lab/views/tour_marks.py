@@ -49,6 +49,9 @@ def stop_mark(trace, stop: dict) -> dict:
     nothing the sentence points to."""
     view, k, text = stop["view"], stop["step"], stop["text"]
     st = trace.steps[k]
+    if stop.get("at") is not None:  # the stop names its point: (x, y, xref, yref, side of the box) in its axes
+        x, y, xref, yref, side = stop["at"]
+        return {"shapes": [], "annotations": [_note(text, x, y, xref, yref, ax=side * 200, ay=-40)]}
     if view == "hero":
         # The old era's bar: its end, where the walk stops (y of the first era's bar is 0 in the hero).
         cols = pass_walk(trace, st, st.era_modes(ERAS[0])[0]).columns  # the hero's bar (lab/views/walks.py)

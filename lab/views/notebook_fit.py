@@ -1,0 +1,115 @@
+"""A figure's words fitted to a notebook's output area (ux review 5, minor 19): plotly.js never breaks a line, so
+the block table's one-line subtitle ran past the right edge of JupyterLab's output area ("(a la…", even at
+1366 px), and so did the draft windows' foot note ("…1,083 at m"). In a notebook no page script can measure the
+plot (JupyterLab draws the figure's JSON itself), so the lines are broken here for an output area of
+``NOTEBOOK_TEXT_PX`` (JupyterLab beside the app at half a 1366 px laptop, its file browser closed), the top and
+bottom margins grown by the lines added; the figure itself autosizes to the output area (``responsive`` in
+lab.views.common.PLOT_CONFIG). The same measure as the pages' ``LabSteps.fitText`` (lab/export/stepper.js): a
+character is about 0.56 of its font size, a subtitle's (``<sup>``) 0.7 of the title's."""
+
+from __future__ import annotations
+
+import math
+import re
+
+NOTEBOOK_TEXT_PX = 520  # the widest a line of words may be: JupyterLab's output area at 683 px, less 40 px
+CHAR = 0.56  # a character's width over its font size (LabSteps.fitText)
+SUP = 0.7  # a <sup>'s size over its line's
+_TAGS = re.compile(r"<[^>]*>")
+
+
+def wrapped(line: str, chars: int) -> list[str]:
+    """An HTML line (no <br>) broken at spaces into pieces of at most ``chars`` visible characters."""
+    pieces: list[str] = []
+    cur, n = "", 0
+    for word in line.split(" "):
+        size = len(_TAGS.sub("", word))
+        if cur and n + 1 + size > chars:
+            pieces.append(cur)
+            cur, n = word, size
+        else:
+            n += (1 if cur else 0) + size
+            cur = f"{cur} {word}" if cur else word
+    return [*pieces, cur] if cur else pieces
+
+
+def fit_text(text: str, width: float, size: float) -> tuple[str, int]:
+    """``text`` in lines at most ``width`` px wide at font ``size``: each <br> line, and each <sup> line at 0.7 of
+    the size, broken at spaces. (text, lines added)."""
+    # A <br> inside a <sup> (two-line subtitles): each line its own <sup>.
+    text = re.sub(r"<sup>(.*?)</sup>", lambda m: "<sup>" + "</sup><br><sup>".join(m[1].split("<br>")) + "</sup>", text)
+    out, added = [], 0
+    for line in text.split("<br>"):
+        sup = re.fullmatch(r"<sup>(.*)</sup>", line)
+        chars = max(20, math.floor(width / (CHAR * size * (SUP if sup else 1))))
+        pieces = wrapped(sup[1] if sup else line, chars)
+        added += len(pieces) - 1
+        out += [f"<sup>{p}</sup>" for p in pieces] if sup else pieces
+    return "<br>".join(out), added
+
+
+def legend_px(layout: dict, data: list) -> float:
+    """About how wide a legend beside the plot is (plotly takes it from the plot area): a swatch of 40 px and
+    6.5 px a character of its longest entry (LabSteps.narrowed's measure); 0 for a legend under the plot."""
+    legend = layout.get("legend") or {}
+    if layout.get("showlegend") is False or legend.get("orientation") == "h":
+        return 0
+    names = [_TAGS.sub("", str(t.get("name") or "")) for t in data if t.get("showlegend") is not False]
+    return 40 + 6.5 * max((len(n) for n in names if n), default=0) if any(names) else 0
+
+
+def notebook_layout(layout: dict, width: float = NOTEBOOK_TEXT_PX, data: list | None = None) -> dict:
+    """``layout`` (a view's plotly layout) with its title and its notes at the figure's foot broken to ``width``,
+    and its top and bottom margins (and height) grown by the lines added. The input is not changed."""
+    out = dict(layout)  # what changes is copied below (the title, the notes, the margin)
+    font = (out.get("font") or {}).get("size") or 12
+    margin = {"t": 100, "b": 80, "l": 80, "r": 80, **(out.get("margin") or {})}
+    side = {**margin, "r": max(margin["r"], legend_px(out, data or []))}  # the plot area's sides
+    grow_t = grow_b = 0
+    title = out.get("title") or {}
+    text = title.get("text") if isinstance(title, dict) else None
+    if text:
+        size = (title.get("font") or {}).get("size") or 1.4 * font
+        fitted, added = fit_text(text, width, size)
+        if added:
+            # As LabSteps.narrowed: a line (a <sup> one too) is 1.3 of the title's size; the title hangs from the
+            # figure's top, its first line's baseline a line down (plotly anchors a title of several lines there).
+            line = math.ceil(1.3 * size)
+            grow_t = added * line
+            out["title"] = {**title, "text": fitted, "yref": "container", "yanchor": "top"}
+    notes = []
+    for a in out.get("annotations") or []:
+        room = _room(a, width, side)
+        if room is not None:
+            size = (a.get("font") or {}).get("size") or font
+            fitted, added = fit_text(a["text"], room, size)
+            if a.get("yanchor") == "top" and (a.get("y") or 0) < 0:  # at the foot: the bottom margin grows
+                grow_b += math.ceil(added * 1.3 * size)
+            elif a.get("x") == 0.5 and a.get("y") == 0.5 and out.get("height"):  # an empty figure's message
+                out["height"] += math.ceil(added * 1.3 * size)
+            a = {**a, "text": fitted}
+        notes.append(a)
+    if notes:
+        out["annotations"] = notes
+    if grow_t or grow_b:
+        out["margin"] = {**(out.get("margin") or {}), "t": margin["t"] + grow_t, "b": margin["b"] + grow_b}
+        out["height"] = (out.get("height") or 450) + grow_t + grow_b  # plotly's default height is 450
+    if grow_t:
+        out["title"]["y"] = 1 - (line + 12) / out["height"]
+    return out
+
+
+def _room(note: dict, width: float, margin: dict) -> float | None:
+    """How wide a note on the paper may be in a figure ``width`` px wide, from its anchor to the figure's edge it
+    faces (a note anchored on the right grows leftwards, into the left margin at most); None for a note placed
+    on the data, whose text is left as it is."""
+    if note.get("xref") != "paper" or not isinstance(note.get("text"), str):
+        return None
+    left = margin.get("l", 80)
+    at = left + (width - left - margin.get("r", 80)) * (note.get("x") or 0)  # the anchor, px from the left
+    anchor = note.get("xanchor") or "auto"
+    if anchor == "left":
+        return width - at
+    if anchor == "right":
+        return at
+    return 2 * min(at, width - at) if (note.get("y") or 0) >= 0 else width  # centred; a foot note: the width

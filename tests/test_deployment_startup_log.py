@@ -235,11 +235,11 @@ def test_the_whole_log_is_read():
 
 
 # r2c: what each newer public log says vLLM resolved, field by field (None: the excerpt does not say it), and what
-# the lab answers for it. None of these models is in the lab's table and no log states its config.json, so the lab
-# refuses the line with the --config route and compares no field: "cannot say", never a guess.
+# the lab answers for it. None of these models is in the lab's table (no public copy of their config.json was found:
+# s3g) and no log states its config.json, so the lab refuses the line with the --config route and compares no field:
+# "cannot say", never a guess.
 # file -> (max_seq_len, backend, graph mode, capture sizes, block size, KV-cache tokens, runner, chunked, the refusal)
 PER_FIELD = {
-    "vllm_39033_v0.19_qwen25vl.log": ("128000", *[None] * 7, "not in the lab's table"),
     "vllm_44683_v0.21_qwen2vl.log": ("32768", *[None] * 7, "a local folder with no config.json"),
     "vllm_44180_v0.22_qwen3omni_h20.log": ("32768", *[None] * 7, "a local folder with no config.json"),
     # the engine line is cut before max_seq_len: the line's --max-model-len comes from the non-default args
@@ -279,3 +279,34 @@ def test_the_non_default_args_chunked_prefill_switch_is_carried_to_the_line():
         "INFO 01-01 00:00:00 [x.py:1] non-default args: {'model': 'm', 'enable_chunked_prefill': False}"
     )
     assert serve_line_of(off) == "vllm serve m --no-enable-chunked-prefill"
+
+
+# s3g: a public log whose model's published config.json is in the lab's table (known_configs/) is resolved and
+# compared field by field: True agrees, False disagrees, None cannot say (the excerpt does not state it).
+# file -> (GPU, {field: agree})
+RESOLVED = {
+    # the engine line is cut after its observability config: it states max_seq_len, nothing vLLM picked at start-up
+    "vllm_39033_v0.19_qwen25vl.log": (
+        "H100",
+        {
+            "attention_backend": None,
+            "cudagraph_mode": None,
+            "cudagraph_capture_sizes": None,
+            "block_size": None,
+            "max_model_len": True,
+            "enable_chunked_prefill": None,
+            "model_runner": None,
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RESOLVED))
+def test_a_public_log_of_a_known_model_is_compared_field_by_field(name, capsys):
+    gpu, agree = RESOLVED[name]
+    assert main(["deployment", "--gpu", gpu, "--json", "--log", str(LOGS / name)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    said = {field: doc["from_log"][field]["agree"] for field in agree}
+    assert said == agree
+    # the KV-cache size and async scheduling: none of these excerpts states them, so no note claims either
+    assert not any("KV cache holds" in n for n in doc["from_log"]["notes"])

@@ -20,6 +20,8 @@ EXPECTED = {
     "meta-llama/Llama-3.3-70B-Instruct": ("dense", 128, 131072),
     # rope_scaling null: no factor; use_sliding_window false drops the window.
     "Qwen/Qwen3-8B": ("dense", 128, 40960),
+    # mrope (no factor) is not a length scaling; use_sliding_window false drops the 32768 window; 2048 // 16 heads.
+    "Qwen/Qwen2.5-VL-3B-Instruct": ("dense", 128, 128000),
     # is_deepseek_mla + get_head_size: kv_lora_rank 512 + qk_rope_head_dim 64; yarn factor 40 not applied.
     "deepseek-ai/DeepSeek-V3": ("mla", 576, 163840),
     "moonshotai/Kimi-K2-Instruct": ("mla", 576, 131072),

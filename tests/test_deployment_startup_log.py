@@ -310,3 +310,27 @@ def test_a_public_log_of_a_known_model_is_compared_field_by_field(name, capsys):
     assert said == agree
     # the KV-cache size and async scheduling: none of these excerpts states them, so no note claims either
     assert not any("KV cache holds" in n for n in doc["from_log"]["notes"])
+
+
+def test_the_public_logs_answered_and_refused_are_as_docs_deployments_md_counts(capsys):
+    """docs/deployments.md (from_log): of the public logs with a start-up line, one answered, 7 of a release before
+    0.19.1, 10 of a local checkpoint, 2 of a Hub model whose config.json no public copy was found of."""
+    counts = {"answered": 0, "release": 0, "local": 0, "not in table": 0}
+    for name in sorted(EXPECTED):
+        if "https://github.com/" not in (LOGS / name).read_text().splitlines()[0]:
+            continue
+        code = main(["deployment", "--gpu", "H100", "--log", str(LOGS / name)])
+        err = capsys.readouterr().err
+        kind = (
+            "answered"
+            if code == 0
+            else "release"
+            if "the lab models 0.19.1" in err
+            else "local"
+            if "a local folder with no config.json" in err
+            else "not in table"
+            if "not in the lab's table" in err
+            else err
+        )
+        counts[kind] += 1
+    assert counts == {"answered": 1, "release": 7, "local": 10, "not in table": 2}

@@ -80,10 +80,7 @@ KNOWN_CONFIGS: tuple[Row, ...] = (
         "Qwen/Qwen2.5-VL-3B-Instruct",
         _GH + "whaler404/Hf-Learn transfomers_learn/api/models/multimodal_models/qwen2.5_vl/qwen2.5_vl.md",
         _published("Qwen__Qwen2.5-VL-3B-Instruct.json"),
-        (
-            "the file's 'model config' block, whole, at commit 52e20dfe9aaeeab0a40a976a63a36dd695d2b51e",
-            "a second public copy (HiconAgent's README, which renames only the architecture) has the same values",
-        ),
+        ("the file's 'model config' block, whole, at commit 52e20dfe9aaeeab0a40a976a63a36dd695d2b51e",),
         {},
     ),
     (

@@ -34,7 +34,7 @@ def test_every_attack_is_refused_within_seconds_and_bounded_memory(served, tmp_p
     rows = refusals(url, pid, str(tmp_path), settle_s=0.5, auth=("attendee", "test-password"))
     with capsys.disabled():
         report(rows, lambda text: print(text, end=""))
-    assert len(rows) == 12
+    assert len(rows) == 14
     for r in rows:
         assert r["refused"], r
         assert r["seconds"] < MAX_SECONDS, r

@@ -41,6 +41,36 @@ def _lists_upload(folder: str) -> str:
     return path
 
 
+def _named_upload(folder: str) -> str:
+    """m9: a valid trace whose scenario is named with ten million characters (21 s and +230 MiB when accepted)."""
+    from lab.scenario import get_preset
+    from lab.trace.recorder import simulate
+
+    doc = simulate(get_preset("eagle-k3")).to_json_dict()
+    doc["scenario"]["name"] = "n" * 10_000_000
+    path = os.path.join(folder, "named.json")
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    return path
+
+
+def _large_body(url: str) -> str:
+    """m5: a request declaring a 100 MB body (a pasted log through the API cost +335 MiB before the 8 MiB check),
+    sent on a raw socket (an HTTP client will not declare more than it sends); the server's status line."""
+    import socket
+    import urllib.parse
+
+    where = urllib.parse.urlsplit(url)
+    head = (
+        f"POST {where.path}gradio_api/queue/join HTTP/1.1\r\nHost: {where.netloc}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {100 * 2**20}\r\n\r\n"
+    )
+    with socket.create_connection((where.hostname, where.port), timeout=30) as sock:
+        sock.sendall(head.encode() + b"{" * 65536)  # the first 64 KiB only: the answer comes before the rest
+        reply = sock.recv(4096).decode("latin-1")
+    return reply.split("\r\n", 1)[0] or "no answer"
+
+
 def _deployment(c, line: str, log: str = "", config: str = "") -> str:
     out = c.predict(line, "H200", REFERENCE_RELEASE, 16, 2048, 256, log, config, api_name="/deployment")
     return out[0] or out[5] or "answered"
@@ -75,7 +105,7 @@ def attacks(folder: str, url: str) -> list[tuple[str, object, str]]:
     """(name, fn(client) -> what the server said, the words a refusal says) for each attack of the probe."""
     from gradio_client import handle_file
 
-    wide, lists = _wide_upload(folder), _lists_upload(folder)
+    wide, lists, named = _wide_upload(folder), _lists_upload(folder), _named_upload(folder)
 
     def run(c, spec):
         out = c.predict("eagle-k3", spec, *_CONTROLS, api_name="/run")
@@ -123,6 +153,8 @@ def attacks(folder: str, url: str) -> list[tuple[str, object, str]]:
             lambda c: _deployment(c, "vllm serve my/model", "", json.dumps(_HIDDEN0)),
             "inline-error",
         ),
+        ("m5 a 100 MB request body", lambda c: _large_body(url), " 413 "),
+        ("m9 a 10M-character trace name (/upload_trace)", lambda c: upload(c, named), "at most 200"),
     ]
 
 

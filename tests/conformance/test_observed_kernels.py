@@ -13,16 +13,69 @@ import pytest
 if os.environ.get("LAB_REQUIRE_VLLM") != "1":
     pytest.importorskip("vllm", reason="vLLM 0.33.0 lives in .venv-vllm (make test runs this suite there)")
 
-from lab.real_vllm.observe.table import OUT, observe_all, render  # noqa: E402
+from lab.real_vllm.observe.table import (  # noqa: E402
+    OUT,
+    flashinfer_missing,
+    observe_all,
+    observe_flashinfer,
+    render,
+    without_flashinfer,
+)
+
+COMMITTED = json.loads(OUT.read_text())
 
 
 @pytest.fixture(scope="module")
 def table():
-    return observe_all()
+    return observe_all(flashinfer=False)
 
 
 def test_the_committed_table_is_what_the_wheel_hands_the_kernels(table):
-    assert render(table) == OUT.read_text(), "run .venv-vllm/bin/python -m lab.real_vllm.observe --write"
+    assert render(table) == render(without_flashinfer(COMMITTED)), (
+        "run .venv-vllm/bin/python -m lab.real_vllm.observe --write"
+    )
+
+
+@pytest.fixture(scope="module")
+def flashinfer_rows():
+    missing = flashinfer_missing()
+    if missing:
+        if os.environ.get("LAB_REQUIRE_VLLM") == "1":
+            pytest.fail(f"make test needs FlashInfer for the FLASHINFER observation: {missing}")
+        pytest.skip(missing)
+    return observe_flashinfer()
+
+
+def test_the_committed_flashinfer_rows_are_what_the_wheel_hands_the_kernels(flashinfer_rows):
+    """FlashInfer 0.7.2.post1 from .vllm-flashinfer/ (make vllm-flashinfer), in a subprocess."""
+    committed = [r for r in COMMITTED["rows"] if r["backend"] == "FLASHINFER"]
+    assert json.loads(json.dumps(flashinfer_rows)) == committed
+
+
+def test_flashinfer_is_not_importable_in_this_process():
+    """The observation's subprocess alone puts .vllm-flashinfer on sys.path (vLLM's selection here would change)."""
+    import importlib.util
+
+    assert importlib.util.find_spec("flashinfer") is None
+
+
+def test_flashinfer_paths_as_vllm_picks_them(flashinfer_rows):
+    """vLLM's own choice per stand-in GPU, and what each launch is handed: TRTLLM-gen and XQA get the told
+    max_seq_len (capture's on a FULL replay, the step's when eager); native FlashInfer is handed no told length."""
+    by = {(r["case"], r["step"], r["mode"]): r for r in flashinfer_rows}
+    trt = "FlashInfer TRTLLM-gen (SM100)"
+    assert by[trt, "eager", "fixed"]["launch"]["api"] == "trtllm_batch_decode_with_kv_cache"
+    assert by[trt, "eager", "fixed"]["launch"]["max_seq_len"] == by[trt, "eager", "fixed"]["told"]
+    assert by[trt, "FULL replay", "fixed"]["launch"]["max_seq_len"] == 32768
+    assert by[trt, "no graph", "fixed"]["launch"]["api"] == "trtllm_batch_context_with_kv_cache"
+    assert by[trt, "no graph", "fixed"]["launch"]["max_kv_len"] == 2048
+    xqa = "FlashInfer XQA decode (SM90)"
+    assert by[xqa, "eager", "fixed"]["launch"]["api"] == "flashinfer_xqa_batch_decode_with_kv_cache"
+    native = [r for r in flashinfer_rows if r["case"] == "FlashInfer native (SM80)"]
+    assert native and all("max_seq_len" not in r["launch"] and "api" not in r["launch"] for r in native)
+    for step in ("eager", "no graph"):
+        base, fixed = by["FlashInfer native (SM80)", step, "baseline"], by["FlashInfer native (SM80)", step, "fixed"]
+        assert base["told"] != fixed["told"] and base["launch"] == fixed["launch"]
 
 
 def test_the_observation_is_not_vacuous(table):

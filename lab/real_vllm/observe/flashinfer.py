@@ -4,25 +4,29 @@ vLLM 0.33.0 pins) imported from ``.vllm-flashinfer/`` (``make vllm-flashinfer``;
 it on ``sys.path``: lab/real_vllm/observe/table.py). Which path runs is vLLM's own choice on the stand-in GPU:
 native FlashInfer on SM80, XQA decode on SM90, TRTLLM-gen decode and prefill on SM100.
 
-Replaced by a recorder (``ENTRY_POINTS``), nothing more of FlashInfer's own Python:
+Replaced by a recorder (``JIT_GETTERS``, ``COMPILED``), nothing more of FlashInfer's own Python:
 - native path: ``get_batch_prefill_module`` / ``get_batch_decode_module`` (flashinfer.prefill, flashinfer.decode:
   the JIT-compiled modules the wrappers' ``plan`` and ``run`` call) return a module whose ``plan`` records its
   arguments and returns an empty plan, and whose ``paged_run`` / ``run`` record theirs. FlashInfer's wrappers
   (``BatchPrefillWithPagedKVCacheWrapper.plan``, ``BatchDecodeWithPagedKVCacheWrapper.plan`` via vLLM's
   ``fast_plan_decode``, their ``run``) run as shipped;
-- TRTLLM-gen and XQA: the FlashInfer API functions vLLM's forward calls (``trtllm_batch_decode_with_kv_cache``,
-  ``trtllm_batch_context_with_kv_cache``, ``flashinfer_xqa_batch_decode_with_kv_cache``) record their keyword
-  arguments; their compiled kernels are behind them.
+- TRTLLM-gen and XQA: the compiled ops behind FlashInfer's API functions (``get_trtllm_gen_fmha_module()``'s
+  ``trtllm_paged_attention_decode`` / ``trtllm_paged_attention_context``, ``get_xqa_module(...)``'s ``xqa``) record
+  their positional arguments (``COMPILED``); ``trtllm_batch_decode_with_kv_cache``,
+  ``trtllm_batch_context_with_kv_cache`` and ``xqa_batch_decode_with_kv_cache`` / ``xqa`` run as shipped, so what
+  is recorded is what the kernel receives (XQA: ``max_seq_len = page_table.shape[-1] * page_size``, in xqa.py).
 
-Stubbed besides: as in dense.py, bare ``Attention`` layers holding vLLM's own ``FlashInferImpl`` and a namespace
-``VllmConfig`` of vLLM's sub-configs (set as the current config: ``force_use_trtllm_attention`` reads it);
-``get_device_sm_count`` answers the GPU's SM count and ``_get_multi_ctas_kv_counter_buffer`` allocates on this
-CPU (FlashInferImpl.__init__ asks both of device "cuda"); ``determine_attention_backend`` (FlashInfer's
-choice of fa2/fa3 from the CUDA device's capability) answers fa3 on SM90 and fa2 otherwise, as it does on those
-GPUs; page-locked host memory is off (``PIN_MEMORY`` False in vllm/v1/utils.py and flashinfer.py, and vLLM's
-``pin_host_range_buf`` does nothing, ``torch.empty`` drops ``pin_memory=True`` for FlashInfer's host workspaces):
-it needs a CUDA device; vLLM's TRTLLM workspace (``trtllm_workspace_buffer``) is on the meta device;
-``torch.cuda.device(...)`` (entered by FlashInfer's ``fast_decode_plan``) does nothing.
+Stubbed besides (each because this CPU has no CUDA device):
+- as in dense.py, bare ``Attention`` layers holding vLLM's own ``FlashInferImpl``, and a namespace ``VllmConfig`` of
+  vLLM's sub-configs, set as the current config (``force_use_trtllm_attention`` reads it);
+- the device's answers, as the stand-in GPU gives them: ``get_device_sm_count`` (in vLLM's flashinfer.py and in
+  flashinfer.decode/.prefill/.xqa), ``device_support_pdl`` (major >= 9), ``get_compute_capability``, and
+  ``determine_attention_backend`` (FlashInfer's fa2/fa3 choice: fa3 on SM90, fa2 otherwise);
+- allocations on "cuda": ``_get_multi_ctas_kv_counter_buffer`` allocates on this CPU; vLLM's TRTLLM workspace
+  (``trtllm_workspace_buffer``) is its size on the meta device;
+- page-locked host memory: ``PIN_MEMORY`` False (vllm/v1/utils.py, flashinfer.py), vLLM's ``pin_host_range_buf``
+  does nothing, ``torch.empty`` drops ``pin_memory=True`` (FlashInfer's host workspaces);
+- ``torch.cuda.device(...)`` (entered by FlashInfer's ``fast_decode_plan``) does nothing.
 """
 
 from __future__ import annotations
@@ -35,23 +39,32 @@ import numpy as np
 
 from lab.gpu_model.gpus import GPUS
 from lab.real_vllm.observe.dense import _config
-from lab.real_vllm.observe.record import Recorder, common_metadata, launch_fields
+from lab.real_vllm.observe.record import Recorder, common_metadata
 
 MODULE = "vllm.v1.attention.backends.flashinfer"
-# The FlashInfer API functions vLLM's FlashInferImpl.forward calls for TRTLLM-gen and XQA (names in MODULE)
-TRTLLM_API = (
-    "trtllm_batch_decode_with_kv_cache",
-    "trtllm_batch_context_with_kv_cache",
-    "flashinfer_xqa_batch_decode_with_kv_cache",
-)
 # FlashInfer's JIT module getters the native wrappers call (module -> names)
 JIT_GETTERS = {
     "flashinfer.prefill": ("get_batch_prefill_module",),
     "flashinfer.decode": ("get_batch_prefill_module", "get_batch_decode_module"),
 }
-# The positional arguments of the fa2 paged prefill plan (flashinfer/prefill.py and decode.py
-# BatchDecodeWithPagedKVCacheWrapper.plan with tensor cores: ``args = [...]``) that can carry a length
-PLAN_ARGS = ("qo_indptr", "kv_indptr", "kv_len_arr", "total_num_rows", "batch_size")
+# The compiled TRTLLM-gen and XQA ops, by the getter FlashInfer's API functions call them through, and the positional
+# arguments recorded (flashinfer/decode.py trtllm_batch_decode_with_kv_cache and prefill.py
+# trtllm_batch_context_with_kv_cache: ``run_args = [...]``; flashinfer/xqa.py xqa: ``xqa_module.xqa(...)``)
+TRTLLM_ARGS = {7: "block_tables", 9: "max_q_len", 10: "max_seq_len", 16: "batch_size"}
+XQA_ARGS = {13: "page_table", 14: "max_seq_len", 16: "batch_size"}
+COMPILED = {
+    ("flashinfer.decode", "get_trtllm_gen_fmha_module"): {
+        "trtllm_paged_attention_decode": TRTLLM_ARGS,
+        "trtllm_paged_attention_context": TRTLLM_ARGS,
+    },
+    ("flashinfer.prefill", "get_trtllm_gen_fmha_module"): {
+        "trtllm_paged_attention_decode": TRTLLM_ARGS,
+        "trtllm_paged_attention_context": {**TRTLLM_ARGS, 10: "max_kv_len"},
+    },
+    ("flashinfer.xqa", "get_xqa_module"): {"xqa": XQA_ARGS},
+}
+# FlashInfer's questions to the CUDA device, per module: answered as the stand-in GPU would
+DEVICE_QUERIES = ("get_device_sm_count", "device_support_pdl", "get_compute_capability")
 
 
 class _JitModule:
@@ -75,13 +88,37 @@ class _JitModule:
     def _run(self, *args, **_kw):
         import torch
 
-        # the paged KV block table FlashInfer hands its kernel is (indptr, indices): its width is the pages
-        # of the step's own sequences, not a told length
+        # every int the run receives (window, flags, ...: none is a length); the paged KV it reads is (indptr,
+        # indices) from the step's own sequence lengths
         ints = [int(a) for a in args if isinstance(a, int) and not isinstance(a, bool)]
         tensors = [a for a in args if torch.is_tensor(a) and a.dtype == torch.int32 and a.dim() == 1]
         self.rec.add("launch", {"module": self.kind, "int_args": ints[:6], "int32_vectors": len(tensors)})
 
     paged_run = run = _run
+
+
+class _CompiledOp:
+    """Stands where a compiled TRTLLM-gen / XQA op was: records the named positional arguments."""
+
+    def __init__(self, rec: Recorder, ops: dict):
+        self.rec, self.ops = rec, ops
+
+    def __getattr__(self, name):
+        if name not in self.ops:
+            raise AttributeError(name)
+        positions = self.ops[name]
+
+        def call(*args, **_kw):
+            fields = {"op": name}
+            for i, key in positions.items():
+                value = args[i]
+                if hasattr(value, "shape"):
+                    fields[f"{key}_width"] = int(value.shape[-1])
+                elif value is not None:
+                    fields[key] = int(value)
+            self.rec.add("launch", fields)
+
+        return call
 
 
 def _getter(rec: Recorder, kind: str):
@@ -98,12 +135,6 @@ def observe(case, cudagraph_mode: str, step, told: int, capture_told: int) -> di
     fb = importlib.import_module(MODULE)
     rec = Recorder()
 
-    def api(name):
-        def call(**kw):
-            rec.add("launch", {"api": name, **launch_fields(kw)})
-
-        return call
-
     layers = _layers(case, fb.FlashInferImpl)
     config = _config(case, cudagraph_mode, layers)
     config.num_speculative_tokens = 0
@@ -118,8 +149,19 @@ def observe(case, cudagraph_mode: str, step, told: int, capture_told: int) -> di
     out = {"fa_version": None}
     with ExitStack() as stack:
         stack.enter_context(set_current_vllm_config(config))
-        for name in TRTLLM_API:
-            stack.enter_context(mock.patch.object(fb, name, api(name)))
+        for (mod, name), ops in COMPILED.items():
+            op = _CompiledOp(rec, ops)
+            stack.enter_context(mock.patch.object(importlib.import_module(mod), name, lambda *_a, _op=op, **_k: _op))
+        answers = {
+            "get_device_sm_count": lambda *_a, **_k: sms,
+            "device_support_pdl": lambda *_a, **_k: cap >= 90,  # flashinfer/utils.py: major >= 9
+            "get_compute_capability": lambda *_a, **_k: (cap // 10, cap % 10),
+        }
+        for mod in ("flashinfer.decode", "flashinfer.prefill", "flashinfer.xqa"):
+            m = importlib.import_module(mod)
+            for name in DEVICE_QUERIES:
+                if hasattr(m, name):
+                    stack.enter_context(mock.patch.object(m, name, answers[name]))
         for mod, names in JIT_GETTERS.items():
             m = importlib.import_module(mod)
             for name in names:

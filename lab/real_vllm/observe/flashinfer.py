@@ -204,6 +204,13 @@ def observe(case, cudagraph_mode: str, step, told: int, capture_told: int) -> di
             meta = build(cm)
             for layer in layers.values():
                 _forward(layer, meta, step, case)
+            if builder.supports_draft_decode_metadata_update:
+                # the fused draft path, as dense.py observes it (TRTLLM-gen only: flashinfer.py sets the flag;
+                # its update_draft_decode_metadata leaves the metadata as built), then the draft decode launch
+                rec.phase = f"{phase} draft"
+                builder.update_draft_decode_metadata(meta)
+                for layer in layers.values():
+                    _forward(layer, meta, step, case)
         out["aot_schedule"] = None
     out["calls"] = rec.calls
     return out

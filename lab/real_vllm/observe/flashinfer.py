@@ -264,18 +264,3 @@ def _forward(layer, meta, step, case):
     memory = torch.zeros([shape[i] for i in order], dtype=torch.bfloat16)
     cache = memory.permute(*[order.index(i) for i in range(4)])
     layer.impl.forward(layer, q, None, None, cache, meta, torch.zeros_like(q))
-
-
-def main() -> int:
-    """Run in a subprocess with .vllm-flashinfer on sys.path (table.py): print the FLASHINFER rows as JSON."""
-    import json
-    import sys
-
-    from lab.real_vllm.observe.table import observe_flashinfer_here
-
-    sys.stdout.write(json.dumps(observe_flashinfer_here()))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

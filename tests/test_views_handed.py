@@ -54,7 +54,9 @@ def test_the_chosen_backend_and_its_observed_case():
     assert h.origin["draft pass, FULL graph"] == CAPTURE  # re-planned at capture, told max_model_len
     assert handed_for(base.replace(sliding_window=128)).case.startswith("FA3, full and sliding layers")  # W1
     assert handed_for(base.replace(device_capability=80)).case.startswith("FA2")
-    assert handed_for(base.replace(device_capability=100)) is None  # FLASHINFER: not observed
+    b = handed_for(base.replace(device_capability=100))  # FLASHINFER: TRTLLM-gen on SM100, observed
+    assert (b.backend, b.case, b.key) == ("FLASHINFER", "FlashInfer TRTLLM-gen (SM100)", "max_seq_len")
+    assert b.origin["FULL replay"] == CAPTURE and b.origin["eager"] == TOLD and b.origin["no graph"] == TOLD
     assert step_handed(h, "FULL", 513, 32768) == 32768 and step_handed(h, "NONE", 513, 32768) == 513
     assert step_handed(None, "FULL", 513, 32768) is None
 
@@ -93,8 +95,31 @@ def test_views_draw_the_observed_value(h200):
     assert any("FLASH_ATTN's launch is handed max_seqlen_k" in t["text"] for t in tour(h200))
 
 
-def test_views_say_not_observed(b200):
-    """SM100: vLLM picks FLASHINFER, which is not observed here: no view shows a value for what it is handed."""
+def test_views_draw_flashinfers_observed_value(b200):
+    """SM100: FLASHINFER's TRTLLM-gen op is observed handed capture's max_model_len on a FULL replay: the views
+    draw it (observed), as for FA3."""
+    k = _full_step(b200)
+    mml = b200.scenario.max_model_len
+    assert f"FLASHINFER's launch gets max_seq_len {mml:,} in every era (observed)" in _notes(lengths_spec(b200, k))
+    assert any(t["name"].startswith("handed (observed)") for t in timeline_spec(b200, k)["data"])
+    head = headline_html(b200, k)
+    assert f"(handed {mml:,})" in head and "not observed" not in head
+
+
+@pytest.fixture
+def b200_unobserved(monkeypatch):
+    """SM100 with FLASHINFER's rows taken out of the observation (as where .vllm-flashinfer was never installed)."""
+    table = copy.deepcopy(observed.load())
+    table["rows"] = [r for r in table["rows"] if r["backend"] != "FLASHINFER"]
+    monkeypatch.setattr(observed, "load", lambda: table)
+    handed_mod._handed.cache_clear()
+    yield _trace(100)
+    handed_mod._handed.cache_clear()
+
+
+def test_views_say_not_observed(b200_unobserved):
+    """SM100, FLASHINFER not observed: no view shows a value for what it is handed."""
+    b200 = b200_unobserved
     k = _full_step(b200)
     notes = _notes(lengths_spec(b200, k))
     assert "what FLASHINFER is handed: not observed" in notes and "handed max" not in notes

@@ -8,8 +8,9 @@ FlashAttention's version for that GPU (``fa_version``) and, for FA3, AOT schedul
 sliding-window group beside the full one (W1). Each observed step kind gives, per argument that derives from
 max_seq_len, where the value the launch received came from: the step's told value (``TOLD``), the value capture
 was told, max_model_len (``CAPTURE``), or neither (a value of its own, shown as observed). A scenario whose chosen
-backend has no observation (FLASHINFER on SM100: flashinfer is not installed where the observations run; an
-encoder-only model, whose FA path is not observed) is ``None``: the views say "not observed", never a value.
+backend has no observation (an encoder-only model, whose FA path is not observed; a launch with no length argument)
+is ``None``: the views say "not observed", never a value. FLASHINFER is observed per path (lab/real_vllm/observe/
+flashinfer.py): TRTLLM-gen on SM100, XQA decode on SM90/SM12x, native FlashInfer elsewhere (``flashinfer_path``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from types import SimpleNamespace
 
 from lab.deployment.backend_rules import backend_priorities, fa_version
 from lab.gpu_model import observed
+from lab.gpu_model.gpus import GPUS
 
 TOLD = "the step's told value"
 CAPTURE = "capture's value (max_model_len)"
@@ -105,8 +107,24 @@ def chosen_backend(scenario) -> tuple[str, int | None]:
     return name, fa_version(scenario.device_capability) if name == "FLASH_ATTN" else None
 
 
+def flashinfer_path(device_capability: int) -> str:
+    """The decode kernel vLLM's FlashInfer builder picks on a GPU (vllm/v1/attention/backends/flashinfer.py
+    ``FlashInferMetadataBuilder._get_flashinfer_trtllm_api_decode_kernel``: XQA on SM90 and the SM12x family,
+    TRTLLM-gen on the SM100 family; ``supports_trtllm_attention`` is False elsewhere: native FlashInfer)."""
+    if device_capability == 90 or device_capability // 10 == 12:
+        return "xqa"
+    return "trtllm-gen" if device_capability // 10 == 10 else "native"
+
+
 def _case_for(scenario) -> tuple[str, str | None]:
     name, version = chosen_backend(scenario)
+    if name == "FLASHINFER" and scenario.model_state != "encoder_only":
+        want = flashinfer_path(scenario.device_capability)
+        for _record, case in observed.cases():
+            r = observed.rows(case=case)[0]
+            if r["backend"] == name and flashinfer_path(GPUS[r["gpu"]].sm) == want:
+                return name, case
+        return name, None
     if name != "FLASH_ATTN" or scenario.model_state == "encoder_only":
         return name, None
     for record, case in observed.cases():
@@ -143,8 +161,15 @@ def _handed(device_capability: int, model_state: str, sliding: bool) -> Handed |
         return None
     rs = [r for r in observed.rows(case=case) if r["mode"] == "fixed"]  # told the batch max: TOLD and CAPTURE differ
     capture = next(r for r in rs if r["step"] == "capture")
-    key = next(k for k in LENGTH_KEYS if k in capture["launch"])
-    origin = {r["step"]: _origin(r, capture["told"], r["launch"][key]) for r in rs if r["launch"]}
+    key = next((k for k in LENGTH_KEYS if k in capture["launch"]), None)
+    if key is None:  # no length argument reaches the launch (native FlashInfer): nothing to draw
+        return None
+    # each step's own length argument (TRTLLM-gen's prefill rows: the context kernel's max_kv_len)
+    origin = {
+        r["step"]: _origin(r, capture["told"], r["launch"][k])
+        for r in rs
+        if (k := next((k for k in LENGTH_KEYS if k in r["launch"]), None))
+    }
     scheduler = None
     if capture.get("fa_version") == 3:  # FA3's builder is the one with the AOT scheduler call (aot_schedule)
         sched = [r for r in rs if r.get("scheduler")]

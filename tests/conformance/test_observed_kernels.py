@@ -13,16 +13,78 @@ import pytest
 if os.environ.get("LAB_REQUIRE_VLLM") != "1":
     pytest.importorskip("vllm", reason="vLLM 0.33.0 lives in .venv-vllm (make test runs this suite there)")
 
-from lab.real_vllm.observe.table import OUT, observe_all, render  # noqa: E402
+from lab.real_vllm.observe.table import (  # noqa: E402
+    FLASHINFER_BACKENDS,
+    OUT,
+    flashinfer_missing,
+    observe_all,
+    observe_flashinfer,
+    render,
+    without_flashinfer,
+)
+
+COMMITTED = json.loads(OUT.read_text())
 
 
 @pytest.fixture(scope="module")
 def table():
-    return observe_all()
+    return observe_all(flashinfer=False)
 
 
 def test_the_committed_table_is_what_the_wheel_hands_the_kernels(table):
-    assert render(table) == OUT.read_text(), "run .venv-vllm/bin/python -m lab.real_vllm.observe --write"
+    assert render(table) == render(without_flashinfer(COMMITTED)), (
+        "run .venv-vllm/bin/python -m lab.real_vllm.observe --write"
+    )
+
+
+@pytest.fixture(scope="module")
+def flashinfer_rows():
+    missing = flashinfer_missing()
+    if missing:
+        if os.environ.get("LAB_REQUIRE_VLLM") == "1":
+            pytest.fail(f"make test needs FlashInfer for the FLASHINFER observation: {missing}")
+        pytest.skip(missing)
+    return observe_flashinfer()
+
+
+def test_the_committed_flashinfer_rows_are_what_the_wheel_hands_the_kernels(flashinfer_rows):
+    """FlashInfer 0.7.2.post1 from .vllm-flashinfer/ (make vllm-flashinfer), in a subprocess."""
+    committed = [r for r in COMMITTED["rows"] if r["backend"] in FLASHINFER_BACKENDS]
+    assert json.loads(json.dumps(flashinfer_rows)) == committed
+
+
+def test_flashinfer_is_not_importable_in_this_process():
+    """The observation's subprocess alone puts .vllm-flashinfer on sys.path (vLLM's selection here would change)."""
+    import importlib.util
+
+    assert importlib.util.find_spec("flashinfer") is None
+
+
+def test_flashinfer_paths_as_vllm_picks_them(flashinfer_rows):
+    """vLLM's own choice per stand-in GPU, and what each compiled op is handed: TRTLLM-gen gets the told
+    max_seq_len (capture's on a FULL replay, the step's when eager; the prefill rows' context kernel the step's);
+    XQA's kernel gets the block-table width x page size whatever it is told; native FlashInfer is handed no told
+    length (its plan gets the step's own KV lengths)."""
+    by = {(r["case"], r["step"], r["mode"]): r for r in flashinfer_rows}
+    trt = "FlashInfer TRTLLM-gen (SM100)"
+    assert by[trt, "eager", "fixed"]["launch"]["op"] == "trtllm_paged_attention_decode"
+    assert by[trt, "eager", "fixed"]["launch"]["max_seq_len"] == by[trt, "eager", "fixed"]["told"] == 2049
+    assert by[trt, "FULL replay", "fixed"]["launch"]["max_seq_len"] == 32768
+    assert by[trt, "no graph", "fixed"]["launch"]["op"] == "trtllm_paged_attention_context"
+    assert by[trt, "no graph", "fixed"]["launch"]["max_kv_len"] == 2048
+    xqa = "FlashInfer XQA decode (SM90)"
+    for mode in ("baseline", "fixed"):
+        launch = by[xqa, "eager", mode]["launch"]
+        assert launch["op"] == "xqa" and launch["max_seq_len"] == launch["page_table_width"] * 16 == 32768
+    native = [r for r in flashinfer_rows if r["case"] == "FlashInfer native (SM80)"]
+    assert native and all("max_seq_len" not in r["launch"] and "op" not in r["launch"] for r in native)
+    for step in ("eager", "no graph"):
+        base, fixed = by["FlashInfer native (SM80)", step, "baseline"], by["FlashInfer native (SM80)", step, "fixed"]
+        assert base["told"] != fixed["told"] and base["launch"] == fixed["launch"]
+        assert base["scheduler"]["kv_len_max"] == max(fixed["told"], 2048)
+    mla = "FlashInfer MLA (SM100, TRTLLM-gen)"  # trtllm_batch_decode_with_kv_cache_mla(max_seq_len=...)
+    assert by[mla, "eager", "fixed"]["launch"]["max_seq_len"] == 2049
+    assert by[mla, "FULL replay", "fixed"]["launch"]["max_seq_len"] == 32768
 
 
 def test_the_observation_is_not_vacuous(table):

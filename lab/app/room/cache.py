@@ -133,6 +133,11 @@ class TraceCache:
                 self._readers.pop(k, None)
             return len(idle)
 
+    def owner_of(self, key: str) -> str | None:
+        """The attendee who put ``key`` (None for a preset, or a key not held)."""
+        with self._lock:
+            return self._meta.get(key, (None, 0))[0]
+
     def may_read(self, key: str, who: str | None) -> bool:
         """Whether ``who`` may fetch ``key``'s step data: a preset (no owner), its owner, an attendee who was
         shown it, or anyone where there is no login (``who`` None). A run's key can be derived offline from its

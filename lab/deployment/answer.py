@@ -364,7 +364,7 @@ def _headline(dep: Deployment, rows: tuple[PathRow, ...], work: Work | None, era
         return f"not on this workload: {head}; {work.label} could follow it, but {work.on_this_workload}"
     where = []
     if work.extra > 0:
-        where.append(f"{work.extra:,} more {work.quantity} (+{work.extra_share:.0%}) in the target passes")
+        where.append(f"{extra_words(work)} in the target passes")
     if drafts:
         extra = sum(d.extra for d in drafts)
         passes = _paths_phrase([d.path for d in drafts])
@@ -373,13 +373,29 @@ def _headline(dep: Deployment, rows: tuple[PathRow, ...], work: Work | None, era
     return f"{_graded(work)}: {head}; {follows}: {' and '.join(where)} of this workload ({work.known})"
 
 
+def _slight(work: Work) -> bool:
+    """No extra byte read, or the backend's own verdict is slight (a split bound)."""
+    return work.extra_bytes <= 0 or str(work.verdict).startswith("slightly")
+
+
 def _graded(work: Work) -> str:
     """The verdict with its scale first, never a bare "yes" (issue 37 M4): "slightly" where no extra byte is
     read or the backend's own verdict is slight (a split bound), and on how many of the workload's steps."""
     mib = work.extra_bytes / 2**20
-    slight = work.extra_bytes <= 0 or str(work.verdict).startswith("slightly")
     read = f"{mib:,.1f} MiB more read" if work.extra_bytes > 0 else "no extra bytes read"
-    return f"{'slightly' if slight else 'yes'}, on {work.steps_changed:,} of {work.steps:,} steps ({read})"
+    return f"{'slightly' if _slight(work) else 'yes'}, on {work.steps_changed:,} of {work.steps:,} steps ({read})"
+
+
+def extra_words(work: Work) -> str:
+    """The target passes' extra work in words that agree with the verdict: under a slight one, the count on the
+    steps it changes and no share ("+1428%" of a split count read as a 15x cost under "slightly", review 5
+    minor 5); otherwise the count and its share of the workload's."""
+    if work.extra <= 0:
+        return f"{work.extra:,} more {work.quantity}"
+    if _slight(work):
+        n = work.steps_changed
+        return f"{work.extra:,} more {work.quantity} on the {n:,} step{'s' if n != 1 else ''} it changes"
+    return f"{work.extra:,} more {work.quantity} (+{work.extra_share:.0%})"
 
 
 def _draft_q_len(method: str, index: int, k: int) -> int | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from lab.deployment.answer import ERA_RELEASES_TEXT, Workload, answer
+from lab.deployment.answer import ERA_RELEASES_TEXT, Workload, answer, extra_words
 from lab.deployment.answer_types import Answer, PathRow, Work
 from lab.deployment.resolve import resolve
 from lab.history import ERAS
@@ -137,7 +137,7 @@ def deployments_table(workload: Workload | None = None) -> str:
             told,
             _kernel_short(new[0] if new else None),
             f"{w.verdict} ({w.known})" if w else "no lab model",
-            f"{w.extra:,} {w.quantity} (+{w.extra_share:.0%})" if w else "—",
+            extra_words(w).replace(" more", "") if w else "—",
             "; ".join(f"{d.path}: {d.extra:,}" for d in w.drafts) or "—" if w else "—",
             a.headline.split(":")[0],
         ]

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+import types
+import urllib.parse
+from pathlib import Path
 
 from lab.deployment import answer, resolve
 from lab.deployment.answer import extra_words
@@ -11,7 +15,7 @@ from lab.history import ERAS
 PIECEWISE_B200 = (
     "vllm serve meta-llama/Llama-3.3-70B-Instruct -tp 4 --speculative-config "
     '\'{"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.3-Instruct-70B", "num_speculative_tokens": 3}\' '
-    "-cc '{\"cudagraph_mode\": \"PIECEWISE\"}'"
+    '-cc \'{"cudagraph_mode": "PIECEWISE"}\''
 )
 QWEN3_NEXT_MTP = (
     "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4 --speculative-config "
@@ -44,3 +48,57 @@ def test_the_kernel_column_splits_full_steps_from_the_batch_max():
         "max_model_len (262,144) on 124 FULL steps; batch max 2,048-2,054 (median 2,051) on 3"
     )
     assert rows["draft pass 1"].kernel_text == "max_model_len (262,144) on all 127 FULL steps"
+
+
+LOGS = Path(__file__).parent / "data" / "startup_logs"
+LLAMA_LINE = "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32k"
+
+
+def _llama_config() -> str:
+    from lab.deployment.known_configs import KNOWN_CONFIGS
+
+    return json.dumps(next(c for name, _, c, _, _ in KNOWN_CONFIGS if name.startswith("meta-llama/")))
+
+
+def test_a_pasted_log_shows_its_release_and_what_it_said_beside_the_lab():
+    """Minor 6: the release box kept 0.33.0 while the answer said "vllm: 0.22.1", and the tab never showed what
+    the log said against what the lab derives (the CLI's --log did)."""
+    from lab.app.deployment_tab import deployment_tab
+
+    log = (LOGS / "live_vllm_cpu_0.32_eagle.log").read_text()
+    out = deployment_tab("", "H200", "0.33.0", 4, 256, 8, log, _llama_config())
+    assert out[0] == ""
+    release = out[7]
+    assert release.value == "0.32.0" and "0.32.0" in [c[0] for c in release.choices]
+    md = out[1]
+    assert "**Your log (vLLM 0.32.0) beside what the lab derives from its line**" in md
+    assert "| attention_backend | `CPU_ATTN` | `FLASH_ATTN` | **differs** |" in md
+    assert "| model_runner | `V2` | `V2` | agrees |" in md
+    # no log: the release box is left as the user set it
+    line_only = deployment_tab(LLAMA_LINE, "H200", "0.22.1", 4, 256, 8)
+    assert line_only[0] == "" and "Your log" not in line_only[1]
+    assert isinstance(line_only[7], dict) and line_only[7].get("__type__") == "update" and len(line_only[7]) == 1
+
+
+def test_the_replay_of_a_deployment_is_named_after_it():
+    """Minor 6: the replay opened from an answer was titled "custom scenario"."""
+    from lab.app import loading
+
+    a = answer(resolve(LLAMA_LINE, "H200"))
+    query = dict(urllib.parse.parse_qsl(urllib.parse.urlparse(a.replay.app).query))
+    assert query["deployment"] == "meta-llama/Llama-3.1-8B-Instruct on H200, vLLM 0.33.0"
+    request = types.SimpleNamespace(query_params={**query, "spec": "2p64o4_mml=32000"}, headers={}, username=None)
+    out = dict(zip(loading.LOADED, loading.initial("hero", "eagle-k3", request, lambda *a, **k: None)))
+    assert "**deployment: meta-llama/Llama-3.1-8B-Instruct on H200, vLLM 0.33.0**" in out["status"]
+    # words that are not plain (Markdown, HTML) are refused and said; the page still opens
+    bad = types.SimpleNamespace(query_params={**query, "deployment": "<b>x</b>"}, headers={}, username=None)
+    out = dict(zip(loading.LOADED, loading.initial("hero", "eagle-k3", bad, lambda *a, **k: None)))
+    assert "deployment in the address" in out["spec_msg"] and "<b>" not in out["status"]
+
+
+def test_a_local_model_path_is_not_put_in_the_replays_name():
+    from lab.deployment.replay import deployment_words
+
+    dep = resolve(LLAMA_LINE, "H200")
+    local = dataclasses.replace(dep, line=dataclasses.replace(dep.line, model="/tmp/tmpabc/target"))
+    assert deployment_words(local) == "a local model on H200, vLLM 0.33.0"

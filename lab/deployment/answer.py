@@ -11,8 +11,6 @@ count). Plain words come first.
 
 from __future__ import annotations
 
-import urllib.parse
-
 import numpy as np
 
 from lab.deployment.answer_types import (
@@ -20,13 +18,13 @@ from lab.deployment.answer_types import (
     BackendTable,
     DraftWork,
     PathRow,
-    Replay,
     Source,
     Values,
     Work,
     WorkloadRun,
 )
 from lab.deployment.kernel_reads import Handed, handed_of, kernel_text, observed_headline, values_text
+from lab.deployment.replay import deployment_words, replay
 from lab.deployment.resolve import Deployment, release_series
 from lab.deployment.resolved import describe, resolved_fields
 from lab.deployment.workload import Workload
@@ -220,20 +218,6 @@ def backends_and_work(dep: Deployment, trace) -> tuple[BackendTable, Work | None
     return table, work
 
 
-REPLAY_VIEW = "lengths"  # the replay opens on the per-request lengths: the told max_seq_len against the batch's
-
-
-def replay(scenario: Scenario) -> Replay:
-    """The commands that replay the deployment in the lab: the CLI and the app's URL."""
-    spec = scenario.to_spec()
-    return Replay(
-        spec=spec,
-        cli=f'python -m lab simulate --spec "{spec}"',
-        # tab= takes a view's name (lab/views ALL_VIEWS), not its label: the label opened on "unknown tab"
-        app="/?" + urllib.parse.urlencode({"spec": spec, "tab": REPLAY_VIEW}),
-    )
-
-
 def _path_eras(rows: tuple[PathRow, ...], mml: int) -> dict[str, dict[str, str | None]]:
     """Per path and era: "old" (told max_model_len at every step), "new" (the batch max), None (no path)."""
     out: dict[str, dict[str, str | None]] = {}
@@ -283,7 +267,7 @@ def answer(dep: Deployment, workload: Workload | None = None) -> Answer:
         compared=(old, new),
         paths=rows,
         work=work,
-        replay=replay(scenario),
+        replay=replay(scenario, deployment_words(dep)),
         notes=tuple(dep.notes),
         full_graph_steps=sum(1 for st in trace.steps if st.cudagraph_mode == "FULL"),
         backends=table,

@@ -54,9 +54,9 @@ SIZES = (("requests", "requests", 16), ("prompt_len", "prompt tokens", 2048), ("
 def deployment_tab(line, gpu, vllm, requests, prompt_len, output_len, log_text="", config_text=""):
     """(message under the line, answer Markdown, backends table, replay link, the line box, message under the
     workload's boxes, the table's notes, the release box). A pasted start-up log answers the line and release it
-    ran (the line and release boxes then show them, and the answer what the log said beside the lab); a pasted config.json gives a model outside the table. A bad input: the message
-    where it was typed names it and the other outputs keep what they showed (the boxes keep what was typed:
-    none is an output)."""
+    ran (the line and release boxes then show them, and the answer what the log said beside the lab); a pasted
+    config.json gives a model outside the table. A bad input: the message where it was typed names it and the
+    other outputs keep what they showed (the boxes keep what was typed)."""
     given = (requests, prompt_len, output_len)
     problems = [p for (name, label, _), v in zip(SIZES, given) if (p := size_problem(name, v, label))]
     if problems:

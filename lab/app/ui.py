@@ -54,7 +54,8 @@ SYNC_JS = """
   u.search = '';
   if (preset) u.searchParams.set('preset', preset); else if (spec) u.searchParams.set('spec', spec);
   // a deployment's replay keeps its name while its scenario is the one shown
-  if (!preset && was.get('deployment') && was.get('spec') === spec) u.searchParams.set('deployment', was.get('deployment'));
+  const named = was.get('deployment');
+  if (!preset && named && was.get('spec') === spec) u.searchParams.set('deployment', named);
   u.searchParams.set('step', step);
   u.searchParams.set('tab', view);
   if (presenter) u.searchParams.set('presenter', '1');

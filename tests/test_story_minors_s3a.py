@@ -102,3 +102,26 @@ def test_a_local_model_path_is_not_put_in_the_replays_name():
     dep = resolve(LLAMA_LINE, "H200")
     local = dataclasses.replace(dep, line=dataclasses.replace(dep.line, model="/tmp/tmpabc/target"))
     assert deployment_words(local) == "a local model on H200, vLLM 0.33.0"
+
+
+def test_lab_backends_and_the_deployment_tab_name_a_backend_alike(capsys):
+    """Minor 7: the tab said "FLASH_ATTN (fa3)", "TRITON_ATTN (triton-unified)", "FLASHINFER (trtllm-gen)" and
+    python -m lab backends "vllm-flash-attn", "vllm-triton-unified", "flashinfer-trtllm-gen", with nothing tying
+    them. Now both say vLLM's registry name (AttentionBackendEnum) with the same label, backend_label, and each
+    says the other's name."""
+    import types as _t
+
+    from lab.app.deployment_tab import EXAMPLES, deployment_tab
+    from lab.commands.kernels import cmd_backends
+
+    cmd_backends(_t.SimpleNamespace())
+    listed = capsys.readouterr().out
+    for kernel, label in (
+        ("vllm-flash-attn", "FLASH_ATTN (fa3)"),
+        ("vllm-triton-unified", "TRITON_ATTN (triton-unified)"),
+        ("flashinfer-trtllm-gen", "FLASHINFER (trtllm-gen)"),
+    ):
+        assert f"\n{kernel} (cuda) [vLLM's {label}]: " in listed
+    notes = deployment_tab(*EXAMPLES["dense + EAGLE3 on H200"], "0.33.0", 16, 2048, 256)[6]
+    assert "<code>FLASH_ATTN (fa3)</code>" in notes and "python -m lab backends: vllm-flash-attn" in notes
+    assert "python -m lab backends: vllm-triton-unified" in notes

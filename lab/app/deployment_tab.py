@@ -30,7 +30,7 @@ from lab.deployment.startup_log import (
     read_startup_log,
 )
 from lab.deployment.workload import size_problem
-from lab.gpu_model.backends import backend_label
+from lab.gpu_model.backends import backend_label, kernel_of_record
 from lab.history import DEPLOYMENT_RELEASES, REFERENCE_RELEASE
 
 EXAMPLES = {f"{label} on {gpu}": (line, gpu) for label, line, gpu in DEPLOYMENTS}
@@ -140,6 +140,8 @@ def backends_table(backends: BackendTable) -> tuple[dict, str]:
         label = backend_label(row[column["backend"]])
         rows.append([label] + [row[column[h]] for h in list(TABLE_HEADERS)[1:]])
         said = "; ".join(f"{h}: {row[column[h]]}" for h in TABLE_NOTES)
+        kernel = kernel_of_record(row[column["backend"]])  # the name python -m lab backends lists it by
+        said += f"; the lab's kernel of it in python -m lab backends: {kernel}" if kernel else ""
         notes.append(f"<li><code>{html.escape(label)}</code>: {html.escape(said, quote=False)}</li>")
     return {"headers": list(TABLE_HEADERS.values()), "data": rows}, f"<ul class='dep-table-notes'>{''.join(notes)}</ul>"
 

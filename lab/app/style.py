@@ -27,6 +27,10 @@ CSS = """
 #view {margin: 0}
 #view label {padding: 2px 10px}
 #plot, #plot-compare {min-height: 420px}
+/* compare side by side: the right figure's name on its own line above it (it overprinted the title, review 5
+   minor 12), and the left figure as far down, so the two figures start level */
+#plot-compare > label[data-testid="block-label"] {position: static !important; display: inline-flex; margin-bottom: 2px}
+body.comparing #plot::before {content: ""; display: block; height: 28px}
 #note {font-size: 13px; color: #444}
 .inline-error {color: #9b0018; background: #fdecea; border-left: 4px solid #9b0018; padding: 6px 10px;
   border-radius: 4px; font-size: 14px}

@@ -66,7 +66,8 @@ def test_a_cold_preset_says_it_is_loading_on_the_dimmed_figure(context, app_url,
     assert figure["left"] <= note["left"] and note["right"] <= figure["right"], (note, figure)
     assert figure["top"] <= note["top"] and note["bottom"] <= min(figure["bottom"], 768), (note, figure)
     assert page.evaluate("() => getComputedStyle(document.querySelector('#plot .js-plotly-plot')).opacity") < "0.5"
-    assert page.evaluate("(s) => parseFloat(getComputedStyle(document.querySelector(s)).fontSize)", "#step-loading") >= 14
+    size = "(s) => parseFloat(getComputedStyle(document.querySelector(s)).fontSize)"
+    assert page.evaluate(size, "#step-loading") >= 14
     page.screenshot(path=str(ARTIFACTS / f"s3a-cold-loading-{width}x768.png"))
     page.wait_for_function("() => !document.body.classList.contains('lab-loading')")
     page.locator("#plot .gtitle").filter(has_text="per-request lengths").first.wait_for()

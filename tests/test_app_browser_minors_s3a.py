@@ -155,3 +155,42 @@ def test_explore_draws_its_first_figure_whole_in_jupyterlab(context, tmp_path, w
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+FIGURE_TEXT = """() => { const gd = document.querySelector('#plot .js-plotly-plot');
+  const svg = gd.querySelector('.main-svg').getBoundingClientRect();
+  const texts = [...gd.querySelectorAll('text')].map((t) => t.getBoundingClientRect()).filter((r) => r.width > 0);
+  const legend = [...gd.querySelectorAll('.legendtext')].map((t) => parseFloat(getComputedStyle(t).fontSize));
+  return {right: svg.right, bottom: svg.bottom, textRight: Math.max(...texts.map((r) => r.right)),
+          textBottom: Math.max(...texts.map((r) => r.bottom)), legendFont: Math.min(...legend)}; }"""
+
+
+def _presenter(context, app_url, width, height, view):
+    page = _page(context, width, height)
+    open_app(page, app_url, f"?preset=eagle-k3&step=20&tab={view}&presenter=1")
+    page.wait_for_function("() => (window.__labLoaded || 0) >= 1")
+    page.wait_for_timeout(1000)
+    return page, page.evaluate(FIGURE_TEXT)
+
+
+@pytest.mark.parametrize("view", ["hero", "block_table", "timeline", "oor", "drafts"])
+def test_presenter_mode_at_1280x720_shows_every_figure_whole(context, app_url, view):
+    """Minor 10: at 1280x720 the timeline ended at 873 px (its cumulative panel cut), the out-of-range view at
+    838 px (its live + freed panel cut), and the block table's and the hero's subtitles ran past the right edge
+    (the server's first figure, kept at the width it had beside the knobs). Now every text of the figure lies
+    inside it and above the window's bottom."""
+    page, f = _presenter(context, app_url, 1280, 720, view)
+    page.screenshot(path=str(ARTIFACTS / f"s3a-presenter-{view}-1280x720.png"))
+    assert f["right"] <= 1280 and f["textRight"] <= f["right"] + 1, f
+    assert f["textBottom"] <= min(f["bottom"], 720), f
+
+
+def test_presenter_mode_at_1920x1080_keeps_the_foot_note_and_enlarges_the_legend(context, app_url):
+    """Minor 11: at 1920x1080 the draft windows' foot note was cut at the plot box's bottom, and legend text
+    stayed about 11 px in large-type mode."""
+    page, f = _presenter(context, app_url, 1920, 1080, "drafts")
+    page.screenshot(path=str(ARTIFACTS / "s3a-presenter-drafts-1920x1080.png"))
+    assert f["textBottom"] <= f["bottom"] and f["textRight"] <= f["right"] + 1, f
+    assert f["legendFont"] >= 13, f
+    foot = page.locator("#plot .annotation-text").filter(has_text="Why a bar rises").first
+    assert foot.bounding_box()["y"] + foot.bounding_box()["height"] <= f["bottom"]

@@ -125,3 +125,18 @@ def test_lab_backends_and_the_deployment_tab_name_a_backend_alike(capsys):
     notes = deployment_tab(*EXAMPLES["dense + EAGLE3 on H200"], "0.33.0", 16, 2048, 256)[6]
     assert "<code>FLASH_ATTN (fa3)</code>" in notes and "python -m lab backends: vllm-flash-attn" in notes
     assert "python -m lab backends: vllm-triton-unified" in notes
+
+
+def test_presenter_layout_enlarges_the_legend_and_keeps_the_foot_note_inside():
+    """Minor 11, the server's figure (lab.views.presenter_layout, twin of LabSteps.largerSmallType): the legend's
+    type grows with the rest, and the bottom margin holds the foot note hung below the plot area."""
+    from lab import Scenario, simulate
+    from lab.views import ALL_VIEWS, presenter_layout
+
+    spec = ALL_VIEWS["drafts"][1](simulate(Scenario.preset("eagle-k3")), 20)
+    big = presenter_layout(spec)["layout"]
+    assert big["legend"]["font"]["size"] == round(spec["layout"]["legend"]["font"]["size"] * 1.35)
+    foot = next(a for a in big["annotations"] if a.get("y", 0) < 0 and "Why a bar rises" in a["text"])
+    plot = big["height"] - big["margin"]["t"] - big["margin"]["b"]
+    lines = foot["text"].count("<br>") + 1
+    assert big["margin"]["b"] >= -foot["y"] * plot + lines * 1.3 * foot["font"]["size"]

@@ -383,6 +383,8 @@ window.labApp = (() => {
   async function loaded(key, ckey, i, view, presenter) {
     state.shown = {key, ckey, i, view, presenter};
     document.body.dataset.labView = view;
+    // presenter mode's layout (style.py) before anything is measured: the URL sync sets it too, later
+    document.body.classList.toggle("presenter", !!presenter);
     stop();
     mark_short();
     mark_narrow();
@@ -402,11 +404,28 @@ window.labApp = (() => {
     }
     if (presenter) await fit(presenter);
     await ready;
+    await redrawServersFigure();
     keepInPlace();
     const S = await data(key).catch(() => null);
     if (S && S.measuring) watch(key);
     else if (S && S.timed && view === "kernels") await retimed(key);
     window.__labLoaded = (window.__labLoaded || 0) + 1;
+  }
+
+  // The server's first figure knows neither its box's width nor presenter mode's window (review 5 minors 10-11:
+  // at 1280x720 the hero's and the block table's subtitles ran past the right edge, and the plot kept the width
+  // it had beside the knobs): where presenter mode is on or its subtitle is wider than the box, the page draws it
+  // again by its own rules (LabSteps: the subtitle behind the "?", the figure cut to the window).
+  async function redrawServersFigure() {
+    const gd = plotDiv("plot");
+    const s = state.shown;
+    if (!gd || !gd.layout || !s || !s.key) return;
+    const width = (gd.parentElement || gd).clientWidth;
+    if (!s.presenter && !LabSteps.subtitleTooWide(gd.layout, width)) return;
+    gd.__labDrawn = null; // drawn by Gradio: LabSteps must not take it for its own
+    if (gd.offsetParent) await Plotly.Plots.resize(gd);
+    await go(s.key, s.ckey, s.i, s.view, s.presenter);
+    if (s.presenter) await fit(s.presenter);
   }
 
   // A knob's background run lands without moving what the attendee looks at: the figure's top is noted when

@@ -42,6 +42,13 @@ body.presenter #view label {font-size: 18px !important}
 body.presenter.short #headline, body.presenter.short #headline .hl-line {font-size: 16px !important}
 body.presenter.short #headline .eras {font-size: 15px !important}
 body.presenter.short #view label {font-size: 15px !important}
+body.presenter.short #headline .hl-line {white-space: nowrap; overflow: hidden; text-overflow: ellipsis;
+  cursor: pointer}
+body.presenter.short #headline .hl-line::before {content: "▸ "; color: #1f77b4}
+body.presenter.short.hl-open #headline .hl-line {white-space: normal}
+body.presenter.short.hl-open #headline .hl-line::before {content: "▾ "}
+body.presenter.short:not(.hl-open) #headline .hl-handed,
+  body.presenter.short:not(.hl-open) #headline .eras {display: none !important}
 #plots > div {min-width: 0 !important; flex: 1 1 0 !important}
 .secondary-wrap:has(> .icon-wrap) > input[role=combobox] {width: calc(100% - 36px) !important; min-width: 0;
   text-overflow: ellipsis}

@@ -56,7 +56,9 @@ window.LabSteps = class LabSteps {
     // of its height (lab.views.common.STACKED_MIN_FIT) before presenter mode grew it: of the grown height, the
     // timeline and the out-of-range view stayed 100-150 px taller than 1280x720 (review 5 minor 10).
     const floor = Math.min(natural, spec.layout.height || natural);
-    if (maxHeight && layout.height > maxHeight) layout.height = LabSteps.fitted(layout, floor, maxHeight);
+    if (maxHeight && layout.height > maxHeight) {
+      layout.height = Math.max(LabSteps.fitted(layout, floor, maxHeight), LabSteps.panelFloor(layout));
+    }
     return {data: spec.data, layout, natural};
   }
   // A figure in a plot narrower than NARROW_PX (compare side by side at 1366 px, half a screen): its legend
@@ -239,6 +241,16 @@ window.LabSteps = class LabSteps {
       xanchor: "right", yanchor: "bottom", showarrow: false, bgcolor: "#eef3fa", bordercolor: "#1f77b4",
       borderwidth: 1, borderpad: 3, font: {size: 13, color: "#1f77b4"}, hoverlabel: {align: "left"},
     };
+  }
+  // A figure of stacked panels (meta.min_fit) is cut no lower than where its thinnest panel keeps MIN_PANEL_PX.
+  static MIN_PANEL_PX = 50;
+  static panelFloor(layout) {
+    if (!(layout.meta && layout.meta.min_fit)) return 0;
+    const spans = Object.keys(layout).filter((k) => /^yaxis\d*$/.test(k))
+      .map((k) => (layout[k] && layout[k].domain) || [0, 1]).map((d) => d[1] - d[0]).filter((x) => x > 0);
+    if (spans.length < 2) return 0;
+    const m = Object.assign({t: 100, b: 80}, layout.margin);
+    return Math.ceil(m.t + m.b + LabSteps.MIN_PANEL_PX / Math.min(...spans));
   }
   static fitted(layout, natural, maxHeight) {
     const minFit = (layout.meta && layout.meta.min_fit) || 0;

@@ -37,9 +37,14 @@ def test_the_compared_figures_label_does_not_overprint_its_title(context, app_ur
     page.get_by_text("beside it: mamba-hybrid").wait_for()
     if width < 800:  # the page's own narrow draw (LabSteps.narrowed), the one that stays
         page.wait_for_function("() => document.querySelector('#plot-compare .js-plotly-plot').__labNarrow === true")
-    page.wait_for_timeout(500)
-    label = _box(page, '#plot-compare > label[data-testid="block-label"]')
-    title = _box(page, "#plot-compare .gtitle")
+    label_sel, title_sel = '#plot-compare > label[data-testid="block-label"]', "#plot-compare .gtitle"
+    clear = f"() => {{ const b = ({BOX}); const l = b('{label_sel}'), t = b('{title_sel}');"
+    clear += " return !!(l && t && l.bottom <= t.top); }"
+    try:  # the compared figure is drawn more than once as it settles (server, then page): its last drawing counts
+        page.wait_for_function(clear, timeout=30_000)
+    except Exception:
+        pass
+    label, title = _box(page, label_sel), _box(page, title_sel)
     assert label and title and label["bottom"] <= title["top"], (label, title)
     page.evaluate("() => document.querySelector('#plots').scrollIntoView()")
     page.screenshot(path=str(ARTIFACTS / f"s3a-compare-label-{width}x768.png"))

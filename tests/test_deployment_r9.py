@@ -52,7 +52,7 @@ def test_trtllm_gen_launch_scalar_is_frozen_at_capture():
     a = answer(resolve(LLAMA, "B200"), SMALL)
     t = _target(a)
     assert t.kernel_reads == FROZEN and t.full_graph_steps == 7 and t.kernel.max == 131072
-    assert "7 of 8 steps see max_model_len under FULL graphs" in t.kernel_text
+    assert t.kernel_text == "max_model_len (131,072) on 7 FULL steps; batch max 256 on 1"
 
 
 def test_a_backend_that_never_reads_it_says_so():

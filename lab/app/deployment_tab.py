@@ -6,6 +6,7 @@ the box it came from; the last answer stays."""
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import os
 import tempfile
@@ -22,9 +23,14 @@ from lab.deployment.answer_types import BackendTable
 from lab.deployment.models import MAX_CONFIG_BYTES
 from lab.deployment.report import DEPLOYMENTS, format_markdown
 from lab.deployment.resolve import DEPLOYMENT_GPUS
-from lab.deployment.startup_log import MAX_LOG_BYTES, line_and_release, read_startup_log
+from lab.deployment.startup_log import (
+    MAX_LOG_BYTES,
+    compared_with_the_log,
+    line_and_release,
+    read_startup_log,
+)
 from lab.deployment.workload import size_problem
-from lab.gpu_model.backends import backend_label
+from lab.gpu_model.backends import backend_label, kernel_of_record
 from lab.history import DEPLOYMENT_RELEASES, REFERENCE_RELEASE
 
 EXAMPLES = {f"{label} on {gpu}": (line, gpu) for label, line, gpu in DEPLOYMENTS}
@@ -47,21 +53,22 @@ SIZES = (("requests", "requests", 16), ("prompt_len", "prompt tokens", 2048), ("
 
 def deployment_tab(line, gpu, vllm, requests, prompt_len, output_len, log_text="", config_text=""):
     """(message under the line, answer Markdown, backends table, replay link, the line box, message under the
-    workload's boxes, the table's notes). A pasted start-up log answers the line and release it ran (the line
-    box then shows that line); a pasted config.json gives a model outside the table. A bad input: the message
-    where it was typed names it and the other outputs keep what they showed (the boxes keep what was typed:
-    none is an output)."""
+    workload's boxes, the table's notes, the release box). A pasted start-up log answers the line and release it
+    ran (the line and release boxes then show them, and the answer what the log said beside the lab); a pasted
+    config.json gives a model outside the table. A bad input: the message where it was typed names it and the
+    other outputs keep what they showed (the boxes keep what was typed)."""
     given = (requests, prompt_len, output_len)
     problems = [p for (name, label, _), v in zip(SIZES, given) if (p := size_problem(name, v, label))]
     if problems:
         return _refused(sizes=problems)
     sizes = [int(v) for v in given]
     try:
-        vllm, line_shown = vllm or REFERENCE_RELEASE, gr.skip()
+        vllm, line_shown, log = vllm or REFERENCE_RELEASE, gr.skip(), None
         if (log_text or "").strip():
             if len(log_text) > MAX_LOG_BYTES:
                 raise ValueError(f"the pasted log is {len(log_text):,} characters, over the {MAX_LOG_BYTES:,} read")
-            line, vllm = line_and_release(read_startup_log(log_text))
+            log = read_startup_log(log_text)
+            line, vllm = line_and_release(log)
             line_shown = line
         with _pasted_config(config_text) as config_path:
             # By id only: a model named as a path is never opened on this server (resolve's local_paths).
@@ -76,6 +83,8 @@ def deployment_tab(line, gpu, vllm, requests, prompt_len, output_len, log_text="
         return _refused(sizes=[str(e)])
     try:
         a = answer(dep, Workload(*sizes))
+        if log is not None:  # the log's own words beside the lab's, as python -m lab deployment --log prints them
+            a = dataclasses.replace(a, from_log=compared_with_the_log(log, line, dep))
     except (ValueError, TypeError, RecursionError, OverflowError, ArithmeticError) as e:
         # e.g. a pasted config.json whose hidden_size is 0 (lab.gpu_model's HeadShape refuses it)
         return _refused(
@@ -87,7 +96,9 @@ def deployment_tab(line, gpu, vllm, requests, prompt_len, output_len, log_text="
         f"lab ↗</a> <code>{html.escape(a.replay.cli)}</code>"
     )
     table, table_notes = backends_table(a.backends)
-    return "", format_markdown(a), table, link, line_shown, "", table_notes
+    # A log answers for its own release: the release box shows it (a release the box does not list is added).
+    release = gr.Dropdown(choices=list(dict.fromkeys([*DEPLOYMENT_RELEASES, vllm])), value=vllm) if log else gr.skip()
+    return "", format_markdown(a), table, link, line_shown, "", table_notes, release
 
 
 def _refused(line: list[str] = (), sizes: list[str] = ()) -> tuple:
@@ -98,7 +109,7 @@ def _refused(line: list[str] = (), sizes: list[str] = ()) -> tuple:
         lines = "<br>".join(html.escape(t, quote=False) for t in texts)
         return inline_error(f"{lines}<br>The answer below is still the last one.") if texts else ""
 
-    return message(line), gr.skip(), gr.skip(), gr.skip(), gr.skip(), message(sizes), gr.skip()
+    return message(line), gr.skip(), gr.skip(), gr.skip(), gr.skip(), message(sizes), gr.skip(), gr.skip()
 
 
 # The GPU model's summary columns the tab's table shows (lab/gpu_model/report.py summary), under headers short
@@ -129,6 +140,8 @@ def backends_table(backends: BackendTable) -> tuple[dict, str]:
         label = backend_label(row[column["backend"]])
         rows.append([label] + [row[column[h]] for h in list(TABLE_HEADERS)[1:]])
         said = "; ".join(f"{h}: {row[column[h]]}" for h in TABLE_NOTES)
+        kernel = kernel_of_record(row[column["backend"]])  # the name python -m lab backends lists it by
+        said += f"; the lab's kernel of it in python -m lab backends: {kernel}" if kernel else ""
         notes.append(f"<li><code>{html.escape(label)}</code>: {html.escape(said, quote=False)}</li>")
     return {"headers": list(TABLE_HEADERS.values()), "data": rows}, f"<ul class='dep-table-notes'>{''.join(notes)}</ul>"
 
@@ -203,7 +216,7 @@ def add_deployment_tab() -> None:
             )
         line = gr.Textbox(first_line, label="vllm serve line", lines=2, max_lines=6, elem_id="dep-line")
         # The default example answered when the page is built (about 0.1 s): the tab opens on an answer.
-        _, first_md, first_table, first_link, _, _, first_notes = deployment_tab(
+        _, first_md, first_table, first_link, _, _, first_notes, _ = deployment_tab(
             first_line, first_gpu, REFERENCE_RELEASE, *(default for *_, default in SIZES)
         )
         line_msg = gr.HTML("", elem_id="dep-line-msg")
@@ -240,7 +253,7 @@ def add_deployment_tab() -> None:
         )
         table_notes = gr.HTML(first_notes, elem_id="dep-table-notes")
     inputs = [line, gpu, vllm, requests, prompt, output, log_text, config_text]
-    outputs = [line_msg, out, table, replay, line, sizes_msg, table_notes]
+    outputs = [line_msg, out, table, replay, line, sizes_msg, table_notes, vllm]
     example.input(_example, [example, line, gpu, log_text], [line, gpu, log_text], api_name=False).then(
         deployment_tab, inputs, outputs, api_name=False, concurrency_limit=4
     )

@@ -30,6 +30,7 @@ from lab.app.room.line import HEAVY, LIGHT, Busy
 from lab.app.runner_choices import EMBEDDED_CPU, KERNEL_BACKEND, KERNEL_RUNNERS, LIVE_VLLM, runner_availability
 from lab.app.stepping import PLAY, compare_plot, drawn_id, note_of, render_view, step_number, step_of, trace_of, view_of
 from lab.app.steps_data import STEP_DATA
+from lab.deployment.replay import replay_name
 from lab.presets import PRESETS
 from lab.real_vllm.live import cpu_platform, cpu_variant
 from lab.real_vllm.live.record_process import LiveRunError, record_in_subprocess
@@ -396,6 +397,8 @@ def initial(view="block_table", preset_default=None, request: gr.Request = None,
     if q.get("spec"):
         try:  # within the step budget: a link alone must not hold the server (lab.app.room.budget)
             scenario = parse_app_spec(q["spec"])
+            if q.get("deployment"):  # the Deployment tab's replay link names what it replays
+                scenario = dataclasses.replace(scenario, name=replay_name(q["deployment"]))
             loaded = _simulate(scenario, EMBEDDED_CPU, progress, owner=_owner(request))
             spec_text = format_spec(scenario)
         except (ValueError, Busy) as e:  # OverBudget is a ValueError

@@ -6,20 +6,32 @@ window.labApp = (() => {
   const sets = new Map(); // trace key -> Promise<LabSteps>
   const state = {timer: null, ticket: 0, pending: 0};
 
-  // While step data is on its way, the brand line says so (body.lab-loading shows #step-loading): a click
-  // made meanwhile is applied when it arrives (go), and the attendee sees why nothing moved yet.
+  // While step data is on its way, the figure says so, on it (review 5 minor 2: a cold preset waits 8-15 s under
+  // load, and an 11 px note under the brand was far from where the attendee looks): the figures are dimmed and
+  // #step-loading sits over the top of the main one. A click made meanwhile is applied when it arrives (go).
   function loading(delta) {
     state.pending = Math.max(0, state.pending + delta);
+    const on = state.pending > 0;
     let note = document.querySelector("#step-loading");
-    if (!note && document.querySelector("#brand")) {
-      note = document.createElement("span");
+    const box = document.querySelector("#plot");
+    if (!note && box) {
+      note = document.createElement("div");
       note.id = "step-loading";
       note.setAttribute("role", "status");
-      note.textContent = "loading this trace's steps…";
-      document.querySelector("#brand").appendChild(note);
+      note.textContent = "loading this trace's steps… the figure changes when they come";
+      // styled here: the app's CSS is scoped
+      Object.assign(note.style, {position: "absolute", top: "56px", left: "50%", transform: "translateX(-50%)",
+        zIndex: 20, fontSize: "16px", fontWeight: 600, color: "#6b4500", background: "#fff4d6",
+        border: "1px solid #d9a400", borderRadius: "6px", padding: "8px 16px", pointerEvents: "none",
+        boxShadow: "0 2px 8px rgba(0,0,0,.15)", maxWidth: "90%", textAlign: "center"});
+      box.appendChild(note);
     }
-    document.body.classList.toggle("lab-loading", state.pending > 0);
-    if (note) note.style.visibility = state.pending > 0 ? "visible" : "hidden"; // set here: the app's CSS is scoped
+    document.body.classList.toggle("lab-loading", on);
+    if (note) note.style.visibility = on ? "visible" : "hidden";
+    for (const gd of document.querySelectorAll("#plot .js-plotly-plot, #plot-compare .js-plotly-plot")) {
+      gd.style.opacity = on ? "0.35" : "";
+      gd.style.transition = "opacity .15s";
+    }
   }
 
   function route(name, key) {
@@ -388,6 +400,8 @@ window.labApp = (() => {
   async function loaded(key, ckey, i, view, presenter) {
     state.shown = {key, ckey, i, view, presenter};
     document.body.dataset.labView = view;
+    // presenter mode's layout (style.py) before anything is measured: the URL sync sets it too, later
+    document.body.classList.toggle("presenter", !!presenter);
     stop();
     mark_short();
     mark_narrow();
@@ -407,11 +421,28 @@ window.labApp = (() => {
     }
     if (presenter) await fit(presenter);
     await ready;
+    await redrawServersFigure();
     keepInPlace();
     const S = await data(key).catch(() => null);
     if (S && S.measuring) watch(key);
     else if (S && S.timed && view === "kernels") await retimed(key);
     window.__labLoaded = (window.__labLoaded || 0) + 1;
+  }
+
+  // The server's first figure knows neither its box's width nor presenter mode's window (review 5 minors 10-11:
+  // at 1280x720 the hero's and the block table's subtitles ran past the right edge, and the plot kept the width
+  // it had beside the knobs): where presenter mode is on or its subtitle is wider than the box, the page draws it
+  // again by its own rules (LabSteps: the subtitle behind the "?", the figure cut to the window).
+  async function redrawServersFigure() {
+    const gd = plotDiv("plot");
+    const s = state.shown;
+    if (!gd || !gd.layout || !s || !s.key) return;
+    const width = (gd.parentElement || gd).clientWidth;
+    if (!s.presenter && !LabSteps.subtitleTooWide(gd.layout, width)) return;
+    gd.__labDrawn = null; // drawn by Gradio: LabSteps must not take it for its own
+    if (gd.offsetParent) await Plotly.Plots.resize(gd);
+    await go(s.key, s.ckey, s.i, s.view, s.presenter);
+    if (s.presenter) await fit(s.presenter);
   }
 
   // A knob's background run lands without moving what the attendee looks at: the figure's top is noted when

@@ -32,6 +32,10 @@ CSS = """
 #view {margin: 0}
 #view label {padding: 2px 10px}
 #plot, #plot-compare {min-height: 420px}
+/* compare side by side: the right figure's name on its own line above it (it overprinted the title, review 5
+   minor 12), and the left figure as far down, so the two figures start level */
+#plot-compare > label[data-testid="block-label"] {position: static !important; display: inline-flex; margin-bottom: 2px}
+body.comparing #plot::before {content: ""; display: block; height: 28px}
 #note {font-size: 13px; color: #444}
 .inline-error {color: #9b0018; background: #fdecea; border-left: 4px solid #9b0018; padding: 6px 10px;
   border-radius: 4px; font-size: 14px}
@@ -44,6 +48,13 @@ body.presenter #view label {font-size: 18px !important}
 body.presenter.short #headline, body.presenter.short #headline .hl-line {font-size: 16px !important}
 body.presenter.short #headline .eras {font-size: 15px !important}
 body.presenter.short #view label {font-size: 15px !important}
+body.presenter.short #headline .hl-line {white-space: nowrap; overflow: hidden; text-overflow: ellipsis;
+  cursor: pointer}
+body.presenter.short #headline .hl-line::before {content: "▸ "; color: #1f77b4}
+body.presenter.short.hl-open #headline .hl-line {white-space: normal}
+body.presenter.short.hl-open #headline .hl-line::before {content: "▾ "}
+body.presenter.short:not(.hl-open) #headline .hl-handed,
+  body.presenter.short:not(.hl-open) #headline .eras {display: none !important}
 #plots > div {min-width: 0 !important; flex: 1 1 0 !important}
 .secondary-wrap:has(> .icon-wrap) > input[role=combobox] {width: calc(100% - 36px) !important; min-width: 0;
   text-overflow: ellipsis}

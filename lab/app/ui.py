@@ -50,8 +50,12 @@ SYNC_JS = """
 (preset, spec, step, view, presenter) => {
   document.body.classList.toggle('presenter', !!presenter);
   const u = new URL(window.location.href);
+  const was = new URL(window.location.href).searchParams;
   u.search = '';
   if (preset) u.searchParams.set('preset', preset); else if (spec) u.searchParams.set('spec', spec);
+  // a deployment's replay keeps its name while its scenario is the one shown
+  const named = was.get('deployment');
+  if (!preset && named && was.get('spec') === spec) u.searchParams.set('deployment', named);
   u.searchParams.set('step', step);
   u.searchParams.set('tab', view);
   if (presenter) u.searchParams.set('presenter', '1');

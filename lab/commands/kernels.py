@@ -116,8 +116,12 @@ def cmd_backends(args) -> int:
         r10 = (
             "max_seq_len changes its work" if b["max_seq_len_changes_work"] else "max_seq_len does not change its work"
         )
+        # the vLLM backend whose work the kernel does, named as the deployment tab and answer name it (review 5 m7)
+        label = backend_label(b["r10_record"])
+        of = f" [vLLM's {label}]" if label != b["r10_record"] else ""
         print(
-            f"{b['name']} ({b['device']}): {runs}\n  {b['kernel']}\n  R10: {r10} ({b['r10_known']}): {b['r10_reason']}"
+            f"{b['name']} ({b['device']}){of}: {runs}\n  {b['kernel']}\n  "
+            f"R10: {r10} ({b['r10_known']}): {b['r10_reason']}"
         )
     print("\nR10 per backend vLLM runs on a GPU (lab/gpu_model/backends.py; how each answer is known):")
     for r in BACKENDS:

@@ -11,8 +11,6 @@ count). Plain words come first.
 
 from __future__ import annotations
 
-import urllib.parse
-
 import numpy as np
 
 from lab.deployment.answer_types import (
@@ -20,13 +18,13 @@ from lab.deployment.answer_types import (
     BackendTable,
     DraftWork,
     PathRow,
-    Replay,
     Source,
     Values,
     Work,
     WorkloadRun,
 )
 from lab.deployment.kernel_reads import Handed, fa2_split_text, handed_of, kernel_text, observed_headline, values_text
+from lab.deployment.replay import deployment_words, replay
 from lab.deployment.resolve import Deployment, release_series
 from lab.deployment.resolved import describe, resolved_fields
 from lab.deployment.workload import Workload
@@ -220,20 +218,6 @@ def backends_and_work(dep: Deployment, trace) -> tuple[BackendTable, Work | None
     return table, work
 
 
-REPLAY_VIEW = "lengths"  # the replay opens on the per-request lengths: the told max_seq_len against the batch's
-
-
-def replay(scenario: Scenario) -> Replay:
-    """The commands that replay the deployment in the lab: the CLI and the app's URL."""
-    spec = scenario.to_spec()
-    return Replay(
-        spec=spec,
-        cli=f'python -m lab simulate --spec "{spec}"',
-        # tab= takes a view's name (lab/views ALL_VIEWS), not its label: the label opened on "unknown tab"
-        app="/?" + urllib.parse.urlencode({"spec": spec, "tab": REPLAY_VIEW}),
-    )
-
-
 def _path_eras(rows: tuple[PathRow, ...], mml: int) -> dict[str, dict[str, str | None]]:
     """Per path and era: "old" (told max_model_len at every step), "new" (the batch max), None (no path)."""
     out: dict[str, dict[str, str | None]] = {}
@@ -286,7 +270,7 @@ def answer(dep: Deployment, workload: Workload | None = None) -> Answer:
         compared=(old, new),
         paths=rows,
         work=work,
-        replay=replay(scenario),
+        replay=replay(scenario, deployment_words(dep)),
         notes=tuple(dep.notes),
         full_graph_steps=sum(1 for st in trace.steps if st.cudagraph_mode == "FULL"),
         backends=table,
@@ -370,7 +354,7 @@ def _headline(
         return f"not on this workload: {head}; {work.label} could follow it, but {work.on_this_workload}"
     where = []
     if work.extra > 0:
-        where.append(f"{work.extra:,} more {work.quantity} (+{work.extra_share:.0%}) in the target passes")
+        where.append(f"{extra_words(work)} in the target passes")
     if drafts:
         extra = sum(d.extra for d in drafts)
         passes = _paths_phrase([d.path for d in drafts])
@@ -379,13 +363,29 @@ def _headline(
     return f"{_graded(work)}: {head}; {follows}: {' and '.join(where)} of this workload ({work.known})"
 
 
+def _slight(work: Work) -> bool:
+    """No extra byte read, or the backend's own verdict is slight (a split bound)."""
+    return work.extra_bytes <= 0 or str(work.verdict).startswith("slightly")
+
+
 def _graded(work: Work) -> str:
     """The verdict with its scale first, never a bare "yes" (issue 37 M4): "slightly" where no extra byte is
     read or the backend's own verdict is slight (a split bound), and on how many of the workload's steps."""
     mib = work.extra_bytes / 2**20
-    slight = work.extra_bytes <= 0 or str(work.verdict).startswith("slightly")
     read = f"{mib:,.1f} MiB more read" if work.extra_bytes > 0 else "no extra bytes read"
-    return f"{'slightly' if slight else 'yes'}, on {work.steps_changed:,} of {work.steps:,} steps ({read})"
+    return f"{'slightly' if _slight(work) else 'yes'}, on {work.steps_changed:,} of {work.steps:,} steps ({read})"
+
+
+def extra_words(work: Work) -> str:
+    """The target passes' extra work in words that agree with the verdict: under a slight one, the count on the
+    steps it changes and no share ("+1428%" of a split count read as a 15x cost under "slightly", review 5
+    minor 5); otherwise the count and its share of the workload's."""
+    if work.extra <= 0:
+        return f"{work.extra:,} more {work.quantity}"
+    if _slight(work):
+        n = work.steps_changed
+        return f"{work.extra:,} more {work.quantity} on the {n:,} step{'s' if n != 1 else ''} it changes"
+    return f"{work.extra:,} more {work.quantity} (+{work.extra_share:.0%})"
 
 
 def _draft_q_len(method: str, index: int, k: int) -> int | None:

@@ -50,7 +50,17 @@ def kernel_text(told: list[int], kernel: list[int], mml: int, rec: Backend | Han
             )
         return text
     pinned = f" (its {rec.frozen_scalar}, pinned there: deciding no work)" if rec.frozen_scalar else ""
-    return text + (f"; {full} of {len(told)} steps see max_model_len under FULL graphs{pinned}" if full else "")
+    return split_text(told, seen, mml, pinned) if full else text
+
+
+def split_text(told: list[int], seen: list[int], mml: int, why: str = "") -> str:
+    """What a launch sees where FULL replays keep max_model_len on some steps, split by step kind (review 5
+    minor 5: one range of 2,048-131,072 called "batch max" hid that most steps see max_model_len):
+    "max_model_len (131,072) on 124 FULL steps; batch max 2,048-2,307 (median 2,200) on 3"."""
+    full = [k for t, k in zip(told, seen) if k != t]
+    rest = [k for t, k in zip(told, seen) if k == t]
+    on_full = f"{values_text(full, mml)} on {'all ' if not rest else ''}{len(full):,} FULL steps{why}"
+    return on_full + (f"; {values_text(rest, mml)} on {len(rest):,}" if rest else "")
 
 
 def handed_of(dep: Deployment) -> Handed | None:
@@ -85,10 +95,8 @@ def _observed_text(told: list[int], seen: list[int] | None, mml: int, h: Handed)
     if h.at_replay == NOT_READ:
         return f"no launch argument {_kernel(h)} hands the kernel follows it (observed)"
     full = sum(1 for t, k in zip(told, seen) if k != t)
-    text = values_text(seen, mml) + f" (handed to the launch as {_args(h)}, observed"
-    if full:
-        text += f"; {full} of {len(told)} steps see max_model_len under FULL graphs, {h.at_replay}"
-    return text + "; what the kernel does with it is not modelled)"
+    text = split_text(told, seen, mml, f" ({h.at_replay})") if full else values_text(seen, mml)
+    return text + f" (handed to the launch as {_args(h)}, observed; what the kernel does with it is not modelled)"
 
 
 def fa2_split_text(dep: Deployment, trace, heads: HeadShape, seen: dict[str, list[int]]) -> str:

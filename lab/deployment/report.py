@@ -3,10 +3,11 @@ the table of common deployments in docs/deployments.md (``deployments_table``), 
 
 from __future__ import annotations
 
+import html
 import re
 
-from lab.deployment.answer import ERA_RELEASES_TEXT, Workload, answer
-from lab.deployment.answer_types import Answer, PathRow, Work
+from lab.deployment.answer import ERA_RELEASES_TEXT, Workload, answer, extra_words
+from lab.deployment.answer_types import Answer, FromLog, PathRow, Work
 from lab.deployment.resolve import resolve
 from lab.history import ERAS
 
@@ -62,9 +63,38 @@ def format_markdown(a: Answer) -> str:
     if a.work:
         out += [f"- source [{s.status}]: {s.repo} `{s.file}` {s.function}" for s in a.work.sources]
     out += ["", f"Replay: `{a.replay.cli}`"]
+    if a.from_log is not None:
+        out += ["", *_log_markdown(a.from_log)]
     if a.notes:
         out += ["", "Notes:"] + [f"- {n}" for n in a.notes]
     return "\n".join(out) + "\n"
+
+
+LOGGED = ("attention_backend", "cudagraph_mode", "cudagraph_capture_sizes", "model_runner", "block_size",
+          "max_model_len", "enable_chunked_prefill")  # fmt: skip
+
+
+def _log_markdown(c: FromLog) -> list[str]:
+    """A pasted log's own words beside what the lab derives from its line, field by field (the tab; the CLI's
+    --log prints the same in lab/commands/deployment.py log_text)."""
+    out = [f"**Your log (vLLM {c.version or 'release not named'}) beside what the lab derives from its line**", ""]
+    out += ["| field | the log says | the lab derives | |", "|---|---|---|---|"]
+    for key in LOGGED:
+        p = getattr(c, key)
+        if p is None:
+            continue
+        if key == "cudagraph_capture_sizes":
+            log = "not said" if p.log is None else f"{len(p.log)} sizes, {p.log[0]} to {p.log[-1]}" if p.log else "none"
+            lab = f"{len(p.lab)} sizes, {p.lab[0]} to {p.lab[-1]}" if p.lab else "none"
+        else:
+            log, lab = "not said" if p.log is None else _code(p.log), _code(p.lab)
+        out.append(f"| {key} | {log} | {lab} | {'—' if p.agree is None else 'agrees' if p.agree else '**differs**'} |")
+    return out + [""] + [f"- {html.escape(n, quote=False)}" for n in c.notes]
+
+
+def _code(text: str) -> str:
+    """A value from a pasted log as a code span in a table cell (no backtick or bar of it ends either)."""
+    return "`" + str(text).replace("`", "'").replace("|", "/") + "`"
 
 
 # The common deployments of docs/deployments.md: (label, serve line, GPU). Each row is computed.
@@ -137,7 +167,7 @@ def deployments_table(workload: Workload | None = None) -> str:
             told,
             _kernel_short(new[0] if new else None),
             f"{w.verdict} ({w.known})" if w else "no lab model",
-            f"{w.extra:,} {w.quantity} (+{w.extra_share:.0%})" if w else "—",
+            extra_words(w).replace(" more", "") if w else "—",
             "; ".join(f"{d.path}: {d.extra:,}" for d in w.drafts) or "—" if w else "—",
             a.headline.split(":")[0],
         ]

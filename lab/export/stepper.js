@@ -45,13 +45,20 @@ window.LabSteps = class LabSteps {
         layout.margin = Object.assign({}, layout.margin, {t: layout.margin.t + extra});
       }
       if (layout.height) layout.height = Math.floor(layout.height * p.height_scale) + extra;
+      // Cut to a short window (1280x720), larger small type would only squeeze the plot under its legend.
+      const cut = maxHeight && layout.height > maxHeight;
+      layout = LabSteps.largerSmallType(layout, cut ? 1 : p.font_size / 12, width);
     }
     // After presenter mode's type: a subtitle wider than its box goes behind the "?".
     if (!narrow && width && LabSteps.subtitleTooWide(layout, width)) layout = LabSteps.subtitleBehind(layout, width);
     const natural = layout.height;
     // Cut to the window (a projector's 720 px); a figure of stacked panels not below its meta.min_fit share
-    // of its height (lab.views.common.STACKED_MIN_FIT).
-    if (maxHeight && layout.height > maxHeight) layout.height = LabSteps.fitted(layout, natural, maxHeight);
+    // of its height (lab.views.common.STACKED_MIN_FIT) before presenter mode grew it: of the grown height, the
+    // timeline and the out-of-range view stayed 100-150 px taller than 1280x720 (review 5 minor 10).
+    const floor = Math.min(natural, spec.layout.height || natural);
+    if (maxHeight && layout.height > maxHeight) {
+      layout.height = Math.max(LabSteps.fitted(layout, floor, maxHeight), LabSteps.panelFloor(layout));
+    }
     return {data: spec.data, layout, natural};
   }
   // A figure in a plot narrower than NARROW_PX (compare side by side at 1366 px, half a screen): its legend
@@ -101,6 +108,33 @@ window.LabSteps = class LabSteps {
   }
   // A wide figure whose subtitle is longer than its box (the block table beside the knobs at 1366 px): the
   // subtitle goes behind the "?" as at half a screen; nothing else changes.
+  // Presenter mode's type reaches the legend and the notes at the figure's foot too (lab.views.common
+  // _larger_small_type, the server's twin: review 5 minor 11), the bottom margin grown by a foot note's lines.
+  // ``width``: the plot box's, in px (a foot note is broken to it, as LabSteps.narrowed does).
+  static largerSmallType(layout, scale, width) {
+    const out = Object.assign({}, layout);
+    const lf = layout.legend && layout.legend.font && layout.legend.font.size;
+    if (lf !== undefined && lf !== null) {
+      const font = Object.assign({}, layout.legend.font, {size: Math.round(lf * scale)});
+      out.legend = Object.assign({}, layout.legend, {font});
+    }
+    const m = Object.assign({t: 100, b: 80}, layout.margin);
+    const plot = (layout.height || 0) - m.t - m.b;
+    let need = m.b;
+    out.annotations = (layout.annotations || []).map((a) => {
+      if (a.xref !== "paper" || a.yanchor !== "top" || !((a.y || 0) < 0) || typeof a.text !== "string") return a;
+      const size = Math.round(((a.font && a.font.size) || 12) * scale);
+      const room = a.xanchor === "left" ? width * (1 - (a.x || 0)) : width;
+      const text = width ? LabSteps.fitText(a.text, room - 24, size)[0] : a.text;
+      need = Math.max(need, Math.ceil(-a.y * plot + text.split("<br>").length * 1.3 * size + 6));
+      return Object.assign({}, a, {text, font: Object.assign({}, a.font, {size})});
+    });
+    if (need > m.b && out.height) { // the plot area keeps its height; the margin takes the rest
+      out.height += need - m.b;
+      out.margin = Object.assign({}, layout.margin, {b: need});
+    }
+    return out;
+  }
   static subtitleTooWide(layout, width) {
     const text = (layout.title && layout.title.text) || "";
     const sub = text.indexOf("<sup>");
@@ -207,6 +241,16 @@ window.LabSteps = class LabSteps {
       xanchor: "right", yanchor: "bottom", showarrow: false, bgcolor: "#eef3fa", bordercolor: "#1f77b4",
       borderwidth: 1, borderpad: 3, font: {size: 13, color: "#1f77b4"}, hoverlabel: {align: "left"},
     };
+  }
+  // A figure of stacked panels (meta.min_fit) is cut no lower than where its thinnest panel keeps MIN_PANEL_PX.
+  static MIN_PANEL_PX = 50;
+  static panelFloor(layout) {
+    if (!(layout.meta && layout.meta.min_fit)) return 0;
+    const spans = Object.keys(layout).filter((k) => /^yaxis\d*$/.test(k))
+      .map((k) => (layout[k] && layout[k].domain) || [0, 1]).map((d) => d[1] - d[0]).filter((x) => x > 0);
+    if (spans.length < 2) return 0;
+    const m = Object.assign({t: 100, b: 80}, layout.margin);
+    return Math.ceil(m.t + m.b + LabSteps.MIN_PANEL_PX / Math.min(...spans));
   }
   static fitted(layout, natural, maxHeight) {
     const minFit = (layout.meta && layout.meta.min_fit) || 0;

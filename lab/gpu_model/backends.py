@@ -39,6 +39,7 @@ __all__ = [
     "Backend",
     "Source",
     "backend_label",
+    "kernel_of_record",
     "record_of_kernel",
 ]
 
@@ -381,3 +382,11 @@ def record_of_kernel(kernel: str, device: str) -> Backend | None:
     """The record of the lab kernel ``kernel`` on ``device`` ("cpu" | "cuda"); None for no such kernel."""
     name = KERNEL_RECORDS.get((kernel, device))
     return BY_NAME[name] if name else None
+
+
+def kernel_of_record(record: str) -> str | None:
+    """The lab kernel (python -m lab backends, lab/kernels/registry.py) that does the work of a vLLM backend's
+    record on a GPU: "fa3" -> "vllm-flash-attn"; None where the lab has no kernel of it (MLA backends, ...)."""
+    if record not in VLLM_BACKEND_OF:
+        return None
+    return next((k for (k, device), r in KERNEL_RECORDS.items() if r == record and device == "cuda"), None)

@@ -215,8 +215,7 @@ def _busy(e: Exception) -> list:
 
 
 def _owner(request) -> str | None:
-    """Whose trace it is in the cache and whose place in a line (lab.app.room.cache, .line: each attendee's fair
-    share): the attendee's login (lab.app.room.attendee), not the session."""
+    """Whose trace and place in a line (lab.app.room.cache, .line): the login (room.attendee), not the session."""
     return attendee_of(request)
 
 
@@ -239,8 +238,8 @@ def _simulate(scenario: Scenario, runner: str, progress, custom: bool = True, ow
     key = scenario_key(scenario, runner)
     trace = TRACES.get(key) or BACKGROUND.timed(key)  # the second: timed in the background, since evicted
     if trace is not None:
-        # shown to ``owner`` too: their page may fetch its step data (TraceCache.may_read)
-        return key, TRACES.add(key, trace, owner), f"shown again (this server ran this scenario on {runner} before)"
+        again = f"shown again (this server ran this scenario on {runner} before)"
+        return key, TRACES.add(key, trace, owner), again  # owner may now fetch its step data (TraceCache.may_read)
     progress((0, None), desc="running the step engine", unit="steps")
 
     def tick(n: int) -> None:

@@ -123,6 +123,8 @@ def test_hostile_room_bench_refuses_every_attack_and_the_room_carries_on(app_url
     result = run_bench_room(app_url, sessions=2, steps=3, interval=0.1, out=out, hostile=True, after_s=0,
                             pid=os.getpid())  # fmt: skip
     assert result["errors"] == [], result["errors"]
+    # the honest attendees' steps meanwhile: issue 26's target (a step costs the server nothing)
+    assert result["stats"]["step (in the page, no request)"]["p95_ms"] <= 250, result["stats"]
     attacks = result["attacks"]
     # probe 4's 8 attacks (room_hostile) and probe 5's 14 on what the work costs (room_hostile_cost, issue 50)
     assert len(attacks) == 8 + 14 and all(len(v) == 3 for v in attacks.values()), attacks.keys()
@@ -158,5 +160,6 @@ def test_a_room_with_custom_runs_loses_nothing_while_greedy_attendees_loop(app_u
     result = run_bench_room(app_url, sessions=3, steps=2, interval=0.1, out=out, custom=True, greedy=True)
     assert result["errors"] == [] and result["lost"] == [], (result["errors"], result["lost"])
     assert result["stats"]["custom run's step data (server)"]["n"] == 3
+    assert result["stats"]["step (in the page, no request)"]["p95_ms"] <= 250, result["stats"]
     assert result["greedy"]["a deployment question in a loop"][0] >= 1
     assert "custom runs lost from the server's cache by the end of their round: 0" in out.getvalue()

@@ -110,10 +110,9 @@ def test_explore_draws_its_first_figure_whole_in_jupyterlab(context, tmp_path, w
     own height); this keeps it so: after Run All, the first figure has its own height, the legend below the column
     axis's title and every row above it, and one slider step and back draws the same boxes."""
     import pathlib
+    import socket
     import subprocess
     import sys
-
-    from conftest import _free_port
 
     from lab import Scenario, simulate
     from lab.views import explore
@@ -121,7 +120,9 @@ def test_explore_draws_its_first_figure_whole_in_jupyterlab(context, tmp_path, w
     _explore_notebook(tmp_path)
     stale = simulate(Scenario.preset("stale-block-reuse"))
     own_height = explore(stale, "block_table", step=24).lab_figure.layout.height
-    port = _free_port()
+    with socket.socket() as sock:  # a free port (not conftest's helper: the suite's path finds another conftest)
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
     jupyter = pathlib.Path(sys.executable).parent / "jupyter"
     log = tmp_path / "jupyter.log"
     args = [str(jupyter), "lab", "--allow-root", "--no-browser", f"--port={port}", "--IdentityProvider.token=",

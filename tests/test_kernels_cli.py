@@ -137,7 +137,7 @@ def test_backends_command_lists_every_backend(capsys):
     assert main(["backends"]) == 0
     text = capsys.readouterr().out
     assert "torch-reference (cpu): runs here" in text
-    assert "flashinfer-trtllm-gen (cuda): not here:" in text
+    assert "flashinfer-trtllm-gen (cuda) [vLLM's FLASHINFER (trtllm-gen)]: not here:" in text  # vLLM's name beside it
     assert "R10: max_seq_len does not change its work (read in the source): pages come from kv_indptr" in text
     # vLLM's AttentionBackendEnum names first, the lab's record of the work in parentheses (as the app's tab)
     assert "TRITON_MLA (triton-mla), MLA: yes: splits, scratch, merge [measured on vLLM's own code (CPU)]" in text

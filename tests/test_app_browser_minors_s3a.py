@@ -1,4 +1,4 @@
-"""Review 5's minors (../shared/reviews/ux_review_5.md) in headless Chromium, helper s3a's part: each test failed
+"""Issue 49, the workshop review's minors (their fixes in docs/app.md) in headless Chromium: each test failed
 on the page before its change. Screenshots go to artifacts/ (gitignored)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 50, the hostile probe's minors (../shared/reviews/hostile_probe_2026-12-07.md m4-m9): logins of a room
+"""Issue 50, the hostile probe's minors m4-m9 (what the room refuses: docs/app.md): logins of a room
 behind one address, bounded request bodies, download files that go, step data only for those shown the run, an
 empty user name said up front, a scenario's name bounded. Each test fails on the code before it."""
 

@@ -1,4 +1,4 @@
-"""Review 5's minors (../shared/reviews/ux_review_5.md), helper s3a's part: each test fails on the code before it."""
+"""Issue 49, the workshop review's minors (their fixes in docs/app.md): each test fails on the code before it."""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ request's body, with or without a password: a 100 MB pasted log cost 335 MiB bef
 from __future__ import annotations
 
 import asyncio
+import functools
 import hmac
 import resource
 import secrets
@@ -34,14 +35,20 @@ UPLOAD_PATH = "/gradio_api/upload"
 BODY_SLACK_BYTES = 2**20  # multipart boundaries and headers, JSON around a pasted text
 
 
-def max_body_bytes(path: str) -> int:
-    """The largest request body the server reads on ``path``: an upload (lab.app.upload.MAX_UPLOAD_BYTES), else
-    twice the largest text the app takes (a start-up log, lab.deployment.startup_log.MAX_LOG_BYTES, JSON-quoted)."""
+@functools.cache
+def _largest_bodies() -> tuple[int, int]:
+    """(an upload's, any other request's) largest body; imported once, not on every request."""
     from lab.app.upload import MAX_UPLOAD_BYTES
     from lab.deployment.startup_log import MAX_LOG_BYTES
 
-    largest = MAX_UPLOAD_BYTES if path.startswith(UPLOAD_PATH) else 2 * MAX_LOG_BYTES
-    return largest + BODY_SLACK_BYTES
+    return MAX_UPLOAD_BYTES + BODY_SLACK_BYTES, 2 * MAX_LOG_BYTES + BODY_SLACK_BYTES
+
+
+def max_body_bytes(path: str) -> int:
+    """The largest request body the server reads on ``path``: an upload (lab.app.upload.MAX_UPLOAD_BYTES), else
+    twice the largest text the app takes (a start-up log, lab.deployment.startup_log.MAX_LOG_BYTES, JSON-quoted)."""
+    upload, other = _largest_bodies()
+    return upload if path.startswith(UPLOAD_PATH) else other
 
 
 class BodyTooLarge(Exception):

@@ -123,8 +123,6 @@ def test_hostile_room_bench_refuses_every_attack_and_the_room_carries_on(app_url
     result = run_bench_room(app_url, sessions=2, steps=3, interval=0.1, out=out, hostile=True, after_s=0,
                             pid=os.getpid())  # fmt: skip
     assert result["errors"] == [], result["errors"]
-    # the honest attendees' steps meanwhile: issue 26's target (a step costs the server nothing)
-    assert result["stats"]["step (in the page, no request)"]["p95_ms"] <= 250, result["stats"]
     attacks = result["attacks"]
     # probe 4's 8 attacks (room_hostile) and probe 5's 14 on what the work costs (room_hostile_cost, issue 50)
     assert len(attacks) == 8 + 14 and all(len(v) == 3 for v in attacks.values()), attacks.keys()

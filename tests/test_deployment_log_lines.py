@@ -100,3 +100,20 @@ def test_public_excerpts_are_read_past_their_start_up_line():
     )
     fa2 = read_startup_log(read_log_file(str(LOGS / "vllm_45288_fa2_backend.log")), need_line=False)
     assert fa2.resolved.fa_version == 2
+
+
+# file -> (graph mode, Profiling groups, runner, KV-cache tokens, max_model_len) as each public excerpt states them
+READ = {
+    "club3090_434_lmcache_dual3090_profile.log": ("FULL_AND_PIECEWISE", "PIECEWISE=3 (largest=16), FULL=2 (largest=8)",
+                                                  "V1", None, None),
+    "vllm_46367_glm52_8xb200_profile.log": ("FULL_AND_PIECEWISE", "PIECEWISE=41 (largest=384), FULL=25 (largest=192)",
+                                            "V1", None, None),
+    "vllm_46249_qwen36_27b_mtp_autofit.log": (None, None, None, 359291, 262144),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(READ))
+def test_a_public_excerpt_is_read_field_by_field(name):
+    log = read_startup_log(read_log_file(str(LOGS / name)), need_line=False)
+    said = (log.cudagraph_mode, log.resolved.cudagraph_profile, log.model_runner, log.kv_cache_tokens)
+    assert (*said, log.resolved.max_model_len) == READ[name]

@@ -90,6 +90,10 @@ NO_START_UP_LINES = [
     "vllm_55096_qwen38_h100_blocksize.log",
     "vllm_45288_fa2_backend.log",
     "vllm_49011_rtx5090_kvcache.log",
+    # issue 47, the whole log: excerpts whose "Profiling CUDA graph memory" / KV-cache lines are read (0.21+ wording)
+    "club3090_434_lmcache_dual3090_profile.log",
+    "vllm_46367_glm52_8xb200_profile.log",
+    "vllm_46249_qwen36_27b_mtp_autofit.log",
 ]
 
 # issue 47, the whole log: public excerpts past the start-up line, read beside the serve line their report states
@@ -151,9 +155,14 @@ SAYS = {
     "vllm_15277_v0.8_triton_mla.log": "",
     "vllm_32936_mrv2_flashinfer.log": "graph mode PIECEWISE",
     "club3090_1047_a6000_blocksize.log": "block size 1,568",
-    "vllm_55096_qwen38_h100_blocksize.log": "attention backend FLASH_ATTN, block size 544",
+    "vllm_55096_qwen38_h100_blocksize.log": "attention backend FLASH_ATTN, block size 544, max_model_len 2,048",
     "vllm_45288_fa2_backend.log": "attention backend FLASH_ATTN",
-    "vllm_49011_rtx5090_kvcache.log": "KV cache tokens 1,823,372",
+    "vllm_49011_rtx5090_kvcache.log": "KV cache tokens 1,823,372, max_model_len 1,048,576",
+    "club3090_434_lmcache_dual3090_profile.log": "graph mode FULL_AND_PIECEWISE, CUDA graphs PIECEWISE=3 (largest=16)"
+    " + FULL=2 (largest=8)",
+    "vllm_46367_glm52_8xb200_profile.log": "graph mode FULL_AND_PIECEWISE, CUDA graphs PIECEWISE=41 (largest=384) + "
+    "FULL=25 (largest=192)",
+    "vllm_46249_qwen36_27b_mtp_autofit.log": "KV cache tokens 359,291, max_model_len 262,144",
 }
 
 

@@ -262,6 +262,7 @@ def read_startup_log(text: str, need_line: bool = True) -> StartupLog:
             backend = m.group(1) or m.group(2)
         elif m := _RUNNER.search(rec):
             runner = m.group(1)
+    later = read_resolved_lines(_ANSI.sub("", r) for r in records)
     if not engine and args is None and model and version:  # the banner alone: the model and release, no flags
         notes.append(
             "the log names its model and release in the start-up banner but has no 'non-default args' or engine "
@@ -274,7 +275,12 @@ def read_startup_log(text: str, need_line: bool = True) -> StartupLog:
                 ("attention backend", backend),
                 ("block size", block),
                 ("KV cache tokens", kv_tokens),
-                ("graph mode", _DOWNGRADE.search(downgrades[-1]).group(1) if downgrades else None),
+                (
+                    "graph mode",
+                    later.cudagraph_mode or (_DOWNGRADE.search(downgrades[-1]).group(1) if downgrades else None),
+                ),
+                ("CUDA graphs", (later.cudagraph_profile or "").replace(", ", " + ") or None),
+                ("max_model_len", later.max_model_len),
             )
             if value is not None
         ]
@@ -288,7 +294,6 @@ def read_startup_log(text: str, need_line: bool = True) -> StartupLog:
             )
         )
     line = next((r for r in records if _ENGINE.search(r)), "")
-    later = read_resolved_lines(_ANSI.sub("", r) for r in records)
     mode = _GRAPH_MODE.search(line)
     sizes = _CAPTURE_SIZES.search(line)
     if "Cudagraph is disabled under eager mode" in text:

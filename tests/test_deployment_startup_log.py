@@ -90,12 +90,46 @@ NO_START_UP_LINES = [
     "vllm_55096_qwen38_h100_blocksize.log",
     "vllm_45288_fa2_backend.log",
     "vllm_49011_rtx5090_kvcache.log",
+    # issue 47, the whole log: excerpts whose "Profiling CUDA graph memory" / KV-cache lines are read (0.21+ wording)
+    "club3090_434_lmcache_dual3090_profile.log",
+    "vllm_46367_glm52_8xb200_profile.log",
+    "vllm_46249_qwen36_27b_mtp_autofit.log",
 ]
+
+# issue 47, the whole log: public excerpts past the start-up line, read beside the serve line their report states
+# (python -m lab deployment --log FILE -- LINE). file -> (line, release, GPU the lab stands in, {field: agree})
+QWEN3_8B_LMCACHE = (
+    "vllm serve Qwen/Qwen3-8B --max-model-len 16384 --no-enable-prefix-caching "
+    """--kv-transfer-config '{"kv_connector":"LMCacheConnectorV1","kv_role":"kv_both"}'"""
+)
+EXCERPTS = {
+    # RTX A5000 (SM86): the lab's A10G row, the same compute capability. The line: the report's model, the log's
+    # max_model_len (16,384) and prefix caching off, LMCache's connector (its quickstart); vLLM 0.21.0 from the
+    # report. Compared: graph mode and runner (the Profiling line: both modes, and only V1 logs it), the Profiling
+    # line itself (51 PIECEWISE sizes to 512, 35 FULL decode sizes to 256), max_model_len; the rest not in the excerpt.
+    "lmcache_3430_v0.21_qwen3_8b_a5000.log": (
+        QWEN3_8B_LMCACHE,
+        "0.21.0",
+        "A10G",
+        {
+            "attention_backend": None,
+            "cudagraph_mode": True,
+            "cudagraph_capture_sizes": None,
+            "model_runner": True,
+            "block_size": None,
+            "max_model_len": True,
+            "enable_chunked_prefill": None,
+            "cudagraph_profile": True,
+            "async_scheduling": None,
+            "max_num_batched_tokens": None,
+        },
+    ),
+}
 
 
 def test_every_log_keeps_its_source():
     files = sorted(p.name for p in LOGS.glob("*.log"))
-    assert sorted([*EXPECTED, *NO_START_UP_LINES]) == files
+    assert sorted([*EXPECTED, *NO_START_UP_LINES, *EXCERPTS]) == files
     for name in files:
         first = (LOGS / name).read_text().splitlines()[0]
         assert first.startswith("# source: "), name
@@ -121,9 +155,14 @@ SAYS = {
     "vllm_15277_v0.8_triton_mla.log": "",
     "vllm_32936_mrv2_flashinfer.log": "graph mode PIECEWISE",
     "club3090_1047_a6000_blocksize.log": "block size 1,568",
-    "vllm_55096_qwen38_h100_blocksize.log": "attention backend FLASH_ATTN, block size 544",
+    "vllm_55096_qwen38_h100_blocksize.log": "attention backend FLASH_ATTN, block size 544, max_model_len 2,048",
     "vllm_45288_fa2_backend.log": "attention backend FLASH_ATTN",
-    "vllm_49011_rtx5090_kvcache.log": "KV cache tokens 1,823,372",
+    "vllm_49011_rtx5090_kvcache.log": "KV cache tokens 1,823,372, max_model_len 1,048,576",
+    "club3090_434_lmcache_dual3090_profile.log": "graph mode FULL_AND_PIECEWISE, CUDA graphs PIECEWISE=3 (largest=16)"
+    " + FULL=2 (largest=8)",
+    "vllm_46367_glm52_8xb200_profile.log": "graph mode FULL_AND_PIECEWISE, CUDA graphs PIECEWISE=41 (largest=384) + "
+    "FULL=25 (largest=192)",
+    "vllm_46249_qwen36_27b_mtp_autofit.log": "KV cache tokens 359,291, max_model_len 262,144",
 }
 
 
@@ -334,3 +373,32 @@ def test_the_public_logs_answered_and_refused_are_as_docs_deployments_md_counts(
         )
         counts[kind] += 1
     assert counts == {"answered": 1, "release": 7, "local": 10, "not in table": 2}
+
+
+@pytest.mark.parametrize("name", sorted(EXCERPTS))
+def test_a_public_excerpt_is_compared_field_by_field_beside_its_line(name, capsys):
+    """Issue 47, the whole log: an excerpt with no start-up line, answered for the line its report states; each
+    field the excerpt states is compared (True agrees, False disagrees, None: the excerpt does not say it)."""
+    line, release, gpu, agree = EXCERPTS[name]
+    argv = ["deployment", "--gpu", gpu, "--vllm", release, "--json", "--log", str(LOGS / name), "--line", line]
+    assert main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)["from_log"]
+    assert {field: doc[field]["agree"] for field in agree} == agree
+    assert doc["line"] == line and doc["version"] is None  # the release is the report's, given with --vllm
+
+
+def test_a_disagreeing_profile_line_is_shown_with_both_values(tmp_path, capsys):
+    """A Profiling line that differs from the lab's resolution is said with vLLM's words and the lab's."""
+    log = tmp_path / "vllm.log"
+    text = (LOGS / "lmcache_3430_v0.21_qwen3_8b_a5000.log").read_text()
+    log.write_text(text.replace("FULL=35 (largest=256)", "FULL=24 (largest=184)"))
+    assert main(["deployment", "--gpu", "A10G", "--vllm", "0.21.0", "--log", str(log), "--line", QWEN3_8B_LMCACHE]) == 0
+    out = capsys.readouterr().out
+    assert "cudagraph_profile        lab: PIECEWISE=51 (largest=512), FULL=35 (largest=256); the log says" in out
+    assert "FULL=24 (largest=184)" in out and "cudagraph_mode           lab: FULL_AND_PIECEWISE; agrees" in out
+
+
+def test_a_log_that_names_its_line_is_not_read_beside_another(capsys):
+    line = "vllm serve Qwen/Qwen3-8B"
+    assert main(["deployment", "--log", str(LOGS / "rank_llm_426_v0.19.log"), "--line", line]) == 2
+    assert "the log names the line it ran: give the serve line or --log, not both" in capsys.readouterr().err

@@ -51,7 +51,11 @@ def register(sub) -> None:
     )
     sp.add_argument("--config", help="the model's config.json (or its folder), for a model not in the lab's table")
     sp.add_argument("--line", help='the serve line as one string ("vllm serve MODEL …")')
-    sp.add_argument("--log", help="a vLLM start-up log: its serve line and release are answered (and compared)")
+    sp.add_argument(
+        "--log",
+        help="a vLLM start-up log: its serve line and release are answered (and compared); with a serve line, an "
+        "excerpt of that line's start-up whose resolved values are compared",
+    )
     sp.add_argument("--requests", type=int, default=16, help="workload: requests arriving together (default 16)")
     sp.add_argument("--prompt-len", type=int, default=2048, help="workload: prompt tokens each (default 2048)")
     sp.add_argument("--output-len", type=int, default=256, help="workload: tokens generated each (default 256)")
@@ -123,9 +127,14 @@ def resolution_text(r: Resolution) -> str:
 
 
 def _from_log(args) -> tuple[str, str, StartupLog]:
-    """(serve line, release, log) of ``--log``: the release the log names, unless --vllm says another."""
+    """(serve line, release, log) of ``--log``: the release the log names, unless --vllm says another. With a serve
+    line beside it, the log is an excerpt of that line's start-up (no start-up line of its own: issue 47, the
+    whole log) whose resolved values are compared with the line's."""
     if args.line or args.serve:
-        raise ValueError("give the serve line or --log, not both")
+        log = read_startup_log(read_log_file(args.log), need_line=False)
+        if log.engine or log.args:
+            raise ValueError("the log names the line it ran: give the serve line or --log, not both")
+        return _line(args), args.vllm or log.release or REFERENCE_RELEASE, log
     log = read_startup_log(read_log_file(args.log))
     line, release = line_and_release(log, args.vllm)
     return line, release, log
@@ -133,9 +142,10 @@ def _from_log(args) -> tuple[str, str, StartupLog]:
 
 def log_text(c: FromLog) -> str:
     """The log's own words beside the lab's, for a terminal."""
-    out = ["", f"from the log (vLLM {c.version}): {c.line}"]
+    out = ["", f"from the log (vLLM {c.version or 'release not named'}): {c.line}"]
     for key in ("attention_backend", "cudagraph_mode", "model_runner", "block_size", "max_model_len",
-                "enable_chunked_prefill"):  # fmt: skip
+                "enable_chunked_prefill", "cudagraph_profile", "async_scheduling",
+                "max_num_batched_tokens"):  # fmt: skip
         p = getattr(c, key)
         if p is None:
             continue

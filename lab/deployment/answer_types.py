@@ -189,6 +189,11 @@ class FromLog:
     block_size: LoggedText | None = optional()
     max_model_len: LoggedText | None = optional()  # the engine line's max_seq_len
     enable_chunked_prefill: LoggedText | None = optional()  # the engine line's
+    # issue 47, the whole log (lab/deployment/log_lines.py): "Profiling CUDA graph memory: …" beside the same line
+    # built from the lab's graph mode, capture sizes and max_num_seqs; the async-scheduling and batched-token lines
+    cudagraph_profile: LoggedText | None = optional()
+    async_scheduling: LoggedText | None = optional()
+    max_num_batched_tokens: LoggedText | None = optional()
 
 
 @dataclass(frozen=True)

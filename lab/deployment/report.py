@@ -71,7 +71,8 @@ def format_markdown(a: Answer) -> str:
 
 
 LOGGED = ("attention_backend", "cudagraph_mode", "cudagraph_capture_sizes", "model_runner", "block_size",
-          "max_model_len", "enable_chunked_prefill")  # fmt: skip
+          "max_model_len", "enable_chunked_prefill", "cudagraph_profile", "async_scheduling",
+          "max_num_batched_tokens")  # fmt: skip
 
 
 def _log_markdown(c: FromLog) -> list[str]:

@@ -26,6 +26,7 @@ import stat
 from dataclasses import dataclass, field
 
 from lab.deployment.answer_types import FromLog, LoggedSizes, LoggedText
+from lab.deployment.log_lines import ResolvedLines, lab_graph_groups, profile_text, read_resolved_lines
 from lab.deployment.resolve import Deployment, release_series
 from lab.deployment.scheduling import rules_release
 from lab.deployment.serve_line import ServeLineError
@@ -104,6 +105,7 @@ class StartupLog:
     block_size: int | None = None  # "Setting attention block size to N tokens" (a hybrid's alignment)
     kv_cache_tokens: int | None = None  # "GPU KV cache size: N tokens"
     downgrades: tuple[str, ...] = ()  # the lines where the worker changed the graph mode
+    resolved: ResolvedLines = field(default_factory=ResolvedLines)  # the later lines' values (log_lines.py)
 
     @property
     def release(self) -> str | None:
@@ -224,9 +226,9 @@ def _from_engine(engine: dict[str, str]) -> dict:
     return args
 
 
-def read_startup_log(text: str) -> StartupLog:
+def read_startup_log(text: str, need_line: bool = True) -> StartupLog:
     """The facts of a vLLM start-up log (``StartupLogError`` if it has neither an engine line nor a
-    non-default args line)."""
+    non-default args line, unless ``need_line`` is False: an excerpt read beside the serve line it ran)."""
     if "\x00" in text:
         raise StartupLogError("the log has NUL bytes: not a text log")
     notes: list[str] = []
@@ -235,7 +237,8 @@ def read_startup_log(text: str) -> StartupLog:
     args: dict | None = None
     block = kv_tokens = None
     downgrades: list[str] = []
-    for raw in _records(text):
+    records = _records(text)
+    for raw in records:
         rec = _ANSI.sub("", raw)
         if m := _BANNER_VERSION.search(rec):
             version = version or m.group(1)
@@ -259,19 +262,25 @@ def read_startup_log(text: str) -> StartupLog:
             backend = m.group(1) or m.group(2)
         elif m := _RUNNER.search(rec):
             runner = m.group(1)
+    later = read_resolved_lines(_ANSI.sub("", r) for r in records)
     if not engine and args is None and model and version:  # the banner alone: the model and release, no flags
         notes.append(
             "the log names its model and release in the start-up banner but has no 'non-default args' or engine "
             "line: the flags it ran with are not read (vLLM's defaults are answered)"
         )
-    elif not engine and args is None:
+    elif not engine and args is None and need_line:
         seen = [
             f"{what} {value:,}" if isinstance(value, int) else f"{what} {value}"
             for what, value in (
                 ("attention backend", backend),
                 ("block size", block),
                 ("KV cache tokens", kv_tokens),
-                ("graph mode", _DOWNGRADE.search(downgrades[-1]).group(1) if downgrades else None),
+                (
+                    "graph mode",
+                    later.cudagraph_mode or (_DOWNGRADE.search(downgrades[-1]).group(1) if downgrades else None),
+                ),
+                ("CUDA graphs", (later.cudagraph_profile or "").replace(", ", " + ") or None),
+                ("max_model_len", later.max_model_len),
             )
             if value is not None
         ]
@@ -284,11 +293,13 @@ def read_startup_log(text: str) -> StartupLog:
                 else ""
             )
         )
-    line = next((r for r in _records(text) if _ENGINE.search(r)), "")
+    line = next((r for r in records if _ENGINE.search(r)), "")
     mode = _GRAPH_MODE.search(line)
     sizes = _CAPTURE_SIZES.search(line)
     if "Cudagraph is disabled under eager mode" in text:
         mode_name = "NONE"
+    elif later.cudagraph_mode:  # the graphs the worker went on to capture: after every downgrade
+        mode_name = later.cudagraph_mode
     elif downgrades:  # the worker's resolution comes after the engine line's configured mode
         mode_name = _DOWNGRADE.search(downgrades[-1]).group(1)
     else:
@@ -307,11 +318,13 @@ def read_startup_log(text: str) -> StartupLog:
         attention_backend=backend,
         cudagraph_mode=mode_name,
         capture_sizes=tuple(int(v) for v in sizes.group(1).replace(" ", "").split(",") if v) if sizes else None,
-        model_runner=runner,
+        # only the V1 runner logs "Profiling CUDA graph memory" (log_lines.py)
+        model_runner=runner or ("V1" if later.graph_groups else None),
         notes=tuple(notes),
         block_size=block,
         kv_cache_tokens=kv_tokens,
         downgrades=tuple(downgrades),
+        resolved=later,
     )
 
 
@@ -381,6 +394,8 @@ def compared_with_the_log(log: StartupLog, line: str, dep: Deployment) -> FromLo
     logged_sizes = tuple(sorted(log.capture_sizes)) if log.capture_sizes is not None else None
     lab_sizes = tuple(sorted(g.resolved_capture_sizes))
     chunked = log.engine.get("enable_chunked_prefill")
+    if chunked is None and log.resolved.max_num_batched_tokens is not None:
+        chunked = "True"  # config/scheduler.py logs "Chunked prefill is enabled with …" only where it is
     notes = list(log.notes)
     if log.kv_cache_tokens is not None:
         notes.append(
@@ -399,6 +414,12 @@ def compared_with_the_log(log: StartupLog, line: str, dep: Deployment) -> FromLo
             f"{REFERENCE_RELEASE}'s rules, which that release may not have had"
             + ("" if own else ", and so do the capture sizes and scheduler limits")
         )
+    later, settings = log.resolved, dep.settings
+    if later.fa_version is not None:
+        notes.append(f"the log: FLASH_ATTN runs FlashAttention {later.fa_version}")
+    lab_profile = profile_text(
+        lab_graph_groups(g.vllm_mode, g.resolved_capture_sizes, settings["max_num_seqs"], 1 + dep.k)
+    )
     return FromLog(
         line=line,
         version=log.version,
@@ -410,8 +431,11 @@ def compared_with_the_log(log: StartupLog, line: str, dep: Deployment) -> FromLo
         model_runner=text(log.model_runner, "V2" if dep.runs_mrv2 else "V1"),
         notes=tuple(notes),
         block_size=text(log.block_size, dep.vllm_block_size or dep.settings["block_size"]),
-        max_model_len=text(log.engine.get("max_seq_len"), dep.settings["max_model_len"]),
+        max_model_len=text(log.engine.get("max_seq_len") or later.max_model_len, settings["max_model_len"]),
         enable_chunked_prefill=text(
-            chunked if chunked in ("True", "False") else None, bool(dep.settings["enable_chunked_prefill"])
+            chunked if chunked in ("True", "False") else None, bool(settings["enable_chunked_prefill"])
         ),
+        cudagraph_profile=text(later.cudagraph_profile, lab_profile),
+        async_scheduling=text(later.async_scheduling, bool(settings["async_scheduling"])),
+        max_num_batched_tokens=text(later.max_num_batched_tokens, settings["max_num_batched_tokens"]),
     )

@@ -11,6 +11,8 @@
 - ``case_for`` / ``handed``: for a backend the lab has no record of (FA2, FA4, TOKENSPEED_MLA), the observed case
   a deployment runs and what its launch is handed per step kind (R9 observed; what the kernel does with it, R10,
   is not modelled: lab/deployment/observed_answer.py says so).
+- ``consumer_rows`` / ``consumer_observed`` / ``blocked_text``: docs/rules.md's other consumers as observed (their
+  own rows, a backend case, or the wheel's line that stops them; "unknown: not observed" otherwise).
 tests/test_observed.py checks each record (lab/gpu_model/backends.py) against it; tests/conformance/
 test_observed_kernels.py regenerates it from the wheel.
 """

@@ -1,5 +1,7 @@
 """The observation table: what each attention kernel vLLM 0.33.0 launches is handed, per backend, step kind and mode,
-observed by running vLLM's own metadata builder and forward on this CPU (lab/real_vllm/observe/dense.py, mla.py).
+observed by running vLLM's own metadata builder and forward on this CPU (lab/real_vllm/observe/dense.py, mla.py,
+flashinfer.py; docs/rules.md's other consumers of max_seq_len: consumers.py, their rows under "consumers"; what
+cannot be observed here: ``BLOCKED``).
 ``python -m lab.real_vllm.observe --write`` regenerates lab/gpu_model/observed.json (the
 committed table the records read: lab/gpu_model/observed.py); tests/conformance/test_observed_kernels.py
 regenerates it and fails when it differs.

@@ -122,3 +122,20 @@ def test_flashinfer_mla_is_recorded_at_the_compiled_op():
     by = {(r["step"], r["mode"]): r["launch"]["max_seq_len"] for r in rs}
     assert (by["FULL replay", "fixed"], by["eager", "fixed"]) == (32768, 2049)
     assert observed.at_replay_observed("flashinfer-mla", rs[0]["case"]) == "frozen at capture"
+
+
+def test_a_turboquant_line_is_the_lab_s_refusal_not_vllm_s():
+    """vLLM 0.33.0 runs a turboquant_* cache (its TURBOQUANT backend, observed above); the lab does not model it, and
+    says so as its own refusal, never "vLLM would not start this"."""
+    import pytest
+
+    from lab.deployment import resolve
+    from lab.deployment.scheduling import VllmRefusal
+    from lab.deployment.serve_line import ServeLineError
+
+    line = "vllm serve meta-llama/Llama-3.1-8B-Instruct --kv-cache-dtype turboquant_k8v4"
+    with pytest.raises(ServeLineError) as refused:
+        resolve(line, "H200")
+    assert not isinstance(refused.value, VllmRefusal)
+    assert "the lab does not model kv_cache_dtype 'turboquant_k8v4'" in str(refused.value)
+    assert "TURBOQUANT backend hands its kernels is observed" in str(refused.value)

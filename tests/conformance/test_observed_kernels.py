@@ -1,7 +1,8 @@
 """What each attention kernel is handed, observed: lab/gpu_model/observed.json is what vLLM 0.33.0's own builders
 and forwards hand the kernels (lab/real_vllm/observe/, recorded at the compiled entry points) and nothing the lab
 wrote by hand. Regenerated here from the installed wheel; a vLLM change in what a kernel receives fails this test.
-Runs in ``.venv-vllm`` (about 30 s)."""
+Runs in ``.venv-vllm``: about 3.5 min on a loaded 2-core machine (vLLM imported twice; the FlashInfer subprocess is
+the larger part; the three consumer cases, lab/real_vllm/observe/consumers.py, about 13 s of it)."""
 
 from __future__ import annotations
 

@@ -156,16 +156,19 @@ def eras() -> str:
 
 def consumers() -> str:
     """docs/rules.md "Other consumers of max_seq_len": one row per lab/gpu_model/consumers.py record."""
-    from lab.gpu_model.consumers import CONSUMERS
+    from lab.gpu_model.consumers import CONSUMERS, OBSERVED_AS
+    from lab.gpu_model.observed import consumer_observed
 
     rows = [
-        "| consumer | what it does with `max_seq_len` | vLLM file and symbol | modelled in the lab |",
-        "|---|---|---|---|",
+        "| consumer | what it does with `max_seq_len` | vLLM file and symbol | modelled in the lab | "
+        "observed in vLLM 0.33.0's own code (told 32,768 → batch max) |",
+        "|---|---|---|---|---|",
     ]
     for c in CONSUMERS:
         path, _, symbol = c.vllm.partition(" ")
         where = f"`{path}`" + (f" `{symbol}`" if symbol else "")
-        rows.append(f"| {c.name} | {c.does} | {where} | {c.modelled} |")
+        seen = consumer_observed(OBSERVED_AS.get(c.name, ""))
+        rows.append(f"| {c.name} | {c.does} | {where} | {c.modelled} | {seen} |")
     return "\n".join(rows) + "\n"
 
 

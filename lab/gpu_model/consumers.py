@@ -164,6 +164,23 @@ CONSUMERS: tuple[Consumer, ...] = (
                     "was copied before)", call="adaptive_verification.compact_batch"))),
 )  # fmt: skip
 
+# Where each consumer's observation is (lab/gpu_model/observed.json, docs/kernels.md "What each kernel is handed,
+# observed"): a consumer observed through its own builder and forward (lab/real_vllm/observe/consumers.py), a
+# backend case of the table, or a "blocked" entry naming the wheel's line that stops it. docs/rules.md's consumers
+# table shows it (lab/gpu_model/observed.py consumer_observed); a consumer not here is "unknown: not observed".
+OBSERVED_AS = {
+    "TurboQuant": "TurboQuant",
+    "StaticSinkAttention": "StaticSinkAttention",
+    "Sparse-MLA indexer (DeepSeek-V3.2/V4)": "Sparse-MLA indexer (DeepSeek-V3.2/V4)",
+    "TOKENSPEED_MLA": "TokenSpeed MLA (SM100, fp8 cache)",
+    "DCP workspace": "DCP",
+    "FlashInfer fp8-KV prefill / TRTLLM prefill": "FlashInfer TRTLLM-gen (SM100)",
+    "FA4 head 256": "FA4, head 256 (SM100: the hd256 kernel)",
+    "UltraQuant / TurboQuant SoA Triton decode (ROCm, as the wave-4 review reads them)": (
+        "UltraQuant / TurboQuant SoA decode (max_seq_len_hint)"
+    ),
+}
+
 
 def on_trace(trace) -> dict:
     """The modelled consumers on a trace, per mode: the steps on which TurboQuant would take its pure-prefill

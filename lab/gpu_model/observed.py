@@ -11,6 +11,8 @@
 - ``case_for`` / ``handed``: for a backend the lab has no record of (FA2, FA4, TOKENSPEED_MLA), the observed case
   a deployment runs and what its launch is handed per step kind (R9 observed; what the kernel does with it, R10,
   is not modelled: lab/deployment/observed_answer.py says so).
+- ``consumer_rows`` / ``consumer_observed`` / ``blocked_text``: docs/rules.md's other consumers as observed (their
+  own rows, a backend case, or the wheel's line that stops them; "unknown: not observed" otherwise).
 tests/test_observed.py checks each record (lab/gpu_model/backends.py) against it; tests/conformance/
 test_observed_kernels.py regenerates it from the wheel.
 """
@@ -58,7 +60,10 @@ def _differs(a: dict | None, b: dict | None) -> bool:
 
 def at_replay_observed(record: str, case: str) -> str:
     """R9 for one observed case (module docstring)."""
-    rs = rows(record, case)
+    return _at_replay(rows(record, case))
+
+
+def _at_replay(rs: list[dict]) -> str:
     eager = (_row(rs, "eager", "baseline"), _row(rs, "eager", "fixed"))
     follows = any(_differs(eager[0][k], eager[1][k]) for k in ("scheduler", "launch"))
     if not follows:
@@ -126,10 +131,72 @@ def observed_table() -> str:
                 f"| {base['backend']} ({record or 'no record'}) | {case} | {step} | "
                 f"{base['told']:,} → {fixed['told']:,} | {_handed(base)} | {_handed(fixed)} | {r9} |"
             )
-    blocked = load().get("blocked", {})
-    out.append("")
-    out += [f"- not observed here: **{name}**: {why}" for name, why in blocked.items()]
+    out += ["", *consumers_table()]
+    out += ["", *[f"- not observed here: **{name}**: {blocked_text(name)}" for name in load().get("blocked", {})]]
     return "\n".join(out) + "\n"
+
+
+def consumer_rows(consumer: str) -> list[dict]:
+    """The rows of one other consumer of max_seq_len (lab/real_vllm/observe/consumers.py), by its name there."""
+    return [r for r in load().get("consumers", []) if r["consumer"] == consumer]
+
+
+def consumers_table() -> list[str]:
+    """The other consumers' rows, as the backends' table shows them."""
+    out = [
+        "| consumer | case | step | told: baseline → fixed | received, baseline (max_model_len) | "
+        "received, fixed (batch max) | R9 observed |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    names = list(dict.fromkeys(r["consumer"] for r in load().get("consumers", [])))
+    for name in names:
+        rs = consumer_rows(name)
+        r9 = _at_replay(rs)
+        for step in STEPS:
+            base, fixed = _row(rs, step, "baseline"), _row(rs, step, "fixed")
+            if base is not None:
+                out.append(
+                    f"| {name} | {base['case']} | {step} | {base['told']:,} → {fixed['told']:,} | "
+                    f"{_handed(base)} | {_handed(fixed)} | {r9} |"
+                )
+    return out
+
+
+def blocked_text(name: str) -> str:
+    """Why ``name`` is not observed: the reason, each line of the installed wheel that stops it, what observing it
+    would stub (tests/conformance/test_observed_kernels.py checks each line is in the wheel)."""
+    entry = load()["blocked"][name]
+    text = ("**ROCm only.** " if entry.get("rocm_only") else "") + entry["why"]
+    for stop in entry.get("stops", []):
+        text += f"; stopped at `{stop['at']}` `{stop['symbol']}`: `{stop['line']}`"
+    if entry.get("would_stub"):
+        text += f"; observing it would stub {entry['would_stub']}"
+    return text
+
+
+def consumer_observed(key: str) -> str:
+    """docs/rules.md's consumers table, "observed" column: for an observed consumer (a consumer's name, or a
+    backend case label), what its launch received that follows the mode per step kind and R9; for a blocked one,
+    "not observed" and its stopping line; "unknown: not observed" for any other key."""
+    rs = consumer_rows(key) or [r for r in load()["rows"] if r["case"] == key]
+    if rs:
+        parts = []
+        for step in ("FULL replay", "no graph", "eager"):
+            base, fixed = _row(rs, step, "baseline"), _row(rs, step, "fixed")
+            if base is None:
+                continue
+            diff = [
+                f"{k} {base['launch'].get(k)} → {fixed['launch'].get(k)}"
+                for k in _follows(base["launch"], fixed["launch"])
+            ]
+            parts.append(f"{step}: " + (", ".join(diff) if diff else "the same launch"))
+        return f"observed ({rs[0]['gpu']}): " + "; ".join(parts) + f"; R9 {_at_replay(rs)}"
+    entry = load().get("blocked", {}).get(key)
+    if entry is None:
+        return "unknown: not observed"
+    stop = (entry.get("stops") or [{}])[0]
+    where = f": stopped at `{stop['at']}`" if stop else ""
+    return ("ROCm only, " if entry.get("rocm_only") else "") + "not observed" + where
 
 
 # The step kinds a FULL graph replays (the launch keeps capture's arguments there, R9).

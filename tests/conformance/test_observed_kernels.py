@@ -1,7 +1,8 @@
 """What each attention kernel is handed, observed: lab/gpu_model/observed.json is what vLLM 0.33.0's own builders
 and forwards hand the kernels (lab/real_vllm/observe/, recorded at the compiled entry points) and nothing the lab
 wrote by hand. Regenerated here from the installed wheel; a vLLM change in what a kernel receives fails this test.
-Runs in ``.venv-vllm`` (about 30 s)."""
+Runs in ``.venv-vllm``: about 3.5 min on a loaded 2-core machine (vLLM imported twice; the FlashInfer subprocess is
+the larger part; the three consumer cases, lab/real_vllm/observe/consumers.py, about 13 s of it)."""
 
 from __future__ import annotations
 
@@ -82,7 +83,10 @@ def test_flashinfer_paths_as_vllm_picks_them(flashinfer_rows):
         base, fixed = by["FlashInfer native (SM80)", step, "baseline"], by["FlashInfer native (SM80)", step, "fixed"]
         assert base["told"] != fixed["told"] and base["launch"] == fixed["launch"]
         assert base["scheduler"]["kv_len_max"] == max(fixed["told"], 2048)
-    mla = "FlashInfer MLA (SM100, TRTLLM-gen)"  # trtllm_batch_decode_with_kv_cache_mla(max_seq_len=...)
+    # FlashInfer MLA at the compiled TRTLLM-gen op (flashinfer/mla/_core.py TrtllmGenMlaDecodeRunner.forward), not
+    # at trtllm_batch_decode_with_kv_cache_mla: the "auto" choice, untuned, runs the TRTLLM-gen runner
+    mla = "FlashInfer MLA (SM100, TRTLLM-gen)"
+    assert {r["launch"]["op"] for r in flashinfer_rows if r["case"] == mla} == {"trtllm_paged_attention_decode"}
     assert by[mla, "eager", "fixed"]["launch"]["max_seq_len"] == 2049
     assert by[mla, "FULL replay", "fixed"]["launch"]["max_seq_len"] == 32768
 
@@ -100,3 +104,27 @@ def test_the_observation_is_not_vacuous(table):
     versions = {r["gpu"]: r["fa_version"] for r in rows if r["backend"] == "FLASH_ATTN"}
     assert versions == {"A100-80GB": 2, "H200": 3, "B200": 4}
     assert json.loads(json.dumps(table)) == table  # plain JSON, no tensors
+
+
+def test_each_blocked_consumer_is_stopped_by_the_line_named():
+    """What is not observed names the installed wheel's line that stops it (lab/real_vllm/observe/table.py BLOCKED):
+    that line, at that number, in that file of vLLM 0.33.0, inside that symbol."""
+    import pathlib
+
+    import vllm
+
+    from lab.real_vllm.observe.table import BLOCKED
+
+    root = pathlib.Path(vllm.__file__).resolve().parents[1]
+    stops = [stop for entry in BLOCKED.values() for stop in entry.get("stops", [])]
+    assert len(stops) >= 3
+    for stop in stops:
+        path, _, number = stop["at"].rpartition(":")
+        lines = (root / path).read_text().splitlines()
+        assert lines[int(number) - 1].strip() == stop["line"], stop
+        owner, _, name = stop["symbol"].rpartition(".")
+        defs = [x for x in lines[: int(number)] if x.lstrip().startswith("def ")]
+        assert defs and f"def {name}(" in defs[-1], (stop, defs[-1:])
+        if owner:
+            classes = [x for x in lines[: int(number)] if x.startswith("class ")]
+            assert classes and classes[-1].startswith(f"class {owner}("), (stop, classes[-1:])

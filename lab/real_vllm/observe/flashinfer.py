@@ -96,7 +96,7 @@ class _JitModule:
     paged_run = run = _run
 
 
-class _CompiledOp:
+class CompiledOp:
     """Stands where a compiled TRTLLM-gen / XQA op was: records the named positional arguments."""
 
     def __init__(self, rec: Recorder, ops: dict):
@@ -149,7 +149,7 @@ def observe(case, cudagraph_mode: str, step, told: int, capture_told: int) -> di
     with ExitStack() as stack:
         stack.enter_context(set_current_vllm_config(config))
         for (mod, name), ops in COMPILED.items():
-            op = _CompiledOp(rec, ops)
+            op = CompiledOp(rec, ops)
             stack.enter_context(mock.patch.object(importlib.import_module(mod), name, lambda *_a, _op=op, **_k: _op))
         answers = {
             "get_device_sm_count": lambda *_a, **_k: sms,

@@ -58,14 +58,10 @@ BACKENDS = {
         "TokenspeedMLAImpl",
         {"tokenspeed_mla:tokenspeed_mla_decode": "launch"},
     ),
-    # FlashInfer's TRTLLM-gen MLA decode, as flashinfer_mla.py imports it (observed in the FLASHINFER subprocess,
-    # lab/real_vllm/observe/table.py, with .vllm-flashinfer on its path); its "cuda" buffers: ``_flashinfer_mla``
-    "FLASHINFER_MLA": (
-        _M + "flashinfer_mla",
-        "FlashInferMLAMetadataBuilder",
-        "FlashInferMLAImpl",
-        {"trtllm_batch_decode_with_kv_cache_mla": "launch"},
-    ),
+    # FlashInfer's TRTLLM-gen MLA decode (observed in the FLASHINFER subprocess, lab/real_vllm/observe/table.py,
+    # with .vllm-flashinfer on its path): no module-level entry point here; ``_flashinfer_mla`` puts the recorder at
+    # the compiled op behind FlashInfer's ``trtllm_batch_decode_with_kv_cache_mla``, and answers its "cuda" buffers
+    "FLASHINFER_MLA": (_M + "flashinfer_mla", "FlashInferMLAMetadataBuilder", "FlashInferMLAImpl", {}),
 }
 
 
@@ -163,14 +159,32 @@ def _tokenspeed(stack, vllm_config, sms: int) -> None:
     stack.enter_context(mock.patch.object(torch.accelerator, "empty_cache", lambda: None))
 
 
-def _flashinfer_mla(stack, m, sms: int, vllm_config) -> None:
-    """FLASHINFER_MLA's device buffers and question: its decode workspace (``_get_workspace_buffer``, on "cuda")
-    is its size on the meta device, its multi-CTA counter (``_get_multi_ctas_kv_counter_buffer``) on this CPU, and
-    ``get_device_sm_count`` the GPU's SMs; FlashInferMLAImpl.__init__ sizes that counter from the scheduler's
-    ``max_num_batched_tokens`` (vLLM's default for a GPU runner, 8,192 here: it sizes nothing observed)."""
+def _flashinfer_mla(stack, m, sms: int, vllm_config, rec: Recorder, cap: int) -> None:
+    """FLASHINFER_MLA: the recorder stands at the compiled TRTLLM-gen op, ``get_trtllm_gen_fmha_module()``'s
+    ``trtllm_paged_attention_decode`` as flashinfer/mla/_core.py calls it (``TrtllmGenMlaDecodeRunner.forward``:
+    ``self._run(...)``, the same positional ``run_args`` as dense TRTLLM-gen: lab/real_vllm/observe/flashinfer.py
+    ``TRTLLM_ARGS``); FlashInfer's ``trtllm_batch_decode_with_kv_cache_mla``, its backend choice ("auto": the
+    autotuner's fallback, runners[0] = trtllm-gen, untuned) and its runner run as shipped. Stubbed, as this CPU has
+    no CUDA device: the device's answers in vLLM's flashinfer_mla.py and flashinfer.mla._core (SM count, PDL,
+    compute capability: the stand-in GPU's); vLLM's decode workspace (``_get_workspace_buffer``, on "cuda") is its
+    size on the meta device, its multi-CTA counter (``_get_multi_ctas_kv_counter_buffer``) on this CPU;
+    FlashInferMLAImpl.__init__ sizes that counter from the scheduler's ``max_num_batched_tokens`` (vLLM's default
+    for a GPU runner, 8,192 here: it sizes nothing observed)."""
     import torch
 
+    from lab.real_vllm.observe.flashinfer import TRTLLM_ARGS, CompiledOp
+
     vllm_config.scheduler_config.max_num_batched_tokens = 8192
+    core = importlib.import_module("flashinfer.mla._core")
+    op = CompiledOp(rec, {"trtllm_paged_attention_decode": TRTLLM_ARGS})
+    stack.enter_context(mock.patch.object(core, "get_trtllm_gen_fmha_module", lambda: op))
+    answers = {
+        "get_device_sm_count": lambda *_a, **_k: sms,
+        "device_support_pdl": lambda *_a, **_k: cap >= 90,  # flashinfer/utils.py: major >= 9
+        "get_compute_capability": lambda *_a, **_k: (cap // 10, cap % 10),
+    }
+    for name, answer in answers.items():
+        stack.enter_context(mock.patch.object(core, name, answer))
 
     def workspace(return_lse: bool):
         size = m.FLASHINFER_MLA_LSE_WORKSPACE_BUFFER_SIZE if return_lse else m.FLASHINFER_MLA_WORKSPACE_BUFFER_SIZE
@@ -210,7 +224,7 @@ def observe(case, cudagraph_mode: str, step, told: int, capture_told: int) -> di
             return torch.zeros(q.shape[0], q.shape[1], KV_LORA_RANK), torch.zeros(q.shape[1], q.shape[0])
         if case.backend == "FLASHMLA":
             return torch.zeros(*q.shape[:-1], KV_LORA_RANK), torch.zeros(q.shape[0], q.shape[2], q.shape[1])
-        if case.backend in ("TOKENSPEED_MLA", "FLASHINFER_MLA"):  # (o, lse) when it returns the LSE, else o
+        if case.backend == "TOKENSPEED_MLA":  # (o, lse) when it returns the LSE, else o
             o = torch.zeros(*q.shape[:-1], KV_LORA_RANK)
             return (o, torch.zeros(*q.shape[:-1])) if kw.get("return_lse") else o
         return None
@@ -239,7 +253,7 @@ def observe(case, cudagraph_mode: str, step, told: int, capture_told: int) -> di
             # the CUDA wheel ships it; its SM90 check is the platform's
             stack.enter_context(mock.patch.object(m, "is_flashmla_dense_supported", lambda: (True, None)))
         sched_name = next((n.rpartition(":")[2] for n, k in entries.items() if k == "scheduler"), "")
-        launch_name = next(n.rpartition(":")[2] for n, k in entries.items() if k == "launch")
+        launch_name = next((n.rpartition(":")[2] for n, k in entries.items() if k == "launch"), "")
         for entry, kind in entries.items():
             where, _, name = entry.rpartition(":")
             owner = importlib.import_module(where) if where else m
@@ -259,7 +273,7 @@ def observe(case, cudagraph_mode: str, step, told: int, capture_told: int) -> di
         if case.backend == "TOKENSPEED_MLA":
             _tokenspeed(stack, vllm_config, sms)
         if case.backend == "FLASHINFER_MLA":
-            _flashinfer_mla(stack, m, sms, vllm_config)
+            _flashinfer_mla(stack, m, sms, vllm_config, rec, GPUS[case.gpu].sm)
         stack.enter_context(set_current_vllm_config(vllm_config))
         impl = _impl(getattr(m, impl_name), case, "fp8" if case.backend == "TOKENSPEED_MLA" else "auto")
         layers["model.layers.0.self_attn.attn"] = layer = _layer(impl, case)

@@ -1,5 +1,7 @@
 """The observation table: what each attention kernel vLLM 0.33.0 launches is handed, per backend, step kind and mode,
-observed by running vLLM's own metadata builder and forward on this CPU (lab/real_vllm/observe/dense.py, mla.py).
+observed by running vLLM's own metadata builder and forward on this CPU (lab/real_vllm/observe/dense.py, mla.py,
+flashinfer.py; docs/rules.md's other consumers of max_seq_len: consumers.py, their rows under "consumers"; what
+cannot be observed here: ``BLOCKED``).
 ``python -m lab.real_vllm.observe --write`` regenerates lab/gpu_model/observed.json (the
 committed table the records read: lab/gpu_model/observed.py); tests/conformance/test_observed_kernels.py
 regenerates it and fails when it differs.
@@ -53,6 +55,8 @@ class Case:
     max_num_seqs: int = 256
     # R8's sizes for this scenario: [1, 2, 4] + range(8, 256, 8) + range(256, 513, 16)
     capture_sizes: tuple = (1, 2, 4, *range(8, 256, 8), *range(256, MAX_CAPTURE_SIZE + 1, 16))
+    kv_cache_dtype: str = "auto"
+    consumer: str = ""  # docs/rules.md's other consumer this case observes (lab/real_vllm/observe/consumers.py)
 
 
 CASES = (
@@ -127,10 +131,59 @@ FLASHINFER_CASES = (
 MLA = ("FLASH_ATTN_MLA", "FLASHMLA", "TRITON_MLA", "CUTLASS_MLA", "TOKENSPEED_MLA", "FLASHINFER_MLA")
 FLASHINFER_BACKENDS = ("FLASHINFER", "FLASHINFER_MLA")
 
-# The backends vLLM 0.33.0 can select on CUDA that this CPU cannot build, and the line that stops each.
+# docs/rules.md's other consumers of max_seq_len, observed through their vLLM builder and forward
+# (lab/real_vllm/observe/consumers.py); their rows go to the table's "consumers", beside the backends' "rows"
+CONSUMER_CASES = (
+    Case("FLASH_ATTN", "", "StaticSinkAttention over FA3 (sink_len 128)", "H200", "llama", 32, 8, 128, (None,),
+         consumer="StaticSinkAttention"),
+    Case("FLASH_ATTN", "", "FA3 under DCP (2 ranks: rank 0)", "H200", "llama", 32, 8, 128, (None,), consumer="DCP"),
+    Case("TURBOQUANT", "", "TurboQuant (kv-cache turboquant_k8v4)", "H200", "llama", 32, 8, 128, (None,),
+         kv_cache_dtype="turboquant_k8v4", consumer="TurboQuant"),
+)  # fmt: skip
+
+# What is not observed here, and why: for a consumer this CPU cannot build, the installed wheel's line that stops it
+# (``stops``: file:line, symbol, the line's text; tests/conformance/test_observed_kernels.py checks each is there)
+# and what observing it would stub; ``rocm_only``: no CUDA path reaches it.
+_V = "vllm/"
 BLOCKED = {
-    "FLEX_ATTENTION": "not observed through this harness: lab/real_vllm/kernels/flex.py runs its block-mask build "
-    "(`python -m lab bench vllm-kernels`)",
+    "FLEX_ATTENTION": {
+        "why": "not observed through this harness: lab/real_vllm/kernels/flex.py runs its block-mask build "
+        "(`python -m lab bench vllm-kernels`)",
+    },
+    "Sparse-MLA indexer (DeepSeek-V3.2/V4)": {
+        "why": "not observed: its layer refuses CUDA without DeepGEMM, which the wheel does not depend on (absent "
+        "here), so its decode top-k, handed attn_metadata_narrowed.max_seq_len (sparse_attn_indexer), is not run; "
+        "the answer for it stays unknown",
+        "stops": [
+            {
+                "at": _V + "model_executor/layers/sparse_attn_indexer.py:1060",
+                "symbol": "SparseAttnIndexer.__init__",
+                "line": "if current_platform.is_cuda() and not has_deep_gemm():",
+            }
+        ],
+        "would_stub": "DeepGEMM's fp8_fp4_paged_mqa_logits and get_paged_mqa_logits_metadata (the indexer "
+        "builder's schedule), vLLM's compiled ops indexer_k_quant_and_cache, cp_gather_indexer_k_quant_cache and "
+        "top_k_per_row_prefill, the forward context holding the indexer metadata; the recorder at the kernel "
+        "get_indexer_topk(topk_backend) returns",
+    },
+    "UltraQuant / TurboQuant SoA decode (max_seq_len_hint)": {
+        "why": "ULTRAQUANT is a backend of the ROCm platform alone (vllm/platforms/cuda.py never lists "
+        "it), and TurboQuant takes its SoA/FlyDSL decode only on gfx950; on CUDA TurboQuant decodes through "
+        "triton_turboquant_decode_attention (observed above: handed no max_seq_len)",
+        "rocm_only": True,
+        "stops": [
+            {
+                "at": _V + "platforms/rocm.py:567",
+                "symbol": "_get_backend_priorities",
+                "line": "backends.append(AttentionBackendEnum.ULTRAQUANT)",
+            },
+            {
+                "at": _V + "v1/attention/ops/flydsl_turboquant_decode.py:57",
+                "symbol": "is_flydsl_available",
+                "line": "if not on_gfx950():",
+            },
+        ],
+    },
 }
 
 
@@ -170,6 +223,10 @@ def observe_case(case: Case) -> list[dict]:
         from lab.real_vllm.observe import flashinfer
 
         obs = flashinfer.observe
+    if case.consumer:
+        from lab.real_vllm.observe import consumers
+
+        obs = consumers.observe
     rows = []
     for mode in ("baseline", "fixed"):
         full = obs(case, "FULL_AND_PIECEWISE", decode, told_d[mode], mml)
@@ -266,7 +323,8 @@ def observe_all(flashinfer: bool = True) -> dict:
     rows = _observe_cases(CASES)
     if flashinfer:
         rows += observe_flashinfer()
-    return {"vllm": REFERENCE_RELEASE, "scenario": SCENARIO, "rows": rows, "blocked": BLOCKED}
+    consumers = [{**r, "consumer": c.consumer} for c in CONSUMER_CASES for r in _observe_cases((c,))]
+    return {"vllm": REFERENCE_RELEASE, "scenario": SCENARIO, "rows": rows, "consumers": consumers, "blocked": BLOCKED}
 
 
 def without_flashinfer(table: dict) -> dict:

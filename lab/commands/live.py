@@ -24,6 +24,7 @@ from lab.real_vllm.live.limits import LiveUnavailable, ScenarioRefused, availabl
 from lab.trace import Trace, era_recordings
 from lab.trace.diff import compare_traces
 from lab.trace.recorder import simulate
+from lab.views import walks
 from lab.vllm_env import installed_series
 
 
@@ -121,7 +122,7 @@ def cmd_record(args) -> int:
 def _compare(a, b, a_label, b_label) -> int:
     if b is None:
         b = simulate(a.scenario)
-    cmp = compare_traces(a, b, a_label, b_label)
+    cmp = compare_traces(a, b, a_label, b_label, walks=walks)  # what each pass is handed, as observed
     print(cmp.table())
     return 0 if cmp.agree else 1
 

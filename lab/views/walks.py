@@ -181,3 +181,19 @@ def step_classes(trace, st, all_passes: bool = True) -> dict[str, dict[str, int]
     module says."""
     s, pre = class_series(trace), "all" if all_passes else "oor"
     return {m: {c: int(s[f"{pre}_{m}_{c}"][st.index]) for c in OOR_FIELDS} for m in MODES}
+
+
+NOT_OBSERVED = "not observed"
+
+
+def compare_values(trace, st) -> dict:
+    """``lab.trace.diff``'s handed fields of one step (``HANDED_FIELDS``): per mode, what each pass's launch is
+    handed ("not observed" where the chosen backend has no observation), and every pass's out-of-range entries per
+    mode and field (sorted), each walk sized as this module says."""
+    out = {}
+    for m in MODES:
+        walks = [pass_walk(trace, st, m, p) for p in range(1 + len(st.drafts))]
+        out[f"handed.{m}"] = [w.value if w.observed else NOT_OBSERVED for w in walks]
+    counts = step_classes(trace, st)
+    out["handed.oor"] = [[counts[m][c] for c in sorted(counts[m])] for m in MODES]
+    return out

@@ -41,7 +41,8 @@ def whatif(trace, index: int, **changes) -> dict:
     """This step's answer under ``changes`` (num_speculative_tokens, cudagraph_mode, max_model_len): the
     graph mode, the padded rows, and per era the target's told max_seq_len, what its launch is handed
     (``kernel``; ``observed`` False: not observed, the told value), FA3's scheduler ``max_seqlen_k`` (``scheduler``,
-    None where there is none), the columns and entries walked, and the draft decodes' told value. A bad value raises ValueError (the scenario's checks)."""
+    None where there is none), the columns and entries walked, and the draft decodes' told value; ``handed``: the
+    lines saying whose launch that is, or "not observed". A bad value raises ValueError (the scenario's checks)."""
     st = trace.steps[check_step(trace, index)]
     old = trace.scenario
     unknown = set(changes) - {"num_speculative_tokens", "cudagraph_mode", "max_model_len"}

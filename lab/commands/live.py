@@ -24,7 +24,6 @@ from lab.real_vllm.live.limits import LiveUnavailable, ScenarioRefused, availabl
 from lab.trace import Trace, era_recordings
 from lab.trace.diff import compare_traces
 from lab.trace.recorder import simulate
-from lab.views import walks
 from lab.vllm_env import installed_series
 
 
@@ -120,6 +119,8 @@ def cmd_record(args) -> int:
 
 
 def _compare(a, b, a_label, b_label) -> int:
+    from lab.views import walks  # deferred: lab.views imports plotly
+
     if b is None:
         b = simulate(a.scenario)
     cmp = compare_traces(a, b, a_label, b_label, walks=walks)  # what each pass is handed, as observed

@@ -24,7 +24,6 @@ from lab.presets import PRESETS
 from lab.trace import Trace
 from lab.trace.names import mode_words, patch_label
 from lab.trace.recorder import simulate
-from lab.views.walks import class_totals, pass_walk, sized_text, step_walked
 
 
 def register(sub) -> None:
@@ -95,6 +94,8 @@ def print_trace(trace: Trace, every: int = 1, out=None, show_steps: bool = True)
     """The scenario, then every ``every``-th step (and the last): max_seq_len, what the chosen backend's launch is
     observed to be handed ("n/o": not observed) and the out-of-range reads of walks sized by it (lab/views/walks.py)
     in both modes (b/f: baseline/fixed); then the totals."""
+    from lab.views.walks import pass_walk, sized_text, step_walked  # deferred: lab.views imports plotly
+
     out = out or sys.stdout
     s = trace.scenario
     w = out.write
@@ -161,6 +162,8 @@ def _full_sentence(trace: Trace) -> str:
 def print_totals(trace: Trace, out=None) -> None:
     """The block-table entries walked, in range and out of range per class, in both modes, each walk sized by what
     the chosen backend's launch is observed to be handed (lab/views/walks.py ``class_totals``)."""
+    from lab.views.walks import class_totals, sized_text  # deferred: lab.views imports plotly
+
     w = (out or sys.stdout).write
     passes = (
         (("target passes", False), ("all passes (target + drafts)", True))

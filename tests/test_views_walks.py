@@ -7,6 +7,7 @@ the timeline's walk counts), so nothing is assumed from R9 alone."""
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 
@@ -196,10 +197,10 @@ def _show(trace) -> str:
 
 
 def test_every_consumer_follows_a_rewritten_observation(rewritten):
-    """FA3's eager launch rewritten to keep max_model_len: the out-of-range view's stacks and totals, the what-if's
-    walk, ``python -m lab show``'s handed column and totals, ``lab compare``'s handed fields and the exported page's
-    out-of-range view all follow it. On the code before issue 46 item 5 they counted the trace's modelled
-    kernel_max_seq_len (the eager step's own value) instead."""
+    """FA3's eager launch rewritten to keep max_model_len: the out-of-range view's stacks and totals (and the tour's
+    out-of-range stop), the what-if's walk, ``python -m lab show``'s handed column and totals, ``lab compare``'s
+    handed fields and the exported page's out-of-range view all follow it. On the code before issue 46 item 5 they
+    counted the trace's modelled kernel_max_seq_len (the eager step's own value) instead."""
     from lab.trace.diff import compare_traces
     from lab.views import oor_spec, walks
     from lab.views.whatif import whatif, whatif_html
@@ -217,6 +218,10 @@ def test_every_consumer_follows_a_rewritten_observation(rewritten):
     assert int(sum(fixed_null["y"])) == sum(count_walk(trace, st, "fixed", 0, mml)["null"] for st in trace.steps)
     assert f"baseline {oor['baseline']:,}, fixed {oor['fixed']:,} over the trace" in spec["layout"]["title"]["text"]
     assert "FLASH_ATTN's launch is handed (max_seqlen_k, observed)" in spec["layout"]["title"]["text"]
+    # The tour's out-of-range stop: after #43991 the eager walk reads what the old one does.
+    stop = next(t for t in tour(trace) if t["view"] == "oor")
+    old, new = re.search(r"one step: ([\d,]+) .*after #43991: ([\d,]+)\.$", stop["text"]).groups()
+    assert old == new != "0"
     # The exported page's out-of-range view: the same counts.
     line = _export_view(trace, "oor")[0]
     assert f"fixed {oor['fixed']:,} over the trace" in line["layout"]["title"]["text"]

@@ -7,6 +7,7 @@ the timeline's walk counts), so nothing is assumed from R9 alone."""
 from __future__ import annotations
 
 import copy
+import re
 
 import pytest
 
@@ -165,3 +166,120 @@ def test_flashinfer_on_sm100_is_observed_and_a_full_replay_walks_captures_width(
     md = summary_markdown(trace, k)
     assert f"FLASHINFER's launch is handed max_seq_len {mml:,} / {mml:,} (observed" in md
     assert "not observed" not in md
+
+
+# ---- the consumers beyond the walk views: the out-of-range view, the what-if, python -m lab show, lab compare and
+# the exported page's per-step data all go through lab/views/walks.py (issue 46 item 5) --------------------------
+
+SMALL = "3p200o6_cg=none"  # six eager steps on H200 (FA3, AOT scheduling on): cheap to count again
+
+
+def _export_view(trace, name: str) -> list[dict]:
+    """The exported page's lines of view ``name`` (lab/export/payload.py), parsed."""
+    import base64
+    import gzip
+    import json
+
+    from lab.export.payload import step_payload
+
+    view = next(v for v in step_payload(trace)["views"] if v["name"] == name)
+    return [json.loads(line) for line in gzip.decompress(base64.b64decode(view["gz"])).decode().splitlines()]
+
+
+def _show(trace) -> str:
+    import io
+
+    from lab.commands.trace import print_trace
+
+    out = io.StringIO()
+    print_trace(trace, out=out)
+    return out.getvalue()
+
+
+def test_every_consumer_follows_a_rewritten_observation(rewritten):
+    """FA3's eager launch rewritten to keep max_model_len: the out-of-range view's stacks and totals (and the tour's
+    out-of-range stop), the what-if's walk, ``python -m lab show``'s handed column and totals, ``lab compare``'s
+    handed fields and the exported page's out-of-range view all follow it. On the code before issue 46 item 5 they
+    counted the trace's modelled kernel_max_seq_len (the eager step's own value) instead."""
+    from lab.trace.diff import compare_traces
+    from lab.views import oor_spec, walks
+    from lab.views.whatif import whatif, whatif_html
+
+    rewritten(lambda r: 32768 if r["mode"] == "fixed" else r["launch"]["max_seqlen_k"])
+    trace = simulate(Scenario.from_spec(SMALL))
+    mml, bs = trace.scenario.max_model_len, trace.scenario.block_size
+    assert all(st.kernel_max_seq_len["fixed"] < mml for st in trace.steps)  # the trace's R9: the step's value
+    walked = {m: sum(count_walk(trace, st, m, 0, mml)["walked"] for st in trace.steps) for m in MODES}
+    oor = {m: sum(sum(count_walk(trace, st, m, 0, mml)[c] for c in OOR_CLASSES) for st in trace.steps) for m in MODES}
+    assert walked["baseline"] == walked["fixed"] and oor["baseline"] == oor["fixed"] > 0
+    # The out-of-range view: both modes' stacks and totals are the walks at max_model_len.
+    spec = oor_spec(trace, 0)
+    fixed_null = next(t for t in spec["data"] if t.get("yaxis") == "y2" and t["name"] == "null")
+    assert int(sum(fixed_null["y"])) == sum(count_walk(trace, st, "fixed", 0, mml)["null"] for st in trace.steps)
+    assert f"baseline {oor['baseline']:,}, fixed {oor['fixed']:,} over the trace" in spec["layout"]["title"]["text"]
+    assert "FLASH_ATTN's launch is handed (max_seqlen_k, observed)" in spec["layout"]["title"]["text"]
+    # The tour's out-of-range stop: after #43991 the eager walk reads what the old one does.
+    stop = next(t for t in tour(trace) if t["view"] == "oor")
+    old, new = re.search(r"one step: ([\d,]+) .*after #43991: ([\d,]+)\.$", stop["text"]).groups()
+    assert old == new != "0"
+    # The exported page's out-of-range view: the same counts.
+    line = _export_view(trace, "oor")[0]
+    assert f"fixed {oor['fixed']:,} over the trace" in line["layout"]["title"]["text"]
+    # The what-if on an eager step: every era's launch is handed max_model_len.
+    answer = whatif(trace, 2)
+    last = answer["eras"]["after #43991"]
+    assert last["kernel"] == mml and last["columns"] == walked_columns(mml, bs) and last["observed"]
+    assert f"launch handed {mml:,} (observed)" in whatif_html(answer)
+    # python -m lab show: the handed column and the totals.
+    text = _show(trace)
+    st = trace.steps[2]
+    assert f"{st.max_seq_len['baseline']:>8}/{st.max_seq_len['fixed']:<8} {mml:>8}/{mml:<8}" in text
+    assert f"  walked       {walked['baseline']:>16,} {walked['fixed']:>16,}            1.0x" in text
+    # lab compare: the handed fields are the observation's. H200 (FA3, rewritten) against B200 (FlashInfer
+    # TRTLLM-gen: its eager launch is handed the step's value) disagree on them, not on the stored R9 fields.
+    other = simulate(Scenario.from_spec(SMALL).replace(device_capability=100))
+    assert walks.compare_values(trace, st)["handed.fixed"] == [mml]
+    cmp = compare_traces(trace, other, walks=walks)
+    assert cmp.fields["handed.fixed"].disagree_steps == len(trace.steps)
+    assert "kernel_max_seq_len.fixed" not in cmp.fields
+    assert cmp.fields["handed.baseline"].disagree_steps == 0 and not compare_traces(trace, other).structural
+    assert compare_traces(trace, other).fields["kernel_max_seq_len.fixed"].disagree_steps == 0  # the model: alike
+    assert "FLASH_ATTN's launch is handed" in cmp.table()
+
+
+def test_a_backend_without_an_observation_is_said_not_observed_by_every_consumer(monkeypatch):
+    """FA3's observation taken out of the table: the chosen backend (FLASH_ATTN, FA3 on H200) has none. The
+    out-of-range view, the what-if, show, compare and the exported page say "not observed" and size a walk by the
+    metadata's told value: on a FULL step the batch max, not the modelled capture's max_model_len."""
+    from lab.trace.diff import compare_traces
+    from lab.views import oor_spec, walks
+    from lab.views.whatif import whatif, whatif_html
+
+    table = copy.deepcopy(observed.load())
+    table["rows"] = [r for r in table["rows"] if r["case"] != FA3_ON]
+    monkeypatch.setattr(observed, "load", lambda: table)
+    handed_mod._handed.cache_clear()
+    try:
+        trace = simulate(Scenario.from_spec("3p200o6_cg=full"))
+        assert handed_for(trace.scenario) is None
+        k = next(st.index for st in trace.steps if st.cudagraph_mode == "FULL")
+        st = trace.steps[k]
+        told, mml, bs = st.max_seq_len["fixed"], trace.scenario.max_model_len, trace.scenario.block_size
+        assert st.kernel_max_seq_len["fixed"] == mml > told
+        said = "what FLASH_ATTN (FA3) is handed: not observed"
+        assert said in oor_spec(trace, k)["layout"]["title"]["text"]
+        assert said in _export_view(trace, "oor")[0]["layout"]["title"]["text"]
+        fixed_null = next(t for t in oor_spec(trace, k)["data"] if t.get("yaxis") == "y2" and t["name"] == "null")
+        assert fixed_null["y"][k] == count_walk(trace, st, "fixed", 0, told)["null"]
+        answer = whatif(trace, k)
+        last = answer["eras"]["after #43991"]
+        assert (last["kernel"], last["observed"], last["columns"]) == (told, False, walked_columns(told, bs))
+        assert said in whatif_html(answer) and "launch handed" not in whatif_html(answer)
+        text = _show(trace)
+        assert said in text and f"{mml:>8}/{told:<8} {'n/o':>8}/{'n/o':<8}" in text
+        assert "FULL-graph steps: " in text and "there what FLASH_ATTN (FA3) is handed: not observed" in text
+        values = walks.compare_values(trace, st)
+        assert values["handed.fixed"] == values["handed.baseline"] == ["not observed"]
+        assert said in compare_traces(trace, trace, walks=walks).table()
+    finally:
+        handed_mod._handed.cache_clear()

@@ -70,6 +70,7 @@ body.knobs-above #more {display: inline-block !important}
 #whatif {font-size: 12px; line-height: 1.3}
 #whatif .wi-row {margin: 2px 0}
 #whatif .wi-head {color: #444}
+#whatif .wi-handed {color: #555; font-size: 11px; margin-top: 3px}
 #whatif .wi-foot {color: #777; font-size: 11px}
 #whatif .wi-refused {color: #9b0018}
 #tour-next {font-weight: 600; border: 1px solid #b8860b; border-radius: 6px; padding: 3px 12px; background: #fffbe6;

@@ -119,9 +119,11 @@ def cmd_record(args) -> int:
 
 
 def _compare(a, b, a_label, b_label) -> int:
+    from lab.views import walks  # deferred: lab.views imports plotly
+
     if b is None:
         b = simulate(a.scenario)
-    cmp = compare_traces(a, b, a_label, b_label)
+    cmp = compare_traces(a, b, a_label, b_label, walks=walks)  # what each pass is handed, as observed
     print(cmp.table())
     return 0 if cmp.agree else 1
 

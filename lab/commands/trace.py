@@ -16,6 +16,7 @@ import sys
 import time
 
 from lab.commands.scenario_args import add_scenario_args, scenario_from_args
+from lab.deployment.handed import CAPTURE, STEP_KIND, TOLD, handed_for, not_observed_text, scheduler_text
 from lab.engine.model_states import MODES
 from lab.engine.oor import OOR_CLASSES
 from lab.history import ERAS
@@ -90,8 +91,11 @@ def _oor_total(counts: dict) -> int:
 
 
 def print_trace(trace: Trace, every: int = 1, out=None, show_steps: bool = True) -> None:
-    """The scenario, then every ``every``-th step (and the last): max_seq_len, what the kernel sees and
-    the out-of-range reads in both modes (b/f: baseline/fixed); then the totals."""
+    """The scenario, then every ``every``-th step (and the last): max_seq_len, what the chosen backend's launch is
+    observed to be handed ("n/o": not observed) and the out-of-range reads of walks sized by it (lab/views/walks.py)
+    in both modes (b/f: baseline/fixed); then the totals."""
+    from lab.views.walks import pass_walk, sized_text, step_walked  # deferred: lab.views imports plotly
+
     out = out or sys.stdout
     s = trace.scenario
     w = out.write
@@ -110,25 +114,28 @@ def print_trace(trace: Trace, every: int = 1, out=None, show_steps: bool = True)
     patched = patch_label(trace)
     if show_steps:
         w(f"b: baseline (before #40654), f: {mode_words(trace)['fixed']} ({patched})\n" if patched else "")
+        w(f"{sized_text(trace)}\n")
+        w(f"  {t}\n" if (t := scheduler_text(handed_for(s))) else "")
         w(
             f"{'step':>5} {'reqs':>4} {'pad':>4} {'tokens':>6} {'graph':<9} "
-            f"{'max_seq_len b/f':>17} {'kernel sees b/f':>17} {'out-of-range b/f':>19}\n"
+            f"{'max_seq_len b/f':>17} {'handed b/f':>17} {'out-of-range b/f':>19}\n"
         )
         for st in trace.steps:
             if st.index % every and st.index != len(trace.steps) - 1:
                 continue
-            msl, kms, oor = st.max_seq_len, st.kernel_max_seq_len, st.oor_all_passes
+            msl, oor = st.max_seq_len, step_walked(trace, st)
+            hb, hf = (_handed(pass_walk(trace, st, m)) for m in MODES)
             w(
                 f"{st.index:>5} {st.num_reqs:>4} {st.num_reqs_padded:>4} {st.num_tokens:>6} {st.cudagraph_mode:<9} "
-                f"{msl['baseline']:>8}/{msl['fixed']:<8} {kms['baseline']:>8}/{kms['fixed']:<8} "
-                f"{_fmt(_oor_total(oor['baseline'])):>9}/{_fmt(_oor_total(oor['fixed'])):<9}\n"
+                f"{msl['baseline']:>8}/{msl['fixed']:<8} {hb:>8}/{hf:<8} "
+                f"{_fmt(oor['baseline']['oor']):>9}/{_fmt(oor['fixed']['oor']):<9}\n"
             )
             if st.drafts and st.index % every == 0:
                 d = st.drafts[-1]
+                db, df = (_handed(pass_walk(trace, st, m, len(st.drafts))) for m in MODES)
                 w(
                     f"{'':>5} drafts: {len(st.drafts)} passes, last {d.cudagraph_mode}, draft_max_seq_len "
-                    f"{d.max_seq_len['baseline']}/{d.max_seq_len['fixed']}, kernel sees "
-                    f"{d.kernel_max_seq_len['baseline']}/{d.kernel_max_seq_len['fixed']}"
+                    f"{d.max_seq_len['baseline']}/{d.max_seq_len['fixed']}, handed {db}/{df}"
                     # a patched trace's drafts are the patch's, not vLLM's as shipped the note speaks of
                     + (f" ({note})" if (note := st.history()[ERAS[-1]].get("drafts_note")) and not patched else "")
                     + "\n"
@@ -137,8 +144,26 @@ def print_trace(trace: Trace, every: int = 1, out=None, show_steps: bool = True)
     print_totals(trace, out)
 
 
+def _handed(walk) -> str:
+    """A pass's handed value for a column: what the launch is observed to be handed, "n/o" where not observed."""
+    return str(walk.value) if walk.observed else "n/o"
+
+
+def _full_sentence(trace: Trace) -> str:
+    """What a FULL replay's launch is handed, as observed for the chosen backend (lab/deployment/handed.py)."""
+    h = handed_for(trace.scenario)
+    origin = None if h is None else h.origin.get(STEP_KIND["FULL"])
+    if origin is None:
+        return f"there {not_observed_text(trace.scenario, why=False)}"
+    said = {CAPTURE: "the captured max_model_len in both modes", TOLD: "the step's own value"}.get(origin, origin)
+    return f"there {h.backend}'s launch is handed {said} (observed)"
+
+
 def print_totals(trace: Trace, out=None) -> None:
-    """The block-table entries walked, in range and out of range per class, in both modes."""
+    """The block-table entries walked, in range and out of range per class, in both modes, each walk sized by what
+    the chosen backend's launch is observed to be handed (lab/views/walks.py ``class_totals``)."""
+    from lab.views.walks import class_totals, sized_text  # deferred: lab.views imports plotly
+
     w = (out or sys.stdout).write
     passes = (
         (("target passes", False), ("all passes (target + drafts)", True))
@@ -146,9 +171,9 @@ def print_totals(trace: Trace, out=None) -> None:
         else (("all steps", True),)
     )
     for label, all_passes in passes:
-        t = trace.totals(all_passes)
+        t = class_totals(trace, all_passes)
         b, f = t["baseline"], t["fixed"]
-        w(f"totals over {label}: block-table entries\n")
+        w(f"totals over {label}: block-table entries ({sized_text(trace)})\n")
         fixed = mode_words(trace)["fixed"]  # "patched" for a patched trace (lab/trace/names.py)
         w(f"  {'':<12} {'baseline':>16} {fixed:>16} {'baseline/' + fixed:>15}\n")
         for key in ("walked", "in_range") + OOR_CLASSES:
@@ -159,10 +184,7 @@ def print_totals(trace: Trace, out=None) -> None:
         w(f"  {'out of range':<12} {_fmt(ob):>16} {_fmt(of):>16} {ratio:>15}\n")
     steps = trace.steps
     n_full = sum(1 for st in steps if st.cudagraph_mode == "FULL")
-    w(
-        f"FULL-graph steps: {n_full} of {len(steps)}; there the kernel sees the captured max_model_len in both "
-        f"modes (R9).\n"
-    )
+    w(f"FULL-graph steps: {n_full} of {len(steps)}; {_full_sentence(trace)}.\n")
 
 
 def print_timings(trace: Trace, every: int = 1, out=None, show_steps: bool = True) -> None:

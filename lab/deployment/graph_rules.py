@@ -9,6 +9,7 @@ lab/deployment/selection.py ``resolve_cudagraph``.
 
 from __future__ import annotations
 
+from lab.deployment.scheduling import VllmRefusal
 from lab.history import REFERENCE_RELEASE, RULES_0_19, RULES_0_22
 
 CG_ORDER = ("NEVER", "UNIFORM_SINGLE_TOKEN_DECODE", "UNIFORM_BATCH", "ALWAYS")  # AttentionCGSupport values
@@ -61,9 +62,10 @@ def model_overrides(
         notes.append(f"--kv-transfer-config: the KV connector requires PIECEWISE graphs ({mode} -> PIECEWISE)")
         mode = again("PIECEWISE")
     if rule != REFERENCE_RELEASE and not compiled and "PIECEWISE" in MODES[mode]:  # vllm.py __post_init__'s assert
-        raise ValueError(
-            "Compilation mode should be CompilationMode.VLLM_COMPILE when cudagraph_mode piecewise cudagraphs is "
-            f"used, cudagraph_mode=CUDAGraphMode.{mode} (vLLM {rule}: an AssertionError at start-up)"
+        raise VllmRefusal(  # the release's own refusal (resolve.py passes it on as it is)
+            "AssertionError: Compilation mode should be CompilationMode.VLLM_COMPILE when cudagraph_mode piecewise "
+            f"cudagraphs is used, cudagraph_mode=CUDAGraphMode.{mode}",
+            rule,
         )
     return mode
 

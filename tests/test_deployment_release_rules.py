@@ -49,9 +49,8 @@ def test_the_answer_says_which_releases_rules_it_follows():
     notes = resolve(QWEN, "B200", vllm="0.22.1").notes
     said = next(n for n in notes if "as vLLM 0.22.1 wrote them" in n)
     assert "the graph mode's steps" in said and "kernel block sizes" in said  # the release's own, no longer 0.33.0's
-    assert said.endswith(
-        "each backend's other checks and CUDA-graph support, and a hybrid model's block alignment: 0.33.0's"
-    )
+    assert "get_cudagraph_support" in said
+    assert said.endswith("each backend's other checks and a hybrid model's block alignment: 0.33.0's")
     assert not any("wrote them" in n for n in resolve(QWEN, "B200").notes)
 
 
@@ -140,3 +139,22 @@ def test_the_older_kernel_block_sizes_and_mla_order():
     assert names["0.19.1"][0] == "FLASHINFER_MLA"
     assert backend_priorities(120, use_mla=True, rule="0.22.1")[0] == "FLASH_ATTN_MLA"  # 0.33.0: TRITON_MLA first
     assert backend_priorities(120, use_mla=True)[0] == "TRITON_MLA"
+
+
+def test_the_older_builders_cudagraph_support_downgrades_the_mode():
+    """0.19.1's TritonMLA builder (MLACommonMetadataBuilder) sets no support (NEVER): DeepSeek-V3 on A100 runs
+    PIECEWISE there; 0.19.1 / 0.22.1's FlashInfer builder is UNIFORM_BATCH only on SM 10.x (TRTLLM), so EAGLE-3 on
+    an H100 with FLASHINFER cannot graph its 4-token decodes; their FlashAttention builder is ALWAYS with FA3 only."""
+    v3 = "vllm serve deepseek-ai/DeepSeek-V3 --tensor-parallel-size 8"
+    modes = {v: resolve(v3, "A100-80GB", vllm=v).graphs.vllm_mode for v in ("0.33.0", "0.22.1", "0.19.1")}
+    assert modes == {"0.33.0": "FULL_AND_PIECEWISE", "0.22.1": "FULL_AND_PIECEWISE", "0.19.1": "PIECEWISE"}
+    fi = LLAMA + EAGLE3 + " --attention-backend FLASHINFER"
+    assert [resolve(fi, "H100", vllm=v).graphs.vllm_mode for v in ("0.33.0", "0.22.1")] == [
+        "FULL_AND_PIECEWISE",
+        "PIECEWISE",
+    ]
+    fa = LLAMA + """-cc '{"cudagraph_mode":"FULL"}' --attention-backend FLASH_ATTN"""
+    assert [resolve(fa, "B200", vllm=v).graphs.vllm_mode for v in ("0.33.0", "0.22.1")] == [
+        "FULL",
+        "FULL_AND_PIECEWISE",
+    ]

@@ -25,6 +25,24 @@ O_LEVEL = {0: "NONE", 1: "PIECEWISE", 2: "FULL_AND_PIECEWISE", 3: "FULL_AND_PIEC
 SEPARATE_ROUTINE = ("FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
 
 
+def older_cudagraph_support(vllm_backend: str, sm: int, rule: str) -> str | None:
+    """A metadata builder's AttentionCGSupport in vLLM 0.19.1 / 0.22.1 where it differs from 0.33.0's
+    (selection.py ``cudagraph_support``), None where it does not; tests/conformance/test_release_rules_source.py reads
+    each from the release's builders."""
+    if vllm_backend == "FLASH_ATTN":  # flash_attn.py FlashAttentionMetadataBuilder: ALWAYS "if get_flash_attn_version()
+        return "ALWAYS" if sm // 10 == 9 else "UNIFORM_BATCH"  # == 3" (FA3: SM 9.x), no FA4 clause
+    if vllm_backend == "FLASHINFER":  # FlashInferMetadataBuilder.get_cudagraph_support: UNIFORM_BATCH only where
+        # can_use_trtllm_attention (vllm/utils/flashinfer.py supports_trtllm_attention: SM 10.x, cubins present)
+        return "UNIFORM_BATCH" if sm // 10 == 10 else "UNIFORM_SINGLE_TOKEN_DECODE"
+    if vllm_backend == "FLASHINFER_MLA":  # mla/flashinfer_mla.py FlashInferMLAMetadataBuilder
+        return "UNIFORM_BATCH"
+    if rule == RULES_0_19 and vllm_backend in ("FLEX_ATTENTION", "TRITON_MLA"):
+        # FlexAttentionMetadataBuilder and MLACommonMetadataBuilder (TritonMLABackend's) set none: the base
+        # AttentionMetadataBuilder's NEVER
+        return "NEVER"
+    return None
+
+
 def normalize_piecewise(mode: str, compiled: bool, rule: str = REFERENCE_RELEASE) -> str:
     """A piecewise mode without VLLM_COMPILE. 0.33.0: VllmConfig._normalize_piecewise_cudagraph_mode drops its
     piecewise part (CUDAGraphMode.without_piecewise: FULL_AND_PIECEWISE -> FULL_DECODE_ONLY). 0.19.1 / 0.22.1:

@@ -114,8 +114,8 @@ def scheduler_limits(
             f"batch defaults, capture sizes, the graph mode's steps, backend priorities, mm-prefix support and kernel "
             f"block sizes as vLLM {rule} wrote them (EngineArgs.get_batch_defaults, VllmConfig._set_cudagraph_sizes "
             "and __post_init__, the runner's CUDA-graph resolution, _get_backend_priorities, supports_mm_prefix, "
-            "get_supported_kernel_block_sizes); each backend's other checks and CUDA-graph support, and a hybrid "
-            f"model's block alignment: {REFERENCE_RELEASE}'s"
+            "get_supported_kernel_block_sizes, the builders' get_cudagraph_support); each backend's other checks and "
+            f"a hybrid model's block alignment: {REFERENCE_RELEASE}'s"
         )
     seqs = s.get("max_num_seqs") or default_seqs
     tokens = s.get("max_num_batched_tokens") or default_tokens

@@ -43,6 +43,7 @@ from lab.deployment.graph_rules import (
     builder_downgrades,
     model_overrides,
     normalize_piecewise,
+    older_cudagraph_support,
     rounds_for_spec_decode,
 )
 from lab.deployment.serve_line import ServeLineError
@@ -239,8 +240,17 @@ def _reasons(name: str, c: SelectorConfig, rule: str) -> list[str]:
     return out + ([] if name in OLDER_MM_PREFIX else ["partial multimodal token full attention not supported"])
 
 
-def cudagraph_support(vllm_backend: str, sm: int, sliding_window: bool = False, head_size: int | None = None) -> str:
-    """The AttentionCGSupport name of the backend's metadata builder (``get_cudagraph_support``)."""
+def cudagraph_support(
+    vllm_backend: str,
+    sm: int,
+    sliding_window: bool = False,
+    head_size: int | None = None,
+    rule: str = REFERENCE_RELEASE,
+) -> str:
+    """The AttentionCGSupport name of the backend's metadata builder (``get_cudagraph_support``; ``rule``: an older
+    release's, graph_rules.py ``older_cudagraph_support``)."""
+    if rule != REFERENCE_RELEASE and (older := older_cudagraph_support(vllm_backend, sm, rule)):
+        return older
     if vllm_backend == "FLASHINFER" and (sm == 90 or sm // 10 == 12) and head_size is not None:
         # FlashInferMetadataBuilder.get_cudagraph_support: on an XQA architecture (9.0, 12.x) a head size XQA cannot
         # take (_is_xqa_head_dim_supported: 16..256, a multiple of 16) has no uniform batch
@@ -335,7 +345,7 @@ def resolve_cudagraph(
     mode = normalize_piecewise(mode, compiled, rule)
     mode = model_overrides(mode, compiled, pooling, encoder_decoder, connector_piecewise, notes, rule)
     # vllm/v1/worker/gpu/attn_utils.py get_attn_cg_support: the weakest builder of every attention group
-    own = cudagraph_support(vllm_backend, sm, sliding_window, head_size)
+    own = cudagraph_support(vllm_backend, sm, sliding_window, head_size, rule)
     support = min(own, other_support, key=CG_ORDER.index)
     if support != own:
         notes.append(f"the model's other layers' builders support {support} graphs only (get_attn_cg_support)")

@@ -397,7 +397,7 @@ def compared_with_the_log(log: StartupLog, line: str, dep: Deployment) -> FromLo
         )
         notes.append(
             f"vLLM {dep.vllm}: the lab resolves its model runner and replays MRV2's bookkeeping of that release "
-            f"(lab/history.py); {own}the backends' other checks and CUDA-graph support and a hybrid's block alignment "
+            f"(lab/history.py); {own}the backends' other checks and a hybrid's block alignment "
             f"follow vLLM {REFERENCE_RELEASE}'s rules, which that release may not have had"
             + ("" if own else ", and so do the graph mode, block size, capture sizes and scheduler limits")
         )

@@ -463,3 +463,107 @@ def test_the_kernel_block_sizes_and_the_preferred_block_are_the_releases(series)
             assert lab_block == preferred(backend, 16), name
         compared.append(name)
     assert {"FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLASHINFER_MLA", "CUTLASS_MLA"} <= set(compared)
+
+
+# ---- each metadata builder's CUDA-graph support -------------------------------------------------------------------
+
+_MLA_PY = "model_executor/layers/attention/mla_attention.py"
+
+
+def _find_class(src: Path, name: str, near: Path) -> tuple[Path, ast.ClassDef]:
+    """A class of the release by name: in ``near`` (the backend's file), the MLA layer's file or backend.py."""
+    for path in (near, src / _MLA_PY, src / "v1" / "attention" / "backend.py"):
+        for c in _tree(path).body:
+            if isinstance(c, ast.ClassDef) and c.name == name:
+                return path, c
+    raise AssertionError(f"{name} not found near {near}")
+
+
+def _builder_of(src: Path, path: Path, cls: ast.ClassDef) -> str:
+    """The builder class name ``get_builder_cls`` returns, following the backend's bases (MLACommonBackend)."""
+    for f in cls.body:
+        if isinstance(f, ast.FunctionDef) and f.name == "get_builder_cls":
+            return next(n.value.id for n in ast.walk(f) if isinstance(n, ast.Return) and isinstance(n.value, ast.Name))
+    base = ast.unparse(cls.bases[0]).split("[")[0]
+    return _builder_of(src, *_find_class(src, base, path))
+
+
+def _release_cg_support(src: Path, file_and_class: str, sm: int) -> str | None:
+    """The release's own builder's AttentionCGSupport on SM ``sm``: its ``get_cudagraph_support`` (the nearest up its
+    bases) run on its ``_cudagraph_support`` (likewise; AttentionMetadataBuilder's at the root), FlashInfer's with the
+    release's own can_use_trtllm_attention (cubins taken as present, as the lab does); None: no such backend."""
+    from lab.deployment.backend_rules import fa_version
+
+    file, cls_name = file_and_class.split(":")
+    path = src / file.removeprefix("vllm/")
+    if not path.is_file() or not any(isinstance(c, ast.ClassDef) and c.name == cls_name for c in _tree(path).body):
+        return None
+    cg = _enums(src)["AttentionCGSupport"]
+    platform = SimpleNamespace(is_xpu=lambda: False, is_device_capability_family=lambda cap: sm // 10 == cap // 10)
+    scope = {"AttentionCGSupport": cg, "current_platform": platform, "get_flash_attn_version": lambda: fa_version(sm)}
+    chain = [_find_class(src, _builder_of(src, *_find_class(src, cls_name, path)), path)]
+    while chain[-1][1].name != "AttentionMetadataBuilder":
+        chain.append(_find_class(src, ast.unparse(chain[-1][1].bases[0]).split("[")[0], chain[-1][0]))
+    attr = next(v for p, c in chain if (v := _support_attr(p, c, scope)) is not None)
+    bpath, builder = next(
+        (p, c)
+        for p, c in chain
+        if any(isinstance(f, ast.FunctionDef) and f.name == "get_cudagraph_support" for f in c.body)
+    )
+    fn = _method(bpath, builder.name, "get_cudagraph_support", {**scope, **_flashinfer_scope(src, platform)})
+    config = SimpleNamespace(model_config=SimpleNamespace(get_num_attention_heads=lambda p: 32), parallel_config=None)
+    return fn(SimpleNamespace(_cudagraph_support=attr), config, _AttentionSpec()).name
+
+
+def _support_attr(path: Path, cls: ast.ClassDef, scope: dict):
+    """The class's own ``_cudagraph_support`` value, evaluated; None where it sets none."""
+    for n in cls.body:
+        target = n.targets[0] if isinstance(n, ast.Assign) else getattr(n, "target", None)
+        if isinstance(target, ast.Name) and target.id == "_cudagraph_support":
+            return eval(compile(ast.Expression(n.value), str(path), "eval"), scope)  # noqa: S307 - the release's text
+    return None
+
+
+class _AttentionSpec:
+    num_kv_heads = 8  # 32 query heads: num_qo_heads % num_kv_heads == 0
+
+
+def _flashinfer_scope(src: Path, platform) -> dict:
+    """What FlashInferMetadataBuilder.get_cudagraph_support calls: the release's own can_use_trtllm_attention and
+    supports_trtllm_attention (vllm/utils/flashinfer.py)."""
+    flashinfer = src / "utils" / "flashinfer.py"
+    ns = {
+        "envs": SimpleNamespace(VLLM_BATCH_INVARIANT=False),
+        "current_platform": platform,
+        "has_nvidia_artifactory": lambda: True,  # cubins present, as the lab takes them (selection.py)
+        "force_use_trtllm_attention": lambda: None,  # --attention-config.use_trtllm_attention not given
+    }
+    for name in ("supports_trtllm_attention", "can_use_trtllm_attention"):
+        node = copy.deepcopy(
+            next(f for f in _tree(flashinfer).body if isinstance(f, ast.FunctionDef) and f.name == name)
+        )
+        node.decorator_list, node.returns = [], None
+        exec(compile(ast.unparse(node), str(flashinfer), "exec"), ns)  # noqa: S102 - the release's own text
+    return {
+        "can_use_trtllm_attention": ns["can_use_trtllm_attention"],
+        "AttentionSpec": _AttentionSpec,
+        "UniformTypeKVCacheSpecs": type("UniformTypeKVCacheSpecs", (), {}),
+    }
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+@pytest.mark.parametrize("sm", [80, 90, 100])
+def test_each_builders_cudagraph_support_is_the_releases(series, sm):
+    from lab.deployment.backend_rules import RULES as BACKENDS
+    from lab.deployment.selection import cudagraph_support
+
+    src = _source(series)
+    compared = []
+    for name, rule in BACKENDS.items():
+        if "sparse" in rule.flags:
+            continue
+        release = _release_cg_support(src, rule.source, sm)
+        if release is not None:
+            assert cudagraph_support(name, sm, head_size=128, rule=RULES[series]) == release, name
+            compared.append(name)
+    assert {"FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "TRITON_MLA", "FLASHINFER_MLA", "CUTLASS_MLA"} <= set(compared)

@@ -567,3 +567,18 @@ def test_each_builders_cudagraph_support_is_the_releases(series, sm):
             assert cudagraph_support(name, sm, head_size=128, rule=RULES[series]) == release, name
             compared.append(name)
     assert {"FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "TRITON_MLA", "FLASHINFER_MLA", "CUTLASS_MLA"} <= set(compared)
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+def test_each_optimization_levels_graph_mode_is_the_releases(series):
+    """vllm/config/vllm.py OPTIMIZATION_LEVEL_00..03's cudagraph_mode (the lab's graph_rules.py ``O_LEVEL``)."""
+    from lab.deployment.graph_rules import O_LEVEL
+
+    tree = _tree(_source(series) / "config" / "vllm.py")
+    release = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]).startswith("OPTIMIZATION_LEVEL_0"):
+            compilation = dict(zip(map(ast.literal_eval, node.value.keys), node.value.values))["compilation_config"]
+            modes = dict(zip(map(ast.literal_eval, compilation.keys), compilation.values))
+            release[int(ast.unparse(node.targets[0])[-1])] = ast.unparse(modes["cudagraph_mode"]).split(".")[-1]
+    assert release == O_LEVEL

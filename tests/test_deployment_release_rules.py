@@ -85,8 +85,8 @@ EAGLE3 = (
 
 
 def test_spec_decode_rounds_the_capture_sizes_in_the_older_releases():
-    """adjust_cudagraph_sizes_for_spec_decode: 0.22.1 (both runners) and 0.19.1's V1 runner round every size up to a
-    multiple of 1 + K under FULL decode graphs; 0.33.0's MRV2 and 0.19.1's MRV2 do not."""
+    """adjust_cudagraph_sizes_for_spec_decode: 0.22.1 (both runners) and 0.19.1's and 0.33.0's V1 runners round
+    every size up to a multiple of 1 + K under FULL decode graphs; 0.33.0's MRV2 and 0.19.1's MRV2 do not."""
     assert resolve(LLAMA + EAGLE3, "H100").graphs.resolved_capture_sizes[:3] == (1, 2, 4)
     for vllm in ("0.22.1", "0.19.1"):
         dep = resolve(LLAMA + EAGLE3, "H100", vllm=vllm)
@@ -96,6 +96,8 @@ def test_spec_decode_rounds_the_capture_sizes_in_the_older_releases():
         assert any("rounds the capture sizes up to multiples of 4" in n for n in dep.notes)
     mrv2 = resolve("VLLM_USE_V2_MODEL_RUNNER=1 " + LLAMA + EAGLE3, "H100", vllm="0.19.1")
     assert mrv2.runs_mrv2 and mrv2.graphs.resolved_capture_sizes[:3] == (1, 2, 4)
+    v1 = resolve("VLLM_USE_V2_MODEL_RUNNER=0 " + LLAMA + EAGLE3, "H100")  # 0.33.0's V1 runner ("MRV1 adjusts")
+    assert not v1.runs_mrv2 and v1.graphs.resolved_capture_sizes[:3] == (4, 8, 16)
 
 
 def test_a_piecewise_mode_without_compilation_is_none_in_the_older_releases():

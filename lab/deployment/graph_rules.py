@@ -142,10 +142,12 @@ def rounds_for_spec_decode(mode: str, uniform_decode_query_len: int, rule: str, 
     """Does the release round the capture sizes up to multiples of 1 + K (adjust_cudagraph_sizes_for_spec_decode,
     "to avoid: https://github.com/vllm-project/vllm/issues/28207")? Only with FULL decode graphs and K > 0.
     0.22.1: resolve_cudagraph_mode_and_sizes always (both runners); 0.19.1: the V1 runner's
-    _check_and_update_cudagraph_mode with a separate decode routine, its MRV2 never; 0.33.0's MRV2 never ("MRV2
-    handles cudagraph capture sizing in cudagraph_utils.py")."""
+    _check_and_update_cudagraph_mode with a separate decode routine, its MRV2 never; 0.33.0: its V1 runner only
+    ("MRV1 adjusts cudagraph sizes"; "MRV2 handles cudagraph capture sizing in cudagraph_utils.py")."""
     if uniform_decode_query_len <= 1 or MODES[mode][0] != "FULL":
         return False
     if rule == RULES_0_22:
         return True
-    return rule == RULES_0_19 and not runs_mrv2 and mode in SEPARATE_ROUTINE
+    if rule == RULES_0_19:
+        return not runs_mrv2 and mode in SEPARATE_ROUTINE
+    return not runs_mrv2

@@ -358,7 +358,8 @@ def resolve_cudagraph(
         rounded = tuple(spec_decode_rounded_sizes(resolved, uniform_decode_query_len))
         if rounded != resolved:
             notes.append(
-                f"vLLM {rule} rounds the capture sizes up to multiples of {uniform_decode_query_len} (1 + K) "
+                f"vLLM {rule}{'' if runs_mrv2 else ' (the V1 runner)'} rounds the capture sizes up to multiples of "
+                f"{uniform_decode_query_len} (1 + K) "
                 "for FULL decode graphs (CompilationConfig.adjust_cudagraph_sizes_for_spec_decode)"
             )
             capture = resolved = rounded

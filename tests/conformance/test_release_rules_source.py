@@ -19,6 +19,7 @@ import enum
 import functools
 import inspect
 import os
+import sys
 import textwrap
 from pathlib import Path
 from types import SimpleNamespace
@@ -103,8 +104,6 @@ def _release_batch_defaults(src: Path, gpu) -> tuple[int, int]:
     usage = SimpleNamespace(UsageContext=_Usage)
     namespace = {"current_platform": _platform(gpu), "GiB_bytes": 1 << 30, "UsageContext": _Usage}
     fn = _method(src / "engine" / "arg_utils.py", "EngineArgs", "get_batch_defaults", namespace)
-    import sys
-
     saved = sys.modules.get("vllm.usage.usage_lib")
     sys.modules["vllm.usage.usage_lib"] = usage  # the method imports UsageContext from there
     try:
@@ -284,8 +283,6 @@ def _release_downgrade(series: str, src: Path, mode: str, support: str, compiled
     """(mode, capture sizes) after the release's own resolution: 0.22.1's CompilationConfig.
     resolve_cudagraph_mode_and_sizes (what both its runners call), 0.19.1's V1 GPUModelRunner.
     _check_and_update_cudagraph_mode; or the ValueError's text."""
-    import sys
-
     ns = _enums(src)
     cc = _compilation_config(src, ns, mode, compiled, sizes)
     cg = ns["AttentionCGSupport"][support]
@@ -582,3 +579,50 @@ def test_each_optimization_levels_graph_mode_is_the_releases(series):
             modes = dict(zip(map(ast.literal_eval, compilation.keys), compilation.values))
             release[int(ast.unparse(node.targets[0])[-1])] = ast.unparse(modes["cudagraph_mode"]).split(".")[-1]
     assert release == O_LEVEL
+
+
+@pytest.mark.parametrize("use_v2", [False, True])
+@pytest.mark.parametrize("mode", ["FULL", "FULL_AND_PIECEWISE", "FULL_DECODE_ONLY"])
+def test_the_033_rounding_is_the_v1_runners_only(use_v2, mode):
+    """0.33.0's resolve_cudagraph_mode_and_sizes rounds the capture sizes for spec decode only for the V1 runner
+    (use_v2_model_runner=False): the installed vLLM 0.33.0 (.venv-vllm), its function taken from its source."""
+    import importlib.util
+
+    from lab.deployment.graph_rules import rounds_for_spec_decode
+    from lab.engine.cudagraph import spec_decode_rounded_sizes
+    from lab.history import REFERENCE_RELEASE
+
+    spec = importlib.util.find_spec("vllm")  # finds the package without importing it
+    if spec is None or spec.origin is None:
+        if os.environ.get("LAB_REQUIRE_VLLM") == "1":
+            pytest.fail("vLLM 0.33.0 is not installed here (.venv-vllm)")
+        pytest.skip("vLLM 0.33.0 is not installed here (.venv-vllm)")
+    src = Path(spec.origin).parent
+    sizes = default_capture_sizes(64, 8192, 3, 90)  # 0.33.0's: the token grid and the decode sizes n x 4
+    ns = _enums(src)
+    cc = _compilation_config(src, ns, mode, True, sizes)
+    adjust = _method(
+        src / "config" / "compilation.py",
+        "CompilationConfig",
+        "adjust_cudagraph_sizes_for_spec_decode",
+        {"round_up": lambda x, m: -(-x // m) * m},
+    )
+    cc.adjust_cudagraph_sizes_for_spec_decode = lambda q: adjust(cc, q)
+    fn = _method(
+        src / "config" / "compilation.py",
+        "CompilationConfig",
+        "resolve_cudagraph_mode_and_sizes",
+        {**ns, "logger": _Log()},
+    )
+    saved = sys.modules.get("vllm.v1.attention.backend")
+    sys.modules["vllm.v1.attention.backend"] = SimpleNamespace(AttentionCGSupport=ns["AttentionCGSupport"])
+    try:
+        fn(cc, ns["AttentionCGSupport"].ALWAYS, "BACKEND", 4, use_v2)
+    finally:
+        if saved is None:
+            sys.modules.pop("vllm.v1.attention.backend", None)
+        else:
+            sys.modules["vllm.v1.attention.backend"] = saved
+    rounds = rounds_for_spec_decode(mode, 4, REFERENCE_RELEASE, runs_mrv2=use_v2)
+    assert cc.cudagraph_capture_sizes == (spec_decode_rounded_sizes(sizes, 4) if rounds else list(sizes))
+    assert rounds is not use_v2

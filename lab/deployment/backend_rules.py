@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from lab.history import REFERENCE_RELEASE, RULES_0_22
+from lab.history import REFERENCE_RELEASE, RULES_0_19, RULES_0_22
 
 CUDA_PY, _B = "vllm/platforms/cuda.py", "vllm/v1/attention/backends/"
 _SPARSE_MLA = (
@@ -42,11 +42,10 @@ def backend_priorities(
 ) -> tuple[str, ...]:
     """vllm/platforms/cuda.py _get_backend_priorities, as AttentionBackendEnum names (``use_mm_prefix``: the
     model is an mm-prefix LM, ModelConfig.is_mm_prefix_lm, whose Triton composites lead on SM90 / SM100).
-    ``rule`` "0.19.1" / "0.22.1": those releases' lists for a non-MLA model (OLDER_MM_PREFIX)."""
+    ``rule`` "0.19.1" / "0.22.1": those releases' lists (``_older_priorities``)."""
     major = sm // 10
-    if rule != REFERENCE_RELEASE and not use_mla:  # no Triton composite, no non-causal branch; TURBOQUANT from 0.22.1
-        first = ("FLASHINFER", "FLASH_ATTN") if major == 10 else ("FLASH_ATTN", "FLASHINFER")
-        return (*first, "TRITON_ATTN", "FLEX_ATTENTION", *(("TURBOQUANT",) if rule == RULES_0_22 else ()))
+    if rule != REFERENCE_RELEASE:
+        return _older_priorities(major, use_mla, num_heads, kv_cache_dtype, rule)
     if use_mla:
         if major == 10:
             if is_quantized(kv_cache_dtype):  # "Prefer FlashInfer for fp8 kv cache"
@@ -74,6 +73,31 @@ def backend_priorities(
         return (*lead, "FLASHINFER", "FLASH_ATTN", "TRITON_ATTN", "FLEX_ATTENTION", "TURBOQUANT")
     lead = ("TRITON_FLASH_ATTN",) if major == 9 and use_mm_prefix else ()
     return (*lead, "FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION", "TURBOQUANT")
+
+
+def _older_priorities(major: int, use_mla: bool, num_heads: int | None, kv: str, rule: str) -> tuple[str, ...]:
+    """vllm/platforms/cuda.py _get_backend_priorities as vLLM 0.19.1 / 0.22.1 wrote it (``rule``), read in their
+    source (tests/conformance/test_release_rules_source.py runs it): no Triton composite, no non-causal branch,
+    TURBOQUANT and TOKENSPEED_MLA from 0.22.1; SM 12.x takes the SM 9.x MLA list; the sparse tail has no FA4 or SM90/
+    SM120 FlashInfer entries."""
+    newer = rule == RULES_0_22
+    if not use_mla:
+        first = ("FLASHINFER", "FLASH_ATTN") if major == 10 else ("FLASH_ATTN", "FLASHINFER")
+        return (*first, "TRITON_ATTN", "FLEX_ATTENTION", *(("TURBOQUANT",) if newer else ()))
+    if major != 10:
+        return ("FLASH_ATTN_MLA", "FLASHMLA", "FLASHINFER_MLA", "TRITON_MLA", "FLASHMLA_SPARSE")
+    # "Prefer FlashInfer for fp8 kv cache" (0.19.1: kv_cache_dtype.startswith("fp8")), and at low head counts
+    flashinfer_first = is_quantized(kv) or (num_heads is not None and num_heads <= 16)
+    sparse = ("FLASHINFER_MLA_SPARSE", "FLASHMLA_SPARSE")
+    return (
+        "FLASHINFER_MLA",
+        *(("TOKENSPEED_MLA",) if newer else ()),
+        "CUTLASS_MLA",
+        "FLASH_ATTN_MLA",
+        "FLASHMLA",
+        "TRITON_MLA",
+        *(sparse if flashinfer_first else sparse[::-1]),
+    )
 
 
 @dataclass(frozen=True)
@@ -339,8 +363,23 @@ for _name in _SPARSE_MLA:  # DeepSeek-V3.2 sparse MLA backends (is_sparse): neve
     RULES[_name] = _Rule(_B + "mla/ (sparse MLA: only is_sparse modelled)", _F16, _KV_FP8, (), (1,), "mla sparse")
 
 
-def reasons(name: str, c: SelectorConfig) -> list[str]:
-    """vllm/v1/attention/backend.py AttentionBackend.validate_configuration, in its order and wording."""
+def kernel_blocks(name: str, c: SelectorConfig, rule: str = REFERENCE_RELEASE) -> tuple[int, ...]:
+    """The bases of the backend's get_supported_kernel_block_sizes. 0.19.1 / 0.22.1: flash_attn.py
+    FlashAttentionBackend.get_supported_kernel_block_sizes is MultipleOf(16) on CUDA (no FA4 page sizes: hd256's 128,
+    SM90 fp8 head 512's 64); 0.19.1's flex_attention.py FlexAttentionBackend defines none (AttentionBackend's
+    MultipleOf(1)); every other backend the lab models lists the same sizes there as in 0.33.0
+    (tests/conformance/test_release_rules_source.py runs each)."""
+    r = RULES[name]
+    if rule != REFERENCE_RELEASE and name == "FLASH_ATTN":
+        return (16,)
+    if rule == RULES_0_19 and name == "FLEX_ATTENTION":
+        return (1,)
+    return r.blocks(c) if callable(r.blocks) else r.blocks
+
+
+def reasons(name: str, c: SelectorConfig, rule: str = REFERENCE_RELEASE) -> list[str]:
+    """vllm/v1/attention/backend.py AttentionBackend.validate_configuration, in its order and wording (``rule``: an
+    older release's kernel block sizes, ``kernel_blocks``)."""
     r, out = RULES[name], []
     if not (r.head(c) if callable(r.head) else not r.head or c.head_size in r.head):
         out.append("head_size not supported")
@@ -348,7 +387,7 @@ def reasons(name: str, c: SelectorConfig) -> list[str]:
         out.append("dtype not supported")
     if not (r.kv(c) if callable(r.kv) else c.kv in r.kv):
         out.append("kv_cache_dtype not supported")
-    blocks = r.blocks(c) if callable(r.blocks) else r.blocks
+    blocks = kernel_blocks(name, c, rule)
     if c.block is not None and not any(c.block % b == 0 for b in blocks):  # supports_block_size
         out.append("block_size not supported")
     if c.mm_prefix and not r.mm_prefix(c):

@@ -252,7 +252,7 @@ def resolve(
     seqs, tokens = scheduler_limits(s, g, mml, chunked, notes, rules := rules_release(str(vllm)))
     try:  # selection.py raises vLLM's own messages (get_attn_backend_cls, resolve_cudagraph_mode_and_sizes)
         backend = _attention_backend(s, g, facts, rules)
-        graphs = _cudagraphs(s, g, facts, backend, k, seqs, tokens, pooling, connector_piecewise, rules)
+        graphs = _cudagraphs(s, g, facts, backend, k, seqs, tokens, pooling, connector_piecewise, rules, runs_mrv2)
     except ServeLineError:  # the lab's own refusal (a line it cannot model), said as such
         raise
     except ValueError as refused:
@@ -370,10 +370,10 @@ def _cudagraphs(
     tokens: int,
     pooling: bool,
     connector_piecewise: bool,
-    sizes_rule: str = REFERENCE_RELEASE,
+    rule: str = REFERENCE_RELEASE,
+    runs_mrv2: bool = True,
 ) -> GraphChoice:
-    """The CUDA-graph mode and capture sizes (lab/deployment/selection.py), the flags over the
-    --compilation-config."""
+    """The CUDA-graph mode and capture sizes (lab/deployment/selection.py), the flags over --compilation-config."""
     cc = dict(s.get("compilation_config") or {})
     for key in ("cudagraph_capture_sizes", "max_cudagraph_capture_size"):
         if key in s:
@@ -398,7 +398,8 @@ def _cudagraphs(
         other_support="UNIFORM_BATCH" if facts.kind == "mamba_hybrid" else "ALWAYS",
         head_size=facts.head_size,
         connector_piecewise=connector_piecewise,
-        sizes_rule=sizes_rule,  # an older release's _set_cudagraph_sizes (scheduling.py rules_release)
+        rule=rule,  # an older release's graph rules and _set_cudagraph_sizes (scheduling.py rules_release)
+        runs_mrv2=runs_mrv2,  # 0.19.1's MRV2 checks no builder support; its V1 runner does
     )
 
 

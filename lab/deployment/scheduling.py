@@ -24,9 +24,9 @@ class VllmRefusal(ServeLineError):
     """vLLM would not start this deployment: the message is vLLM's own reason (an invalid
     ``--attention-backend``, a graph mode the backend cannot run, a ``--max-model-len`` it refuses)."""
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str, release: str = REFERENCE_RELEASE):
         self.reason = reason
-        super().__init__(f"vLLM {REFERENCE_RELEASE} would not start this: {reason}")
+        super().__init__(f"vLLM {release} would not start this: {reason}")
 
 
 # config/speculative.py EagleModelTypes (eagle, eagle3, extract_hidden_states, every MTP name, dflash), NgramGPUTypes,
@@ -110,10 +110,12 @@ def scheduler_limits(
             flag = "--" + name.replace("_", "-")
             raise VllmRefusal(f"{flag} {s[name]}: {name} must be at least 1 (SchedulerConfig's Field(ge=1))")
     if rule != REFERENCE_RELEASE:
-        notes.append(
-            f"batch defaults, capture sizes, backend priorities and mm-prefix support as vLLM {rule} wrote them "
-            "(EngineArgs.get_batch_defaults, VllmConfig._set_cudagraph_sizes, _get_backend_priorities, "
-            f"supports_mm_prefix); each backend's other checks, the graph mode and block size: {REFERENCE_RELEASE}'s"
+        notes.append(  # each read in that release's source (tests/conformance/test_release_rules_source.py)
+            f"batch defaults, capture sizes, the graph mode's steps, backend priorities, mm-prefix support and kernel "
+            f"block sizes as vLLM {rule} wrote them (EngineArgs.get_batch_defaults, VllmConfig._set_cudagraph_sizes "
+            "and __post_init__, the runner's CUDA-graph resolution, _get_backend_priorities, supports_mm_prefix, "
+            "get_supported_kernel_block_sizes, the builders' get_cudagraph_support); each backend's other checks and "
+            f"a hybrid model's block alignment: {REFERENCE_RELEASE}'s"
         )
     seqs = s.get("max_num_seqs") or default_seqs
     tokens = s.get("max_num_batched_tokens") or default_tokens

@@ -33,10 +33,21 @@ from lab.deployment.backend_rules import (
     backend_priorities,
     fa_version,
     is_quantized,
+    kernel_blocks,
     reasons,
 )
+from lab.deployment.graph_rules import (
+    CG_ORDER,
+    MODES,
+    O_LEVEL,
+    builder_downgrades,
+    model_overrides,
+    normalize_piecewise,
+    older_cudagraph_support,
+    rounds_for_spec_decode,
+)
 from lab.deployment.serve_line import ServeLineError
-from lab.engine.cudagraph import default_capture_sizes, small_capture_sizes
+from lab.engine.cudagraph import default_capture_sizes, small_capture_sizes, spec_decode_rounded_sizes
 from lab.gpu_model.backends import VLLM_BACKEND_OF
 from lab.gpu_model.observed import case_for
 from lab.history import REFERENCE_RELEASE, RULES_0_19
@@ -104,10 +115,9 @@ def _lab_backend(name: str, c: SelectorConfig) -> tuple[str | None, list[str]]:
 _FUSED_DRAFT_DECODE = ("FLASH_ATTN", "TRITON_ATTN", "TRITON_MLA")
 
 
-def _choice(name: str, c: SelectorConfig, candidates, source: str, notes: list[str]) -> BackendChoice:
+def _choice(name: str, c: SelectorConfig, candidates, source: str, notes: list[str], rule: str) -> BackendChoice:
     lab, more = _lab_backend(name, c)
-    r = RULES[name]
-    blocks = r.blocks(c) if callable(r.blocks) else r.blocks
+    blocks = kernel_blocks(name, c, rule)  # the release's (0.19.1 / 0.22.1: FLASH_ATTN's MultipleOf(16))
     # vllm/platforms/interface.py update_block_size_for_backend -> AttentionBackend.get_preferred_block_size:
     # CacheConfig.DEFAULT_BLOCK_SIZE (16) where the backend supports it, else its smallest kernel block size
     # (FlashAttention's FA4 special cases are not modelled; a mamba hybrid's alignment: resolve.py says so).
@@ -201,7 +211,8 @@ def select_backend(
             raise ValueError(
                 f"Selected backend AttentionBackendEnum.{name} is not valid for this configuration. Reason: {invalid}"
             )
-        return _choice(name, c, ((name, ()),), f"{CUDA_PY}:CudaPlatform.get_attn_backend_cls (selected_backend)", notes)
+        source = f"{CUDA_PY}:CudaPlatform.get_attn_backend_cls (selected_backend)"
+        return _choice(name, c, ((name, ()),), source, notes, rule)
     names = backend_priorities(
         sm,
         use_mla=use_mla,
@@ -222,40 +233,32 @@ def select_backend(
         excluded = [n for n, r in candidates[: names.index(name)] if r == ("block_size not supported",)]
         if excluded:
             notes.append(f"--block-size {block_size} precluded higher-priority backend(s) {', '.join(excluded)}")
-    return _choice(name, c, candidates, f"{CUDA_PY}:_get_backend_priorities + CudaPlatform.get_valid_backends", notes)
+    source = f"{CUDA_PY}:_get_backend_priorities + CudaPlatform.get_valid_backends"
+    return _choice(name, c, candidates, source, notes, rule)
 
 
 # ---- CUDA graphs -----------------------------------------------------------------------------------------
-
-_CG_ORDER = ("NEVER", "UNIFORM_SINGLE_TOKEN_DECODE", "UNIFORM_BATCH", "ALWAYS")  # AttentionCGSupport values
-_MODES = {
-    "NONE": ("NONE", "NONE"),
-    "PIECEWISE": ("PIECEWISE", "PIECEWISE"),
-    "FULL": ("FULL", "FULL"),
-    "FULL_DECODE_ONLY": ("FULL", "NONE"),
-    "FULL_AND_PIECEWISE": ("FULL", "PIECEWISE"),
-}  # (decode, mixed)
-_O_LEVEL = {0: "NONE", 1: "PIECEWISE", 2: "FULL_AND_PIECEWISE", 3: "FULL_AND_PIECEWISE"}  # vllm.py OPTIMIZATION_LEVEL_*
-
-
-def _normalize_piecewise(mode: str, compiled: bool) -> str:
-    """VllmConfig._normalize_piecewise_cudagraph_mode: a piecewise mode without VLLM_COMPILE drops its
-    piecewise part (CUDAGraphMode.without_piecewise)."""
-    if not compiled and "PIECEWISE" in _MODES[mode]:
-        return {"PIECEWISE": "NONE", "FULL_AND_PIECEWISE": "FULL_DECODE_ONLY"}[mode]
-    return mode
 
 
 def _reasons(name: str, c: SelectorConfig, rule: str) -> list[str]:
     """``reasons``, with an older release's mm-prefix support (only TRITON_ATTN and FLEX_ATTENTION declare it)."""
     if rule == REFERENCE_RELEASE or not c.mm_prefix:
-        return reasons(name, c)
-    out = reasons(name, SelectorConfig(**{**c.__dict__, "mm_prefix": False}))
+        return reasons(name, c, rule)
+    out = reasons(name, SelectorConfig(**{**c.__dict__, "mm_prefix": False}), rule)
     return out + ([] if name in OLDER_MM_PREFIX else ["partial multimodal token full attention not supported"])
 
 
-def cudagraph_support(vllm_backend: str, sm: int, sliding_window: bool = False, head_size: int | None = None) -> str:
-    """The AttentionCGSupport name of the backend's metadata builder (``get_cudagraph_support``)."""
+def cudagraph_support(
+    vllm_backend: str,
+    sm: int,
+    sliding_window: bool = False,
+    head_size: int | None = None,
+    rule: str = REFERENCE_RELEASE,
+) -> str:
+    """The AttentionCGSupport name of the backend's metadata builder (``get_cudagraph_support``; ``rule``: an older
+    release's, graph_rules.py ``older_cudagraph_support``)."""
+    if rule != REFERENCE_RELEASE and (older := older_cudagraph_support(vllm_backend, sm, rule)):
+        return older
     if vllm_backend == "FLASHINFER" and (sm == 90 or sm // 10 == 12) and head_size is not None:
         # FlashInferMetadataBuilder.get_cudagraph_support: on an XQA architecture (9.0, 12.x) a head size XQA cannot
         # take (_is_xqa_head_dim_supported: 16..256, a multiple of 16) has no uniform batch
@@ -285,13 +288,13 @@ def cudagraph_support(vllm_backend: str, sm: int, sliding_window: bool = False, 
 
 def _mode_name(value: object) -> str:
     # CompilationConfig.validate_cudagraph_mode_before: a string by name (any case); an int is the enum's value
-    if isinstance(value, str) and value.upper() in _MODES:
+    if isinstance(value, str) and value.upper() in MODES:
         return value.upper()
     if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1, 2):
         return ("NONE", "PIECEWISE", "FULL")[value]
     if isinstance(value, (list, tuple)) and tuple(value) in ((2, 0), (2, 1)):
         return "FULL_DECODE_ONLY" if tuple(value) == (2, 0) else "FULL_AND_PIECEWISE"
-    raise ValueError(f"cudagraph_mode {value!r} is not a CUDAGraphMode ({', '.join(_MODES)})")
+    raise ValueError(f"cudagraph_mode {value!r} is not a CUDAGraphMode ({', '.join(MODES)})")
 
 
 @dataclass(frozen=True)
@@ -306,25 +309,6 @@ class GraphChoice:
     # before resolve_cudagraph_mode_and_sizes, so FA3's pin (use_full_cuda_graph) sees the mode before the
     # downgrade (factcheck wave 4, I9); "": as vllm_mode
     builder_mode: str = ""
-
-
-def _model_overrides(
-    mode: str, compiled: bool, pooling: bool, encoder_decoder: bool, connector_piecewise: bool, notes: list[str]
-) -> str:
-    """VllmConfig.__post_init__ (support_static_graph_mode): "Pooling models do not support full cudagraphs.
-    Overriding cudagraph_mode to PIECEWISE"; encoder-decoder models: anything but NONE -> FULL_DECODE_ONLY; a KV
-    connector whose requires_piecewise_for_cudagraph is true: FULL -> PIECEWISE. Then
-    _normalize_piecewise_cudagraph_mode runs again."""
-    if pooling and "FULL" in _MODES[mode]:
-        notes.append(f"pooling model: vLLM overrides cudagraph_mode {mode} -> PIECEWISE (no full cudagraphs)")
-        mode = _normalize_piecewise("PIECEWISE", compiled)
-    elif encoder_decoder and mode not in ("NONE", "FULL_DECODE_ONLY"):
-        notes.append(f"encoder-decoder model: vLLM overrides cudagraph_mode {mode} -> FULL_DECODE_ONLY")
-        mode = "FULL_DECODE_ONLY"
-    if connector_piecewise and "FULL" in _MODES[mode]:  # "KV connector %s requires PIECEWISE CUDA graph mode"
-        notes.append(f"--kv-transfer-config: the KV connector requires PIECEWISE graphs ({mode} -> PIECEWISE)")
-        mode = _normalize_piecewise("PIECEWISE", compiled)
-    return mode
 
 
 def resolve_cudagraph(
@@ -346,63 +330,47 @@ def resolve_cudagraph(
     other_support: str = "ALWAYS",
     head_size: int | None = None,
     connector_piecewise: bool = False,
-    sizes_rule: str = REFERENCE_RELEASE,
+    rule: str = REFERENCE_RELEASE,
+    runs_mrv2: bool = True,
 ) -> GraphChoice:
     """The CUDAGraphMode MRV2 runs with and its capture sizes. ``optimization_level`` is ``-O`` (default 2);
     ``pooling``: the model has a pooler (``model_config.pooler_config``); ``encoder_decoder``:
     ``model_config.is_encoder_decoder``; ``performance_mode``: ``--performance-mode``; ``sliding_window``: a
     sliding-window layer runs on the backend; ``other_support``: the weakest AttentionCGSupport of the model's
-    other KV groups' builders (a mamba hybrid's GDN / mamba layers); ``connector_piecewise``: a KV connector's."""
+    other KV groups' builders (a mamba hybrid's GDN / mamba layers); ``connector_piecewise``: a KV connector's;
+    ``rule``: the release whose rules apply (scheduling.py ``rules_release``, lab/deployment/graph_rules.py);
+    ``runs_mrv2``: MRV2 runs, not the V1 runner."""
     if use_mla != ("mla" in RULES[vllm_backend].flags):
         raise ValueError(f"{vllm_backend} is {'not ' if use_mla else ''}an MLA backend")
     cc, notes = dict(compilation_config or {}), []
     if unknown := sorted(set(cc) - {"cudagraph_mode", "cudagraph_capture_sizes", "max_cudagraph_capture_size", "mode"}):
         notes.append(f"compilation_config keys not modelled: {', '.join(unknown)}")
     # the user's cudagraph_mode, else VllmConfig._apply_optimization_level_defaults (OPTIMIZATION_LEVEL_TO_CONFIG)
-    mode = _mode_name(cc["cudagraph_mode"]) if cc.get("cudagraph_mode") is not None else _O_LEVEL[optimization_level]
+    mode = _mode_name(cc["cudagraph_mode"]) if cc.get("cudagraph_mode") is not None else O_LEVEL[optimization_level]
     compiled = cc.get("mode", 3 if optimization_level > 0 else 0) in (3, "VLLM_COMPILE", "vllm_compile")
     if enforce_eager:  # VllmConfig.__post_init__: "Enforce eager set, disabling torch.compile and CUDAGraphs"
         mode, compiled = "NONE", False
-    mode = _normalize_piecewise(mode, compiled)
-    mode = _model_overrides(mode, compiled, pooling, encoder_decoder, connector_piecewise, notes)
+    mode = normalize_piecewise(mode, compiled, rule)
+    mode = model_overrides(mode, compiled, pooling, encoder_decoder, connector_piecewise, notes, rule)
     # vllm/v1/worker/gpu/attn_utils.py get_attn_cg_support: the weakest builder of every attention group
-    own = cudagraph_support(vllm_backend, sm, sliding_window, head_size)
-    support = min(own, other_support, key=_CG_ORDER.index)
+    own = cudagraph_support(vllm_backend, sm, sliding_window, head_size, rule)
+    support = min(own, other_support, key=CG_ORDER.index)
     if support != own:
         notes.append(f"the model's other layers' builders support {support} graphs only (get_attn_cg_support)")
     builder_mode = mode  # what the builders' __init__ reads (GraphChoice.builder_mode)
-    mode = _downgrade(mode, support, compiled, vllm_backend, uniform_decode_query_len, notes)
-    sizes, top = cc.get("cudagraph_capture_sizes"), cc.get("max_cudagraph_capture_size")
-    capture: tuple[int, ...] | None = None
-    if mode == "NONE":
-        resolved: tuple[int, ...] = ()
-    elif sizes is not None:  # VllmConfig._set_cudagraph_sizes: dedup, drop > max_num_batched_tokens, sort
-        capture = resolved = tuple(sorted({int(s) for s in sizes if int(s) <= max_num_batched_tokens}))
-        if not resolved:  # the lab's refusal, not vLLM's (a ServeLineError): its check said only "got ()"
-            raise ServeLineError(
-                f"cudagraph_capture_sizes {sorted(sizes)} (--cudagraph-capture-sizes or -cc): every size is above "
-                f"max_num_batched_tokens {max_num_batched_tokens}, which vLLM drops (VllmConfig._set_cudagraph_sizes):"
-                " no size is left for the lab to capture"
+    mode = builder_downgrades(mode, support, compiled, vllm_backend, uniform_decode_query_len, notes, rule, runs_mrv2)
+    capture, resolved = _capture_sizes(
+        cc, mode, max_num_seqs, max_num_batched_tokens, num_speculative_tokens, sm, performance_mode, rule, notes
+    )
+    if resolved and rounds_for_spec_decode(mode, uniform_decode_query_len, rule, runs_mrv2):
+        rounded = tuple(spec_decode_rounded_sizes(resolved, uniform_decode_query_len))
+        if rounded != resolved:
+            notes.append(
+                f"vLLM {rule}{'' if runs_mrv2 else ' (the V1 runner)'} rounds the capture sizes up to multiples of "
+                f"{uniform_decode_query_len} (1 + K) "
+                "for FULL decode graphs (CompilationConfig.adjust_cudagraph_sizes_for_spec_decode)"
             )
-    elif top is not None:  # the token grid up to min(max, max_num_batched_tokens); no decode sizes appended
-        top = min(int(top), max_num_batched_tokens)
-        if too_big := capture_size_problem(top):  # before the grid is built (lab/cost.py)
-            raise ServeLineError(f"max_cudagraph_capture_size (-cc or --max-cudagraph-capture-size): {too_big}")
-        grid = (
-            set(small_capture_sizes(top, performance_mode))
-            | set(range(8, min(top + 1, 256), 8))
-            | set(range(256, top + 1, 16))
-        )
-        appends = max_num_batched_tokens <= top and sizes_rule != RULES_0_19  # 0.19.1 appends no off-stride size
-        capture = resolved = tuple(sorted(grid | {max_num_batched_tokens} if appends else grid))
-    else:  # lab.engine.cudagraph.default_capture_sizes mirrors VllmConfig._set_cudagraph_sizes (of ``sizes_rule``)
-        resolved = tuple(
-            default_capture_sizes(
-                max_num_seqs, max_num_batched_tokens, num_speculative_tokens, sm, performance_mode, sizes_rule
-            )
-        )
-        if performance_mode != "balanced" or sizes_rule != REFERENCE_RELEASE:  # the engine's own default is 0.33.0's
-            capture = resolved  # "balanced": hand it the sizes
+            capture = resolved = rounded
     lab_mode = mode if mode in ("FULL_AND_PIECEWISE", "PIECEWISE", "NONE") else "FULL_AND_PIECEWISE"
     if mode == "FULL_DECODE_ONLY":
         notes.append(
@@ -427,26 +395,48 @@ def resolve_cudagraph(
     )
 
 
-def _downgrade(
-    mode: str, support: str, compiled: bool, vllm_backend: str, uniform_decode_query_len: int, notes: list[str]
-) -> str:
-    """compilation.py CompilationConfig.resolve_cudagraph_mode_and_sizes's downgrades for the builders'
-    weakest ``support``; compiled, the default splitting ops hold attention (splitting_ops_contain_attention)."""
-    if mode != "NONE" and _MODES[mode][1] == "FULL" and support != "ALWAYS":
-        if support == "NEVER":
-            raise ValueError(f"CUDAGraphMode.{mode} is not supported with {vllm_backend} backend")
-        new = "FULL_AND_PIECEWISE" if compiled else "FULL_DECODE_ONLY"
-        notes.append(f"{vllm_backend} ({support}) runs no FULL graph for mixed batches: {mode} -> {new}")
-        mode = new
-    if _MODES[mode][0] == "FULL" and support == "NEVER":  # "attention is (not) compiled piecewise"
-        new = "PIECEWISE" if compiled else "NONE"
-        notes.append(f"{vllm_backend} (NEVER) runs no FULL graph at all: {mode} -> {new}")
-        mode = new
-    if _MODES[mode][0] == "FULL" and uniform_decode_query_len > 1 and _CG_ORDER.index(support) < 2:
-        new = "PIECEWISE" if compiled else "NONE"
-        notes.append(
-            f"{vllm_backend} ({support}) cannot graph {uniform_decode_query_len}-token decode queries "
-            f"(spec decode): {mode} -> {new}"
+def _capture_sizes(
+    cc: dict,
+    mode: str,
+    max_num_seqs: int,
+    max_num_batched_tokens: int,
+    num_speculative_tokens: int,
+    sm: int,
+    performance_mode: str,
+    rule: str,
+    notes: list[str],
+) -> tuple[tuple[int, ...] | None, tuple[int, ...]]:
+    """(the sizes handed to the lab's engine, None: its own default; the sizes vLLM captures) for the resolved
+    ``mode``: the user's sizes or ceiling, else VllmConfig._set_cudagraph_sizes's default (of ``rule``)."""
+    sizes, top = cc.get("cudagraph_capture_sizes"), cc.get("max_cudagraph_capture_size")
+    capture: tuple[int, ...] | None = None
+    if mode == "NONE":
+        resolved: tuple[int, ...] = ()
+    elif sizes is not None:  # VllmConfig._set_cudagraph_sizes: dedup, drop > max_num_batched_tokens, sort
+        capture = resolved = tuple(sorted({int(s) for s in sizes if int(s) <= max_num_batched_tokens}))
+        if not resolved:  # the lab's refusal, not vLLM's (a ServeLineError): its check said only "got ()"
+            raise ServeLineError(
+                f"cudagraph_capture_sizes {sorted(sizes)} (--cudagraph-capture-sizes or -cc): every size is above "
+                f"max_num_batched_tokens {max_num_batched_tokens}, which vLLM drops (VllmConfig._set_cudagraph_sizes):"
+                " no size is left for the lab to capture"
+            )
+    elif top is not None:  # the token grid up to min(max, max_num_batched_tokens); no decode sizes appended
+        top = min(int(top), max_num_batched_tokens)
+        if too_big := capture_size_problem(top):  # before the grid is built (lab/cost.py)
+            raise ServeLineError(f"max_cudagraph_capture_size (-cc or --max-cudagraph-capture-size): {too_big}")
+        grid = (
+            set(small_capture_sizes(top, performance_mode))
+            | set(range(8, min(top + 1, 256), 8))
+            | set(range(256, top + 1, 16))
         )
-        mode = new
-    return mode
+        appends = max_num_batched_tokens <= top and rule != RULES_0_19  # 0.19.1 appends no off-stride size
+        capture = resolved = tuple(sorted(grid | {max_num_batched_tokens} if appends else grid))
+    else:  # lab.engine.cudagraph.default_capture_sizes mirrors VllmConfig._set_cudagraph_sizes (of ``rule``)
+        resolved = tuple(
+            default_capture_sizes(
+                max_num_seqs, max_num_batched_tokens, num_speculative_tokens, sm, performance_mode, rule
+            )
+        )
+        if performance_mode != "balanced" or rule != REFERENCE_RELEASE:  # the engine's own default is 0.33.0's
+            capture = resolved  # "balanced": hand it the sizes
+    return capture, resolved

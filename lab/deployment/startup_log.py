@@ -406,13 +406,15 @@ def compared_with_the_log(log: StartupLog, line: str, dep: Deployment) -> FromLo
     if dep.vllm != REFERENCE_RELEASE:
         rule = rules_release(dep.vllm)  # the release whose batch defaults and capture sizes apply (scheduling.py)
         own = (
-            "" if rule == REFERENCE_RELEASE else f"scheduler limits, capture sizes, backend priorities: vLLM {rule}'s; "
+            f"scheduler limits, capture sizes, graph mode, backend priorities and kernel block sizes: vLLM {rule}'s; "
+            if rule != REFERENCE_RELEASE
+            else ""
         )
         notes.append(
             f"vLLM {dep.vllm}: the lab resolves its model runner and replays MRV2's bookkeeping of that release "
-            f"(lab/history.py); {own}the backends' checks, graph mode and block size follow vLLM "
-            f"{REFERENCE_RELEASE}'s rules, which that release may not have had"
-            + ("" if own else ", and so do the capture sizes and scheduler limits")
+            f"(lab/history.py); {own}the backends' other checks and a hybrid's block alignment "
+            f"follow vLLM {REFERENCE_RELEASE}'s rules, which that release may not have had"
+            + ("" if own else ", and so do the graph mode, block size, capture sizes and scheduler limits")
         )
     later, settings = log.resolved, dep.settings
     if later.fa_version is not None:

@@ -73,6 +73,22 @@ def older_capture_sizes(
     return sorted(set(sizes))
 
 
+def spec_decode_rounded_sizes(sizes, multiple: int) -> list[int]:
+    """vllm/config/compilation.py CompilationConfig.adjust_cudagraph_sizes_for_spec_decode (0.19.1's and 0.22.1's,
+    with sequence parallelism off): every size rounded up to a multiple of 1 + K, those above the largest size
+    dropped; ``multiple`` alone where every rounded size is too large (lab/deployment/graph_rules.py says when)."""
+    top = max(sizes)
+    rounded = sorted({r for r in (-(-s // multiple) * multiple for s in sizes) if r <= top})
+    if not rounded and multiple <= top:  # "if one valid but would be round_down use that"
+        rounded = [multiple]
+    if not rounded:
+        raise ValueError(
+            f"No valid cudagraph sizes after rounding to multiple of {multiple} (num_speculative_tokens + 1): "
+            f"adjust num_speculative_tokens or max_cudagraph_capture_size ({top})"
+        )
+    return rounded
+
+
 def default_capture_sizes(
     max_num_seqs: int,
     max_num_batched_tokens: int,

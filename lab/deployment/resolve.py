@@ -124,10 +124,8 @@ def _model_facts(
     if not paths and not is_repo_id(line.model):
         raise ServeLineError(f"the model is looked up here by its Hugging Face id (org/name) only; {hint}")
     facts = lookup(line.model, local_paths=paths)
-    if facts is not None and not facts.hub_card_keys:
-        return facts
     # a table row that is only a Hub-card subset yields to the model's own config.json where the cache holds it
-    cached = cached_config(line.model, line.settings.get("revision"))
+    cached = None if facts and not facts.hub_card_keys else cached_config(line.model, line.settings.get("revision"))
     if cached is not None:
         return load_config_json(cached, name=line.model)
     if facts is not None:

@@ -4,6 +4,7 @@
         [--requests N --prompt-len P --output-len O | --spec TEXT] [--json] [--check-with-vllm]
         -- vllm serve MODEL --max-model-len … --speculative-config '{…}' …
     python -m lab deployment --table            the table of docs/deployments.md
+    python -m lab deployment --grid             every GPU x every line kind (lab/deployment/grid.py)
 
 The line may also come as one string (``--line "vllm serve …"``). ``--check-with-vllm`` also hands
 it to vLLM 0.33.0's own parser in .venv-vllm (lab/real_vllm/deployment/serve_flags.py) and says where they
@@ -59,6 +60,7 @@ def register(sub) -> None:
     sp.add_argument("--json", action="store_true", help="print the answer as JSON")
     sp.add_argument("--check-with-vllm", action="store_true", help="also parse the line with vLLM's own parser")
     sp.add_argument("--table", action="store_true", help="print docs/deployments.md's two tables")
+    sp.add_argument("--grid", action="store_true", help="print every listed GPU x every line kind, each answered")
     sp.add_argument("serve", nargs=argparse.REMAINDER, help="-- vllm serve MODEL [flags]")
     sp.set_defaults(fn=run)
 
@@ -151,6 +153,11 @@ def log_text(c: FromLog) -> str:
 def run(args) -> int:
     if args.table:
         sys.stdout.write(deployments_table() + "\n" + models_table())
+        return 0
+    if args.grid:
+        from lab.deployment.grid import grid_cells, grid_table  # deferred: only --grid answers 99 lines
+
+        sys.stdout.write(grid_table(grid_cells()))
         return 0
     log = None
     if args.log:

@@ -250,7 +250,7 @@ def resolve(
     verify_tensor_parallel(s, facts)
     mml = _max_model_len(line, facts, notes)
     chunked = chunked_prefill(s, facts, pooling, notes)
-    seqs, tokens = scheduler_limits(s, g, mml, chunked, notes, rules := rules_release(str(vllm)))
+    seqs, tokens = scheduler_limits(s, g, mml, chunked, notes, rules := rules_release(str(vllm)), facts.kind)
     try:  # selection.py raises vLLM's own messages (get_attn_backend_cls, resolve_cudagraph_mode_and_sizes)
         backend = _attention_backend(s, g, facts, rules)
         graphs = _cudagraphs(s, g, facts, backend, k, seqs, tokens, pooling, connector_piecewise, rules)
@@ -261,7 +261,7 @@ def resolve(
     settings = _scenario_settings(s, g, facts, series, method, k, mml, seqs, tokens, backend, graphs)
     vllm_method_name = _vllm_method(spec_cfg, s) if method else None
     settings["async_scheduling"] = async_scheduling(s, pooling, runs_mrv2, vllm_method_name, notes)
-    settings["enable_chunked_prefill"] = chunked
+    settings["enable_chunked_prefill"] = chunked and facts.kind != "encoder_decoder"  # SchedulerConfig.__post_init__
     if hma is False:  # no hybrid KV cache manager: every SlidingWindowSpec becomes a FullAttentionSpec (no R11)
         settings["sliding_window"] = 0
     notes += list(backend.notes) + list(graphs.notes)

@@ -20,21 +20,17 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lab.deployment.answer import Workload, answer
-from lab.deployment.answer_json import answer_json
 from lab.deployment.answer_types import FromLog, Resolution, vllm_parser_from_json
 from lab.deployment.report import deployments_table, format_text, models_table
 from lab.deployment.resolve import DEPLOYMENT_GPUS, resolve
-from lab.deployment.startup_log import (
-    StartupLog,
-    compared_with_the_log,
-    line_and_release,
-    read_log_file,
-    read_startup_log,
-)
 from lab.history import REFERENCE_RELEASE
 from lab.vllm_env import CONFORMANCE_VENV_PYTHON, REPO, conformance_python
+
+if TYPE_CHECKING:  # the start-up log's reader is imported only for --log
+    from lab.deployment.startup_log import StartupLog
 
 VLLM_PYTHON = CONFORMANCE_VENV_PYTHON  # .venv-vllm of this checkout (lab/vllm_env.py)
 
@@ -128,6 +124,9 @@ def _from_log(args) -> tuple[str, str, StartupLog]:
     """(serve line, release, log) of ``--log``: the release the log names, unless --vllm says another."""
     if args.line or args.serve:
         raise ValueError("give the serve line or --log, not both")
+    # deferred, as --json's document below: a plain line imports neither (issue 47: a line in <= 1 s, imports in)
+    from lab.deployment.startup_log import line_and_release, read_log_file, read_startup_log
+
     log = read_startup_log(read_log_file(args.log))
     line, release = line_and_release(log, args.vllm)
     return line, release, log
@@ -170,11 +169,15 @@ def run(args) -> int:
     workload = Workload(args.requests, args.prompt_len, args.output_len, args.spec)
     a = answer(dep, workload)
     if log is not None:
+        from lab.deployment.startup_log import compared_with_the_log
+
         a = dataclasses.replace(a, from_log=compared_with_the_log(log, line, dep))
     if args.check_with_vllm:
         parsed = vllm_parser_from_json(check_with_vllm(line, args.gpu, config_file(dep, args.config)))
         a = dataclasses.replace(a, vllm_parser=parsed)
     if args.json:  # fields, numbers as numbers (lab/deployment/answer_json.py SCHEMA, docs/deployments.md)
+        from lab.deployment.answer_json import answer_json
+
         print(json.dumps(answer_json(a), indent=1))
     else:
         sys.stdout.write(format_text(a))

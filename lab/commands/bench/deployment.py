@@ -71,7 +71,7 @@ def bench_server(repeat: int = 5) -> list[dict]:
                 "deployment": f"{label} on {gpu}",
                 "ms": float(np.median(times)),
                 "all_ms": times,
-                "steps": a["workload"]["steps"],
+                "steps": a.workload.steps,
             }
         )
     return rows

@@ -72,3 +72,17 @@ def test_the_cached_config_json_wins_over_a_hub_card_row_but_not_over_a_publishe
     assert not kimi.hub_card_keys and kimi.source.endswith("config.json")
     llama = resolve("vllm serve meta-llama/Llama-3.1-8B-Instruct", "H200").model
     assert llama.source.startswith("github.com/")  # the table's published file is the model's own
+
+
+def test_check_with_vllm_says_both_sides_read_the_hub_card_subset(monkeypatch, capsys):
+    """--check-with-vllm hands vLLM the same config the answer read; for a Hub-card row it says what that check is
+    worth (the JSON as .venv-vllm's side returns it, stubbed: tests/test_deployment_check_with_vllm.py runs it)."""
+    from lab.commands import deployment as deployment_cli
+    from lab.commands.main import main
+
+    agreed = {"resolution": {"fields": {"max_num_seqs": [1024, 1024]}, "disagreements": []}}
+    monkeypatch.setattr(deployment_cli, "check_with_vllm", lambda line, gpu, config=None: agreed)
+    assert main(["deployment", "--check-with-vllm", "--line", f"vllm serve {KIMI} -tp 8"]) == 0
+    assert "both read the lab's Hub-card subset" in capsys.readouterr().out
+    assert main(["deployment", "--check-with-vllm", "--line", "vllm serve Qwen/Qwen3-8B"]) == 0
+    assert "Hub-card" not in capsys.readouterr().out

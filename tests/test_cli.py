@@ -138,3 +138,23 @@ def test_bench_app_takes_a_room(monkeypatch):
     monkeypatch.setattr(lab.commands.bench.app, "run_bench_app", lambda **kw: got.update(kw))
     assert main(["bench", "app", "--room", "30"]) == 0
     assert got == {"room": 30}
+
+
+def test_a_command_named_as_its_module_builds_the_same_parser_alone():
+    """`python -m lab deployment …` builds deployment's parser alone (lab/commands/main.py OWN_MODULE_COMMANDS, for
+    speed): each such command parses exactly as in the whole parser, and imports no other command module."""
+    from lab.commands.main import OWN_MODULE_COMMANDS, build_parser
+
+    whole = build_parser()._subparsers._group_actions[0].choices
+    for command in OWN_MODULE_COMMANDS:
+        alone = build_parser(command)._subparsers._group_actions[0].choices
+        assert command in alone, command
+        assert [(a.option_strings, a.dest, a.default) for a in alone[command]._actions] == [
+            (a.option_strings, a.dest, a.default) for a in whole[command]._actions
+        ], command
+    code = (
+        "import sys; from lab.commands.main import build_parser; build_parser('deployment'); "
+        "print(sorted(m for m in sys.modules if m.startswith('lab.commands.') and m != 'lab.commands.main'))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert r.stdout.strip() == "['lab.commands.deployment']", r.stdout + r.stderr

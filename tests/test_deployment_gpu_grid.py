@@ -4,42 +4,16 @@ every line on the A10G (SM86) ended in an internal error: the Scenario took no c
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from lab.deployment import Workload, answer, resolve
+from lab.deployment import resolve
+from lab.deployment.grid import LINE_KINDS, Cell, grid_cells, grid_table
 from lab.deployment.resolve import DEPLOYMENT_GPUS
 from lab.gpu_model.gpus import GPUS
 from lab.scenario import Scenario
 from lab.spec_grammar import DEVICE_CAPABILITIES
 
-# Qwen/Qwen3-30B-A3B's config.json (huggingface.co/Qwen/Qwen3-30B-A3B, the keys the lab reads): a MoE whose
-# attention is plain GQA, the kind of MoE the lab's table does not hold.
-QWEN3_MOE = {
-    "architectures": ["Qwen3MoeForCausalLM"],
-    "model_type": "qwen3_moe",
-    "hidden_size": 2048,
-    "head_dim": 128,
-    "num_attention_heads": 32,
-    "num_key_value_heads": 4,
-    "max_position_embeddings": 40960,
-    "num_experts": 128,
-    "num_experts_per_tok": 8,
-    "torch_dtype": "bfloat16",
-}
-LINES = {
-    "dense": "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192",
-    "moe": "vllm serve Qwen/Qwen3-30B-A3B --max-model-len 8192",
-    "mla": "vllm serve deepseek-ai/DeepSeek-V3 --max-model-len 8192 -tp 8",
-    "hybrid": "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct --max-model-len 8192",
-    "sliding window": "vllm serve openai/gpt-oss-20b --max-model-len 8192",
-    "multimodal": "vllm serve google/gemma-3-27b-it --max-model-len 8192",
-    "pooling (encoder-only)": "vllm serve BAAI/bge-large-en-v1.5",
-    "pooling (--runner pooling)": "vllm serve Qwen/Qwen3-8B --runner pooling --max-model-len 8192",
-    "encoder-decoder": "vllm serve openai/whisper-large-v3",
-}
-ONE = Workload(spec="p1000o8")
+LINES = LINE_KINDS
 
 
 def test_every_listed_gpu_is_a_capability_the_scenario_takes():
@@ -48,20 +22,28 @@ def test_every_listed_gpu_is_a_capability_the_scenario_takes():
 
 
 @pytest.fixture(scope="module")
-def moe_config(tmp_path_factory):
-    path = tmp_path_factory.mktemp("qwen3moe") / "config.json"
-    path.write_text(json.dumps(QWEN3_MOE))
-    return str(path)
+def cells():
+    return grid_cells()
 
 
-@pytest.mark.parametrize("gpu", DEPLOYMENT_GPUS)
-def test_every_gpu_answers_every_line_kind(gpu, moe_config):
-    for kind, line in LINES.items():
-        dep = resolve(line, gpu, config_path=moe_config if kind == "moe" else None)
-        a = answer(dep, ONE)
-        assert a.headline, (gpu, kind)
-        assert dep.settings["device_capability"] == GPUS[gpu].sm, (gpu, kind)
-        assert a.resolved_text["gpu"].startswith(GPUS[gpu].name), (gpu, kind)
+def test_every_gpu_answers_every_line_kind(cells):
+    assert {(c.gpu, c.kind) for c in cells} == {(g, k) for g in DEPLOYMENT_GPUS for k in LINE_KINDS}
+    for c in cells:
+        assert c.deployment is not None, (c.gpu, c.kind, c.verdict)  # every cell is answered, none refused
+        dep = c.deployment
+        assert dep.settings["device_capability"] == GPUS[c.gpu].sm, (c.gpu, c.kind)
+        assert c.verdict and c.answer.resolved_text["gpu"].startswith(GPUS[c.gpu].name), (c.gpu, c.kind)
+        assert c.text().startswith(dep.backend.vllm_name), (c.gpu, c.kind)
+
+
+def test_the_grid_command_prints_every_cell(cells, capsys):
+    table = grid_table(cells)
+    rows = [r for r in table.splitlines() if r.startswith("| ") and r.split(" | ")[0][2:] in DEPLOYMENT_GPUS]
+    assert len(rows) == len(DEPLOYMENT_GPUS) and all(r.count(" | ") == len(LINE_KINDS) for r in rows)
+    a10g = next(r for r in rows if r.startswith("| A10G |"))
+    assert "FLASH_ATTN, " in a10g and "TRITON_ATTN, " in a10g  # dense on FA2, gpt-oss's sinks on Triton (below)
+    refused = grid_table([Cell("L4", "dense", LINES["dense"], None, None, "refused: why")])
+    assert "| L4 | refused: why |" in refused
 
 
 def test_a10g_dense_by_hand():

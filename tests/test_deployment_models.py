@@ -49,7 +49,7 @@ def test_every_known_model_is_checked_and_sourced():
     for name, facts in KNOWN_MODELS.items():
         assert facts.name == name and facts.kind in KINDS and facts.source
         if not facts.source.startswith("github.com/"):
-            assert any("not re-read" in note for note in facts.notes), name
+            assert facts.hub_card_keys and "Hub-card subset" in facts.notes[0], name
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -1,7 +1,7 @@
 """The commands ring: every ``python -m lab …`` command and every bench, at the edge, importing the library
 (after vLLM's ``vllm/entrypoints/cli/``: one module per command group, a table that registers them).
 
-    main.py            the parser; COMMAND_MODULES registers each module's commands; ``main`` runs one
+    main.py            the parser; command_modules() registers each module's commands; ``main`` runs one
     scenario_args.py   --preset/--spec/--out of every scenario-taking command, and the kernel-run arguments
     trace.py           presets, simulate, show            kernels.py       backends, simulate --backend …
     export.py          export                             vllm_kernels.py  bench vllm-kernels' flags

@@ -4,6 +4,7 @@
         [--requests N --prompt-len P --output-len O | --spec TEXT] [--json] [--check-with-vllm]
         -- vllm serve MODEL --max-model-len … --speculative-config '{…}' …
     python -m lab deployment --table            the table of docs/deployments.md
+    python -m lab deployment --grid             every GPU x every line kind (lab/deployment/grid.py)
 
 The line may also come as one string (``--line "vllm serve …"``). ``--check-with-vllm`` also hands
 it to vLLM 0.33.0's own parser in .venv-vllm (lab/real_vllm/deployment/serve_flags.py) and says where they
@@ -19,21 +20,17 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lab.deployment.answer import Workload, answer
-from lab.deployment.answer_json import answer_json
 from lab.deployment.answer_types import FromLog, Resolution, vllm_parser_from_json
 from lab.deployment.report import deployments_table, format_text, models_table
 from lab.deployment.resolve import DEPLOYMENT_GPUS, resolve
-from lab.deployment.startup_log import (
-    StartupLog,
-    compared_with_the_log,
-    line_and_release,
-    read_log_file,
-    read_startup_log,
-)
 from lab.history import REFERENCE_RELEASE
 from lab.vllm_env import CONFORMANCE_VENV_PYTHON, REPO, conformance_python
+
+if TYPE_CHECKING:  # the start-up log's reader is imported only for --log
+    from lab.deployment.startup_log import StartupLog
 
 VLLM_PYTHON = CONFORMANCE_VENV_PYTHON  # .venv-vllm of this checkout (lab/vllm_env.py)
 
@@ -63,6 +60,7 @@ def register(sub) -> None:
     sp.add_argument("--json", action="store_true", help="print the answer as JSON")
     sp.add_argument("--check-with-vllm", action="store_true", help="also parse the line with vLLM's own parser")
     sp.add_argument("--table", action="store_true", help="print docs/deployments.md's two tables")
+    sp.add_argument("--grid", action="store_true", help="print every listed GPU x every line kind, each answered")
     sp.add_argument("serve", nargs=argparse.REMAINDER, help="-- vllm serve MODEL [flags]")
     sp.set_defaults(fn=run)
 
@@ -130,6 +128,9 @@ def _from_log(args) -> tuple[str, str, StartupLog]:
     """(serve line, release, log) of ``--log``: the release the log names, unless --vllm says another. With a serve
     line beside it, the log is an excerpt of that line's start-up (no start-up line of its own: issue 47, the
     whole log) whose resolved values are compared with the line's."""
+    # deferred, as --json's document below: a plain line imports neither (issue 47: a line in <= 1 s, imports in)
+    from lab.deployment.startup_log import line_and_release, read_log_file, read_startup_log
+
     if args.line or args.serve:
         log = read_startup_log(read_log_file(args.log), need_line=False)
         if log.engine or log.args:
@@ -162,6 +163,11 @@ def run(args) -> int:
     if args.table:
         sys.stdout.write(deployments_table() + "\n" + models_table())
         return 0
+    if args.grid:
+        from lab.deployment.grid import grid_cells, grid_table  # deferred: only --grid answers 99 lines
+
+        sys.stdout.write(grid_table(grid_cells()))
+        return 0
     log = None
     if args.log:
         line, release, log = _from_log(args)
@@ -173,11 +179,15 @@ def run(args) -> int:
     workload = Workload(args.requests, args.prompt_len, args.output_len, args.spec)
     a = answer(dep, workload)
     if log is not None:
+        from lab.deployment.startup_log import compared_with_the_log
+
         a = dataclasses.replace(a, from_log=compared_with_the_log(log, line, dep))
     if args.check_with_vllm:
         parsed = vllm_parser_from_json(check_with_vllm(line, args.gpu, config_file(dep, args.config)))
         a = dataclasses.replace(a, vllm_parser=parsed)
     if args.json:  # fields, numbers as numbers (lab/deployment/answer_json.py SCHEMA, docs/deployments.md)
+        from lab.deployment.answer_json import answer_json
+
         print(json.dumps(answer_json(a), indent=1))
     else:
         sys.stdout.write(format_text(a))
@@ -187,4 +197,9 @@ def run(args) -> int:
             print("vLLM's own parser: " + (f"refused: {v.error}" if v.error is not None else "accepts the line"))
             if v.resolution is not None:  # lab/real_vllm/deployment/check.py check_line
                 print("vLLM's configuration code: " + resolution_text(v.resolution))
+                if dep.model.hub_card_keys:  # both read the table's Hub-card subset: say what the check is worth
+                    print(
+                        "  (both read the lab's Hub-card subset of the model's config, not the published config.json:"
+                        " give it with --config PATH to check the whole file)"
+                    )
     return 0

@@ -18,7 +18,7 @@ from lab.commands.scenario_args import add_kernel_run_args
 def register(sub) -> None:
     sp = sub.add_parser("backends", help="which attention backends run here, and R10 for each")
     sp.set_defaults(fn=cmd_backends)
-    if "simulate" in sub.choices:  # lab/commands/trace.py registered it first (lab/commands/main.py COMMAND_MODULES)
+    if "simulate" in sub.choices:  # lab/commands/trace.py registered it first (lab/commands/main.py command_modules)
         add_simulate_backend_args(sub.choices["simulate"])
 
 

@@ -30,59 +30,66 @@ python -m lab cheatsheet --out FILE.html      one printable page: rules R1-R11, 
 python -m lab claims [--where TEXT]           every claim about vLLM's source, checked in .venv-vllm
 
 Each command lives in one module of lab/commands/ (its parser, its command and its printing; the table in
-lab/commands/__init__.py); ``COMMAND_MODULES`` registers them, as vLLM's ``vllm/entrypoints/cli/main.py``
+lab/commands/__init__.py); ``command_modules()`` registers them, as vLLM's ``vllm/entrypoints/cli/main.py``
 does its ``CMD_MODULES``. --preset/--spec/--out of every scenario-taking command: lab/commands/scenario_args.py.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 
-from lab.commands import (
-    bench,
-    cheatsheet,
-    claims,
-    conform,
-    deployment,
-    export,
-    kernels,
-    live,
-    patch,
-    sweep,
-    trace,
-    vllm_kernels,
-)
 from lab.trace import TraceFormatError
 
-# In the order of `python -m lab --help`.
-COMMAND_MODULES = (
-    trace,
-    export,
-    kernels,
-    vllm_kernels,
-    bench,
-    conform,
-    claims,
-    patch,
-    live,
-    sweep,
-    deployment,
-    cheatsheet,
-)
+
+def command_modules() -> tuple:
+    """Every command module, in the order of `python -m lab --help` (imported when a parser needs them all)."""
+    from lab.commands import (
+        bench,
+        cheatsheet,
+        claims,
+        conform,
+        deployment,
+        export,
+        kernels,
+        live,
+        patch,
+        sweep,
+        trace,
+        vllm_kernels,
+    )
+
+    return (trace, export, kernels, vllm_kernels, bench, conform, claims, patch, live, sweep, deployment, cheatsheet)
 
 
-def build_parser() -> argparse.ArgumentParser:
+# `python -m lab NAME …` where lab/commands/NAME.py registers NAME itself builds that module's parser alone: the
+# deployment question answers a line without importing every other command (issue 47: a line in <= 1 s with
+# imports). tests/test_cli.py checks each one's parser is the same as in the whole parser.
+OWN_MODULE_COMMANDS = ("deployment", "export", "cheatsheet", "claims", "conform", "sweep", "patch", "bench")
+
+
+def _parser() -> tuple[argparse.ArgumentParser, argparse._SubParsersAction]:
     p = argparse.ArgumentParser(prog="python -m lab", description="The max_seq_len lab (vLLM MRV2 attention metadata).")
-    sub = p.add_subparsers(dest="cmd", required=True)
-    for module in COMMAND_MODULES:
+    return p, p.add_subparsers(dest="cmd", required=True)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; ``command`` (one of OWN_MODULE_COMMANDS): its own module's parser alone."""
+    p, sub = _parser()
+    if command in OWN_MODULE_COMMANDS:
+        importlib.import_module(f"lab.commands.{command}").register(sub)
+        return p
+    for module in command_modules():
         module.register(sub)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    first = argv[0] if argv else None
+    args = build_parser(first if first in OWN_MODULE_COMMANDS else None).parse_args(argv)
     if getattr(args, "every", 1) < 1:
         print("error: --every must be >= 1", file=sys.stderr)
         return 2

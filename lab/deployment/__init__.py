@@ -16,6 +16,7 @@ the answer (and its text, Markdown and table). docs/deployments.md tells the who
     answer_types.py    Answer and its parts, frozen dataclasses; to_json and json_schema (answer_json.py: --json)
     resolved.py        what vLLM would run, as fields (Resolved) and in words
     report.py          format_text, format_markdown, deployments_table (docs/deployments.md)
+    grid.py            every --gpu x every line kind, answered (python -m lab deployment --grid)
 
 ``python -m lab deployment -- vllm serve …`` is lab/commands/deployment.py; the check against vLLM itself
 (``--check-with-vllm``) is lab/real_vllm/deployment/.

@@ -111,6 +111,7 @@ class Resolved:
     model_type: str
     kind: str  # the lab's model kind (docs/deployments.md)
     config_source: str
+    config_hub_card_keys: tuple[str, ...]  # the table row's keys where it is a Hub-card subset; () for a whole file
     gpu: str  # the --gpu key
     gpu_name: str
     compute_capability: int  # x 10: 90 Hopper, 100 Blackwell

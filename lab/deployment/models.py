@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from lab.deployment.known_configs import KNOWN_CONFIGS
+from lab.deployment.known_configs import KNOWN_CONFIGS, hub_card_keys, hub_card_note
 from lab.deployment.mamba_state import STATE_INT_KEYS, mamba_state
 from lab.deployment.text_config import TextConfig as _TextConfig
 from lab.deployment.text_config import text_config as _text_config
@@ -142,6 +142,9 @@ class ModelFacts:
     quantized: bool = False  # a quantization_config in the checkpoint (ModelConfig.is_quantized)
     is_mm_prefix_lm: bool = False  # ModelConfig.is_mm_prefix_lm (multimodal inputs on): bidirectional image spans
     mamba_state: tuple = ()  # a hybrid's mamba layer state (lab/deployment/mamba_state.py); () where not modelled
+    # a table row that is not a published config.json: the keys it holds, from the Hub card (known_configs.py); ()
+    # where the config is a whole file (the table's published copies, --config, the HF cache, a paste or upload)
+    hub_card_keys: tuple[str, ...] = ()
     # the config.json read, as parsed: what --check-with-vllm hands vLLM's own config code (never these facts)
     config: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
@@ -409,10 +412,14 @@ def load_config_json(path: str | Path, name: str | None = None) -> ModelFacts:
 
 # The table's data (only the keys facts_from_config reads, each with its
 # source) lives in known_configs.py; the facts are derived here.
-KNOWN_MODELS: dict[str, ModelFacts] = {
-    name: facts_from_config(config, name, source=source, notes=notes, **extra)
-    for name, source, config, notes, extra in KNOWN_CONFIGS
-}
+def _known(name: str, source: str, config: dict, notes: tuple[str, ...], extra: dict) -> ModelFacts:
+    keys = hub_card_keys(source, config)
+    notes = (hub_card_note(keys), *notes) if keys else notes
+    facts = facts_from_config(config, name, source=source, notes=notes, **extra)
+    return replace(facts, hub_card_keys=keys)
+
+
+KNOWN_MODELS: dict[str, ModelFacts] = {row[0]: _known(*row) for row in KNOWN_CONFIGS}
 
 
 def lookup(model: str, local_paths: bool = True) -> ModelFacts | None:

@@ -182,7 +182,8 @@ def models_table() -> str:
 
     out = ["| model | kind | architecture | max_model_len (derived) | head size | facts read in |", "|---" * 6 + "|"]
     for name, m in KNOWN_MODELS.items():
-        read = "the Hub card (no copy found here; not re-read)" if "not re-read" in " ".join(m.notes) else m.source
+        subset = f"a Hub-card subset of {len(m.hub_card_keys)} keys (no published copy found)"
+        read = subset if m.hub_card_keys else m.source
         cells = [f"`{name}`", m.kind.replace("_", "-"), m.architecture, f"{m.max_model_len:,}", str(m.head_size), read]
         out.append("| " + " | ".join(cells) + " |")
     return "\n".join(out) + "\n"

@@ -114,9 +114,8 @@ CLI_CONFIG_HINT = "give its config.json with --config PATH"
 def _model_facts(
     line: ServeLine, config_path: str | None, hint: str = CLI_CONFIG_HINT, paths: bool = True
 ) -> ModelFacts:
-    """The model's facts: --config, else the lab's table or (``paths``) a local folder, else its config.json in
-    the local Hugging Face cache (as vLLM reads it offline: lab/deployment/hf_cache.py), named as the line names it.
-    Without ``paths`` (the app) the model is an id only: no path opened, no word of what the server holds (M2)."""
+    """The model's facts: --config, else the lab's table, (``paths``) a local folder or the local HF cache's config
+    (lab/deployment/hf_cache.py). Without ``paths`` (the app) the model is an id only: no path opened (M2)."""
     if config_path:
         return load_config_json(config_path, name=line.model)
     if not line.model:
@@ -124,11 +123,12 @@ def _model_facts(
     if not paths and not is_repo_id(line.model):
         raise ServeLineError(f"the model is looked up here by its Hugging Face id (org/name) only; {hint}")
     facts = lookup(line.model, local_paths=paths)
-    if facts is not None:
-        return facts
-    cached = cached_config(line.model, line.settings.get("revision"))
+    # a table row that is only a Hub-card subset yields to the model's own config.json where the cache holds it
+    cached = None if facts and not facts.hub_card_keys else cached_config(line.model, line.settings.get("revision"))
     if cached is not None:
         return load_config_json(cached, name=line.model)
+    if facts is not None:
+        return facts
     if not is_repo_id(line.model):
         raise ServeLineError(f"model {line.model!r}: a local folder with no config.json on this machine; {hint}")
     if not paths:
@@ -249,7 +249,7 @@ def resolve(
     verify_tensor_parallel(s, facts)
     mml = _max_model_len(line, facts, notes)
     chunked = chunked_prefill(s, facts, pooling, notes)
-    seqs, tokens = scheduler_limits(s, g, mml, chunked, notes, rules := rules_release(str(vllm)))
+    seqs, tokens = scheduler_limits(s, g, mml, chunked, notes, rules := rules_release(str(vllm)), facts.kind)
     try:  # selection.py raises vLLM's own messages (get_attn_backend_cls, resolve_cudagraph_mode_and_sizes)
         backend = _attention_backend(s, g, facts, rules)
         graphs = _cudagraphs(s, g, facts, backend, k, seqs, tokens, pooling, connector_piecewise, rules, runs_mrv2)
@@ -260,7 +260,7 @@ def resolve(
     settings = _scenario_settings(s, g, facts, series, method, k, mml, seqs, tokens, backend, graphs)
     vllm_method_name = _vllm_method(spec_cfg, s) if method else None
     settings["async_scheduling"] = async_scheduling(s, pooling, runs_mrv2, vllm_method_name, notes)
-    settings["enable_chunked_prefill"] = chunked
+    settings["enable_chunked_prefill"] = chunked and facts.kind != "encoder_decoder"  # SchedulerConfig.__post_init__
     if hma is False:  # no hybrid KV cache manager: every SlidingWindowSpec becomes a FullAttentionSpec (no R11)
         settings["sliding_window"] = 0
     notes += list(backend.notes) + list(graphs.notes)

@@ -19,7 +19,13 @@ def describe(dep: Deployment) -> dict:
         f"{f' ({dep.vllm_method})' if dep.vllm_method and dep.vllm_method != dep.method else ''}, K={dep.k}"
     )
     return {
-        "model": f"{m.name} ({m.kind.replace('_', '-')}; {m.architecture}); source: {m.source}",
+        "model": f"{m.name} ({m.kind.replace('_', '-')}; {m.architecture}); source: {m.source}"
+        + (
+            f" (a Hub-card subset of {len(m.hub_card_keys)} keys, not its config.json: give it with --config PATH,"
+            " or paste or upload it in the app)"
+            if m.hub_card_keys
+            else ""
+        ),
         "gpu": GPUS[dep.gpu].name,
         "vllm": dep.vllm,
         "speculator": spec,
@@ -58,6 +64,7 @@ def resolved_fields(dep: Deployment) -> Resolved:
         model_type=m.model_type,
         kind=m.kind,
         config_source=m.source,
+        config_hub_card_keys=m.hub_card_keys,
         gpu=dep.gpu,
         gpu_name=GPUS[dep.gpu].name,
         compute_capability=GPUS[dep.gpu].sm,

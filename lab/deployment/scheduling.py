@@ -87,9 +87,11 @@ def rules_release(vllm: str) -> str:
 
 
 def scheduler_limits(
-    s: dict, g: GPU, mml: int, chunked: bool, notes: list[str], rule=REFERENCE_RELEASE
+    s: dict, g: GPU, mml: int, chunked: bool, notes: list[str], rule=REFERENCE_RELEASE, kind: str = ""
 ) -> tuple[int, int]:
-    """max_num_seqs and max_num_batched_tokens as given, or vLLM's defaults (``rule``: ``rules_release``)."""
+    """max_num_seqs and max_num_batched_tokens as given, or vLLM's defaults (``rule``: ``rules_release``). ``chunked``
+    is EngineArgs' switch, which the defaults read; SchedulerConfig then turns it off for an encoder-decoder model
+    (``kind``) before it verifies the limits."""
     # EngineArgs.get_batch_defaults: the OPENAI_API_SERVER column by device memory; "Setting large
     # max_num_batched_tokens for A100 reduces throughput" (a device-name check), GB10 (cc 12.1) too. 0.19.1 and
     # 0.22.1 have two tiers only: ">= 70 * GiB_bytes and "a100" not in device_name" (B200 too), else the small one
@@ -135,7 +137,15 @@ def scheduler_limits(
         tokens = min(seqs * mml, tokens)  # "Ensure max_num_batched_tokens does not exceed model limit"
     if not s.get("max_num_seqs"):
         seqs = min(seqs, tokens)
-    # vllm/config/scheduler.py SchedulerConfig.verify_max_model_len
+    # vllm/config/scheduler.py SchedulerConfig.__post_init__: "Chunked prefill should be disabled for encoder-decoder
+    # models", then verify_max_model_len
+    if kind == "encoder_decoder" and chunked:
+        chunked = False
+        if s.get("enable_chunked_prefill"):
+            notes.append(
+                "--enable-chunked-prefill on an encoder-decoder model: vLLM turns it off (SchedulerConfig: "
+                '"Encoder-decoder models do not support chunked prefill nor prefix caching; disabling both.")'
+            )
     if not chunked and tokens < mml:
         raise VllmRefusal(
             f"max_num_batched_tokens ({tokens}) is smaller than max_model_len ({mml}). This effectively limits "

@@ -1,19 +1,35 @@
 """The deployment resolver (lab/deployment/resolve.py) against vLLM 0.33.0's own configuration pieces
 (lab/real_vllm/deployment/check.py: EngineArgs' batch defaults, OPTIMIZATION_LEVEL_TO_CONFIG,
 VllmConfig._set_cudagraph_sizes on a stand-in CUDA platform from the GPU table), field by field, on
-seeded generated serve lines over every GPU of the table plus every row of docs/deployments.md. Runs
-in ``.venv-vllm`` (skipped elsewhere, required under LAB_REQUIRE_VLLM=1)."""
+seeded generated serve lines over every GPU of the table, every row of docs/deployments.md, and the categories of
+issue 47 generated deterministically (resolution_lines.py: every spelling, every GPU x line kind, pooling runners,
+chunked-prefill switches, hybrids beyond Qwen3-Next, configs with defaulted fields). Runs in ``.venv-vllm``
+(skipped elsewhere, required under LAB_REQUIRE_VLLM=1)."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import re
+from collections import Counter
 
 import pytest
 
 if os.environ.get("LAB_REQUIRE_VLLM") != "1":
     pytest.importorskip("vllm", reason="vLLM 0.33.0 lives in .venv-vllm (make test runs this suite there)")
+
+from resolution_lines import (  # noqa: E402
+    chunked_lines,
+    defaulted_lines,
+    grid_lines,
+    hybrid_lines,
+    pooling_lines,
+    spelling_lines,
+)
+from test_deployment_config_vllm import DEFAULTED  # noqa: E402
+from test_hybrid_block_vllm import CONFIGS as HYBRID_CONFIGS  # noqa: E402
+from test_hybrid_block_vllm import OLMO_HYBRID, QWEN3_5  # noqa: E402
 
 from lab.deployment.report import DEPLOYMENTS  # noqa: E402
 from lab.deployment.resolve import VllmRefusal, resolve  # noqa: E402
@@ -87,7 +103,7 @@ def _excepted(name: str, line: str, gpu: str, lab, vllm) -> bool:
     return name in NAMED_EXCEPTIONS and NAMED_EXCEPTIONS[name][1](line, gpu, lab, vllm)
 
 
-def _vllm_refuses(line: str, gpu: str, reason: str) -> bool:
+def _vllm_refuses(line: str, gpu: str, reason: str, config_path: str | None = None) -> bool:
     """Whether vLLM's own pieces refuse the line the lab refuses: its backend selection or its speculative
     config (the scheduler's refusals are checked in tests/test_deployment_vllm_overrides.py)."""
     from lab.deployment.resolve import _model_facts
@@ -96,7 +112,7 @@ def _vllm_refuses(line: str, gpu: str, reason: str) -> bool:
     from lab.real_vllm.deployment.check import _spec_dict, vllm_backend
 
     parsed = read_serve_line(line)
-    facts = _model_facts(parsed, None)
+    facts = _model_facts(parsed, config_path)
     if "is smaller than max_model_len" in reason:  # vllm/config/scheduler.py SchedulerConfig.verify_max_model_len
         from vllm.config.scheduler import SchedulerConfig
 
@@ -127,37 +143,61 @@ def _vllm_refuses(line: str, gpu: str, reason: str) -> bool:
     return "max_num_batched_tokens" in reason or "max-model-len" in reason  # the scheduler's, not compared here
 
 
-def test_resolution_equals_vllms_pieces_field_by_field():
-    lines = list(_generated(520)) + [(line, gpu) for _, line, gpu in DEPLOYMENTS]
-    resolved = fields = refused = unmodelled = 0
-    disagreements, per_field = [], {}
-    for line, gpu in lines:
+def _lines(folder):
+    """(category, line, gpu, config path) of every line compared."""
+    generated = [("generated", line, gpu, None) for line, gpu in _generated(520)]
+    docs = [("docs/deployments.md rows", line, gpu, None) for _, line, gpu in DEPLOYMENTS]
+    hybrids = {**HYBRID_CONFIGS, "qwen3_5": QWEN3_5, "olmo_hybrid": OLMO_HYBRID}
+    paths = {}
+    for category, line, gpu, config in (
+        *spelling_lines(), *grid_lines(), *pooling_lines(), *chunked_lines(), *hybrid_lines(hybrids),
+        *defaulted_lines(DEFAULTED),
+    ):  # fmt: skip
+        if config is not None and id(config) not in paths:
+            paths[id(config)] = folder / f"config{len(paths)}.json"
+            paths[id(config)].write_text(json.dumps(config))
+        yield category, line, gpu, str(paths[id(config)]) if config is not None else None
+    yield from (*generated, *docs)
+
+
+def test_resolution_equals_vllms_pieces_field_by_field(tmp_path):
+    counts = {}  # category -> Counter(resolved, refused, not modelled, fields, disagreements)
+    disagreements, per_field, gpus_seen = [], Counter(), set()
+    for category, line, gpu, path in _lines(tmp_path):
+        n = counts.setdefault(category, Counter())
         try:
-            dep = resolve(line, gpu)
+            dep = resolve(line, gpu, config_path=path)
         except VllmRefusal as r:
-            refused += 1
-            fields += 1
-            if not _vllm_refuses(line, gpu, r.reason):
-                disagreements.append((line, gpu, "refusal", r.reason, "vLLM starts it"))
+            n["refused"] += 1
+            n["fields"] += 1
+            if not _vllm_refuses(line, gpu, r.reason, path):
+                n["disagreements"] += 1
+                disagreements.append((category, line, gpu, "refusal", r.reason, "vLLM starts it"))
             continue
         except ServeLineError as unmodelled_line:  # the lab's own "not modelled" (a pooling encoder-decoder)
             assert "not modelled" in str(unmodelled_line), (line, str(unmodelled_line))
-            unmodelled += 1
+            n["not modelled"] += 1
             continue
-        resolved += 1
+        n["resolved"] += 1
+        gpus_seen.add(gpu)
         for name, (lab, vllm) in compare(dep).items():
-            fields += 1
-            per_field[name] = per_field.get(name, 0) + 1
+            n["fields"] += 1
+            per_field[name] += 1
             if lab != vllm and not _excepted(name, line, gpu, lab, vllm):
-                disagreements.append((line, gpu, name, lab, vllm))
-    print(
-        f"{resolved} lines resolved, {refused} refused, {unmodelled} not modelled, {fields} fields compared, "
-        f"{len(disagreements)} disagreements"
-    )
-    print(per_field)
+                n["disagreements"] += 1
+                disagreements.append((category, line, gpu, name, lab, vllm))
+    total = sum(counts.values(), Counter())
+    for category, n in [*counts.items(), ("all", total)]:
+        print(f"{category:28} {n['resolved']:5} resolved {n['refused']:4} refused {n['not modelled']:3} not modelled "
+              f"{n['fields']:6} fields compared {n['disagreements']:3} disagreements")  # fmt: skip
+    print(dict(per_field))
     for d in disagreements[:40]:
         print(d)
-    assert resolved >= 300 and fields >= 1500
+    assert total["resolved"] >= 650 and total["fields"] >= 9000
+    assert gpus_seen == set(SERVING_GPUS)
+    for category, n in counts.items():  # each category is generated, and resolved lines of it compared
+        assert n["resolved"] >= 10 and n["fields"] > n["resolved"], (category, n)
+    assert counts["chunked prefill"]["refused"] >= 3  # vLLM's refusal without chunked prefill, compared too
     assert {"attention_backend", "cudagraph_mode", "speculator", "block_size"} <= set(per_field)
     assert not disagreements, disagreements[:5]
 

@@ -1,6 +1,9 @@
 """``python -m lab bench deployment``: what a person waits for when they ask the deployment question.
 It times the app's deployment tab, so it lives with the app (lab/app/deployment_tab.py).
 
+- cli: ``python -m lab deployment --gpu GPU --line LINE`` in a fresh interpreter for each example line of
+  docs/deployments.md, the wall time a person waits in a terminal (imports included), with the load average before
+  and after (issue 47: <= 1 s on a quiet 2-core machine);
 - server: ``resolve`` + ``answer`` of each example line of docs/deployments.md, in this process (the
   median of ``repeat`` runs after one warm-up), on the default workload;
 - browser: ``python app.py`` in a subprocess, headless Chromium at 1366x768, the deployment tab open;
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -27,6 +31,30 @@ from lab.deployment.known_configs import KNOWN_CONFIGS
 from lab.deployment.report import DEPLOYMENTS
 from lab.deployment.resolve import resolve
 from lab.vllm_env import REPO
+
+
+def bench_cli(repeat: int = 2) -> dict:
+    """Each example line answered by ``python -m lab deployment`` in a new interpreter: wall seconds, imports in."""
+    load_before = os.getloadavg()[0]
+    times = []
+    for _ in range(repeat):
+        for _, line, gpu in DEPLOYMENTS:
+            t0 = time.perf_counter()
+            subprocess.run(
+                [sys.executable, "-m", "lab", "deployment", "--gpu", gpu, "--line", line],
+                check=True,
+                capture_output=True,
+                cwd=REPO,
+            )
+            times.append(time.perf_counter() - t0)
+    return {
+        "lines": len(times),
+        "p50_s": float(np.percentile(times, 50)),
+        "p95_s": float(np.percentile(times, 95)),
+        "max_s": float(max(times)),
+        "load_before": load_before,
+        "load_after": os.getloadavg()[0],
+    }
 
 
 def bench_server(repeat: int = 5) -> list[dict]:
@@ -43,7 +71,7 @@ def bench_server(repeat: int = 5) -> list[dict]:
                 "deployment": f"{label} on {gpu}",
                 "ms": float(np.median(times)),
                 "all_ms": times,
-                "steps": a["workload"]["steps"],
+                "steps": a.workload.steps,
             }
         )
     return rows
@@ -145,6 +173,12 @@ def _paste_log_rounds(page, rounds: int) -> list[float]:
 def run_bench_deployment(out=None) -> dict:
     w = (out or sys.stdout).write
     w(f"python -m lab bench deployment  ({machine.describe()}; CPU only)\n")
+    cli = bench_cli()
+    w(
+        f"  cli: python -m lab deployment --line LINE, a new interpreter each (imports in): {cli['lines']} lines, "
+        f"p50 {cli['p50_s']:.2f} s, p95 {cli['p95_s']:.2f} s, max {cli['max_s']:.2f} s "
+        f"(1-min load average {cli['load_before']:.1f} before, {cli['load_after']:.1f} after)\n"
+    )
     server = bench_server()
     w("  server: resolve + answer, default workload (16 x p2048 o256), median of 5\n")
     for r in server:
@@ -156,7 +190,7 @@ def run_bench_deployment(out=None) -> dict:
         f"  server: a pasted start-up log ({LOG_FILE.name}) -> answer: p50 {log['p50_ms']:.1f} ms, "
         f"p95 {log['p95_ms']:.1f} ms over {log['answers']}\n"
     )
-    res = {"server": server, "server_p95_ms": float(np.percentile(every, 95)), "log": log}
+    res = {"cli": cli, "server": server, "server_p95_ms": float(np.percentile(every, 95)), "log": log}
     from lab.commands.bench.app_process import app_process  # python app.py in a subprocess
 
     if os.path.exists(CHROMIUM):

@@ -18,7 +18,10 @@ pieces these are and what is given to them as input):
 - the speculator: ``SpeculativeConfig.__post_init__`` (method and K);
 - ``VllmConfig._set_cudagraph_sizes`` on a real ``CompilationConfig``: the capture sizes, with the line's
   ``--performance-mode``.
-- a hybrid's block size: the model's config rules and ``Platform._align_hybrid_block_size`` (hybrid_check.py).
+- a hybrid's block size: the model's config rules and ``Platform._align_hybrid_block_size`` (hybrid_check.py);
+- ``SchedulerConfig.__post_init__`` on the lab's limits: vLLM takes every line the lab resolves (a line it refuses,
+  such as ``max_num_batched_tokens < max_model_len`` without chunked prefill, the lab refuses too), and the
+  chunked-prefill switch it keeps.
 
 ``compare(dep)`` returns ``{field: (lab, vllm)}`` for every field compared; equal pairs are agreements.
 """
@@ -53,7 +56,8 @@ def vllm_batch_limits(dep) -> tuple[int, int]:
         max_num_batched_tokens=s.get("max_num_batched_tokens"),
         max_num_seqs=s.get("max_num_seqs"),
         performance_mode=s.get("performance_mode") or "balanced",
-        enable_chunked_prefill=dep.settings["enable_chunked_prefill"],  # the switch, else the model's (an input)
+        # the line's switch (an encoder-decoder's too: SchedulerConfig turns it off later), else the model's (an input)
+        enable_chunked_prefill=s.get("enable_chunked_prefill", dep.settings["enable_chunked_prefill"]),
     )
     # an mm-prefix LM is a multimodal model (the lab's list, models.py MM_PREFIX_LM_MODEL_TYPES)
     prefix = uses_mm_prefix(s, dep.model)
@@ -65,6 +69,30 @@ def vllm_batch_limits(dep) -> tuple[int, int]:
             args, UsageContext.OPENAI_API_SERVER, model_config, SimpleNamespace(use_batched_dp_moe=False)
         )
     return int(args.max_num_seqs), int(args.max_num_batched_tokens)
+
+
+def vllm_scheduler(dep) -> tuple[str, bool]:
+    """vllm/config/scheduler.py ``SchedulerConfig.__post_init__`` on the lab's limits: "accepts" or "refused: <vLLM's
+    words>" (``verify_max_model_len``: without chunked prefill, ``max_num_batched_tokens < max_model_len``), and the
+    ``enable_chunked_prefill`` it keeps (an encoder-decoder's is turned off). The switch handed in is the line's, else
+    the lab's default (``ModelConfig.is_chunked_prefill_supported`` needs the pooler config: an input here)."""
+    load_vllm()
+    from vllm.config.scheduler import SchedulerConfig
+
+    s, chosen = dep.line.settings, dep.settings
+    given = s.get("enable_chunked_prefill")
+    try:
+        config = SchedulerConfig(
+            max_num_batched_tokens=chosen["max_num_batched_tokens"],
+            max_num_seqs=chosen["max_num_seqs"],
+            max_model_len=chosen["max_model_len"],
+            enable_chunked_prefill=chosen["enable_chunked_prefill"] if given is None else bool(given),
+            is_encoder_decoder=dep.model.kind == "encoder_decoder",
+            runner_type=dep.runner_type,
+        )
+    except ValueError as refused:
+        return f"refused: {refused}", bool(given)
+    return "accepts", bool(config.enable_chunked_prefill)
 
 
 def vllm_level_mode(level: int) -> str:
@@ -306,6 +334,9 @@ def compare(dep) -> dict[str, tuple]:
         "max_num_seqs": (dep.settings["max_num_seqs"], seqs),
         "max_num_batched_tokens": (dep.settings["max_num_batched_tokens"], tokens),
     }
+    verdict, chunked = vllm_scheduler(dep)  # the lab resolved the line: vLLM's scheduler must take it as the lab has it
+    out["scheduler"] = ("accepts", verdict)
+    out["enable_chunked_prefill"] = (bool(dep.settings["enable_chunked_prefill"]), chunked)
     # The model as vLLM reads the same config.json (transformers' or vLLM's class, its convertor), compared field by
     # field; vLLM's selector below is handed vLLM's view, never the lab's facts (issue 47: the check was circular)
     view = vllm_model_view(dep.model.config)

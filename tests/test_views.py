@@ -457,9 +457,41 @@ def test_explore_steps_and_picks_views_in_a_widget():
         c["step"].value = 9
         assert box.lab_state() == (name, 9)
         assert box.lab_figure.to_plotly_json() == as_figure(ALL_VIEWS[name][1](trace, 9)).to_plotly_json()
-    assert "<b>step 9</b>" in box.children[2].value  # the headline with the three eras
+    assert "<b>step 9</b>" in box.children[3].value  # the headline with the three eras
     with pytest.raises(ValueError, match="unknown view"):
         explore(trace, "nope")
+
+
+def test_explore_draws_the_chapter_open_on_its_figure():
+    """Issue 49 item 3 in a notebook: explore()'s story picker opens a chapter at its step and view with its
+    sentence drawn on the figure, the marks the app and the export draw (lab.views.tour_marks); ▶ continue opens
+    the next; a step picked by hand leaves the chapter and its marks."""
+    from lab.views import chapter_figure, explore, tour
+
+    trace = simulate(Scenario.preset("stale-block-reuse"))
+    story = tour(trace)
+    box = explore(trace)
+    c = box.lab_controls
+    assert box.lab_chapter() is None and len(c["chapter"].options) == 1 + len(story)
+
+    def tour_marks(fig) -> tuple[list, list]:
+        lay = fig.to_plotly_json()["layout"]
+        return [a for a in lay.get("annotations", []) if a.get("name") == "tour"], [
+            s for s in lay.get("shapes", []) if s.get("name") == "tour"
+        ]
+
+    assert tour_marks(box.lab_figure) == ([], [])
+    k = next(n for n, t in enumerate(story) if "live blocks" in t["text"])  # a sentence and a frame on its cells
+    c["chapter"].value = k
+    assert box.lab_state() == (story[k]["view"], story[k]["step"])
+    notes, shapes = tour_marks(box.lab_figure)
+    assert [a["text"] for a in notes] == [a["text"] for a in story[k]["mark"]["annotations"]] and shapes
+    assert box.lab_figure.to_plotly_json() == chapter_figure(trace, k).to_plotly_json()  # one drawing of a chapter
+    c["continue"].click()
+    assert box.lab_chapter() == k + 1 and box.lab_state() == (story[k + 1]["view"], story[k + 1]["step"])
+    assert tour_marks(box.lab_figure)[0][0]["text"] == story[k + 1]["mark"]["annotations"][0]["text"]
+    c["step"].value = (story[k + 1]["step"] + 1) % len(trace.steps)
+    assert box.lab_chapter() is None and tour_marks(box.lab_figure) == ([], [])
 
 
 def test_explore_fits_a_600_px_notebook():
@@ -470,7 +502,7 @@ def test_explore_fits_a_600_px_notebook():
     from lab.views import explore
 
     box = explore(simulate(Scenario.preset("eagle-k3")))
-    style, controls, headline = box.children[0], box.children[1], box.children[2]
+    style, controls, headline = box.children[0], box.children[1], box.children[3]
     assert controls.layout.width == "100%" and "wrap" in controls.layout.flex_flow
     c = box.lab_controls
 

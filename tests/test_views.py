@@ -462,13 +462,13 @@ def test_explore_steps_and_picks_views_in_a_widget():
         explore(trace, "nope")
 
 
-def test_explore_draws_the_chapter_open_on_its_figure():
+def test_explore_draws_the_chapter_open_on_its_figure(traces):
     """Issue 49 item 3 in a notebook: explore()'s story picker opens a chapter at its step and view with its
     sentence drawn on the figure, the marks the app and the export draw (lab.views.tour_marks); ▶ continue opens
     the next; a step picked by hand leaves the chapter and its marks."""
     from lab.views import chapter_figure, explore, tour
 
-    trace = simulate(Scenario.preset("stale-block-reuse"))
+    trace = traces["stale-block-reuse"]
     story = tour(trace)
     box = explore(trace)
     c = box.lab_controls
@@ -492,6 +492,42 @@ def test_explore_draws_the_chapter_open_on_its_figure():
     assert tour_marks(box.lab_figure)[0][0]["text"] == story[k + 1]["mark"]["annotations"][0]["text"]
     c["step"].value = (story[k + 1]["step"] + 1) % len(trace.steps)
     assert box.lab_chapter() is None and tour_marks(box.lab_figure) == ([], [])
+
+
+def test_a_figure_shown_by_jupyter_is_the_fitted_one(traces):
+    """Issue 49, minor 19 in JupyterLab: a figure as a cell's value (and explore()'s, through display()) is shown by
+    IPython's _ipython_display_, which plotly's Figure sends to plotly.io.show past the notebook fitting and the
+    toolbar: in JupyterLab the titles ran past the output area's right edge at every width. Shown through
+    IPython's display, the bundle is the fitted figure (lab.views.notebook_fit) with the lab's toolbar."""
+    import plotly.io as pio
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.display import display
+    from IPython.utils.capture import capture_output
+
+    from lab.views import hero_figure
+    from lab.views.common import PLOT_CONFIG
+    from lab.views.notebook_fit import notebook_layout
+
+    fig = hero_figure(traces["eagle-k3"], 20)
+    renderer = pio.renderers.default
+    had_shell = InteractiveShell.initialized()
+    InteractiveShell.instance()
+    try:
+        pio.renderers.default = "plotly_mimetype"
+        want = fig._repr_mimebundle_()["application/vnd.plotly.v1+json"]
+        with capture_output() as shown:
+            display(fig)
+    finally:
+        pio.renderers.default = renderer
+        if not had_shell:
+            InteractiveShell.clear_instance()
+    got = shown.outputs[0].data["application/vnd.plotly.v1+json"]
+    spec = fig.to_plotly_json()
+    assert (
+        got["layout"]["title"] == notebook_layout(spec["layout"], data=spec["data"])["title"] != spec["layout"]["title"]
+    )
+    assert got["config"]["displaylogo"] is PLOT_CONFIG["displaylogo"] is False
+    assert got["layout"] == want["layout"]
 
 
 def test_explore_fits_a_600_px_notebook():

@@ -19,7 +19,7 @@ from lab.views.eras import headline_html
 from lab.views.render import WORDS_CSS, note_html
 from lab.views.tour_marks import marked
 
-NO_CHAPTER = "—"  # the story's picker with no chapter open
+NO_CHAPTER = -1  # the story's picker with no chapter open ("—"; a Dropdown's None is no option: a blank box)
 
 # ipywidgets gives the slider and the picker 300 px each and the play buttons 148 px, in a row that does not
 # wrap; the eras table's cells do not wrap either. Beside the app, at a 960 px browser, JupyterLab's notebook is
@@ -72,8 +72,8 @@ def explore_views(trace, views: dict, view: str = "block_table", step: int = 0, 
     controls = w.HBox([play, slider, picker], layout=w.Layout(width="100%", flex_flow="row wrap"))
     story = story or []
     chapter = w.Dropdown(
-        options=[(NO_CHAPTER, None)] + [(_chapter_label(k, t), k) for k, t in enumerate(story)],
-        value=None,
+        options=[("—", NO_CHAPTER)] + [(_chapter_label(k, t), k) for k, t in enumerate(story)],
+        value=NO_CHAPTER,
         description="story",
         layout=w.Layout(width="auto", flex="1 1 300px", min_width="200px"),
     )
@@ -92,14 +92,14 @@ def explore_views(trace, views: dict, view: str = "block_table", step: int = 0, 
             return
         i, v = slider.value, picker.value
         k = chapter.value
-        if k is not None and (story[k]["view"], story[k]["step"]) != (v, i):
-            chapter.value = None  # a step or view picked by hand: the chapter's marks are of its own step
+        if k != NO_CHAPTER and (story[k]["view"], story[k]["step"]) != (v, i):
+            chapter.value = NO_CHAPTER  # a step or view picked by hand: the chapter's marks are of its own step
             return  # (redraw runs again as the chapter's picker changes)
         label, fn, text = views[v]
         headline.value = f"<div id='headline'>{headline_html(trace, i)}</div>"
         note.value = note_html(label, text)
         spec = fn(trace, i)
-        box.lab_figure = as_figure(spec if k is None else marked(spec, story[k]["mark"]))
+        box.lab_figure = as_figure(spec if k == NO_CHAPTER else marked(spec, story[k]["mark"]))
         if get_ipython() is not None:  # in a kernel: draw into the output area
             with out:
                 out.clear_output(wait=True)
@@ -107,7 +107,7 @@ def explore_views(trace, views: dict, view: str = "block_table", step: int = 0, 
 
     def open_chapter(*_):
         k = chapter.value
-        if k is not None:
+        if k != NO_CHAPTER:
             opening.append(k)
             try:
                 picker.value, slider.value = story[k]["view"], story[k]["step"]
@@ -116,8 +116,7 @@ def explore_views(trace, views: dict, view: str = "block_table", step: int = 0, 
         redraw()
 
     def next_chapter(_):
-        k = chapter.value
-        chapter.value = 0 if k is None else min(k + 1, len(story) - 1)
+        chapter.value = min(chapter.value + 1, len(story) - 1)  # from "—" (-1): the first
 
     slider.observe(redraw, "value")
     picker.observe(redraw, "value")
@@ -125,7 +124,7 @@ def explore_views(trace, views: dict, view: str = "block_table", step: int = 0, 
     forward.on_click(next_chapter)
     chapters.layout.display = None if story else "none"
     box.lab_state = lambda: (picker.value, slider.value)
-    box.lab_chapter = lambda: chapter.value
+    box.lab_chapter = lambda: None if chapter.value == NO_CHAPTER else chapter.value
     box.lab_controls = {"step": slider, "view": picker, "play": play, "chapter": chapter, "continue": forward}
     redraw()
     return box

@@ -71,11 +71,10 @@ def notebook_layout(layout: dict, width: float = NOTEBOOK_TEXT_PX, data: list | 
     out = dict(layout)  # what changes is copied below (the title, the notes, the margin)
     font = (out.get("font") or {}).get("size") or 12
     margin = {"t": 100, "b": 80, "l": 80, "r": 80, **(out.get("margin") or {})}
-    side = {**margin, "r": max(margin["r"], legend_px(out, data or []))}  # the plot area's sides
     grow_t = 0
     grow_b = _legend_at_foot(out, data or [], NOTEBOOK_AREA_PX)
-    if grow_b:  # the legend is under the plot now: the plot area reaches the (maybe narrowed) right margin
-        side = {**margin, "r": (out.get("margin") or {}).get("r", margin["r"])}
+    # the plot area's sides: a legend left beside the plot (the timeline's) takes its width from it
+    side = {**margin, "r": max((out.get("margin") or {}).get("r", margin["r"]), legend_px(out, data or []))}
     title = out.get("title") or {}
     text = title.get("text") if isinstance(title, dict) else None
     if text:
@@ -139,7 +138,12 @@ def _legend_at_foot(out: dict, data: list, width: float) -> int:
     margin = out.get("margin") or {}
     if margin.get("r", 80) > 60 and (legend.get("x") or 0) >= 1:
         out["margin"] = {**margin, "r": 30}
-    return math.ceil(rows) * 20 + 10
+    # A legend that was under the plot leaves its rows in the bottom margin (one row a name standing, one row
+    # lying): the margin grows by what more the rows at the foot need (the block table's column of names had room
+    # for them; at 1366 px 170 px stood empty under the axis).
+    under = (legend.get("y") if legend.get("y") is not None else 1) < 0
+    had = (1 if legend.get("orientation") == "h" else len(names)) * 20 if under else 0
+    return max(0, math.ceil(rows) * 20 + 10 - had)
 
 
 def _room(note: dict, width: float, margin: dict) -> float | None:

@@ -119,7 +119,7 @@ def test_explore_draws_its_first_figure_whole_in_jupyterlab(context, tmp_path, w
 
     _explore_notebook(tmp_path)
     stale = simulate(Scenario.preset("stale-block-reuse"))
-    own_height = explore(stale, "block_table", step=24).lab_figure.layout.height
+    own_height = explore(stale, "block_table", step=24).lab_figure._fitted().layout.height  # as a notebook shows it
     with socket.socket() as sock:  # a free port (not conftest's helper: the suite's path finds another conftest)
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]

@@ -151,3 +151,44 @@ def test_the_tour_is_a_story_told_on_the_figure(context, app_url):
     page.locator("#next").click()
     wait_step(page, 44)
     page.wait_for_function(f"() => ({_MARKS})().notes.length === 0 && ({_MARKS})().frames === 0")
+
+
+# The cursors of "▶ walk" on the main figure: [x of each, the run's frames drawn, done, stopped]
+_WALK = """() => { const gd = document.querySelector('#plot .js-plotly-plot'); const r = gd.__labWalk || {};
+  return [(gd.layout.shapes || []).filter((s) => s.name === 'walk').map((s) => s.x0), (r.frames || []).length,
+    !!r.done, !!r.stopped]; }"""
+
+
+def test_the_walk_button_sweeps_each_eras_columns_and_stops(context, app_url):
+    """Issue 49 item 4: "▶ walk" beside the hero sweeps one cursor per bar at one speed (in the page, no server),
+    each ending at the columns its era's kernel walks on this step; a second click stops it; under
+    prefers-reduced-motion the cursors are drawn where they end, at once."""
+    from lab import Scenario, simulate
+    from lab.views.hero import era_walks
+
+    trace = simulate(Scenario.preset("eagle-k3"))
+    ends, after = ([c for w in era_walks(trace, i) for c in (w["columns"], w["drafts"]["columns"])] for i in (20, 21))
+    assert ends == [2048, 2048, 68, 2048, 68, 68]
+    page = _page(context, 683, 768)
+    open_app(page, app_url, "?preset=eagle-k3&step=20")
+    button = page.locator("#plot button.lab-walk")
+    button.wait_for()
+    button.click()  # stopped part way: the widest bar's cursor short of its end
+    page.wait_for_function(f"() => ({_WALK})()[1] >= 2", timeout=60_000)
+    button.click()
+    xs, _, done, stopped = page.evaluate(_WALK)
+    assert stopped and not done and 0 < xs[0] < ends[0], xs
+    assert button.inner_text().strip() == "▶ walk the columns"
+    button.click()  # to the end: every cursor moved, each stopped at its era's walked width
+    page.wait_for_function(f"() => ({_WALK})()[2]", timeout=60_000)
+    xs, frames, _, _ = page.evaluate(_WALK)
+    page.screenshot(path=str(ARTIFACTS / "story-walk-683x768.png"))
+    assert xs == ends and frames >= 3
+    page.emulate_media(reduced_motion="reduce")
+    page.locator("#next").click()  # the next step's figure: no cursor until asked
+    wait_step(page, 21)
+    page.wait_for_function(f"() => ({_WALK})()[0].length === 0", timeout=60_000)
+    button.click()
+    page.wait_for_function(f"() => ({_WALK})()[2]", timeout=60_000)
+    xs, frames, _, _ = page.evaluate(_WALK)
+    assert frames == 1 and xs == after

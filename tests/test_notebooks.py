@@ -37,6 +37,7 @@ SERIES = (
 # multiplies both on a slower or busier machine.
 SLACK = float(os.environ.get("LAB_NOTEBOOK_SLACK", "1"))
 NOTEBOOK_BUDGET_S = 60 * SLACK
+PLOTLY = "application/vnd.plotly.v1+json"  # a plotly figure in a cell's output
 CELL_BUDGET_S = 30 * SLACK
 
 
@@ -145,6 +146,10 @@ def test_notebook_runs_within_budget(path):
     assert f"{path.stem[:2]}.1: no answer yet" in _text(nb)
     if path.stem.startswith("01"):  # lab.views.explore: the step slider and view picker, as a widget
         assert any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in _outputs(nb))
+        # A figure as a cell's value is shown fitted to the output area, with the lab's toolbar (issue 49, minor 19:
+        # IPython's _ipython_display_ went past both; lab.views.common.LabFigure).
+        plots = [o["data"][PLOTLY] for o in _outputs(nb) if PLOTLY in o.get("data", {})]
+        assert plots and all(p.get("config", {}).get("displaylogo") is False for p in plots)
     if path.stem.startswith("06") and not _live_environment_here():
         text = _text(nb)
         assert "No live vLLM environment" in text and text.count("skipped: no live vLLM environment") == 3

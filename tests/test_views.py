@@ -457,9 +457,77 @@ def test_explore_steps_and_picks_views_in_a_widget():
         c["step"].value = 9
         assert box.lab_state() == (name, 9)
         assert box.lab_figure.to_plotly_json() == as_figure(ALL_VIEWS[name][1](trace, 9)).to_plotly_json()
-    assert "<b>step 9</b>" in box.children[2].value  # the headline with the three eras
+    assert "<b>step 9</b>" in box.children[3].value  # the headline with the three eras
     with pytest.raises(ValueError, match="unknown view"):
         explore(trace, "nope")
+
+
+def test_explore_draws_the_chapter_open_on_its_figure(traces):
+    """Issue 49 item 3 in a notebook: explore()'s story picker opens a chapter at its step and view with its
+    sentence drawn on the figure, the marks the app and the export draw (lab.views.tour_marks); ▶ continue opens
+    the next; a step picked by hand leaves the chapter and its marks."""
+    from lab.views import chapter_figure, explore, tour
+
+    trace = traces["stale-block-reuse"]
+    story = tour(trace)
+    box = explore(trace)
+    c = box.lab_controls
+    assert box.lab_chapter() is None and len(c["chapter"].options) == 1 + len(story)
+
+    def tour_marks(fig) -> tuple[list, list]:
+        lay = fig.to_plotly_json()["layout"]
+        return [a for a in lay.get("annotations", []) if a.get("name") == "tour"], [
+            s for s in lay.get("shapes", []) if s.get("name") == "tour"
+        ]
+
+    assert tour_marks(box.lab_figure) == ([], [])
+    k = next(n for n, t in enumerate(story) if "live blocks" in t["text"])  # a sentence and a frame on its cells
+    c["chapter"].value = k
+    assert box.lab_state() == (story[k]["view"], story[k]["step"])
+    notes, shapes = tour_marks(box.lab_figure)
+    assert [a["text"] for a in notes] == [a["text"] for a in story[k]["mark"]["annotations"]] and shapes
+    assert box.lab_figure.to_plotly_json() == chapter_figure(trace, k).to_plotly_json()  # one drawing of a chapter
+    c["continue"].click()
+    assert box.lab_chapter() == k + 1 and box.lab_state() == (story[k + 1]["view"], story[k + 1]["step"])
+    assert tour_marks(box.lab_figure)[0][0]["text"] == story[k + 1]["mark"]["annotations"][0]["text"]
+    c["step"].value = (story[k + 1]["step"] + 1) % len(trace.steps)
+    assert box.lab_chapter() is None and tour_marks(box.lab_figure) == ([], [])
+
+
+def test_a_figure_shown_by_jupyter_is_the_fitted_one(traces):
+    """Issue 49, minor 19 in JupyterLab: a figure as a cell's value (and explore()'s, through display()) is shown by
+    IPython's _ipython_display_, which plotly's Figure sends to plotly.io.show past the notebook fitting and the
+    toolbar: in JupyterLab the titles ran past the output area's right edge at every width. Shown through
+    IPython's display, the bundle is the fitted figure (lab.views.notebook_fit) with the lab's toolbar."""
+    import plotly.io as pio
+    from IPython.core.interactiveshell import InteractiveShell
+    from IPython.display import display
+    from IPython.utils.capture import capture_output
+
+    from lab.views import hero_figure
+    from lab.views.common import PLOT_CONFIG
+    from lab.views.notebook_fit import notebook_layout
+
+    fig = hero_figure(traces["eagle-k3"], 20)
+    renderer = pio.renderers.default
+    had_shell = InteractiveShell.initialized()
+    InteractiveShell.instance()
+    try:
+        pio.renderers.default = "plotly_mimetype"
+        want = fig._repr_mimebundle_()["application/vnd.plotly.v1+json"]
+        with capture_output() as shown:
+            display(fig)
+    finally:
+        pio.renderers.default = renderer
+        if not had_shell:
+            InteractiveShell.clear_instance()
+    got = shown.outputs[0].data["application/vnd.plotly.v1+json"]
+    spec = fig.to_plotly_json()
+    assert (
+        got["layout"]["title"] == notebook_layout(spec["layout"], data=spec["data"])["title"] != spec["layout"]["title"]
+    )
+    assert got["config"]["displaylogo"] is PLOT_CONFIG["displaylogo"] is False
+    assert got["layout"] == want["layout"]
 
 
 def test_explore_fits_a_600_px_notebook():
@@ -470,7 +538,7 @@ def test_explore_fits_a_600_px_notebook():
     from lab.views import explore
 
     box = explore(simulate(Scenario.preset("eagle-k3")))
-    style, controls, headline = box.children[0], box.children[1], box.children[2]
+    style, controls, headline = box.children[0], box.children[1], box.children[3]
     assert controls.layout.width == "100%" and "wrap" in controls.layout.flex_flow
     c = box.lab_controls
 

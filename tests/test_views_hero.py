@@ -138,3 +138,31 @@ def test_lengths_carries_the_claim_in_a_strip_and_shows_the_r1_gap(traces):
     gap = next(d for d in spec["data"] if d.get("yaxis") == "y3")
     want = [u - e for u, e in zip(st.seq_lens_cpu_upper_bound[: st.num_reqs], st.seq_lens[: st.num_reqs])]
     assert gap["y"] == want and max(want) > 0
+
+
+@pytest.mark.parametrize("preset, step", [("eagle-k3", 20), ("stale-block-reuse", 24)])
+def test_the_animated_walk_sweeps_each_eras_walked_columns(traces, preset, step):
+    """Issue 49 item 4: "▶ walk" (LabSteps.walk, lab/export/stepper.js) sweeps a cursor along each bar from the
+    figure's layout.meta.walk: each era's cursor ends at the columns that era's kernel walks on this step, on its
+    bar, and every cursor runs at one speed, so the widest walk takes the whole WALK_MS and the others their share."""
+    from lab.views.hero import WALK_MS
+
+    t = traces[preset]
+    bs = t.scenario.block_size
+    hist = t.steps[step].history()
+    spec = hero_spec(t, step)
+    plan = spec["layout"]["meta"]["walk"]
+    target = [b for b in plan["bars"] if not b["drafts"]]
+    assert [b["columns"] for b in target] == [walked_columns(hist[e]["kernel_max_seq_len"], bs) for e in ERAS]
+    assert [b["color"] for b in target] == [ERA_DARK[e] for e in ERAS]
+    # each cursor runs along its own bar: the era's frame (solid: the target; dotted: the drafts) at the same y
+    for b, f in zip(plan["bars"], [f for f in _frames(spec)], strict=True):
+        assert f["x1"] == b["columns"] and (f["y0"] + f["y1"]) / 2 == pytest.approx(b["y"])
+        assert f["y1"] - f["y0"] == pytest.approx(2 * b["half"])
+    assert plan["ms"] == WALK_MS and plan["widest"] == max(b["columns"] for b in plan["bars"])
+    drafts = [b for b in plan["bars"] if b["drafts"]]
+    if preset == "eagle-k3":  # the old walk 2,048 columns: 30x the 68 after #43991, in a 30th of the time
+        assert [b["columns"] for b in drafts] == [2048, 2048, 68] and target[0]["columns"] == 2048
+        assert target[2]["columns"] / plan["widest"] * plan["ms"] == pytest.approx(WALK_MS * 68 / 2048)
+    else:
+        assert not drafts

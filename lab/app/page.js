@@ -420,6 +420,7 @@ window.labApp = (() => {
       gd.__labNarrow = false;
     }
     if (presenter) await fit(presenter);
+    if (gd) LabSteps.walkButton(gd); // the hero the server drew: its ▶ walk (LabSteps.walk)
     await ready;
     await redrawServersFigure();
     keepInPlace();

@@ -300,6 +300,114 @@ window.LabSteps = class LabSteps {
       annotations: keep(gd.layout.annotations).concat(notes),
     });
   }
+  // ▶ walk (issue 49 item 4): a figure that carries layout.meta.walk (the hero, lab/views/hero.py) gets a button
+  // under its plot's left corner; a click sweeps one cursor along each bar, every cursor at the same speed in columns a
+  // millisecond (the widest bar takes meta.walk.ms), so the time a cursor runs is its era's walk, at true scale.
+  // A second click stops it where it is; the next drawing takes the cursors off. Under prefers-reduced-motion the
+  // cursors are drawn at once where they end. gd.__labWalk: the run (its frames: each bar's x per frame drawn).
+  static walkPlan(gd) {
+    return (gd && gd.layout && gd.layout.meta && gd.layout.meta.walk) || null;
+  }
+  static walkMarks(plan, t) {
+    const speed = plan.widest / plan.ms;
+    const xs = plan.bars.map((b) => Math.min(b.columns, speed * Math.max(t, 0)));
+    const shapes = plan.bars.map((b, k) => ({
+      type: "line", name: "walk", xref: "x", yref: "y", x0: xs[k], x1: xs[k],
+      y0: b.y - b.half - 0.08, y1: b.y + b.half + 0.08, line: {color: b.color, width: 3},
+    }));
+    const annotations = plan.bars.filter((b) => !b.drafts).map((b) => {
+      const x = xs[plan.bars.indexOf(b)];
+      const done = x >= b.columns;
+      return {name: "walk", xref: "x", yref: "y", x, y: b.y + b.half, yanchor: "bottom", xanchor: "left",
+        showarrow: false, font: {size: 11, color: b.color},
+        text: `${done ? "walked" : "walking"} ${Math.round(x).toLocaleString("en-US")}`};
+    });
+    return {xs, shapes, annotations};
+  }
+  static async drawWalk(gd, marks) {
+    const keep = (a) => (a || []).filter((x) => x.name !== "walk");
+    await Plotly.relayout(gd, {
+      shapes: keep(gd.layout.shapes).concat(marks.shapes),
+      annotations: keep(gd.layout.annotations).concat(marks.annotations),
+    });
+  }
+  static walkLabel(gd, running) {
+    const b = gd.__labWalkButton;
+    if (!b) return;
+    b.textContent = running ? "■ stop the walk" : "▶ walk the columns";
+    b.setAttribute("aria-pressed", String(running));
+  }
+  static stopWalk(gd) {
+    if (gd && gd.__labWalk) gd.__labWalk.stopped = true;
+    if (gd) LabSteps.walkLabel(gd, false);
+  }
+  static async walk(gd) {
+    const plan = LabSteps.walkPlan(gd);
+    if (!plan) return;
+    LabSteps.stopWalk(gd);
+    const run = {frames: [], stopped: false, done: false};
+    gd.__labWalk = run;
+    const still = !!(window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches);
+    LabSteps.walkLabel(gd, !still);
+    const t0 = performance.now();
+    for (;;) {
+      const t = still ? plan.ms : performance.now() - t0;
+      // stopped, or another figure drawn meanwhile (its layout is another object): nothing more is drawn
+      if (run.stopped || LabSteps.walkPlan(gd) !== plan) return run;
+      const marks = LabSteps.walkMarks(plan, t);
+      await LabSteps.drawWalk(gd, marks);
+      run.frames.push(marks.xs);
+      if (t >= plan.ms) break;
+      await new Promise((r) => requestAnimationFrame(r));
+    }
+    run.done = true;
+    LabSteps.walkLabel(gd, false);
+    return run;
+  }
+  // The button over gd, shown while gd's figure carries a walk; placed in gd's box (absolute, no room taken: the
+  // figure does not move). A button of a plot no longer in the box (Gradio drew a new one) goes.
+  static walkButton(gd) {
+    const box = gd && gd.parentElement;
+    if (!box) return;
+    for (const old of box.querySelectorAll(":scope > button.lab-walk")) if (old.__labGd !== gd) old.remove();
+    let b = gd.__labWalkButton;
+    if (!b || !b.isConnected) {
+      b = document.createElement("button");
+      b.type = "button";
+      b.className = "lab-walk";
+      b.__labGd = gd;
+      b.title = "a cursor walks each era's block-table columns, all at one speed: the time each takes is that " +
+        "era's walk, at true scale (click again to stop)";
+      Object.assign(b.style, {position: "absolute", zIndex: 5, fontSize: "13px", padding: "3px 10px",
+        border: "1px solid #1f77b4", borderRadius: "6px", background: "#eef3fa", color: "#08306b",
+        cursor: "pointer", whiteSpace: "nowrap"});
+      b.addEventListener("click", () => {
+        const r = gd.__labWalk;
+        if (r && !r.done && !r.stopped) LabSteps.stopWalk(gd);
+        else LabSteps.walk(gd);
+      });
+      if (getComputedStyle(box).position === "static") box.style.position = "relative";
+      box.insertBefore(b, gd);
+      gd.__labWalkButton = b;
+      LabSteps.walkLabel(gd, false);
+    }
+    if (!gd.__labWalkPlaced && gd.on) { // placed again after every drawing (a resize, a narrow figure)
+      gd.on("plotly_afterplot", () => LabSteps.placeWalkButton(gd));
+      gd.__labWalkPlaced = true;
+    }
+    LabSteps.placeWalkButton(gd);
+  }
+  // Under the plot's left corner, beside where every cursor starts (0 columns), on the row of the x axis's
+  // title (centred, it leaves the corner free); in the top margin it covered a bar's note at half a laptop.
+  static placeWalkButton(gd) {
+    const b = gd.__labWalkButton;
+    const size = gd._fullLayout && gd._fullLayout._size;
+    if (!b) return;
+    b.style.display = LabSteps.walkPlan(gd) && size ? "" : "none";
+    if (!size) return;
+    b.style.top = `${gd.offsetTop + size.t + size.h + 24}px`;
+    b.style.left = `${gd.offsetLeft + 4}px`;
+  }
   // Draw step i of a view into the plot gd; draws into one plot run one after another, in call order.
   draw(gd, view, i, presenter, maxHeight) {
     const run = async () => {
@@ -307,6 +415,7 @@ window.LabSteps = class LabSteps {
       i = this.clamp(i);
       const narrow = LabSteps.isNarrow(gd);
       const id = `${this.id}|${view}|${!!presenter}|${maxHeight || ""}|${narrow}`;
+      LabSteps.stopWalk(gd); // the cursors are of the figure drawn: the next one starts without them
       if (!(v.wide && gd.__labDrawn === id)) {
         const fig = await this.figure(view, i, presenter, maxHeight, narrow, (gd.parentElement || gd).clientWidth);
         await Plotly.react(gd, fig.data, fig.layout, LabSteps.CONFIG);
@@ -317,6 +426,7 @@ window.LabSteps = class LabSteps {
       }
       if (v.wide) await LabSteps.moveMarker(gd, i);
       await LabSteps.mark(gd, null); // a chapter's marks are of its own step: off at the next draw
+      LabSteps.walkButton(gd);
     };
     gd.__labQueue = (gd.__labQueue || Promise.resolve()).then(run, run);
     return gd.__labQueue;

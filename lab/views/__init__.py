@@ -26,6 +26,7 @@ from lab.views.recorded import recorded_spec
 from lab.views.summary import summary_markdown, summary_numbers
 from lab.views.timeline import timeline_spec
 from lab.views.tour import tour
+from lab.views.tour_marks import marked
 
 # name -> (tab title, spec function, "what am I looking at")
 ALL_VIEWS = {
@@ -161,16 +162,13 @@ def chapter_figure(trace, chapter: int):
     if not 0 <= chapter < len(story):
         raise ValueError(f"chapter {chapter} of a story of {len(story)} chapters (0-{len(story) - 1})")
     t = story[chapter]
-    spec = ALL_VIEWS[t["view"]][1](trace, t["step"])
-    layout = dict(spec["layout"])
-    layout["annotations"] = [*(layout.get("annotations") or []), *t["mark"]["annotations"]]
-    layout["shapes"] = [*(layout.get("shapes") or []), *t["mark"]["shapes"]]
-    return as_figure({"data": spec["data"], "layout": layout})
+    return as_figure(marked(ALL_VIEWS[t["view"]][1](trace, t["step"]), t["mark"]))
 
 
 def explore(trace, view: str = "block_table", step: int = 0):
-    """In Jupyter: a step slider (with play) and a view picker over every view (lab/views/explore.py)."""
-    return explore_views(trace, ALL_VIEWS, view, step)
+    """In Jupyter: a step slider (with play), a view picker over every view and the trace's story, each chapter
+    drawn on its figure (lab/views/explore.py)."""
+    return explore_views(trace, ALL_VIEWS, view, step, story=tour(trace))
 
 
 __all__ = [

@@ -41,11 +41,11 @@ def figure(data: list[dict], layout: dict) -> dict:
 # the pages' twin is LabSteps.CONFIG (lab/export/stepper.js).
 # (plotly.py's list of config keys lacks showSendToCloud and showLink and warns on them: the button is removed
 # by name instead.)
-# responsive: the figure follows its output area's width (ux review 5 minor 19: cut on the right in JupyterLab).
+# No "responsive": JupyterLab's plotly renderer sizes a figure to its output area itself, and with it explore()'s
+# figure (an ipywidgets Output, cleared and drawn again) was drawn 0 px high in JupyterLab 4: no figure at all.
 PLOT_CONFIG = {
     "displaylogo": False,
     "modeBarButtonsToRemove": ["sendChartToCloud"],
-    "responsive": True,
 }
 
 
@@ -66,6 +66,17 @@ class LabFigure(go.Figure):
     def show(self, *args, **kwargs):
         kwargs.setdefault("config", PLOT_CONFIG)
         return go.Figure.show(self._fitted(), *args, **kwargs)
+
+    def _ipython_display_(self):
+        # A figure as a cell's value, or display(fig) (explore()): IPython calls this before _repr_mimebundle_, and
+        # plotly's own calls plotly.io.show(self), past the fitting and the toolbar above: in JupyterLab the figures
+        # were drawn as built, their titles cut at the output area's right edge (issue 49, minor 19).
+        import plotly.io as pio
+
+        if pio.renderers.render_on_display and pio.renderers.default:
+            self.show()
+        else:
+            print(repr(self))
 
 
 def as_figure(spec: dict) -> go.Figure:

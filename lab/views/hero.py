@@ -10,7 +10,8 @@ entries hold (the walk of the mode that era used, lab.trace.step ``era_modes``):
 (valid), then the stale entries past a row's num_blocks (live: another request's blocks; free; the null block)
 and padded rows, each part as long as its share of the walked entries. Where the step has draft passes that
 build their own metadata (Eagle/MTP decodes, R5), a thinner bar under each era's shows their walk, and after
-#43991 its +K slack (max upper bound + K, hatched) is marked, at true scale too.
+#43991 its +K slack (max upper bound + K, hatched) is marked, at true scale too. The figure carries its bars in
+``layout.meta.walk`` for the pages' "▶ walk": a cursor sweeps each bar at one speed (``WALK_MS``).
 
 A pure function of (trace, step): it reads the public trace API only.
 """
@@ -21,7 +22,7 @@ from lab.history import ERAS
 from lab.speculators import speculator
 from lab.trace.names import era_label
 from lab.views.common import axis, check_step, figure, hover, legend_swatch, message_figure, note, requests, title
-from lab.views.palette import CLASS_COLOR, ERA_COLOR, SLACK_PATTERN
+from lab.views.palette import CLASS_COLOR, ERA_COLOR, ERA_DARK, SLACK_PATTERN
 from lab.views.walks import pass_walk, sized_text, walk_counts
 
 # What a walked entry holds, in the order the bar draws it: the request's own KV first, then the stale classes
@@ -37,6 +38,10 @@ _PART_NAME = {
 HERO_TITLE = "What the kernel walks in each era"
 _ROW_GAP = 1.0  # y units between two eras
 _DRAFT_DY = 0.42  # the drafts' bar sits this far under its era's target bar
+# The animated walk (issue 49 item 4, "▶ walk" on the pages: LabSteps.walk in lab/export/stepper.js): one cursor
+# per bar, every cursor at the same speed in columns per second, so that each takes as long as its era's walk is
+# wide: the widest bar's cursor arrives after WALK_MS, an era that walks 30× fewer columns in a 30th of it.
+WALK_MS = 5000
 
 
 def era_walks(trace, index: int) -> list[dict]:
@@ -175,12 +180,14 @@ def hero_spec(trace, index: int) -> dict:
     notes: list[dict] = []
     acc: dict = {}
     ticks, labels = [], []
+    cursors: list[dict] = []  # the walk's bars, for the pages' animated walk (layout.meta.walk)
     has_drafts = any(w["drafts"] for w in walks)
     widest = max([w["columns"] for w in walks] + [w["drafts"]["columns"] for w in walks if w["drafts"]] + [1])
     for k, w in enumerate(walks):
         y = -k * _ROW_GAP * (2.1 if has_drafts else 1.3)
         _segments(w, y, 0.5, w["label"], acc)
         shapes.append(_frame(w["columns"], y, 0.5, w["era"]))
+        cursors.append(_cursor(w, y, 0.5, w["label"]))
         ticks.append(y)
         c = ERA_COLOR[w["era"]]
         told = f"{w['meta']:,} tokens" + (f"<br>handed {w['kernel']:,}" if w["kernel"] != w["meta"] else "")
@@ -206,6 +213,7 @@ def hero_spec(trace, index: int) -> dict:
             yd = y - _DRAFT_DY * 1.9
             _segments(d, yd, 0.22, f"{w['label']}, draft pass {d['pass']}", acc)
             shapes.append(_frame(d["columns"], yd, 0.22, w["era"], "dot"))
+            cursors.append(_cursor({**d, "era": w["era"]}, yd, 0.22, f"{w['label']}, drafts"))
             ticks.append(yd)
             labels.append(f"<span style='color:{c}'>drafts {d['meta']:,}</span>")
             notes.append(
@@ -252,8 +260,22 @@ def hero_spec(trace, index: int) -> dict:
             "shapes": shapes,
             "annotations": notes,
             "legend": {"orientation": "h", "y": -0.3, "yanchor": "top", "font": {"size": 10}},
+            "meta": {"walk": {"ms": WALK_MS, "widest": widest, "bars": cursors}},
         },
     )
+
+
+def _cursor(walk: dict, y: float, width: float, label: str) -> dict:
+    """One bar of the animated walk: where its cursor runs (y, half the bar's width) and how far: the columns the
+    kernel walks in that era (the bar's own length), in the era's dark colour."""
+    return {
+        "label": label,
+        "y": y,
+        "half": width / 2,
+        "columns": walk["columns"],
+        "color": ERA_DARK[walk["era"]],
+        "drafts": "pass" in walk,  # a draft pass's thin bar: its cursor goes without a count over it
+    }
 
 
 def _live_arrow(w: dict, y: float) -> list[dict]:

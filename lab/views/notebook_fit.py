@@ -2,17 +2,24 @@
 the block table's one-line subtitle ran past the right edge of JupyterLab's output area ("(a la…", even at
 1366 px), and so did the draft windows' foot note ("…1,083 at m"). In a notebook no page script can measure the
 plot (JupyterLab draws the figure's JSON itself), so the lines are broken here for an output area of
-``NOTEBOOK_TEXT_PX`` (JupyterLab beside the app at half a 1366 px laptop, its file browser closed), the top and
-bottom margins grown by the lines added; the figure itself autosizes to the output area (``responsive`` in
-lab.views.common.PLOT_CONFIG). The same measure as the pages' ``LabSteps.fitText`` (lab/export/stepper.js): a
-character is about 0.56 of its font size, a subtitle's (``<sup>``) 0.7 of the title's."""
+``NOTEBOOK_TEXT_PX`` (an output area of 480 px: JupyterLab beside the app at half a 1366 px laptop gives 560 px,
+less with its file browser open), the top and bottom margins grown by the lines added, and a legend goes under
+the plot (``_legend_at_foot``); the figure itself autosizes to the output area (JupyterLab's plotly
+renderer). JupyterLab shows a figure through ``LabFigure._ipython_display_``.
+The same measure as the pages' ``LabSteps.fitText`` (lab/export/stepper.js): a character is about 0.56 of its
+font size, a subtitle's (``<sup>``) 0.7 of the title's."""
 
 from __future__ import annotations
 
 import math
 import re
 
-NOTEBOOK_TEXT_PX = 520  # the widest a line of words may be: JupyterLab's output area at 683 px, less 40 px
+# The widest a line of words may be: an output area of 480 px less 40 px. JupyterLab's output area is about 560 px
+# beside the app at half a 1366 px laptop with its file browser closed, and narrower with it open; a line fitted
+# to 520 px ran past the right edge of an output area under about 480 px (issue 49, s4 item "under 560 px").
+NOTEBOOK_TEXT_PX = 440
+# A legend is laid out for this width: the narrowest output area a figure is made to fit.
+NOTEBOOK_AREA_PX = NOTEBOOK_TEXT_PX + 40
 CHAR = 0.56  # a character's width over its font size (LabSteps.fitText)
 SUP = 0.7  # a <sup>'s size over its line's
 _TAGS = re.compile(r"<[^>]*>")
@@ -64,8 +71,10 @@ def notebook_layout(layout: dict, width: float = NOTEBOOK_TEXT_PX, data: list | 
     out = dict(layout)  # what changes is copied below (the title, the notes, the margin)
     font = (out.get("font") or {}).get("size") or 12
     margin = {"t": 100, "b": 80, "l": 80, "r": 80, **(out.get("margin") or {})}
-    side = {**margin, "r": max(margin["r"], legend_px(out, data or []))}  # the plot area's sides
-    grow_t = grow_b = 0
+    grow_t = 0
+    grow_b = _legend_at_foot(out, data or [], NOTEBOOK_AREA_PX)
+    # the plot area's sides: a legend left beside the plot (the timeline's) takes its width from it
+    side = {**margin, "r": max((out.get("margin") or {}).get("r", margin["r"]), legend_px(out, data or []))}
     title = out.get("title") or {}
     text = title.get("text") if isinstance(title, dict) else None
     if text:
@@ -97,6 +106,44 @@ def notebook_layout(layout: dict, width: float = NOTEBOOK_TEXT_PX, data: list | 
     if grow_t:
         out["title"]["y"] = 1 - (line + 12) / out["height"]
     return out
+
+
+def _legend_at_foot(out: dict, data: list, width: float) -> int:
+    """A legend beside or under the plot goes to the figure's very foot, two entries a row (one where its name
+    takes more than half the width), laid out for an output area ``width`` px wide: beside the plot it took the
+    plot's width in a narrow output area, and under the axis its rows ran over the axis title and the foot note
+    (the draft windows at 480 px). The pages' twin: ``LabSteps.narrowed`` (lab/export/stepper.js), the same rule
+    and measure. Changes ``out``'s legend (and a right margin kept for it); returns the px the bottom margin grows.
+    A figure of several legends (the timeline's, one beside each panel) keeps them."""
+    legend = out.get("legend") or {}
+    shown = [t for t in data if t.get("showlegend") is not False and t.get("name")]
+    if out.get("showlegend") is False or legend.get("yref") == "container" or out.get("legend2"):
+        return 0
+    if not shown or (out.get("showlegend") is None and len(data) < 2):
+        return 0
+    names = [_TAGS.sub("", str(t["name"])) for t in shown]
+    head = (legend.get("title") or {}).get("text")
+    names = ([_TAGS.sub("", head)] if head else []) + names
+    rows = sum(1 if 40 + 6.5 * len(n) > width / 2 else 0.5 for n in names)
+    out["legend"] = {
+        **legend,
+        "orientation": "h",
+        "x": 0,
+        "xanchor": "left",
+        "yref": "container",
+        "y": 0,
+        "yanchor": "bottom",
+        "traceorder": "normal",
+    }
+    margin = out.get("margin") or {}
+    if margin.get("r", 80) > 60 and (legend.get("x") or 0) >= 1:
+        out["margin"] = {**margin, "r": 30}
+    # A legend that was under the plot leaves its rows in the bottom margin (one row a name standing, one row
+    # lying): the margin grows by what more the rows at the foot need (the block table's column of names had room
+    # for them; at 1366 px 170 px stood empty under the axis).
+    under = (legend.get("y") if legend.get("y") is not None else 1) < 0
+    had = (1 if legend.get("orientation") == "h" else len(names)) * 20 if under else 0
+    return max(0, math.ceil(rows) * 20 + 10 - had)
 
 
 def _room(note: dict, width: float, margin: dict) -> float | None:

@@ -92,3 +92,13 @@ def _cells_mark(trace, stop: dict) -> dict:
         "fillcolor": "rgba(0,0,0,0)",
     }
     return {"shapes": [frame], "annotations": [_note(stop["text"], (x0 + x1) / 2, name, "x", "y", ax=90, ay=-60)]}
+
+
+def marked(spec: dict, mark: dict) -> dict:
+    """A view's figure spec with a chapter's mark over it (its shapes and annotations after the view's own), as the
+    pages add it (LabSteps.mark): what ``lab.views.chapter_figure`` and ``explore()``'s story draw in a notebook.
+    The input is not changed."""
+    layout = dict(spec["layout"])
+    layout["annotations"] = [*(layout.get("annotations") or []), *mark["annotations"]]
+    layout["shapes"] = [*(layout.get("shapes") or []), *mark["shapes"]]
+    return {"data": spec["data"], "layout": layout}

@@ -106,3 +106,60 @@ def test_the_deployment_answer_follows_a_rewritten_observation(table):
     table["rows"] = [r for r in table["rows"] if r["case"] != TRTLLM]
     handed_mod._handed.cache_clear()
     assert not answer(dep, one).work.on_this_workload.endswith("context kernel the lab does not model")
+
+
+def _launch(st, mode: str) -> int:
+    """What FA3's target launch is handed under the rewrite below (handed.py takes where each step kind's value
+    comes from, the same in both modes): on an eager / no-graph step 16 tokens, on a FULL replay the told value."""
+    return st.max_seq_len[mode] if st.cudagraph_mode == "FULL" else 16
+
+
+def test_the_notebook_exercises_follow_a_rewritten_observation(table):
+    """FA3's fixed-mode launches rewritten (eager and no graph: 16 tokens; FULL replay: the step's told value):
+    the exercises about the walk (01.2, 01.3, 02.2, 02.3, 04.3) take their answers from it, and ``check`` judges
+    by it. Before, their answers were the trace's modelled kernel_max_seq_len and walks. Taken out, ``check``
+    says the launch is not observed rather than judge against an assumed value."""
+    import lab.exercises as ex
+    from lab.blocks import cdiv
+    from lab.exercises.checker import outside, step_of, trace_of
+
+    for r in table["rows"]:
+        if r["case"] == FA3_ON and r["mode"] == "fixed" and "max_seqlen_k" in (r["launch"] or {}):
+            if r["step"] in ("eager", "no graph"):
+                r["launch"]["max_seqlen_k"] = 16
+            elif r["step"] == "FULL replay":
+                r["launch"]["max_seqlen_k"] = r["told"]
+    ex.solution.cache_clear()
+    try:
+        tour, st = trace_of("mixed-long-short"), step_of("mixed-long-short", 30)
+        bs = tour.scenario.block_size
+        width = _launch(st, "fixed")
+        assert ex.solution("01.2") == cdiv(width, bs) != cdiv(st.kernel_max_seq_len["fixed"], bs)
+        assert ex.check("01.2", cdiv(width, bs)) and not ex.check("01.2", cdiv(st.kernel_max_seq_len["fixed"], bs))
+        assert ex.solution("01.3") == outside(count_walk(tour, st, "fixed", 0, width))
+        graphs = trace_of(ex.GRAPHS_SPEC)
+        reach = sum(_launch(s, "baseline") != _launch(s, "fixed") for s in graphs.steps)
+        modelled = sum(s.kernel_max_seq_len["baseline"] != s.kernel_max_seq_len["fixed"] for s in graphs.steps)
+        assert ex.solution("02.2") == reach != modelled
+        fge, st60 = trace_of("full-graph-vs-eager"), step_of("full-graph-vs-eager", 60)
+        at = _launch(st60, "baseline")
+        assert ex.solution("02.3") == outside(count_walk(fge, st60, "baseline", 0, at))
+        mamba = trace_of("mamba-hybrid")
+        mbs = mamba.scenario.block_size
+        fewer = sum(
+            s.num_reqs_padded * (cdiv(_launch(s, "baseline"), mbs) - cdiv(_launch(s, "fixed"), mbs))
+            for s in mamba.steps
+        )
+        assert (
+            ex.solution("04.3")
+            == fewer
+            != mamba.totals(False)["baseline"]["walked"] - mamba.totals(False)["fixed"]["walked"]
+        )
+        table["rows"] = [r for r in table["rows"] if r["case"] != FA3_ON]
+        handed_mod._handed.cache_clear()
+        ex.solution.cache_clear()
+        said = ex.check("01.2", 1)
+        assert not said and "no answer: what FLASH_ATTN (FA3) is handed: not observed" in said.message
+    finally:
+        ex.solution.cache_clear()
+        ex.reset_tries()

@@ -11,16 +11,18 @@ import pytest
 from lab import Scenario, simulate
 from lab.sweep import SweepSpec, deterministic, parse_values, run_sweep, trace_row
 from lab.sweep.point import evaluate
+from lab.views.walks import class_totals, pass_walk
 
 BASE = "4p64o24_mml=4k_cg=piecewise"  # small: a point simulates in milliseconds
 
 
 def _expected(spec: str) -> dict:
-    """What a point must hold: the public API's own totals and steps of simulate(spec)."""
+    """What a point must hold: simulate(spec)'s totals and steps, each walk sized by what the chosen backend's
+    launch is observed to be handed (lab/views/walks.py; tests/test_handed_consumers.py rewrites the observation)."""
     trace = simulate(Scenario.from_spec(spec))
-    tot = trace.totals(True)
-    tgt = trace.totals(False)
-    reach = sum(st.kernel_max_seq_len["fixed"] != st.kernel_max_seq_len["baseline"] for st in trace.steps)
+    tot = class_totals(trace, True)
+    tgt = class_totals(trace, False)
+    reach = sum(pass_walk(trace, st, "fixed").value != pass_walk(trace, st, "baseline").value for st in trace.steps)
     return {
         "num_steps": len(trace.steps),
         "all_baseline_walked": tot["baseline"]["walked"],
@@ -136,6 +138,7 @@ def test_cli_sweep(tmp_path, capsys):
     )
     text = capsys.readouterr().out
     assert rc == 0 and "4 points run, 0 reused" in text and "results.csv" in text
+    assert "walks sized by what FLASH_ATTN's launch is handed (max_seqlen_k, observed)" in text  # handed_lines
     assert main(["sweep", "--spec", BASE, "--axis", "mml=2k,4k", "--seeds", "2", "--out", str(out), "--quiet"]) == 0
     assert "0 points run, 4 reused" in capsys.readouterr().out
     assert main(["sweep", "--spec", BASE, "--axis", "nope=1"]) == 2

@@ -28,6 +28,8 @@ def test_sweep_runs_and_draws(tab_client):
     assert plot["data"][-1]["x"] == [2048, 4096, 8192]
     assert table["headers"][:2] == ["mml", "seeds"] and len(table["data"]) == 3
     assert "6 points run" in status and "python -m lab sweep" in status
+    # what the walks are sized by (lab/sweep/table.py handed_lines): H200's FA3, observed
+    assert "walks sized by what FLASH_ATTN's launch is handed (max_seqlen_k, observed)" in status
 
 
 def test_two_axes_heatmap(tab_client):

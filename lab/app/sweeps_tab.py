@@ -26,7 +26,7 @@ from lab.sweep.executors import default_workers
 from lab.sweep.figures import curves, heatmap
 from lab.sweep.orchestrate import SECONDS_PER_POINT, run_sweep
 from lab.sweep.spec import SweepSpec
-from lab.sweep.table import HEADLINE, summarize
+from lab.sweep.table import HEADLINE, handed_lines, summarize
 
 APP_BUDGET_S = 60.0  # engine-seconds a sweep may take in the app
 MAX_APP_POINTS = 400
@@ -62,9 +62,10 @@ NOTE = (
     "**What am I looking at?** One scenario run over one or two axes (values `8k,32k`, a range `8:64:8`, "
     "or a geometric range `4k:128k:*2`) and seeds. Each point is simulated in both modes; the curve is the "
     "mean over seeds with the min–max band, two axes give a heatmap. `all_walked_ratio` is the block-table "
-    "entries a kernel sizing its work from `max_seq_len` walks in the baseline over the fixed mode (all "
-    "passes); `fix_reaches_kernel_share` the steps where the fixed value reaches the kernel (R9). Placeholders "
-    "`{name}` in the scenario become axes too, e.g. `{n}p1ko128_mml=32k` with axis `n`."
+    "entries walked in the baseline over the fixed mode (all passes), each walk sized by the max_seq_len the "
+    "scenario's chosen backend's launch is observed to be handed (the status says which; not observed: the "
+    "metadata's value); `fix_reaches_kernel_share` the steps where that launch is handed the fixed value (a dash: "
+    "not observed). Placeholders `{name}` in the scenario become axes too, e.g. `{n}p1ko128_mml=32k` with axis `n`."
 )
 
 
@@ -244,6 +245,9 @@ def run_sweep_tab(base, a1, v1, a2, v2, seeds, metric, request: gr.Request = Non
     # Formatted here, for the eye; the CLI's results.csv / results.json (lab.sweep.table) keep the raw numbers.
     table = [[table_cell(c, s.get(c)) for c in cols] for s in summarize(res.rows, axes, _table_metrics(metric))]
     done = f"{res.computed:,} points run in {res.seconds:.1f} s ({res.executor}). " + msg
+    # What the walks are sized by: the chosen backend's observed launch argument, or "not observed" (then the
+    # reach share is a dash).
+    done += "".join(f"\n\n{line}" for line in handed_lines(res.rows))
     return fig, {"headers": cols, "data": table}, done
 
 

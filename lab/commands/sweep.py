@@ -19,7 +19,7 @@ from lab.gpu_model import GPUS, HeadShape, format_model, predict
 from lab.sweep.orchestrate import SECONDS_PER_POINT, run_sweep, text_progress
 from lab.sweep.point import numeric_columns
 from lab.sweep.spec import SweepSpec
-from lab.sweep.table import HEADLINE, KERNEL_HEADLINE, format_table, summarize
+from lab.sweep.table import HEADLINE, KERNEL_HEADLINE, format_table, handed_lines, summarize
 from lab.trace import Trace
 from lab.trace.recorder import simulate
 
@@ -144,6 +144,8 @@ def cmd_sweep(args) -> int:
     print(f"\n{res.computed} points run, {res.reused} reused, {res.seconds:.1f} s on {res.executor}")
     print("mean over seeds (min-max in the CSV/JSON):")
     print(format_table(summ, axes + ["seeds"] + metrics, limit=args.show))
+    for line in handed_lines(res.rows):
+        print(line)
     for k, path in res.files.items():
         print(f"{k}: {path}")
     return 0

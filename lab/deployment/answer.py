@@ -23,6 +23,7 @@ from lab.deployment.answer_types import (
     Work,
     WorkloadRun,
 )
+from lab.deployment.handed import deployment_handed, step_handed
 from lab.deployment.kernel_reads import Handed, fa2_split_text, handed_of, kernel_text, observed_headline, values_text
 from lab.deployment.replay import deployment_words, replay
 from lab.deployment.resolve import Deployment, release_series
@@ -145,15 +146,18 @@ def head_shape(dep: Deployment) -> HeadShape:
     return HeadShape(num_q_heads=q, num_kv_heads=kv, head_dim=m.head_size if m.kind != "mla" else 128)
 
 
-def _decode_sees_fix(trace) -> bool:
-    """Is there a step with decode rows (query <= 1 + K, the rows the work formulas count) whose kernel
-    sees another max_seq_len in the two modes (R9: not under a FULL replay)?"""
-    k = trace.scenario.num_speculative_tokens
-    return any(
-        st.kernel_max_seq_len["baseline"] != st.kernel_max_seq_len["fixed"]
-        and any(q <= 1 + k for q in st.num_scheduled_tokens)
-        for st in trace.steps
-    )
+def _decode_sees_fix(trace, handed) -> bool:
+    """Is there a step with decode rows (query <= 1 + K, the rows the work formulas count) whose launch is handed
+    another max_seq_len in the two modes, as the chosen backend is observed (lab/deployment/handed.py
+    ``step_handed``)? Not observed (``handed`` None, or that step kind): True, nothing is said of the launch."""
+    k, mml = trace.scenario.num_speculative_tokens, trace.scenario.max_model_len
+    for st in trace.steps:
+        if not any(q <= 1 + k for q in st.num_scheduled_tokens):
+            continue
+        got = [step_handed(handed, st.cudagraph_mode, st.max_seq_len[m], mml) for m in ("baseline", "fixed")]
+        if None in got or got[0] != got[1]:
+            return True
+    return False
 
 
 def _has_decode(trace) -> bool:
@@ -182,10 +186,11 @@ def backends_and_work(dep: Deployment, trace) -> tuple[BackendTable, Work | None
     drafts = draft_work(dep, trace, key)
     # The verdict's scale: the steps where the target's or any draft pass's work differs between the modes.
     changed = set(row["changed_steps"]).union(*(d.changed_steps for d in drafts))
-    # The FULL-decode sentence only where it is true: a workload with decode steps, and a backend whose
+    # The same-value sentence only where it is observed true: decode steps, and a backend whose
     # prefill rows go to another kernel (FA3 runs one flash_attn_varlen_func for both).
+    handed = deployment_handed(trace.scenario, gpu.sm, dep.backend.vllm_name, name)
     says_line = (
-        _decode_sees_fix(trace)
+        _decode_sees_fix(trace, handed)
         or not _has_decode(trace)
         or not row["separate_prefill_kernel"]
         or row["at_replay"] != FROZEN
@@ -206,8 +211,8 @@ def backends_and_work(dep: Deployment, trace) -> tuple[BackendTable, Work | None
         on_this_workload=line["on this workload"]
         if says_line
         else (
-            "its decode steps all replay FULL graphs, where the kernel sees max_model_len either way (R9), and the "
-            "prefill rows go to a context kernel the lab does not model"
+            f"on its decode steps {handed.backend}'s launch is handed the same {handed.key} in both modes (observed), "
+            "and the prefill rows go to a context kernel the lab does not model"
         ),
         sources=tuple(Source(**s) for s in row["sources"]),
         notes=tuple(row["notes"]),

@@ -180,6 +180,18 @@ def _handed(device_capability: int, model_state: str, sliding: bool) -> Handed |
     return Handed(name, case, key, origin, scheduler)
 
 
+def deployment_handed(scenario, sm: int, vllm_name: str, lab_backend: str | None) -> Handed | None:
+    """``handed_for`` a deployment's scenario on its GPU (SM ``sm``), where that observation is of the deployment's
+    chosen backend (``vllm_name``; for FLASHINFER, the decode path ``lab_backend`` names): None, not observed,
+    where the deployment runs another one (an MLA backend, say, which ``chosen_backend`` never picks)."""
+    h = _handed(sm, scenario.model_state, bool(scenario.sliding_window))
+    if h is None or h.backend != vllm_name:
+        return None
+    if vllm_name == "FLASHINFER" and not (lab_backend or "").endswith(flashinfer_path(sm)):
+        return None
+    return h
+
+
 def step_handed(handed: Handed | None, kind: str, told: int | None, max_model_len: int) -> int | None:
     """What a pass of ``kind`` (a trace's cudagraph mode, "FULL" / "PIECEWISE" / "NONE"; ``draft:`` before it for
     a draft pass) told ``told`` hands its launch: None where not observed (or the era had no such pass)."""

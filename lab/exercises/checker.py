@@ -34,6 +34,41 @@ def step_of(name: str, index: int):
     return trace_of(name).steps[index]
 
 
+class NotObserved(ValueError):
+    """An exercise about what a launch is handed, on a trace whose chosen backend has no observation: it has no
+    answer (``check`` says so)."""
+
+
+def handed(name: str, index: int, mode: str):
+    """What the target launch of step ``index`` is handed in ``mode`` and its walk (lab/views/walks.py
+    ``pass_walk``: the chosen backend's observed value, the one every view draws), never the trace's modelled
+    kernel_max_seq_len. Not observed: ``NotObserved``."""
+    from lab.deployment.handed import not_observed_text
+    from lab.views.walks import pass_walk  # deferred: lab.views imports plotly
+
+    tr = trace_of(name)
+    w = pass_walk(tr, tr.steps[index], mode)
+    if not w.observed:
+        raise NotObserved(not_observed_text(tr.scenario))
+    return w
+
+
+def era_handed(name: str, index: int, era: str):
+    """``handed`` for the target launch of step ``index`` as vLLM in ``era`` ran it (``Step.era_modes``: the mode
+    that era's metadata had), as the eras view draws it."""
+    return handed(name, index, step_of(name, index).era_modes(era)[0])
+
+
+def walk(name: str, index: int, mode: str) -> dict[str, int]:
+    """The target walk of step ``index`` in ``mode`` by class (``Step.oor``'s fields), sized by what the launch is
+    handed (``handed``; lab/views/walks.py ``walk_counts``: the out-of-range view's counts)."""
+    from lab.views.walks import walk_counts
+
+    handed(name, index, mode)  # not observed: no answer
+    tr = trace_of(name)
+    return walk_counts(tr, tr.steps[index], mode)
+
+
 def outside(oor_mode: dict) -> int:
     """Entries walked past the valid region of the real rows: null + live + free (not padded rows)."""
     return oor_mode["null"] + oor_mode["live"] + oor_mode["free"]

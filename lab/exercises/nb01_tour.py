@@ -1,10 +1,12 @@
 """Notebook 01's exercises (the tour: R1, R2, R6): the metadata, the walk and its out-of-range entries
-of one step of a preset the tour does not open, so the answers must be computed."""
+of one step of a preset the tour does not open, so the answers must be computed. The walk is sized by what the
+chosen backend's launch is observed to be handed (checker.py ``handed`` / ``walk``: lab/views/walks.py), as every
+view draws it."""
 
 from __future__ import annotations
 
 from lab.blocks import cdiv
-from lab.exercises.checker import Exercise, Trap, outside, step_of, trace_of
+from lab.exercises.checker import Exercise, Trap, handed, outside, step_of, trace_of, walk
 
 # A preset the tour does not open.
 TOUR = "mixed-long-short"
@@ -35,17 +37,18 @@ EXERCISES: tuple[Exercise, ...] = (
     Exercise(
         "01.2",
         "Same step: how many block-table columns does the *fixed* kernel walk in every row?",
-        lambda: cdiv(step_of(TOUR, 30).kernel_max_seq_len["fixed"], trace_of(TOUR).scenario.block_size),
-        hint="the walk covers cdiv(kernel-visible max_seq_len, block_size) columns.",
-        nudge="step.kernel_max_seq_len['fixed'] of that step and trace.scenario.block_size, through "
-        "lab.blocks.cdiv; the block_table view draws it as the fixed mode's vertical line.",
+        lambda: handed(TOUR, 30, "fixed").columns,
+        hint="the walk covers cdiv(the max_seq_len the launch is handed, block_size) columns.",
+        nudge="lab.views.walks.pass_walk(trace, step, 'fixed').value of that step (what the chosen backend's "
+        "launch is observed to be handed) and trace.scenario.block_size, through lab.blocks.cdiv; the "
+        "block_table view draws it as the fixed mode's vertical line.",
         traps=(
             Trap(
-                lambda: step_of(TOUR, 30).kernel_max_seq_len["fixed"],
+                lambda: handed(TOUR, 30, "fixed").value,
                 "that's tokens: the kernel walks blocks, block_size tokens each",
             ),
             Trap(
-                lambda: step_of(TOUR, 30).kernel_max_seq_len["fixed"] // trace_of(TOUR).scenario.block_size,
+                lambda: handed(TOUR, 30, "fixed").value // trace_of(TOUR).scenario.block_size,
                 "too low: rounded down, but a partly filled block is walked too",
             ),
             Trap(
@@ -58,17 +61,18 @@ EXERCISES: tuple[Exercise, ...] = (
         "01.3",
         "Same step: how many block-table entries does the *fixed* walk still read past the valid "
         "region (all rows together)?",
-        lambda: outside(step_of(TOUR, 30).oor["fixed"]),
-        hint="step.oor['fixed'] has the classes; the valid entries are in_range.",
-        nudge="add up step.oor['fixed']['null'], ['live'] and ['free'] of that step (leave out in_range and "
-        "padded); the oor view shows the same classes.",
+        lambda: outside(walk(TOUR, 30, "fixed")),
+        hint="the walk's classes (the oor view's); the valid entries are in_range.",
+        nudge="add up null, live and free of lab.views.walks.walk_counts(trace, step, 'fixed') for that step (the "
+        "walk sized by what the launch is handed; leave out in_range and padded); the oor view shows the same "
+        "classes.",
         traps=(
             Trap(lambda: 0, "too low: every row walks the longest row's width, and most rows are short"),
             Trap(
-                lambda: step_of(TOUR, 30).oor["fixed"]["walked"],
+                lambda: walk(TOUR, 30, "fixed")["walked"],
                 "too high: that counts the valid entries (in_range) too",
             ),
-            Trap(lambda: outside(step_of(TOUR, 30).oor["baseline"]), "too high: that's the baseline walk"),
+            Trap(lambda: outside(walk(TOUR, 30, "baseline")), "too high: that's the baseline walk"),
         ),
     ),
 )

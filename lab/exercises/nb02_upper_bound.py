@@ -3,7 +3,7 @@ R9)."""
 
 from __future__ import annotations
 
-from lab.exercises.checker import Exercise, Trap, outside, step_of, trace_of
+from lab.exercises.checker import Exercise, Trap, handed, outside, step_of, trace_of, walk
 
 # Arrivals every 3 steps under capture sizes up to 8: FULL replays and eager steps mixed.
 GRAPHS_SPEC = "10p300o40a0+3_capture=1/2/4/8"
@@ -40,12 +40,14 @@ EXERCISES: tuple[Exercise, ...] = (
         "many steps does the fix reach the kernel (the kernel-visible `max_seq_len` differs between "
         "the modes)?",
         lambda: sum(
-            s.kernel_max_seq_len["baseline"] != s.kernel_max_seq_len["fixed"] for s in trace_of(GRAPHS_SPEC).steps
+            handed(GRAPHS_SPEC, s.index, "baseline").value != handed(GRAPHS_SPEC, s.index, "fixed").value
+            for s in trace_of(GRAPHS_SPEC).steps
         ),
-        hint="R9: compare step.kernel_max_seq_len, not step.max_seq_len.",
-        nudge="simulate(Scenario.from_spec(GRAPHS_SPEC)) and count the steps s of trace.steps with "
-        "s.kernel_max_seq_len['baseline'] != s.kernel_max_seq_len['fixed']; the timeline view's dashed "
-        "kernel line and its FULL bands show where they part.",
+        hint="R9: compare what the launch is handed, not step.max_seq_len.",
+        nudge="simulate(Scenario.from_spec(GRAPHS_SPEC)) and count the steps s of trace.steps whose "
+        "lab.views.walks.pass_walk(trace, s, mode).value (what the chosen backend's launch is observed to be "
+        "handed) differs between 'baseline' and 'fixed'; the timeline view's dashed kernel line and its FULL "
+        "bands show where they part.",
         traps=(
             Trap(
                 lambda: sum(s.max_seq_len["baseline"] != s.max_seq_len["fixed"] for s in trace_of(GRAPHS_SPEC).steps),
@@ -62,20 +64,21 @@ EXERCISES: tuple[Exercise, ...] = (
         "02.3",
         "`full-graph-vs-eager`, step 60 (a FULL replay): how many entries does the baseline walk "
         "read past the valid region of the real requests?",
-        lambda: outside(step_of("full-graph-vs-eager", 60).oor["baseline"]),
-        hint="the classes of step.oor: null, live, free belong to real rows; padded to padded rows.",
-        nudge="step.oor['baseline'] of that step: null + live + free; in_range and padded stay out (padded "
-        "rows are FULL-graph padding). The oor view splits a step's walk the same way.",
+        lambda: outside(walk("full-graph-vs-eager", 60, "baseline")),
+        hint="the classes of the walk: null, live, free belong to real rows; padded to padded rows.",
+        nudge="lab.views.walks.walk_counts(trace, step, 'baseline') of that step (the walk sized by what the "
+        "launch is handed): null + live + free; in_range and padded stay out (padded rows are FULL-graph "
+        "padding). The oor view splits a step's walk the same way.",
         traps=(
             Trap(
                 lambda: (
-                    step_of("full-graph-vs-eager", 60).oor["baseline"]["walked"]
-                    - step_of("full-graph-vs-eager", 60).oor["baseline"]["in_range"]
+                    walk("full-graph-vs-eager", 60, "baseline")["walked"]
+                    - walk("full-graph-vs-eager", 60, "baseline")["in_range"]
                 ),
                 "too high: that counts the padded rows too",
             ),
             Trap(
-                lambda: step_of("full-graph-vs-eager", 60).oor["baseline"]["walked"],
+                lambda: walk("full-graph-vs-eager", 60, "baseline")["walked"],
                 "too high: that's every entry walked, valid ones and padded rows included",
             ),
         ),

@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-from lab.blocks import cdiv
-from lab.exercises.checker import Exercise, Trap, step_of, trace_of
+from lab.exercises.checker import Exercise, Trap, era_handed, step_of, trace_of
 
 
 def _first_fixed_era_for_drafts() -> int:
@@ -19,40 +18,32 @@ def _first_fixed_era_for_drafts() -> int:
 
 
 def _era_walk(name: str, era: str) -> int:
-    """Block-table entries the target pass walks over a whole trace, as vLLM in ``era`` launched it."""
-    tr = trace_of(name)
-    bs = tr.scenario.block_size
-    return sum(st.num_reqs_padded * cdiv(st.history()[era]["kernel_max_seq_len"], bs) for st in tr.steps)
+    """Block-table entries the target pass walks over a whole trace, as vLLM in ``era`` launched it: each step's
+    walk sized by what the chosen backend's launch is observed to be handed (checker.py ``era_handed``)."""
+    return sum(st.num_reqs_padded * era_handed(name, st.index, era).columns for st in trace_of(name).steps)
 
 
 EXERCISES: tuple[Exercise, ...] = (
     Exercise(
         "04.1",
         "`mamba-hybrid`, step 20: how many block-table entries did the target pass walk in the era after #40654?",
-        lambda: (
-            step_of("mamba-hybrid", 20).num_reqs_padded
-            * cdiv(
-                step_of("mamba-hybrid", 20).history()["after #40654"]["kernel_max_seq_len"],
-                trace_of("mamba-hybrid").scenario.block_size,
-            )
-        ),
-        hint="rows (padded included) x cdiv(that era's kernel max_seq_len, block_size); step.history() has every era.",
-        nudge="step.history()['after #40654']['kernel_max_seq_len'] of that step, cdiv by "
-        "trace.scenario.block_size, times step.num_reqs_padded; docs/eras.md says what each era changed.",
+        lambda: step_of("mamba-hybrid", 20).num_reqs_padded * era_handed("mamba-hybrid", 20, "after #40654").columns,
+        hint="rows (padded included) x cdiv(what that era's launch is handed, block_size); step.history() and "
+        "step.era_modes(era) have every era.",
+        nudge="step.era_modes('after #40654')[0] is the mode that era's target metadata had; "
+        "lab.views.walks.pass_walk(trace, step, that mode).value is what the launch is handed; cdiv by "
+        "trace.scenario.block_size, times step.num_reqs_padded; the eras view draws it, docs/eras.md says what "
+        "each era changed.",
         traps=(
             Trap(
                 lambda: (
-                    step_of("mamba-hybrid", 20).num_reqs_padded
-                    * cdiv(
-                        step_of("mamba-hybrid", 20).history()["after #43991"]["kernel_max_seq_len"],
-                        trace_of("mamba-hybrid").scenario.block_size,
-                    )
+                    step_of("mamba-hybrid", 20).num_reqs_padded * era_handed("mamba-hybrid", 20, "after #43991").columns
                 ),
                 "too low: that's after #43991; #40654 fixed DefaultModelState.prepare_attn only, and this "
                 "model runs MambaHybridModelState",
             ),
             Trap(
-                lambda: step_of("mamba-hybrid", 20).history()["after #40654"]["kernel_max_seq_len"],
+                lambda: era_handed("mamba-hybrid", 20, "after #40654").value,
                 "that's the max_seq_len of one row, in tokens: the walk is rows x columns of blocks",
             ),
         ),
@@ -84,10 +75,10 @@ EXERCISES: tuple[Exercise, ...] = (
         "`mamba-hybrid`, whole trace, target pass: how many fewer block-table entries are walked after "
         "#43991 than after #40654?",
         lambda: _era_walk("mamba-hybrid", "after #40654") - _era_walk("mamba-hybrid", "after #43991"),
-        hint="per step: rows (padded included) x cdiv(the era's kernel max_seq_len, block_size); sum, subtract.",
-        nudge="trace.totals(all_passes=False) of `mamba-hybrid`: ['baseline']['walked'] minus "
-        "['fixed']['walked'] (for this model state the baseline is still the after-#40654 walk); or "
-        "sum each era's walk over trace.steps from step.history().",
+        hint="per step: rows (padded included) x cdiv(what the era's launch is handed, block_size); sum, subtract.",
+        nudge="lab.views.walks.class_totals(trace, all_passes=False) of `mamba-hybrid` (each walk sized by what "
+        "the launch is handed): ['baseline']['walked'] minus ['fixed']['walked'] (for this model state the "
+        "baseline is still the after-#40654 walk); or sum each era's walk over trace.steps.",
         traps=(
             Trap(lambda: 0, "too low: #40654 did not touch MambaHybridModelState, #43991 did"),
             Trap(

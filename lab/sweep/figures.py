@@ -14,7 +14,7 @@ LABELS = {
     "all_fixed_oor": "out-of-range entries, fixed (all passes)",
     "all_walked_ratio": "entries walked, baseline / fixed",
     "target_walked_ratio": "entries walked, baseline / fixed (target pass)",
-    "fix_reaches_kernel_share": "share of steps where the fix reaches the kernel (R9)",
+    "fix_reaches_kernel_share": "share of steps where the launch is handed the fix (observed)",
     "kernel_ratio": "measured kernel time, baseline / fixed",
 }
 

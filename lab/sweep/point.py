@@ -28,7 +28,12 @@ def _ratio(a: float, b: float) -> float:
 
 
 def trace_row(trace) -> dict:
-    """The engine columns of a row, from a trace (public names of docs/trace.md only)."""
+    """The engine columns of a row, from a trace (public names of docs/trace.md only). Every walk is sized by what
+    the scenario's chosen backend's launch is observed to be handed (lab/views/walks.py: the same counts as the
+    out-of-range view and ``lab show``), never the trace's modelled kernel_max_seq_len; ``handed`` says which
+    observation, or "not observed" (the walks then sized by the metadata's value, the reach share NaN)."""
+    from lab.views.walks import class_totals, pass_walk, sized_text  # deferred: lab.views imports plotly
+
     s = trace.scenario
     steps = trace.steps
     row: dict = {
@@ -38,9 +43,10 @@ def trace_row(trace) -> dict:
         "block_size": s.block_size,
         "k": s.num_speculative_tokens,
         "cudagraph_mode": s.cudagraph_mode,
+        "handed": sized_text(trace),
     }
     for scope, all_passes in SCOPES:
-        tot = trace.totals(all_passes)
+        tot = class_totals(trace, all_passes)
         for m in MODES:
             for f in FIELDS:
                 row[f"{scope}_{m}_{f}"] = tot[m][f]
@@ -49,14 +55,17 @@ def trace_row(trace) -> dict:
         row[f"{scope}_oor_ratio"] = _ratio(row[f"{scope}_baseline_oor"], row[f"{scope}_fixed_oor"])
     n = max(len(steps), 1)
     reaches = full = changed_meta = 0
+    observed = True
     for st in steps:
-        kms, msl = st.kernel_max_seq_len, st.max_seq_len
-        changed_meta += msl["fixed"] != msl["baseline"]
-        reaches += kms["fixed"] != kms["baseline"]
+        handed = {m: pass_walk(trace, st, m) for m in MODES}
+        observed = observed and all(w.observed for w in handed.values())
+        changed_meta += st.max_seq_len["fixed"] != st.max_seq_len["baseline"]
+        reaches += handed["fixed"].value != handed["baseline"].value
         full += st.cudagraph_mode == "FULL"
-    # R9: the share of steps where the fixed metadata reaches the kernel (PIECEWISE/NONE steps
-    # whose batch max is below max_model_len); FULL replays keep the captured max_model_len.
-    row["fix_reaches_kernel_share"] = reaches / n
+    # The share of steps where the fixed metadata reaches the target's launch: where the chosen backend's launch is
+    # observed to be handed another value in the two modes (FULL replays: capture's max_model_len either way, as
+    # observed). Not observed: NaN, never the modelled R9.
+    row["fix_reaches_kernel_share"] = reaches / n if observed else float("nan")
     row["metadata_changed_share"] = changed_meta / n
     row["full_graph_share"] = full / n
     return row

@@ -13,6 +13,12 @@ HEADLINE = ("all_baseline_oor", "all_fixed_oor", "all_walked_ratio", "fix_reache
 KERNEL_HEADLINE = ("kernel_baseline_ms", "kernel_fixed_ms", "kernel_ratio")
 
 
+def handed_lines(rows: list[dict]) -> list[str]:
+    """What the rows' walks are sized by (lab/sweep/point.py ``trace_row``'s ``handed``), each once, in row order:
+    the chosen backend's observed launch argument, or "not observed" (a row stored before the column: none)."""
+    return list(dict.fromkeys(r["handed"] for r in rows if r.get("handed")))
+
+
 def columns(rows: list[dict]) -> list[str]:
     cols: list[str] = []
     for r in rows:

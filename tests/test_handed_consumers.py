@@ -1,5 +1,5 @@
 """The consumers beyond the views that count walks or say what a launch receives follow the observation table
-(lab/views/walks.py, lab/deployment/handed.py), never the trace's modelled ``kernel_max_seq_len``: a sweep's row
+(lab/deployment/walks.py, lab/deployment/handed.py), never the trace's modelled ``kernel_max_seq_len``: a sweep's row
 (the Sweeps tab's and ``python -m lab sweep``'s walked ratio, out-of-range entries and reach share), the deployment
 answer's same-value sentence, and the notebooks' exercise answers. Each test rewrites (or takes out) an observation
 and checks the consumer moves with it; on the code before issue 46 item 5 (its last consumers) they did not.
@@ -16,9 +16,9 @@ import pytest
 from lab import Scenario, simulate
 from lab.deployment import handed as handed_mod
 from lab.deployment.handed import handed_for
+from lab.deployment.walks import count_walk
 from lab.engine.oor import OOR_CLASSES
 from lab.gpu_model import observed
-from lab.views.walks import count_walk
 
 FA3_ON = "FA3, one window config (AOT scheduling on)"
 TRTLLM = "FlashInfer TRTLLM-gen (SM100)"

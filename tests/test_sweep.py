@@ -9,16 +9,17 @@ import os
 import pytest
 
 from lab import Scenario, simulate
+from lab.deployment.walks import class_totals, pass_walk
 from lab.sweep import SweepSpec, deterministic, parse_values, run_sweep, trace_row
 from lab.sweep.point import evaluate
-from lab.views.walks import class_totals, pass_walk
 
 BASE = "4p64o24_mml=4k_cg=piecewise"  # small: a point simulates in milliseconds
 
 
 def _expected(spec: str) -> dict:
     """What a point must hold: simulate(spec)'s totals and steps, each walk sized by what the chosen backend's
-    launch is observed to be handed (lab/views/walks.py; tests/test_handed_consumers.py rewrites the observation)."""
+    launch is observed to be handed (lab/deployment/walks.py; tests/test_handed_consumers.py rewrites the
+    observation)."""
     trace = simulate(Scenario.from_spec(spec))
     tot = class_totals(trace, True)
     tgt = class_totals(trace, False)

@@ -1,5 +1,5 @@
 """The hero, the step summary, the block table and the headline's walk ratio size each walk by what the chosen
-backend's launch is observed to be handed (lab/views/walks.py through lab/deployment/handed.py), not by the trace's
+backend's launch is observed to be handed (lab/deployment/walks.py through lab/deployment/handed.py), not by the trace's
 modelled ``kernel_max_seq_len``; where the backend is not observed (FLASHINFER on SM100) they say "not observed" and
 size the walk by the metadata's value. A rewritten observation is followed by every one of them (and by the tour and
 the timeline's walk counts), so nothing is assumed from R9 alone."""
@@ -15,6 +15,7 @@ from lab import Scenario, simulate
 from lab.blocks import walked_columns
 from lab.deployment import handed as handed_mod
 from lab.deployment.handed import handed_for
+from lab.deployment.walks import count_walk, pass_walk, step_walked, trace_walked
 from lab.gpu_model import observed
 from lab.views import block_table_spec, hero_spec, timeline_spec
 from lab.views.block_table import block_table_classes
@@ -23,7 +24,6 @@ from lab.views.eras import headline_html, ratio_text
 from lab.views.hero import era_walks
 from lab.views.summary import summary_markdown, summary_numbers
 from lab.views.tour import tour
-from lab.views.walks import count_walk, pass_walk, step_walked, trace_walked
 
 PRESET = "full-graph-vs-eager"
 FA3_ON = "FA3, one window config (AOT scheduling on)"
@@ -169,7 +169,7 @@ def test_flashinfer_on_sm100_is_observed_and_a_full_replay_walks_captures_width(
 
 
 # ---- the consumers beyond the walk views: the out-of-range view, the what-if, python -m lab show, lab compare and
-# the exported page's per-step data all go through lab/views/walks.py (issue 46 item 5) --------------------------
+# the exported page's per-step data all go through lab/deployment/walks.py (issue 46 item 5) --------------------------
 
 SMALL = "3p200o6_cg=none"  # six eager steps on H200 (FA3, AOT scheduling on): cheap to count again
 
@@ -201,8 +201,9 @@ def test_every_consumer_follows_a_rewritten_observation(rewritten):
     out-of-range stop), the what-if's walk, ``python -m lab show``'s handed column and totals, ``lab compare``'s
     handed fields and the exported page's out-of-range view all follow it. On the code before issue 46 item 5 they
     counted the trace's modelled kernel_max_seq_len (the eager step's own value) instead."""
+    from lab.deployment import walks
     from lab.trace.diff import compare_traces
-    from lab.views import oor_spec, walks
+    from lab.views import oor_spec
     from lab.views.whatif import whatif, whatif_html
 
     rewritten(lambda r: 32768 if r["mode"] == "fixed" else r["launch"]["max_seqlen_k"])
@@ -251,8 +252,9 @@ def test_a_backend_without_an_observation_is_said_not_observed_by_every_consumer
     """FA3's observation taken out of the table: the chosen backend (FLASH_ATTN, FA3 on H200) has none. The
     out-of-range view, the what-if, show, compare and the exported page say "not observed" and size a walk by the
     metadata's told value: on a FULL step the batch max, not the modelled capture's max_model_len."""
+    from lab.deployment import walks
     from lab.trace.diff import compare_traces
-    from lab.views import oor_spec, walks
+    from lab.views import oor_spec
     from lab.views.whatif import whatif, whatif_html
 
     table = copy.deepcopy(observed.load())

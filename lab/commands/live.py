@@ -119,7 +119,7 @@ def cmd_record(args) -> int:
 
 
 def _compare(a, b, a_label, b_label) -> int:
-    from lab.views import walks  # deferred: lab.views imports plotly
+    from lab.deployment import walks
 
     if b is None:
         b = simulate(a.scenario)

@@ -17,6 +17,7 @@ import time
 
 from lab.commands.scenario_args import add_scenario_args, scenario_from_args
 from lab.deployment.handed import CAPTURE, STEP_KIND, TOLD, handed_for, not_observed_text, scheduler_text
+from lab.deployment.walks import class_totals, pass_walk, sized_text, step_walked
 from lab.engine.model_states import MODES
 from lab.engine.oor import OOR_CLASSES
 from lab.history import ERAS
@@ -92,9 +93,8 @@ def _oor_total(counts: dict) -> int:
 
 def print_trace(trace: Trace, every: int = 1, out=None, show_steps: bool = True) -> None:
     """The scenario, then every ``every``-th step (and the last): max_seq_len, what the chosen backend's launch is
-    observed to be handed ("n/o": not observed) and the out-of-range reads of walks sized by it (lab/views/walks.py)
-    in both modes (b/f: baseline/fixed); then the totals."""
-    from lab.views.walks import pass_walk, sized_text, step_walked  # deferred: lab.views imports plotly
+    observed to be handed ("n/o": not observed) and the out-of-range reads of walks sized by it
+    (lab/deployment/walks.py) in both modes (b/f: baseline/fixed); then the totals."""
 
     out = out or sys.stdout
     s = trace.scenario
@@ -161,8 +161,7 @@ def _full_sentence(trace: Trace) -> str:
 
 def print_totals(trace: Trace, out=None) -> None:
     """The block-table entries walked, in range and out of range per class, in both modes, each walk sized by what
-    the chosen backend's launch is observed to be handed (lab/views/walks.py ``class_totals``)."""
-    from lab.views.walks import class_totals, sized_text  # deferred: lab.views imports plotly
+    the chosen backend's launch is observed to be handed (lab/deployment/walks.py ``class_totals``)."""
 
     w = (out or sys.stdout).write
     passes = (

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lab import Scenario, list_presets, simulate
+from lab.deployment.walks import pass_walk
 
 # --- traces the questions are about (cached: a notebook and the tests ask for them repeatedly) -----------
 
@@ -40,11 +41,10 @@ class NotObserved(ValueError):
 
 
 def handed(name: str, index: int, mode: str):
-    """What the target launch of step ``index`` is handed in ``mode`` and its walk (lab/views/walks.py
+    """What the target launch of step ``index`` is handed in ``mode`` and its walk (lab/deployment/walks.py
     ``pass_walk``: the chosen backend's observed value, the one every view draws), never the trace's modelled
     kernel_max_seq_len. Not observed: ``NotObserved``."""
     from lab.deployment.handed import not_observed_text
-    from lab.views.walks import pass_walk  # deferred: lab.views imports plotly
 
     tr = trace_of(name)
     w = pass_walk(tr, tr.steps[index], mode)
@@ -61,8 +61,8 @@ def era_handed(name: str, index: int, era: str):
 
 def walk(name: str, index: int, mode: str) -> dict[str, int]:
     """The target walk of step ``index`` in ``mode`` by class (``Step.oor``'s fields), sized by what the launch is
-    handed (``handed``; lab/views/walks.py ``walk_counts``: the out-of-range view's counts)."""
-    from lab.views.walks import walk_counts
+    handed (``handed``; lab/deployment/walks.py ``walk_counts``: the out-of-range view's counts)."""
+    from lab.deployment.walks import walk_counts
 
     handed(name, index, mode)  # not observed: no answer
     tr = trace_of(name)

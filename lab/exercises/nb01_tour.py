@@ -1,6 +1,6 @@
 """Notebook 01's exercises (the tour: R1, R2, R6): the metadata, the walk and its out-of-range entries
 of one step of a preset the tour does not open, so the answers must be computed. The walk is sized by what the
-chosen backend's launch is observed to be handed (checker.py ``handed`` / ``walk``: lab/views/walks.py), as every
+chosen backend's launch is observed to be handed (checker.py ``handed`` / ``walk``: lab/deployment/walks.py), as every
 view draws it."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ EXERCISES: tuple[Exercise, ...] = (
         "Same step: how many block-table columns does the *fixed* kernel walk in every row?",
         lambda: handed(TOUR, 30, "fixed").columns,
         hint="the walk covers cdiv(the max_seq_len the launch is handed, block_size) columns.",
-        nudge="lab.views.walks.pass_walk(trace, step, 'fixed').value of that step (what the chosen backend's "
+        nudge="lab.deployment.walks.pass_walk(trace, step, 'fixed').value of that step (what the chosen backend's "
         "launch is observed to be handed) and trace.scenario.block_size, through lab.blocks.cdiv; the "
         "block_table view draws it as the fixed mode's vertical line.",
         traps=(
@@ -63,7 +63,7 @@ EXERCISES: tuple[Exercise, ...] = (
         "region (all rows together)?",
         lambda: outside(walk(TOUR, 30, "fixed")),
         hint="the walk's classes (the oor view's); the valid entries are in_range.",
-        nudge="add up null, live and free of lab.views.walks.walk_counts(trace, step, 'fixed') for that step (the "
+        nudge="add up null, live and free of lab.deployment.walks.walk_counts(trace, step, 'fixed') for that step (the "
         "walk sized by what the launch is handed; leave out in_range and padded); the oor view shows the same "
         "classes.",
         traps=(

@@ -45,7 +45,7 @@ EXERCISES: tuple[Exercise, ...] = (
         ),
         hint="R9: compare what the launch is handed, not step.max_seq_len.",
         nudge="simulate(Scenario.from_spec(GRAPHS_SPEC)) and count the steps s of trace.steps whose "
-        "lab.views.walks.pass_walk(trace, s, mode).value (what the chosen backend's launch is observed to be "
+        "lab.deployment.walks.pass_walk(trace, s, mode).value (what the chosen backend's launch is observed to be "
         "handed) differs between 'baseline' and 'fixed'; the timeline view's dashed kernel line and its FULL "
         "bands show where they part.",
         traps=(
@@ -66,7 +66,7 @@ EXERCISES: tuple[Exercise, ...] = (
         "read past the valid region of the real requests?",
         lambda: outside(walk("full-graph-vs-eager", 60, "baseline")),
         hint="the classes of the walk: null, live, free belong to real rows; padded to padded rows.",
-        nudge="lab.views.walks.walk_counts(trace, step, 'baseline') of that step (the walk sized by what the "
+        nudge="lab.deployment.walks.walk_counts(trace, step, 'baseline') of that step (the walk sized by what the "
         "launch is handed): null + live + free; in_range and padded stay out (padded rows are FULL-graph "
         "padding). The oor view splits a step's walk the same way.",
         traps=(

@@ -31,7 +31,7 @@ EXERCISES: tuple[Exercise, ...] = (
         hint="rows (padded included) x cdiv(what that era's launch is handed, block_size); step.history() and "
         "step.era_modes(era) have every era.",
         nudge="step.era_modes('after #40654')[0] is the mode that era's target metadata had; "
-        "lab.views.walks.pass_walk(trace, step, that mode).value is what the launch is handed; cdiv by "
+        "lab.deployment.walks.pass_walk(trace, step, that mode).value is what the launch is handed; cdiv by "
         "trace.scenario.block_size, times step.num_reqs_padded; the eras view draws it, docs/eras.md says what "
         "each era changed.",
         traps=(
@@ -76,7 +76,7 @@ EXERCISES: tuple[Exercise, ...] = (
         "#43991 than after #40654?",
         lambda: _era_walk("mamba-hybrid", "after #40654") - _era_walk("mamba-hybrid", "after #43991"),
         hint="per step: rows (padded included) x cdiv(what the era's launch is handed, block_size); sum, subtract.",
-        nudge="lab.views.walks.class_totals(trace, all_passes=False) of `mamba-hybrid` (each walk sized by what "
+        nudge="lab.deployment.walks.class_totals(trace, all_passes=False) of `mamba-hybrid` (each walk sized by what "
         "the launch is handed): ['baseline']['walked'] minus ['fixed']['walked'] (for this model state the "
         "baseline is still the after-#40654 walk); or sum each era's walk over trace.steps.",
         traps=(

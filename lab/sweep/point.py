@@ -12,6 +12,7 @@ import time
 
 import lab
 from lab import Scenario, simulate
+from lab.deployment.walks import class_totals, pass_walk, sized_text
 from lab.engine.model_states import MODES
 from lab.engine.oor import OOR_CLASSES
 from lab.gpu_model import GPUS, HEADLINE, predict
@@ -29,10 +30,9 @@ def _ratio(a: float, b: float) -> float:
 
 def trace_row(trace) -> dict:
     """The engine columns of a row, from a trace (public names of docs/trace.md only). Every walk is sized by what
-    the scenario's chosen backend's launch is observed to be handed (lab/views/walks.py: the same counts as the
+    the scenario's chosen backend's launch is observed to be handed (lab/deployment/walks.py: the same counts as the
     out-of-range view and ``lab show``), never the trace's modelled kernel_max_seq_len; ``handed`` says which
     observation, or "not observed" (the walks then sized by the metadata's value, the reach share NaN)."""
-    from lab.views.walks import class_totals, pass_walk, sized_text  # deferred: lab.views imports plotly
 
     s = trace.scenario
     steps = trace.steps

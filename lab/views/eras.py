@@ -15,6 +15,7 @@ import weakref
 import numpy as np
 
 from lab.deployment.handed import AOT_OFF, handed_for, not_observed_text, scheduler_text, step_handed, step_scheduler
+from lab.deployment.walks import step_walked
 from lab.history import ERA_LIST, ERAS
 from lab.speculators import speculator
 from lab.trace.era_recordings import recorded_releases
@@ -22,7 +23,6 @@ from lab.trace.names import era_label, patch_label
 from lab.views.common import check_step, passes_walked, requests
 from lab.views.glossary import gloss_html
 from lab.views.palette import ERA_COLOR
-from lab.views.walks import step_walked
 
 PR_URL = {e.pr: e.pr_url for e in ERA_LIST if e.pr}
 # By era index (before #40654, after #40654, after #43991): the palette's colours (lab/views/palette.py).
@@ -137,7 +137,7 @@ def headline_html(trace, index: int) -> str:
     t = [v for v in vals["target"] if v is not None]  # the eras that had this target path
     seen = [v[0] if v[1] is None else v[1] for v in t]  # what the launch is handed (the told value: not observed)
     ratio = seen[0] / seen[-1] if seen[-1] else float("inf")
-    walked = step_walked(trace, st)  # each walk sized by what the launch is handed (lab/views/walks.py)
+    walked = step_walked(trace, st)  # each walk sized by what the launch is handed (lab/deployment/walks.py)
     wb, wf = walked["baseline"]["walked"], walked["fixed"]["walked"]
     last = html.escape(era_label(trace, ERAS[-1]))  # a patched trace's fixed era by its patch
     head = (

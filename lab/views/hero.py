@@ -3,7 +3,7 @@
 One bar per era of vLLM's history (before #40654, after #40654, after #43991), in that era's colour
 (lab/views/palette.py), as long as the columns of every block-table row the kernel walks in that era:
 ``cdiv(max_seq_len, block_size)`` (lab.blocks.walked_columns) of what the chosen backend's launch is observed to be
-handed on a step of that kind (lab/views/walks.py: lab/deployment/handed.py; the metadata's value, said "not
+handed on a step of that kind (lab/deployment/walks.py: lab/deployment/handed.py; the metadata's value, said "not
 observed", where that backend is not observed).
 The axis is linear from 0, so 2,048 columns against 64 is seen, not read. Each bar is split by what the walked
 entries hold (the walk of the mode that era used, lab.trace.step ``era_modes``): the requests' own KV
@@ -18,12 +18,12 @@ A pure function of (trace, step): it reads the public trace API only.
 
 from __future__ import annotations
 
+from lab.deployment.walks import pass_walk, sized_text, walk_counts
 from lab.history import ERAS
 from lab.speculators import speculator
 from lab.trace.names import era_label
 from lab.views.common import axis, check_step, figure, hover, legend_swatch, message_figure, note, requests, title
 from lab.views.palette import CLASS_COLOR, ERA_COLOR, ERA_DARK, SLACK_PATTERN
-from lab.views.walks import pass_walk, sized_text, walk_counts
 
 # What a walked entry holds, in the order the bar draws it: the request's own KV first, then the stale classes
 # that are another request's KV, then what is only wasted work.

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from lab.blocks import cdiv
 from lab.deployment.handed import handed_for, not_observed_text
+from lab.deployment.walks import step_walked
 from lab.history import ERAS
 from lab.trace.names import era_label
 from lab.views.common import axis, check_step, figure, hline, hover, paper_note, passes_walked, title
 from lab.views.eras import ERA_COLORS, path_values, ratio_text, target_path
 from lab.views.palette import ERA_COLOR
-from lab.views.walks import step_walked
 
 
 def _handed_text(trace, st, target: list[tuple[int, int | None]]) -> str:

@@ -1,5 +1,5 @@
 """Out-of-range block-table entries per step, stacked by class, per mode, and the trace totals: each walk sized by
-what the chosen backend's launch is observed to be handed on a pass of that kind (lab/views/walks.py
+what the chosen backend's launch is observed to be handed on a pass of that kind (lab/deployment/walks.py
 ``class_series`` through lab/deployment/handed.py), or by the metadata's value, said "not observed", where that
 backend has no observation; never the trace's modelled kernel_max_seq_len."""
 
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from lab.deployment.walks import class_series, class_totals, sized_text
 from lab.trace.names import mode_names, mode_words
 from lab.views.common import (
     CLASS_COLORS,
@@ -25,7 +26,6 @@ from lab.views.common import (
     step_marker,
     title,
 )
-from lab.views.walks import class_series, class_totals, sized_text
 
 
 def oor_spec(trace, index: int, all_passes: bool = True) -> dict:

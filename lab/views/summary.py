@@ -1,6 +1,6 @@
 """The summary figures of a trace and one step, as Markdown: walked entries, out-of-range entries,
 and time saved where the trace has kernel timings. Walks are sized by what the chosen backend's launch is observed
-to be handed (lab/views/walks.py), or the metadata's value where that backend is not observed, said so."""
+to be handed (lab/deployment/walks.py), or the metadata's value where that backend is not observed, said so."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import numpy as np
 
 from lab.caveats import R9_R10_CAVEAT
 from lab.deployment.handed import handed_for, not_observed_text, scheduler_text, step_scheduler
+from lab.deployment.walks import pass_walk, step_walked, trace_walked
 from lab.trace.names import mode_names, mode_words
 from lab.views.common import MODES, check_step, passes_walked
 from lab.views.kernels import SPIKE_FACTOR, measured_how, spike_steps
-from lab.views.walks import pass_walk, step_walked, trace_walked
 
 
 def _ratio(b: int, f: int, fixed: str = "fixed") -> str:
@@ -25,7 +25,7 @@ def _ratio(b: int, f: int, fixed: str = "fixed") -> str:
 
 def summary_numbers(trace, index: int) -> dict:
     """Walked and out-of-range entries (all passes) for the step and the trace, each walk sized as
-    lab/views/walks.py says, and kernel time per mode where timed."""
+    lab/deployment/walks.py says, and kernel time per mode where timed."""
     st = trace.steps[check_step(trace, index)]
     step, total = step_walked(trace, st), trace_walked(trace)
     out = {

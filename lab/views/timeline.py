@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from lab.deployment.handed import handed_for, scheduler_text, step_scheduler
+from lab.deployment.walks import handed_series
 from lab.history import ERAS
 from lab.trace.names import era_label, mode_names
 from lab.views.common import (
@@ -32,7 +33,6 @@ from lab.views.common import (
 )
 from lab.views.eras import ERA_COLORS, era_series, target_path
 from lab.views.palette import ERA_DARK
-from lab.views.walks import handed_series
 
 MAX_BANDS = 200
 # The draft lines' colours: a darker shade of each era's (ERA_COLORS), told apart from its target line.

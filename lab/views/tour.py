@@ -13,13 +13,13 @@ from __future__ import annotations
 import numpy as np
 
 from lab.deployment.handed import CAPTURE, handed_for, not_observed_text
+from lab.deployment.walks import class_series, handed_series
 from lab.history import ERAS, MODEL_STATE_FIRST_RELEASE, model_state_in_era
 from lab.speculators import speculator
 from lab.trace.names import era_phrase, patch_label
 from lab.views.common import series
 from lab.views.eras import era_series, target_path
 from lab.views.tour_marks import stop_mark
-from lab.views.walks import class_series, handed_series
 
 MAX_STOPS = 8  # a story of 6-8 chapters (issue 49), each continued with ▶
 

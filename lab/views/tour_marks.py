@@ -12,9 +12,9 @@ from __future__ import annotations
 import html
 import textwrap
 
+from lab.deployment.walks import pass_walk
 from lab.history import ERAS
 from lab.views.block_table import MAX_ROWS, column_position
-from lab.views.walks import pass_walk
 
 TOUR_COLOR = "#b8860b"  # dark goldenrod: no era's and no class's colour
 _BOX = {"bgcolor": "#fffbe6", "bordercolor": TOUR_COLOR, "borderwidth": 1.5, "borderpad": 5, "align": "left"}
@@ -54,7 +54,7 @@ def stop_mark(trace, stop: dict) -> dict:
         return {"shapes": [], "annotations": [_note(text, x, y, xref, yref, ax=side * 200, ay=-40)]}
     if view == "hero":
         # The old era's bar: its end, where the walk stops (y of the first era's bar is 0 in the hero).
-        cols = pass_walk(trace, st, st.era_modes(ERAS[0])[0]).columns  # the hero's bar (lab/views/walks.py)
+        cols = pass_walk(trace, st, st.era_modes(ERAS[0])[0]).columns  # the hero's bar (lab/deployment/walks.py)
         return {"shapes": [], "annotations": [_note(text, cols, 0, "x", "y", ax=-80, ay=60)]}
     if view == "lengths":
         # The strip's bar of the era the sentence opens with (before #40654), at its end.

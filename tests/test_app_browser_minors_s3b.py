@@ -196,7 +196,7 @@ def test_the_new_chapters_draw_their_sentence_at_what_they_name(context, app_url
             f"() => ((document.querySelector('#plot .js-plotly-plot') || {{}}).__labDrawn || '').includes('|{view}|')",
             timeout=120_000,
         )
-        page.wait_for_function(f"() => ({_MARKS})().notes.some((t) => t.startsWith({opens!r}))", timeout=60_000)
+        page.wait_for_function(f"() => ({_MARKS})().notes.some((t) => t.startsWith({opens!r}))", timeout=120_000)
         page.screenshot(path=str(ARTIFACTS / f"s3b-chapter-{view}-{width}x768.png"))
 
 

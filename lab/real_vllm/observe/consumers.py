@@ -119,10 +119,6 @@ def observe(case, cudagraph_mode: str, step, told: int, capture_told: int) -> di
     m = importlib.import_module(module)
     rec = Recorder()
 
-    def scheduler(**kw):
-        rec.add("scheduler", {k: kw[k] for k in ("batch_size", "max_seqlen_q", "max_seqlen_k", "num_splits")})
-        return torch.zeros(1 + 4 * ((kw["batch_size"] + 3) // 4) * 4, dtype=torch.int32)
-
     def kernel(**kw):
         fields = launch_fields(kw)
         cu = kw.get("cu_seqlens_q")
@@ -148,7 +144,9 @@ def observe(case, cudagraph_mode: str, step, told: int, capture_told: int) -> di
         stack.enter_context(set_current_vllm_config(config))
         for name, kind in entries.items():
             # create: names the CUDA import defines and this CPU's import skipped (vllm_flash_attn's)
-            stack.enter_context(mock.patch.object(m, name, scheduler if kind == "scheduler" else kernel, create=True))
+            stack.enter_context(
+                mock.patch.object(m, name, rec.scheduler if kind == "scheduler" else kernel, create=True)
+            )
         if case.consumer == "DCP":
             _dcp(stack, m, config)
         if case.consumer == "TurboQuant":

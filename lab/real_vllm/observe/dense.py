@@ -111,10 +111,6 @@ def observe(case, cudagraph_mode: str, step, told: int, capture_told: int) -> di
     fa = importlib.import_module(module)
     rec = Recorder()
 
-    def scheduler(**kw):
-        rec.add("scheduler", {k: kw[k] for k in ("batch_size", "max_seqlen_q", "max_seqlen_k", "num_splits")})
-        return torch.zeros(1 + 4 * ((kw["batch_size"] + 3) // 4) * 4, dtype=torch.int32)
-
     def kernel(**kw):
         rec.add("launch", launch_fields(kw))
 
@@ -127,7 +123,9 @@ def observe(case, cudagraph_mode: str, step, told: int, capture_told: int) -> di
         for name, kind in entries.items():
             # create: on CUDA flash_attn.py imports get_scheduler_metadata from fa_utils at import time; this
             # CPU's import skipped it
-            stack.enter_context(mock.patch.object(fa, name, scheduler if kind == "scheduler" else kernel, create=True))
+            stack.enter_context(
+                mock.patch.object(fa, name, rec.scheduler if kind == "scheduler" else kernel, create=True)
+            )
         builder = getattr(fa, builder_name)(spec, list(layers), _config(case, cudagraph_mode, layers), "cpu")
         out["fa_version"] = fa.get_flash_attn_version() if case.backend == "FLASH_ATTN" else None
         for phase, value, build in (

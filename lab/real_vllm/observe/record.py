@@ -86,3 +86,11 @@ class Recorder:
 
     def add(self, what: str, fields: dict) -> None:
         self.calls.append({"phase": self.phase, "call": what, **fields})
+
+    def scheduler(self, **kw):
+        """Stands for vllm_flash_attn's ``get_scheduler_metadata`` (FA3's AOT planner): records what it was asked
+        and returns a zeroed plan of the size the C++ returns for ``batch_size`` (four ints a batch row, padded)."""
+        import torch
+
+        self.add("scheduler", {k: kw[k] for k in ("batch_size", "max_seqlen_q", "max_seqlen_k", "num_splits")})
+        return torch.zeros(1 + 4 * ((kw["batch_size"] + 3) // 4) * 4, dtype=torch.int32)

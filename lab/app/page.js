@@ -110,16 +110,34 @@ window.labApp = (() => {
     i = S.clamp(i);
     const draws = [];
     const gd = plotDiv("plot");
-    if (gd) draws.push(S.draw(gd, view, i, presenter, maxHeight(gd, presenter)));
-    if (ckey) {
-      const cg = plotDiv("plot-compare");
+    const cg = ckey ? plotDiv("plot-compare") : null;
+    const level = gd && cg ? await pairHeight(S, ckey, view, i, presenter, gd, cg) : undefined;
+    if (gd) draws.push(S.draw(gd, view, i, presenter, maxHeight(gd, presenter), level));
+    if (cg) {
       const h = maxHeight(cg, presenter);
-      if (cg) draws.push(data(ckey).then((C) => C.draw(cg, view, Math.min(i, C.last), presenter, h)));
+      draws.push(data(ckey).then((C) => C.draw(cg, view, Math.min(i, C.last), presenter, h, level)));
     }
     const [words] = await Promise.all([S.words(i), ...draws]);
     window.__labStepped = (window.__labStepped || 0) + 1;
     if (state.timer && i >= S.last) stop();
     return [i, words[0], words[1]];
+  }
+
+  // Compare side by side: the two figures take the taller one's height, so that they end level and neither has a
+  // gap the other lacks (their own heights follow their traces' rows: review 5 minor 12). Undefined where the
+  // compared trace's data did not come (the main figure is drawn as it is).
+  async function pairHeight(S, ckey, view, i, presenter, gd, cg) {
+    const height = async (T, g, j) => {
+      const width = (g.parentElement || g).clientWidth;
+      const fig = await T.figure(view, j, presenter, maxHeight(g, presenter), LabSteps.isNarrow(g), width);
+      return fig.layout.height || 0;
+    };
+    try {
+      const C = await data(ckey);
+      return Math.max(await height(S, gd, i), await height(C, cg, Math.min(i, C.last))) || undefined;
+    } catch (e) {
+      return undefined;
+    }
   }
 
   // After compare is switched on or off, or presenter mode toggled: both plots take their box's width, and

@@ -340,15 +340,28 @@ window.LabSteps = class LabSteps {
       annotations: keep(gd.layout.annotations).concat(notes),
     });
   }
+  // A figure grown to ``height`` px (the pair of compare side by side takes the taller one's height): the plot takes
+  // the room; a title placed from the figure's top (LabSteps.narrowed) stays as many pixels down.
+  static grownTo(layout, height) {
+    if (!layout.height || layout.height >= height) return layout;
+    const out = Object.assign({}, layout, {height});
+    const t = layout.title;
+    if (t && t.yref === "container" && typeof t.y === "number") {
+      out.title = Object.assign({}, t, {y: 1 - ((1 - t.y) * layout.height) / height});
+    }
+    return out;
+  }
   // Draw step i of a view into the plot gd; draws into one plot run one after another, in call order.
-  draw(gd, view, i, presenter, maxHeight) {
+  // ``level``: the height a side-by-side pair shares (lab/app/page.js pairHeight), or none.
+  draw(gd, view, i, presenter, maxHeight, level) {
     const run = async () => {
       const v = this.byName[view];
       i = this.clamp(i);
       const narrow = LabSteps.isNarrow(gd);
-      const id = `${this.id}|${view}|${!!presenter}|${maxHeight || ""}|${narrow}`;
+      const id = `${this.id}|${view}|${!!presenter}|${maxHeight || ""}|${narrow}|${level || ""}`;
       if (!(v.wide && gd.__labDrawn === id)) {
         const fig = await this.figure(view, i, presenter, maxHeight, narrow, (gd.parentElement || gd).clientWidth);
+        if (level) fig.layout = LabSteps.grownTo(fig.layout, level);
         await Plotly.react(gd, fig.data, fig.layout, LabSteps.CONFIG);
         gd.__labDrawn = id;
         gd.__labNatural = fig.natural; // the height before any cut: lab/app/page.js fits from it

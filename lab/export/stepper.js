@@ -358,7 +358,7 @@ window.LabSteps = class LabSteps {
       const v = this.byName[view];
       i = this.clamp(i);
       const narrow = LabSteps.isNarrow(gd);
-      const id = `${this.id}|${view}|${!!presenter}|${maxHeight || ""}|${narrow}|${level || ""}`;
+      const id = `${this.id}|${view}|${!!presenter}|${maxHeight || ""}|${narrow}${level ? `|${level}` : ""}`;
       if (!(v.wide && gd.__labDrawn === id)) {
         const fig = await this.figure(view, i, presenter, maxHeight, narrow, (gd.parentElement || gd).clientWidth);
         if (level) fig.layout = LabSteps.grownTo(fig.layout, level);

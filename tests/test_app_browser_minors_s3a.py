@@ -23,6 +23,14 @@ def _box(page, sel: str) -> dict | None:
     return page.evaluate(BOX, sel)
 
 
+# The heights of the main and the compared figure once the page drew them (LabSteps sets __labNarrow).
+_HEIGHTS = """() => ['#plot', '#plot-compare'].map((id) => {
+  const gd = document.querySelector(`${id} .js-plotly-plot`);
+  return gd && gd.__labNarrow !== undefined ? gd.querySelector('.main-svg').getBoundingClientRect().height : null;
+})"""
+_LEVEL = f"() => {{ const [a, b] = ({_HEIGHTS})(); return !!(a && b && Math.abs(a - b) <= 1); }}"
+
+
 @pytest.mark.parametrize("width", [1366, 683])
 def test_the_compared_figures_label_does_not_overprint_its_title(context, app_url, width):
     """Minor 12: "beside it: mamba-hybrid" (Gradio's floating block label) was drawn over the compared figure's
@@ -46,6 +54,14 @@ def test_the_compared_figures_label_does_not_overprint_its_title(context, app_ur
         pass
     label, title = _box(page, label_sel), _box(page, title_sel)
     assert label and title and label["bottom"] <= title["top"], (label, title)
+    # Minor 12's other half (issue 49, s4b): the two figures followed their traces' rows (16 against 24): 668 and
+    # 800 px tall at 1366. The pair now takes the taller one's height (lab/app/page.js pairHeight).
+    try:
+        page.wait_for_function(_LEVEL, timeout=30_000)
+    except Exception:
+        pass
+    main, compared = page.evaluate(_HEIGHTS)
+    assert main and compared and abs(main - compared) <= 1, (main, compared)
     page.evaluate("() => document.querySelector('#plots').scrollIntoView()")
     page.screenshot(path=str(ARTIFACTS / f"s3a-compare-label-{width}x768.png"))
 

@@ -6,6 +6,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 from lab import Trace
 from lab.commands.main import main
 from lab.presets import PRESETS
@@ -137,7 +139,12 @@ def test_bench_app_takes_a_room(monkeypatch):
     got = {}
     monkeypatch.setattr(lab.commands.bench.app, "run_bench_app", lambda **kw: got.update(kw))
     assert main(["bench", "app", "--room", "30"]) == 0
-    assert got == {"room": 30}
+    assert got["room"] == 30 and len(got["sizes"]) == 4 and got["clicks"] == 40
+    # Issue 49: the two widths it names, and fewer clicks; a bad window is refused with its reason.
+    assert main(["bench", "app", "--room", "30", "--sizes", "1366x768,683X768", "--clicks", "20"]) == 0
+    assert got == {"room": 30, "sizes": ((1366, 768), (683, 768)), "clicks": 20}
+    with pytest.raises(SystemExit, match="not WIDTHxHEIGHT"):
+        main(["bench", "app", "--sizes", "1366x768,99999x2"])
 
 
 def test_a_command_named_as_its_module_builds_the_same_parser_alone():

@@ -4,6 +4,7 @@
 // The events that call window.labApp run no Python (lab/app/ui.py): the server is not asked.
 window.labApp = (() => {
   const sets = new Map(); // trace key -> Promise<LabSteps>
+  const ready = new Map(); // trace key -> its LabSteps, once its data came (compare's pairHeight does not wait)
   const state = {timer: null, ticket: 0, pending: 0};
 
   // While step data is on its way, the figure says so, on it (review 5 minor 2: a cold preset waits 8-15 s under
@@ -60,6 +61,8 @@ window.labApp = (() => {
           const S = new LabSteps(await r.json(), fresh ? `${key}@${Date.now()}` : key);
           S.measuring = r.headers.get("X-Lab-Kernels") === "running";
           S.timed = r.headers.get("X-Lab-Kernels") === "done";
+          ready.set(key, S);
+          while (ready.size > 8) ready.delete(ready.keys().next().value);
           return S;
         });
       p.then(() => loading(-1), () => loading(-1));
@@ -110,16 +113,41 @@ window.labApp = (() => {
     i = S.clamp(i);
     const draws = [];
     const gd = plotDiv("plot");
-    if (gd) draws.push(S.draw(gd, view, i, presenter, maxHeight(gd, presenter)));
-    if (ckey) {
-      const cg = plotDiv("plot-compare");
+    const cg = ckey ? plotDiv("plot-compare") : null;
+    // The pair's height where the compared trace's data is here; the main figure never waits for it (a cold
+    // compared preset takes seconds): it is drawn again at the pair's height when that data comes, unless the
+    // attendee has moved on meanwhile.
+    const C0 = cg && ready.get(ckey);
+    const level = gd && C0 ? await pairHeight(S, C0, view, i, presenter, gd, cg) : undefined;
+    if (gd) draws.push(S.draw(gd, view, i, presenter, maxHeight(gd, presenter), level));
+    if (cg) {
       const h = maxHeight(cg, presenter);
-      if (cg) draws.push(data(ckey).then((C) => C.draw(cg, view, Math.min(i, C.last), presenter, h)));
+      draws.push(data(ckey).then(async (C) => {
+        const pair = level || (gd ? await pairHeight(S, C, view, i, presenter, gd, cg) : undefined);
+        await C.draw(cg, view, Math.min(i, C.last), presenter, h, pair);
+        const now = state.shown;
+        const still = now.key === key && now.ckey === ckey && S.clamp(now.i) === i && now.view === view;
+        if (pair && !level && gd && still) {
+          await S.draw(gd, view, i, presenter, maxHeight(gd, presenter), pair);
+        }
+      }));
     }
     const [words] = await Promise.all([S.words(i), ...draws]);
     window.__labStepped = (window.__labStepped || 0) + 1;
     if (state.timer && i >= S.last) stop();
     return [i, words[0], words[1]];
+  }
+
+  // Compare side by side: the two figures take the taller one's height, so that they end level and neither has a
+  // gap the other lacks (their own heights follow their traces' rows: review 5 minor 12). C: the compared trace's
+  // steps, once its data came (go draws the main figure meanwhile).
+  async function pairHeight(S, C, view, i, presenter, gd, cg) {
+    const height = async (T, g, j) => {
+      const width = (g.parentElement || g).clientWidth;
+      const fig = await T.figure(view, j, presenter, maxHeight(g, presenter), LabSteps.isNarrow(g), width);
+      return fig.layout.height || 0;
+    };
+    return Math.max(await height(S, gd, i), await height(C, cg, Math.min(i, C.last))) || undefined;
   }
 
   // After compare is switched on or off, or presenter mode toggled: both plots take their box's width, and

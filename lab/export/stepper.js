@@ -145,13 +145,53 @@ window.LabSteps = class LabSteps {
   static subtitleBehind(layout, width) {
     const text = layout.title.text;
     const sub = text.indexOf("<sup>");
-    const out = Object.assign({}, layout, {title: Object.assign({}, layout.title, {text: text.slice(0, sub).replace(/(<br>)+$/, "")})});
-    const m = Object.assign({l: 80, r: 80, t: 100}, layout.margin);
+    const head = text.slice(0, sub).replace(/(<br>)+$/, "");
+    const out = Object.assign({}, layout, {title: Object.assign({}, layout.title, {text: head})});
+    const m = Object.assign({l: 80, r: 80, t: 100, b: 80}, layout.margin);
+    // The top margin was sized for the subtitle's lines too: the kernel view's 170 px left its two panels 55 px
+    // tall in presenter mode at 1280x720 (review 5 minor 10). It shrinks to the title's own lines and what hangs
+    // above the plot (a panel's title), the title put at the top; the figure shrinks as much (the plot keeps its
+    // height, or takes the room where the figure is cut to the window afterwards).
+    // The title shares its row with the "?": broken to stop 48 px short of the right edge (as LabSteps.narrowed).
+    const size = (layout.title.font && layout.title.font.size) || 1.4 * ((layout.font && layout.font.size) || 12);
+    const [fitted] = LabSteps.fitText(head, width - 48, size);
+    const t = LabSteps.topForTitle(out, fitted, m);
+    if (t < m.t) {
+      out.title.text = fitted;
+      out.margin = Object.assign({}, layout.margin, {t});
+      if (out.height) out.height -= m.t - t;
+      // In pixels from the top, so that a figure cut to the window afterwards keeps it there; Plotly hangs a title
+      // of several lines from its last line, the lines above it going up by a line each.
+      const down = LabSteps.TITLE_TOP_PX + (fitted.split("<br>").length - 1) * Math.ceil(1.3 * size);
+      out.title = Object.assign(out.title, {yref: "container", y: 1, yanchor: "top", pad: {t: down}});
+      out.title.font = Object.assign({}, layout.title.font, {size});
+      m.t = t;
+    }
     const q = LabSteps.whatIs(text.slice(sub));
     q.yshift = Math.max(0, m.t - 30);
     q.x = 1 + (m.r - 4) / Math.max(1, width - m.l - m.r);
     out.annotations = (layout.annotations || []).concat([q]);
     return out;
+  }
+  // The top margin a title of its own lines needs above a plot, with what hangs over the plot's top (paper y >= 1:
+  // a panel's title); the margin as it is where something else is placed there (a legend above the plot, a title
+  // placed by the view itself).
+  static TITLE_TOP_PX = 8;
+  static topForTitle(layout, head, m) {
+    const legend = layout.legend || {};
+    const placed = layout.title.y !== undefined || layout.title.yref !== undefined;
+    if (placed || (layout.showlegend !== false && legend.y !== undefined && legend.y > 1)) return m.t;
+    const fontSize = (layout.font && layout.font.size) || 12;
+    const size = (layout.title.font && layout.title.font.size) || 1.4 * fontSize;
+    const plot = Math.max(0, (layout.height || 450) - m.t - m.b);
+    let above = 0;
+    for (const a of layout.annotations || []) {
+      if (a.yref !== "paper" || !(a.y >= 1) || typeof a.text !== "string") continue;
+      const px = ((a.font && a.font.size) || fontSize) * 1.3 * a.text.split("<br>").length;
+      const rise = { bottom: px, middle: px / 2 }[a.yanchor || "middle"] || 0;
+      above = Math.max(above, (a.y - 1) * plot + (a.yshift || 0) + rise);
+    }
+    return Math.ceil(LabSteps.TITLE_TOP_PX + 1.3 * size * head.split("<br>").length + 14 + above);
   }
   // ``width``: the plot box's, in px.
   static narrowed(layout, data, width) {
@@ -408,16 +448,29 @@ window.LabSteps = class LabSteps {
     b.style.top = `${gd.offsetTop + size.t + size.h + 24}px`;
     b.style.left = `${gd.offsetLeft + 4}px`;
   }
+  // A figure grown to ``height`` px (the pair of compare side by side takes the taller one's height): the plot takes
+  // the room; a title placed from the figure's top (LabSteps.narrowed) stays as many pixels down.
+  static grownTo(layout, height) {
+    if (!layout.height || layout.height >= height) return layout;
+    const out = Object.assign({}, layout, {height});
+    const t = layout.title;
+    if (t && t.yref === "container" && typeof t.y === "number") {
+      out.title = Object.assign({}, t, {y: 1 - ((1 - t.y) * layout.height) / height});
+    }
+    return out;
+  }
   // Draw step i of a view into the plot gd; draws into one plot run one after another, in call order.
-  draw(gd, view, i, presenter, maxHeight) {
+  // ``level``: the height a side-by-side pair shares (lab/app/page.js pairHeight), or none.
+  draw(gd, view, i, presenter, maxHeight, level) {
     const run = async () => {
       const v = this.byName[view];
       i = this.clamp(i);
       const narrow = LabSteps.isNarrow(gd);
-      const id = `${this.id}|${view}|${!!presenter}|${maxHeight || ""}|${narrow}`;
+      const id = `${this.id}|${view}|${!!presenter}|${maxHeight || ""}|${narrow}${level ? `|${level}` : ""}`;
       LabSteps.stopWalk(gd); // the cursors are of the figure drawn: the next one starts without them
       if (!(v.wide && gd.__labDrawn === id)) {
         const fig = await this.figure(view, i, presenter, maxHeight, narrow, (gd.parentElement || gd).clientWidth);
+        if (level) fig.layout = LabSteps.grownTo(fig.layout, level);
         await Plotly.react(gd, fig.data, fig.layout, LabSteps.CONFIG);
         gd.__labDrawn = id;
         gd.__labNatural = fig.natural; // the height before any cut: lab/app/page.js fits from it

@@ -30,6 +30,12 @@ def register(sub) -> None:
     sp.add_argument("--sessions", type=int, default=30, help="bench room: attendees at once")
     sp.add_argument("--room", type=int, default=0, help="bench app: this many attendees on the same server meanwhile")
     sp.add_argument(
+        "--sizes",
+        default=None,
+        help="bench app: the windows to time, e.g. 1366x768,683x768 (default: 1366x768, 1600x1000, 683x768, 960x1000)",
+    )
+    sp.add_argument("--clicks", type=int, default=40, help="bench app: clicks on next per view and window")
+    sp.add_argument(
         "--hostile",
         action="store_true",
         help="bench room: attackers in the room too (lab/commands/bench/room_hostile.py), the server's RSS watched",
@@ -66,9 +72,10 @@ def register(sub) -> None:
 
 def cmd_bench(args) -> int:
     if args.what == "app":
-        from lab.commands.bench.app import run_bench_app  # the Gradio app's package: kept out of `python -m lab --help`
+        # the Gradio app's package: kept out of `python -m lab --help`
+        from lab.commands.bench.app import parse_sizes, run_bench_app
 
-        run_bench_app(room=args.room)
+        run_bench_app(room=args.room, sizes=parse_sizes(args.sizes), clicks=args.clicks)
         return 0
     if args.what == "room" and args.refusals:
         from lab.commands.bench.room_hostile_cost import run_refusals  # deferred: gradio_client

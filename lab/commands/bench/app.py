@@ -3,8 +3,10 @@
 - browser, click → redraw: ``python app.py`` in a subprocess, headless Chromium (Debian's
   /usr/bin/chromium through Playwright), one page on ``?preset=…&tab=…``; for each of N clicks on
   "next", the time from the click (in the page, ``performance.now()``) until the headline, the
-  summary and the visible figure all show the new step, polled each animation frame. p50/p95.
-  Every view, at 1366x768 and 1600x1000. Target (issue 26): p95 <= 100 ms on every view.
+  summary and the visible figure all show the new step, polled each animation frame. p50/p95, and how much
+  of it was Plotly.react (the step views draw the next step's figure; no request is made: the step data came
+  once, after the load). Every view, at 1366x768, 1600x1000 and their halves (``--sizes`` picks; the load
+  average is printed with each window). Target (issues 26, 49): p95 <= 100 ms on every view.
 - browser, play: play pressed, steps counted over a few seconds: steps per second against the
   timer's 5/s (falling behind shows as a lower rate).
 - server: the handler of a step event (``lab.app.stepping.step_outputs``: the visible view as plotly JSON,
@@ -41,6 +43,21 @@ from lab.views import ALL_VIEWS
 WARM_S = 30.0
 # The screens the targets are for, and half of each (the workshop's app-beside-JupyterLab layout, issue 37).
 SIZES = ((1366, 768), (1600, 1000), (683, 768), (960, 1000))
+MIN_PX, MAX_PX = 320, 4000  # a window --sizes may ask for
+
+
+def parse_sizes(text: str | None) -> tuple[tuple[int, int], ...]:
+    """``--sizes 1366x768,683x768`` as ((1366, 768), (683, 768)); None: SIZES. A clear error on anything else."""
+    if text is None:
+        return SIZES
+    sizes = []
+    for part in text.split(","):
+        w, _, h = part.strip().lower().partition("x")
+        if not (w.isdigit() and h.isdigit() and MIN_PX <= int(w) <= MAX_PX and MIN_PX <= int(h) <= MAX_PX):
+            raise SystemExit(f"--sizes: {part.strip()[:40]!r} is not WIDTHxHEIGHT with each {MIN_PX}-{MAX_PX} px")
+        sizes.append((int(w), int(h)))
+    return tuple(sizes)
+
 
 # In the page: click "next" and wait (each animation frame) until the headline, the summary and the
 # figure show the new step: its title (a step's view), its step marker (a trace-wide view), or nothing
@@ -48,6 +65,7 @@ SIZES = ((1366, 768), (1600, 1000), (683, 768), (960, 1000))
 _CLICK_JS = """
 async ([i, how]) => {
   const want = `step ${i + 1} of`, title = `Step ${i + 1}:`, sum = `Step ${i + 1}`;
+  window.__labReactMs = 0;
   const t0 = performance.now();
   document.querySelector('#next').click();
   for (;;) {
@@ -61,11 +79,22 @@ async ([i, how]) => {
       else { const m = (gd.layout.shapes || []).find(x => x.name === 'step'); fig = !!m && m.x0 === i + 1; }
     }
     if (hl && hl.textContent.includes(want) && s && s.textContent.includes(sum) && fig) break;
-    if (performance.now() - t0 > 30000) return -1;
+    if (performance.now() - t0 > 30000) return [-1, 0];
   }
-  return performance.now() - t0;
+  return [performance.now() - t0, window.__labReactMs];
 }
 """
+# Where a click's time goes: Plotly.react's share of it (the step views' redraw; the trace-wide views only move their
+# marker). Wrapped once per page; _CLICK_JS zeroes the sum before each click.
+_WRAP_REACT_JS = """() => {
+  if (window.__labReactWrapped) return;
+  window.__labReactWrapped = true;
+  const react = Plotly.react;
+  Plotly.react = async function (...args) {
+    const t = performance.now();
+    try { return await react.apply(this, args); } finally { window.__labReactMs += performance.now() - t; }
+  };
+}"""
 # How the figure on screen says its step: 'marker', 'title' or 'none'.
 _HOW_JS = """() => { const gd = document.querySelector('#plot .js-plotly-plot');
   if (((gd && gd.layout && gd.layout.shapes) || []).some(s => s.name === 'step')) return 'marker';
@@ -93,6 +122,30 @@ def bench_server(preset: str, view: str, repeat: int = 1) -> dict:
     }
 
 
+def clicks_on_next(page, view: str, clicks: int) -> dict:
+    """``clicks`` clicks on next in ``page`` (an app page on ``view``, its step data in), each timed until the
+    headline, the summary and the figure show the next step; p50/p95/max and Plotly.react's p50 share."""
+    page.evaluate(_WRAP_REACT_JS)
+    n = int(page.evaluate("() => document.querySelector('#step input[type=number]').max") or 0)
+    start = int(page.evaluate("() => document.querySelector('#step input[type=number]').value") or 0)
+    how = page.evaluate(_HOW_JS)
+    page.evaluate(_CLICK_JS, [start, how])  # warm-up
+    times, react = [], []
+    for i in range(start + 1, min(start + clicks, n - 1) + 1):
+        ms, react_ms = page.evaluate(_CLICK_JS, [i, how])
+        if ms < 0:
+            raise RuntimeError(f"step {i + 1} was not drawn within 30 s ({view})")
+        times.append(ms)
+        react.append(react_ms)
+    return {
+        "clicks": len(times),
+        "p50_ms": float(np.percentile(times, 50)),
+        "p95_ms": float(np.percentile(times, 95)),
+        "max_ms": float(max(times)),
+        "react_p50_ms": float(np.percentile(react, 50)),
+    }
+
+
 def bench_browser(
     url: str, preset: str, views: tuple[str, ...], clicks: int = 40, play_s: float = 5.0, viewport=(1366, 768)
 ) -> dict:
@@ -108,21 +161,7 @@ def bench_browser(
             page.goto(f"{url}?preset={preset}&step=0&tab={view}")
             page.locator("#plot .main-svg").first.wait_for()
             page.wait_for_function("() => (window.__labSynced || 0) >= 1")
-            n = int(page.evaluate("() => document.querySelector('#step input[type=number]').max") or 0)
-            how = page.evaluate(_HOW_JS)
-            page.evaluate(_CLICK_JS, [0, how])  # warm-up
-            times = []
-            for i in range(1, min(clicks, n - 1) + 1):
-                ms = page.evaluate(_CLICK_JS, [i, how])
-                if ms < 0:
-                    raise RuntimeError(f"step {i + 1} was not drawn within 30 s ({view})")
-                times.append(ms)
-            out[view] = {
-                "clicks": len(times),
-                "p50_ms": float(np.percentile(times, 50)),
-                "p95_ms": float(np.percentile(times, 95)),
-                "max_ms": float(max(times)),
-            }
+            out[view] = clicks_on_next(page, view, clicks)
         # Play: steps per second on the heaviest per-step view.
         view = views[0]
         page.goto(f"{url}?preset={preset}&step=0&tab={view}")
@@ -177,7 +216,9 @@ def _room(url: str, sessions: int):
         got["report"] = buf.getvalue()
 
 
-def run_bench_app(preset: str | None = None, repeat: int = 2, clicks: int = 40, out=None, room: int = 0) -> dict:
+def run_bench_app(
+    preset: str | None = None, repeat: int = 2, clicks: int = 40, out=None, room: int = 0, sizes=SIZES
+) -> dict:
     preset = preset or DEFAULT_PRESET
     w = (out or sys.stdout).write
     views = tuple(ALL_VIEWS)
@@ -188,7 +229,7 @@ def run_bench_app(preset: str | None = None, repeat: int = 2, clicks: int = 40, 
         + (f"; a room of {room} attendees on the same server meanwhile" if room else "")
         + "\n"
     )
-    results: dict = {"preset": preset, "server": {}, "browser": {}}
+    results: dict = {"preset": preset, "server": {}, "browser": {}, "load": {}}
     for view in views:
         results["server"][view] = bench_server(preset, view, repeat)
     t0 = time.perf_counter()
@@ -196,10 +237,11 @@ def run_bench_app(preset: str | None = None, repeat: int = 2, clicks: int = 40, 
         results["launch"] = bench_launch(url, served, t0)
         with _room(url, room) as results["room"]:
             if os.path.exists(CHROMIUM):
-                for size in SIZES:
+                for size in sizes:
                     results["browser"][size] = bench_browser(url, preset, views, clicks, viewport=size)
+                    results["load"][size] = os.getloadavg()[0]  # the 1-minute load as this window's clicks ended
     w(
-        f"  {'view':<12} {'size':>9} {'browser click->redraw p50 / p95 / max':>40}   "
+        f"  {'view':<12} {'size':>9} {'browser click->redraw p50 / p95 / max':>40}  {'Plotly.react p50':>16}   "
         f"{'server p50 / p95 (API clients only)':>36}\n"
     )
     for size, res in results["browser"].items() or [(None, {})]:
@@ -207,8 +249,11 @@ def run_bench_app(preset: str | None = None, repeat: int = 2, clicks: int = 40, 
             sv = results["server"][view]
             b = res.get(view)
             bs = f"{b['p50_ms']:6.0f} / {b['p95_ms']:4.0f} / {b['max_ms']:4.0f} ms ({b['clicks']} clicks)" if b else ""
+            rs = f"{b['react_p50_ms']:6.0f} ms" if b else ""
             size_s = f"{size[0]}x{size[1]}" if size else f"(no {CHROMIUM})"
-            w(f"  {view:<12} {size_s:>9} {bs:>40}   {sv['p50_ms']:5.1f} / {sv['p95_ms']:5.1f} ms\n")
+            w(f"  {view:<12} {size_s:>9} {bs:>40}  {rs:>16}   {sv['p50_ms']:5.1f} / {sv['p95_ms']:5.1f} ms\n")
+        if size:
+            w(f"  {'':<12} {'':>9} load average (1 min) as these clicks ended: {results['load'][size]:.1f}\n")
     for size, res in results["browser"].items():
         pl = res["play"]
         w(

@@ -79,6 +79,12 @@ def observe(case, cudagraph_mode: str, step, told: int, capture_told: int) -> di
             rec.add("scheduler", mask_fields(meta.block_mask, meta.max_seq_len, case.block_size))
             for layer in layers.values():
                 _forward(layer, meta, step, case)
+            if builder.supports_draft_decode_metadata_update:  # False in 0.33.0 (AttentionMetadataBuilder's default)
+                rec.phase = f"{phase} draft"  # the fused draft path, as dense.py observes it
+                meta = builder.update_draft_decode_metadata(meta) or meta
+                seen["max_seq_len"] = meta.max_seq_len
+                for layer in layers.values():
+                    _forward(layer, meta, step, case)
     out["calls"] = rec.calls
     return out
 

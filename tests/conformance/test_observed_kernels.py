@@ -94,7 +94,15 @@ def test_flashinfer_paths_as_vllm_picks_them(flashinfer_rows):
 def test_the_observation_is_not_vacuous(table):
     rows = table["rows"]
     backends = {r["backend"] for r in rows}
-    assert {"FLASH_ATTN", "TRITON_ATTN", "FLASH_ATTN_MLA", "FLASHMLA", "TRITON_MLA", "CUTLASS_MLA"} <= backends
+    assert {
+        "FLASH_ATTN",
+        "TRITON_ATTN",
+        "FLASH_ATTN_MLA",
+        "FLASHMLA",
+        "TRITON_MLA",
+        "CUTLASS_MLA",
+        "FLEX_ATTENTION",
+    } <= backends
     # every case recorded a launch on every step kind it has
     assert all(r["launch"] for r in rows)
     # W1 seen in vLLM's own builder: two window configs turn AOT scheduling off, one keeps it
@@ -104,6 +112,21 @@ def test_the_observation_is_not_vacuous(table):
     versions = {r["gpu"]: r["fa_version"] for r in rows if r["backend"] == "FLASH_ATTN"}
     assert versions == {"A100-80GB": 2, "H200": 3, "B200": 4}
     assert json.loads(json.dumps(table)) == table  # plain JSON, no tensors
+
+
+def test_flex_s_recorder_stands_where_forward_calls_the_compiled_kernel():
+    """lab/real_vllm/observe/flex.py replaces ``flex_attention_compiled``: the wheel's module defines it as
+    ``torch.compile(flex_attention, ...)`` and ``FlexAttentionImpl.forward`` launches through it, handed the block
+    mask ``build`` made."""
+    import inspect
+
+    import vllm.v1.attention.backends.flex_attention as m
+
+    from lab.real_vllm.observe.flex import ENTRY
+
+    assert "flex_attention_compiled = torch.compile(flex_attention, fullgraph=True)" in inspect.getsource(m)
+    forward = inspect.getsource(m.FlexAttentionImpl.forward)
+    assert f"out = {ENTRY}(" in forward and "attn_metadata.block_mask," in forward
 
 
 def test_each_blocked_consumer_is_stopped_by_the_line_named():

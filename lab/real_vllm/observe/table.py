@@ -1,6 +1,6 @@
 """The observation table: what each attention kernel vLLM 0.33.0 launches is handed, per backend, step kind and mode,
 observed by running vLLM's own metadata builder and forward on this CPU (lab/real_vllm/observe/dense.py, mla.py,
-flashinfer.py; docs/rules.md's other consumers of max_seq_len: consumers.py, their rows under "consumers"; what
+flashinfer.py, flex.py; docs/rules.md's other consumers of max_seq_len: consumers.py, their rows under "consumers"; what
 cannot be observed here: ``BLOCKED``).
 ``python -m lab.real_vllm.observe --write`` regenerates lab/gpu_model/observed.json (the
 committed table the records read: lab/gpu_model/observed.py); tests/conformance/test_observed_kernels.py
@@ -107,6 +107,18 @@ CASES = (
         (None,),
         block_size=64,
     ),  # fmt: skip
+    # FlexAttention on the H200 stand-in (the CUDA platform puts it last: it is chosen by name)
+    Case(
+        "FLEX_ATTENTION",
+        "flex-attention",
+        "FlexAttention (direct block-mask build)",
+        "H200",
+        "llama",
+        32,
+        8,
+        128,
+        (None,),
+    ),
 )
 # FLASHINFER: vLLM's own choice of path on each stand-in GPU (flashinfer.py FlashInferMetadataBuilder.__init__:
 # XQA decode on SM90, TRTLLM-gen on SM100, native FlashInfer elsewhere). Observed in a subprocess with
@@ -146,10 +158,6 @@ CONSUMER_CASES = (
 # and what observing it would stub; ``rocm_only``: no CUDA path reaches it.
 _V = "vllm/"
 BLOCKED = {
-    "FLEX_ATTENTION": {
-        "why": "not observed through this harness: lab/real_vllm/kernels/flex.py runs its block-mask build "
-        "(`python -m lab bench vllm-kernels`)",
-    },
     "Sparse-MLA indexer (DeepSeek-V3.2/V4)": {
         "why": "not observed: its layer refuses CUDA without DeepGEMM, which the wheel does not depend on (absent "
         "here), so its decode top-k, handed attn_metadata_narrowed.max_seq_len (sparse_attn_indexer), is not run; "
@@ -223,6 +231,10 @@ def observe_case(case: Case) -> list[dict]:
         from lab.real_vllm.observe import flashinfer
 
         obs = flashinfer.observe
+    if case.backend == "FLEX_ATTENTION":
+        from lab.real_vllm.observe import flex
+
+        obs = flex.observe
     if case.consumer:
         from lab.real_vllm.observe import consumers
 

@@ -127,6 +127,19 @@ def test_lab_backends_and_the_deployment_tab_name_a_backend_alike(capsys):
     assert "python -m lab backends: vllm-triton-unified" in notes
 
 
+def test_the_trtllm_gen_source_line_says_why_it_names_no_repository():
+    """Minor 7's last part: a B200 answer showed "(generated TRTLLM-gen kernel source in the search index;
+    repository not identified)" in the tab's sources. NVIDIA ships those kernels as cubins (TensorRT-LLM#6757), so the
+    line now says so."""
+    from lab.deployment.report import format_markdown
+    from lab.gpu_model.backends import TRTLLM_GEN_SOURCE
+
+    text = format_markdown(answer(resolve("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192", "B200")))
+    assert f"{TRTLLM_GEN_SOURCE} `FmhaSm100f*Kernel_*.cpp`" in text
+    assert "search index" not in text and "not identified" not in text
+    assert "TensorRT-LLM#6757" in TRTLLM_GEN_SOURCE and "cubins only" in TRTLLM_GEN_SOURCE
+
+
 def test_presenter_layout_enlarges_the_legend_and_keeps_the_foot_note_inside():
     """Minor 11, the server's figure (lab.views.presenter_layout, twin of LabSteps.largerSmallType): the legend's
     type grows with the rest, and the bottom margin holds the foot note hung below the plot area."""

@@ -46,6 +46,10 @@ __all__ = [
 
 _SAME_PAGES = ("pages: the real lengths' pages, the same in both modes",)
 _FLASHINFER_PY = "vllm/v1/attention/backends/flashinfer.py"
+# Where TRTLLM-gen's tile walk was read: NVIDIA ships these kernels as cubins and does not publish their source
+# (a maintainer, NVIDIA/TensorRT-LLM#6757: "the kernels under trtllmGenKernels are not open-source"), so the line
+# was read in a generated copy whose repository is not known; the record says so instead of naming one.
+TRTLLM_GEN_SOURCE = "NVIDIA TRTLLM-gen (cubins only, source not published: TensorRT-LLM#6757; read in a generated copy)"
 BACKENDS: tuple[Backend, ...] = (
     Backend(
         "trtllm-gen",
@@ -78,7 +82,7 @@ BACKENDS: tuple[Backend, ...] = (
                 "verified",
             ),
             Source(
-                "(generated TRTLLM-gen kernel source in the search index; repository not identified)",
+                TRTLLM_GEN_SOURCE,
                 "FmhaSm100f*Kernel_*.cpp",
                 "LoadPageOffsetsTask::execute",
                 "CTAs with ctaIdxKv >= numCtasKv return; others walk cdiv(valid, numCtasKv*128) tiles",

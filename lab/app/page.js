@@ -208,7 +208,8 @@ window.labApp = (() => {
     const chapters = (await data(key)).D.tour || [];
     const at = chapters.findIndex((t) => `${t.step}|${t.view}` === stop);
     const gd = plotDiv("plot");
-    if (at >= 0 && gd) await LabSteps.mark(gd, chapters[at].mark, at + 1 < chapters.length ? continueTour : null);
+    const cont = at + 1 < chapters.length ? continueTour : null;
+    if (at >= 0 && gd) await LabSteps.mark(gd, chapters[at].mark, cont, `${state.shown.view}|${i}`);
     (document.querySelector("#plot") || document.querySelector("#topbar")).scrollIntoView({block: "start"});
     const s = state.shown;
     return [i, s.view, headline, summary, (await data(s.key)).byName[s.view].note_md];

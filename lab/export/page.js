@@ -75,7 +75,8 @@
       if (!t) return;
       if (S.byName[t.view]) state.view = t.view;
       await go(t.step);
-      await LabSteps.mark($("plot"), t.mark, k + 1 < D.tour.length ? () => chapter(k + 1) : null);
+      const next = k + 1 < D.tour.length ? () => chapter(k + 1) : null;
+      await LabSteps.mark($("plot"), t.mark, next, `${state.view}|${S.clamp(t.step)}`);
       $("plot").scrollIntoView({block: "start"});
     };
     D.tour.forEach((t, k) => {

@@ -321,8 +321,10 @@ window.LabSteps = class LabSteps {
   // A chapter of the tour drawn on the figure (lab/views/tour_marks.py: shapes and annotations named "tour"), or
   // the marks taken off (mark null: the next step). onContinue: a click on the chapter's box, "▶ continue",
   // opens the next chapter.
-  static async mark(gd, mark, onContinue) {
+  // ``at``: the "view|step" the mark belongs to (LabSteps.draw draws it again on a redraw of that same figure).
+  static async mark(gd, mark, onContinue, at) {
     if (!gd || !gd.layout) return;
+    gd.__labMark = mark ? {mark, onContinue, at} : null;
     const keep = (a) => (a || []).filter((x) => x.name !== "tour");
     const had = (gd.layout.shapes || []).concat(gd.layout.annotations || []).some((x) => x.name === "tour");
     if (!mark && !had) return;
@@ -478,7 +480,12 @@ window.LabSteps = class LabSteps {
         gd.__labNarrow = narrow;
       }
       if (v.wide) await LabSteps.moveMarker(gd, i);
-      await LabSteps.mark(gd, null); // a chapter's marks are of its own step: off at the next draw
+      // A chapter's marks are of its own step and view: drawn again when that same figure is drawn again (a
+      // resize, Gradio's echo of the chapter's step a moment later took them off: a warm server answers sooner),
+      // off at any other.
+      const kept = gd.__labMark;
+      if (kept && kept.at === `${view}|${i}`) await LabSteps.mark(gd, kept.mark, kept.onContinue, kept.at);
+      else await LabSteps.mark(gd, null);
       LabSteps.walkButton(gd);
     };
     gd.__labQueue = (gd.__labQueue || Promise.resolve()).then(run, run);

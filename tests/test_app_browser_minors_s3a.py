@@ -86,14 +86,16 @@ def test_a_cold_preset_says_it_is_loading_on_the_dimmed_figure(context, app_url,
     # on the figure: its box inside the figure's, in the window
     assert figure["left"] <= note["left"] and note["right"] <= figure["right"], (note, figure)
     assert figure["top"] <= note["top"] and note["bottom"] <= min(figure["bottom"], 768), (note, figure)
-    assert page.evaluate("() => getComputedStyle(document.querySelector('#plot .js-plotly-plot')).opacity") < "0.5"
+    # the dim fades in (a CSS transition): read once it has ended, not mid-fade (CI read 0.518 once)
+    opacity = "() => parseFloat(getComputedStyle(document.querySelector('#plot .js-plotly-plot')).opacity)"
+    page.wait_for_function(f"() => ({opacity})() < 0.5", timeout=10_000)
     size = "(s) => parseFloat(getComputedStyle(document.querySelector(s)).fontSize)"
     assert page.evaluate(size, "#step-loading") >= 14
     page.screenshot(path=str(ARTIFACTS / f"s3a-cold-loading-{width}x768.png"))
     page.wait_for_function("() => !document.body.classList.contains('lab-loading')")
     page.locator("#plot .gtitle").filter(has_text="per-request lengths").first.wait_for()
     assert not page.locator("#step-loading").is_visible()
-    assert page.evaluate("() => getComputedStyle(document.querySelector('#plot .js-plotly-plot')).opacity") == "1"
+    page.wait_for_function(f"() => ({opacity})() === 1", timeout=10_000)
 
 
 def _explore_notebook(folder) -> None:

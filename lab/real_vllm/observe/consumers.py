@@ -31,8 +31,8 @@ import importlib
 from contextlib import ExitStack
 from unittest import mock
 
-from lab.real_vllm.observe.dense import _config, _forward, _one
-from lab.real_vllm.observe.record import Recorder, common_metadata, launch_fields
+from lab.real_vllm.observe.dense import _config, _one, forward_phases
+from lab.real_vllm.observe.record import Recorder, launch_fields
 
 FA = "vllm.v1.attention.backends.flash_attn"
 TQ = "vllm.v1.attention.backends.turboquant_attn"
@@ -156,19 +156,7 @@ def observe(case, cudagraph_mode: str, step, told: int, capture_told: int) -> di
         layers.update(_layers(case, getattr(m, impl_name)))
         builder = _builder_cls(case, m)(spec, list(layers), config, "cpu")
         out["fa_version"] = m.get_flash_attn_version() if module == FA else None
-        for phase, value, build in (
-            ("capture", capture_told, lambda cm: builder.build_for_cudagraph_capture(cm)),
-            ("step", told, lambda cm: builder.build(common_prefix_len=0, common_attn_metadata=cm)),
-        ):
-            rec.phase = phase
-            meta = build(common_metadata(step, value, case.block_size, case.max_model_len))
-            for layer in layers.values():
-                _forward(layer, meta, step, case)
-            if getattr(builder, "supports_draft_decode_metadata_update", False):
-                rec.phase = f"{phase} draft"  # the fused draft path, as dense.py observes it
-                builder.update_draft_decode_metadata(meta)
-                for layer in layers.values():
-                    _forward(layer, meta, step, case)
+        forward_phases(builder, layers, rec, step, case, told, capture_told)
         out["aot_schedule"] = getattr(builder, "aot_schedule", None)
     out["calls"] = rec.calls
     return out

@@ -128,28 +128,36 @@ def observe(case, cudagraph_mode: str, step, told: int, capture_told: int) -> di
             )
         builder = getattr(fa, builder_name)(spec, list(layers), _config(case, cudagraph_mode, layers), "cpu")
         out["fa_version"] = fa.get_flash_attn_version() if case.backend == "FLASH_ATTN" else None
-        for phase, value, build in (
-            ("capture", capture_told, lambda cm: builder.build_for_cudagraph_capture(cm)),
-            ("step", told, lambda cm: builder.build(common_prefix_len=0, common_attn_metadata=cm)),
-        ):
-            rec.phase = phase
-            cm = common_metadata(step, value, case.block_size, case.max_model_len)
-            meta = build(cm)
-            out[f"{phase}_max_num_splits"] = getattr(meta, "max_num_splits", None)
-            for layer in layers.values():
-                _forward(layer, meta, step, case)
-            if getattr(builder, "supports_draft_decode_metadata_update", False):
-                # the fused draft path (spec_decode/speculator.py _update_draft_decode_metadata): the builder
-                # re-plans the metadata of draft passes 1..K-1 in place, then the draft decode launches. Inside a
-                # FULL draft graph this call is recorded at capture and replayed (AttentionMetadataBuilder.
-                # update_draft_decode_metadata: "runs once at capture and never again in Python").
-                rec.phase = f"{phase} draft"
-                builder.update_draft_decode_metadata(meta)
-                for layer in layers.values():
-                    _forward(layer, meta, step, case)
+        out.update(forward_phases(builder, layers, rec, step, case, told, capture_told))
         out["aot_schedule"] = getattr(builder, "aot_schedule", None)
     out["calls"] = rec.calls
     return out
+
+
+def forward_phases(builder, layers: dict, rec, step, case, told: int, capture_told: int) -> dict:
+    """Both launches of one step: ``build_for_cudagraph_capture`` at ``capture_told`` (max_model_len, R3) then
+    forward (the capture's launch), and ``build`` at ``told`` then forward (the step's own launch); each followed by
+    the fused draft path where the builder has one. Returns each phase's ``max_num_splits``."""
+    splits = {}
+    for phase, value, build in (
+        ("capture", capture_told, lambda cm: builder.build_for_cudagraph_capture(cm)),
+        ("step", told, lambda cm: builder.build(common_prefix_len=0, common_attn_metadata=cm)),
+    ):
+        rec.phase = phase
+        meta = build(common_metadata(step, value, case.block_size, case.max_model_len))
+        splits[f"{phase}_max_num_splits"] = getattr(meta, "max_num_splits", None)
+        for layer in layers.values():
+            _forward(layer, meta, step, case)
+        if getattr(builder, "supports_draft_decode_metadata_update", False):
+            # the fused draft path (spec_decode/speculator.py _update_draft_decode_metadata): the builder
+            # re-plans the metadata of draft passes 1..K-1 in place, then the draft decode launches. Inside a
+            # FULL draft graph this call is recorded at capture and replayed (AttentionMetadataBuilder.
+            # update_draft_decode_metadata: "runs once at capture and never again in Python").
+            rec.phase = f"{phase} draft"
+            builder.update_draft_decode_metadata(meta)
+            for layer in layers.values():
+                _forward(layer, meta, step, case)
+    return splits
 
 
 def _forward(layer, meta, step, case):

@@ -55,3 +55,18 @@ def test_a10g_dense_by_hand():
     assert dep.backend.vllm_name == "FLASH_ATTN"
     assert any("FlashAttention 2" in n for n in dep.notes)
     assert resolve(LINES["sliding window"], "A10G").backend.vllm_name == "TRITON_ATTN"
+
+
+def test_a_chosen_kernel_the_lab_models_has_its_work_on_every_gpu(cells):
+    """Where the lab has a work record of the kernel a cell runs, that record runs on the cell's GPU (vLLM's
+    gates: tests/conformance/test_backend_records_vllm.py). Before, TRTLLM-gen and FlashInfer MLA ran on SM100
+    only and Triton on SM90/SM100 only: B300 answered "the lab has no work model of FLASHINFER" where B200 gave
+    the work, and the SM8x GPUs the same for Triton and Triton MLA."""
+    from lab.gpu_model import BY_NAME
+
+    for c in cells:
+        record = c.deployment.backend.lab_backend
+        if record in BY_NAME:
+            assert c.answer.work is not None, (c.gpu, c.kind, record, c.verdict)
+    b200, b300 = ({c.kind: c.verdict for c in cells if c.gpu == g} for g in ("B200", "B300"))
+    assert b300 == b200  # one kernel, one SM count (B300's 148 SMs assumed as on B200): one verdict

@@ -17,6 +17,7 @@ from __future__ import annotations
 from lab.gpu_model import backend_claims as bc
 from lab.gpu_model import formulas
 from lab.gpu_model.backends_mla import MLA_AND_FLEX
+from lab.gpu_model.gpus import CUDA_SMS, SM100_FAMILY
 from lab.gpu_model.records import (
     FROZEN,
     KNOWN,
@@ -58,7 +59,7 @@ BACKENDS: tuple[Backend, ...] = (
         "real lengths (CTAs past them exit)",
         formulas.trtllm_gen_work,
         ("ctas_launched", "ctas_early_exit", "partials", "splitkv_steps", "mainloop_steps", "pages"),
-        (100,),
+        SM100_FAMILY,  # vllm/utils/flashinfer.py supports_trtllm_attention: "SM100/SM103 has both prefill and decode"
         (
             Source(
                 "vllm-project/vllm",
@@ -153,7 +154,7 @@ BACKENDS: tuple[Backend, ...] = (
         "pages come from kv_indptr (real lengths); max_seq_len never reaches it",
         formulas.real_pages_work,
         ("pages",),
-        (90, 100),
+        CUDA_SMS,  # flashinfer.py FlashInferBackend.supports_compute_capability: SM 8.0 to 12.1 (TRTLLM off: native)
         (
             Source(
                 "vllm-project/vllm",
@@ -243,7 +244,7 @@ BACKENDS: tuple[Backend, ...] = (
         "grid from query blocks and KV heads; max_seqlen_k unused",
         formulas.real_pages_work,
         ("pages",),
-        (90, 100),
+        CUDA_SMS,  # triton_attn.py TritonAttentionBackend.supports_compute_capability: True
         (
             Source(
                 "vllm-project/vllm",

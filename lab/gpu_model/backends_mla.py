@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from lab.gpu_model import backend_claims as bc
 from lab.gpu_model import formulas
+from lab.gpu_model.gpus import CUDA_SMS, SM100_FAMILY
 from lab.gpu_model.records import ASSUMED, FROZEN, MEASURED, REFRESHED, VLLM_KERNELS_SOURCE, Backend, Source
 
 _MLA = "vllm/v1/attention/backends/mla/"
@@ -31,7 +32,7 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
         "split covers cdiv(seq_len, splits) of the real length, so the KV read is the same",
         formulas.triton_mla_work,
         ("num_kv_splits", "programs", "scratch_bytes", "pages"),
-        (90, 100),
+        CUDA_SMS,  # mla/triton_mla.py TritonMLABackend.supports_compute_capability: True
         (
             Source(
                 "vllm-project/vllm",
@@ -133,7 +134,7 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
         "rows' seq_lens and block table (num_kv_splits -1: the kernel's own choice from them)",
         formulas.decode_pages_work,
         ("pages",),
-        (100,),  # mla/cutlass_mla.py CutlassMLABackend: SM 10.x
+        SM100_FAMILY,  # mla/cutlass_mla.py CutlassMLABackend.supports_compute_capability: SM 10.x
         (
             Source(
                 "vllm-project/vllm",
@@ -159,7 +160,7 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
         "TRTLLM-gen MLA gets max_seq_len=attn_metadata.max_seq_len; its split assumed as TRTLLM-gen's GQA decode",
         formulas.flashinfer_mla_work,
         ("ctas_launched", "partials", "pages"),
-        (100,),  # mla/flashinfer_mla.py FlashInferMLABackend.supports_compute_capability: SM 10.x only
+        SM100_FAMILY,  # mla/flashinfer_mla.py FlashInferMLABackend.supports_compute_capability: SM 10.x only
         (
             Source(
                 "vllm-project/vllm",
@@ -196,7 +197,7 @@ MLA_AND_FLEX: tuple[Backend, ...] = (
         "token) and zeroes the columns past num_blocks; the attention reads the real pages",
         formulas.flex_block_mask_work,
         ("mask_entries_gathered", "pages"),
-        (80, 90, 100),
+        CUDA_SMS,  # flex_attention.py FlexAttentionBackend: the base class's supports_compute_capability, True
         (
             Source(
                 "vllm-project/vllm",

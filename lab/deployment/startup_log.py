@@ -106,6 +106,7 @@ class StartupLog:
     kv_cache_tokens: int | None = None  # "GPU KV cache size: N tokens"
     downgrades: tuple[str, ...] = ()  # the lines where the worker changed the graph mode
     resolved: ResolvedLines = field(default_factory=ResolvedLines)  # the later lines' values (log_lines.py)
+    max_model_len_from_engine: bool = False  # the line's --max-model-len is the engine line's max_seq_len
 
     @property
     def release(self) -> str | None:
@@ -305,6 +306,8 @@ def read_startup_log(text: str, need_line: bool = True) -> StartupLog:
     else:
         mode_name = mode.group(1) if mode else None
     flags = _from_engine(engine)
+    if args is not None:  # what was typed is known: the engine's max_seq_len is what vLLM resolved, not a flag
+        flags.pop("max_model_len", None)
     for key, value in (args or {}).items():
         if key in FLAGS or key in BOOL_FLAGS:
             flags[key] = value
@@ -325,6 +328,7 @@ def read_startup_log(text: str, need_line: bool = True) -> StartupLog:
         kv_cache_tokens=kv_tokens,
         downgrades=tuple(downgrades),
         resolved=later,
+        max_model_len_from_engine=args is None and "max_model_len" in flags,
     )
 
 
@@ -417,6 +421,9 @@ def compared_with_the_log(log: StartupLog, line: str, dep: Deployment) -> FromLo
             + ("" if own else ", and so do the graph mode, block size, capture sizes and scheduler limits")
         )
     later, settings = log.resolved, dep.settings
+    logged_len = None if log.max_model_len_from_engine else log.engine.get("max_seq_len") or later.max_model_len
+    if log.max_model_len_from_engine:  # the line took it from the log: the two cannot disagree, so not compared
+        notes.append(f"max_model_len {log.args['max_model_len']}: the line's own (the log has no non-default args)")
     if later.fa_version is not None:
         notes.append(f"the log: FLASH_ATTN runs FlashAttention {later.fa_version}")
     lab_profile = profile_text(
@@ -433,7 +440,7 @@ def compared_with_the_log(log: StartupLog, line: str, dep: Deployment) -> FromLo
         model_runner=text(log.model_runner, "V2" if dep.runs_mrv2 else "V1"),
         notes=tuple(notes),
         block_size=text(log.block_size, dep.vllm_block_size or dep.settings["block_size"]),
-        max_model_len=text(log.engine.get("max_seq_len") or later.max_model_len, settings["max_model_len"]),
+        max_model_len=text(logged_len, settings["max_model_len"]),
         enable_chunked_prefill=text(
             chunked if chunked in ("True", "False") else None, bool(settings["enable_chunked_prefill"])
         ),

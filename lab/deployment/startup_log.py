@@ -210,10 +210,11 @@ def _speculative(value: str) -> dict | None:
     return {k: v for k, v in out.items() if v not in (None, "None")}
 
 
-def _from_engine(engine: dict[str, str]) -> dict:
-    """The flags the engine line shows (where no non-default args line says them)."""
+def _from_engine(engine: dict[str, str], typed: bool) -> dict:
+    """The flags the engine line shows (where no non-default args line says them). With that line (``typed``), the
+    engine's max_seq_len is what vLLM resolved, not a flag: the lab derives its own and compares the two."""
     args: dict = {}
-    if engine.get("max_seq_len", "").isdigit():
+    if engine.get("max_seq_len", "").isdigit() and not typed:
         args["max_model_len"] = int(engine["max_seq_len"])
     if engine.get("tensor_parallel_size", "").isdigit() and int(engine["tensor_parallel_size"]) > 1:
         args["tensor_parallel_size"] = int(engine["tensor_parallel_size"])
@@ -295,8 +296,7 @@ def read_startup_log(text: str, need_line: bool = True) -> StartupLog:
             )
         )
     line = next((r for r in records if _ENGINE.search(r)), "")
-    mode = _GRAPH_MODE.search(line)
-    sizes = _CAPTURE_SIZES.search(line)
+    mode, sizes = _GRAPH_MODE.search(line), _CAPTURE_SIZES.search(line)
     if "Cudagraph is disabled under eager mode" in text:
         mode_name = "NONE"
     elif later.cudagraph_mode:  # the graphs the worker went on to capture: after every downgrade
@@ -305,9 +305,7 @@ def read_startup_log(text: str, need_line: bool = True) -> StartupLog:
         mode_name = _DOWNGRADE.search(downgrades[-1]).group(1)
     else:
         mode_name = mode.group(1) if mode else None
-    flags = _from_engine(engine)
-    if args is not None:  # what was typed is known: the engine's max_seq_len is what vLLM resolved, not a flag
-        flags.pop("max_model_len", None)
+    flags = _from_engine(engine, typed=args is not None)
     for key, value in (args or {}).items():
         if key in FLAGS or key in BOOL_FLAGS:
             flags[key] = value

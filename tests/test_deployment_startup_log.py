@@ -140,7 +140,7 @@ def test_every_log_keeps_its_source():
         first = (LOGS / name).read_text().splitlines()[0]
         assert first.startswith("# source: "), name
     real = [n for n in files if "https://github.com/" in (LOGS / n).read_text().splitlines()[0]]
-    assert len(real) >= 27
+    assert len(real) >= 34
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

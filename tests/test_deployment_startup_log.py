@@ -81,6 +81,12 @@ EXPECTED = {
         "Qwen/Qwen3.6-35B-A3B-FP8",
         ["--max-model-len 65536", "--kv-cache-dtype fp8", '"method": "mtp"', '"num_speculative_tokens": 2'],
     ),
+    # s5b: 4x L40S, TP 4 (a Hub model whose published config.json no public copy was found of)
+    "gnosia93_v0.19.0_qwen25_72b_4xl40s.log": (
+        "0.19.0",
+        "Qwen/Qwen2.5-72B-Instruct",
+        ["--max-model-len 8192", "--tensor-parallel-size 4"],
+    ),
 }
 NO_START_UP_LINES = [
     "vllm_15277_v0.8_triton_mla.log",
@@ -129,12 +135,12 @@ EXCERPTS = {
 
 def test_every_log_keeps_its_source():
     files = sorted(p.name for p in LOGS.glob("*.log"))
-    assert sorted([*EXPECTED, *NO_START_UP_LINES, *EXCERPTS]) == files
+    assert sorted([*EXPECTED, *NO_START_UP_LINES, *EXCERPTS, *ANSWERED]) == files
     for name in files:
         first = (LOGS / name).read_text().splitlines()[0]
         assert first.startswith("# source: "), name
     real = [n for n in files if "https://github.com/" in (LOGS / n).read_text().splitlines()[0]]
-    assert len(real) >= 23
+    assert len(real) >= 34
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -286,6 +292,19 @@ PER_FIELD = {
     "club3090_1322_v0.29_rtx5090_dflash.log": (None, *[None] * 7, "a local folder with no config.json"),
     "club3090_92_v0.20.2_dflash.log": ("185000", *[None] * 7, "a local folder with no config.json"),
     "spark_vllm_docker_200_v0.20_mtp_gb10.log": ("65536", *[None] * 7, "not in the lab's table"),
+    # s5b: everything vLLM says it resolved is read (the Profiling line gives the mode and the runner); the answer
+    # still refuses, for want of the model's config.json
+    "gnosia93_v0.19.0_qwen25_72b_4xl40s.log": (
+        "8192",
+        "FLASH_ATTN",
+        "FULL_AND_PIECEWISE",
+        (1, 2, 4, 8, *range(16, 257, 8), *range(272, 513, 16)),
+        None,
+        67024,
+        "V1",
+        "True",
+        "not in the lab's table",
+    ),
 }
 
 
@@ -324,7 +343,8 @@ def test_the_non_default_args_chunked_prefill_switch_is_carried_to_the_line():
 # compared field by field: True agrees, False disagrees, None cannot say (the excerpt does not state it).
 # file -> (GPU, {field: agree})
 RESOLVED = {
-    # the engine line is cut after its observability config: it states max_seq_len, nothing vLLM picked at start-up
+    # the engine line is cut after its observability config: it states max_seq_len, nothing vLLM picked at start-up;
+    # with no non-default args line that max_seq_len is also the line's --max-model-len, so it is not compared (s5b)
     "vllm_39033_v0.19_qwen25vl.log": (
         "H100",
         {
@@ -332,7 +352,7 @@ RESOLVED = {
             "cudagraph_mode": None,
             "cudagraph_capture_sizes": None,
             "block_size": None,
-            "max_model_len": True,
+            "max_model_len": None,
             "enable_chunked_prefill": None,
             "model_runner": None,
         },
@@ -353,7 +373,8 @@ def test_a_public_log_of_a_known_model_is_compared_field_by_field(name, capsys):
 
 def test_the_public_logs_answered_and_refused_are_as_docs_deployments_md_counts(capsys):
     """docs/deployments.md (from_log): of the public logs with a start-up line, one answered, 7 of a release before
-    0.19.1, 10 of a local checkpoint, 2 of a Hub model whose config.json no public copy was found of."""
+    0.19.1, 10 of a local checkpoint, 3 of a Hub model whose config.json no public copy was found of (s5b's logs
+    answered with a published config.json: ANSWERED, below)."""
     counts = {"answered": 0, "release": 0, "local": 0, "not in table": 0}
     for name in sorted(EXPECTED):
         if "https://github.com/" not in (LOGS / name).read_text().splitlines()[0]:
@@ -372,7 +393,7 @@ def test_the_public_logs_answered_and_refused_are_as_docs_deployments_md_counts(
             else err
         )
         counts[kind] += 1
-    assert counts == {"answered": 1, "release": 7, "local": 10, "not in table": 2}
+    assert counts == {"answered": 1, "release": 7, "local": 10, "not in table": 3}
 
 
 @pytest.mark.parametrize("name", sorted(EXCERPTS))
@@ -402,3 +423,124 @@ def test_a_log_that_names_its_line_is_not_read_beside_another(capsys):
     line = "vllm serve Qwen/Qwen3-8B"
     assert main(["deployment", "--log", str(LOGS / "rank_llm_426_v0.19.log"), "--line", line]) == 2
     assert "the log names the line it ran: give the serve line or --log, not both" in capsys.readouterr().err
+
+
+# s5b (issue 47, item 5): public start-up logs of vLLM 0.19-0.33, each answered and compared field by field. The report
+# names the GPU (answered on the lab's row for it, or the row of the same SM where the card is not listed: RTX 3060 is
+# SM86 like A10G) and the model, whose published config.json is in the lab's table (None) or in tests/data/configs/
+# (CONFIG_SOURCES). file -> (GPU row, config, {field: agree}): True agrees, False disagrees, None the log does not say.
+CONFIGS = Path(__file__).resolve().parent / "data" / "configs"
+CONFIG_SOURCES = {
+    "Qwen__Qwen3-0.6B.json": "https://github.com/whaler404/Hf-Learn/blob/bcaa333393ec9eaa9b41ffb8c566c2bdadc8eefe/"
+    "transformers_learn/api/models/text_models/qwen3/qwen3.md (its 'model config' block, whole)",
+}
+FIELDS = (
+    "attention_backend",
+    "cudagraph_mode",
+    "cudagraph_capture_sizes",
+    "model_runner",
+    "block_size",
+    "max_model_len",
+    "enable_chunked_prefill",
+    "cudagraph_profile",
+    "async_scheduling",
+    "max_num_batched_tokens",
+)
+
+
+def _said(**agree):
+    return {field: agree.get(field) for field in FIELDS}
+
+
+ANSWERED = {
+    # A100-SXM4-40GB, `vllm serve Qwen/Qwen3-8B` with no flag the lab reads: its non-default args name none, so the
+    # line carries no --max-model-len and 40,960 is the lab's own (the config's max_position_embeddings)
+    "tokenkaki_v0.19.1_qwen3_8b_a100_40gb.log": (
+        "A100-40GB",
+        None,
+        _said(
+            attention_backend=True,
+            cudagraph_mode=True,
+            cudagraph_capture_sizes=True,
+            model_runner=True,
+            max_model_len=True,
+            enable_chunked_prefill=True,
+            cudagraph_profile=True,
+            async_scheduling=True,
+        ),
+    ),
+    # RTX 3060 12GB (consumer, SM86), --enforce-eager with the batch limits the report set
+    "retriva_v0.19.0_qwen3_06b_rtx3060_eager.log": (
+        "A10G",
+        "Qwen__Qwen3-0.6B.json",
+        _said(
+            attention_backend=True,
+            cudagraph_mode=True,
+            cudagraph_capture_sizes=True,
+            max_model_len=True,
+            enable_chunked_prefill=True,
+            async_scheduling=True,
+            max_num_batched_tokens=True,
+        ),
+    ),
+    # the same card and model with vLLM's defaults: the engine stopped after its start-up line (out of memory)
+    "retriva_v0.19.0_qwen3_06b_rtx3060_defaults.log": (
+        "A10G",
+        "Qwen__Qwen3-0.6B.json",
+        _said(
+            cudagraph_mode=True,
+            cudagraph_capture_sizes=True,
+            max_model_len=True,
+            enable_chunked_prefill=True,
+            async_scheduling=True,
+        ),
+    ),
+}
+
+
+def _answer(name, capsys, text=None, tmp_path=None):
+    gpu, config, _ = ANSWERED[name]
+    log = LOGS / name
+    if text is not None:
+        log = tmp_path / name
+        log.write_text(text)
+    argv = ["deployment", "--gpu", gpu, "--json", "--log", str(log)]
+    assert main(argv + (["--config", str(CONFIGS / config)] if config else [])) == 0
+    return json.loads(capsys.readouterr().out)["from_log"]
+
+
+@pytest.mark.parametrize("name", sorted(ANSWERED))
+def test_a_public_log_of_a_published_config_is_answered_field_by_field(name, capsys):
+    """Issue 47, item 5: a real start-up log (its source link on its first line) of a model whose published
+    config.json the lab reads, answered for the release it names and compared on every field it states."""
+    _, config, agree = ANSWERED[name]
+    assert (LOGS / name).read_text().startswith("# source: https://github.com/")
+    if config:
+        assert config in CONFIG_SOURCES and (CONFIGS / config).is_file()
+    doc = _answer(name, capsys)
+    assert {field: doc[field]["agree"] for field in FIELDS} == agree
+
+
+def test_the_public_logs_field_counts():
+    """The per-field counts docs/deployments.md and the closing note give (compared / agree / disagree) for the
+    public logs answered today: s5b's three, LMCache#3430 (read beside its report's line) and vllm#39033."""
+    answered = [agree for _, _, agree in ANSWERED.values()] + [a for *_, a in EXCERPTS.values()]
+    answered += [agree for _, agree in RESOLVED.values()]
+    said = [v for agree in answered for v in agree.values() if v is not None]
+    assert (len(answered), len(said), said.count(True), said.count(False)) == (5, 24, 24, 0)
+
+
+def test_a_logged_value_that_differs_is_a_disagreement_not_hidden(capsys, tmp_path):
+    """max_model_len is compared only where the line did not take it from the log: the tokenkaki log's non-default
+    args name no max_model_len, so the lab derives it from the config (40,960); a log whose engine said 32,768 for
+    the same line disagrees. A log with no non-default args line (vllm#39033) carries max_seq_len as the line's
+    --max-model-len, and that field is not compared (it could not disagree)."""
+    name = "tokenkaki_v0.19.1_qwen3_8b_a100_40gb.log"
+    text = (LOGS / name).read_text().replace("max_seq_len=40960", "max_seq_len=32768")
+    doc = _answer(name, capsys, text, tmp_path)
+    assert doc["max_model_len"] == {"log": "32768", "lab": "40960", "agree": False}
+    assert doc["line"] == "vllm serve Qwen/Qwen3-8B"
+    assert main(["deployment", "--gpu", "H100", "--json", "--log", str(LOGS / "vllm_39033_v0.19_qwen25vl.log")]) == 0
+    doc = json.loads(capsys.readouterr().out)["from_log"]
+    assert doc["max_model_len"]["agree"] is None and doc["line"].endswith("--max-model-len 128000")
+    assert any("max_model_len 128000: the line's own" in n for n in doc["notes"])

@@ -106,6 +106,7 @@ class StartupLog:
     kv_cache_tokens: int | None = None  # "GPU KV cache size: N tokens"
     downgrades: tuple[str, ...] = ()  # the lines where the worker changed the graph mode
     resolved: ResolvedLines = field(default_factory=ResolvedLines)  # the later lines' values (log_lines.py)
+    max_model_len_from_engine: bool = False  # the line's --max-model-len is the engine line's max_seq_len
 
     @property
     def release(self) -> str | None:
@@ -209,10 +210,11 @@ def _speculative(value: str) -> dict | None:
     return {k: v for k, v in out.items() if v not in (None, "None")}
 
 
-def _from_engine(engine: dict[str, str]) -> dict:
-    """The flags the engine line shows (where no non-default args line says them)."""
+def _from_engine(engine: dict[str, str], typed: bool) -> dict:
+    """The flags the engine line shows (where no non-default args line says them). With that line (``typed``), the
+    engine's max_seq_len is what vLLM resolved, not a flag: the lab derives its own and compares the two."""
     args: dict = {}
-    if engine.get("max_seq_len", "").isdigit():
+    if engine.get("max_seq_len", "").isdigit() and not typed:
         args["max_model_len"] = int(engine["max_seq_len"])
     if engine.get("tensor_parallel_size", "").isdigit() and int(engine["tensor_parallel_size"]) > 1:
         args["tensor_parallel_size"] = int(engine["tensor_parallel_size"])
@@ -294,8 +296,7 @@ def read_startup_log(text: str, need_line: bool = True) -> StartupLog:
             )
         )
     line = next((r for r in records if _ENGINE.search(r)), "")
-    mode = _GRAPH_MODE.search(line)
-    sizes = _CAPTURE_SIZES.search(line)
+    mode, sizes = _GRAPH_MODE.search(line), _CAPTURE_SIZES.search(line)
     if "Cudagraph is disabled under eager mode" in text:
         mode_name = "NONE"
     elif later.cudagraph_mode:  # the graphs the worker went on to capture: after every downgrade
@@ -304,7 +305,7 @@ def read_startup_log(text: str, need_line: bool = True) -> StartupLog:
         mode_name = _DOWNGRADE.search(downgrades[-1]).group(1)
     else:
         mode_name = mode.group(1) if mode else None
-    flags = _from_engine(engine)
+    flags = _from_engine(engine, typed=args is not None)
     for key, value in (args or {}).items():
         if key in FLAGS or key in BOOL_FLAGS:
             flags[key] = value
@@ -325,6 +326,7 @@ def read_startup_log(text: str, need_line: bool = True) -> StartupLog:
         kv_cache_tokens=kv_tokens,
         downgrades=tuple(downgrades),
         resolved=later,
+        max_model_len_from_engine=args is None and "max_model_len" in flags,
     )
 
 
@@ -417,6 +419,9 @@ def compared_with_the_log(log: StartupLog, line: str, dep: Deployment) -> FromLo
             + ("" if own else ", and so do the graph mode, block size, capture sizes and scheduler limits")
         )
     later, settings = log.resolved, dep.settings
+    logged_len = None if log.max_model_len_from_engine else log.engine.get("max_seq_len") or later.max_model_len
+    if log.max_model_len_from_engine:  # the line took it from the log: the two cannot disagree, so not compared
+        notes.append(f"max_model_len {log.args['max_model_len']}: the line's own (the log has no non-default args)")
     if later.fa_version is not None:
         notes.append(f"the log: FLASH_ATTN runs FlashAttention {later.fa_version}")
     lab_profile = profile_text(
@@ -433,7 +438,7 @@ def compared_with_the_log(log: StartupLog, line: str, dep: Deployment) -> FromLo
         model_runner=text(log.model_runner, "V2" if dep.runs_mrv2 else "V1"),
         notes=tuple(notes),
         block_size=text(log.block_size, dep.vllm_block_size or dep.settings["block_size"]),
-        max_model_len=text(log.engine.get("max_seq_len") or later.max_model_len, settings["max_model_len"]),
+        max_model_len=text(logged_len, settings["max_model_len"]),
         enable_chunked_prefill=text(
             chunked if chunked in ("True", "False") else None, bool(settings["enable_chunked_prefill"])
         ),

@@ -70,3 +70,19 @@ def test_a_chosen_kernel_the_lab_models_has_its_work_on_every_gpu(cells):
             assert c.answer.work is not None, (c.gpu, c.kind, record, c.verdict)
     b200, b300 = ({c.kind: c.verdict for c in cells if c.gpu == g} for g in ("B200", "B300"))
     assert b300 == b200  # one kernel, one SM count (B300's 148 SMs assumed as on B200): one verdict
+
+
+@pytest.mark.parametrize(("gpu", "batch"), [("RTX-5090", (256, 2048)), ("RTX-PRO-6000", (1024, 8192))])
+def test_sm120_rows_by_hand(gpu, batch):
+    """Consumer and workstation Blackwell (GB202, SM120; issue 47: many public 0.2x logs run on them). The batch
+    defaults follow memory (get_batch_defaults: the RTX 5090's 32,607 MiB < 70 GiB, the RTX PRO 6000's 97,887 MiB
+    >= 70 GiB); FLASH_ATTN runs FA2 (get_flash_attn_version: FA3 needs 9.x, FA4 the SM100 family); gpt-oss's sinks
+    go to FLASHINFER, whose decode on SM12x is XQA (supports_trtllm_attention) and whose work the lab models (before
+    the XQA record ran on SM90 only: no work); MLA's 12.x priorities put TRITON_MLA first."""
+    dense = resolve(LINES["dense"], gpu)
+    assert GPUS[gpu].sm == 120 and dense.settings["device_capability"] == 120
+    assert (dense.settings["max_num_seqs"], dense.settings["max_num_batched_tokens"]) == batch
+    assert dense.backend.vllm_name == "FLASH_ATTN" and any("FlashAttention 2" in n for n in dense.notes)
+    sinks = resolve(LINES["sliding window"], gpu)
+    assert (sinks.backend.vllm_name, sinks.backend.lab_backend) == ("FLASHINFER", "flashinfer-xqa")
+    assert resolve(LINES["mla"], gpu).backend.vllm_name == "TRITON_MLA"

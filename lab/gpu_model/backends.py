@@ -119,7 +119,8 @@ BACKENDS: tuple[Backend, ...] = (
         "uses the block-table width as its max_seq_len: the same in both modes",
         formulas.real_pages_work,
         ("pages",),
-        (90,),
+        # vllm/utils/flashinfer.py supports_trtllm_attention: "SM90 and SM12x have XQA decode only"
+        tuple(sm for sm in CUDA_SMS if sm == 90 or sm // 10 == 12),
         (
             Source(
                 "flashinfer-ai/flashinfer",

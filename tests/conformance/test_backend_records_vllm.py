@@ -106,7 +106,9 @@ def test_a_backend_record_runs_where_vllm_runs_its_kernel(record):
 
 
 def test_the_gates_are_read_not_assumed():
-    """The compiled gates answer as their source says: TRTLLM-gen on SM100/SM103 only, FlashInfer from SM80."""
+    """The compiled gates answer as their source says: TRTLLM-gen on SM100/SM103 only, XQA decode on SM90 and the
+    SM12x family (the GeForce RTX 5090 / RTX PRO 6000 rows), FlashInfer from SM80."""
     assert [sm for sm in CUDA_SMS if trtllm(sm, is_prefill=True)] == [100, 103]
-    assert [sm for sm in CUDA_SMS if trtllm(sm, is_prefill=False)] == [90, 100, 103]
+    assert [sm for sm in CUDA_SMS if trtllm(sm, is_prefill=False)] == [90, 100, 103, 120]
+    assert BY_NAME["flashinfer-xqa"].sms == (90, 120)
     assert supports("FLASHINFER", 80) and not supports("FLASHINFER_MLA", 90) and supports("FLASHINFER_MLA", 103)

@@ -377,6 +377,15 @@ def kernel_blocks(name: str, c: SelectorConfig, rule: str = REFERENCE_RELEASE) -
     return r.blocks(c) if callable(r.blocks) else r.blocks
 
 
+def _sink(name: str, c: SelectorConfig, rule: str) -> bool:
+    """supports_sink where it depends on the GPU. 0.19.1 / 0.22.1: flashinfer.py FlashInferBackend.supports_sink
+    returns vllm/utils/flashinfer.py supports_trtllm_attention(), there "is_device_capability_family(100)" only (no
+    XQA on SM90/SM12x yet), so gpt-oss on an SM120 GPU falls through to TRITON_ATTN (vllm#40153 saw it on 0.17.0)."""
+    if rule != REFERENCE_RELEASE and name == "FLASHINFER":
+        return c.sm // 10 == 10
+    return RULES[name].sink(c)
+
+
 def reasons(name: str, c: SelectorConfig, rule: str = REFERENCE_RELEASE) -> list[str]:
     """vllm/v1/attention/backend.py AttentionBackend.validate_configuration, in its order and wording (``rule``: an
     older release's kernel block sizes, ``kernel_blocks``)."""
@@ -394,7 +403,7 @@ def reasons(name: str, c: SelectorConfig, rule: str = REFERENCE_RELEASE) -> list
         out.append("partial multimodal token full attention not supported")
     if c.use_mla != ("mla" in r.flags):
         out.append("MLA not supported" if c.use_mla else "non-MLA not supported")
-    if c.sink and not ("sink" in r.flags or (r.sink is not None and r.sink(c))):
+    if c.sink and not ("sink" in r.flags or (r.sink is not None and _sink(name, c, rule))):
         out.append("attention sinks not supported")
     if "sparse" in r.flags:  # use_sparse is always False here
         out.append("non-sparse not supported")

@@ -87,7 +87,7 @@ def _fa(c: SelectorConfig) -> int:
     return fa_version(c.sm, c.head_size, hd256=True, sink=c.sink, block=c.block, kv_quant=is_quantized(c.kv))
 
 
-def _lab_backend(name: str, c: SelectorConfig) -> tuple[str | None, list[str]]:
+def _lab_backend(name: str, c: SelectorConfig, rule: str = REFERENCE_RELEASE) -> tuple[str | None, list[str]]:
     if name == "FLASH_ATTN":
         v = _fa(c)
         note = f"FLASH_ATTN runs FlashAttention {v} here (fa_utils.py get_flash_attn_version)"
@@ -100,7 +100,9 @@ def _lab_backend(name: str, c: SelectorConfig) -> tuple[str | None, list[str]]:
                 "decode: TRTLLM-gen (can_use_trtllm_attention; cubins present, "
                 "--attention-config.use_trtllm_attention unset, num_heads % num_kv_heads == 0)"
             ]
-        if (c.sm == 90 or c.sm // 10 == 12) and 16 <= c.head_size <= 256 and c.head_size % 16 == 0:
+        # 0.19.1 / 0.22.1: supports_trtllm_attention is the SM100 family only (no XQA decode on 9.0/12.x)
+        xqa_gpu = (c.sm == 90 or c.sm // 10 == 12) and rule == REFERENCE_RELEASE
+        if xqa_gpu and 16 <= c.head_size <= 256 and c.head_size % 16 == 0:
             return "flashinfer-xqa", [
                 "decode: XQA (flashinfer.py FlashInferDecodeKernel.XQA, _is_xqa_head_dim_supported)"
             ]
@@ -116,7 +118,7 @@ _FUSED_DRAFT_DECODE = ("FLASH_ATTN", "TRITON_ATTN", "TRITON_MLA")
 
 
 def _choice(name: str, c: SelectorConfig, candidates, source: str, notes: list[str], rule: str) -> BackendChoice:
-    lab, more = _lab_backend(name, c)
+    lab, more = _lab_backend(name, c, rule)
     blocks = kernel_blocks(name, c, rule)  # the release's (0.19.1 / 0.22.1: FLASH_ATTN's MultipleOf(16))
     # vllm/platforms/interface.py update_block_size_for_backend -> AttentionBackend.get_preferred_block_size:
     # CacheConfig.DEFAULT_BLOCK_SIZE (16) where the backend supports it, else its smallest kernel block size

@@ -86,3 +86,15 @@ def test_sm120_rows_by_hand(gpu, batch):
     sinks = resolve(LINES["sliding window"], gpu)
     assert (sinks.backend.vllm_name, sinks.backend.lab_backend) == ("FLASHINFER", "flashinfer-xqa")
     assert resolve(LINES["mla"], gpu).backend.vllm_name == "TRITON_MLA"
+
+
+@pytest.mark.parametrize("release", ["0.19.1", "0.22.1"])
+def test_sm120_older_releases_run_gpt_oss_on_triton(release):
+    """In 0.19.1 / 0.22.1 FlashInfer serves sinks only where supports_trtllm_attention holds, the SM100 family (no
+    XQA decode on SM90/SM12x yet): gpt-oss on an RTX 5090 runs TRITON_ATTN there (FA2 has no sinks either), and a
+    FlashInfer line decodes with the native wrapper. Before, the lab answered FLASHINFER with XQA decode, 0.33.0's
+    rule (tests/conformance/test_release_sinks_source.py runs the releases' own functions)."""
+    assert resolve(LINES["sliding window"], "RTX-5090", release).backend.vllm_name == "TRITON_ATTN"
+    assert resolve(LINES["sliding window"], "B200", release).backend.vllm_name == "FLASHINFER"
+    forced = resolve(LINES["dense"] + " --attention-backend FLASHINFER", "RTX-5090", release)
+    assert forced.backend.lab_backend == "flashinfer-native"

@@ -23,7 +23,7 @@ class GPU:
 _MIB = 2**20
 _A100 = "NVIDIA A100 Tensor Core GPU datasheet (SXM4)"
 _HOPPER = "NVIDIA H100 Tensor Core GPU datasheet"
-_GB202_NOTE = "memory not read from a device here: nvidia-smi's MiB total as public reports print it"
+_GB202_NOTE = "SMs, memory and bandwidth not read from a device here: memory is nvidia-smi's total in public reports"
 GPUS = {
     "A100-40GB": GPU("A100 SXM4 40GB (SM80)", 80, 108, memory_bytes=40960 * _MIB, device_name="NVIDIA A100-SXM4-40GB",
                      bandwidth_gb_s=1555, source=_A100),
@@ -48,16 +48,17 @@ GPUS = {
     "B300": GPU("B300 (SM103)", 103, 148, memory_bytes=288 * 10**9, device_name="NVIDIA B300 SXM6 AC",
                 bandwidth_gb_s=8000, note="SMs and torch's memory figure not read from a B300: 148 assumed as on B200",
                 source="NVIDIA Blackwell Ultra (HGX B300) page: 288 GB HBM3e, 8 TB/s"),
-    # Consumer and workstation Blackwell (GB202, SM120): memory is nvidia-smi's MiB total as public reports print it
-    # (nvidia-smi --query-gpu=name,memory.total), not read from a device here.
+    # Consumer and workstation Blackwell (GB202, SM120; GB202 has 128 CUDA cores an SM). Memory: nvidia-smi's
+    # memory.total as public reports print it for these cards; neither card was read here.
     "RTX-5090": GPU("GeForce RTX 5090 (SM120)", 120, 170, memory_bytes=32607 * _MIB,
                     device_name="NVIDIA GeForce RTX 5090", bandwidth_gb_s=1792, note=_GB202_NOTE,
-                    source="NVIDIA RTX Blackwell GPU architecture whitepaper (GB202): 170 SMs (21,760 CUDA cores), "
-                           "32 GB GDDR7, 1,792 GB/s"),
+                    source="NVIDIA GeForce RTX 5090 specs: 21,760 CUDA cores (170 SMs), 32 GB GDDR7, 512-bit at "
+                           "28 Gbps = 1,792 GB/s (as quoted by reviews; NVIDIA's page not read here)"),
     "RTX-PRO-6000": GPU("RTX PRO 6000 Blackwell (SM120)", 120, 188, memory_bytes=97887 * _MIB,
                         device_name="NVIDIA RTX PRO 6000 Blackwell Workstation Edition", bandwidth_gb_s=1792,
-                        note=_GB202_NOTE, source="NVIDIA RTX PRO 6000 Blackwell datasheet: 188 SMs (24,064 CUDA "
-                                                 "cores), 96 GB GDDR7 ECC, 1,792 GB/s"),
+                        note=_GB202_NOTE,
+                        source="NVIDIA RTX PRO 6000 Blackwell specs: 24,064 CUDA cores (188 SMs), 96 GB GDDR7 ECC, "
+                               "1,792 GB/s (as quoted by reviews; NVIDIA's page not read here)"),
     "CPU": GPU("CPU (vLLM CPU backend)", 0, 0),
 }  # fmt: skip
 # The GPUs a deployment can be resolved for (lab/deployment/resolve.py; the stand-in CUDA platform reads the same rows)

@@ -11,6 +11,8 @@ FlashInfer's native wrapper. Skipped where a release's source is absent (test_re
 from __future__ import annotations
 
 import ast
+import copy
+import functools
 from types import SimpleNamespace
 
 import pytest
@@ -20,11 +22,16 @@ from lab.deployment.backend_rules import SelectorConfig, reasons
 from lab.gpu_model.gpus import CUDA_SMS
 
 
+@functools.cache
+def _tree(path) -> ast.Module:
+    return ast.parse(path.read_text())
+
+
 def _function(path, name: str, cls: str | None, namespace: dict):
-    body = ast.parse(path.read_text()).body
+    body = _tree(path).body
     if cls is not None:
         body = next(c.body for c in body if isinstance(c, ast.ClassDef) and c.name == cls)
-    node = next(f for f in body if isinstance(f, ast.FunctionDef) and f.name == name)
+    node = copy.deepcopy(next(f for f in body if isinstance(f, ast.FunctionDef) and f.name == name))
     node.decorator_list, node.returns = [], None
     node.body = [s for s in node.body if not isinstance(s, ast.ImportFrom)]  # the names come from ``namespace``
     exec(compile(ast.Module([node], []), str(path), "exec"), namespace)  # noqa: S102 - the release's own text

@@ -99,7 +99,7 @@ def assert_the_table_fits(page):
     box = page.locator("#dep-table").bounding_box()
     rights = page.locator("#dep-table th").evaluate_all("ths => ths.map(t => t.getBoundingClientRect().right)")
     assert rights and max(rights) <= box["x"] + box["width"], (rights, box)
-    scrolls = page.locator("#dep-table .virtual-table-viewport").evaluate("e => e.scrollWidth - e.clientWidth")
+    scrolls = page.locator("#dep-table .dep-table-box").evaluate("e => e.scrollWidth - e.clientWidth")
     assert scrolls <= 1, scrolls
 
 
@@ -111,7 +111,7 @@ def test_at_half_a_laptop_screen_the_table_scrolls_and_its_first_column_reads(br
     expect(first).to_contain_text("FLASH_ATTN_MLA (flashattn-mla)")
     # the first column keeps its width (the longest vLLM name on a line) and the table scrolls instead
     assert first.evaluate("e => e.getBoundingClientRect().width") >= 180
-    assert page.locator("#dep-table .virtual-table-viewport").evaluate("e => e.scrollWidth > e.clientWidth")
+    assert page.locator("#dep-table .dep-table-box").evaluate("e => e.scrollWidth > e.clientWidth")
     page.close()
 
 

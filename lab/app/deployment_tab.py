@@ -99,7 +99,7 @@ def deployment_tab(line, gpu, vllm, requests, prompt_len, output_len, log_text="
     table, table_notes = backends_table(a.backends)
     # A log answers for its own release: the release box shows it (a release the box does not list is added).
     release = gr.Dropdown(choices=list(dict.fromkeys([*DEPLOYMENT_RELEASES, vllm])), value=vllm) if log else gr.skip()
-    return "", format_markdown(a), table, link, line_shown, "", table_notes, release
+    return "", format_markdown(a), table_html(table), link, line_shown, "", table_notes, release
 
 
 def _refused(line: list[str] = (), sizes: list[str] = ()) -> tuple:
@@ -127,6 +127,10 @@ TABLE_HEADERS = {
     "extra bytes": "extra bytes",
 }
 TABLE_NOTES = ("on this workload", "split decided by", "sources")
+TABLE_LABEL = "every vLLM backend the GPU model knows on this GPU, on this workload"
+# Widths in pixels, 1,080 in all: every column in view at 1366 px, a long cell wraps, the numbers stay whole;
+# narrower, the table scrolls in its box and the backend's name keeps its width.
+TABLE_WIDTHS = (210, 150, 150, 150, 110, 110, 100, 100)
 
 
 def backends_table(backends: BackendTable) -> tuple[dict, str]:
@@ -145,6 +149,19 @@ def backends_table(backends: BackendTable) -> tuple[dict, str]:
         said += f"; the lab's kernel of it in python -m lab backends: {kernel}" if kernel else ""
         notes.append(f"<li><code>{html.escape(label)}</code>: {html.escape(said, quote=False)}</li>")
     return {"headers": list(TABLE_HEADERS.values()), "data": rows}, f"<ul class='dep-table-notes'>{''.join(notes)}</ul>"
+
+
+def table_html(table: dict) -> str:
+    """``backends_table``'s rows as a plain HTML table, every header and cell escaped. A gr.Dataframe painted it
+    before: its component took a third of a click's time in the browser (issue 47's paste -> answer p95)."""
+    cols = "".join(f'<col style="width:{w}px">' for w in TABLE_WIDTHS)
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in table["headers"])
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>" for row in table["data"])
+    return (
+        f'<div class="dep-table-label">{html.escape(TABLE_LABEL)}</div><div class="dep-table-box">'
+        f'<table class="dep-backends"><colgroup>{cols}</colgroup><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>"
+    )
 
 
 @contextmanager
@@ -245,23 +262,15 @@ def add_deployment_tab() -> None:
         sizes_msg = gr.HTML("", elem_id="dep-sizes-msg")
         replay = gr.HTML(first_link, elem_id="dep-replay")
         out = gr.Markdown(first_md, elem_id="dep-answer")
-        table = gr.Dataframe(
-            first_table,
-            label="every vLLM backend the GPU model knows on this GPU, on this workload",
-            elem_id="dep-table",
-            interactive=False,
-            # Widths in pixels, 1,080 in all: every column in view at 1366 px (the table has about 1,190), a long cell
-            # wraps, the numbers stay whole; narrower, the table scrolls and the backend's name keeps its width.
-            wrap=True,
-            column_widths=["210px", "150px", "150px", "150px", "110px", "110px", "100px", "100px"],
-        )
+        table = gr.HTML(first_table, elem_id="dep-table")
         table_notes = gr.HTML(first_notes, elem_id="dep-table-notes")
     inputs = [line, gpu, vllm, requests, prompt, output, log_text, config_text]
     outputs = [line_msg, out, table, replay, line, sizes_msg, table_notes, vllm]
+    # The progress is shown on the answer alone: one status tracker drawn and taken off, not eight (issue 47).
     example.input(_example, [example, line, gpu, log_text], [line, gpu, log_text], api_name=False).then(
-        deployment_tab, inputs, outputs, api_name=False, concurrency_limit=4
+        deployment_tab, inputs, outputs, api_name=False, concurrency_limit=4, show_progress_on=out
     )
     # The example box names what was answered: an example's line, or the user's own. In the browser: a second
     # server event on the same click held the answer back (click to answer p50 842 -> 457 ms under load 8, issue 47).
     run.click(None, [line, gpu], example, js=_EXAMPLE_NAME_JS, api_name=False, queue=False)
-    run.click(deployment_tab, inputs, outputs, api_name="deployment", concurrency_limit=4)
+    run.click(deployment_tab, inputs, outputs, api_name="deployment", concurrency_limit=4, show_progress_on=out)

@@ -21,11 +21,13 @@ from lab.cost import scenario_cost
 from lab.deployment import ServeLineError, Workload, answer, resolve
 from lab.deployment.answer import scenario_of
 from lab.deployment.answer_types import BackendTable
+from lab.deployment.log_excerpt import compared_excerpt, excerpt_release, names_its_line, read_excerpt
 from lab.deployment.models import MAX_CONFIG_BYTES
 from lab.deployment.report import DEPLOYMENTS, format_markdown
 from lab.deployment.resolve import DEPLOYMENT_GPUS
 from lab.deployment.startup_log import (
     MAX_LOG_BYTES,
+    StartupLog,
     compared_with_the_log,
     line_and_release,
     read_startup_log,
@@ -64,16 +66,15 @@ def deployment_tab(line, gpu, vllm, requests, prompt_len, output_len, log_text="
         return _refused(sizes=problems)
     sizes = [int(v) for v in given]
     try:
-        vllm, line_shown, log = vllm or REFERENCE_RELEASE, gr.skip(), None
+        vllm, line_shown, log, excerpt = vllm or REFERENCE_RELEASE, gr.skip(), None, False
         if (log_text or "").strip():
-            if len(log_text) > MAX_LOG_BYTES:
-                raise ValueError(f"the pasted log is {len(log_text):,} characters, over the {MAX_LOG_BYTES:,} read")
-            log = read_startup_log(log_text)
-            line, vllm = line_and_release(log)
-            line_shown = line
+            line, vllm, log, excerpt = _pasted_log(log_text, line, vllm)
+            line_shown = gr.skip() if excerpt else line
         with _pasted_config(config_text) as config_path:
             # By id only: a model named as a path is never opened on this server (resolve's local_paths).
             dep = resolve(line or "", gpu or "H200", vllm, config_path, config_hint=CONFIG_HINT, local_paths=False)
+        # the log's own words beside the lab's, as python -m lab deployment --log prints them
+        from_log = None if log is None else (compared_excerpt if excerpt else compared_with_the_log)(log, line, dep)
     except (ServeLineError, ValueError, TypeError) as e:
         return _refused(line=[str(e)])
     except (RecursionError, OverflowError, MemoryError, ArithmeticError) as e:
@@ -84,8 +85,8 @@ def deployment_tab(line, gpu, vllm, requests, prompt_len, output_len, log_text="
         return _refused(sizes=[str(e)])
     try:
         a = answer(dep, Workload(*sizes))
-        if log is not None:  # the log's own words beside the lab's, as python -m lab deployment --log prints them
-            a = dataclasses.replace(a, from_log=compared_with_the_log(log, line, dep))
+        if from_log is not None:
+            a = dataclasses.replace(a, from_log=from_log)
     except (ValueError, TypeError, RecursionError, OverflowError, ArithmeticError) as e:
         # e.g. a pasted config.json whose hidden_size is 0 (lab.gpu_model's HeadShape refuses it)
         return _refused(
@@ -97,9 +98,28 @@ def deployment_tab(line, gpu, vllm, requests, prompt_len, output_len, log_text="
         f"lab ↗</a> <code>{html.escape(a.replay.cli)}</code>"
     )
     table, table_notes = backends_table(a.backends)
-    # A log answers for its own release: the release box shows it (a release the box does not list is added).
-    release = gr.Dropdown(choices=list(dict.fromkeys([*DEPLOYMENT_RELEASES, vllm])), value=vllm) if log else gr.skip()
+    # A whole log answers for its own release: the release box shows it (a release the box does not list is added).
+    # An excerpt is answered for the box's release (log_excerpt.py refuses one that names another).
+    whole_log = log is not None and not excerpt
+    release = (
+        gr.Dropdown(choices=list(dict.fromkeys([*DEPLOYMENT_RELEASES, vllm])), value=vllm) if whole_log else gr.skip()
+    )
     return "", format_markdown(a), table_html(table), link, line_shown, "", table_notes, release
+
+
+def _pasted_log(text: str, line: str | None, release: str) -> tuple[str, str, StartupLog, bool]:
+    """(line, release, log, is it an excerpt) of a pasted start-up log. A log that names the line it ran (its engine
+    line or non-default args) answers that line and release, whatever the boxes hold; a log without them is an
+    excerpt of the typed line's start-up, compared with it (lab/deployment/log_excerpt.py, as the CLI's
+    ``--log EXCERPT -- LINE``); with no line typed, it must name its own."""
+    if len(text) > MAX_LOG_BYTES:
+        raise ValueError(f"the pasted log is {len(text):,} characters, over the {MAX_LOG_BYTES:,} read")
+    log = read_excerpt(text)
+    if not names_its_line(log) and (line or "").strip():
+        return line, excerpt_release(log, release), log, True
+    if not names_its_line(log):
+        log = read_startup_log(text)  # its own words: what the log lacks (or the banner's model and release)
+    return *line_and_release(log), log, False
 
 
 def _refused(line: list[str] = (), sizes: list[str] = ()) -> tuple:

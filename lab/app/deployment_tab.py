@@ -48,6 +48,10 @@ NOTE = (
 )
 PASTE_LABEL = "…or paste a vLLM start-up log, or a model's config.json"
 CONFIG_LABEL = "config.json (a model outside the table)"
+# A whole log answers the line it ran; an excerpt without that line is compared with the typed line (log_excerpt.py).
+LOG_LABEL = (
+    "start-up log (answers the line and release it ran), or an excerpt of the typed line's log (compared with it)"
+)
 # The tab takes no --config: a model the lab cannot find is answered from the config.json box (resolve's words).
 CONFIG_HINT = f"paste its config.json into “{CONFIG_LABEL}” (open “{PASTE_LABEL}” below the line)"
 # The workload's boxes: (the size's name in lab.deployment.workload, the box's label, its default).
@@ -265,7 +269,7 @@ def add_deployment_tab() -> None:
             with gr.Row():
                 log_text = gr.Textbox(
                     "",
-                    label="start-up log (answers the line and release it ran)",
+                    label=LOG_LABEL,
                     lines=4,
                     max_lines=8,
                     elem_id="dep-log",

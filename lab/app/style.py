@@ -128,3 +128,9 @@ CSS += """
   text-align: left; vertical-align: top; overflow-wrap: break-word}
 #dep-table .dep-backends th {background: #f4f4f4; font-weight: 600}
 """
+# The answer's Markdown tables (per path and era; the log beside the lab): a word is never cut ("tar get", "#406 54"
+# at 683 px); a table wider than the page scrolls in the answer's box.
+CSS += """
+#dep-answer {overflow-x: auto}
+#dep-answer th, #dep-answer td {word-break: normal !important; overflow-wrap: normal !important}
+"""

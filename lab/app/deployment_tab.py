@@ -176,8 +176,9 @@ def backends_table(backends: BackendTable) -> tuple[dict, str]:
 
 
 def table_html(table: dict) -> str:
-    """``backends_table``'s rows as a plain HTML table, every header and cell escaped. A gr.Dataframe painted it
-    before: its component took a third of a click's time in the browser (issue 47's paste -> answer p95)."""
+    """``backends_table``'s rows as a plain HTML table, every header and cell escaped. A gr.Dataframe showed them
+    before; with this table and the progress on the answer alone, the browser's part of a click (the answer received
+    -> painted) about halved (issue 47's paste -> answer p95; docs/benchmarks.md)."""
     cols = "".join(f'<col style="width:{w}px">' for w in TABLE_WIDTHS)
     head = "".join(f"<th>{html.escape(str(h))}</th>" for h in table["headers"])
     body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>" for row in table["data"])

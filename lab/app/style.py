@@ -129,8 +129,10 @@ CSS += """
 #dep-table .dep-backends th {background: #f4f4f4; font-weight: 600}
 """
 # The answer's Markdown tables (per path and era; the log beside the lab): a word is never cut ("tar get", "#406 54"
-# at 683 px); a table wider than the page scrolls in the answer's box.
+# at 683 px), a value in code may be (FULL_AND_PIECEWISE), so the log's table keeps its verdict column in view at
+# 683 px; a table wider than the page scrolls in the answer's box.
 CSS += """
 #dep-answer {overflow-x: auto}
 #dep-answer th, #dep-answer td {word-break: normal !important; overflow-wrap: normal !important}
+#dep-answer td code {overflow-wrap: anywhere !important}
 """

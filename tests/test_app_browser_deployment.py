@@ -99,7 +99,7 @@ def assert_the_table_fits(page):
     box = page.locator("#dep-table").bounding_box()
     rights = page.locator("#dep-table th").evaluate_all("ths => ths.map(t => t.getBoundingClientRect().right)")
     assert rights and max(rights) <= box["x"] + box["width"], (rights, box)
-    scrolls = page.locator("#dep-table .virtual-table-viewport").evaluate("e => e.scrollWidth - e.clientWidth")
+    scrolls = page.locator("#dep-table .dep-table-box").evaluate("e => e.scrollWidth - e.clientWidth")
     assert scrolls <= 1, scrolls
 
 
@@ -111,7 +111,14 @@ def test_at_half_a_laptop_screen_the_table_scrolls_and_its_first_column_reads(br
     expect(first).to_contain_text("FLASH_ATTN_MLA (flashattn-mla)")
     # the first column keeps its width (the longest vLLM name on a line) and the table scrolls instead
     assert first.evaluate("e => e.getBoundingClientRect().width") >= 180
-    assert page.locator("#dep-table .virtual-table-viewport").evaluate("e => e.scrollWidth > e.clientWidth")
+    assert page.locator("#dep-table .dep-table-box").evaluate("e => e.scrollWidth > e.clientWidth")
+    # the answer's per-path table cuts no word: "target" on one line (it read "tar" / "get" at 683 px)
+    lines = page.locator("#dep-answer").evaluate(
+        """a => [...a.querySelectorAll('td')].filter(td => td.innerText.trim() === 'target').map(td => {
+            const text = document.createTreeWalker(td, NodeFilter.SHOW_TEXT).nextNode();
+            const r = document.createRange(); r.selectNodeContents(text); return r.getClientRects().length; })"""
+    )
+    assert lines and set(lines) == {1}, lines
     page.close()
 
 
@@ -139,4 +146,43 @@ def test_a_bad_size_is_said_beside_its_box_and_what_was_typed_stays(browser, app
     assert page.locator("#dep-answer").inner_text() == before
     row = page.locator("#dep-requests").bounding_box()
     assert 0 <= msg.bounding_box()["y"] - (row["y"] + row["height"]) < 80  # right beside (under) the boxes
+    page.close()
+
+
+def test_a_log_excerpt_pasted_beside_a_typed_line_is_compared_with_it(browser, app_url):
+    """Issue 47: a typed line and an excerpt of its start-up log (no line of its own: LMCache#3430's) answer the
+    line and compare the excerpt's values with it, disagreements marked; an excerpt whose banner names another model
+    is said under the line and the answer stays. Screenshots at 1366x768 and 683x768."""
+    from test_deployment_log_excerpt import BANNER, EXCERPT, QWEN3_8B
+
+    page = browser.new_page(viewport={"width": 1366, "height": 768})
+    page.set_default_timeout(60_000)
+    open_tab(page, app_url)
+    page.locator("#dep-gpu input").click()
+    page.get_by_role("option", name="A10G", exact=True).click()
+    page.locator("#dep-paste").get_by_text("paste a vLLM start-up log").click()
+    page.locator("#dep-log textarea").fill(EXCERPT)
+    answer_of(page, QWEN3_8B, "Your log (vLLM release not named) beside what the lab derives from its line")
+    table = page.locator("#dep-answer table").filter(has_text="the log says")
+    expect(table.locator("tr").filter(has_text="cudagraph_profile")).to_contain_text("agrees")
+    expect(table.locator("tr").filter(has_text="model_runner")).to_contain_text("differs")  # the 0.21 log ran V1
+    expect(page.locator("#dep-line textarea")).to_have_value(QWEN3_8B)  # the typed line stays
+    ARTIFACTS.mkdir(exist_ok=True)
+    table.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "deployment-excerpt-1366x768.png"))
+    page.set_viewport_size({"width": 683, "height": 768})
+    table.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "deployment-excerpt-683x768.png"))
+    # at half a laptop the verdict column stays in view (a value in code wraps, a field's name does not)
+    verdict = table.locator("tr").filter(has_text="model_runner").locator("td").last
+    box = page.locator("#dep-answer").bounding_box()
+    assert verdict.bounding_box()["x"] + verdict.bounding_box()["width"] <= box["x"] + box["width"] + 1
+    page.set_viewport_size({"width": 1366, "height": 768})
+    page.locator("#dep-log textarea").fill(BANNER.format(version="0.33.0", model="Qwen/Qwen3-32B") + EXCERPT)
+    page.locator("#dep-run").click()
+    msg = page.locator("#dep-line-msg .inline-error")
+    expect(msg).to_contain_text("names model Qwen/Qwen3-32B (its start-up banner), but the line serves Qwen/Qwen3-8B")
+    assert "Your log (vLLM release not named)" in page.locator("#dep-answer").inner_text()  # the last answer stays
+    msg.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "deployment-excerpt-refused-1366x768.png"))
     page.close()

@@ -4,6 +4,7 @@ box and the last answer stays."""
 
 from __future__ import annotations
 
+import html
 import urllib.parse
 
 import pytest
@@ -28,12 +29,32 @@ def test_a_pasted_line_is_answered_with_a_replay(client):
     )
     assert "| target | **after #43991** (yours) | batch max" in md
     # the chosen backend first, named as python -m lab backends names it: vLLM's name, the lab's record after it
-    assert table["data"][0][0] == "FLASH_ATTN_MLA (flashattn-mla)"
+    first_cells = [row.split("<td>")[1].split("</td>")[0] for row in table.split("<tr>")[2:]]
+    assert first_cells[0] == "FLASH_ATTN_MLA (flashattn-mla)"
     labels = ("FLASH_ATTN_MLA (flashattn-mla)", "FLASHMLA (flashmla)", "TRITON_MLA (triton-mla)")
-    assert all(r[0] in labels for r in table["data"])  # the MLA ones on SM90
+    assert first_cells and all(c in labels for c in first_cells)  # the MLA ones on SM90
     spec = urllib.parse.parse_qs(urllib.parse.urlparse(link.split('href="')[1].split('"')[0]).query)["spec"][0]
     s = Scenario.from_spec(spec.replace("&amp;", "&"))
     assert (s.max_model_len, s.speculative_method, s.num_speculative_tokens) == (163840, "mtp", 1)
+
+
+def test_the_backends_table_holds_the_resolved_rows_each_cell_escaped():
+    """Issue 47's speed: the table is plain HTML now (a gr.Dataframe took longer to paint). It holds every row of the
+    answer's backends table under TABLE_HEADERS, in order, and escapes what it shows: a cell with markup (a value
+    that came from a pasted line or config.json) is shown as text, never run as HTML."""
+    from lab.app.deployment_tab import TABLE_HEADERS, backends_table, table_html
+    from lab.deployment import answer, resolve
+
+    line, gpu = EXAMPLES["dense + EAGLE3 on H200"]
+    rows, _ = backends_table(answer(resolve(line, gpu)).backends)
+    page = table_html(rows)
+    assert page.count("<tr>") == 1 + len(rows["data"]) >= 3 and page.count("<th>") == len(TABLE_HEADERS)
+    for row in rows["data"]:  # each row's cells, in the table's column order
+        assert "<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>" in page
+    hostile = {"headers": ["<b>h</b>"], "data": [['<img src=x onerror="alert(1)">', "a & b"]]}
+    shown = table_html(hostile)
+    assert "<img" not in shown and "<b>" not in shown
+    assert "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;" in shown and "a &amp; b" in shown
 
 
 def test_the_release_changes_the_era(client):

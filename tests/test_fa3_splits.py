@@ -160,3 +160,34 @@ def test_ngram_eager_decode_changes_by_one_split():
     assert ans.work is not None and ans.work.quantity == "num_splits"
     assert (ans.work.steps_changed, ans.work.extra) == (106, 106)
     assert ans.headline.startswith("slightly, on 106 of 111 steps")
+
+
+def test_the_fast_heuristic_equals_the_plain_loop():
+    """Issue 47's app speed: fa3_num_splits runs num_splits_heuristic_fast (one float32 array of every candidate
+    count); the plain loop stays beside it and decides. Every branch, over SM counts of the listed GPUs and more."""
+    import random
+
+    from lab.gpu_model.fa3_splits import L2_BYTES, num_splits_heuristic_fast
+
+    rng = random.Random(47)
+    cases = [
+        (8, 132, 17, 1, 0, True, 128),
+        (40, 132, 8, 1, 0, True, 128),
+        (300, 132, 1000, 300, L2_BYTES + 1, False, 128),
+    ]
+    for _ in range(3000):
+        sms = rng.choice((46, 58, 78, 84, 108, 114, 132, 142, 148, 160, 170))
+        cases.append(
+            (
+                rng.randint(1, 2 * sms),
+                sms,
+                rng.choice((rng.randint(1, 8), rng.randint(1, 300), rng.randint(1, 20000))),
+                rng.randint(1, 4 * sms),
+                rng.choice((0, rng.randint(1, 4 * L2_BYTES))),
+                rng.random() < 0.5,
+                rng.choice((128, 32, 1, 256)),
+            )
+        )
+    differ = [c for c in cases if num_splits_heuristic_fast(*c) != num_splits_heuristic(*c)]
+    assert not differ, differ[:5]
+    assert len({num_splits_heuristic(*c) for c in cases}) > 20  # the cases reach many counts, not one branch

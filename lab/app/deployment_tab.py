@@ -21,11 +21,13 @@ from lab.cost import scenario_cost
 from lab.deployment import ServeLineError, Workload, answer, resolve
 from lab.deployment.answer import scenario_of
 from lab.deployment.answer_types import BackendTable
+from lab.deployment.log_excerpt import compared_excerpt, excerpt_release, names_its_line, read_excerpt
 from lab.deployment.models import MAX_CONFIG_BYTES
 from lab.deployment.report import DEPLOYMENTS, format_markdown
 from lab.deployment.resolve import DEPLOYMENT_GPUS
 from lab.deployment.startup_log import (
     MAX_LOG_BYTES,
+    StartupLog,
     compared_with_the_log,
     line_and_release,
     read_startup_log,
@@ -46,6 +48,10 @@ NOTE = (
 )
 PASTE_LABEL = "…or paste a vLLM start-up log, or a model's config.json"
 CONFIG_LABEL = "config.json (a model outside the table)"
+# A whole log answers the line it ran; an excerpt without that line is compared with the typed line (log_excerpt.py).
+LOG_LABEL = (
+    "start-up log (answers the line and release it ran), or an excerpt of the typed line's log (compared with it)"
+)
 # The tab takes no --config: a model the lab cannot find is answered from the config.json box (resolve's words).
 CONFIG_HINT = f"paste its config.json into “{CONFIG_LABEL}” (open “{PASTE_LABEL}” below the line)"
 # The workload's boxes: (the size's name in lab.deployment.workload, the box's label, its default).
@@ -64,16 +70,15 @@ def deployment_tab(line, gpu, vllm, requests, prompt_len, output_len, log_text="
         return _refused(sizes=problems)
     sizes = [int(v) for v in given]
     try:
-        vllm, line_shown, log = vllm or REFERENCE_RELEASE, gr.skip(), None
+        vllm, line_shown, log, excerpt = vllm or REFERENCE_RELEASE, gr.skip(), None, False
         if (log_text or "").strip():
-            if len(log_text) > MAX_LOG_BYTES:
-                raise ValueError(f"the pasted log is {len(log_text):,} characters, over the {MAX_LOG_BYTES:,} read")
-            log = read_startup_log(log_text)
-            line, vllm = line_and_release(log)
-            line_shown = line
+            line, vllm, log, excerpt = _pasted_log(log_text, line, vllm)
+            line_shown = gr.skip() if excerpt else line
         with _pasted_config(config_text) as config_path:
             # By id only: a model named as a path is never opened on this server (resolve's local_paths).
             dep = resolve(line or "", gpu or "H200", vllm, config_path, config_hint=CONFIG_HINT, local_paths=False)
+        # the log's own words beside the lab's, as python -m lab deployment --log prints them
+        from_log = None if log is None else (compared_excerpt if excerpt else compared_with_the_log)(log, line, dep)
     except (ServeLineError, ValueError, TypeError) as e:
         return _refused(line=[str(e)])
     except (RecursionError, OverflowError, MemoryError, ArithmeticError) as e:
@@ -84,8 +89,8 @@ def deployment_tab(line, gpu, vllm, requests, prompt_len, output_len, log_text="
         return _refused(sizes=[str(e)])
     try:
         a = answer(dep, Workload(*sizes))
-        if log is not None:  # the log's own words beside the lab's, as python -m lab deployment --log prints them
-            a = dataclasses.replace(a, from_log=compared_with_the_log(log, line, dep))
+        if from_log is not None:
+            a = dataclasses.replace(a, from_log=from_log)
     except (ValueError, TypeError, RecursionError, OverflowError, ArithmeticError) as e:
         # e.g. a pasted config.json whose hidden_size is 0 (lab.gpu_model's HeadShape refuses it)
         return _refused(
@@ -97,9 +102,28 @@ def deployment_tab(line, gpu, vllm, requests, prompt_len, output_len, log_text="
         f"lab ↗</a> <code>{html.escape(a.replay.cli)}</code>"
     )
     table, table_notes = backends_table(a.backends)
-    # A log answers for its own release: the release box shows it (a release the box does not list is added).
-    release = gr.Dropdown(choices=list(dict.fromkeys([*DEPLOYMENT_RELEASES, vllm])), value=vllm) if log else gr.skip()
-    return "", format_markdown(a), table, link, line_shown, "", table_notes, release
+    # A whole log answers for its own release: the release box shows it (a release the box does not list is added).
+    # An excerpt is answered for the box's release (log_excerpt.py refuses one that names another).
+    whole_log = log is not None and not excerpt
+    release = (
+        gr.Dropdown(choices=list(dict.fromkeys([*DEPLOYMENT_RELEASES, vllm])), value=vllm) if whole_log else gr.skip()
+    )
+    return "", format_markdown(a), table_html(table), link, line_shown, "", table_notes, release
+
+
+def _pasted_log(text: str, line: str | None, release: str) -> tuple[str, str, StartupLog, bool]:
+    """(line, release, log, is it an excerpt) of a pasted start-up log. A log that names the line it ran (its engine
+    line or non-default args) answers that line and release, whatever the boxes hold; a log without them is an
+    excerpt of the typed line's start-up, compared with it (lab/deployment/log_excerpt.py, as the CLI's
+    ``--log EXCERPT -- LINE``); with no line typed, it must name its own."""
+    if len(text) > MAX_LOG_BYTES:
+        raise ValueError(f"the pasted log is {len(text):,} characters, over the {MAX_LOG_BYTES:,} read")
+    log = read_excerpt(text)
+    if not names_its_line(log) and (line or "").strip():
+        return line, excerpt_release(log, release), log, True
+    if not names_its_line(log):
+        log = read_startup_log(text)  # its own words: what the log lacks (or the banner's model and release)
+    return *line_and_release(log), log, False
 
 
 def _refused(line: list[str] = (), sizes: list[str] = ()) -> tuple:
@@ -127,6 +151,10 @@ TABLE_HEADERS = {
     "extra bytes": "extra bytes",
 }
 TABLE_NOTES = ("on this workload", "split decided by", "sources")
+TABLE_LABEL = "every vLLM backend the GPU model knows on this GPU, on this workload"
+# Widths in pixels, 1,080 in all: every column in view at 1366 px, a long cell wraps, the numbers stay whole;
+# narrower, the table scrolls in its box and the backend's name keeps its width.
+TABLE_WIDTHS = (210, 150, 150, 150, 110, 110, 100, 100)
 
 
 def backends_table(backends: BackendTable) -> tuple[dict, str]:
@@ -145,6 +173,20 @@ def backends_table(backends: BackendTable) -> tuple[dict, str]:
         said += f"; the lab's kernel of it in python -m lab backends: {kernel}" if kernel else ""
         notes.append(f"<li><code>{html.escape(label)}</code>: {html.escape(said, quote=False)}</li>")
     return {"headers": list(TABLE_HEADERS.values()), "data": rows}, f"<ul class='dep-table-notes'>{''.join(notes)}</ul>"
+
+
+def table_html(table: dict) -> str:
+    """``backends_table``'s rows as a plain HTML table, every header and cell escaped. A gr.Dataframe showed them
+    before; with this table and the progress on the answer alone, the browser's part of a click (the answer received
+    -> painted) about halved (issue 47's paste -> answer p95; docs/benchmarks.md)."""
+    cols = "".join(f'<col style="width:{w}px">' for w in TABLE_WIDTHS)
+    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in table["headers"])
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>" for row in table["data"])
+    return (
+        f'<div class="dep-table-label">{html.escape(TABLE_LABEL)}</div><div class="dep-table-box">'
+        f'<table class="dep-backends"><colgroup>{cols}</colgroup><thead><tr>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>"
+    )
 
 
 @contextmanager
@@ -228,7 +270,7 @@ def add_deployment_tab() -> None:
             with gr.Row():
                 log_text = gr.Textbox(
                     "",
-                    label="start-up log (answers the line and release it ran)",
+                    label=LOG_LABEL,
                     lines=4,
                     max_lines=8,
                     elem_id="dep-log",
@@ -245,23 +287,15 @@ def add_deployment_tab() -> None:
         sizes_msg = gr.HTML("", elem_id="dep-sizes-msg")
         replay = gr.HTML(first_link, elem_id="dep-replay")
         out = gr.Markdown(first_md, elem_id="dep-answer")
-        table = gr.Dataframe(
-            first_table,
-            label="every vLLM backend the GPU model knows on this GPU, on this workload",
-            elem_id="dep-table",
-            interactive=False,
-            # Widths in pixels, 1,080 in all: every column in view at 1366 px (the table has about 1,190), a long cell
-            # wraps, the numbers stay whole; narrower, the table scrolls and the backend's name keeps its width.
-            wrap=True,
-            column_widths=["210px", "150px", "150px", "150px", "110px", "110px", "100px", "100px"],
-        )
+        table = gr.HTML(first_table, elem_id="dep-table")
         table_notes = gr.HTML(first_notes, elem_id="dep-table-notes")
     inputs = [line, gpu, vllm, requests, prompt, output, log_text, config_text]
     outputs = [line_msg, out, table, replay, line, sizes_msg, table_notes, vllm]
+    # The progress is shown on the answer alone: one status tracker drawn and taken off, not eight (issue 47).
     example.input(_example, [example, line, gpu, log_text], [line, gpu, log_text], api_name=False).then(
-        deployment_tab, inputs, outputs, api_name=False, concurrency_limit=4
+        deployment_tab, inputs, outputs, api_name=False, concurrency_limit=4, show_progress_on=out
     )
     # The example box names what was answered: an example's line, or the user's own. In the browser: a second
     # server event on the same click held the answer back (click to answer p50 842 -> 457 ms under load 8, issue 47).
     run.click(None, [line, gpu], example, js=_EXAMPLE_NAME_JS, api_name=False, queue=False)
-    run.click(deployment_tab, inputs, outputs, api_name="deployment", concurrency_limit=4)
+    run.click(deployment_tab, inputs, outputs, api_name="deployment", concurrency_limit=4, show_progress_on=out)

@@ -117,3 +117,22 @@ body[data-lab-view=kernels] #again-row {display: flex !important}
 #again {flex: 0 0 auto !important; width: auto !important}
 #again-msg {font-size: 13px; color: #333; flex: 1 1 300px}
 """
+# The deployment tab's backends table (lab/app/deployment_tab.py table_html): a plain HTML table in its own
+# scrolling box, 1,080 px of fixed columns; a long cell wraps, a number stays whole.
+CSS += """
+#dep-table .dep-table-label {font-size: 13px; color: #555; margin: 2px 0}
+#dep-table .dep-table-box {overflow-x: auto; max-width: 100%}
+#dep-table table.dep-backends {table-layout: fixed; width: 1080px; border-collapse: collapse; font-size: 13px;
+  margin: 0}
+#dep-table .dep-backends th, #dep-table .dep-backends td {border: 1px solid #ddd; padding: 4px 6px;
+  text-align: left; vertical-align: top; overflow-wrap: break-word}
+#dep-table .dep-backends th {background: #f4f4f4; font-weight: 600}
+"""
+# The answer's Markdown tables (per path and era; the log beside the lab): a word is never cut ("tar get", "#406 54"
+# at 683 px), a value in code may be (FULL_AND_PIECEWISE), so the log's table keeps its verdict column in view at
+# 683 px; a table wider than the page scrolls in the answer's box.
+CSS += """
+#dep-answer {overflow-x: auto}
+#dep-answer th, #dep-answer td {word-break: normal !important; overflow-wrap: normal !important}
+#dep-answer td code {overflow-wrap: anywhere !important}
+"""

@@ -124,21 +124,22 @@ def resolution_text(r: Resolution) -> str:
     return f"agrees on {', '.join(fields)}"
 
 
-def _from_log(args) -> tuple[str, str, StartupLog]:
-    """(serve line, release, log) of ``--log``: the release the log names, unless --vllm says another. With a serve
-    line beside it, the log is an excerpt of that line's start-up (no start-up line of its own: issue 47, the
-    whole log) whose resolved values are compared with the line's."""
+def _from_log(args) -> tuple[str, str, StartupLog, bool]:
+    """(serve line, release, log, is it an excerpt) of ``--log``: the release the log names, unless --vllm says
+    another. With a serve line beside it, the log is an excerpt of that line's start-up (no start-up line of its
+    own: issue 47, the whole log; lab/deployment/log_excerpt.py, the app's rule too)."""
     # deferred, as --json's document below: a plain line imports neither (issue 47: a line in <= 1 s, imports in)
+    from lab.deployment.log_excerpt import excerpt_release, names_its_line, read_excerpt
     from lab.deployment.startup_log import line_and_release, read_log_file, read_startup_log
 
     if args.line or args.serve:
-        log = read_startup_log(read_log_file(args.log), need_line=False)
-        if log.engine or log.args:
+        log = read_excerpt(read_log_file(args.log))
+        if names_its_line(log):
             raise ValueError("the log names the line it ran: give the serve line or --log, not both")
-        return _line(args), args.vllm or log.release or REFERENCE_RELEASE, log
+        return _line(args), excerpt_release(log, args.vllm), log, True
     log = read_startup_log(read_log_file(args.log))
     line, release = line_and_release(log, args.vllm)
-    return line, release, log
+    return line, release, log, False
 
 
 def log_text(c: FromLog) -> str:
@@ -168,9 +169,9 @@ def run(args) -> int:
 
         sys.stdout.write(grid_table(grid_cells()))
         return 0
-    log = None
+    log, excerpt = None, False
     if args.log:
-        line, release, log = _from_log(args)
+        line, release, log, excerpt = _from_log(args)
     else:
         line, release = _line(args), args.vllm or REFERENCE_RELEASE
     if not line.strip():
@@ -179,9 +180,11 @@ def run(args) -> int:
     workload = Workload(args.requests, args.prompt_len, args.output_len, args.spec)
     a = answer(dep, workload)
     if log is not None:
+        from lab.deployment.log_excerpt import compared_excerpt
         from lab.deployment.startup_log import compared_with_the_log
 
-        a = dataclasses.replace(a, from_log=compared_with_the_log(log, line, dep))
+        compare = compared_excerpt if excerpt else compared_with_the_log
+        a = dataclasses.replace(a, from_log=compare(log, line, dep))
     if args.check_with_vllm:
         parsed = vllm_parser_from_json(check_with_vllm(line, args.gpu, config_file(dep, args.config)))
         a = dataclasses.replace(a, vllm_parser=parsed)

@@ -17,6 +17,8 @@ the answer (and its text, Markdown and table). docs/deployments.md tells the who
     resolved.py        what vLLM would run, as fields (Resolved) and in words
     report.py          format_text, format_markdown, deployments_table (docs/deployments.md)
     grid.py            every --gpu x every line kind, answered (python -m lab deployment --grid)
+    log_excerpt.py     a start-up log excerpt read beside the serve line it ran (the CLI's --log EXCERPT -- LINE
+                       and the app's typed line with a pasted excerpt): one rule, its contradictions refused
 
 ``python -m lab deployment -- vllm serve …`` is lab/commands/deployment.py; the check against vLLM itself
 (``--check-with-vllm``) is lab/real_vllm/deployment/.

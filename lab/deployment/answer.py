@@ -55,11 +55,13 @@ def scenario_of(dep: Deployment, workload: Workload) -> Scenario:
     return Scenario(tuple(reqs), name=f"deployment {dep.model.name}", **dep.settings)
 
 
-def _values(trace, era: str) -> dict:
-    """Per path, the told and kernel-visible max_seq_len of every step in ``era`` (None: no such path)."""
+def _values(histories: list[dict], era: str) -> dict:
+    """Per path, the told and kernel-visible max_seq_len of every step in ``era`` (None: no such path);
+    ``histories``: each step's ``Step.history()``, which holds every era (read once per step, not once per era:
+    a third of the app's answer time, issue 47)."""
     target, kernel, drafts, drafts_note = [], [], {}, ""
-    for st in trace.steps:
-        h = st.history()[era]
+    for hs in histories:
+        h = hs[era]
         if h["max_seq_len"] is None:
             return {"target": None, "drafts": {}, "note": h.get("target_note", "")}
         drafts_note = drafts_note or h.get("drafts_note", "")
@@ -82,9 +84,9 @@ def reads_of(dep: Deployment, scenario=None) -> Backend | None:
 
 def _path_rows(trace, mml: int, rec: Backend | Handed | None = None) -> tuple[PathRow, ...]:
     """One row per (path, era): the value told and what the chosen backend's work reads of it (R9 per record)."""
-    rows = []
+    rows, histories = [], [st.history() for st in trace.steps]
     for era in ERAS:
-        v = _values(trace, era)
+        v = _values(histories, era)
         if v["target"] is None:
             rows.append(_absent("target", era, v["note"]))
             continue

@@ -75,6 +75,10 @@ class SlidingWindowGroup:
         self.input_block_tables = np.zeros((max_num_reqs, width), dtype=np.int32)
         self._cols = np.arange(width, dtype=np.int64)
         self._num_dirty_rows = 0
+        # Columns at or past this were never written (all 0 since __init__): the gather and the zeroing of the rows
+        # past the batch touch only the columns before it, the same table for a fraction of the work (a table is
+        # max_model_len / block_size wide: 8,192 columns for gpt-oss, whose rows hold ~150; issue 47's app speed).
+        self._written_width = 0
         self.nulled = np.zeros(0, dtype=np.int64)  # per batch row of the last gather
 
     def gather(self, block_tables, idx_mapping: np.ndarray, num_reqs_padded: int, first_pos: np.ndarray) -> np.ndarray:
@@ -86,11 +90,13 @@ class SlidingWindowGroup:
         n = len(idx_mapping)
         nb = block_tables.num_blocks[idx_mapping].astype(np.int64)
         self.nulled = nulled_entries(first_pos, nb, self.reach, self.block_size)
-        out = self.input_block_tables
-        cols = self._cols[None, :]
-        src = block_tables.block_tables[idx_mapping]
-        np.copyto(out[:n], src, where=cols < nb[:, None])
-        out[:n][cols < self.nulled[:, None]] = 0
+        w = int(nb.max(initial=0))  # columns [0, num_blocks) of each row are written, none past the longest
+        self._written_width = max(self._written_width, w)
+        out = self.input_block_tables[:, : self._written_width]
+        cols = self._cols[None, :w]
+        src = block_tables.block_tables[idx_mapping, :w]
+        np.copyto(out[:n, :w], src, where=cols < nb[:, None])
+        out[:n, :w][cols < self.nulled[:, None]] = 0
         num_rows = max(num_reqs_padded, self._num_dirty_rows) if self.zero_dirty_rows else num_reqs_padded
         self._num_dirty_rows = n
         out[n:num_rows] = 0

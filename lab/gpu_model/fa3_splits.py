@@ -96,6 +96,18 @@ def tile_size_sm90(
     return 128, 64 if local else 128
 
 
+def _no_search(total_mblocks: int, num_sms: int, num_n_blocks: int, num_m_blocks: int, size_one_kv_head: int,
+               causal_or_local: bool, max_splits: int) -> int | None:  # fmt: skip
+    """heuristics.h num_splits_heuristic's early returns (None: the search over split counts decides)."""
+    if total_mblocks >= np.float32(0.8) * num_sms:
+        if size_one_kv_head > L2_BYTES and num_m_blocks >= 2 * num_sms and not causal_or_local:
+            return min(cdiv(size_one_kv_head, L2_BYTES), max_splits)
+        return 1
+    if num_n_blocks <= 4:
+        return 1
+    return None
+
+
 def num_splits_heuristic(
     total_mblocks: int,
     num_sms: int,
@@ -109,13 +121,13 @@ def num_splits_heuristic(
     80 % of the SMs) takes 1 split, unless one KV head overflows L2 and the queries pass over it twice (never for
     causal or local attention); a short KV (at most 4 blocks) takes 1; otherwise the smallest split count whose wave
     efficiency reaches 85 % of the best (heuristics.h: "we also don't want too many splits as that would incur more
-    HBM reads/writes")."""
-    if total_mblocks >= np.float32(0.8) * num_sms:
-        if size_one_kv_head > L2_BYTES and num_m_blocks >= 2 * num_sms and not causal_or_local:
-            return min(cdiv(size_one_kv_head, L2_BYTES), max_splits)
-        return 1
-    if num_n_blocks <= 4:
-        return 1
+    HBM reads/writes"). The plain version, one count at a time as the C++ loops; ``num_splits_heuristic_fast`` is
+    the one the model runs, held equal to this by tests/test_fa3_splits.py."""
+    early = _no_search(
+        total_mblocks, num_sms, num_n_blocks, num_m_blocks, size_one_kv_head, causal_or_local, max_splits
+    )
+    if early is not None:
+        return early
     top = min(max_splits, num_sms, num_n_blocks)
     eff = []
     for s in range(1, top + 1):  # in float32, as the C++ computes it
@@ -123,6 +135,28 @@ def num_splits_heuristic(
         eff.append(waves / np.ceil(waves))  # the share of the last wave's SMs kept busy
     best = float(max(eff))
     return next(s for s, e in enumerate(eff, 1) if float(e) >= 0.85 * best)
+
+
+def num_splits_heuristic_fast(
+    total_mblocks: int,
+    num_sms: int,
+    num_n_blocks: int,
+    num_m_blocks: int,
+    size_one_kv_head: int,
+    causal_or_local: bool,
+    max_splits: int,
+) -> int:
+    """``num_splits_heuristic`` with every candidate count's wave efficiency in one float32 array (the same
+    operations, element by element): the Python loop was 40 % of a pasted log's answer in the app (issue 47)."""
+    early = _no_search(
+        total_mblocks, num_sms, num_n_blocks, num_m_blocks, size_one_kv_head, causal_or_local, max_splits
+    )
+    if early is not None:
+        return early
+    top = min(max_splits, num_sms, num_n_blocks)
+    waves = (total_mblocks * np.arange(1, top + 1, dtype=np.int64)).astype(np.float32) / np.float32(num_sms)
+    eff = (waves / np.ceil(waves)).astype(np.float64)
+    return int(np.argmax(eff >= 0.85 * float(eff.max()))) + 1
 
 
 @dataclass(frozen=True)
@@ -193,7 +227,7 @@ def fa3_num_splits(x: Fa3Launch, num_splits: int = 0) -> int:
     dynamic split (varlen, more than one split) this is the upper bound each row's own split count stays under."""
     if num_splits <= 0:
         i = fa3_split_inputs(x)
-        num_splits = num_splits_heuristic(
+        num_splits = num_splits_heuristic_fast(
             i["total_mblocks"],
             x.num_sms,
             i["num_n_blocks"],

@@ -98,8 +98,23 @@ def bench_log(repeat: int = 20) -> dict:
     return {"answers": len(times), "p50_ms": float(np.percentile(times, 50)), "p95_ms": float(np.percentile(times, 95))}
 
 
+# In the page, as a person meets it: the click's time (a listener that runs before Gradio's), and the first animation
+# frame whose answer shows the line's plain words with no progress shown (the frame it is painted in). Without the
+# test driver's own round trips (the wall times around Playwright's click and polling: tens of ms under load).
+_CLICK_CLOCK_JS = (
+    "() => document.querySelector('#dep-run').addEventListener('click',"
+    " () => { window.__depClick = performance.now(); window.__depShown = null; }, true)"
+)
+_SHOWN_JS = (
+    "([want]) => { const a = document.querySelector('#dep-answer');"
+    " const shown = a.innerText.includes(want) && !document.querySelector('#dep-answer .pending');"
+    " if (shown && !window.__depShown) window.__depShown = performance.now(); return shown; }"
+)
+
+
 def bench_browser(url: str, rounds: int = 2) -> dict:
-    """Paste each example line, click Answer, wait for its plain words; the click-to-answer times."""
+    """Paste each example line, click Answer, wait for its plain words; the click-to-answer times (wall, around the
+    test driver's click and wait; and in the page, click event to the frame that shows the answer)."""
     from playwright.sync_api import sync_playwright  # deferred: the browser bench only
 
     expect = {line + gpu: answer(resolve(line, gpu)).headline.partition(": ")[2][:60] for _, line, gpu in DEPLOYMENTS}
@@ -113,22 +128,17 @@ def bench_browser(url: str, rounds: int = 2) -> dict:
         page.locator("#sweeps-box").get_by_text("Sweeps · does it matter for my deployment?").click()
         page.get_by_role("tab", name="Does it matter for my deployment?").click()
         page.locator("#dep-line textarea").wait_for()
+        page.evaluate(_CLICK_CLOCK_JS)
+        in_page = []
         for _ in range(rounds):
             for _, line, gpu in DEPLOYMENTS:
                 _pick_gpu(page, gpu)
                 page.locator("#dep-line textarea").fill(line)
-                page.evaluate(
-                    "() => { const a = document.querySelector('#dep-answer'); a.dataset.before = a.innerText; }"
-                )
                 t0 = time.perf_counter()
                 page.locator("#dep-run").click()
-                page.wait_for_function(
-                    "([want]) => { const a = document.querySelector('#dep-answer');"
-                    " return a.innerText.includes(want) && !document.querySelector('#dep-answer .pending'); }",
-                    arg=[expect[line + gpu]],
-                    polling="raf",
-                )
+                page.wait_for_function(_SHOWN_JS, arg=[expect[line + gpu]], polling="raf")
                 times.append((time.perf_counter() - t0) * 1e3)
+                in_page.append(page.evaluate("() => window.__depShown - window.__depClick"))
         pasted = _paste_log_rounds(page, rounds * 3)
         browser.close()
     return {
@@ -136,6 +146,8 @@ def bench_browser(url: str, rounds: int = 2) -> dict:
         "p50_ms": float(np.percentile(times, 50)),
         "p95_ms": float(np.percentile(times, 95)),
         "max_ms": float(max(times)),
+        "page_p50_ms": float(np.percentile(in_page, 50)),
+        "page_p95_ms": float(np.percentile(in_page, 95)),
         "log_pastes": len(pasted),
         "log_p50_ms": float(np.percentile(pasted, 50)),
         "log_p95_ms": float(np.percentile(pasted, 95)),
@@ -198,7 +210,8 @@ def run_bench_deployment(out=None) -> dict:
             b = bench_browser(url)
         w(
             f"  browser (Chromium, 1366x768): paste, click Answer -> the answer shown: {b['clicks']} clicks, "
-            f"p50 {b['p50_ms']:.0f} ms, p95 {b['p95_ms']:.0f} ms, max {b['max_ms']:.0f} ms\n"
+            f"p50 {b['p50_ms']:.0f} ms, p95 {b['p95_ms']:.0f} ms, max {b['max_ms']:.0f} ms; in the page (click "
+            f"event to the frame showing the answer): p50 {b['page_p50_ms']:.0f} ms, p95 {b['page_p95_ms']:.0f} ms\n"
         )
         w(
             f"  browser: paste a start-up log + config.json, click Answer -> the answer shown: {b['log_pastes']} "

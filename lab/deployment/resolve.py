@@ -2,8 +2,9 @@
 
 From the line (lab/deployment/serve_line.py), the model's facts (lab/deployment/models.py: a
 ``config.json`` path or the table of widely deployed models), the GPU and the release, it derives
-what vLLM 0.33.0 derives: the model kind, the speculator and K (lab/deployment/speculative_line.py: vllm/config/speculative.py
-``SpeculativeConfig.__post_init__``; vllm/v1/worker/gpu/spec_decode/__init__.py ``init_speculator``),
+what vLLM 0.33.0 derives: the model kind, the speculator and K (lab/deployment/speculative_line.py:
+vllm/config/speculative.py ``SpeculativeConfig.__post_init__``; vllm/v1/worker/gpu/spec_decode/__init__.py
+``init_speculator``),
 the attention backend and the CUDA-graph mode and sizes (lab/deployment/selection.py), the scheduler's
 limits (vllm/engine/arg_utils.py ``EngineArgs.get_batch_defaults``, ``vllm serve``'s column) and
 whether Model Runner V2 runs at all (lab/deployment/runner.py: vllm/config/vllm.py ``use_v2_model_runner``,
@@ -181,7 +182,7 @@ def resolve(
     if hma is False:  # no hybrid KV cache manager: every SlidingWindowSpec becomes a FullAttentionSpec (no R11)
         settings["sliding_window"] = 0
     notes += list(backend.notes) + list(graphs.notes)
-    vllm_block = deployment_block_size(s, g, facts, settings["block_size"], k if method else 0, backend, notes)
+    vllm_block = deployment_block_size(s, g, facts, settings["block_size"], k if method else 0, backend, notes, rules)
     notes += _runner_notes(facts, runs_mrv2, runner_why)
     return Deployment(
         line=line,

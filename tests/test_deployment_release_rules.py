@@ -50,7 +50,11 @@ def test_the_answer_says_which_releases_rules_it_follows():
     said = next(n for n in notes if "as vLLM 0.22.1 wrote them" in n)
     assert "the graph mode's steps" in said and "kernel block sizes" in said  # the release's own, no longer 0.33.0's
     assert "get_cudagraph_support" in said
-    assert said.endswith("each backend's other checks and a hybrid model's block alignment: 0.33.0's")
+    assert "a hybrid's block alignment" in said and "Platform._align_hybrid_block_size" in said
+    assert said.endswith("each backend's other checks: 0.33.0's")
+    assert "HybridAttentionMambaModelConfig" in next(
+        n for n in resolve(QWEN, "B200", vllm="0.19.1").notes if "wrote" in n
+    )
     assert not any("wrote them" in n for n in resolve(QWEN, "B200").notes)
 
 
@@ -160,3 +164,32 @@ def test_the_older_builders_cudagraph_support_downgrades_the_mode():
         "FULL",
         "FULL_AND_PIECEWISE",
     ]
+
+
+NEXT = "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4"
+JAMBA = "vllm serve ai21labs/AI21-Jamba-1.5-Mini --max-model-len 32k"
+
+
+@pytest.mark.parametrize(
+    "line, blocks",
+    [
+        # 0.33.0 turns prefix caching on for a hybrid (mode "align": FlashInfer GDN checkpoints on 64 tokens on SM90);
+        # 0.22.1 and 0.19.1 leave it off ("still experimental") and have no checkpoint grid: 16 x cdiv(274,432, 16,384)
+        (NEXT, (320, 272, 272)),
+        (NEXT + " --enable-prefix-caching", (320, 272, 272)),  # mode "align" in all three; the grid is 0.33.0's
+        # --block-size 64: 0.22.1 aligns on max(kernel block, 64); 0.19.1 on its fixed 16 (272 > 64)
+        (NEXT + " --block-size 64", (320, 320, 272)),
+        # Jamba supports mamba prefix caching in 0.19.1 / 0.22.1: mode "all" aligns to its chunk, 2,048 for Mamba1
+        (JAMBA + " --enable-prefix-caching", (80, 2048, 2048)),
+        (JAMBA + " --enable-prefix-caching --mamba-block-size 512", (80, 512, 512)),  # the user's chunk
+        (JAMBA, (80, 80, 80)),
+    ],
+)
+def test_a_hybrids_block_alignment_is_its_releases(line, blocks):
+    deps = [resolve(line, "H200", vllm=v) for v in ("0.33.0", "0.22.1", "0.19.1")]
+    assert tuple(d.vllm_block_size for d in deps) == blocks
+    for dep, block in zip(deps, blocks):
+        said = [n for n in dep.notes if "aligns the attention block size" in n]
+        assert bool(said) is (block != dep.settings["block_size"])
+        if said and dep.vllm != "0.33.0":
+            assert f"vLLM {dep.vllm}'s, mamba cache mode" in said[0]

@@ -406,13 +406,14 @@ def compared_with_the_log(log: StartupLog, line: str, dep: Deployment) -> FromLo
     if dep.vllm != REFERENCE_RELEASE:
         rule = rules_release(dep.vllm)  # the release whose batch defaults and capture sizes apply (scheduling.py)
         own = (
-            f"scheduler limits, capture sizes, graph mode, backend priorities and kernel block sizes: vLLM {rule}'s; "
+            f"scheduler limits, capture sizes, graph mode, backend priorities, kernel block sizes and a hybrid's "
+            f"block alignment: vLLM {rule}'s; "
             if rule != REFERENCE_RELEASE
             else ""
         )
         notes.append(
             f"vLLM {dep.vllm}: the lab resolves its model runner and replays MRV2's bookkeeping of that release "
-            f"(lab/history.py); {own}the backends' other checks and a hybrid's block alignment "
+            f"(lab/history.py); {own}the backends' other checks "
             f"follow vLLM {REFERENCE_RELEASE}'s rules, which that release may not have had"
             + ("" if own else ", and so do the graph mode, block size, capture sizes and scheduler limits")
         )

@@ -14,10 +14,12 @@ release is imported. Skipped, with the reason, where none is present (a failure 
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import enum
 import functools
 import inspect
+import itertools
 import os
 import sys
 import textwrap
@@ -626,3 +628,146 @@ def test_the_033_rounding_is_the_v1_runners_only(use_v2, mode):
     rounds = rounds_for_spec_decode(mode, 4, REFERENCE_RELEASE, runs_mrv2=use_v2)
     assert cc.cudagraph_capture_sizes == (spec_decode_rounded_sizes(sizes, 4) if rounds else list(sizes))
     assert rounds is not use_v2
+
+
+# ---- a hybrid's block alignment: MambaModelConfig's mamba cache mode and the release's page-size arithmetic ---------
+
+_MODELS_CONFIG = "model_executor/models/config.py"
+
+
+class _Spec:
+    """FullAttentionSpec / MambaSpec stand-ins: the page of one attention token, the page of one mamba state."""
+
+    attn_page, mamba_page = 0, 0
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def __call__(self, **kwargs):
+        return SimpleNamespace(page_size_bytes=_Spec.attn_page if self.kind == "attn" else _Spec.mamba_page)
+
+
+def _hybrid_config(pc: bool, supports_all: bool, block: int, user_chunk, chunk: int, kernel: int):
+    model = SimpleNamespace(
+        use_mla=False, dtype="bf16", architecture="Arch", model="m", max_model_len=4096,
+        supports_mamba_prefix_caching=supports_all, get_num_kv_heads=lambda p: 1, get_head_size=lambda: 256,
+        get_mamba_chunk_size=lambda: chunk,
+    )  # fmt: skip
+    cache = SimpleNamespace(
+        cache_dtype="auto", block_size=block, enable_prefix_caching=pc, mamba_cache_mode="none",
+        mamba_block_size=user_chunk, user_specified_mamba_block_size=user_chunk is not None,
+        mamba_page_size_padded=None, calculate_kv_scales=False,
+    )  # fmt: skip
+    config = SimpleNamespace(
+        model_config=model, cache_config=cache, parallel_config=None,
+        scheduler_config=SimpleNamespace(enable_chunked_prefill=True), attention_config=SimpleNamespace(backend=None),
+    )  # fmt: skip
+    return config
+
+
+def _release_hybrid_block(series: str, src: Path, config, kernel: int) -> tuple[str, int]:
+    """(mamba cache mode, block size) after the release's own MambaModelConfig.verify_and_update_config and its
+    alignment: 0.19.1's HybridAttentionMambaModelConfig.verify_and_update_config (which calls the former), 0.22.1's
+    Platform._align_hybrid_block_size after it; the model class and the specs are stand-ins giving the pages."""
+    import math
+
+    registry = SimpleNamespace(
+        resolve_model_cls=lambda *a, **k: (
+            SimpleNamespace(
+                get_mamba_state_shape_from_config=lambda c: (), get_mamba_state_dtype_from_config=lambda c: ()
+            ),
+            "Arch",
+        )
+    )
+    ns = {
+        "logger": _Log(), "lcm": math.lcm, "cdiv": lambda a, b: -(-a // b), "ModelRegistry": registry,
+        "STR_DTYPE_TO_TORCH_DTYPE": {}, "FullAttentionSpec": _Spec("attn"), "MLAAttentionSpec": _Spec("attn"),
+        "MambaSpec": _Spec("mamba"), "AttentionBackendEnum": SimpleNamespace(CUTLASS_MLA="CUTLASS_MLA"),
+    }  # fmt: skip
+    mamba = _method(src / _MODELS_CONFIG, "MambaModelConfig", "verify_and_update_config", dict(ns))
+    ns["MambaModelConfig"] = SimpleNamespace(verify_and_update_config=lambda c: mamba(None, c))
+    if series == "0.19":
+        _method(src / _MODELS_CONFIG, "HybridAttentionMambaModelConfig", "verify_and_update_config", ns)(None, config)
+        return config.cache_config.mamba_cache_mode, config.cache_config.block_size
+    mamba(None, config)  # VllmConfig.__post_init__: HybridAttentionMambaModelConfig calls it; the platform aligns later
+    multiple = _class(src / "v1" / "attention" / "backend.py", "MultipleOf", {})
+    modules = {
+        "vllm.config.vllm": SimpleNamespace(set_current_vllm_config=lambda c: contextlib.nullcontext()),
+        "vllm.model_executor.models": SimpleNamespace(ModelRegistry=registry),
+        "vllm.utils.math_utils": SimpleNamespace(cdiv=ns["cdiv"]),
+        "vllm.utils.torch_utils": SimpleNamespace(STR_DTYPE_TO_TORCH_DTYPE={}),
+        "vllm.v1.attention.backend": SimpleNamespace(MultipleOf=multiple),
+        "vllm.v1.kv_cache_interface": SimpleNamespace(
+            FullAttentionSpec=_Spec("attn"), MambaSpec=_Spec("mamba"), MLAAttentionSpec=_Spec("attn"),
+            get_kv_quant_mode=lambda d: None,
+        ),
+    }  # fmt: skip
+    align = _method(src / "platforms" / "interface.py", "Platform", "_align_hybrid_block_size", {"logger": _Log()})
+    backend = SimpleNamespace(get_supported_kernel_block_sizes=lambda: [multiple(kernel)])
+    saved = {name: sys.modules.get(name) for name in modules}
+    sys.modules.update(modules)  # the method imports these where it runs
+    try:
+        align(None, config, backend)
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+    return config.cache_config.mamba_cache_mode, config.cache_config.block_size
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+def test_a_hybrids_block_alignment_is_the_releases(series):
+    """lab/deployment/hybrid_block.py ``mamba_cache_mode`` and ``attention_block_for_mamba`` against the release's
+    own MambaModelConfig and alignment, over prefix caching on or off, a model with or without mamba prefix caching
+    ("all"), the backend's smallest kernel block, the block the alignment starts from, the user's --mamba-block-size,
+    the model's chunk size and pages that fit or overflow the grid."""
+    from lab.deployment.hybrid_block import attention_block_for_mamba, mamba_cache_mode
+
+    src, rule = _source(series), RULES[series]
+    compared = set()
+    for pc, supports_all, kernel, block, user_chunk, chunk in itertools.product(
+        (True, False), (True, False), (16, 32), (16, 64), (None, 512), (128, 2048)
+    ):
+        for attn_page, mamba_page in ((1024, 274432), (4096, 327687), (2048, 2_000_000)):
+            _Spec.attn_page, _Spec.mamba_page = attn_page, mamba_page
+            config = _hybrid_config(pc, supports_all, block, user_chunk, chunk, kernel)
+            release = _release_hybrid_block(series, src, config, kernel)
+            s = {"enable_prefix_caching": pc, "mamba_block_size": user_chunk}
+            mode = mamba_cache_mode(s, "JambaForCausalLM" if supports_all else "Qwen3NextForCausalLM", rule)
+            lab = attention_block_for_mamba(
+                block, attn_page, mamba_page, kernel, mode, chunk=user_chunk or chunk, rule=rule
+            )
+            assert (mode, lab) == release, (pc, supports_all, kernel, block, user_chunk, chunk, attn_page, mamba_page)
+            compared.add(mode)
+    assert compared == {"none", "align", "all"}
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+def test_the_models_with_mamba_prefix_caching_are_the_releases(series):
+    """The classes that declare SupportsMambaPrefixCaching in the release's model files, or subclass one (the lab's
+    OLDER_MAMBA_PREFIX_CACHING: mamba cache mode "all"), and a hybrid's prefix caching off by default there: the
+    release's own ModelConfig.is_prefix_caching_supported (0.33.0's turns it on: mamba_cache_mode's default)."""
+    from lab.deployment.hybrid_block import OLDER_MAMBA_PREFIX_CACHING, mamba_cache_mode
+
+    src = _source(series)
+    texts = {path: path.read_text() for path in sorted((src / "model_executor" / "models").glob("*.py"))}
+    declaring, grown = set(), {"SupportsMambaPrefixCaching"}
+    while grown:  # parse only the files that name a class found so far (parsing all ~270 takes 14 s here)
+        declaring |= grown
+        grown = {
+            c.name
+            for path, text in texts.items()
+            if any(name in text for name in declaring)
+            for c in _tree(path).body
+            if isinstance(c, ast.ClassDef)
+            and {ast.unparse(b).split("[")[0] for b in c.bases} & declaring
+            and c.name not in declaring
+        }
+    assert declaring - {"SupportsMambaPrefixCaching"} == OLDER_MAMBA_PREFIX_CACHING
+
+    supported = _method(src / "config" / "model.py", "ModelConfig", "is_prefix_caching_supported", {"logger": _Log()})
+    assert supported(SimpleNamespace(attn_type="hybrid", pooler_config=None)) is False
+    assert mamba_cache_mode({}, "JambaForCausalLM", RULES[series]) == "none"
+    assert mamba_cache_mode({}, "JambaForCausalLM") == "align"  # 0.33.0: on by default, and "align" only

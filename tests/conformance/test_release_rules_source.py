@@ -771,3 +771,78 @@ def test_the_models_with_mamba_prefix_caching_are_the_releases(series):
     assert supported(SimpleNamespace(attn_type="hybrid", pooler_config=None)) is False
     assert mamba_cache_mode({}, "JambaForCausalLM", RULES[series]) == "none"
     assert mamba_cache_mode({}, "JambaForCausalLM") == "align"  # 0.33.0: on by default, and "align" only
+
+
+def _shape_calculator(src: Path):
+    """The release's own MambaStateShapeCalculator (vllm/model_executor/layers/mamba/mamba_utils.py), its annotations
+    dropped, with vLLM's exact ``divide``."""
+    path = src / "model_executor" / "layers" / "mamba" / "mamba_utils.py"
+    node = copy.deepcopy(
+        next(c for c in _tree(path).body if isinstance(c, ast.ClassDef) and c.name == "MambaStateShapeCalculator")
+    )
+    for f in (n for n in node.body if isinstance(n, ast.FunctionDef)):
+        f.returns = None
+        for a in f.args.args + f.args.kwonlyargs:
+            a.annotation = None
+
+    def divide(a, b):
+        assert a % b == 0, (a, b)
+        return a // b
+
+    ns = {"divide": divide, "is_conv_state_dim_first": lambda: True}
+    exec(compile(ast.unparse(node), str(path), "exec"), ns)  # noqa: S102 - the release's own text
+    return ns["MambaStateShapeCalculator"]
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+def test_a_mamba_layers_state_is_the_releases(series):
+    """lab/deployment/mamba_state.py ``state_shapes`` (0.33.0's) against the release's own MambaStateShapeCalculator,
+    called as its model classes call it (qwen3_next.py and nemotron_h.py pass num_spec; jamba.py and lfm2.py none):
+    the same elements per tensor, so the same MambaSpec page (whose page_size_bytes the releases share with 0.33.0)."""
+    from math import prod
+
+    from lab.deployment.mamba_state import state_shapes
+
+    calc = _shape_calculator(_source(series))
+    for tp, k in ((1, 0), (2, 3), (4, 1)):
+        gdn = ("gdn", 16, 32, 128, 128, 4, "auto")
+        release = calc.gated_delta_net_state_shape(tp, 16, 32, 128, 128, 4, k)
+        mamba2 = ("mamba2", 8192, 128, 64, 8, 128, 4, "float32")
+        release2 = calc.mamba2_state_shape(tp, 8192, 8, 128, 64, 128, 4, num_spec=k)
+        release1 = calc.mamba1_state_shape(tp, 8192, 16, 4)
+        short = calc.short_conv_state_shape(tp, 2048, 3)
+        for state, shapes in ((gdn, release), (mamba2, release2), (("mamba1", 8192, 16, 4, "auto"), release1)):
+            assert [prod(s) for s, _ in state_shapes(state, tp, k)] == [prod(s) for s in shapes], (state[0], tp, k)
+        assert [prod(s) for s, _ in state_shapes(("short_conv", 2048, 3), tp, k)] == [prod(s) for s in short]
+    src = _source(series)
+    for model, passes_k in (("qwen3_next", True), ("nemotron_h", True), ("jamba", False), ("lfm2", False)):
+        fn = next(
+            f
+            for c in _tree(src / "model_executor" / "models" / f"{model}.py").body
+            if isinstance(c, ast.ClassDef)
+            for f in c.body
+            if isinstance(f, ast.FunctionDef) and f.name == "get_mamba_state_shape_from_config"
+        )
+        assert ("num_spec" in ast.unparse(fn)) is passes_k, model
+    assert _page_size_text(src) == _page_size_text(_installed_033())  # MambaSpec.page_size_bytes: 0.33.0's
+
+
+def _page_size_text(src: Path) -> str:
+    spec = next(
+        c
+        for c in _tree(src / "v1" / "kv_cache_interface.py").body
+        if isinstance(c, ast.ClassDef) and c.name == "MambaSpec"
+    )
+    return ast.unparse(next(f for f in spec.body if isinstance(f, ast.FunctionDef) and f.name == "page_size_bytes"))
+
+
+def _installed_033() -> Path:
+    """vLLM 0.33.0's source in .venv-vllm, found without importing it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or spec.origin is None:
+        if os.environ.get("LAB_REQUIRE_VLLM") == "1":
+            pytest.fail("vLLM 0.33.0 is not installed here (.venv-vllm)")
+        pytest.skip("vLLM 0.33.0 is not installed here (.venv-vllm)")
+    return Path(spec.origin).parent

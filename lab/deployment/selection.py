@@ -46,6 +46,7 @@ from lab.deployment.graph_rules import (
     older_cudagraph_support,
     rounds_for_spec_decode,
 )
+from lab.deployment.older_checks import older_reasons
 from lab.deployment.serve_line import ServeLineError
 from lab.engine.cudagraph import default_capture_sizes, small_capture_sizes, spec_decode_rounded_sizes
 from lab.gpu_model.backends import VLLM_BACKEND_OF
@@ -241,11 +242,8 @@ def select_backend(
 
 
 def _reasons(name: str, c: SelectorConfig, rule: str) -> list[str]:
-    """``reasons``, with an older release's mm-prefix support (only TRITON_ATTN and FLEX_ATTENTION declare it)."""
-    if rule == REFERENCE_RELEASE or not c.mm_prefix:
-        return reasons(name, c, rule)
-    out = reasons(name, SelectorConfig(**{**c.__dict__, "mm_prefix": False}), rule)
-    return out + ([] if name in OLDER_MM_PREFIX else ["partial multimodal token full attention not supported"])
+    """``reasons`` (0.33.0's), or an older release's own checks (lab/deployment/older_checks.py)."""
+    return reasons(name, c, rule) if rule == REFERENCE_RELEASE else older_reasons(name, c, rule)
 
 
 def cudagraph_support(

@@ -193,3 +193,27 @@ def test_a_hybrids_block_alignment_is_its_releases(line, blocks):
         assert bool(said) is (block != dep.settings["block_size"])
         if said and dep.vllm != "0.33.0":
             assert f"vLLM {dep.vllm}'s, mamba cache mode" in said[0]
+
+
+GPT_OSS = "vllm serve openai/gpt-oss-20b"
+
+
+@pytest.mark.parametrize(
+    "line, gpu, refused",
+    [
+        # FlashInfer's sinks need TRTLLM attention, SM 10.x only before 0.33.0 (0.33.0: 9.0 and 12.x too)
+        (GPT_OSS + " --attention-backend FLASHINFER", "H100", (False, True, True)),
+        # FLASH_ATTN's fp8 cache needs FA3 on SM 9.x before 0.33.0 (0.33.0: FA4 on SM 10.x too)
+        (LLAMA + " --kv-cache-dtype fp8 --attention-backend FLASH_ATTN", "B200", (False, True, True)),
+        # FLASH_ATTN's sinks: FA3 only in 0.19.1 (B200 runs FA4); FA3 or FA4 in 0.22.1
+        (GPT_OSS + " --attention-backend FLASH_ATTN", "B200", (False, False, True)),
+    ],
+)
+def test_each_backends_other_checks_are_the_releases(line, gpu, refused):
+    for vllm, expected in zip(("0.33.0", "0.22.1", "0.19.1"), refused):
+        if not expected:
+            assert resolve(line, gpu, vllm=vllm).backend.vllm_name == line.split()[-1]
+            continue
+        with pytest.raises(VllmRefusal, match=f"vLLM {vllm} would not start this: Selected backend") as e:
+            resolve(line, gpu, vllm=vllm)
+        assert "not supported" in str(e.value)

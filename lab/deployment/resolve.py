@@ -173,8 +173,8 @@ def resolve(
         graphs = _cudagraphs(s, g, facts, backend, k, seqs, tokens, pooling, connector_piecewise, rules, runs_mrv2)
     except ServeLineError:  # the lab's own refusal (a line it cannot model), said as such
         raise
-    except ValueError as refused:
-        raise VllmRefusal(str(refused)) from None
+    except ValueError as refused:  # the refusal of the release whose rules applied (scheduling.py rules_release)
+        raise VllmRefusal(str(refused), rules) from None
     settings = _scenario_settings(s, g, facts, series, method, k, mml, seqs, tokens, backend, graphs)
     vllm_method_name = held_method(spec_cfg, s) if method else None
     settings["async_scheduling"] = async_scheduling(s, pooling, runs_mrv2, vllm_method_name, notes)

@@ -846,3 +846,196 @@ def _installed_033() -> Path:
             pytest.fail("vLLM 0.33.0 is not installed here (.venv-vllm)")
         pytest.skip("vLLM 0.33.0 is not installed here (.venv-vllm)")
     return Path(spec.origin).parent
+
+
+# ---- each backend's other checks: the release's own validate_configuration ----------------------------------------
+
+_AT = {"sm": 90}  # the GPU the stand-ins below answer for, set per configuration
+_KEEP = {"classmethod", "staticmethod", "property"}
+
+
+def _bare_class(node: ast.ClassDef) -> ast.ClassDef:
+    """A backend class as plain Python: its methods and attributes, annotations and other decorators dropped."""
+    node = copy.deepcopy(node)
+    node.keywords = []
+    node.bases = [
+        ast.Name(id=ast.unparse(b).split("[")[0].split(".")[-1], ctx=ast.Load())
+        for b in node.bases
+        if ast.unparse(b) not in ("ABC", "Generic")
+    ]
+    body = []
+    for m in node.body:
+        if isinstance(m, ast.FunctionDef):
+            m.decorator_list = [d for d in m.decorator_list if ast.unparse(d) in _KEEP]
+            m.returns = None
+            for a in m.args.args + m.args.kwonlyargs + m.args.posonlyargs:
+                a.annotation = None
+            body.append(m)
+        elif isinstance(m, ast.AnnAssign) and m.value is not None:
+            body.append(ast.Assign(targets=[m.target], value=m.value, lineno=m.lineno))
+        elif isinstance(m, ast.Assign):
+            body.append(m)
+    node.body = body or [ast.Pass()]
+    return node
+
+
+def _build_class(src: Path, path: Path, name: str, ns: dict):
+    """The release's class ``name`` from ``path``, its bases first (the MLA layer's file, backend.py), into ``ns``."""
+    node = next(c for c in _tree(path).body if isinstance(c, ast.ClassDef) and c.name == name)
+    for base in (ast.unparse(b).split("[")[0].split(".")[-1] for b in node.bases):
+        if base in ns or base in ("ABC", "Generic", "object"):
+            continue
+        near = (path, src / _MLA_PY, src / "v1" / "attention" / "backend.py")
+        owner = next(p for p in near if any(isinstance(c, ast.ClassDef) and c.name == base for c in _tree(p).body))
+        _build_class(src, owner, base, ns)
+    tree = ast.fix_missing_locations(ast.Module(body=[_bare_class(node)], type_ignores=[]))
+    exec(compile(tree, str(path), "exec"), ns)  # noqa: S102 - the release's own text
+    return ns[name]
+
+
+def _fa_version() -> int:
+    from lab.deployment.older_checks import older_fa_version
+
+    return older_fa_version(_AT["sm"])
+
+
+@functools.cache
+def _release_backend(src: Path, file_and_class: str):
+    """The release's backend class with its bases, compiled once; its stand-ins answer for ``_AT["sm"]``. The
+    FlashAttention version is the lab's model of the CUDA wheel's vllm_flash_attn (absent from the CPU wheel);
+    fa_utils.py's flash_attn_supports_fp8 / _sinks are the release's own."""
+    import typing
+
+    from lab.deployment.backend_rules import _fa4_supported
+
+    ns = {"Enum": enum.Enum, "ClassVar": object, "Any": typing.Any, "NamedTuple": typing.NamedTuple}
+    ns["torch"] = SimpleNamespace(float16="float16", bfloat16="bfloat16", float32="float32", dtype=object)
+    for path, name in (
+        (src / "platforms" / "interface.py", "DeviceCapability"),
+        (src / "v1" / "attention" / "backend.py", "AttentionType"),
+        (src / "v1" / "attention" / "backend.py", "MultipleOf"),
+    ):
+        _class(path, name, ns)  # as written: a NamedTuple, a str Enum, a class
+    cap = lambda: ns["DeviceCapability"](_AT["sm"] // 10, _AT["sm"] % 10)  # noqa: E731
+    ns["current_platform"] = SimpleNamespace(
+        is_xpu=lambda: False, is_rocm=lambda: False, is_cuda=lambda: True, get_device_capability=cap,
+        is_device_capability_family=lambda x: _AT["sm"] // 10 == x // 10,
+    )  # fmt: skip
+    config = SimpleNamespace(
+        model_config=SimpleNamespace(is_hybrid=False),
+        cache_config=SimpleNamespace(mamba_ssm_cache_dtype="auto", mamba_cache_dtype="auto"),
+    )
+    ns.update(
+        get_current_vllm_config=lambda: config,
+        get_flash_attn_version=lambda *a, **k: _fa_version(),
+        is_fa_version_supported=lambda v: (
+            v == _fa_version() or (v == 4 and _fa4_supported(SimpleNamespace(sm=_AT["sm"])))
+        ),
+        is_flash_attn_varlen_func_available=lambda: True,
+        flash_attn_supports_mla=lambda: _AT["sm"] // 10 == 9,  # fa_utils.py: is_fa_version_supported(3) and SM 9.x
+        is_quantized_kv_cache=lambda kv: kv not in ("auto", "float16", "bfloat16"),
+    )
+    fa = src / "v1" / "attention" / "backends" / "fa_utils.py"
+    for fn in (
+        n for n in _tree(fa).body if isinstance(n, ast.FunctionDef) and n.name.startswith("flash_attn_supports_")
+    ):
+        if fn.name != "flash_attn_supports_mla":
+            node = copy.deepcopy(fn)
+            node.returns = None
+            exec(compile(ast.Module(body=[node], type_ignores=[]), str(fa), "exec"), ns)  # noqa: S102
+    file, cls = file_and_class.split(":")
+    return _build_class(src, src / file.removeprefix("vllm/"), cls, ns), ns
+
+
+def _local_modules(src: Path) -> dict:
+    """What the backends import inside their checks: the release's ops/flashmla.py is_flashmla_dense_supported
+    (its kernels taken as built), FlashInfer's TRTLLM check (SM 10.x, cubins present), tokenspeed_mla (installed, as
+    the lab takes it for 0.33.0's wheel) and no model config (FlashInfer MLA's qk_nope check passes)."""
+    path = src / "v1" / "attention" / "ops" / "flashmla.py"
+    node = copy.deepcopy(
+        next(f for f in _tree(path).body if isinstance(f, ast.FunctionDef) and f.name == "is_flashmla_dense_supported")
+    )
+    node.returns = None
+    platform = SimpleNamespace(is_device_capability_family=lambda x: _AT["sm"] // 10 == x // 10)
+    ns = {"_is_flashmla_available": lambda: (True, None), "current_platform": platform}
+    exec(compile(ast.Module(body=[node], type_ignores=[]), str(path), "exec"), ns)  # noqa: S102
+    flashinfer = _flashinfer_scope(src, platform)  # the release's own can_use_trtllm_attention and its helpers
+    return {
+        "vllm.config": SimpleNamespace(get_current_vllm_config=lambda: SimpleNamespace(model_config=None)),
+        "vllm.v1.attention.ops.flashmla": SimpleNamespace(
+            is_flashmla_dense_supported=ns["is_flashmla_dense_supported"]
+        ),
+        "vllm.utils.flashinfer": SimpleNamespace(
+            supports_trtllm_attention=flashinfer["can_use_trtllm_attention"].__globals__["supports_trtllm_attention"],
+            force_use_trtllm_attention=lambda: None,
+        ),
+        "tokenspeed_mla": SimpleNamespace(),
+    }
+
+
+def _configs(mla: bool):
+    """One axis at a time away from a plain configuration, on every SM the lab's GPUs have (and 12.0)."""
+    from lab.deployment.backend_rules import SelectorConfig
+
+    base = dict(
+        sm=90, head_size=576 if mla else 128, num_heads=8, dtype="bfloat16", kv="auto", block=None, use_mla=mla,
+        sink=False, swa=False, non_causal=False, attn_type="decoder", mm_prefix=False,
+    )  # fmt: skip
+    axes = dict(
+        head_size=(64, 72, 80, 96, 100, 192, 256, 320, 512, 576, 24), dtype=("float16", "float32"),
+        kv=("fp8", "fp8_e4m3", "fp8_e5m2", "float16"), block=(16, 32, 8, 64, 128, 1), sink=(True,), swa=(True,),
+        non_causal=(True,), attn_type=("encoder", "encoder_only", "encoder_decoder"), mm_prefix=(True,),
+        use_mla=(not mla,),
+    )  # fmt: skip
+    for sm in (80, 86, 89, 90, 100, 103, 120):
+        yield SelectorConfig(**{**base, "sm": sm})
+        yield SelectorConfig(**{**base, "sm": sm, "kv": "fp8", "head_size": 256})
+        for key, values in axes.items():
+            for value in values:
+                yield SelectorConfig(**{**base, "sm": sm, key: value})
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+def test_each_backends_other_checks_are_the_releases(series):
+    """lab/deployment/older_checks.py ``older_reasons`` against each backend's own validate_configuration in the
+    release (its class and bases compiled from its source): the same backends valid on every configuration
+    (tests/conformance/test_backend_selection_vllm.py holds 0.33.0's to the same standard)."""
+    from lab.deployment.backend_rules import RULES as BACKENDS
+    from lab.deployment.older_checks import older_reasons
+
+    src, compared = _source(series), []
+    modules = _local_modules(src)
+    saved = {name: sys.modules.get(name) for name in modules}
+    sys.modules.update(modules)  # the checks import these where they run
+    try:
+        for name, rule in BACKENDS.items():
+            file, cls = rule.source.split(":")
+            path = src / file.removeprefix("vllm/")
+            if (
+                "sparse" in rule.flags
+                or not path.is_file()
+                or not any(isinstance(c, ast.ClassDef) and c.name == cls for c in _tree(path).body)
+            ):
+                continue
+            klass, ns = _release_backend(src, rule.source)
+            takes = inspect.signature(klass.validate_configuration).parameters
+            for c in _configs("mla" in rule.flags):
+                _AT["sm"] = c.sm
+                given = dict(
+                    head_size=c.head_size, dtype=c.dtype, kv_cache_dtype=c.kv, block_size=c.block, use_mla=c.use_mla,
+                    has_sink=c.sink, use_sparse=False, use_mm_prefix=c.mm_prefix, use_per_head_quant_scales=False,
+                    device_capability=ns["DeviceCapability"](c.sm // 10, c.sm % 10), attn_type=c.attn_type,
+                )  # fmt: skip
+                if "use_non_causal" in takes:
+                    given["use_non_causal"] = c.non_causal
+                assert "has_sliding_window" not in takes  # no sliding-window check in these releases
+                release = klass.validate_configuration(**given)
+                assert (not release) == (not older_reasons(name, c, RULES[series])), (name, c, release)
+            compared.append(name)
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+    assert {"FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION", "TRITON_MLA", "FLASHMLA"} <= set(compared)

@@ -217,3 +217,16 @@ def test_each_backends_other_checks_are_the_releases(line, gpu, refused):
         with pytest.raises(VllmRefusal, match=f"vLLM {vllm} would not start this: Selected backend") as e:
             resolve(line, gpu, vllm=vllm)
         assert "not supported" in str(e.value)
+
+
+def test_a_hybrid_under_full_graphs_says_what_its_release_does_with_the_mamba_blocks():
+    """0.19.1 caps the capture sizes at the mamba cache's blocks, 0.22.1 and 0.33.0 refuse max_num_seqs above them;
+    the block count is not modelled, so the answer says so (no capture size or limit changes)."""
+    said = {}
+    for vllm in ("0.33.0", "0.22.1", "0.19.1"):
+        dep = resolve(NEXT, "H200", vllm=vllm)
+        said[vllm] = [n for n in dep.notes if "mamba cache's block count" in n]
+    assert len(said["0.19.1"]) == 1 and "caps the capture sizes" in said["0.19.1"][0]
+    assert all(len(said[v]) == 1 and "refuses a max_num_seqs" in said[v][0] for v in ("0.33.0", "0.22.1"))
+    eager = resolve(NEXT + " --enforce-eager", "H200", vllm="0.19.1")
+    assert not any("mamba cache's block count" in n for n in eager.notes)

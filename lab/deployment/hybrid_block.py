@@ -171,3 +171,20 @@ def deployment_block_size(
             "powers of two): page counts differ, max_seq_len does not"
         )
     return aligned
+
+
+def mamba_block_check_note(rule: str, vllm_mode: str) -> str | None:
+    """What the release does with a hybrid's mamba cache blocks under FULL decode graphs, which needs the KV cache's
+    block count (free memory after the weights: not modelled), so the answer says it instead of applying it. 0.19.1's
+    GPUModelRunner caps the capture sizes at it (CompilationConfig.adjust_cudagraph_sizes_for_mamba_cache); 0.22.1's
+    and 0.33.0's resolve_cudagraph_mode_and_sizes refuse a max_num_seqs above it (vLLM issue #34094)."""
+    if "FULL" not in vllm_mode:
+        return None
+    if rule == "0.19.1":
+        rule_text = "caps the capture sizes at the mamba cache's block count (adjust_cudagraph_sizes_for_mamba_cache)"
+    else:
+        rule_text = "refuses a max_num_seqs above the mamba cache's block count (resolve_cudagraph_mode_and_sizes)"
+    return (
+        f"under {vllm_mode} graphs vLLM {rule} {rule_text}, one block per decode sequence; that count depends on the "
+        "memory left after the weights, which the lab does not model, so it is not applied here"
+    )

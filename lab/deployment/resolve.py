@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lab.deployment.hf_cache import cached_config, hub_cache_dir, is_repo_id
-from lab.deployment.hybrid_block import deployment_block_size
+from lab.deployment.hybrid_block import deployment_block_size, mamba_block_check_note
 from lab.deployment.kv_transfer import kv_transfer
 from lab.deployment.models import ModelFacts, load_config_json, lookup
 from lab.deployment.runner import first_default, model_runner
@@ -183,6 +183,8 @@ def resolve(
         settings["sliding_window"] = 0
     notes += list(backend.notes) + list(graphs.notes)
     vllm_block = deployment_block_size(s, g, facts, settings["block_size"], k if method else 0, backend, notes, rules)
+    if facts.kind == "mamba_hybrid" and (said := mamba_block_check_note(rules, graphs.vllm_mode)):
+        notes.append(said)
     notes += _runner_notes(facts, runs_mrv2, runner_why)
     return Deployment(
         line=line,

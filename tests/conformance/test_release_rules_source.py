@@ -1039,3 +1039,45 @@ def test_each_backends_other_checks_are_the_releases(series):
             else:
                 sys.modules[name] = module
     assert {"FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION", "TRITON_MLA", "FLASHMLA"} <= set(compared)
+
+
+@pytest.mark.parametrize("series, caps", [("0.19", True), ("0.22", False)])
+def test_the_mamba_block_check_under_full_graphs_is_the_releases(series, caps):
+    """0.19.1's GPUModelRunner._check_and_update_cudagraph_mode caps the capture sizes at the mamba cache's blocks
+    under FULL graphs; 0.22.1's (and 0.33.0's) resolve_cudagraph_mode_and_sizes refuses max_num_seqs above them. Both
+    need the KV cache's block count, which the lab does not model: its answer says which the release does
+    (lab/deployment/hybrid_block.py mamba_block_check_note)."""
+    from lab.deployment.hybrid_block import mamba_block_check_note
+
+    src = _source(series)
+    runner = _tree(src / "v1" / "worker" / "gpu_model_runner.py")
+    check = next(
+        f for c in runner.body if isinstance(c, ast.ClassDef) and c.name == "GPUModelRunner"
+        for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "_check_and_update_cudagraph_mode"
+    )  # fmt: skip
+    capping = [
+        n for n in ast.walk(check)
+        if isinstance(n, ast.If) and "has_full_cudagraphs()" in ast.unparse(n.test)
+        and "adjust_cudagraph_sizes_for_mamba_cache" in ast.unparse(n)
+    ]  # fmt: skip
+    assert bool(capping) is caps
+    resolve_fn = next(
+        (f for c in _tree(src / "config" / "compilation.py").body if isinstance(c, ast.ClassDef)
+         and c.name == "CompilationConfig" for f in c.body
+         if isinstance(f, ast.FunctionDef) and f.name == "resolve_cudagraph_mode_and_sizes"),
+        None,
+    )  # fmt: skip
+    refusing = resolve_fn is not None and "exceeds available Mamba cache" in ast.unparse(resolve_fn)
+    assert refusing is not caps
+    said = mamba_block_check_note(RULES[series], "FULL_AND_PIECEWISE")
+    assert ("caps the capture sizes" in said) is caps and ("refuses a max_num_seqs" in said) is not caps
+    assert mamba_block_check_note(RULES[series], "PIECEWISE") is None
+    installed = ast.unparse(
+        next(
+            f for c in _tree(_installed_033() / "config" / "compilation.py").body
+            if isinstance(c, ast.ClassDef) and c.name == "CompilationConfig"
+            for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "resolve_cudagraph_mode_and_sizes"
+        )
+    )  # fmt: skip
+    assert "exceeds available Mamba cache" in installed  # 0.33.0 refuses as 0.22.1 does
+    assert "refuses a max_num_seqs" in mamba_block_check_note("0.33.0", "FULL")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from lab.deployment.mamba_state import DTYPE_BYTES, page_bytes
-from lab.history import REFERENCE_RELEASE
+from lab.history import REFERENCE_RELEASE, RULES_0_19
 
 # vllm/model_executor/models/*.py in vLLM 0.19.1 and 0.22.1: the classes that declare SupportsMambaPrefixCaching (or
 # subclass one), for which MambaModelConfig.verify_and_update_config picks mamba cache mode "all" (0.33.0 has "align")
@@ -86,7 +86,7 @@ def attention_block_for_mamba(
         attn_block = min_kernel_block * -(-attn_block // min_kernel_block)  # every backend's smallest kernel block
         return max(block, attn_block)
     # 0.22.1 Platform._align_hybrid_block_size; 0.19.1 HybridAttentionMambaModelConfig (its fixed grid, non-MLA)
-    alignment = max(min_kernel_block, block) if rule != "0.19.1" else OLDEST_HYBRID_GRID
+    alignment = max(min_kernel_block, block) if rule != RULES_0_19 else OLDEST_HYBRID_GRID
     if mode == "all":  # "With prefix caching, align to mamba chunk size for kernel perf"
         grid = math.lcm(chunk, alignment)
         tokens_per_state = -(-mamba_page // attn_page_1_token)
@@ -143,7 +143,7 @@ def deployment_block_size(
     mode = mamba_cache_mode(s, facts.architecture, rule)
     # 0.19.1 Platform.update_block_size_for_backend: "Skip hybrid models — their block_size is managed by
     # HybridAttentionMambaModelConfig", which starts from CacheConfig.DEFAULT_BLOCK_SIZE
-    start = OLDEST_HYBRID_GRID if rule == "0.19.1" and not s.get("block_size") else block
+    start = OLDEST_HYBRID_GRID if rule == RULES_0_19 and not s.get("block_size") else block
     aligned = aligned_block_size(
         start,
         state=facts.mamba_state,
@@ -162,7 +162,7 @@ def deployment_block_size(
         rule=rule,
     )
     if aligned != block:
-        where = "HybridAttentionMambaModelConfig" if rule == "0.19.1" else "Platform._align_hybrid_block_size"
+        where = "HybridAttentionMambaModelConfig" if rule == RULES_0_19 else "Platform._align_hybrid_block_size"
         if rule != REFERENCE_RELEASE:
             where += f", vLLM {rule}'s, mamba cache mode {mode!r}"
         notes.append(
@@ -180,7 +180,7 @@ def mamba_block_check_note(rule: str, vllm_mode: str) -> str | None:
     and 0.33.0's resolve_cudagraph_mode_and_sizes refuse a max_num_seqs above it (vLLM issue #34094)."""
     if "FULL" not in vllm_mode:
         return None
-    if rule == "0.19.1":
+    if rule == RULES_0_19:
         rule_text = "caps the capture sizes at the mamba cache's block count (adjust_cudagraph_sizes_for_mamba_cache)"
     else:
         rule_text = "refuses a max_num_seqs above the mamba cache's block count (resolve_cudagraph_mode_and_sizes)"

@@ -17,7 +17,7 @@ from __future__ import annotations
 from lab.deployment.models import ModelFacts
 from lab.deployment.serve_line import ServeLineError
 from lab.gpu_model.gpus import GPU
-from lab.history import REFERENCE_RELEASE, RULE_RELEASES, minor
+from lab.history import REFERENCE_RELEASE, RULE_RELEASES, RULES_0_19, minor
 
 
 class VllmRefusal(ServeLineError):
@@ -118,7 +118,7 @@ def scheduler_limits(
             "VllmConfig._set_cudagraph_sizes and __post_init__, the runner's CUDA-graph resolution, "
             "_get_backend_priorities, supports_mm_prefix, get_supported_kernel_block_sizes, the builders' "
             "get_cudagraph_support, "
-            + ("HybridAttentionMambaModelConfig" if rule == "0.19.1" else "Platform._align_hybrid_block_size")
+            + ("HybridAttentionMambaModelConfig" if rule == RULES_0_19 else "Platform._align_hybrid_block_size")
             + f" and MambaModelConfig); each backend's other checks: {REFERENCE_RELEASE}'s"
         )
     seqs = s.get("max_num_seqs") or default_seqs

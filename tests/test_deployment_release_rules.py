@@ -51,7 +51,8 @@ def test_the_answer_says_which_releases_rules_it_follows():
     assert "the graph mode's steps" in said and "kernel block sizes" in said  # the release's own, no longer 0.33.0's
     assert "get_cudagraph_support" in said
     assert "a hybrid's block alignment" in said and "Platform._align_hybrid_block_size" in said
-    assert said.endswith("each backend's other checks: 0.33.0's")
+    assert "backend priorities and checks" in said and "validate_configuration" in said
+    assert said.endswith("the lab's model of vLLM 0.33.0's wheel (its vllm_flash_attn is not in the source read)")
     assert "HybridAttentionMambaModelConfig" in next(
         n for n in resolve(QWEN, "B200", vllm="0.19.1").notes if "wrote" in n
     )

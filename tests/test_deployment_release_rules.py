@@ -231,3 +231,13 @@ def test_a_hybrid_under_full_graphs_says_what_its_release_does_with_the_mamba_bl
     assert all(len(said[v]) == 1 and "refuses a max_num_seqs" in said[v][0] for v in ("0.33.0", "0.22.1"))
     eager = resolve(NEXT + " --enforce-eager", "H200", vllm="0.19.1")
     assert not any("mamba cache's block count" in n for n in eager.notes)
+
+
+def test_a_backend_the_release_has_not_yet_is_unknown_there():
+    """registry.py AttentionBackendEnum: TOKENSPEED_MLA came in 0.22.1 (older_checks.py NOT_YET)."""
+    line = "vllm serve deepseek-ai/DeepSeek-V3 -tp 8 --kv-cache-dtype fp8 --attention-backend TOKENSPEED_MLA"
+    assert [resolve(line, "B200", vllm=v).backend.vllm_name for v in ("0.33.0", "0.22.1")] == ["TOKENSPEED_MLA"] * 2
+    with pytest.raises(
+        VllmRefusal, match="vLLM 0.19.1 would not start this: Unknown attention backend: 'TOKENSPEED_MLA'"
+    ):
+        resolve(line, "B200", vllm="0.19.1")

@@ -32,9 +32,25 @@ from lab.deployment.backend_rules import (
     _fa4_supported,
     kernel_blocks,
 )
-from lab.history import RULES_0_19
+from lab.history import RULES_0_19, RULES_0_22
 
 OLDER_MLA_HEADS = (320, 576)
+# The backends of RULES that the release's vllm/v1/attention/backends/registry.py AttentionBackendEnum has not yet:
+# the mm-prefix composites, the FA4 / SM90 / SM120 sparse MLA backends, and in 0.19.1 TOKENSPEED_MLA and TURBOQUANT
+_NEWER = ("TRITON_FLASH_ATTN", "TRITON_FLASHINFER", "FLASH_ATTN_MLA_SPARSE", "FLASH_ATTN_MLA_SPARSE_FA4")
+NOT_YET = {
+    RULES_0_22: frozenset({*_NEWER, "FLASHINFER_MLA_SPARSE_SM90", "FLASHINFER_MLA_SPARSE_SM120"}),
+    RULES_0_19: frozenset(
+        {*_NEWER, "FLASHINFER_MLA_SPARSE_SM90", "FLASHINFER_MLA_SPARSE_SM120", "TOKENSPEED_MLA", "TURBOQUANT"}
+    ),
+}
+
+
+def release_backends(rule: str) -> tuple[str, ...]:
+    """The lab's backends (backend_rules.py RULES) that release ``rule`` names, in RULES' order."""
+    return tuple(name for name in RULES if name not in NOT_YET.get(rule, ()))
+
+
 NON_CAUSAL_0_22 = ("FLASH_ATTN", "FLEX_ATTENTION")  # 0.22.1's CUDA backends whose supports_non_causal is True
 
 

@@ -46,7 +46,7 @@ from lab.deployment.graph_rules import (
     older_cudagraph_support,
     rounds_for_spec_decode,
 )
-from lab.deployment.older_checks import older_reasons
+from lab.deployment.older_checks import older_reasons, release_backends
 from lab.deployment.serve_line import ServeLineError
 from lab.engine.cudagraph import default_capture_sizes, small_capture_sizes, spec_decode_rounded_sizes
 from lab.gpu_model.backends import VLLM_BACKEND_OF
@@ -204,9 +204,10 @@ def select_backend(
         )
     if requested is not None:  # CudaPlatform.get_attn_backend_cls: a selected backend is validated alone
         name = requested.upper()
-        if name not in RULES:  # registry.py _AttentionBackendEnumMeta.__getitem__ (the lab's subset)
+        known = tuple(RULES) if rule == REFERENCE_RELEASE else release_backends(rule)  # that release's enum
+        if name not in known:  # registry.py _AttentionBackendEnumMeta.__getitem__ (the lab's subset)
             raise ValueError(
-                f"Unknown attention backend: '{requested}'. Valid options (modelled by the lab) are: {', '.join(RULES)}"
+                f"Unknown attention backend: '{requested}'. Valid options (modelled by the lab) are: {', '.join(known)}"
             )
         if invalid := _reasons(name, c, rule):
             raise ValueError(

@@ -1081,3 +1081,16 @@ def test_the_mamba_block_check_under_full_graphs_is_the_releases(series, caps):
     )  # fmt: skip
     assert "exceeds available Mamba cache" in installed  # 0.33.0 refuses as 0.22.1 does
     assert "refuses a max_num_seqs" in mamba_block_check_note("0.33.0", "FULL")
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+def test_the_backends_the_release_names_are_its_enums(series):
+    """older_checks.py release_backends: the lab's backends that the release's AttentionBackendEnum
+    (vllm/v1/attention/backends/registry.py) has; a selected backend outside it is "Unknown attention backend"."""
+    from lab.deployment.backend_rules import RULES as BACKENDS
+    from lab.deployment.older_checks import release_backends
+
+    registry = _tree(_source(series) / "v1" / "attention" / "backends" / "registry.py")
+    enum_node = next(c for c in registry.body if isinstance(c, ast.ClassDef) and c.name == "AttentionBackendEnum")
+    members = {ast.unparse(n.targets[0]) for n in enum_node.body if isinstance(n, ast.Assign)}
+    assert set(release_backends(RULES[series])) == set(BACKENDS) & members

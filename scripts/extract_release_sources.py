@@ -14,7 +14,9 @@ from pathlib import Path, PurePosixPath
 
 # What the test reads: the config and engine defaults, the CUDA platform's backend order and block-size rule, the
 # attention backends, their metadata builders (the MLA one's base, FlashInfer's TRTLLM check) and their base class,
-# and both model runners' CUDA-graph resolution.
+# both model runners' CUDA-graph resolution, and a hybrid's block alignment (the platform's or, in 0.19.1, the model
+# config's, its mamba cache mode, which model classes support mamba prefix caching, the mamba layers' state shapes
+# and the KV-cache specs' page sizes).
 KEPT = (
     "vllm/config/",
     "vllm/engine/arg_utils.py",
@@ -24,6 +26,9 @@ KEPT = (
     "vllm/utils/flashinfer.py",
     "vllm/v1/worker/gpu_model_runner.py",
     "vllm/v1/worker/gpu/",
+    "vllm/model_executor/models/",
+    "vllm/model_executor/layers/mamba/",
+    "vllm/v1/kv_cache_interface.py",
 )
 
 

@@ -50,7 +50,12 @@ def test_the_answer_says_which_releases_rules_it_follows():
     said = next(n for n in notes if "as vLLM 0.22.1 wrote them" in n)
     assert "the graph mode's steps" in said and "kernel block sizes" in said  # the release's own, no longer 0.33.0's
     assert "get_cudagraph_support" in said
-    assert said.endswith("each backend's other checks and a hybrid model's block alignment: 0.33.0's")
+    assert "a hybrid's block alignment" in said and "Platform._align_hybrid_block_size" in said
+    assert "backend priorities and checks" in said and "validate_configuration" in said
+    assert said.endswith("the lab's model of vLLM 0.33.0's wheel (its vllm_flash_attn is not in the source read)")
+    assert "HybridAttentionMambaModelConfig" in next(
+        n for n in resolve(QWEN, "B200", vllm="0.19.1").notes if "wrote" in n
+    )
     assert not any("wrote them" in n for n in resolve(QWEN, "B200").notes)
 
 
@@ -160,3 +165,79 @@ def test_the_older_builders_cudagraph_support_downgrades_the_mode():
         "FULL",
         "FULL_AND_PIECEWISE",
     ]
+
+
+NEXT = "vllm serve Qwen/Qwen3-Next-80B-A3B-Instruct -tp 4"
+JAMBA = "vllm serve ai21labs/AI21-Jamba-1.5-Mini --max-model-len 32k"
+
+
+@pytest.mark.parametrize(
+    "line, blocks",
+    [
+        # 0.33.0 turns prefix caching on for a hybrid (mode "align": FlashInfer GDN checkpoints on 64 tokens on SM90);
+        # 0.22.1 and 0.19.1 leave it off ("still experimental") and have no checkpoint grid: 16 x cdiv(274,432, 16,384)
+        (NEXT, (320, 272, 272)),
+        (NEXT + " --enable-prefix-caching", (320, 272, 272)),  # mode "align" in all three; the grid is 0.33.0's
+        # --block-size 64: 0.22.1 aligns on max(kernel block, 64); 0.19.1 on its fixed 16 (272 > 64)
+        (NEXT + " --block-size 64", (320, 320, 272)),
+        # Jamba supports mamba prefix caching in 0.19.1 / 0.22.1: mode "all" aligns to its chunk, 2,048 for Mamba1
+        (JAMBA + " --enable-prefix-caching", (80, 2048, 2048)),
+        (JAMBA + " --enable-prefix-caching --mamba-block-size 512", (80, 512, 512)),  # the user's chunk
+        (JAMBA, (80, 80, 80)),
+    ],
+)
+def test_a_hybrids_block_alignment_is_its_releases(line, blocks):
+    deps = [resolve(line, "H200", vllm=v) for v in ("0.33.0", "0.22.1", "0.19.1")]
+    assert tuple(d.vllm_block_size for d in deps) == blocks
+    for dep, block in zip(deps, blocks):
+        said = [n for n in dep.notes if "aligns the attention block size" in n]
+        assert bool(said) is (block != dep.settings["block_size"])
+        if said and dep.vllm != "0.33.0":
+            assert f"vLLM {dep.vllm}'s, mamba cache mode" in said[0]
+
+
+GPT_OSS = "vllm serve openai/gpt-oss-20b"
+
+
+@pytest.mark.parametrize(
+    "line, gpu, refused",
+    [
+        # FlashInfer's sinks need TRTLLM attention, SM 10.x only before 0.33.0 (0.33.0: 9.0 and 12.x too)
+        (GPT_OSS + " --attention-backend FLASHINFER", "H100", (False, True, True)),
+        # FLASH_ATTN's fp8 cache needs FA3 on SM 9.x before 0.33.0 (0.33.0: FA4 on SM 10.x too)
+        (LLAMA + " --kv-cache-dtype fp8 --attention-backend FLASH_ATTN", "B200", (False, True, True)),
+        # FLASH_ATTN's sinks: FA3 only in 0.19.1 (B200 runs FA4); FA3 or FA4 in 0.22.1
+        (GPT_OSS + " --attention-backend FLASH_ATTN", "B200", (False, False, True)),
+    ],
+)
+def test_each_backends_other_checks_are_the_releases(line, gpu, refused):
+    for vllm, expected in zip(("0.33.0", "0.22.1", "0.19.1"), refused):
+        if not expected:
+            assert resolve(line, gpu, vllm=vllm).backend.vllm_name == line.split()[-1]
+            continue
+        with pytest.raises(VllmRefusal, match=f"vLLM {vllm} would not start this: Selected backend") as e:
+            resolve(line, gpu, vllm=vllm)
+        assert "not supported" in str(e.value)
+
+
+def test_a_hybrid_under_full_graphs_says_what_its_release_does_with_the_mamba_blocks():
+    """0.19.1 caps the capture sizes at the mamba cache's blocks, 0.22.1 and 0.33.0 refuse max_num_seqs above them;
+    the block count is not modelled, so the answer says so (no capture size or limit changes)."""
+    said = {}
+    for vllm in ("0.33.0", "0.22.1", "0.19.1"):
+        dep = resolve(NEXT, "H200", vllm=vllm)
+        said[vllm] = [n for n in dep.notes if "mamba cache's block count" in n]
+    assert len(said["0.19.1"]) == 1 and "caps the capture sizes" in said["0.19.1"][0]
+    assert all(len(said[v]) == 1 and "refuses a max_num_seqs" in said[v][0] for v in ("0.33.0", "0.22.1"))
+    eager = resolve(NEXT + " --enforce-eager", "H200", vllm="0.19.1")
+    assert not any("mamba cache's block count" in n for n in eager.notes)
+
+
+def test_a_backend_the_release_has_not_yet_is_unknown_there():
+    """registry.py AttentionBackendEnum: TOKENSPEED_MLA came in 0.22.1 (older_checks.py NOT_YET)."""
+    line = "vllm serve deepseek-ai/DeepSeek-V3 -tp 8 --kv-cache-dtype fp8 --attention-backend TOKENSPEED_MLA"
+    assert [resolve(line, "B200", vllm=v).backend.vllm_name for v in ("0.33.0", "0.22.1")] == ["TOKENSPEED_MLA"] * 2
+    with pytest.raises(
+        VllmRefusal, match="vLLM 0.19.1 would not start this: Unknown attention backend: 'TOKENSPEED_MLA'"
+    ):
+        resolve(line, "B200", vllm="0.19.1")

@@ -208,7 +208,7 @@ def _flashmla_dense(c: SelectorConfig) -> str | None:  # mla/flashmla.py support
 
 _F16, _F32, _KV_PLAIN = ("float16", "bfloat16"), ("float16", "bfloat16", "float32"), ("auto", "float16", "bfloat16")
 _KV_FP8 = (*_KV_PLAIN, "fp8", "fp8_e4m3")
-_MLA_HEADS = (320, 512, 576)  # MLACommonBackend.get_supported_head_sizes (layers/attention/mla_attention.py)
+MLA_HEADS = (320, 512, 576)  # MLACommonBackend.get_supported_head_sizes (layers/attention/mla_attention.py)
 _Check = Callable[[SelectorConfig], bool]
 
 
@@ -317,7 +317,7 @@ RULES: dict[str, _Rule] = {
     # mla/flashinfer_mla.py FlashInferMLABackend: SM 10.x, blocks [32, 64]; its qk_nope_head_dim check
     # (64/128/192) reads the model config, taken to pass
     "FLASHINFER_MLA": _Rule(
-        _B + "mla/flashinfer_mla.py:FlashInferMLABackend", _F16, _KV_FP8, _MLA_HEADS, (32, 64), "mla nc", cap=_SM10
+        _B + "mla/flashinfer_mla.py:FlashInferMLABackend", _F16, _KV_FP8, MLA_HEADS, (32, 64), "mla nc", cap=_SM10
     ),
     # mla/tokenspeed_mla.py TokenspeedMLABackend: fp8 caches only, SM 10.x, needs the tokenspeed_mla package, which
     # vLLM 0.33.0's wheel installs on Linux (METADATA: Requires-Dist: tokenspeed-mla==2.0.3; platform_system ==
@@ -327,21 +327,21 @@ RULES: dict[str, _Rule] = {
         _B + "mla/tokenspeed_mla.py:TokenspeedMLABackend",
         _F16,
         ("fp8", "fp8_e4m3"),
-        _MLA_HEADS,
+        MLA_HEADS,
         (32, 64),
         "mla nc",
         cap=_SM10,
     ),
     # mla/cutlass_mla.py CutlassMLABackend: SM 10.x, kernel block 128
     "CUTLASS_MLA": _Rule(
-        _B + "mla/cutlass_mla.py:CutlassMLABackend", _F16, _KV_FP8, _MLA_HEADS, (128,), "mla", cap=_SM10
+        _B + "mla/cutlass_mla.py:CutlassMLABackend", _F16, _KV_FP8, MLA_HEADS, (128,), "mla", cap=_SM10
     ),
     # mla/flashattn_mla.py FlashAttnMLABackend: SM 9.x, no fp8; fa_utils.flash_attn_supports_mla (FA3 on 9.x)
     "FLASH_ATTN_MLA": _Rule(
         _B + "mla/flashattn_mla.py:FlashAttnMLABackend",
         _F16,
         _KV_PLAIN,
-        _MLA_HEADS,
+        MLA_HEADS,
         (16,),
         "mla",
         cap=lambda sm: sm // 10 == 9,
@@ -352,7 +352,7 @@ RULES: dict[str, _Rule] = {
         _B + "mla/flashmla.py:FlashMLABackend",
         _F16,
         _KV_FP8,
-        _MLA_HEADS,
+        MLA_HEADS,
         (64,),
         "mla",
         cap=lambda sm: sm // 10 in (9, 10),

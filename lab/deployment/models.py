@@ -142,6 +142,7 @@ class ModelFacts:
     quantized: bool = False  # a quantization_config in the checkpoint (ModelConfig.is_quantized)
     is_mm_prefix_lm: bool = False  # ModelConfig.is_mm_prefix_lm (multimodal inputs on): bidirectional image spans
     mamba_state: tuple = ()  # a hybrid's mamba layer state (lab/deployment/mamba_state.py); () where not modelled
+    mamba_chunk_size: int = 2048  # ModelConfig.get_mamba_chunk_size (0.19.1/0.22.1's mode "all"; Mamba1: 2048)
     # a table row that is not a published config.json: the keys it holds, from the Hub card (known_configs.py); ()
     # where the config is a whole file (the table's published copies, --config, the HF cache, a paste or upload)
     hub_card_keys: tuple[str, ...] = ()
@@ -334,6 +335,7 @@ def facts_from_config(
         quantized=bool(config.get("quantization_config") or raw_text.get("quantization_config")),
         is_mm_prefix_lm=_is_mm_prefix_lm(config, raw_text),
         mamba_state=mamba_state(text.model_type, text.get) if kind == "mamba_hybrid" else (),
+        mamba_chunk_size=int(text.get("mamba_chunk_size") or text.get("chunk_size") or 2048),
         config=config,
     )
 

@@ -2,8 +2,9 @@
 
 From the line (lab/deployment/serve_line.py), the model's facts (lab/deployment/models.py: a
 ``config.json`` path or the table of widely deployed models), the GPU and the release, it derives
-what vLLM 0.33.0 derives: the model kind, the speculator and K (vllm/config/speculative.py
-``SpeculativeConfig.__post_init__``; vllm/v1/worker/gpu/spec_decode/__init__.py ``init_speculator``),
+what vLLM 0.33.0 derives: the model kind, the speculator and K (lab/deployment/speculative_line.py:
+vllm/config/speculative.py ``SpeculativeConfig.__post_init__``; vllm/v1/worker/gpu/spec_decode/__init__.py
+``init_speculator``),
 the attention backend and the CUDA-graph mode and sizes (lab/deployment/selection.py), the scheduler's
 limits (vllm/engine/arg_utils.py ``EngineArgs.get_batch_defaults``, ``vllm serve``'s column) and
 whether Model Runner V2 runs at all (lab/deployment/runner.py: vllm/config/vllm.py ``use_v2_model_runner``,
@@ -16,9 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from lab.deployment.hf_cache import cached_config, hub_cache_dir, is_repo_id
-from lab.deployment.hybrid_block import deployment_block_size
+from lab.deployment.hybrid_block import deployment_block_size, mamba_block_check_note
 from lab.deployment.kv_transfer import kv_transfer
-from lab.deployment.models import KNOWN_MODELS, ModelFacts, load_config_json, lookup
+from lab.deployment.models import ModelFacts, load_config_json, lookup
 from lab.deployment.runner import first_default, model_runner
 from lab.deployment.scheduling import (
     VllmRefusal,
@@ -32,6 +33,7 @@ from lab.deployment.scheduling import (
 )
 from lab.deployment.selection import BackendChoice, GraphChoice, resolve_cudagraph, select_backend
 from lab.deployment.serve_line import ServeLine, ServeLineError, read_serve_line
+from lab.deployment.speculative_line import held_method, speculator_from_line
 from lab.gpu_model.gpus import GPU, GPUS, SERVING_GPUS
 from lab.history import (
     ERA,
@@ -43,18 +45,7 @@ from lab.history import (
     VLLM_VERSIONS,
     minor,
 )
-from lab.scenario import MAX_SPECULATIVE_TOKENS
-from lab.speculators import (
-    DEFAULT_METHOD,
-    UNMODELLED_METHODS,
-    canonical_method,
-    infer_method,
-    init_speculator_path,
-    is_speculator,
-    reads_draft_type,
-    speculator,
-    vllm_method,
-)
+from lab.speculators import DEFAULT_METHOD, is_speculator
 
 DEPLOYMENT_GPUS = SERVING_GPUS  # every GPU of lab/gpu_model/gpus.py
 KIND_STATE = {
@@ -145,79 +136,6 @@ def _model_facts(
     )
 
 
-def _speculator(spec: dict, line: ServeLine, facts: ModelFacts) -> tuple[str | None, int, list[str]]:
-    """vllm/config/speculative.py SpeculativeConfig.__post_init__ and init_speculator, for the lab's names."""
-    s = line.settings
-    spec = dict(spec)
-    for dest, key in (("spec_method", "method"), ("spec_model", "model"), ("spec_tokens", "num_speculative_tokens")):
-        if dest in s:  # EngineArgs.create_speculative_config: the shorthands fill the same keys
-            spec[key] = s[dest]
-    spec = {str(k).replace("-", "_"): v for k, v in spec.items()}
-    if not spec:
-        return None, 0, []
-    notes = []
-    given, model = spec.get("method"), spec.get("model")
-    # What vLLM runs for that method and draft (lab/speculators.py infer_method: no method is n-gram for the
-    # model "ngram"/"[ngram]", a draft model otherwise, whose name may make it EAGLE, EAGLE3, DFlash or DSpark;
-    # every MTPModelTypes name "is deprecated and replaced with mtp"; ngram_gpu runs MRV2's one n-gram).
-    method = infer_method(given, model)
-    if given is None or method != canonical_method(given):
-        notes.append(
-            f"method {'not given' if given is None else repr(given)}: vLLM infers {method!r} from the draft "
-            f"model's name {model!r}"
-        )
-    if method in UNMODELLED_METHODS:
-        return method, int(spec.get("num_speculative_tokens") or 0), notes
-    k = spec.get("num_speculative_tokens")
-    if k is None:  # vllm/config/speculative.py SpeculativeConfig
-        k_from = speculator(method).k_from_draft if is_speculator(method) else ""
-        if model is None or not k_from:  # _verify_args
-            raise VllmRefusal(
-                "num_speculative_tokens must be provided with speculative model unless the draft model config "
-                "contains an n_predict parameter."
-            )
-        # __post_init__ on an MTP draft (hf_config_override gives it n_predict) first compares
-        # "self.num_speculative_tokens > 1" while it is still None; a DSpark draft's K is its block size,
-        # which the lab does not read
-        raise VllmRefusal(
-            "TypeError: '>' not supported between instances of 'NoneType' and 'int' (SpeculativeConfig."
-            "__post_init__, an MTP draft without num_speculative_tokens)"
-            if k_from == "n_predict"
-            else "num_speculative_tokens not given: vLLM takes the DSpark draft's block_size, which the lab does "
-            "not read; give num_speculative_tokens"
-        )
-    try:
-        k = int(k)
-    except (TypeError, ValueError, OverflowError):
-        raise ServeLineError(f"--speculative-config: num_speculative_tokens must be an integer, got {k!r}") from None
-    # init_speculator: use_gemma4_mtp (the MTP draft's model_type gemma4_mtp), use_multi_module_mtp
-    # (min(num_nextn_predict_layers, K) > 1).
-    method = init_speculator_path(method, facts.num_mtp_layers, k, _draft_type(model, facts, method, notes))
-    if not is_speculator(method):
-        raise ServeLineError(f"--speculative-config: method {method!r} is not one vLLM {REFERENCE_RELEASE} knows")
-    if not 1 <= k <= MAX_SPECULATIVE_TOKENS:
-        raise ServeLineError(
-            f"--speculative-config: num_speculative_tokens {k}: the lab models 1 to {MAX_SPECULATIVE_TOKENS}"
-        )
-    return method, k, notes
-
-
-def _draft_type(model: str | None, facts: ModelFacts, method: str, notes: list[str]) -> str | None:
-    """The draft's model_type: the target's where the draft is the target (no draft model given), else its config
-    from the lab's table or the local Hugging Face cache; None (and a note) where neither has it."""
-    if not reads_draft_type(method) or model is None:
-        return facts.model_type
-    known = KNOWN_MODELS.get(str(model))
-    cached = None if known or not is_repo_id(str(model)) else cached_config(str(model))
-    if known or cached:
-        return (known or load_config_json(cached)).model_type
-    notes.append(
-        f"the MTP draft {model!r}: its config.json is not read here (not in the lab's table or the local Hugging "
-        "Face cache), so its model_type, which makes Gemma4's MTP (gemma4_mtp), is not known: plain MTP assumed"
-    )
-    return None
-
-
 def resolve(
     text: str | ServeLine,
     gpu: str = "H200",
@@ -238,7 +156,7 @@ def resolve(
     s = line.settings
     notes = list(facts.notes)
     spec_cfg = s.get("speculative_config") or {}
-    method, k, spec_notes = _speculator(spec_cfg, line, facts)
+    method, k, spec_notes = speculator_from_line(spec_cfg, line, facts)
     notes += spec_notes
     runs_mrv2, runner_why, series = _model_runner_and_series(str(vllm), series, facts, line, method, spec_cfg, notes)
     if facts.kind == "encoder_only" and method:
@@ -255,16 +173,18 @@ def resolve(
         graphs = _cudagraphs(s, g, facts, backend, k, seqs, tokens, pooling, connector_piecewise, rules, runs_mrv2)
     except ServeLineError:  # the lab's own refusal (a line it cannot model), said as such
         raise
-    except ValueError as refused:
-        raise VllmRefusal(str(refused)) from None
+    except ValueError as refused:  # the refusal of the release whose rules applied (scheduling.py rules_release)
+        raise VllmRefusal(str(refused), rules) from None
     settings = _scenario_settings(s, g, facts, series, method, k, mml, seqs, tokens, backend, graphs)
-    vllm_method_name = _vllm_method(spec_cfg, s) if method else None
+    vllm_method_name = held_method(spec_cfg, s) if method else None
     settings["async_scheduling"] = async_scheduling(s, pooling, runs_mrv2, vllm_method_name, notes)
     settings["enable_chunked_prefill"] = chunked and facts.kind != "encoder_decoder"  # SchedulerConfig.__post_init__
     if hma is False:  # no hybrid KV cache manager: every SlidingWindowSpec becomes a FullAttentionSpec (no R11)
         settings["sliding_window"] = 0
     notes += list(backend.notes) + list(graphs.notes)
-    vllm_block = deployment_block_size(s, g, facts, settings["block_size"], k if method else 0, backend, notes)
+    vllm_block = deployment_block_size(s, g, facts, settings["block_size"], k if method else 0, backend, notes, rules)
+    if facts.kind == "mamba_hybrid" and (said := mamba_block_check_note(rules, graphs.vllm_mode)):
+        notes.append(said)
     notes += _runner_notes(facts, runs_mrv2, runner_why)
     return Deployment(
         line=line,
@@ -284,12 +204,6 @@ def resolve(
         runner_type="pooling" if pooling else "generate",
         vllm_method=vllm_method_name,
     )
-
-
-def _vllm_method(spec: dict, s: dict) -> str:
-    """The method vLLM holds for the line's speculative config (its shorthands included)."""
-    spec = {str(k).replace("-", "_"): v for k, v in spec.items()}
-    return vllm_method(s.get("spec_method", spec.get("method")), s.get("spec_model", spec.get("model")))
 
 
 def _model_runner_and_series(

@@ -17,7 +17,7 @@ from __future__ import annotations
 from lab.deployment.models import ModelFacts
 from lab.deployment.serve_line import ServeLineError
 from lab.gpu_model.gpus import GPU
-from lab.history import REFERENCE_RELEASE, RULE_RELEASES, minor
+from lab.history import REFERENCE_RELEASE, RULE_RELEASES, RULES_0_19, minor
 
 
 class VllmRefusal(ServeLineError):
@@ -113,11 +113,14 @@ def scheduler_limits(
             raise VllmRefusal(f"{flag} {s[name]}: {name} must be at least 1 (SchedulerConfig's Field(ge=1))")
     if rule != REFERENCE_RELEASE:
         notes.append(  # each read in that release's source (tests/conformance/test_release_rules_source.py)
-            f"batch defaults, capture sizes, the graph mode's steps, backend priorities, mm-prefix support and kernel "
-            f"block sizes as vLLM {rule} wrote them (EngineArgs.get_batch_defaults, VllmConfig._set_cudagraph_sizes "
-            "and __post_init__, the runner's CUDA-graph resolution, _get_backend_priorities, supports_mm_prefix, "
-            "get_supported_kernel_block_sizes, the builders' get_cudagraph_support); each backend's other checks and "
-            f"a hybrid model's block alignment: {REFERENCE_RELEASE}'s"
+            f"batch defaults, capture sizes, the graph mode's steps, backend priorities and checks, kernel block sizes "
+            f"and a hybrid's block alignment as vLLM {rule} wrote them (EngineArgs.get_batch_defaults, "
+            "VllmConfig._set_cudagraph_sizes and __post_init__, the runner's CUDA-graph resolution, "
+            "_get_backend_priorities, each backend's validate_configuration, get_supported_kernel_block_sizes, the "
+            "builders' get_cudagraph_support, "
+            + ("HybridAttentionMambaModelConfig" if rule == RULES_0_19 else "Platform._align_hybrid_block_size")
+            + " and MambaModelConfig); the FlashAttention version those checks read: the lab's model of vLLM "
+            f"{REFERENCE_RELEASE}'s wheel (its vllm_flash_attn is not in the source read)"
         )
     seqs = s.get("max_num_seqs") or default_seqs
     tokens = s.get("max_num_batched_tokens") or default_tokens

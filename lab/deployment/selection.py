@@ -46,6 +46,7 @@ from lab.deployment.graph_rules import (
     older_cudagraph_support,
     rounds_for_spec_decode,
 )
+from lab.deployment.older_checks import older_reasons, release_backends
 from lab.deployment.serve_line import ServeLineError
 from lab.engine.cudagraph import default_capture_sizes, small_capture_sizes, spec_decode_rounded_sizes
 from lab.gpu_model.backends import VLLM_BACKEND_OF
@@ -205,9 +206,10 @@ def select_backend(
         )
     if requested is not None:  # CudaPlatform.get_attn_backend_cls: a selected backend is validated alone
         name = requested.upper()
-        if name not in RULES:  # registry.py _AttentionBackendEnumMeta.__getitem__ (the lab's subset)
+        known = tuple(RULES) if rule == REFERENCE_RELEASE else release_backends(rule)  # that release's enum
+        if name not in known:  # registry.py _AttentionBackendEnumMeta.__getitem__ (the lab's subset)
             raise ValueError(
-                f"Unknown attention backend: '{requested}'. Valid options (modelled by the lab) are: {', '.join(RULES)}"
+                f"Unknown attention backend: '{requested}'. Valid options (modelled by the lab) are: {', '.join(known)}"
             )
         if invalid := _reasons(name, c, rule):
             raise ValueError(
@@ -243,11 +245,8 @@ def select_backend(
 
 
 def _reasons(name: str, c: SelectorConfig, rule: str) -> list[str]:
-    """``reasons``, with an older release's mm-prefix support (only TRITON_ATTN and FLEX_ATTENTION declare it)."""
-    if rule == REFERENCE_RELEASE or not c.mm_prefix:
-        return reasons(name, c, rule)
-    out = reasons(name, SelectorConfig(**{**c.__dict__, "mm_prefix": False}), rule)
-    return out + ([] if name in OLDER_MM_PREFIX else ["partial multimodal token full attention not supported"])
+    """``reasons`` (0.33.0's), or an older release's own checks (lab/deployment/older_checks.py)."""
+    return reasons(name, c, rule) if rule == REFERENCE_RELEASE else older_reasons(name, c, rule)
 
 
 def cudagraph_support(

@@ -149,6 +149,8 @@ READERS = {
     "enable_prefix_caching": _bool,  # a hybrid's mamba cache mode, so its block alignment
     "mamba_cache_dtype": _str,  # a hybrid's mamba state page, so its block alignment (mamba_state.py)
     "mamba_ssm_cache_dtype": _str,
+    "mamba_cache_mode": _str,  # "align" or "none" (0.19.1 / 0.22.1 also pick "all" themselves: hybrid_block.py)
+    "mamba_block_size": _int,  # mode "all"'s chunk grid in 0.19.1 / 0.22.1 (hybrid_block.py)
     "enable_chunked_prefill": _bool,  # the scheduler's limits (and vLLM's refusal without it)
     "runner": _str,  # "pooling": graph mode and async scheduling
     "convert": _str,  # a generative model adapted for pooling runs the pooling runner
@@ -379,7 +381,7 @@ def _parse(words: list[str], env: tuple[str, ...]) -> ServeLine:
             if takes != "switch":
                 _check_value(base, spec, value)
             ignored.append(base)
-        elif dest in ("mamba_cache_dtype", "mamba_ssm_cache_dtype"):  # read: their choices, as vLLM's parser checks
+        elif dest in ("mamba_cache_dtype", "mamba_ssm_cache_dtype", "mamba_cache_mode"):  # read: choices checked
             _check_value(base, spec, value)
     if len(positional) > 1:
         raise ServeLineError(f"one model only: unexpected words {' '.join(positional[1:])!r}")

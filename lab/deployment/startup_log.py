@@ -407,16 +407,17 @@ def compared_with_the_log(log: StartupLog, line: str, dep: Deployment) -> FromLo
     notes += [f"the log: {d}" for d in log.downgrades]
     if dep.vllm != REFERENCE_RELEASE:
         rule = rules_release(dep.vllm)  # the release whose batch defaults and capture sizes apply (scheduling.py)
-        own = (
-            f"scheduler limits, capture sizes, graph mode, backend priorities and kernel block sizes: vLLM {rule}'s; "
+        rules = (
+            f"scheduler limits, capture sizes, graph mode, backend priorities and checks, kernel block sizes and a "
+            f"hybrid's block alignment: vLLM {rule}'s (the FlashAttention version the backend checks read: the lab's "
+            f"model of vLLM {REFERENCE_RELEASE}'s wheel)"
             if rule != REFERENCE_RELEASE
-            else ""
+            else "the backends' checks, graph mode, block size, capture sizes and scheduler limits follow vLLM "
+            f"{REFERENCE_RELEASE}'s rules, which that release may not have had"
         )
         notes.append(
             f"vLLM {dep.vllm}: the lab resolves its model runner and replays MRV2's bookkeeping of that release "
-            f"(lab/history.py); {own}the backends' other checks and a hybrid's block alignment "
-            f"follow vLLM {REFERENCE_RELEASE}'s rules, which that release may not have had"
-            + ("" if own else ", and so do the graph mode, block size, capture sizes and scheduler limits")
+            f"(lab/history.py); {rules}"
         )
     later, settings = log.resolved, dep.settings
     logged_len = None if log.max_model_len_from_engine else log.engine.get("max_seq_len") or later.max_model_len

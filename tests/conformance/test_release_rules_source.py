@@ -14,10 +14,12 @@ release is imported. Skipped, with the reason, where none is present (a failure 
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import enum
 import functools
 import inspect
+import itertools
 import os
 import sys
 import textwrap
@@ -626,3 +628,469 @@ def test_the_033_rounding_is_the_v1_runners_only(use_v2, mode):
     rounds = rounds_for_spec_decode(mode, 4, REFERENCE_RELEASE, runs_mrv2=use_v2)
     assert cc.cudagraph_capture_sizes == (spec_decode_rounded_sizes(sizes, 4) if rounds else list(sizes))
     assert rounds is not use_v2
+
+
+# ---- a hybrid's block alignment: MambaModelConfig's mamba cache mode and the release's page-size arithmetic ---------
+
+_MODELS_CONFIG = "model_executor/models/config.py"
+
+
+class _Spec:
+    """FullAttentionSpec / MambaSpec stand-ins: the page of one attention token, the page of one mamba state."""
+
+    attn_page, mamba_page = 0, 0
+
+    def __init__(self, kind: str):
+        self.kind = kind
+
+    def __call__(self, **kwargs):
+        return SimpleNamespace(page_size_bytes=_Spec.attn_page if self.kind == "attn" else _Spec.mamba_page)
+
+
+def _hybrid_config(pc: bool, supports_all: bool, block: int, user_chunk, chunk: int, kernel: int):
+    model = SimpleNamespace(
+        use_mla=False, dtype="bf16", architecture="Arch", model="m", max_model_len=4096,
+        supports_mamba_prefix_caching=supports_all, get_num_kv_heads=lambda p: 1, get_head_size=lambda: 256,
+        get_mamba_chunk_size=lambda: chunk,
+    )  # fmt: skip
+    cache = SimpleNamespace(
+        cache_dtype="auto", block_size=block, enable_prefix_caching=pc, mamba_cache_mode="none",
+        mamba_block_size=user_chunk, user_specified_mamba_block_size=user_chunk is not None,
+        mamba_page_size_padded=None, calculate_kv_scales=False,
+    )  # fmt: skip
+    config = SimpleNamespace(
+        model_config=model, cache_config=cache, parallel_config=None,
+        scheduler_config=SimpleNamespace(enable_chunked_prefill=True), attention_config=SimpleNamespace(backend=None),
+    )  # fmt: skip
+    return config
+
+
+def _release_hybrid_block(series: str, src: Path, config, kernel: int) -> tuple[str, int]:
+    """(mamba cache mode, block size) after the release's own MambaModelConfig.verify_and_update_config and its
+    alignment: 0.19.1's HybridAttentionMambaModelConfig.verify_and_update_config (which calls the former), 0.22.1's
+    Platform._align_hybrid_block_size after it; the model class and the specs are stand-ins giving the pages."""
+    import math
+
+    registry = SimpleNamespace(
+        resolve_model_cls=lambda *a, **k: (
+            SimpleNamespace(
+                get_mamba_state_shape_from_config=lambda c: (), get_mamba_state_dtype_from_config=lambda c: ()
+            ),
+            "Arch",
+        )
+    )
+    ns = {
+        "logger": _Log(), "lcm": math.lcm, "cdiv": lambda a, b: -(-a // b), "ModelRegistry": registry,
+        "STR_DTYPE_TO_TORCH_DTYPE": {}, "FullAttentionSpec": _Spec("attn"), "MLAAttentionSpec": _Spec("attn"),
+        "MambaSpec": _Spec("mamba"), "AttentionBackendEnum": SimpleNamespace(CUTLASS_MLA="CUTLASS_MLA"),
+    }  # fmt: skip
+    mamba = _method(src / _MODELS_CONFIG, "MambaModelConfig", "verify_and_update_config", dict(ns))
+    ns["MambaModelConfig"] = SimpleNamespace(verify_and_update_config=lambda c: mamba(None, c))
+    if series == "0.19":
+        _method(src / _MODELS_CONFIG, "HybridAttentionMambaModelConfig", "verify_and_update_config", ns)(None, config)
+        return config.cache_config.mamba_cache_mode, config.cache_config.block_size
+    mamba(None, config)  # VllmConfig.__post_init__: HybridAttentionMambaModelConfig calls it; the platform aligns later
+    multiple = _class(src / "v1" / "attention" / "backend.py", "MultipleOf", {})
+    modules = {
+        "vllm.config.vllm": SimpleNamespace(set_current_vllm_config=lambda c: contextlib.nullcontext()),
+        "vllm.model_executor.models": SimpleNamespace(ModelRegistry=registry),
+        "vllm.utils.math_utils": SimpleNamespace(cdiv=ns["cdiv"]),
+        "vllm.utils.torch_utils": SimpleNamespace(STR_DTYPE_TO_TORCH_DTYPE={}),
+        "vllm.v1.attention.backend": SimpleNamespace(MultipleOf=multiple),
+        "vllm.v1.kv_cache_interface": SimpleNamespace(
+            FullAttentionSpec=_Spec("attn"), MambaSpec=_Spec("mamba"), MLAAttentionSpec=_Spec("attn"),
+            get_kv_quant_mode=lambda d: None,
+        ),
+    }  # fmt: skip
+    align = _method(src / "platforms" / "interface.py", "Platform", "_align_hybrid_block_size", {"logger": _Log()})
+    backend = SimpleNamespace(get_supported_kernel_block_sizes=lambda: [multiple(kernel)])
+    saved = {name: sys.modules.get(name) for name in modules}
+    sys.modules.update(modules)  # the method imports these where it runs
+    try:
+        align(None, config, backend)
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+    return config.cache_config.mamba_cache_mode, config.cache_config.block_size
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+def test_a_hybrids_block_alignment_is_the_releases(series):
+    """lab/deployment/hybrid_block.py ``mamba_cache_mode`` and ``attention_block_for_mamba`` against the release's
+    own MambaModelConfig and alignment, over prefix caching on or off, a model with or without mamba prefix caching
+    ("all"), the backend's smallest kernel block, the block the alignment starts from, the user's --mamba-block-size,
+    the model's chunk size and pages that fit or overflow the grid."""
+    from lab.deployment.hybrid_block import attention_block_for_mamba, mamba_cache_mode
+
+    src, rule = _source(series), RULES[series]
+    compared = set()
+    for pc, supports_all, kernel, block, user_chunk, chunk in itertools.product(
+        (True, False), (True, False), (16, 32), (16, 64), (None, 512), (128, 2048)
+    ):
+        for attn_page, mamba_page in ((1024, 274432), (4096, 327687), (2048, 2_000_000)):
+            _Spec.attn_page, _Spec.mamba_page = attn_page, mamba_page
+            config = _hybrid_config(pc, supports_all, block, user_chunk, chunk, kernel)
+            release = _release_hybrid_block(series, src, config, kernel)
+            s = {"enable_prefix_caching": pc, "mamba_block_size": user_chunk}
+            mode = mamba_cache_mode(s, "JambaForCausalLM" if supports_all else "Qwen3NextForCausalLM", rule)
+            lab = attention_block_for_mamba(
+                block, attn_page, mamba_page, kernel, mode, chunk=user_chunk or chunk, rule=rule
+            )
+            assert (mode, lab) == release, (pc, supports_all, kernel, block, user_chunk, chunk, attn_page, mamba_page)
+            compared.add(mode)
+    assert compared == {"none", "align", "all"}
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+def test_the_models_with_mamba_prefix_caching_are_the_releases(series):
+    """The classes that declare SupportsMambaPrefixCaching in the release's model files, or subclass one (the lab's
+    OLDER_MAMBA_PREFIX_CACHING: mamba cache mode "all"), and a hybrid's prefix caching off by default there: the
+    release's own ModelConfig.is_prefix_caching_supported (0.33.0's turns it on: mamba_cache_mode's default)."""
+    from lab.deployment.hybrid_block import OLDER_MAMBA_PREFIX_CACHING, mamba_cache_mode
+
+    src = _source(series)
+    texts = {path: path.read_text() for path in sorted((src / "model_executor" / "models").glob("*.py"))}
+    declaring, grown = set(), {"SupportsMambaPrefixCaching"}
+    while grown:  # parse only the files that name a class found so far (parsing all ~270 takes 14 s here)
+        declaring |= grown
+        grown = {
+            c.name
+            for path, text in texts.items()
+            if any(name in text for name in declaring)
+            for c in _tree(path).body
+            if isinstance(c, ast.ClassDef)
+            and {ast.unparse(b).split("[")[0] for b in c.bases} & declaring
+            and c.name not in declaring
+        }
+    assert declaring - {"SupportsMambaPrefixCaching"} == OLDER_MAMBA_PREFIX_CACHING
+
+    supported = _method(src / "config" / "model.py", "ModelConfig", "is_prefix_caching_supported", {"logger": _Log()})
+    assert supported(SimpleNamespace(attn_type="hybrid", pooler_config=None)) is False
+    assert mamba_cache_mode({}, "JambaForCausalLM", RULES[series]) == "none"
+    assert mamba_cache_mode({}, "JambaForCausalLM") == "align"  # 0.33.0: on by default, and "align" only
+
+
+def _shape_calculator(src: Path):
+    """The release's own MambaStateShapeCalculator (vllm/model_executor/layers/mamba/mamba_utils.py), its annotations
+    dropped, with vLLM's exact ``divide``."""
+    path = src / "model_executor" / "layers" / "mamba" / "mamba_utils.py"
+    node = copy.deepcopy(
+        next(c for c in _tree(path).body if isinstance(c, ast.ClassDef) and c.name == "MambaStateShapeCalculator")
+    )
+    for f in (n for n in node.body if isinstance(n, ast.FunctionDef)):
+        f.returns = None
+        for a in f.args.args + f.args.kwonlyargs:
+            a.annotation = None
+
+    def divide(a, b):
+        assert a % b == 0, (a, b)
+        return a // b
+
+    ns = {"divide": divide, "is_conv_state_dim_first": lambda: True}
+    exec(compile(ast.unparse(node), str(path), "exec"), ns)  # noqa: S102 - the release's own text
+    return ns["MambaStateShapeCalculator"]
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+def test_a_mamba_layers_state_is_the_releases(series):
+    """lab/deployment/mamba_state.py ``state_shapes`` (0.33.0's) against the release's own MambaStateShapeCalculator,
+    called as its model classes call it (qwen3_next.py and nemotron_h.py pass num_spec; jamba.py and lfm2.py none):
+    the same elements per tensor, so the same MambaSpec page (whose page_size_bytes the releases share with 0.33.0)."""
+    from math import prod
+
+    from lab.deployment.mamba_state import state_shapes
+
+    calc = _shape_calculator(_source(series))
+    for tp, k in ((1, 0), (2, 3), (4, 1)):
+        gdn = ("gdn", 16, 32, 128, 128, 4, "auto")
+        release = calc.gated_delta_net_state_shape(tp, 16, 32, 128, 128, 4, k)
+        mamba2 = ("mamba2", 8192, 128, 64, 8, 128, 4, "float32")
+        release2 = calc.mamba2_state_shape(tp, 8192, 8, 128, 64, 128, 4, num_spec=k)
+        release1 = calc.mamba1_state_shape(tp, 8192, 16, 4)
+        short = calc.short_conv_state_shape(tp, 2048, 3)
+        for state, shapes in ((gdn, release), (mamba2, release2), (("mamba1", 8192, 16, 4, "auto"), release1)):
+            assert [prod(s) for s, _ in state_shapes(state, tp, k)] == [prod(s) for s in shapes], (state[0], tp, k)
+        assert [prod(s) for s, _ in state_shapes(("short_conv", 2048, 3), tp, k)] == [prod(s) for s in short]
+    src = _source(series)
+    for model, passes_k in (("qwen3_next", True), ("nemotron_h", True), ("jamba", False), ("lfm2", False)):
+        fn = next(
+            f
+            for c in _tree(src / "model_executor" / "models" / f"{model}.py").body
+            if isinstance(c, ast.ClassDef)
+            for f in c.body
+            if isinstance(f, ast.FunctionDef) and f.name == "get_mamba_state_shape_from_config"
+        )
+        assert ("num_spec" in ast.unparse(fn)) is passes_k, model
+    assert _page_size_text(src) == _page_size_text(_installed_033())  # MambaSpec.page_size_bytes: 0.33.0's
+
+
+def _page_size_text(src: Path) -> str:
+    spec = next(
+        c
+        for c in _tree(src / "v1" / "kv_cache_interface.py").body
+        if isinstance(c, ast.ClassDef) and c.name == "MambaSpec"
+    )
+    return ast.unparse(next(f for f in spec.body if isinstance(f, ast.FunctionDef) and f.name == "page_size_bytes"))
+
+
+def _installed_033() -> Path:
+    """vLLM 0.33.0's source in .venv-vllm, found without importing it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or spec.origin is None:
+        if os.environ.get("LAB_REQUIRE_VLLM") == "1":
+            pytest.fail("vLLM 0.33.0 is not installed here (.venv-vllm)")
+        pytest.skip("vLLM 0.33.0 is not installed here (.venv-vllm)")
+    return Path(spec.origin).parent
+
+
+# ---- each backend's other checks: the release's own validate_configuration ----------------------------------------
+
+_AT = {"sm": 90}  # the GPU the stand-ins below answer for, set per configuration
+_KEEP = {"classmethod", "staticmethod", "property"}
+
+
+def _bare_class(node: ast.ClassDef) -> ast.ClassDef:
+    """A backend class as plain Python: its methods and attributes, annotations and other decorators dropped."""
+    node = copy.deepcopy(node)
+    node.keywords = []
+    node.bases = [
+        ast.Name(id=ast.unparse(b).split("[")[0].split(".")[-1], ctx=ast.Load())
+        for b in node.bases
+        if ast.unparse(b) not in ("ABC", "Generic")
+    ]
+    body = []
+    for m in node.body:
+        if isinstance(m, ast.FunctionDef):
+            m.decorator_list = [d for d in m.decorator_list if ast.unparse(d) in _KEEP]
+            m.returns = None
+            for a in m.args.args + m.args.kwonlyargs + m.args.posonlyargs:
+                a.annotation = None
+            body.append(m)
+        elif isinstance(m, ast.AnnAssign) and m.value is not None:
+            body.append(ast.Assign(targets=[m.target], value=m.value, lineno=m.lineno))
+        elif isinstance(m, ast.Assign):
+            body.append(m)
+    node.body = body or [ast.Pass()]
+    return node
+
+
+def _build_class(src: Path, path: Path, name: str, ns: dict):
+    """The release's class ``name`` from ``path``, its bases first (the MLA layer's file, backend.py), into ``ns``."""
+    node = next(c for c in _tree(path).body if isinstance(c, ast.ClassDef) and c.name == name)
+    for base in (ast.unparse(b).split("[")[0].split(".")[-1] for b in node.bases):
+        if base in ns or base in ("ABC", "Generic", "object"):
+            continue
+        near = (path, src / _MLA_PY, src / "v1" / "attention" / "backend.py")
+        owner = next(p for p in near if any(isinstance(c, ast.ClassDef) and c.name == base for c in _tree(p).body))
+        _build_class(src, owner, base, ns)
+    tree = ast.fix_missing_locations(ast.Module(body=[_bare_class(node)], type_ignores=[]))
+    exec(compile(tree, str(path), "exec"), ns)  # noqa: S102 - the release's own text
+    return ns[name]
+
+
+def _fa_version() -> int:
+    from lab.deployment.older_checks import older_fa_version
+
+    return older_fa_version(_AT["sm"])
+
+
+@functools.cache
+def _release_backend(src: Path, file_and_class: str):
+    """The release's backend class with its bases, compiled once; its stand-ins answer for ``_AT["sm"]``. The
+    FlashAttention version is the lab's model of the CUDA wheel's vllm_flash_attn (absent from the CPU wheel);
+    fa_utils.py's flash_attn_supports_fp8 / _sinks are the release's own."""
+    import typing
+
+    from lab.deployment.backend_rules import _fa4_supported
+
+    ns = {"Enum": enum.Enum, "ClassVar": object, "Any": typing.Any, "NamedTuple": typing.NamedTuple}
+    ns["torch"] = SimpleNamespace(float16="float16", bfloat16="bfloat16", float32="float32", dtype=object)
+    for path, name in (
+        (src / "platforms" / "interface.py", "DeviceCapability"),
+        (src / "v1" / "attention" / "backend.py", "AttentionType"),
+        (src / "v1" / "attention" / "backend.py", "MultipleOf"),
+    ):
+        _class(path, name, ns)  # as written: a NamedTuple, a str Enum, a class
+    cap = lambda: ns["DeviceCapability"](_AT["sm"] // 10, _AT["sm"] % 10)  # noqa: E731
+    ns["current_platform"] = SimpleNamespace(
+        is_xpu=lambda: False, is_rocm=lambda: False, is_cuda=lambda: True, get_device_capability=cap,
+        is_device_capability_family=lambda x: _AT["sm"] // 10 == x // 10,
+    )  # fmt: skip
+    config = SimpleNamespace(
+        model_config=SimpleNamespace(is_hybrid=False),
+        cache_config=SimpleNamespace(mamba_ssm_cache_dtype="auto", mamba_cache_dtype="auto"),
+    )
+    ns.update(
+        get_current_vllm_config=lambda: config,
+        get_flash_attn_version=lambda *a, **k: _fa_version(),
+        is_fa_version_supported=lambda v: (
+            v == _fa_version() or (v == 4 and _fa4_supported(SimpleNamespace(sm=_AT["sm"])))
+        ),
+        is_flash_attn_varlen_func_available=lambda: True,
+        flash_attn_supports_mla=lambda: _AT["sm"] // 10 == 9,  # fa_utils.py: is_fa_version_supported(3) and SM 9.x
+        is_quantized_kv_cache=lambda kv: kv not in ("auto", "float16", "bfloat16"),
+    )
+    fa = src / "v1" / "attention" / "backends" / "fa_utils.py"
+    for fn in (
+        n for n in _tree(fa).body if isinstance(n, ast.FunctionDef) and n.name.startswith("flash_attn_supports_")
+    ):
+        if fn.name != "flash_attn_supports_mla":
+            node = copy.deepcopy(fn)
+            node.returns = None
+            exec(compile(ast.Module(body=[node], type_ignores=[]), str(fa), "exec"), ns)  # noqa: S102
+    file, cls = file_and_class.split(":")
+    return _build_class(src, src / file.removeprefix("vllm/"), cls, ns), ns
+
+
+def _local_modules(src: Path) -> dict:
+    """What the backends import inside their checks: the release's ops/flashmla.py is_flashmla_dense_supported
+    (its kernels taken as built), FlashInfer's TRTLLM check (SM 10.x, cubins present), tokenspeed_mla (installed, as
+    the lab takes it for 0.33.0's wheel) and no model config (FlashInfer MLA's qk_nope check passes)."""
+    path = src / "v1" / "attention" / "ops" / "flashmla.py"
+    node = copy.deepcopy(
+        next(f for f in _tree(path).body if isinstance(f, ast.FunctionDef) and f.name == "is_flashmla_dense_supported")
+    )
+    node.returns = None
+    platform = SimpleNamespace(is_device_capability_family=lambda x: _AT["sm"] // 10 == x // 10)
+    ns = {"_is_flashmla_available": lambda: (True, None), "current_platform": platform}
+    exec(compile(ast.Module(body=[node], type_ignores=[]), str(path), "exec"), ns)  # noqa: S102
+    flashinfer = _flashinfer_scope(src, platform)  # the release's own can_use_trtllm_attention and its helpers
+    return {
+        "vllm.config": SimpleNamespace(get_current_vllm_config=lambda: SimpleNamespace(model_config=None)),
+        "vllm.v1.attention.ops.flashmla": SimpleNamespace(
+            is_flashmla_dense_supported=ns["is_flashmla_dense_supported"]
+        ),
+        "vllm.utils.flashinfer": SimpleNamespace(
+            supports_trtllm_attention=flashinfer["can_use_trtllm_attention"].__globals__["supports_trtllm_attention"],
+            force_use_trtllm_attention=lambda: None,
+        ),
+        "tokenspeed_mla": SimpleNamespace(),
+    }
+
+
+def _configs(mla: bool):
+    """One axis at a time away from a plain configuration, on every SM the lab's GPUs have (and 12.0)."""
+    from lab.deployment.backend_rules import SelectorConfig
+
+    base = dict(
+        sm=90, head_size=576 if mla else 128, num_heads=8, dtype="bfloat16", kv="auto", block=None, use_mla=mla,
+        sink=False, swa=False, non_causal=False, attn_type="decoder", mm_prefix=False,
+    )  # fmt: skip
+    axes = dict(
+        head_size=(64, 72, 80, 96, 100, 192, 256, 320, 512, 576, 24), dtype=("float16", "float32"),
+        kv=("fp8", "fp8_e4m3", "fp8_e5m2", "float16"), block=(16, 32, 8, 64, 128, 1), sink=(True,), swa=(True,),
+        non_causal=(True,), attn_type=("encoder", "encoder_only", "encoder_decoder"), mm_prefix=(True,),
+        use_mla=(not mla,),
+    )  # fmt: skip
+    for sm in (80, 86, 89, 90, 100, 103, 120):
+        yield SelectorConfig(**{**base, "sm": sm})
+        yield SelectorConfig(**{**base, "sm": sm, "kv": "fp8", "head_size": 256})
+        for key, values in axes.items():
+            for value in values:
+                yield SelectorConfig(**{**base, "sm": sm, key: value})
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+def test_each_backends_other_checks_are_the_releases(series):
+    """lab/deployment/older_checks.py ``older_reasons`` against each backend's own validate_configuration in the
+    release (its class and bases compiled from its source): the same backends valid on every configuration
+    (tests/conformance/test_backend_selection_vllm.py holds 0.33.0's to the same standard)."""
+    from lab.deployment.backend_rules import RULES as BACKENDS
+    from lab.deployment.older_checks import older_reasons
+
+    src, compared = _source(series), []
+    modules = _local_modules(src)
+    saved = {name: sys.modules.get(name) for name in modules}
+    sys.modules.update(modules)  # the checks import these where they run
+    try:
+        for name, rule in BACKENDS.items():
+            file, cls = rule.source.split(":")
+            path = src / file.removeprefix("vllm/")
+            if (
+                "sparse" in rule.flags
+                or not path.is_file()
+                or not any(isinstance(c, ast.ClassDef) and c.name == cls for c in _tree(path).body)
+            ):
+                continue
+            klass, ns = _release_backend(src, rule.source)
+            takes = inspect.signature(klass.validate_configuration).parameters
+            for c in _configs("mla" in rule.flags):
+                _AT["sm"] = c.sm
+                given = dict(
+                    head_size=c.head_size, dtype=c.dtype, kv_cache_dtype=c.kv, block_size=c.block, use_mla=c.use_mla,
+                    has_sink=c.sink, use_sparse=False, use_mm_prefix=c.mm_prefix, use_per_head_quant_scales=False,
+                    device_capability=ns["DeviceCapability"](c.sm // 10, c.sm % 10), attn_type=c.attn_type,
+                )  # fmt: skip
+                if "use_non_causal" in takes:
+                    given["use_non_causal"] = c.non_causal
+                assert "has_sliding_window" not in takes  # no sliding-window check in these releases
+                release = klass.validate_configuration(**given)
+                assert (not release) == (not older_reasons(name, c, RULES[series])), (name, c, release)
+            compared.append(name)
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+    assert {"FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION", "TRITON_MLA", "FLASHMLA"} <= set(compared)
+
+
+@pytest.mark.parametrize("series, caps", [("0.19", True), ("0.22", False)])
+def test_the_mamba_block_check_under_full_graphs_is_the_releases(series, caps):
+    """0.19.1's GPUModelRunner._check_and_update_cudagraph_mode caps the capture sizes at the mamba cache's blocks
+    under FULL graphs; 0.22.1's (and 0.33.0's) resolve_cudagraph_mode_and_sizes refuses max_num_seqs above them. Both
+    need the KV cache's block count, which the lab does not model: its answer says which the release does
+    (lab/deployment/hybrid_block.py mamba_block_check_note)."""
+    from lab.deployment.hybrid_block import mamba_block_check_note
+
+    src = _source(series)
+    runner = _tree(src / "v1" / "worker" / "gpu_model_runner.py")
+    check = next(
+        f for c in runner.body if isinstance(c, ast.ClassDef) and c.name == "GPUModelRunner"
+        for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "_check_and_update_cudagraph_mode"
+    )  # fmt: skip
+    capping = [
+        n for n in ast.walk(check)
+        if isinstance(n, ast.If) and "has_full_cudagraphs()" in ast.unparse(n.test)
+        and "adjust_cudagraph_sizes_for_mamba_cache" in ast.unparse(n)
+    ]  # fmt: skip
+    assert bool(capping) is caps
+    resolve_fn = next(
+        (f for c in _tree(src / "config" / "compilation.py").body if isinstance(c, ast.ClassDef)
+         and c.name == "CompilationConfig" for f in c.body
+         if isinstance(f, ast.FunctionDef) and f.name == "resolve_cudagraph_mode_and_sizes"),
+        None,
+    )  # fmt: skip
+    refusing = resolve_fn is not None and "exceeds available Mamba cache" in ast.unparse(resolve_fn)
+    assert refusing is not caps
+    said = mamba_block_check_note(RULES[series], "FULL_AND_PIECEWISE")
+    assert ("caps the capture sizes" in said) is caps and ("refuses a max_num_seqs" in said) is not caps
+    assert mamba_block_check_note(RULES[series], "PIECEWISE") is None
+    installed = ast.unparse(
+        next(
+            f for c in _tree(_installed_033() / "config" / "compilation.py").body
+            if isinstance(c, ast.ClassDef) and c.name == "CompilationConfig"
+            for f in c.body if isinstance(f, ast.FunctionDef) and f.name == "resolve_cudagraph_mode_and_sizes"
+        )
+    )  # fmt: skip
+    assert "exceeds available Mamba cache" in installed  # 0.33.0 refuses as 0.22.1 does
+    assert "refuses a max_num_seqs" in mamba_block_check_note("0.33.0", "FULL")
+
+
+@pytest.mark.parametrize("series", ["0.19", "0.22"])
+def test_the_backends_the_release_names_are_its_enums(series):
+    """older_checks.py release_backends: the lab's backends that the release's AttentionBackendEnum
+    (vllm/v1/attention/backends/registry.py) has; a selected backend outside it is "Unknown attention backend"."""
+    from lab.deployment.backend_rules import RULES as BACKENDS
+    from lab.deployment.older_checks import release_backends
+
+    registry = _tree(_source(series) / "v1" / "attention" / "backends" / "registry.py")
+    enum_node = next(c for c in registry.body if isinstance(c, ast.ClassDef) and c.name == "AttentionBackendEnum")
+    members = {ast.unparse(n.targets[0]) for n in enum_node.body if isinstance(n, ast.Assign)}
+    assert set(release_backends(RULES[series])) == set(BACKENDS) & members

@@ -241,3 +241,13 @@ def test_a_backend_the_release_has_not_yet_is_unknown_there():
         VllmRefusal, match="vLLM 0.19.1 would not start this: Unknown attention backend: 'TOKENSPEED_MLA'"
     ):
         resolve(line, "B200", vllm="0.19.1")
+
+
+@pytest.mark.parametrize("size", ["0", "-16"])
+def test_a_mamba_block_size_vllm_refuses_is_refused(size):
+    """vllm/config/cache.py: ``mamba_block_size: int | None = Field(default=None, gt=0)``; the lab fell back to the
+    model's chunk instead."""
+    from lab.deployment.serve_line import ServeLineError
+
+    with pytest.raises(ServeLineError, match="mamba_block_size must be greater than 0"):
+        resolve(JAMBA + f" --enable-prefix-caching --mamba-block-size={size}", "H200", vllm="0.22.1")

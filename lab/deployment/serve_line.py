@@ -109,6 +109,13 @@ def _int(text, flag):
     return human_readable_int(text, flag)
 
 
+def _mamba_block_size(text, flag):
+    value = human_readable_int(text, flag)
+    if value <= 0:  # vllm/config/cache.py CacheConfig.mamba_block_size: Field(default=None, gt=0)
+        raise ServeLineError(f"{flag} {value}: vLLM refuses it (CacheConfig.mamba_block_size must be greater than 0)")
+    return value
+
+
 def _str(text, flag):
     return str(text)
 
@@ -150,7 +157,7 @@ READERS = {
     "mamba_cache_dtype": _str,  # a hybrid's mamba state page, so its block alignment (mamba_state.py)
     "mamba_ssm_cache_dtype": _str,
     "mamba_cache_mode": _str,  # "align" or "none" (0.19.1 / 0.22.1 also pick "all" themselves: hybrid_block.py)
-    "mamba_block_size": _int,  # mode "all"'s chunk grid in 0.19.1 / 0.22.1 (hybrid_block.py)
+    "mamba_block_size": _mamba_block_size,  # mode "all"'s chunk grid in 0.19.1 / 0.22.1 (hybrid_block.py)
     "enable_chunked_prefill": _bool,  # the scheduler's limits (and vLLM's refusal without it)
     "runner": _str,  # "pooling": graph mode and async scheduling
     "convert": _str,  # a generative model adapted for pooling runs the pooling runner

@@ -106,3 +106,25 @@ def test_the_draft_config_inferences_the_lab_names_are_vllms():
     for name in ("MuseGlimmerAssistantModel", "Qwen3DSparkModel", "Gemma4DSparkModel", "DSparkDraftModel"):
         assert name in source and name in method_from_draft_name.__doc__, name
     assert "in get_args(MTPModelTypes)" in source and "MTPModelTypes" in method_from_draft_name.__doc__
+
+
+@pytest.mark.parametrize("size", [0, -16, 512])
+def test_a_mamba_block_size_is_refused_where_vllms_cache_config_refuses_it(size):
+    """vLLM's own CacheConfig validates --mamba-block-size (Field(gt=0)); the lab refuses the same values."""
+    from pydantic import ValidationError
+    from vllm.config.cache import CacheConfig
+
+    from lab.deployment.serve_line import ServeLineError
+
+    line = f"vllm serve ai21labs/AI21-Jamba-1.5-Mini --enable-prefix-caching --mamba-block-size={size}"
+    try:
+        CacheConfig(mamba_block_size=size)
+        vllm_refuses = False
+    except ValidationError:
+        vllm_refuses = True
+    try:
+        resolve(line, "H200", vllm="0.22.1")
+        lab_refuses = False
+    except ServeLineError:
+        lab_refuses = True
+    assert lab_refuses == vllm_refuses

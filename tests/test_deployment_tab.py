@@ -182,3 +182,13 @@ def test_the_replay_link_opens_a_view_the_app_knows(client):
     href = link.split('href="')[1].split('"')[0].replace("&amp;", "&")
     query = urllib.parse.parse_qs(urllib.parse.urlparse(href).query)
     assert query["tab"] == ["lengths"] and "lengths" in ALL_VIEWS
+
+
+def test_a_release_the_box_does_not_list_can_be_typed(client):
+    """The release box lists five releases; a 0.21.0 log's excerpt must be compared with 0.21.0 (s5a noticed the app
+    could not). A typed release the lab does not follow is refused under the line, its text escaped."""
+    line, _ = EXAMPLES["dense + EAGLE3 on H200"]
+    msg, md, *_ = client.predict(line, "H200", "0.21.0", 16, 2048, 256, api_name="/deployment")
+    assert msg == "" and "vLLM 0.21.0" in md.replace("`", "")
+    msg, md2, *_ = client.predict(line, "H200", "<b>0.9</b>", 16, 2048, 256, api_name="/deployment")
+    assert "the lab follows vLLM" in msg and "&lt;b&gt;" in msg and "<b>0.9" not in msg

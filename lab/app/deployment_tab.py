@@ -257,8 +257,15 @@ def add_deployment_tab() -> None:
             )
             # every GPU the resolver knows (the examples include A100 and L40S rows): a list, too many for a radio
             gpu = gr.Dropdown(list(DEPLOYMENT_GPUS), value=first_gpu, label="GPU", elem_id="dep-gpu", scale=0)
+            # any release may be typed (a 0.21.0 log's excerpt is compared with 0.21.0): resolve refuses one the lab
+            # does not follow, under the line
             vllm = gr.Dropdown(
-                list(DEPLOYMENT_RELEASES), value=REFERENCE_RELEASE, label="vLLM release", elem_id="dep-vllm", scale=0
+                list(DEPLOYMENT_RELEASES),
+                value=REFERENCE_RELEASE,
+                label="vLLM release",
+                elem_id="dep-vllm",
+                scale=0,
+                allow_custom_value=True,
             )
         line = gr.Textbox(first_line, label="vllm serve line", lines=2, max_lines=6, elem_id="dep-line")
         # The default example answered when the page is built (about 0.1 s): the tab opens on an answer.

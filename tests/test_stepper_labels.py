@@ -84,3 +84,21 @@ def test_an_axis_that_says_where_its_labels_go_is_left_to_plotly(steps):
     assert out["xaxis"] == {"title": {"text": "x"}, "ticklabeloverflow": "allow"}
     assert out["yaxis"] == layout["yaxis"] and out["xaxis2"] == layout["xaxis2"]
     assert "yaxis2" not in out and out["height"] == 300, "an axis the figure does not have is not added"
+
+
+def test_a_later_relayout_that_brings_a_label_past_the_edge_gets_plotlys_default_back(steps):
+    # Drawn with every label inside, then the axis moved (as a chapter's mark, the walk or presenter mode's fit
+    # relayout a drawn figure): the first label now reaches past the edge.
+    out = steps.evaluate(
+        _BOTH.replace(
+            "return {quick",
+            "const range = {'xaxis.range': [0, 3.4]};"
+            " await Plotly.relayout(quick, range); await Plotly.relayout(plain, range);"
+            " await new Promise((r) => setTimeout(r, 300));"
+            " return {quick",
+        ),
+        _figure("a longer first label", left=-0.5),
+    )
+    hidden = [label for label in out["plain"] if not label[2]]
+    assert hidden and hidden[0][1] == "a longer first label", f"the case is not tested: {out}"
+    assert out["again"] == 1 and out["quick"] == out["plain"], out

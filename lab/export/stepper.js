@@ -498,13 +498,38 @@ window.LabSteps = class LabSteps {
     return false;
   }
   // Draw a figure into gd: the quick route (LabSteps.unmeasured, then the check), or Plotly.react of it as it is.
+  // gd.__labUnmeasured: the axes drawn unmeasured, until a label reaches past the edge.
   static async paint(gd, data, layout) {
     if (!LabSteps.PLAIN) {
-      await Plotly.react(gd, data, LabSteps.unmeasured(layout), LabSteps.CONFIG);
+      const quick = LabSteps.unmeasured(layout);
+      gd.__labPainting = true;
+      try {
+        await Plotly.react(gd, data, quick, LabSteps.CONFIG);
+      } finally {
+        gd.__labPainting = false;
+      }
+      gd.__labUnmeasured = Object.keys(quick).filter((k) => quick[k] !== layout[k]);
+      LabSteps.guardLabels(gd);
       if (!LabSteps.labelsPastEdge(gd)) return;
       gd.__labDrawnAgain = (gd.__labDrawnAgain || 0) + 1; // a label past the edge: drawn as it is
     }
+    gd.__labUnmeasured = null;
     await Plotly.react(gd, data, layout, LabSteps.CONFIG);
+  }
+  // A later drawing of the same figure (a chapter's mark, the walk, presenter mode's fit: Plotly.relayout) is checked
+  // too: where it brought a label past the edge, the axes get Plotly's default back.
+  // Added again at each paint: Plotly.purge (newPlot, a figure Gradio draws) takes a plot's listeners off.
+  static guardLabels(gd) {
+    if (!gd.on) return;
+    if (gd.__labGuard && gd.removeListener) gd.removeListener("plotly_afterplot", gd.__labGuard);
+    gd.__labGuard = () => {
+      const axes = gd.__labUnmeasured;
+      if (gd.__labPainting || !axes || !axes.length || !LabSteps.labelsPastEdge(gd)) return;
+      gd.__labUnmeasured = null;
+      gd.__labDrawnAgain = (gd.__labDrawnAgain || 0) + 1;
+      Plotly.relayout(gd, Object.fromEntries(axes.map((k) => [`${k}.ticklabeloverflow`, null])));
+    };
+    gd.on("plotly_afterplot", gd.__labGuard);
   }
   // Draw step i of a view into the plot gd; draws into one plot run one after another, in call order.
   // ``level``: the height a side-by-side pair shares (lab/app/page.js pairHeight), or none.

@@ -38,7 +38,7 @@ def register(sub) -> None:
     sp.add_argument(
         "--plain-too",
         action="store_true",
-        help="bench app: every second click draws the plain way (LabSteps.PLAIN), printed on a line of its own",
+        help="bench app: runs of 5 clicks take turns drawing the plain way (LabSteps.PLAIN), printed apart",
     )
     sp.add_argument(
         "--hostile",

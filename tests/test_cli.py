@@ -142,7 +142,9 @@ def test_bench_app_takes_a_room(monkeypatch):
     assert got["room"] == 30 and len(got["sizes"]) == 4 and got["clicks"] == 40
     # Issue 49: the two widths it names, and fewer clicks; a bad window is refused with its reason.
     assert main(["bench", "app", "--room", "30", "--sizes", "1366x768,683X768", "--clicks", "20"]) == 0
-    assert got == {"room": 30, "sizes": ((1366, 768), (683, 768)), "clicks": 20}
+    assert got == {"room": 30, "sizes": ((1366, 768), (683, 768)), "clicks": 20, "plain_too": False}
+    # Issue 49: the page's drawing and the plain one, click by click under the same load.
+    assert main(["bench", "app", "--plain-too"]) == 0 and got["plain_too"] is True
     with pytest.raises(SystemExit, match="not WIDTHxHEIGHT"):
         main(["bench", "app", "--sizes", "1366x768,99999x2"])
 

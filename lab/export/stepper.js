@@ -445,8 +445,9 @@ window.LabSteps = class LabSteps {
     const b = gd.__labWalkButton;
     const size = gd._fullLayout && gd._fullLayout._size;
     if (!b) return;
-    b.style.display = LabSteps.walkPlan(gd) && size ? "" : "none";
-    if (!size) return;
+    const shown = !!(LabSteps.walkPlan(gd) && size);
+    b.style.display = shown ? "" : "none";
+    if (!shown) return; // a hidden button is not placed: reading offsetTop forces a layout at every drawing
     b.style.top = `${gd.offsetTop + size.t + size.h + 24}px`;
     b.style.left = `${gd.offsetLeft + 4}px`;
   }
@@ -461,6 +462,75 @@ window.LabSteps = class LabSteps {
     }
     return out;
   }
+  // Plotly's default for the tick labels of a numeric axis, ticklabeloverflow "hide past div", measures every label
+  // at every drawing to hide those that reach past the figure's edge: Drawing.bBox of the label's group, which it
+  // cannot cache, one forced style-and-layout pass a label, twice where the labels are turned (about 100 a click on
+  // the per-request lengths view at 683 px, 40% of its Plotly.react; issue 49's ▶ next). LabSteps draws with "allow"
+  // (nothing measured) and reads the labels' boxes once after: where a label reaches past the edge, the figure is
+  // drawn again as it is, so what shows is what Plotly's default draws. LabSteps.PLAIN: always as it is (the route
+  // tests/test_app_browser_next.py and tests/test_stepper_labels.py compare the fast one with).
+  static PLAIN = false;
+  static AXIS_KEY = /^[xy]axis\d*$/;
+  static unmeasured(layout) {
+    const out = Object.assign({}, layout);
+    for (const k of Object.keys(layout).filter((k) => LabSteps.AXIS_KEY.test(k))) {
+      const ax = layout[k];
+      // an axis that says how its labels overflow, or puts them inside the plot, is left to Plotly
+      if (!ax || typeof ax !== "object" || ax.ticklabeloverflow !== undefined || ax.ticklabelposition !== undefined) {
+        continue;
+      }
+      out[k] = Object.assign({}, ax, {ticklabeloverflow: "allow"});
+    }
+    return out;
+  }
+  // Whether a tick label drawn reaches past the figure's box (where "hide past div" hides it), read after the drawing
+  // (one layout pass): each axis's layer of labels as a whole, and its labels one by one where the layer reaches out.
+  static labelsPastEdge(gd) {
+    const paper = gd.querySelector(".main-svg");
+    if (!paper) return false;
+    const box = paper.getBoundingClientRect();
+    const out = (r) => (r.width || r.height) && (r.left < box.left || r.right > box.right || r.top < box.top ||
+      r.bottom > box.bottom);
+    for (const layer of gd.querySelectorAll(".xaxislayer-above, .yaxislayer-above")) {
+      if (!out(layer.getBoundingClientRect())) continue;
+      for (const t of layer.querySelectorAll("text")) if (out(t.getBoundingClientRect())) return true;
+    }
+    return false;
+  }
+  // Draw a figure into gd: the quick route (LabSteps.unmeasured, then the check), or Plotly.react of it as it is.
+  // gd.__labUnmeasured: the axes drawn unmeasured, until a label reaches past the edge.
+  static async paint(gd, data, layout) {
+    if (!LabSteps.PLAIN) {
+      const quick = LabSteps.unmeasured(layout);
+      gd.__labPainting = true;
+      try {
+        await Plotly.react(gd, data, quick, LabSteps.CONFIG);
+      } finally {
+        gd.__labPainting = false;
+      }
+      gd.__labUnmeasured = Object.keys(quick).filter((k) => quick[k] !== layout[k]);
+      LabSteps.guardLabels(gd);
+      if (!LabSteps.labelsPastEdge(gd)) return;
+      gd.__labDrawnAgain = (gd.__labDrawnAgain || 0) + 1; // a label past the edge: drawn as it is
+    }
+    gd.__labUnmeasured = null;
+    await Plotly.react(gd, data, layout, LabSteps.CONFIG);
+  }
+  // A later drawing of the same figure (a chapter's mark, the walk, presenter mode's fit: Plotly.relayout) is checked
+  // too: where it brought a label past the edge, the axes get Plotly's default back.
+  // Added again at each paint: Plotly.purge (newPlot, a figure Gradio draws) takes a plot's listeners off.
+  static guardLabels(gd) {
+    if (!gd.on) return;
+    if (gd.__labGuard && gd.removeListener) gd.removeListener("plotly_afterplot", gd.__labGuard);
+    gd.__labGuard = () => {
+      const axes = gd.__labUnmeasured;
+      if (gd.__labPainting || !axes || !axes.length || !LabSteps.labelsPastEdge(gd)) return;
+      gd.__labUnmeasured = null;
+      gd.__labDrawnAgain = (gd.__labDrawnAgain || 0) + 1;
+      Plotly.relayout(gd, Object.fromEntries(axes.map((k) => [`${k}.ticklabeloverflow`, null])));
+    };
+    gd.on("plotly_afterplot", gd.__labGuard);
+  }
   // Draw step i of a view into the plot gd; draws into one plot run one after another, in call order.
   // ``level``: the height a side-by-side pair shares (lab/app/page.js pairHeight), or none.
   draw(gd, view, i, presenter, maxHeight, level) {
@@ -473,7 +543,7 @@ window.LabSteps = class LabSteps {
       if (!(v.wide && gd.__labDrawn === id)) {
         const fig = await this.figure(view, i, presenter, maxHeight, narrow, (gd.parentElement || gd).clientWidth);
         if (level) fig.layout = LabSteps.grownTo(fig.layout, level);
-        await Plotly.react(gd, fig.data, fig.layout, LabSteps.CONFIG);
+        await LabSteps.paint(gd, fig.data, fig.layout);
         gd.__labDrawn = id;
         gd.__labNatural = fig.natural; // the height before any cut: lab/app/page.js fits from it
         gd.__labSized = gd.layout;

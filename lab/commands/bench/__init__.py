@@ -36,6 +36,11 @@ def register(sub) -> None:
     )
     sp.add_argument("--clicks", type=int, default=40, help="bench app: clicks on next per view and window")
     sp.add_argument(
+        "--plain-too",
+        action="store_true",
+        help="bench app: runs of 5 clicks take turns drawing the plain way (LabSteps.PLAIN), printed apart",
+    )
+    sp.add_argument(
         "--hostile",
         action="store_true",
         help="bench room: attackers in the room too (lab/commands/bench/room_hostile.py), the server's RSS watched",
@@ -75,7 +80,7 @@ def cmd_bench(args) -> int:
         # the Gradio app's package: kept out of `python -m lab --help`
         from lab.commands.bench.app import parse_sizes, run_bench_app
 
-        run_bench_app(room=args.room, sizes=parse_sizes(args.sizes), clicks=args.clicks)
+        run_bench_app(room=args.room, sizes=parse_sizes(args.sizes), clicks=args.clicks, plain_too=args.plain_too)
         return 0
     if args.what == "room" and args.refusals:
         from lab.commands.bench.room_hostile_cost import run_refusals  # deferred: gradio_client

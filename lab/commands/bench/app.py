@@ -122,21 +122,7 @@ def bench_server(preset: str, view: str, repeat: int = 1) -> dict:
     }
 
 
-def clicks_on_next(page, view: str, clicks: int) -> dict:
-    """``clicks`` clicks on next in ``page`` (an app page on ``view``, its step data in), each timed until the
-    headline, the summary and the figure show the next step; p50/p95/max and Plotly.react's p50 share."""
-    page.evaluate(_WRAP_REACT_JS)
-    n = int(page.evaluate("() => document.querySelector('#step input[type=number]').max") or 0)
-    start = int(page.evaluate("() => document.querySelector('#step input[type=number]').value") or 0)
-    how = page.evaluate(_HOW_JS)
-    page.evaluate(_CLICK_JS, [start, how])  # warm-up
-    times, react = [], []
-    for i in range(start + 1, min(start + clicks, n - 1) + 1):
-        ms, react_ms = page.evaluate(_CLICK_JS, [i, how])
-        if ms < 0:
-            raise RuntimeError(f"step {i + 1} was not drawn within 30 s ({view})")
-        times.append(ms)
-        react.append(react_ms)
+def _timed(times: list, react: list) -> dict:
     return {
         "clicks": len(times),
         "p50_ms": float(np.percentile(times, 50)),
@@ -146,8 +132,50 @@ def clicks_on_next(page, view: str, clicks: int) -> dict:
     }
 
 
+# --plain-too: the two ways take turns in runs of this many clicks; the first click of a run, drawn after the other
+# way, is not counted (the axes' overflow setting changes under it, which a click of the app never sees).
+PLAIN_RUN = 5
+
+
+def clicks_on_next(page, view: str, clicks: int, plain_too: bool = False) -> dict:
+    """``clicks`` clicks on next in ``page`` (an app page on ``view``, its step data in), each timed until the
+    headline, the summary and the figure show the next step; p50/p95/max and Plotly.react's p50 share.
+    ``plain_too``: runs of PLAIN_RUN clicks take turns drawing the page's way and the plain way (``LabSteps.PLAIN``:
+    Plotly.react of the figure as it is, lab/export/stepper.js), timed apart under the same load ("plain": the same
+    numbers)."""
+    page.evaluate(_WRAP_REACT_JS)
+    n = int(page.evaluate("() => document.querySelector('#step input[type=number]').max") or 0)
+    start = int(page.evaluate("() => document.querySelector('#step input[type=number]').value") or 0)
+    how = page.evaluate(_HOW_JS)
+    page.evaluate(_CLICK_JS, [start, how])  # warm-up
+    runs = {False: ([], []), True: ([], [])}  # plain? -> (click ms, react ms)
+    for k, i in enumerate(range(start + 1, min(start + clicks, n - 1) + 1)):
+        plain = plain_too and (k // PLAIN_RUN) % 2 == 1
+        if plain_too and k % PLAIN_RUN == 0:
+            page.evaluate(f"() => {{ LabSteps.PLAIN = {str(plain).lower()}; }}")
+        ms, react_ms = page.evaluate(_CLICK_JS, [i, how])
+        if ms < 0:
+            raise RuntimeError(f"step {i + 1} was not drawn within 30 s ({view})")
+        if plain_too and k % PLAIN_RUN == 0 and k:
+            continue
+        runs[plain][0].append(ms)
+        runs[plain][1].append(react_ms)
+    if plain_too:
+        page.evaluate("() => { LabSteps.PLAIN = false; }")
+    out = _timed(*runs[False])
+    if plain_too and runs[True][0]:
+        out["plain"] = _timed(*runs[True])
+    return out
+
+
 def bench_browser(
-    url: str, preset: str, views: tuple[str, ...], clicks: int = 40, play_s: float = 5.0, viewport=(1366, 768)
+    url: str,
+    preset: str,
+    views: tuple[str, ...],
+    clicks: int = 40,
+    play_s: float = 5.0,
+    viewport=(1366, 768),
+    plain_too: bool = False,
 ) -> dict:
     """Click → redraw in headless Chromium per view, and the play rate."""
     from playwright.sync_api import sync_playwright  # deferred: optional (the browser bench only)
@@ -161,7 +189,7 @@ def bench_browser(
             page.goto(f"{url}?preset={preset}&step=0&tab={view}")
             page.locator("#plot .main-svg").first.wait_for()
             page.wait_for_function("() => (window.__labSynced || 0) >= 1")
-            out[view] = clicks_on_next(page, view, clicks)
+            out[view] = clicks_on_next(page, view, clicks, plain_too)
         # Play: steps per second on the heaviest per-step view.
         view = views[0]
         page.goto(f"{url}?preset={preset}&step=0&tab={view}")
@@ -217,7 +245,13 @@ def _room(url: str, sessions: int):
 
 
 def run_bench_app(
-    preset: str | None = None, repeat: int = 2, clicks: int = 40, out=None, room: int = 0, sizes=SIZES
+    preset: str | None = None,
+    repeat: int = 2,
+    clicks: int = 40,
+    out=None,
+    room: int = 0,
+    sizes=SIZES,
+    plain_too: bool = False,
 ) -> dict:
     preset = preset or DEFAULT_PRESET
     w = (out or sys.stdout).write
@@ -238,7 +272,9 @@ def run_bench_app(
         with _room(url, room) as results["room"]:
             if os.path.exists(CHROMIUM):
                 for size in sizes:
-                    results["browser"][size] = bench_browser(url, preset, views, clicks, viewport=size)
+                    results["browser"][size] = bench_browser(
+                        url, preset, views, clicks, viewport=size, plain_too=plain_too
+                    )
                     results["load"][size] = os.getloadavg()[0]  # the 1-minute load as this window's clicks ended
     w(
         f"  {'view':<12} {'size':>9} {'browser click->redraw p50 / p95 / max':>40}  {'Plotly.react p50':>16}   "
@@ -252,6 +288,10 @@ def run_bench_app(
             rs = f"{b['react_p50_ms']:6.0f} ms" if b else ""
             size_s = f"{size[0]}x{size[1]}" if size else f"(no {CHROMIUM})"
             w(f"  {view:<12} {size_s:>9} {bs:>40}  {rs:>16}   {sv['p50_ms']:5.1f} / {sv['p95_ms']:5.1f} ms\n")
+            pb = (b or {}).get("plain")
+            if pb:
+                ps = f"{pb['p50_ms']:6.0f} / {pb['p95_ms']:4.0f} / {pb['max_ms']:4.0f} ms ({pb['clicks']} clicks)"
+                w(f"  {'  plain':<12} {'':>9} {ps:>40}  {pb['react_p50_ms']:6.0f} ms\n")
         if size:
             w(f"  {'':<12} {'':>9} load average (1 min) as these clicks ended: {results['load'][size]:.1f}\n")
     for size, res in results["browser"].items():

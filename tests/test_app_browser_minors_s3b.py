@@ -111,7 +111,6 @@ def test_notebook_figures_fit_the_output_area(browser, width):
     from plotly.offline import get_plotlyjs
 
     from lab import Scenario, simulate
-    from lab.presets import PRESETS
     from lab.views import ALL_VIEWS, as_figure
 
     pio.renderers.default = "plotly_mimetype"
@@ -123,7 +122,7 @@ def test_notebook_figures_fit_the_output_area(browser, width):
     # At 315 px both (stale-block-reuse's hero writes a note on its bar).
     cases = (("eagle-k3", 20), ("stale-block-reuse", 24))[: 1 if 315 < width < 560 else 2]
     for preset, step in cases:
-        trace = simulate(Scenario.from_spec(PRESETS[preset][0]))
+        trace = simulate(Scenario.preset(preset))  # as the notebooks make it: the recorded view finds its recordings
         for name, (_, fn, _) in ALL_VIEWS.items():
             bundle = as_figure(fn(trace, step))._repr_mimebundle_()["application/vnd.plotly.v1+json"]
             texts, drawn, over, overlap, inside = page.evaluate(_CUT, [bundle, width])

@@ -24,16 +24,18 @@ NOTEBOOK_TEXT_PX = NOTEBOOK_AREA_PX - 40
 # the right one holds nothing once the legends are at the foot (at 315 px the two took half the area).
 SIDE_L, SIDE_R = 64, 20
 LEGEND_ROW = 20  # a legend row at the views' 10 px legend font
+AXIS_FOOT_PX = 50  # an x axis's tick labels and title, under the plot
 CHAR = 0.56  # a character's width over its font size (LabSteps.fitText)
 SUP = 0.7  # a <sup>'s size over its line's
 _TAGS = re.compile(r"<[^>]*>")
 
 
 def wrapped(line: str, chars: int) -> list[str]:
-    """An HTML line (no <br>) broken at spaces into pieces of at most ``chars`` visible characters."""
+    """An HTML line (no <br>) broken at spaces into pieces of at most ``chars`` visible characters; a word longer
+    than that (a scenario's spec, 16p1ko128_bs=32_k=3_…, in the recorded view) after its "_"s."""
     pieces: list[str] = []
     cur, n = "", 0
-    for word in line.split(" "):
+    for word in (part for spaced in line.split(" ") for part in _parts(spaced, chars)):
         size = len(_TAGS.sub("", word))
         if cur and n + 1 + size > chars:
             pieces.append(cur)
@@ -42,6 +44,19 @@ def wrapped(line: str, chars: int) -> list[str]:
             n += (1 if cur else 0) + size
             cur = f"{cur} {word}" if cur else word
     return [*pieces, cur] if cur else pieces
+
+
+def _parts(word: str, chars: int) -> list[str]:
+    """``word`` as itself, or, longer than ``chars`` and without tags, in runs cut after a "_" (where it has one)."""
+    if len(word) <= chars or "<" in word or "_" not in word:
+        return [word]
+    runs, cur = [], ""
+    for bit in re.findall(r"[^_]*_|[^_]+$", word):
+        if cur and len(cur) + len(bit) > chars:
+            runs.append(cur)
+            cur = ""
+        cur += bit
+    return [*runs, cur] if cur else runs
 
 
 def fit_text(text: str, width: float, size: float) -> tuple[str, int]:
@@ -131,6 +146,13 @@ def notebook_layout(layout: dict, width: float = NOTEBOOK_TEXT_PX, data: list | 
             y = a.get("y") or 0
             if a.get("yanchor") == "top" and y < 0:  # at the foot: the bottom margin grows
                 grow_b += math.ceil(added * 1.3 * size)
+                # and a note hung closer to the plot than its x axis's ticks and title (the recorded view's, 10% of
+                # a plot of about 250 px) goes under them: its lines, more now, had reached up over the title
+                plot_h = (out.get("height") or 450) - margin["t"] - margin["b"]
+                if -y * plot_h < AXIS_FOOT_PX and (out.get("xaxis") or {}).get("title"):
+                    fitted_shift = math.ceil(AXIS_FOOT_PX + y * plot_h)
+                    a = {**a, "yshift": (a.get("yshift") or 0) - fitted_shift}
+                    grow_b += fitted_shift
             elif a.get("yanchor") == "bottom" and y >= 1 and added:  # a panel's title over the plot's top
                 grow_t += math.ceil(added * 1.3 * size)
             elif a.get("yanchor") == "top" and 0 < y < 1 and added and out.get("height"):

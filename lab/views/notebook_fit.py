@@ -108,7 +108,11 @@ def notebook_layout(layout: dict, width: float = NOTEBOOK_TEXT_PX, data: list | 
     data = data or []
     font = (out.get("font") or {}).get("size") or 12
     legends = _legends_at_foot(out, data, NOTEBOOK_AREA_PX)
-    grow_b = sum(h for _, h in legends)
+    offset, at_foot = _legend_offset(layout, legends)
+    b0 = (layout.get("margin") or {}).get("b", 80)
+    # the legends from ``offset`` px under the plot down, or (under a foot note) at the figure's very foot
+    bands = sum(h for _, h in legends)
+    grow_b = bands if at_foot else max(0, offset + bands - b0)
     _narrow_sides(out)
     _wider_side_panels(out)
     margin = {"t": 100, "b": 80, "l": 80, "r": 80, **(out.get("margin") or {})}
@@ -127,7 +131,8 @@ def notebook_layout(layout: dict, width: float = NOTEBOOK_TEXT_PX, data: list | 
             line = math.ceil(1.3 * size)
             grow_t = added * line
             out["title"] = {**title, "text": fitted, "yref": "container", "yanchor": "top"}
-    grow_b += _axis_titles(out, plot_w, font)
+    axis_grow = _axis_titles(out, plot_w, font)
+    grow_b += axis_grow
     _dense_ticks(out, data, plot_w)
     _sparse_ticks(out, plot_w, font)
     notes = []
@@ -174,12 +179,31 @@ def notebook_layout(layout: dict, width: float = NOTEBOOK_TEXT_PX, data: list | 
         out["height"] = (out.get("height") or 450) + grow_t + grow_b  # plotly's default height is 450
     if grow_t:
         out["title"]["y"] = 1 - (line + 12) / out["height"]
-    # the legends stacked from the figure's foot up, each at its px from the foot (the height is now final)
-    below = 0
-    for key, h in reversed(legends):
-        out[key] = {**out[key], "y": below / (out.get("height") or 450)}
-        below += h
+    # the legends one under the other, each at its px from the foot (the height is now final): at the foot, from
+    # the bottom up; else from under the x axis down, the room a wider output area leaves under them
+    height = out.get("height") or 450
+    b = (out.get("margin") or {}).get("b", b0)
+    below = 0 if at_foot else b - offset - axis_grow
+    for key, h in reversed(legends) if at_foot else legends:
+        if at_foot:
+            out[key] = {**out[key], "y": below / height}
+            below += h
+        else:
+            out[key] = {**out[key], "y": below / height, "yanchor": "top"}
+            below -= h
     return out
+
+
+def _legend_offset(layout: dict, legends: list) -> tuple[float, bool]:
+    """How far under the plot the legends may start (px): where the view's legend under the plot started, else
+    the view's bottom margin (its x axis's ticks and title); and whether they go to the very foot instead, under
+    a note at the figure's foot (the draft windows' "why" note)."""
+    margin = {"t": 100, "b": 80, **(layout.get("margin") or {})}
+    plot_h = (layout.get("height") or 450) - margin["t"] - margin["b"]
+    y = (layout.get(legends[0][0]) or {}).get("y") if legends else None
+    offset = min(margin["b"], -y * plot_h) if isinstance(y, (int, float)) and y < 0 else margin["b"]
+    foot = [a for a in layout.get("annotations") or [] if a.get("xref") == "paper" and (a.get("y") or 0) < 0]
+    return offset, bool(foot)
 
 
 def _legends_at_foot(out: dict, data: list, width: float) -> list[tuple[str, int]]:
@@ -187,8 +211,8 @@ def _legends_at_foot(out: dict, data: list, width: float) -> list[tuple[str, int
     plotly lays a horizontal legend in an output area ``width`` px wide: beside the plot it took the plot's width
     in a narrow output area (the timeline's three legends left it none at 315 px), and under the axis its rows ran
     over the axis title and the foot note (the draft windows at 480 px). The pages' twin: ``LabSteps.narrowed``
-    (lab/export/stepper.js). Changes ``out``'s legends (and a right margin kept for them); returns each legend's
-    key and the px the bottom margin grows for it."""
+    (lab/export/stepper.js). Changes ``out``'s legends (placed by ``notebook_layout``); returns each legend's key
+    and the px of its rows."""
     keys = sorted((k for k in out if re.fullmatch(r"legend\d*", k)), key=lambda k: int(k[6:] or 1)) or ["legend"]
     if out.get("showlegend") is False:
         return []
@@ -214,11 +238,7 @@ def _legends_at_foot(out: dict, data: list, width: float) -> list[tuple[str, int
             "yanchor": "bottom",
             "traceorder": "normal",
         }
-        # A legend that was under the plot leaves its rows in the bottom margin (one row a name standing, one row
-        # lying): the margin grows by what more the rows at the foot need (at 1366 px 170 px stood empty).
-        under = (legend.get("y") if legend.get("y") is not None else 1) < 0
-        had = (1 if legend.get("orientation") == "h" else len(names)) * LEGEND_ROW if under else 0
-        placed.append((key, max(0, math.ceil(rows * LEGEND_ROW) + 10 - had)))
+        placed.append((key, math.ceil(rows * LEGEND_ROW) + 10))
     return placed
 
 
@@ -291,7 +311,7 @@ def _dense_ticks(out: dict, data: list, plot_w: float) -> None:
         if each < max(len(c) for c in cats) * 0.6 * size + 4:  # the labels side by side would touch: stood up
             out[key] = {**axis, "tickangle": -90, "tickfont": {**(axis.get("tickfont") or {}), "size": size}}
         if each < 1.4 * size:  # and still touch (a line of type is about 1.3 of its size): smaller
-            small = max(7, math.floor(each / 1.4))
+            small = max(9, math.floor(each / 1.4))
             out[key] = {**out[key], "tickfont": {**(axis.get("tickfont") or {}), "size": small}}
 
 

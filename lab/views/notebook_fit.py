@@ -194,6 +194,16 @@ def notebook_layout(layout: dict, width: float = NOTEBOOK_TEXT_PX, data: list | 
     return out
 
 
+def _axis_foot(layout: dict) -> float:
+    """How far under the plot its x axis's tick labels and title reach (px), about: a tick label's row 20 px, the
+    title's standoff, its line 18 px. The pages' twin: ``LabSteps.axisFoot``."""
+    axis = layout.get("xaxis") or {}
+    title = axis.get("title")
+    text = title.get("text") if isinstance(title, dict) else title
+    standoff = (title.get("standoff") if isinstance(title, dict) else None) or 12
+    return 4 + 20 + (standoff + 18 if text else 0)
+
+
 def _legend_offset(layout: dict, legends: list) -> tuple[float, bool]:
     """How far under the plot the legends may start (px): where the view's legend under the plot started, else
     the view's bottom margin (its x axis's ticks and title); and whether they go to the very foot instead, under
@@ -201,7 +211,7 @@ def _legend_offset(layout: dict, legends: list) -> tuple[float, bool]:
     margin = {"t": 100, "b": 80, **(layout.get("margin") or {})}
     plot_h = (layout.get("height") or 450) - margin["t"] - margin["b"]
     y = (layout.get(legends[0][0]) or {}).get("y") if legends else None
-    offset = min(margin["b"], -y * plot_h) if isinstance(y, (int, float)) and y < 0 else margin["b"]
+    offset = min(margin["b"], -y * plot_h, _axis_foot(layout)) if isinstance(y, (int, float)) and y < 0 else margin["b"]
     foot = [a for a in layout.get("annotations") or [] if a.get("xref") == "paper" and (a.get("y") or 0) < 0]
     return offset, bool(foot)
 
@@ -221,7 +231,7 @@ def _legends_at_foot(out: dict, data: list, width: float) -> list[tuple[str, int
     placed = []
     for key in keys:
         legend = out.get(key) or {}
-        shown = [t for t in data if t.get("showlegend") is not False and t.get("name") and _legend_of(t) == key]
+        shown = [t for t in data if _in_legend(t) and _legend_of(t) == key]
         if legend.get("yref") == "container" or not shown or legend.get("visible") is False:
             continue
         names = [_TAGS.sub("", str(t["name"]).replace("<br>", "\n")) for t in shown]
@@ -240,6 +250,13 @@ def _legends_at_foot(out: dict, data: list, width: float) -> list[tuple[str, int
         }
         placed.append((key, math.ceil(rows * LEGEND_ROW) + 10))
     return placed
+
+
+def _in_legend(trace: dict) -> bool:
+    """Whether plotly draws ``trace`` in a legend: named, and not hidden (a heatmap's is hidden unless asked)."""
+    if not trace.get("name") or trace.get("showlegend") is False:
+        return False
+    return trace.get("showlegend") is True or not str(trace.get("type") or "").startswith(("heatmap", "histogram2d"))
 
 
 def _legend_of(trace: dict) -> str:

@@ -15,63 +15,15 @@ from __future__ import annotations
 import math
 import re
 
-# The narrowest output area a figure is made to fit: JupyterLab at 683 px (half a 1366 px laptop) with its file
-# browser open, its default, leaves 315 px; figures fitted to 480 px were cut there (issue 49, ux review 5 minor
-# 19). The widest a line of words may be: that area less 40 px.
-NOTEBOOK_AREA_PX = 315
-NOTEBOOK_TEXT_PX = NOTEBOOK_AREA_PX - 40
+from lab.views.notebook_text import CHAR, NOTEBOOK_AREA_PX, NOTEBOOK_TEXT_PX, TAGS, fit_text, text_px
+
+__all__ = ["NOTEBOOK_AREA_PX", "NOTEBOOK_TEXT_PX", "fit_text", "notebook_figure", "notebook_layout"]
+
 # Side margins in a notebook, where a view left plotly's 80 px: the y axis's ticks and title need about 60, and
 # the right one holds nothing once the legends are at the foot (at 315 px the two took half the area).
 SIDE_L, SIDE_R = 64, 20
 LEGEND_ROW = 20  # a legend row at the views' 10 px legend font
 AXIS_FOOT_PX = 50  # an x axis's tick labels and title, under the plot
-CHAR = 0.56  # a character's width over its font size (LabSteps.fitText)
-SUP = 0.7  # a <sup>'s size over its line's
-_TAGS = re.compile(r"<[^>]*>")
-
-
-def wrapped(line: str, chars: int) -> list[str]:
-    """An HTML line (no <br>) broken at spaces into pieces of at most ``chars`` visible characters; a word longer
-    than that (a scenario's spec, 16p1ko128_bs=32_k=3_…, in the recorded view) after its "_"s."""
-    pieces: list[str] = []
-    cur, n = "", 0
-    for word in (part for spaced in line.split(" ") for part in _parts(spaced, chars)):
-        size = len(_TAGS.sub("", word))
-        if cur and n + 1 + size > chars:
-            pieces.append(cur)
-            cur, n = word, size
-        else:
-            n += (1 if cur else 0) + size
-            cur = f"{cur} {word}" if cur else word
-    return [*pieces, cur] if cur else pieces
-
-
-def _parts(word: str, chars: int) -> list[str]:
-    """``word`` as itself, or, longer than ``chars`` and without tags, in runs cut after a "_" (where it has one)."""
-    if len(word) <= chars or "<" in word or "_" not in word:
-        return [word]
-    runs, cur = [], ""
-    for bit in re.findall(r"[^_]*_|[^_]+$", word):
-        if cur and len(cur) + len(bit) > chars:
-            runs.append(cur)
-            cur = ""
-        cur += bit
-    return [*runs, cur] if cur else runs
-
-
-def fit_text(text: str, width: float, size: float) -> tuple[str, int]:
-    """``text`` in lines at most ``width`` px wide at font ``size``: each <br> line, and each <sup> line at 0.7 of
-    the size, broken at spaces. (text, lines added)."""
-    # A <br> inside a <sup> (two-line subtitles): each line its own <sup>.
-    text = re.sub(r"<sup>(.*?)</sup>", lambda m: "<sup>" + "</sup><br><sup>".join(m[1].split("<br>")) + "</sup>", text)
-    out, added = [], 0
-    for line in text.split("<br>"):
-        sup = re.fullmatch(r"<sup>(.*)</sup>", line)
-        chars = max(20, math.floor(width / (CHAR * size * (SUP if sup else 1))))
-        pieces = wrapped(sup[1] if sup else line, chars)
-        added += len(pieces) - 1
-        out += [f"<sup>{p}</sup>" for p in pieces] if sup else pieces
-    return "<br>".join(out), added
 
 
 def legend_px(layout: dict, data: list) -> float:
@@ -80,7 +32,7 @@ def legend_px(layout: dict, data: list) -> float:
     legend = layout.get("legend") or {}
     if layout.get("showlegend") is False or legend.get("orientation") == "h":
         return 0
-    names = [_TAGS.sub("", str(t.get("name") or "")) for t in data if t.get("showlegend") is not False]
+    names = [TAGS.sub("", str(t.get("name") or "")) for t in data if t.get("showlegend") is not False]
     return 40 + 6.5 * max((len(n) for n in names if n), default=0) if any(names) else 0
 
 
@@ -144,7 +96,7 @@ def notebook_layout(layout: dict, width: float = NOTEBOOK_TEXT_PX, data: list | 
             narrow = room < 20 * CHAR * size  # fit_text breaks no shorter than 20 characters
             if narrow or a.get("xref", "x") != "paper" or (a.get("yanchor") == "top" and 0 < (a.get("y") or 0) < 1):
                 # on the data (its place is a value's) or between two panels: smaller type before more lines
-                size = min(size, max(9, math.floor(size * room / _text_px(a["text"], size))))
+                size = min(size, max(9, math.floor(size * room / text_px(a["text"], size))))
                 if size != ((a.get("font") or {}).get("size") or font):
                     a = {**a, "font": {**(a.get("font") or {}), "size": size}}
             fitted, added = fit_text(a["text"], min(room, width), size)
@@ -234,9 +186,9 @@ def _legends_at_foot(out: dict, data: list, width: float) -> list[tuple[str, int
         shown = [t for t in data if _in_legend(t) and _legend_of(t) == key]
         if legend.get("yref") == "container" or not shown or legend.get("visible") is False:
             continue
-        names = [_TAGS.sub("", str(t["name"]).replace("<br>", "\n")) for t in shown]
+        names = [TAGS.sub("", str(t["name"]).replace("<br>", "\n")) for t in shown]
         head = (legend.get("title") or {}).get("text")
-        rows = _legend_rows(([_TAGS.sub("", head)] if head else []) + names, width - SIDE_L - SIDE_R)
+        rows = _legend_rows(([TAGS.sub("", head)] if head else []) + names, width - SIDE_L - SIDE_R)
         rows += sum(n.count("\n") for n in names) * 0.65  # a name of two lines: a taller row
         out[key] = {
             **legend,
@@ -343,7 +295,7 @@ def _room_for_bar_notes(out: dict, data: list, side: dict, font: float) -> None:
         if a.get("xref", "x") in ("x", None) and a.get("xanchor") == "left" and isinstance(a.get("x"), (int, float)):
             a = _smaller_to_fit(a, out.get("xaxis") or {}, side, font)
             size = (a.get("font") or {}).get("size") or font
-            ends.append(("xaxis", a["x"], _text_px(str(a.get("text")), size)))
+            ends.append(("xaxis", a["x"], text_px(str(a.get("text")), size)))
         notes.append(a)
     if notes:
         out["annotations"] = notes
@@ -351,7 +303,7 @@ def _room_for_bar_notes(out: dict, data: list, side: dict, font: float) -> None:
         if t.get("type") == "bar" and t.get("orientation") == "h" and t.get("textposition") == "outside":
             size = ((t.get("textfont") or {}).get("size")) or font
             axis = "xaxis" + (t.get("xaxis") or "x")[1:]
-            ends += [(axis, x, _text_px(str(w), size)) for x, w in zip(t.get("x") or [], t.get("text") or [])]
+            ends += [(axis, x, text_px(str(w), size)) for x, w in zip(t.get("x") or [], t.get("text") or [])]
     for key in {e[0] for e in ends}:
         axis = out.get(key) or {}
         rng = axis.get("range")
@@ -381,16 +333,11 @@ def _smaller_to_fit(note: dict, axis: dict, side: dict, font: float) -> dict:
     at = (note["x"] - rng[0]) / (rng[1] - rng[0]) * plot_w  # px from the plot's left
     room = NOTEBOOK_AREA_PX - side["l"] - at - 4
     size = (note.get("font") or {}).get("size") or font
-    if NOTEBOOK_AREA_PX - side["l"] - _text_px(note["text"], size) > plot_w * 0.2 or room <= 0:
+    if NOTEBOOK_AREA_PX - side["l"] - text_px(note["text"], size) > plot_w * 0.2 or room <= 0:
         return note  # widening the axis gives it room (_room_for_bar_notes)
-    small = max(9, math.floor(size * room / _text_px(note["text"], size)))
+    small = max(9, math.floor(size * room / text_px(note["text"], size)))
     fitted, _ = fit_text(note["text"], room, small)
     return {**note, "text": fitted, "font": {**(note.get("font") or {}), "size": small}}
-
-
-def _text_px(text: str, size: float) -> float:
-    """About how wide a note's widest line is drawn (bold words a little wider: 0.6 of the size a character)."""
-    return 8 + max(len(_TAGS.sub("", line)) for line in text.split("<br>")) * 0.6 * size
 
 
 def _wider_side_panels(out: dict) -> None:

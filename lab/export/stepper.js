@@ -232,6 +232,7 @@ window.LabSteps = class LabSteps {
         traceorder: "normal",
       });
     }
+    LabSteps.sparseTicks(out, width - Object.assign({l: 80}, out.margin).l - Object.assign({r: 80}, out.margin).r);
     const text = (layout.title && layout.title.text) || "";
     if (text) {
       // The subtitle's parts in lines at each "; ", then every line broken to the width. A title line is 1.3x
@@ -295,6 +296,38 @@ window.LabSteps = class LabSteps {
       const [name, added] = LabSteps.fitText(t.name, room, 10);
       return added ? Object.assign({}, t, {name}) : t;
     });
+  }
+  // Ticks the view placed itself over a fixed range (the block table's scale break: 70, 1,000 and 1,992 a few px
+  // apart in compare side by side at 683 px, printed over each other): a tick nearer the last one kept than
+  // their labels' half widths goes; the row's last tick is kept rather than its neighbour. The plot is taken as
+  // 0.8 of its box (the y axis's labels take more than the margin). lab.views.notebook_fit's twin.
+  static sparseTicks(out, plotW) {
+    for (const key of Object.keys(out).filter((k) => /^xaxis\d*$/.test(k))) {
+      const axis = out[key] || {};
+      const [vals, texts, range] = [axis.tickvals, axis.ticktext, axis.range];
+      if (!vals || !texts || !range || vals.length !== texts.length || !(range[1] > range[0])) continue;
+      const [lo, hi] = axis.domain || [0, 1];
+      const size = (axis.tickfont && axis.tickfont.size) || 12;
+      const px = vals.map((v) => ((v - range[0]) / (range[1] - range[0])) * 0.8 * plotW * (hi - lo));
+      const keep = [];
+      vals.forEach((_, i) => {
+        const last = keep[keep.length - 1];
+        const room = last === undefined ? 0 : 0.3 * size * (String(texts[i]).length + String(texts[last]).length) + 6;
+        if (last === undefined || px[i] - px[last] >= room) keep.push(i);
+      });
+      if (keep.length > 1 && keep[keep.length - 1] !== vals.length - 1) keep[keep.length - 1] = vals.length - 1;
+      if (keep.length < vals.length) {
+        out[key] = Object.assign({}, axis, {tickvals: keep.map((i) => vals[i]), ticktext: keep.map((i) => texts[i])});
+      }
+    }
+    // An axis over the plot (the true-scale strip's): Plotly stood its five labels up into the strip's title at
+    // 683 px; as many as lie flat, about 60 px each (three at least).
+    for (const key of Object.keys(out).filter((k) => /^xaxis\d*$/.test(k))) {
+      const axis = out[key] || {};
+      if (axis.side !== "top" || axis.tickvals || axis.nticks) continue;
+      const [lo, hi] = axis.domain || [0, 1];
+      out[key] = Object.assign({}, axis, {nticks: Math.max(3, Math.floor((0.8 * plotW * (hi - lo)) / 60))});
+    }
   }
   // How far under the plot its x axis's tick labels and title reach (px), about: a legend under the plot at a
   // paper y (the block table's -0.2) hung lower as the plot grew taller with its rows, 49 px under the title

@@ -23,10 +23,17 @@ def drawn(page, view: str, step: int) -> None:
     page.wait_for_function(f"() => document.body.dataset.drawn === '{view}:{step}'")
 
 
-def test_exported_file_steps_offline(browser, tmp_path):
-    ARTIFACTS.mkdir(exist_ok=True)
-    path = tmp_path / "eagle-k3.html"
+@pytest.fixture(scope="module")
+def eagle_export(tmp_path_factory):
+    """eagle-k3 exported once for the module's tests (about 2 s)."""
+    path = tmp_path_factory.mktemp("export") / "eagle-k3.html"
     assert main(["export", "--preset", "eagle-k3", "--out", str(path)]) == 0
+    return path
+
+
+def test_exported_file_steps_offline(browser, eagle_export):
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = eagle_export
     log: list[str] = []  # requests that leave the file, and the page's errors
     ctx, page, first_s = open_offline(browser, str(path), log=log)
     drawn(page, "hero", 0)  # the claim in one picture opens the file (issue 49)
@@ -74,4 +81,47 @@ def test_exported_file_steps_offline(browser, tmp_path):
     drawn(page, stop["view"], stop["step"])
     assert not log, log
     assert first_s < 30  # a sanity bound; the target (2 s) is python -m lab bench export's
+    ctx.close()
+
+
+# The walk's cursors (their x), its frames drawn, and whether it ended (LabSteps.walk keeps its run on the plot).
+_WALK = """() => { const gd = document.getElementById('plot'); const r = gd.__labWalk || {};
+  return [(gd.layout.shapes || []).filter((s) => s.name === 'walk').map((s) => s.x0), (r.frames || []).length,
+    !!r.done]; }"""
+
+
+def test_the_exported_walk_sweeps_each_eras_columns_offline(browser, eagle_export):
+    """Issue 49 item 4 in the export (it was checked by hand from file:// only): "▶ walk the columns" under the
+    hero sweeps one cursor per bar, in the file, with no network; each ends at the columns its era's kernel walks
+    on this step; under prefers-reduced-motion the cursors are drawn where they end, in one frame."""
+    from lab import Scenario, simulate
+    from lab.views.hero import era_walks
+
+    path = eagle_export
+    trace = simulate(Scenario.preset("eagle-k3"))
+    ends = {i: [c for w in era_walks(trace, i) for c in (w["columns"], w["drafts"]["columns"])] for i in (20, 21)}
+    assert ends[20] == [2048, 2048, 68, 2048, 68, 68]
+    log: list[str] = []
+    ctx, page, _ = open_offline(browser, str(path), size=(683, 768), log=log)
+    drawn(page, "hero", 0)
+    page.locator("#stepbox").fill("20")
+    page.locator("#stepbox").press("Enter")
+    drawn(page, "hero", 20)
+    button = page.locator("button.lab-walk")
+    assert page.evaluate(_WALK)[0] == []  # no cursor until asked
+    button.click()
+    page.wait_for_function(f"() => ({_WALK})()[2]", timeout=60_000)
+    xs, frames, _ = page.evaluate(_WALK)
+    page.screenshot(path=str(ARTIFACTS / "export-walk-683x768.png"))
+    assert xs == ends[20] and frames >= 3, (xs, frames)
+    assert button.inner_text().strip() == "▶ walk the columns"
+    page.emulate_media(reduced_motion="reduce")
+    page.get_by_role("button", name="next step").click()
+    drawn(page, "hero", 21)
+    page.wait_for_function(f"() => ({_WALK})()[0].length === 0")  # the next drawing takes the cursors off
+    button.click()
+    page.wait_for_function(f"() => ({_WALK})()[2]", timeout=60_000)
+    xs, frames, _ = page.evaluate(_WALK)
+    assert frames == 1 and xs == ends[21], (xs, frames)
+    assert not log, log  # no request left the file, no error
     ctx.close()

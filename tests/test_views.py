@@ -506,7 +506,7 @@ def test_a_figure_shown_by_jupyter_is_the_fitted_one(traces):
 
     from lab.views import hero_figure
     from lab.views.common import PLOT_CONFIG
-    from lab.views.notebook_fit import notebook_layout
+    from lab.views.notebook_fit import notebook_figure
 
     fig = hero_figure(traces["eagle-k3"], 20)
     renderer = pio.renderers.default
@@ -523,9 +523,7 @@ def test_a_figure_shown_by_jupyter_is_the_fitted_one(traces):
             InteractiveShell.clear_instance()
     got = shown.outputs[0].data["application/vnd.plotly.v1+json"]
     spec = fig.to_plotly_json()
-    assert (
-        got["layout"]["title"] == notebook_layout(spec["layout"], data=spec["data"])["title"] != spec["layout"]["title"]
-    )
+    assert got["layout"]["title"] == notebook_figure(spec)["layout"]["title"] != spec["layout"]["title"]
     assert got["config"]["displaylogo"] is PLOT_CONFIG["displaylogo"] is False
     assert got["layout"] == want["layout"]
 

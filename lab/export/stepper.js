@@ -36,6 +36,8 @@ window.LabSteps = class LabSteps {
     const spec = JSON.parse((await this.lines(view, v.gz))[v.wide ? 0 : this.clamp(i)]);
     let layout = Object.assign({template: this.D.template}, spec.layout);
     if (narrow) layout = LabSteps.narrowed(layout, spec.data, width);
+    const g = layout.legend; // a legend hung from under the x axis: as many px above the foot at any height
+    const legendPx = g && g.yref === "container" && g.yanchor === "top" ? g.y * (layout.height || 450) : null;
     if (presenter) {
       const p = this.D.presenter; // lab.views.presenter_layout, as numbers
       layout.font = Object.assign({}, layout.font, {size: p.font_size});
@@ -59,7 +61,8 @@ window.LabSteps = class LabSteps {
     if (maxHeight && layout.height > maxHeight) {
       layout.height = Math.max(LabSteps.fitted(layout, floor, maxHeight), LabSteps.panelFloor(layout));
     }
-    return {data: spec.data, layout, natural};
+    if (legendPx !== null) layout.legend = Object.assign({}, layout.legend, {y: legendPx / (layout.height || 450)});
+    return {data: narrow ? LabSteps.shortNames(spec.data, layout, width) : spec.data, layout, natural};
   }
   // A figure in a plot narrower than NARROW_PX (compare side by side at 1366 px, half a screen): its legend
   // goes below the plot, so the plot area keeps the width its notes were placed for, and its subtitle breaks
@@ -201,26 +204,35 @@ window.LabSteps = class LabSteps {
     let grow = {t: 0, b: 0};
     // A legend beside the plot, or one under it (the draft windows': three rows at half a screen ran into the
     // note under it), goes to the very foot.
+    let legendFrom = null; // px under the plot where the legend's top goes (null: at the figure's very foot)
     if (!(layout.legend && layout.legend.yref === "container")) {
-      // At the figure's foot, below the axis title (rotated tick labels reach past y = -0.2); two entries a row.
-      // traceorder "normal": a legend in groups stacks each group's entries even when horizontal.
-      // An entry whose name takes more than half the width (a character about 6.5 px, 40 px of swatch) a row;
-      // the legend's title takes a place in the first row.
-      const names = (data || []).filter((t) => t.showlegend !== false && t.name).map((t) => t.name);
-      const legendTitle = ((layout.legend || {}).title || {}).text;
-      if (legendTitle) names.unshift(legendTitle);
-      const long = (n) => 40 + 6.5 * n.replace(/<[^>]*>/g, "").length > width / 2;
-      const rows = names.reduce((r, n) => r + (long(n) ? 1 : 0.5), 0);
-      grow.b = Math.ceil(rows) * 20 + 10;
-      out.legend = Object.assign({}, layout.legend, {
-        orientation: "h", x: 0, xanchor: "left", yref: "container", y: 0, yanchor: "bottom", traceorder: "normal",
-      });
       // The right margin kept for a legend beside the plot (recorded eras: 250 px) goes to the plot; not where
       // more legends stay beside their panels (the timeline's legend2, legend3).
       if (!layout.legend2 && layout.margin && layout.margin.r > 60 && (layout.legend || {}).x >= 1) {
         out.margin = Object.assign({}, layout.margin, {r: 30});
       }
+      // Under the x axis: where the view's legend under the plot started, else under the view's bottom margin
+      // (its axis's ticks and title); at the very foot where a note hangs under the plot (the draft windows'
+      // "why", under which the legend's three rows ran at half a screen). Its room: its rows as Plotly lays them
+      // (LabSteps.legendRows). The room was two entries a row, under the view's whole margin: about 70 px stood
+      // empty above compare's block-table legends at 1366 px (ux review 5 minor 12).
+      // traceorder "normal": a legend in groups stacks each group's entries even when horizontal.
+      const m0 = Object.assign({t: 100, b: 80, l: 80, r: 80}, layout.margin);
+      const y0 = (layout.legend || {}).y;
+      const plotH = (layout.height || 450) - m0.t - m0.b;
+      const offset = typeof y0 === "number" && y0 < 0 ? Math.min(m0.b, -y0 * plotH, LabSteps.axisFoot(layout)) : m0.b;
+      const foot = (layout.annotations || []).some((a) => a.xref === "paper" && a.y < 0);
+      const m1 = Object.assign({}, m0, out.margin);
+      const shortData = LabSteps.shortNames(data, Object.assign({}, layout, {margin: m1}), width);
+      const band = LabSteps.legendRows(layout, shortData, width - m1.l - m1.r) * 20 + 10;
+      grow.b = foot ? band : Math.max(0, offset + band - m0.b);
+      if (!foot) legendFrom = offset;
+      out.legend = Object.assign({}, layout.legend, {
+        orientation: "h", x: 0, xanchor: "left", yref: "container", y: 0, yanchor: foot ? "bottom" : "top",
+        traceorder: "normal",
+      });
     }
+    LabSteps.sparseTicks(out, width - Object.assign({l: 80}, out.margin).l - Object.assign({r: 80}, out.margin).r);
     const text = (layout.title && layout.title.text) || "";
     if (text) {
       // The subtitle's parts in lines at each "; ", then every line broken to the width. A title line is 1.3x
@@ -271,7 +283,78 @@ window.LabSteps = class LabSteps {
       delete out.title.__labLine;
       out.title.y = 1 - (line + 12) / (out.height || 450);
     }
+    if (legendFrom !== null) out.legend.y = (out.margin.b - legendFrom) / (out.height || 450);
     return out;
+  }
+  // A narrow figure's legend names broken to the plot's width (the legend starts at its left; 40 px of swatch,
+  // the legend's 10 px type): at 683 px compare's "baseline walk (before #40654): … (sized by 32,768)" ran past
+  // the figure's right edge. The legend's rows (LabSteps.legendRows) count the lines. lab.views.notebook_fit's twin.
+  static shortNames(data, layout, width) {
+    const room = (width || LabSteps.NARROW_PX) - ((layout.margin || {}).l ?? 80) - 48;
+    return (data || []).map((t) => {
+      if (typeof t.name !== "string" || t.showlegend === false) return t;
+      const [name, added] = LabSteps.fitText(t.name, room, 10);
+      return added ? Object.assign({}, t, {name}) : t;
+    });
+  }
+  // Ticks the view placed itself over a fixed range (the block table's scale break: 70, 1,000 and 1,992 a few px
+  // apart in compare side by side at 683 px, printed over each other): a tick nearer the last one kept than
+  // their labels' half widths goes; the row's last tick is kept rather than its neighbour. The plot is taken as
+  // 0.8 of its box (the y axis's labels take more than the margin). lab.views.notebook_fit's twin.
+  static sparseTicks(out, plotW) {
+    for (const key of Object.keys(out).filter((k) => /^xaxis\d*$/.test(k))) {
+      const axis = out[key] || {};
+      const [vals, texts, range] = [axis.tickvals, axis.ticktext, axis.range];
+      if (!vals || !texts || !range || vals.length !== texts.length || !(range[1] > range[0])) continue;
+      const [lo, hi] = axis.domain || [0, 1];
+      const size = (axis.tickfont && axis.tickfont.size) || 12;
+      const px = vals.map((v) => ((v - range[0]) / (range[1] - range[0])) * 0.8 * plotW * (hi - lo));
+      const keep = [];
+      vals.forEach((_, i) => {
+        const last = keep[keep.length - 1];
+        const room = last === undefined ? 0 : 0.3 * size * (String(texts[i]).length + String(texts[last]).length) + 6;
+        if (last === undefined || px[i] - px[last] >= room) keep.push(i);
+      });
+      if (keep.length > 1 && keep[keep.length - 1] !== vals.length - 1) keep[keep.length - 1] = vals.length - 1;
+      if (keep.length < vals.length) {
+        out[key] = Object.assign({}, axis, {tickvals: keep.map((i) => vals[i]), ticktext: keep.map((i) => texts[i])});
+      }
+    }
+    // An axis over the plot (the true-scale strip's): Plotly stood its five labels up into the strip's title at
+    // 683 px; as many as lie flat, about 60 px each (three at least).
+    for (const key of Object.keys(out).filter((k) => /^xaxis\d*$/.test(k))) {
+      const axis = out[key] || {};
+      if (axis.side !== "top" || axis.tickvals || axis.nticks) continue;
+      const [lo, hi] = axis.domain || [0, 1];
+      out[key] = Object.assign({}, axis, {nticks: Math.max(3, Math.floor((0.8 * plotW * (hi - lo)) / 60))});
+    }
+  }
+  // How far under the plot its x axis's tick labels and title reach (px), about: a legend under the plot at a
+  // paper y (the block table's -0.2) hung lower as the plot grew taller with its rows, 49 px under the title
+  // beside a table of 24 rows. A tick label's row about 20 px, the title's standoff, its line about 18 px.
+  static axisFoot(layout) {
+    const axis = layout.xaxis || {};
+    const title = axis.title && (typeof axis.title === "string" ? axis.title : axis.title.text);
+    const standoff = (axis.title && axis.title.standoff) || 12;
+    return 4 + 20 + (title ? standoff + 18 : 0);
+  }
+  // The rows of the figure's (first) legend laid horizontally in a plot ``plotW`` px wide, as Plotly lays them
+  // (plotly.js src/components/legend/draw.js computeLegendDimensions): all in one row where they fit, else every
+  // entry as wide as the widest, as many a row as fit. An entry: 40 px of swatch and gaps, about 6 px a
+  // character at the legend's 10 px; a name of two lines, a taller row. lab.views.notebook_fit's twin.
+  static legendRows(layout, data, plotW) {
+    const shown = (data || []).filter((t) => t.name && (t.legend || "legend") === "legend" &&
+      (t.showlegend === true || (t.showlegend !== false && !/^(heatmap|histogram2d|contour)/.test(t.type || ""))));
+    const names = shown.map((t) => String(t.name));
+    const legendTitle = ((layout.legend || {}).title || {}).text;
+    if (legendTitle) names.unshift(legendTitle);
+    if (!names.length) return 0;
+    const lines = names.map((n) => n.split("<br>").map((l) => l.replace(/<[^>]*>/g, "")));
+    const entries = lines.map((ls) => 40 + 6 * Math.max(...ls.map((l) => l.length)));
+    const extra = lines.reduce((k, ls) => k + (ls.length - 1) * 0.65, 0);
+    if (entries.reduce((a, b) => a + b + 5, 0) <= plotW) return Math.ceil(1 + extra);
+    const perRow = Math.max(1, Math.floor(plotW / (Math.max(...entries) + 5)));
+    return Math.ceil(Math.ceil(names.length / perRow) + extra);
   }
   // The "?" that holds a narrow figure's subtitle: its words show on hover (and on a tap).
   static whatIs(subtitle) {
@@ -459,6 +542,11 @@ window.LabSteps = class LabSteps {
     const t = layout.title;
     if (t && t.yref === "container" && typeof t.y === "number") {
       out.title = Object.assign({}, t, {y: 1 - ((1 - t.y) * layout.height) / height});
+    }
+    // a legend hung from under the x axis (LabSteps.narrowed) stays as many px above the figure's foot
+    const g = layout.legend;
+    if (g && g.yref === "container" && g.yanchor === "top" && typeof g.y === "number") {
+      out.legend = Object.assign({}, g, {y: (g.y * layout.height) / height});
     }
     return out;
   }

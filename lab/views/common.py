@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from lab.engine.model_states import MODES
 from lab.engine.oor import OOR_CLASSES
-from lab.views.notebook_fit import notebook_layout
+from lab.views.notebook_fit import notebook_figure
 from lab.views.palette import CLASS_COLOR, GRAPH_COLOR, MODE_COLOR
 
 # Every colour comes from lab/views/palette.py (one colour per era everywhere). A mode's line drawn over class
@@ -54,10 +54,7 @@ class LabFigure(go.Figure):
     area's width (lab.views.notebook_fit; the figure itself is left as built)."""
 
     def _fitted(self) -> go.Figure:
-        spec = self.to_plotly_json()
-        return go.Figure(
-            {"data": spec["data"], "layout": notebook_layout(spec["layout"], data=spec["data"])}, _validate=False
-        )
+        return go.Figure(notebook_figure(self.to_plotly_json()), _validate=False)
 
     def _repr_mimebundle_(self, include=None, exclude=None, validate=True, **kwargs):
         kwargs.setdefault("config", PLOT_CONFIG)

@@ -4,13 +4,16 @@ answered for a modelled release, said plainly otherwise; hostile logs refused wi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
 from lab.commands.main import main
+from lab.deployment.answer_types import FromLog
 from lab.deployment.known_configs import KNOWN_CONFIGS
+from lab.deployment.log_excerpt import COMPARED
 from lab.deployment.startup_log import (
     MAX_LITERAL_CHARS,
     StartupLogError,
@@ -434,17 +437,9 @@ CONFIG_SOURCES = {
     "Qwen__Qwen3-0.6B.json": "https://github.com/whaler404/Hf-Learn/blob/bcaa333393ec9eaa9b41ffb8c566c2bdadc8eefe/"
     "transformers_learn/api/models/text_models/qwen3/qwen3.md (its 'model config' block, whole)",
 }
-FIELDS = (
-    "attention_backend",
-    "cudagraph_mode",
-    "cudagraph_capture_sizes",
-    "model_runner",
-    "block_size",
-    "max_model_len",
-    "enable_chunked_prefill",
-    "cudagraph_profile",
-    "async_scheduling",
-    "max_num_batched_tokens",
+# every FromLog field that holds a compared value (LoggedText / LoggedSizes): lab/deployment/log_excerpt.py's list
+FIELDS = tuple(
+    f.name for f in dataclasses.fields(FromLog) if str(f.type).split(" |")[0] in ("LoggedText", "LoggedSizes")
 )
 
 
@@ -544,3 +539,8 @@ def test_a_logged_value_that_differs_is_a_disagreement_not_hidden(capsys, tmp_pa
     doc = json.loads(capsys.readouterr().out)["from_log"]
     assert doc["max_model_len"]["agree"] is None and doc["line"].endswith("--max-model-len 128000")
     assert any("max_model_len 128000: the line's own" in n for n in doc["notes"])
+
+
+def test_the_excerpts_compared_fields_are_every_logged_field():
+    """lab/deployment/log_excerpt.py's COMPARED names every FromLog field that holds a compared value."""
+    assert set(COMPARED) == set(FIELDS) and len(FIELDS) == 10

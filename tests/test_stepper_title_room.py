@@ -63,3 +63,23 @@ def test_a_top_margin_that_holds_a_legend_is_kept(steps):
     layout = _kernel_view_layout(legend={"orientation": "h", "y": 1.1, "yanchor": "bottom"})
     out = steps.evaluate("(l) => LabSteps.subtitleBehind(l, 1190)", layout)
     assert out["margin"]["t"] == 230 and out["height"] == 900
+
+
+def test_a_side_panels_y_title_goes_at_half_a_screen(steps):
+    """The out-of-range view's side panels (totals, live + freed) are anchored to x axes whose domain starts at 0.8;
+    at 683 px their rotated "entries" stood on the main panel's bars. Narrowed, they lose it; the main panels keep
+    theirs."""
+    import json
+
+    import numpy as np
+
+    from lab import Scenario, simulate
+    from lab.views.common import spec_json
+    from lab.views.oor import oor_spec
+
+    spec = json.loads(spec_json(oor_spec(simulate(Scenario.preset("eagle-k3")), 20)))
+    out = steps.evaluate("([l, d]) => LabSteps.narrowed(l, d, 683)", [spec["layout"], spec["data"]])
+    titled = {k for k, v in out.items() if k.startswith("yaxis") and (v.get("title") or {}).get("text")}
+    assert titled == {"yaxis", "yaxis2", "yaxis5"}, titled
+    assert {"yaxis3", "yaxis4"} <= {k for k, v in spec["layout"].items() if k.startswith("yaxis") and v.get("title")}
+    assert np.isfinite(out["height"])

@@ -197,6 +197,18 @@ window.LabSteps = class LabSteps {
     return Math.ceil(LabSteps.TITLE_TOP_PX + 1.3 * size * head.split("<br>").length + 14 + above);
   }
   // ``width``: the plot box's, in px.
+  // A side panel's y-axis title (its x axis's domain starts right of the middle: the out-of-range view's totals)
+  // stands on the main panel's bars at half a screen (ux review: the rotated "entries" over the bars at 683 px);
+  // its panel title says what it counts, so a narrow figure drops it, as the notebook fit does.
+  static sidePanelTitles(layout) {
+    for (const key of Object.keys(layout)) {
+      const axis = layout[key];
+      if (!/^yaxis\d*$/.test(key) || !axis || !axis.title) continue;
+      const x = layout["xaxis" + String(axis.anchor || "x").slice(1)] || {};
+      if ((x.domain || [0, 1])[0] > 0.5) layout[key] = Object.assign({}, axis, {title: {text: ""}});
+    }
+  }
+
   static narrowed(layout, data, width) {
     const out = Object.assign({}, layout);
     const fontSize = (layout.font && layout.font.size) || 12;
@@ -233,6 +245,7 @@ window.LabSteps = class LabSteps {
       });
     }
     LabSteps.sparseTicks(out, width - Object.assign({l: 80}, out.margin).l - Object.assign({r: 80}, out.margin).r);
+    LabSteps.sidePanelTitles(out);
     const text = (layout.title && layout.title.text) || "";
     if (text) {
       // The subtitle's parts in lines at each "; ", then every line broken to the width. A title line is 1.3x

@@ -12,13 +12,13 @@ import ast
 import importlib.util
 import os
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 if os.environ.get("LAB_REQUIRE_VLLM") != "1":
     pytest.importorskip("vllm", reason="vLLM 0.33.0 lives in .venv-vllm (make test runs this suite there)")
 
+from gate_standins import trtllm_globals  # noqa: E402
 from vllm.platforms.interface import DeviceCapability  # noqa: E402
 from vllm.v1.attention.backends.registry import AttentionBackendEnum  # noqa: E402
 
@@ -65,16 +65,8 @@ def supports(vllm_name: str, sm: int) -> bool:
 def trtllm(sm: int, is_prefill: bool) -> bool:
     """vllm/utils/flashinfer.py ``supports_trtllm_attention`` on SM ``sm`` (batch invariance off, the cubins
     reachable: the lab's assumption for a serving GPU)."""
-    platform = SimpleNamespace(
-        is_device_capability=lambda cap: sm == cap,
-        is_device_capability_family=lambda cap: sm // 10 == cap // 10,
-    )
-    namespace = {
-        "envs": SimpleNamespace(VLLM_BATCH_INVARIANT=False),
-        "has_nvidia_artifactory": lambda: True,
-        "current_platform": platform,
-    }
-    return bool(_compiled(VLLM / "utils" / "flashinfer.py", "supports_trtllm_attention", None, namespace)(is_prefill))
+    gate = _compiled(VLLM / "utils" / "flashinfer.py", "supports_trtllm_attention", None, trtllm_globals(sm))
+    return bool(gate(is_prefill))
 
 
 def vllm_runs(record: str, sm: int) -> bool:

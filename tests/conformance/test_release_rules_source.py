@@ -87,6 +87,22 @@ def _method(path: Path, cls: str, name: str, namespace: dict):
     return namespace[name]
 
 
+@contextlib.contextmanager
+def _modules_as(modules: dict):
+    """``sys.modules`` holds ``modules`` (a release's stand-ins) for the block; each name's own entry comes back after
+    (only those names: modules the block imports for the first time stay)."""
+    saved = {name: sys.modules.get(name) for name in modules}
+    sys.modules.update(modules)
+    try:
+        yield
+    finally:
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
+
+
 class _Usage(enum.Enum):
     LLM_CLASS = 1
     OPENAI_API_SERVER = 2
@@ -704,16 +720,8 @@ def _release_hybrid_block(series: str, src: Path, config, kernel: int) -> tuple[
     }  # fmt: skip
     align = _method(src / "platforms" / "interface.py", "Platform", "_align_hybrid_block_size", {"logger": _Log()})
     backend = SimpleNamespace(get_supported_kernel_block_sizes=lambda: [multiple(kernel)])
-    saved = {name: sys.modules.get(name) for name in modules}
-    sys.modules.update(modules)  # the method imports these where it runs
-    try:
+    with _modules_as(modules):  # the method imports these where it runs
         align(None, config, backend)
-    finally:
-        for name, module in saved.items():
-            if module is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = module
     return config.cache_config.mamba_cache_mode, config.cache_config.block_size
 
 
@@ -1005,9 +1013,7 @@ def test_each_backends_other_checks_are_the_releases(series):
 
     src, compared = _source(series), []
     modules = _local_modules(src)
-    saved = {name: sys.modules.get(name) for name in modules}
-    sys.modules.update(modules)  # the checks import these where they run
-    try:
+    with _modules_as(modules):  # the checks import these where they run
         for name, rule in BACKENDS.items():
             file, cls = rule.source.split(":")
             path = src / file.removeprefix("vllm/")
@@ -1032,12 +1038,6 @@ def test_each_backends_other_checks_are_the_releases(series):
                 release = klass.validate_configuration(**given)
                 assert (not release) == (not older_reasons(name, c, RULES[series])), (name, c, release)
             compared.append(name)
-    finally:
-        for name, module in saved.items():
-            if module is None:
-                sys.modules.pop(name, None)
-            else:
-                sys.modules[name] = module
     assert {"FLASH_ATTN", "FLASHINFER", "TRITON_ATTN", "FLEX_ATTENTION", "TRITON_MLA", "FLASHMLA"} <= set(compared)
 
 

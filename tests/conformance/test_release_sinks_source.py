@@ -13,9 +13,9 @@ from __future__ import annotations
 import ast
 import copy
 import functools
-from types import SimpleNamespace
 
 import pytest
+from gate_standins import trtllm_globals
 from test_release_rules_source import RULES, _source
 
 from lab.deployment.backend_rules import SelectorConfig, reasons
@@ -42,15 +42,8 @@ def release_sink(series: str, sm: int) -> bool:
     """The release's FlashInferBackend.supports_sink on SM ``sm`` (no --attention-config override; batch invariance
     off and the cubins reachable: the lab's assumption for a serving GPU)."""
     src = _source(series)
-    platform = SimpleNamespace(
-        is_device_capability=lambda cap: sm == cap,
-        is_device_capability_family=lambda cap: sm // 10 == cap // 10,
-    )
-    utils = {
-        "envs": SimpleNamespace(VLLM_BATCH_INVARIANT=False),
-        "has_nvidia_artifactory": lambda: True,
-        "current_platform": platform,
-    }
+    utils = trtllm_globals(sm)
+    platform = utils["current_platform"]
     trtllm = _function(src / "utils" / "flashinfer.py", "supports_trtllm_attention", None, utils)
     namespace = {
         "supports_trtllm_attention": trtllm,
@@ -91,15 +84,7 @@ def test_flashinfer_decode_kernel_is_the_releases(series):
     src = _source(series)
     trtllm_sms = []
     for sm in CUDA_SMS:
-        platform = SimpleNamespace(
-            is_device_capability=lambda cap, sm=sm: sm == cap,
-            is_device_capability_family=lambda cap, sm=sm: sm // 10 == cap // 10,
-        )
-        utils = {
-            "envs": SimpleNamespace(VLLM_BATCH_INVARIANT=False),
-            "has_nvidia_artifactory": lambda: True,
-            "current_platform": platform,
-        }
+        utils = trtllm_globals(sm)
         if _function(src / "utils" / "flashinfer.py", "supports_trtllm_attention", None, utils)():
             trtllm_sms.append(sm)
     assert trtllm_sms == [100, 103]
